@@ -1,0 +1,87 @@
+# pipesim: plain Makefile. `make demo`, `make test`, `make bench`.
+# make SAN=address,undefined test   sanitizer build in build-san/
+# make test VALGRIND=1              every test binary under valgrind
+# make WERROR=0                     keep warnings as warnings
+
+PKGS      := lua5.4 sqlite3
+DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3
+CC        ?= cc
+WERROR    ?= 1
+SAN       ?=
+VALGRIND  ?=
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wwrite-strings -Wundef -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+ifneq ($(SAN),)
+BUILD   := build-san
+SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPT     := -O1 -g
+else
+BUILD   := build
+SANFLAGS :=
+OPT     := -O2 -g
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) $(SANFLAGS) \
+           -DPS_VERSION='"$(shell cat VERSION)"'
+LDLIBS   = $(PKG_LIBS) -lm
+
+CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BIN      := $(BUILD)/pipesim
+BENCH    := $(BUILD)/bench
+
+.PHONY: all deps demo test unit bench clean format format-check
+all: deps $(BIN)
+
+# Installs the Debian build dependencies when pkg-config cannot find them.
+deps:
+	@pkg-config --exists $(PKGS) && command -v sqlite3 >/dev/null && command -v xmllint >/dev/null && command -v python3 >/dev/null || \
+	  { echo "pipesim: installing build dependencies: $(DEB_DEPS)"; \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEB_DEPS) >/dev/null; }
+
+$(BUILD)/%.o: %.c $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -c $< -o $@
+
+$(BIN): $(CORE_OBJ) $(BUILD)/core/main.o
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/harness.h $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Itests/unit $< $(CORE_OBJ) -o $@ $(LDLIBS)
+
+$(BENCH): tests/bench/bench.c $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
+
+unit: deps $(UNIT_BIN)
+
+demo: all
+	@mkdir -p results
+	$(BIN) run scenarios/demo.lua
+
+test: all unit
+	@BUILD=$(BUILD) VALGRIND="$(VALGRIND)" sh tests/run.sh
+
+bench: deps $(BIN) $(BENCH)
+	@$(BENCH)
+
+format:
+	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h
+
+format-check:
+	clang-format --dry-run -Werror core/*.c core/*.h tests/unit/*.c tests/unit/*.h
+
+clean:
+	rm -rf build build-san

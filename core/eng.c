@@ -1,0 +1,408 @@
+/* Engine: lanes advance until they block; events unblock them.
+ *
+ * Per event the work is O(log n) for the heap plus O(1) array lookups: the
+ * message table from prog_seal pairs sends and receives, lanes waiting for a
+ * device or a signal sit in intrusive FIFO lists, and unblocked lanes go
+ * through a ring of ready lanes so that nothing recurses. No allocation
+ * happens after eng_run has sized its arrays. */
+#include "eng.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_COMPUTE = 1 }; /* NET_EVENT (net.h) is the other type */
+
+enum lane_state {
+    LANE_READY,
+    LANE_COMPUTING,
+    LANE_WAIT_DEVICE,
+    LANE_WAIT_BATCH,
+    LANE_WAIT_SIGNAL,
+    LANE_DONE
+};
+
+enum msg_state_bits {
+    MSG_SEND_POSTED = 1,
+    MSG_RECV_POSTED = 2,
+    MSG_STARTED = 4,
+    MSG_ARRIVED = 8
+};
+
+typedef struct lane_rt {
+    int32_t pc;        /* next op (the running or blocked one) */
+    int32_t batch_end; /* blocked in a batch: first op after it */
+    int32_t pending;   /* incomplete ops of the current batch */
+    int32_t next;      /* next lane in a device or signal wait list */
+    uint8_t state;     /* enum lane_state */
+} lane_rt;
+
+typedef struct wait_list {
+    int32_t head, tail;
+} wait_list;
+
+struct eng_sim {
+    eq q;
+    lane_rt *lane;
+    int32_t lane_cap;
+    uint8_t *msg;
+    int32_t msg_cap;
+    int32_t *device; /* per rank: lane computing, or -1 */
+    wait_list *device_wait;
+    int32_t rank_cap;
+    uint8_t *raised;
+    wait_list *signal_wait;
+    int32_t signal_cap;
+    int32_t *ready; /* ring of lanes to advance */
+    int32_t ready_head, ready_n;
+    /* the run in progress */
+    prog_set *ps;
+    net *nw;
+    enum eng_p2p p2p;
+    int64_t transfers;
+    int64_t ops;
+    int oom;
+};
+
+eng_sim *eng_new(void)
+{
+    eng_sim *e = calloc(1, sizeof *e);
+    if (e)
+        eq_init(&e->q);
+    return e;
+}
+
+void eng_free(eng_sim *e)
+{
+    if (!e)
+        return;
+    eq_free(&e->q);
+    free(e->lane);
+    free(e->msg);
+    free(e->device);
+    free(e->device_wait);
+    free(e->raised);
+    free(e->signal_wait);
+    free(e->ready);
+    free(e);
+}
+
+/* Grows *p to hold n elements of size sz; keeps *cap in elements. */
+static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
+{
+    if (n <= *cap && *p)
+        return 0;
+    void *q = realloc(*p, ((size_t)n + 1) * sz);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int size_arrays(eng_sim *e, const prog_set *ps)
+{
+    int32_t lc = e->lane_cap, rc = e->rank_cap, sc = e->signal_cap;
+    int32_t rc2 = rc, sc2 = sc, lc2 = lc;
+    if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes,
+                sizeof *e->lane) ||
+        reserve((void **)&e->ready, &lc2, ps->nlanes, sizeof *e->ready) ||
+        reserve((void **)&e->msg, &e->msg_cap, ps->nmsgs, 1) ||
+        reserve((void **)&e->device, &e->rank_cap, ps->nranks,
+                sizeof *e->device) ||
+        reserve((void **)&e->device_wait, &rc2, ps->nranks,
+                sizeof *e->device_wait) ||
+        reserve((void **)&e->raised, &e->signal_cap, ps->nsignals, 1) ||
+        reserve((void **)&e->signal_wait, &sc2, ps->nsignals,
+                sizeof *e->signal_wait))
+        return -1;
+    memset(e->lane, 0, ((size_t)ps->nlanes + 1) * sizeof *e->lane);
+    memset(e->msg, 0, (size_t)ps->nmsgs + 1);
+    memset(e->raised, 0, (size_t)ps->nsignals + 1);
+    for (int32_t r = 0; r < ps->nranks; r++) {
+        e->device[r] = -1;
+        e->device_wait[r] = (wait_list){-1, -1};
+    }
+    for (int32_t s = 0; s < ps->nsignals; s++)
+        e->signal_wait[s] = (wait_list){-1, -1};
+    e->ready_head = e->ready_n = 0;
+    return 0;
+}
+
+static void make_ready(eng_sim *e, int32_t lane)
+{
+    int32_t cap = e->ps->nlanes + 1;
+    e->ready[(e->ready_head + e->ready_n) % cap] = lane;
+    e->ready_n++;
+    e->lane[lane].state = LANE_READY;
+}
+
+static void wait_on(eng_sim *e, wait_list *w, int32_t lane)
+{
+    e->lane[lane].next = -1;
+    if (w->tail >= 0)
+        e->lane[w->tail].next = lane;
+    else
+        w->head = lane;
+    w->tail = lane;
+}
+
+static int32_t wake_one(eng_sim *e, wait_list *w)
+{
+    int32_t lane = w->head;
+    if (lane >= 0) {
+        w->head = e->lane[lane].next;
+        if (w->head < 0)
+            w->tail = -1;
+    }
+    return lane;
+}
+
+static void start_transfer(eng_sim *e, int32_t id, double now)
+{
+    const prog_msg *m = &e->ps->msgs[id];
+    prog_op *s = &e->ps->lanes[m->send_lane].ops[m->send_op];
+    e->msg[id] |= MSG_STARTED;
+    e->transfers++;
+    if (net_start(e->nw, id, e->ps->lanes[m->send_lane].rank, s->peer,
+                  s->bytes, now, &s->t_start))
+        e->oom = 1;
+}
+
+/* Posts one SEND or RECV; returns 1 when it is complete already. */
+static int post(eng_sim *e, prog_op *op, double now)
+{
+    int32_t id = op->msg;
+    uint8_t *st = &e->msg[id];
+    if (op->type == PROG_SEND) {
+        *st |= MSG_SEND_POSTED;
+        if (e->p2p == ENG_EAGER) {
+            start_transfer(e, id, now);
+            return 1;
+        }
+        if (*st & MSG_RECV_POSTED)
+            start_transfer(e, id, now);
+        return 0;
+    }
+    op->t_start = now;
+    *st |= MSG_RECV_POSTED;
+    if (*st & MSG_ARRIVED) {
+        op->t_end = now;
+        return 1;
+    }
+    if (e->p2p == ENG_RENDEZVOUS && (*st & MSG_SEND_POSTED) &&
+        !(*st & MSG_STARTED))
+        start_transfer(e, id, now);
+    return 0;
+}
+
+static void complete_one(eng_sim *e, int32_t lane)
+{
+    lane_rt *lr = &e->lane[lane];
+    if (--lr->pending == 0) {
+        lr->pc = lr->batch_end;
+        make_ready(e, lane);
+    }
+}
+
+static void arrived(eng_sim *e, int32_t id, double now)
+{
+    const prog_msg *m = &e->ps->msgs[id];
+    e->msg[id] |= MSG_ARRIVED;
+    e->ps->lanes[m->send_lane].ops[m->send_op].t_end = now;
+    if (e->p2p == ENG_RENDEZVOUS)
+        complete_one(e, m->send_lane);
+    if (e->msg[id] & MSG_RECV_POSTED) {
+        e->ps->lanes[m->recv_lane].ops[m->recv_op].t_end = now;
+        complete_one(e, m->recv_lane);
+    }
+}
+
+static void advance(eng_sim *e, int32_t l, double now)
+{
+    lane_rt *lr = &e->lane[l];
+    prog_lane *lane = &e->ps->lanes[l];
+    while (lr->pc < lane->n) {
+        prog_op *op = &lane->ops[lr->pc];
+        switch (op->type) {
+        case PROG_COMPUTE:
+            if (e->device[lane->rank] >= 0) {
+                wait_on(e, &e->device_wait[lane->rank], l);
+                lr->state = LANE_WAIT_DEVICE;
+                return;
+            }
+            e->device[lane->rank] = l;
+            op->t_start = now;
+            op->t_end = now + op->seconds;
+            lr->state = LANE_COMPUTING;
+            if (eq_push(&e->q, op->t_end, EV_COMPUTE, l, 0))
+                e->oom = 1;
+            e->ops++;
+            return;
+        case PROG_SIGNAL: {
+            e->raised[op->msg] = 1;
+            op->t_start = op->t_end = now;
+            int32_t w;
+            while ((w = wake_one(e, &e->signal_wait[op->msg])) >= 0) {
+                e->ps->lanes[w].ops[e->lane[w].pc].t_end = now;
+                e->lane[w].pc++;
+                make_ready(e, w);
+            }
+            lr->pc++;
+            e->ops++;
+            continue;
+        }
+        case PROG_WAIT:
+            op->t_start = now;
+            if (!e->raised[op->msg]) {
+                wait_on(e, &e->signal_wait[op->msg], l);
+                lr->state = LANE_WAIT_SIGNAL;
+                return;
+            }
+            op->t_end = now;
+            lr->pc++;
+            e->ops++;
+            continue;
+        default: { /* a batch of SEND/RECV */
+            int32_t i = lr->pc, pending = 0;
+            for (;;) {
+                pending += !post(e, &lane->ops[i], now);
+                e->ops++;
+                if (!(lane->ops[i].flags & PROG_BATCH))
+                    break;
+                i++;
+            }
+            if (pending == 0) {
+                lr->pc = i + 1;
+                continue;
+            }
+            lr->batch_end = i + 1;
+            lr->pending = pending;
+            lr->state = LANE_WAIT_BATCH;
+            return;
+        }
+        }
+    }
+    lr->state = LANE_DONE;
+}
+
+static void run_ready(eng_sim *e, double now)
+{
+    int32_t cap = e->ps->nlanes + 1;
+    while (e->ready_n > 0) {
+        int32_t l = e->ready[e->ready_head];
+        e->ready_head = (e->ready_head + 1) % cap;
+        e->ready_n--;
+        advance(e, l, now);
+    }
+}
+
+static void compute_done(eng_sim *e, int32_t l)
+{
+    prog_lane *lane = &e->ps->lanes[l];
+    e->device[lane->rank] = -1;
+    int32_t w = wake_one(e, &e->device_wait[lane->rank]);
+    if (w >= 0)
+        make_ready(e, w); /* FIFO: the waiting lane gets the device first */
+    e->lane[l].pc++;
+    make_ready(e, l);
+}
+
+/* Appends to buf what lane l is blocked on. */
+static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
+{
+    const lane_rt *lr = &e->lane[l];
+    const prog_lane *lane = &e->ps->lanes[l];
+    int len = 0;
+    char what[96];
+    if (lr->state == LANE_WAIT_SIGNAL) {
+        return snprintf(buf, (size_t)size, "rank %d waits on signal %d",
+                        (int)lane->rank, (int)lane->ops[lr->pc].msg);
+    }
+    for (int32_t i = lr->pc; i < lr->batch_end && len < size; i++) {
+        const prog_op *op = &lane->ops[i];
+        uint8_t st = e->msg[op->msg];
+        int done = (st & MSG_ARRIVED) ||
+                   (op->type == PROG_SEND && e->p2p == ENG_EAGER);
+        if (done)
+            continue;
+        prog_describe(op, what, sizeof what);
+        const char *why =
+            op->type == PROG_SEND ? (st & MSG_RECV_POSTED ? "in flight"
+                                                          : "not yet received")
+                                  : (st & MSG_SEND_POSTED ? "in flight"
+                                                          : "not yet sent");
+        len += snprintf(buf + len, (size_t)(size - len),
+                        "%srank %d waits on %s (microbatch %d, %s)",
+                        len ? "; " : "", (int)lane->rank, what, (int)op->mb,
+                        why);
+    }
+    return len;
+}
+
+static int deadlock(eng_sim *e, double now, ps_err *err)
+{
+    char buf[sizeof err->msg];
+    int len = snprintf(buf, sizeof buf, "deadlock at t=%.9g s: ", now);
+    int32_t blocked = 0, shown = 0;
+    for (int32_t l = 0; l < e->ps->nlanes; l++) {
+        if (e->lane[l].state == LANE_DONE)
+            continue;
+        blocked++;
+        if (len > (int)sizeof buf - 200)
+            continue;
+        if (shown++)
+            len += snprintf(buf + len, sizeof buf - (size_t)len, "; ");
+        len += describe_block(e, l, buf + len, (int)sizeof buf - len - 64);
+    }
+    if (shown < blocked)
+        snprintf(buf + len, sizeof buf - (size_t)len, "; and %d more ranks",
+                 (int)(blocked - shown));
+    return ps_errf(err, "%s", buf);
+}
+
+int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
+            eng_result *res, ps_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (net_ranks(nw) != ps->nranks)
+        return ps_errf(err, "programs are for %d ranks but the network has %d",
+                       (int)ps->nranks, (int)net_ranks(nw));
+    if (size_arrays(e, ps))
+        return ps_errf(err, "out of memory sizing the engine");
+    e->ps = ps;
+    e->nw = nw;
+    e->p2p = p2p;
+    e->transfers = e->ops = 0;
+    e->oom = 0;
+    eq_clear(&e->q);
+    net_begin(nw, &e->q);
+    for (int32_t l = 0; l < ps->nlanes; l++)
+        make_ready(e, l);
+    double now = 0;
+    run_ready(e, now);
+    eq_event ev;
+    int64_t events = 0;
+    while (!e->oom && eq_pop(&e->q, &ev) == 0) {
+        events++;
+        now = ev.t;
+        if (ev.type == EV_COMPUTE) {
+            compute_done(e, ev.id);
+        } else {
+            int32_t id = net_event(nw, &ev);
+            if (id >= 0)
+                arrived(e, id, now);
+        }
+        run_ready(e, now);
+    }
+    if (e->oom)
+        return ps_errf(err, "out of memory during the run");
+    res->makespan = now;
+    res->events = events;
+    res->ops = e->ops;
+    res->transfers = e->transfers;
+    for (int32_t l = 0; l < ps->nlanes; l++)
+        if (e->lane[l].state != LANE_DONE)
+            return deadlock(e, now, err);
+    return PS_OK;
+}

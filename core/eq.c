@@ -1,0 +1,74 @@
+/* Binary heap with sift-up/sift-down on an array of events. */
+#include "eq.h"
+
+#include <stdlib.h>
+
+void eq_init(eq *q)
+{
+    q->heap = NULL;
+    q->n = q->cap = 0;
+    q->next_seq = 0;
+}
+
+void eq_free(eq *q)
+{
+    free(q->heap);
+    eq_init(q);
+}
+
+void eq_clear(eq *q)
+{
+    q->n = 0;
+    q->next_seq = 0;
+}
+
+static inline int before(const eq_event *a, const eq_event *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
+{
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 256;
+        eq_event *h = realloc(q->heap, cap * sizeof *h);
+        if (!h)
+            return -1;
+        q->heap = h;
+        q->cap = cap;
+    }
+    eq_event ev = {t, q->next_seq++, type, id, version};
+    size_t i = q->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!before(&ev, &q->heap[parent]))
+            break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = ev;
+    return 0;
+}
+
+int eq_pop(eq *q, eq_event *out)
+{
+    if (q->n == 0)
+        return -1;
+    *out = q->heap[0];
+    eq_event last = q->heap[--q->n];
+    size_t i = 0, n = q->n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && before(&q->heap[c + 1], &q->heap[c]))
+            c++;
+        if (!before(&q->heap[c], &last))
+            break;
+        q->heap[i] = q->heap[c];
+        i = c;
+    }
+    if (n > 0)
+        q->heap[i] = last;
+    return 0;
+}

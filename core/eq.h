@@ -1,0 +1,42 @@
+/* The event queue: a binary min-heap ordered by (time, sequence number).
+ * The sequence number is a per-queue counter taken at push, so two events at
+ * the same time pop in the order they were pushed and every run is
+ * deterministic bit for bit (the libuv timer rule). Push and pop are
+ * O(log n) and never allocate once the heap has grown to its working size. */
+#ifndef PS_EQ_H
+#define PS_EQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct eq_event {
+    double t;         /* when it happens, seconds */
+    uint64_t seq;     /* push order, breaks ties in t */
+    int32_t type;     /* owner-defined event type */
+    int32_t id;       /* owner-defined subject (lane, message, flow) */
+    uint32_t version; /* for lazy cancellation: stale when it differs */
+} eq_event;
+
+typedef struct eq {
+    eq_event *heap;
+    size_t n, cap;
+    uint64_t next_seq;
+} eq;
+
+/* Initialises an empty queue. eq_free releases its memory; both harmless to
+ * call twice. */
+void eq_init(eq *q);
+void eq_free(eq *q);
+
+/* Empties the queue and restarts sequence numbers, keeping its memory. */
+void eq_clear(eq *q);
+
+/* Adds an event. Returns 0, or -1 when memory runs out. */
+int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version);
+
+/* Removes the earliest event into *out. Returns 0, or -1 when empty. */
+int eq_pop(eq *q, eq_event *out);
+
+static inline int eq_empty(const eq *q) { return q->n == 0; }
+
+#endif

@@ -1,0 +1,25 @@
+/* ps_err helpers: the one place messages are formatted. */
+#include "err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int ps_errf(ps_err *err, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = PS_ERR;
+    }
+    return PS_ERR;
+}
+
+void ps_err_clear(ps_err *err)
+{
+    if (err) {
+        err->code = PS_OK;
+        err->msg[0] = '\0';
+    }
+}

@@ -1,0 +1,297 @@
+/* Program sets: growable lanes of ops plus the message table that pairs each
+ * SEND with its RECV. Generators append; prog_seal validates once per run so
+ * the engine can trust every index it follows. */
+#include "prog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+prog_set *prog_new(int32_t nranks)
+{
+    prog_set *ps = calloc(1, sizeof *ps);
+    if (ps)
+        ps->nranks = nranks;
+    return ps;
+}
+
+void prog_free(prog_set *ps)
+{
+    if (!ps)
+        return;
+    for (int32_t i = 0; i < ps->lanes_cap; i++)
+        free(ps->lanes[i].ops);
+    free(ps->lanes);
+    free(ps->msgs);
+    free(ps);
+}
+
+void prog_reset(prog_set *ps, int32_t nranks)
+{
+    for (int32_t i = 0; i < ps->nlanes; i++)
+        ps->lanes[i].n = 0;
+    ps->nlanes = 0;
+    ps->nmsgs = 0;
+    ps->nsignals = 0;
+    ps->nranks = nranks;
+}
+
+int32_t prog_add_lane(prog_set *ps, int32_t rank)
+{
+    if (ps->nlanes == ps->lanes_cap) {
+        int32_t cap = ps->lanes_cap ? ps->lanes_cap * 2 : 8;
+        prog_lane *l = realloc(ps->lanes, (size_t)cap * sizeof *l);
+        if (!l)
+            return -1;
+        memset(l + ps->lanes_cap, 0,
+               (size_t)(cap - ps->lanes_cap) * sizeof *l);
+        ps->lanes = l;
+        ps->lanes_cap = cap;
+    }
+    prog_lane *lane = &ps->lanes[ps->nlanes];
+    lane->rank = rank;
+    lane->n = 0; /* ops and cap are kept from an earlier run */
+    return ps->nlanes++;
+}
+
+int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
+{
+    prog_lane *l = &ps->lanes[lane];
+    if (l->n == l->cap) {
+        int32_t cap = l->cap ? l->cap * 2 : 64;
+        prog_op *ops = realloc(l->ops, (size_t)cap * sizeof *ops);
+        if (!ops)
+            return -1;
+        l->ops = ops;
+        l->cap = cap;
+    }
+    l->ops[l->n++] = *op;
+    return 0;
+}
+
+prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
+                     int32_t mb, double seconds, double mem)
+{
+    prog_op op = {0};
+    op.type = PROG_COMPUTE;
+    op.kind = (uint8_t)kind;
+    op.stage = stage;
+    op.chunk = chunk;
+    op.mb = mb;
+    op.seconds = seconds;
+    op.mem = mem;
+    op.msg = -1;
+    op.peer = -1;
+    op.tag = -1;
+    return op;
+}
+
+static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg,
+                   double bytes, enum prog_kind kind, int32_t mb,
+                   unsigned flags)
+{
+    prog_op op = {0};
+    op.type = (uint8_t)type;
+    op.kind = (uint8_t)kind;
+    op.peer = peer;
+    op.msg = msg;
+    op.bytes = bytes;
+    op.mb = mb;
+    op.stage = -1;
+    op.tag = -1;
+    op.flags = (uint8_t)flags;
+    return op;
+}
+
+prog_op prog_send(int32_t peer, int32_t msg, double bytes,
+                  enum prog_kind kind, int32_t mb, unsigned flags)
+{
+    return p2p(PROG_SEND, peer, msg, bytes, kind, mb, flags);
+}
+
+prog_op prog_recv(int32_t peer, int32_t msg, double bytes,
+                  enum prog_kind kind, int32_t mb, unsigned flags)
+{
+    return p2p(PROG_RECV, peer, msg, bytes, kind, mb, flags);
+}
+
+int64_t prog_count(const prog_set *ps)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < ps->nlanes; i++)
+        n += ps->lanes[i].n;
+    return n;
+}
+
+char prog_kind_letter(enum prog_kind kind)
+{
+    static const char letters[] = "FBWROC";
+    return (unsigned)kind < sizeof letters - 1 ? letters[kind] : '?';
+}
+
+void prog_describe(const prog_op *op, char *buf, int size)
+{
+    char what[48];
+    if (op->chunk > 0)
+        snprintf(what, sizeof what, "%c%d.c%d", prog_kind_letter(op->kind),
+                 (int)op->mb, (int)op->chunk);
+    else if (op->mb >= 0)
+        snprintf(what, sizeof what, "%c%d", prog_kind_letter(op->kind),
+                 (int)op->mb);
+    else
+        snprintf(what, sizeof what, "%s",
+                 op->kind == PROG_COLL  ? "collective"
+                 : op->kind == PROG_OPT ? "optimizer step"
+                                        : "op");
+    switch (op->type) {
+    case PROG_COMPUTE:
+        snprintf(buf, (size_t)size, "%s", what);
+        break;
+    case PROG_SEND:
+        snprintf(buf, (size_t)size, "send %s to rank %d", what,
+                 (int)op->peer);
+        break;
+    case PROG_RECV:
+        snprintf(buf, (size_t)size, "recv %s from rank %d", what,
+                 (int)op->peer);
+        break;
+    case PROG_SIGNAL:
+        snprintf(buf, (size_t)size, "signal %d", (int)op->msg);
+        break;
+    case PROG_WAIT:
+        snprintf(buf, (size_t)size, "wait for signal %d", (int)op->msg);
+        break;
+    default:
+        snprintf(buf, (size_t)size, "op of unknown type %d", (int)op->type);
+    }
+}
+
+int prog_seal(prog_set *ps, ps_err *err)
+{
+    free(ps->msgs);
+    ps->msgs = NULL;
+    if (ps->nmsgs > 0) {
+        ps->msgs = malloc((size_t)ps->nmsgs * sizeof *ps->msgs);
+        if (!ps->msgs)
+            return ps_errf(err, "out of memory for %d messages",
+                           (int)ps->nmsgs);
+        memset(ps->msgs, 0xff, (size_t)ps->nmsgs * sizeof *ps->msgs);
+    }
+    char *signalled = calloc((size_t)ps->nsignals + 1, 1);
+    if (!signalled)
+        return ps_errf(err, "out of memory");
+    int rc = PS_OK;
+    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
+        const prog_lane *lane = &ps->lanes[l];
+        if (lane->rank < 0 || lane->rank >= ps->nranks) {
+            rc = ps_errf(err, "lane %d: rank %d outside 0..%d", (int)l,
+                         (int)lane->rank, (int)ps->nranks - 1);
+            break;
+        }
+        for (int32_t i = 0; i < lane->n; i++) {
+            const prog_op *op = &lane->ops[i];
+            if (op->type == PROG_SIGNAL || op->type == PROG_WAIT) {
+                if (op->msg < 0 || op->msg >= ps->nsignals) {
+                    rc = ps_errf(err, "rank %d: signal id %d out of range",
+                                 (int)lane->rank, (int)op->msg);
+                    break;
+                }
+                if (op->type == PROG_SIGNAL)
+                    signalled[op->msg] = 1;
+                continue;
+            }
+            if (op->type == PROG_COMPUTE) {
+                if (!(op->seconds >= 0) || op->seconds > 1e300) {
+                    char d[96];
+                    prog_describe(op, d, sizeof d);
+                    rc = ps_errf(err, "rank %d: %s has duration %g s",
+                                 (int)lane->rank, d, op->seconds);
+                    break;
+                }
+                continue;
+            }
+            if (op->type != PROG_SEND && op->type != PROG_RECV)
+                continue;
+            char desc[96];
+            prog_describe(op, desc, sizeof desc);
+            if ((op->flags & PROG_BATCH) &&
+                (i + 1 == lane->n || (lane->ops[i + 1].type != PROG_SEND &&
+                                      lane->ops[i + 1].type != PROG_RECV))) {
+                rc = ps_errf(err, "rank %d: %s is batched with nothing",
+                             (int)lane->rank, desc);
+                break;
+            }
+            if (op->msg < 0 || op->msg >= ps->nmsgs) {
+                rc = ps_errf(err, "rank %d: %s has message id %d out of range",
+                             (int)lane->rank, desc, (int)op->msg);
+                break;
+            }
+            if (op->peer < 0 || op->peer >= ps->nranks ||
+                op->peer == lane->rank) {
+                rc = ps_errf(err, "rank %d: %s has an invalid peer",
+                             (int)lane->rank, desc);
+                break;
+            }
+            if (!(op->bytes >= 0)) {
+                rc = ps_errf(err, "rank %d: %s has negative bytes",
+                             (int)lane->rank, desc);
+                break;
+            }
+            prog_msg *m = &ps->msgs[op->msg];
+            int32_t *slot_lane =
+                op->type == PROG_SEND ? &m->send_lane : &m->recv_lane;
+            int32_t *slot_op = op->type == PROG_SEND ? &m->send_op : &m->recv_op;
+            if (*slot_lane >= 0) {
+                rc = ps_errf(err, "rank %d: %s reuses message id %d",
+                             (int)lane->rank, desc, (int)op->msg);
+                break;
+            }
+            *slot_lane = l;
+            *slot_op = i;
+        }
+    }
+    for (int32_t id = 0; id < ps->nmsgs && rc == PS_OK; id++) {
+        const prog_msg *m = &ps->msgs[id];
+        if (m->send_lane < 0 || m->recv_lane < 0) {
+            int32_t l = m->send_lane >= 0 ? m->send_lane : m->recv_lane;
+            int32_t i = m->send_lane >= 0 ? m->send_op : m->recv_op;
+            if (l < 0)
+                continue; /* an id handed out but never used */
+            char desc[96];
+            prog_describe(&ps->lanes[l].ops[i], desc, sizeof desc);
+            rc = ps_errf(err, "rank %d: %s never matched",
+                         (int)ps->lanes[l].rank, desc);
+            break;
+        }
+        const prog_op *s = &ps->lanes[m->send_lane].ops[m->send_op];
+        const prog_op *r = &ps->lanes[m->recv_lane].ops[m->recv_op];
+        int32_t srank = ps->lanes[m->send_lane].rank;
+        int32_t rrank = ps->lanes[m->recv_lane].rank;
+        if (s->peer != rrank || r->peer != srank) {
+            rc = ps_errf(err,
+                         "message %d: rank %d sends to rank %d but rank %d "
+                         "receives it from rank %d",
+                         (int)id, (int)srank, (int)s->peer, (int)rrank,
+                         (int)r->peer);
+        } else if (s->bytes != r->bytes) {
+            rc = ps_errf(err,
+                         "message %d: rank %d sends %.0f bytes but rank %d "
+                         "expects %.0f",
+                         (int)id, (int)srank, s->bytes, (int)rrank, r->bytes);
+        }
+    }
+    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
+        const prog_lane *lane = &ps->lanes[l];
+        for (int32_t i = 0; i < lane->n; i++) {
+            if (lane->ops[i].type == PROG_WAIT &&
+                !signalled[lane->ops[i].msg]) {
+                rc = ps_errf(err, "rank %d: waits for signal %d that nothing "
+                                  "raises",
+                             (int)lane->rank, (int)lane->ops[i].msg);
+                break;
+            }
+        }
+    }
+    free(signalled);
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* The recorder: the only module that talks to SQLite.
+ *
+ * Schema (PRAGMA user_version = REC_SCHEMA_VERSION), times in seconds,
+ * ranks/stages/chunks/microbatches from 0:
+ *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
+ *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
+ *       params, status, error, created)
+ *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
+ *       status 'ok' | 'failed' (error holds the message).
+ *   event(run, rank, kind, stage, chunk, mb, t_start, t_end)
+ *       one row per compute op; kind 'F','B','W','R','OPT'.
+ *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag)
+ *       kind 'act' (forward activation), 'grad' (its gradient), 'coll'.
+ *   memory(run, rank, t, bytes)   rank's total bytes after each change; the
+ *       first row per rank is the static baseline at t = 0.
+ *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
+ *         params, fwd_time, bwd_time, act_bytes, out_bytes)
+ *   rank_stat(run, rank, busy, bubble, static_memory, peak_memory, t_peak)
+ *       written at every recording level, so the views work for summary runs.
+ *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw)
+ *   link(run, src, dst, bandwidth, latency, bytes, busy)
+ * Views:
+ *   bubble(run, rank, busy, makespan, fraction)
+ *   memory_peak(run, rank, peak, t_peak)
+ *
+ * Writes are batched: rec_write puts a run inside a SAVEPOINT of a
+ * transaction that stays open across runs and is committed every
+ * REC_BATCH_RUNS runs and by rec_close, so sweeps pay one fsync per batch. A
+ * run that fails half way is rolled back to its savepoint; a process killed
+ * mid-batch loses the uncommitted runs, never leaves half a run. */
+#ifndef PS_REC_H
+#define PS_REC_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "net.h"
+#include "prog.h"
+
+#define REC_SCHEMA_VERSION 1
+#define REC_BATCH_RUNS 256
+
+typedef struct rec_db rec_db;
+
+enum rec_level { REC_SUMMARY, REC_EVENTS };
+
+typedef struct rec_run {
+    const char *kind;     /* "pipeline" or "collective" */
+    const char *name;
+    const char *schedule; /* NULL for collectives */
+    const char *p2p;      /* "rendezvous" or "eager" */
+    int32_t stages, microbatches, virtual_stages, dp;
+    double makespan, bubble;
+    double closed_form_bubble; /* NAN when the run is not uniform */
+    double imbalance;          /* NAN when not meaningful */
+    double peak_memory;        /* max over ranks */
+    const char *params_json;   /* may be NULL */
+    const char *status;        /* "ok" or "failed" */
+    const char *error;         /* NULL unless failed */
+} rec_run;
+
+typedef struct rec_stage {
+    int32_t stage, rank, chunk, first_layer, last_layer;
+    double fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes;
+} rec_stage;
+
+typedef struct rec_rank {
+    int32_t rank;
+    double busy, bubble, static_memory, peak_memory, t_peak;
+} rec_rank;
+
+typedef struct rec_collective {
+    const char *op, *algorithm;
+    int32_t ranks;
+    double bytes, time, algbw, busbw;
+} rec_collective;
+
+/* What one run contributes; NULL/0 fields are skipped. */
+typedef struct rec_payload {
+    const rec_run *run;
+    const rec_stage *stages;
+    int32_t nstages;
+    const rec_rank *ranks;
+    int32_t nranks;
+    const rec_collective *collective;
+    /* REC_EVENTS only: the executed programs, each rank's static memory
+     * (indexed by rank) for the memory rows, and the network for link rows */
+    const prog_set *progs;
+    const double *static_memory;
+    const net *network;
+} rec_payload;
+
+/* Opens (creating if needed) a database for writing and makes sure the
+ * schema is there. Fails on a file that is not a pipesim database of this
+ * schema version. rec_close commits what is pending; rec_close(NULL) is a
+ * no-op. */
+rec_db *rec_open(const char *path, ps_err *err);
+int rec_close(rec_db *db, ps_err *err);
+
+/* Writes one run at the given level; sets *run_id. On failure nothing of the
+ * run remains. */
+int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
+              int64_t *run_id, ps_err *err);
+
+/* Commits the pending batch now (e.g. before a long pause). */
+int rec_flush(rec_db *db, ps_err *err);
+
+/* --- reading, for report and export --- */
+
+/* Opens an existing database read-only; fails with "DB: no such file" or
+ * "DB: not a pipesim database". */
+rec_db *rec_open_read(const char *path, ps_err *err);
+
+typedef struct rec_query rec_query;
+
+/* Prepares sql; the message on failure quotes the SQL and SQLite's error. */
+rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err);
+int rec_query_bind_int(rec_query *q, int index, int64_t value);
+int rec_query_bind_text(rec_query *q, int index, const char *value);
+/* 1: a row is ready; 0: done; PS_ERR: failed (message in err). */
+int rec_query_step(rec_query *q, ps_err *err);
+int rec_query_isnull(rec_query *q, int col);
+int64_t rec_query_int(rec_query *q, int col);
+double rec_query_double(rec_query *q, int col);
+const char *rec_query_text(rec_query *q, int col); /* "" for NULL */
+void rec_query_free(rec_query *q);
+
+#endif

@@ -1,0 +1,27 @@
+/* Parsing of quantities with units, as scenarios write them: "450 GB/s",
+ * "2 us", "989 TFLOPS", "80 GiB". SI prefixes are powers of 1000, binary
+ * prefixes (Ki, Mi, Gi, Ti) powers of 1024; "b" is a bit, "B" a byte. */
+#ifndef PS_UNIT_H
+#define PS_UNIT_H
+
+#include "err.h"
+
+enum unit_kind {
+    UNIT_SECONDS,   /* s, ms, us, ns */
+    UNIT_BYTES,     /* B, KB, MB, GB, TB, KiB, MiB, GiB, TiB */
+    UNIT_BANDWIDTH, /* B/s and bit/s forms: GB/s, GiB/s, Gb/s, Gbps */
+    UNIT_FLOP,      /* FLOP, GFLOP, TFLOP, PFLOP (a count) */
+    UNIT_FLOP_RATE  /* FLOPS, FLOP/s, TFLOPS, TFLOP/s, ... */
+};
+
+/* Parses text as a quantity of the given kind into *out (base units: s, B,
+ * B/s, FLOP, FLOP/s). A bare number is taken in base units. Fails, naming
+ * the text, on an unknown unit, a unit of the wrong kind, or a malformed or
+ * non-finite number. */
+int unit_parse(const char *text, enum unit_kind kind, double *out,
+               ps_err *err);
+
+/* The name of a kind for messages ("time", "bytes", ...). */
+const char *unit_kind_name(enum unit_kind kind);
+
+#endif

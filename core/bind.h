@@ -1,0 +1,62 @@
+/* The Lua binding: the only code besides main.c that includes lua.h.
+ * It exposes the C core as the module "pipesim.core"; lua/pipesim/init.lua
+ * wraps it into the user-facing `pipesim` module (argument checks, defaults,
+ * partition helpers) and rethrows errors at the scenario's line. */
+#ifndef PS_BIND_H
+#define PS_BIND_H
+
+#include <lua.h>
+
+#include "err.h"
+
+/* Session settings for one scenario run. */
+typedef struct bind_session {
+    const char *default_db; /* where runs go unless ps.run{db=...} */
+    const char *scenario;   /* the script's path, for messages */
+    const char *const *defs;/* "key=value" from -D, ndefs of them */
+    int ndefs;
+} bind_session;
+
+/* Prepares L: package.path gains luadir/?.lua and luadir/?/init.lua, and
+ * require "pipesim.core" loads the binding. The strings in s must outlive
+ * L. */
+void bind_setup(lua_State *L, const char *luadir, const bind_session *s);
+
+/* Commits and closes every database the scenario wrote to. Returns 0, or
+ * PS_ERR with the first failure. *runs receives the runs recorded and
+ * *db_path the default database (or NULL when nothing was recorded). */
+int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err);
+
+/* --- shared by the bind_*.c files --- */
+
+/* Opens "pipesim.core": registers every binding area into the table at the
+ * top of the stack. */
+int bind_open_core(lua_State *L);
+void bind_register_cluster(lua_State *L);
+void bind_register_run(lua_State *L);
+void bind_register_report(lua_State *L);
+
+/* Reads optional field `name` of the table at idx as a quantity with units
+ * (a number in base units or a string such as "50 GB/s"); *out keeps its
+ * value when the field is nil. Raises "field 'x': ..." on bad values. */
+void bind_quantity(lua_State *L, int idx, const char *name, int kind,
+                   double *out);
+/* Same for a plain integer field; raises when not an integer. */
+void bind_integer(lua_State *L, int idx, const char *name, long long *out);
+/* Optional boolean field. */
+void bind_boolean(lua_State *L, int idx, const char *name, int *out);
+/* Optional string field; returns NULL when nil. The string stays valid while
+ * the table is alive. */
+const char *bind_string(lua_State *L, int idx, const char *name);
+
+/* Raises a Lua error whose message is err->msg (no position: the Lua layer
+ * adds the scenario's). */
+int bind_raise(lua_State *L, const ps_err *err);
+
+/* The database for path (NULL: the session default), opened on first use
+ * and kept until bind_finish. Raises on failure. */
+struct rec_db *bind_database(lua_State *L, const char *path);
+/* Counts a recorded run toward bind_finish's total. */
+void bind_count_run(lua_State *L);
+
+#endif

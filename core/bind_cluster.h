@@ -1,0 +1,27 @@
+/* The cluster userdata shared by the binding areas that run on a cluster. */
+#ifndef PS_BIND_CLUSTER_H
+#define PS_BIND_CLUSTER_H
+
+#include <lua.h>
+#include <stdint.h>
+
+#include "net.h"
+
+#define BIND_CLUSTER_TYPE "pipesim.cluster"
+
+typedef struct bind_cluster {
+    net *nw;
+    int32_t nranks;
+    int32_t gpus_per_node; /* ranks per node (1 for a flat mesh) */
+    double *rate;          /* per rank: peak FLOP/s * efficiency */
+    double *memory;        /* per rank capacity in bytes, 0 = unknown */
+} bind_cluster;
+
+/* The cluster at idx, raising a typed error otherwise. */
+bind_cluster *bind_check_cluster(lua_State *L, int idx);
+
+/* Pushes an ideal cluster of n ranks (free communication, unknown device)
+ * for runs that give measured times and no cluster. */
+bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n);
+
+#endif

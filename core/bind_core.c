@@ -1,0 +1,274 @@
+/* Binding infrastructure: module setup, the session (default database,
+ * -D arguments), open databases, and field readers with messages that name
+ * the field and the value. */
+#include "bind.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rec.h"
+#include "unit.h"
+
+#define SESSION_KEY "pipesim.session"
+#define DB_TYPE "pipesim.db"
+
+typedef struct db_handle {
+    rec_db *db;
+    char *path;
+} db_handle;
+
+typedef struct session {
+    bind_session s;
+    long runs;
+    int default_used;
+} session;
+
+static session *get_session(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
+    session *s = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return s;
+}
+
+int bind_raise(lua_State *L, const ps_err *err)
+{
+    lua_pushstring(L, err->msg);
+    return lua_error(L);
+}
+
+static int db_gc(lua_State *L)
+{
+    db_handle *h = luaL_checkudata(L, 1, DB_TYPE);
+    rec_close(h->db, NULL);
+    h->db = NULL;
+    free(h->path);
+    h->path = NULL;
+    return 0;
+}
+
+struct rec_db *bind_database(lua_State *L, const char *path)
+{
+    session *s = get_session(L);
+    if (!path) {
+        path = s->s.default_db;
+        s->default_used = 1;
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
+    lua_getfield(L, -1, path);
+    if (!lua_isnil(L, -1)) {
+        db_handle *h = lua_touserdata(L, -1);
+        lua_pop(L, 2);
+        return h->db;
+    }
+    lua_pop(L, 1);
+    db_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->db = NULL;
+    h->path = NULL;
+    luaL_setmetatable(L, DB_TYPE);
+    ps_err err;
+    h->db = rec_open(path, &err);
+    if (!h->db)
+        bind_raise(L, &err);
+    h->path = strdup(path);
+    lua_setfield(L, -2, path);
+    lua_pop(L, 1);
+    return h->db;
+}
+
+void bind_count_run(lua_State *L) { get_session(L)->runs++; }
+
+int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
+{
+    session *s = get_session(L);
+    int rc = PS_OK;
+    *runs = s ? s->runs : 0;
+    *db_path = s && s->default_used ? s->s.default_db : NULL;
+    lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
+    if (lua_istable(L, -1)) {
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            db_handle *h = lua_touserdata(L, -1);
+            if (h && h->db) {
+                ps_err e;
+                if (rec_close(h->db, &e) && rc == PS_OK)
+                    rc = ps_errf(err, "%s", e.msg);
+                h->db = NULL;
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    return rc;
+}
+
+/* -D key=value: numbers become numbers, "true"/"false" booleans. */
+static void push_args(lua_State *L, const session *s)
+{
+    lua_createtable(L, 0, s->s.ndefs);
+    for (int i = 0; i < s->s.ndefs; i++) {
+        const char *d = s->s.defs[i], *eq = strchr(d, '=');
+        lua_pushlstring(L, d, (size_t)(eq - d));
+        const char *v = eq + 1;
+        if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
+            lua_pushboolean(L, v[0] == 't');
+        else if (!lua_stringtonumber(L, v))
+            lua_pushstring(L, v);
+        lua_settable(L, -3);
+    }
+}
+
+static int core_args(lua_State *L)
+{
+    push_args(L, get_session(L));
+    return 1;
+}
+
+static int core_scenario(lua_State *L)
+{
+    session *s = get_session(L);
+    lua_pushstring(L, s->s.scenario ? s->s.scenario : "");
+    return 1;
+}
+
+static int core_parse(lua_State *L)
+{
+    static const char *const kinds[] = {"time", "bytes", "bandwidth", "flop",
+                                        "flop_rate", NULL};
+    int kind = luaL_checkoption(L, 2, NULL, kinds);
+    if (lua_type(L, 1) == LUA_TNUMBER) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    double v;
+    ps_err err;
+    if (unit_parse(luaL_checkstring(L, 1), kind, &v, &err))
+        return bind_raise(L, &err);
+    lua_pushnumber(L, v);
+    return 1;
+}
+
+int bind_open_core(lua_State *L)
+{
+    static const luaL_Reg funcs[] = {
+        {"args", core_args},
+        {"scenario", core_scenario},
+        {"parse", core_parse},
+        {NULL, NULL},
+    };
+    luaL_newlib(L, funcs);
+    lua_pushstring(L, PS_VERSION);
+    lua_setfield(L, -2, "version");
+    bind_register_cluster(L);
+    bind_register_run(L);
+    bind_register_report(L);
+    return 1;
+}
+
+void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
+{
+    session *s = lua_newuserdatauv(L, sizeof *s, 0);
+    memset(s, 0, sizeof *s);
+    s->s = *bs;
+    lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
+    if (luaL_newmetatable(L, DB_TYPE)) {
+        lua_pushcfunction(L, db_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_pushcfunction(L, bind_open_core);
+    lua_setfield(L, -2, "pipesim.core");
+    lua_pop(L, 1);
+
+    lua_getglobal(L, "package");
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
+    lua_getfield(L, -2, "path");
+    lua_concat(L, 2);
+    lua_setfield(L, -2, "path");
+    lua_pop(L, 1);
+}
+
+/* --- field readers --- */
+
+static void field_error(lua_State *L, const char *name, const char *what)
+{
+    lua_pushfstring(L, "field '%s': %s", name, what);
+    lua_error(L);
+}
+
+void bind_quantity(lua_State *L, int idx, const char *name, int kind,
+                   double *out)
+{
+    lua_getfield(L, idx, name);
+    int t = lua_type(L, -1);
+    if (t == LUA_TNUMBER) {
+        double v = lua_tonumber(L, -1);
+        if (!isfinite(v)) {
+            lua_pop(L, 1);
+            lua_pushfstring(L, "field '%s': %f is not a finite number", name,
+                            v);
+            lua_error(L);
+        }
+        *out = v;
+    } else if (t == LUA_TSTRING) {
+        ps_err err;
+        if (unit_parse(lua_tostring(L, -1), (enum unit_kind)kind, out, &err))
+            field_error(L, name, err.msg);
+    } else if (t != LUA_TNIL) {
+        field_error(L, name,
+                    lua_pushfstring(L, "expected a number or a string with "
+                                       "units, got a %s",
+                                    luaL_typename(L, -1)));
+    }
+    lua_pop(L, 1);
+}
+
+void bind_integer(lua_State *L, int idx, const char *name, long long *out)
+{
+    lua_getfield(L, idx, name);
+    if (!lua_isnil(L, -1)) {
+        int ok;
+        lua_Integer v = lua_tointegerx(L, -1, &ok);
+        if (!ok)
+            field_error(L, name,
+                        lua_pushfstring(L, "expected an integer, got %s",
+                                        luaL_tolstring(L, -1, NULL)));
+        *out = v;
+    }
+    lua_pop(L, 1);
+}
+
+void bind_boolean(lua_State *L, int idx, const char *name, int *out)
+{
+    lua_getfield(L, idx, name);
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isboolean(L, -1))
+            field_error(L, name,
+                        lua_pushfstring(L, "expected true or false, got %s",
+                                        luaL_tolstring(L, -1, NULL)));
+        *out = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+}
+
+const char *bind_string(lua_State *L, int idx, const char *name)
+{
+    lua_getfield(L, idx, name);
+    const char *s = NULL;
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TSTRING)
+            field_error(L, name,
+                        lua_pushfstring(L, "expected a string, got a %s",
+                                        luaL_typename(L, -1)));
+        s = lua_tostring(L, -1);
+    }
+    lua_pop(L, 1); /* the table keeps the string alive */
+    return s;
+}

@@ -1,0 +1,42 @@
+/* core.report: renders a recorded run (summary line + ASCII Gantt) or the
+ * table of all runs of a database as a string, for ps.show and friends. */
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bind.h"
+#include "rec.h"
+#include "report.h"
+
+/* core.report(db_path_or_nil, run_id_or_nil, width) -> string */
+static int core_report(lua_State *L)
+{
+    const char *path = luaL_optstring(L, 1, NULL);
+    lua_Integer run = luaL_optinteger(L, 2, 0);
+    int width = (int)luaL_optinteger(L, 3, 100);
+    rec_db *db = bind_database(L, path);
+    ps_err err;
+    if (rec_flush(db, &err))
+        return bind_raise(L, &err);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (!out)
+        return luaL_error(L, "out of memory");
+    int rc = run > 0 ? report_run(db, run, out, width, &err)
+                     : report_runs(db, out, 0, &err);
+    fclose(out);
+    if (rc) {
+        free(buf);
+        return bind_raise(L, &err);
+    }
+    lua_pushlstring(L, buf, len);
+    free(buf);
+    return 1;
+}
+
+void bind_register_report(lua_State *L)
+{
+    lua_pushcfunction(L, core_report);
+    lua_setfield(L, -2, "report");
+}

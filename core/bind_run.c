@@ -1,0 +1,387 @@
+/* core.run: one pipeline training step from a normalized scenario table
+ * (lua/pipesim/init.lua has resolved the partition and checked field names).
+ * Scratch arrays are Lua userdata, so an error raised half way leaks
+ * nothing; the pipe_ctx lives in the registry and is reused by every run. */
+#include <lauxlib.h>
+#include <math.h>
+#include <string.h>
+
+#include "bind.h"
+#include "bind_cluster.h"
+#include "pipe.h"
+#include "unit.h"
+
+#define CTX_TYPE "pipesim.pipe_ctx"
+
+static int ctx_gc(lua_State *L)
+{
+    pipe_ctx **c = luaL_checkudata(L, 1, CTX_TYPE);
+    pipe_ctx_free(*c);
+    *c = NULL;
+    return 0;
+}
+
+static pipe_ctx *get_ctx(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_TYPE) == LUA_TUSERDATA) {
+        pipe_ctx *c = *(pipe_ctx **)lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        return c;
+    }
+    lua_pop(L, 1);
+    pipe_ctx **c = lua_newuserdatauv(L, sizeof *c, 0);
+    *c = NULL;
+    luaL_setmetatable(L, CTX_TYPE);
+    *c = pipe_ctx_new();
+    if (!*c)
+        luaL_error(L, "out of memory");
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_TYPE);
+    return *c;
+}
+
+static void *scratch(lua_State *L, size_t n, size_t size)
+{
+    void *p = lua_newuserdatauv(L, n * size + 1, 0);
+    memset(p, 0, n * size + 1);
+    return p; /* stays on the stack until core_run returns */
+}
+
+/* One numeric field of layers[i]; errors name the layer and the field. */
+static double layer_field(lua_State *L, int idx, int i, const char *name,
+                          enum unit_kind kind, double def)
+{
+    double v = def;
+    int t = lua_getfield(L, idx, name);
+    if (t == LUA_TNUMBER) {
+        v = lua_tonumber(L, -1);
+    } else if (t == LUA_TSTRING) {
+        ps_err err;
+        if (unit_parse(lua_tostring(L, -1), kind, &v, &err))
+            luaL_error(L, "layers[%d]: field '%s': %s", i, name, err.msg);
+    } else if (t != LUA_TNIL) {
+        luaL_error(L, "layers[%d]: field '%s' must be a number, got a %s", i,
+                   name, luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    if (t != LUA_TNIL && !(v >= 0 && isfinite(v)))
+        luaL_error(L, "layers[%d]: field '%s' must be a finite number >= 0, "
+                      "got %f",
+                   i, name, v);
+    return v;
+}
+
+static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
+{
+    if (!lua_istable(L, idx))
+        luaL_error(L, "layers[%d] must be a table", i);
+    l->fwd_flops = layer_field(L, idx, i, "fwd_flops", UNIT_FLOP, -1);
+    l->bwd_flops = layer_field(L, idx, i, "bwd_flops", UNIT_FLOP, -1);
+    l->fwd_time = layer_field(L, idx, i, "fwd_time", UNIT_SECONDS, -1);
+    l->bwd_time = layer_field(L, idx, i, "bwd_time", UNIT_SECONDS, -1);
+    l->params = layer_field(L, idx, i, "params", UNIT_FLOP, 0);
+    l->act_bytes = layer_field(L, idx, i, "act_bytes", UNIT_BYTES, 0);
+    l->out_bytes = layer_field(L, idx, i, "out_bytes", UNIT_BYTES, 0);
+    l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
+    l->name = bind_string(L, idx, "name");
+    if (l->fwd_time < 0 && l->fwd_flops < 0)
+        luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'",
+                   i);
+}
+
+static enum eng_p2p read_p2p(lua_State *L, int idx)
+{
+    const char *p2p = bind_string(L, idx, "p2p");
+    if (!p2p || strcmp(p2p, "rendezvous") == 0)
+        return ENG_RENDEZVOUS;
+    if (strcmp(p2p, "eager") == 0)
+        return ENG_EAGER;
+    luaL_error(L, "field 'p2p': unknown mode '%s' (expected rendezvous or "
+                  "eager)",
+               p2p);
+    return ENG_RENDEZVOUS;
+}
+
+/* record: "events" (default), "summary", or "none" (no database at all). */
+static int read_record(lua_State *L, int idx, enum rec_level *level)
+{
+    const char *r = bind_string(L, idx, "record");
+    *level = REC_EVENTS;
+    if (!r || strcmp(r, "events") == 0)
+        return 1;
+    if (strcmp(r, "summary") == 0) {
+        *level = REC_SUMMARY;
+        return 1;
+    }
+    if (strcmp(r, "none") == 0)
+        return 0;
+    luaL_error(L, "field 'record': unknown level '%s' (expected events, "
+                  "summary or none)",
+               r);
+    return 0;
+}
+
+/* A custom schedule: one list of action strings per pipeline rank. */
+static void read_custom(lua_State *L, int idx, pipe_config *cfg,
+                        const sched_action ***orders, int32_t **counts)
+{
+    int32_t p = cfg->p;
+    if ((int32_t)luaL_len(L, idx) != p)
+        luaL_error(L, "field 'schedule': %d action lists for %d stages",
+                   (int)luaL_len(L, idx), (int)p);
+    *orders = scratch(L, (size_t)p, sizeof **orders);
+    *counts = scratch(L, (size_t)p, sizeof **counts);
+    for (int32_t r = 0; r < p; r++) {
+        lua_geti(L, idx, r + 1);
+        if (!lua_istable(L, -1))
+            luaL_error(L, "field 'schedule': entry %d must be a list of "
+                          "actions such as {\"F0\", \"B0\"}",
+                       (int)r + 1);
+        int list = lua_gettop(L);
+        int32_t n = (int32_t)luaL_len(L, list);
+        sched_action *a = scratch(L, (size_t)n, sizeof *a);
+        lua_rotate(L, list, 1); /* keep the scratch below the list */
+        list = lua_gettop(L);
+        for (int32_t i = 0; i < n; i++) {
+            lua_geti(L, list, i + 1);
+            const char *text = lua_tostring(L, -1);
+            ps_err err;
+            if (!text)
+                luaL_error(L, "field 'schedule': rank %d action %d is not a "
+                              "string",
+                           (int)r, (int)i + 1);
+            if (sched_parse_action(text, cfg->m, cfg->v, &a[i], &err))
+                luaL_error(L, "field 'schedule': rank %d: %s", (int)r,
+                           err.msg);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        (*orders)[r] = a;
+        (*counts)[r] = n;
+    }
+}
+
+static void push_array(lua_State *L, const double *v, int32_t n)
+{
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        lua_pushnumber(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static void set_number(lua_State *L, const char *k, double v)
+{
+    if (isnan(v))
+        return;
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static int core_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    pipe_config cfg = {0};
+    cfg.name = bind_string(L, 1, "name");
+    long long p = 0, v = 1, m = 0;
+    bind_integer(L, 1, "stages", &p);
+    bind_integer(L, 1, "virtual_stages", &v);
+    bind_integer(L, 1, "microbatches", &m);
+    if (m < 1)
+        return luaL_error(L, "field 'microbatches' must be at least 1, got %d",
+                          (int)m);
+    if (p < 1)
+        return luaL_error(L, "field 'stages' must be at least 1, got %d",
+                          (int)p);
+    if (v < 1)
+        return luaL_error(L,
+                          "field 'virtual_stages' must be at least 1, got %d",
+                          (int)v);
+    cfg.p = (int32_t)p;
+    cfg.v = (int32_t)v;
+    cfg.m = (int32_t)m;
+    bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    cfg.p2p = read_p2p(L, 1);
+    int recording = read_record(L, 1, &cfg.record);
+    cfg.params_json = bind_string(L, 1, "params_json");
+
+    /* schedule */
+    const sched_action **orders = NULL;
+    int32_t *counts = NULL;
+    lua_getfield(L, 1, "schedule");
+    if (lua_istable(L, -1)) {
+        cfg.schedule = SCHED_CUSTOM;
+        cfg.schedule_name = "custom";
+        read_custom(L, lua_gettop(L), &cfg, &orders, &counts);
+        cfg.custom = orders;
+        cfg.ncustom = counts;
+    } else {
+        const char *name = lua_isnil(L, -1) ? "1f1b" : lua_tostring(L, -1);
+        ps_err err;
+        if (!name)
+            return luaL_error(L, "field 'schedule' must be a name or a list "
+                                 "of actions per stage");
+        if (sched_parse(name, &cfg.schedule, &err))
+            return luaL_error(L, "field 'schedule': %s", err.msg);
+        cfg.schedule_name = sched_name(cfg.schedule);
+    }
+
+    /* memory accounting per parameter */
+    cfg.weight_bytes = 2;
+    cfg.grad_bytes = 2;
+    cfg.optimizer_bytes = 12;
+    if (lua_getfield(L, 1, "memory") == LUA_TTABLE) {
+        int t = lua_gettop(L);
+        bind_quantity(L, t, "weight_bytes", UNIT_BYTES, &cfg.weight_bytes);
+        bind_quantity(L, t, "grad_bytes", UNIT_BYTES, &cfg.grad_bytes);
+        bind_quantity(L, t, "optimizer_bytes", UNIT_BYTES,
+                      &cfg.optimizer_bytes);
+    }
+    lua_pop(L, 1);
+
+    /* layers */
+    if (lua_getfield(L, 1, "layers") != LUA_TTABLE)
+        return luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    int layers_idx = lua_gettop(L);
+    int32_t nl = (int32_t)luaL_len(L, layers_idx);
+    if (nl < 1)
+        return luaL_error(L, "field 'layers' is empty");
+    pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
+    int uses_flops = 0;
+    for (int32_t i = 0; i < nl; i++) {
+        lua_geti(L, layers_idx, i + 1);
+        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
+        uses_flops |= layers[i].fwd_time < 0 ||
+                      (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
+        lua_pop(L, 1);
+    }
+    cfg.layers = layers;
+    cfg.nlayers = nl;
+
+    /* partition: resolved by the Lua layer into p * v counts */
+    int32_t nstages = cfg.p * cfg.v;
+    if (nstages > nl)
+        return luaL_error(L, "%d stages (stages %d x virtual_stages %d) but "
+                             "only %d layers",
+                          (int)nstages, (int)cfg.p, (int)cfg.v, (int)nl);
+    if (lua_getfield(L, 1, "partition") != LUA_TTABLE)
+        return luaL_error(L, "field 'partition' must be a list of layer "
+                             "counts");
+    if ((int32_t)luaL_len(L, -1) != nstages)
+        return luaL_error(L, "field 'partition' has %d entries, expected %d "
+                             "(one per stage%s)",
+                          (int)luaL_len(L, -1), (int)nstages,
+                          cfg.v > 1 ? " and virtual stage" : "");
+    int32_t *partition = scratch(L, (size_t)nstages, sizeof *partition);
+    lua_rotate(L, -2, 1);
+    for (int32_t s = 0; s < nstages; s++) {
+        lua_geti(L, -1, s + 1);
+        int ok;
+        lua_Integer c = lua_tointegerx(L, -1, &ok);
+        if (!ok)
+            return luaL_error(L, "field 'partition': entry %d is not an "
+                                 "integer",
+                              (int)s + 1);
+        partition[s] = (int32_t)c;
+        lua_pop(L, 1);
+    }
+    cfg.partition = partition;
+    lua_pop(L, 1);
+
+    /* cluster and placement */
+    bind_cluster *cl;
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
+        lua_pop(L, 1);
+        cl = bind_push_ideal_cluster(L, cfg.p);
+    } else {
+        cl = bind_check_cluster(L, -1);
+    }
+    int32_t *rank_of = NULL;
+    if (lua_getfield(L, 1, "ranks") == LUA_TTABLE) {
+        if ((int32_t)luaL_len(L, -1) != cfg.p)
+            return luaL_error(L, "field 'ranks' must list one cluster rank "
+                                 "per stage (%d)",
+                              (int)cfg.p);
+        rank_of = scratch(L, (size_t)cfg.p, sizeof *rank_of);
+        lua_rotate(L, -2, 1);
+        for (int32_t r = 0; r < cfg.p; r++) {
+            lua_geti(L, -1, r + 1);
+            rank_of[r] = (int32_t)luaL_checkinteger(L, -1);
+            lua_pop(L, 1);
+        }
+    } else if (cfg.p > cl->nranks) {
+        return luaL_error(L, "%d stages need %d ranks but the cluster has %d",
+                          (int)cfg.p, (int)cfg.p, (int)cl->nranks);
+    }
+    lua_pop(L, 1);
+    cfg.rank_of = rank_of;
+    if (uses_flops) {
+        for (int32_t r = 0; r < cfg.p; r++)
+            if (isnan(cl->rate[rank_of ? rank_of[r] : r]))
+                return luaL_error(L, "layers give FLOPs but the cluster has no "
+                                     "device flops (set cluster.device.flops "
+                                     "or give fwd_time)");
+    }
+    cfg.device_rate = cl->rate;
+    cfg.device_memory = cl->memory;
+
+    rec_db *db = NULL;
+    if (recording) {
+        const char *path = bind_string(L, 1, "db");
+        db = bind_database(L, path);
+    }
+    pipe_result res;
+    ps_err err;
+    int rc = pipe_run(get_ctx(L), &cfg, cl->nw, db, &res, &err);
+    if (db && res.id > 0)
+        bind_count_run(L);
+    if (rc)
+        return bind_raise(L, &err);
+
+    lua_createtable(L, 0, 16);
+    if (res.id > 0) {
+        lua_pushinteger(L, res.id);
+        lua_setfield(L, -2, "id");
+    }
+    if (cfg.name) {
+        lua_pushstring(L, cfg.name);
+        lua_setfield(L, -2, "name");
+    }
+    lua_pushstring(L, cfg.schedule_name);
+    lua_setfield(L, -2, "schedule");
+    lua_pushinteger(L, cfg.p);
+    lua_setfield(L, -2, "stages");
+    lua_pushinteger(L, cfg.m);
+    lua_setfield(L, -2, "microbatches");
+    lua_pushinteger(L, cfg.v);
+    lua_setfield(L, -2, "virtual_stages");
+    set_number(L, "makespan", res.makespan);
+    set_number(L, "bubble", res.bubble);
+    set_number(L, "closed_form_bubble", res.closed_form_bubble);
+    set_number(L, "imbalance", res.imbalance);
+    push_array(L, res.stage_bubble, res.p);
+    lua_setfield(L, -2, "stage_bubble");
+    push_array(L, res.peak_memory, res.p);
+    lua_setfield(L, -2, "peak_memory");
+    push_array(L, res.t_peak, res.p);
+    lua_setfield(L, -2, "peak_time");
+    push_array(L, res.static_memory, res.p);
+    lua_setfield(L, -2, "static_memory");
+    if (res.over_capacity >= 0) {
+        lua_pushinteger(L, res.over_capacity);
+        lua_setfield(L, -2, "over_capacity");
+    }
+    lua_pushinteger(L, res.eng.events);
+    lua_setfield(L, -2, "events");
+    return 1;
+}
+
+void bind_register_run(lua_State *L)
+{
+    if (luaL_newmetatable(L, CTX_TYPE)) {
+        lua_pushcfunction(L, ctx_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, core_run);
+    lua_setfield(L, -2, "run");
+}

@@ -1,0 +1,359 @@
+/* Pipeline step: stage costs -> programs -> engine -> statistics -> record.
+ * Everything per run is O(ops); buffers live in the pipe_ctx and grow
+ * geometrically, so a sweep of small runs allocates almost nothing. */
+#include "pipe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem.h"
+
+struct pipe_ctx {
+    eng_sim *eng;
+    prog_set *ps;
+    /* per run buffers */
+    sched_stage *stages;
+    rec_stage *stage_rows;
+    int32_t stages_cap;
+    double *stage_bubble, *peak, *t_peak, *static_mem, *busy;
+    rec_rank *rank_rows;
+    int32_t ranks_cap;
+    double *rank_static; /* by cluster rank */
+    mem_rank *ledger;    /* by cluster rank */
+    int32_t cluster_cap;
+};
+
+pipe_ctx *pipe_ctx_new(void)
+{
+    pipe_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return NULL;
+    ctx->eng = eng_new();
+    ctx->ps = prog_new(1);
+    if (!ctx->eng || !ctx->ps) {
+        pipe_ctx_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+void pipe_ctx_free(pipe_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    eng_free(ctx->eng);
+    prog_free(ctx->ps);
+    free(ctx->stages);
+    free(ctx->stage_rows);
+    free(ctx->stage_bubble);
+    free(ctx->peak);
+    free(ctx->t_peak);
+    free(ctx->static_mem);
+    free(ctx->busy);
+    free(ctx->rank_rows);
+    free(ctx->rank_static);
+    free(ctx->ledger);
+    free(ctx);
+}
+
+double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
+                               int32_t m)
+{
+    switch (kind) {
+    case SCHED_GPIPE:
+    case SCHED_1F1B: return (double)(p - 1) / (double)(m + p - 1);
+    case SCHED_INTERLEAVED:
+        return (double)(p - 1) / ((double)v * m + p - 1);
+    default: return NAN;
+    }
+}
+
+static int grow(void **p, size_t n, size_t sz)
+{
+    void *q = realloc(*p, (n + 1) * sz);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
+                        int32_t nranks)
+{
+    if (nstages > ctx->stages_cap) {
+        if (grow((void **)&ctx->stages, (size_t)nstages, sizeof *ctx->stages) ||
+            grow((void **)&ctx->stage_rows, (size_t)nstages,
+                 sizeof *ctx->stage_rows))
+            return -1;
+        ctx->stages_cap = nstages;
+    }
+    if (p > ctx->ranks_cap) {
+        if (grow((void **)&ctx->stage_bubble, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->peak, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->t_peak, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->static_mem, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->busy, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->rank_rows, (size_t)p, sizeof *ctx->rank_rows))
+            return -1;
+        ctx->ranks_cap = p;
+    }
+    if (nranks > ctx->cluster_cap) {
+        if (grow((void **)&ctx->rank_static, (size_t)nranks, sizeof(double)) ||
+            grow((void **)&ctx->ledger, (size_t)nranks, sizeof *ctx->ledger))
+            return -1;
+        ctx->cluster_cap = nranks;
+    }
+    return 0;
+}
+
+static int32_t cluster_rank(const pipe_config *cfg, int32_t r)
+{
+    return cfg->rank_of ? cfg->rank_of[r] : r;
+}
+
+static double layer_fwd(const pipe_layer *l, double rate)
+{
+    return l->fwd_time >= 0 ? l->fwd_time : l->fwd_flops / rate;
+}
+
+static double layer_bwd(const pipe_layer *l, double rate)
+{
+    if (l->bwd_time >= 0)
+        return l->bwd_time;
+    if (l->bwd_flops >= 0 && l->fwd_time < 0)
+        return l->bwd_flops / rate;
+    return 2 * layer_fwd(l, rate); /* the usual 2x: dgrad + wgrad */
+}
+
+/* Fills ctx->stages and ctx->stage_rows from the layers and partition. */
+static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
+{
+    int32_t nstages = cfg->p * cfg->v, first = 0;
+    for (int32_t s = 0; s < nstages; s++) {
+        int32_t count = cfg->partition[s];
+        if (count < 1)
+            return ps_errf(err, "partition: stage %d has %d layers", (int)s,
+                           (int)count);
+        if (first + count > cfg->nlayers)
+            return ps_errf(err, "partition needs more than the %d layers of "
+                                "the model",
+                           (int)cfg->nlayers);
+        int32_t rank = cluster_rank(cfg, s % cfg->p);
+        double rate = cfg->device_rate[rank];
+        sched_stage st = {0};
+        rec_stage row = {0};
+        row.stage = s;
+        row.rank = s % cfg->p;
+        row.chunk = s / cfg->p;
+        row.first_layer = first;
+        row.last_layer = first + count - 1;
+        for (int32_t i = first; i < first + count; i++) {
+            const pipe_layer *l = &cfg->layers[i];
+            st.fwd += layer_fwd(l, rate);
+            st.bwd += layer_bwd(l, rate);
+            st.act_bytes += l->act_bytes;
+            row.params += l->params;
+            row.fwd_flops += l->fwd_time >= 0 ? 0 : l->fwd_flops;
+        }
+        const pipe_layer *in = &cfg->layers[first];
+        st.in_bytes = in->in_bytes >= 0 ? in->in_bytes
+                      : first > 0       ? cfg->layers[first - 1].out_bytes
+                                        : 0;
+        st.out_bytes = cfg->layers[first + count - 1].out_bytes;
+        st.recompute = st.fwd;
+        row.fwd_time = st.fwd;
+        row.bwd_time = st.bwd;
+        row.act_bytes = st.act_bytes;
+        row.out_bytes = st.out_bytes;
+        ctx->stages[s] = st;
+        ctx->stage_rows[s] = row;
+        first += count;
+    }
+    if (first != cfg->nlayers)
+        return ps_errf(err, "partition sums to %d layers but the model has %d",
+                       (int)first, (int)cfg->nlayers);
+    return PS_OK;
+}
+
+/* Uniform: every stage the same forward and backward time and every stage
+ * boundary free (zero bytes over zero latency or infinite bandwidth). */
+static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
+                      const net *nw)
+{
+    int32_t nstages = cfg->p * cfg->v;
+    const sched_stage *s0 = &ctx->stages[0];
+    for (int32_t s = 0; s < nstages; s++) {
+        const sched_stage *st = &ctx->stages[s];
+        if (fabs(st->fwd - s0->fwd) > 1e-12 * s0->fwd ||
+            fabs(st->bwd - s0->bwd) > 1e-12 * s0->bwd)
+            return 0;
+        if (s + 1 < nstages) {
+            int32_t a = cluster_rank(cfg, s % cfg->p);
+            int32_t b = cluster_rank(cfg, (s + 1) % cfg->p);
+            if (a != b && (net_lone_time(nw, a, b, st->out_bytes) > 0 ||
+                           net_lone_time(nw, b, a, st->out_bytes) > 0))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
+                       pipe_result *res)
+{
+    int32_t p = cfg->p;
+    for (int32_t r = 0; r < p; r++)
+        ctx->busy[r] = 0;
+    /* lanes of a pipeline run are one per pipeline rank, in order */
+    for (int32_t l = 0; l < ctx->ps->nlanes && l < p; l++) {
+        const prog_lane *lane = &ctx->ps->lanes[l];
+        double busy = 0;
+        for (int32_t i = 0; i < lane->n; i++)
+            if (lane->ops[i].type == PROG_COMPUTE)
+                busy += lane->ops[i].t_end - lane->ops[i].t_start;
+        ctx->busy[l] = busy;
+    }
+    double sum = 0, makespan = res->eng.makespan;
+    res->over_capacity = -1;
+    for (int32_t r = 0; r < p; r++) {
+        int32_t cr = cluster_rank(cfg, r);
+        double b = makespan > 0 ? (makespan - ctx->busy[r]) / makespan : 0;
+        ctx->stage_bubble[r] = b;
+        sum += b;
+        ctx->peak[r] = ctx->ledger[cr].peak;
+        ctx->t_peak[r] = ctx->ledger[cr].t_peak;
+        ctx->static_mem[r] = ctx->ledger[cr].static_bytes;
+        double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
+        if (cap > 0 && ctx->peak[r] > cap && res->over_capacity < 0)
+            res->over_capacity = r;
+        ctx->rank_rows[r] = (rec_rank){cr, ctx->busy[r], b, ctx->static_mem[r],
+                                       ctx->peak[r], ctx->t_peak[r]};
+    }
+    res->makespan = makespan;
+    res->bubble = sum / p;
+    res->p = p;
+    res->stage_bubble = ctx->stage_bubble;
+    res->peak_memory = ctx->peak;
+    res->t_peak = ctx->t_peak;
+    res->static_memory = ctx->static_mem;
+}
+
+static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
+                  rec_db *db, pipe_result *res, const char *error,
+                  ps_err *err)
+{
+    double max_peak = 0;
+    for (int32_t r = 0; r < cfg->p && !error; r++)
+        if (res->peak_memory[r] > max_peak)
+            max_peak = res->peak_memory[r];
+    rec_run run = {
+        .kind = "pipeline",
+        .name = cfg->name,
+        .schedule = cfg->schedule_name,
+        .p2p = cfg->p2p == ENG_EAGER ? "eager" : "rendezvous",
+        .stages = cfg->p,
+        .microbatches = cfg->m,
+        .virtual_stages = cfg->v,
+        .dp = 1,
+        .makespan = error ? NAN : res->makespan,
+        .bubble = error ? NAN : res->bubble,
+        .closed_form_bubble = error ? NAN : res->closed_form_bubble,
+        .imbalance = res->imbalance,
+        .peak_memory = error ? NAN : max_peak,
+        .params_json = cfg->params_json,
+        .status = error ? "failed" : "ok",
+        .error = error,
+    };
+    rec_payload pl = {
+        .run = &run,
+        .stages = ctx->stage_rows,
+        .nstages = cfg->p * cfg->v,
+        .ranks = error ? NULL : ctx->rank_rows,
+        .nranks = error ? 0 : cfg->p,
+        .progs = ctx->ps,
+        .static_memory = ctx->rank_static,
+        .network = nw,
+    };
+    return rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id,
+                     err);
+}
+
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
+             pipe_result *res, ps_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->closed_form_bubble = NAN;
+    res->imbalance = NAN;
+    res->over_capacity = -1;
+    int32_t nranks = net_ranks(nw), nstages = cfg->p * cfg->v;
+    if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1)
+        return ps_errf(err, "stages, virtual_stages and microbatches must be "
+                            "at least 1");
+    for (int32_t r = 0; r < cfg->p; r++) {
+        int32_t cr = cluster_rank(cfg, r);
+        if (cr < 0 || cr >= nranks)
+            return ps_errf(err, "pipeline rank %d maps to rank %d, outside "
+                                "the cluster's %d ranks",
+                           (int)r, (int)cr, (int)nranks);
+    }
+    if (size_buffers(ctx, nstages, cfg->p, nranks))
+        return ps_errf(err, "out of memory");
+    if (build_stages(ctx, cfg, err))
+        return PS_ERR;
+
+    /* static memory: weights, gradients, optimizer state of the rank's
+     * parameters (ZeRO paper accounting, Rajbhandari et al. 2020: 2 + 2 + 12
+     * bytes per parameter for bf16 mixed precision with Adam) */
+    double per_param = cfg->weight_bytes + cfg->grad_bytes + cfg->optimizer_bytes;
+    for (int32_t r = 0; r < nranks; r++)
+        ctx->rank_static[r] = 0;
+    double tmax = 0, tsum = 0;
+    for (int32_t s = 0; s < nstages; s++) {
+        ctx->rank_static[cluster_rank(cfg, s % cfg->p)] +=
+            ctx->stage_rows[s].params * per_param;
+        double t = ctx->stages[s].fwd + ctx->stages[s].bwd;
+        tsum += t;
+        if (t > tmax)
+            tmax = t;
+    }
+    res->imbalance = tsum > 0 ? tmax / (tsum / nstages) : 1;
+
+    sched_spec spec = {
+        .kind = cfg->schedule,
+        .p = cfg->p,
+        .v = cfg->v,
+        .m = cfg->m,
+        .checkpoint = cfg->checkpoint,
+        .stages = ctx->stages,
+        .rank_of = cfg->rank_of,
+        .custom = cfg->custom,
+        .ncustom = cfg->ncustom,
+    };
+    if (sched_check(&spec, err))
+        return PS_ERR;
+    prog_reset(ctx->ps, nranks);
+    if (sched_lower(&spec, ctx->ps, err) || prog_seal(ctx->ps, err))
+        return PS_ERR;
+    if (eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err)) {
+        if (db) {
+            ps_err rec_err;
+            char msg[sizeof err->msg];
+            memcpy(msg, err->msg, sizeof msg);
+            if (record(ctx, cfg, nw, db, res, msg, &rec_err))
+                return ps_errf(err, "%s (and recording the failure failed: "
+                                    "%s)",
+                               msg, rec_err.msg);
+        }
+        return PS_ERR;
+    }
+    if (mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err))
+        return PS_ERR;
+    fill_stats(ctx, cfg, res);
+    if (is_uniform(ctx, cfg, nw))
+        res->closed_form_bubble =
+            pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
+    if (db && record(ctx, cfg, nw, db, res, NULL, err))
+        return PS_ERR;
+    return PS_OK;
+}

@@ -1,0 +1,85 @@
+/* A pipeline-parallel training step, end to end: layers and a partition
+ * become stage costs, the schedule generator lowers them to programs, the
+ * engine runs them on the network, the memory ledger and the bubble are
+ * computed, and the recorder stores the run. The Lua binding fills a
+ * pipe_config from a scenario table; nothing here knows about Lua. */
+#ifndef PS_PIPE_H
+#define PS_PIPE_H
+
+#include <stdint.h>
+
+#include "eng.h"
+#include "err.h"
+#include "net.h"
+#include "rec.h"
+#include "sched.h"
+
+typedef struct pipe_layer {
+    const char *name;    /* may be NULL */
+    double fwd_flops;    /* used when fwd_time < 0 */
+    double bwd_flops;    /* used when bwd_time < 0; < 0: twice the forward */
+    double fwd_time;     /* seconds, < 0 when given as FLOPs */
+    double bwd_time;     /* seconds, < 0 when not given */
+    double params;
+    double act_bytes;    /* kept from forward to backward per microbatch */
+    double out_bytes;    /* sent to the next stage per microbatch */
+    double in_bytes;     /* input size, < 0: the previous layer's out_bytes */
+} pipe_layer;
+
+typedef struct pipe_config {
+    const char *name;
+    enum sched_kind schedule;
+    const char *schedule_name; /* as recorded ("gpipe", "custom", ...) */
+    int32_t p, v, m;
+    int checkpoint;
+    enum eng_p2p p2p;
+    enum rec_level record;
+    const pipe_layer *layers;
+    int32_t nlayers;
+    const int32_t *partition;   /* p * v layer counts, by model stage */
+    const int32_t *rank_of;     /* cluster rank per pipeline rank, or NULL */
+    const double *device_rate;  /* per cluster rank: peak FLOP/s * efficiency */
+    const double *device_memory;/* per cluster rank capacity, bytes (0: none) */
+    double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
+    const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
+    const int32_t *ncustom;
+    const char *params_json;    /* recorded as run.params, may be NULL */
+} pipe_config;
+
+typedef struct pipe_result {
+    int64_t id;                /* run id in the database, 0 if none */
+    double makespan;
+    double bubble;             /* mean over pipeline ranks */
+    double closed_form_bubble; /* NAN unless uniform and free communication */
+    double imbalance;          /* slowest stage time / mean stage time */
+    int32_t p;
+    double *stage_bubble;      /* p entries, owned by the pipe_ctx */
+    double *peak_memory;       /* p entries, bytes */
+    double *t_peak;            /* p entries */
+    double *static_memory;     /* p entries */
+    int32_t over_capacity;     /* first pipeline rank whose peak exceeds its
+                                  device memory, or -1 */
+    eng_result eng;
+} pipe_result;
+
+/* A context keeps the engine, programs and buffers across runs so that a
+ * sweep allocates only when a run is bigger than every run before it.
+ * pipe_ctx_free(NULL) is a no-op. */
+typedef struct pipe_ctx pipe_ctx;
+pipe_ctx *pipe_ctx_new(void);
+void pipe_ctx_free(pipe_ctx *ctx);
+
+/* Runs one training step. nw must span every cluster rank used; db may be
+ * NULL (nothing recorded). Result arrays stay valid until the next call on
+ * ctx. On a deadlock or bad input the run is recorded with status 'failed'
+ * (when db is given) and the error returned. */
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
+             pipe_result *res, ps_err *err);
+
+/* The closed-form bubble of a schedule with uniform stages and free
+ * communication: (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1); NAN for custom
+ * schedules. */
+double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
+                               int32_t m);
+
+#endif

@@ -1,0 +1,236 @@
+-- pipesim: the module scenarios load with `local ps = require "pipesim"`.
+-- It checks arguments, fills defaults and resolves partitions in Lua, then
+-- hands a plain table to the C core (pipesim.core). Every error is raised
+-- at the scenario's line: "scenarios/x.lua:12: ps.run: ...".
+local core = require "pipesim.core"
+
+local ps = {}
+ps.version = core.version
+ps.args = core.args()
+
+local function optional(name)
+  local ok, mod = pcall(require, name)
+  if ok then return mod end
+  if not tostring(mod):find("module '" .. name .. "' not found", 1, true) then
+    error(mod, 0)
+  end
+  return nil
+end
+
+ps.partition = optional "pipesim.partition"
+ps.models = optional "pipesim.models"
+ps.clusters = optional "pipesim.clusters"
+ps.profile = optional "pipesim.profile"
+
+-- Fields each call accepts; anything else is a typo worth reporting.
+local RUN_FIELDS = {
+  name = true, cluster = true, layers = true, stages = true,
+  partition = true, schedule = true, microbatches = true,
+  virtual_stages = true, checkpoint = true, p2p = true, record = true,
+  memory = true, ranks = true, db = true,
+}
+local CLUSTER_FIELDS = {
+  ranks = true, device = true, devices = true, link = true,
+  nodes = true, gpus_per_node = true, intra = true, inter = true,
+  nics_per_node = true, oversubscription = true, links = true,
+  sharing = true, switches = true,
+}
+
+local function closest(word, fields)
+  local best, best_d
+  for f in pairs(fields) do
+    -- edit distance, small strings only
+    local a, b = word, f
+    local prev = {}
+    for j = 0, #b do prev[j] = j end
+    for i = 1, #a do
+      local cur = { [0] = i }
+      for j = 1, #b do
+        local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      end
+      prev = cur
+    end
+    if not best_d or prev[#b] < best_d or (prev[#b] == best_d and f < best) then
+      best, best_d = f, prev[#b]
+    end
+  end
+  if best_d and best_d <= math.max(2, #word // 3) then return best end
+end
+
+local function check_fields(fn, spec, fields)
+  if type(spec) ~= "table" then
+    error(fn .. ": expected a table of fields, got " .. type(spec), 3)
+  end
+  local names = {}
+  for k in pairs(spec) do
+    if type(k) ~= "string" or not fields[k] then names[#names + 1] = tostring(k) end
+  end
+  table.sort(names)
+  if #names > 0 then
+    local k = names[1]
+    local hint = closest(k, fields)
+    error(string.format("%s: unknown field '%s'%s", fn, k,
+      hint and (" (did you mean '" .. hint .. "'?)") or ""), 3)
+  end
+end
+
+-- Calls a core function; a failure becomes an error at the scenario line
+-- (level 3: the caller of the ps.* function that called us).
+local function call(fn, f, ...)
+  local ok, res = pcall(f, ...)
+  if not ok then error(fn .. ": " .. tostring(res), 3) end
+  return res
+end
+
+function ps.cluster(spec)
+  check_fields("ps.cluster", spec, CLUSTER_FIELDS)
+  return call("ps.cluster", core.cluster, spec)
+end
+
+-- Layer counts per stage for a partition given by name or as a list.
+local function uniform(n, k)
+  local counts, base, extra = {}, n // k, n % k
+  for s = 1, k do counts[s] = base + (s <= extra and 1 or 0) end
+  return counts
+end
+
+local function resolve_partition(spec, nstages)
+  local layers = spec.layers
+  local p = spec.partition
+  if p == nil or p == "uniform" then
+    if nstages > #layers then
+      error(string.format("ps.run: %d stages but only %d layers", nstages, #layers), 0)
+    end
+    return uniform(#layers, nstages)
+  end
+  if ps.partition and ps.partition.resolve then
+    local ok, counts = pcall(ps.partition.resolve, p, layers, nstages, {
+      flops_rate = spec.cluster and spec.cluster.flops_rate,
+    })
+    if not ok then error("ps.run: " .. tostring(counts), 0) end
+    return counts
+  end
+  if type(p) ~= "table" then
+    error("ps.run: field 'partition': unknown partition '" .. tostring(p) .. "'", 0)
+  end
+  return p
+end
+
+local function json(v, out)
+  local t = type(v)
+  if t == "table" then
+    if #v > 0 or next(v) == nil then
+      out[#out + 1] = "["
+      for i = 1, #v do
+        if i > 1 then out[#out + 1] = "," end
+        json(v[i], out)
+      end
+      out[#out + 1] = "]"
+    else
+      local keys = {}
+      for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+      table.sort(keys)
+      out[#out + 1] = "{"
+      for i, k in ipairs(keys) do
+        if i > 1 then out[#out + 1] = "," end
+        out[#out + 1] = string.format("%q:", k)
+        json(v[k] == nil and v[tonumber(k)] or v[k], out)
+      end
+      out[#out + 1] = "}"
+    end
+  elseif t == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then
+      out[#out + 1] = "null"
+    elseif math.type(v) == "integer" then
+      out[#out + 1] = tostring(v)
+    else
+      out[#out + 1] = string.format("%.17g", v)
+    end
+  elseif t == "string" then
+    out[#out + 1] = '"' .. v:gsub('[%c"\\]', function(c)
+      return string.format("\\u%04x", c:byte())
+    end) .. '"'
+  elseif t == "boolean" then
+    out[#out + 1] = tostring(v)
+  else
+    out[#out + 1] = '"' .. tostring(v) .. '"'
+  end
+  return out
+end
+
+-- The inputs of a run as JSON for run.params (layers summarised: a sweep of
+-- thousands of runs should not store thousands of copies of the model).
+local function params_json(spec, partition)
+  local p = {}
+  for k, v in pairs(spec) do
+    if k ~= "layers" and k ~= "cluster" then p[k] = v end
+  end
+  p.partition = partition
+  p.layers = #spec.layers
+  if spec.cluster then p.cluster = tostring(spec.cluster) end
+  return table.concat(json(p, {}))
+end
+
+function ps.run(spec)
+  check_fields("ps.run", spec, RUN_FIELDS)
+  if type(spec.layers) ~= "table" or #spec.layers == 0 then
+    error("ps.run: missing field 'layers' (a list of layer tables)", 2)
+  end
+  local stages = spec.stages
+  if stages == nil then
+    error("ps.run: missing field 'stages' (pipeline stages, one per rank)", 2)
+  end
+  if math.type(stages) ~= "integer" or stages < 1 then
+    error("ps.run: field 'stages' must be an integer >= 1, got " .. tostring(stages), 2)
+  end
+  if spec.microbatches == nil then
+    error("ps.run: missing field 'microbatches'", 2)
+  end
+  local v = spec.virtual_stages or 1
+  local ok, partition = pcall(resolve_partition, spec, stages * v)
+  if not ok then error(partition, 2) end
+  local args = {}
+  for k, val in pairs(spec) do args[k] = val end
+  args.partition = partition
+  args.params_json = params_json(spec, partition)
+  local r = call("ps.run", core.run, args)
+  r.db = spec.db
+  return r
+end
+
+-- Prints a run's summary line and ASCII Gantt chart (or, without a run, the
+-- table of every run recorded so far in the session's database).
+function ps.show(r, width)
+  if r ~= nil and type(r) ~= "table" then
+    error("ps.show: expected a run result, got " .. type(r), 2)
+  end
+  if r and not r.id then
+    error("ps.show: this run was not recorded (record = \"none\")", 2)
+  end
+  io.write(call("ps.show", core.report, r and r.db, r and r.id, width or 100))
+end
+
+-- Percent formatting used by scenarios' tables.
+function ps.pct(x)
+  if x == nil then return "-" end
+  return string.format("%.2f%%", 100 * x)
+end
+
+-- Bytes as GiB/MiB/KiB text.
+function ps.bytes(b)
+  local units = { "B", "KiB", "MiB", "GiB", "TiB" }
+  local i = 1
+  while b >= 1024 and i < #units do b = b / 1024; i = i + 1 end
+  return string.format(i == 1 and "%.0f %s" or "%.2f %s", b, units[i])
+end
+
+-- Seconds as s/ms/us text.
+function ps.seconds(t)
+  if t >= 1 then return string.format("%.3f s", t) end
+  if t >= 1e-3 then return string.format("%.3f ms", t * 1e3) end
+  return string.format("%.3f us", t * 1e6)
+end
+
+ps.parse = core.parse
+return ps

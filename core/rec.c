@@ -1,0 +1,768 @@
+/* The recorder: schema, batched writes and the read API over SQLite.
+ *
+ * Every statement on the write path is prepared once per rec_db and reset
+ * after each use, so a run costs only bind + step per row. One transaction
+ * stays open across runs (BEGIN IMMEDIATE on the first write, COMMIT every
+ * REC_BATCH_RUNS runs, on rec_flush and on rec_close); each run sits in a
+ * SAVEPOINT so that a failure half way rolls back exactly that run. */
+#include "rec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "mem.h"
+
+/* ------------------------------------------------------------------ */
+/* Schema                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Per-run tables carry an index on run: reports and the views always
+ * select one run, and run ids only grow, so each index insert appends at
+ * the right edge of its b-tree (measured: see tests/bench/rec_speed.c). */
+static const char schema_sql[] =
+    "CREATE TABLE run(\n"
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  kind TEXT NOT NULL CHECK (kind IN ('pipeline', 'collective')),\n"
+    "  name TEXT NOT NULL,\n"
+    "  schedule TEXT,\n"
+    "  stages INTEGER, microbatches INTEGER, virtual_stages INTEGER,\n"
+    "  dp INTEGER,\n"
+    "  makespan REAL, bubble REAL, closed_form_bubble REAL,\n"
+    "  imbalance REAL, peak_memory REAL,\n"
+    "  p2p TEXT, params TEXT,\n"
+    "  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),\n"
+    "  error TEXT,\n"
+    "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
+    "'now')));\n"
+    "CREATE TABLE event(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
+    "  stage INTEGER, chunk INTEGER, mb INTEGER,\n"
+    "  t_start REAL NOT NULL, t_end REAL NOT NULL);\n"
+    "CREATE INDEX event_run ON event(run);\n"
+    "CREATE TABLE transfer(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  src INTEGER NOT NULL, dst INTEGER NOT NULL, bytes REAL NOT NULL,\n"
+    "  t_start REAL NOT NULL, t_end REAL NOT NULL, kind TEXT NOT NULL,\n"
+    "  mb INTEGER, tag INTEGER);\n"
+    "CREATE INDEX transfer_run ON transfer(run);\n"
+    "CREATE TABLE memory(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  rank INTEGER NOT NULL, t REAL NOT NULL, bytes REAL NOT NULL);\n"
+    "CREATE INDEX memory_run ON memory(run);\n"
+    "CREATE TABLE stage(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  stage INTEGER NOT NULL, rank INTEGER, chunk INTEGER,\n"
+    "  first_layer INTEGER, last_layer INTEGER, fwd_flops REAL,\n"
+    "  params REAL, fwd_time REAL, bwd_time REAL, act_bytes REAL,\n"
+    "  out_bytes REAL,\n"
+    "  PRIMARY KEY (run, stage));\n"
+    "CREATE TABLE rank_stat(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  rank INTEGER NOT NULL, busy REAL, bubble REAL,\n"
+    "  static_memory REAL, peak_memory REAL, t_peak REAL,\n"
+    "  PRIMARY KEY (run, rank));\n"
+    "CREATE TABLE collective(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  op TEXT NOT NULL, algorithm TEXT NOT NULL, ranks INTEGER,\n"
+    "  bytes REAL, time REAL, algbw REAL, busbw REAL);\n"
+    "CREATE INDEX collective_run ON collective(run);\n"
+    "CREATE TABLE link(\n"
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  src INTEGER NOT NULL, dst INTEGER NOT NULL, bandwidth REAL,\n"
+    "  latency REAL, bytes REAL, busy REAL);\n"
+    "CREATE INDEX link_run ON link(run);\n"
+    /* rank_stat is written at every level, so the views work for summary
+     * runs too; the fraction is the front end's own figure, not
+     * recomputed here, so that the view and ps.run agree bit for bit */
+    "CREATE VIEW bubble(run, rank, busy, makespan, fraction) AS\n"
+    "  SELECT s.run, s.rank, s.busy, r.makespan, s.bubble\n"
+    "  FROM rank_stat s JOIN run r ON r.id = s.run;\n"
+    "CREATE VIEW memory_peak(run, rank, peak, t_peak) AS\n"
+    "  SELECT run, rank, peak_memory, t_peak FROM rank_stat;\n";
+
+static const char *const table_names[] = {
+    "run",   "event",     "transfer",   "memory",
+    "stage", "rank_stat", "collective", "link",
+};
+#define NTABLES ((int)(sizeof table_names / sizeof table_names[0]))
+
+/* ------------------------------------------------------------------ */
+/* Handle                                                              */
+/* ------------------------------------------------------------------ */
+
+enum stmt_id {
+    ST_RUN,
+    ST_EVENT,
+    ST_TRANSFER,
+    ST_MEMORY,
+    ST_STAGE,
+    ST_RANK,
+    ST_COLL,
+    ST_LINK,
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
+    NSTMT
+};
+
+static const char *const stmt_sql[NSTMT] = {
+    [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
+               "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
+               "imbalance, peak_memory, p2p, params, status, error) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+               "?13, ?14, ?15, ?16)",
+    [ST_EVENT] = "INSERT INTO event(run, rank, kind, stage, chunk, mb, "
+                 "t_start, t_end) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_TRANSFER] = "INSERT INTO transfer(run, src, dst, bytes, t_start, "
+                    "t_end, kind, mb, tag) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_MEMORY] = "INSERT INTO memory(run, rank, t, bytes) "
+                  "VALUES (?1, ?2, ?3, ?4)",
+    [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
+                 "last_layer, fwd_flops, params, fwd_time, bwd_time, "
+                 "act_bytes, out_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                 "?8, ?9, ?10, ?11, ?12)",
+    [ST_RANK] = "INSERT INTO rank_stat(run, rank, busy, bubble, "
+                "static_memory, peak_memory, t_peak) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
+                "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
+                "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_SAVEPOINT] = "SAVEPOINT rec_run",
+    [ST_RELEASE] = "RELEASE rec_run",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO rec_run",
+};
+
+struct rec_db {
+    sqlite3 *db;
+    char *path;
+    int readonly;
+    int in_tx;   /* BEGIN issued and not yet committed */
+    int pending; /* runs written since the last COMMIT */
+    sqlite3_stmt *st[NSTMT];
+    mem_rank *mem; /* scratch for mem_ledger, mem_cap entries */
+    int32_t mem_cap;
+    net_link_info *links; /* scratch for net_links, links_cap entries */
+    int32_t links_cap;
+};
+
+struct rec_query {
+    rec_db *db;
+    sqlite3_stmt *st;
+};
+
+/* Fills err with "PATH: what: SQLite's message". */
+static int sql_fail(rec_db *db, const char *what, ps_err *err)
+{
+    return ps_errf(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
+}
+
+/* Runs a statement that returns no rows; on failure the message quotes it. */
+static int exec_sql(rec_db *db, const char *sql, ps_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return PS_OK;
+    ps_errf(err, "%s: \"%s\": %s", db->path, sql,
+            msg ? msg : sqlite3_errmsg(db->db));
+    sqlite3_free(msg);
+    return PS_ERR;
+}
+
+/* Steps a prepared statement that returns no rows and resets it. The
+ * bindings stay; every caller rebinds all parameters. */
+static int step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return PS_OK;
+    return ps_errf(err, "%s: \"%s\": %s", db->path, sqlite3_sql(st),
+                   sqlite3_errmsg(db->db));
+}
+
+static void free_handle(rec_db *db)
+{
+    for (int i = 0; i < NSTMT; i++)
+        sqlite3_finalize(db->st[i]);
+    sqlite3_close(db->db);
+    free(db->path);
+    free(db->mem);
+    free(db->links);
+    free(db);
+}
+
+static rec_db *new_handle(const char *path, ps_err *err)
+{
+    rec_db *db = calloc(1, sizeof *db);
+    if (db)
+        db->path = strdup(path);
+    if (!db || !db->path) {
+        free(db);
+        ps_errf(err, "%s: out of memory", path);
+        return NULL;
+    }
+    return db;
+}
+
+/* user_version and the number of pipesim tables present; fails when the
+ * file is not SQLite at all. */
+static int inspect(rec_db *db, int *version, int *tables, int *objects,
+                   ps_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    static const char sql[] =
+        "SELECT (SELECT user_version FROM pragma_user_version), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
+        "IN ('run', 'event', 'transfer', 'memory', 'stage', 'rank_stat', "
+        "'collective', 'link')), (SELECT count(*) FROM sqlite_master)";
+    if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        int rc = ps_errf(err, "%s: not a pipesim database (%s)", db->path,
+                         sqlite3_errmsg(db->db));
+        sqlite3_finalize(st);
+        return rc;
+    }
+    *version = sqlite3_column_int(st, 0);
+    *tables = sqlite3_column_int(st, 1);
+    *objects = sqlite3_column_int(st, 2);
+    sqlite3_finalize(st);
+    return PS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Opening and closing                                                 */
+/* ------------------------------------------------------------------ */
+
+/* SQLite says only "unable to open database file" for a missing
+ * directory; name the directory instead. */
+static int check_parent(const char *path, ps_err *err)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return PS_OK;
+    size_t n = (size_t)(slash - path);
+    char *dir = malloc(n + 1);
+    if (!dir)
+        return ps_errf(err, "%s: out of memory", path);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    struct stat sb;
+    int rc = PS_OK;
+    if (stat(dir, &sb) != 0)
+        rc = ps_errf(err, "%s: directory %s does not exist", path, dir);
+    else if (!S_ISDIR(sb.st_mode))
+        rc = ps_errf(err, "%s: %s is not a directory", path, dir);
+    free(dir);
+    return rc;
+}
+
+rec_db *rec_open(const char *path, ps_err *err)
+{
+    if (check_parent(path, err))
+        return NULL;
+    rec_db *db = new_handle(path, err);
+    if (!db)
+        return NULL;
+    if (sqlite3_open_v2(path, &db->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                        NULL) != SQLITE_OK) {
+        sql_fail(db, "cannot open", err);
+        goto fail;
+    }
+    /* Sweeps may write one file from several processes: wait for the
+     * lock rather than fail at once. */
+    sqlite3_busy_timeout(db->db, 10000);
+    int version, tables, objects;
+    if (inspect(db, &version, &tables, &objects, err))
+        goto fail;
+    if (version == 0 && objects > 0) {
+        ps_errf(err, "%s: not a pipesim database", path);
+        goto fail;
+    }
+    if (version != 0 && version != REC_SCHEMA_VERSION) {
+        ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
+                version, REC_SCHEMA_VERSION);
+        goto fail;
+    }
+    if (version == REC_SCHEMA_VERSION && tables != NTABLES) {
+        ps_errf(err, "%s: not a pipesim database (tables missing)", path);
+        goto fail;
+    }
+    /* WAL with synchronous=NORMAL: a commit is an append to the log with
+     * no fsync, the database stays consistent on power loss (the last
+     * commits may be lost) and a killed process loses only its open
+     * batch. synchronous=OFF gains nothing measurable on top of this. */
+    if (exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
+        exec_sql(db, "PRAGMA synchronous = NORMAL", err))
+        goto fail;
+    if (version == 0) {
+        /* An empty file: create the schema atomically, so that a second
+         * process opening the same new file sees all of it or none. */
+        char ver[64];
+        snprintf(ver, sizeof ver, "PRAGMA user_version = %d",
+                 REC_SCHEMA_VERSION);
+        if (exec_sql(db, "BEGIN IMMEDIATE", err))
+            goto fail;
+        if (inspect(db, &version, &tables, &objects, err))
+            goto fail;
+        if (version == 0 &&
+            (exec_sql(db, schema_sql, err) || exec_sql(db, ver, err))) {
+            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+            goto fail;
+        }
+        if (exec_sql(db, "COMMIT", err))
+            goto fail;
+    }
+    for (int i = 0; i < NSTMT; i++) {
+        if (sqlite3_prepare_v3(db->db, stmt_sql[i], -1,
+                               SQLITE_PREPARE_PERSISTENT, &db->st[i],
+                               NULL) != SQLITE_OK) {
+            ps_errf(err, "%s: \"%s\": %s", path, stmt_sql[i],
+                    sqlite3_errmsg(db->db));
+            goto fail;
+        }
+    }
+    return db;
+fail:
+    free_handle(db);
+    return NULL;
+}
+
+rec_db *rec_open_read(const char *path, ps_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            ps_errf(err, "%s: no such file", path);
+        else
+            ps_errf(err, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    rec_db *db = new_handle(path, err);
+    if (!db)
+        return NULL;
+    db->readonly = 1;
+    if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READONLY, NULL) !=
+        SQLITE_OK) {
+        sql_fail(db, "cannot open", err);
+        goto fail;
+    }
+    sqlite3_busy_timeout(db->db, 10000);
+    int version, tables, objects;
+    if (inspect(db, &version, &tables, &objects, err))
+        goto fail;
+    if (version != 0 && version != REC_SCHEMA_VERSION && tables == NTABLES) {
+        ps_errf(err, "%s: schema version %d, this pipesim reads %d", path,
+                version, REC_SCHEMA_VERSION);
+        goto fail;
+    }
+    if (version != REC_SCHEMA_VERSION || tables != NTABLES) {
+        ps_errf(err, "%s: not a pipesim database", path);
+        goto fail;
+    }
+    return db;
+fail:
+    free_handle(db);
+    return NULL;
+}
+
+/* Commits the open batch, if any. */
+static int commit(rec_db *db, ps_err *err)
+{
+    if (!db->in_tx)
+        return PS_OK;
+    int rc = step_done(db, db->st[ST_COMMIT], err);
+    if (rc == PS_OK || sqlite3_get_autocommit(db->db)) {
+        db->in_tx = 0;
+        db->pending = 0;
+    }
+    return rc;
+}
+
+int rec_flush(rec_db *db, ps_err *err)
+{
+    return commit(db, err);
+}
+
+int rec_close(rec_db *db, ps_err *err)
+{
+    if (!db)
+        return PS_OK;
+    int rc = commit(db, err);
+    /* a failed COMMIT leaves the transaction open; closing rolls it back */
+    free_handle(db);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writing                                                             */
+/* ------------------------------------------------------------------ */
+
+/* NaN (the "not meaningful" marker in rec.h) and absent text become NULL. */
+static void bind_real(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* Indexes below 0 mean "none" in programs (mb -1 of an optimizer step). */
+static void bind_index(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v < 0)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, v);
+}
+
+static const char *event_kind(unsigned kind)
+{
+    static const char *const names[] = {"F", "B", "W", "R", "OPT", "COLL"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+/* What a SEND moves, from the kind of the op it serves. */
+static const char *transfer_kind(unsigned kind)
+{
+    return kind == PROG_F ? "act" : kind == PROG_B ? "grad" : "coll";
+}
+
+static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
+{
+    sqlite3_stmt *st = db->st[ST_RUN];
+    bind_text(st, 1, r->kind);
+    bind_text(st, 2, r->name);
+    bind_text(st, 3, r->schedule);
+    sqlite3_bind_int64(st, 4, r->stages);
+    sqlite3_bind_int64(st, 5, r->microbatches);
+    sqlite3_bind_int64(st, 6, r->virtual_stages);
+    sqlite3_bind_int64(st, 7, r->dp);
+    bind_real(st, 8, r->makespan);
+    bind_real(st, 9, r->bubble);
+    bind_real(st, 10, r->closed_form_bubble);
+    bind_real(st, 11, r->imbalance);
+    bind_real(st, 12, r->peak_memory);
+    bind_text(st, 13, r->p2p);
+    bind_text(st, 14, r->params_json);
+    bind_text(st, 15, r->status ? r->status : "ok");
+    bind_text(st, 16, r->error);
+    if (step_done(db, st, err))
+        return PS_ERR;
+    *id = sqlite3_last_insert_rowid(db->db);
+    return PS_OK;
+}
+
+static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
+                         ps_err *err)
+{
+    sqlite3_stmt *st = db->st[ST_STAGE];
+    for (int32_t i = 0; i < p->nstages && p->stages; i++) {
+        const rec_stage *s = &p->stages[i];
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, s->stage);
+        sqlite3_bind_int64(st, 3, s->rank);
+        sqlite3_bind_int64(st, 4, s->chunk);
+        sqlite3_bind_int64(st, 5, s->first_layer);
+        sqlite3_bind_int64(st, 6, s->last_layer);
+        bind_real(st, 7, s->fwd_flops);
+        bind_real(st, 8, s->params);
+        bind_real(st, 9, s->fwd_time);
+        bind_real(st, 10, s->bwd_time);
+        bind_real(st, 11, s->act_bytes);
+        bind_real(st, 12, s->out_bytes);
+        if (step_done(db, st, err))
+            return PS_ERR;
+    }
+    st = db->st[ST_RANK];
+    for (int32_t i = 0; i < p->nranks && p->ranks; i++) {
+        const rec_rank *r = &p->ranks[i];
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int64(st, 2, r->rank);
+        bind_real(st, 3, r->busy);
+        bind_real(st, 4, r->bubble);
+        bind_real(st, 5, r->static_memory);
+        bind_real(st, 6, r->peak_memory);
+        bind_real(st, 7, r->t_peak);
+        if (step_done(db, st, err))
+            return PS_ERR;
+    }
+    if (p->collective) {
+        const rec_collective *c = p->collective;
+        st = db->st[ST_COLL];
+        sqlite3_bind_int64(st, 1, id);
+        bind_text(st, 2, c->op);
+        bind_text(st, 3, c->algorithm);
+        sqlite3_bind_int64(st, 4, c->ranks);
+        bind_real(st, 5, c->bytes);
+        bind_real(st, 6, c->time);
+        bind_real(st, 7, c->algbw);
+        bind_real(st, 8, c->busbw);
+        if (step_done(db, st, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+static int write_ops(rec_db *db, const prog_set *ps, int64_t id, ps_err *err)
+{
+    sqlite3_stmt *ev = db->st[ST_EVENT], *tr = db->st[ST_TRANSFER];
+    /* the run id never changes within a run: bind it once (sqlite3_reset
+     * keeps bindings) */
+    sqlite3_bind_int64(ev, 1, id);
+    sqlite3_bind_int64(tr, 1, id);
+    for (int32_t l = 0; l < ps->nlanes; l++) {
+        const prog_lane *lane = &ps->lanes[l];
+        for (int32_t i = 0; i < lane->n; i++) {
+            const prog_op *op = &lane->ops[i];
+            if (op->type == PROG_COMPUTE) {
+                sqlite3_bind_int64(ev, 2, lane->rank);
+                sqlite3_bind_text(ev, 3, event_kind(op->kind), -1,
+                                  SQLITE_STATIC);
+                bind_index(ev, 4, op->stage);
+                bind_index(ev, 5, op->chunk);
+                bind_index(ev, 6, op->mb);
+                sqlite3_bind_double(ev, 7, op->t_start);
+                sqlite3_bind_double(ev, 8, op->t_end);
+                if (step_done(db, ev, err))
+                    return PS_ERR;
+            } else if (op->type == PROG_SEND) {
+                sqlite3_bind_int64(tr, 2, lane->rank);
+                sqlite3_bind_int64(tr, 3, op->peer);
+                sqlite3_bind_double(tr, 4, op->bytes);
+                sqlite3_bind_double(tr, 5, op->t_start);
+                sqlite3_bind_double(tr, 6, op->t_end);
+                sqlite3_bind_text(tr, 7, transfer_kind(op->kind), -1,
+                                  SQLITE_STATIC);
+                bind_index(tr, 8, op->mb);
+                bind_index(tr, 9, op->tag);
+                if (step_done(db, tr, err))
+                    return PS_ERR;
+            }
+        }
+    }
+    return PS_OK;
+}
+
+typedef struct mem_ctx {
+    rec_db *db;
+    ps_err *err;
+    int rc; /* first failure; later changes are skipped */
+} mem_ctx;
+
+static void mem_row(void *vctx, int32_t rank, double t, double bytes)
+{
+    mem_ctx *c = vctx;
+    if (c->rc)
+        return;
+    sqlite3_stmt *st = c->db->st[ST_MEMORY];
+    sqlite3_bind_int64(st, 2, rank);
+    sqlite3_bind_double(st, 3, t);
+    sqlite3_bind_double(st, 4, bytes);
+    c->rc = step_done(c->db, st, c->err);
+}
+
+static int write_memory(rec_db *db, const rec_payload *p, int64_t id,
+                        ps_err *err)
+{
+    const prog_set *ps = p->progs;
+    if (ps->nranks > db->mem_cap) {
+        mem_rank *m = realloc(db->mem, (size_t)ps->nranks * sizeof *m);
+        if (!m)
+            return ps_errf(err, "%s: out of memory", db->path);
+        db->mem = m;
+        db->mem_cap = ps->nranks;
+    }
+    mem_ctx c = {db, err, PS_OK};
+    sqlite3_bind_int64(db->st[ST_MEMORY], 1, id);
+    if (mem_ledger(ps, p->static_memory, db->mem, mem_row, &c, err))
+        return PS_ERR;
+    return c.rc;
+}
+
+static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
+{
+    int32_t n = net_links(nw, NULL, 0);
+    if (n > db->links_cap) {
+        net_link_info *l = realloc(db->links, (size_t)n * sizeof *l);
+        if (!l)
+            return ps_errf(err, "%s: out of memory", db->path);
+        db->links = l;
+        db->links_cap = n;
+    }
+    n = net_links(nw, db->links, n);
+    sqlite3_stmt *st = db->st[ST_LINK];
+    sqlite3_bind_int64(st, 1, id);
+    for (int32_t i = 0; i < n; i++) {
+        const net_link_info *l = &db->links[i];
+        sqlite3_bind_int64(st, 2, l->a);
+        sqlite3_bind_int64(st, 3, l->b);
+        bind_real(st, 4, l->bandwidth);
+        bind_real(st, 5, l->latency);
+        bind_real(st, 6, l->bytes);
+        bind_real(st, 7, l->busy);
+        if (step_done(db, st, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* Everything of one run, inside the savepoint. The timeline (events,
+ * transfers, memory, links) of a failed run is skipped: ops the engine
+ * never reached carry no times and would read as a real schedule. */
+static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
+                      int64_t *id, ps_err *err)
+{
+    if (write_run_row(db, p->run, id, err) || write_summary(db, p, *id, err))
+        return PS_ERR;
+    int ok = !p->run->status || strcmp(p->run->status, "ok") == 0;
+    if (level != REC_EVENTS || !ok)
+        return PS_OK;
+    if (p->progs &&
+        (write_ops(db, p->progs, *id, err) || write_memory(db, p, *id, err)))
+        return PS_ERR;
+    if (p->network && write_links(db, p->network, *id, err))
+        return PS_ERR;
+    return PS_OK;
+}
+
+int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
+              int64_t *run_id, ps_err *err)
+{
+    *run_id = 0;
+    if (db->readonly)
+        return ps_errf(err, "%s: opened read-only", db->path);
+    if (!p->run)
+        return ps_errf(err, "%s: run without a run record", db->path);
+    if (!db->in_tx) {
+        if (step_done(db, db->st[ST_BEGIN], err))
+            return PS_ERR;
+        db->in_tx = 1;
+    }
+    if (step_done(db, db->st[ST_SAVEPOINT], err))
+        return PS_ERR;
+    int64_t id = 0;
+    if (write_body(db, p, level, &id, err)) {
+        /* SQLite may have rolled back the whole transaction itself (disk
+         * full, I/O error); then the earlier runs of the batch are gone
+         * too and the caller must hear it. */
+        if (sqlite3_get_autocommit(db->db)) {
+            int lost = db->pending;
+            db->in_tx = 0;
+            db->pending = 0;
+            if (lost > 0 && err) {
+                size_t len = strlen(err->msg);
+                snprintf(err->msg + len, sizeof err->msg - len,
+                         " (the %d uncommitted runs before it were lost)",
+                         lost);
+            }
+            return PS_ERR;
+        }
+        ps_err ignored;
+        if (step_done(db, db->st[ST_ROLLBACK_TO], &ignored) == PS_OK)
+            step_done(db, db->st[ST_RELEASE], &ignored);
+        return PS_ERR;
+    }
+    if (step_done(db, db->st[ST_RELEASE], err))
+        return PS_ERR;
+    *run_id = id;
+    if (++db->pending >= REC_BATCH_RUNS)
+        return commit(db, err);
+    return PS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                             */
+/* ------------------------------------------------------------------ */
+
+rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err)
+{
+    rec_query *q = calloc(1, sizeof *q);
+    if (!q) {
+        ps_errf(err, "%s: out of memory", db->path);
+        return NULL;
+    }
+    q->db = db;
+    if (sqlite3_prepare_v2(db->db, sql, -1, &q->st, NULL) != SQLITE_OK) {
+        ps_errf(err, "%s: \"%s\": %s", db->path, sql, sqlite3_errmsg(db->db));
+        sqlite3_finalize(q->st);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+int rec_query_bind_int(rec_query *q, int index, int64_t value)
+{
+    return sqlite3_bind_int64(q->st, index, value) == SQLITE_OK ? PS_OK
+                                                                : PS_ERR;
+}
+
+int rec_query_bind_text(rec_query *q, int index, const char *value)
+{
+    return sqlite3_bind_text(q->st, index, value, -1, SQLITE_TRANSIENT) ==
+                   SQLITE_OK
+               ? PS_OK
+               : PS_ERR;
+}
+
+int rec_query_step(rec_query *q, ps_err *err)
+{
+    int rc = sqlite3_step(q->st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    if (rc == SQLITE_DONE)
+        return 0;
+    return ps_errf(err, "%s: \"%s\": %s", q->db->path, sqlite3_sql(q->st),
+                   sqlite3_errmsg(q->db->db));
+}
+
+int rec_query_isnull(rec_query *q, int col)
+{
+    return sqlite3_column_type(q->st, col) == SQLITE_NULL;
+}
+
+int64_t rec_query_int(rec_query *q, int col)
+{
+    return sqlite3_column_int64(q->st, col);
+}
+
+double rec_query_double(rec_query *q, int col)
+{
+    return sqlite3_column_double(q->st, col);
+}
+
+const char *rec_query_text(rec_query *q, int col)
+{
+    const unsigned char *s = sqlite3_column_text(q->st, col);
+    return s ? (const char *)s : "";
+}
+
+void rec_query_free(rec_query *q)
+{
+    if (!q)
+        return;
+    sqlite3_finalize(q->st);
+    free(q);
+}

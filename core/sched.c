@@ -1,0 +1,529 @@
+/* Pipeline schedules: per-rank compute orders and their lowering to programs.
+ *
+ * The built-in orders are transcriptions of the reference implementations
+ * (each function names its source); sched_lower is shared by all of them and
+ * by custom orders, so a schedule differs from another only in its order.
+ * Invariant: every F, R and B of one (chunk, microbatch) lives on one rank and
+ * the memory deltas of one microbatch's ops sum to zero. */
+#include "sched.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 3 * p * v * m actions must fit an int32 with room for message ids. */
+#define MAX_ACTIONS (INT32_MAX / 4)
+
+static const char *const names[] = {"gpipe", "1f1b", "interleaved", "custom"};
+
+int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
+{
+    if (name && strcmp(name, "afab") == 0) {
+        *out = SCHED_GPIPE; /* all forward, all backward: GPipe */
+        return PS_OK;
+    }
+    for (int k = 0; name && k <= SCHED_CUSTOM; k++) {
+        if (strcmp(name, names[k]) == 0) {
+            *out = (enum sched_kind)k;
+            return PS_OK;
+        }
+    }
+    return ps_errf(err,
+                   "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
+                   "interleaved or a list of actions per rank)",
+                   name ? name : "(null)");
+}
+
+const char *sched_name(enum sched_kind kind)
+{
+    return (unsigned)kind <= SCHED_CUSTOM ? names[kind] : "unknown";
+}
+
+/* Writes "F3" or "B3.c1" (the chunk only when nonzero, as prog_describe). */
+static void action_str(const sched_action *a, char *buf, size_t size)
+{
+    char k = prog_kind_letter((enum prog_kind)a->kind);
+    if (a->chunk > 0)
+        snprintf(buf, size, "%c%d.c%d", k, (int)a->mb, (int)a->chunk);
+    else
+        snprintf(buf, size, "%c%d", k, (int)a->mb);
+}
+
+/* Reads a decimal number of at most 9 digits at *p; -1 when none. */
+static long read_num(const char **p)
+{
+    long n = 0;
+    int digits = 0;
+    while (**p >= '0' && **p <= '9' && digits < 10) {
+        n = n * 10 + (**p - '0');
+        (*p)++;
+        digits++;
+    }
+    return digits == 0 || digits > 9 ? -1 : n;
+}
+
+int sched_parse_action(const char *text, int32_t m, int32_t v,
+                       sched_action *out, ps_err *err)
+{
+    const char *p = text ? text : "";
+    uint8_t kind;
+    switch (*p) {
+    case 'F': kind = PROG_F; break;
+    case 'B': kind = PROG_B; break;
+    case 'R': kind = PROG_R; break;
+    default:
+        return ps_errf(err,
+                       "bad action '%s': expected F, B or R, a microbatch "
+                       "and optionally a chunk, as in F3 or B0.c1",
+                       p);
+    }
+    p++;
+    long mb = read_num(&p), chunk = 0;
+    if (mb < 0)
+        return ps_errf(err, "bad action '%s': expected a microbatch after %c",
+                       text, text[0]);
+    if (p[0] == '.' && p[1] == 'c') {
+        p += 2;
+        chunk = read_num(&p);
+        if (chunk < 0)
+            return ps_errf(err, "bad action '%s': expected a chunk after .c",
+                           text);
+    }
+    if (*p)
+        return ps_errf(err, "bad action '%s': unexpected '%s'", text, p);
+    if (mb >= m)
+        return ps_errf(err, "action '%s': microbatch %ld out of range 0..%d",
+                       text, mb, (int)m - 1);
+    if (chunk >= v)
+        return ps_errf(err, "action '%s': chunk %ld out of range 0..%d", text,
+                       chunk, (int)v - 1);
+    *out = (sched_action){kind, (int16_t)chunk, (int32_t)mb};
+    return PS_OK;
+}
+
+static int bad_cost(double x)
+{
+    return !(x >= 0) || !isfinite(x);
+}
+
+/* Checks one custom list. seen has 3 * m * v bytes (F, B, R marks). */
+static int check_custom(const sched_spec *s, int32_t r, uint8_t *seen,
+                        ps_err *err)
+{
+    int32_t mv = s->m * s->v;
+    char a[48], b[48];
+    memset(seen, 0, (size_t)mv * 3);
+    for (int32_t i = 0; i < s->ncustom[r]; i++) {
+        const sched_action *x = &s->custom[r][i];
+        if (x->kind != PROG_F && x->kind != PROG_B && x->kind != PROG_R)
+            return ps_errf(err, "rank %d: action %d has kind %d, not F, B or R",
+                           (int)r, (int)i, (int)x->kind);
+        if (x->chunk < 0 || x->chunk >= s->v || x->mb < 0 || x->mb >= s->m)
+            return ps_errf(err,
+                           "rank %d: action %d (chunk %d, microbatch %d) out "
+                           "of range (%d chunks, %d microbatches)",
+                           (int)r, (int)i, (int)x->chunk, (int)x->mb, (int)s->v,
+                           (int)s->m);
+        action_str(x, a, sizeof a);
+        int32_t id = x->chunk * s->m + x->mb;
+        uint8_t *f = &seen[id], *bk = &seen[mv + id], *rc = &seen[2 * mv + id];
+        sched_action fa = *x;
+        fa.kind = PROG_F;
+        action_str(&fa, b, sizeof b);
+        if (x->kind == PROG_R && !s->checkpoint)
+            return ps_errf(err, "rank %d: %s needs checkpointing", (int)r, a);
+        uint8_t *mine = x->kind == PROG_F ? f : x->kind == PROG_B ? bk : rc;
+        if (*mine)
+            return ps_errf(err, "rank %d: %s appears twice", (int)r, a);
+        *mine = 1;
+        if (x->kind != PROG_F && !*f)
+            return ps_errf(err, "rank %d: %s comes before %s", (int)r, a, b);
+        if (x->kind == PROG_R && *bk) {
+            fa.kind = PROG_B;
+            action_str(&fa, b, sizeof b);
+            return ps_errf(err, "rank %d: %s comes after %s", (int)r, a, b);
+        }
+    }
+    for (int32_t id = 0; id < 2 * mv; id++) {
+        if (seen[id])
+            continue;
+        sched_action miss = {id < mv ? PROG_F : PROG_B,
+                             (int16_t)(id % mv / s->m), id % s->m};
+        action_str(&miss, a, sizeof a);
+        return ps_errf(err, "rank %d: %s is missing", (int)r, a);
+    }
+    return PS_OK;
+}
+
+int sched_check(const sched_spec *s, ps_err *err)
+{
+    if (s->p < 1)
+        return ps_errf(err, "pipeline ranks must be at least 1 (got %d)",
+                       (int)s->p);
+    if (s->m < 1)
+        return ps_errf(err, "microbatches must be at least 1 (got %d)",
+                       (int)s->m);
+    if (s->v < 1 || s->v > INT16_MAX)
+        return ps_errf(err, "chunks per rank must be 1..%d (got %d)", INT16_MAX,
+                       (int)s->v);
+    if ((unsigned)s->kind > SCHED_CUSTOM)
+        return ps_errf(err, "unknown schedule kind %d", (int)s->kind);
+    if (s->v > 1 && (s->kind == SCHED_GPIPE || s->kind == SCHED_1F1B))
+        return ps_errf(err,
+                       "%s schedule runs one chunk per rank (got %d); use "
+                       "interleaved or a custom schedule",
+                       sched_name(s->kind), (int)s->v);
+    if ((double)s->p * s->v * s->m * 3 > MAX_ACTIONS)
+        return ps_errf(err,
+                       "schedule too large: %d ranks x %d chunks x %d "
+                       "microbatches",
+                       (int)s->p, (int)s->v, (int)s->m);
+    /* Megatron-LM requires microbatch_group_size_per_vp_stage (default p)
+     * to divide m or leave a remainder >= p; with the default that means
+     * m % p == 0. Other group sizes change the order, and the spec has no
+     * field for one, so we reject rather than guess. */
+    if (s->kind == SCHED_INTERLEAVED && s->m % s->p != 0)
+        return ps_errf(err,
+                       "interleaved schedule needs microbatches (%d) to be a "
+                       "multiple of pipeline ranks (%d)",
+                       (int)s->m, (int)s->p);
+    if (!s->stages)
+        return ps_errf(err, "no stage costs given");
+    for (int32_t i = 0; i < s->p * s->v; i++) {
+        const sched_stage *st = &s->stages[i];
+        if (bad_cost(st->fwd) || bad_cost(st->bwd) || bad_cost(st->recompute))
+            return ps_errf(err,
+                           "stage %d: compute times must be finite and "
+                           "not negative",
+                           (int)i);
+        if (bad_cost(st->act_bytes) || bad_cost(st->in_bytes) ||
+            bad_cost(st->out_bytes))
+            return ps_errf(err,
+                           "stage %d: byte counts must be finite and "
+                           "not negative",
+                           (int)i);
+    }
+    if (s->kind != SCHED_CUSTOM)
+        return PS_OK;
+    if (!s->custom || !s->ncustom)
+        return ps_errf(err, "custom schedule has no action lists");
+    uint8_t *seen = malloc((size_t)s->m * (size_t)s->v * 3);
+    if (!seen)
+        return ps_errf(err, "out of memory checking the custom schedule");
+    int rc = PS_OK;
+    for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {
+        if (s->ncustom[r] < 0 || s->ncustom[r] > 3 * s->m * s->v ||
+            (s->ncustom[r] > 0 && !s->custom[r]))
+            rc = ps_errf(err, "rank %d: action list of %d entries", (int)r,
+                         (int)s->ncustom[r]);
+        else
+            rc = check_custom(s, r, seen, err);
+    }
+    free(seen);
+    return rc;
+}
+
+/* Collects an order; with checkpointing every B gets an R right before it
+ * unless the order already holds that R (custom lists may place their own). */
+typedef struct order {
+    sched_action *out;
+    int32_t n, max;
+    int checkpoint;
+    const uint8_t *has_r; /* custom: R given for chunk * m + mb, or NULL */
+    int32_t m;
+} order;
+
+static void emit(order *o, uint8_t kind, int32_t chunk, int32_t mb)
+{
+    if (kind == PROG_B && o->checkpoint &&
+        !(o->has_r && o->has_r[chunk * o->m + mb]))
+        emit(o, PROG_R, chunk, mb);
+    if (o->n < o->max)
+        o->out[o->n] = (sched_action){kind, (int16_t)chunk, mb};
+    o->n++;
+}
+
+/* PyTorch torch.distributed.pipelining ScheduleGPipe._step_microbatches:
+ * forwards 0..m-1, then backwards in the same order 0..m-1 (not reversed). */
+static void order_gpipe(const sched_spec *s, order *o)
+{
+    for (int32_t i = 0; i < s->m; i++)
+        emit(o, PROG_F, 0, i);
+    for (int32_t i = 0; i < s->m; i++)
+        emit(o, PROG_B, 0, i);
+}
+
+/* Megatron-LM megatron/core/pipeline_parallel/schedules.py,
+ * forward_backward_pipelining_without_interleaving: warmup
+ * min(p - r - 1, m) forwards, then F/B pairs, then the remaining
+ * backwards; microbatches in order in both directions. */
+static void order_1f1b(const sched_spec *s, int32_t r, order *o)
+{
+    int32_t warm = s->p - r - 1 < s->m ? s->p - r - 1 : s->m;
+    int32_t steady = s->m - warm;
+    for (int32_t i = 0; i < warm; i++)
+        emit(o, PROG_F, 0, i);
+    for (int32_t i = 0; i < steady; i++) {
+        emit(o, PROG_F, 0, warm + i);
+        emit(o, PROG_B, 0, i);
+    }
+    for (int32_t i = steady; i < s->m; i++)
+        emit(o, PROG_B, 0, i);
+}
+
+/* Megatron-LM get_schedule_table with microbatch_group_size_per_vp_stage
+ * = p (its default): virtual microbatch k walks p microbatches through
+ * chunk 0, the same p through chunk 1, ..., then the next p. Needs
+ * m % p == 0 (sched_check). Backwards use the same table with the chunk
+ * mirrored (get_model_chunk_id(k, forward=False) = v - 1 - chunk). */
+static void virtual_mb(const sched_spec *s, int32_t k, int forward,
+                       int32_t *chunk, int32_t *mb)
+{
+    int32_t pv = s->p * s->v, in = k % pv;
+    *chunk = forward ? in / s->p : s->v - 1 - in / s->p;
+    *mb = k / pv * s->p + in % s->p;
+}
+
+/* Megatron-LM forward_backward_pipelining_with_interleaving and
+ * get_pp_rank_microbatches (current main): warmup = 2 (p - r - 1) +
+ * (v - 1) p virtual microbatches, all of them when that reaches m v; then
+ * forward k + warmup followed by backward k; then the remaining backwards.
+ * Older Megatron (before microbatch_group_size_per_vp_stage) also made
+ * every rank all-warmup when m == p; current Megatron dropped that special
+ * case and so do we. */
+static void order_interleaved(const sched_spec *s, int32_t r, order *o)
+{
+    int32_t total = s->m * s->v;
+    int32_t warm = 2 * (s->p - r - 1) + (s->v - 1) * s->p;
+    if (warm > total)
+        warm = total;
+    int32_t c, mb;
+    for (int32_t k = 0; k < warm; k++) {
+        virtual_mb(s, k, 1, &c, &mb);
+        emit(o, PROG_F, c, mb);
+    }
+    for (int32_t k = 0; k < total - warm; k++) {
+        virtual_mb(s, k + warm, 1, &c, &mb);
+        emit(o, PROG_F, c, mb);
+        virtual_mb(s, k, 0, &c, &mb);
+        emit(o, PROG_B, c, mb);
+    }
+    for (int32_t k = total - warm; k < total; k++) {
+        virtual_mb(s, k, 0, &c, &mb);
+        emit(o, PROG_B, c, mb);
+    }
+}
+
+/* The order of rank into o; s is checked. Fails only when out of memory. */
+static int order_rank(const sched_spec *s, int32_t rank, order *o)
+{
+    switch (s->kind) {
+    case SCHED_GPIPE: order_gpipe(s, o); break;
+    case SCHED_1F1B: order_1f1b(s, rank, o); break;
+    case SCHED_INTERLEAVED: order_interleaved(s, rank, o); break;
+    case SCHED_CUSTOM: {
+        uint8_t *has_r = calloc((size_t)s->m * (size_t)s->v, 1);
+        if (!has_r)
+            return -1;
+        for (int32_t i = 0; i < s->ncustom[rank]; i++) {
+            const sched_action *x = &s->custom[rank][i];
+            if (x->kind == PROG_R)
+                has_r[x->chunk * s->m + x->mb] = 1;
+        }
+        o->has_r = has_r;
+        for (int32_t i = 0; i < s->ncustom[rank]; i++) {
+            const sched_action *x = &s->custom[rank][i];
+            emit(o, x->kind, x->chunk, x->mb);
+        }
+        o->has_r = NULL;
+        free(has_r);
+        break;
+    }
+    }
+    return 0;
+}
+
+int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
+                int32_t max, int32_t *n, ps_err *err)
+{
+    if (sched_check(s, err))
+        return PS_ERR;
+    if (rank < 0 || rank >= s->p)
+        return ps_errf(err, "rank %d outside the pipeline 0..%d", (int)rank,
+                       (int)s->p - 1);
+    order o = {out, 0, max, s->checkpoint, NULL, s->m};
+    if (order_rank(s, rank, &o))
+        return ps_errf(err, "out of memory ordering rank %d", (int)rank);
+    *n = o.n;
+    if (o.n > max)
+        return ps_errf(err, "rank %d: order has %d actions but room for %d",
+                       (int)rank, (int)o.n, (int)max);
+    return PS_OK;
+}
+
+/* ---- lowering ---- */
+
+typedef struct lower {
+    const sched_spec *s;
+    prog_set *ps;
+    int32_t base; /* first message id of this schedule */
+    int32_t r;    /* pipeline rank being lowered */
+} lower;
+
+static int32_t cluster_rank(const sched_spec *s, int32_t r)
+{
+    return s->rank_of ? s->rank_of[r] : r;
+}
+
+/* Message of microbatch mb across the boundary between stages b and b + 1,
+ * forward (activation) or backward (its gradient). Arithmetic ids keep the
+ * lowering free of lookups: base + (dir * (S - 1) + b) * m + mb. */
+static int32_t msg_id(const lower *L, int backward, int32_t b, int32_t mb)
+{
+    int32_t S = L->s->p * L->s->v;
+    return L->base + ((backward ? S - 1 : 0) + b) * L->s->m + mb;
+}
+
+/* The transfer a's output needs (send) or a's input needs (!send); returns
+ * 0 when there is none: first/last stage, or the neighbour stage on the
+ * same rank (p == 1). */
+static int transfer(const lower *L, const sched_action *a, int send,
+                    prog_op *op)
+{
+    const sched_spec *s = L->s;
+    int32_t S = s->p * s->v, st = a->chunk * s->p + L->r;
+    if (s->p == 1 || a->kind == PROG_R)
+        return 0;
+    int fwd = a->kind == PROG_F;
+    /* F receives from st - 1 and sends to st + 1; B the other way */
+    int32_t peer_st = (fwd != send) ? st - 1 : st + 1;
+    if (peer_st < 0 || peer_st >= S)
+        return 0;
+    int32_t b = peer_st < st ? peer_st : st; /* boundary b | b + 1 */
+    int32_t peer = cluster_rank(s, peer_st % s->p);
+    int32_t id = msg_id(L, !fwd, b, a->mb);
+    double bytes = s->stages[b].out_bytes;
+    enum prog_kind kind = fwd ? PROG_F : PROG_B;
+    *op = send ? prog_send(peer, id, bytes, kind, a->mb, 0)
+               : prog_recv(peer, id, bytes, kind, a->mb, 0);
+    return 1;
+}
+
+/* Pushes ops[0..n) as one batch: PROG_BATCH on all but the last. */
+static int push_batch(lower *L, int32_t lane, prog_op *ops, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ops[i].flags = i + 1 < n ? PROG_BATCH : 0;
+        if (prog_push(L->ps, lane, &ops[i]))
+            return -1;
+    }
+    return 0;
+}
+
+static prog_op compute(const lower *L, const sched_action *a)
+{
+    const sched_spec *s = L->s;
+    int32_t st = a->chunk * s->p + L->r;
+    const sched_stage *g = &s->stages[st];
+    double extra = g->act_bytes > g->in_bytes ? g->act_bytes - g->in_bytes : 0;
+    double secs, mem;
+    switch (a->kind) {
+    case PROG_F:
+        secs = g->fwd;
+        mem = s->checkpoint ? g->in_bytes : g->act_bytes;
+        break;
+    case PROG_R:
+        secs = g->recompute;
+        mem = extra;
+        break;
+    default:
+        secs = g->bwd;
+        mem = s->checkpoint ? -(g->in_bytes + extra) : -g->act_bytes;
+    }
+    return prog_compute((enum prog_kind)a->kind, st, a->chunk, a->mb, secs,
+                        mem);
+}
+
+static int same_unit(const sched_action *a, const sched_action *b)
+{
+    return a->chunk == b->chunk && a->mb == b->mb;
+}
+
+/* One lane: before each action a batch of the previous action's sends and
+ * this action's receives (Megatron's send_forward_recv_backward and
+ * friends), after the last its sends. An R followed by its own B takes the
+ * B's gradient receive: Megatron receives the gradient before
+ * backward_step, which is where the recompute runs. */
+static int lower_rank(lower *L, const sched_action *acts, int32_t n)
+{
+    int32_t lane = prog_add_lane(L->ps, cluster_rank(L->s, L->r));
+    if (lane < 0)
+        return -1;
+    for (int32_t i = 0; i <= n; i++) {
+        prog_op batch[2];
+        int k = 0;
+        if (i > 0)
+            k += transfer(L, &acts[i - 1], 1, &batch[k]);
+        if (i < n) {
+            const sched_action *in = &acts[i];
+            if (in->kind == PROG_R && i + 1 < n && acts[i + 1].kind == PROG_B &&
+                same_unit(in, &acts[i + 1]))
+                in = &acts[i + 1];
+            else if (in->kind == PROG_B && i > 0 &&
+                     acts[i - 1].kind == PROG_R && same_unit(in, &acts[i - 1]))
+                in = NULL; /* received before the R */
+            if (in)
+                k += transfer(L, in, 0, &batch[k]);
+        }
+        if (push_batch(L, lane, batch, k))
+            return -1;
+        if (i < n) {
+            prog_op op = compute(L, &acts[i]);
+            if (prog_push(L->ps, lane, &op))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Validates everything before appending, so that a failure other than out
+ * of memory leaves ps untouched. */
+int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
+{
+    if (sched_check(s, err))
+        return PS_ERR;
+    for (int32_t r = 0; r < s->p; r++) {
+        int32_t c = cluster_rank(s, r);
+        if (c < 0 || c >= ps->nranks)
+            return ps_errf(err,
+                           "pipeline rank %d maps to rank %d outside 0..%d",
+                           (int)r, (int)c, (int)ps->nranks - 1);
+        for (int32_t q = 0; q < r; q++)
+            if (cluster_rank(s, q) == c)
+                return ps_errf(err,
+                               "pipeline ranks %d and %d both map to rank %d",
+                               (int)q, (int)r, (int)c);
+    }
+    int32_t S = s->p * s->v;
+    int64_t nmsg = s->p > 1 ? 2 * (int64_t)(S - 1) * s->m : 0;
+    if ((int64_t)ps->nmsgs + nmsg > INT32_MAX)
+        return ps_errf(err, "too many messages (%lld)",
+                       (long long)(ps->nmsgs + nmsg));
+    int32_t max = 3 * s->m * s->v;
+    sched_action *acts = malloc((size_t)max * sizeof *acts);
+    if (!acts)
+        return ps_errf(err, "out of memory lowering the schedule");
+    lower L = {s, ps, ps->nmsgs, 0};
+    ps->nmsgs += (int32_t)nmsg;
+    int rc = PS_OK;
+    for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {
+        order o = {acts, 0, max, s->checkpoint, NULL, s->m};
+        L.r = r;
+        if (order_rank(s, r, &o) || lower_rank(&L, acts, o.n))
+            rc = ps_errf(err, "out of memory lowering rank %d", (int)r);
+    }
+    free(acts);
+    return rc;
+}

@@ -1,0 +1,309 @@
+/* Recorder: both recording levels read back through rec_query, the views,
+ * failed runs, rollback of a run that fails half way, run ids and appends,
+ * batching, and the messages for files that are not pipesim databases.
+ * Runs with cwd = a scratch directory (tests/run.sh). */
+#include "rec.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "harness.h"
+
+/* The first column of the first row of sql as a double (NAN on error). */
+static double scalar(rec_db *db, const char *sql)
+{
+    ps_err err;
+    rec_query *q = rec_query_new(db, sql, &err);
+    if (!q) {
+        printf("query failed: %s\n", err.msg);
+        return NAN;
+    }
+    double v = rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
+    rec_query_free(q);
+    return v;
+}
+
+static const char *text(rec_db *db, const char *sql, char *buf, size_t size)
+{
+    ps_err err;
+    rec_query *q = rec_query_new(db, sql, &err);
+    snprintf(buf, size, "(error)");
+    if (q && rec_query_step(q, &err) == 1)
+        snprintf(buf, size, "%s", rec_query_text(q, 0));
+    rec_query_free(q);
+    return buf;
+}
+
+static void test_levels_and_views(void)
+{
+    ps_err err = {0};
+    unlink("levels.db");
+    rec_db *db = rec_open("levels.db", &err);
+    CHECK(db != NULL);
+    if (!db) {
+        printf("%s\n", err.msg);
+        return;
+    }
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    CHECK_NEAR(fx.res.makespan, 33.0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1"), 64);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1 AND "
+                         "kind = 'F'"),
+              32);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1"), 48);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1 AND "
+                         "kind = 'grad' AND src > dst"),
+              24);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 1"), 4 + 64);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM stage WHERE run = 1"), 4);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM rank_stat WHERE run = 1"), 4);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM link WHERE run = 1"), 6);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM collective"), 0);
+    /* values */
+    CHECK_NEAR(scalar(db, "SELECT t_end FROM event WHERE run = 1 AND rank = 0 "
+                          "AND kind = 'F' AND mb = 0"),
+               1.0);
+    CHECK_NEAR(scalar(db, "SELECT max(t_end) FROM event WHERE run = 1"), 33.0);
+    CHECK_NEAR(scalar(db, "SELECT makespan FROM run WHERE id = 1"), 33.0);
+    CHECK_NEAR(scalar(db, "SELECT closed_form_bubble FROM run WHERE id = 1"),
+               3.0 / 11.0);
+    CHECK_NEAR(scalar(db, "SELECT bytes FROM memory WHERE run = 1 AND rank = 2 "
+                          "ORDER BY rowid LIMIT 1"),
+               3000.0);
+    CHECK_NEAR(scalar(db, "SELECT sum(bytes) FROM link WHERE run = 1"),
+               48 * 64.0);
+    char buf[256];
+    CHECK_STR(text(db, "SELECT params FROM run WHERE id = 1", buf, sizeof buf),
+              "{\"test\": true}");
+    CHECK_STR(text(db, "SELECT status FROM run WHERE id = 1", buf, sizeof buf),
+              "ok");
+    CHECK_INT(scalar(db, "SELECT created LIKE '____-__-__T__:__:__Z' FROM run "
+                         "WHERE id = 1"),
+              1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1 AND "
+                         "kind = 'OPT' OR mb IS NULL"),
+              0);
+    /* views */
+    CHECK_NEAR(scalar(db, "SELECT fraction FROM bubble WHERE run = 1 AND "
+                          "rank = 3"),
+               9.0 / 33.0);
+    CHECK_NEAR(scalar(db, "SELECT makespan FROM bubble WHERE run = 1 AND "
+                          "rank = 0"),
+               33.0);
+    /* 1F1B stage s holds min(p - s, m) activations at its peak */
+    CHECK_NEAR(scalar(db, "SELECT peak FROM memory_peak WHERE run = 1 AND "
+                          "rank = 0"),
+               1000.0 + 4 * 100.0);
+    CHECK_NEAR(scalar(db, "SELECT peak FROM memory_peak WHERE run = 1 AND "
+                          "rank = 3"),
+               4000.0 + 1 * 100.0);
+    CHECK_NEAR(scalar(db, "SELECT max(bytes) FROM memory WHERE run = 1 AND "
+                          "rank = 1"),
+               2000.0 + 3 * 100.0);
+
+    /* summary level: only run, stage, rank_stat (and collective) rows */
+    fx.run.name = "summary";
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(id, 2);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 2"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 2"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 2"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM link WHERE run = 2"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM bubble WHERE run = 2"), 4);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory_peak WHERE run = 2"), 4);
+
+    /* a collective run at summary level */
+    rec_collective coll = {"allreduce", "ring", 4, 1e9, 0.5, 2e9, 3e9};
+    rec_run cr = {.kind = "collective",
+                  .name = "ring",
+                  .stages = 4,
+                  .makespan = 0.5,
+                  .closed_form_bubble = NAN,
+                  .imbalance = NAN,
+                  .status = "ok"};
+    rec_payload cp = {.run = &cr, .collective = &coll};
+    CHECK_INT(rec_write(db, &cp, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(id, 3);
+    CHECK_NEAR(scalar(db, "SELECT busbw FROM collective WHERE run = 3"), 3e9);
+    CHECK_INT(scalar(db, "SELECT closed_form_bubble IS NULL AND schedule IS "
+                         "NULL FROM run WHERE id = 3"),
+              1);
+
+    /* a failed run keeps its run row and message, and no timeline */
+    fx.run.status = "failed";
+    fx.run.error = "deadlock at t=0 s: rank 0 waits on recv F0 from rank 1";
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 4);
+    CHECK_STR(text(db, "SELECT status || ': ' || error FROM run WHERE id = 4",
+                   buf, sizeof buf),
+              "failed: deadlock at t=0 s: rank 0 waits on recv F0 from rank 1");
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 4"), 0);
+    fx.run.status = "ok";
+    fx.run.error = NULL;
+
+    CHECK_INT(rec_close(db, &err), 0);
+    fixture_free(&fx);
+
+    /* reopened for reading, all of it is there */
+    db = rec_open_read("levels.db", &err);
+    CHECK(db != NULL);
+    if (db) {
+        CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 4);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM event"), 64);
+        int64_t ignored;
+        CHECK_INT(rec_write(db, &cp, REC_SUMMARY, &ignored, &err), PS_ERR);
+        CHECK_STR(err.msg, "levels.db: opened read-only");
+        CHECK(rec_query_new(db, "SELECT nope FROM run", &err) == NULL);
+        CHECK_HAS(err.msg, "\"SELECT nope FROM run\"");
+        CHECK_HAS(err.msg, "no such column: nope");
+        CHECK_INT(rec_close(db, &err), 0);
+    }
+}
+
+/* A write that fails half way leaves nothing of its run; the runs before
+ * and after it in the same batch are intact, ids continue from 1, 2. */
+static void test_rollback_and_append(void)
+{
+    ps_err err = {0};
+    unlink("append.db");
+    rec_db *db = rec_open("append.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "gpipe", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 1);
+
+    /* rank_stat is written after the timeline: a duplicate rank fails the
+     * run after thousands of rows went in */
+    rec_rank dup[4];
+    memcpy(dup, fx.ranks, 3 * sizeof dup[0]);
+    dup[3] = dup[1];
+    fx.pay.ranks = dup;
+    fx.pay.nranks = 4;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
+    CHECK_INT(id, 0);
+    CHECK_HAS(err.msg, "append.db: \"INSERT INTO rank_stat(");
+    CHECK_HAS(err.msg, "UNIQUE constraint failed: rank_stat.run, "
+                       "rank_stat.rank");
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run <> 1"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run <> 1"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM stage WHERE run <> 1"), 0);
+
+    fx.pay.ranks = fx.ranks;
+    fx.pay.nranks = 3;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 2);
+    CHECK_INT(rec_close(db, &err), 0);
+
+    /* reopening for writing appends */
+    db = rec_open("append.db", &err);
+    CHECK(db != NULL);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event"), 2 * 24);
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(id, 3);
+    CHECK_INT(rec_close(db, &err), 0);
+    db = rec_open_read("append.db", &err);
+    CHECK_INT(scalar(db, "SELECT group_concat(id) = '1,2,3' FROM run"), 1);
+    CHECK_INT(rec_close(db, &err), 0);
+    fixture_free(&fx);
+}
+
+/* Runs are committed every REC_BATCH_RUNS runs and on rec_flush: a second
+ * connection sees exactly the committed ones. */
+static void test_batches(void)
+{
+    ps_err err = {0};
+    unlink("batch.db");
+    rec_db *db = rec_open("batch.db", &err);
+    rec_rank rk = {0, 1, 0, 0, 0, 0};
+    rec_run r = {.kind = "pipeline",
+                 .name = "sweep",
+                 .schedule = "1f1b",
+                 .makespan = 1,
+                 .closed_form_bubble = NAN,
+                 .status = "ok"};
+    rec_payload p = {.run = &r, .ranks = &rk, .nranks = 1};
+    int64_t id = 0;
+    int fails = 0;
+    for (int i = 0; i < REC_BATCH_RUNS + 10; i++)
+        fails += rec_write(db, &p, REC_SUMMARY, &id, &err) != 0;
+    CHECK_INT(fails, 0);
+    CHECK_INT(id, REC_BATCH_RUNS + 10);
+    rec_db *rd = rec_open_read("batch.db", &err);
+    CHECK(rd != NULL);
+    CHECK_INT(scalar(rd, "SELECT count(*) FROM run"), REC_BATCH_RUNS);
+    CHECK_INT(rec_flush(db, &err), 0);
+    CHECK_INT(scalar(rd, "SELECT count(*) FROM run"), REC_BATCH_RUNS + 10);
+    CHECK_INT(rec_flush(db, &err), 0); /* nothing pending: harmless */
+    CHECK_INT(rec_close(rd, &err), 0);
+    CHECK_INT(rec_close(db, &err), 0);
+    CHECK_INT(rec_close(NULL, &err), 0);
+}
+
+static void test_open_errors(void)
+{
+    ps_err err = {0};
+    unlink("missing.db");
+    CHECK(rec_open_read("missing.db", &err) == NULL);
+    CHECK_STR(err.msg, "missing.db: no such file");
+
+    FILE *f = fopen("notes.txt", "w");
+    fputs("these are not the bytes you are looking for\n", f);
+    fclose(f);
+    CHECK(rec_open_read("notes.txt", &err) == NULL);
+    CHECK_HAS(err.msg, "notes.txt: not a pipesim database");
+    CHECK(rec_open("notes.txt", &err) == NULL);
+    CHECK_HAS(err.msg, "notes.txt: not a pipesim database");
+
+    CHECK(rec_open("no-such-dir/x.db", &err) == NULL);
+    CHECK_STR(err.msg, "no-such-dir/x.db: directory no-such-dir does not "
+                       "exist");
+
+    /* an SQLite file of someone else (user_version 0, tables present) */
+    unlink("other.db");
+    rec_db *db = rec_open("other.db", &err);
+    rec_query *q = rec_query_new(db, "PRAGMA user_version = 0", &err);
+    CHECK(q != NULL);
+    CHECK_INT(rec_query_step(q, &err), 0);
+    rec_query_free(q);
+    rec_close(db, &err);
+    CHECK(rec_open_read("other.db", &err) == NULL);
+    CHECK_STR(err.msg, "other.db: not a pipesim database");
+    CHECK(rec_open("other.db", &err) == NULL);
+    CHECK_STR(err.msg, "other.db: not a pipesim database");
+
+    /* a newer pipesim's file */
+    unlink("newer.db");
+    db = rec_open("newer.db", &err);
+    q = rec_query_new(db, "PRAGMA user_version = 7", &err);
+    CHECK_INT(rec_query_step(q, &err), 0);
+    rec_query_free(q);
+    rec_close(db, &err);
+    CHECK(rec_open("newer.db", &err) == NULL);
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 1");
+    CHECK(rec_open_read("newer.db", &err) == NULL);
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 1");
+
+    /* an empty file (touch results/x.db) is a fresh database */
+    f = fopen("empty.db", "w");
+    fclose(f);
+    db = rec_open("empty.db", &err);
+    CHECK(db != NULL);
+    CHECK_INT(scalar(db, "PRAGMA user_version"), REC_SCHEMA_VERSION);
+    rec_close(db, &err);
+}
+
+int main(void)
+{
+    test_levels_and_views();
+    test_rollback_and_append();
+    test_batches();
+    test_open_errors();
+    return harness_done();
+}

@@ -52,14 +52,17 @@ deps:
 
 $(BUILD)/%.o: %.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -c $< -o $@
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -c $< -o $@
 
 $(BIN): $(CORE_OBJ) $(BUILD)/core/main.o
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/harness.h $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Itests/unit $< $(CORE_OBJ) -o $@ $(LDLIBS)
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Itests/unit $< $(CORE_OBJ) -o $@ $(LDLIBS)
 
 $(BENCH): tests/bench/bench.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)

@@ -110,9 +110,9 @@ static void push_args(lua_State *L, const session *s)
 {
     lua_createtable(L, 0, s->s.ndefs);
     for (int i = 0; i < s->s.ndefs; i++) {
-        const char *d = s->s.defs[i], *eq = strchr(d, '=');
-        lua_pushlstring(L, d, (size_t)(eq - d));
-        const char *v = eq + 1;
+        const char *d = s->s.defs[i], *sep = strchr(d, '=');
+        lua_pushlstring(L, d, (size_t)(sep - d));
+        const char *v = sep + 1;
         if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
             lua_pushboolean(L, v[0] == 't');
         else if (!lua_stringtonumber(L, v))

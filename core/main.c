@@ -49,7 +49,7 @@ static void find_luadir(char *out, size_t size)
         snprintf(out, size, "%s", env);
         return;
     }
-    char exe[PATH_MAX];
+    char exe[PATH_MAX / 2];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = '\0';

@@ -193,6 +193,10 @@ function ps.run(spec)
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
   args.partition = partition
+  if args.name == nil then
+    args.name = type(spec.schedule) == "table" and "custom"
+      or tostring(spec.schedule or "1f1b")
+  end
   args.params_json = params_json(spec, partition)
   local r = call("ps.run", core.run, args)
   r.db = spec.db

@@ -1,0 +1,182 @@
+/* make bench: engine and recorder throughput on large pipelines.
+ * Each figure is the median of several repetitions in this one process, so
+ * ratios between rows are meaningful on a noisy machine. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eng.h"
+#include "net.h"
+#include "pipe.h"
+#include "prog.h"
+#include "rec.h"
+#include "sched.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define REPS 5
+
+typedef struct pipeline_case {
+    const char *label;
+    enum sched_kind kind;
+    int32_t p, v, m;
+} pipeline_case;
+
+static void die(const ps_err *err)
+{
+    fprintf(stderr, "bench: %s\n", err->msg);
+    exit(1);
+}
+
+static void bench_pipeline(const pipeline_case *c)
+{
+    int32_t nlayers = c->p * c->v;
+    pipe_layer *layers = calloc((size_t)nlayers, sizeof *layers);
+    int32_t *partition = calloc((size_t)nlayers, sizeof *partition);
+    double *rate = calloc((size_t)c->p, sizeof *rate);
+    for (int32_t i = 0; i < nlayers; i++) {
+        layers[i] = (pipe_layer){NULL, -1, -1, 1e-3, -1, 1e6, 1e8, 1e6, -1};
+        partition[i] = 1;
+    }
+    for (int32_t r = 0; r < c->p; r++)
+        rate[r] = 1e15;
+    net *nw = net_new(c->p);
+    ps_err err;
+    if (net_set_mesh(nw, 50e9, 5e-6, &err) || net_finalize(nw, &err))
+        die(&err);
+    pipe_config cfg = {.name = c->label,
+                       .schedule = c->kind,
+                       .schedule_name = sched_name(c->kind),
+                       .p = c->p,
+                       .v = c->v,
+                       .m = c->m,
+                       .p2p = ENG_RENDEZVOUS,
+                       .record = REC_EVENTS,
+                       .layers = layers,
+                       .nlayers = nlayers,
+                       .partition = partition,
+                       .device_rate = rate,
+                       .weight_bytes = 2,
+                       .grad_bytes = 2,
+                       .optimizer_bytes = 12};
+    pipe_ctx *ctx = pipe_ctx_new();
+    pipe_result res;
+    double t_off[REPS], t_eng[REPS], t_on[REPS];
+
+    /* whole step without recording: lowering + engine + statistics */
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        if (pipe_run(ctx, &cfg, nw, NULL, &res, &err))
+            die(&err);
+        t_off[i] = now() - t0;
+    }
+    int64_t events = res.eng.events, ops = res.eng.ops;
+
+    /* the engine alone on the already lowered programs */
+    sched_stage *st = calloc((size_t)nlayers, sizeof *st);
+    for (int32_t s = 0; s < nlayers; s++)
+        st[s] = (sched_stage){1e-3, 2e-3, 1e-3, 1e8, 1e6, 1e6};
+    sched_spec spec = {.kind = c->kind, .p = c->p, .v = c->v, .m = c->m,
+                       .stages = st};
+    prog_set *ps = prog_new(c->p);
+    eng_sim *eng = eng_new();
+    eng_result er;
+    if (sched_lower(&spec, ps, &err) || prog_seal(ps, &err))
+        die(&err);
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        if (eng_run(eng, ps, nw, ENG_RENDEZVOUS, &er, &err))
+            die(&err);
+        t_eng[i] = now() - t0;
+    }
+
+    /* full recording into a fresh database */
+    char path[] = "/tmp/pipesim-bench-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    rec_db *db = rec_open(path, &err);
+    if (!db)
+        die(&err);
+    int64_t rows = 0;
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        if (pipe_run(ctx, &cfg, nw, db, &res, &err) || rec_flush(db, &err))
+            die(&err);
+        t_on[i] = now() - t0;
+    }
+    rec_query *q = rec_query_new(
+        db,
+        "SELECT (SELECT count(*) FROM event WHERE run = ?1) + "
+        "(SELECT count(*) FROM transfer WHERE run = ?1) + "
+        "(SELECT count(*) FROM memory WHERE run = ?1) + "
+        "(SELECT count(*) FROM stage WHERE run = ?1) + "
+        "(SELECT count(*) FROM rank_stat WHERE run = ?1) + 1",
+        &err);
+    if (!q)
+        die(&err);
+    rec_query_bind_int(q, 1, res.id);
+    if (rec_query_step(q, &err) == 1)
+        rows = rec_query_int(q, 0);
+    rec_query_free(q);
+    rec_close(db, NULL);
+    unlink(path);
+    char wal[64];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(wal);
+    snprintf(wal, sizeof wal, "%s-shm", path);
+    unlink(wal);
+
+    double off = median(t_off, REPS), eng_t = median(t_eng, REPS),
+           on = median(t_on, REPS);
+    printf("%-34s %9lld %9lld %9.1f %7.2f %9.1f %9lld %8.3f %9.2f\n",
+           c->label, (long long)ops, (long long)events,
+           1e3 * off, (double)ops / off / 1e6, (double)events / eng_t / 1e6,
+           (long long)rows, on, (double)rows / on / 1e6);
+    eng_free(eng);
+    prog_free(ps);
+    free(st);
+    pipe_ctx_free(ctx);
+    net_free(nw);
+    free(layers);
+    free(partition);
+    free(rate);
+}
+
+int main(void)
+{
+    static const pipeline_case cases[] = {
+        {"1f1b p=8 m=64", SCHED_1F1B, 8, 1, 64},
+        {"1f1b p=64 m=1024", SCHED_1F1B, 64, 1, 1024},
+        {"interleaved p=64 v=4 m=1024", SCHED_INTERLEAVED, 64, 4, 1024},
+    };
+    printf("pipeline steps (median of %d; 'off' = recording off, 'on' = full "
+           "event recording)\n",
+           REPS);
+    printf("%-34s %9s %9s %9s %7s %9s %9s %8s %9s\n", "case", "ops", "events",
+           "off ms", "Mops/s", "Mev/s eng", "rows", "on s", "Mrows/s");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        bench_pipeline(&cases[i]);
+    return 0;
+}

@@ -97,7 +97,7 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
     if (mb >= m)
         return ps_errf(err, "action '%s': microbatch %ld out of range 0..%d",
                        text, mb, (int)m - 1);
-    if (chunk >= v)
+    if (chunk >= v || chunk > INT16_MAX)
         return ps_errf(err, "action '%s': chunk %ld out of range 0..%d", text,
                        chunk, (int)v - 1);
     *out = (sched_action){kind, (int16_t)chunk, (int32_t)mb};

@@ -120,6 +120,16 @@ static void test_closed_form(void)
                                (p - 1.0) / (m + p - 1));
                     prog_free(o.ps);
                 }
+    /* checkpointing: R (1 s) joins B, as if backward took 3 s */
+    for (int kind = SCHED_GPIPE; kind <= SCHED_1F1B; kind++)
+        for (int mode = 0; mode < 2; mode++) {
+            sched_spec s = spec((enum sched_kind)kind, 4, 1, 8);
+            s.checkpoint = 1;
+            outcome o = run_free(&s, (enum eng_p2p)mode);
+            CHECK_INT(o.rc, 0);
+            CHECK_NEAR(o.res.makespan, 4.0 * (8 + 4 - 1));
+            prog_free(o.ps);
+        }
     /* the figures quoted in DESIGN.md: 27.27% and 4.48% */
     for (int kind = SCHED_GPIPE; kind <= SCHED_1F1B; kind++)
         for (int mode = 0; mode < 2; mode++) {

@@ -7,6 +7,7 @@
  * the memory deltas of one microbatch's ops sum to zero. */
 #include "sched.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,7 +97,7 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
     if (mb >= m)
         return ps_errf(err, "action '%s': microbatch %ld out of range 0..%d",
                        text, mb, (int)m - 1);
-    if (chunk >= v)
+    if (chunk >= v || chunk > INT16_MAX)
         return ps_errf(err, "action '%s': chunk %ld out of range 0..%d", text,
                        chunk, (int)v - 1);
     *out = (sched_action){kind, (int16_t)chunk, (int32_t)mb};
@@ -226,23 +227,37 @@ int sched_check(const sched_spec *s, ps_err *err)
 }
 
 /* Collects an order; with checkpointing every B gets an R right before it
- * unless the order already holds that R (custom lists may place their own). */
+ * unless the order already holds that R (custom lists may place their own).
+ * Actions are grouped into steps (see lower_rank): join[i] says action i
+ * belongs to the step of action i - 1. */
 typedef struct order {
     sched_action *out;
+    uint8_t *join; /* NULL when the caller only wants the order */
     int32_t n, max;
     int checkpoint;
     const uint8_t *has_r; /* custom: R given for chunk * m + mb, or NULL */
     int32_t m;
 } order;
 
-static void emit(order *o, uint8_t kind, int32_t chunk, int32_t mb)
+static void emit_step(order *o, uint8_t kind, int32_t chunk, int32_t mb,
+                      int join)
 {
     if (kind == PROG_B && o->checkpoint &&
-        !(o->has_r && o->has_r[chunk * o->m + mb]))
-        emit(o, PROG_R, chunk, mb);
-    if (o->n < o->max)
+        !(o->has_r && o->has_r[chunk * o->m + mb])) {
+        emit_step(o, PROG_R, chunk, mb, join);
+        join = 1; /* the gradient is received before the recompute */
+    }
+    if (o->n < o->max) {
         o->out[o->n] = (sched_action){kind, (int16_t)chunk, mb};
+        if (o->join)
+            o->join[o->n] = (uint8_t)join;
+    }
     o->n++;
+}
+
+static void emit(order *o, uint8_t kind, int32_t chunk, int32_t mb)
+{
+    emit_step(o, kind, chunk, mb, 0);
 }
 
 /* PyTorch torch.distributed.pipelining ScheduleGPipe._step_microbatches:
@@ -290,6 +305,13 @@ static void virtual_mb(const sched_spec *s, int32_t k, int forward,
  * get_pp_rank_microbatches (current main): warmup = 2 (p - r - 1) +
  * (v - 1) p virtual microbatches, all of them when that reaches m v; then
  * forward k + warmup followed by backward k; then the remaining backwards.
+ * Unlike the non-interleaved schedule, a steady-state F/B pair is one step:
+ * Megatron runs both and then exchanges everything in one
+ * send_forward_backward_recv_forward_backward, so the gradient for the next
+ * backward is received before the next forward runs. (Splitting the pair
+ * with a batch between F and B deadlocks under rendezvous: every rank then
+ * blocks sending a gradient that its neighbour only receives after its own
+ * next forward.)
  * Older Megatron (before microbatch_group_size_per_vp_stage) also made
  * every rank all-warmup when m == p; current Megatron dropped that special
  * case and so do we. */
@@ -308,7 +330,7 @@ static void order_interleaved(const sched_spec *s, int32_t r, order *o)
         virtual_mb(s, k + warm, 1, &c, &mb);
         emit(o, PROG_F, c, mb);
         virtual_mb(s, k, 0, &c, &mb);
-        emit(o, PROG_B, c, mb);
+        emit_step(o, PROG_B, c, mb, 1);
     }
     for (int32_t k = total - warm; k < total; k++) {
         virtual_mb(s, k, 0, &c, &mb);
@@ -353,7 +375,7 @@ int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
     if (rank < 0 || rank >= s->p)
         return ps_errf(err, "rank %d outside the pipeline 0..%d", (int)rank,
                        (int)s->p - 1);
-    order o = {out, 0, max, s->checkpoint, NULL, s->m};
+    order o = {out, NULL, 0, max, s->checkpoint, NULL, s->m};
     if (order_rank(s, rank, &o))
         return ps_errf(err, "out of memory ordering rank %d", (int)rank);
     *n = o.n;
@@ -451,41 +473,46 @@ static int same_unit(const sched_action *a, const sched_action *b)
     return a->chunk == b->chunk && a->mb == b->mb;
 }
 
-/* One lane: before each action a batch of the previous action's sends and
- * this action's receives (Megatron's send_forward_recv_backward and
- * friends), after the last its sends. An R followed by its own B takes the
- * B's gradient receive: Megatron receives the gradient before
- * backward_step, which is where the recompute runs. */
-static int lower_rank(lower *L, const sched_action *acts, int32_t n)
+/* One lane. The order is cut into steps (one action, or a few joined ones);
+ * before each step one batch holds the sends of the previous step's actions
+ * and the receives of this step's, after the last step its sends: Megatron's
+ * send_forward_recv_backward and friends. A B joins the R right before it:
+ * Megatron receives the gradient before backward_step, which is where the
+ * recompute runs. A step has at most F, R, B: two sends, two receives. */
+static int lower_rank(lower *L, const sched_action *acts, uint8_t *join,
+                      int32_t n)
 {
     int32_t lane = prog_add_lane(L->ps, cluster_rank(L->s, L->r));
     if (lane < 0)
         return -1;
-    for (int32_t i = 0; i <= n; i++) {
-        prog_op batch[2];
+    for (int32_t i = 1; i < n; i++)
+        if (acts[i].kind == PROG_B && acts[i - 1].kind == PROG_R &&
+            same_unit(&acts[i], &acts[i - 1]))
+            join[i] = 1;
+    int32_t prev = 0, i = 0; /* previous step: acts[prev .. i) */
+    for (;;) {
+        int32_t end = i + (i < n);
+        while (end < n && join[end])
+            end++;
+        prog_op batch[6];
         int k = 0;
-        if (i > 0)
-            k += transfer(L, &acts[i - 1], 1, &batch[k]);
-        if (i < n) {
-            const sched_action *in = &acts[i];
-            if (in->kind == PROG_R && i + 1 < n && acts[i + 1].kind == PROG_B &&
-                same_unit(in, &acts[i + 1]))
-                in = &acts[i + 1];
-            else if (in->kind == PROG_B && i > 0 &&
-                     acts[i - 1].kind == PROG_R && same_unit(in, &acts[i - 1]))
-                in = NULL; /* received before the R */
-            if (in)
-                k += transfer(L, in, 0, &batch[k]);
-        }
+        for (int32_t j = prev; j < i; j++)
+            k += transfer(L, &acts[j], 1, &batch[k]);
+        for (int32_t j = i; j < end; j++)
+            k += transfer(L, &acts[j], 0, &batch[k]);
+        assert(k <= 4);
         if (push_batch(L, lane, batch, k))
             return -1;
-        if (i < n) {
-            prog_op op = compute(L, &acts[i]);
+        if (i == n)
+            return 0;
+        for (int32_t j = i; j < end; j++) {
+            prog_op op = compute(L, &acts[j]);
             if (prog_push(L->ps, lane, &op))
                 return -1;
         }
+        prev = i;
+        i = end;
     }
-    return 0;
 }
 
 /* Validates everything before appending, so that a failure other than out
@@ -513,17 +540,22 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
                        (long long)(ps->nmsgs + nmsg));
     int32_t max = 3 * s->m * s->v;
     sched_action *acts = malloc((size_t)max * sizeof *acts);
-    if (!acts)
+    uint8_t *join = malloc((size_t)max);
+    if (!acts || !join) {
+        free(acts);
+        free(join);
         return ps_errf(err, "out of memory lowering the schedule");
+    }
     lower L = {s, ps, ps->nmsgs, 0};
     ps->nmsgs += (int32_t)nmsg;
     int rc = PS_OK;
     for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {
-        order o = {acts, 0, max, s->checkpoint, NULL, s->m};
+        order o = {acts, join, 0, max, s->checkpoint, NULL, s->m};
         L.r = r;
-        if (order_rank(s, r, &o) || lower_rank(&L, acts, o.n))
+        if (order_rank(s, r, &o) || lower_rank(&L, acts, join, o.n))
             rc = ps_errf(err, "out of memory lowering rank %d", (int)r);
     }
     free(acts);
+    free(join);
     return rc;
 }

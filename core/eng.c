@@ -43,17 +43,22 @@ typedef struct wait_list {
 
 struct eng_sim {
     eq q;
+    /* per-run arrays; each has its own capacity so a failed grow leaves
+     * every array consistent with its capacity */
     lane_rt *lane;
     int32_t lane_cap;
+    int32_t *ready; /* ring of lanes to advance */
+    int32_t ready_cap;
     uint8_t *msg;
     int32_t msg_cap;
     int32_t *device; /* per rank: lane computing, or -1 */
+    int32_t device_cap;
     wait_list *device_wait;
-    int32_t rank_cap;
+    int32_t device_wait_cap;
     uint8_t *raised;
+    int32_t raised_cap;
     wait_list *signal_wait;
-    int32_t signal_cap;
-    int32_t *ready; /* ring of lanes to advance */
+    int32_t signal_wait_cap;
     int32_t ready_head, ready_n;
     /* the run in progress */
     prog_set *ps;
@@ -87,33 +92,33 @@ void eng_free(eng_sim *e)
     free(e);
 }
 
-/* Grows *p to hold n elements of size sz; keeps *cap in elements. */
+/* Grows *p to hold n + 1 elements of size sz; *cap counts elements and is
+ * only updated on success. */
 static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
 {
-    if (n <= *cap && *p)
+    if (n < *cap)
         return 0;
     void *q = realloc(*p, ((size_t)n + 1) * sz);
     if (!q)
         return -1;
     *p = q;
-    *cap = n;
+    *cap = n + 1;
     return 0;
 }
 
 static int size_arrays(eng_sim *e, const prog_set *ps)
 {
-    int32_t lc = e->lane_cap, rc = e->rank_cap, sc = e->signal_cap;
-    int32_t rc2 = rc, sc2 = sc, lc2 = lc;
     if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes,
                 sizeof *e->lane) ||
-        reserve((void **)&e->ready, &lc2, ps->nlanes, sizeof *e->ready) ||
+        reserve((void **)&e->ready, &e->ready_cap, ps->nlanes,
+                sizeof *e->ready) ||
         reserve((void **)&e->msg, &e->msg_cap, ps->nmsgs, 1) ||
-        reserve((void **)&e->device, &e->rank_cap, ps->nranks,
+        reserve((void **)&e->device, &e->device_cap, ps->nranks,
                 sizeof *e->device) ||
-        reserve((void **)&e->device_wait, &rc2, ps->nranks,
+        reserve((void **)&e->device_wait, &e->device_wait_cap, ps->nranks,
                 sizeof *e->device_wait) ||
-        reserve((void **)&e->raised, &e->signal_cap, ps->nsignals, 1) ||
-        reserve((void **)&e->signal_wait, &sc2, ps->nsignals,
+        reserve((void **)&e->raised, &e->raised_cap, ps->nsignals, 1) ||
+        reserve((void **)&e->signal_wait, &e->signal_wait_cap, ps->nsignals,
                 sizeof *e->signal_wait))
         return -1;
     memset(e->lane, 0, ((size_t)ps->nlanes + 1) * sizeof *e->lane);
@@ -182,7 +187,7 @@ static int post(eng_sim *e, prog_op *op, double now)
         }
         if (*st & MSG_RECV_POSTED)
             start_transfer(e, id, now);
-        return 0;
+        return (op->flags & PROG_NOWAIT) != 0;
     }
     op->t_start = now;
     *st |= MSG_RECV_POSTED;
@@ -209,8 +214,9 @@ static void arrived(eng_sim *e, int32_t id, double now)
 {
     const prog_msg *m = &e->ps->msgs[id];
     e->msg[id] |= MSG_ARRIVED;
-    e->ps->lanes[m->send_lane].ops[m->send_op].t_end = now;
-    if (e->p2p == ENG_RENDEZVOUS)
+    prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
+    send->t_end = now;
+    if (e->p2p == ENG_RENDEZVOUS && !(send->flags & PROG_NOWAIT))
         complete_one(e, m->send_lane);
     if (e->msg[id] & MSG_RECV_POSTED) {
         e->ps->lanes[m->recv_lane].ops[m->recv_op].t_end = now;
@@ -323,7 +329,8 @@ static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
         const prog_op *op = &lane->ops[i];
         uint8_t st = e->msg[op->msg];
         int done = (st & MSG_ARRIVED) ||
-                   (op->type == PROG_SEND && e->p2p == ENG_EAGER);
+                   (op->type == PROG_SEND &&
+                    (e->p2p == ENG_EAGER || (op->flags & PROG_NOWAIT)));
         if (done)
             continue;
         prog_describe(op, what, sizeof what);
@@ -383,6 +390,7 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
     run_ready(e, now);
     eq_event ev;
     int64_t events = 0;
+    double last = 0; /* time of the last event that did something */
     while (!e->oom && eq_pop(&e->q, &ev) == 0) {
         events++;
         now = ev.t;
@@ -390,11 +398,14 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             compute_done(e, ev.id);
         } else {
             int32_t id = net_event(nw, &ev);
-            if (id >= 0)
-                arrived(e, id, now);
+            if (id < 0)
+                continue; /* stale: a rescheduled transfer */
+            arrived(e, id, now);
         }
+        last = now;
         run_ready(e, now);
     }
+    now = last;
     if (e->oom)
         return ps_errf(err, "out of memory during the run");
     res->makespan = now;

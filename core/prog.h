@@ -29,7 +29,11 @@ enum prog_type {
  * B: gradient of an activation, COLL: collective payload). */
 enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
 
-#define PROG_BATCH 0x1u /* SEND/RECV: posted together with the next op */
+#define PROG_BATCH 0x1u  /* SEND/RECV: posted together with the next op */
+#define PROG_NOWAIT 0x2u /* SEND: the lane does not wait for it (an isend
+                            waited on only at the end, as PyTorch's
+                            ScheduleGPipe does); the transfer still starts
+                            only when the receive is posted (rendezvous) */
 
 typedef struct prog_op {
     double seconds; /* COMPUTE: duration */
@@ -48,7 +52,7 @@ typedef struct prog_op {
     int16_t chunk;  /* model chunk on its rank, 0 without virtual stages */
     uint8_t type;   /* enum prog_type */
     uint8_t kind;   /* enum prog_kind */
-    uint8_t flags;  /* PROG_BATCH */
+    uint8_t flags;  /* PROG_BATCH, PROG_NOWAIT */
 } prog_op;
 
 typedef struct prog_lane {

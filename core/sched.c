@@ -428,8 +428,14 @@ static int transfer(const lower *L, const sched_action *a, int send,
     int32_t id = msg_id(L, !fwd, b, a->mb);
     double bytes = s->stages[b].out_bytes;
     enum prog_kind kind = fwd ? PROG_F : PROG_B;
-    *op = send ? prog_send(peer, id, bytes, kind, a->mb, 0)
-               : prog_recv(peer, id, bytes, kind, a->mb, 0);
+    /* PyTorch's ScheduleGPipe posts its sends with isend and waits on them
+     * only after the last forward (and the last backward): its ranks never
+     * block on a send. Megatron's 1F1B and interleaved schedules wait on
+     * every batch. (torch/distributed/pipelining/schedules.py,
+     * ScheduleGPipe._step_microbatches: fwd_sends_to_wait) */
+    unsigned flags = send && s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0;
+    *op = send ? prog_send(peer, id, bytes, kind, a->mb, flags)
+               : prog_recv(peer, id, bytes, kind, a->mb, flags);
     return 1;
 }
 
@@ -437,7 +443,7 @@ static int transfer(const lower *L, const sched_action *a, int send,
 static int push_batch(lower *L, int32_t lane, prog_op *ops, int n)
 {
     for (int i = 0; i < n; i++) {
-        ops[i].flags = i + 1 < n ? PROG_BATCH : 0;
+        ops[i].flags |= i + 1 < n ? PROG_BATCH : 0;
         if (prog_push(L->ps, lane, &ops[i]))
             return -1;
     }

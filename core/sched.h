@@ -7,10 +7,14 @@
  * layout: rank r holds chunks r, r + p, r + 2p, ...).
  *
  * Transfers are inserted the way Megatron-LM's p2p_communication does it:
- * between two consecutive compute actions of a rank, one batch holds the
- * sends of the action just finished and the receives of the next one
- * (send_forward_recv_backward etc., batch_isend_irecv then wait), so the
- * built-in schedules cannot deadlock under rendezvous semantics. */
+ * a rank's order is cut into steps (one action; for interleaved's steady
+ * state one forward-backward pair, exchanged at once by
+ * send_forward_backward_recv_forward_backward; an R joins the B after it).
+ * Before each step one batch holds the sends of the previous step and the
+ * receives of this one (batch_isend_irecv, then wait), so the built-in
+ * schedules cannot deadlock under rendezvous semantics. GPipe's sends are
+ * PROG_NOWAIT: PyTorch's ScheduleGPipe posts them with isend and waits only
+ * at the end of each phase. */
 #ifndef PS_SCHED_H
 #define PS_SCHED_H
 

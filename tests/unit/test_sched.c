@@ -427,7 +427,10 @@ static void test_lowering(void)
          "recv B0 from rank 1", "B0", "recv B1 from rank 1", "B1"},
         {"recv F0 from rank 3", "F0", "recv F1 from rank 3", "F1", "B0",
          "send B0 to rank 3", "B1", "send B1 to rank 3"}};
-    static const int batched[2][8] = {{0, 0, 0, 1}, {0}};
+    /* GPipe sends are PyTorch-style isends the lane does not wait on */
+    static const int batched[2][8] = {
+        {0, PROG_NOWAIT, 0, PROG_NOWAIT | PROG_BATCH},
+        {0, 0, 0, 0, 0, PROG_NOWAIT, 0, PROG_NOWAIT}};
     char d[96];
     for (int l = 0; l < 2; l++) {
         CHECK_INT(ps->lanes[l].n, 8);

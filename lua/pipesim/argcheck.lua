@@ -1,0 +1,67 @@
+-- Argument checks shared by the pure-Lua pipesim modules. Internal code
+-- raises plain messages with error(msg, 0); public functions are wrapped by
+-- `public`, which re-raises at the caller's line, so a bad argument points
+-- at the user's scenario, not at library internals.
+local M = {}
+
+-- Wraps fn so that an error raised inside it is reported at the line that
+-- called the wrapper (level 2 as seen from the wrapper).
+function M.public(fn)
+    return function(...)
+        local res = table.pack(pcall(fn, ...))
+        if not res[1] then
+            local err = res[2]
+            if type(err) == "string" then error(err, 2) end
+            error(err, 0)
+        end
+        return table.unpack(res, 2, res.n)
+    end
+end
+
+function M.fail(fmt, ...)
+    error(string.format(fmt, ...), 0)
+end
+
+local function is_finite(x)
+    return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge
+end
+M.is_finite = is_finite
+
+-- A positive integer (integral float accepted: 2.0 is 2).
+function M.posint(v, what)
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 1 or not is_finite(v) then
+        M.fail("%s must be a positive integer, got %s", what, M.show(v))
+    end
+    return math.tointeger(v) or v
+end
+
+function M.nonneg(v, what)
+    if not is_finite(v) or v < 0 then
+        M.fail("%s must be a non-negative number, got %s", what, M.show(v))
+    end
+    return v
+end
+
+function M.show(v)
+    if type(v) == "string" then return string.format("'%s'", v) end
+    return tostring(v)
+end
+
+-- Sorted, comma-separated keys of a table, for "(known: ...)" messages.
+function M.keys(t)
+    local ks = {}
+    for k in pairs(t) do ks[#ks + 1] = tostring(k) end
+    table.sort(ks)
+    return table.concat(ks, ", ")
+end
+
+-- Rejects fields of t that are not in allowed (a set), naming `what`.
+function M.known_fields(t, allowed, what)
+    for k in pairs(t) do
+        if not allowed[k] then
+            M.fail("%s: unknown field %s (known: %s)", what, M.show(k), M.keys(allowed))
+        end
+    end
+end
+
+return M

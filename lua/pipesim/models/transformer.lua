@@ -1,0 +1,243 @@
+-- Decoder-only transformer as a pipesim layer list: embedding, one entry per
+-- block, output head with the loss. Costs are per microbatch, in base units
+-- (FLOP, bytes, parameter counts). Every formula below names its source;
+-- with GPT defaults (layernorm, biases, GeLU MLP of 4h, dropout, 16-bit)
+-- the block reduces exactly to the published closed forms, and the tests
+-- check that.
+local check = require "pipesim.argcheck"
+
+local M = {}
+
+-- Bytes per element of activations and of the stage-boundary tensor.
+local DTYPE_BYTES = { bf16 = 2, fp16 = 2, fp32 = 4 }
+
+local FIELDS = {
+    layers = true, hidden = true, heads = true, kv_heads = true,
+    head_dim = true, ffn_hidden = true, seq = true, microbatch = true,
+    vocab = true, dtype = true, swiglu = true, tied = true, bias = true,
+    norm = true, position = true, max_positions = true, dropout = true,
+    flash_attention = true, name = true,
+}
+M.FIELDS = FIELDS
+
+local function default(v, d)
+    if v == nil then return d end
+    return v
+end
+
+local function boolean(v, what)
+    if type(v) ~= "boolean" then
+        check.fail("transformer: %s must be a boolean, got %s", what, check.show(v))
+    end
+    return v
+end
+
+-- Fills defaults and validates a shape table; returns a new table.
+-- GPT style (swiglu = false): layernorm, biases, learned positions, dropout.
+-- Llama style (swiglu = true): RMSNorm, no biases, rotary positions, no
+-- dropout. Each of those can be overridden on its own.
+local function normalize(c)
+    if type(c) ~= "table" then
+        check.fail("transformer: expected a table of shape fields, got %s", type(c))
+    end
+    check.known_fields(c, FIELDS, "transformer")
+    local s = {}
+    local function int(k, d)
+        local v = default(c[k], d)
+        if v == nil then check.fail("transformer: missing field '%s'", k) end
+        s[k] = check.posint(v, "transformer: " .. k)
+    end
+    int("layers"); int("hidden"); int("heads"); int("seq"); int("vocab")
+    int("microbatch", 1)
+    int("kv_heads", s.heads)
+    if c.head_dim == nil and s.hidden % s.heads ~= 0 then
+        check.fail("transformer: hidden (%d) is not a multiple of heads (%d); give head_dim",
+            s.hidden, s.heads)
+    end
+    int("head_dim", s.hidden // s.heads)
+    if s.heads % s.kv_heads ~= 0 then
+        check.fail("transformer: heads (%d) is not a multiple of kv_heads (%d)",
+            s.heads, s.kv_heads)
+    end
+    int("ffn_hidden", 4 * s.hidden)
+    s.dtype = default(c.dtype, "bf16")
+    if not DTYPE_BYTES[s.dtype] then
+        check.fail("transformer: unknown dtype %s (known: %s)", check.show(s.dtype),
+            check.keys(DTYPE_BYTES))
+    end
+    s.swiglu = boolean(default(c.swiglu, false), "swiglu")
+    local llama = s.swiglu
+    s.tied = boolean(default(c.tied, false), "tied")
+    s.bias = boolean(default(c.bias, not llama), "bias")
+    s.dropout = boolean(default(c.dropout, not llama), "dropout")
+    s.flash_attention = boolean(default(c.flash_attention, false), "flash_attention")
+    s.norm = default(c.norm, llama and "rmsnorm" or "layernorm")
+    if s.norm ~= "layernorm" and s.norm ~= "rmsnorm" then
+        check.fail("transformer: norm must be 'layernorm' or 'rmsnorm', got %s", check.show(s.norm))
+    end
+    s.position = default(c.position, llama and "rope" or "learned")
+    if s.position ~= "learned" and s.position ~= "rope" then
+        check.fail("transformer: position must be 'learned' or 'rope', got %s",
+            check.show(s.position))
+    end
+    int("max_positions", s.seq)
+    s.name = c.name
+    return s
+end
+M.normalize = normalize
+
+-- Parameters of one norm: LayerNorm has a weight and a bias, RMSNorm only a
+-- weight (Zhang & Sennrich 2019, "Root Mean Square Layer Normalization").
+local function norm_params(s)
+    return s.norm == "layernorm" and 2 * s.hidden or s.hidden
+end
+
+-- Parameters of one block. GPT: 12h^2 + 13h (Narayanan et al. 2021,
+-- "Efficient Large-Scale Language Model Training on GPU Clusters Using
+-- Megatron-LM", Sec. 5.1 parameter count). General form, with q = heads *
+-- head_dim and kv = kv_heads * head_dim (GQA: Ainslie et al. 2023):
+--   attention  h*q (Q) + 2*h*kv (K, V) + q*h (output), biases q + 2kv + h
+--   MLP        GeLU: 2*h*f, biases f + h;  SwiGLU: 3*h*f (gate, up, down),
+--              biases 2f + h (Shazeer 2020, "GLU Variants Improve Transformer")
+--   two norms
+function M.block_params(s)
+    local h, f = s.hidden, s.ffn_hidden
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    local p = h * q + 2 * h * kv + q * h
+    if s.bias then p = p + q + 2 * kv + h end
+    if s.swiglu then
+        p = p + 3 * h * f
+        if s.bias then p = p + 2 * f + h end
+    else
+        p = p + 2 * h * f
+        if s.bias then p = p + f + h end
+    end
+    return p + 2 * norm_params(s)
+end
+
+-- Forward FLOPs of one block per microbatch, counting a multiply-add as 2
+-- FLOPs and only the matmuls. GPT: 24*b*s*h^2 + 4*b*s^2*h (Narayanan et al.
+-- 2021, Sec. 5.1: 72*B*s*l*h^2*(1 + s/6h) per iteration is 3x the forward
+-- of l layers). The s^2 term counts the full score matrix, not the causal
+-- half, as that paper does. General form:
+--   QKV projection  2*b*s*h*(q + 2*kv)      (GQA shrinks K and V)
+--   output proj     2*b*s*q*h
+--   scores + values 4*b*s^2*q               (2*b*s^2*q each)
+--   MLP             GeLU 4*b*s*h*f; SwiGLU 6*b*s*h*f (three matmuls)
+function M.block_fwd_flops(s)
+    local b, n, h, f = s.microbatch, s.seq, s.hidden, s.ffn_hidden
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    local fl = 2 * b * n * h * (q + 2 * kv) + 2 * b * n * q * h + 4 * b * n * n * q
+    if s.swiglu then
+        fl = fl + 6 * b * n * h * f
+    else
+        fl = fl + 4 * b * n * h * f
+    end
+    return fl
+end
+
+-- Activation bytes one block keeps from its forward until its backward, no
+-- recomputation, no tensor or sequence parallelism. Korthikanti et al. 2022,
+-- "Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1:
+-- s*b*h*(34 + 5*a*s/h) for 16-bit GPT blocks, itemised there as
+--   attention  11sbh + 5as^2b: QKV input 2sbh, Q and K 4sbh, softmax output
+--              2as^2b, its dropout mask as^2b, dropout output 2as^2b, V 2sbh,
+--              output-projection input 2sbh, dropout mask sbh
+--   MLP        19sbh: input 2sbh, GeLU input 8sbh, GeLU output 8sbh, mask sbh
+--   norms      4sbh (inputs of the two layernorms)
+-- Here every 16-bit tensor is e bytes (dtype) and masks are 1 byte, so
+-- fp32 scales the tensors but not the masks. Variants, same accounting:
+--   GQA        K and V are s*b*kv instead of s*b*h
+--   no dropout no masks; the softmax output is the only s^2 tensor (e*as^2b)
+--   SwiGLU     gate, up and their product (input to down proj): 3*e*sbf
+--   flash_attention  no s^2 tensors; the kernel keeps fp32 row statistics
+--              (4*a*s*b bytes) and recomputes the scores (Dao et al. 2022,
+--              "FlashAttention"), as selective recomputation does in
+--              Korthikanti et al. Sec. 4.2
+function M.block_act_bytes(s)
+    local e, b, n, h, f = DTYPE_BYTES[s.dtype], s.microbatch, s.seq, s.hidden, s.ffn_hidden
+    local a = s.heads
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    local mask = s.dropout and 1 or 0
+    local sb = n * b
+    local bytes = 2 * e * sb * h                 -- inputs of the two norms
+        + e * sb * h                             -- QKV projection input
+        + e * sb * (q + kv)                      -- Q and K for the scores
+        + e * sb * kv                            -- V for the weighted sum
+        + e * sb * q                             -- output projection input
+        + mask * sb * h                          -- attention output dropout
+        + e * sb * h                             -- MLP input
+        + (s.swiglu and 3 or 2) * e * sb * f     -- MLP intermediates
+        + mask * sb * h                          -- MLP output dropout
+    if s.flash_attention then
+        bytes = bytes + 4 * a * sb
+    elseif s.dropout then
+        bytes = bytes + (2 * e + 1) * a * n * sb -- softmax out, mask, dropout out
+    else
+        bytes = bytes + e * a * n * sb           -- softmax out
+    end
+    return bytes
+end
+
+-- Bytes sent between stages per microbatch: one s x b x h tensor (Narayanan
+-- et al. 2021, Sec. 3.2: point-to-point volume b*s*h per microbatch).
+function M.boundary_bytes(s)
+    return DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden
+end
+
+-- Embedding: V*h token table (+ max_positions*h for learned positions, the
+-- (V + s) term of Narayanan et al.'s parameter count). A lookup, so its
+-- FLOPs are negligible and counted as 0. Keeps only the dropout mask.
+local function embedding(s)
+    local h = s.hidden
+    local params = s.vocab * h
+    if s.position == "learned" then params = params + s.max_positions * h end
+    return {
+        name = "embedding", kind = "embedding",
+        fwd_flops = 0,
+        params = params,
+        act_bytes = (s.dropout and 1 or 0) * s.seq * s.microbatch * h,
+        out_bytes = M.boundary_bytes(s),
+    }
+end
+
+-- Output head with the loss: final norm + V x h projection, forward FLOPs
+-- 2*b*s*h*V (Narayanan et al. 2021, Sec. 5.1, the 6*B*s*h*V logit term of
+-- the per-iteration count is fwd + bwd). Activations after Korthikanti et
+-- al. 2022, Sec. 4.3: final norm input and projection input (2*e*sbh) and
+-- the logits kept in fp32 for the cross-entropy (4*sbV). With tied = true
+-- the projection reuses the embedding table: the last stage still holds a
+-- copy (Megatron-LM keeps one on each end and all-reduces its gradient),
+-- so params counts it and shared_params says how much is a copy.
+local function head(s)
+    local h, V = s.hidden, s.vocab
+    local e, sb = DTYPE_BYTES[s.dtype], s.seq * s.microbatch
+    return {
+        name = "head", kind = "head",
+        fwd_flops = 2 * sb * h * V,
+        params = V * h + norm_params(s),
+        shared_params = s.tied and V * h or nil,
+        act_bytes = 2 * e * sb * h + 4 * sb * V,
+        out_bytes = 0,
+    }
+end
+
+-- The layer list for ps.run: embedding, "block 0" .. "block L-1", head.
+function M.build(c)
+    local s = normalize(c)
+    local layers = { embedding(s) }
+    local fwd, params = M.block_fwd_flops(s), M.block_params(s)
+    local act, out = M.block_act_bytes(s), M.boundary_bytes(s)
+    for i = 0, s.layers - 1 do
+        layers[#layers + 1] = {
+            name = "block " .. i, kind = "block",
+            fwd_flops = fwd, params = params, act_bytes = act, out_bytes = out,
+        }
+    end
+    layers[#layers + 1] = head(s)
+    return layers, s
+end
+
+M.DTYPE_BYTES = DTYPE_BYTES
+
+return M

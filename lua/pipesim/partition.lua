@@ -1,0 +1,361 @@
+-- ps.partition: contiguous splits of a layer list into pipeline stages.
+-- A partition is a list of per-stage layer counts (stage 0 first), each at
+-- least 1, summing to the number of layers. Stages are numbered from 0 in
+-- messages, as in the database. Errors are raised at the caller's line.
+local check = require "pipesim.argcheck"
+
+local M = {}
+
+local fail = check.fail
+
+local function args(n, p, what)
+    n = check.posint(n, what .. ": number of layers")
+    p = check.posint(p, what .. ": number of stages")
+    if n < p then
+        fail("%s: %d layers cannot fill %d stages without an empty stage", what, n, p)
+    end
+    return n, p
+end
+
+-- uniform(n, p) -> counts differing by at most one; the first n % p stages
+-- get the extra layer. Megatron-LM has no remainder rule (it requires
+-- num_layers divisible by the pipeline size), so this follows DeepSpeed's
+-- PipelineModule partition_method="uniform" (deepspeed/runtime/utils.py,
+-- partition_uniform: the residual goes to the leading parts).
+local function uniform(n, p)
+    n, p = args(n, p, "uniform")
+    local base, extra = n // p, n % p
+    local counts = {}
+    for s = 1, p do counts[s] = base + (s <= extra and 1 or 0) end
+    return counts
+end
+M.uniform = check.public(uniform)
+
+local function weight_list(w, what)
+    if type(w) ~= "table" then fail("%s: expected a list of weights, got %s", what, type(w)) end
+    for i = 1, #w do
+        if not check.is_finite(w[i]) or w[i] < 0 then
+            fail("%s: weight %d must be a non-negative number, got %s", what, i, check.show(w[i]))
+        end
+    end
+    return w
+end
+
+-- stats(counts, weights) -> { sums = per-stage sums, max, mean, imbalance =
+-- max / mean (1 when every sum is 0), slowest = 0-based stage of the max }.
+local function stats(counts, w)
+    weight_list(w, "stats")
+    if type(counts) ~= "table" then fail("stats: expected a list of counts, got %s", type(counts)) end
+    local sums, at, total = {}, 0, 0.0
+    local mx, slowest = -math.huge, 0
+    for s = 1, #counts do
+        local c = check.posint(counts[s], "stats: stage " .. (s - 1) .. " count")
+        local x = 0.0
+        for i = at + 1, at + c do x = x + (w[i] or 0) end
+        at = at + c
+        sums[s], total = x, total + x
+        if x > mx then mx, slowest = x, s - 1 end
+    end
+    if at ~= #w then fail("stats: counts sum to %d layers but there are %d weights", at, #w) end
+    local mean = total / #counts
+    return { sums = sums, max = mx, mean = mean, slowest = slowest,
+             imbalance = mean > 0 and mx / mean or 1 }
+end
+M.stats = check.public(stats)
+
+-- balanced(weights, p) -> counts, bottleneck: the contiguous split with the
+-- smallest largest stage sum. Exact, two dynamic programs over prefix sums
+-- S, each O(p * (n-p)^2) time and O(p * n) memory:
+--   1. best[k][j] = min over i of max(best[k-1][i], S[j] - S[i]) gives the
+--      optimal bottleneck B;
+--   2. among splits whose stages all weigh at most B, the one with the
+--      smallest sum of squared stage weights (the most even), ties going
+--      to the split whose later stages are lighter.
+-- So equal weights give uniform()'s answer, and scaling the weights (FLOPs
+-- vs seconds) does not change the split. B is compared with a relative
+-- slack of 1e-12 for rounding; the bottleneck returned is the largest
+-- direct stage sum of the split.
+local function balanced(w, p)
+    weight_list(w, "balanced")
+    local n
+    n, p = args(#w, p, "balanced")
+    -- floats: squares of integer weights would wrap around as integers
+    local S = { [0] = 0.0 }
+    for i = 1, n do S[i] = S[i - 1] + w[i] end
+    -- 1. optimal bottleneck
+    local prev = {}
+    for j = 1, n - p + 1 do prev[j] = S[j] end
+    for k = 2, p do
+        local cur = {}
+        for j = k, n - p + k do
+            local bm, Sj = math.huge, S[j]
+            for i = k - 1, j - 1 do
+                local x, m = Sj - S[i], prev[i]
+                if x > m then m = x end
+                if m < bm then bm = m end
+            end
+            cur[j] = bm
+        end
+        prev = cur
+    end
+    local limit = prev[n] * (1 + 1e-12)
+    -- 2. most even split under the bottleneck
+    local Q, cut = {}, {}
+    local Q1 = {}
+    for j = 1, n - p + 1 do Q1[j] = S[j] <= limit and S[j] * S[j] or math.huge end
+    Q[1], cut[1] = Q1, {}
+    for k = 2, p do
+        local Qp, Qk, Ck = Q[k - 1], {}, {}
+        for j = k, n - p + k do
+            local bq, bi, Sj = math.huge, nil, S[j]
+            for i = j - 1, k - 1, -1 do -- later cut first: ties keep it
+                local x = Sj - S[i]
+                if x > limit then break end -- x only grows as i falls
+                local q = Qp[i] + x * x
+                if q < bq then bq, bi = q, i end
+            end
+            Qk[j], Ck[j] = bq, bi
+        end
+        Q[k], cut[k] = Qk, Ck
+    end
+    local counts, j = {}, n
+    for k = p, 2, -1 do
+        local i = cut[k][j]
+        counts[k], j = j - i, i
+    end
+    counts[1] = j
+    return counts, stats(counts, w).max
+end
+M.balanced = check.public(balanced)
+
+-- count(n, p) -> how many partitions enumerate(n, p) yields: C(n-1, p-1).
+M.count = check.public(function(n, p)
+    n, p = args(n, p, "count")
+    local c = 1
+    for i = 1, p - 1 do c = c * (n - p + i) // i end
+    return c
+end)
+
+-- enumerate(n, p) -> iterator over every partition of n layers into p
+-- non-empty contiguous stages, each a fresh count list, in lexicographic
+-- order of the stage boundaries. Yields count(n, p) lists.
+M.enumerate = check.public(function(n, p)
+    n, p = args(n, p, "enumerate")
+    local cuts = {}
+    for i = 1, p - 1 do cuts[i] = i end
+    local done = false
+    return function()
+        if done then return nil end
+        local counts, prev = {}, 0
+        for i = 1, p - 1 do counts[i], prev = cuts[i] - prev, cuts[i] end
+        counts[p] = n - prev
+        local i = p - 1
+        while i >= 1 and cuts[i] == n - p + i do i = i - 1 end
+        if i < 1 then
+            done = true
+        else
+            cuts[i] = cuts[i] + 1
+            for k = i + 1, p - 1 do cuts[k] = cuts[k - 1] + 1 end
+        end
+        return counts
+    end
+end)
+
+---------------------------------------------------------------------------
+-- resolve: the `partition` field of ps.run
+---------------------------------------------------------------------------
+
+local function layer_label(layers, i)
+    local name = layers[i].name
+    if name ~= nil then return string.format("layer %d ('%s')", i - 1, tostring(name)) end
+    return "layer " .. (i - 1)
+end
+
+local function weights_params(layers)
+    local w = {}
+    for i, l in ipairs(layers) do w[i] = l.params or 0 end
+    return w
+end
+
+local function weights_flops(layers)
+    local w = {}
+    for i, l in ipairs(layers) do
+        if l.fwd_flops == nil then
+            fail("partition 'flops': %s has no fwd_flops (for measured times use partition = 'time')",
+                layer_label(layers, i))
+        end
+        w[i] = l.fwd_flops + (l.bwd_flops or 2 * l.fwd_flops)
+    end
+    return w
+end
+
+-- Forward + backward seconds: measured times where given, else FLOPs at
+-- opts.flops_rate (device peak x efficiency, FLOP/s); backward defaults to
+-- twice the forward, as in ps.run.
+local function weights_time(layers, rate)
+    local w = {}
+    for i, l in ipairs(layers) do
+        local need_rate = l.fwd_time == nil or (l.bwd_time == nil and l.bwd_flops ~= nil)
+        if need_rate and (type(rate) ~= "number" or not (rate > 0)) then
+            if l.fwd_flops == nil and l.fwd_time == nil then
+                fail("partition 'time': %s has neither fwd_time nor fwd_flops", layer_label(layers, i))
+            end
+            fail("partition 'time': %s has no measured time and no flops_rate (FLOP/s) was given",
+                layer_label(layers, i))
+        end
+        local f = l.fwd_time
+        if f == nil then
+            if l.fwd_flops == nil then
+                fail("partition 'time': %s has neither fwd_time nor fwd_flops", layer_label(layers, i))
+            end
+            f = l.fwd_flops / rate
+        end
+        local b = l.bwd_time
+        if b == nil then b = l.bwd_flops and l.bwd_flops / rate or 2 * f end
+        w[i] = f + b
+    end
+    return w
+end
+
+-- Megatron-LM attaches the embedding to the first stage and the output
+-- layer and loss to the last, outside the transformer-layer split (unless
+-- --account-for-embedding-in-pipeline-split / -loss- are given). Here:
+-- leading layers of kind "embedding" and trailing layers of kind "head".
+local function pinned(layers)
+    local lead, trail, n = 0, 0, #layers
+    while lead < n and layers[lead + 1].kind == "embedding" do lead = lead + 1 end
+    while trail < n - lead and layers[n - trail].kind == "head" do trail = trail + 1 end
+    return lead, trail
+end
+
+local function with_pins(blocks, lead, trail)
+    blocks[1] = blocks[1] + lead
+    blocks[#blocks] = blocks[#blocks] + trail
+    return blocks
+end
+
+-- { first = k, last = k }: Megatron-LM's --decoder-first-pipeline-num-layers
+-- / --decoder-last-pipeline-num-layers (TransformerConfig
+-- num_layers_in_first_pipeline_stage / _last_; get_num_layers_to_build):
+-- the given ends take k transformer layers, the remaining layers are split
+-- evenly over the other stages and must divide evenly (Megatron asserts).
+-- Either end may be left out. k counts blocks; the embedding and the head
+-- ride along with the first and last stage as in Megatron, so k = 0 is a
+-- stage holding only the embedding (or the head).
+local function first_last(part, layers, p)
+    for k in pairs(part) do
+        if k ~= "first" and k ~= "last" then
+            fail("partition: unknown field %s (expected { first = k, last = k })", check.show(k))
+        end
+    end
+    local lead, trail = pinned(layers)
+    local blocks = #layers - lead - trail
+    local first, last = part.first, part.last
+    for _, f in ipairs { { "first", first }, { "last", last } } do
+        local v = f[2]
+        if v ~= nil and (type(v) ~= "number" or v ~= math.floor(v) or v < 0) then
+            fail("partition: %s must be a non-negative integer, got %s", f[1], check.show(v))
+        end
+    end
+    if p < 2 then fail("partition { first, last } needs at least 2 stages, got %d", p) end
+    local middle = p - (first and 1 or 0) - (last and 1 or 0)
+    local rest = blocks - (first or 0) - (last or 0)
+    if rest < 0 then
+        fail("partition { first = %s, last = %s } takes more than the model's %d blocks",
+            tostring(first), tostring(last), blocks)
+    end
+    local each = 0
+    if middle > 0 then
+        if rest % middle ~= 0 then
+            fail("partition { first = %s, last = %s }: the remaining %d blocks do not divide evenly over %d stages",
+                tostring(first), tostring(last), rest, middle)
+        end
+        each = rest // middle
+    elseif rest ~= 0 then
+        fail("partition { first = %d, last = %d } leaves %d blocks with no stage for them",
+            first, last, rest)
+    end
+    local counts = {}
+    for s = 1, p do counts[s] = each end
+    if first then counts[1] = first end
+    if last then counts[p] = last end
+    return with_pins(counts, lead, trail)
+end
+
+local function explicit(part, layers, p)
+    local n = #layers
+    if #part ~= p then
+        fail("partition lists %d stages but the run has %d", #part, p)
+    end
+    local sum = 0
+    for s = 1, p do
+        local c = part[s]
+        if type(c) ~= "number" or c ~= math.floor(c) then
+            fail("partition: stage %d count must be an integer, got %s", s - 1, check.show(c))
+        end
+        if c <= 0 then fail("partition: stage %d has %d layers", s - 1, c) end
+        sum = sum + c
+    end
+    if sum ~= n then fail("partition sums to %d layers but the model has %d", sum, n) end
+    local counts = {}
+    for s = 1, p do counts[s] = math.tointeger(part[s]) or part[s] end
+    return counts
+end
+
+local NAMED = "'uniform', 'params', 'flops', 'time', a list of layer counts or { first = k, last = k }"
+
+local function resolve(part, layers, p, opts)
+    if type(layers) ~= "table" or #layers == 0 then
+        fail("partition: the model has no layers")
+    end
+    for i = 1, #layers do
+        if type(layers[i]) ~= "table" then fail("partition: layer %d is not a table", i - 1) end
+    end
+    p = check.posint(p, "partition: number of stages")
+    if p > #layers then
+        fail("partition: %d layers cannot fill %d stages without an empty stage", #layers, p)
+    end
+    opts = opts or {}
+    if part == nil or part == "uniform" then
+        local lead, trail = pinned(layers)
+        local blocks = #layers - lead - trail
+        if blocks < p then
+            -- too few blocks to give each stage one: split every entry
+            return uniform(#layers, p)
+        end
+        return with_pins(uniform(blocks, p), lead, trail)
+    elseif part == "params" then
+        local w = weights_params(layers)
+        return (balanced(w, p)), w
+    elseif part == "flops" then
+        local w = weights_flops(layers)
+        return (balanced(w, p)), w
+    elseif part == "time" then
+        local w = weights_time(layers, opts.flops_rate)
+        return (balanced(w, p)), w
+    elseif type(part) == "table" then
+        if part.first ~= nil or part.last ~= nil or (next(part) ~= nil and #part == 0) then
+            return first_last(part, layers, p)
+        end
+        return explicit(part, layers, p)
+    end
+    fail("partition must be %s, got %s", NAMED, check.show(part))
+end
+
+-- resolve(partition, layers, stages, opts) -> counts[, weights]: what ps.run
+-- calls. partition is one of "uniform" (default; blocks split evenly, the
+-- embedding and head ride with the first and last stage as in Megatron-LM),
+-- "params", "flops", "time" (balanced by that weight; weights returned too),
+-- an explicit count list over all layers, or { first = k, last = k }.
+-- opts.flops_rate: FLOP/s for "time" on layers without measured times.
+-- opts.level: which caller an error blames, as in error(): 1 (default) the
+-- line that called resolve, 2 its caller, and so on.
+function M.resolve(part, layers, p, opts)
+    local level = 2
+    if type(opts) == "table" and type(opts.level) == "number" then level = opts.level + 1 end
+    local res = table.pack(pcall(resolve, part, layers, p, opts))
+    if not res[1] then error(res[2], level) end
+    return table.unpack(res, 2, res.n)
+end
+
+return M

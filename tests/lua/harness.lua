@@ -1,0 +1,94 @@
+-- A tiny counting test harness for the Lua tests. Each failure prints one
+-- "FAIL file:line: message" line; done() prints "N passed, N failed" last,
+-- which the test runner (tests/run.sh) adds up. It never exits the process,
+-- so the same file runs under lua5.4 and under `pipesim run`.
+local M = { passed = 0, failed = 0 }
+
+-- The first Lua frame outside this file: the test line that checked.
+local function where()
+    local self = debug.getinfo(1, "S").source
+    for level = 2, 20 do
+        local info = debug.getinfo(level, "Sl")
+        if not info then break end
+        if info.source ~= self and info.currentline and info.currentline > 0 then
+            return info.short_src .. ":" .. info.currentline
+        end
+    end
+    return "?"
+end
+
+local function record(ok, msg)
+    if ok then
+        M.passed = M.passed + 1
+    else
+        M.failed = M.failed + 1
+        print("FAIL " .. where() .. ": " .. tostring(msg))
+    end
+    return ok
+end
+
+-- Renders a value for messages; tables shallowly, as {a, b, k=v}.
+local function show(v)
+    if type(v) == "string" then return string.format("%q", v) end
+    if type(v) ~= "table" then return tostring(v) end
+    local parts = {}
+    for i = 1, #v do parts[#parts + 1] = show(v[i]) end
+    local keys = {}
+    for k in pairs(v) do
+        if not (math.type(k) == "integer" and k >= 1 and k <= #v) then keys[#keys + 1] = k end
+    end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. "=" .. show(v[k]) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+end
+M.show = show
+
+local function deep_eq(a, b)
+    if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+    for k, v in pairs(a) do if not deep_eq(v, b[k]) then return false end end
+    for k in pairs(b) do if a[k] == nil then return false end end
+    return true
+end
+
+-- check(cond, msg): passes when cond is truthy.
+function M.check(cond, msg)
+    return record(cond and true or false, msg or "check failed")
+end
+
+-- eq(got, want, msg): equality, tables compared deeply (1 == 1.0).
+function M.eq(got, want, msg)
+    return record(deep_eq(got, want),
+        (msg and msg .. ": " or "") .. "got " .. show(got) .. ", want " .. show(want))
+end
+
+-- near(got, want, rel, msg): |got - want| <= rel * max(|want|, tiny);
+-- rel defaults to 1e-9.
+function M.near(got, want, rel, msg)
+    rel = rel or 1e-9
+    local ok = type(got) == "number" and type(want) == "number"
+        and math.abs(got - want) <= rel * math.max(math.abs(want), 1e-300)
+    return record(ok, string.format("%sgot %.17g, want %.17g (rel %g)",
+        msg and msg .. ": " or "", tonumber(got) or 0 / 0, tonumber(want) or 0 / 0, rel))
+end
+
+-- raises(fn, substring, msg): fn() must raise an error whose message
+-- contains substring (plain match). Returns the message.
+function M.raises(fn, substring, msg)
+    local ok, err = pcall(fn)
+    if ok then
+        record(false, (msg and msg .. ": " or "") .. "no error, expected one containing '" .. substring .. "'")
+        return nil
+    end
+    err = tostring(err)
+    record(err:find(substring, 1, true) ~= nil,
+        (msg and msg .. ": " or "") .. "error '" .. err .. "' does not contain '" .. substring .. "'")
+    return err
+end
+
+-- done(): prints the closing "N passed, N failed" line.
+function M.done()
+    print(string.format("%d passed, %d failed", M.passed, M.failed))
+    return M.failed == 0
+end
+
+return M

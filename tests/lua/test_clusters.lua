@@ -1,0 +1,28 @@
+-- Device and DGX presets: figures, units, aliases, overrides, bad names.
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local clusters = require "pipesim.clusters"
+
+local a = clusters.device("A100")
+H.eq(a.flops, 312e12); H.eq(a.memory, 80 * 2 ^ 30); H.eq(a.efficiency, 0.5)
+local h = clusters.device("H100 SXM")
+H.eq(h.flops, 989e12); H.eq(h.memory, 80e9)
+H.eq(clusters.device("h200").memory, 141e9)
+H.eq(clusters.device("h100-sxm", { efficiency = 0.4 }).efficiency, 0.4, "override")
+
+local d = clusters.dgx("A100", 4)
+H.eq(d.nodes, 4); H.eq(d.gpus_per_node, 8); H.eq(d.nics_per_node, 8)
+H.eq(d.intra.bandwidth, 300e9, "NVLink 3: 600 GB/s both directions = 300 per direction")
+H.eq(d.inter.bandwidth, 25e9, "HDR 200 Gb/s")
+H.eq(d.intra.latency, 2e-6); H.eq(d.inter.latency, 5e-6)
+H.eq(d.device.flops, 312e12)
+local d2 = clusters.dgx("dgx-h100", 2, { inter = { latency = 8e-6 } })
+H.eq(d2.intra.bandwidth, 450e9); H.eq(d2.inter.bandwidth, 50e9)
+H.eq(d2.inter.latency, 8e-6, "nested override"); H.eq(d2.inter.bandwidth, 50e9, "rest kept")
+H.eq(clusters.dgx("H200").nodes, 1, "one node by default")
+H.eq(#clusters.devices(), 3)
+
+H.raises(function() clusters.device("V100") end, "unknown device 'V100' (known: A100, H100, H200)")
+H.raises(function() clusters.dgx("H100", 0) end, "nodes must be a positive integer")
+H.raises(function() clusters.dgx("H100", 1, { nicks = 4 }) end, "unknown field 'nicks'")
+H.done()

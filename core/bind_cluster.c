@@ -6,6 +6,7 @@
 
 #include <lauxlib.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,8 @@ static int cluster_index(lua_State *L)
         lua_pushinteger(L, c->nranks);
     else if (strcmp(k, "gpus_per_node") == 0)
         lua_pushinteger(L, c->gpus_per_node);
+    else if (strcmp(k, "flops_rate") == 0 && !isnan(c->rate[0]))
+        lua_pushnumber(L, c->rate[0]); /* rank 0's peak x efficiency */
     else
         lua_pushnil(L);
     return 1;
@@ -151,18 +154,23 @@ static int core_cluster(lua_State *L)
 
     double bw = INFINITY, lat = 0;
     if (lua_getfield(L, 1, "link") == LUA_TTABLE) {
-        bind_quantity(L, top + 1, "bandwidth", UNIT_BANDWIDTH, &bw);
-        bind_quantity(L, top + 1, "latency", UNIT_SECONDS, &lat);
+        bind_quantity(L, top + 1, "link.bandwidth", UNIT_BANDWIDTH, &bw);
+        bind_quantity(L, top + 1, "link.latency", UNIT_SECONDS, &lat);
     } else if (!lua_isnil(L, -1)) {
         return luaL_error(L, "field 'link' must be a table");
     }
     lua_settop(L, top);
-    if (!(bw > 0))
-        return luaL_error(L, "field 'link.bandwidth' must be positive, got %f "
-                             "B/s", bw);
-    if (!(lat >= 0))
+    char num[32];
+    if (!(bw > 0)) {
+        snprintf(num, sizeof num, "%g", bw);
+        return luaL_error(L, "field 'link.bandwidth' must be positive, got %s "
+                             "B/s", num);
+    }
+    if (!(lat >= 0)) {
+        snprintf(num, sizeof num, "%g", lat);
         return luaL_error(L, "field 'link.latency' must not be negative, got "
-                             "%f s", lat);
+                             "%s s", num);
+    }
     ps_err err;
     if (net_set_mesh(c->nw, bw, lat, &err) || net_finalize(c->nw, &err))
         return bind_raise(L, &err);

@@ -206,16 +206,14 @@ static void field_error(lua_State *L, const char *name, const char *what)
 void bind_quantity(lua_State *L, int idx, const char *name, int kind,
                    double *out)
 {
-    lua_getfield(L, idx, name);
+    /* "link.bandwidth": read "bandwidth", name the whole path in errors */
+    const char *dot = strrchr(name, '.');
+    lua_getfield(L, idx, dot ? dot + 1 : name);
     int t = lua_type(L, -1);
     if (t == LUA_TNUMBER) {
         double v = lua_tonumber(L, -1);
-        if (!isfinite(v)) {
-            lua_pop(L, 1);
-            lua_pushfstring(L, "field '%s': %f is not a finite number", name,
-                            v);
-            lua_error(L);
-        }
+        if (!isfinite(v))
+            field_error(L, name, "not a finite number");
         *out = v;
     } else if (t == LUA_TSTRING) {
         ps_err err;

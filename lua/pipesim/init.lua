@@ -17,7 +17,7 @@ local function optional(name)
   return nil
 end
 
-ps.partition = optional "pipesim.partition"
+ps.partition = require "pipesim.partition"
 ps.models = optional "pipesim.models"
 ps.clusters = optional "pipesim.clusters"
 ps.profile = optional "pipesim.profile"
@@ -85,36 +85,60 @@ end
 
 function ps.cluster(spec)
   check_fields("ps.cluster", spec, CLUSTER_FIELDS)
-  return call("ps.cluster", core.cluster, spec)
+  local c = call("ps.cluster", core.cluster, spec)
+  return c -- not a tail call: `call` blames the caller two frames up
 end
 
--- Layer counts per stage for a partition given by name or as a list.
-local function uniform(n, k)
-  local counts, base, extra = {}, n // k, n % k
-  for s = 1, k do counts[s] = base + (s <= extra and 1 or 0) end
-  return counts
-end
+-- Layer fields that carry units, and their kinds for core.parse.
+local LAYER_UNITS = {
+  fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
+  bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
+  in_bytes = "bytes", params = "flop",
+}
 
-local function resolve_partition(spec, nstages)
-  local layers = spec.layers
-  local p = spec.partition
-  if p == nil or p == "uniform" then
-    if nstages > #layers then
-      error(string.format("ps.run: %d stages but only %d layers", nstages, #layers), 0)
+-- Layers with unit strings turned into numbers (a new table only when a
+-- layer has strings, so models built from numbers pass through as is).
+local function normalize_layers(layers)
+  local out
+  for i, l in ipairs(layers) do
+    if type(l) ~= "table" then
+      error(string.format("layers[%d] must be a table, got %s", i, type(l)), 0)
     end
-    return uniform(#layers, nstages)
+    local copy
+    for k, kind in pairs(LAYER_UNITS) do
+      local v = l[k]
+      if type(v) == "string" then
+        local ok, n = pcall(core.parse, v, kind)
+        if not ok then
+          error(string.format("layers[%d]: field '%s': %s", i, k, n), 0)
+        end
+        if not copy then
+          copy = {}
+          for kk, vv in pairs(l) do copy[kk] = vv end
+        end
+        copy[k] = n
+      end
+    end
+    if copy then
+      if not out then out = table.move(layers, 1, #layers, 1, {}) end
+      out[i] = copy
+    end
   end
-  if ps.partition and ps.partition.resolve then
-    local ok, counts = pcall(ps.partition.resolve, p, layers, nstages, {
-      flops_rate = spec.cluster and spec.cluster.flops_rate,
-    })
-    if not ok then error("ps.run: " .. tostring(counts), 0) end
-    return counts
+  return out or layers
+end
+
+local function resolve_partition(spec, layers, nstages)
+  if nstages > #layers then
+    local v = spec.virtual_stages or 1
+    error(string.format("%d stages%s but only %d layers", nstages,
+      v > 1 and string.format(" (stages %d x virtual_stages %d)", spec.stages, v) or "",
+      #layers), 0)
   end
-  if type(p) ~= "table" then
-    error("ps.run: field 'partition': unknown partition '" .. tostring(p) .. "'", 0)
-  end
-  return p
+  local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, {
+    flops_rate = spec.cluster and spec.cluster.flops_rate,
+  })
+  if not ok then error(counts, 0) end
+  return counts
 end
 
 local function json(v, out)
@@ -188,10 +212,17 @@ function ps.run(spec)
     error("ps.run: missing field 'microbatches'", 2)
   end
   local v = spec.virtual_stages or 1
-  local ok, partition = pcall(resolve_partition, spec, stages * v)
-  if not ok then error(partition, 2) end
+  if math.type(v) ~= "integer" or v < 1 then
+    error("ps.run: field 'virtual_stages' must be an integer >= 1, got " .. tostring(v), 2)
+  end
+  local ok, layers = pcall(normalize_layers, spec.layers)
+  if not ok then error("ps.run: " .. layers, 2) end
+  local partition
+  ok, partition = pcall(resolve_partition, spec, layers, stages * v)
+  if not ok then error("ps.run: " .. partition, 2) end
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
+  args.layers = layers
   args.partition = partition
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"
@@ -212,7 +243,8 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  io.write(call("ps.show", core.report, r and r.db, r and r.id, width or 100))
+  local text = call("ps.show", core.report, r and r.db, r and r.id, width or 100)
+  io.write(text)
 end
 
 -- Percent formatting used by scenarios' tables.

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Command-line contract: help, version, exit codes, one-line errors, -D.
+# Env from tests/run.sh: BIN, TMP, VG.
+set -u
+P=0
+F=0
+ok() { P=$((P + 1)); }
+bad() { F=$((F + 1)); echo "FAIL cli: $*"; }
+
+# expect_fail "ARGS" "substring": non-zero exit, one stderr line with it
+expect_fail() {
+    args=$1 want=$2
+    # shellcheck disable=SC2086
+    if $VG "$BIN" $args >"$TMP/cli.stdout" 2>"$TMP/cli.stderr"; then
+        bad "pipesim $args exited 0"
+        return
+    fi
+    lines=$(wc -l <"$TMP/cli.stderr")
+    got=$(cat "$TMP/cli.stderr")
+    case "$got" in
+    "pipesim: "*"$want"*) [ "$lines" -eq 1 ] && ok || bad "pipesim $args: $lines lines: $got" ;;
+    *) bad "pipesim $args: got '$got', want 'pipesim: ...$want...'" ;;
+    esac
+}
+
+$VG "$BIN" --help >"$TMP/help" 2>&1 && grep -q "pipesim run SCENARIO.lua" "$TMP/help" && ok || bad "--help"
+$VG "$BIN" --version | grep -qE '^pipesim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
+expect_fail "" "no command"
+expect_fail "frobnicate" "unknown command 'frobnicate'"
+expect_fail "run" "no scenario given"
+expect_fail "run $TMP/nope.lua" "nope.lua: No such file or directory"
+expect_fail "run -x" "unknown option '-x'"
+expect_fail "report $TMP/missing.db" "missing.db: no such file"
+printf 'not a database at all, just text\n' >"$TMP/junk.db"
+expect_fail "report $TMP/junk.db" "junk.db: not a pipesim database"
+
+# -D values reach ps.args, numbers as numbers
+cat >"$TMP/args.lua" <<'LUA'
+local ps = require "pipesim"
+assert(ps.args.m == 16, "m is " .. tostring(ps.args.m))
+assert(ps.args.name == "x=y", "name is " .. tostring(ps.args.name))
+assert(ps.args.flag == true)
+local l = { { fwd_time = 1 }, { fwd_time = 1 } }
+ps.run{ layers = l, stages = 2, microbatches = ps.args.m, name = ps.args.name }
+LUA
+if $VG "$BIN" run "$TMP/args.lua" -o "$TMP/args.db" -D m=16 -D name=x=y -Dflag=true \
+    >"$TMP/args.out" 2>&1; then ok; else bad "-D: $(cat "$TMP/args.out")"; fi
+grep -q "1 run recorded in $TMP/args.db" "$TMP/args.out" && ok || bad "run summary line: $(cat "$TMP/args.out")"
+
+# report: table of runs, one run's Gantt, a missing run
+$VG "$BIN" report "$TMP/args.db" >"$TMP/rep" 2>&1 && grep -q "x=y" "$TMP/rep" && ok || bad "report table: $(cat "$TMP/rep")"
+$VG "$BIN" report "$TMP/args.db" --csv >"$TMP/rep.csv" 2>&1 && head -n 1 "$TMP/rep.csv" | grep -q "," && ok || bad "report --csv"
+$VG "$BIN" report "$TMP/args.db" 1 >"$TMP/gantt" 2>&1 && grep -q "rank 1" "$TMP/gantt" && ok || bad "report run: $(cat "$TMP/gantt")"
+expect_fail "report $TMP/args.db 7" "run 7 not found"
+expect_fail "report $TMP/args.db x" "run id must be a positive integer"
+
+# the default database is results/<scenario>.db next to the working dir
+mkdir -p "$TMP/cwd" && cp "$TMP/args.lua" "$TMP/cwd/sweep.lua"
+(cd "$TMP/cwd" && $VG "$OLDPWD/$BIN" run sweep.lua -D m=16 -D name=x=y -D flag=true >/dev/null 2>&1) &&
+    [ -f "$TMP/cwd/results/sweep.db" ] && ok || bad "default database results/sweep.db"
+
+# a failing scenario: one line, file:line, non-zero
+printf 'local ps = require "pipesim"\nps.run{ stages = 2 }\n' >"$TMP/bad.lua"
+expect_fail "run $TMP/bad.lua -o $TMP/bad.db" "bad.lua:2: ps.run: missing field 'layers'"
+
+echo "$P passed, $F failed"

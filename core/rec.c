@@ -785,6 +785,11 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
 /* Reading                                                             */
 /* ------------------------------------------------------------------ */
 
+const char *rec_path(const rec_db *db)
+{
+    return db->path;
+}
+
 rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err)
 {
     rec_query *q = calloc(1, sizeof *q);

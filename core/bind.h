@@ -11,9 +11,9 @@
 
 /* Session settings for one scenario run. */
 typedef struct bind_session {
-    const char *default_db; /* where runs go unless ps.run{db=...} */
-    const char *scenario;   /* the script's path, for messages */
-    const char *const *defs;/* "key=value" from -D, ndefs of them */
+    const char *default_db;  /* where runs go unless ps.run{db=...} */
+    const char *scenario;    /* the script's path, for messages */
+    const char *const *defs; /* "key=value" from -D, ndefs of them */
     int ndefs;
 } bind_session;
 

@@ -123,8 +123,9 @@ static int core_cluster(lua_State *L)
             int ok;
             lua_Integer r = lua_tointegerx(L, -2, &ok);
             if (!ok || r < 0 || r >= c->nranks)
-                return luaL_error(L, "field 'devices': key %s is not a rank "
-                                     "of this cluster (0..%d)",
+                return luaL_error(L,
+                                  "field 'devices': key %s is not a rank "
+                                  "of this cluster (0..%d)",
                                   luaL_tolstring(L, -2, NULL),
                                   (int)c->nranks - 1);
             if (!lua_istable(L, -1))
@@ -138,8 +139,9 @@ static int core_cluster(lua_State *L)
             bind_quantity(L, lua_gettop(L), "memory", UNIT_BYTES, &mm);
             if (!isnan(f)) {
                 if (!(f > 0) || !(e > 0 && e <= 1))
-                    return luaL_error(L, "devices[%d]: flops must be positive "
-                                         "and efficiency in (0, 1]",
+                    return luaL_error(L,
+                                      "devices[%d]: flops must be positive "
+                                      "and efficiency in (0, 1]",
                                       (int)r);
                 rr = f * e;
             }
@@ -163,13 +165,17 @@ static int core_cluster(lua_State *L)
     char num[32];
     if (!(bw > 0)) {
         snprintf(num, sizeof num, "%g", bw);
-        return luaL_error(L, "field 'link.bandwidth' must be positive, got %s "
-                             "B/s", num);
+        return luaL_error(L,
+                          "field 'link.bandwidth' must be positive, got %s "
+                          "B/s",
+                          num);
     }
     if (!(lat >= 0)) {
         snprintf(num, sizeof num, "%g", lat);
-        return luaL_error(L, "field 'link.latency' must not be negative, got "
-                             "%s s", num);
+        return luaL_error(L,
+                          "field 'link.latency' must not be negative, got "
+                          "%s s",
+                          num);
     }
     ps_err err;
     if (net_set_mesh(c->nw, bw, lat, &err) || net_finalize(c->nw, &err))

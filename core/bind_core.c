@@ -79,7 +79,10 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     return h->db;
 }
 
-void bind_count_run(lua_State *L) { get_session(L)->runs++; }
+void bind_count_run(lua_State *L)
+{
+    get_session(L)->runs++;
+}
 
 int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
 {
@@ -136,8 +139,8 @@ static int core_scenario(lua_State *L)
 
 static int core_parse(lua_State *L)
 {
-    static const char *const kinds[] = {"time", "bytes", "bandwidth", "flop",
-                                        "flop_rate", NULL};
+    static const char *const kinds[] = {"time", "bytes",     "bandwidth",
+                                        "flop", "flop_rate", NULL};
     int kind = luaL_checkoption(L, 2, NULL, kinds);
     if (lua_type(L, 1) == LUA_TNUMBER) {
         lua_settop(L, 1);
@@ -221,8 +224,9 @@ void bind_quantity(lua_State *L, int idx, const char *name, int kind,
             field_error(L, name, err.msg);
     } else if (t != LUA_TNIL) {
         field_error(L, name,
-                    lua_pushfstring(L, "expected a number or a string with "
-                                       "units, got a %s",
+                    lua_pushfstring(L,
+                                    "expected a number or a string with "
+                                    "units, got a %s",
                                     luaL_typename(L, -1)));
     }
     lua_pop(L, 1);

@@ -64,8 +64,9 @@ static double layer_field(lua_State *L, int idx, int i, const char *name,
     }
     lua_pop(L, 1);
     if (t != LUA_TNIL && !(v >= 0 && isfinite(v)))
-        luaL_error(L, "layers[%d]: field '%s' must be a finite number >= 0, "
-                      "got %f",
+        luaL_error(L,
+                   "layers[%d]: field '%s' must be a finite number >= 0, "
+                   "got %f",
                    i, name, v);
     return v;
 }
@@ -84,8 +85,7 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
     l->name = bind_string(L, idx, "name");
     if (l->fwd_time < 0 && l->fwd_flops < 0)
-        luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'",
-                   i);
+        luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'", i);
 }
 
 static enum eng_p2p read_p2p(lua_State *L, int idx)
@@ -95,8 +95,9 @@ static enum eng_p2p read_p2p(lua_State *L, int idx)
         return ENG_RENDEZVOUS;
     if (strcmp(p2p, "eager") == 0)
         return ENG_EAGER;
-    luaL_error(L, "field 'p2p': unknown mode '%s' (expected rendezvous or "
-                  "eager)",
+    luaL_error(L,
+               "field 'p2p': unknown mode '%s' (expected rendezvous or "
+               "eager)",
                p2p);
     return ENG_RENDEZVOUS;
 }
@@ -114,8 +115,9 @@ static int read_record(lua_State *L, int idx, enum rec_level *level)
     }
     if (strcmp(r, "none") == 0)
         return 0;
-    luaL_error(L, "field 'record': unknown level '%s' (expected events, "
-                  "summary or none)",
+    luaL_error(L,
+               "field 'record': unknown level '%s' (expected events, "
+               "summary or none)",
                r);
     return 0;
 }
@@ -133,8 +135,9 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
     for (int32_t r = 0; r < p; r++) {
         lua_geti(L, idx, r + 1);
         if (!lua_istable(L, -1))
-            luaL_error(L, "field 'schedule': entry %d must be a list of "
-                          "actions such as {\"F0\", \"B0\"}",
+            luaL_error(L,
+                       "field 'schedule': entry %d must be a list of "
+                       "actions such as {\"F0\", \"B0\"}",
                        (int)r + 1);
         int list = lua_gettop(L);
         int32_t n = (int32_t)luaL_len(L, list);
@@ -146,12 +149,12 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
             const char *text = lua_tostring(L, -1);
             ps_err err;
             if (!text)
-                luaL_error(L, "field 'schedule': rank %d action %d is not a "
-                              "string",
+                luaL_error(L,
+                           "field 'schedule': rank %d action %d is not a "
+                           "string",
                            (int)r, (int)i + 1);
             if (sched_parse_action(text, cfg->m, cfg->v, &a[i], &err))
-                luaL_error(L, "field 'schedule': rank %d: %s", (int)r,
-                           err.msg);
+                luaL_error(L, "field 'schedule': rank %d: %s", (int)r, err.msg);
             lua_pop(L, 1);
         }
         lua_pop(L, 1);
@@ -193,9 +196,8 @@ static int core_run(lua_State *L)
         return luaL_error(L, "field 'stages' must be at least 1, got %d",
                           (int)p);
     if (v < 1)
-        return luaL_error(L,
-                          "field 'virtual_stages' must be at least 1, got %d",
-                          (int)v);
+        return luaL_error(
+            L, "field 'virtual_stages' must be at least 1, got %d", (int)v);
     cfg.p = (int32_t)p;
     cfg.v = (int32_t)v;
     cfg.m = (int32_t)m;
@@ -260,15 +262,17 @@ static int core_run(lua_State *L)
     /* partition: resolved by the Lua layer into p * v counts */
     int32_t nstages = cfg.p * cfg.v;
     if (nstages > nl)
-        return luaL_error(L, "%d stages (stages %d x virtual_stages %d) but "
-                             "only %d layers",
+        return luaL_error(L,
+                          "%d stages (stages %d x virtual_stages %d) but "
+                          "only %d layers",
                           (int)nstages, (int)cfg.p, (int)cfg.v, (int)nl);
     if (lua_getfield(L, 1, "partition") != LUA_TTABLE)
         return luaL_error(L, "field 'partition' must be a list of layer "
                              "counts");
     if ((int32_t)luaL_len(L, -1) != nstages)
-        return luaL_error(L, "field 'partition' has %d entries, expected %d "
-                             "(one per stage%s)",
+        return luaL_error(L,
+                          "field 'partition' has %d entries, expected %d "
+                          "(one per stage%s)",
                           (int)luaL_len(L, -1), (int)nstages,
                           cfg.v > 1 ? " and virtual stage" : "");
     int32_t *partition = scratch(L, (size_t)nstages, sizeof *partition);
@@ -278,8 +282,9 @@ static int core_run(lua_State *L)
         int ok;
         lua_Integer c = lua_tointegerx(L, -1, &ok);
         if (!ok)
-            return luaL_error(L, "field 'partition': entry %d is not an "
-                                 "integer",
+            return luaL_error(L,
+                              "field 'partition': entry %d is not an "
+                              "integer",
                               (int)s + 1);
         partition[s] = (int32_t)c;
         lua_pop(L, 1);
@@ -298,8 +303,9 @@ static int core_run(lua_State *L)
     int32_t *rank_of = NULL;
     if (lua_getfield(L, 1, "ranks") == LUA_TTABLE) {
         if ((int32_t)luaL_len(L, -1) != cfg.p)
-            return luaL_error(L, "field 'ranks' must list one cluster rank "
-                                 "per stage (%d)",
+            return luaL_error(L,
+                              "field 'ranks' must list one cluster rank "
+                              "per stage (%d)",
                               (int)cfg.p);
         rank_of = scratch(L, (size_t)cfg.p, sizeof *rank_of);
         lua_rotate(L, -2, 1);

@@ -108,8 +108,7 @@ static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
 
 static int size_arrays(eng_sim *e, const prog_set *ps)
 {
-    if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes,
-                sizeof *e->lane) ||
+    if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes, sizeof *e->lane) ||
         reserve((void **)&e->ready, &e->ready_cap, ps->nlanes,
                 sizeof *e->ready) ||
         reserve((void **)&e->msg, &e->msg_cap, ps->nmsgs, 1) ||
@@ -169,8 +168,8 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
     prog_op *s = &e->ps->lanes[m->send_lane].ops[m->send_op];
     e->msg[id] |= MSG_STARTED;
     e->transfers++;
-    if (net_start(e->nw, id, e->ps->lanes[m->send_lane].rank, s->peer,
-                  s->bytes, now, &s->t_start))
+    if (net_start(e->nw, id, e->ps->lanes[m->send_lane].rank, s->peer, s->bytes,
+                  now, &s->t_start))
         e->oom = 1;
 }
 
@@ -335,14 +334,13 @@ static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
             continue;
         prog_describe(op, what, sizeof what);
         const char *why =
-            op->type == PROG_SEND ? (st & MSG_RECV_POSTED ? "in flight"
-                                                          : "not yet received")
-                                  : (st & MSG_SEND_POSTED ? "in flight"
-                                                          : "not yet sent");
-        len += snprintf(buf + len, (size_t)(size - len),
-                        "%srank %d waits on %s (microbatch %d, %s)",
-                        len ? "; " : "", (int)lane->rank, what, (int)op->mb,
-                        why);
+            op->type == PROG_SEND
+                ? (st & MSG_RECV_POSTED ? "in flight" : "not yet received")
+                : (st & MSG_SEND_POSTED ? "in flight" : "not yet sent");
+        len +=
+            snprintf(buf + len, (size_t)(size - len),
+                     "%srank %d waits on %s (microbatch %d, %s)",
+                     len ? "; " : "", (int)lane->rank, what, (int)op->mb, why);
     }
     return len;
 }

@@ -37,6 +37,9 @@ int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version);
 /* Removes the earliest event into *out. Returns 0, or -1 when empty. */
 int eq_pop(eq *q, eq_event *out);
 
-static inline int eq_empty(const eq *q) { return q->n == 0; }
+static inline int eq_empty(const eq *q)
+{
+    return q->n == 0;
+}
 
 #endif

@@ -8,7 +8,7 @@
 #define PS_ERR (-1)
 
 typedef struct ps_err {
-    int code;      /* PS_OK or PS_ERR */
+    int code;       /* PS_OK or PS_ERR */
     char msg[4096]; /* lowercase, no trailing period, names the object */
 } ps_err;
 

@@ -118,14 +118,13 @@ static int cmd_run(int argc, char **argv)
             defs[ndefs++] = a + 2;
         } else if (a[0] == '-') {
             free(defs);
-            return fail("run: unknown option '%s' (see pipesim --help)", a,
-                        "");
+            return fail("run: unknown option '%s' (see pipesim --help)", a, "");
         } else if (!scenario) {
             scenario = a;
         } else {
             free(defs);
-            return fail("run: more than one scenario ('%s' and '%s')",
-                        scenario, a);
+            return fail("run: more than one scenario ('%s' and '%s')", scenario,
+                        a);
         }
     }
     if (!scenario) {
@@ -145,8 +144,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (make_parent_dirs(db)) {
         free(defs);
-        return fail("%s: cannot create its directory: %s", db,
-                    strerror(errno));
+        return fail("%s: cannot create its directory: %s", db, strerror(errno));
     }
     char luadir[PATH_MAX];
     find_luadir(luadir, sizeof luadir);
@@ -165,8 +163,10 @@ static int cmd_run(int argc, char **argv)
     int rc = 0;
     if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
-        fprintf(stderr, "pipesim: %s\n", msg ? msg : "(error object is not "
-                                                     "a string)");
+        fprintf(stderr, "pipesim: %s\n",
+                msg ? msg
+                    : "(error object is not "
+                      "a string)");
         rc = 1;
     }
     long runs = 0;
@@ -209,8 +209,8 @@ static int cmd_report(int argc, char **argv)
     char *end;
     long long id = run ? strtoll(run, &end, 10) : 0;
     if (run && (*end || id < 1))
-        return fail("report: run id must be a positive integer, got '%s'",
-                    run, "");
+        return fail("report: run id must be a positive integer, got '%s'", run,
+                    "");
     if (width < 40)
         width = 40;
     ps_err err;

@@ -39,7 +39,8 @@ static void apply(mem_rank *m, int32_t rank, double t, double delta,
 int mem_ledger(const prog_set *ps, const double *static_bytes, mem_rank *out,
                mem_visit visit, void *ctx, ps_err *err)
 {
-    int32_t *lanes_with_compute = calloc((size_t)ps->nranks + 1, sizeof(int32_t));
+    int32_t *lanes_with_compute =
+        calloc((size_t)ps->nranks + 1, sizeof(int32_t));
     if (!lanes_with_compute)
         return ps_errf(err, "out of memory in the memory ledger");
     int64_t changes = 0;

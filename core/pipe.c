@@ -63,8 +63,7 @@ double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
     switch (kind) {
     case SCHED_GPIPE:
     case SCHED_1F1B: return (double)(p - 1) / (double)(m + p - 1);
-    case SCHED_INTERLEAVED:
-        return (double)(p - 1) / ((double)v * m + p - 1);
+    case SCHED_INTERLEAVED: return (double)(p - 1) / ((double)v * m + p - 1);
     default: return NAN;
     }
 }
@@ -136,8 +135,9 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
             return ps_errf(err, "partition: stage %d has %d layers", (int)s,
                            (int)count);
         if (first + count > cfg->nlayers)
-            return ps_errf(err, "partition needs more than the %d layers of "
-                                "the model",
+            return ps_errf(err,
+                           "partition needs more than the %d layers of "
+                           "the model",
                            (int)cfg->nlayers);
         int32_t rank = cluster_rank(cfg, s % cfg->p);
         double rate = cfg->device_rate[rank];
@@ -199,8 +199,7 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
     return 1;
 }
 
-static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
-                       pipe_result *res)
+static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg, pipe_result *res)
 {
     int32_t p = cfg->p;
     for (int32_t r = 0; r < p; r++)
@@ -227,8 +226,9 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
         double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
         if (cap > 0 && ctx->peak[r] > cap && res->over_capacity < 0)
             res->over_capacity = r;
-        ctx->rank_rows[r] = (rec_rank){cr, ctx->busy[r], b, ctx->static_mem[r],
-                                       ctx->peak[r], ctx->t_peak[r]};
+        ctx->rank_rows[r] =
+            (rec_rank){cr,           ctx->busy[r],  b, ctx->static_mem[r],
+                       ctx->peak[r], ctx->t_peak[r]};
     }
     res->makespan = makespan;
     res->bubble = sum / p;
@@ -240,8 +240,7 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
 }
 
 static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
-                  rec_db *db, pipe_result *res, const char *error,
-                  ps_err *err)
+                  rec_db *db, pipe_result *res, const char *error, ps_err *err)
 {
     double max_peak = 0;
     for (int32_t r = 0; r < cfg->p && !error; r++)
@@ -275,8 +274,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .static_memory = ctx->rank_static,
         .network = nw,
     };
-    return rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id,
-                     err);
+    return rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
 }
 
 int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
@@ -293,8 +291,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     for (int32_t r = 0; r < cfg->p; r++) {
         int32_t cr = cluster_rank(cfg, r);
         if (cr < 0 || cr >= nranks)
-            return ps_errf(err, "pipeline rank %d maps to rank %d, outside "
-                                "the cluster's %d ranks",
+            return ps_errf(err,
+                           "pipeline rank %d maps to rank %d, outside "
+                           "the cluster's %d ranks",
                            (int)r, (int)cr, (int)nranks);
     }
     if (size_buffers(ctx, nstages, cfg->p, nranks))
@@ -305,7 +304,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     /* static memory: weights, gradients, optimizer state of the rank's
      * parameters (ZeRO paper accounting, Rajbhandari et al. 2020: 2 + 2 + 12
      * bytes per parameter for bf16 mixed precision with Adam) */
-    double per_param = cfg->weight_bytes + cfg->grad_bytes + cfg->optimizer_bytes;
+    double per_param =
+        cfg->weight_bytes + cfg->grad_bytes + cfg->optimizer_bytes;
     for (int32_t r = 0; r < nranks; r++)
         ctx->rank_static[r] = 0;
     double tmax = 0, tsum = 0;
@@ -341,8 +341,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
             char msg[sizeof err->msg];
             memcpy(msg, err->msg, sizeof msg);
             if (record(ctx, cfg, nw, db, res, msg, &rec_err))
-                return ps_errf(err, "%s (and recording the failure failed: "
-                                    "%s)",
+                return ps_errf(err,
+                               "%s (and recording the failure failed: "
+                               "%s)",
                                msg, rec_err.msg);
         }
         return PS_ERR;

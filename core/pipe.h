@@ -15,15 +15,15 @@
 #include "sched.h"
 
 typedef struct pipe_layer {
-    const char *name;    /* may be NULL */
-    double fwd_flops;    /* used when fwd_time < 0 */
-    double bwd_flops;    /* used when bwd_time < 0; < 0: twice the forward */
-    double fwd_time;     /* seconds, < 0 when given as FLOPs */
-    double bwd_time;     /* seconds, < 0 when not given */
+    const char *name; /* may be NULL */
+    double fwd_flops; /* used when fwd_time < 0 */
+    double bwd_flops; /* used when bwd_time < 0; < 0: twice the forward */
+    double fwd_time;  /* seconds, < 0 when given as FLOPs */
+    double bwd_time;  /* seconds, < 0 when not given */
     double params;
-    double act_bytes;    /* kept from forward to backward per microbatch */
-    double out_bytes;    /* sent to the next stage per microbatch */
-    double in_bytes;     /* input size, < 0: the previous layer's out_bytes */
+    double act_bytes; /* kept from forward to backward per microbatch */
+    double out_bytes; /* sent to the next stage per microbatch */
+    double in_bytes;  /* input size, < 0: the previous layer's out_bytes */
 } pipe_layer;
 
 typedef struct pipe_config {
@@ -36,29 +36,30 @@ typedef struct pipe_config {
     enum rec_level record;
     const pipe_layer *layers;
     int32_t nlayers;
-    const int32_t *partition;   /* p * v layer counts, by model stage */
-    const int32_t *rank_of;     /* cluster rank per pipeline rank, or NULL */
-    const double *device_rate;  /* per cluster rank: peak FLOP/s * efficiency */
-    const double *device_memory;/* per cluster rank capacity, bytes (0: none) */
+    const int32_t *partition;  /* p * v layer counts, by model stage */
+    const int32_t *rank_of;    /* cluster rank per pipeline rank, or NULL */
+    const double *device_rate; /* per cluster rank: peak FLOP/s * efficiency */
+    const double
+        *device_memory; /* per cluster rank capacity, bytes (0: none) */
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
-    const char *params_json;    /* recorded as run.params, may be NULL */
+    const char *params_json; /* recorded as run.params, may be NULL */
 } pipe_config;
 
 typedef struct pipe_result {
-    int64_t id;                /* run id in the database, 0 if none */
+    int64_t id; /* run id in the database, 0 if none */
     double makespan;
     double bubble;             /* mean over pipeline ranks */
     double closed_form_bubble; /* NAN unless uniform and free communication */
     double imbalance;          /* slowest stage time / mean stage time */
     int32_t p;
-    double *stage_bubble;      /* p entries, owned by the pipe_ctx */
-    double *peak_memory;       /* p entries, bytes */
-    double *t_peak;            /* p entries */
-    double *static_memory;     /* p entries */
-    int32_t over_capacity;     /* first pipeline rank whose peak exceeds its
-                                  device memory, or -1 */
+    double *stage_bubble;  /* p entries, owned by the pipe_ctx */
+    double *peak_memory;   /* p entries, bytes */
+    double *t_peak;        /* p entries */
+    double *static_memory; /* p entries */
+    int32_t over_capacity; /* first pipeline rank whose peak exceeds its
+                              device memory, or -1 */
     eng_result eng;
 } pipe_result;
 

@@ -43,8 +43,7 @@ int32_t prog_add_lane(prog_set *ps, int32_t rank)
         prog_lane *l = realloc(ps->lanes, (size_t)cap * sizeof *l);
         if (!l)
             return -1;
-        memset(l + ps->lanes_cap, 0,
-               (size_t)(cap - ps->lanes_cap) * sizeof *l);
+        memset(l + ps->lanes_cap, 0, (size_t)(cap - ps->lanes_cap) * sizeof *l);
         ps->lanes = l;
         ps->lanes_cap = cap;
     }
@@ -86,9 +85,8 @@ prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
     return op;
 }
 
-static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg,
-                   double bytes, enum prog_kind kind, int32_t mb,
-                   unsigned flags)
+static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg, double bytes,
+                   enum prog_kind kind, int32_t mb, unsigned flags)
 {
     prog_op op = {0};
     op.type = (uint8_t)type;
@@ -103,14 +101,14 @@ static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg,
     return op;
 }
 
-prog_op prog_send(int32_t peer, int32_t msg, double bytes,
-                  enum prog_kind kind, int32_t mb, unsigned flags)
+prog_op prog_send(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
+                  int32_t mb, unsigned flags)
 {
     return p2p(PROG_SEND, peer, msg, bytes, kind, mb, flags);
 }
 
-prog_op prog_recv(int32_t peer, int32_t msg, double bytes,
-                  enum prog_kind kind, int32_t mb, unsigned flags)
+prog_op prog_recv(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
+                  int32_t mb, unsigned flags)
 {
     return p2p(PROG_RECV, peer, msg, bytes, kind, mb, flags);
 }
@@ -144,12 +142,9 @@ void prog_describe(const prog_op *op, char *buf, int size)
                  : op->kind == PROG_OPT ? "optimizer step"
                                         : "op");
     switch (op->type) {
-    case PROG_COMPUTE:
-        snprintf(buf, (size_t)size, "%s", what);
-        break;
+    case PROG_COMPUTE: snprintf(buf, (size_t)size, "%s", what); break;
     case PROG_SEND:
-        snprintf(buf, (size_t)size, "send %s to rank %d", what,
-                 (int)op->peer);
+        snprintf(buf, (size_t)size, "send %s to rank %d", what, (int)op->peer);
         break;
     case PROG_RECV:
         snprintf(buf, (size_t)size, "recv %s from rank %d", what,
@@ -164,6 +159,16 @@ void prog_describe(const prog_op *op, char *buf, int size)
     default:
         snprintf(buf, (size_t)size, "op of unknown type %d", (int)op->type);
     }
+}
+
+/* "rank 3: send F2 to rank 4 <what>": ops are described only on error,
+ * since sealing runs once per simulated step of a sweep. */
+static int op_error(ps_err *err, const prog_lane *lane, const prog_op *op,
+                    const char *what)
+{
+    char desc[96];
+    prog_describe(op, desc, sizeof desc);
+    return ps_errf(err, "rank %d: %s %s", (int)lane->rank, desc, what);
 }
 
 int prog_seal(prog_set *ps, ps_err *err)
@@ -202,52 +207,43 @@ int prog_seal(prog_set *ps, ps_err *err)
             }
             if (op->type == PROG_COMPUTE) {
                 if (!(op->seconds >= 0) || op->seconds > 1e300) {
-                    char d[96];
-                    prog_describe(op, d, sizeof d);
-                    rc = ps_errf(err, "rank %d: %s has duration %g s",
-                                 (int)lane->rank, d, op->seconds);
+                    rc = op_error(err, lane, op, "has an invalid duration");
                     break;
                 }
                 continue;
             }
             if (op->type != PROG_SEND && op->type != PROG_RECV)
                 continue;
-            char desc[96];
-            prog_describe(op, desc, sizeof desc);
+            const char *bad = NULL;
+            char what[64];
             if ((op->flags & PROG_BATCH) &&
                 (i + 1 == lane->n || (lane->ops[i + 1].type != PROG_SEND &&
-                                      lane->ops[i + 1].type != PROG_RECV))) {
-                rc = ps_errf(err, "rank %d: %s is batched with nothing",
-                             (int)lane->rank, desc);
-                break;
+                                      lane->ops[i + 1].type != PROG_RECV)))
+                bad = "is batched with nothing";
+            else if (op->msg < 0 || op->msg >= ps->nmsgs)
+                bad = "has a message id out of range";
+            else if (op->peer < 0 || op->peer >= ps->nranks ||
+                     op->peer == lane->rank)
+                bad = "has an invalid peer";
+            else if (!(op->bytes >= 0))
+                bad = "has negative bytes";
+            if (!bad) {
+                prog_msg *m = &ps->msgs[op->msg];
+                int32_t *slot_lane =
+                    op->type == PROG_SEND ? &m->send_lane : &m->recv_lane;
+                int32_t *slot_op =
+                    op->type == PROG_SEND ? &m->send_op : &m->recv_op;
+                if (*slot_lane < 0) {
+                    *slot_lane = l;
+                    *slot_op = i;
+                    continue;
+                }
+                snprintf(what, sizeof what, "reuses message id %d",
+                         (int)op->msg);
+                bad = what;
             }
-            if (op->msg < 0 || op->msg >= ps->nmsgs) {
-                rc = ps_errf(err, "rank %d: %s has message id %d out of range",
-                             (int)lane->rank, desc, (int)op->msg);
-                break;
-            }
-            if (op->peer < 0 || op->peer >= ps->nranks ||
-                op->peer == lane->rank) {
-                rc = ps_errf(err, "rank %d: %s has an invalid peer",
-                             (int)lane->rank, desc);
-                break;
-            }
-            if (!(op->bytes >= 0)) {
-                rc = ps_errf(err, "rank %d: %s has negative bytes",
-                             (int)lane->rank, desc);
-                break;
-            }
-            prog_msg *m = &ps->msgs[op->msg];
-            int32_t *slot_lane =
-                op->type == PROG_SEND ? &m->send_lane : &m->recv_lane;
-            int32_t *slot_op = op->type == PROG_SEND ? &m->send_op : &m->recv_op;
-            if (*slot_lane >= 0) {
-                rc = ps_errf(err, "rank %d: %s reuses message id %d",
-                             (int)lane->rank, desc, (int)op->msg);
-                break;
-            }
-            *slot_lane = l;
-            *slot_op = i;
+            rc = op_error(err, lane, op, bad);
+            break;
         }
     }
     for (int32_t id = 0; id < ps->nmsgs && rc == PS_OK; id++) {
@@ -285,8 +281,9 @@ int prog_seal(prog_set *ps, ps_err *err)
         for (int32_t i = 0; i < lane->n; i++) {
             if (lane->ops[i].type == PROG_WAIT &&
                 !signalled[lane->ops[i].msg]) {
-                rc = ps_errf(err, "rank %d: waits for signal %d that nothing "
-                                  "raises",
+                rc = ps_errf(err,
+                             "rank %d: waits for signal %d that nothing "
+                             "raises",
                              (int)lane->rank, (int)lane->ops[i].msg);
                 break;
             }

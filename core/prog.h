@@ -29,11 +29,12 @@ enum prog_type {
  * B: gradient of an activation, COLL: collective payload). */
 enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
 
-#define PROG_BATCH 0x1u  /* SEND/RECV: posted together with the next op */
-#define PROG_NOWAIT 0x2u /* SEND: the lane does not wait for it (an isend
-                            waited on only at the end, as PyTorch's
-                            ScheduleGPipe does); the transfer still starts
-                            only when the receive is posted (rendezvous) */
+#define PROG_BATCH 0x1u /* SEND/RECV: posted together with the next op */
+#define PROG_NOWAIT                                                            \
+    0x2u /* SEND: the lane does not wait for it (an isend                      \
+            waited on only at the end, as PyTorch's                            \
+            ScheduleGPipe does); the transfer still starts                     \
+            only when the receive is posted (rendezvous) */
 
 typedef struct prog_op {
     double seconds; /* COMPUTE: duration */
@@ -71,9 +72,9 @@ typedef struct prog_set {
     int32_t nranks;
     int32_t nlanes, lanes_cap;
     prog_lane *lanes;
-    int32_t nmsgs;      /* message ids handed out so far */
-    int32_t nsignals;   /* signal ids handed out so far */
-    prog_msg *msgs;     /* nmsgs entries, valid after prog_seal */
+    int32_t nmsgs;    /* message ids handed out so far */
+    int32_t nsignals; /* signal ids handed out so far */
+    prog_msg *msgs;   /* nmsgs entries, valid after prog_seal */
 } prog_set;
 
 /* Creates an empty set for nranks ranks. Returns NULL when out of memory.
@@ -92,16 +93,22 @@ int32_t prog_add_lane(prog_set *ps, int32_t rank);
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op);
 
 /* Hands out a fresh message id / signal id. */
-static inline int32_t prog_new_msg(prog_set *ps) { return ps->nmsgs++; }
-static inline int32_t prog_new_signal(prog_set *ps) { return ps->nsignals++; }
+static inline int32_t prog_new_msg(prog_set *ps)
+{
+    return ps->nmsgs++;
+}
+static inline int32_t prog_new_signal(prog_set *ps)
+{
+    return ps->nsignals++;
+}
 
 /* Convenience constructors for the common ops. */
 prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
                      int32_t mb, double seconds, double mem);
-prog_op prog_send(int32_t peer, int32_t msg, double bytes,
-                  enum prog_kind kind, int32_t mb, unsigned flags);
-prog_op prog_recv(int32_t peer, int32_t msg, double bytes,
-                  enum prog_kind kind, int32_t mb, unsigned flags);
+prog_op prog_send(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
+                  int32_t mb, unsigned flags);
+prog_op prog_recv(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
+                  int32_t mb, unsigned flags);
 
 /* Builds the message table and checks the set: every message has exactly
  * one SEND and one RECV, the ranks agree (the SEND's peer is the RECV's rank

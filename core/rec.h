@@ -45,7 +45,7 @@ typedef struct rec_db rec_db;
 enum rec_level { REC_SUMMARY, REC_EVENTS };
 
 typedef struct rec_run {
-    const char *kind;     /* "pipeline" or "collective" */
+    const char *kind; /* "pipeline" or "collective" */
     const char *name;
     const char *schedule; /* NULL for collectives */
     const char *p2p;      /* "rendezvous" or "eager" */

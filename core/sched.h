@@ -33,12 +33,12 @@ typedef struct sched_action {
 
 /* Costs of one model stage (one chunk of one rank) per microbatch. */
 typedef struct sched_stage {
-    double fwd, bwd;   /* seconds */
-    double recompute;  /* seconds of R under checkpointing (usually fwd) */
-    double act_bytes;  /* activations held from F until B frees them */
-    double in_bytes;   /* the stage's input: all it keeps when checkpointed */
-    double out_bytes;  /* activation sent to the next stage; the gradient
-                          sent back has the same size */
+    double fwd, bwd;  /* seconds */
+    double recompute; /* seconds of R under checkpointing (usually fwd) */
+    double act_bytes; /* activations held from F until B frees them */
+    double in_bytes;  /* the stage's input: all it keeps when checkpointed */
+    double out_bytes; /* activation sent to the next stage; the gradient
+                         sent back has the same size */
 } sched_stage;
 
 typedef struct sched_spec {

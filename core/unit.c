@@ -87,8 +87,7 @@ static const char *example_for(enum unit_kind kind)
     return "";
 }
 
-int unit_parse(const char *text, enum unit_kind kind, double *out,
-               ps_err *err)
+int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err)
 {
     char *end;
     double v = strtod(text, &end);
@@ -117,6 +116,6 @@ int unit_parse(const char *text, enum unit_kind kind, double *out,
             return PS_OK;
         }
     }
-    return ps_errf(err, "unknown unit in '%s' (expected a %s such as %s)",
-                   text, unit_kind_name(kind), example_for(kind));
+    return ps_errf(err, "unknown unit in '%s' (expected a %s such as %s)", text,
+                   unit_kind_name(kind), example_for(kind));
 }

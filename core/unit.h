@@ -18,8 +18,7 @@ enum unit_kind {
  * B/s, FLOP, FLOP/s). A bare number is taken in base units. Fails, naming
  * the text, on an unknown unit, a unit of the wrong kind, or a malformed or
  * non-finite number. */
-int unit_parse(const char *text, enum unit_kind kind, double *out,
-               ps_err *err);
+int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err);
 
 /* The name of a kind for messages ("time", "bytes", ...). */
 const char *unit_kind_name(enum unit_kind kind);

@@ -3,7 +3,10 @@
 #include "eng.h"
 #include "harness.h"
 
-static prog_set *two_ranks(void) { return prog_new(2); }
+static prog_set *two_ranks(void)
+{
+    return prog_new(2);
+}
 
 static int run(prog_set *ps, net *nw, enum eng_p2p p2p, eng_result *res,
                ps_err *err)

@@ -253,7 +253,8 @@ static int load_ranks(rec_db *db, export_run *r, ps_err *err)
             busy += r->ev[e].t1 - r->ev[e].t0;
         if (isnan(k->busy))
             k->busy = busy;
-        if (isnan(k->bubble) && r->makespan > 0)
+        /* a run without compute (a collective) has no bubble */
+        if (isnan(k->bubble) && r->makespan > 0 && r->nev > 0)
             k->bubble = 1 - k->busy / r->makespan;
     }
     return PS_OK;

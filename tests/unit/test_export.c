@@ -294,7 +294,64 @@ static int slow_links(fixture *fx, double bandwidth, double latency,
     return PS_OK;
 }
 
-enum { RUN_1F1B = 1, RUN_GPIPE, RUN_INTERLEAVED, RUN_SUMMARY, RUN_FAILED };
+enum {
+    RUN_1F1B = 1,
+    RUN_GPIPE,
+    RUN_INTERLEAVED,
+    RUN_SUMMARY,
+    RUN_FAILED,
+    RUN_COLL
+};
+
+/* A two-rank exchange in two steps (tags 0 and 1) recorded as a collective
+ * "allreduce": transfers and memory rows but no compute events. */
+static int write_collective(rec_db *db, ps_err *err)
+{
+    prog_set *ps = prog_new(2);
+    net *nw = net_new(2);
+    int rc = net_set_mesh(nw, 1e9, 1e-6, err) || net_finalize(nw, err);
+    int32_t lane[2] = {prog_add_lane(ps, 0), prog_add_lane(ps, 1)};
+    for (int step = 0; step < 2 && rc == 0; step++) {
+        int32_t m[2] = {prog_new_msg(ps), prog_new_msg(ps)};
+        for (int r = 0; r < 2; r++) {
+            prog_op op = prog_send(1 - r, m[r], 1e6, PROG_COLL, -1, PROG_BATCH);
+            op.tag = step;
+            prog_push(ps, lane[r], &op);
+            op = prog_recv(1 - r, m[1 - r], 1e6, PROG_COLL, -1, 0);
+            op.tag = step;
+            prog_push(ps, lane[r], &op);
+        }
+    }
+    eng_sim *e = eng_new();
+    eng_result res;
+    if (rc == 0)
+        rc =
+            prog_seal(ps, err) || eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, err);
+    double statics[2] = {1e6, 1e6};
+    rec_collective coll = {"allreduce", "ring", 2, 1e6, 0, 0, 0};
+    rec_run run = {.kind = "collective",
+                   .name = "ring allreduce",
+                   .p2p = "rendezvous",
+                   .stages = 0,
+                   .makespan = rc ? 0 : res.makespan,
+                   .bubble = NAN,
+                   .closed_form_bubble = NAN,
+                   .imbalance = NAN,
+                   .peak_memory = 1e6,
+                   .status = "ok"};
+    rec_payload pay = {.run = &run,
+                       .collective = &coll,
+                       .progs = ps,
+                       .static_memory = statics,
+                       .network = nw};
+    int64_t id;
+    if (rc == 0)
+        rc = rec_write(db, &pay, REC_EVENTS, &id, err);
+    eng_free(e);
+    prog_free(ps);
+    net_free(nw);
+    return rc ? PS_ERR : PS_OK;
+}
 
 /* Writes runs 1..5 into dbfile: 1F1B (p=4, m=8, transfers take time,
  * params give device memory and 2 GPUs per node, an awkward name), GPipe
@@ -340,6 +397,11 @@ static int make_db(void)
             rec_close(db, NULL);
             return -1;
         }
+    }
+    if (write_collective(db, &err)) {
+        printf("write_collective: %s\n", err.msg);
+        rec_close(db, NULL);
+        return -1;
     }
     return rec_close(db, &err);
 }
@@ -507,6 +569,10 @@ static void check_chrome(rec_db *db, int64_t run)
         CHECK_HAS(text, "\"process_name\",\"pid\":3,\"tid\":0,"
                         "\"args\":{\"name\":\"rank 3\"}");
     }
+    if (run == RUN_COLL) {
+        CHECK_HAS(text, "\"name\":\"allreduce step 1\",\"pid\":1");
+        CHECK_HAS(text, "\"name\":\"rank 1 compute\"");
+    }
     if (run == RUN_INTERLEAVED) {
         CHECK_HAS(text, "\"name\":\"B3.c1\"");
         CHECK_HAS(text, "\"name\":\"F0.c0\"");
@@ -588,9 +654,12 @@ static void test_nice_output(rec_db *db)
 {
     for (int64_t run = RUN_1F1B; run <= RUN_INTERLEAVED; run++)
         check_chrome(db, run);
+    check_chrome(db, RUN_COLL);
     int64_t one = RUN_1F1B, all[] = {RUN_GPIPE, RUN_1F1B, RUN_INTERLEAVED};
     check_svg(db, &one, 1);
     check_svg(db, all, 3);
+    int64_t coll = RUN_COLL;
+    check_svg(db, &coll, 1);
 }
 
 /* ------------------------------------------------------------------ */

@@ -111,6 +111,9 @@ int rec_flush(rec_db *db, ps_err *err);
  * "DB: not a pipesim database". */
 rec_db *rec_open_read(const char *path, ps_err *err);
 
+/* The path the database was opened with, for messages; owned by db. */
+const char *rec_path(const rec_db *db);
+
 typedef struct rec_query rec_query;
 
 /* Prepares sql; the message on failure quotes the SQL and SQLite's error. */

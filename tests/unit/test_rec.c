@@ -75,6 +75,12 @@ static void test_levels_and_views(void)
     CHECK_NEAR(scalar(db, "SELECT bytes FROM memory WHERE run = 1 AND rank = 2 "
                           "ORDER BY rowid LIMIT 1"),
                3000.0);
+    /* multi-row inserts keep the ledger's order: rowid order is time order
+     * within a rank */
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory a JOIN memory b ON "
+                         "a.run = b.run AND a.rank = b.rank AND a.rowid < "
+                         "b.rowid AND a.t > b.t"),
+              0);
     CHECK_NEAR(scalar(db, "SELECT sum(bytes) FROM link WHERE run = 1"),
                48 * 64.0);
     char buf[256];

@@ -1,0 +1,550 @@
+/* Text reports: the run comparison table and the per-run Gantt chart.
+ *
+ * The Gantt maps time to columns linearly (column c covers [c dt, (c+1) dt)
+ * with dt = makespan / columns) and draws each compute event over the
+ * columns its rounded ends span, so the glyph count of a rank is its busy
+ * time / dt up to one column per event; an event too short for a column
+ * still marks one idle column so that nothing that ran is invisible. */
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Formatting                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The unit a time axis or figure of magnitude s reads best in. */
+static double time_unit(double s, const char **name)
+{
+    double a = fabs(s);
+    if (a >= 1 || a == 0) {
+        *name = "s";
+        return 1;
+    }
+    if (a >= 1e-3) {
+        *name = "ms";
+        return 1e-3;
+    }
+    if (a >= 1e-6) {
+        *name = "us";
+        return 1e-6;
+    }
+    *name = "ns";
+    return 1e-9;
+}
+
+static const char *fmt_time(double s, char *buf, size_t size)
+{
+    const char *unit;
+    double scale = time_unit(s, &unit);
+    snprintf(buf, size, "%.4g %s", s / scale, unit);
+    return buf;
+}
+
+static const char *fmt_bytes(double b, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (fabs(b) >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, size, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+static const char *fmt_pct(double f, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.2f%%", 100 * f);
+    return buf;
+}
+
+/* Prepares sql with ?1 bound to run (when run >= 0). */
+static rec_query *query(rec_db *db, const char *sql, int64_t run, ps_err *err)
+{
+    rec_query *q = rec_query_new(db, sql, err);
+    if (q && run >= 0)
+        rec_query_bind_int(q, 1, run);
+    return q;
+}
+
+/* ------------------------------------------------------------------ */
+/* The run table                                                       */
+/* ------------------------------------------------------------------ */
+
+enum { NCOLS = 14, CELL = 48 };
+
+static const char *const col_name[NCOLS] = {
+    "id", "name",     "kind",   "schedule", "p",        "m",         "v",
+    "dp", "makespan", "bubble", "closed",   "peak_mem", "imbalance", "status"};
+static const char *const csv_name[NCOLS] = {"id",
+                                            "name",
+                                            "kind",
+                                            "schedule",
+                                            "stages",
+                                            "microbatches",
+                                            "virtual_stages",
+                                            "dp",
+                                            "makespan",
+                                            "bubble",
+                                            "closed_form_bubble",
+                                            "peak_memory",
+                                            "imbalance",
+                                            "status"};
+/* text columns are left-aligned, numbers right-aligned */
+static const int col_left[NCOLS] = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+static const char runs_sql[] =
+    "SELECT id, name, kind, schedule, stages, microbatches, virtual_stages, "
+    "dp, makespan, bubble, closed_form_bubble, coalesce(peak_memory, (SELECT "
+    "max(peak) FROM memory_peak WHERE memory_peak.run = run.id)), "
+    "imbalance, status FROM run ORDER BY id";
+
+static void csv_field(FILE *out, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+/* One row as display cells (human units) or CSV fields (raw numbers). */
+static void run_cells(rec_query *q, int csv, char cell[NCOLS][CELL])
+{
+    for (int c = 0; c < NCOLS; c++) {
+        char *b = cell[c];
+        if (rec_query_isnull(q, c)) {
+            snprintf(b, CELL, "%s", csv ? "" : "-");
+            continue;
+        }
+        double x = rec_query_double(q, c);
+        switch (c) {
+        case 0:
+        case 4:
+        case 5:
+        case 6:
+        case 7:
+            snprintf(b, CELL, "%lld", (long long)rec_query_int(q, c));
+            break;
+        case 8:
+        case 9:
+        case 10:
+        case 11:
+        case 12:
+            if (csv)
+                snprintf(b, CELL, "%.17g", x);
+            else if (c == 8)
+                fmt_time(x, b, CELL);
+            else if (c == 11)
+                fmt_bytes(x, b, CELL);
+            else if (c == 12)
+                snprintf(b, CELL, "%.3f", x);
+            else
+                fmt_pct(x, b, CELL);
+            break;
+        default: snprintf(b, CELL, "%s", rec_query_text(q, c));
+        }
+    }
+}
+
+int report_runs(rec_db *db, FILE *out, int csv, ps_err *err)
+{
+    rec_query *q = query(db, runs_sql, -1, err);
+    if (!q)
+        return PS_ERR;
+    char(*rows)[NCOLS][CELL] = NULL;
+    int n = 0, cap = 0, rc;
+    while ((rc = rec_query_step(q, err)) == 1) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            void *p = realloc(rows, (size_t)cap * sizeof *rows);
+            if (!p) {
+                rc = ps_errf(err, "out of memory for the run table");
+                break;
+            }
+            rows = p;
+        }
+        run_cells(q, csv, rows[n++]);
+    }
+    rec_query_free(q);
+    if (rc < 0) {
+        free(rows);
+        return PS_ERR;
+    }
+    if (csv) {
+        for (int c = 0; c < NCOLS; c++)
+            fprintf(out, "%s%s", c ? "," : "", csv_name[c]);
+        fputc('\n', out);
+        for (int r = 0; r < n; r++) {
+            for (int c = 0; c < NCOLS; c++) {
+                if (c)
+                    fputc(',', out);
+                csv_field(out, rows[r][c]);
+            }
+            fputc('\n', out);
+        }
+        free(rows);
+        return PS_OK;
+    }
+    int w[NCOLS];
+    for (int c = 0; c < NCOLS; c++) {
+        w[c] = (int)strlen(col_name[c]);
+        for (int r = 0; r < n; r++)
+            if ((int)strlen(rows[r][c]) > w[c])
+                w[c] = (int)strlen(rows[r][c]);
+    }
+    for (int r = -1; r < n; r++) {
+        for (int c = 0; c < NCOLS; c++) {
+            const char *s = r < 0 ? col_name[c] : rows[r][c];
+            int last = c == NCOLS - 1;
+            if (col_left[c])
+                fprintf(out, "%s%-*s", c ? "  " : "", last ? 0 : w[c], s);
+            else
+                fprintf(out, "%s%*s", c ? "  " : "", w[c], s);
+        }
+        fputc('\n', out);
+    }
+    free(rows);
+    return PS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* One run                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct run_info {
+    char kind[32], name[256], schedule[64], status[16], error[1024];
+    int64_t p, m, v, dp;
+    double makespan, bubble, closed, peak;
+    int has_bubble, has_closed, has_peak;
+} run_info;
+
+static const char run_sql[] =
+    "SELECT kind, name, schedule, stages, microbatches, virtual_stages, dp, "
+    "makespan, bubble, closed_form_bubble, coalesce(peak_memory, (SELECT "
+    "max(peak) FROM memory_peak WHERE run = ?1)), status, error "
+    "FROM run WHERE id = ?1";
+
+static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
+{
+    rec_query *q = query(db, run_sql, run, err);
+    if (!q)
+        return PS_ERR;
+    int rc = rec_query_step(q, err);
+    if (rc == 0)
+        rc = ps_errf(err, "run %lld not found in %s", (long long)run,
+                     rec_path(db));
+    if (rc == 1) {
+        memset(ri, 0, sizeof *ri);
+        snprintf(ri->kind, sizeof ri->kind, "%s", rec_query_text(q, 0));
+        snprintf(ri->name, sizeof ri->name, "%s", rec_query_text(q, 1));
+        snprintf(ri->schedule, sizeof ri->schedule, "%s", rec_query_text(q, 2));
+        ri->p = rec_query_int(q, 3);
+        ri->m = rec_query_int(q, 4);
+        ri->v = rec_query_int(q, 5);
+        ri->dp = rec_query_int(q, 6);
+        ri->makespan = rec_query_double(q, 7);
+        ri->has_bubble = !rec_query_isnull(q, 8);
+        ri->bubble = rec_query_double(q, 8);
+        ri->has_closed = !rec_query_isnull(q, 9);
+        ri->closed = rec_query_double(q, 9);
+        ri->has_peak = !rec_query_isnull(q, 10);
+        ri->peak = rec_query_double(q, 10);
+        snprintf(ri->status, sizeof ri->status, "%s", rec_query_text(q, 11));
+        snprintf(ri->error, sizeof ri->error, "%s", rec_query_text(q, 12));
+        rc = PS_OK;
+    }
+    rec_query_free(q);
+    return rc;
+}
+
+/* Writes text to out, breaking lines after ", " so that none is longer
+ * than width where possible; continuation lines are indented. */
+static void wrap(FILE *out, const char *text, int width)
+{
+    int col = 0;
+    while (*text) {
+        const char *sep = strstr(text, ", ");
+        int len = sep ? (int)(sep - text) + 1 : (int)strlen(text);
+        if (col > 2 && col + 1 + len > width) {
+            fputs("\n  ", out);
+            col = 2;
+        } else if (col > 0) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(text, 1, (size_t)len, out);
+        col += len;
+        text += len + (sep ? 1 : 0);
+    }
+    fputc('\n', out);
+}
+
+static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
+                         FILE *final, ps_err *err)
+{
+    char a[64], b[64];
+    char line[2048];
+    FILE *out = fmemopen(line, sizeof line, "w");
+    if (!out)
+        return ps_errf(err, "out of memory for the summary");
+    fprintf(out, "run %lld \"%s\": ", (long long)run, ri->name);
+    if (strcmp(ri->kind, "collective") == 0) {
+        rec_query *q = query(db,
+                             "SELECT op, algorithm, ranks, bytes, time, "
+                             "busbw FROM collective WHERE run = ?1",
+                             run, err);
+        if (!q) {
+            fclose(out);
+            return PS_ERR;
+        }
+        int rc = rec_query_step(q, err);
+        if (rc < 0) {
+            rec_query_free(q);
+            fclose(out);
+            return PS_ERR;
+        }
+        if (rc == 1)
+            fprintf(out,
+                    "%s %s on %lld ranks, %s in %s, bus bandwidth "
+                    "%.4g GB/s",
+                    rec_query_text(q, 0), rec_query_text(q, 1),
+                    (long long)rec_query_int(q, 2),
+                    fmt_bytes(rec_query_double(q, 3), a, sizeof a),
+                    fmt_time(rec_query_double(q, 4), b, sizeof b),
+                    rec_query_double(q, 5) / 1e9);
+        else
+            fprintf(out, "collective, time %s",
+                    fmt_time(ri->makespan, a, sizeof a));
+        rec_query_free(q);
+    } else {
+        fprintf(out, "%s p=%lld m=%lld v=%lld", ri->schedule, (long long)ri->p,
+                (long long)ri->m, (long long)ri->v);
+        if (ri->dp > 1)
+            fprintf(out, " dp=%lld", (long long)ri->dp);
+        fprintf(out, ", makespan %s", fmt_time(ri->makespan, a, sizeof a));
+        if (ri->has_bubble)
+            fprintf(out, ", bubble %s", fmt_pct(ri->bubble, a, sizeof a));
+        if (ri->has_closed)
+            fprintf(out, " vs closed form %s = %s",
+                    ri->v > 1 ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)",
+                    fmt_pct(ri->closed, b, sizeof b));
+        if (ri->has_peak)
+            fprintf(out, ", peak memory %s", fmt_bytes(ri->peak, a, sizeof a));
+    }
+    fputc('\0', out);
+    fclose(out);
+    line[sizeof line - 1] = '\0';
+    wrap(final, line, width);
+    if (strcmp(ri->status, "ok") != 0)
+        fprintf(final, "status %s: %s\n", ri->status, ri->error);
+    return PS_OK;
+}
+
+/* Glyph that fills a compute event of kind; labels are the microbatch. */
+static char glyph(const char *kind)
+{
+    switch (kind[0]) {
+    case 'F': return '-';
+    case 'B': return '=';
+    case 'R': return '~';
+    case 'W': return '+';
+    case 'O': return '#';
+    default: return '*';
+    }
+}
+
+/* A 1-2-5 step of at least raw. */
+static double nice_step(double raw)
+{
+    double e = pow(10, floor(log10(raw)));
+    double f = raw / e;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
+}
+
+/* The axis under the timeline (ticks every ~12 columns) and its labels,
+ * the last one carrying the unit. */
+static void print_axis(FILE *out, int indent, int cols, double makespan)
+{
+    const char *unit;
+    double scale = time_unit(makespan, &unit);
+    double dt = makespan / cols;
+    double step = nice_step(makespan * 12 / cols);
+    char *ticks = malloc((size_t)cols + 2);
+    char *labels = malloc((size_t)cols + 64);
+    if (!ticks || !labels) {
+        free(ticks);
+        free(labels);
+        return;
+    }
+    memset(ticks, '-', (size_t)cols + 1);
+    ticks[cols + 1] = '\0';
+    memset(labels, ' ', (size_t)cols + 63);
+    labels[cols + 63] = '\0';
+    int end = 0; /* first free label column */
+    for (int k = 0;; k++) {
+        double t = k * step;
+        int c = (int)lround(t / dt);
+        if (c > cols)
+            break;
+        ticks[c] = '+';
+        char lab[48];
+        int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
+        /* the unit goes on the last label that fits */
+        if ((k + 1) * step / dt > cols + 0.5)
+            len = snprintf(lab, sizeof lab, "%.4g %s", t / scale, unit);
+        if (c >= end && c + len < cols + 63) {
+            memcpy(labels + c, lab, (size_t)len);
+            end = c + len + 1;
+        }
+    }
+    int last = cols + 62;
+    while (last >= 0 && labels[last] == ' ')
+        labels[last--] = '\0';
+    fprintf(out, "%*s%s\n%*s%s\n", indent, "", ticks, indent, "", labels);
+    free(ticks);
+    free(labels);
+}
+
+static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
+                       int64_t nranks, double makespan, FILE *out, ps_err *err)
+{
+    char digits[32];
+    int rw = snprintf(digits, sizeof digits, "%lld", (long long)(nranks - 1));
+    int label = 6 + rw; /* "rank N " */
+    int cols = width - label - 2 - 8;
+    if (cols < 20)
+        cols = 20;
+    double dt = makespan / cols;
+    char *grid = malloc((size_t)(nranks * cols));
+    double *busy = calloc((size_t)nranks, sizeof *busy);
+    double *bubble = malloc((size_t)nranks * sizeof *bubble);
+    int kinds[6] = {0}; /* F B R W OPT other seen */
+    if (!grid || !busy || !bubble) {
+        free(grid);
+        free(busy);
+        free(bubble);
+        return ps_errf(err, "out of memory for the chart");
+    }
+    memset(grid, '.', (size_t)(nranks * cols));
+    for (int64_t r = 0; r < nranks; r++)
+        bubble[r] = NAN;
+    int rc = PS_OK;
+    rec_query *q = query(db,
+                         "SELECT rank, kind, mb, t_start, t_end FROM event "
+                         "WHERE run = ?1 ORDER BY rank, t_start",
+                         run, err);
+    if (!q)
+        rc = PS_ERR;
+    while (q && (rc = rec_query_step(q, err)) == 1) {
+        int64_t r = rec_query_int(q, 0);
+        if (r < 0 || r >= nranks)
+            continue;
+        const char *kind = rec_query_text(q, 1);
+        double t0 = rec_query_double(q, 3), t1 = rec_query_double(q, 4);
+        busy[r] += t1 - t0;
+        char g = glyph(kind);
+        kinds[strchr("-=~+#", g) ? strchr("-=~+#", g) - "-=~+#" : 5] = 1;
+        char *row = grid + r * cols;
+        long c0 = lround(t0 / dt), c1 = lround(t1 / dt);
+        c0 = c0 < 0 ? 0 : c0 > cols ? cols : c0;
+        c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
+        if (c1 == c0) {
+            if (t1 > t0 && c0 < cols && row[c0] == '.')
+                row[c0] = g;
+            continue;
+        }
+        memset(row + c0, g, (size_t)(c1 - c0));
+        if (!rec_query_isnull(q, 2)) {
+            char lab[24];
+            int len = snprintf(lab, sizeof lab, "%lld",
+                               (long long)rec_query_int(q, 2));
+            if (len < c1 - c0) /* keep one glyph: the kind stays visible */
+                memcpy(row + c0, lab, (size_t)len);
+        }
+    }
+    rec_query_free(q);
+    if (rc == PS_OK) {
+        q = query(db, "SELECT rank, bubble FROM rank_stat WHERE run = ?1", run,
+                  err);
+        if (!q)
+            rc = PS_ERR;
+        while (q && (rc = rec_query_step(q, err)) == 1) {
+            int64_t r = rec_query_int(q, 0);
+            if (r >= 0 && r < nranks && !rec_query_isnull(q, 1))
+                bubble[r] = rec_query_double(q, 1);
+        }
+        rec_query_free(q);
+    }
+    if (rc == PS_OK) {
+        for (int64_t r = 0; r < nranks; r++) {
+            double b = isnan(bubble[r]) ? 1 - busy[r] / makespan : bubble[r];
+            fprintf(out, "rank %*lld |%.*s| %5.1f%%\n", rw, (long long)r, cols,
+                    grid + r * cols, 100 * b);
+        }
+        print_axis(out, label, cols, makespan);
+        char legend[512];
+        snprintf(legend, sizeof legend,
+                 "legend: 3--- forward of microbatch 3, 3=== backward%s%s%s%s, "
+                 ". idle, %% = rank's bubble%s",
+                 kinds[2] ? ", 3~~~ recompute" : "",
+                 kinds[3] ? ", +++ weight gradient" : "",
+                 kinds[4] ? ", ### optimizer" : "",
+                 kinds[5] ? ", *** other" : "",
+                 ri->v > 1 ? ", chunks share glyphs" : "");
+        wrap(out, legend, width);
+    }
+    free(grid);
+    free(busy);
+    free(bubble);
+    return rc < 0 ? PS_ERR : PS_OK;
+}
+
+int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
+{
+    run_info ri;
+    if (load_run(db, run, &ri, err) ||
+        print_summary(db, run, &ri, width, out, err))
+        return PS_ERR;
+    rec_query *q = query(db,
+                         "SELECT (SELECT count(*) FROM event WHERE run = ?1), "
+                         "(SELECT count(*) FROM memory WHERE run = ?1), "
+                         "(SELECT max(r) FROM (SELECT max(rank) AS r FROM "
+                         "event WHERE run = ?1 UNION ALL SELECT max(rank) "
+                         "FROM rank_stat WHERE run = ?1)), "
+                         "(SELECT max(t_end) FROM event WHERE run = ?1)",
+                         run, err);
+    if (!q || rec_query_step(q, err) != 1) {
+        rec_query_free(q);
+        return PS_ERR;
+    }
+    int64_t events = rec_query_int(q, 0), memory = rec_query_int(q, 1);
+    int64_t nranks = rec_query_int(q, 2) + 1;
+    double t_end = rec_query_double(q, 3);
+    rec_query_free(q);
+    if (events == 0) {
+        if (strcmp(ri.status, "ok") != 0)
+            fprintf(out, "(no timeline: the run failed)\n");
+        else if (memory == 0)
+            fprintf(out,
+                    "(no timeline: run recorded with record = \"summary\")\n");
+        else
+            fprintf(out, "(no compute events in this run)\n");
+        return PS_OK;
+    }
+    double makespan = ri.makespan > t_end ? ri.makespan : t_end;
+    if (!(makespan > 0)) {
+        fprintf(out, "(no timeline: makespan is 0)\n");
+        return PS_OK;
+    }
+    return print_gantt(db, run, &ri, width, nranks, makespan, out, err);
+}

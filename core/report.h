@@ -1,0 +1,29 @@
+/* Reports over a recorded database, for `pipesim report`: a table comparing
+ * all runs, and one run's summary with an ASCII Gantt chart. Reads only
+ * through rec.h's query API, so it works on any pipesim database, including
+ * one opened read-only. */
+#ifndef PS_REPORT_H
+#define PS_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+#include "rec.h"
+
+/* Writes one line per run (id, name, kind, schedule, p, m, v, dp, makespan,
+ * bubble, closed-form bubble, peak memory, imbalance, status) to out: an
+ * aligned table in human units, or with csv != 0 CSV with a header line and
+ * raw numbers in base units (seconds, fractions, bytes) for other tools.
+ * Fails only when a query fails. */
+int report_runs(rec_db *db, FILE *out, int csv, ps_err *err);
+
+/* Writes run's summary line and, when its events were recorded, a Gantt
+ * chart: one row per rank, `width` columns wide in total (the timeline
+ * gets what the rank label and bubble column leave, at least 20), a time
+ * axis and a legend. A run recorded at summary level gets the summary and
+ * a note instead of the chart. Fails with "run 7 not found in DB" for an
+ * unknown id, or when a query fails. */
+int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err);
+
+#endif

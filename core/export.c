@@ -68,17 +68,6 @@ static double col_real(rec_query *q, int col)
     return rec_query_isnull(q, col) ? NAN : rec_query_double(q, col);
 }
 
-/* The database's file name, for messages (rec.h does not expose it). */
-static void db_path(rec_db *db, char *buf, size_t size)
-{
-    snprintf(buf, size, "the database");
-    rec_query *q = rec_query_new(
-        db, "SELECT file FROM pragma_database_list WHERE name = 'main'", NULL);
-    if (q && rec_query_step(q, NULL) == 1 && *rec_query_text(q, 0))
-        snprintf(buf, size, "%s", rec_query_text(q, 0));
-    rec_query_free(q);
-}
-
 static const char run_sql[] =
     "SELECT kind, name, schedule, p2p, params, status, error, created, "
     "stages, microbatches, virtual_stages, dp, makespan, bubble, "
@@ -92,10 +81,9 @@ static int load_header(rec_db *db, int64_t id, export_run *r, ps_err *err)
     rec_query_bind_int(q, 1, id);
     int rc = rec_query_step(q, err);
     if (rc == 0) {
-        char path[1024];
-        db_path(db, path, sizeof path);
         rec_query_free(q);
-        return ps_errf(err, "run %lld not found in %s", (long long)id, path);
+        return ps_errf(err, "run %lld not found in %s", (long long)id,
+                       rec_path(db));
     }
     if (rc < 0) {
         rec_query_free(q);

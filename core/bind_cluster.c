@@ -39,6 +39,8 @@ static int cluster_index(lua_State *L)
         lua_pushinteger(L, c->nranks);
     else if (strcmp(k, "gpus_per_node") == 0)
         lua_pushinteger(L, c->gpus_per_node);
+    else if (strcmp(k, "memory") == 0 && c->memory[0] > 0)
+        lua_pushnumber(L, c->memory[0]); /* rank 0's capacity, bytes */
     else if (strcmp(k, "flops_rate") == 0 && !isnan(c->rate[0]))
         lua_pushnumber(L, c->rate[0]); /* rank 0's peak x efficiency */
     else

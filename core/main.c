@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "export.h"
 #include "rec.h"
 #include "report.h"
 
 static const char usage[] =
     "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]...\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
+    "       pipesim export DB RUN --format chrome|svg [-o FILE]\n"
+    "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -26,10 +29,13 @@ static const char usage[] =
     "           visible to the script as ps.args.key (numbers as numbers).\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
+    "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
+    "           chart with memory curves; --compare stacks runs.\n"
     "\n"
     "Examples:\n"
     "  pipesim run scenarios/demo.lua\n"
     "  pipesim report results/demo.db 2\n"
+    "  pipesim export results/demo.db 2 --format chrome -o trace.json\n"
     "  sqlite3 results/demo.db < results/queries/bubble_per_rank.sql\n";
 
 static int fail(const char *fmt, const char *a, const char *b)
@@ -243,6 +249,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0)
+        return export_main(argc - 2, argv + 2);
     return fail("unknown command '%s' (expected run, report or export; try "
                 "pipesim --help)",
                 cmd, "");

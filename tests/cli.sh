@@ -63,4 +63,13 @@ mkdir -p "$TMP/cwd" && cp "$TMP/args.lua" "$TMP/cwd/sweep.lua"
 printf 'local ps = require "pipesim"\nps.run{ stages = 2 }\n' >"$TMP/bad.lua"
 expect_fail "run $TMP/bad.lua -o $TMP/bad.db" "bad.lua:2: ps.run: missing field 'layers'"
 
+# export: a trace Python's json module reads, an SVG xmllint accepts
+if $VG "$BIN" export "$TMP/args.db" 1 --format chrome -o "$TMP/t.json" 2>"$TMP/e" &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$TMP/t.json"; then
+    ok; else bad "export chrome: $(cat "$TMP/e")"; fi
+if $VG "$BIN" export "$TMP/args.db" --compare 1,2 -o "$TMP/t.svg" 2>"$TMP/e" &&
+    xmllint --noout "$TMP/t.svg"; then ok; else bad "export svg: $(cat "$TMP/e")"; fi
+expect_fail "export $TMP/args.db 9 --format svg" "run 9 not found"
+expect_fail "export $TMP/missing.db 1 --format svg" "missing.db: no such file"
+
 echo "$P passed, $F failed"

@@ -192,7 +192,11 @@ local function params_json(spec, partition)
   end
   p.partition = partition
   p.layers = #spec.layers
-  if spec.cluster then p.cluster = tostring(spec.cluster) end
+  local c = spec.cluster
+  if c then
+    p.cluster = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
+                  device = { memory = c.memory, flops_rate = c.flops_rate } }
+  end
   return table.concat(json(p, {}))
 end
 

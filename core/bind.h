@@ -58,5 +58,7 @@ int bind_raise(lua_State *L, const ps_err *err);
 struct rec_db *bind_database(lua_State *L, const char *path);
 /* Counts a recorded run toward bind_finish's total. */
 void bind_count_run(lua_State *L);
+/* Called after every simulated run: may redraw the progress line. */
+void bind_progress(lua_State *L);
 
 #endif

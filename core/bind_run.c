@@ -340,6 +340,7 @@ static int core_run(lua_State *L)
     int rc = pipe_run(get_ctx(L), &cfg, cl->nw, db, &res, &err);
     if (db && res.id > 0)
         bind_count_run(L);
+    bind_progress(L);
     if (rc)
         return bind_raise(L, &err);
 

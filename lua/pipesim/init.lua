@@ -273,4 +273,10 @@ function ps.seconds(t)
 end
 
 ps.parse = core.parse
+
+-- ps.progress(false) silences the progress line a long sweep draws on a
+-- terminal (it is on by default when stderr is a terminal, off otherwise).
+function ps.progress(on)
+  core.progress(on)
+end
 return ps

@@ -166,6 +166,13 @@ void prog_describe(const prog_op *op, char *buf, int size)
     }
 }
 
+/* prog_describe into a 96-byte buf, returning buf, for error messages. */
+static const char *describe(const prog_op *op, char desc[96])
+{
+    prog_describe(op, desc, 96);
+    return desc;
+}
+
 int prog_seal(prog_set *ps, ps_err *err)
 {
     free(ps->msgs);
@@ -212,29 +219,30 @@ int prog_seal(prog_set *ps, ps_err *err)
             }
             if (op->type != PROG_SEND && op->type != PROG_RECV)
                 continue;
+            /* described only on the error paths: formatting every op
+             * cost more than the rest of the check on large sets */
             char desc[96];
-            prog_describe(op, desc, sizeof desc);
             if ((op->flags & PROG_BATCH) &&
                 (i + 1 == lane->n || (lane->ops[i + 1].type != PROG_SEND &&
                                       lane->ops[i + 1].type != PROG_RECV))) {
                 rc = ps_errf(err, "rank %d: %s is batched with nothing",
-                             (int)lane->rank, desc);
+                             (int)lane->rank, describe(op, desc));
                 break;
             }
             if (op->msg < 0 || op->msg >= ps->nmsgs) {
                 rc = ps_errf(err, "rank %d: %s has message id %d out of range",
-                             (int)lane->rank, desc, (int)op->msg);
+                             (int)lane->rank, describe(op, desc), (int)op->msg);
                 break;
             }
             if (op->peer < 0 || op->peer >= ps->nranks ||
                 op->peer == lane->rank) {
                 rc = ps_errf(err, "rank %d: %s has an invalid peer",
-                             (int)lane->rank, desc);
+                             (int)lane->rank, describe(op, desc));
                 break;
             }
             if (!(op->bytes >= 0)) {
                 rc = ps_errf(err, "rank %d: %s has negative bytes",
-                             (int)lane->rank, desc);
+                             (int)lane->rank, describe(op, desc));
                 break;
             }
             prog_msg *m = &ps->msgs[op->msg];
@@ -243,7 +251,7 @@ int prog_seal(prog_set *ps, ps_err *err)
             int32_t *slot_op = op->type == PROG_SEND ? &m->send_op : &m->recv_op;
             if (*slot_lane >= 0) {
                 rc = ps_errf(err, "rank %d: %s reuses message id %d",
-                             (int)lane->rank, desc, (int)op->msg);
+                             (int)lane->rank, describe(op, desc), (int)op->msg);
                 break;
             }
             *slot_lane = l;

@@ -610,6 +610,46 @@ static int data_run(const coll_spec *spec, const view *v, coll_gen *g,
 /* ------------------------------------------------------------------ */
 /* The run                                                             */
 
+/* Counting pass: runs the generator without emitting to learn each
+ * position's op and send counts, reserves every lane exactly (no realloc
+ * while generating) and hands each sender a contiguous block of message
+ * ids. O(transfers) with no memory traffic beyond two counters each. */
+static int reserve(coll_gen *g, enum coll_op op, int algo, int32_t root,
+                   int32_t rpn, int32_t chunks)
+{
+    int32_t N = g->N;
+    g->ops = calloc((size_t)N, sizeof *g->ops);
+    g->next_msg = calloc((size_t)N, sizeof *g->next_msg);
+    if (!g->ops || !g->next_msg)
+        return -1;
+    g->counting = 1;
+    coll_generate(g, op, algo, root, rpn, chunks);
+    g->counting = 0;
+    g->nsteps = 0;
+    if (g->oom)
+        return -1;
+    int64_t base = g->ps->nmsgs;
+    for (int32_t i = 0; i < N; i++) {
+        int64_t sends = g->next_msg[i];
+        g->next_msg[i] = (int32_t)base;
+        base += sends;
+        prog_lane *lane = &g->ps->lanes[g->lane[i]];
+        if (g->ops[i] > INT32_MAX)
+            return -1;
+        if (g->ops[i] > lane->cap) {
+            prog_op *o = realloc(lane->ops, (size_t)g->ops[i] * sizeof *o);
+            if (!o)
+                return -1;
+            lane->ops = o;
+            lane->cap = (int32_t)g->ops[i];
+        }
+    }
+    if (base > INT32_MAX)
+        return -1;
+    g->ps->nmsgs = (int32_t)base; /* the ids handed out above */
+    return 0;
+}
+
 void coll_result_free(coll_result *res)
 {
     if (!res)
@@ -684,6 +724,9 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if (g.lane[i] < 0)
             g.oom = 1;
     }
+    if (!g.oom &&
+        reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
+        g.oom = 1;
     if (!g.oom)
         coll_generate(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks);
     if (g.oom) {
@@ -718,6 +761,8 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     free(g.lane);
     free(g.last_step);
     free(g.x);
+    free(g.ops);
+    free(g.next_msg);
     view_free(&v);
     return PS_OK;
 fail:
@@ -725,6 +770,8 @@ fail:
     free(g.lane);
     free(g.last_step);
     free(g.x);
+    free(g.ops);
+    free(g.next_msg);
     view_free(&v);
     coll_result_free(res);
     return rc;

@@ -7,33 +7,49 @@
 #include <assert.h>
 #include <stdlib.h>
 
-static void push(coll_gen *g, int32_t pos, prog_op *op, int32_t step)
+/* Appends a SEND or RECV to pos's lane; capacity was reserved from the
+ * counting pass, so this is a plain store (prog_push is the fallback). */
+static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
+                 int32_t msg, double bytes, int32_t step)
 {
     prog_lane *lane = &g->ps->lanes[g->lane[pos]];
     assert(step >= g->last_step[pos]);
     if (g->last_step[pos] == step) /* same step: batch with the one before */
         lane->ops[lane->n - 1].flags |= PROG_BATCH;
     g->last_step[pos] = step;
-    op->tag = step;
-    if (prog_push(g->ps, g->lane[pos], op))
+    prog_op op = {.bytes = bytes,
+                  .msg = msg,
+                  .peer = peer,
+                  .stage = -1,
+                  .mb = -1,
+                  .tag = step,
+                  .type = (uint8_t)type,
+                  .kind = PROG_COLL};
+    if (lane->n < lane->cap)
+        lane->ops[lane->n++] = op;
+    else if (prog_push(g->ps, g->lane[pos], &op))
         g->oom = 1;
 }
 
 void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
                int64_t cnt, int add)
 {
+    if (step + 1 > g->nsteps)
+        g->nsteps = step + 1;
+    if (g->counting) {
+        g->ops[src]++;
+        g->ops[dst]++;
+        g->next_msg[src]++;
+        return;
+    }
     if (g->oom)
         return;
     double bytes = (double)cnt * 4;
-    int32_t msg = prog_new_msg(g->ps);
-    prog_op op = prog_send(g->rank[dst], msg, bytes, PROG_COLL, -1, 0);
-    push(g, src, &op, step);
-    op = prog_recv(g->rank[src], msg, bytes, PROG_COLL, -1, 0);
-    push(g, dst, &op, step);
+    int32_t msg = g->next_msg[src]++;
+    push(g, src, PROG_SEND, g->rank[dst], msg, bytes, step);
+    push(g, dst, PROG_RECV, g->rank[src], msg, bytes, step);
     g->sent[src] += bytes;
     g->transfers++;
-    if (step + 1 > g->nsteps)
-        g->nsteps = step + 1;
     if (!g->record)
         return;
     if (g->nx == g->xcap) {

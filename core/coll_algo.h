@@ -26,7 +26,13 @@ typedef struct coll_gen {
     double *sent;       /* position -> bytes sent */
     int32_t nsteps;     /* 1 + highest step emitted */
     int64_t transfers;
-    int record; /* keep coll_xfer records (data mode) */
+    int counting;      /* first pass: only count ops and sends */
+    int64_t *ops;      /* position -> ops (counting pass) */
+    int32_t *next_msg; /* position -> next message id of its sends: ids are
+                          handed out sender by sender so that prog_seal and
+                          the engine walk them in lane order (cache
+                          friendly); counting pass: its sends */
+    int record;        /* keep coll_xfer records (data mode) */
     coll_xfer *x;
     int64_t nx, xcap;
     int oom;

@@ -27,6 +27,12 @@ typedef struct link {
     double bandwidth, latency;
 } link;
 
+typedef struct lstat {
+    double free_at; /* FIFO: when the link is free again */
+    double carried; /* bytes */
+    double busy;    /* seconds */
+} lstat;
+
 enum flow_state { FLOW_FREE, FLOW_DATA, FLOW_LATENCY };
 
 typedef struct flow {
@@ -57,10 +63,9 @@ struct net {
     int32_t *route_off;  /* nranks*nranks + 1 offsets into route_link */
     int32_t *route_link; /* link ids, in path order */
     int32_t max_hops;    /* longest route, >= 1 */
-    /* run state, one entry per link (mesh: nranks * nranks) */
-    double *free_at; /* FIFO */
-    double *carried;
-    double *busy;
+    /* run state, one entry per link (mesh: nranks * nranks), in one record
+     * so that a transfer touches one cache line per link */
+    lstat *ls;
     int32_t state_links;
     int oom;
     eq *q;
@@ -126,9 +131,7 @@ void net_free(net *nw)
     free(nw->links);
     free(nw->route_off);
     free(nw->route_link);
-    free(nw->free_at);
-    free(nw->carried);
-    free(nw->busy);
+    free(nw->ls);
     free_fair(nw);
     free_flows(nw);
     free(nw);
@@ -497,22 +500,16 @@ void net_begin(net *nw, eq *q)
     nw->q = q;
     nw->oom = 0;
     int32_t count = nw->mesh ? nw->nranks * nw->nranks : nw->nlinks;
-    if (count != nw->state_links || !nw->free_at) {
-        free(nw->free_at);
-        free(nw->carried);
-        free(nw->busy);
-        nw->free_at = malloc(((size_t)count + 1) * sizeof(double));
-        nw->carried = malloc(((size_t)count + 1) * sizeof(double));
-        nw->busy = malloc(((size_t)count + 1) * sizeof(double));
+    if (count != nw->state_links || !nw->ls) {
+        free(nw->ls);
+        nw->ls = malloc(((size_t)count + 1) * sizeof *nw->ls);
         nw->state_links = count;
     }
-    if (!nw->free_at || !nw->carried || !nw->busy) {
+    if (!nw->ls) {
         nw->oom = 1;
         return;
     }
-    memset(nw->free_at, 0, (size_t)count * sizeof(double));
-    memset(nw->carried, 0, (size_t)count * sizeof(double));
-    memset(nw->busy, 0, (size_t)count * sizeof(double));
+    memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
     if (net_sharing_of(nw) == NET_FAIR) {
         if (size_fair(nw, count))
             nw->oom = 1;
@@ -532,8 +529,8 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
     double start = now, lat = 0, bw = INFINITY;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
-        if (nw->free_at[l] > start)
-            start = nw->free_at[l];
+        if (nw->ls[l].free_at > start)
+            start = nw->ls[l].free_at;
         lat += link_lat(nw, l);
         if (link_bw(nw, l) < bw)
             bw = link_bw(nw, l);
@@ -541,9 +538,9 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
     double end = start + lat + bytes / bw;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
-        nw->free_at[l] = end;
-        nw->carried[l] += bytes;
-        nw->busy[l] += end - start;
+        nw->ls[l].free_at = end;
+        nw->ls[l].carried += bytes;
+        nw->ls[l].busy += end - start;
     }
     *t_begin = start;
     return eq_push(nw->q, end, NET_EVENT, id, 0);
@@ -716,7 +713,7 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
     double lat = 0;
     for (int32_t k = 0; k < len; k++) {
         lat += link_lat(nw, links[k]);
-        nw->carried[links[k]] += bytes;
+        nw->ls[links[k]].carried += bytes;
     }
     f->remaining = bytes;
     f->rate = 0;
@@ -765,7 +762,7 @@ static int32_t data_done(net *nw, int32_t fi, double now)
         if (nw->m_next[m] >= 0)
             nw->m_prev[nw->m_next[m]] = nw->m_prev[m];
         if (--nw->l_count[l] == 0)
-            nw->busy[l] += now - nw->l_since[l];
+            nw->ls[l].busy += now - nw->l_since[l];
     }
     int32_t nl, nf;
     collect(nw, links, len, &nl, &nf);
@@ -816,13 +813,16 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
     int32_t n = 0;
     if (nw->mesh) {
         int32_t N = nw->nranks;
-        for (int32_t l = 0; l < N * N && nw->carried; l++) {
-            if (nw->carried[l] <= 0 && nw->busy[l] <= 0)
+        for (int32_t l = 0; l < N * N && nw->ls; l++) {
+            if (nw->ls[l].carried <= 0 && nw->ls[l].busy <= 0)
                 continue;
             if (n < max)
-                out[n] =
-                    (net_link_info){l / N,        l % N,          nw->mesh_bw,
-                                    nw->mesh_lat, nw->carried[l], nw->busy[l]};
+                out[n] = (net_link_info){l / N,
+                                         l % N,
+                                         nw->mesh_bw,
+                                         nw->mesh_lat,
+                                         nw->ls[l].carried,
+                                         nw->ls[l].busy};
             n++;
         }
         return n;
@@ -833,8 +833,8 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
                                      nw->links[l].b,
                                      nw->links[l].bandwidth,
                                      nw->links[l].latency,
-                                     nw->carried ? nw->carried[l] : 0,
-                                     nw->busy ? nw->busy[l] : 0};
+                                     nw->ls ? nw->ls[l].carried : 0,
+                                     nw->ls ? nw->ls[l].busy : 0};
         n++;
     }
     return n;

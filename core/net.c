@@ -1,12 +1,23 @@
-/* Network: links, routes and the FIFO transfer model.
+/* Network: links, routes, and the FIFO and max-min fair transfer models.
  *
  * Routes are computed once per network by a breadth-first search from every
  * rank (O(ranks * (nodes + links))); neighbours are visited in increasing
  * node id, so among equally short routes the one through lower node ids
  * wins, deterministically. A mesh keeps its N*N links implicit: the link from
- * src to dst is number src * N + dst and no route table is stored. */
+ * src to dst is number src * N + dst and no route table is stored.
+ *
+ * FAIR keeps, per link, an intrusive doubly linked list of the flows in
+ * their data phase (membership node = flow * max_route + hop), so a flow
+ * joins and leaves its links in O(route length). When a flow starts or ends,
+ * the connected component of flows reachable from its links through shared
+ * links is collected and re-solved by progressive filling; only flows whose
+ * rate changed get a new completion event, and their old events go stale by
+ * version (eq_event.version). All run-time arrays are sized in net_begin or
+ * grown geometrically, so the per-event path does not allocate in steady
+ * state. */
 #include "net.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +27,33 @@ typedef struct link {
     double bandwidth, latency;
 } link;
 
+typedef struct lstat {
+    double free_at; /* FIFO: when the link is free again */
+    double carried; /* bytes */
+    double busy;    /* seconds */
+} lstat;
+
+enum flow_state { FLOW_FREE, FLOW_DATA, FLOW_LATENCY };
+
+typedef struct flow {
+    double remaining; /* bytes still to leave the sender at `updated` */
+    double rate;      /* B/s; 0 until the first solve */
+    double updated;   /* time `remaining` refers to */
+    double latency;   /* sum over the route */
+    double new_rate;  /* scratch for the solver */
+    int32_t id;       /* the engine's message id */
+    int32_t src, dst;
+    int32_t next_free; /* free list while FLOW_FREE */
+    uint32_t version;  /* events with another version are stale */
+    uint32_t stamp;    /* component search mark */
+    uint8_t state;     /* enum flow_state */
+    uint8_t fixed;     /* solver: rate decided */
+} flow;
+
 struct net {
     int32_t nranks, nnodes;
     enum net_sharing sharing;
+    int sharing_set; /* net_set_sharing was called */
     /* mesh */
     int mesh;
     double mesh_bw, mesh_lat;
@@ -27,12 +62,28 @@ struct net {
     int32_t nlinks, links_cap;
     int32_t *route_off;  /* nranks*nranks + 1 offsets into route_link */
     int32_t *route_link; /* link ids, in path order */
-    /* run state, one entry per link (mesh: nranks * nranks) */
-    double *free_at;
-    double *carried;
-    double *busy;
+    int32_t max_hops;    /* longest route, >= 1 */
+    /* run state, one entry per link (mesh: nranks * nranks), in one record
+     * so that a transfer touches one cache line per link */
+    lstat *ls;
     int32_t state_links;
+    int oom;
     eq *q;
+    /* FAIR run state */
+    int32_t *l_head;     /* first membership on the link, -1 if none */
+    int32_t *l_count;    /* flows in data phase on the link */
+    uint32_t *l_stamp;   /* component search mark */
+    double *l_since;     /* when l_count last became positive */
+    double *l_cap;       /* solver: capacity not yet given out */
+    int32_t *l_unfixed;  /* solver: flows on the link not yet fixed */
+    int32_t fair_links;  /* size of the arrays above */
+    int32_t *comp_links; /* fair_links entries: the component's links */
+    flow *flows;
+    int32_t *m_prev, *m_next; /* flows_cap * max_hops memberships */
+    int32_t flows_cap, free_flow, flows_used;
+    int32_t flows_hops;  /* max_hops the membership arrays were sized for */
+    int32_t *comp_flows; /* flows_cap entries */
+    uint32_t stamp;
 };
 
 net *net_new(int32_t nranks)
@@ -43,7 +94,34 @@ net *net_new(int32_t nranks)
     nw->nranks = nranks;
     nw->nnodes = nranks;
     nw->sharing = NET_FIFO;
+    nw->max_hops = 1;
     return nw;
+}
+
+static void free_fair(net *nw)
+{
+    free(nw->l_head);
+    free(nw->l_count);
+    free(nw->l_stamp);
+    free(nw->l_since);
+    free(nw->l_cap);
+    free(nw->l_unfixed);
+    free(nw->comp_links);
+    nw->l_head = nw->l_count = nw->l_unfixed = nw->comp_links = NULL;
+    nw->l_stamp = NULL;
+    nw->l_since = nw->l_cap = NULL;
+    nw->fair_links = 0;
+}
+
+static void free_flows(net *nw)
+{
+    free(nw->flows);
+    free(nw->m_prev);
+    free(nw->m_next);
+    free(nw->comp_flows);
+    nw->flows = NULL;
+    nw->m_prev = nw->m_next = nw->comp_flows = NULL;
+    nw->flows_cap = 0;
 }
 
 void net_free(net *nw)
@@ -53,13 +131,16 @@ void net_free(net *nw)
     free(nw->links);
     free(nw->route_off);
     free(nw->route_link);
-    free(nw->free_at);
-    free(nw->carried);
-    free(nw->busy);
+    free(nw->ls);
+    free_fair(nw);
+    free_flows(nw);
     free(nw);
 }
 
-int32_t net_ranks(const net *nw) { return nw->nranks; }
+int32_t net_ranks(const net *nw)
+{
+    return nw->nranks;
+}
 
 static int check_figures(double bandwidth, double latency, ps_err *err)
 {
@@ -79,10 +160,14 @@ int net_set_mesh(net *nw, double bandwidth, double latency, ps_err *err)
     nw->mesh = 1;
     nw->mesh_bw = bandwidth;
     nw->mesh_lat = latency;
+    nw->max_hops = 1;
     return PS_OK;
 }
 
-int32_t net_add_switch(net *nw) { return nw->nnodes++; }
+int32_t net_add_switch(net *nw)
+{
+    return nw->nnodes++;
+}
 
 int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                  double latency, ps_err *err)
@@ -107,7 +192,92 @@ int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
 void net_set_sharing(net *nw, enum net_sharing sharing)
 {
     nw->sharing = sharing;
+    nw->sharing_set = 1;
 }
+
+enum net_sharing net_sharing_of(const net *nw)
+{
+    if (nw->sharing_set)
+        return nw->sharing;
+    return nw->mesh ? NET_FIFO : NET_FAIR;
+}
+
+/* ------------------------------------------------------------------ */
+/* Cluster builder                                                     */
+
+int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
+{
+    if (c->nodes < 1)
+        return ps_errf(err, "cluster: nodes must be at least 1, got %d",
+                       (int)c->nodes);
+    if (c->gpus_per_node < 1)
+        return ps_errf(err, "cluster: gpus_per_node must be at least 1, got %d",
+                       (int)c->gpus_per_node);
+    int32_t nics = c->nics_per_node ? c->nics_per_node : c->gpus_per_node;
+    if (nics < 1 || nics > c->gpus_per_node)
+        return ps_errf(err,
+                       "cluster: nics_per_node must be between 1 and "
+                       "gpus_per_node (%d), got %d",
+                       (int)c->gpus_per_node, (int)c->nics_per_node);
+    double over = c->oversubscription == 0 ? 1 : c->oversubscription;
+    if (!(over >= 1) || !isfinite(over))
+        return ps_errf(err,
+                       "cluster: oversubscription must be 1 or more, "
+                       "got %g",
+                       c->oversubscription);
+    if ((int64_t)c->nodes * c->gpus_per_node != nw->nranks)
+        return ps_errf(err,
+                       "cluster: %d nodes x %d gpus is %lld ranks but the "
+                       "network has %d",
+                       (int)c->nodes, (int)c->gpus_per_node,
+                       (long long)c->nodes * c->gpus_per_node, (int)nw->nranks);
+    if (nw->mesh || nw->nlinks || nw->nnodes != nw->nranks)
+        return ps_errf(err, "cluster: the network already has links");
+    ps_err sub;
+    if (check_figures(c->intra_bw, c->intra_lat, &sub))
+        return ps_errf(err, "cluster: intra: %s", sub.msg);
+    if (check_figures(c->inter_bw, c->inter_lat, &sub))
+        return ps_errf(err, "cluster: inter: %s", sub.msg);
+    int32_t g = c->gpus_per_node;
+    int32_t sw0 = nw->nnodes; /* node switches: sw0 + node */
+    for (int32_t n = 0; n < c->nodes; n++)
+        net_add_switch(nw);
+    int32_t nic0 = nw->nnodes; /* NICs: nic0 + node * nics + k */
+    for (int32_t i = 0; i < c->nodes * nics; i++)
+        net_add_switch(nw);
+    int32_t up = net_add_switch(nw), down = net_add_switch(nw);
+    double core = (double)c->nodes * nics * c->inter_bw / over;
+    int rc = PS_OK;
+    for (int32_t n = 0; n < c->nodes && rc == PS_OK; n++) {
+        for (int32_t l = 0; l < g && rc == PS_OK; l++) {
+            int32_t r = n * g + l, sw = sw0 + n;
+            int32_t nic = nic0 + n * nics + (int32_t)((int64_t)l * nics / g);
+            rc = net_add_link(nw, r, sw, c->intra_bw, c->intra_lat / 2, err);
+            if (rc == PS_OK)
+                rc =
+                    net_add_link(nw, sw, r, c->intra_bw, c->intra_lat / 2, err);
+            if (rc == PS_OK)
+                rc = net_add_link(nw, r, nic, c->inter_bw, 0, err);
+            if (rc == PS_OK)
+                rc = net_add_link(nw, nic, r, c->inter_bw, 0, err);
+        }
+        for (int32_t k = 0; k < nics && rc == PS_OK; k++) {
+            int32_t nic = nic0 + n * nics + k;
+            rc = net_add_link(nw, nic, up, c->inter_bw, c->inter_lat / 2, err);
+            if (rc == PS_OK)
+                rc = net_add_link(nw, down, nic, c->inter_bw, c->inter_lat / 2,
+                                  err);
+        }
+    }
+    if (rc == PS_OK)
+        rc = net_add_link(nw, up, down, core, 0, err);
+    if (rc == PS_OK)
+        rc = net_finalize(nw, err);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Routes                                                              */
 
 static int cmp_link_target(const void *pa, const void *pb, void *ctx);
 
@@ -172,6 +342,7 @@ int net_finalize(net *nw, ps_err *err)
     nw->route_off = calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
     int rc = PS_OK;
     size_t used = 0, cap = 0;
+    nw->max_hops = 1;
     if (!via || !queue || !path || !nw->route_off ||
         build_adjacency(nw, &adj)) {
         rc = ps_errf(err, "out of memory computing routes");
@@ -207,6 +378,8 @@ int net_finalize(net *nw, ps_err *err)
             int32_t len = 0;
             for (int32_t v = d; v != s; v = nw->links[via[v]].a)
                 path[len++] = via[v];
+            if (len > nw->max_hops)
+                nw->max_hops = len;
             if (used + (size_t)len > cap) {
                 size_t ncap = cap ? cap * 2 : 1024;
                 while (ncap < used + (size_t)len)
@@ -248,6 +421,16 @@ static inline int32_t route(const net *nw, int32_t src, int32_t dst,
     return nw->route_off[k + 1] - nw->route_off[k];
 }
 
+int32_t net_route(const net *nw, int32_t src, int32_t dst,
+                  const int32_t **links, int32_t *one)
+{
+    if (src == dst) {
+        *links = one;
+        return 0;
+    }
+    return route(nw, src, dst, links, one);
+}
+
 static inline double link_bw(const net *nw, int32_t l)
 {
     return nw->mesh ? nw->mesh_bw : nw->links[l].bandwidth;
@@ -258,53 +441,96 @@ static inline double link_lat(const net *nw, int32_t l)
     return nw->mesh ? nw->mesh_lat : nw->links[l].latency;
 }
 
+void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
+              double *bandwidth)
+{
+    double lat = 0, bw = INFINITY;
+    if (src != dst) {
+        const int32_t *links;
+        int32_t one, len = route(nw, src, dst, &links, &one);
+        for (int32_t i = 0; i < len; i++) {
+            lat += link_lat(nw, links[i]);
+            if (link_bw(nw, links[i]) < bw)
+                bw = link_bw(nw, links[i]);
+        }
+    }
+    *latency = lat;
+    *bandwidth = bw;
+}
+
 double net_lone_time(const net *nw, int32_t src, int32_t dst, double bytes)
 {
     if (src == dst)
         return 0;
-    const int32_t *links;
-    int32_t one, len = route(nw, src, dst, &links, &one);
-    double lat = 0, bw = INFINITY;
-    for (int32_t i = 0; i < len; i++) {
-        lat += link_lat(nw, links[i]);
-        if (link_bw(nw, links[i]) < bw)
-            bw = link_bw(nw, links[i]);
-    }
+    double lat, bw;
+    net_path(nw, src, dst, &lat, &bw);
     return lat + bytes / bw;
+}
+
+/* ------------------------------------------------------------------ */
+/* Run state                                                           */
+
+static int size_fair(net *nw, int32_t count)
+{
+    if (nw->fair_links != count || !nw->l_head) {
+        free_fair(nw);
+        size_t n = (size_t)count + 1;
+        nw->l_head = malloc(n * sizeof *nw->l_head);
+        nw->l_count = malloc(n * sizeof *nw->l_count);
+        nw->l_stamp = malloc(n * sizeof *nw->l_stamp);
+        nw->l_since = malloc(n * sizeof *nw->l_since);
+        nw->l_cap = malloc(n * sizeof *nw->l_cap);
+        nw->l_unfixed = malloc(n * sizeof *nw->l_unfixed);
+        nw->comp_links = malloc(n * sizeof *nw->comp_links);
+        if (!nw->l_head || !nw->l_count || !nw->l_stamp || !nw->l_since ||
+            !nw->l_cap || !nw->l_unfixed || !nw->comp_links) {
+            free_fair(nw);
+            return -1;
+        }
+        nw->fair_links = count;
+    }
+    memset(nw->l_head, 0xff, (size_t)count * sizeof *nw->l_head);
+    memset(nw->l_count, 0, (size_t)count * sizeof *nw->l_count);
+    memset(nw->l_stamp, 0, (size_t)count * sizeof *nw->l_stamp);
+    return 0;
 }
 
 void net_begin(net *nw, eq *q)
 {
     nw->q = q;
+    nw->oom = 0;
     int32_t count = nw->mesh ? nw->nranks * nw->nranks : nw->nlinks;
-    if (count != nw->state_links) {
-        free(nw->free_at);
-        free(nw->carried);
-        free(nw->busy);
-        nw->free_at = malloc(((size_t)count + 1) * sizeof(double));
-        nw->carried = malloc(((size_t)count + 1) * sizeof(double));
-        nw->busy = malloc(((size_t)count + 1) * sizeof(double));
+    if (count != nw->state_links || !nw->ls) {
+        free(nw->ls);
+        nw->ls = malloc(((size_t)count + 1) * sizeof *nw->ls);
         nw->state_links = count;
     }
-    if (nw->free_at && nw->carried && nw->busy) {
-        memset(nw->free_at, 0, (size_t)count * sizeof(double));
-        memset(nw->carried, 0, (size_t)count * sizeof(double));
-        memset(nw->busy, 0, (size_t)count * sizeof(double));
+    if (!nw->ls) {
+        nw->oom = 1;
+        return;
+    }
+    memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
+    if (net_sharing_of(nw) == NET_FAIR) {
+        if (size_fair(nw, count))
+            nw->oom = 1;
+        if (nw->flows_hops != nw->max_hops) /* memberships are per hop */
+            free_flows(nw);
+        nw->flows_hops = nw->max_hops;
+        nw->free_flow = -1;
+        nw->flows_used = 0;
     }
 }
 
-int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
-              double now, double *t_begin)
+static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
+                      double bytes, double now, double *t_begin)
 {
-    if (!nw->free_at)
-        return -1;
     const int32_t *links;
     int32_t one, len = route(nw, src, dst, &links, &one);
     double start = now, lat = 0, bw = INFINITY;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
-        if (nw->free_at[l] > start)
-            start = nw->free_at[l];
+        if (nw->ls[l].free_at > start)
+            start = nw->ls[l].free_at;
         lat += link_lat(nw, l);
         if (link_bw(nw, l) < bw)
             bw = link_bw(nw, l);
@@ -312,18 +538,274 @@ int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
     double end = start + lat + bytes / bw;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
-        nw->free_at[l] = end;
-        nw->carried[l] += bytes;
-        nw->busy[l] += end - start;
+        nw->ls[l].free_at = end;
+        nw->ls[l].carried += bytes;
+        nw->ls[l].busy += end - start;
     }
     *t_begin = start;
     return eq_push(nw->q, end, NET_EVENT, id, 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* Max-min fair sharing                                                */
+
+/* A free flow slot, growing the pool (and the membership lists, which are
+ * indexed by slot) geometrically; -1 when out of memory. */
+static int32_t alloc_flow(net *nw)
+{
+    if (nw->free_flow >= 0) {
+        int32_t f = nw->free_flow;
+        nw->free_flow = nw->flows[f].next_free;
+        return f;
+    }
+    if (nw->flows_used == nw->flows_cap) {
+        int32_t cap = nw->flows_cap ? nw->flows_cap * 2 : 256;
+        size_t h = (size_t)nw->max_hops;
+        flow *fl = realloc(nw->flows, (size_t)cap * sizeof *fl);
+        if (fl)
+            nw->flows = fl;
+        int32_t *mp = realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
+        if (mp)
+            nw->m_prev = mp;
+        int32_t *mn = realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
+        if (mn)
+            nw->m_next = mn;
+        int32_t *cf = realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
+        if (cf)
+            nw->comp_flows = cf;
+        if (!fl || !mp || !mn || !cf)
+            return -1;
+        /* stamps of new slots must not equal the current stamp */
+        memset(fl + nw->flows_cap, 0,
+               (size_t)(cap - nw->flows_cap) * sizeof *fl);
+        nw->flows_cap = cap;
+    }
+    return nw->flows_used++;
+}
+
+static inline int32_t flow_route(const net *nw, const flow *f,
+                                 const int32_t **links, int32_t *one)
+{
+    return route(nw, f->src, f->dst, links, one);
+}
+
+static uint32_t next_stamp(net *nw)
+{
+    if (++nw->stamp == 0) { /* wrapped: clear every mark once */
+        memset(nw->l_stamp, 0, (size_t)nw->fair_links * sizeof *nw->l_stamp);
+        for (int32_t f = 0; f < nw->flows_used; f++)
+            nw->flows[f].stamp = 0;
+        nw->stamp = 1;
+    }
+    return nw->stamp;
+}
+
+/* Collects into comp_links / comp_flows the links and data-phase flows
+ * reachable from the seed links through shared links. O(component). */
+static void collect(net *nw, const int32_t *seed, int32_t nseed,
+                    int32_t *nlinks, int32_t *nflows)
+{
+    uint32_t st = next_stamp(nw);
+    int32_t h = nw->max_hops, nl = 0, nf = 0;
+    for (int32_t i = 0; i < nseed; i++) {
+        if (nw->l_stamp[seed[i]] != st) {
+            nw->l_stamp[seed[i]] = st;
+            nw->comp_links[nl++] = seed[i];
+        }
+    }
+    for (int32_t i = 0; i < nl; i++) {
+        for (int32_t m = nw->l_head[nw->comp_links[i]]; m >= 0;
+             m = nw->m_next[m]) {
+            int32_t fi = m / h;
+            flow *f = &nw->flows[fi];
+            if (f->stamp == st)
+                continue;
+            f->stamp = st;
+            nw->comp_flows[nf++] = fi;
+            const int32_t *links;
+            int32_t one, len = flow_route(nw, f, &links, &one);
+            for (int32_t k = 0; k < len; k++) {
+                if (nw->l_stamp[links[k]] != st) {
+                    nw->l_stamp[links[k]] = st;
+                    nw->comp_links[nl++] = links[k];
+                }
+            }
+        }
+    }
+    *nlinks = nl;
+    *nflows = nf;
+}
+
+/* Progressive filling over the collected component: raise every unfixed
+ * flow's rate together until a link saturates, fix the flows crossing it,
+ * repeat. O(rounds * (links + memberships)) where rounds is the number of
+ * distinct rates; then reschedules the flows whose rate changed. */
+static int solve(net *nw, int32_t nl, int32_t nf, double now)
+{
+    int32_t h = nw->max_hops;
+    for (int32_t i = 0; i < nl; i++) {
+        int32_t l = nw->comp_links[i];
+        nw->l_cap[l] = link_bw(nw, l);
+        nw->l_unfixed[l] = nw->l_count[l];
+    }
+    for (int32_t i = 0; i < nf; i++)
+        nw->flows[nw->comp_flows[i]].fixed = 0;
+    int32_t left = nf;
+    while (left > 0) {
+        double share = INFINITY;
+        for (int32_t i = 0; i < nl; i++) {
+            int32_t l = nw->comp_links[i];
+            if (nw->l_unfixed[l] > 0 && nw->l_cap[l] / nw->l_unfixed[l] < share)
+                share = nw->l_cap[l] / nw->l_unfixed[l];
+        }
+        /* links within rounding of the minimum saturate in the same round,
+         * so the number of rounds is the number of distinct rates */
+        double limit = share * (1 + 1e-12);
+        for (int32_t i = 0; i < nl; i++) {
+            int32_t l = nw->comp_links[i];
+            if (nw->l_unfixed[l] <= 0 ||
+                nw->l_cap[l] / nw->l_unfixed[l] > limit)
+                continue;
+            for (int32_t m = nw->l_head[l]; m >= 0; m = nw->m_next[m]) {
+                flow *f = &nw->flows[m / h];
+                if (f->fixed)
+                    continue;
+                f->fixed = 1;
+                f->new_rate = share;
+                left--;
+                const int32_t *links;
+                int32_t one, len = flow_route(nw, f, &links, &one);
+                for (int32_t k = 0; k < len; k++) {
+                    nw->l_cap[links[k]] -= share;
+                    nw->l_unfixed[links[k]]--;
+                }
+            }
+        }
+    }
+    for (int32_t i = 0; i < nf; i++) {
+        int32_t fi = nw->comp_flows[i];
+        flow *f = &nw->flows[fi];
+        if (f->new_rate == f->rate)
+            continue;
+        f->remaining -= f->rate * (now - f->updated);
+        if (f->remaining < 0)
+            f->remaining = 0;
+        f->updated = now;
+        f->rate = f->new_rate;
+        f->version++;
+        if (eq_push(nw->q, now + f->remaining / f->rate, NET_EVENT, fi,
+                    f->version))
+            return -1;
+    }
+    return 0;
+}
+
+static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
+                      double bytes, double now, double *t_begin)
+{
+    int32_t fi = alloc_flow(nw);
+    if (fi < 0)
+        return -1;
+    flow *f = &nw->flows[fi];
+    f->stamp = 0; /* the search counter never hands out 0 */
+    const int32_t *links;
+    int32_t one, len = route(nw, src, dst, &links, &one);
+    double lat = 0;
+    for (int32_t k = 0; k < len; k++) {
+        lat += link_lat(nw, links[k]);
+        nw->ls[links[k]].carried += bytes;
+    }
+    f->remaining = bytes;
+    f->rate = 0;
+    f->updated = now;
+    f->latency = lat;
+    f->id = id;
+    f->src = src;
+    f->dst = dst;
+    f->version++;
+    *t_begin = now;
+    if (!(bytes > 0)) { /* nothing to share: only the latency */
+        f->state = FLOW_LATENCY;
+        return eq_push(nw->q, now + lat, NET_EVENT, fi, f->version);
+    }
+    f->state = FLOW_DATA;
+    int32_t h = nw->max_hops;
+    for (int32_t k = 0; k < len; k++) {
+        int32_t l = links[k], m = fi * h + k;
+        nw->m_prev[m] = -1;
+        nw->m_next[m] = nw->l_head[l];
+        if (nw->l_head[l] >= 0)
+            nw->m_prev[nw->l_head[l]] = m;
+        nw->l_head[l] = m;
+        if (nw->l_count[l]++ == 0)
+            nw->l_since[l] = now;
+    }
+    int32_t nl, nf;
+    collect(nw, links, len, &nl, &nf);
+    return solve(nw, nl, nf, now);
+}
+
+/* The data phase of flow fi ended at now: leave the links, re-solve the
+ * flows that shared them, then wait out the latency. */
+static int32_t data_done(net *nw, int32_t fi, double now)
+{
+    flow *f = &nw->flows[fi];
+    const int32_t *links;
+    int32_t one, len = flow_route(nw, f, &links, &one);
+    int32_t h = nw->max_hops;
+    for (int32_t k = 0; k < len; k++) {
+        int32_t l = links[k], m = fi * h + k;
+        if (nw->m_prev[m] >= 0)
+            nw->m_next[nw->m_prev[m]] = nw->m_next[m];
+        else
+            nw->l_head[l] = nw->m_next[m];
+        if (nw->m_next[m] >= 0)
+            nw->m_prev[nw->m_next[m]] = nw->m_prev[m];
+        if (--nw->l_count[l] == 0)
+            nw->ls[l].busy += now - nw->l_since[l];
+    }
+    int32_t nl, nf;
+    collect(nw, links, len, &nl, &nf);
+    if (solve(nw, nl, nf, now))
+        nw->oom = 1;
+    f->remaining = 0;
+    f->version++;
+    if (f->latency > 0) {
+        f->state = FLOW_LATENCY;
+        if (eq_push(nw->q, now + f->latency, NET_EVENT, fi, f->version))
+            nw->oom = 1;
+        return -1;
+    }
+    f->state = FLOW_FREE;
+    f->next_free = nw->free_flow;
+    nw->free_flow = fi;
+    return f->id;
+}
+
+int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
+              double now, double *t_begin)
+{
+    if (nw->oom)
+        return -1;
+    if (net_sharing_of(nw) == NET_FIFO)
+        return start_fifo(nw, id, src, dst, bytes, now, t_begin);
+    return start_fair(nw, id, src, dst, bytes, now, t_begin);
+}
+
 int32_t net_event(net *nw, const eq_event *ev)
 {
-    (void)nw;
-    return ev->id;
+    if (net_sharing_of(nw) == NET_FIFO)
+        return ev->id;
+    flow *f = &nw->flows[ev->id];
+    if (ev->version != f->version)
+        return -1;
+    if (f->state == FLOW_DATA)
+        return data_done(nw, ev->id, ev->t);
+    assert(f->state == FLOW_LATENCY);
+    f->state = FLOW_FREE;
+    f->next_free = nw->free_flow;
+    nw->free_flow = ev->id;
+    return f->id;
 }
 
 int32_t net_links(const net *nw, net_link_info *out, int32_t max)
@@ -331,24 +813,28 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
     int32_t n = 0;
     if (nw->mesh) {
         int32_t N = nw->nranks;
-        for (int32_t l = 0; l < N * N && nw->carried; l++) {
-            if (nw->carried[l] <= 0 && nw->busy[l] <= 0)
+        for (int32_t l = 0; l < N * N && nw->ls; l++) {
+            if (nw->ls[l].carried <= 0 && nw->ls[l].busy <= 0)
                 continue;
             if (n < max)
-                out[n] = (net_link_info){l / N, l % N, nw->mesh_bw,
-                                         nw->mesh_lat, nw->carried[l],
-                                         nw->busy[l]};
+                out[n] = (net_link_info){l / N,
+                                         l % N,
+                                         nw->mesh_bw,
+                                         nw->mesh_lat,
+                                         nw->ls[l].carried,
+                                         nw->ls[l].busy};
             n++;
         }
         return n;
     }
     for (int32_t l = 0; l < nw->nlinks; l++) {
         if (n < max)
-            out[n] = (net_link_info){nw->links[l].a, nw->links[l].b,
+            out[n] = (net_link_info){nw->links[l].a,
+                                     nw->links[l].b,
                                      nw->links[l].bandwidth,
                                      nw->links[l].latency,
-                                     nw->carried ? nw->carried[l] : 0,
-                                     nw->busy ? nw->busy[l] : 0};
+                                     nw->ls ? nw->ls[l].carried : 0,
+                                     nw->ls ? nw->ls[l].busy : 0};
         n++;
     }
     return n;

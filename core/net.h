@@ -1,15 +1,33 @@
-/* The network: nodes (ranks first, then switches), directed links with a
- * bandwidth and a latency, and a route (list of links) for every ordered
- * pair of ranks. At run time the engine starts transfers on it and the
- * network reports, through the event queue, when each one has arrived.
+/* The network: nodes (ranks first, then switches and NICs), directed links
+ * with a bandwidth and a latency, and a route (list of links) for every
+ * ordered pair of ranks. At run time the engine starts transfers on it and
+ * the network reports, through the event queue, when each one has arrived.
  *
  * Sharing models:
  *   NET_FIFO  a directed link carries one transfer at a time, in the order
  *             they were started; a transfer holds every link of its route
  *             from its start to its end and takes sum(latency) + bytes /
  *             min(bandwidth). On dedicated links this is the textbook
- *             alpha-beta cost.
- *   NET_FAIR  see net.c: flows share links max-min fairly.
+ *             alpha-beta cost, exactly.
+ *   NET_FAIR  flow-level max-min fair sharing (SimGrid's LMM, computed by
+ *             progressive filling). A transfer is a flow that starts its
+ *             data phase at once: it occupies bandwidth on every link of its
+ *             route until its bytes have left, at a rate that changes
+ *             whenever a flow sharing a link with it (transitively) starts or
+ *             ends. It arrives sum(latency) after its data phase ends: the
+ *             latency is propagation and switching delay, which holds no
+ *             bandwidth. A lone flow therefore takes sum(latency) + bytes /
+ *             min(bandwidth), as under FIFO. Limits: no packet-level effects
+ *             (slow start, incast loss, head-of-line blocking), no per-message
+ *             overhead beyond latency, and a flow's rate is set by its
+ *             bottleneck instantly.
+ *
+ * Default sharing (until net_set_sharing is called): NET_FIFO on a mesh,
+ * NET_FAIR otherwise. On a mesh every ordered pair has its own link, so
+ * collectives never put two flows on one link at once and both models give
+ * the same times; FIFO is the cheaper of the two and keeps the closed forms
+ * exact. Explicit and cluster topologies share links (a NIC, a spine), where
+ * FIFO would serialise flows over their whole route and overstate contention.
  *
  * A mesh (net_set_mesh) joins every ordered pair of ranks by its own link
  * without storing N^2 routes. */
@@ -30,12 +48,37 @@ enum net_sharing { NET_FIFO, NET_FAIR };
 #define NET_EVENT 2
 
 typedef struct net_link_info {
-    int32_t a, b;       /* from node, to node */
-    double bandwidth;   /* B/s */
-    double latency;     /* s */
-    double bytes;       /* carried during the last run */
-    double busy;        /* seconds with at least one transfer */
+    int32_t a, b;     /* from node, to node */
+    double bandwidth; /* B/s */
+    double latency;   /* s */
+    double bytes;     /* carried during the last run */
+    double busy;      /* seconds with at least one transfer: FIFO counts a
+                         transfer's whole [start, end]; FAIR counts data
+                         phases only (latency holds no bandwidth) */
 } net_link_info;
+
+/* A DGX-like hierarchical cluster (net_build_cluster). Rank r is GPU
+ * r % gpus_per_node of node r / gpus_per_node. Per node: a switch joined to
+ * each of its GPUs (NVLink/NVSwitch-like, `intra`), and nics_per_node NICs;
+ * GPU g uses NIC g * nics_per_node / gpus_per_node, as NCCL sends inter-node
+ * traffic through the GPU's nearest NIC. Every NIC has an uplink into the
+ * fabric and a downlink out of it (`inter`); all uplinks meet in one core
+ * link of capacity nodes * nics_per_node * inter_bw / oversubscription,
+ * which every inter-node flow crosses.
+ * Routes: intra-node GPU -> node switch -> GPU (latency intra_lat, split in
+ * halves over the two links); inter-node GPU -> NIC -> core -> NIC -> GPU
+ * (latency inter_lat, split in halves over the NIC up- and downlink; the
+ * GPU-NIC PCIe hops have the NIC's bandwidth and no latency). A lone
+ * transfer therefore takes intra_lat + x / intra_bw inside a node and
+ * inter_lat + x / inter_bw across nodes. Not modelled: PXN (NVLink to a
+ * peer GPU's NIC), rail-optimised fabrics, multi-level fat trees. */
+typedef struct net_cluster {
+    int32_t nodes, gpus_per_node;
+    int32_t nics_per_node; /* 1 .. gpus_per_node; 0 means gpus_per_node */
+    double intra_bw, intra_lat;
+    double inter_bw, inter_lat;
+    double oversubscription; /* >= 1; 0 means 1 */
+} net_cluster;
 
 /* Creates a network of nranks ranks and no links; NULL when out of memory.
  * net_free(NULL) is a no-op. */
@@ -57,29 +100,55 @@ int32_t net_add_switch(net *nw);
 int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                  double latency, ps_err *err);
 
+/* Builds the cluster c (see net_cluster) into nw, which must have been
+ * created with nodes * gpus_per_node ranks and have no links, then
+ * finalizes it. Fails naming the bad field. */
+int net_build_cluster(net *nw, const net_cluster *c, ps_err *err);
+
+/* Overrides the default sharing model (see the top of this file). */
 void net_set_sharing(net *nw, enum net_sharing sharing);
 
+/* The sharing model in force. */
+enum net_sharing net_sharing_of(const net *nw);
+
 /* Computes routes (fewest hops, ties broken by lowest node id). Fails naming
- * the first pair of ranks with no route. Call after the last link. */
+ * the first pair of ranks with no route ("no route from rank 3 to rank 0").
+ * Call after the last link; a mesh needs no call. */
 int net_finalize(net *nw, ps_err *err);
 
 /* Time of a lone transfer of bytes from src to dst: sum of latencies +
  * bytes / bottleneck bandwidth. For cost models; no state is touched. */
 double net_lone_time(const net *nw, int32_t src, int32_t dst, double bytes);
 
+/* Sum of latencies and bottleneck bandwidth of the route src -> dst
+ * (0 and INFINITY when src == dst). */
+void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
+              double *bandwidth);
+
+/* The link ids of the route src -> dst, in path order, borrowed from nw
+ * (valid until the network changes); *one is scratch for a mesh's single
+ * implicit link. Returns the number of links. */
+int32_t net_route(const net *nw, int32_t src, int32_t dst,
+                  const int32_t **links, int32_t *one);
+
 /* --- run time (called by the engine) --- */
 
-/* Forgets all transfers and statistics; events go into q. */
+/* Forgets all transfers and statistics; events go into q. Sizes the per-run
+ * arrays; a failure to allocate is reported by the next net_start. */
 void net_begin(net *nw, eq *q);
 
 /* Starts transfer id (the engine's message id) of bytes from src to dst at
  * time now. Sets *t_begin to when bytes start moving (later than now when a
- * FIFO link is still busy). Returns 0, or -1 when out of memory. */
+ * FIFO link is still busy; now under FAIR). Returns 0, or -1 when out of
+ * memory. FAIR: O(size of the connected component of flows sharing links
+ * with it, times the number of distinct rates in it). */
 int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
               double now, double *t_begin);
 
 /* Handles one NET_EVENT popped from the queue. Returns the id of the
- * transfer that has arrived, or -1 when the event is stale. */
+ * transfer that has arrived, or -1 when the event is stale or internal (a
+ * FAIR flow whose data phase ended and whose latency is still running).
+ * FAIR: same cost as net_start when a data phase ends; O(1) otherwise. */
 int32_t net_event(net *nw, const eq_event *ev);
 
 /* Link statistics of the last run: fills up to max entries, returns the

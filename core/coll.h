@@ -1,0 +1,134 @@
+/* Collectives: generators of per-rank programs for one collective over a
+ * list of cluster ranks, run by the engine on the network, with cost models
+ * for `auto` and an optional data-carrying mode that moves and reduces real
+ * float32 values in the order the algorithm does and checks the result.
+ *
+ * Sizes follow nccl-tests (doc/PERFORMANCE.md): `bytes` is the whole array,
+ * bytes / 4 float32 elements. allreduce, reduce and broadcast act on it;
+ * reduce_scatter leaves shard i (element-granular, shards differ by at most
+ * one element, the first n % N shards are larger) on the i-th listed rank;
+ * allgather starts with shard i on the i-th rank and ends with the array on
+ * all. busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reduce_scatter
+ * and allgather, x 1 for broadcast and reduce (nccl-tests' "bus bandwidth").
+ *
+ * Every algorithm is a sequence of global steps; each rank's SENDs and RECVs
+ * of one step form one PROG_BATCH batch (tag = step, kind PROG_COLL), so a
+ * rank enters step s+1 only when its step-s transfers are done, and no
+ * schedule deadlocks under rendezvous: a message of step s is matched by
+ * its peer's step-s batch. Ranks are not globally synchronised per step. */
+#ifndef PS_COLL_H
+#define PS_COLL_H
+
+#include <stdint.h>
+
+#include "eng.h"
+#include "err.h"
+#include "net.h"
+#include "prog.h"
+
+enum coll_op {
+    COLL_ALLREDUCE,
+    COLL_REDUCE_SCATTER,
+    COLL_ALLGATHER,
+    COLL_BROADCAST,
+    COLL_REDUCE,
+    COLL_NOPS
+};
+
+enum coll_algo {
+    COLL_RING,               /* allreduce, reduce_scatter, allgather */
+    COLL_TREE,               /* binomial: allreduce, broadcast, reduce */
+    COLL_DOUBLE_BINARY_TREE, /* allreduce (NCCL's two trees, chunked) */
+    COLL_HALVING_DOUBLING,   /* allreduce, reduce_scatter, allgather */
+    COLL_DIRECT,             /* allreduce, reduce_scatter, allgather */
+    COLL_HIERARCHICAL,       /* allreduce; needs ranks_per_node */
+    COLL_PIPELINE,           /* broadcast: chunked chain */
+    COLL_SCATTER_ALLGATHER,  /* broadcast */
+    COLL_NALGOS,
+    COLL_AUTO = -1
+};
+
+enum coll_data {
+    COLL_DATA_NONE,   /* timing only */
+    COLL_DATA_RANDOM, /* uniform in [-1, 1) from `seed` */
+    COLL_DATA_FN      /* data_fn(data_ctx, rank, i) */
+};
+
+typedef struct coll_spec {
+    enum coll_op op;
+    int algorithm;          /* enum coll_algo, or COLL_AUTO */
+    unsigned candidates;    /* auto: bit 1u << algo per algorithm to consider;
+                               0 = every algorithm of the op that applies */
+    int64_t bytes;          /* whole array; a multiple of 4 */
+    const int32_t *ranks;   /* cluster ranks taking part, in algorithm order;
+                               NULL = 0 .. net_ranks - 1 */
+    int32_t nranks;         /* entries in ranks (ignored when ranks is NULL) */
+    int32_t root;           /* broadcast, reduce: a cluster rank in ranks */
+    int32_t ranks_per_node; /* hierarchical: consecutive listed ranks that
+                               share a node; 0 = unknown */
+    int32_t chunks;         /* pipeline, double_binary_tree: 0 = the count
+                               that minimises the cost model */
+    enum eng_p2p p2p;
+    enum coll_data data;
+    double (*data_fn)(void *ctx, int32_t rank, int64_t i);
+    void *data_ctx;
+    uint64_t seed;
+} coll_spec;
+
+typedef struct coll_result {
+    int algorithm;    /* the one that ran (auto's choice) */
+    int32_t chunks;   /* pipeline / double_binary_tree chunk count, else 1 */
+    double predicted; /* its cost-model time, seconds */
+    double time;      /* simulated makespan, seconds */
+    double algbw;     /* bytes / time (0 when time is 0), B/s */
+    double busbw;     /* algbw x the op's factor */
+    int32_t nranks;
+    double *bytes_sent; /* per listed rank (index i is spec ranks[i]) */
+    int64_t transfers;
+    int64_t steps;
+    /* data mode only (else NULL): the meaningful output of listed rank i is
+     * outputs[i][0 .. out_count[i]); reduce_scatter: its shard; reduce: the
+     * root's array, 0 elements elsewhere; others: the whole array */
+    float **outputs;
+    int64_t *out_count;
+    float *store_; /* owns the output buffers */
+} coll_result;
+
+/* Runs one collective. ps is reset and refilled with the generated programs
+ * (kept for the caller: transfers' times are in it); eng and nw are borrowed.
+ * On success fills *res, which the caller releases with coll_result_free.
+ * Fails, with nothing to free, on bad input (named in the message), a run
+ * failure, or a wrong result in data mode ("rank 2 element 17: got 3.5,
+ * expected 4"). */
+int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
+             coll_result *res, ps_err *err);
+
+/* Frees what coll_run allocated in res; harmless on a zeroed or freed res. */
+void coll_result_free(coll_result *res);
+
+/* The cost model: predicted seconds of algo for spec on nw (alpha-beta with
+ * the routes' worst latency and bottleneck bandwidth over the pairs the
+ * algorithm uses; see coll.c), and the chunk count it implies. Fails when
+ * algo does not apply (wrong op, missing ranks_per_node) or spec is bad. */
+int coll_predict(const coll_spec *spec, const net *nw, int algo,
+                 double *seconds, int32_t *chunks, ps_err *err);
+
+/* Names: "allreduce", ...; "ring", "double_binary_tree", "auto", ... */
+const char *coll_op_name(enum coll_op op);
+const char *coll_algo_name(int algo);
+
+/* Parses an op name. Fails with "unknown collective op 'allreduc'
+ * (expected allreduce, reduce_scatter, allgather, broadcast, reduce)". */
+int coll_parse_op(const char *name, enum coll_op *op, ps_err *err);
+
+/* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
+ * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */
+int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);
+
+/* 1 when algo is one of op's algorithms. */
+int coll_algo_applies(enum coll_op op, int algo);
+
+/* nccl-tests' bus bandwidth factor for op on n ranks. */
+double coll_busbw_factor(enum coll_op op, int32_t n);
+
+#endif

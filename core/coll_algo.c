@@ -1,0 +1,470 @@
+/* Collective algorithms as step-major transfer lists: each generator emits
+ * every transfer of step s before any of step s+1 for a given position, so
+ * lanes come out in order and each position's ops of one step are
+ * contiguous and can be batched. Work is O(transfers) per generator. */
+#include "coll_algo.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+/* Appends a SEND or RECV to pos's lane; capacity was reserved from the
+ * counting pass, so this is a plain store (prog_push is the fallback). */
+static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
+                 int32_t msg, double bytes, int32_t step)
+{
+    prog_lane *lane = &g->ps->lanes[g->lane[pos]];
+    assert(step >= g->last_step[pos]);
+    if (g->last_step[pos] == step) /* same step: batch with the one before */
+        lane->ops[lane->n - 1].flags |= PROG_BATCH;
+    g->last_step[pos] = step;
+    prog_op op = {.bytes = bytes,
+                  .msg = msg,
+                  .peer = peer,
+                  .stage = -1,
+                  .mb = -1,
+                  .tag = step,
+                  .type = (uint8_t)type,
+                  .kind = PROG_COLL};
+    if (lane->n < lane->cap)
+        lane->ops[lane->n++] = op;
+    else if (prog_push(g->ps, g->lane[pos], &op))
+        g->oom = 1;
+}
+
+void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
+               int64_t cnt, int add)
+{
+    if (step + 1 > g->nsteps)
+        g->nsteps = step + 1;
+    if (g->counting) {
+        g->ops[src]++;
+        g->ops[dst]++;
+        g->next_msg[src]++;
+        return;
+    }
+    if (g->oom)
+        return;
+    double bytes = (double)cnt * 4;
+    int32_t msg = g->next_msg[src]++;
+    push(g, src, PROG_SEND, g->rank[dst], msg, bytes, step);
+    push(g, dst, PROG_RECV, g->rank[src], msg, bytes, step);
+    g->sent[src] += bytes;
+    g->transfers++;
+    if (!g->record)
+        return;
+    if (g->nx == g->xcap) {
+        int64_t cap = g->xcap ? g->xcap * 2 : 1024;
+        coll_xfer *x = realloc(g->x, (size_t)cap * sizeof *x);
+        if (!x) {
+            g->oom = 1;
+            return;
+        }
+        g->x = x;
+        g->xcap = cap;
+    }
+    g->x[g->nx++] = (coll_xfer){lo, cnt, step, src, dst, add};
+}
+
+/* ------------------------------------------------------------------ */
+/* Rings over a member list (positions), on elements [lo, lo + len)    */
+
+/* Member r ends with shard r of the range fully reduced. m-1 steps. */
+static int32_t ring_rs(coll_gen *g, const int32_t *mem, int32_t m, int64_t lo,
+                       int64_t len, int32_t s0)
+{
+    for (int32_t k = 0; k + 1 < m; k++)
+        for (int32_t r = 0; r < m; r++) {
+            int32_t s = ((r - k - 1) % m + m) % m;
+            coll_emit(g, s0 + k, mem[r], mem[(r + 1) % m],
+                      lo + coll_seg_lo(len, m, s), coll_seg_cnt(len, m, s), 1);
+        }
+    return m - 1;
+}
+
+/* Member r starts with shard r; all end with the whole range. m-1 steps. */
+static int32_t ring_ag(coll_gen *g, const int32_t *mem, int32_t m, int64_t lo,
+                       int64_t len, int32_t s0)
+{
+    for (int32_t k = 0; k + 1 < m; k++)
+        for (int32_t r = 0; r < m; r++) {
+            int32_t s = ((r - k) % m + m) % m;
+            coll_emit(g, s0 + k, mem[r], mem[(r + 1) % m],
+                      lo + coll_seg_lo(len, m, s), coll_seg_cnt(len, m, s), 0);
+        }
+    return m - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Binomial trees over positions, relative to root                     */
+
+static int32_t ceil_log2(int32_t n)
+{
+    int32_t k = 0;
+    while ((1 << k) < n)
+        k++;
+    return k;
+}
+
+/* Reduce to root: relative rank v sends to v - mask at the step of its
+ * lowest set bit. ceil(log2 N) steps. */
+static int32_t tree_reduce(coll_gen *g, int32_t root, int32_t s0)
+{
+    int32_t N = g->N, steps = ceil_log2(N);
+    for (int32_t k = 0; k < steps; k++) {
+        int32_t mask = 1 << k;
+        for (int32_t v = mask; v < N; v += 2 * mask)
+            coll_emit(g, s0 + k, (v + root) % N, (v - mask + root) % N, 0, g->n,
+                      1);
+    }
+    return steps;
+}
+
+/* Broadcast from root: in the step with distance mask (descending), every
+ * v that is a multiple of 2 mask sends to v + mask. ceil(log2 N) steps. */
+static int32_t tree_bcast(coll_gen *g, int32_t root, int32_t s0)
+{
+    int32_t N = g->N, steps = ceil_log2(N);
+    for (int32_t k = 0; k < steps; k++) {
+        int32_t mask = 1 << (steps - 1 - k);
+        for (int32_t v = 0; v + mask < N; v += 2 * mask)
+            coll_emit(g, s0 + k, (v + root) % N, (v + mask + root) % N, 0, g->n,
+                      0);
+    }
+    return steps;
+}
+
+/* ------------------------------------------------------------------ */
+/* Halving-doubling (Rabenseifner), with the extra ranks of a          */
+/* non-power-of-two N folded in by a pre- and a post-step.             */
+
+typedef struct hd {
+    int32_t p2, r; /* largest power of two <= N; N - p2 */
+} hd;
+
+static int32_t hd_orig(const hd *h, int32_t j)
+{
+    return j < h->r ? 2 * j + 1 : j + h->r;
+}
+
+/* Elements of newranks [a, b): newrank j < r owns shards 2j and 2j+1. */
+static int64_t hd_lo(const coll_gen *g, const hd *h, int32_t j)
+{
+    int32_t first = j < h->r ? 2 * j : j + h->r;
+    return coll_seg_lo(g->n, g->N, first);
+}
+
+static int32_t hd_halving(coll_gen *g, const hd *h, int32_t s0)
+{
+    int32_t s = s0;
+    for (int32_t d = h->p2 / 2; d >= 1; d /= 2, s++)
+        for (int32_t j = 0; j < h->p2; j++) {
+            int32_t base = j & ~(2 * d - 1);
+            int32_t give = (j & d) ? base : base + d; /* the other half */
+            int64_t lo = hd_lo(g, h, give);
+            int64_t hi = give + d < h->p2 ? hd_lo(g, h, give + d) : g->n;
+            coll_emit(g, s, hd_orig(h, j), hd_orig(h, j ^ d), lo, hi - lo, 1);
+        }
+    return s - s0;
+}
+
+static int32_t hd_doubling(coll_gen *g, const hd *h, int32_t s0)
+{
+    int32_t s = s0;
+    for (int32_t d = 1; d < h->p2; d *= 2, s++)
+        for (int32_t j = 0; j < h->p2; j++) {
+            int32_t base = j & ~(d - 1);
+            int64_t lo = hd_lo(g, h, base);
+            int64_t hi = base + d < h->p2 ? hd_lo(g, h, base + d) : g->n;
+            coll_emit(g, s, hd_orig(h, j), hd_orig(h, j ^ d), lo, hi - lo, 0);
+        }
+    return s - s0;
+}
+
+static int32_t halving_doubling(coll_gen *g, enum coll_op op, int32_t s0)
+{
+    hd h = {1, 0};
+    while (h.p2 * 2 <= g->N)
+        h.p2 *= 2;
+    h.r = g->N - h.p2;
+    int32_t s = s0;
+    if (h.r > 0) { /* fold: even rank 2j hands its data to 2j + 1 */
+        for (int32_t j = 0; j < h.r; j++) {
+            if (op == COLL_ALLGATHER)
+                coll_emit(g, s, 2 * j, 2 * j + 1,
+                          coll_seg_lo(g->n, g->N, 2 * j),
+                          coll_seg_cnt(g->n, g->N, 2 * j), 0);
+            else
+                coll_emit(g, s, 2 * j, 2 * j + 1, 0, g->n, 1);
+        }
+        s++;
+    }
+    if (op != COLL_ALLGATHER)
+        s += hd_halving(g, &h, s);
+    if (op != COLL_REDUCE_SCATTER)
+        s += hd_doubling(g, &h, s);
+    if (h.r > 0) { /* unfold: 2j + 1 hands the result back */
+        for (int32_t j = 0; j < h.r; j++) {
+            if (op == COLL_REDUCE_SCATTER)
+                coll_emit(g, s, 2 * j + 1, 2 * j,
+                          coll_seg_lo(g->n, g->N, 2 * j),
+                          coll_seg_cnt(g->n, g->N, 2 * j), 0);
+            else
+                coll_emit(g, s, 2 * j + 1, 2 * j, 0, g->n, 0);
+        }
+        s++;
+    }
+    return s - s0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct: every position exchanges shards with every other at once.  */
+
+static int32_t direct(coll_gen *g, enum coll_op op, int32_t s0)
+{
+    int32_t N = g->N, s = s0;
+    if (op != COLL_ALLGATHER) { /* shard i of every rank goes to rank i */
+        for (int32_t i = 0; i < N; i++)
+            for (int32_t j = 0; j < N; j++)
+                if (j != i)
+                    coll_emit(g, s, j, i, coll_seg_lo(g->n, N, i),
+                              coll_seg_cnt(g->n, N, i), 1);
+        s++;
+    }
+    if (op != COLL_REDUCE_SCATTER) { /* rank i's shard goes to everyone */
+        for (int32_t i = 0; i < N; i++)
+            for (int32_t j = 0; j < N; j++)
+                if (j != i)
+                    coll_emit(g, s, i, j, coll_seg_lo(g->n, N, i),
+                              coll_seg_cnt(g->n, N, i), 0);
+        s++;
+    }
+    return s - s0;
+}
+
+/* ------------------------------------------------------------------ */
+/* NCCL's double binary tree                                           */
+
+/* Parent of r in NCCL's binary tree over n ranks (ncclGetBtree): the
+ * parent has the next higher lowest set bit; -1 for the root 0. */
+static int32_t btree_parent(int32_t n, int32_t r)
+{
+    if (r == 0)
+        return -1;
+    int32_t bit = r & -r;
+    int32_t up = (r ^ bit) | (bit << 1);
+    return up >= n ? (r ^ bit) : up;
+}
+
+/* The second tree is the first mirrored (even n) or shifted by one (odd n),
+ * so that, as in ncclGetDtree, a rank that is a leaf in one tree is an
+ * inner node in the other. */
+static int32_t dtree_parent(int32_t n, int32_t t, int32_t r)
+{
+    if (t == 0)
+        return btree_parent(n, r);
+    int32_t m = n % 2 ? (r - 1 + n) % n : n - 1 - r;
+    int32_t p = btree_parent(n, m);
+    if (p < 0)
+        return -1;
+    return n % 2 ? (p + 1) % n : n - 1 - p;
+}
+
+int32_t coll_btree_depth(int32_t n)
+{
+    int32_t deepest = 0;
+    for (int32_t r = 0; r < n; r++) {
+        int32_t d = 0;
+        for (int32_t v = r; v > 0; v = btree_parent(n, v))
+            d++;
+        if (d > deepest)
+            deepest = d;
+    }
+    return deepest;
+}
+
+/* Two trees, each reducing then broadcasting half of the array in `chunks`
+ * pipelined chunks: node v sends chunk c to its parent in step c + h(v)
+ * (h: height of its subtree) and receives the reduced chunk c from its
+ * parent in step c + H + d(v) - 1 (H: tree height, d: depth). Steps:
+ * chunks + 2H - 1. */
+static int32_t double_binary_tree(coll_gen *g, int32_t chunks, int32_t s0)
+{
+    int32_t N = g->N;
+    int32_t *parent = malloc((size_t)N * 2 * sizeof *parent);
+    int32_t *depth = malloc((size_t)N * 2 * sizeof *depth);
+    int32_t *height = calloc((size_t)N * 2, sizeof *height);
+    int32_t H = 0;
+    if (!parent || !depth || !height) {
+        g->oom = 1;
+        goto done;
+    }
+    for (int32_t t = 0; t < 2; t++) {
+        int32_t *par = parent + t * N, *dep = depth + t * N;
+        int32_t *hei = height + t * N;
+        for (int32_t v = 0; v < N; v++)
+            par[v] = dtree_parent(N, t, v);
+        for (int32_t v = 0; v < N; v++) {
+            int32_t d = 0;
+            for (int32_t u = v; par[u] >= 0; u = par[u]) {
+                d++;
+                if (hei[par[u]] < d)
+                    hei[par[u]] = d;
+            }
+            dep[v] = d;
+            if (d > H)
+                H = d;
+        }
+    }
+    int64_t half[2] = {g->n / 2, g->n - g->n / 2};
+    int64_t base[2] = {0, g->n / 2};
+    int32_t steps = chunks + 2 * H - 1;
+    for (int32_t s = 0; s < steps; s++)
+        for (int32_t t = 0; t < 2; t++)
+            for (int32_t v = 0; v < N; v++) {
+                int32_t p = parent[t * N + v];
+                if (p < 0)
+                    continue;
+                int32_t c = s - height[t * N + v];
+                if (c >= 0 && c < chunks)
+                    coll_emit(g, s0 + s, v, p,
+                              base[t] + coll_seg_lo(half[t], chunks, c),
+                              coll_seg_cnt(half[t], chunks, c), 1);
+                c = s - H - depth[t * N + v] + 1;
+                if (c >= 0 && c < chunks)
+                    coll_emit(g, s0 + s, p, v,
+                              base[t] + coll_seg_lo(half[t], chunks, c),
+                              coll_seg_cnt(half[t], chunks, c), 0);
+            }
+done:
+    free(parent);
+    free(depth);
+    free(height);
+    return g->oom ? 0 : chunks + 2 * H - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Broadcast variants                                                  */
+
+/* Chain root -> root+1 -> ...: relative v forwards chunk s - v in step s.
+ * chunks + N - 2 steps. */
+static int32_t pipeline(coll_gen *g, int32_t root, int32_t chunks, int32_t s0)
+{
+    int32_t N = g->N, steps = chunks + N - 2;
+    for (int32_t s = 0; s < steps; s++)
+        for (int32_t v = 0; v + 1 < N; v++) {
+            int32_t c = s - v;
+            if (c >= 0 && c < chunks)
+                coll_emit(g, s0 + s, (v + root) % N, (v + 1 + root) % N,
+                          coll_seg_lo(g->n, chunks, c),
+                          coll_seg_cnt(g->n, chunks, c), 0);
+        }
+    return steps;
+}
+
+/* Binomial scatter of shard v to relative rank v, then a ring allgather in
+ * relative order. */
+static int32_t scatter_allgather(coll_gen *g, int32_t root, int32_t s0)
+{
+    int32_t N = g->N, steps = ceil_log2(N), s = s0;
+    for (int32_t k = 0; k < steps; k++, s++) {
+        int32_t mask = 1 << (steps - 1 - k);
+        for (int32_t v = 0; v + mask < N; v += 2 * mask) {
+            int32_t end = v + 2 * mask < N ? v + 2 * mask : N;
+            int64_t lo = coll_seg_lo(g->n, N, v + mask);
+            int64_t hi = end < N ? coll_seg_lo(g->n, N, end) : g->n;
+            coll_emit(g, s, (v + root) % N, (v + mask + root) % N, lo, hi - lo,
+                      0);
+        }
+    }
+    int32_t *mem = malloc((size_t)N * sizeof *mem);
+    if (!mem) {
+        g->oom = 1;
+        return 0;
+    }
+    for (int32_t v = 0; v < N; v++)
+        mem[v] = (v + root) % N;
+    s += ring_ag(g, mem, N, 0, g->n, s);
+    free(mem);
+    return s - s0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Hierarchical allreduce                                              */
+
+/* Intra-node ring reduce-scatter, then an inter-node ring allreduce of
+ * shard l among the ranks with local index l, then an intra-node ring
+ * allgather. Nodes are runs of rpn consecutive positions. */
+static int32_t hierarchical(coll_gen *g, int32_t rpn, int32_t s0)
+{
+    int32_t N = g->N, m = N / rpn;
+    int32_t *mem = malloc((size_t)(rpn > m ? rpn : m) * sizeof *mem);
+    if (!mem) {
+        g->oom = 1;
+        return 0;
+    }
+    int32_t s1 = s0 + rpn - 1, s2 = s1 + 2 * (m - 1);
+    for (int32_t node = 0; node < m; node++) {
+        for (int32_t l = 0; l < rpn; l++)
+            mem[l] = node * rpn + l;
+        ring_rs(g, mem, rpn, 0, g->n, s0);
+    }
+    for (int32_t l = 0; l < rpn; l++) {
+        for (int32_t node = 0; node < m; node++)
+            mem[node] = node * rpn + l;
+        int64_t lo = coll_seg_lo(g->n, rpn, l),
+                len = coll_seg_cnt(g->n, rpn, l);
+        ring_rs(g, mem, m, lo, len, s1);
+        ring_ag(g, mem, m, lo, len, s1 + m - 1);
+    }
+    for (int32_t node = 0; node < m; node++) {
+        for (int32_t l = 0; l < rpn; l++)
+            mem[l] = node * rpn + l;
+        ring_ag(g, mem, rpn, 0, g->n, s2);
+    }
+    free(mem);
+    return s2 + rpn - 1 - s0;
+}
+
+/* ------------------------------------------------------------------ */
+
+int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
+                      int32_t rpn, int32_t chunks)
+{
+    int32_t N = g->N;
+    if (N < 2 || g->n == 0)
+        return 0;
+    int32_t *all = NULL;
+    if (algo == COLL_RING) {
+        all = malloc((size_t)N * sizeof *all);
+        if (!all) {
+            g->oom = 1;
+            return 0;
+        }
+        for (int32_t i = 0; i < N; i++)
+            all[i] = i;
+    }
+    int32_t s = 0;
+    switch (algo) {
+    case COLL_RING:
+        if (op != COLL_ALLGATHER)
+            s += ring_rs(g, all, N, 0, g->n, s);
+        if (op != COLL_REDUCE_SCATTER)
+            s += ring_ag(g, all, N, 0, g->n, s);
+        break;
+    case COLL_TREE:
+        if (op != COLL_BROADCAST)
+            s += tree_reduce(g, op == COLL_REDUCE ? root : 0, s);
+        if (op != COLL_REDUCE)
+            s += tree_bcast(g, op == COLL_BROADCAST ? root : 0, s);
+        break;
+    case COLL_DOUBLE_BINARY_TREE: s = double_binary_tree(g, chunks, 0); break;
+    case COLL_HALVING_DOUBLING: s = halving_doubling(g, op, 0); break;
+    case COLL_DIRECT: s = direct(g, op, 0); break;
+    case COLL_HIERARCHICAL: s = hierarchical(g, rpn, 0); break;
+    case COLL_PIPELINE: s = pipeline(g, root, chunks, 0); break;
+    case COLL_SCATTER_ALLGATHER: s = scatter_allgather(g, root, 0); break;
+    default: assert(0);
+    }
+    free(all);
+    return s;
+}

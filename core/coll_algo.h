@@ -1,0 +1,66 @@
+/* Internal to the coll module: the step emitter shared by the algorithm
+ * generators (coll_algo.c) and the driver (coll.c). Positions 0 .. N-1 index
+ * the collective's listed ranks; element ranges are in float32 elements. */
+#ifndef PS_COLL_ALGO_H
+#define PS_COLL_ALGO_H
+
+#include <stdint.h>
+
+#include "coll.h"
+
+/* One transfer as the data replay needs it. */
+typedef struct coll_xfer {
+    int64_t lo, cnt; /* element range, the same on both sides */
+    int32_t step;
+    int32_t src, dst; /* positions */
+    int32_t add;      /* 1: receiver adds, 0: receiver copies */
+} coll_xfer;
+
+typedef struct coll_gen {
+    prog_set *ps;
+    const int32_t *rank; /* position -> cluster rank */
+    int32_t N;
+    int64_t n;          /* elements */
+    int32_t *lane;      /* position -> lane */
+    int32_t *last_step; /* position -> step of its last op, -1 */
+    double *sent;       /* position -> bytes sent */
+    int32_t nsteps;     /* 1 + highest step emitted */
+    int64_t transfers;
+    int counting;      /* first pass: only count ops and sends */
+    int64_t *ops;      /* position -> ops (counting pass) */
+    int32_t *next_msg; /* position -> next message id of its sends: ids are
+                          handed out sender by sender so that prog_seal and
+                          the engine walk them in lane order (cache
+                          friendly); counting pass: its sends */
+    int record;        /* keep coll_xfer records (data mode) */
+    coll_xfer *x;
+    int64_t nx, xcap;
+    int oom;
+} coll_gen;
+
+/* Element range of shard i when n elements are split over parts. */
+static inline int64_t coll_seg_lo(int64_t n, int32_t parts, int32_t i)
+{
+    int64_t q = n / parts, r = n % parts;
+    return (int64_t)i * q + (i < r ? i : r);
+}
+
+static inline int64_t coll_seg_cnt(int64_t n, int32_t parts, int32_t i)
+{
+    return n / parts + (i < n % parts);
+}
+
+/* Emits one transfer of elements [lo, lo+cnt) from position src to dst in
+ * step `step`; steps of one position must not decrease. */
+void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
+               int64_t cnt, int add);
+
+/* Generates algo for op; chunks for the chunked ones. root and rpn are a
+ * position and a ranks-per-node count. Returns the number of steps. */
+int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
+                      int32_t rpn, int32_t chunks);
+
+/* Depth of the deepest node of NCCL's binary tree over n ranks. */
+int32_t coll_btree_depth(int32_t n);
+
+#endif

@@ -1,0 +1,308 @@
+/* Network: FIFO and max-min fair sharing (hand-computed times), link
+ * statistics, the cluster builder's routes and contention, deterministic
+ * shortest routes and the unreachable-rank error. */
+#include "eng.h"
+#include "harness.h"
+#include "net.h"
+
+#include <math.h>
+
+typedef struct start {
+    double t;
+    int32_t src, dst;
+    double bytes;
+} start;
+
+/* Starts each transfer at its time (starts before events at equal times) and
+ * writes every arrival time into arrive[i]. */
+static void drive(net *nw, const start *st, int n, double *arrive)
+{
+    eq q;
+    eq_init(&q);
+    net_begin(nw, &q);
+    int next = 0;
+    for (int i = 0; i < n; i++)
+        arrive[i] = NAN;
+    for (;;) {
+        double tn = next < n ? st[next].t : INFINITY;
+        if (next < n && (eq_empty(&q) || tn <= q.heap[0].t)) {
+            double tb;
+            CHECK_INT(net_start(nw, next, st[next].src, st[next].dst,
+                                st[next].bytes, tn, &tb),
+                      0);
+            next++;
+            continue;
+        }
+        eq_event ev;
+        if (eq_pop(&q, &ev))
+            break;
+        int32_t id = net_event(nw, &ev);
+        if (id >= 0)
+            arrive[id] = ev.t;
+    }
+    eq_free(&q);
+}
+
+/* Two ranks, one directed link 0 -> 1 of 100 B/s and latency lat. */
+static net *one_link(double lat, enum net_sharing sharing)
+{
+    net *nw = net_new(2);
+    ps_err err;
+    CHECK_INT(net_add_link(nw, 0, 1, 100, lat, &err), 0);
+    CHECK_INT(net_add_link(nw, 1, 0, 100, lat, &err), 0);
+    CHECK_INT(net_finalize(nw, &err), 0);
+    net_set_sharing(nw, sharing);
+    return nw;
+}
+
+static void test_fair_two_flows_halve(void)
+{
+    net *nw = one_link(0.5, NET_FAIR);
+    start st[] = {{0, 0, 1, 100}, {0, 0, 1, 100}};
+    double at[2];
+    drive(nw, st, 2, at);
+    /* both at 50 B/s: data ends at 2, arrival latency later */
+    CHECK_NEAR(at[0], 2.5);
+    CHECK_NEAR(at[1], 2.5);
+    net_link_info li[4];
+    CHECK_INT(net_links(nw, li, 4), 2);
+    CHECK_NEAR(li[0].bytes, 200);
+    CHECK_NEAR(li[0].busy, 2.0); /* data phases only */
+    CHECK_NEAR(li[1].bytes, 0);
+    net_free(nw);
+
+    /* FIFO on the same link: one after the other, each holding the link
+     * for its latency too */
+    nw = one_link(0.5, NET_FIFO);
+    drive(nw, st, 2, at);
+    CHECK_NEAR(at[0], 1.5);
+    CHECK_NEAR(at[1], 3.0);
+    CHECK_INT(net_links(nw, li, 4), 2);
+    CHECK_NEAR(li[0].bytes, 200);
+    CHECK_NEAR(li[0].busy, 3.0);
+    net_free(nw);
+}
+
+/* A sends 200 B from t=0; B joins at 0.5 with 50 B. At 0.5 A has 150 B left;
+ * both run at 50 B/s until B is done at 1.5; A's last 100 B then run at
+ * 100 B/s: A ends at 2.5. */
+static void test_fair_late_joiner(void)
+{
+    net *nw = one_link(0, NET_FAIR);
+    start st[] = {{0, 0, 1, 200}, {0.5, 0, 1, 50}};
+    double at[2];
+    drive(nw, st, 2, at);
+    CHECK_NEAR(at[1], 1.5);
+    CHECK_NEAR(at[0], 2.5);
+    net_link_info li[2];
+    net_links(nw, li, 2);
+    CHECK_NEAR(li[0].bytes, 250);
+    CHECK_NEAR(li[0].busy, 2.5);
+    net_free(nw);
+}
+
+/* The classic max-min example: f1 (rank 0 -> 2) is held to 10 B/s by its
+ * first link; f2 (1 -> 3) shares the 100 B/s trunk with it and gets the
+ * 90 B/s that f1 leaves, not 50. f1 (10 B) ends at 1; f2 (180 B) has 90 B
+ * left, now at 100 B/s: it ends at 1.9. A third flow on a disjoint link is
+ * untouched by all of this. */
+static void test_fair_max_min(void)
+{
+    net *nw = net_new(6);
+    ps_err err;
+    int32_t s = net_add_switch(nw), t = net_add_switch(nw);
+    CHECK_INT(net_add_link(nw, 0, s, 10, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, 1, s, 100, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, s, t, 100, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, t, 2, 100, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, t, 3, 100, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, 4, 5, 100, 0, &err), 0);
+    /* way back so every pair has a route */
+    for (int32_t r = 0; r < 6; r++)
+        CHECK_INT(net_add_link(nw, r == 5 ? s : t, r, 1, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, 2, s, 1, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, 3, s, 1, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, 4, s, 1, 0, &err), 0);
+    CHECK_INT(net_add_link(nw, 5, s, 1, 0, &err), 0);
+    CHECK_INT(net_finalize(nw, &err), 0);
+    CHECK_INT(net_sharing_of(nw), NET_FAIR); /* the default off a mesh */
+    start st[] = {{0, 0, 2, 10}, {0, 1, 3, 180}, {0, 4, 5, 100}};
+    double at[3];
+    drive(nw, st, 3, at);
+    CHECK_NEAR(at[0], 1.0);
+    CHECK_NEAR(at[1], 1.9);
+    CHECK_NEAR(at[2], 1.0);
+    net_free(nw);
+}
+
+/* Through the engine: two messages on one mesh link, FIFO (default on a
+ * mesh) vs FAIR. */
+static void test_engine_fair_mesh(void)
+{
+    for (int fair = 0; fair < 2; fair++) {
+        prog_set *ps = prog_new(2);
+        net *nw = net_new(2);
+        ps_err err;
+        net_set_mesh(nw, 10, 0.25, &err);
+        CHECK_INT(net_sharing_of(nw), NET_FIFO);
+        if (fair)
+            net_set_sharing(nw, NET_FAIR);
+        int32_t a = prog_add_lane(ps, 0), b = prog_add_lane(ps, 1);
+        for (int i = 0; i < 2; i++) {
+            int32_t m = prog_new_msg(ps);
+            prog_op op = prog_send(1, m, 10, PROG_F, i, PROG_BATCH * (i == 0));
+            prog_push(ps, a, &op);
+            op = prog_recv(0, m, 10, PROG_F, i, PROG_BATCH * (i == 0));
+            prog_push(ps, b, &op);
+        }
+        eng_sim *e = eng_new();
+        eng_result res;
+        CHECK_INT(prog_seal(ps, &err), 0);
+        CHECK_INT(eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, &err), 0);
+        if (fair) {
+            CHECK_NEAR(ps->lanes[0].ops[0].t_end, 2.25);
+            CHECK_NEAR(ps->lanes[0].ops[1].t_end, 2.25);
+            CHECK_NEAR(res.makespan, 2.25);
+        } else {
+            CHECK_NEAR(ps->lanes[0].ops[0].t_end, 1.25);
+            CHECK_NEAR(ps->lanes[0].ops[1].t_end, 2.5);
+        }
+        /* run twice: per-run state is reset */
+        CHECK_INT(eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, &err), 0);
+        CHECK_NEAR(res.makespan, fair ? 2.25 : 2.5);
+        net_link_info li[4];
+        CHECK_INT(net_links(nw, li, 4), 1);
+        CHECK_NEAR(li[0].bytes, 20);
+        eng_free(e);
+        prog_free(ps);
+        net_free(nw);
+    }
+}
+
+static net *cluster(int32_t nodes, int32_t gpus, int32_t nics, double over)
+{
+    net_cluster c = {.nodes = nodes,
+                     .gpus_per_node = gpus,
+                     .nics_per_node = nics,
+                     .intra_bw = 400,
+                     .intra_lat = 1,
+                     .inter_bw = 50,
+                     .inter_lat = 4,
+                     .oversubscription = over};
+    net *nw = net_new(nodes * gpus);
+    ps_err err;
+    CHECK_INT(net_build_cluster(nw, &c, &err), 0);
+    return nw;
+}
+
+static void test_cluster(void)
+{
+    net *nw = cluster(2, 4, 2, 1);
+    CHECK_NEAR(net_lone_time(nw, 0, 3, 400), 1 + 400.0 / 400);
+    CHECK_NEAR(net_lone_time(nw, 1, 6, 100), 4 + 100.0 / 50);
+    const int32_t *l0, *l1;
+    int32_t one;
+    CHECK_INT(net_route(nw, 0, 3, &l0, &one), 2);
+    CHECK_INT(net_route(nw, 0, 4, &l0, &one), 5);
+    /* GPUs 0 and 1 share NIC 0: their routes meet on its uplink; GPU 2 uses
+     * NIC 1 */
+    int32_t n1 = net_route(nw, 1, 5, &l1, &one);
+    CHECK_INT(n1, 5);
+    CHECK_INT(l0[1], l1[1]);
+    net_route(nw, 2, 6, &l1, &one);
+    CHECK(l0[1] != l1[1]);
+    CHECK_INT(net_sharing_of(nw), NET_FAIR);
+
+    /* 0->4 and 1->5 share NIC 0 (100 B each at 25 B/s), 2->6 has NIC 1 to
+     * itself; intra-node 3->0 is untouched */
+    start st[] = {
+        {0, 0, 4, 100}, {0, 1, 5, 100}, {0, 2, 6, 100}, {0, 3, 0, 400}};
+    double at[4];
+    drive(nw, st, 4, at);
+    CHECK_NEAR(at[0], 4 + 100.0 / 25);
+    CHECK_NEAR(at[1], 4 + 100.0 / 25);
+    CHECK_NEAR(at[2], 4 + 100.0 / 50);
+    CHECK_NEAR(at[3], 1 + 1);
+    net_free(nw);
+
+    /* one NIC per GPU, fabric oversubscribed 4:1: the core carries
+     * 2 * 4 * 50 / 4 = 100 B/s, shared by the four node-0 -> node-1 flows */
+    nw = cluster(2, 4, 0, 4);
+    start st2[] = {
+        {0, 0, 4, 100}, {0, 1, 5, 100}, {0, 2, 6, 100}, {0, 3, 7, 100}};
+    drive(nw, st2, 4, at);
+    for (int i = 0; i < 4; i++)
+        CHECK_NEAR(at[i], 4 + 100.0 / 25);
+    net_link_info li[64];
+    int32_t nl = net_links(nw, li, 64);
+    CHECK(nl <= 64);
+    int core = 0;
+    for (int32_t i = 0; i < nl; i++) {
+        if (li[i].bandwidth == 100 && li[i].bytes == 400) {
+            core++;
+            CHECK_NEAR(li[i].busy, 4);
+        }
+    }
+    CHECK_INT(core, 1);
+    net_free(nw);
+
+    ps_err err;
+    net_cluster bad = {.nodes = 2,
+                       .gpus_per_node = 4,
+                       .nics_per_node = 5,
+                       .intra_bw = 1,
+                       .inter_bw = 1};
+    nw = net_new(8);
+    CHECK_INT(net_build_cluster(nw, &bad, &err), PS_ERR);
+    CHECK_STR(err.msg, "cluster: nics_per_node must be between 1 and "
+                       "gpus_per_node (4), got 5");
+    bad.nics_per_node = 1;
+    bad.inter_bw = 0;
+    CHECK_INT(net_build_cluster(nw, &bad, &err), PS_ERR);
+    CHECK_STR(err.msg, "cluster: inter: link bandwidth must be positive, "
+                       "got 0");
+    net_free(nw);
+}
+
+static void test_routes(void)
+{
+    /* two equally short routes 0 -> 1, via switch 2 or 3: the lower id wins
+     * whatever the order the links were added in */
+    net *nw = net_new(2);
+    ps_err err;
+    int32_t s2 = net_add_switch(nw), s3 = net_add_switch(nw);
+    net_add_link(nw, 0, s3, 1, 0, &err);
+    net_add_link(nw, s3, 1, 1, 0, &err);
+    net_add_link(nw, 0, s2, 1, 0, &err);
+    net_add_link(nw, s2, 1, 1, 0, &err);
+    net_add_link(nw, 1, 0, 1, 0, &err);
+    CHECK_INT(net_finalize(nw, &err), 0);
+    const int32_t *l;
+    int32_t one;
+    CHECK_INT(net_route(nw, 0, 1, &l, &one), 2);
+    CHECK_INT(l[0], 2); /* link 0 -> s2 is link number 2 */
+    CHECK_INT(l[1], 3);
+    net_free(nw);
+
+    /* a chain 0 - 1 - 2 - 3 whose last hop is one-way */
+    nw = net_new(4);
+    for (int32_t r = 0; r < 3; r++) {
+        net_add_link(nw, r, r + 1, 1, 0, &err);
+        if (r < 2)
+            net_add_link(nw, r + 1, r, 1, 0, &err);
+    }
+    CHECK_INT(net_finalize(nw, &err), PS_ERR);
+    CHECK_STR(err.msg, "no route from rank 3 to rank 0");
+    net_free(nw);
+}
+
+int main(void)
+{
+    test_fair_two_flows_halve();
+    test_fair_late_joiner();
+    test_fair_max_min();
+    test_engine_fair_mesh();
+    test_cluster();
+    test_routes();
+    return harness_done();
+}

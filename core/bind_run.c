@@ -8,6 +8,7 @@
 
 #include "bind.h"
 #include "bind_cluster.h"
+#include "coll.h"
 #include "pipe.h"
 #include "unit.h"
 
@@ -163,6 +164,79 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
     }
 }
 
+/* grad_sync = { bucket, first_bucket, algorithm, overlap }, zero,
+ * optimizer_time. Defaults: PyTorch DDP's 25 MiB buckets and 1 MiB first
+ * bucket (torch.nn.parallel.DistributedDataParallel bucket_cap_mb and
+ * dist._DEFAULT_FIRST_BUCKET_BYTES), auto algorithm, overlap on. */
+static void read_grad_sync(lua_State *L, pipe_config *cfg,
+                           const bind_cluster *cl)
+{
+    cfg->bucket_bytes = 25.0 * 1024 * 1024;
+    cfg->first_bucket_bytes = 1.0 * 1024 * 1024;
+    cfg->grad_algorithm = COLL_AUTO;
+    cfg->overlap = 1;
+    if (lua_getfield(L, 1, "grad_sync") == LUA_TTABLE) {
+        int t = lua_gettop(L);
+        bind_quantity(L, t, "grad_sync.bucket", UNIT_BYTES,
+                      &cfg->bucket_bytes);
+        bind_quantity(L, t, "grad_sync.first_bucket", UNIT_BYTES,
+                      &cfg->first_bucket_bytes);
+        bind_boolean(L, t, "overlap", &cfg->overlap);
+        const char *algo = bind_string(L, t, "algorithm");
+        ps_err err;
+        if (algo && coll_parse_algo(COLL_ALLREDUCE, algo, &cfg->grad_algorithm,
+                                    &err))
+            luaL_error(L, "field 'grad_sync.algorithm': %s", err.msg);
+        if (!(cfg->bucket_bytes > 0) || !(cfg->first_bucket_bytes > 0))
+            luaL_error(L, "field 'grad_sync.bucket' and 'first_bucket' must "
+                          "be positive");
+    } else if (!lua_isnil(L, -1)) {
+        luaL_error(L, "field 'grad_sync' must be a table such as { bucket = "
+                      "\"25 MB\", overlap = true }");
+    }
+    lua_pop(L, 1);
+    /* the reduction runs on the network like NCCL: NCCL's tuner picks
+     * between ring and tree for allreduce (ncclTopoTuneModel) */
+    if (cfg->grad_algorithm == COLL_AUTO)
+        cfg->grad_candidates = (1u << COLL_RING) | (1u << COLL_TREE);
+    long long zero = 0;
+    bind_integer(L, 1, "zero", &zero);
+    if (zero != 0 && zero != 1)
+        luaL_error(L, "field 'zero' must be 0 or 1 (ZeRO stage 1), got %d",
+                   (int)zero);
+    cfg->zero = (int)zero;
+    cfg->optimizer_seconds = 0;
+    bind_quantity(L, 1, "optimizer_time", UNIT_SECONDS,
+                  &cfg->optimizer_seconds);
+    if (cfg->optimizer_seconds < 0)
+        luaL_error(L, "field 'optimizer_time' must not be negative");
+    /* a data-parallel group that is whole nodes can use hierarchical
+     * collectives */
+    int32_t g = cl->gpus_per_node;
+    cfg->ranks_per_node = 0;
+    if (g > 1 && cfg->dp % g == 0) {
+        int aligned = 1;
+        for (int32_t r = 0; r < cfg->p && aligned; r++)
+            for (int32_t j = 0; j < cfg->dp; j++)
+                if (cfg->rank_of[j * cfg->p + r] !=
+                    cfg->rank_of[r] + j) /* consecutive ranks */
+                    aligned = 0;
+        for (int32_t r = 0; r < cfg->p && aligned; r++)
+            aligned = cfg->rank_of[r] % g == 0;
+        if (aligned)
+            cfg->ranks_per_node = g;
+    }
+}
+
+static void push_ints(lua_State *L, const int32_t *v, int32_t n)
+{
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        lua_pushinteger(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
 static void push_array(lua_State *L, const double *v, int32_t n)
 {
     lua_createtable(L, n, 0);
@@ -293,40 +367,73 @@ static int core_run(lua_State *L)
     lua_pop(L, 1);
 
     /* cluster and placement */
+    long long dp = 1;
+    bind_integer(L, 1, "dp", &dp);
+    if (dp < 1)
+        return luaL_error(L, "field 'dp' must be at least 1, got %d", (int)dp);
+    cfg.dp = (int32_t)dp;
     bind_cluster *cl;
     if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
         lua_pop(L, 1);
-        cl = bind_push_ideal_cluster(L, cfg.p);
+        cl = bind_push_ideal_cluster(L, cfg.p * cfg.dp);
     } else {
         cl = bind_check_cluster(L, -1);
     }
-    int32_t *rank_of = NULL;
+    int32_t n = cfg.p * cfg.dp;
+    if (n > cl->nranks)
+        return luaL_error(L,
+                          "dp %d x %d stages need %d ranks but the cluster "
+                          "has %d",
+                          (int)cfg.dp, (int)cfg.p, (int)n, (int)cl->nranks);
+    int32_t *rank_of = scratch(L, (size_t)n, sizeof *rank_of);
+    lua_rotate(L, -2, 1); /* keep the cluster on top */
     if (lua_getfield(L, 1, "ranks") == LUA_TTABLE) {
-        if ((int32_t)luaL_len(L, -1) != cfg.p)
+        if ((int32_t)luaL_len(L, -1) != n)
             return luaL_error(L,
-                              "field 'ranks' must list one cluster rank "
-                              "per stage (%d)",
-                              (int)cfg.p);
-        rank_of = scratch(L, (size_t)cfg.p, sizeof *rank_of);
-        lua_rotate(L, -2, 1);
-        for (int32_t r = 0; r < cfg.p; r++) {
-            lua_geti(L, -1, r + 1);
-            rank_of[r] = (int32_t)luaL_checkinteger(L, -1);
+                              "field 'ranks' must list %d cluster ranks (one "
+                              "per stage%s), got %d",
+                              (int)n, cfg.dp > 1 ? " of every replica" : "",
+                              (int)luaL_len(L, -1));
+        for (int32_t k = 0; k < n; k++) {
+            lua_geti(L, -1, k + 1);
+            int ok;
+            lua_Integer r = lua_tointegerx(L, -1, &ok);
+            if (!ok || r < 0 || r >= cl->nranks)
+                return luaL_error(L,
+                                  "field 'ranks': entry %d is not a rank of "
+                                  "the cluster (0..%d)",
+                                  (int)k + 1, (int)cl->nranks - 1);
+            rank_of[k] = (int32_t)r;
             lua_pop(L, 1);
         }
-    } else if (cfg.p > cl->nranks) {
-        return luaL_error(L, "%d stages need %d ranks but the cluster has %d",
-                          (int)cfg.p, (int)cfg.p, (int)cl->nranks);
+    } else {
+        /* Megatron-LM orders ranks tp-cp-ep-dp-pp (parallel_state,
+         * RankGenerator): data-parallel peers are adjacent, inside a node,
+         * and the pipeline spans nodes. "pp_inner" is the reverse. */
+        const char *placement = bind_string(L, 1, "placement");
+        int pp_inner = 0;
+        if (placement && strcmp(placement, "pp_inner") == 0)
+            pp_inner = 1;
+        else if (placement && strcmp(placement, "dp_inner") != 0)
+            return luaL_error(L,
+                              "field 'placement': unknown placement '%s' "
+                              "(expected dp_inner or pp_inner)",
+                              placement);
+        for (int32_t j = 0; j < cfg.dp; j++)
+            for (int32_t r = 0; r < cfg.p; r++)
+                rank_of[j * cfg.p + r] =
+                    pp_inner ? j * cfg.p + r : r * cfg.dp + j;
     }
     lua_pop(L, 1);
     cfg.rank_of = rank_of;
     if (uses_flops) {
-        for (int32_t r = 0; r < cfg.p; r++)
-            if (isnan(cl->rate[rank_of ? rank_of[r] : r]))
+        for (int32_t k = 0; k < n; k++)
+            if (isnan(cl->rate[rank_of[k]]))
                 return luaL_error(L, "layers give FLOPs but the cluster has no "
                                      "device flops (set cluster.device.flops "
                                      "or give fwd_time)");
     }
+    read_grad_sync(L, &cfg, cl);
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 
@@ -365,14 +472,20 @@ static int core_run(lua_State *L)
     set_number(L, "bubble", res.bubble);
     set_number(L, "closed_form_bubble", res.closed_form_bubble);
     set_number(L, "imbalance", res.imbalance);
-    push_array(L, res.stage_bubble, res.p);
+    lua_pushinteger(L, cfg.dp);
+    lua_setfield(L, -2, "dp");
+    push_ints(L, res.rank, res.n);
+    lua_setfield(L, -2, "rank");
+    push_array(L, res.stage_bubble, res.n);
     lua_setfield(L, -2, "stage_bubble");
-    push_array(L, res.peak_memory, res.p);
+    push_array(L, res.peak_memory, res.n);
     lua_setfield(L, -2, "peak_memory");
-    push_array(L, res.t_peak, res.p);
+    push_array(L, res.t_peak, res.n);
     lua_setfield(L, -2, "peak_time");
-    push_array(L, res.static_memory, res.p);
+    push_array(L, res.static_memory, res.n);
     lua_setfield(L, -2, "static_memory");
+    push_array(L, res.exposed_comm, res.n);
+    lua_setfield(L, -2, "exposed_comm");
     if (res.over_capacity >= 0) {
         lua_pushinteger(L, res.over_capacity);
         lua_setfield(L, -2, "over_capacity");

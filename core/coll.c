@@ -634,14 +634,15 @@ static int reserve(coll_gen *g, enum coll_op op, int algo, int32_t root,
         g->next_msg[i] = (int32_t)base;
         base += sends;
         prog_lane *lane = &g->ps->lanes[g->lane[i]];
-        if (g->ops[i] > INT32_MAX)
+        int64_t need = lane->n + g->ops[i]; /* lanes may hold ops already */
+        if (need > INT32_MAX)
             return -1;
-        if (g->ops[i] > lane->cap) {
-            prog_op *o = realloc(lane->ops, (size_t)g->ops[i] * sizeof *o);
+        if (need > lane->cap) {
+            prog_op *o = realloc(lane->ops, (size_t)need * sizeof *o);
             if (!o)
                 return -1;
             lane->ops = o;
-            lane->cap = (int32_t)g->ops[i];
+            lane->cap = (int32_t)need;
         }
     }
     if (base > INT32_MAX)
@@ -774,5 +775,59 @@ fail:
     free(g.next_msg);
     view_free(&v);
     coll_result_free(res);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Appending to existing programs (gradient sync inside a training step) */
+
+int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
+                const int32_t *lanes, int *used, ps_err *err)
+{
+    view v;
+    coll_gen g;
+    memset(&g, 0, sizeof g);
+    int rc = check_spec(spec, nw, &v, err);
+    if (rc)
+        return rc;
+    int algo = spec->algorithm;
+    int32_t chunks = 1;
+    double pred = 0;
+    if (algo == COLL_AUTO)
+        rc = choose(spec, nw, &v, &algo, &pred, &chunks, err);
+    else
+        rc = predict(spec, nw, &v, algo, &pred, &chunks, err);
+    if (rc) {
+        view_free(&v);
+        return rc;
+    }
+    int32_t N = v.N;
+    g.ps = ps;
+    g.rank = v.rank;
+    g.N = N;
+    g.n = v.n;
+    g.sent = calloc((size_t)N, sizeof *g.sent);
+    g.lane = malloc((size_t)N * sizeof *g.lane);
+    g.last_step = malloc((size_t)N * sizeof *g.last_step);
+    if (!g.sent || !g.lane || !g.last_step)
+        g.oom = 1;
+    for (int32_t i = 0; i < N && !g.oom; i++) {
+        g.lane[i] = lanes[i];
+        g.last_step[i] = -1; /* never batched with the lane's earlier ops */
+    }
+    if (!g.oom &&
+        reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
+        g.oom = 1;
+    if (!g.oom)
+        coll_generate(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks);
+    rc = g.oom ? ps_errf(err, "out of memory generating a collective") : 0;
+    if (used)
+        *used = algo;
+    free(g.sent);
+    free(g.lane);
+    free(g.last_step);
+    free(g.ops);
+    free(g.next_msg);
+    view_free(&v);
     return rc;
 }

@@ -103,6 +103,15 @@ typedef struct coll_result {
 int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
              coll_result *res, ps_err *err);
 
+/* Appends the collective described by spec to existing lanes of ps
+ * (lanes[i] runs on the i-th listed rank) instead of running it: the
+ * gradient sync of a training step is a collective inside larger programs.
+ * Message ids come after those ps has handed out; data mode is ignored.
+ * *used receives the algorithm (auto's choice). Fails like coll_run on bad
+ * input. */
+int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
+                const int32_t *lanes, int *used, ps_err *err);
+
 /* Frees what coll_run allocated in res; harmless on a zeroed or freed res. */
 void coll_result_free(coll_result *res);
 

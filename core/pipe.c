@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll.h"
+#include "dp.h"
 #include "mem.h"
 
 struct pipe_ctx {
@@ -16,8 +18,13 @@ struct pipe_ctx {
     sched_stage *stages;
     rec_stage *stage_rows;
     int32_t stages_cap;
-    double *stage_bubble, *peak, *t_peak, *static_mem, *busy;
+    double *stage_bubble, *peak, *t_peak, *static_mem, *busy, *exposed;
+    int32_t *ranks;
     rec_rank *rank_rows;
+    /* per layer, for the gradient buckets */
+    double *layer_params, *layer_bwd;
+    int32_t *stage_first, *stage_count;
+    int32_t layers_cap;
     int32_t ranks_cap;
     double *rank_static; /* by cluster rank */
     mem_rank *ledger;    /* by cluster rank */
@@ -51,7 +58,13 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->t_peak);
     free(ctx->static_mem);
     free(ctx->busy);
+    free(ctx->exposed);
+    free(ctx->ranks);
     free(ctx->rank_rows);
+    free(ctx->layer_params);
+    free(ctx->layer_bwd);
+    free(ctx->stage_first);
+    free(ctx->stage_count);
     free(ctx->rank_static);
     free(ctx->ledger);
     free(ctx);
@@ -78,14 +91,23 @@ static int grow(void **p, size_t n, size_t sz)
 }
 
 static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
-                        int32_t nranks)
+                        int32_t nranks, int32_t nlayers)
 {
     if (nstages > ctx->stages_cap) {
         if (grow((void **)&ctx->stages, (size_t)nstages, sizeof *ctx->stages) ||
             grow((void **)&ctx->stage_rows, (size_t)nstages,
-                 sizeof *ctx->stage_rows))
+                 sizeof *ctx->stage_rows) ||
+            grow((void **)&ctx->stage_first, (size_t)nstages, sizeof(int32_t)) ||
+            grow((void **)&ctx->stage_count, (size_t)nstages, sizeof(int32_t)))
             return -1;
         ctx->stages_cap = nstages;
+    }
+    if (nlayers > ctx->layers_cap) {
+        if (grow((void **)&ctx->layer_params, (size_t)nlayers,
+                 sizeof(double)) ||
+            grow((void **)&ctx->layer_bwd, (size_t)nlayers, sizeof(double)))
+            return -1;
+        ctx->layers_cap = nlayers;
     }
     if (p > ctx->ranks_cap) {
         if (grow((void **)&ctx->stage_bubble, (size_t)p, sizeof(double)) ||
@@ -93,6 +115,8 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
             grow((void **)&ctx->t_peak, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->static_mem, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->busy, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->exposed, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->ranks, (size_t)p, sizeof(int32_t)) ||
             grow((void **)&ctx->rank_rows, (size_t)p, sizeof *ctx->rank_rows))
             return -1;
         ctx->ranks_cap = p;
@@ -106,9 +130,11 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
     return 0;
 }
 
-static int32_t cluster_rank(const pipe_config *cfg, int32_t r)
+/* Cluster rank of pipeline rank r in replica j. */
+static int32_t cluster_rank(const pipe_config *cfg, int32_t r, int32_t j)
 {
-    return cfg->rank_of ? cfg->rank_of[r] : r;
+    int32_t k = j * cfg->p + r;
+    return cfg->rank_of ? cfg->rank_of[k] : k;
 }
 
 static double layer_fwd(const pipe_layer *l, double rate)
@@ -139,8 +165,12 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                            "partition needs more than the %d layers of "
                            "the model",
                            (int)cfg->nlayers);
-        int32_t rank = cluster_rank(cfg, s % cfg->p);
+        /* a stage's time is taken on replica 0's device; a straggler in
+         * another replica slows only its own copy through the engine */
+        int32_t rank = cluster_rank(cfg, s % cfg->p, 0);
         double rate = cfg->device_rate[rank];
+        ctx->stage_first[s] = first;
+        ctx->stage_count[s] = count;
         sched_stage st = {0};
         rec_stage row = {0};
         row.stage = s;
@@ -150,8 +180,10 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
         row.last_layer = first + count - 1;
         for (int32_t i = first; i < first + count; i++) {
             const pipe_layer *l = &cfg->layers[i];
+            ctx->layer_params[i] = l->params;
+            ctx->layer_bwd[i] = layer_bwd(l, rate);
             st.fwd += layer_fwd(l, rate);
-            st.bwd += layer_bwd(l, rate);
+            st.bwd += ctx->layer_bwd[i];
             st.act_bytes += l->act_bytes;
             row.params += l->params;
             row.fwd_flops += l->fwd_time >= 0 ? 0 : l->fwd_flops;
@@ -166,6 +198,7 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
         row.bwd_time = st.bwd;
         row.act_bytes = st.act_bytes;
         row.out_bytes = st.out_bytes;
+        row.exposed_comm = NAN;
         ctx->stages[s] = st;
         ctx->stage_rows[s] = row;
         first += count;
@@ -188,24 +221,32 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
         if (fabs(st->fwd - s0->fwd) > 1e-12 * s0->fwd ||
             fabs(st->bwd - s0->bwd) > 1e-12 * s0->bwd)
             return 0;
-        if (s + 1 < nstages) {
-            int32_t a = cluster_rank(cfg, s % cfg->p);
-            int32_t b = cluster_rank(cfg, (s + 1) % cfg->p);
+        for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
+            int32_t a = cluster_rank(cfg, s % cfg->p, j);
+            int32_t b = cluster_rank(cfg, (s + 1) % cfg->p, j);
             if (a != b && (net_lone_time(nw, a, b, st->out_bytes) > 0 ||
                            net_lone_time(nw, b, a, st->out_bytes) > 0))
                 return 0;
         }
     }
+    /* gradient sync and the optimizer step are outside the closed form
+     * unless they cost nothing */
+    if (cfg->optimizer_seconds > 0)
+        return 0;
+    for (int32_t j = 1; j < cfg->dp; j++)
+        for (int32_t r = 0; r < cfg->p; r++)
+            if (net_lone_time(nw, cluster_rank(cfg, r, 0),
+                              cluster_rank(cfg, r, j), 4) > 0)
+                return 0;
     return 1;
 }
 
-static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg, pipe_result *res)
+static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
+                       const dp_config *dc, pipe_result *res)
 {
-    int32_t p = cfg->p;
-    for (int32_t r = 0; r < p; r++)
-        ctx->busy[r] = 0;
-    /* lanes of a pipeline run are one per pipeline rank, in order */
-    for (int32_t l = 0; l < ctx->ps->nlanes && l < p; l++) {
+    int32_t n = cfg->p * cfg->dp;
+    /* compute lanes come first, one per rank, index j * p + r */
+    for (int32_t l = 0; l < n; l++) {
         const prog_lane *lane = &ctx->ps->lanes[l];
         double busy = 0;
         for (int32_t i = 0; i < lane->n; i++)
@@ -213,39 +254,56 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg, pipe_result *res)
                 busy += lane->ops[i].t_end - lane->ops[i].t_start;
         ctx->busy[l] = busy;
     }
+    int synced = cfg->dp > 1;
+    if (synced)
+        dp_exposed(dc, ctx->ps, ctx->exposed);
     double sum = 0, makespan = res->eng.makespan;
     res->over_capacity = -1;
-    for (int32_t r = 0; r < p; r++) {
-        int32_t cr = cluster_rank(cfg, r);
-        double b = makespan > 0 ? (makespan - ctx->busy[r]) / makespan : 0;
-        ctx->stage_bubble[r] = b;
+    for (int32_t k = 0; k < n; k++) {
+        int32_t cr = cluster_rank(cfg, k % cfg->p, k / cfg->p);
+        double b = makespan > 0 ? (makespan - ctx->busy[k]) / makespan : 0;
+        ctx->ranks[k] = cr;
+        ctx->stage_bubble[k] = b;
         sum += b;
-        ctx->peak[r] = ctx->ledger[cr].peak;
-        ctx->t_peak[r] = ctx->ledger[cr].t_peak;
-        ctx->static_mem[r] = ctx->ledger[cr].static_bytes;
+        ctx->peak[k] = ctx->ledger[cr].peak;
+        ctx->t_peak[k] = ctx->ledger[cr].t_peak;
+        ctx->static_mem[k] = ctx->ledger[cr].static_bytes;
+        double exposed = synced ? ctx->exposed[k] : NAN;
+        if (!synced)
+            ctx->exposed[k] = 0;
         double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
-        if (cap > 0 && ctx->peak[r] > cap && res->over_capacity < 0)
-            res->over_capacity = r;
-        ctx->rank_rows[r] =
-            (rec_rank){cr,           ctx->busy[r],  b, ctx->static_mem[r],
-                       ctx->peak[r], ctx->t_peak[r]};
+        if (cap > 0 && ctx->peak[k] > cap && res->over_capacity < 0)
+            res->over_capacity = k;
+        ctx->rank_rows[k] = (rec_rank){cr,          ctx->busy[k],
+                                       b,           ctx->static_mem[k],
+                                       ctx->peak[k], ctx->t_peak[k],
+                                       exposed};
+    }
+    /* per stage: the longest wait over the replicas of its rank */
+    for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
+        double worst = 0;
+        for (int32_t j = 0; j < cfg->dp; j++)
+            worst = fmax(worst, ctx->exposed[j * cfg->p + s % cfg->p]);
+        ctx->stage_rows[s].exposed_comm = worst;
     }
     res->makespan = makespan;
-    res->bubble = sum / p;
-    res->p = p;
+    res->bubble = sum / n;
+    res->n = n;
+    res->rank = ctx->ranks;
     res->stage_bubble = ctx->stage_bubble;
     res->peak_memory = ctx->peak;
     res->t_peak = ctx->t_peak;
     res->static_memory = ctx->static_mem;
+    res->exposed_comm = ctx->exposed;
 }
 
 static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                   rec_db *db, pipe_result *res, const char *error, ps_err *err)
 {
     double max_peak = 0;
-    for (int32_t r = 0; r < cfg->p && !error; r++)
-        if (res->peak_memory[r] > max_peak)
-            max_peak = res->peak_memory[r];
+    for (int32_t k = 0; k < res->n && !error; k++)
+        if (res->peak_memory[k] > max_peak)
+            max_peak = res->peak_memory[k];
     rec_run run = {
         .kind = "pipeline",
         .name = cfg->name,
@@ -254,7 +312,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .stages = cfg->p,
         .microbatches = cfg->m,
         .virtual_stages = cfg->v,
-        .dp = 1,
+        .dp = cfg->dp,
         .makespan = error ? NAN : res->makespan,
         .bubble = error ? NAN : res->bubble,
         .closed_form_bubble = error ? NAN : res->closed_form_bubble,
@@ -269,7 +327,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .stages = ctx->stage_rows,
         .nstages = cfg->p * cfg->v,
         .ranks = error ? NULL : ctx->rank_rows,
-        .nranks = error ? 0 : cfg->p,
+        .nranks = error ? 0 : res->n,
         .progs = ctx->ps,
         .static_memory = ctx->rank_static,
         .network = nw,
@@ -285,33 +343,42 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     res->imbalance = NAN;
     res->over_capacity = -1;
     int32_t nranks = net_ranks(nw), nstages = cfg->p * cfg->v;
-    if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1)
-        return ps_errf(err, "stages, virtual_stages and microbatches must be "
-                            "at least 1");
-    for (int32_t r = 0; r < cfg->p; r++) {
-        int32_t cr = cluster_rank(cfg, r);
+    if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1 || cfg->dp < 1)
+        return ps_errf(err, "stages, virtual_stages, microbatches and dp must "
+                            "be at least 1");
+    int32_t n = cfg->p * cfg->dp;
+    if (n > nranks)
+        return ps_errf(err,
+                       "dp %d x %d stages need %d ranks but the cluster has %d",
+                       (int)cfg->dp, (int)cfg->p, (int)n, (int)nranks);
+    for (int32_t k = 0; k < n; k++) {
+        int32_t cr = cluster_rank(cfg, k % cfg->p, k / cfg->p);
         if (cr < 0 || cr >= nranks)
             return ps_errf(err,
-                           "pipeline rank %d maps to rank %d, outside "
-                           "the cluster's %d ranks",
-                           (int)r, (int)cr, (int)nranks);
+                           "pipeline rank %d of replica %d maps to rank %d, "
+                           "outside the cluster's %d ranks",
+                           (int)(k % cfg->p), (int)(k / cfg->p), (int)cr,
+                           (int)nranks);
     }
-    if (size_buffers(ctx, nstages, cfg->p, nranks))
+    if (size_buffers(ctx, nstages, n, nranks, cfg->nlayers))
         return ps_errf(err, "out of memory");
     if (build_stages(ctx, cfg, err))
         return PS_ERR;
 
     /* static memory: weights, gradients, optimizer state of the rank's
      * parameters (ZeRO paper accounting, Rajbhandari et al. 2020: 2 + 2 + 12
-     * bytes per parameter for bf16 mixed precision with Adam) */
-    double per_param =
-        cfg->weight_bytes + cfg->grad_bytes + cfg->optimizer_bytes;
+     * bytes per parameter for bf16 mixed precision with Adam); ZeRO-1 keeps
+     * 1/d of the optimizer state */
+    int zero = cfg->zero && cfg->dp > 1;
+    double per_param = cfg->weight_bytes + cfg->grad_bytes +
+                       cfg->optimizer_bytes / (zero ? cfg->dp : 1);
     for (int32_t r = 0; r < nranks; r++)
         ctx->rank_static[r] = 0;
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
-        ctx->rank_static[cluster_rank(cfg, s % cfg->p)] +=
-            ctx->stage_rows[s].params * per_param;
+        for (int32_t j = 0; j < cfg->dp; j++)
+            ctx->rank_static[cluster_rank(cfg, s % cfg->p, j)] +=
+                ctx->stage_rows[s].params * per_param;
         double t = ctx->stages[s].fwd + ctx->stages[s].bwd;
         tsum += t;
         if (t > tmax)
@@ -326,35 +393,78 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         .m = cfg->m,
         .checkpoint = cfg->checkpoint,
         .stages = ctx->stages,
-        .rank_of = cfg->rank_of,
         .custom = cfg->custom,
         .ncustom = cfg->ncustom,
     };
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
-    if (sched_lower(&spec, ctx->ps, err) || prog_seal(ctx->ps, err))
-        return PS_ERR;
-    if (eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err)) {
+    int32_t *identity = NULL;
+    for (int32_t j = 0; j < cfg->dp; j++) {
+        /* each replica's pipeline is the same schedule on its own ranks */
+        if (cfg->rank_of) {
+            spec.rank_of = cfg->rank_of + j * cfg->p;
+        } else if (j > 0 || cfg->dp > 1) {
+            if (!identity && !(identity = malloc((size_t)n * sizeof *identity)))
+                return ps_errf(err, "out of memory");
+            for (int32_t k = 0; k < n; k++)
+                identity[k] = k;
+            spec.rank_of = identity + j * cfg->p;
+        }
+        if (sched_lower(&spec, ctx->ps, err)) {
+            free(identity);
+            return PS_ERR;
+        }
+    }
+    dp_config dc = {
+        .p = cfg->p,
+        .v = cfg->v,
+        .d = cfg->dp,
+        .rank_of = cfg->rank_of ? cfg->rank_of : identity,
+        .first = ctx->stage_first,
+        .count = ctx->stage_count,
+        .layer_params = ctx->layer_params,
+        .layer_bwd = ctx->layer_bwd,
+        .grad_bytes = cfg->grad_bytes,
+        .weight_bytes = cfg->weight_bytes,
+        .bucket_bytes = cfg->bucket_bytes,
+        .first_bucket_bytes = cfg->first_bucket_bytes,
+        .algorithm = cfg->grad_algorithm,
+        .candidates = cfg->grad_candidates,
+        .overlap = cfg->overlap,
+        .zero = zero,
+        .optimizer_seconds = cfg->optimizer_seconds,
+        .ranks_per_node = cfg->ranks_per_node,
+    };
+    int rc = PS_OK;
+    if (cfg->dp > 1 || cfg->optimizer_seconds > 0)
+        rc = dp_lower(&dc, ctx->ps, nw, err);
+    if (rc == PS_OK)
+        rc = prog_seal(ctx->ps, err);
+    if (rc == PS_OK &&
+        eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err)) {
+        rc = PS_ERR;
         if (db) {
             ps_err rec_err;
             char msg[sizeof err->msg];
             memcpy(msg, err->msg, sizeof msg);
+            res->n = n;
             if (record(ctx, cfg, nw, db, res, msg, &rec_err))
-                return ps_errf(err,
-                               "%s (and recording the failure failed: "
-                               "%s)",
-                               msg, rec_err.msg);
+                ps_errf(err, "%s (and recording the failure failed: %s)", msg,
+                        rec_err.msg);
         }
-        return PS_ERR;
     }
-    if (mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err))
-        return PS_ERR;
-    fill_stats(ctx, cfg, res);
-    if (is_uniform(ctx, cfg, nw))
-        res->closed_form_bubble =
-            pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
-    if (db && record(ctx, cfg, nw, db, res, NULL, err))
-        return PS_ERR;
-    return PS_OK;
+    if (rc == PS_OK)
+        rc = mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
+                        err);
+    if (rc == PS_OK) {
+        fill_stats(ctx, cfg, &dc, res);
+        if (is_uniform(ctx, cfg, nw))
+            res->closed_form_bubble =
+                pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
+        if (db)
+            rc = record(ctx, cfg, nw, db, res, NULL, err);
+    }
+    free(identity);
+    return rc;
 }

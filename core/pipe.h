@@ -36,12 +36,24 @@ typedef struct pipe_config {
     enum rec_level record;
     const pipe_layer *layers;
     int32_t nlayers;
-    const int32_t *partition;  /* p * v layer counts, by model stage */
-    const int32_t *rank_of;    /* cluster rank per pipeline rank, or NULL */
-    const double *device_rate; /* per cluster rank: peak FLOP/s * efficiency */
-    const double
-        *device_memory; /* per cluster rank capacity, bytes (0: none) */
+    const int32_t *partition; /* p * v layer counts, by model stage */
+    int32_t dp;               /* data-parallel replicas, >= 1 */
+    /* cluster rank of pipeline rank r of replica j at j * p + r (p * dp
+     * entries), or NULL for rank j * p + r */
+    const int32_t *rank_of;
+    /* per cluster rank: peak FLOP/s * efficiency, and capacity in bytes (0:
+     * unknown) */
+    const double *device_rate;
+    const double *device_memory;
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
+    /* gradient sync between replicas (dp.h); used when dp > 1 */
+    double bucket_bytes, first_bucket_bytes;
+    int grad_algorithm;         /* enum coll_algo or COLL_AUTO */
+    unsigned grad_candidates;   /* for COLL_AUTO, 0: the op's defaults */
+    int overlap;                /* start buckets as the backward makes them */
+    int zero;                   /* ZeRO stage 1: 0 or 1 */
+    int32_t ranks_per_node;     /* for hierarchical collectives, 0 unknown */
+    double optimizer_seconds;   /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
     const char *params_json; /* recorded as run.params, may be NULL */
@@ -50,16 +62,20 @@ typedef struct pipe_config {
 typedef struct pipe_result {
     int64_t id; /* run id in the database, 0 if none */
     double makespan;
-    double bubble;             /* mean over pipeline ranks */
+    double bubble;             /* mean over the run's ranks */
     double closed_form_bubble; /* NAN unless uniform and free communication */
     double imbalance;          /* slowest stage time / mean stage time */
-    int32_t p;
-    double *stage_bubble;  /* p entries, owned by the pipe_ctx */
-    double *peak_memory;   /* p entries, bytes */
-    double *t_peak;        /* p entries */
-    double *static_memory; /* p entries */
-    int32_t over_capacity; /* first pipeline rank whose peak exceeds its
-                              device memory, or -1 */
+    /* One entry per rank of the run (n = p * dp), index j * p + r for
+     * pipeline rank r of replica j; owned by the pipe_ctx. */
+    int32_t n;
+    int32_t *rank;         /* cluster rank */
+    double *stage_bubble;  /* idle fraction */
+    double *peak_memory;   /* bytes */
+    double *t_peak;
+    double *static_memory;
+    double *exposed_comm;  /* seconds waiting on gradient sync (0 if none) */
+    int32_t over_capacity; /* first entry whose peak exceeds its device
+                              memory, or -1 */
     eng_result eng;
 } pipe_result;
 

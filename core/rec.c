@@ -63,12 +63,13 @@ static const char schema_sql[] =
     "  stage INTEGER NOT NULL, rank INTEGER, chunk INTEGER,\n"
     "  first_layer INTEGER, last_layer INTEGER, fwd_flops REAL,\n"
     "  params REAL, fwd_time REAL, bwd_time REAL, act_bytes REAL,\n"
-    "  out_bytes REAL,\n"
+    "  out_bytes REAL, exposed_comm REAL,\n"
     "  PRIMARY KEY (run, stage));\n"
     "CREATE TABLE rank_stat(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, busy REAL, bubble REAL,\n"
     "  static_memory REAL, peak_memory REAL, t_peak REAL,\n"
+    "  exposed_comm REAL,\n"
     "  PRIMARY KEY (run, rank));\n"
     "CREATE TABLE collective(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
@@ -121,11 +122,11 @@ static const char *const stmt_sql[NSTMT] = {
                "?13, ?14, ?15, ?16)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
-                 "act_bytes, out_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                 "?8, ?9, ?10, ?11, ?12)",
+                 "act_bytes, out_bytes, exposed_comm) VALUES (?1, ?2, ?3, ?4, "
+                 "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_RANK] = "INSERT INTO rank_stat(run, rank, busy, bubble, "
-                "static_memory, peak_memory, t_peak) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "static_memory, peak_memory, t_peak, exposed_comm) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
                 "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
@@ -572,6 +573,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 10, s->bwd_time);
         bind_real(st, 11, s->act_bytes);
         bind_real(st, 12, s->out_bytes);
+        bind_real(st, 13, s->exposed_comm);
         if (step_done(db, st, err))
             return PS_ERR;
     }
@@ -585,6 +587,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 5, r->static_memory);
         bind_real(st, 6, r->peak_memory);
         bind_real(st, 7, r->t_peak);
+        bind_real(st, 8, r->exposed_comm);
         if (step_done(db, st, err))
             return PS_ERR;
     }

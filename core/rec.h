@@ -14,8 +14,9 @@
  *   memory(run, rank, t, bytes)   rank's total bytes after each change; the
  *       first row per rank is the static baseline at t = 0.
  *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
- *         params, fwd_time, bwd_time, act_bytes, out_bytes)
- *   rank_stat(run, rank, busy, bubble, static_memory, peak_memory, t_peak)
+ *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm)
+ *   rank_stat(run, rank, busy, bubble, static_memory, peak_memory, t_peak,
+ *             exposed_comm)
  *       written at every recording level, so the views work for summary runs.
  *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw)
  *   link(run, src, dst, bandwidth, latency, bytes, busy)
@@ -62,11 +63,13 @@ typedef struct rec_run {
 typedef struct rec_stage {
     int32_t stage, rank, chunk, first_layer, last_layer;
     double fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes;
+    double exposed_comm; /* gradient sync wait after compute; NAN: none */
 } rec_stage;
 
 typedef struct rec_rank {
     int32_t rank;
     double busy, bubble, static_memory, peak_memory, t_peak;
+    double exposed_comm; /* NAN when the run has no gradient sync */
 } rec_rank;
 
 typedef struct rec_collective {

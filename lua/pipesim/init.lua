@@ -27,7 +27,8 @@ local RUN_FIELDS = {
   name = true, cluster = true, layers = true, stages = true,
   partition = true, schedule = true, microbatches = true,
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
-  memory = true, ranks = true, db = true,
+  memory = true, ranks = true, db = true, dp = true, placement = true,
+  grad_sync = true, zero = true, optimizer_time = true,
 }
 local CLUSTER_FIELDS = {
   ranks = true, device = true, devices = true, link = true,

@@ -75,6 +75,7 @@ static void bench_pipeline(const pipeline_case *c)
                        .layers = layers,
                        .nlayers = nlayers,
                        .partition = partition,
+                       .dp = 1,
                        .device_rate = rate,
                        .weight_bytes = 2,
                        .grad_bytes = 2,

@@ -156,14 +156,15 @@ static inline int fixture_run(fixture *fx, const char *schedule, int p, int m,
                                   1 - busy / fx->res.makespan,
                                   fx->static_memory[r],
                                   fx->mem[r].peak,
-                                  fx->mem[r].t_peak};
+                                  fx->mem[r].t_peak,
+                                  NAN};
         peak = fx->mem[r].peak > peak ? fx->mem[r].peak : peak;
         busy_max = busy > busy_max ? busy : busy_max;
         busy_sum += busy;
     }
     for (int s = 0; s < P; s++)
         fx->stages[s] = (rec_stage){s,   s % p, s / p, 2 * s, 2 * s + 1, 1e12,
-                                    1e6, f,     b,     act,   64};
+                                    1e6, f,     b,     act,   64,    NAN};
     fx->run = (rec_run){
         .kind = "pipeline",
         .name = schedule,

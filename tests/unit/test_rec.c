@@ -227,7 +227,7 @@ static void test_batches(void)
     ps_err err = {0};
     unlink("batch.db");
     rec_db *db = rec_open("batch.db", &err);
-    rec_rank rk = {0, 1, 0, 0, 0, 0};
+    rec_rank rk = {0, 1, 0, 0, 0, 0, 0};
     rec_run r = {.kind = "pipeline",
                  .name = "sweep",
                  .schedule = "1f1b",

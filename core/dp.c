@@ -1,0 +1,330 @@
+/* Gradient sync lowering: bucket plans, split backwards, communication
+ * lanes. Everything here runs once per step before the engine, O(ops). */
+#include "dp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+typedef struct bucket {
+    double bytes;  /* gradient bytes reduced */
+    double params; /* parameters in it (for ZeRO's all-gather) */
+    double frac;   /* fraction of the last backward done when it is ready */
+    int32_t chunk;
+} bucket;
+
+typedef struct plan {
+    bucket *b;
+    int32_t n, cap;
+} plan;
+
+static int add_bucket(plan *pl, bucket b)
+{
+    if (pl->n == pl->cap) {
+        int32_t cap = pl->cap ? pl->cap * 2 : 16;
+        bucket *nb = realloc(pl->b, (size_t)cap * sizeof *nb);
+        if (!nb)
+            return -1;
+        pl->b = nb;
+        pl->cap = cap;
+    }
+    pl->b[pl->n++] = b;
+    return 0;
+}
+
+/* Buckets of one model chunk: layers walked last to first, each layer's
+ * gradient produced uniformly over its backward; a bucket closes when full
+ * (the first at first_bucket_bytes) or at the chunk's first layer. */
+static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
+                      plan *pl)
+{
+    int32_t lo = c->first[stage], hi = lo + c->count[stage] - 1;
+    double total = 0;
+    for (int32_t i = lo; i <= hi; i++)
+        total += c->layer_bwd[i];
+    bucket cur = {0, 0, 0, chunk};
+    int first = 1;
+    double elapsed = 0;
+    for (int32_t i = hi; i >= lo; i--) {
+        double g = c->layer_params[i] * c->grad_bytes, left = g;
+        double t = c->layer_bwd[i];
+        while (left > 0) {
+            double cap = first ? c->first_bucket_bytes : c->bucket_bytes;
+            double take = fmin(cap - cur.bytes, left);
+            cur.bytes += take;
+            cur.params += take / c->grad_bytes;
+            left -= take;
+            if (cur.bytes >= cap) {
+                cur.frac = total > 0 ? (elapsed + t * (g - left) / g) / total
+                                     : 1;
+                if (add_bucket(pl, cur))
+                    return -1;
+                cur = (bucket){0, 0, 0, chunk};
+                first = 0;
+            }
+        }
+        elapsed += t;
+        if (cur.bytes > 0)
+            cur.frac = total > 0 ? elapsed / total : 1;
+    }
+    if (cur.bytes > 0 && add_bucket(pl, cur))
+        return -1;
+    return 0;
+}
+
+/* Index of the last COMPUTE op of kind B for chunk in lane, or -1. */
+static int32_t last_backward(const prog_lane *lane, int32_t chunk)
+{
+    for (int32_t i = lane->n - 1; i >= 0; i--) {
+        const prog_op *op = &lane->ops[i];
+        if (op->type == PROG_COMPUTE && op->kind == PROG_B &&
+            op->chunk == chunk)
+            return i;
+    }
+    return -1;
+}
+
+static prog_op signal_op(enum prog_type type, int32_t id)
+{
+    prog_op op = {0};
+    op.type = (uint8_t)type;
+    op.msg = id;
+    op.peer = -1;
+    op.stage = -1;
+    op.mb = -1;
+    op.tag = -1;
+    return op;
+}
+
+/* Rewrites a compute lane: the last backward of each chunk split at its
+ * buckets' ready points, each piece followed by the buckets' signals
+ * (overlap), or all signals after the lane's last op (no overlap); then
+ * WAIT(synced), OPT and, with ZeRO, SIGNAL(updated). ready[k] is the signal
+ * of bucket k of this lane's plan. */
+static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
+                        const int32_t *ready, int32_t synced, int32_t updated,
+                        int32_t stage)
+{
+    int32_t extra = 2 * pl->n + 4;
+    prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
+    if (!ops)
+        return -1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < lane->n; i++) {
+        const prog_op *op = &lane->ops[i];
+        int split = c->overlap && c->d > 1 && op->type == PROG_COMPUTE &&
+                    op->kind == PROG_B && last_backward(lane, op->chunk) == i;
+        if (!split) {
+            ops[n++] = *op;
+            continue;
+        }
+        double done = 0;
+        for (int32_t k = 0; k < pl->n; k++) {
+            if (pl->b[k].chunk != op->chunk)
+                continue;
+            double f = pl->b[k].frac;
+            if (f > done) {
+                ops[n] = *op;
+                ops[n].seconds = op->seconds * (f - done);
+                ops[n].mem = 0; /* activations go when the backward ends */
+                n++;
+                done = f;
+            }
+            ops[n++] = signal_op(PROG_SIGNAL, ready[k]);
+        }
+        if (done < 1) {
+            ops[n] = *op;
+            ops[n].seconds = op->seconds * (1 - done);
+            n++;
+        } else {
+            /* the backward ended with the last bucket: its memory change
+             * belongs to the last piece */
+            for (int32_t j = n - 1; j >= 0; j--)
+                if (ops[j].type == PROG_COMPUTE) {
+                    ops[j].mem = op->mem;
+                    break;
+                }
+        }
+    }
+    if (!c->overlap || c->d == 1)
+        for (int32_t k = 0; k < pl->n && c->d > 1; k++)
+            ops[n++] = signal_op(PROG_SIGNAL, ready[k]);
+    if (c->d > 1)
+        ops[n++] = signal_op(PROG_WAIT, synced);
+    double opt = c->optimizer_seconds / (c->zero ? c->d : 1);
+    ops[n++] = prog_compute(PROG_OPT, stage, 0, -1, opt, 0);
+    if (c->zero && c->d > 1)
+        ops[n++] = signal_op(PROG_SIGNAL, updated);
+    free(lane->ops);
+    lane->ops = ops;
+    lane->n = n;
+    lane->cap = lane->n;
+    return 0;
+}
+
+/* One collective of a bucket over the replicas of pipeline rank r; its
+ * transfers are tagged with the bucket's index. */
+static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
+                             const int32_t *lanes, const int32_t *ranks,
+                             int op, double bytes, int32_t tag, ps_err *err)
+{
+    int64_t b = (int64_t)ceil(bytes / 4) * 4;
+    coll_spec spec = {0};
+    spec.op = (enum coll_op)op;
+    spec.algorithm = c->algorithm;
+    spec.candidates = c->candidates;
+    spec.bytes = b;
+    spec.ranks = ranks;
+    spec.nranks = c->d;
+    spec.root = ranks[0];
+    spec.ranks_per_node = c->ranks_per_node;
+    int32_t *before = malloc((size_t)c->d * sizeof *before);
+    if (!before)
+        return ps_errf(err, "out of memory");
+    for (int32_t j = 0; j < c->d; j++)
+        before[j] = ps->lanes[lanes[j]].n;
+    int used;
+    int rc = coll_append(ps, nw, &spec, lanes, &used, err);
+    for (int32_t j = 0; j < c->d && rc == PS_OK; j++) {
+        prog_lane *lane = &ps->lanes[lanes[j]];
+        for (int32_t i = before[j]; i < lane->n; i++)
+            lane->ops[i].tag = tag;
+    }
+    free(before);
+    return rc;
+}
+
+int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
+{
+    int32_t p = c->p, d = c->d;
+    if (d > 1 && !(c->bucket_bytes > 0 && c->first_bucket_bytes > 0))
+        return ps_errf(err, "grad_sync: bucket sizes must be positive");
+    if (ps->nlanes < p * d)
+        return ps_errf(err, "dp: expected %d compute lanes, found %d",
+                       (int)(p * d), (int)ps->nlanes);
+    plan *plans = calloc((size_t)p, sizeof *plans);
+    int32_t *ready_base = calloc((size_t)p, sizeof *ready_base);
+    int32_t *lanes = malloc((size_t)d * sizeof *lanes);
+    int32_t *ranks = malloc((size_t)d * sizeof *ranks);
+    int32_t *ready = NULL;
+    int rc = PS_OK;
+    if (!plans || !ready_base || !lanes || !ranks) {
+        rc = ps_errf(err, "out of memory");
+        goto done;
+    }
+    /* bucket plans per pipeline rank, in the order the rank's last
+     * backwards run (the same in every replica) */
+    int32_t most = 0;
+    for (int32_t r = 0; r < p && rc == PS_OK; r++) {
+        const prog_lane *lane = &ps->lanes[r];
+        int32_t done_chunks = 0;
+        for (int32_t i = 0; i < lane->n && rc == PS_OK; i++) {
+            const prog_op *op = &lane->ops[i];
+            if (op->type == PROG_COMPUTE && op->kind == PROG_B &&
+                last_backward(lane, op->chunk) == i) {
+                if (plan_chunk(c, op->chunk * p + r, op->chunk, &plans[r]))
+                    rc = ps_errf(err, "out of memory");
+                done_chunks++;
+            }
+        }
+        if (plans[r].n > most)
+            most = plans[r].n;
+    }
+    ready = malloc(((size_t)most + 1) * sizeof *ready);
+    if (!ready && rc == PS_OK)
+        rc = ps_errf(err, "out of memory");
+    if (rc)
+        goto done;
+    int32_t sig_base = ps->nsignals;
+    /* signals: per (j, r): buckets' ready, synced, updated */
+    for (int32_t r = 0; r < p; r++) {
+        ready_base[r] = ps->nsignals;
+        ps->nsignals += d * (plans[r].n + 2);
+    }
+    (void)sig_base;
+    for (int32_t j = 0; j < d && rc == PS_OK; j++)
+        for (int32_t r = 0; r < p && rc == PS_OK; r++) {
+            int32_t base = ready_base[r] + j * (plans[r].n + 2);
+            for (int32_t k = 0; k < plans[r].n; k++)
+                ready[k] = base + k;
+            if (rewrite_lane(c, &ps->lanes[j * p + r], &plans[r], ready,
+                             base + plans[r].n, base + plans[r].n + 1, r))
+                rc = ps_errf(err, "out of memory");
+        }
+    if (rc || d == 1)
+        goto done;
+    /* communication lanes, index p*d + j*p + r */
+    for (int32_t j = 0; j < d && rc == PS_OK; j++)
+        for (int32_t r = 0; r < p; r++)
+            if (prog_add_lane(ps, c->rank_of[j * p + r]) < 0) {
+                rc = ps_errf(err, "out of memory");
+                break;
+            }
+    for (int32_t r = 0; r < p && rc == PS_OK; r++) {
+        const plan *pl = &plans[r];
+        for (int32_t j = 0; j < d; j++) {
+            lanes[j] = p * d + j * p + r;
+            ranks[j] = c->rank_of[j * p + r];
+        }
+        for (int32_t k = 0; k < pl->n && rc == PS_OK; k++) {
+            for (int32_t j = 0; j < d && rc == PS_OK; j++) {
+                prog_op w = signal_op(PROG_WAIT,
+                                      ready_base[r] + j * (pl->n + 2) + k);
+                if (prog_push(ps, lanes[j], &w))
+                    rc = ps_errf(err, "out of memory");
+            }
+            if (rc == PS_OK)
+                rc = bucket_collective(
+                    c, ps, nw, lanes, ranks,
+                    c->zero ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE,
+                    pl->b[k].bytes, k, err);
+        }
+        for (int32_t j = 0; j < d && rc == PS_OK; j++) {
+            int32_t base = ready_base[r] + j * (pl->n + 2);
+            prog_op s = signal_op(PROG_SIGNAL, base + pl->n);
+            if (prog_push(ps, lanes[j], &s))
+                rc = ps_errf(err, "out of memory");
+            if (c->zero) {
+                prog_op w = signal_op(PROG_WAIT, base + pl->n + 1);
+                if (prog_push(ps, lanes[j], &w))
+                    rc = ps_errf(err, "out of memory");
+            }
+        }
+        /* ZeRO-1: the updated parameter shards come back to everyone */
+        for (int32_t k = 0; c->zero && k < pl->n && rc == PS_OK; k++)
+            rc = bucket_collective(c, ps, nw, lanes, ranks, COLL_ALLGATHER,
+                                   pl->b[k].params * c->weight_bytes, k, err);
+    }
+done:
+    for (int32_t r = 0; plans && r < p; r++)
+        free(plans[r].b);
+    free(plans);
+    free(ready_base);
+    free(lanes);
+    free(ranks);
+    free(ready);
+    return rc;
+}
+
+void dp_exposed(const dp_config *c, const prog_set *ps, double *exposed)
+{
+    int32_t n = c->p * c->d;
+    for (int32_t l = 0; l < n; l++) {
+        const prog_lane *lane = &ps->lanes[l];
+        exposed[l] = 0;
+        if (c->d == 1 || lane->n < 2)
+            continue;
+        /* the lane ends WAIT(synced), OPT[, SIGNAL(updated)] */
+        int32_t opt = lane->n - 1 - (c->zero ? 1 : 0);
+        const prog_op *o = &lane->ops[opt], *w = &lane->ops[opt - 1];
+        exposed[l] = o->t_start - w->t_start;
+        if (c->zero) {
+            const prog_lane *comm = &ps->lanes[n + l];
+            double end = comm->n ? comm->ops[comm->n - 1].t_end : o->t_end;
+            if (end > o->t_end)
+                exposed[l] += end - o->t_end;
+        }
+    }
+}

@@ -1,0 +1,63 @@
+/* Data parallelism on top of a pipeline: gradient synchronisation as events.
+ *
+ * A run with d replicas has d copies of the pipeline's compute lanes (lane
+ * j*p + r is pipeline rank r of replica j). dp_lower adds, per rank, a
+ * communication lane that reduces the rank's gradients with the same rank of
+ * the other replicas, bucket by bucket, and ends each compute lane with the
+ * optimizer step (an OPT op) that waits for the reductions:
+ *
+ *   - Gradients are grouped into buckets in reverse layer order (the order
+ *     the backward produces them), per model chunk, as PyTorch DDP and
+ *     Megatron-LM's DistributedDataParallel do; the first bucket of a chunk
+ *     may be smaller (DDP's first_bucket_cap, 1 MiB by default in PyTorch).
+ *   - With overlap, a bucket's collective starts when the backward of its
+ *     last layer for the last microbatch has produced it (DDP's bucket-ready
+ *     hook): that last backward is split at the bucket boundaries, each piece
+ *     followed by a signal. Gradients are taken to appear uniformly over a
+ *     layer's backward. Without overlap every reduction starts after the
+ *     rank's last backward.
+ *   - zero = 1 (ZeRO stage 1 / Megatron's distributed optimizer): buckets are
+ *     reduce-scattered, the optimizer updates 1/d of the parameters, then the
+ *     updated parameters are all-gathered; optimizer state is divided by d.
+ *
+ * Collectives come from the coll module and run on the same network as the
+ * pipeline's transfers, so they contend with them. */
+#ifndef PS_DP_H
+#define PS_DP_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "net.h"
+#include "prog.h"
+
+typedef struct dp_config {
+    int32_t p, v, d;        /* pipeline ranks, chunks per rank, replicas */
+    const int32_t *rank_of; /* p*d cluster ranks, index j*p + r */
+    /* per model stage s (p*v): its layers' parameters and backward seconds,
+     * layers first[s] .. first[s] + count[s] - 1 of the arrays */
+    const int32_t *first, *count;
+    const double *layer_params, *layer_bwd;
+    double grad_bytes;        /* per parameter (what is reduced) */
+    double weight_bytes;      /* per parameter (what ZeRO all-gathers) */
+    double bucket_bytes;      /* bucket capacity */
+    double first_bucket_bytes;
+    int algorithm;            /* enum coll_algo or COLL_AUTO */
+    unsigned candidates;      /* for COLL_AUTO, as in coll_spec */
+    int overlap;
+    int zero;                 /* 0 or 1 */
+    double optimizer_seconds; /* OPT op of a rank holding all its params */
+    int32_t ranks_per_node;   /* for hierarchical algorithms, 0 unknown */
+} dp_config;
+
+/* Appends the gradient sync to ps, whose first p*d lanes are the replicas'
+ * compute lanes (replica-major). Fails on bad settings (named) or when
+ * memory runs out. */
+int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err);
+
+/* After the engine has run ps: the seconds each compute lane (index j*p + r)
+ * waited for gradient sync after its last backward, plus, with ZeRO, the
+ * parameter all-gather that follows the optimizer step. */
+void dp_exposed(const dp_config *c, const prog_set *ps, double *exposed);
+
+#endif

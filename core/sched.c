@@ -504,11 +504,24 @@ static int lower_rank(lower *L, const sched_action *acts, uint8_t *join,
         int k = 0;
         for (int32_t j = prev; j < i; j++)
             k += transfer(L, &acts[j], 1, &batch[k]);
+        int sends = k;
         for (int32_t j = i; j < end; j++)
             k += transfer(L, &acts[j], 0, &batch[k]);
         assert(k <= 4);
-        if (push_batch(L, lane, batch, k))
+        /* Megatron's 1F1B pairs a send with a receive only when the kind
+         * changes (send_forward_recv_backward, send_backward_recv_forward);
+         * between two forwards (warm-up) or two backwards (cool-down) it
+         * calls send_forward / recv_forward (send_backward / recv_backward)
+         * one after the other, each waited on alone. */
+        int separate = L->s->kind == SCHED_1F1B && i > 0 && i < n &&
+                       acts[i - 1].kind == acts[end - 1].kind;
+        if (separate && sends > 0 && sends < k) {
+            if (push_batch(L, lane, batch, sends) ||
+                push_batch(L, lane, batch + sends, k - sends))
+                return -1;
+        } else if (push_batch(L, lane, batch, k)) {
             return -1;
+        }
         if (i == n)
             return 0;
         for (int32_t j = i; j < end; j++) {

@@ -666,6 +666,36 @@ static void test_check_errors(void)
     CHECK_INT(n, 4);
 }
 
+/* Megatron's 1F1B batches a send with a receive only across a change of
+ * kind (send_forward_recv_backward, send_backward_recv_forward); in warm-up
+ * and cool-down send_forward / recv_forward (send_backward /
+ * recv_backward) are separate waits. So no batch of a 1F1B lane holds a
+ * send and a receive of the same kind, and batches that pair a send with a
+ * receive pair an activation with a gradient. */
+static void test_1f1b_batches(void)
+{
+    uniform(1, 2, 8);
+    sched_spec s = spec(SCHED_1F1B, 4, 1, 8);
+    outcome o = run(&s, ENG_RENDEZVOUS, 1e3, 0.01);
+    CHECK_INT(o.rc, 0);
+    int paired = 0;
+    for (int32_t l = 0; l < o.ps->nlanes; l++) {
+        const prog_lane *lane = &o.ps->lanes[l];
+        for (int32_t i = 0; i + 1 < lane->n; i++) {
+            const prog_op *a = &lane->ops[i], *b = &lane->ops[i + 1];
+            if (!(a->flags & PROG_BATCH))
+                continue;
+            CHECK(a->type != b->type);
+            CHECK(a->kind != b->kind);
+            paired++;
+        }
+    }
+    /* ranks 0..2 pair in the steady state: (m - warm-up) F->B and B->F
+     * switches, minus the ends where a stage has nothing to send/recv */
+    CHECK(paired > 0);
+    prog_free(o.ps);
+}
+
 int main(void)
 {
     test_closed_form();
@@ -673,6 +703,7 @@ int main(void)
     test_peak_activations();
     test_orders();
     test_comm_cost();
+    test_1f1b_batches();
     test_all_complete();
     test_lowering();
     test_custom();

@@ -12,7 +12,8 @@
 #include "pipe.h"
 #include "unit.h"
 
-#define CTX_TYPE "pipesim.pipe_ctx"
+#define CTX_TYPE "pipesim.pipe_ctx"           /* metatable name */
+#define CTX_KEY "pipesim.pipe_ctx.instance"   /* registry slot of the ctx */
 
 static int ctx_gc(lua_State *L)
 {
@@ -24,7 +25,7 @@ static int ctx_gc(lua_State *L)
 
 static pipe_ctx *get_ctx(lua_State *L)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_TYPE) == LUA_TUSERDATA) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         pipe_ctx *c = *(pipe_ctx **)lua_touserdata(L, -1);
         lua_pop(L, 1);
         return c;
@@ -36,7 +37,7 @@ static pipe_ctx *get_ctx(lua_State *L)
     *c = pipe_ctx_new();
     if (!*c)
         luaL_error(L, "out of memory");
-    lua_setfield(L, LUA_REGISTRYINDEX, CTX_TYPE);
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
     return *c;
 }
 

@@ -79,6 +79,8 @@ test: all unit
 
 bench: deps $(BIN) $(BENCH)
 	@$(BENCH)
+	@rm -f /tmp/pipesim-sweep.db /tmp/pipesim-sweep.db-wal /tmp/pipesim-sweep.db-shm
+	$(BIN) run tests/bench/sweep.lua -o /tmp/pipesim-sweep.db
 
 format:
 	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h

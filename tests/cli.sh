@@ -72,4 +72,16 @@ if $VG "$BIN" export "$TMP/args.db" --compare 1,1 -o "$TMP/t.svg" 2>"$TMP/e" &&
 expect_fail "export $TMP/args.db 9 --format svg" "run 9 not found"
 expect_fail "export $TMP/missing.db 1 --format svg" "missing.db: no such file"
 
+# results/queries/best_partition.sql on balance_sweep's runs: one row per
+# model, and the row is that model's fastest run
+db="$TMP/scenario-balance_sweep.db"
+[ -f "$db" ] || $VG "$BIN" run scenarios/balance_sweep.lua -o "$db" -D quick=1 >/dev/null 2>&1
+best=$(sqlite3 -bail -csv "$db" <results/queries/best_partition.sql 2>&1)
+want=$(sqlite3 -bail -csv "$db" "SELECT count(DISTINCT substr(name, 1, instr(name, '/') - 1)) FROM run" 2>&1)
+[ "$(echo "$best" | wc -l)" -eq "$want" ] && ok || bad "best_partition.sql: $want groups, got: $best"
+fastest=$(sqlite3 -bail -csv "$db" "SELECT id, json_extract(params, '$.partition') FROM run
+    WHERE name LIKE 'gpt3-xl/%' ORDER BY makespan, id LIMIT 1" 2>&1)
+echo "$best" | grep -q "^gpt3-xl,[0-9]*,${fastest%%,*},[a-z]*,$(echo "${fastest#*,}" | sed 's/[][]/\\&/g')," &&
+    ok || bad "best_partition.sql: gpt3-xl row is not run $fastest: $best"
+
 echo "$P passed, $F failed"

@@ -257,23 +257,27 @@ local function first_last(part, layers, p)
             fail("partition: %s must be a non-negative integer, got %s", f[1], check.show(v))
         end
     end
+    first, last = first and math.tointeger(first), last and math.tointeger(last)
     if p < 2 then fail("partition { first, last } needs at least 2 stages, got %d", p) end
     local middle = p - (first and 1 or 0) - (last and 1 or 0)
     local rest = blocks - (first or 0) - (last or 0)
+    -- the partition as written: "{ first = 1 }", "{ first = 1, last = 2 }"
+    local given = {}
+    if first then given[#given + 1] = "first = " .. first end
+    if last then given[#given + 1] = "last = " .. last end
+    local shown = "{ " .. table.concat(given, ", ") .. " }"
     if rest < 0 then
-        fail("partition { first = %s, last = %s } takes more than the model's %d blocks",
-            tostring(first), tostring(last), blocks)
+        fail("partition %s takes more than the model's %d blocks", shown, blocks)
     end
     local each = 0
     if middle > 0 then
         if rest % middle ~= 0 then
-            fail("partition { first = %s, last = %s }: the remaining %d blocks do not divide evenly over %d stages",
-                tostring(first), tostring(last), rest, middle)
+            fail("partition %s: the remaining %d blocks do not divide evenly over %d stages",
+                shown, rest, middle)
         end
         each = rest // middle
     elseif rest ~= 0 then
-        fail("partition { first = %d, last = %d } leaves %d blocks with no stage for them",
-            first, last, rest)
+        fail("partition %s leaves %d blocks with no stage for them", shown, rest)
     end
     local counts = {}
     for s = 1, p do counts[s] = each end

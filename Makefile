@@ -79,6 +79,10 @@ test: all unit
 
 bench: deps $(BIN) $(BENCH)
 	@$(BENCH)
+	@echo
+	@echo "ring_vs_tree sweep (scenarios/ring_vs_tree.lua, summary recording):"
+	@$(BIN) run scenarios/ring_vs_tree.lua -o /tmp/pipesim-bench-ring_vs_tree.db | tail -n 2
+	@rm -f /tmp/pipesim-bench-ring_vs_tree.db /tmp/pipesim-bench-ring_vs_tree.db-*
 
 format:
 	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h

@@ -16,7 +16,8 @@
 #include "rec.h"
 #include "unit.h"
 
-#define CTX_TYPE "pipesim.coll_ctx"
+#define CTX_TYPE "pipesim.coll_ctx"       /* metatable */
+#define CTX_KEY "pipesim.coll_ctx.instance" /* registry slot of the one ctx */
 #define RES_TYPE "pipesim.coll_result"
 
 /* Outputs come back to Lua up to this many elements per rank. */
@@ -40,7 +41,8 @@ static int ctx_gc(lua_State *L)
 
 static coll_ctx *get_ctx(lua_State *L)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_TYPE) == LUA_TUSERDATA) {
+    /* not CTX_TYPE: that slot holds the metatable luaL_checkudata needs */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         coll_ctx *c = lua_touserdata(L, -1);
         lua_pop(L, 1);
         return c;
@@ -55,7 +57,7 @@ static coll_ctx *get_ctx(lua_State *L)
     c->ps = prog_new(1);
     if (!c->eng || !c->ps)
         luaL_error(L, "out of memory");
-    lua_setfield(L, LUA_REGISTRYINDEX, CTX_TYPE);
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
     return c;
 }
 

@@ -322,8 +322,7 @@ static void build_explicit(lua_State *L, bind_cluster *c, int ud)
         lua_Integer n = luaL_len(L, -1);
         for (lua_Integer i = 1; i <= n; i++) {
             if (lua_geti(L, -1, i) != LUA_TSTRING)
-                luaL_error(L, "field 'switches[%d]' must be a name",
-                           (int)i);
+                luaL_error(L, "field 'switches[%d]' must be a name", (int)i);
             lua_pushvalue(L, -1);
             if (lua_gettable(L, names) != LUA_TNIL)
                 luaL_error(L, "field 'switches': '%s' is listed twice",
@@ -400,10 +399,9 @@ static int core_cluster(lua_State *L)
     int hier = has_field(L, 1, "nodes") || has_field(L, 1, "gpus_per_node");
     int expl = has_field(L, 1, "links");
     static const char *const not_mesh[] = {
-        "intra",    "inter",   "nics_per_node", "oversubscription",
-        "switches", "nodes",   NULL};
-    static const char *const not_hier[] = {"link", "links", "switches",
-                                           NULL};
+        "intra", "inter", "nics_per_node", "oversubscription", "switches",
+        "nodes", NULL};
+    static const char *const not_hier[] = {"link", "links", "switches", NULL};
     static const char *const not_expl[] = {
         "link", "intra", "inter", "nics_per_node", "oversubscription", NULL};
     if (hier)
@@ -424,8 +422,9 @@ static int core_cluster(lua_State *L)
         bind_quantity(L, 1, "oversubscription", UNIT_FLOP,
                       &nc.oversubscription);
         if (nodes < 1)
-            return luaL_error(L, "field 'nodes' must be an integer >= 1, "
-                                 "got %d",
+            return luaL_error(L,
+                              "field 'nodes' must be an integer >= 1, "
+                              "got %d",
                               (int)nodes);
         if (g < 1)
             return luaL_error(L,
@@ -439,8 +438,7 @@ static int core_cluster(lua_State *L)
                               "field 'nics_per_node' must be between 1 and "
                               "gpus_per_node (%d), got %d",
                               (int)g, (int)nics);
-        if (has_field(L, 1, "oversubscription") &&
-            !(nc.oversubscription >= 1))
+        if (has_field(L, 1, "oversubscription") && !(nc.oversubscription >= 1))
             return luaL_error(L,
                               "field 'oversubscription' must be 1 or more, "
                               "got %f",

@@ -16,7 +16,7 @@
 #include "rec.h"
 #include "unit.h"
 
-#define CTX_TYPE "pipesim.coll_ctx"       /* metatable */
+#define CTX_TYPE "pipesim.coll_ctx"         /* metatable */
 #define CTX_KEY "pipesim.coll_ctx.instance" /* registry slot of the one ctx */
 #define RES_TYPE "pipesim.coll_result"
 
@@ -338,8 +338,9 @@ static int core_collective(lua_State *L)
     if (bytes != floor(bytes) || fabs(bytes) > 0x1p62) {
         char num[32];
         snprintf(num, sizeof num, "%g", bytes);
-        return luaL_error(L, "field 'bytes' must be a whole number of bytes, "
-                             "got %s",
+        return luaL_error(L,
+                          "field 'bytes' must be a whole number of bytes, "
+                          "got %s",
                           num);
     }
     spec.bytes = (int64_t)bytes;
@@ -368,10 +369,9 @@ static int core_collective(lua_State *L)
     spec.ranks_per_node =
         rpn > 0 ? (int32_t)rpn : whole_nodes(cl, ranks, nranks);
     if (spec.algorithm == COLL_HIERARCHICAL && spec.ranks_per_node < 1)
-        return luaL_error(L,
-                          "algorithm 'hierarchical' needs nodes: a cluster "
-                          "with gpus_per_node > 1 and ranks that are whole "
-                          "nodes in order (or set ranks_per_node)");
+        return luaL_error(L, "algorithm 'hierarchical' needs nodes: a cluster "
+                             "with gpus_per_node > 1 and ranks that are whole "
+                             "nodes in order (or set ranks_per_node)");
     spec.p2p = read_p2p(L);
     enum rec_level level;
     int recording = read_record(L, &level);
@@ -384,8 +384,9 @@ static int core_collective(lua_State *L)
     data_ctx dc = {0};
     if (lua_getfield(L, 1, "data") != LUA_TNIL) {
         if (!lua_isfunction(L, -1))
-            return luaL_error(L, "field 'data' must be a function (rank, i) "
-                                 "returning the input value, got a %s",
+            return luaL_error(L,
+                              "field 'data' must be a function (rank, i) "
+                              "returning the input value, got a %s",
                               luaL_typename(L, -1));
         dc.L = L;
         dc.fn = lua_gettop(L);

@@ -98,8 +98,8 @@ static void bench_pipeline(const pipeline_case *c)
     sched_stage *st = calloc((size_t)nlayers, sizeof *st);
     for (int32_t s = 0; s < nlayers; s++)
         st[s] = (sched_stage){1e-3, 2e-3, 1e-3, 1e8, 1e6, 1e6};
-    sched_spec spec = {.kind = c->kind, .p = c->p, .v = c->v, .m = c->m,
-                       .stages = st};
+    sched_spec spec = {
+        .kind = c->kind, .p = c->p, .v = c->v, .m = c->m, .stages = st};
     prog_set *ps = prog_new(c->p);
     eng_sim *eng = eng_new();
     eng_result er;
@@ -128,14 +128,14 @@ static void bench_pipeline(const pipeline_case *c)
             die(&err);
         t_on[i] = now() - t0;
     }
-    rec_query *q = rec_query_new(
-        db,
-        "SELECT (SELECT count(*) FROM event WHERE run = ?1) + "
-        "(SELECT count(*) FROM transfer WHERE run = ?1) + "
-        "(SELECT count(*) FROM memory WHERE run = ?1) + "
-        "(SELECT count(*) FROM stage WHERE run = ?1) + "
-        "(SELECT count(*) FROM rank_stat WHERE run = ?1) + 1",
-        &err);
+    rec_query *q =
+        rec_query_new(db,
+                      "SELECT (SELECT count(*) FROM event WHERE run = ?1) + "
+                      "(SELECT count(*) FROM transfer WHERE run = ?1) + "
+                      "(SELECT count(*) FROM memory WHERE run = ?1) + "
+                      "(SELECT count(*) FROM stage WHERE run = ?1) + "
+                      "(SELECT count(*) FROM rank_stat WHERE run = ?1) + 1",
+                      &err);
     if (!q)
         die(&err);
     rec_query_bind_int(q, 1, res.id);
@@ -152,9 +152,9 @@ static void bench_pipeline(const pipeline_case *c)
 
     double off = median(t_off, REPS), eng_t = median(t_eng, REPS),
            on = median(t_on, REPS);
-    printf("%-34s %9lld %9lld %9.1f %7.2f %9.1f %9lld %8.3f %9.2f\n",
-           c->label, (long long)ops, (long long)events,
-           1e3 * off, (double)ops / off / 1e6, (double)events / eng_t / 1e6,
+    printf("%-34s %9lld %9lld %9.1f %7.2f %9.1f %9lld %8.3f %9.2f\n", c->label,
+           (long long)ops, (long long)events, 1e3 * off,
+           (double)ops / off / 1e6, (double)events / eng_t / 1e6,
            (long long)rows, on, (double)rows / on / 1e6);
     eng_free(eng);
     prog_free(ps);
@@ -215,7 +215,7 @@ static void bench_allreduce(int32_t n, int reps)
                        .imbalance = NAN,
                        .peak_memory = NAN,
                        .status = "ok"};
-        rec_collective row = {"allreduce", "ring", n,        1e9,
+        rec_collective row = {"allreduce", "ring",    n,        1e9,
                               res.time,    res.algbw, res.busbw};
         rec_payload pl = {
             .run = &run, .collective = &row, .progs = ps, .network = nw};
@@ -259,8 +259,8 @@ int main(void)
     printf("\nring allreduce of 1 GB on a 50 GB/s, 5 us mesh (FIFO), median "
            "of %d (3 for 1024 ranks)\n",
            REPS);
-    printf("%6s %10s %10s %8s %9s %8s %9s\n", "ranks", "transfers",
-           "sim ms", "off s", "Mxfer/s", "on s", "Mxfer/s");
+    printf("%6s %10s %10s %8s %9s %8s %9s\n", "ranks", "transfers", "sim ms",
+           "off s", "Mxfer/s", "on s", "Mxfer/s");
     bench_allreduce(64, REPS);
     bench_allreduce(256, REPS);
     bench_allreduce(1024, 3);

@@ -35,6 +35,7 @@ int bind_open_core(lua_State *L);
 void bind_register_cluster(lua_State *L);
 void bind_register_run(lua_State *L);
 void bind_register_report(lua_State *L);
+void bind_register_collective(lua_State *L);
 
 /* Reads optional field `name` of the table at idx as a quantity with units
  * (a number in base units or a string such as "50 GB/s"); *out keeps its

@@ -1,7 +1,16 @@
 /* ps.cluster: builds the network and the per-rank device table.
- * Forms: { ranks = N, device = {...}, link = {...} } joins every ordered
- * pair of ranks by its own link (the network the closed forms assume); no
- * link means free communication. */
+ * Forms (net.h has the link, route and sharing model):
+ *   mesh          { ranks = N, link = {bandwidth, latency} } joins every
+ *                 ordered pair of ranks by its own link (the network the
+ *                 closed forms assume); no link means free communication.
+ *   hierarchical  { nodes, gpus_per_node, intra = {...}, inter = {...},
+ *                 nics_per_node, oversubscription } -> net_build_cluster.
+ *   explicit      { ranks = N, links = { {a, b, bandwidth, latency,
+ *                 duplex}, ... }, switches = {names} }: a and b are ranks
+ *                 (from 0) or switch names; an entry is a full-duplex cable
+ *                 (two directed links, each with the bandwidth) unless
+ *                 duplex = false.
+ * The userdata's user value is a table of switch name -> node id. */
 #include "bind_cluster.h"
 
 #include <lauxlib.h>
@@ -43,7 +52,29 @@ static int cluster_index(lua_State *L)
         lua_pushnumber(L, c->memory[0]); /* rank 0's capacity, bytes */
     else if (strcmp(k, "flops_rate") == 0 && !isnan(c->rate[0]))
         lua_pushnumber(L, c->rate[0]); /* rank 0's peak x efficiency */
-    else
+    else if (strcmp(k, "nodes") == 0)
+        lua_pushinteger(L, c->nodes);
+    else if (strcmp(k, "nics_per_node") == 0 && c->nics_per_node > 0)
+        lua_pushinteger(L, c->nics_per_node);
+    else if (strcmp(k, "topology") == 0)
+        lua_pushstring(L, c->topology);
+    else if (strcmp(k, "name") == 0)
+        lua_pushstring(L, c->name);
+    else if (strcmp(k, "sharing") == 0)
+        lua_pushstring(L, net_sharing_of(c->nw) == NET_FIFO ? "fifo" : "fair");
+    else if (strcmp(k, "switches") == 0) {
+        /* a copy: name -> node id (link rows use node ids) */
+        lua_newtable(L);
+        if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) {
+            lua_pushnil(L);
+            while (lua_next(L, -2)) {
+                lua_pushvalue(L, -2);
+                lua_insert(L, -2);
+                lua_settable(L, -5);
+            }
+        }
+        lua_pop(L, 1);
+    } else
         lua_pushnil(L);
     return 1;
 }
@@ -55,11 +86,13 @@ bind_cluster *bind_check_cluster(lua_State *L, int idx)
 
 static bind_cluster *new_cluster(lua_State *L, int32_t n)
 {
-    bind_cluster *c = lua_newuserdatauv(L, sizeof *c, 0);
+    bind_cluster *c = lua_newuserdatauv(L, sizeof *c, 1);
     memset(c, 0, sizeof *c);
     luaL_setmetatable(L, BIND_CLUSTER_TYPE);
     c->nranks = n;
     c->gpus_per_node = 1;
+    c->nodes = n;
+    c->topology = "mesh";
     c->nw = net_new(n);
     c->rate = calloc((size_t)n, sizeof *c->rate);
     c->memory = calloc((size_t)n, sizeof *c->memory);
@@ -76,6 +109,8 @@ bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
         bind_raise(L, &err);
     for (int32_t r = 0; r < n; r++)
         c->rate[r] = NAN; /* FLOP-based layers need a real device */
+    c->topology = "ideal";
+    snprintf(c->name, sizeof c->name, "ideal %d ranks", (int)n);
     return c;
 }
 
@@ -96,24 +131,64 @@ static void read_device(lua_State *L, int idx, double *rate, double *memory)
     *memory = mem;
 }
 
-static int core_cluster(lua_State *L)
+/* Raises "field 'name' must be positive, got 5 B/s" style errors. */
+static void check_link_figures(lua_State *L, const char *field, double bw,
+                               double lat)
 {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    long long n = 0;
-    bind_integer(L, 1, "ranks", &n);
-    if (n < 1)
-        return luaL_error(L, "field 'ranks' must be an integer >= 1, got %d",
-                          (int)n);
-    if (n > 1 << 20)
-        return luaL_error(L, "field 'ranks' is too large (%d)", (int)n);
-    bind_cluster *c = new_cluster(L, (int32_t)n);
-    int top = lua_gettop(L);
+    char num[32];
+    if (!(bw > 0)) {
+        snprintf(num, sizeof num, "%g", bw);
+        luaL_error(L, "field '%s.bandwidth' must be positive, got %s B/s",
+                   field, num);
+    }
+    if (!(lat >= 0)) {
+        snprintf(num, sizeof num, "%g", lat);
+        luaL_error(L, "field '%s.latency' must not be negative, got %s s",
+                   field, num);
+    }
+}
 
+/* Reads {bandwidth, latency} from field `field` of the table at idx;
+ * bandwidth is required. */
+static void read_link(lua_State *L, int idx, const char *field, double *bw,
+                      double *lat)
+{
+    char name[64];
+    *bw = NAN;
+    *lat = 0;
+    if (lua_getfield(L, idx, field) != LUA_TTABLE)
+        luaL_error(L,
+                   lua_isnil(L, -1) ? "missing field '%s' (a table "
+                                      "{bandwidth = ..., latency = ...})"
+                                    : "field '%s' must be a table "
+                                      "{bandwidth = ..., latency = ...}",
+                   field);
+    int t = lua_gettop(L);
+    snprintf(name, sizeof name, "%s.bandwidth", field);
+    bind_quantity(L, t, name, UNIT_BANDWIDTH, bw);
+    snprintf(name, sizeof name, "%s.latency", field);
+    bind_quantity(L, t, name, UNIT_SECONDS, lat);
+    if (isnan(*bw))
+        luaL_error(L, "missing field '%s.bandwidth'", field);
+    check_link_figures(L, field, *bw, *lat);
+    lua_pop(L, 1);
+}
+
+static int has_field(lua_State *L, int idx, const char *name)
+{
+    int t = lua_getfield(L, idx, name);
+    lua_pop(L, 1);
+    return t != LUA_TNIL;
+}
+
+static void read_devices(lua_State *L, bind_cluster *c)
+{
+    int top = lua_gettop(L);
     double rate = NAN, memory = 0;
     if (lua_getfield(L, 1, "device") == LUA_TTABLE)
         read_device(L, lua_gettop(L), &rate, &memory);
     else if (!lua_isnil(L, -1))
-        return luaL_error(L, "field 'device' must be a table");
+        luaL_error(L, "field 'device' must be a table");
     lua_settop(L, top);
     for (int32_t r = 0; r < c->nranks; r++) {
         c->rate[r] = rate;
@@ -125,15 +200,13 @@ static int core_cluster(lua_State *L)
             int ok;
             lua_Integer r = lua_tointegerx(L, -2, &ok);
             if (!ok || r < 0 || r >= c->nranks)
-                return luaL_error(L,
-                                  "field 'devices': key %s is not a rank "
-                                  "of this cluster (0..%d)",
-                                  luaL_tolstring(L, -2, NULL),
-                                  (int)c->nranks - 1);
+                luaL_error(L,
+                           "field 'devices': key %s is not a rank of this "
+                           "cluster (0..%d)",
+                           luaL_tolstring(L, -2, NULL), (int)c->nranks - 1);
             if (!lua_istable(L, -1))
-                return luaL_error(L, "field 'devices[%d]' must be a table",
-                                  (int)r);
-            double rr = c->rate[r] / 1.0, mm = c->memory[r];
+                luaL_error(L, "field 'devices[%d]' must be a table", (int)r);
+            double rr = c->rate[r], mm = c->memory[r];
             /* an override inherits what it does not set */
             double f = NAN, e = 1.0;
             bind_quantity(L, lua_gettop(L), "flops", UNIT_FLOP_RATE, &f);
@@ -141,10 +214,10 @@ static int core_cluster(lua_State *L)
             bind_quantity(L, lua_gettop(L), "memory", UNIT_BYTES, &mm);
             if (!isnan(f)) {
                 if (!(f > 0) || !(e > 0 && e <= 1))
-                    return luaL_error(L,
-                                      "devices[%d]: flops must be positive "
-                                      "and efficiency in (0, 1]",
-                                      (int)r);
+                    luaL_error(L,
+                               "devices[%d]: flops must be positive and "
+                               "efficiency in (0, 1]",
+                               (int)r);
                 rr = f * e;
             }
             c->rate[r] = rr;
@@ -152,36 +225,263 @@ static int core_cluster(lua_State *L)
             lua_pop(L, 1);
         }
     } else if (!lua_isnil(L, -1)) {
-        return luaL_error(L, "field 'devices' must be a table");
+        luaL_error(L, "field 'devices' must be a table");
     }
     lua_settop(L, top);
+}
 
+static void build_mesh(lua_State *L, bind_cluster *c)
+{
     double bw = INFINITY, lat = 0;
+    int top = lua_gettop(L);
     if (lua_getfield(L, 1, "link") == LUA_TTABLE) {
         bind_quantity(L, top + 1, "link.bandwidth", UNIT_BANDWIDTH, &bw);
         bind_quantity(L, top + 1, "link.latency", UNIT_SECONDS, &lat);
     } else if (!lua_isnil(L, -1)) {
-        return luaL_error(L, "field 'link' must be a table");
+        luaL_error(L, "field 'link' must be a table");
     }
     lua_settop(L, top);
-    char num[32];
-    if (!(bw > 0)) {
-        snprintf(num, sizeof num, "%g", bw);
-        return luaL_error(L,
-                          "field 'link.bandwidth' must be positive, got %s "
-                          "B/s",
-                          num);
-    }
-    if (!(lat >= 0)) {
-        snprintf(num, sizeof num, "%g", lat);
-        return luaL_error(L,
-                          "field 'link.latency' must not be negative, got "
-                          "%s s",
-                          num);
-    }
+    check_link_figures(L, "link", bw, lat);
     ps_err err;
     if (net_set_mesh(c->nw, bw, lat, &err) || net_finalize(c->nw, &err))
-        return bind_raise(L, &err);
+        bind_raise(L, &err);
+    if (isinf(bw))
+        snprintf(c->name, sizeof c->name, "mesh %d ranks, free links",
+                 (int)c->nranks);
+    else
+        snprintf(c->name, sizeof c->name, "mesh %d ranks %g GB/s %g us",
+                 (int)c->nranks, bw / 1e9, lat * 1e6);
+}
+
+static void build_hierarchical(lua_State *L, bind_cluster *c,
+                               const net_cluster *nc)
+{
+    net_cluster k = *nc;
+    read_link(L, 1, "intra", &k.intra_bw, &k.intra_lat);
+    read_link(L, 1, "inter", &k.inter_bw, &k.inter_lat);
+    ps_err err;
+    if (net_build_cluster(c->nw, &k, &err))
+        bind_raise(L, &err);
+    c->gpus_per_node = k.gpus_per_node;
+    c->nodes = k.nodes;
+    c->nics_per_node = k.nics_per_node ? k.nics_per_node : k.gpus_per_node;
+    c->topology = "hierarchical";
+    snprintf(c->name, sizeof c->name, "%d nodes x %d gpus", (int)k.nodes,
+             (int)k.gpus_per_node);
+}
+
+/* One endpoint of links[i] (the value at the top): a rank number or a
+ * switch name; names are looked up in (and, without a `switches` list,
+ * added to) the table at names. */
+static int32_t endpoint(lua_State *L, bind_cluster *c, int i, int names,
+                        int declared)
+{
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        lua_pushvalue(L, -1);
+        if (lua_gettable(L, names) == LUA_TNUMBER) {
+            int32_t id = (int32_t)lua_tointeger(L, -1);
+            lua_pop(L, 1);
+            return id;
+        }
+        lua_pop(L, 1);
+        if (declared)
+            luaL_error(L,
+                       "field 'links[%d]': unknown node '%s' (not a rank "
+                       "and not in 'switches')",
+                       i, lua_tostring(L, -1));
+        int32_t id = net_add_switch(c->nw);
+        lua_pushvalue(L, -1);
+        lua_pushinteger(L, id);
+        lua_settable(L, names);
+        return id;
+    }
+    int ok;
+    lua_Integer r = lua_tointegerx(L, -1, &ok);
+    if (!ok)
+        luaL_error(L,
+                   "field 'links[%d]': an endpoint must be a rank number or "
+                   "a switch name, got %s",
+                   i, luaL_tolstring(L, -1, NULL));
+    if (r < 0 || r >= c->nranks)
+        luaL_error(L,
+                   "field 'links[%d]': rank %d is not in the cluster (ranks "
+                   "0..%d)",
+                   i, (int)r, (int)c->nranks - 1);
+    return (int32_t)r;
+}
+
+static void build_explicit(lua_State *L, bind_cluster *c, int ud)
+{
+    int top = lua_gettop(L);
+    lua_newtable(L); /* switch name -> node id */
+    int names = lua_gettop(L);
+    int declared = 0;
+    ps_err err;
+    if (lua_getfield(L, 1, "switches") == LUA_TTABLE) {
+        declared = 1;
+        lua_Integer n = luaL_len(L, -1);
+        for (lua_Integer i = 1; i <= n; i++) {
+            if (lua_geti(L, -1, i) != LUA_TSTRING)
+                luaL_error(L, "field 'switches[%d]' must be a name", (int)i);
+            lua_pushvalue(L, -1);
+            if (lua_gettable(L, names) != LUA_TNIL)
+                luaL_error(L, "field 'switches': '%s' is listed twice",
+                           lua_tostring(L, -2));
+            lua_pop(L, 1);
+            lua_pushinteger(L, net_add_switch(c->nw));
+            lua_settable(L, names);
+        }
+    } else if (!lua_isnil(L, -1)) {
+        luaL_error(L, "field 'switches' must be a list of names");
+    }
+    lua_pop(L, 1);
+    if (lua_getfield(L, 1, "links") != LUA_TTABLE)
+        luaL_error(L, "field 'links' must be a list of links {a, b, "
+                      "bandwidth = ..., latency = ...}");
+    int links = lua_gettop(L);
+    lua_Integer nl = luaL_len(L, links);
+    if (nl < 1)
+        luaL_error(L, "field 'links' is empty");
+    for (lua_Integer i = 1; i <= nl; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "links[%d]", (int)i);
+        if (lua_geti(L, links, i) != LUA_TTABLE)
+            luaL_error(L,
+                       "field '%s' must be a table {a, b, bandwidth = ..., "
+                       "latency = ...}",
+                       field);
+        int e = lua_gettop(L);
+        lua_geti(L, e, 1);
+        int32_t a = endpoint(L, c, (int)i, names, declared);
+        lua_geti(L, e, 2);
+        int32_t b = endpoint(L, c, (int)i, names, declared);
+        lua_settop(L, e);
+        if (a == b)
+            luaL_error(L, "field '%s': a link from a node to itself", field);
+        double bw = NAN, lat = 0;
+        int duplex = 1;
+        char name[64];
+        snprintf(name, sizeof name, "%s.bandwidth", field);
+        bind_quantity(L, e, name, UNIT_BANDWIDTH, &bw);
+        snprintf(name, sizeof name, "%s.latency", field);
+        bind_quantity(L, e, name, UNIT_SECONDS, &lat);
+        bind_boolean(L, e, "duplex", &duplex);
+        if (isnan(bw))
+            luaL_error(L, "missing field '%s.bandwidth'", field);
+        check_link_figures(L, field, bw, lat);
+        if (net_add_link(c->nw, a, b, bw, lat, &err) ||
+            (duplex && net_add_link(c->nw, b, a, bw, lat, &err)))
+            luaL_error(L, "field '%s': %s", field, err.msg);
+        lua_settop(L, e - 1);
+    }
+    if (net_finalize(c->nw, &err))
+        bind_raise(L, &err);
+    c->topology = "explicit";
+    snprintf(c->name, sizeof c->name, "explicit %d ranks %d links",
+             (int)c->nranks, (int)nl);
+    lua_pushvalue(L, names);
+    lua_setiuservalue(L, ud, 1);
+    lua_settop(L, top);
+}
+
+/* Rejects fields of one form used with another. */
+static void check_form(lua_State *L, const char *form, const char *const *bad)
+{
+    for (; *bad; bad++)
+        if (has_field(L, 1, *bad))
+            luaL_error(L, "field '%s' does not apply to the %s form", *bad,
+                       form);
+}
+
+static int core_cluster(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int hier = has_field(L, 1, "nodes") || has_field(L, 1, "gpus_per_node");
+    int expl = has_field(L, 1, "links");
+    static const char *const not_mesh[] = {
+        "intra", "inter", "nics_per_node", "oversubscription", "switches",
+        "nodes", NULL};
+    static const char *const not_hier[] = {"link", "links", "switches", NULL};
+    static const char *const not_expl[] = {
+        "link", "intra", "inter", "nics_per_node", "oversubscription", NULL};
+    if (hier)
+        check_form(L, "hierarchical (nodes x gpus_per_node)", not_hier);
+    else if (expl)
+        check_form(L, "explicit (links)", not_expl);
+    else
+        check_form(L, "mesh (ranks and link)", not_mesh);
+
+    long long n = 0;
+    net_cluster nc = {0};
+    bind_integer(L, 1, "ranks", &n);
+    if (hier) {
+        long long nodes = 0, g = 0, nics = 0;
+        bind_integer(L, 1, "nodes", &nodes);
+        bind_integer(L, 1, "gpus_per_node", &g);
+        bind_integer(L, 1, "nics_per_node", &nics);
+        bind_quantity(L, 1, "oversubscription", UNIT_FLOP,
+                      &nc.oversubscription);
+        if (nodes < 1)
+            return luaL_error(L,
+                              "field 'nodes' must be an integer >= 1, "
+                              "got %d",
+                              (int)nodes);
+        if (g < 1)
+            return luaL_error(L,
+                              "field 'gpus_per_node' must be an integer "
+                              ">= 1, got %d",
+                              (int)g);
+        if (nodes * g > 1 << 20)
+            return luaL_error(L, "%lld ranks is too large", nodes * g);
+        if (has_field(L, 1, "nics_per_node") && (nics < 1 || nics > g))
+            return luaL_error(L,
+                              "field 'nics_per_node' must be between 1 and "
+                              "gpus_per_node (%d), got %d",
+                              (int)g, (int)nics);
+        if (has_field(L, 1, "oversubscription") && !(nc.oversubscription >= 1))
+            return luaL_error(L,
+                              "field 'oversubscription' must be 1 or more, "
+                              "got %f",
+                              nc.oversubscription);
+        if (n && n != nodes * g)
+            return luaL_error(L,
+                              "field 'ranks' is %d but nodes x gpus_per_node "
+                              "is %d",
+                              (int)n, (int)(nodes * g));
+        nc.nodes = (int32_t)nodes;
+        nc.gpus_per_node = (int32_t)g;
+        nc.nics_per_node = (int32_t)nics;
+        n = nodes * g;
+    } else if (n < 1) {
+        return luaL_error(L, "field 'ranks' must be an integer >= 1, got %d",
+                          (int)n);
+    }
+    if (n > 1 << 20)
+        return luaL_error(L, "field 'ranks' is too large (%d)", (int)n);
+    bind_cluster *c = new_cluster(L, (int32_t)n);
+    int ud = lua_gettop(L);
+    read_devices(L, c);
+    if (hier)
+        build_hierarchical(L, c, &nc);
+    else if (expl)
+        build_explicit(L, c, ud);
+    else
+        build_mesh(L, c);
+
+    const char *sharing = bind_string(L, 1, "sharing");
+    if (sharing && strcmp(sharing, "fifo") == 0)
+        net_set_sharing(c->nw, NET_FIFO);
+    else if (sharing && strcmp(sharing, "fair") == 0)
+        net_set_sharing(c->nw, NET_FAIR);
+    else if (sharing)
+        return luaL_error(L,
+                          "field 'sharing': unknown model '%s' (expected "
+                          "fifo or fair)",
+                          sharing);
+    const char *name = bind_string(L, 1, "name");
+    if (name)
+        snprintf(c->name, sizeof c->name, "%s", name);
+    lua_settop(L, ud);
     return 1;
 }
 

@@ -12,9 +12,13 @@
 typedef struct bind_cluster {
     net *nw;
     int32_t nranks;
-    int32_t gpus_per_node; /* ranks per node (1 for a flat mesh) */
+    int32_t gpus_per_node; /* ranks per node (1 for a mesh or explicit links) */
     double *rate;          /* per rank: peak FLOP/s * efficiency */
     double *memory;        /* per rank capacity in bytes, 0 = unknown */
+    int32_t nodes;         /* nranks / gpus_per_node */
+    int32_t nics_per_node; /* hierarchical form, else 0 */
+    const char *topology;  /* "mesh", "hierarchical", "explicit", "ideal" */
+    char name[128];        /* label for params JSON and queries */
 } bind_cluster;
 
 /* The cluster at idx, raising a typed error otherwise. */

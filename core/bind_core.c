@@ -221,6 +221,7 @@ int bind_open_core(lua_State *L)
     bind_register_cluster(L);
     bind_register_run(L);
     bind_register_report(L);
+    bind_register_collective(L);
     return 1;
 }
 

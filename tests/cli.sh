@@ -83,5 +83,23 @@ fastest=$(sqlite3 -bail -csv "$db" "SELECT id, json_extract(params, '$.partition
     WHERE name LIKE 'gpt3-xl/%' ORDER BY makespan, id LIMIT 1" 2>&1)
 echo "$best" | grep -q "^gpt3-xl,[0-9]*,${fastest%%,*},[a-z]*,$(echo "${fastest#*,}" | sed 's/[][]/\\&/g')," &&
     ok || bad "best_partition.sql: gpt3-xl row is not run $fastest: $best"
+# collectives: canned queries on the ring_vs_tree sweep, report and export
+# of a collective run
+if $VG "$BIN" run scenarios/ring_vs_tree.lua -o "$TMP/rvt.db" -D quick=1 >"$TMP/rvt.out" 2>&1; then ok; else
+    bad "ring_vs_tree: $(tail -n 3 "$TMP/rvt.out")"; fi
+sqlite3 -separator ' ' "$TMP/rvt.db" <results/queries/crossover.sql >"$TMP/cross" 2>&1
+grep -q '^allreduce 8 8 ranks, mesh 25 GB/s 5 us tree 16384 262144$' "$TMP/cross" && ok ||
+    bad "crossover.sql: $(head -n 5 "$TMP/cross")"
+printf 'local ps = require "pipesim"\nlocal c = ps.cluster{ ranks = 4, link = { bandwidth = "25 GB/s", latency = "5 us" } }\nps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = "1 MB" }\n' >"$TMP/coll.lua"
+$VG "$BIN" run "$TMP/coll.lua" -o "$TMP/coll.db" >/dev/null 2>&1 && ok || bad "collective run"
+[ "$(sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | wc -l)" -eq 4 ] && ok ||
+    bad "link_utilisation.sql: $(sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | head -n 3)"
+sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | grep -q '|100.00%|' && ok ||
+    bad "link_utilisation.sql: ring links busy all the time"
+$VG "$BIN" report "$TMP/coll.db" 1 >"$TMP/crep" 2>&1 && grep -q "allreduce ring on 4 ranks" "$TMP/crep" && ok ||
+    bad "report collective: $(head -n 3 "$TMP/crep")"
+if $VG "$BIN" export "$TMP/coll.db" 1 --format chrome -o "$TMP/c.json" 2>"$TMP/e" &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$TMP/c.json"; then
+    ok; else bad "export chrome collective: $(cat "$TMP/e")"; fi
 
 echo "$P passed, $F failed"

@@ -34,7 +34,7 @@ local CLUSTER_FIELDS = {
   ranks = true, device = true, devices = true, link = true,
   nodes = true, gpus_per_node = true, intra = true, inter = true,
   nics_per_node = true, oversubscription = true, links = true,
-  sharing = true, switches = true,
+  sharing = true, switches = true, name = true,
 }
 
 local function closest(word, fields)
@@ -235,6 +235,48 @@ function ps.run(spec)
   end
   args.params_json = params_json(spec, partition)
   local r = call("ps.run", core.run, args)
+  r.db = spec.db
+  return r
+end
+
+-- ps.collective: one collective on a cluster (core/bind_collective.c).
+local COLLECTIVE_FIELDS = {
+  cluster = true, op = true, algorithm = true, bytes = true, ranks = true,
+  root = true, verify = true, data = true, seed = true, name = true,
+  record = true, candidates = true, chunks = true, p2p = true, db = true,
+  ranks_per_node = true,
+}
+
+-- The inputs of a collective as JSON for run.params: the cluster by its
+-- shape and name (the `topology` key, which results/queries/crossover.sql
+-- groups by), the data function as `true`.
+local function collective_params(spec)
+  local p = {}
+  for k, v in pairs(spec) do
+    if k ~= "cluster" and k ~= "data" then p[k] = v end
+  end
+  if type(spec.bytes) == "string" then
+    local ok, n = pcall(core.parse, spec.bytes, "bytes")
+    if ok then p.bytes = n end
+  end
+  if spec.data ~= nil then p.data = true end
+  p.algorithm = spec.algorithm or "auto"
+  local c = spec.cluster
+  if type(c) == "userdata" then
+    p.topology = c.name
+    p.cluster = { ranks = c.ranks, nodes = c.nodes,
+                  gpus_per_node = c.gpus_per_node, topology = c.topology,
+                  sharing = c.sharing, name = c.name }
+  end
+  return table.concat(json(p, {}))
+end
+
+function ps.collective(spec)
+  check_fields("ps.collective", spec, COLLECTIVE_FIELDS)
+  local args = {}
+  for k, v in pairs(spec) do args[k] = v end
+  args.params_json = collective_params(spec)
+  local r = call("ps.collective", core.collective, args)
   r.db = spec.db
   return r
 end

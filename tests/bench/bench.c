@@ -1,4 +1,5 @@
-/* make bench: engine and recorder throughput on large pipelines.
+/* make bench: engine and recorder throughput on large pipelines and large
+ * ring allreduces.
  * Each figure is the median of several repetitions in this one process, so
  * ratios between rows are meaningful on a noisy machine. */
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coll.h"
 #include "eng.h"
 #include "net.h"
 #include "pipe.h"
@@ -97,8 +99,8 @@ static void bench_pipeline(const pipeline_case *c)
     sched_stage *st = calloc((size_t)nlayers, sizeof *st);
     for (int32_t s = 0; s < nlayers; s++)
         st[s] = (sched_stage){1e-3, 2e-3, 1e-3, 1e8, 1e6, 1e6};
-    sched_spec spec = {.kind = c->kind, .p = c->p, .v = c->v, .m = c->m,
-                       .stages = st};
+    sched_spec spec = {
+        .kind = c->kind, .p = c->p, .v = c->v, .m = c->m, .stages = st};
     prog_set *ps = prog_new(c->p);
     eng_sim *eng = eng_new();
     eng_result er;
@@ -127,14 +129,14 @@ static void bench_pipeline(const pipeline_case *c)
             die(&err);
         t_on[i] = now() - t0;
     }
-    rec_query *q = rec_query_new(
-        db,
-        "SELECT (SELECT count(*) FROM event WHERE run = ?1) + "
-        "(SELECT count(*) FROM transfer WHERE run = ?1) + "
-        "(SELECT count(*) FROM memory WHERE run = ?1) + "
-        "(SELECT count(*) FROM stage WHERE run = ?1) + "
-        "(SELECT count(*) FROM rank_stat WHERE run = ?1) + 1",
-        &err);
+    rec_query *q =
+        rec_query_new(db,
+                      "SELECT (SELECT count(*) FROM event WHERE run = ?1) + "
+                      "(SELECT count(*) FROM transfer WHERE run = ?1) + "
+                      "(SELECT count(*) FROM memory WHERE run = ?1) + "
+                      "(SELECT count(*) FROM stage WHERE run = ?1) + "
+                      "(SELECT count(*) FROM rank_stat WHERE run = ?1) + 1",
+                      &err);
     if (!q)
         die(&err);
     rec_query_bind_int(q, 1, res.id);
@@ -151,9 +153,9 @@ static void bench_pipeline(const pipeline_case *c)
 
     double off = median(t_off, REPS), eng_t = median(t_eng, REPS),
            on = median(t_on, REPS);
-    printf("%-34s %9lld %9lld %9.1f %7.2f %9.1f %9lld %8.3f %9.2f\n",
-           c->label, (long long)ops, (long long)events,
-           1e3 * off, (double)ops / off / 1e6, (double)events / eng_t / 1e6,
+    printf("%-34s %9lld %9lld %9.1f %7.2f %9.1f %9lld %8.3f %9.2f\n", c->label,
+           (long long)ops, (long long)events, 1e3 * off,
+           (double)ops / off / 1e6, (double)events / eng_t / 1e6,
            (long long)rows, on, (double)rows / on / 1e6);
     eng_free(eng);
     prog_free(ps);
@@ -163,6 +165,81 @@ static void bench_pipeline(const pipeline_case *c)
     free(layers);
     free(partition);
     free(rate);
+}
+
+/* Ring allreduce of 1 GB on a FIFO mesh: the whole coll_run (programs,
+ * engine, result) with recording off, and coll_run + rec_write at
+ * REC_EVENTS (transfer and link rows, one commit) with it on. */
+static void bench_allreduce(int32_t n, int reps)
+{
+    net *nw = net_new(n);
+    eng_sim *eng = eng_new();
+    prog_set *ps = prog_new(n);
+    ps_err err;
+    if (!nw || !eng || !ps || net_set_mesh(nw, 50e9, 5e-6, &err))
+        die(&err);
+    coll_spec spec = {.op = COLL_ALLREDUCE,
+                      .algorithm = COLL_RING,
+                      .bytes = 1000000000,
+                      .p2p = ENG_RENDEZVOUS};
+    coll_result res;
+    double t_off[REPS], t_on[REPS];
+    int64_t transfers = 0;
+    double sim = 0;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now();
+        if (coll_run(&spec, nw, eng, ps, &res, &err))
+            die(&err);
+        t_off[i] = now() - t0;
+        transfers = res.transfers;
+        sim = res.time;
+        coll_result_free(&res);
+    }
+    char path[] = "/tmp/pipesim-bench-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    rec_db *db = rec_open(path, &err);
+    if (!db)
+        die(&err);
+    for (int i = 0; i < reps; i++) {
+        double t0 = now();
+        if (coll_run(&spec, nw, eng, ps, &res, &err))
+            die(&err);
+        rec_run run = {.kind = "collective",
+                       .name = "ring allreduce",
+                       .p2p = "rendezvous",
+                       .makespan = res.time,
+                       .bubble = NAN,
+                       .closed_form_bubble = NAN,
+                       .imbalance = NAN,
+                       .peak_memory = NAN,
+                       .status = "ok"};
+        rec_collective row = {"allreduce", "ring",    n,        1e9,
+                              res.time,    res.algbw, res.busbw};
+        rec_payload pl = {
+            .run = &run, .collective = &row, .progs = ps, .network = nw};
+        int64_t id;
+        if (rec_write(db, &pl, REC_EVENTS, &id, &err) || rec_flush(db, &err))
+            die(&err);
+        t_on[i] = now() - t0;
+        coll_result_free(&res);
+    }
+    rec_close(db, NULL);
+    unlink(path);
+    char side[64];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    double off = median(t_off, reps), on = median(t_on, reps);
+    printf("%6d %10lld %10.3f %8.3f %9.2f %8.3f %9.2f\n", (int)n,
+           (long long)transfers, 1e3 * sim, off, (double)transfers / off / 1e6,
+           on, (double)transfers / on / 1e6);
+    prog_free(ps);
+    eng_free(eng);
+    net_free(nw);
 }
 
 int main(void)
@@ -179,5 +256,14 @@ int main(void)
            "off ms", "Mops/s", "Mev/s eng", "rows", "on s", "Mrows/s");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bench_pipeline(&cases[i]);
+
+    printf("\nring allreduce of 1 GB on a 50 GB/s, 5 us mesh (FIFO), median "
+           "of %d (3 for 1024 ranks)\n",
+           REPS);
+    printf("%6s %10s %10s %8s %9s %8s %9s\n", "ranks", "transfers", "sim ms",
+           "off s", "Mxfer/s", "on s", "Mxfer/s");
+    bench_allreduce(64, REPS);
+    bench_allreduce(256, REPS);
+    bench_allreduce(1024, 3);
     return 0;
 }

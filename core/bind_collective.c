@@ -1,0 +1,495 @@
+/* core.collective: one collective (coll_run) on a cluster, recorded as a run
+ * of kind 'collective'. lua/pipesim/init.lua has checked field names and
+ * built params_json. The engine and program set live in the registry and
+ * are reused by every run; the coll_result lives in a userdata whose __gc
+ * frees it, so an error raised while the result table is built leaks
+ * nothing. A data function is called through a trampoline that runs it
+ * under lua_pcall: coll_run is never longjmp'ed through. */
+#include <lauxlib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bind.h"
+#include "bind_cluster.h"
+#include "coll.h"
+#include "rec.h"
+#include "unit.h"
+
+#define CTX_TYPE "pipesim.coll_ctx"         /* metatable */
+#define CTX_KEY "pipesim.coll_ctx.instance" /* registry slot of the one ctx */
+#define RES_TYPE "pipesim.coll_result"
+
+/* Outputs come back to Lua up to this many elements per rank. */
+#define MAX_LUA_OUTPUTS 65536
+
+typedef struct coll_ctx {
+    eng_sim *eng;
+    prog_set *ps;
+    int busy; /* inside coll_run: a data function must not start another */
+} coll_ctx;
+
+static int ctx_gc(lua_State *L)
+{
+    coll_ctx *c = luaL_checkudata(L, 1, CTX_TYPE);
+    eng_free(c->eng);
+    prog_free(c->ps);
+    c->eng = NULL;
+    c->ps = NULL;
+    return 0;
+}
+
+static coll_ctx *get_ctx(lua_State *L)
+{
+    /* not CTX_TYPE: that slot holds the metatable luaL_checkudata needs */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
+        coll_ctx *c = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        return c;
+    }
+    lua_pop(L, 1);
+    coll_ctx *c = lua_newuserdatauv(L, sizeof *c, 0);
+    c->eng = NULL;
+    c->ps = NULL;
+    c->busy = 0;
+    luaL_setmetatable(L, CTX_TYPE);
+    c->eng = eng_new();
+    c->ps = prog_new(1);
+    if (!c->eng || !c->ps)
+        luaL_error(L, "out of memory");
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
+    return c;
+}
+
+static int res_gc(lua_State *L)
+{
+    coll_result_free(luaL_checkudata(L, 1, RES_TYPE));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The data function                                                   */
+
+typedef struct data_ctx {
+    lua_State *L;
+    int fn;       /* stack index of the Lua function */
+    int failed;   /* 1: msg holds the error; 2: the error is on the stack */
+    int32_t rank; /* of the failing call */
+    long long i;
+    char msg[160];
+} data_ctx;
+
+/* COLL_DATA_FN callback. After the first failure it returns 0 without
+ * calling Lua; the caller raises the error once coll_run has returned. */
+static double data_trampoline(void *vctx, int32_t rank, int64_t i)
+{
+    data_ctx *c = vctx;
+    if (c->failed)
+        return 0;
+    lua_State *L = c->L;
+    lua_pushvalue(L, c->fn);
+    lua_pushinteger(L, rank);
+    lua_pushinteger(L, (lua_Integer)i);
+    c->rank = rank;
+    c->i = (long long)i;
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+        c->failed = 2; /* keep the error object on the stack */
+        return 0;
+    }
+    int isnum;
+    double v = lua_tonumberx(L, -1, &isnum);
+    if (!isnum) {
+        c->failed = 1;
+        snprintf(c->msg, sizeof c->msg, "returned a %s, expected a number",
+                 luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    return isnum ? v : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Fields                                                              */
+
+static enum eng_p2p read_p2p(lua_State *L)
+{
+    const char *p2p = bind_string(L, 1, "p2p");
+    if (!p2p || strcmp(p2p, "rendezvous") == 0)
+        return ENG_RENDEZVOUS;
+    if (strcmp(p2p, "eager") == 0)
+        return ENG_EAGER;
+    luaL_error(L,
+               "field 'p2p': unknown mode '%s' (expected rendezvous or "
+               "eager)",
+               p2p);
+    return ENG_RENDEZVOUS;
+}
+
+/* record: "events" (default), "summary", or "none" (returns 0). */
+static int read_record(lua_State *L, enum rec_level *level)
+{
+    const char *r = bind_string(L, 1, "record");
+    *level = REC_EVENTS;
+    if (!r || strcmp(r, "events") == 0)
+        return 1;
+    if (strcmp(r, "summary") == 0) {
+        *level = REC_SUMMARY;
+        return 1;
+    }
+    if (strcmp(r, "none") == 0)
+        return 0;
+    luaL_error(L,
+               "field 'record': unknown level '%s' (expected events, "
+               "summary or none)",
+               r);
+    return 0;
+}
+
+/* The listed ranks into a userdata array left on the stack; NULL (and
+ * *n = 0) when the field is absent. */
+static int32_t *read_ranks(lua_State *L, int32_t *n)
+{
+    *n = 0;
+    if (lua_getfield(L, 1, "ranks") == LUA_TNIL) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    if (!lua_istable(L, -1))
+        luaL_error(L, "field 'ranks' must be a list of cluster ranks");
+    lua_Integer len = luaL_len(L, -1);
+    if (len < 1)
+        luaL_error(L, "field 'ranks' is empty");
+    if (len > 1 << 24)
+        luaL_error(L, "field 'ranks' is too long");
+    int32_t *r = lua_newuserdatauv(L, (size_t)len * sizeof *r, 0);
+    lua_rotate(L, -2, 1); /* keep the array below the list */
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_geti(L, -1, i);
+        int ok;
+        lua_Integer v = lua_tointegerx(L, -1, &ok);
+        if (!ok || v < INT32_MIN || v > INT32_MAX)
+            luaL_error(L, "field 'ranks': entry %d is not a rank number",
+                       (int)i);
+        r[i - 1] = (int32_t)v;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    *n = (int32_t)len;
+    return r;
+}
+
+/* Auto's candidates: "all", a list of names, or (nil) the default: for
+ * allreduce ring and tree, the pair NCCL's tuner chooses between
+ * (ncclTopoTuneModel, src/graph/tuning.cc); every applicable algorithm for
+ * the other ops. */
+static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
+{
+    int t = lua_getfield(L, 1, "candidates");
+    unsigned mask = 0;
+    if (t == LUA_TNIL) {
+        if (op == COLL_ALLREDUCE)
+            mask = 1u << COLL_RING | 1u << COLL_TREE;
+    } else if (algo != COLL_AUTO) {
+        luaL_error(L, "field 'candidates' only applies to algorithm = "
+                      "\"auto\"");
+    } else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "all") == 0) {
+        mask = 0;
+    } else if (t == LUA_TTABLE) {
+        lua_Integer len = luaL_len(L, -1);
+        if (len < 1)
+            luaL_error(L, "field 'candidates' is empty");
+        for (lua_Integer i = 1; i <= len; i++) {
+            lua_geti(L, -1, i);
+            const char *name = lua_tostring(L, -1);
+            int a;
+            ps_err err;
+            if (!name || coll_parse_algo(op, name, &a, &err))
+                luaL_error(L, "field 'candidates': %s",
+                           name ? err.msg : "entries must be names");
+            if (a == COLL_AUTO)
+                luaL_error(L, "field 'candidates': 'auto' is not an "
+                              "algorithm");
+            mask |= 1u << a;
+            lua_pop(L, 1);
+        }
+    } else {
+        luaL_error(L, "field 'candidates' must be \"all\" or a list of "
+                      "algorithm names");
+    }
+    lua_pop(L, 1);
+    return mask;
+}
+
+/* ranks_per_node for hierarchical allreduce: the cluster's gpus_per_node
+ * when the listed ranks are whole nodes, each node's GPUs in order; else 0
+ * (hierarchical does not apply). */
+static int32_t whole_nodes(const bind_cluster *cl, const int32_t *ranks,
+                           int32_t n)
+{
+    int32_t g = cl->gpus_per_node;
+    if (g < 2)
+        return 0;
+    if (!ranks)
+        return g;
+    if (n % g)
+        return 0;
+    for (int32_t i = 0; i < n; i += g)
+        for (int32_t l = 0; l < g; l++)
+            if (ranks[i] % g != 0 || ranks[i + l] != ranks[i] + l)
+                return 0;
+    return g;
+}
+
+/* ------------------------------------------------------------------ */
+/* Result                                                              */
+
+static void set_number(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_integer(lua_State *L, const char *k, long long v)
+{
+    lua_pushinteger(L, (lua_Integer)v);
+    lua_setfield(L, -2, k);
+}
+
+static void push_result(lua_State *L, const coll_result *res, const char *op,
+                        const char *name, int64_t id, int64_t bytes,
+                        int outputs)
+{
+    lua_createtable(L, 0, 20);
+    if (id > 0)
+        set_integer(L, "id", id);
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, op);
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, coll_algo_name(res->algorithm));
+    lua_setfield(L, -2, "algorithm");
+    set_integer(L, "bytes", bytes);
+    set_integer(L, "ranks", res->nranks);
+    set_number(L, "time", res->time);
+    set_number(L, "predicted", res->predicted);
+    set_number(L, "algbw", res->algbw);
+    set_number(L, "busbw", res->busbw);
+    set_integer(L, "chunks", res->chunks);
+    set_integer(L, "transfers", res->transfers);
+    set_integer(L, "steps", res->steps);
+    lua_createtable(L, res->nranks, 0);
+    for (int32_t i = 0; i < res->nranks; i++) {
+        lua_pushnumber(L, res->bytes_sent[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "bytes_sent");
+    if (res->outputs) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "verified");
+    }
+    if (res->outputs && outputs) {
+        lua_createtable(L, res->nranks, 0);
+        for (int32_t i = 0; i < res->nranks; i++) {
+            int64_t n = res->out_count[i];
+            lua_createtable(L, (int)n, 0);
+            for (int64_t e = 0; e < n; e++) {
+                lua_pushnumber(L, (double)res->outputs[i][e]);
+                lua_rawseti(L, -2, (lua_Integer)e + 1);
+            }
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "outputs");
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* core.collective                                                     */
+
+static int core_collective(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    coll_spec spec = {0};
+    ps_err err;
+
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL)
+        return luaL_error(L, "missing field 'cluster' (a ps.cluster)");
+    bind_cluster *cl = luaL_testudata(L, -1, BIND_CLUSTER_TYPE);
+    if (!cl)
+        return luaL_error(L, "field 'cluster' must be a ps.cluster, got a %s",
+                          luaL_typename(L, -1));
+    /* the cluster stays on the stack (and alive) until we return */
+
+    const char *opn = bind_string(L, 1, "op");
+    if (!opn)
+        return luaL_error(L, "missing field 'op' (allreduce, "
+                             "reduce_scatter, allgather, broadcast, reduce)");
+    if (coll_parse_op(opn, &spec.op, &err))
+        return bind_raise(L, &err);
+    const char *algn = bind_string(L, 1, "algorithm");
+    if (coll_parse_algo(spec.op, algn ? algn : "auto", &spec.algorithm, &err))
+        return bind_raise(L, &err);
+    spec.candidates = read_candidates(L, spec.op, spec.algorithm);
+
+    if (lua_getfield(L, 1, "bytes") == LUA_TNIL)
+        return luaL_error(L, "missing field 'bytes' (the whole array, e.g. "
+                             "\"256 MB\")");
+    lua_pop(L, 1);
+    double bytes = 0;
+    bind_quantity(L, 1, "bytes", UNIT_BYTES, &bytes);
+    if (bytes != floor(bytes) || fabs(bytes) > 0x1p62) {
+        char num[32];
+        snprintf(num, sizeof num, "%g", bytes);
+        return luaL_error(L,
+                          "field 'bytes' must be a whole number of bytes, "
+                          "got %s",
+                          num);
+    }
+    spec.bytes = (int64_t)bytes;
+
+    int32_t nranks = 0;
+    int32_t *ranks = read_ranks(L, &nranks);
+    spec.ranks = ranks;
+    spec.nranks = nranks;
+    long long root = ranks ? ranks[0] : 0, chunks = 0, rpn = -1;
+    bind_integer(L, 1, "root", &root);
+    bind_integer(L, 1, "chunks", &chunks);
+    bind_integer(L, 1, "ranks_per_node", &rpn);
+    if (root < INT32_MIN || root > INT32_MAX)
+        return luaL_error(L, "field 'root' is not a rank number");
+    if (lua_getfield(L, 1, "chunks") != LUA_TNIL && chunks < 1)
+        return luaL_error(L, "field 'chunks' must be at least 1, got %d",
+                          (int)chunks);
+    lua_pop(L, 1);
+    if (chunks > 1 << 20)
+        return luaL_error(L, "field 'chunks' is too large (%d)", (int)chunks);
+    if (lua_getfield(L, 1, "ranks_per_node") != LUA_TNIL && rpn < 1)
+        return luaL_error(L, "field 'ranks_per_node' must be at least 1");
+    lua_pop(L, 1);
+    spec.root = (int32_t)root;
+    spec.chunks = (int32_t)chunks;
+    spec.ranks_per_node =
+        rpn > 0 ? (int32_t)rpn : whole_nodes(cl, ranks, nranks);
+    if (spec.algorithm == COLL_HIERARCHICAL && spec.ranks_per_node < 1)
+        return luaL_error(L, "algorithm 'hierarchical' needs nodes: a cluster "
+                             "with gpus_per_node > 1 and ranks that are whole "
+                             "nodes in order (or set ranks_per_node)");
+    spec.p2p = read_p2p(L);
+    enum rec_level level;
+    int recording = read_record(L, &level);
+
+    /* data mode */
+    int verify = 0;
+    long long seed = 1;
+    bind_boolean(L, 1, "verify", &verify);
+    bind_integer(L, 1, "seed", &seed);
+    data_ctx dc = {0};
+    if (lua_getfield(L, 1, "data") != LUA_TNIL) {
+        if (!lua_isfunction(L, -1))
+            return luaL_error(L,
+                              "field 'data' must be a function (rank, i) "
+                              "returning the input value, got a %s",
+                              luaL_typename(L, -1));
+        dc.L = L;
+        dc.fn = lua_gettop(L);
+        spec.data = COLL_DATA_FN;
+        spec.data_fn = data_trampoline;
+        spec.data_ctx = &dc;
+    } else {
+        lua_pop(L, 1);
+        if (verify)
+            spec.data = COLL_DATA_RANDOM;
+    }
+    spec.seed = (uint64_t)seed;
+    const char *name = bind_string(L, 1, "name");
+    const char *params = bind_string(L, 1, "params_json");
+    rec_db *db = NULL;
+    if (recording)
+        db = bind_database(L, bind_string(L, 1, "db"));
+
+    coll_ctx *ctx = get_ctx(L);
+    if (ctx->busy)
+        return luaL_error(L, "a data function cannot run a collective");
+    coll_result *res = lua_newuserdatauv(L, sizeof *res, 0);
+    memset(res, 0, sizeof *res);
+    luaL_setmetatable(L, RES_TYPE);
+    luaL_checkstack(L, 8, "data function");
+
+    ctx->busy = 1;
+    int rc = coll_run(&spec, cl->nw, ctx->eng, ctx->ps, res, &err);
+    ctx->busy = 0;
+    int top = lua_gettop(L); /* the data function's error, if any */
+    bind_progress(L);
+    if (dc.failed == 2)
+        return luaL_error(L, "field 'data': data(%d, %d) failed: %s",
+                          (int)dc.rank, (int)dc.i,
+                          luaL_tolstring(L, top, NULL));
+    if (dc.failed == 1)
+        return luaL_error(L, "field 'data': data(%d, %d) %s", (int)dc.rank,
+                          (int)dc.i, dc.msg);
+    if (rc)
+        return bind_raise(L, &err);
+
+    char defname[64];
+    if (!name) {
+        snprintf(defname, sizeof defname, "%s %s", opn,
+                 coll_algo_name(res->algorithm));
+        name = defname;
+    }
+    int64_t id = 0;
+    if (db) {
+        rec_run run = {
+            .kind = "collective",
+            .name = name,
+            .p2p = spec.p2p == ENG_EAGER ? "eager" : "rendezvous",
+            .stages = 0,
+            .microbatches = 0,
+            .virtual_stages = 0,
+            .dp = res->nranks,
+            .makespan = res->time,
+            .bubble = NAN,
+            .closed_form_bubble = NAN,
+            .imbalance = NAN,
+            .peak_memory = NAN,
+            .params_json = params,
+            .status = "ok",
+        };
+        rec_collective row = {
+            .op = opn,
+            .algorithm = coll_algo_name(res->algorithm),
+            .ranks = res->nranks,
+            .bytes = (double)spec.bytes,
+            .time = res->time,
+            .algbw = res->algbw,
+            .busbw = res->busbw,
+        };
+        rec_payload pl = {
+            .run = &run,
+            .collective = &row,
+            .progs = ctx->ps,
+            .network = cl->nw,
+        };
+        if (rec_write(db, &pl, level, &id, &err))
+            return bind_raise(L, &err);
+        bind_count_run(L);
+    }
+    int64_t n = spec.bytes / 4;
+    push_result(L, res, opn, name, id, spec.bytes,
+                spec.data == COLL_DATA_FN && n <= MAX_LUA_OUTPUTS);
+    coll_result_free(res); /* early; __gc finds it freed */
+    return 1;
+}
+
+void bind_register_collective(lua_State *L)
+{
+    if (luaL_newmetatable(L, CTX_TYPE)) {
+        lua_pushcfunction(L, ctx_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, RES_TYPE)) {
+        lua_pushcfunction(L, res_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, core_collective);
+    lua_setfield(L, -2, "collective");
+}

@@ -1,0 +1,343 @@
+-- ps.collective and the ps.cluster topologies through the Lua front end:
+-- closed forms on dedicated links (exact to 1e-9), bytes sent, busbw,
+-- shared links, data mode (exact sums, outputs, uneven counts, N = 1, 3, 5,
+-- 8), auto and the ring/tree crossover derived from the cost formulas,
+-- cluster forms, straggler overrides, and error messages.
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local t = require "harness"
+local ps = require "pipesim"
+
+local ALPHA, BETA = 5e-6, 25e9
+
+local function mesh(n)
+  return ps.cluster{ ranks = n, link = { bandwidth = BETA, latency = ALPHA } }
+end
+
+local function log2ceil(n)
+  local k = 0
+  while (1 << k) < n do k = k + 1 end
+  return k
+end
+
+local function coll(c, op, algo, bytes, extra)
+  local spec = { cluster = c, op = op, algorithm = algo, bytes = bytes,
+                 record = "none" }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return ps.collective(spec)
+end
+
+-- closed forms on a mesh (each ordered pair has its own link)
+for _, N in ipairs{ 2, 3, 4, 5, 8, 16 } do
+  local c = mesh(N)
+  local T = 4 * N * 1000
+  local a, b, L = ALPHA, BETA, log2ceil(N)
+  local r = coll(c, "allreduce", "ring", T)
+  t.near(r.time, 2 * (N - 1) * (a + T / (N * b)), 1e-9, "ring allreduce N=" .. N)
+  t.eq(#r.bytes_sent, N)
+  for i = 1, N do t.near(r.bytes_sent[i], 2 * T * (N - 1) / N, 1e-9, "ring bytes sent") end
+  t.near(r.predicted, r.time, 1e-9, "ring predicted")
+  t.eq(r.algorithm, "ring")
+  t.eq(r.transfers, 2 * N * (N - 1))
+  t.near(r.algbw, T / r.time)
+  t.near(r.busbw, r.algbw * 2 * (N - 1) / N, 1e-9, "allreduce busbw factor")
+  r = coll(c, "reduce_scatter", "ring", T)
+  t.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring reduce_scatter N=" .. N)
+  t.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "reduce_scatter busbw factor")
+  r = coll(c, "allgather", "ring", T)
+  t.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring allgather N=" .. N)
+  t.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "allgather busbw factor")
+  r = coll(c, "broadcast", "tree", T)
+  t.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast N=" .. N)
+  t.near(r.busbw, r.algbw, 1e-9, "broadcast busbw factor")
+  r = coll(c, "broadcast", "tree", T, { root = N - 1 })
+  t.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast, last root")
+  r = coll(c, "allreduce", "tree", T)
+  t.near(r.time, 2 * L * (a + T / b), 1e-9, "tree allreduce N=" .. N)
+  if N & (N - 1) == 0 then
+    r = coll(c, "allreduce", "halving_doubling", T)
+    t.near(r.time, 2 * L * a + 2 * (N - 1) / N * T / b, 1e-9,
+      "halving-doubling N=" .. N)
+  end
+end
+
+-- units and defaults: bytes as a string, every rank by default, auto
+do
+  local r = ps.collective{ cluster = mesh(4), op = "allreduce", bytes = "1 MB",
+                           algorithm = "ring", record = "none" }
+  t.near(r.time, 2 * 3 * (ALPHA + 1e6 / (4 * BETA)))
+  t.eq(r.bytes, 1000000)
+  t.eq(r.ranks, 4)
+  t.eq(r.name, "allreduce ring")
+  t.eq(r.id, nil, "record = none: no id")
+end
+
+-- a subset of ranks: bytes_sent[i] is the i-th listed rank
+do
+  local c = mesh(8)
+  local r = coll(c, "allreduce", "ring", 4 * 3000, { ranks = { 6, 2, 5 } })
+  t.eq(r.ranks, 3)
+  t.near(r.time, 2 * 2 * (ALPHA + 4 * 3000 / (3 * BETA)))
+  t.near(r.bytes_sent[1], 2 * 4 * 3000 * 2 / 3)
+  r = coll(c, "broadcast", "tree", 4000, { ranks = { 6, 2, 5 } })
+  t.near(r.bytes_sent[1], 2 * 4000, 1e-9, "root 6 (the first listed) sends twice")
+  t.eq(r.bytes_sent[3], 0)
+  r = coll(c, "broadcast", "tree", 4000, { ranks = { 6, 2, 5 }, root = 5 })
+  t.near(r.bytes_sent[3], 2 * 4000, 1e-9, "root 5 is listed third")
+end
+
+-- shared links, max-min fair: three ranks on one switch, direct allgather.
+-- Every rank's uplink and downlink carry two flows at once, so each flow
+-- gets half of the link: x / (B / 2) plus the two links' latencies.
+do
+  local B, lat = 10e9, 1e-6
+  local c = ps.cluster{ ranks = 3, links = {
+    { 0, "s", bandwidth = B, latency = lat },
+    { 1, "s", bandwidth = B, latency = lat },
+    { 2, "s", bandwidth = B, latency = lat } } }
+  t.eq(c.sharing, "fair")
+  t.eq(c.topology, "explicit")
+  t.eq(c.switches.s, 3, "the first switch is node 3, after the ranks")
+  local x = 4e6
+  local r = coll(c, "allgather", "direct", 3 * x)
+  t.near(r.time, 2 * lat + x / (B / 2), 1e-9, "two flows share a link")
+  -- a lone flow (broadcast to one peer) has the whole link
+  r = coll(c, "broadcast", "tree", x, { ranks = { 0, 2 } })
+  t.near(r.time, 2 * lat + x / B, 1e-9, "a lone flow")
+  -- duplex = false: one direction only; a ring needs the way back
+  local ring = ps.cluster{ ranks = 3, links = {
+    { 0, 1, bandwidth = B, duplex = false }, { 1, 2, bandwidth = B, duplex = false },
+    { 2, 0, bandwidth = B, duplex = false } } }
+  r = coll(ring, "allgather", "ring", 3 * x)
+  t.near(r.time, 2 * x / B, 1e-9, "unidirectional ring")
+  -- 0 -> 2 goes the long way round, 0 -> 1 -> 2: routes are cut-through
+  -- (sum of latencies + bytes / bottleneck), so two hops cost one x / B
+  r = coll(ring, "broadcast", "tree", x, { ranks = { 0, 2 } })
+  t.near(r.time, x / B, 1e-9, "0 -> 2 over two links")
+  t.eq(r.transfers, 1)
+  -- declared switches keep their order
+  local d = ps.cluster{ ranks = 2, switches = { "a", "b" }, links = {
+    { 0, "b", bandwidth = B }, { "b", 1, bandwidth = B }, { 0, "a", bandwidth = B } } }
+  t.eq(d.switches.a, 2); t.eq(d.switches.b, 3)
+end
+
+-- auto on 8 ranks, alpha = 5 us, beta = 25 GB/s: tree for 1 KB, ring for
+-- 256 MB, and the switch where 2(N-1)(a + T/(N b)) = 2 L (a + T/b)
+do
+  local N, c, a, b = 8, mesh(8), ALPHA, BETA
+  local L = log2ceil(N)
+  local r = ps.collective{ cluster = c, op = "allreduce", bytes = "1 KB", record = "none" }
+  t.eq(r.algorithm, "tree", "auto at 1 KB")
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none" }
+  t.eq(r.algorithm, "ring", "auto at 256 MB")
+  local ring = function(T) return 2 * (N - 1) * (a + T / (N * b)) end
+  local tree = function(T) return 2 * L * (a + T / b) end
+  local cross = (N - 1 - L) * a * b / (L - (N - 1) / N)
+  t.near(ring(cross), tree(cross), 1e-12, "the formulas cross here")
+  local below = math.floor(cross / 4) * 4
+  local above = below + 4
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = below, record = "none" }
+  t.eq(r.algorithm, "tree", "just below the crossover (" .. below .. " B)")
+  t.near(r.predicted, tree(below))
+  t.near(r.time, tree(below), 1e-9, "simulated = formula")
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = above, record = "none" }
+  t.eq(r.algorithm, "ring", "just above the crossover (" .. above .. " B)")
+  t.near(r.time, ring(above), 1e-9, "simulated = formula")
+  -- candidates widen or narrow the choice
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
+                     candidates = "all" }
+  t.check(r.algorithm ~= "tree", "all candidates at 256 MB: " .. r.algorithm)
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
+                     candidates = { "tree", "halving_doubling" } }
+  t.eq(r.algorithm, "halving_doubling")
+  -- other ops consider every algorithm that applies
+  r = ps.collective{ cluster = c, op = "broadcast", bytes = "256 MB", record = "none" }
+  t.check(r.algorithm ~= "tree", "broadcast auto at 256 MB: " .. r.algorithm)
+  t.check(r.chunks >= 1)
+end
+
+-- data mode: integer inputs give exact sums for every op and algorithm;
+-- outputs[k][i + 1] is the k-th listed rank's element i (its shard for
+-- reduce_scatter, the root's array for reduce)
+local ALGOS = {
+  allreduce = { "ring", "tree", "double_binary_tree", "halving_doubling", "direct" },
+  reduce_scatter = { "ring", "halving_doubling", "direct" },
+  allgather = { "ring", "halving_doubling", "direct" },
+  broadcast = { "tree", "pipeline", "scatter_allgather" },
+  reduce = { "tree" },
+}
+local OPS = { "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce" }
+
+local function seg(n, parts, i) -- shard i: first element (from 0), count
+  local q, r = n // parts, n % parts
+  return i * q + math.min(i, r), q + (i < r and 1 or 0)
+end
+
+local function f(rank, i) return (rank + 1) * 1000 + i % 7 end
+
+local function expected(op, ranks, root, n, k, e) -- k-th listed, element e
+  if op == "broadcast" then return f(root, e) end
+  if op == "allgather" then
+    for j = 1, #ranks do
+      local lo, cnt = seg(n, #ranks, j - 1)
+      if e >= lo and e < lo + cnt then return f(ranks[j], e) end
+    end
+  end
+  local s = 0
+  for j = 1, #ranks do s = s + f(ranks[j], e) end
+  return s
+end
+
+local checked = 0
+for _, N in ipairs{ 1, 3, 5, 8 } do
+  local c = mesh(8)
+  local ranks = {}
+  for i = 1, N do ranks[i] = (i * 3) % 8 end -- a shuffled subset
+  for _, n in ipairs{ 37, 3, 0 } do
+    for _, op in ipairs(OPS) do
+      for _, algo in ipairs(ALGOS[op]) do
+        local root = ranks[#ranks]
+        local r = coll(c, op, algo, 4 * n, { ranks = ranks, root = root, data = f })
+        t.eq(r.verified, true)
+        t.eq(#r.outputs, N, op .. " " .. algo .. ": one output per listed rank")
+        local ok = true
+        for k = 1, N do
+          local lo, cnt = 0, n
+          if op == "reduce_scatter" then lo, cnt = seg(n, N, k - 1) end
+          if op == "reduce" and ranks[k] ~= root then cnt = 0 end
+          if #r.outputs[k] ~= cnt then ok = false end
+          for e = lo, lo + cnt - 1 do
+            if r.outputs[k][e - lo + 1] ~= expected(op, ranks, root, n, k, e) then
+              ok = false
+            end
+          end
+        end
+        t.check(ok, string.format("%s %s N=%d n=%d: exact outputs", op, algo, N, n))
+        checked = checked + 1
+      end
+    end
+  end
+end
+t.check(checked == 3 * 4 * 15, "data cases run: " .. checked)
+
+-- random inputs checked against a float64 reduction (tolerance), any seed
+for _, algo in ipairs(ALGOS.allreduce) do
+  local r = coll(mesh(5), "allreduce", algo, 4 * 1001, { verify = true, seed = 7 })
+  t.eq(r.verified, true, algo .. " verify")
+  t.eq(r.outputs, nil, "verify returns no outputs")
+end
+
+-- hierarchical cluster: forms, lone transfers, hierarchical allreduce
+do
+  local c = ps.cluster{ nodes = 2, gpus_per_node = 4, nics_per_node = 2,
+                        intra = { bandwidth = "300 GB/s", latency = "2 us" },
+                        inter = { bandwidth = "400 Gb/s", latency = "5 us" },
+                        device = { flops = "1 PFLOPS" } }
+  t.eq(c.ranks, 8); t.eq(c.nodes, 2); t.eq(c.gpus_per_node, 4)
+  t.eq(c.nics_per_node, 2); t.eq(c.topology, "hierarchical")
+  t.eq(c.name, "2 nodes x 4 gpus"); t.eq(c.sharing, "fair"); t.eq(c.flops_rate, 1e15)
+  local x = 4e6
+  local r = coll(c, "broadcast", "tree", x, { ranks = { 0, 1 } })
+  t.near(r.time, 2e-6 + x / 300e9, 1e-9, "inside a node")
+  r = coll(c, "broadcast", "tree", x, { ranks = { 1, 5 } })
+  t.near(r.time, 5e-6 + x / 50e9, 1e-9, "across nodes")
+  r = coll(c, "allreduce", "hierarchical", 4 * 8 * 100, { data = f })
+  t.eq(r.algorithm, "hierarchical")
+  t.eq(r.outputs[8][1], expected("allreduce", { 0, 1, 2, 3, 4, 5, 6, 7 }, 0, 800, 8, 0))
+  r = coll(c, "allreduce", "auto", "64 MB", { candidates = "all" })
+  t.check(r.algorithm ~= nil, "auto over all on a cluster: " .. r.algorithm)
+  t.eq(ps.cluster{ ranks = 8, nodes = 2, gpus_per_node = 4,
+                   intra = { bandwidth = 1 }, inter = { bandwidth = 1 } }.ranks, 8)
+  local fifo = ps.cluster{ nodes = 2, gpus_per_node = 2, sharing = "fifo", name = "tiny",
+                           intra = { bandwidth = 1e9 }, inter = { bandwidth = 1e9 } }
+  t.eq(fifo.sharing, "fifo"); t.eq(fifo.name, "tiny")
+  t.raises(function() coll(c, "allreduce", "hierarchical", 4000, { ranks = { 0, 2, 4, 6 } }) end,
+    "algorithm 'hierarchical' needs nodes")
+  t.raises(function() coll(mesh(4), "allreduce", "hierarchical", 4000) end,
+    "algorithm 'hierarchical' needs nodes")
+  r = coll(mesh(4), "allreduce", "hierarchical", 4000, { ranks_per_node = 2 })
+  t.eq(r.algorithm, "hierarchical", "ranks_per_node on a mesh")
+end
+
+-- a straggler: per-rank device override on every form
+for _, spec in ipairs{
+  { ranks = 2 },
+  { ranks = 2, links = { { 0, 1, bandwidth = 1e30 } } },
+  { nodes = 1, gpus_per_node = 2, intra = { bandwidth = 1e30 }, inter = { bandwidth = 1e30 } },
+} do
+  spec.device = { flops = 1e12 }
+  spec.devices = { [1] = { flops = 5e11 } }
+  local c = ps.cluster(spec)
+  local layers = { { fwd_flops = 1e12 }, { fwd_flops = 1e12 } }
+  local r = ps.run{ cluster = c, layers = layers, stages = 2, microbatches = 1, record = "none" }
+  -- F0 1 s, F1 2 s, B1 4 s, B0 2 s
+  t.near(r.makespan, 9, 1e-6, "straggler on rank 1")
+end
+
+-- recording: run row, collective row, transfers and links at events level
+do
+  local c = mesh(4)
+  local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = 4000,
+                           name = "rec test" }
+  t.check(r.id and r.id > 0, "recorded")
+  t.eq(r.name, "rec test")
+  local s = ps.collective{ cluster = c, op = "allreduce", bytes = 4000, record = "summary" }
+  t.check(s.id > r.id)
+  t.eq(s.name, "allreduce tree")
+end
+
+-- bad input
+local c4 = mesh(4)
+t.raises(function() coll(c4, "allreduc", "ring", 4) end,
+  "unknown collective op 'allreduc' (expected allreduce, reduce_scatter, allgather, broadcast, reduce)")
+t.raises(function() coll(c4, "broadcast", "ring", 4) end,
+  "unknown broadcast algorithm 'ring' (expected tree, pipeline, scatter_allgather, auto)")
+t.raises(function() coll(c4, "allreduce", "ring", -4) end,
+  "allreduce: bytes must be zero or positive, got -4")
+t.raises(function() coll(c4, "allreduce", "ring", 6) end, "bytes must be a multiple of 4")
+t.raises(function() coll(c4, "allreduce", "ring", 4, { ranks = { 0, 9 } }) end,
+  "allreduce: rank 9 is not in the cluster (ranks 0..3)")
+t.raises(function() coll(c4, "reduce", "tree", 4, { ranks = { 0, 1 }, root = 2 }) end,
+  "reduce: root 2 is not among the ranks")
+t.raises(function() coll(c4, "allreduce", "ring", "1.5 B") end, "whole number of bytes")
+t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, candidates = { "rign" } } end,
+  "field 'candidates': unknown allreduce algorithm 'rign'")
+t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, byts = 3 } end,
+  "unknown field 'byts' (did you mean 'bytes'?)")
+t.raises(function() ps.collective{ cluster = {}, op = "allreduce", bytes = 4 } end,
+  "field 'cluster' must be a ps.cluster, got a table")
+t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function(r, i)
+  if r == 2 and i == 3 then error("boom") end
+  return 1 end }) end, "field 'data': data(2, 3) failed: ")
+t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function() return {} end }) end,
+  "field 'data': data(0, 0) returned a table, expected a number")
+t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function()
+  return coll(c4, "allreduce", "ring", 4).time end }) end,
+  "a data function cannot run a collective")
+t.raises(function() ps.cluster{ ranks = 4, links = { { 0, 1, bandwidth = 1 }, { 1, 2, bandwidth = 1 } } } end,
+  "ps.cluster: no route from rank 0 to rank 3")
+t.raises(function() ps.cluster{ ranks = 2, switches = { "spine" }, links = {
+  { 0, "spine", bandwidth = 1 }, { 1, "spine", bandwidth = 1 }, { 1, "spine2", bandwidth = 1 } } } end,
+  "field 'links[3]': unknown node 'spine2'")
+t.raises(function() ps.cluster{ ranks = 2, links = { { 0, 5, bandwidth = 1 } } } end,
+  "field 'links[1]': rank 5 is not in the cluster (ranks 0..1)")
+t.raises(function() ps.cluster{ ranks = 2, links = { { 0, 1, bandwidth = -1 } } } end,
+  "field 'links[1].bandwidth' must be positive")
+t.raises(function() ps.cluster{ ranks = 2, links = { { 0, 1 } } } end,
+  "missing field 'links[1].bandwidth'")
+t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, intra = { bandwidth = 0 },
+  inter = { bandwidth = 1 } } end, "field 'intra.bandwidth' must be positive")
+t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, intra = { bandwidth = 1 } } end,
+  "missing field 'inter'")
+t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, ranks = 5, intra = { bandwidth = 1 },
+  inter = { bandwidth = 1 } } end, "field 'ranks' is 5 but nodes x gpus_per_node is 4")
+t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 3,
+  intra = { bandwidth = 1 }, inter = { bandwidth = 1 } } end,
+  "field 'nics_per_node' must be between 1 and gpus_per_node (2), got 3")
+t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, link = { bandwidth = 1 },
+  intra = { bandwidth = 1 }, inter = { bandwidth = 1 } } end,
+  "field 'link' does not apply to the hierarchical")
+t.raises(function() ps.cluster{ ranks = 2, sharing = "wfq" } end,
+  "field 'sharing': unknown model 'wfq' (expected fifo or fair)")
+t.raises(function() ps.cluster{ ranks = 2, intra = { bandwidth = 1 } } end,
+  "field 'intra' does not apply to the mesh")
+t.done()

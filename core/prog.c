@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
+                                       "stream millions of them");
+
 prog_set *prog_new(int32_t nranks)
 {
     prog_set *ps = calloc(1, sizeof *ps);
@@ -78,10 +81,7 @@ prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
     op.chunk = chunk;
     op.mb = mb;
     op.seconds = seconds;
-    op.mem = mem;
-    op.msg = -1;
-    op.peer = -1;
-    op.tag = -1;
+    op.mem = mem; /* shares storage with msg and peer */
     return op;
 }
 
@@ -95,8 +95,7 @@ static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg, double bytes,
     op.msg = msg;
     op.bytes = bytes;
     op.mb = mb;
-    op.stage = -1;
-    op.tag = -1;
+    op.tag = -1; /* shares storage with stage */
     op.flags = (uint8_t)flags;
     return op;
 }

@@ -36,24 +36,38 @@ enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
             ScheduleGPipe does); the transfer still starts                     \
             only when the receive is posted (rendezvous) */
 
+/* 48 bytes: fields that no op type uses together share storage (C11
+ * anonymous unions), since generation and the engine stream millions of
+ * ops through memory. Read a field only on the op types it is listed for;
+ * the constructors below set every field that applies. */
 typedef struct prog_op {
-    double seconds; /* COMPUTE: duration */
-    double bytes;   /* SEND/RECV: payload */
-    double mem;     /* COMPUTE: memory change; > 0 allocated when the op
-                       starts, < 0 freed when it ends */
     double t_start; /* set by the engine: COMPUTE run start; SEND transfer
                        start; RECV post time */
     double t_end;   /* set by the engine: COMPUTE end; SEND transfer end;
                        RECV completion */
-    int32_t msg;    /* SEND/RECV: message id; SIGNAL/WAIT: signal id */
-    int32_t peer;   /* SEND/RECV: the other rank */
-    int32_t stage;  /* model stage (chunk * p + pipeline rank), -1 if none */
-    int32_t mb;     /* microbatch, -1 if none */
-    int32_t tag;    /* free label: collective step, bucket id, ... */
-    int16_t chunk;  /* model chunk on its rank, 0 without virtual stages */
-    uint8_t type;   /* enum prog_type */
-    uint8_t kind;   /* enum prog_kind */
-    uint8_t flags;  /* PROG_BATCH, PROG_NOWAIT */
+    union {
+        double seconds; /* COMPUTE: duration */
+        double bytes;   /* SEND/RECV: payload */
+    };
+    union {
+        double mem; /* COMPUTE: memory change; > 0 allocated when the op
+                       starts, < 0 freed when it ends */
+        struct {
+            int32_t msg;  /* SEND/RECV: message id; SIGNAL/WAIT: signal id */
+            int32_t peer; /* SEND/RECV: the other rank */
+        };
+    };
+    union {
+        int32_t stage; /* COMPUTE: model stage (chunk * p + pipeline rank),
+                          -1 if none */
+        int32_t tag;   /* SEND/RECV: free label: collective step, bucket
+                          id, ...; -1 if none */
+    };
+    int32_t mb;    /* microbatch, -1 if none */
+    int16_t chunk; /* model chunk on its rank, 0 without virtual stages */
+    uint8_t type;  /* enum prog_type */
+    uint8_t kind;  /* enum prog_kind */
+    uint8_t flags; /* PROG_BATCH, PROG_NOWAIT */
 } prog_op;
 
 typedef struct prog_lane {

@@ -24,8 +24,14 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
                   .tag = step,
                   .type = (uint8_t)type,
                   .kind = PROG_COLL};
-    if (lane->n < lane->cap)
+    if (lane->n < lane->cap) {
+        /* Step-major generation writes to every lane in turn, so each
+         * store would wait for its line; ask for the line this lane's
+         * next step writes now, and it arrives while the other lanes are
+         * written. A hint: out-of-range addresses do not fault. */
+        __builtin_prefetch(lane->ops + lane->n + 4, 1);
         lane->ops[lane->n++] = op;
+    }
     else if (prog_push(g->ps, g->lane[pos], &op))
         g->oom = 1;
 }

@@ -170,21 +170,59 @@ static int op_error(ps_err *err, const prog_lane *lane, const prog_op *op,
     return ps_errf(err, "rank %d: %s %s", (int)lane->rank, desc, what);
 }
 
+/* 1 when the two sides of message id agree on ranks and bytes; else fills
+ * the error. */
+static int pair_ok(const prog_set *ps, int32_t id, ps_err *err)
+{
+    const prog_msg *m = &ps->msgs[id];
+    const prog_op *s = &ps->lanes[m->send_lane].ops[m->send_op];
+    const prog_op *r = &ps->lanes[m->recv_lane].ops[m->recv_op];
+    int32_t srank = ps->lanes[m->send_lane].rank;
+    int32_t rrank = ps->lanes[m->recv_lane].rank;
+    if (s->peer != rrank || r->peer != srank) {
+        if (err)
+            ps_errf(err,
+                    "message %d: rank %d sends to rank %d but rank %d "
+                    "receives it from rank %d",
+                    (int)id, (int)srank, (int)s->peer, (int)rrank,
+                    (int)r->peer);
+        return 0;
+    }
+    if (s->bytes != r->bytes) {
+        if (err)
+            ps_errf(err,
+                    "message %d: rank %d sends %.0f bytes but rank %d "
+                    "expects %.0f",
+                    (int)id, (int)srank, s->bytes, (int)rrank, r->bytes);
+        return 0;
+    }
+    return 1;
+}
+
+/* One pass over the ops fills the message table and checks each pair when
+ * its second side is seen (the first is usually still in cache), since a
+ * collective seals millions of ops. Errors are reported as a pass per kind
+ * would: op errors in lane order first, then the lowest message id that is
+ * unmatched or disagrees, then waits. The table keeps its memory between
+ * runs (one spare entry, which the engine may prefetch). */
 int prog_seal(prog_set *ps, ps_err *err)
 {
-    free(ps->msgs);
-    ps->msgs = NULL;
-    if (ps->nmsgs > 0) {
-        ps->msgs = malloc((size_t)ps->nmsgs * sizeof *ps->msgs);
+    if (ps->nmsgs >= ps->msgs_cap) {
+        free(ps->msgs);
+        ps->msgs_cap = 0;
+        ps->msgs = malloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
         if (!ps->msgs)
             return ps_errf(err, "out of memory for %d messages",
                            (int)ps->nmsgs);
-        memset(ps->msgs, 0xff, (size_t)ps->nmsgs * sizeof *ps->msgs);
+        ps->msgs_cap = ps->nmsgs + 1;
     }
+    memset(ps->msgs, 0xff, (size_t)ps->nmsgs * sizeof *ps->msgs);
     char *signalled = calloc((size_t)ps->nsignals + 1, 1);
     if (!signalled)
         return ps_errf(err, "out of memory");
     int rc = PS_OK;
+    int64_t open = 0, waits = 0; /* messages with one side seen; WAIT ops */
+    int32_t first_bad = ps->nmsgs; /* lowest id whose sides disagree */
     for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
         const prog_lane *lane = &ps->lanes[l];
         if (lane->rank < 0 || lane->rank >= ps->nranks) {
@@ -202,6 +240,8 @@ int prog_seal(prog_set *ps, ps_err *err)
                 }
                 if (op->type == PROG_SIGNAL)
                     signalled[op->msg] = 1;
+                else
+                    waits++;
                 continue;
             }
             if (op->type == PROG_COMPUTE) {
@@ -228,13 +268,19 @@ int prog_seal(prog_set *ps, ps_err *err)
                 bad = "has negative bytes";
             if (!bad) {
                 prog_msg *m = &ps->msgs[op->msg];
-                int32_t *slot_lane =
-                    op->type == PROG_SEND ? &m->send_lane : &m->recv_lane;
-                int32_t *slot_op =
-                    op->type == PROG_SEND ? &m->send_op : &m->recv_op;
+                int send = op->type == PROG_SEND;
+                int32_t *slot_lane = send ? &m->send_lane : &m->recv_lane;
+                int32_t *slot_op = send ? &m->send_op : &m->recv_op;
                 if (*slot_lane < 0) {
                     *slot_lane = l;
                     *slot_op = i;
+                    if ((send ? m->recv_lane : m->send_lane) < 0) {
+                        open++;
+                    } else {
+                        open--;
+                        if (op->msg < first_bad && !pair_ok(ps, op->msg, NULL))
+                            first_bad = op->msg;
+                    }
                     continue;
                 }
                 snprintf(what, sizeof what, "reuses message id %d",
@@ -245,8 +291,17 @@ int prog_seal(prog_set *ps, ps_err *err)
             break;
         }
     }
-    for (int32_t id = 0; id < ps->nmsgs && rc == PS_OK; id++) {
+    /* the lowest id that is unmatched or disagrees; usually none, and then
+     * the table is not read again */
+    for (int32_t id = 0; (open > 0 || first_bad < ps->nmsgs) && rc == PS_OK &&
+                         id <= first_bad && id < ps->nmsgs;
+         id++) {
         const prog_msg *m = &ps->msgs[id];
+        if (id == first_bad) {
+            pair_ok(ps, id, err);
+            rc = PS_ERR;
+            break;
+        }
         if (m->send_lane < 0 || m->recv_lane < 0) {
             int32_t l = m->send_lane >= 0 ? m->send_lane : m->recv_lane;
             int32_t i = m->send_lane >= 0 ? m->send_op : m->recv_op;
@@ -258,24 +313,8 @@ int prog_seal(prog_set *ps, ps_err *err)
                          (int)ps->lanes[l].rank, desc);
             break;
         }
-        const prog_op *s = &ps->lanes[m->send_lane].ops[m->send_op];
-        const prog_op *r = &ps->lanes[m->recv_lane].ops[m->recv_op];
-        int32_t srank = ps->lanes[m->send_lane].rank;
-        int32_t rrank = ps->lanes[m->recv_lane].rank;
-        if (s->peer != rrank || r->peer != srank) {
-            rc = ps_errf(err,
-                         "message %d: rank %d sends to rank %d but rank %d "
-                         "receives it from rank %d",
-                         (int)id, (int)srank, (int)s->peer, (int)rrank,
-                         (int)r->peer);
-        } else if (s->bytes != r->bytes) {
-            rc = ps_errf(err,
-                         "message %d: rank %d sends %.0f bytes but rank %d "
-                         "expects %.0f",
-                         (int)id, (int)srank, s->bytes, (int)rrank, r->bytes);
-        }
     }
-    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
+    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK && waits > 0; l++) {
         const prog_lane *lane = &ps->lanes[l];
         for (int32_t i = 0; i < lane->n; i++) {
             if (lane->ops[i].type == PROG_WAIT &&

@@ -89,6 +89,7 @@ typedef struct prog_set {
     int32_t nmsgs;    /* message ids handed out so far */
     int32_t nsignals; /* signal ids handed out so far */
     prog_msg *msgs;   /* nmsgs entries, valid after prog_seal */
+    int32_t msgs_cap; /* entries allocated in msgs, kept between runs */
 } prog_set;
 
 /* Creates an empty set for nranks ranks. Returns NULL when out of memory.

@@ -633,17 +633,16 @@ static int reserve(coll_gen *g, enum coll_op op, int algo, int32_t root,
         int64_t sends = g->next_msg[i];
         g->next_msg[i] = (int32_t)base;
         base += sends;
-        prog_lane *lane = &g->ps->lanes[g->lane[i]];
-        if (g->ops[i] > INT32_MAX)
-            return -1;
-        if (g->ops[i] > lane->cap) {
-            prog_op *o = realloc(lane->ops, (size_t)g->ops[i] * sizeof *o);
-            if (!o)
-                return -1;
-            lane->ops = o;
-            lane->cap = (int32_t)g->ops[i];
-        }
     }
+    int64_t *count = calloc((size_t)g->ps->nlanes + 1, sizeof *count);
+    if (!count)
+        return -1;
+    for (int32_t i = 0; i < N; i++)
+        count[g->lane[i]] = g->ops[i];
+    int rc = prog_reserve(g->ps, count);
+    free(count);
+    if (rc)
+        return -1;
     if (base > INT32_MAX)
         return -1;
     g->ps->nmsgs = (int32_t)base; /* the ids handed out above */

@@ -1,14 +1,43 @@
 /* Program sets: growable lanes of ops plus the message table that pairs each
  * SEND with its RECV. Generators append; prog_seal validates once per run so
  * the engine can trust every index it follows. */
+/* madvise (Linux) needs the default feature set; it must be asked for
+ * before the first system header, hence before our own header here. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE 1
+#endif
 #include "prog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 _Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
                                        "stream millions of them");
+
+/* Allocates a block for an array of millions of entries that is visited
+ * in an order jumping between far-apart parts (one lane after another):
+ * with 4 KiB pages nearly every such access misses the TLB, which is
+ * expensive under virtualisation. Where transparent huge pages are on
+ * request (Linux, madvise mode) ask for them; elsewhere this is malloc.
+ * Free with free(). */
+static void *big_alloc(size_t bytes)
+{
+#if defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        size_t size = (bytes + huge - 1) / huge * huge;
+        void *p = aligned_alloc(huge, size);
+        if (p)
+            madvise(p, size, MADV_HUGEPAGE); /* a hint: failure is harmless */
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
 
 prog_set *prog_new(int32_t nranks)
 {
@@ -23,9 +52,11 @@ void prog_free(prog_set *ps)
     if (!ps)
         return;
     for (int32_t i = 0; i < ps->lanes_cap; i++)
-        free(ps->lanes[i].ops);
+        if (!ps->lanes[i].in_arena)
+            free(ps->lanes[i].ops);
     free(ps->lanes);
     free(ps->msgs);
+    free(ps->arena);
     free(ps);
 }
 
@@ -56,16 +87,72 @@ int32_t prog_add_lane(prog_set *ps, int32_t rank)
     return ps->nlanes++;
 }
 
+int prog_reserve(prog_set *ps, const int64_t *count)
+{
+    int64_t total = 0;
+    for (int32_t l = 0; l < ps->nlanes; l++) {
+        if (count[l] < 0 || count[l] > INT32_MAX)
+            return -1;
+        total += count[l];
+    }
+    if (total > ps->arena_cap) {
+        prog_op *a = big_alloc(((size_t)total + 1) * sizeof *a);
+        if (!a)
+            return -1;
+        for (int32_t l = 0; l < ps->lanes_cap; l++) {
+            prog_lane *lane = &ps->lanes[l];
+            if (lane->in_arena) { /* its slice goes with the old block */
+                lane->ops = NULL;
+                lane->cap = 0;
+                lane->in_arena = 0;
+            }
+        }
+        free(ps->arena);
+        ps->arena = a;
+        ps->arena_cap = total;
+    }
+    /* lanes beyond nlanes keep their capacity for later runs, but a slice
+     * of theirs may overlap the new ones */
+    for (int32_t l = ps->nlanes; l < ps->lanes_cap; l++) {
+        prog_lane *lane = &ps->lanes[l];
+        if (lane->in_arena) {
+            lane->ops = NULL;
+            lane->cap = 0;
+            lane->in_arena = 0;
+        }
+    }
+    int64_t off = 0;
+    for (int32_t l = 0; l < ps->nlanes; l++) {
+        prog_lane *lane = &ps->lanes[l];
+        if (!lane->in_arena)
+            free(lane->ops);
+        lane->ops = ps->arena + off;
+        lane->cap = (int32_t)count[l];
+        lane->in_arena = 1;
+        lane->n = 0;
+        off += count[l];
+    }
+    return 0;
+}
+
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
 {
     prog_lane *l = &ps->lanes[lane];
     if (l->n == l->cap) {
         int32_t cap = l->cap ? l->cap * 2 : 64;
-        prog_op *ops = realloc(l->ops, (size_t)cap * sizeof *ops);
+        prog_op *ops;
+        if (l->in_arena) { /* leave the slice: the next lane's ops follow */
+            ops = malloc((size_t)cap * sizeof *ops);
+            if (ops && l->n)
+                memcpy(ops, l->ops, (size_t)l->n * sizeof *ops);
+        } else {
+            ops = realloc(l->ops, (size_t)cap * sizeof *ops);
+        }
         if (!ops)
             return -1;
         l->ops = ops;
         l->cap = cap;
+        l->in_arena = 0;
     }
     l->ops[l->n++] = *op;
     return 0;
@@ -210,7 +297,7 @@ int prog_seal(prog_set *ps, ps_err *err)
     if (ps->nmsgs >= ps->msgs_cap) {
         free(ps->msgs);
         ps->msgs_cap = 0;
-        ps->msgs = malloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
+        ps->msgs = big_alloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
         if (!ps->msgs)
             return ps_errf(err, "out of memory for %d messages",
                            (int)ps->nmsgs);

@@ -73,6 +73,8 @@ typedef struct prog_op {
 typedef struct prog_lane {
     int32_t rank;
     int32_t n, cap;
+    uint8_t in_arena; /* ops is a slice of the set's arena (prog_reserve),
+                         not a block of its own */
     prog_op *ops;
 } prog_lane;
 
@@ -90,6 +92,8 @@ typedef struct prog_set {
     int32_t nsignals; /* signal ids handed out so far */
     prog_msg *msgs;   /* nmsgs entries, valid after prog_seal */
     int32_t msgs_cap; /* entries allocated in msgs, kept between runs */
+    prog_op *arena;   /* one block sliced into lanes by prog_reserve */
+    int64_t arena_cap;
 } prog_set;
 
 /* Creates an empty set for nranks ranks. Returns NULL when out of memory.
@@ -103,6 +107,14 @@ void prog_reset(prog_set *ps, int32_t nranks);
 
 /* Adds a lane for rank and returns its index, or -1 when out of memory. */
 int32_t prog_add_lane(prog_set *ps, int32_t rank);
+
+/* For generators that know their sizes (a counting pass): gives each lane
+ * l < nlanes, which must be empty, room for exactly count[l] ops, sliced
+ * from one block that is kept between runs and asks the OS for huge pages,
+ * so that streaming millions of ops does not miss the TLB at every lane
+ * switch. prog_push still grows a lane beyond it. Returns 0, or -1 when
+ * out of memory (the lanes are then as before). */
+int prog_reserve(prog_set *ps, const int64_t *count);
 
 /* Appends a copy of op to lane. Returns 0, or -1 when out of memory. */
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op);

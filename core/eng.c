@@ -106,12 +106,28 @@ static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
     return 0;
 }
 
+/* The per-message states are visited one lane's message after another's,
+ * far apart: keep them on huge pages (see prog_big_alloc). The contents
+ * need not survive a grow. */
+static int reserve_big(uint8_t **p, int32_t *cap, int32_t n)
+{
+    if (n < *cap)
+        return 0;
+    free(*p);
+    *cap = 0;
+    *p = prog_big_alloc((size_t)n + 1);
+    if (!*p)
+        return -1;
+    *cap = n + 1;
+    return 0;
+}
+
 static int size_arrays(eng_sim *e, const prog_set *ps)
 {
     if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes, sizeof *e->lane) ||
         reserve((void **)&e->ready, &e->ready_cap, ps->nlanes,
                 sizeof *e->ready) ||
-        reserve((void **)&e->msg, &e->msg_cap, ps->nmsgs, 1) ||
+        reserve_big(&e->msg, &e->msg_cap, ps->nmsgs) ||
         reserve((void **)&e->device, &e->device_cap, ps->nranks,
                 sizeof *e->device) ||
         reserve((void **)&e->device_wait, &e->device_wait_cap, ps->nranks,

@@ -18,13 +18,7 @@
 _Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
                                        "stream millions of them");
 
-/* Allocates a block for an array of millions of entries that is visited
- * in an order jumping between far-apart parts (one lane after another):
- * with 4 KiB pages nearly every such access misses the TLB, which is
- * expensive under virtualisation. Where transparent huge pages are on
- * request (Linux, madvise mode) ask for them; elsewhere this is malloc.
- * Free with free(). */
-static void *big_alloc(size_t bytes)
+void *prog_big_alloc(size_t bytes)
 {
 #if defined(MADV_HUGEPAGE)
     const size_t huge = (size_t)2 << 20;
@@ -96,7 +90,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
         total += count[l];
     }
     if (total > ps->arena_cap) {
-        prog_op *a = big_alloc(((size_t)total + 1) * sizeof *a);
+        prog_op *a = prog_big_alloc(((size_t)total + 1) * sizeof *a);
         if (!a)
             return -1;
         for (int32_t l = 0; l < ps->lanes_cap; l++) {
@@ -297,7 +291,7 @@ int prog_seal(prog_set *ps, ps_err *err)
     if (ps->nmsgs >= ps->msgs_cap) {
         free(ps->msgs);
         ps->msgs_cap = 0;
-        ps->msgs = big_alloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
+        ps->msgs = prog_big_alloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
         if (!ps->msgs)
             return ps_errf(err, "out of memory for %d messages",
                            (int)ps->nmsgs);

@@ -13,6 +13,7 @@
 #ifndef PS_PROG_H
 #define PS_PROG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -142,6 +143,14 @@ prog_op prog_recv(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
  * and back), byte counts agree, a batch does not end the lane, and every
  * WAIT has a SIGNAL. On failure the message names the rank and message. */
 int prog_seal(prog_set *ps, ps_err *err);
+
+/* Allocates a block for an array of millions of entries that is visited in
+ * an order jumping between far-apart parts, one lane after another (ops,
+ * per-message tables): with 4 KiB pages nearly every such access misses the
+ * TLB, which is expensive under virtualisation. Where transparent huge
+ * pages are on request (Linux, madvise mode) it asks for them; elsewhere it
+ * is malloc. Free with free(); NULL when out of memory. */
+void *prog_big_alloc(size_t bytes);
 
 /* Total ops over all lanes. */
 int64_t prog_count(const prog_set *ps);

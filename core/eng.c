@@ -303,10 +303,6 @@ static void advance(eng_sim *e, int32_t l, double now)
             }
             lr->batch_end = i + 1;
             lr->pending = pending;
-            /* Lanes take turns, so by the time this one resumes its next
-             * ops have left the cache: fetch them while it waits. */
-            __builtin_prefetch(&lane->ops[i + 1], 1);
-            __builtin_prefetch(&lane->ops[i + 2], 1);
             lr->state = LANE_WAIT_BATCH;
             return;
         }

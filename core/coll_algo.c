@@ -31,8 +31,7 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
          * written. A hint: out-of-range addresses do not fault. */
         __builtin_prefetch(lane->ops + lane->n + 4, 1);
         lane->ops[lane->n++] = op;
-    }
-    else if (prog_push(g->ps, g->lane[pos], &op))
+    } else if (prog_push(g->ps, g->lane[pos], &op))
         g->oom = 1;
 }
 

@@ -825,9 +825,8 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
                 if (st->carried <= 0 && st->busy <= 0)
                     continue;
                 if (n < max)
-                    out[n] = (net_link_info){a,           b,
-                                             nw->mesh_bw, nw->mesh_lat,
-                                             st->carried, st->busy};
+                    out[n] = (net_link_info){
+                        a, b, nw->mesh_bw, nw->mesh_lat, st->carried, st->busy};
                 n++;
             }
         return n;

@@ -16,7 +16,7 @@
 #endif
 
 _Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
-                                       "stream millions of them");
+                                      "stream millions of them");
 
 void *prog_big_alloc(size_t bytes)
 {
@@ -302,7 +302,7 @@ int prog_seal(prog_set *ps, ps_err *err)
     if (!signalled)
         return ps_errf(err, "out of memory");
     int rc = PS_OK;
-    int64_t open = 0, waits = 0; /* messages with one side seen; WAIT ops */
+    int64_t open = 0, waits = 0;   /* messages with one side seen; WAIT ops */
     int32_t first_bad = ps->nmsgs; /* lowest id whose sides disagree */
     for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
         const prog_lane *lane = &ps->lanes[l];

@@ -633,17 +633,22 @@ static int reserve(coll_gen *g, enum coll_op op, int algo, int32_t root,
         int64_t sends = g->next_msg[i];
         g->next_msg[i] = (int32_t)base;
         base += sends;
-        prog_lane *lane = &g->ps->lanes[g->lane[i]];
-        int64_t need = lane->n + g->ops[i]; /* lanes may hold ops already */
-        if (need > INT32_MAX)
-            return -1;
-        if (need > lane->cap) {
-            prog_op *o = realloc(lane->ops, (size_t)need * sizeof *o);
-            if (!o)
+    }
+    if (g->append) {
+        /* lanes that already hold a training step's ops grow in place */
+        for (int32_t i = 0; i < N; i++)
+            if (prog_grow(g->ps, g->lane[i], g->ops[i]))
                 return -1;
-            lane->ops = o;
-            lane->cap = (int32_t)need;
-        }
+    } else {
+        int64_t *count = calloc((size_t)g->ps->nlanes + 1, sizeof *count);
+        if (!count)
+            return -1;
+        for (int32_t i = 0; i < N; i++)
+            count[g->lane[i]] = g->ops[i];
+        int rc = prog_reserve(g->ps, count);
+        free(count);
+        if (rc)
+            return -1;
     }
     if (base > INT32_MAX)
         return -1;
@@ -803,6 +808,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     }
     int32_t N = v.N;
     g.ps = ps;
+    g.append = 1;
     g.rank = v.rank;
     g.N = N;
     g.n = v.n;

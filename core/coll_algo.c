@@ -20,14 +20,18 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
     prog_op op = {.bytes = bytes,
                   .msg = msg,
                   .peer = peer,
-                  .stage = -1,
                   .mb = -1,
                   .tag = step,
                   .type = (uint8_t)type,
                   .kind = PROG_COLL};
-    if (lane->n < lane->cap)
+    if (lane->n < lane->cap) {
+        /* Step-major generation writes to every lane in turn, so each
+         * store would wait for its line; ask for the line this lane's
+         * next step writes now, and it arrives while the other lanes are
+         * written. A hint: out-of-range addresses do not fault. */
+        __builtin_prefetch(lane->ops + lane->n + 4, 1);
         lane->ops[lane->n++] = op;
-    else if (prog_push(g->ps, g->lane[pos], &op))
+    } else if (prog_push(g->ps, g->lane[pos], &op))
         g->oom = 1;
 }
 

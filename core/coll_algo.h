@@ -27,6 +27,7 @@ typedef struct coll_gen {
     int32_t nsteps;     /* 1 + highest step emitted */
     int64_t transfers;
     int counting;      /* first pass: only count ops and sends */
+    int append;        /* lanes hold other ops already (coll_append) */
     int64_t *ops;      /* position -> ops (counting pass) */
     int32_t *next_msg; /* position -> next message id of its sends: ids are
                           handed out sender by sender so that prog_seal and

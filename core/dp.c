@@ -157,8 +157,10 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     ops[n++] = prog_compute(PROG_OPT, stage, 0, -1, opt, 0);
     if (c->zero && c->d > 1)
         ops[n++] = signal_op(PROG_SIGNAL, updated);
-    free(lane->ops);
+    if (!lane->in_arena) /* a slice of prog_reserve's block is not ours */
+        free(lane->ops);
     lane->ops = ops;
+    lane->in_arena = 0;
     lane->n = n;
     lane->cap = lane->n;
     return 0;

@@ -106,12 +106,28 @@ static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
     return 0;
 }
 
+/* The per-message states are visited one lane's message after another's,
+ * far apart: keep them on huge pages (see prog_big_alloc). The contents
+ * need not survive a grow. */
+static int reserve_big(uint8_t **p, int32_t *cap, int32_t n)
+{
+    if (n < *cap)
+        return 0;
+    free(*p);
+    *cap = 0;
+    *p = prog_big_alloc((size_t)n + 1);
+    if (!*p)
+        return -1;
+    *cap = n + 1;
+    return 0;
+}
+
 static int size_arrays(eng_sim *e, const prog_set *ps)
 {
     if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes, sizeof *e->lane) ||
         reserve((void **)&e->ready, &e->ready_cap, ps->nlanes,
                 sizeof *e->ready) ||
-        reserve((void **)&e->msg, &e->msg_cap, ps->nmsgs, 1) ||
+        reserve_big(&e->msg, &e->msg_cap, ps->nmsgs) ||
         reserve((void **)&e->device, &e->device_cap, ps->nranks,
                 sizeof *e->device) ||
         reserve((void **)&e->device_wait, &e->device_wait_cap, ps->nranks,
@@ -135,8 +151,8 @@ static int size_arrays(eng_sim *e, const prog_set *ps)
 
 static void make_ready(eng_sim *e, int32_t lane)
 {
-    int32_t cap = e->ps->nlanes + 1;
-    e->ready[(e->ready_head + e->ready_n) % cap] = lane;
+    int32_t cap = e->ps->nlanes + 1, i = e->ready_head + e->ready_n;
+    e->ready[i >= cap ? i - cap : i] = lane; /* no division per event */
     e->ready_n++;
     e->lane[lane].state = LANE_READY;
 }
@@ -168,6 +184,10 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
     prog_op *s = &e->ps->lanes[m->send_lane].ops[m->send_op];
     e->msg[id] |= MSG_STARTED;
     e->transfers++;
+    /* Generators hand out a sender's message ids in lane order, so this
+     * lane's next transfer is most likely id + 1: fetch its entry while
+     * the other lanes run (a hint; the table has a spare entry). */
+    __builtin_prefetch(&e->ps->msgs[id + 1]);
     if (net_start(e->nw, id, e->ps->lanes[m->send_lane].rank, s->peer, s->bytes,
                   now, &s->t_start))
         e->oom = 1;
@@ -296,7 +316,8 @@ static void run_ready(eng_sim *e, double now)
     int32_t cap = e->ps->nlanes + 1;
     while (e->ready_n > 0) {
         int32_t l = e->ready[e->ready_head];
-        e->ready_head = (e->ready_head + 1) % cap;
+        if (++e->ready_head == cap)
+            e->ready_head = 0;
         e->ready_n--;
         advance(e, l, now);
     }

@@ -3,8 +3,11 @@
  * Routes are computed once per network by a breadth-first search from every
  * rank (O(ranks * (nodes + links))); neighbours are visited in increasing
  * node id, so among equally short routes the one through lower node ids
- * wins, deterministically. A mesh keeps its N*N links implicit: the link from
- * src to dst is number src * N + dst and no route table is stored.
+ * wins, deterministically. A mesh keeps its N*N links implicit and stores
+ * no route table: the link from src to dst is number d * N + src, where
+ * d = (dst - src) mod N, so that the links a collective step uses at once
+ * (every rank to the rank d further on: rings, trees, halving-doubling)
+ * are neighbours in memory rather than one per page.
  *
  * FAIR keeps, per link, an intrusive doubly linked list of the flows in
  * their data phase (membership node = flow * max_route + hop), so a flow
@@ -412,7 +415,8 @@ static inline int32_t route(const net *nw, int32_t src, int32_t dst,
                             const int32_t **links, int32_t *one)
 {
     if (nw->mesh) {
-        *one = src * nw->nranks + dst;
+        int32_t d = dst - src;
+        *one = (d < 0 ? d + nw->nranks : d) * nw->nranks + src;
         *links = one;
         return 1;
     }
@@ -813,18 +817,18 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
     int32_t n = 0;
     if (nw->mesh) {
         int32_t N = nw->nranks;
-        for (int32_t l = 0; l < N * N && nw->ls; l++) {
-            if (nw->ls[l].carried <= 0 && nw->ls[l].busy <= 0)
-                continue;
-            if (n < max)
-                out[n] = (net_link_info){l / N,
-                                         l % N,
-                                         nw->mesh_bw,
-                                         nw->mesh_lat,
-                                         nw->ls[l].carried,
-                                         nw->ls[l].busy};
-            n++;
-        }
+        for (int32_t a = 0; a < N && nw->ls; a++) /* listed by (a, b) */
+            for (int32_t b = 0; b < N; b++) {
+                if (a == b)
+                    continue;
+                const lstat *st = &nw->ls[(b > a ? b - a : b - a + N) * N + a];
+                if (st->carried <= 0 && st->busy <= 0)
+                    continue;
+                if (n < max)
+                    out[n] = (net_link_info){
+                        a, b, nw->mesh_bw, nw->mesh_lat, st->carried, st->busy};
+                n++;
+            }
         return n;
     }
     for (int32_t l = 0; l < nw->nlinks; l++) {

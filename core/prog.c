@@ -1,11 +1,37 @@
 /* Program sets: growable lanes of ops plus the message table that pairs each
  * SEND with its RECV. Generators append; prog_seal validates once per run so
  * the engine can trust every index it follows. */
+/* madvise (Linux) needs the default feature set; it must be asked for
+ * before the first system header, hence before our own header here. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE 1
+#endif
 #include "prog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+_Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
+                                      "stream millions of them");
+
+void *prog_big_alloc(size_t bytes)
+{
+#if defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        size_t size = (bytes + huge - 1) / huge * huge;
+        void *p = aligned_alloc(huge, size);
+        if (p)
+            madvise(p, size, MADV_HUGEPAGE); /* a hint: failure is harmless */
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
 
 prog_set *prog_new(int32_t nranks)
 {
@@ -20,9 +46,11 @@ void prog_free(prog_set *ps)
     if (!ps)
         return;
     for (int32_t i = 0; i < ps->lanes_cap; i++)
-        free(ps->lanes[i].ops);
+        if (!ps->lanes[i].in_arena)
+            free(ps->lanes[i].ops);
     free(ps->lanes);
     free(ps->msgs);
+    free(ps->arena);
     free(ps);
 }
 
@@ -53,17 +81,87 @@ int32_t prog_add_lane(prog_set *ps, int32_t rank)
     return ps->nlanes++;
 }
 
+int prog_reserve(prog_set *ps, const int64_t *count)
+{
+    int64_t total = 0;
+    for (int32_t l = 0; l < ps->nlanes; l++) {
+        if (count[l] < 0 || count[l] > INT32_MAX)
+            return -1;
+        total += count[l];
+    }
+    if (total > ps->arena_cap) {
+        prog_op *a = prog_big_alloc(((size_t)total + 1) * sizeof *a);
+        if (!a)
+            return -1;
+        for (int32_t l = 0; l < ps->lanes_cap; l++) {
+            prog_lane *lane = &ps->lanes[l];
+            if (lane->in_arena) { /* its slice goes with the old block */
+                lane->ops = NULL;
+                lane->cap = 0;
+                lane->in_arena = 0;
+            }
+        }
+        free(ps->arena);
+        ps->arena = a;
+        ps->arena_cap = total;
+    }
+    /* lanes beyond nlanes keep their capacity for later runs, but a slice
+     * of theirs may overlap the new ones */
+    for (int32_t l = ps->nlanes; l < ps->lanes_cap; l++) {
+        prog_lane *lane = &ps->lanes[l];
+        if (lane->in_arena) {
+            lane->ops = NULL;
+            lane->cap = 0;
+            lane->in_arena = 0;
+        }
+    }
+    int64_t off = 0;
+    for (int32_t l = 0; l < ps->nlanes; l++) {
+        prog_lane *lane = &ps->lanes[l];
+        if (!lane->in_arena)
+            free(lane->ops);
+        lane->ops = ps->arena + off;
+        lane->cap = (int32_t)count[l];
+        lane->in_arena = 1;
+        lane->n = 0;
+        off += count[l];
+    }
+    return 0;
+}
+
+/* Moves lane l to a block of its own with room for cap ops. */
+static int move_lane(prog_lane *l, int64_t cap)
+{
+    if (cap > INT32_MAX)
+        return -1;
+    prog_op *ops;
+    if (l->in_arena) { /* leave the slice: the next lane's ops follow */
+        ops = malloc((size_t)cap * sizeof *ops);
+        if (ops && l->n)
+            memcpy(ops, l->ops, (size_t)l->n * sizeof *ops);
+    } else {
+        ops = realloc(l->ops, (size_t)cap * sizeof *ops);
+    }
+    if (!ops)
+        return -1;
+    l->ops = ops;
+    l->cap = (int32_t)cap;
+    l->in_arena = 0;
+    return 0;
+}
+
+int prog_grow(prog_set *ps, int32_t lane, int64_t extra)
+{
+    prog_lane *l = &ps->lanes[lane];
+    int64_t need = (int64_t)l->n + extra;
+    return need <= l->cap ? 0 : move_lane(l, need);
+}
+
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
 {
     prog_lane *l = &ps->lanes[lane];
-    if (l->n == l->cap) {
-        int32_t cap = l->cap ? l->cap * 2 : 64;
-        prog_op *ops = realloc(l->ops, (size_t)cap * sizeof *ops);
-        if (!ops)
-            return -1;
-        l->ops = ops;
-        l->cap = cap;
-    }
+    if (l->n == l->cap && move_lane(l, l->cap ? 2 * (int64_t)l->cap : 64))
+        return -1;
     l->ops[l->n++] = *op;
     return 0;
 }
@@ -78,10 +176,7 @@ prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
     op.chunk = chunk;
     op.mb = mb;
     op.seconds = seconds;
-    op.mem = mem;
-    op.msg = -1;
-    op.peer = -1;
-    op.tag = -1;
+    op.mem = mem; /* shares storage with msg and peer */
     return op;
 }
 
@@ -95,8 +190,7 @@ static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg, double bytes,
     op.msg = msg;
     op.bytes = bytes;
     op.mb = mb;
-    op.stage = -1;
-    op.tag = -1;
+    op.tag = -1; /* shares storage with stage */
     op.flags = (uint8_t)flags;
     return op;
 }
@@ -171,21 +265,59 @@ static int op_error(ps_err *err, const prog_lane *lane, const prog_op *op,
     return ps_errf(err, "rank %d: %s %s", (int)lane->rank, desc, what);
 }
 
+/* 1 when the two sides of message id agree on ranks and bytes; else fills
+ * the error. */
+static int pair_ok(const prog_set *ps, int32_t id, ps_err *err)
+{
+    const prog_msg *m = &ps->msgs[id];
+    const prog_op *s = &ps->lanes[m->send_lane].ops[m->send_op];
+    const prog_op *r = &ps->lanes[m->recv_lane].ops[m->recv_op];
+    int32_t srank = ps->lanes[m->send_lane].rank;
+    int32_t rrank = ps->lanes[m->recv_lane].rank;
+    if (s->peer != rrank || r->peer != srank) {
+        if (err)
+            ps_errf(err,
+                    "message %d: rank %d sends to rank %d but rank %d "
+                    "receives it from rank %d",
+                    (int)id, (int)srank, (int)s->peer, (int)rrank,
+                    (int)r->peer);
+        return 0;
+    }
+    if (s->bytes != r->bytes) {
+        if (err)
+            ps_errf(err,
+                    "message %d: rank %d sends %.0f bytes but rank %d "
+                    "expects %.0f",
+                    (int)id, (int)srank, s->bytes, (int)rrank, r->bytes);
+        return 0;
+    }
+    return 1;
+}
+
+/* One pass over the ops fills the message table and checks each pair when
+ * its second side is seen (the first is usually still in cache), since a
+ * collective seals millions of ops. Errors are reported as a pass per kind
+ * would: op errors in lane order first, then the lowest message id that is
+ * unmatched or disagrees, then waits. The table keeps its memory between
+ * runs (one spare entry, which the engine may prefetch). */
 int prog_seal(prog_set *ps, ps_err *err)
 {
-    free(ps->msgs);
-    ps->msgs = NULL;
-    if (ps->nmsgs > 0) {
-        ps->msgs = malloc((size_t)ps->nmsgs * sizeof *ps->msgs);
+    if (ps->nmsgs >= ps->msgs_cap) {
+        free(ps->msgs);
+        ps->msgs_cap = 0;
+        ps->msgs = prog_big_alloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
         if (!ps->msgs)
             return ps_errf(err, "out of memory for %d messages",
                            (int)ps->nmsgs);
-        memset(ps->msgs, 0xff, (size_t)ps->nmsgs * sizeof *ps->msgs);
+        ps->msgs_cap = ps->nmsgs + 1;
     }
+    memset(ps->msgs, 0xff, (size_t)ps->nmsgs * sizeof *ps->msgs);
     char *signalled = calloc((size_t)ps->nsignals + 1, 1);
     if (!signalled)
         return ps_errf(err, "out of memory");
     int rc = PS_OK;
+    int64_t open = 0, waits = 0;   /* messages with one side seen; WAIT ops */
+    int32_t first_bad = ps->nmsgs; /* lowest id whose sides disagree */
     for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
         const prog_lane *lane = &ps->lanes[l];
         if (lane->rank < 0 || lane->rank >= ps->nranks) {
@@ -203,6 +335,8 @@ int prog_seal(prog_set *ps, ps_err *err)
                 }
                 if (op->type == PROG_SIGNAL)
                     signalled[op->msg] = 1;
+                else
+                    waits++;
                 continue;
             }
             if (op->type == PROG_COMPUTE) {
@@ -229,13 +363,19 @@ int prog_seal(prog_set *ps, ps_err *err)
                 bad = "has negative bytes";
             if (!bad) {
                 prog_msg *m = &ps->msgs[op->msg];
-                int32_t *slot_lane =
-                    op->type == PROG_SEND ? &m->send_lane : &m->recv_lane;
-                int32_t *slot_op =
-                    op->type == PROG_SEND ? &m->send_op : &m->recv_op;
+                int send = op->type == PROG_SEND;
+                int32_t *slot_lane = send ? &m->send_lane : &m->recv_lane;
+                int32_t *slot_op = send ? &m->send_op : &m->recv_op;
                 if (*slot_lane < 0) {
                     *slot_lane = l;
                     *slot_op = i;
+                    if ((send ? m->recv_lane : m->send_lane) < 0) {
+                        open++;
+                    } else {
+                        open--;
+                        if (op->msg < first_bad && !pair_ok(ps, op->msg, NULL))
+                            first_bad = op->msg;
+                    }
                     continue;
                 }
                 snprintf(what, sizeof what, "reuses message id %d",
@@ -246,8 +386,17 @@ int prog_seal(prog_set *ps, ps_err *err)
             break;
         }
     }
-    for (int32_t id = 0; id < ps->nmsgs && rc == PS_OK; id++) {
+    /* the lowest id that is unmatched or disagrees; usually none, and then
+     * the table is not read again */
+    for (int32_t id = 0; (open > 0 || first_bad < ps->nmsgs) && rc == PS_OK &&
+                         id <= first_bad && id < ps->nmsgs;
+         id++) {
         const prog_msg *m = &ps->msgs[id];
+        if (id == first_bad) {
+            pair_ok(ps, id, err);
+            rc = PS_ERR;
+            break;
+        }
         if (m->send_lane < 0 || m->recv_lane < 0) {
             int32_t l = m->send_lane >= 0 ? m->send_lane : m->recv_lane;
             int32_t i = m->send_lane >= 0 ? m->send_op : m->recv_op;
@@ -259,24 +408,8 @@ int prog_seal(prog_set *ps, ps_err *err)
                          (int)ps->lanes[l].rank, desc);
             break;
         }
-        const prog_op *s = &ps->lanes[m->send_lane].ops[m->send_op];
-        const prog_op *r = &ps->lanes[m->recv_lane].ops[m->recv_op];
-        int32_t srank = ps->lanes[m->send_lane].rank;
-        int32_t rrank = ps->lanes[m->recv_lane].rank;
-        if (s->peer != rrank || r->peer != srank) {
-            rc = ps_errf(err,
-                         "message %d: rank %d sends to rank %d but rank %d "
-                         "receives it from rank %d",
-                         (int)id, (int)srank, (int)s->peer, (int)rrank,
-                         (int)r->peer);
-        } else if (s->bytes != r->bytes) {
-            rc = ps_errf(err,
-                         "message %d: rank %d sends %.0f bytes but rank %d "
-                         "expects %.0f",
-                         (int)id, (int)srank, s->bytes, (int)rrank, r->bytes);
-        }
     }
-    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
+    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK && waits > 0; l++) {
         const prog_lane *lane = &ps->lanes[l];
         for (int32_t i = 0; i < lane->n; i++) {
             if (lane->ops[i].type == PROG_WAIT &&

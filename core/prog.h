@@ -13,6 +13,7 @@
 #ifndef PS_PROG_H
 #define PS_PROG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -36,29 +37,45 @@ enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
             ScheduleGPipe does); the transfer still starts                     \
             only when the receive is posted (rendezvous) */
 
+/* 48 bytes: fields that no op type uses together share storage (C11
+ * anonymous unions), since generation and the engine stream millions of
+ * ops through memory. Read a field only on the op types it is listed for;
+ * the constructors below set every field that applies. */
 typedef struct prog_op {
-    double seconds; /* COMPUTE: duration */
-    double bytes;   /* SEND/RECV: payload */
-    double mem;     /* COMPUTE: memory change; > 0 allocated when the op
-                       starts, < 0 freed when it ends */
     double t_start; /* set by the engine: COMPUTE run start; SEND transfer
                        start; RECV post time */
     double t_end;   /* set by the engine: COMPUTE end; SEND transfer end;
                        RECV completion */
-    int32_t msg;    /* SEND/RECV: message id; SIGNAL/WAIT: signal id */
-    int32_t peer;   /* SEND/RECV: the other rank */
-    int32_t stage;  /* model stage (chunk * p + pipeline rank), -1 if none */
-    int32_t mb;     /* microbatch, -1 if none */
-    int32_t tag;    /* free label: collective step, bucket id, ... */
-    int16_t chunk;  /* model chunk on its rank, 0 without virtual stages */
-    uint8_t type;   /* enum prog_type */
-    uint8_t kind;   /* enum prog_kind */
-    uint8_t flags;  /* PROG_BATCH, PROG_NOWAIT */
+    union {
+        double seconds; /* COMPUTE: duration */
+        double bytes;   /* SEND/RECV: payload */
+    };
+    union {
+        double mem; /* COMPUTE: memory change; > 0 allocated when the op
+                       starts, < 0 freed when it ends */
+        struct {
+            int32_t msg;  /* SEND/RECV: message id; SIGNAL/WAIT: signal id */
+            int32_t peer; /* SEND/RECV: the other rank */
+        };
+    };
+    union {
+        int32_t stage; /* COMPUTE: model stage (chunk * p + pipeline rank),
+                          -1 if none */
+        int32_t tag;   /* SEND/RECV: free label: collective step, bucket
+                          id, ...; -1 if none */
+    };
+    int32_t mb;    /* microbatch, -1 if none */
+    int16_t chunk; /* model chunk on its rank, 0 without virtual stages */
+    uint8_t type;  /* enum prog_type */
+    uint8_t kind;  /* enum prog_kind */
+    uint8_t flags; /* PROG_BATCH, PROG_NOWAIT */
 } prog_op;
 
 typedef struct prog_lane {
     int32_t rank;
     int32_t n, cap;
+    uint8_t in_arena; /* ops is a slice of the set's arena (prog_reserve),
+                         not a block of its own */
     prog_op *ops;
 } prog_lane;
 
@@ -75,6 +92,9 @@ typedef struct prog_set {
     int32_t nmsgs;    /* message ids handed out so far */
     int32_t nsignals; /* signal ids handed out so far */
     prog_msg *msgs;   /* nmsgs entries, valid after prog_seal */
+    int32_t msgs_cap; /* entries allocated in msgs, kept between runs */
+    prog_op *arena;   /* one block sliced into lanes by prog_reserve */
+    int64_t arena_cap;
 } prog_set;
 
 /* Creates an empty set for nranks ranks. Returns NULL when out of memory.
@@ -88,6 +108,18 @@ void prog_reset(prog_set *ps, int32_t nranks);
 
 /* Adds a lane for rank and returns its index, or -1 when out of memory. */
 int32_t prog_add_lane(prog_set *ps, int32_t rank);
+
+/* For generators that know their sizes (a counting pass): gives each lane
+ * l < nlanes, which must be empty, room for exactly count[l] ops, sliced
+ * from one block that is kept between runs and asks the OS for huge pages,
+ * so that streaming millions of ops does not miss the TLB at every lane
+ * switch. prog_push still grows a lane beyond it. Returns 0, or -1 when
+ * out of memory (the lanes are then as before). */
+int prog_reserve(prog_set *ps, const int64_t *count);
+
+/* Makes room for extra more ops in lane (keeping its ops, leaving the
+ * arena if it must move). Returns 0, or -1 when out of memory. */
+int prog_grow(prog_set *ps, int32_t lane, int64_t extra);
 
 /* Appends a copy of op to lane. Returns 0, or -1 when out of memory. */
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op);
@@ -115,6 +147,14 @@ prog_op prog_recv(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
  * and back), byte counts agree, a batch does not end the lane, and every
  * WAIT has a SIGNAL. On failure the message names the rank and message. */
 int prog_seal(prog_set *ps, ps_err *err);
+
+/* Allocates a block for an array of millions of entries that is visited in
+ * an order jumping between far-apart parts, one lane after another (ops,
+ * per-message tables): with 4 KiB pages nearly every such access misses the
+ * TLB, which is expensive under virtualisation. Where transparent huge
+ * pages are on request (Linux, madvise mode) it asks for them; elsewhere it
+ * is malloc. Free with free(); NULL when out of memory. */
+void *prog_big_alloc(size_t bytes);
 
 /* Total ops over all lanes. */
 int64_t prog_count(const prog_set *ps);

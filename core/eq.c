@@ -1,7 +1,7 @@
-/* Binary heap on an array of events. Pop moves the hole at the root down
- * to a leaf along the smaller children and then sifts the last event up
- * from there (Floyd): the last event almost always belongs near the
- * bottom, so this takes one comparison per level instead of two. */
+/* An in-order run (ring buffer) plus a binary heap. Heap pop moves the hole
+ * at the root down to a leaf along the smaller children and then sifts the
+ * last event up from there (Floyd): the last event almost always belongs
+ * near the bottom, so this takes one comparison per level instead of two. */
 #include "eq.h"
 
 #include <stdlib.h>
@@ -10,18 +10,22 @@ void eq_init(eq *q)
 {
     q->heap = NULL;
     q->n = q->cap = 0;
+    q->run = NULL;
+    q->head = q->len = q->run_cap = 0;
     q->next_seq = 0;
 }
 
 void eq_free(eq *q)
 {
     free(q->heap);
+    free(q->run);
     eq_init(q);
 }
 
 void eq_clear(eq *q)
 {
     q->n = 0;
+    q->head = q->len = 0;
     q->next_seq = 0;
 }
 
@@ -36,8 +40,42 @@ static inline int before_nb(const eq_event *a, const eq_event *b)
     return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
 }
 
+static inline const eq_event *run_last(const eq *q)
+{
+    return &q->run[(q->head + q->len - 1) % q->run_cap];
+}
+
+/* Appends to the in-order run, growing the ring (unwrapped) when full. */
+static int run_push(eq *q, const eq_event *ev)
+{
+    if (q->len == q->run_cap) {
+        size_t cap = q->run_cap ? q->run_cap * 2 : 256;
+        eq_event *r = malloc(cap * sizeof *r);
+        if (!r)
+            return -1;
+        for (size_t i = 0; i < q->len; i++)
+            r[i] = q->run[(q->head + i) % q->run_cap];
+        free(q->run);
+        q->run = r;
+        q->run_cap = cap;
+        q->head = 0;
+    }
+    size_t tail = q->head + q->len;
+    if (tail >= q->run_cap)
+        tail -= q->run_cap;
+    q->run[tail] = *ev;
+    q->len++;
+    return 0;
+}
+
 int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
 {
+    /* not earlier than the run's last event: its seq is larger, so the run
+     * stays sorted by (t, seq) */
+    if (q->len == 0 || t >= run_last(q)->t) {
+        eq_event ev = {t, q->next_seq++, type, id, version};
+        return run_push(q, &ev);
+    }
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 256;
         eq_event *h = realloc(q->heap, cap * sizeof *h);
@@ -59,8 +97,26 @@ int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
     return 0;
 }
 
+int eq_peek(const eq *q, eq_event *out)
+{
+    if (q->len > 0 && (q->n == 0 || before(&q->run[q->head], &q->heap[0])))
+        *out = q->run[q->head];
+    else if (q->n > 0)
+        *out = q->heap[0];
+    else
+        return -1;
+    return 0;
+}
+
 int eq_pop(eq *q, eq_event *out)
 {
+    if (q->len > 0 && (q->n == 0 || before(&q->run[q->head], &q->heap[0]))) {
+        *out = q->run[q->head];
+        if (++q->head == q->run_cap)
+            q->head = 0;
+        q->len--;
+        return 0;
+    }
     if (q->n == 0)
         return -1;
     *out = q->heap[0];

@@ -1,8 +1,14 @@
-/* The event queue: a binary min-heap ordered by (time, sequence number).
- * The sequence number is a per-queue counter taken at push, so two events at
- * the same time pop in the order they were pushed and every run is
- * deterministic bit for bit (the libuv timer rule). Push and pop are
- * O(log n) and never allocate once the heap has grown to its working size. */
+/* The event queue, ordered by (time, sequence number). The sequence number
+ * is a per-queue counter taken at push, so two events at the same time pop
+ * in the order they were pushed and every run is deterministic bit for bit
+ * (the libuv timer rule).
+ *
+ * Most events of a simulation are pushed in time order (a transfer or a
+ * compute op ends a fixed time after now, and now only grows), so the queue
+ * is two structures: a FIFO run that takes every event not earlier than the
+ * run's last one, O(1) both ways, and a binary min-heap for the rest,
+ * O(log n). Pop takes the earlier of the two heads. Neither allocates once
+ * grown to its working size. */
 #ifndef PS_EQ_H
 #define PS_EQ_H
 
@@ -18,8 +24,10 @@ typedef struct eq_event {
 } eq_event;
 
 typedef struct eq {
-    eq_event *heap;
+    eq_event *heap; /* min-heap of the out-of-order events */
     size_t n, cap;
+    eq_event *run;  /* ring buffer of in-order events: head first */
+    size_t head, len, run_cap;
     uint64_t next_seq;
 } eq;
 
@@ -37,9 +45,13 @@ int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version);
 /* Removes the earliest event into *out. Returns 0, or -1 when empty. */
 int eq_pop(eq *q, eq_event *out);
 
+/* Copies the earliest event into *out without removing it. Returns 0, or -1
+ * when empty. */
+int eq_peek(const eq *q, eq_event *out);
+
 static inline int eq_empty(const eq *q)
 {
-    return q->n == 0;
+    return q->n == 0 && q->len == 0;
 }
 
 #endif

@@ -25,7 +25,8 @@ static void drive(net *nw, const start *st, int n, double *arrive)
         arrive[i] = NAN;
     for (;;) {
         double tn = next < n ? st[next].t : INFINITY;
-        if (next < n && (eq_empty(&q) || tn <= q.heap[0].t)) {
+        eq_event head;
+        if (next < n && (eq_peek(&q, &head) || tn <= head.t)) {
             double tb;
             CHECK_INT(net_start(nw, next, st[next].src, st[next].dst,
                                 st[next].bytes, tn, &tb),

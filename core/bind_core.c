@@ -25,8 +25,8 @@ typedef struct db_handle {
 
 typedef struct session {
     bind_session s;
-    long runs;          /* recorded */
-    long simulated;     /* all runs, recorded or not */
+    long runs;      /* recorded */
+    long simulated; /* all runs, recorded or not */
     int default_used;
     int progress;       /* 1: on when stderr is a terminal, 0: off */
     int progress_shown; /* a progress line is on screen */
@@ -209,10 +209,8 @@ static int core_parse(lua_State *L)
 int bind_open_core(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
-        {"args", core_args},
-        {"scenario", core_scenario},
-        {"parse", core_parse},
-        {"progress", core_progress},
+        {"args", core_args},   {"scenario", core_scenario},
+        {"parse", core_parse}, {"progress", core_progress},
         {NULL, NULL},
     };
     luaL_newlib(L, funcs);

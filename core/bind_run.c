@@ -12,8 +12,8 @@
 #include "pipe.h"
 #include "unit.h"
 
-#define CTX_TYPE "pipesim.pipe_ctx"           /* metatable name */
-#define CTX_KEY "pipesim.pipe_ctx.instance"   /* registry slot of the ctx */
+#define CTX_TYPE "pipesim.pipe_ctx"         /* metatable name */
+#define CTX_KEY "pipesim.pipe_ctx.instance" /* registry slot of the ctx */
 
 static int ctx_gc(lua_State *L)
 {
@@ -178,15 +178,14 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg,
     cfg->overlap = 1;
     if (lua_getfield(L, 1, "grad_sync") == LUA_TTABLE) {
         int t = lua_gettop(L);
-        bind_quantity(L, t, "grad_sync.bucket", UNIT_BYTES,
-                      &cfg->bucket_bytes);
+        bind_quantity(L, t, "grad_sync.bucket", UNIT_BYTES, &cfg->bucket_bytes);
         bind_quantity(L, t, "grad_sync.first_bucket", UNIT_BYTES,
                       &cfg->first_bucket_bytes);
         bind_boolean(L, t, "overlap", &cfg->overlap);
         const char *algo = bind_string(L, t, "algorithm");
         ps_err err;
-        if (algo && coll_parse_algo(COLL_ALLREDUCE, algo, &cfg->grad_algorithm,
-                                    &err))
+        if (algo &&
+            coll_parse_algo(COLL_ALLREDUCE, algo, &cfg->grad_algorithm, &err))
             luaL_error(L, "field 'grad_sync.algorithm': %s", err.msg);
         if (!(cfg->bucket_bytes > 0) || !(cfg->first_bucket_bytes > 0))
             luaL_error(L, "field 'grad_sync.bucket' and 'first_bucket' must "

@@ -57,8 +57,8 @@ static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
             cur.params += take / c->grad_bytes;
             left -= take;
             if (cur.bytes >= cap) {
-                cur.frac = total > 0 ? (elapsed + t * (g - left) / g) / total
-                                     : 1;
+                cur.frac =
+                    total > 0 ? (elapsed + t * (g - left) / g) / total : 1;
                 if (add_bucket(pl, cur))
                     return -1;
                 cur = (bucket){0, 0, 0, chunk};
@@ -169,8 +169,8 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
 /* One collective of a bucket over the replicas of pipeline rank r; its
  * transfers are tagged with the bucket's index. */
 static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
-                             const int32_t *lanes, const int32_t *ranks,
-                             int op, double bytes, int32_t tag, ps_err *err)
+                             const int32_t *lanes, const int32_t *ranks, int op,
+                             double bytes, int32_t tag, ps_err *err)
 {
     int64_t b = (int64_t)ceil(bytes / 4) * 4;
     coll_spec spec = {0};
@@ -272,16 +272,16 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         }
         for (int32_t k = 0; k < pl->n && rc == PS_OK; k++) {
             for (int32_t j = 0; j < d && rc == PS_OK; j++) {
-                prog_op w = signal_op(PROG_WAIT,
-                                      ready_base[r] + j * (pl->n + 2) + k);
+                prog_op w =
+                    signal_op(PROG_WAIT, ready_base[r] + j * (pl->n + 2) + k);
                 if (prog_push(ps, lanes[j], &w))
                     rc = ps_errf(err, "out of memory");
             }
             if (rc == PS_OK)
-                rc = bucket_collective(
-                    c, ps, nw, lanes, ranks,
-                    c->zero ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE,
-                    pl->b[k].bytes, k, err);
+                rc = bucket_collective(c, ps, nw, lanes, ranks,
+                                       c->zero ? COLL_REDUCE_SCATTER
+                                               : COLL_ALLREDUCE,
+                                       pl->b[k].bytes, k, err);
         }
         for (int32_t j = 0; j < d && rc == PS_OK; j++) {
             int32_t base = ready_base[r] + j * (pl->n + 2);

@@ -38,12 +38,12 @@ typedef struct dp_config {
      * layers first[s] .. first[s] + count[s] - 1 of the arrays */
     const int32_t *first, *count;
     const double *layer_params, *layer_bwd;
-    double grad_bytes;        /* per parameter (what is reduced) */
-    double weight_bytes;      /* per parameter (what ZeRO all-gathers) */
-    double bucket_bytes;      /* bucket capacity */
+    double grad_bytes;   /* per parameter (what is reduced) */
+    double weight_bytes; /* per parameter (what ZeRO all-gathers) */
+    double bucket_bytes; /* bucket capacity */
     double first_bucket_bytes;
-    int algorithm;            /* enum coll_algo or COLL_AUTO */
-    unsigned candidates;      /* for COLL_AUTO, as in coll_spec */
+    int algorithm;       /* enum coll_algo or COLL_AUTO */
+    unsigned candidates; /* for COLL_AUTO, as in coll_spec */
     int overlap;
     int zero;                 /* 0 or 1 */
     double optimizer_seconds; /* OPT op of a rank holding all its params */

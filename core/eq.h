@@ -26,7 +26,7 @@ typedef struct eq_event {
 typedef struct eq {
     eq_event *heap; /* min-heap of the out-of-order events */
     size_t n, cap;
-    eq_event *run;  /* ring buffer of in-order events: head first */
+    eq_event *run; /* ring buffer of in-order events: head first */
     size_t head, len, run_cap;
     uint64_t next_seq;
 } eq;

@@ -97,7 +97,8 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
         if (grow((void **)&ctx->stages, (size_t)nstages, sizeof *ctx->stages) ||
             grow((void **)&ctx->stage_rows, (size_t)nstages,
                  sizeof *ctx->stage_rows) ||
-            grow((void **)&ctx->stage_first, (size_t)nstages, sizeof(int32_t)) ||
+            grow((void **)&ctx->stage_first, (size_t)nstages,
+                 sizeof(int32_t)) ||
             grow((void **)&ctx->stage_count, (size_t)nstages, sizeof(int32_t)))
             return -1;
         ctx->stages_cap = nstages;
@@ -274,10 +275,9 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
         double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
         if (cap > 0 && ctx->peak[k] > cap && res->over_capacity < 0)
             res->over_capacity = k;
-        ctx->rank_rows[k] = (rec_rank){cr,          ctx->busy[k],
-                                       b,           ctx->static_mem[k],
-                                       ctx->peak[k], ctx->t_peak[k],
-                                       exposed};
+        ctx->rank_rows[k] =
+            (rec_rank){cr,           ctx->busy[k],   b,      ctx->static_mem[k],
+                       ctx->peak[k], ctx->t_peak[k], exposed};
     }
     /* per stage: the longest wait over the replicas of its rank */
     for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
@@ -455,8 +455,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         }
     }
     if (rc == PS_OK)
-        rc = mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
-                        err);
+        rc =
+            mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err);
     if (rc == PS_OK) {
         fill_stats(ctx, cfg, &dc, res);
         if (is_uniform(ctx, cfg, nw))

@@ -48,12 +48,12 @@ typedef struct pipe_config {
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
     /* gradient sync between replicas (dp.h); used when dp > 1 */
     double bucket_bytes, first_bucket_bytes;
-    int grad_algorithm;         /* enum coll_algo or COLL_AUTO */
-    unsigned grad_candidates;   /* for COLL_AUTO, 0: the op's defaults */
-    int overlap;                /* start buckets as the backward makes them */
-    int zero;                   /* ZeRO stage 1: 0 or 1 */
-    int32_t ranks_per_node;     /* for hierarchical collectives, 0 unknown */
-    double optimizer_seconds;   /* optimizer step of a rank's parameters */
+    int grad_algorithm;       /* enum coll_algo or COLL_AUTO */
+    unsigned grad_candidates; /* for COLL_AUTO, 0: the op's defaults */
+    int overlap;              /* start buckets as the backward makes them */
+    int zero;                 /* ZeRO stage 1: 0 or 1 */
+    int32_t ranks_per_node;   /* for hierarchical collectives, 0 unknown */
+    double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
     const char *params_json; /* recorded as run.params, may be NULL */
@@ -68,9 +68,9 @@ typedef struct pipe_result {
     /* One entry per rank of the run (n = p * dp), index j * p + r for
      * pipeline rank r of replica j; owned by the pipe_ctx. */
     int32_t n;
-    int32_t *rank;         /* cluster rank */
-    double *stage_bubble;  /* idle fraction */
-    double *peak_memory;   /* bytes */
+    int32_t *rank;        /* cluster rank */
+    double *stage_bubble; /* idle fraction */
+    double *peak_memory;  /* bytes */
     double *t_peak;
     double *static_memory;
     double *exposed_comm;  /* seconds waiting on gradient sync (0 if none) */

@@ -164,7 +164,7 @@ static inline int fixture_run(fixture *fx, const char *schedule, int p, int m,
     }
     for (int s = 0; s < P; s++)
         fx->stages[s] = (rec_stage){s,   s % p, s / p, 2 * s, 2 * s + 1, 1e12,
-                                    1e6, f,     b,     act,   64,    NAN};
+                                    1e6, f,     b,     act,   64,        NAN};
     fx->run = (rec_run){
         .kind = "pipeline",
         .name = schedule,

@@ -90,7 +90,8 @@ static void check_sorted(unsigned seed, int n)
     int ok = 1;
     eq_event ev;
     for (int i = 0; i < n; i++) {
-        ok &= eq_pop(&q, &ev) == 0 && ev.seq == want[i].seq && ev.t == want[i].t;
+        ok &=
+            eq_pop(&q, &ev) == 0 && ev.seq == want[i].seq && ev.t == want[i].t;
     }
     CHECK(ok);
     CHECK_INT(eq_pop(&q, &ev), -1);

@@ -74,16 +74,26 @@ static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
     return 0;
 }
 
-/* Index of the last COMPUTE op of kind B for chunk in lane, or -1. */
-static int32_t last_backward(const prog_lane *lane, int32_t chunk)
+/* last[c]: index of the lane's last backward of chunk c (c < v), or -1.
+ * One pass, O(ops). */
+static void last_backwards(const prog_lane *lane, int32_t v, int32_t *last)
 {
-    for (int32_t i = lane->n - 1; i >= 0; i--) {
+    for (int32_t c = 0; c < v; c++)
+        last[c] = -1;
+    for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
-        if (op->type == PROG_COMPUTE && op->kind == PROG_B &&
-            op->chunk == chunk)
-            return i;
+        if (op->type == PROG_COMPUTE && op->kind == PROG_B && op->chunk < v)
+            last[op->chunk] = i;
     }
-    return -1;
+}
+
+/* Is op i of lane the last backward of its chunk? */
+static int is_last_backward(const prog_lane *lane, const int32_t *last,
+                            int32_t i)
+{
+    const prog_op *op = &lane->ops[i];
+    return op->type == PROG_COMPUTE && op->kind == PROG_B &&
+           last[op->chunk] == i;
 }
 
 static prog_op signal_op(enum prog_type type, int32_t id)
@@ -105,17 +115,17 @@ static prog_op signal_op(enum prog_type type, int32_t id)
  * of bucket k of this lane's plan. */
 static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                         const int32_t *ready, int32_t synced, int32_t updated,
-                        int32_t stage)
+                        int32_t stage, int32_t *last)
 {
     int32_t extra = 2 * pl->n + 4;
+    last_backwards(lane, c->v, last);
     prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
     if (!ops)
         return -1;
     int32_t n = 0;
     for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
-        int split = c->overlap && c->d > 1 && op->type == PROG_COMPUTE &&
-                    op->kind == PROG_B && last_backward(lane, op->chunk) == i;
+        int split = c->overlap && c->d > 1 && is_last_backward(lane, last, i);
         if (!split) {
             ops[n++] = *op;
             continue;
@@ -211,8 +221,9 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
     int32_t *lanes = malloc((size_t)d * sizeof *lanes);
     int32_t *ranks = malloc((size_t)d * sizeof *ranks);
     int32_t *ready = NULL;
+    int32_t *last = malloc(((size_t)c->v + 1) * sizeof *last);
     int rc = PS_OK;
-    if (!plans || !ready_base || !lanes || !ranks) {
+    if (!plans || !ready_base || !lanes || !ranks || !last) {
         rc = ps_errf(err, "out of memory");
         goto done;
     }
@@ -221,15 +232,12 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
     int32_t most = 0;
     for (int32_t r = 0; r < p && rc == PS_OK; r++) {
         const prog_lane *lane = &ps->lanes[r];
-        int32_t done_chunks = 0;
+        last_backwards(lane, c->v, last);
         for (int32_t i = 0; i < lane->n && rc == PS_OK; i++) {
             const prog_op *op = &lane->ops[i];
-            if (op->type == PROG_COMPUTE && op->kind == PROG_B &&
-                last_backward(lane, op->chunk) == i) {
-                if (plan_chunk(c, op->chunk * p + r, op->chunk, &plans[r]))
-                    rc = ps_errf(err, "out of memory");
-                done_chunks++;
-            }
+            if (is_last_backward(lane, last, i) &&
+                plan_chunk(c, op->chunk * p + r, op->chunk, &plans[r]))
+                rc = ps_errf(err, "out of memory");
         }
         if (plans[r].n > most)
             most = plans[r].n;
@@ -239,20 +247,18 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         rc = ps_errf(err, "out of memory");
     if (rc)
         goto done;
-    int32_t sig_base = ps->nsignals;
     /* signals: per (j, r): buckets' ready, synced, updated */
     for (int32_t r = 0; r < p; r++) {
         ready_base[r] = ps->nsignals;
         ps->nsignals += d * (plans[r].n + 2);
     }
-    (void)sig_base;
     for (int32_t j = 0; j < d && rc == PS_OK; j++)
         for (int32_t r = 0; r < p && rc == PS_OK; r++) {
             int32_t base = ready_base[r] + j * (plans[r].n + 2);
             for (int32_t k = 0; k < plans[r].n; k++)
                 ready[k] = base + k;
             if (rewrite_lane(c, &ps->lanes[j * p + r], &plans[r], ready,
-                             base + plans[r].n, base + plans[r].n + 1, r))
+                             base + plans[r].n, base + plans[r].n + 1, r, last))
                 rc = ps_errf(err, "out of memory");
         }
     if (rc || d == 1)
@@ -307,6 +313,7 @@ done:
     free(lanes);
     free(ranks);
     free(ready);
+    free(last);
     return rc;
 }
 

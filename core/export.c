@@ -500,7 +500,12 @@ void export_transfer_name(const export_run *r, const export_transfer *t,
                           int recv, char *buf, size_t n)
 {
     if (strcmp(t->kind, "coll") == 0) {
-        if (t->tag >= 0)
+        /* in a training step, collective transfers are the gradient sync
+         * and their tag is the bucket (dp.c) */
+        int in_step = r->kind && strcmp(r->kind, "pipeline") == 0;
+        if (in_step && t->tag >= 0)
+            snprintf(buf, n, "grad sync bucket %d", (int)t->tag);
+        else if (t->tag >= 0)
             snprintf(buf, n, "%s step %d", r->coll_op, (int)t->tag);
         else
             snprintf(buf, n, "%s", r->coll_op);

@@ -102,4 +102,16 @@ if $VG "$BIN" export "$TMP/coll.db" 1 --format chrome -o "$TMP/c.json" 2>"$TMP/e
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$TMP/c.json"; then
     ok; else bad "export chrome collective: $(cat "$TMP/e")"; fi
 
+# a data-parallel step: gradient-sync transfers are named by bucket
+cat >"$TMP/dp.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 4, link = { bandwidth = "10 GB/s", latency = "5 us" } }
+local l = { { fwd_time = 0.01, params = 1e7 }, { fwd_time = 0.01, params = 1e7 } }
+ps.run{ cluster = c, layers = l, stages = 2, microbatches = 2, dp = 2 }
+LUA
+if $VG "$BIN" run "$TMP/dp.lua" -o "$TMP/dp.db" >/dev/null 2>&1 &&
+    $VG "$BIN" export "$TMP/dp.db" 1 --format chrome -o "$TMP/dp.json" 2>"$TMP/e" &&
+    grep -q '"grad sync bucket 0"' "$TMP/dp.json"; then ok; else
+    bad "export of a dp run: $(cat "$TMP/e")"; fi
+
 echo "$P passed, $F failed"

@@ -311,6 +311,270 @@ static double chunked(double fixed, double a, double b, double T, int64_t kmax,
     return tbest;
 }
 
+/* ------------------------------------------------------------------ */
+/* Topology-aware costs (any network but a mesh)                       */
+
+/* Rings on whole nodes run as several channels (coll_algo.c,
+ * ring_channels): one per NIC of the node on a cluster built by
+ * net_build_cluster, ranks_per_node elsewhere; one ring when the ranks are
+ * not whole nodes (ranks_per_node < 2, fewer than two nodes) or on a mesh,
+ * where every pair has its own link and there are no NICs to spread over
+ * (more rings would only stack flows on the same intra-node pair links). */
+static int32_t ring_channels(const coll_spec *spec, const net *nw,
+                             const view *v)
+{
+    int32_t g = spec->ranks_per_node;
+    if (g < 2 || v->N % g || v->N / g < 2 || net_is_mesh(nw))
+        return 1;
+    int32_t nics = net_nics_per_node(nw, g);
+    return nics > 0 ? nics : g;
+}
+
+/* Alpha-beta of flows that run at once (one step of an algorithm): flow f
+ * from cluster rank src[f] to dst[f] gets lat[f], its route's latency, and
+ * bw[f], the smallest bandwidth / k over its route's links, k being how
+ * many of the flows cross that link. Under max-min fair sharing a flow
+ * never gets less than that share (progressive filling raises all flows
+ * together until a link is full) and gets exactly that when the flows are
+ * alike, as in a ring step. FIFO runs the k flows one after the other,
+ * each holding its route, so lat[f] is multiplied by the largest k on the
+ * route too. A flow with src == dst gets 0 and INFINITY. O(H log H) for H
+ * hops in all. Returns 0, or -1 when out of memory. */
+static int flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
+                    int64_t nf, double *lat, double *bw)
+{
+    const int32_t *links;
+    int32_t one;
+    int64_t total = 0;
+    for (int64_t f = 0; f < nf; f++)
+        total += net_route(nw, src[f], dst[f], &links, &one);
+    int32_t *ids = malloc(((size_t)total + 1) * sizeof *ids);
+    if (!ids)
+        return -1;
+    int64_t used = 0;
+    for (int64_t f = 0; f < nf; f++) {
+        int32_t len = net_route(nw, src[f], dst[f], &links, &one);
+        memcpy(ids + used, links, (size_t)len * sizeof *ids);
+        used += len;
+    }
+    qsort(ids, (size_t)total, sizeof *ids, cmp_i32);
+    int fifo = net_sharing_of(nw) == NET_FIFO;
+    for (int64_t f = 0; f < nf; f++) {
+        int32_t len = net_route(nw, src[f], dst[f], &links, &one);
+        double l = 0, b = INFINITY, kmax = 1;
+        for (int32_t i = 0; i < len; i++) {
+            /* flows on links[i]: its run in the sorted ids */
+            int64_t lo = 0, hi = total;
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (ids[mid] < links[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            int64_t first = lo;
+            hi = total;
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (ids[mid] <= links[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            double k = (double)(lo - first), lb, ll;
+            net_link_figures(nw, links[i], &lb, &ll);
+            l += ll;
+            if (lb / k < b)
+                b = lb / k;
+            if (k > kmax)
+                kmax = k;
+        }
+        lat[f] = fifo ? l * kmax : l;
+        bw[f] = b;
+    }
+    free(ids);
+    return 0;
+}
+
+/* The slowest of nf flows of `bytes` each that run at once (flows_ab).
+ * Returns 0, or -1 when out of memory. */
+static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
+                     int64_t nf, double bytes, double *t)
+{
+    double *lat = malloc(((size_t)nf + 1) * sizeof *lat);
+    double *bw = malloc(((size_t)nf + 1) * sizeof *bw);
+    int rc = lat && bw ? flows_ab(nw, src, dst, nf, lat, bw) : -1;
+    *t = 0;
+    for (int64_t f = 0; f < nf && rc == 0; f++)
+        if (lat[f] + bytes / bw[f] > *t)
+            *t = lat[f] + bytes / bw[f];
+    free(lat);
+    free(bw);
+    return rc;
+}
+
+/* One step of the ring (C channels, coll_algo.c ring_channels), every flow
+ * carrying a block of T / (C N) bytes. All steps of a ring are alike, so
+ * the ring takes steps x this. On a cluster with one NIC per channel and
+ * FAIR sharing this is exact for even blocks: a GPU sends C - 1 blocks to
+ * its node neighbour over its NVLink uplink (the channel it leaves the node
+ * in goes through its NIC instead) and each NIC carries one channel per
+ * direction, so a step takes
+ *   max(a_in + (C - 1) T / (C N b_in), a_out + T / (C N b_out)),
+ * against a_out + T / (N b_out) for one ring: the inter-node term shrinks
+ * C-fold until NVLink, which carries (C - 1) / C of the data, is the
+ * bottleneck (busbw -> min(b_in C / (C - 1), C b_out) as T grows). */
+static int ring_step(const net *nw, const view *v, int32_t rpn, int32_t C,
+                     double T, double *t)
+{
+    int32_t N = v->N;
+    int64_t nf = (int64_t)C * N;
+    int32_t *src = malloc(((size_t)nf + 1) * sizeof *src);
+    int32_t *dst = malloc(((size_t)nf + 1) * sizeof *dst);
+    int rc = -1;
+    if (src && dst) {
+        for (int32_t c = 0; c < C; c++) {
+            int32_t st = C > 1 ? coll_ring_start(rpn, C, c) : 0;
+            for (int32_t k = 0; k < N; k++) {
+                int32_t k1 = (k + 1) % N;
+                int32_t a = C > 1 ? k - k % rpn + (k % rpn + st) % rpn : k;
+                int32_t b = C > 1 ? k1 - k1 % rpn + (k1 % rpn + st) % rpn : k1;
+                src[(int64_t)c * N + k] = v->rank[a];
+                dst[(int64_t)c * N + k] = v->rank[b];
+            }
+        }
+        rc = step_time(nw, src, dst, nf, T / ((double)C * N), t);
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+/* Binomial tree, step by step from the pairs each step uses: steps inside
+ * a node pay the intra-node route, steps across nodes the inter-node one.
+ * reduce (up = 1): relative v sends to v - mask in the step of mask;
+ * broadcast the same pairs the other way, masks descending (same sum).
+ * O(N log N) route lookups. */
+static int tree_steps(const net *nw, const view *v, int32_t root, int up,
+                      double T, double *t)
+{
+    int32_t N = v->N;
+    int32_t *src = malloc(((size_t)N + 1) * sizeof *src);
+    int32_t *dst = malloc(((size_t)N + 1) * sizeof *dst);
+    int rc = src && dst ? 0 : -1;
+    *t = 0;
+    for (int32_t mask = 1; mask < N && rc == 0; mask *= 2) {
+        int64_t nf = 0;
+        for (int32_t x = mask; x < N; x += 2 * mask) {
+            int32_t a = v->rank[(x + root) % N];
+            int32_t b = v->rank[(x - mask + root) % N];
+            src[nf] = up ? a : b;
+            dst[nf++] = up ? b : a;
+        }
+        double st;
+        rc = step_time(nw, src, dst, nf, T, &st);
+        *t += st;
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+/* double_binary_tree off a mesh. Edge e of either tree is active for k
+ * consecutive steps from an offset o(e) (h(v) on the way up, H + d(v) - 1
+ * on the way down, as the generator schedules it), carrying a chunk of
+ * x = T / 2k. With M_o(x) the slowest edge of offset o (its route's
+ * latency + x over its share of the links, flows_ab, with every edge of
+ * both trees active as in the steady state), step s costs the max of M_o
+ * over the offsets active at s, o in [s - k + 1, s]; the sum over the
+ * k + 2H - 1 steps is minimised over k <= kmax (or taken at spec's k).
+ * Inside a node edges are cheap, so the fill and drain steps near the
+ * leaves cost less than the worst edge. O(N log N + kmax H^2). */
+static int dbt_cost(const net *nw, const view *v, double T, int32_t fixed_k,
+                    double *t, int32_t *best)
+{
+    int32_t N = v->N, H = 0;
+    int64_t ne = 4 * (int64_t)N;
+    int32_t *par = malloc((size_t)ne * sizeof *par);
+    int32_t *dep = par ? par + 2 * N : NULL;
+    int32_t *hei = malloc((size_t)N * 2 * sizeof *hei);
+    int32_t *src = malloc((size_t)ne * sizeof *src);
+    int32_t *dst = malloc((size_t)ne * sizeof *dst);
+    int32_t *off = malloc((size_t)ne * sizeof *off);
+    double *lat = malloc((size_t)ne * sizeof *lat);
+    double *bw = malloc((size_t)ne * sizeof *bw);
+    double *M = NULL;
+    int rc = -1;
+    if (!par || !hei || !src || !dst || !off || !lat || !bw)
+        goto done;
+    coll_dtree(N, par, dep, hei, &H);
+    int64_t nf = 0;
+    for (int32_t tr = 0; tr < 2; tr++)
+        for (int32_t x = 0; x < N; x++) {
+            int32_t p = par[tr * N + x];
+            if (p < 0)
+                continue;
+            src[nf] = v->rank[x];
+            dst[nf] = v->rank[p];
+            off[nf++] = hei[tr * N + x];
+            src[nf] = v->rank[p];
+            dst[nf] = v->rank[x];
+            off[nf++] = H + dep[tr * N + x] - 1;
+        }
+    if (flows_ab(nw, src, dst, nf, lat, bw))
+        goto done;
+    int32_t W = 2 * H; /* offsets 0 .. 2H - 1 */
+    M = malloc(((size_t)W + 1) * sizeof *M);
+    if (!M)
+        goto done;
+    int64_t kmax = v->n / 2 < COLL_MAX_CHUNKS ? v->n / 2 : COLL_MAX_CHUNKS;
+    if (kmax < 1)
+        kmax = 1;
+    int64_t k0 = fixed_k ? fixed_k : 1, k1 = fixed_k ? fixed_k : kmax;
+    *t = INFINITY;
+    for (int64_t k = k0; k <= k1; k++) {
+        double x = T / (2.0 * (double)k), full = 0, sum = 0;
+        for (int32_t o = 0; o < W; o++)
+            M[o] = 0;
+        for (int64_t f = 0; f < nf; f++)
+            if (lat[f] + x / bw[f] > M[off[f]])
+                M[off[f]] = lat[f] + x / bw[f];
+        for (int32_t o = 0; o < W; o++)
+            if (M[o] > full)
+                full = M[o];
+        int64_t S = k + W - 1;
+        for (int64_t s = 0; s < S; s++) {
+            int64_t lo = s - k + 1 > 0 ? s - k + 1 : 0;
+            int64_t hi = s < W - 1 ? s : W - 1;
+            if (lo == 0 && hi == W - 1) { /* every offset: up to s = k-1 */
+                sum += (double)(k - s) * full;
+                s = k - 1;
+                continue;
+            }
+            double m = 0;
+            for (int64_t o = lo; o <= hi; o++)
+                if (M[o] > m)
+                    m = M[o];
+            sum += m;
+        }
+        if (sum < *t) {
+            *t = sum;
+            *best = (int32_t)k;
+        }
+    }
+    rc = 0;
+done:
+    free(par);
+    free(hei);
+    free(src);
+    free(dst);
+    free(off);
+    free(lat);
+    free(bw);
+    free(M);
+    return rc;
+}
+
 static int predict(const coll_spec *spec, const net *nw, const view *v,
                    int algo, double *seconds, int32_t *chunks, ps_err *err)
 {
@@ -336,6 +600,9 @@ static int predict(const coll_spec *spec, const net *nw, const view *v,
     }
     ab x = pairs_all(nw, v);
     double a = x.a, b = x.b, Nd = N, lg = ceil_log2(N);
+    /* off a mesh, ring and trees are costed from the flows they run */
+    int topo = !net_is_mesh(nw);
+    int oom = 0;
     int32_t p2 = 1;
     while (p2 * 2 <= N)
         p2 *= 2;
@@ -344,17 +611,31 @@ static int predict(const coll_spec *spec, const net *nw, const view *v,
     double t = 0;
     switch (algo) {
     case COLL_RING:
-        t = (N - 1) * (a + T / (Nd * b));
-        if (op == COLL_ALLREDUCE)
-            t *= 2;
+        if (topo)
+            oom = ring_step(nw, v, rpn, ring_channels(spec, nw, v), T, &t);
+        else
+            t = a + T / (Nd * b);
+        t *= (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
         break;
     case COLL_TREE:
-        t = lg * (a + T / b) * (op == COLL_ALLREDUCE ? 2 : 1);
+        if (topo) {
+            double up = 0, down = 0;
+            int32_t r = op == COLL_ALLREDUCE ? 0 : v->root;
+            if (op != COLL_BROADCAST)
+                oom |= tree_steps(nw, v, r, 1, T, &up);
+            if (op != COLL_REDUCE)
+                oom |= tree_steps(nw, v, r, 0, T, &down);
+            t = up + down;
+        } else {
+            t = lg * (a + T / b) * (op == COLL_ALLREDUCE ? 2 : 1);
+        }
         break;
     case COLL_DOUBLE_BINARY_TREE: {
         /* chunks + 2D - 1 steps of a chunk of half the array */
         double fixed = 2.0 * coll_btree_depth(N) - 1;
-        if (spec->chunks) {
+        if (topo) {
+            oom = dbt_cost(nw, v, T, spec->chunks, &t, chunks);
+        } else if (spec->chunks) {
             *chunks = spec->chunks;
             t = (*chunks + fixed) * (a + T / (2.0 * *chunks * b));
         } else {
@@ -400,6 +681,8 @@ static int predict(const coll_spec *spec, const net *nw, const view *v,
         t = lg * a + (N - 1) * T / (Nd * b) + (N - 1) * (a + T / (Nd * b));
         break;
     }
+    if (oom)
+        return ps_errf(err, "out of memory");
     *seconds = t;
     return PS_OK;
 }
@@ -730,6 +1013,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if (g.lane[i] < 0)
             g.oom = 1;
     }
+    g.channels = algo == COLL_RING ? ring_channels(spec, nw, &v) : 1;
     if (!g.oom &&
         reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
         g.oom = 1;
@@ -745,6 +1029,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         goto fail;
     res->algorithm = algo;
     res->chunks = chunks;
+    res->channels = g.channels;
     res->predicted = pred;
     res->time = er.makespan;
     res->nranks = N;
@@ -821,6 +1106,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
         g.lane[i] = lanes[i];
         g.last_step[i] = -1; /* never batched with the lane's earlier ops */
     }
+    g.channels = algo == COLL_RING ? ring_channels(spec, nw, &v) : 1;
     if (!g.oom &&
         reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
         g.oom = 1;

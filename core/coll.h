@@ -78,6 +78,8 @@ typedef struct coll_spec {
 typedef struct coll_result {
     int algorithm;    /* the one that ran (auto's choice) */
     int32_t chunks;   /* pipeline / double_binary_tree chunk count, else 1 */
+    int32_t channels; /* ring: rings run side by side (NCCL's channels, see
+                         coll_predict), else 1 */
     double predicted; /* its cost-model time, seconds */
     double time;      /* simulated makespan, seconds */
     double algbw;     /* bytes / time (0 when time is 0), B/s */

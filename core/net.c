@@ -66,6 +66,8 @@ struct net {
     int32_t *route_off;  /* nranks*nranks + 1 offsets into route_link */
     int32_t *route_link; /* link ids, in path order */
     int32_t max_hops;    /* longest route, >= 1 */
+    /* built by net_build_cluster: its shape, else 0 */
+    int32_t cl_gpus, cl_nics;
     /* run state, one entry per link (mesh: nranks * nranks), in one record
      * so that a transfer touches one cache line per link */
     lstat *ls;
@@ -276,7 +278,21 @@ int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
         rc = net_add_link(nw, up, down, core, 0, err);
     if (rc == PS_OK)
         rc = net_finalize(nw, err);
+    if (rc == PS_OK) {
+        nw->cl_gpus = g;
+        nw->cl_nics = nics;
+    }
     return rc;
+}
+
+int net_is_mesh(const net *nw)
+{
+    return nw->mesh;
+}
+
+int32_t net_nics_per_node(const net *nw, int32_t gpus_per_node)
+{
+    return nw->cl_gpus > 0 && nw->cl_gpus == gpus_per_node ? nw->cl_nics : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -443,6 +459,13 @@ static inline double link_bw(const net *nw, int32_t l)
 static inline double link_lat(const net *nw, int32_t l)
 {
     return nw->mesh ? nw->mesh_lat : nw->links[l].latency;
+}
+
+void net_link_figures(const net *nw, int32_t id, double *bandwidth,
+                      double *latency)
+{
+    *bandwidth = link_bw(nw, id);
+    *latency = link_lat(nw, id);
 }
 
 void net_path(const net *nw, int32_t src, int32_t dst, double *latency,

@@ -480,16 +480,65 @@ static int tree_steps(const net *nw, const view *v, int32_t root, int up,
     return rc;
 }
 
-/* double_binary_tree off a mesh. Edge e of either tree is active for k
- * consecutive steps from an offset o(e) (h(v) on the way up, H + d(v) - 1
- * on the way down, as the generator schedules it), carrying a chunk of
- * x = T / 2k. With M_o(x) the slowest edge of offset o (its route's
- * latency + x over its share of the links, flows_ab, with every edge of
- * both trees active as in the steady state), step s costs the max of M_o
- * over the offsets active at s, o in [s - k + 1, s]; the sum over the
- * k + 2H - 1 steps is minimised over k <= kmax (or taken at spec's k).
- * Inside a node edges are cheap, so the fill and drain steps near the
- * leaves cost less than the worst edge. O(N log N + kmax H^2). */
+/* The upper envelope of the lines lat[i] + x / bw[i] (x >= 0): the pairs
+ * no other pair beats in both latency and bandwidth, appended to *pool
+ * (grown as needed). Returns how many, or -1 when out of memory. */
+typedef struct lbw {
+    double lat, bw;
+} lbw;
+
+static int cmp_lbw(const void *a, const void *b)
+{
+    const lbw *x = a, *y = b;
+    if (x->lat != y->lat)
+        return x->lat < y->lat ? 1 : -1; /* latency descending */
+    return (x->bw > y->bw) - (x->bw < y->bw);
+}
+
+static int64_t envelope(const double *lat, const double *bw, int64_t n,
+                        lbw **pool, int64_t *used, int64_t *cap)
+{
+    lbw *tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        tmp[i] = (lbw){lat[i], bw[i]};
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_lbw);
+    int64_t kept = 0;
+    double lowest = INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (!(tmp[i].bw < lowest))
+            continue; /* slower latency-wise and not narrower */
+        lowest = tmp[i].bw;
+        if (*used == *cap) {
+            int64_t c = *cap ? 2 * *cap : 64;
+            lbw *p = realloc(*pool, (size_t)c * sizeof *p);
+            if (!p) {
+                free(tmp);
+                return -1;
+            }
+            *pool = p;
+            *cap = c;
+        }
+        (*pool)[(*used)++] = tmp[i];
+        kept++;
+    }
+    free(tmp);
+    return kept;
+}
+
+/* double_binary_tree off a mesh. Flow e (an edge of either tree, up or
+ * down) runs in k consecutive steps from an offset o(e): h(v) on the way
+ * up, H + d(v) - 1 on the way down, as the generator schedules it, each
+ * time carrying a chunk of x = T / 2k. Step s therefore runs the flows of
+ * offsets [s - k + 1, s] (clipped to 0 .. 2H - 1), a contiguous range;
+ * for every range the flows are costed together (flows_ab: route latency,
+ * the share of each link among the range's flows) and the step costs the
+ * slowest of them. Steps inside a node are cheap, so fill and drain near
+ * the leaves cost less than the steady state, where all flows of both
+ * trees run at once. The sum over the k + 2H - 1 steps is minimised over
+ * k <= kmax (or taken at spec's k). O(N H^2 log N + kmax H^2) for the
+ * O(H^2) ranges. */
 static int dbt_cost(const net *nw, const view *v, double T, int32_t fixed_k,
                     double *t, int32_t *best)
 {
@@ -500,62 +549,78 @@ static int dbt_cost(const net *nw, const view *v, double T, int32_t fixed_k,
     int32_t *hei = malloc((size_t)N * 2 * sizeof *hei);
     int32_t *src = malloc((size_t)ne * sizeof *src);
     int32_t *dst = malloc((size_t)ne * sizeof *dst);
-    int32_t *off = malloc((size_t)ne * sizeof *off);
     double *lat = malloc((size_t)ne * sizeof *lat);
     double *bw = malloc((size_t)ne * sizeof *bw);
-    double *M = NULL;
+    int64_t *first = NULL, *rfirst = NULL;
+    lbw *pool = NULL;
+    int64_t used = 0, cap = 0;
     int rc = -1;
-    if (!par || !hei || !src || !dst || !off || !lat || !bw)
+    if (!par || !hei || !src || !dst || !lat || !bw)
         goto done;
     coll_dtree(N, par, dep, hei, &H);
-    int64_t nf = 0;
-    for (int32_t tr = 0; tr < 2; tr++)
-        for (int32_t x = 0; x < N; x++) {
-            int32_t p = par[tr * N + x];
-            if (p < 0)
-                continue;
-            src[nf] = v->rank[x];
-            dst[nf] = v->rank[p];
-            off[nf++] = hei[tr * N + x];
-            src[nf] = v->rank[p];
-            dst[nf] = v->rank[x];
-            off[nf++] = H + dep[tr * N + x] - 1;
-        }
-    if (flows_ab(nw, src, dst, nf, lat, bw))
-        goto done;
     int32_t W = 2 * H; /* offsets 0 .. 2H - 1 */
-    M = malloc(((size_t)W + 1) * sizeof *M);
-    if (!M)
+    first = calloc((size_t)W + 2, sizeof *first);
+    rfirst = malloc(((size_t)W * W + 1) * sizeof *rfirst);
+    if (!first || !rfirst)
         goto done;
+    /* the flows grouped by offset (counting sort): a range of offsets is a
+     * run of flows, first[lo] .. first[hi + 1] */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t tr = 0; tr < 2; tr++)
+            for (int32_t x = 0; x < N; x++) {
+                int32_t p = par[tr * N + x];
+                if (p < 0)
+                    continue;
+                int32_t ou = hei[tr * N + x], od = H + dep[tr * N + x] - 1;
+                if (pass == 0) {
+                    first[ou + 2]++;
+                    first[od + 2]++;
+                    continue;
+                }
+                int64_t i = first[ou + 1]++;
+                src[i] = v->rank[x];
+                dst[i] = v->rank[p];
+                i = first[od + 1]++;
+                src[i] = v->rank[p];
+                dst[i] = v->rank[x];
+            }
+        if (pass == 0)
+            for (int32_t o = 0; o < W; o++)
+                first[o + 2] += first[o + 1];
+    }
+    /* every range lo..hi: the envelope of its flows, pool[rfirst[r] ..
+     * rfirst[r] + count), r = lo W + hi; the count is stored in the next
+     * slot's start, so ranges are filled in index order */
+    for (int32_t lo = 0; lo < W; lo++)
+        for (int32_t hi = 0; hi < W; hi++) {
+            rfirst[lo * W + hi] = used;
+            if (hi < lo)
+                continue;
+            int64_t a = first[lo], n = first[hi + 1] - a;
+            if (flows_ab(nw, src + a, dst + a, n, lat, bw) ||
+                envelope(lat, bw, n, &pool, &used, &cap) < 0)
+                goto done;
+        }
+    rfirst[W * W] = used;
     int64_t kmax = v->n / 2 < COLL_MAX_CHUNKS ? v->n / 2 : COLL_MAX_CHUNKS;
     if (kmax < 1)
         kmax = 1;
     int64_t k0 = fixed_k ? fixed_k : 1, k1 = fixed_k ? fixed_k : kmax;
     *t = INFINITY;
     for (int64_t k = k0; k <= k1; k++) {
-        double x = T / (2.0 * (double)k), full = 0, sum = 0;
-        for (int32_t o = 0; o < W; o++)
-            M[o] = 0;
-        for (int64_t f = 0; f < nf; f++)
-            if (lat[f] + x / bw[f] > M[off[f]])
-                M[off[f]] = lat[f] + x / bw[f];
-        for (int32_t o = 0; o < W; o++)
-            if (M[o] > full)
-                full = M[o];
-        int64_t S = k + W - 1;
-        for (int64_t s = 0; s < S; s++) {
+        double x = T / (2.0 * (double)k), sum = 0;
+        for (int64_t s = 0; s < k + W - 1; s++) {
             int64_t lo = s - k + 1 > 0 ? s - k + 1 : 0;
-            int64_t hi = s < W - 1 ? s : W - 1;
-            if (lo == 0 && hi == W - 1) { /* every offset: up to s = k-1 */
-                sum += (double)(k - s) * full;
+            int64_t hi = s < W - 1 ? s : W - 1, r = lo * W + hi, reps = 1;
+            if (lo == 0 && hi == W - 1) { /* all offsets up to s = k - 1 */
+                reps = k - s;
                 s = k - 1;
-                continue;
             }
             double m = 0;
-            for (int64_t o = lo; o <= hi; o++)
-                if (M[o] > m)
-                    m = M[o];
-            sum += m;
+            for (int64_t i = rfirst[r]; i < rfirst[r + 1]; i++)
+                if (pool[i].lat + x / pool[i].bw > m)
+                    m = pool[i].lat + x / pool[i].bw;
+            sum += (double)reps * m;
         }
         if (sum < *t) {
             *t = sum;
@@ -568,10 +633,11 @@ done:
     free(hei);
     free(src);
     free(dst);
-    free(off);
     free(lat);
     free(bw);
-    free(M);
+    free(first);
+    free(rfirst);
+    free(pool);
     return rc;
 }
 

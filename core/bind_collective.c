@@ -274,6 +274,7 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
     set_number(L, "algbw", res->algbw);
     set_number(L, "busbw", res->busbw);
     set_integer(L, "chunks", res->chunks);
+    set_integer(L, "channels", res->channels);
     set_integer(L, "transfers", res->transfers);
     set_integer(L, "steps", res->steps);
     lua_createtable(L, res->nranks, 0);

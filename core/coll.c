@@ -311,6 +311,336 @@ static double chunked(double fixed, double a, double b, double T, int64_t kmax,
     return tbest;
 }
 
+/* ------------------------------------------------------------------ */
+/* Topology-aware costs (any network but a mesh)                       */
+
+/* Rings on whole nodes run as several channels (coll_algo.c,
+ * ring_channels): one per NIC of the node on a cluster built by
+ * net_build_cluster, ranks_per_node elsewhere; one ring when the ranks are
+ * not whole nodes (ranks_per_node < 2, fewer than two nodes) or on a mesh,
+ * where every pair has its own link and there are no NICs to spread over
+ * (more rings would only stack flows on the same intra-node pair links). */
+static int32_t ring_channels(const coll_spec *spec, const net *nw,
+                             const view *v)
+{
+    int32_t g = spec->ranks_per_node;
+    if (g < 2 || v->N % g || v->N / g < 2 || net_is_mesh(nw))
+        return 1;
+    int32_t nics = net_nics_per_node(nw, g);
+    return nics > 0 ? nics : g;
+}
+
+/* Alpha-beta of flows that run at once (one step of an algorithm): flow f
+ * from cluster rank src[f] to dst[f] gets lat[f], its route's latency, and
+ * bw[f], the smallest bandwidth / k over its route's links, k being how
+ * many of the flows cross that link. Under max-min fair sharing a flow
+ * never gets less than that share (progressive filling raises all flows
+ * together until a link is full) and gets exactly that when the flows are
+ * alike, as in a ring step. FIFO runs the k flows one after the other,
+ * each holding its route, so lat[f] is multiplied by the largest k on the
+ * route too. A flow with src == dst gets 0 and INFINITY. O(H log H) for H
+ * hops in all. Returns 0, or -1 when out of memory. */
+static int flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
+                    int64_t nf, double *lat, double *bw)
+{
+    const int32_t *links;
+    int32_t one;
+    int64_t total = 0;
+    for (int64_t f = 0; f < nf; f++)
+        total += net_route(nw, src[f], dst[f], &links, &one);
+    int32_t *ids = malloc(((size_t)total + 1) * sizeof *ids);
+    if (!ids)
+        return -1;
+    int64_t used = 0;
+    for (int64_t f = 0; f < nf; f++) {
+        int32_t len = net_route(nw, src[f], dst[f], &links, &one);
+        memcpy(ids + used, links, (size_t)len * sizeof *ids);
+        used += len;
+    }
+    qsort(ids, (size_t)total, sizeof *ids, cmp_i32);
+    int fifo = net_sharing_of(nw) == NET_FIFO;
+    for (int64_t f = 0; f < nf; f++) {
+        int32_t len = net_route(nw, src[f], dst[f], &links, &one);
+        double l = 0, b = INFINITY, kmax = 1;
+        for (int32_t i = 0; i < len; i++) {
+            /* flows on links[i]: its run in the sorted ids */
+            int64_t lo = 0, hi = total;
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (ids[mid] < links[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            int64_t first = lo;
+            hi = total;
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (ids[mid] <= links[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            double k = (double)(lo - first), lb, ll;
+            net_link_figures(nw, links[i], &lb, &ll);
+            l += ll;
+            if (lb / k < b)
+                b = lb / k;
+            if (k > kmax)
+                kmax = k;
+        }
+        lat[f] = fifo ? l * kmax : l;
+        bw[f] = b;
+    }
+    free(ids);
+    return 0;
+}
+
+/* The slowest of nf flows of `bytes` each that run at once (flows_ab).
+ * Returns 0, or -1 when out of memory. */
+static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
+                     int64_t nf, double bytes, double *t)
+{
+    double *lat = malloc(((size_t)nf + 1) * sizeof *lat);
+    double *bw = malloc(((size_t)nf + 1) * sizeof *bw);
+    int rc = lat && bw ? flows_ab(nw, src, dst, nf, lat, bw) : -1;
+    *t = 0;
+    for (int64_t f = 0; f < nf && rc == 0; f++)
+        if (lat[f] + bytes / bw[f] > *t)
+            *t = lat[f] + bytes / bw[f];
+    free(lat);
+    free(bw);
+    return rc;
+}
+
+/* One step of the ring (C channels, coll_algo.c ring_channels), every flow
+ * carrying a block of T / (C N) bytes. All steps of a ring are alike, so
+ * the ring takes steps x this. On a cluster with one NIC per channel and
+ * FAIR sharing this is exact for even blocks: a GPU sends C - 1 blocks to
+ * its node neighbour over its NVLink uplink (the channel it leaves the node
+ * in goes through its NIC instead) and each NIC carries one channel per
+ * direction, so a step takes
+ *   max(a_in + (C - 1) T / (C N b_in), a_out + T / (C N b_out)),
+ * against a_out + T / (N b_out) for one ring: the inter-node term shrinks
+ * C-fold until NVLink, which carries (C - 1) / C of the data, is the
+ * bottleneck (busbw -> min(b_in C / (C - 1), C b_out) as T grows). */
+static int ring_step(const net *nw, const view *v, int32_t rpn, int32_t C,
+                     double T, double *t)
+{
+    int32_t N = v->N;
+    int64_t nf = (int64_t)C * N;
+    int32_t *src = malloc(((size_t)nf + 1) * sizeof *src);
+    int32_t *dst = malloc(((size_t)nf + 1) * sizeof *dst);
+    int rc = -1;
+    if (src && dst) {
+        for (int32_t c = 0; c < C; c++) {
+            int32_t st = C > 1 ? coll_ring_start(rpn, C, c) : 0;
+            for (int32_t k = 0; k < N; k++) {
+                int32_t k1 = (k + 1) % N;
+                int32_t a = C > 1 ? k - k % rpn + (k % rpn + st) % rpn : k;
+                int32_t b = C > 1 ? k1 - k1 % rpn + (k1 % rpn + st) % rpn : k1;
+                src[(int64_t)c * N + k] = v->rank[a];
+                dst[(int64_t)c * N + k] = v->rank[b];
+            }
+        }
+        rc = step_time(nw, src, dst, nf, T / ((double)C * N), t);
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+/* Binomial tree, step by step from the pairs each step uses: steps inside
+ * a node pay the intra-node route, steps across nodes the inter-node one.
+ * reduce (up = 1): relative v sends to v - mask in the step of mask;
+ * broadcast the same pairs the other way, masks descending (same sum).
+ * O(N log N) route lookups. */
+static int tree_steps(const net *nw, const view *v, int32_t root, int up,
+                      double T, double *t)
+{
+    int32_t N = v->N;
+    int32_t *src = malloc(((size_t)N + 1) * sizeof *src);
+    int32_t *dst = malloc(((size_t)N + 1) * sizeof *dst);
+    int rc = src && dst ? 0 : -1;
+    *t = 0;
+    for (int32_t mask = 1; mask < N && rc == 0; mask *= 2) {
+        int64_t nf = 0;
+        for (int32_t x = mask; x < N; x += 2 * mask) {
+            int32_t a = v->rank[(x + root) % N];
+            int32_t b = v->rank[(x - mask + root) % N];
+            src[nf] = up ? a : b;
+            dst[nf++] = up ? b : a;
+        }
+        double st;
+        rc = step_time(nw, src, dst, nf, T, &st);
+        *t += st;
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+/* The upper envelope of the lines lat[i] + x / bw[i] (x >= 0): the pairs
+ * no other pair beats in both latency and bandwidth, appended to *pool
+ * (grown as needed). Returns how many, or -1 when out of memory. */
+typedef struct lbw {
+    double lat, bw;
+} lbw;
+
+static int cmp_lbw(const void *a, const void *b)
+{
+    const lbw *x = a, *y = b;
+    if (x->lat != y->lat)
+        return x->lat < y->lat ? 1 : -1; /* latency descending */
+    return (x->bw > y->bw) - (x->bw < y->bw);
+}
+
+static int64_t envelope(const double *lat, const double *bw, int64_t n,
+                        lbw **pool, int64_t *used, int64_t *cap)
+{
+    lbw *tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        tmp[i] = (lbw){lat[i], bw[i]};
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_lbw);
+    int64_t kept = 0;
+    double lowest = INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (!(tmp[i].bw < lowest))
+            continue; /* slower latency-wise and not narrower */
+        lowest = tmp[i].bw;
+        if (*used == *cap) {
+            int64_t c = *cap ? 2 * *cap : 64;
+            lbw *p = realloc(*pool, (size_t)c * sizeof *p);
+            if (!p) {
+                free(tmp);
+                return -1;
+            }
+            *pool = p;
+            *cap = c;
+        }
+        (*pool)[(*used)++] = tmp[i];
+        kept++;
+    }
+    free(tmp);
+    return kept;
+}
+
+/* double_binary_tree off a mesh. Flow e (an edge of either tree, up or
+ * down) runs in k consecutive steps from an offset o(e): h(v) on the way
+ * up, H + d(v) - 1 on the way down, as the generator schedules it, each
+ * time carrying a chunk of x = T / 2k. Step s therefore runs the flows of
+ * offsets [s - k + 1, s] (clipped to 0 .. 2H - 1), a contiguous range;
+ * for every range the flows are costed together (flows_ab: route latency,
+ * the share of each link among the range's flows) and the step costs the
+ * slowest of them. Steps inside a node are cheap, so fill and drain near
+ * the leaves cost less than the steady state, where all flows of both
+ * trees run at once. The sum over the k + 2H - 1 steps is minimised over
+ * k <= kmax (or taken at spec's k). O(N H^2 log N + kmax H^2) for the
+ * O(H^2) ranges. */
+static int dbt_cost(const net *nw, const view *v, double T, int32_t fixed_k,
+                    double *t, int32_t *best)
+{
+    int32_t N = v->N, H = 0;
+    int64_t ne = 4 * (int64_t)N;
+    int32_t *par = malloc((size_t)ne * sizeof *par);
+    int32_t *dep = par ? par + 2 * N : NULL;
+    int32_t *hei = malloc((size_t)N * 2 * sizeof *hei);
+    int32_t *src = malloc((size_t)ne * sizeof *src);
+    int32_t *dst = malloc((size_t)ne * sizeof *dst);
+    double *lat = malloc((size_t)ne * sizeof *lat);
+    double *bw = malloc((size_t)ne * sizeof *bw);
+    int64_t *first = NULL, *rfirst = NULL;
+    lbw *pool = NULL;
+    int64_t used = 0, cap = 0;
+    int rc = -1;
+    if (!par || !hei || !src || !dst || !lat || !bw)
+        goto done;
+    coll_dtree(N, par, dep, hei, &H);
+    int32_t W = 2 * H; /* offsets 0 .. 2H - 1 */
+    first = calloc((size_t)W + 2, sizeof *first);
+    rfirst = malloc(((size_t)W * W + 1) * sizeof *rfirst);
+    if (!first || !rfirst)
+        goto done;
+    /* the flows grouped by offset (counting sort): a range of offsets is a
+     * run of flows, first[lo] .. first[hi + 1] */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t tr = 0; tr < 2; tr++)
+            for (int32_t x = 0; x < N; x++) {
+                int32_t p = par[tr * N + x];
+                if (p < 0)
+                    continue;
+                int32_t ou = hei[tr * N + x], od = H + dep[tr * N + x] - 1;
+                if (pass == 0) {
+                    first[ou + 2]++;
+                    first[od + 2]++;
+                    continue;
+                }
+                int64_t i = first[ou + 1]++;
+                src[i] = v->rank[x];
+                dst[i] = v->rank[p];
+                i = first[od + 1]++;
+                src[i] = v->rank[p];
+                dst[i] = v->rank[x];
+            }
+        if (pass == 0)
+            for (int32_t o = 0; o < W; o++)
+                first[o + 2] += first[o + 1];
+    }
+    /* every range lo..hi: the envelope of its flows, pool[rfirst[r] ..
+     * rfirst[r] + count), r = lo W + hi; the count is stored in the next
+     * slot's start, so ranges are filled in index order */
+    for (int32_t lo = 0; lo < W; lo++)
+        for (int32_t hi = 0; hi < W; hi++) {
+            rfirst[lo * W + hi] = used;
+            if (hi < lo)
+                continue;
+            int64_t a = first[lo], n = first[hi + 1] - a;
+            if (flows_ab(nw, src + a, dst + a, n, lat, bw) ||
+                envelope(lat, bw, n, &pool, &used, &cap) < 0)
+                goto done;
+        }
+    rfirst[W * W] = used;
+    int64_t kmax = v->n / 2 < COLL_MAX_CHUNKS ? v->n / 2 : COLL_MAX_CHUNKS;
+    if (kmax < 1)
+        kmax = 1;
+    int64_t k0 = fixed_k ? fixed_k : 1, k1 = fixed_k ? fixed_k : kmax;
+    *t = INFINITY;
+    for (int64_t k = k0; k <= k1; k++) {
+        double x = T / (2.0 * (double)k), sum = 0;
+        for (int64_t s = 0; s < k + W - 1; s++) {
+            int64_t lo = s - k + 1 > 0 ? s - k + 1 : 0;
+            int64_t hi = s < W - 1 ? s : W - 1, r = lo * W + hi, reps = 1;
+            if (lo == 0 && hi == W - 1) { /* all offsets up to s = k - 1 */
+                reps = k - s;
+                s = k - 1;
+            }
+            double m = 0;
+            for (int64_t i = rfirst[r]; i < rfirst[r + 1]; i++)
+                if (pool[i].lat + x / pool[i].bw > m)
+                    m = pool[i].lat + x / pool[i].bw;
+            sum += (double)reps * m;
+        }
+        if (sum < *t) {
+            *t = sum;
+            *best = (int32_t)k;
+        }
+    }
+    rc = 0;
+done:
+    free(par);
+    free(hei);
+    free(src);
+    free(dst);
+    free(lat);
+    free(bw);
+    free(first);
+    free(rfirst);
+    free(pool);
+    return rc;
+}
+
 static int predict(const coll_spec *spec, const net *nw, const view *v,
                    int algo, double *seconds, int32_t *chunks, ps_err *err)
 {
@@ -336,6 +666,9 @@ static int predict(const coll_spec *spec, const net *nw, const view *v,
     }
     ab x = pairs_all(nw, v);
     double a = x.a, b = x.b, Nd = N, lg = ceil_log2(N);
+    /* off a mesh, ring and trees are costed from the flows they run */
+    int topo = !net_is_mesh(nw);
+    int oom = 0;
     int32_t p2 = 1;
     while (p2 * 2 <= N)
         p2 *= 2;
@@ -344,17 +677,31 @@ static int predict(const coll_spec *spec, const net *nw, const view *v,
     double t = 0;
     switch (algo) {
     case COLL_RING:
-        t = (N - 1) * (a + T / (Nd * b));
-        if (op == COLL_ALLREDUCE)
-            t *= 2;
+        if (topo)
+            oom = ring_step(nw, v, rpn, ring_channels(spec, nw, v), T, &t);
+        else
+            t = a + T / (Nd * b);
+        t *= (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
         break;
     case COLL_TREE:
-        t = lg * (a + T / b) * (op == COLL_ALLREDUCE ? 2 : 1);
+        if (topo) {
+            double up = 0, down = 0;
+            int32_t r = op == COLL_ALLREDUCE ? 0 : v->root;
+            if (op != COLL_BROADCAST)
+                oom |= tree_steps(nw, v, r, 1, T, &up);
+            if (op != COLL_REDUCE)
+                oom |= tree_steps(nw, v, r, 0, T, &down);
+            t = up + down;
+        } else {
+            t = lg * (a + T / b) * (op == COLL_ALLREDUCE ? 2 : 1);
+        }
         break;
     case COLL_DOUBLE_BINARY_TREE: {
         /* chunks + 2D - 1 steps of a chunk of half the array */
         double fixed = 2.0 * coll_btree_depth(N) - 1;
-        if (spec->chunks) {
+        if (topo) {
+            oom = dbt_cost(nw, v, T, spec->chunks, &t, chunks);
+        } else if (spec->chunks) {
             *chunks = spec->chunks;
             t = (*chunks + fixed) * (a + T / (2.0 * *chunks * b));
         } else {
@@ -400,6 +747,8 @@ static int predict(const coll_spec *spec, const net *nw, const view *v,
         t = lg * a + (N - 1) * T / (Nd * b) + (N - 1) * (a + T / (Nd * b));
         break;
     }
+    if (oom)
+        return ps_errf(err, "out of memory");
     *seconds = t;
     return PS_OK;
 }
@@ -730,6 +1079,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if (g.lane[i] < 0)
             g.oom = 1;
     }
+    g.channels = algo == COLL_RING ? ring_channels(spec, nw, &v) : 1;
     if (!g.oom &&
         reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
         g.oom = 1;
@@ -745,6 +1095,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         goto fail;
     res->algorithm = algo;
     res->chunks = chunks;
+    res->channels = g.channels;
     res->predicted = pred;
     res->time = er.makespan;
     res->nranks = N;
@@ -821,6 +1172,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
         g.lane[i] = lanes[i];
         g.last_step[i] = -1; /* never batched with the lane's earlier ops */
     }
+    g.channels = algo == COLL_RING ? ring_channels(spec, nw, &v) : 1;
     if (!g.oom &&
         reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
         g.oom = 1;

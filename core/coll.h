@@ -78,6 +78,8 @@ typedef struct coll_spec {
 typedef struct coll_result {
     int algorithm;    /* the one that ran (auto's choice) */
     int32_t chunks;   /* pipeline / double_binary_tree chunk count, else 1 */
+    int32_t channels; /* ring: rings run side by side (NCCL's channels, see
+                         coll_predict), else 1 */
     double predicted; /* its cost-model time, seconds */
     double time;      /* simulated makespan, seconds */
     double algbw;     /* bytes / time (0 when time is 0), B/s */
@@ -115,10 +117,13 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
 /* Frees what coll_run allocated in res; harmless on a zeroed or freed res. */
 void coll_result_free(coll_result *res);
 
-/* The cost model: predicted seconds of algo for spec on nw (alpha-beta with
- * the routes' worst latency and bottleneck bandwidth over the pairs the
- * algorithm uses; see coll.c), and the chunk count it implies. Fails when
- * algo does not apply (wrong op, missing ranks_per_node) or spec is bad. */
+/* The cost model: predicted seconds of algo for spec on nw, and the chunk
+ * count it implies. On a mesh the closed forms (alpha-beta); elsewhere ring
+ * (with its channels), tree and double_binary_tree are costed step by step
+ * from the flows each step runs (route latency, share of each link), the
+ * others with the worst latency and bottleneck bandwidth over the pairs
+ * they use; see coll.c. Fails when algo does not apply (wrong op, missing
+ * ranks_per_node) or spec is bad, or when out of memory. */
 int coll_predict(const coll_spec *spec, const net *nw, int algo,
                  double *seconds, int32_t *chunks, ps_err *err);
 

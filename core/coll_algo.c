@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Appends a SEND or RECV to pos's lane; capacity was reserved from the
  * counting pass, so this is a plain store (prog_push is the fallback). */
@@ -96,6 +97,84 @@ static int32_t ring_ag(coll_gen *g, const int32_t *mem, int32_t m, int64_t lo,
                       lo + coll_seg_lo(len, m, s), coll_seg_cnt(len, m, s), 0);
         }
     return m - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ring channels (NCCL's rings on multi-NIC nodes)                     */
+
+/* C rings over nodes of rpn consecutive positions, all advancing in the
+ * same steps (one batch per position and step). Ring c visits every node's
+ * positions in local order starting at st = coll_ring_start(rpn, C, c), so
+ * it enters node n+1 at local st and leaves node n from local st - 1: the
+ * channels enter and leave each node through different GPUs and so, on a
+ * cluster, through different NICs. This matches NCCL's ring graphs (the
+ * pattern "NET n -> GPU a -> .. -> GPU x -> NET n" of src/graph/search.cc,
+ * where each channel starts from another NIC and its nearest GPU, and
+ * connectRings in src/graph/connect.cc joins node n's last GPU of channel
+ * c to node n+1's first): per node and direction each NIC carries one
+ * channel. Without PXN the leaving GPU's own NIC is used, not the entry
+ * NIC, which only matters on rail-optimised fabrics (not modelled).
+ * Blocks: allreduce gives channel c the contiguous slice c of the array,
+ * split in N blocks as a single ring would; reduce_scatter and allgather
+ * give it sub-slice c of every position's shard (NCCL splits each rank's
+ * chunk over the channels), so that position p still ends with, or starts
+ * from, shard p. O(C N) memory, O(transfers) time. */
+static int32_t ring_channels(coll_gen *g, enum coll_op op, int32_t rpn,
+                             int32_t C)
+{
+    int32_t N = g->N;
+    assert(rpn > 1 && N % rpn == 0 && N / rpn >= 2 && C >= 1);
+    size_t cells = (size_t)C * (size_t)N;
+    int32_t *mem = malloc(cells * sizeof *mem);
+    int64_t *blo = malloc(cells * sizeof *blo);
+    int64_t *bcnt = malloc(cells * sizeof *bcnt);
+    int32_t s = 0;
+    if (!mem || !blo || !bcnt) {
+        g->oom = 1;
+        goto done;
+    }
+    for (int32_t c = 0; c < C; c++) {
+        int32_t st = coll_ring_start(rpn, C, c);
+        int32_t *m = mem + (size_t)c * N;
+        int64_t *lo = blo + (size_t)c * N, *cnt = bcnt + (size_t)c * N;
+        for (int32_t k = 0; k < N; k++)
+            m[k] = k - k % rpn + (k % rpn + st) % rpn;
+        int64_t clo = coll_seg_lo(g->n, C, c), clen = coll_seg_cnt(g->n, C, c);
+        for (int32_t k = 0; k < N; k++) {
+            if (op == COLL_ALLREDUCE) {
+                lo[k] = clo + coll_seg_lo(clen, N, k);
+                cnt[k] = coll_seg_cnt(clen, N, k);
+            } else {
+                int32_t p = m[k];
+                int64_t sc = coll_seg_cnt(g->n, N, p);
+                lo[k] = coll_seg_lo(g->n, N, p) + coll_seg_lo(sc, C, c);
+                cnt[k] = coll_seg_cnt(sc, C, c);
+            }
+        }
+    }
+    /* reduce-scatter: member r ends with block r; allgather: starts with
+     * it (see ring_rs and ring_ag) */
+    for (int phase = 0; phase < 2; phase++) {
+        if ((phase == 0 && op == COLL_ALLGATHER) ||
+            (phase == 1 && op == COLL_REDUCE_SCATTER))
+            continue;
+        for (int32_t k = 0; k + 1 < N; k++, s++)
+            for (int32_t c = 0; c < C; c++) {
+                const int32_t *m = mem + (size_t)c * N;
+                const int64_t *lo = blo + (size_t)c * N;
+                const int64_t *cnt = bcnt + (size_t)c * N;
+                for (int32_t r = 0; r < N; r++) {
+                    int32_t b = ((r - k - (phase == 0)) % N + N) % N;
+                    coll_emit(g, s, m[r], m[(r + 1) % N], lo[b], cnt[b],
+                              phase == 0);
+                }
+            }
+    }
+done:
+    free(mem);
+    free(blo);
+    free(bcnt);
+    return g->oom ? 0 : s;
 }
 
 /* ------------------------------------------------------------------ */
@@ -286,22 +365,11 @@ int32_t coll_btree_depth(int32_t n)
     return deepest;
 }
 
-/* Two trees, each reducing then broadcasting half of the array in `chunks`
- * pipelined chunks: node v sends chunk c to its parent in step c + h(v)
- * (h: height of its subtree) and receives the reduced chunk c from its
- * parent in step c + H + d(v) - 1 (H: tree height, d: depth). Steps:
- * chunks + 2H - 1. */
-static int32_t double_binary_tree(coll_gen *g, int32_t chunks, int32_t s0)
+int coll_dtree(int32_t N, int32_t *parent, int32_t *depth, int32_t *height,
+               int32_t *H)
 {
-    int32_t N = g->N;
-    int32_t *parent = malloc((size_t)N * 2 * sizeof *parent);
-    int32_t *depth = malloc((size_t)N * 2 * sizeof *depth);
-    int32_t *height = calloc((size_t)N * 2, sizeof *height);
-    int32_t H = 0;
-    if (!parent || !depth || !height) {
-        g->oom = 1;
-        goto done;
-    }
+    *H = 0;
+    memset(height, 0, (size_t)N * 2 * sizeof *height);
     for (int32_t t = 0; t < 2; t++) {
         int32_t *par = parent + t * N, *dep = depth + t * N;
         int32_t *hei = height + t * N;
@@ -315,10 +383,30 @@ static int32_t double_binary_tree(coll_gen *g, int32_t chunks, int32_t s0)
                     hei[par[u]] = d;
             }
             dep[v] = d;
-            if (d > H)
-                H = d;
+            if (d > *H)
+                *H = d;
         }
     }
+    return 0;
+}
+
+/* Two trees, each reducing then broadcasting half of the array in `chunks`
+ * pipelined chunks: node v sends chunk c to its parent in step c + h(v)
+ * (h: height of its subtree) and receives the reduced chunk c from its
+ * parent in step c + H + d(v) - 1 (H: tree height, d: depth). Steps:
+ * chunks + 2H - 1. */
+static int32_t double_binary_tree(coll_gen *g, int32_t chunks, int32_t s0)
+{
+    int32_t N = g->N;
+    int32_t *parent = malloc((size_t)N * 2 * sizeof *parent);
+    int32_t *depth = malloc((size_t)N * 2 * sizeof *depth);
+    int32_t *height = malloc((size_t)N * 2 * sizeof *height);
+    int32_t H = 0;
+    if (!parent || !depth || !height) {
+        g->oom = 1;
+        goto done;
+    }
+    coll_dtree(N, parent, depth, height, &H);
     int64_t half[2] = {g->n / 2, g->n - g->n / 2};
     int64_t base[2] = {0, g->n / 2};
     int32_t steps = chunks + 2 * H - 1;
@@ -437,6 +525,8 @@ int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
     int32_t N = g->N;
     if (N < 2 || g->n == 0)
         return 0;
+    if (algo == COLL_RING && g->channels > 1)
+        return ring_channels(g, op, rpn, g->channels);
     int32_t *all = NULL;
     if (algo == COLL_RING) {
         all = malloc((size_t)N * sizeof *all);

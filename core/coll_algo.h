@@ -21,6 +21,7 @@ typedef struct coll_gen {
     const int32_t *rank; /* position -> cluster rank */
     int32_t N;
     int64_t n;          /* elements */
+    int32_t channels;   /* ring: channels (coll_ring_start); 1 = one ring */
     int32_t *lane;      /* position -> lane */
     int32_t *last_step; /* position -> step of its last op, -1 */
     double *sent;       /* position -> bytes sent */
@@ -51,6 +52,14 @@ static inline int64_t coll_seg_cnt(int64_t n, int32_t parts, int32_t i)
     return n / parts + (i < n % parts);
 }
 
+/* Local index at which ring channel c of C enters every node of rpn
+ * positions (and rpn - 1 positions later leaves it): channels spread
+ * evenly over the node, so with C = rpn channel c enters at local c. */
+static inline int32_t coll_ring_start(int32_t rpn, int32_t C, int32_t c)
+{
+    return (int32_t)((int64_t)c * rpn / C);
+}
+
 /* Emits one transfer of elements [lo, lo+cnt) from position src to dst in
  * step `step`; steps of one position must not decrease. */
 void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
@@ -60,6 +69,14 @@ void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
  * position and a ranks-per-node count. Returns the number of steps. */
 int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
                       int32_t rpn, int32_t chunks);
+
+/* NCCL's two binary trees over N positions (as double_binary_tree runs
+ * them): for tree t and position v, parent[t N + v] (-1 for a root),
+ * depth[t N + v] (edges to the root) and height[t N + v] (edges down to its
+ * deepest descendant); *H is the greatest depth of the two. The arrays hold
+ * 2N entries. O(N log N). Returns 0. */
+int coll_dtree(int32_t N, int32_t *parent, int32_t *depth, int32_t *height,
+               int32_t *H);
 
 /* Depth of the deepest node of NCCL's binary tree over n ranks. */
 int32_t coll_btree_depth(int32_t n);

@@ -66,6 +66,9 @@ struct net {
     int32_t *route_off;  /* nranks*nranks + 1 offsets into route_link */
     int32_t *route_link; /* link ids, in path order */
     int32_t max_hops;    /* longest route, >= 1 */
+    uint8_t *slack;      /* per link: never a bottleneck (net_finalize) */
+    /* built by net_build_cluster: its shape, else 0 */
+    int32_t cl_gpus, cl_nics;
     /* run state, one entry per link (mesh: nranks * nranks), in one record
      * so that a transfer touches one cache line per link */
     lstat *ls;
@@ -134,6 +137,7 @@ void net_free(net *nw)
     free(nw->links);
     free(nw->route_off);
     free(nw->route_link);
+    free(nw->slack);
     free(nw->ls);
     free_fair(nw);
     free_flows(nw);
@@ -276,7 +280,21 @@ int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
         rc = net_add_link(nw, up, down, core, 0, err);
     if (rc == PS_OK)
         rc = net_finalize(nw, err);
+    if (rc == PS_OK) {
+        nw->cl_gpus = g;
+        nw->cl_nics = nics;
+    }
     return rc;
+}
+
+int net_is_mesh(const net *nw)
+{
+    return nw->mesh;
+}
+
+int32_t net_nics_per_node(const net *nw, int32_t gpus_per_node)
+{
+    return nw->cl_gpus > 0 && nw->cl_gpus == gpus_per_node ? nw->cl_nics : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -401,6 +419,28 @@ int net_finalize(net *nw, ps_err *err)
         }
     }
     nw->route_off[(size_t)n * (size_t)n] = (int32_t)used;
+    /* Slack links: a link out of a switch whose bandwidth is at least the
+     * sum of the bandwidths into that switch never carries more than it
+     * can (every flow over it came in over one of those links), so it is
+     * never a max-min bottleneck. FAIR leaves such links out of its
+     * components: a full-bisection core (a cluster with oversubscription
+     * 1) would otherwise join every inter-node flow into one component
+     * and make each flow start and end cost O(all of them), with the same
+     * rates in the end. */
+    free(nw->slack);
+    nw->slack = calloc((size_t)nw->nlinks + 1, 1);
+    double *in = calloc((size_t)nw->nnodes + 1, sizeof *in);
+    if (rc == PS_OK && nw->slack && in) {
+        for (int32_t i = 0; i < nw->nlinks; i++)
+            in[nw->links[i].b] += nw->links[i].bandwidth;
+        for (int32_t i = 0; i < nw->nlinks; i++)
+            if (nw->links[i].a >= n &&
+                nw->links[i].bandwidth >= in[nw->links[i].a])
+                nw->slack[i] = 1;
+    } else if (rc == PS_OK) {
+        rc = ps_errf(err, "out of memory computing routes");
+    }
+    free(in);
 done:
     free(adj.off);
     free(adj.link);
@@ -443,6 +483,19 @@ static inline double link_bw(const net *nw, int32_t l)
 static inline double link_lat(const net *nw, int32_t l)
 {
     return nw->mesh ? nw->mesh_lat : nw->links[l].latency;
+}
+
+/* 1 when link l is never a bottleneck (see net_finalize) */
+static inline int slack(const net *nw, int32_t l)
+{
+    return nw->slack && nw->slack[l];
+}
+
+void net_link_figures(const net *nw, int32_t id, double *bandwidth,
+                      double *latency)
+{
+    *bandwidth = link_bw(nw, id);
+    *latency = link_lat(nw, id);
 }
 
 void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
@@ -605,14 +658,15 @@ static uint32_t next_stamp(net *nw)
 }
 
 /* Collects into comp_links / comp_flows the links and data-phase flows
- * reachable from the seed links through shared links. O(component). */
+ * reachable from the seed links through shared links, slack links left
+ * out. O(component). */
 static void collect(net *nw, const int32_t *seed, int32_t nseed,
                     int32_t *nlinks, int32_t *nflows)
 {
     uint32_t st = next_stamp(nw);
     int32_t h = nw->max_hops, nl = 0, nf = 0;
     for (int32_t i = 0; i < nseed; i++) {
-        if (nw->l_stamp[seed[i]] != st) {
+        if (!slack(nw, seed[i]) && nw->l_stamp[seed[i]] != st) {
             nw->l_stamp[seed[i]] = st;
             nw->comp_links[nl++] = seed[i];
         }
@@ -629,7 +683,7 @@ static void collect(net *nw, const int32_t *seed, int32_t nseed,
             const int32_t *links;
             int32_t one, len = flow_route(nw, f, &links, &one);
             for (int32_t k = 0; k < len; k++) {
-                if (nw->l_stamp[links[k]] != st) {
+                if (!slack(nw, links[k]) && nw->l_stamp[links[k]] != st) {
                     nw->l_stamp[links[k]] = st;
                     nw->comp_links[nl++] = links[k];
                 }
@@ -680,6 +734,8 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
                 const int32_t *links;
                 int32_t one, len = flow_route(nw, f, &links, &one);
                 for (int32_t k = 0; k < len; k++) {
+                    if (slack(nw, links[k]))
+                        continue; /* not in the component */
                     nw->l_cap[links[k]] -= share;
                     nw->l_unfixed[links[k]]--;
                 }

@@ -120,6 +120,19 @@ int net_finalize(net *nw, ps_err *err);
  * bytes / bottleneck bandwidth. For cost models; no state is touched. */
 double net_lone_time(const net *nw, int32_t src, int32_t dst, double bytes);
 
+/* 1 when nw is a mesh (net_set_mesh), else 0. */
+int net_is_mesh(const net *nw);
+
+/* The NICs per node (nics_per_node, its default applied) when nw was built
+ * by net_build_cluster with gpus_per_node GPUs per node; 0 for any other
+ * network or node size. */
+int32_t net_nics_per_node(const net *nw, int32_t gpus_per_node);
+
+/* Bandwidth and latency of link id as net_route hands it out (including a
+ * mesh's implicit link ids). For cost models. */
+void net_link_figures(const net *nw, int32_t id, double *bandwidth,
+                      double *latency);
+
 /* Sum of latencies and bottleneck bandwidth of the route src -> dst
  * (0 and INFINITY when src == dst). */
 void net_path(const net *nw, int32_t src, int32_t dst, double *latency,

@@ -8,12 +8,14 @@
 -- (rows: sizes, columns: algorithms; * marks auto's choice among NCCL's
 -- ring and tree) and the ring/tree crossover size, found twice: by
 -- bisection on the simulated times and by solving the two cost models
--- (each is affine in the size: alpha terms + bytes x beta terms).
+-- (each is affine in the size between the two swept sizes around the
+-- crossover: alpha terms + bytes x beta terms).
 --
 -- On a mesh every rank has N - 1 independent ports, so algorithms that
 -- talk to many peers at once (direct, double_binary_tree) look better than
 -- on real hardware, where a GPU has one NIC; the cluster shows the
--- contention. Runs are recorded at summary level; query them with
+-- contention. On the cluster the ring runs 8 channels, one per NIC, as
+-- NCCL does, and beats the trees from a few MiB up. Runs are recorded at summary level; query them with
 --   sqlite3 -header -column results/ring_vs_tree.db < results/queries/crossover.sql
 -- `-D quick=1` (CI) runs a smaller sweep.
 local ps = require "pipesim"

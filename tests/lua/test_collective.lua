@@ -258,6 +258,48 @@ do
   t.eq(r.algorithm, "hierarchical", "ranks_per_node on a mesh")
 end
 
+-- 4 DGX-like nodes x 8 GPUs, one NIC per GPU: rings run 8 channels, one
+-- per NIC, so ring allreduce gets 8 NICs of inter-node bandwidth and beats
+-- the trees at large sizes, as NCCL does; the cost models follow the
+-- routes (intra-node tree steps are cheap) and put the ring/tree crossover
+-- where the simulation has it (both 2.79 MiB: 2921600 B simulated,
+-- 2921511 B from the models; 4.33 and 1.54 MiB before channels)
+do
+  local c = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 8,
+                        intra = { bandwidth = "300 GB/s", latency = "2 us" },
+                        inter = { bandwidth = "400 Gb/s", latency = "5 us" } }
+  local T = "1 GB"
+  local auto = coll(c, "allreduce", "auto", T)
+  t.eq(auto.algorithm, "ring", "auto at 1 GB on 4 x 8")
+  t.eq(auto.channels, 8)
+  local ring = coll(c, "allreduce", "ring", T)
+  local dbt = coll(c, "allreduce", "double_binary_tree", T)
+  local tree = coll(c, "allreduce", "tree", T)
+  t.check(ring.time < dbt.time, string.format("ring %g < dbt %g", ring.time, dbt.time))
+  t.check(ring.time < tree.time)
+  -- a step: max(2 us + 7 B / 300 GB/s, 5 us + B / 50 GB/s), B = T / 256;
+  -- 1e9 / 4 elements make blocks of 976562 or 976563 elements and the
+  -- largest sets the pace: 1.6e-8 above the even-block formula
+  local B = 1e9 / 256
+  local step = math.max(2e-6 + 7 * B / 300e9, 5e-6 + B / 50e9)
+  t.near(ring.time, 62 * step, 1e-7, "8 channels")
+  t.near(ring.predicted, 62 * step, 1e-12, "ring model on 4 x 8")
+  t.near(tree.predicted, tree.time, 1e-9, "tree model on 4 x 8")
+  t.check(math.abs(dbt.predicted / dbt.time - 1) < 0.05,
+    string.format("dbt model %g vs %g", dbt.predicted, dbt.time))
+  -- one ring (ranks not whole nodes in order) crosses each node on one NIC
+  local order = {}
+  for i = 1, 32 do order[i] = (i * 9) % 32 end
+  t.eq(coll(c, "allreduce", "ring", "1 MB", { ranks = order }).channels, 1)
+  t.eq(coll(c, "allreduce", "tree", "1 MB").channels, 1)
+  -- both sides of the crossover
+  local below, above = 2900000, 2950000
+  t.eq(coll(c, "allreduce", "auto", below).algorithm, "tree", "auto below")
+  t.eq(coll(c, "allreduce", "auto", above).algorithm, "ring", "auto above")
+  t.check(coll(c, "allreduce", "tree", below).time < coll(c, "allreduce", "ring", below).time)
+  t.check(coll(c, "allreduce", "ring", above).time < coll(c, "allreduce", "tree", above).time)
+end
+
 -- a straggler: per-rank device override on every form
 for _, spec in ipairs{
   { ranks = 2 },

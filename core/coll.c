@@ -1019,6 +1019,42 @@ void coll_result_free(coll_result *res)
     res->store_ = NULL;
 }
 
+/* The algorithm to run (spec's, or auto's choice), its prediction and its
+ * chunk count. */
+static int pick(const coll_spec *spec, const net *nw, const view *v, int *algo,
+                double *pred, int32_t *chunks, ps_err *err)
+{
+    *algo = spec->algorithm;
+    *chunks = 1;
+    *pred = 0;
+    if (*algo == COLL_AUTO)
+        return choose(spec, nw, v, algo, pred, chunks, err);
+    return predict(spec, nw, v, *algo, pred, chunks, err);
+}
+
+/* Emits algo into g's lanes (set up by the caller): the channel count, the
+ * counting pass that reserves room, then the ops. -1 when out of memory. */
+static int emit(coll_gen *g, const coll_spec *spec, const net *nw,
+                const view *v, int algo, int32_t chunks)
+{
+    g->channels = algo == COLL_RING ? ring_channels(spec, nw, v) : 1;
+    if (!g->oom &&
+        reserve(g, spec->op, algo, v->root, spec->ranks_per_node, chunks))
+        g->oom = 1;
+    if (!g->oom)
+        coll_generate(g, spec->op, algo, v->root, spec->ranks_per_node, chunks);
+    return g->oom ? -1 : 0;
+}
+
+static void gen_free(coll_gen *g)
+{
+    free(g->lane);
+    free(g->last_step);
+    free(g->x);
+    free(g->ops);
+    free(g->next_msg);
+}
+
 int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
              coll_result *res, ps_err *err)
 {
@@ -1027,17 +1063,11 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     coll_gen g;
     memset(&g, 0, sizeof g);
     float *buf = NULL;
+    int algo;
+    int32_t chunks;
+    double pred;
     int rc = check_spec(spec, nw, &v, err);
-    if (rc)
-        goto fail;
-    int algo = spec->algorithm;
-    int32_t chunks = 1;
-    double pred = 0;
-    if (algo == COLL_AUTO)
-        rc = choose(spec, nw, &v, &algo, &pred, &chunks, err);
-    else
-        rc = predict(spec, nw, &v, algo, &pred, &chunks, err);
-    if (rc)
+    if (rc || (rc = pick(spec, nw, &v, &algo, &pred, &chunks, err)))
         goto fail;
     int32_t N = v.N;
     if (spec->data != COLL_DATA_NONE) {
@@ -1079,13 +1109,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if (g.lane[i] < 0)
             g.oom = 1;
     }
-    g.channels = algo == COLL_RING ? ring_channels(spec, nw, &v) : 1;
-    if (!g.oom &&
-        reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
-        g.oom = 1;
-    if (!g.oom)
-        coll_generate(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks);
-    if (g.oom) {
+    if (emit(&g, spec, nw, &v, algo, chunks)) {
         rc = ps_errf(err, "out of memory generating the programs");
         goto fail;
     }
@@ -1115,20 +1139,12 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if ((rc = data_run(spec, &v, &g, res->store_, res, err)))
             goto fail;
     }
-    free(g.lane);
-    free(g.last_step);
-    free(g.x);
-    free(g.ops);
-    free(g.next_msg);
+    gen_free(&g);
     view_free(&v);
     return PS_OK;
 fail:
     free(buf);
-    free(g.lane);
-    free(g.last_step);
-    free(g.x);
-    free(g.ops);
-    free(g.next_msg);
+    gen_free(&g);
     view_free(&v);
     coll_result_free(res);
     return rc;
@@ -1143,17 +1159,13 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     view v;
     coll_gen g;
     memset(&g, 0, sizeof g);
+    int algo;
+    int32_t chunks;
+    double pred;
     int rc = check_spec(spec, nw, &v, err);
     if (rc)
         return rc;
-    int algo = spec->algorithm;
-    int32_t chunks = 1;
-    double pred = 0;
-    if (algo == COLL_AUTO)
-        rc = choose(spec, nw, &v, &algo, &pred, &chunks, err);
-    else
-        rc = predict(spec, nw, &v, algo, &pred, &chunks, err);
-    if (rc) {
+    if ((rc = pick(spec, nw, &v, &algo, &pred, &chunks, err))) {
         view_free(&v);
         return rc;
     }
@@ -1172,20 +1184,13 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
         g.lane[i] = lanes[i];
         g.last_step[i] = -1; /* never batched with the lane's earlier ops */
     }
-    g.channels = algo == COLL_RING ? ring_channels(spec, nw, &v) : 1;
-    if (!g.oom &&
-        reserve(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks))
-        g.oom = 1;
-    if (!g.oom)
-        coll_generate(&g, spec->op, algo, v.root, spec->ranks_per_node, chunks);
-    rc = g.oom ? ps_errf(err, "out of memory generating a collective") : 0;
+    rc = emit(&g, spec, nw, &v, algo, chunks)
+             ? ps_errf(err, "out of memory generating a collective")
+             : PS_OK;
     if (used)
         *used = algo;
     free(g.sent);
-    free(g.lane);
-    free(g.last_step);
-    free(g.ops);
-    free(g.next_msg);
+    gen_free(&g);
     view_free(&v);
     return rc;
 }

@@ -113,5 +113,8 @@ if $VG "$BIN" run "$TMP/dp.lua" -o "$TMP/dp.db" >/dev/null 2>&1 &&
     $VG "$BIN" export "$TMP/dp.db" 1 --format chrome -o "$TMP/dp.json" 2>"$TMP/e" &&
     grep -q '"grad sync bucket 0"' "$TMP/dp.json"; then ok; else
     bad "export of a dp run: $(cat "$TMP/e")"; fi
+# exposed_comm.sql lists both stages of the dp run
+[ "$(sqlite3 "$TMP/dp.db" <results/queries/exposed_comm.sql | wc -l)" -eq 2 ] && ok ||
+    bad "exposed_comm.sql: $(sqlite3 "$TMP/dp.db" <results/queries/exposed_comm.sql 2>&1 | head -n 3)"
 
 echo "$P passed, $F failed"

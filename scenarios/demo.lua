@@ -33,7 +33,7 @@ for _, s in ipairs{ { "gpipe", 1 }, { "1f1b", 1 }, { "interleaved", 2 } } do
     cluster = cluster, layers = layers, stages = 4, microbatches = 8,
     schedule = s[1], virtual_stages = s[2],
   }
-  ps.show(r)
+  ps.show(r, 120) -- summary line and ASCII Gantt, 120 columns wide
   print()
   runs[#runs + 1] = r
 end

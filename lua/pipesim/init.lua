@@ -220,8 +220,15 @@ function ps.run(spec)
   if math.type(v) ~= "integer" or v < 1 then
     error("ps.run: field 'virtual_stages' must be an integer >= 1, got " .. tostring(v), 2)
   end
-  local ok, layers = pcall(normalize_layers, spec.layers)
-  if not ok then error("ps.run: " .. layers, 2) end
+  -- The C core reads unit strings itself; only the weighted partitions
+  -- add up layer figures in Lua, so only they need numbers (this keeps a
+  -- sweep's per-run cost off the layer tables).
+  local ok, layers = true, spec.layers
+  local p = spec.partition
+  if p == "params" or p == "flops" or p == "time" then
+    ok, layers = pcall(normalize_layers, spec.layers)
+    if not ok then error("ps.run: " .. layers, 2) end
+  end
   local partition
   ok, partition = pcall(resolve_partition, spec, layers, stages * v)
   if not ok then error("ps.run: " .. partition, 2) end

@@ -8,19 +8,10 @@ local ps = {}
 ps.version = core.version
 ps.args = core.args()
 
-local function optional(name)
-  local ok, mod = pcall(require, name)
-  if ok then return mod end
-  if not tostring(mod):find("module '" .. name .. "' not found", 1, true) then
-    error(mod, 0)
-  end
-  return nil
-end
-
 ps.partition = require "pipesim.partition"
-ps.models = optional "pipesim.models"
-ps.clusters = optional "pipesim.clusters"
-ps.profile = optional "pipesim.profile"
+ps.models = require "pipesim.models"
+ps.clusters = require "pipesim.clusters"
+ps.profile = require "pipesim.profile"
 
 -- Fields each call accepts; anything else is a typo worth reporting.
 local RUN_FIELDS = {

@@ -50,6 +50,30 @@ static void die(const ps_err *err)
     exit(1);
 }
 
+/* A fresh database in /tmp; remove_temp_db deletes it and its WAL files. */
+static rec_db *open_temp_db(char *path)
+{
+    ps_err err;
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    rec_db *db = rec_open(path, &err);
+    if (!db)
+        die(&err);
+    return db;
+}
+
+static void remove_temp_db(const char *path)
+{
+    char side[64];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
 static void bench_pipeline(const pipeline_case *c)
 {
     int32_t nlayers = c->p * c->v;
@@ -115,13 +139,7 @@ static void bench_pipeline(const pipeline_case *c)
 
     /* full recording into a fresh database */
     char path[] = "/tmp/pipesim-bench-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd >= 0)
-        close(fd);
-    unlink(path);
-    rec_db *db = rec_open(path, &err);
-    if (!db)
-        die(&err);
+    rec_db *db = open_temp_db(path);
     int64_t rows = 0;
     for (int i = 0; i < REPS; i++) {
         double t0 = now();
@@ -144,12 +162,7 @@ static void bench_pipeline(const pipeline_case *c)
         rows = rec_query_int(q, 0);
     rec_query_free(q);
     rec_close(db, NULL);
-    unlink(path);
-    char wal[64];
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    unlink(wal);
-    snprintf(wal, sizeof wal, "%s-shm", path);
-    unlink(wal);
+    remove_temp_db(path);
 
     double off = median(t_off, REPS), eng_t = median(t_eng, REPS),
            on = median(t_on, REPS);
@@ -196,13 +209,7 @@ static void bench_allreduce(int32_t n, int reps)
         coll_result_free(&res);
     }
     char path[] = "/tmp/pipesim-bench-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd >= 0)
-        close(fd);
-    unlink(path);
-    rec_db *db = rec_open(path, &err);
-    if (!db)
-        die(&err);
+    rec_db *db = open_temp_db(path);
     for (int i = 0; i < reps; i++) {
         double t0 = now();
         if (coll_run(&spec, nw, eng, ps, &res, &err))
@@ -227,12 +234,7 @@ static void bench_allreduce(int32_t n, int reps)
         coll_result_free(&res);
     }
     rec_close(db, NULL);
-    unlink(path);
-    char side[64];
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
+    remove_temp_db(path);
     double first = t_off[0]; /* a fresh process: pages not yet touched */
     double off = median(t_off, reps), on = median(t_on, reps);
     printf("%6d %10lld %10.3f %8.3f %8.3f %9.2f %8.3f %9.2f\n", (int)n,

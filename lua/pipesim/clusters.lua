@@ -3,6 +3,7 @@
 -- each figure names its source. Bandwidths are per direction: a link
 -- carries one direction's traffic at this rate (DESIGN.md, links).
 local check = require "pipesim.argcheck"
+local core = require "pipesim.core"
 
 local M = {}
 
@@ -78,19 +79,26 @@ local function lookup(name, what)
     return DEVICES[key]
 end
 
-local function merge(t, overrides, what)
+-- The tables inside a cluster that overrides merge into field by field,
+-- and the list of known fields (core.fields, the binding's) of each.
+local NESTED = { device = "device", intra = "link", inter = "link", link = "link" }
+
+-- Merges overrides into t (a fresh table): fields are checked against the
+-- same lists ps.cluster uses (`list` names one), so a typo in an override
+-- is "dgx: overrides.device: unknown field 'eficiency' (did you mean
+-- 'efficiency'?)" rather than a silent no-op.
+local function merge(t, overrides, what, list)
     if overrides == nil then return t end
     if type(overrides) ~= "table" then
-        check.fail("%s: overrides must be a table, got %s", what, type(overrides))
+        check.fail("%s must be a table, got %s", what, type(overrides))
     end
+    check.known_fields(overrides, core.fields[list], what)
     for k, v in pairs(overrides) do
-        if t[k] == nil then
-            check.fail("%s: unknown field %s (known: %s)", what, check.show(k), check.keys(t))
-        end
-        if type(v) == "table" and type(t[k]) == "table" then
+        local sub_list = list == "cluster" and NESTED[k]
+        if sub_list and type(v) == "table" and type(t[k]) == "table" then
             local sub = {}
             for kk, vv in pairs(t[k]) do sub[kk] = vv end
-            t[k] = merge(sub, v, what .. "." .. k)
+            t[k] = merge(sub, v, what .. "." .. k, sub_list)
         else
             t[k] = v
         end
@@ -103,7 +111,7 @@ end
 M.device = check.public(function(name, overrides)
     local d = lookup(name, "device")
     return merge({ name = d.name, flops = d.flops, memory = d.memory,
-                   efficiency = d.efficiency }, overrides, "device")
+                   efficiency = d.efficiency }, overrides, "device: overrides", "device")
 end)
 
 -- dgx(name, nodes, overrides) -> a ps.cluster table of `nodes` 8-GPU nodes:
@@ -122,7 +130,7 @@ M.dgx = check.public(function(name, nodes, overrides)
         intra = { bandwidth = d.nvlink, latency = INTRA_LATENCY },
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
-    }, overrides, "dgx")
+    }, overrides, "dgx: overrides", "cluster")
 end)
 
 -- Names for listings: { "A100 80GB SXM", "H100 SXM", "H200 SXM" }.

@@ -13,57 +13,15 @@ ps.models = require "pipesim.models"
 ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
 
--- Fields each call accepts; anything else is a typo worth reporting.
-local RUN_FIELDS = {
-  name = true, cluster = true, layers = true, stages = true,
-  partition = true, schedule = true, microbatches = true,
-  virtual_stages = true, checkpoint = true, p2p = true, record = true,
-  memory = true, ranks = true, db = true, dp = true, placement = true,
-  grad_sync = true, zero = true, optimizer_time = true,
-}
-local CLUSTER_FIELDS = {
-  ranks = true, device = true, devices = true, link = true,
-  nodes = true, gpus_per_node = true, intra = true, inter = true,
-  nics_per_node = true, oversubscription = true, links = true,
-  sharing = true, switches = true, name = true,
-}
+-- Every field of ps.run, ps.cluster and ps.collective, at every depth, is
+-- checked by the C binding (core/bind_check.c; the lists of known fields
+-- are in core/bind_fields.c, also visible as core.fields). This module
+-- only fills defaults and resolves partitions, which the binding asks for
+-- once the fields they read are checked.
 
-local function closest(word, fields)
-  local best, best_d
-  for f in pairs(fields) do
-    -- edit distance, small strings only
-    local a, b = word, f
-    local prev = {}
-    for j = 0, #b do prev[j] = j end
-    for i = 1, #a do
-      local cur = { [0] = i }
-      for j = 1, #b do
-        local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
-        cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-      end
-      prev = cur
-    end
-    if not best_d or prev[#b] < best_d or (prev[#b] == best_d and f < best) then
-      best, best_d = f, prev[#b]
-    end
-  end
-  if best_d and best_d <= math.max(2, #word // 3) then return best end
-end
-
-local function check_fields(fn, spec, fields)
+local function expect_table(fn, spec)
   if type(spec) ~= "table" then
     error(fn .. ": expected a table of fields, got " .. type(spec), 3)
-  end
-  local names = {}
-  for k in pairs(spec) do
-    if type(k) ~= "string" or not fields[k] then names[#names + 1] = tostring(k) end
-  end
-  table.sort(names)
-  if #names > 0 then
-    local k = names[1]
-    local hint = closest(k, fields)
-    error(string.format("%s: unknown field '%s'%s", fn, k,
-      hint and (" (did you mean '" .. hint .. "'?)") or ""), 3)
   end
 end
 
@@ -76,7 +34,7 @@ local function call(fn, f, ...)
 end
 
 function ps.cluster(spec)
-  check_fields("ps.cluster", spec, CLUSTER_FIELDS)
+  expect_table("ps.cluster", spec)
   local c = call("ps.cluster", core.cluster, spec)
   return c -- not a tail call: `call` blames the caller two frames up
 end
@@ -120,12 +78,6 @@ local function normalize_layers(layers)
 end
 
 local function resolve_partition(spec, layers, nstages)
-  if nstages > #layers then
-    local v = spec.virtual_stages or 1
-    error(string.format("%d stages%s but only %d layers", nstages,
-      v > 1 and string.format(" (stages %d x virtual_stages %d)", spec.stages, v) or "",
-      #layers), 0)
-  end
   local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, {
     flops_rate = spec.cluster and spec.cluster.flops_rate,
   })
@@ -133,14 +85,19 @@ local function resolve_partition(spec, layers, nstages)
   return counts
 end
 
-local function json(v, out)
+-- JSON text of v appended to out. seen holds the tables being written: a
+-- table inside itself is an error, not a stack overflow.
+local function json(v, out, seen)
   local t = type(v)
   if t == "table" then
+    seen = seen or {}
+    if seen[v] then error("a table contains itself (cyclic tables cannot be recorded)", 0) end
+    seen[v] = true
     if #v > 0 or next(v) == nil then
       out[#out + 1] = "["
       for i = 1, #v do
         if i > 1 then out[#out + 1] = "," end
-        json(v[i], out)
+        json(v[i], out, seen)
       end
       out[#out + 1] = "]"
     else
@@ -151,10 +108,11 @@ local function json(v, out)
       for i, k in ipairs(keys) do
         if i > 1 then out[#out + 1] = "," end
         out[#out + 1] = string.format("%q:", k)
-        json(v[k] == nil and v[tonumber(k)] or v[k], out)
+        json(v[k] == nil and v[tonumber(k)] or v[k], out, seen)
       end
       out[#out + 1] = "}"
     end
+    seen[v] = nil
   elseif t == "number" then
     if v ~= v or v == math.huge or v == -math.huge then
       out[#out + 1] = "null"
@@ -193,57 +151,35 @@ local function params_json(spec, partition)
 end
 
 function ps.run(spec)
-  check_fields("ps.run", spec, RUN_FIELDS)
-  if type(spec.layers) ~= "table" or #spec.layers == 0 then
-    error("ps.run: missing field 'layers' (a list of layer tables)", 2)
-  end
-  local stages = spec.stages
-  if stages == nil then
-    error("ps.run: missing field 'stages' (pipeline stages, one per rank)", 2)
-  end
-  if math.type(stages) ~= "integer" or stages < 1 then
-    error("ps.run: field 'stages' must be an integer >= 1, got " .. tostring(stages), 2)
-  end
-  if spec.microbatches == nil then
-    error("ps.run: missing field 'microbatches'", 2)
-  end
-  local v = spec.virtual_stages or 1
-  if math.type(v) ~= "integer" or v < 1 then
-    error("ps.run: field 'virtual_stages' must be an integer >= 1, got " .. tostring(v), 2)
-  end
-  -- The C core reads unit strings itself; only the weighted partitions
-  -- add up layer figures in Lua, so only they need numbers (this keeps a
-  -- sweep's per-run cost off the layer tables).
-  local ok, layers = true, spec.layers
-  local p = spec.partition
-  if p == "params" or p == "flops" or p == "time" then
-    ok, layers = pcall(normalize_layers, spec.layers)
-    if not ok then error("ps.run: " .. layers, 2) end
-  end
-  local partition
-  ok, partition = pcall(resolve_partition, spec, layers, stages * v)
-  if not ok then error("ps.run: " .. partition, 2) end
+  expect_table("ps.run", spec)
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
-  args.layers = layers
-  args.partition = partition
+  -- core.run checks every field, then calls this with the number of
+  -- stages (stages x virtual_stages) for the counts per stage
+  args.partition = function(nstages)
+    -- The C core reads unit strings itself; only the weighted partitions
+    -- add up layer figures in Lua, so only they need numbers (this keeps
+    -- a sweep's per-run cost off the layer tables).
+    local ok, layers = true, spec.layers
+    local p = spec.partition
+    if p == "params" or p == "flops" or p == "time" then
+      ok, layers = pcall(normalize_layers, spec.layers)
+      if not ok then error(layers, 0) end
+    end
+    local partition = resolve_partition(spec, layers, nstages)
+    args.params_json = function() return params_json(spec, partition) end
+    return partition
+  end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
   end
-  args.params_json = params_json(spec, partition)
   local r = call("ps.run", core.run, args)
   r.db = spec.db
   return r
 end
 
 -- ps.collective: one collective on a cluster (core/bind_collective.c).
-local COLLECTIVE_FIELDS = {
-  cluster = true, op = true, algorithm = true, bytes = true, ranks = true,
-  root = true, verify = true, data = true, seed = true, name = true,
-  record = true, candidates = true, chunks = true, p2p = true, db = true,
-  ranks_per_node = true,
-}
 
 -- The inputs of a collective as JSON for run.params: the cluster by its
 -- shape and name (the `topology` key, which results/queries/crossover.sql
@@ -270,10 +206,11 @@ local function collective_params(spec)
 end
 
 function ps.collective(spec)
-  check_fields("ps.collective", spec, COLLECTIVE_FIELDS)
+  expect_table("ps.collective", spec)
   local args = {}
   for k, v in pairs(spec) do args[k] = v end
-  args.params_json = collective_params(spec)
+  -- called by core.collective once every field is checked
+  args.params_json = function() return collective_params(spec) end
   local r = call("ps.collective", core.collective, args)
   r.db = spec.db
   return r

@@ -166,8 +166,8 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                            "partition needs more than the %d layers of "
                            "the model",
                            (int)cfg->nlayers);
-        /* a stage's time is taken on replica 0's device; a straggler in
-         * another replica slows only its own copy through the engine */
+        /* rows and gradient buckets from replica 0's device; each
+         * replica's compute times below from its own */
         int32_t rank = cluster_rank(cfg, s % cfg->p, 0);
         double rate = cfg->device_rate[rank];
         ctx->stage_first[s] = first;
@@ -207,6 +207,22 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
     if (first != cfg->nlayers)
         return ps_errf(err, "partition sums to %d layers but the model has %d",
                        (int)first, (int)cfg->nlayers);
+    /* replica j's stages at j * nstages: the same layers timed on its own
+     * devices, so a straggler in any replica slows its copy (and, through
+     * the gradient sync, the step) */
+    for (int32_t j = 1; j < cfg->dp; j++)
+        for (int32_t s = 0; s < nstages; s++) {
+            double rate = cfg->device_rate[cluster_rank(cfg, s % cfg->p, j)];
+            sched_stage st = ctx->stages[s];
+            st.fwd = st.bwd = 0;
+            for (int32_t i = ctx->stage_first[s];
+                 i < ctx->stage_first[s] + ctx->stage_count[s]; i++) {
+                st.fwd += layer_fwd(&cfg->layers[i], rate);
+                st.bwd += layer_bwd(&cfg->layers[i], rate);
+            }
+            st.recompute = st.fwd;
+            ctx->stages[j * nstages + s] = st;
+        }
     return PS_OK;
 }
 
@@ -217,11 +233,14 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
 {
     int32_t nstages = cfg->p * cfg->v;
     const sched_stage *s0 = &ctx->stages[0];
+    for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
+        const sched_stage *x = &ctx->stages[s];
+        if (fabs(x->fwd - s0->fwd) > 1e-12 * s0->fwd ||
+            fabs(x->bwd - s0->bwd) > 1e-12 * s0->bwd)
+            return 0;
+    }
     for (int32_t s = 0; s < nstages; s++) {
         const sched_stage *st = &ctx->stages[s];
-        if (fabs(st->fwd - s0->fwd) > 1e-12 * s0->fwd ||
-            fabs(st->bwd - s0->bwd) > 1e-12 * s0->bwd)
-            return 0;
         for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
             int32_t a = cluster_rank(cfg, s % cfg->p, j);
             int32_t b = cluster_rank(cfg, (s + 1) % cfg->p, j);
@@ -360,7 +379,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
                            (int)(k % cfg->p), (int)(k / cfg->p), (int)cr,
                            (int)nranks);
     }
-    if (size_buffers(ctx, nstages, n, nranks, cfg->nlayers))
+    /* stage buffers hold every replica's stage costs (build_stages) */
+    if ((int64_t)nstages * cfg->dp > INT32_MAX ||
+        size_buffers(ctx, nstages * cfg->dp, n, nranks, cfg->nlayers))
         return ps_errf(err, "out of memory");
     if (build_stages(ctx, cfg, err))
         return PS_ERR;
@@ -401,7 +422,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     prog_reset(ctx->ps, nranks);
     int32_t *identity = NULL;
     for (int32_t j = 0; j < cfg->dp; j++) {
-        /* each replica's pipeline is the same schedule on its own ranks */
+        /* each replica's pipeline is the same schedule on its own ranks,
+         * timed on their devices */
+        spec.stages = ctx->stages + (size_t)j * nstages;
         if (cfg->rank_of) {
             spec.rank_of = cfg->rank_of + j * cfg->p;
         } else if (j > 0 || cfg->dp > 1) {

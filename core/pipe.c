@@ -316,8 +316,11 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     res->exposed_comm = ctx->exposed;
 }
 
+/* Writes the run; error != NULL records it as failed (summary level, no
+ * rank rows; stage rows only when with_stages). */
 static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
-                  rec_db *db, pipe_result *res, const char *error, ps_err *err)
+                  rec_db *db, pipe_result *res, const char *error,
+                  int with_stages, ps_err *err)
 {
     double max_peak = 0;
     for (int32_t k = 0; k < res->n && !error; k++)
@@ -344,7 +347,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     rec_payload pl = {
         .run = &run,
         .stages = ctx->stage_rows,
-        .nstages = cfg->p * cfg->v,
+        .nstages = with_stages ? cfg->p * cfg->v : 0,
         .ranks = error ? NULL : ctx->rank_rows,
         .nranks = error ? 0 : res->n,
         .progs = ctx->ps,
@@ -354,10 +357,11 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     return rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
 }
 
-int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
-             pipe_result *res, ps_err *err)
+/* Everything of pipe_run but the recording. *built is set once the stage
+ * rows are complete (a failed run records them when they are). */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+                    pipe_result *res, int *built, ps_err *err)
 {
-    memset(res, 0, sizeof *res);
     res->closed_form_bubble = NAN;
     res->imbalance = NAN;
     res->over_capacity = -1;
@@ -385,6 +389,7 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         return ps_errf(err, "out of memory");
     if (build_stages(ctx, cfg, err))
         return PS_ERR;
+    *built = 1;
 
     /* static memory: weights, gradients, optimizer state of the rank's
      * parameters (ZeRO paper accounting, Rajbhandari et al. 2020: 2 + 2 + 12
@@ -464,19 +469,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         rc = dp_lower(&dc, ctx->ps, nw, err);
     if (rc == PS_OK)
         rc = prog_seal(ctx->ps, err);
-    if (rc == PS_OK &&
-        eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err)) {
-        rc = PS_ERR;
-        if (db) {
-            ps_err rec_err;
-            char msg[sizeof err->msg];
-            memcpy(msg, err->msg, sizeof msg);
-            res->n = n;
-            if (record(ctx, cfg, nw, db, res, msg, &rec_err))
-                ps_errf(err, "%s (and recording the failure failed: %s)", msg,
-                        rec_err.msg);
-        }
-    }
+    if (rc == PS_OK)
+        rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
     if (rc == PS_OK)
         rc =
             mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err);
@@ -485,9 +479,30 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         if (is_uniform(ctx, cfg, nw))
             res->closed_form_bubble =
                 pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
-        if (db)
-            rc = record(ctx, cfg, nw, db, res, NULL, err);
     }
     free(identity);
     return rc;
+}
+
+/* One rule for every failure once the run has its inputs (README, "The
+ * results database"): a failed run is recorded as a run row with status
+ * 'failed' and the message, never with a timeline that could pass for a
+ * complete one. */
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
+             pipe_result *res, ps_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int built = 0;
+    int rc = simulate(ctx, cfg, nw, res, &built, err);
+    if (!db)
+        return rc;
+    if (rc == PS_OK)
+        return record(ctx, cfg, nw, db, res, NULL, 1, err);
+    ps_err rec_err;
+    char msg[sizeof err->msg];
+    memcpy(msg, err->msg, sizeof msg);
+    if (record(ctx, cfg, nw, db, res, msg, built, &rec_err))
+        ps_errf(err, "%s (and recording the failure failed: %s)", msg,
+                rec_err.msg);
+    return PS_ERR;
 }

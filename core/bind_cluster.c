@@ -52,7 +52,15 @@ static int cluster_index(lua_State *L)
         lua_pushnumber(L, c->memory[0]); /* rank 0's capacity, bytes */
     else if (strcmp(k, "flops_rate") == 0 && !isnan(c->rate[0]))
         lua_pushnumber(L, c->rate[0]); /* rank 0's peak x efficiency */
-    else if (strcmp(k, "nodes") == 0)
+    else if (strcmp(k, "flops_rates") == 0) {
+        /* every rank's peak x efficiency, [r + 1] for rank r (NaN:
+         * unknown), for partition = "time" */
+        lua_createtable(L, c->nranks, 0);
+        for (int32_t r = 0; r < c->nranks; r++) {
+            lua_pushnumber(L, c->rate[r]);
+            lua_rawseti(L, -2, r + 1);
+        }
+    } else if (strcmp(k, "nodes") == 0)
         lua_pushinteger(L, c->nodes);
     else if (strcmp(k, "nics_per_node") == 0 && c->nics_per_node > 0)
         lua_pushinteger(L, c->nics_per_node);
@@ -117,11 +125,12 @@ bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
     return c;
 }
 
-/* Checks the fields of the device table at idx (named path in messages):
- * flops > 0, efficiency in (0, 1], memory >= 0, each read into its out
- * value when present. */
-static void check_device(lua_State *L, int idx, const char *path, double *flops,
-                         double *eff, double *mem)
+/* Reads a device table at idx (path names it in messages): its peak
+ * *flops, *eff and *memory keep their values where the table does not set
+ * them, so a per-rank override inherits every field it leaves out
+ * (efficiency included). flops > 0, efficiency in (0, 1], memory >= 0. */
+static void read_device(lua_State *L, int idx, const char *path, double *flops,
+                        double *eff, double *memory)
 {
     char name[64];
     bind_check_fields(L, idx, path, bind_fields_device);
@@ -135,17 +144,8 @@ static void check_device(lua_State *L, int idx, const char *path, double *flops,
         bind_field_error(L, name, "must be in (0, 1]", -1);
     }
     bind_quantity_min(L, idx, bind_join(name, sizeof name, path, "memory"),
-                      UNIT_BYTES, 0, 0, mem);
+                      UNIT_BYTES, 0, 0, memory);
     bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
-}
-
-/* Reads a device table at idx into *rate and *memory. */
-static void read_device(lua_State *L, int idx, double *rate, double *memory)
-{
-    double flops = NAN, eff = 1.0, mem = 0;
-    check_device(L, idx, "device", &flops, &eff, &mem);
-    *rate = flops * eff;
-    *memory = mem;
 }
 
 /* Raises "field 'name' must be positive, got 5 B/s" style errors. */
@@ -200,23 +200,22 @@ static int has_field(lua_State *L, int idx, const char *name)
 static void read_devices(lua_State *L, bind_cluster *c)
 {
     int top = lua_gettop(L);
-    double rate = NAN, memory = 0;
+    double flops = NAN, eff = 1.0, memory = 0;
     if (bind_table(L, 1, "device",
                    "such as { flops = \"989 TFLOPS\", memory = \"80 GB\" } "
                    "or ps.clusters.device(\"H100\")"))
-        read_device(L, lua_gettop(L), &rate, &memory);
+        read_device(L, lua_gettop(L), "device", &flops, &eff, &memory);
     lua_settop(L, top);
     for (int32_t r = 0; r < c->nranks; r++) {
-        c->rate[r] = rate;
+        c->rate[r] = flops * eff;
         c->memory[r] = memory;
     }
     if (bind_table(L, 1, "devices",
                    "of rank = { flops = ..., efficiency = ... }")) {
         lua_pushnil(L);
         while (lua_next(L, top + 1)) {
-            int ok;
-            lua_Integer r = lua_tointegerx(L, -2, &ok);
-            if (!ok || r < 0 || r >= c->nranks)
+            lua_Integer r = lua_tointeger(L, -2);
+            if (!lua_isinteger(L, -2) || r < 0 || r >= c->nranks)
                 luaL_error(L,
                            "field 'devices': key %s is not a rank of this "
                            "cluster (0..%d)",
@@ -225,13 +224,11 @@ static void read_devices(lua_State *L, bind_cluster *c)
             snprintf(path, sizeof path, "devices[%d]", (int)r);
             if (!lua_istable(L, -1))
                 bind_field_error(L, path, "must be a table", -1);
-            double rr = c->rate[r], mm = c->memory[r];
-            /* an override inherits what it does not set */
-            double f = NAN, e = 1.0;
-            check_device(L, lua_gettop(L), path, &f, &e, &mm);
-            if (!isnan(f))
-                rr = f * e;
-            c->rate[r] = rr;
+            /* an override starts from `device` and changes what it sets:
+             * { flops = ... } keeps the cluster's efficiency and memory */
+            double f = flops, e = eff, mm = memory;
+            read_device(L, lua_gettop(L), path, &f, &e, &mm);
+            c->rate[r] = f * e;
             c->memory[r] = mm;
             lua_pop(L, 1);
         }

@@ -73,9 +73,12 @@ typedef struct pipe_result {
     double *peak_memory;  /* bytes */
     double *t_peak;
     double *static_memory;
-    double *exposed_comm;  /* seconds waiting on gradient sync (0 if none) */
-    int32_t over_capacity; /* first entry whose peak exceeds its device
-                              memory, or -1 */
+    double *exposed_comm; /* seconds waiting on gradient sync (0 if none) */
+    double *capacity;     /* device memory in bytes, 0: unknown */
+    /* YES when every entry's peak is within a known capacity, NO when
+     * one exceeds its capacity, else UNKNOWN; nover entries exceed */
+    enum rec_fits fits;
+    int32_t nover;
     eng_result eng;
 } pipe_result;
 

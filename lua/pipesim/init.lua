@@ -321,8 +321,14 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  local text = call("ps.show", core.report, r and r.db, r and r.id, width or 100)
+  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width or 100)
+  if not ok then error("ps.show: " .. tostring(text), 2) end
   io.write(text)
+  if warnings ~= "" then
+    -- "pipesim: warning: run 3: rank 2 needs 402.1 GiB, device has 80 GiB"
+    io.stdout:flush()
+    io.stderr:write(warnings)
+  end
 end
 
 -- Percent formatting used by scenarios' tables.

@@ -166,8 +166,8 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                            "partition needs more than the %d layers of "
                            "the model",
                            (int)cfg->nlayers);
-        /* a stage's time is taken on replica 0's device; a straggler in
-         * another replica slows only its own copy through the engine */
+        /* rows and gradient buckets from replica 0's device; each
+         * replica's compute times below from its own */
         int32_t rank = cluster_rank(cfg, s % cfg->p, 0);
         double rate = cfg->device_rate[rank];
         ctx->stage_first[s] = first;
@@ -207,6 +207,22 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
     if (first != cfg->nlayers)
         return ps_errf(err, "partition sums to %d layers but the model has %d",
                        (int)first, (int)cfg->nlayers);
+    /* replica j's stages at j * nstages: the same layers timed on its own
+     * devices, so a straggler in any replica slows its copy (and, through
+     * the gradient sync, the step) */
+    for (int32_t j = 1; j < cfg->dp; j++)
+        for (int32_t s = 0; s < nstages; s++) {
+            double rate = cfg->device_rate[cluster_rank(cfg, s % cfg->p, j)];
+            sched_stage st = ctx->stages[s];
+            st.fwd = st.bwd = 0;
+            for (int32_t i = ctx->stage_first[s];
+                 i < ctx->stage_first[s] + ctx->stage_count[s]; i++) {
+                st.fwd += layer_fwd(&cfg->layers[i], rate);
+                st.bwd += layer_bwd(&cfg->layers[i], rate);
+            }
+            st.recompute = st.fwd;
+            ctx->stages[j * nstages + s] = st;
+        }
     return PS_OK;
 }
 
@@ -217,11 +233,14 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
 {
     int32_t nstages = cfg->p * cfg->v;
     const sched_stage *s0 = &ctx->stages[0];
+    for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
+        const sched_stage *x = &ctx->stages[s];
+        if (fabs(x->fwd - s0->fwd) > 1e-12 * s0->fwd ||
+            fabs(x->bwd - s0->bwd) > 1e-12 * s0->bwd)
+            return 0;
+    }
     for (int32_t s = 0; s < nstages; s++) {
         const sched_stage *st = &ctx->stages[s];
-        if (fabs(st->fwd - s0->fwd) > 1e-12 * s0->fwd ||
-            fabs(st->bwd - s0->bwd) > 1e-12 * s0->bwd)
-            return 0;
         for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
             int32_t a = cluster_rank(cfg, s % cfg->p, j);
             int32_t b = cluster_rank(cfg, (s + 1) % cfg->p, j);
@@ -297,8 +316,11 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     res->exposed_comm = ctx->exposed;
 }
 
+/* Writes the run; error != NULL records it as failed (summary level, no
+ * rank rows; stage rows only when with_stages). */
 static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
-                  rec_db *db, pipe_result *res, const char *error, ps_err *err)
+                  rec_db *db, pipe_result *res, const char *error,
+                  int with_stages, ps_err *err)
 {
     double max_peak = 0;
     for (int32_t k = 0; k < res->n && !error; k++)
@@ -325,7 +347,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     rec_payload pl = {
         .run = &run,
         .stages = ctx->stage_rows,
-        .nstages = cfg->p * cfg->v,
+        .nstages = with_stages ? cfg->p * cfg->v : 0,
         .ranks = error ? NULL : ctx->rank_rows,
         .nranks = error ? 0 : res->n,
         .progs = ctx->ps,
@@ -335,10 +357,11 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     return rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
 }
 
-int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
-             pipe_result *res, ps_err *err)
+/* Everything of pipe_run but the recording. *built is set once the stage
+ * rows are complete (a failed run records them when they are). */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+                    pipe_result *res, int *built, ps_err *err)
 {
-    memset(res, 0, sizeof *res);
     res->closed_form_bubble = NAN;
     res->imbalance = NAN;
     res->over_capacity = -1;
@@ -360,10 +383,13 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
                            (int)(k % cfg->p), (int)(k / cfg->p), (int)cr,
                            (int)nranks);
     }
-    if (size_buffers(ctx, nstages, n, nranks, cfg->nlayers))
+    /* stage buffers hold every replica's stage costs (build_stages) */
+    if ((int64_t)nstages * cfg->dp > INT32_MAX ||
+        size_buffers(ctx, nstages * cfg->dp, n, nranks, cfg->nlayers))
         return ps_errf(err, "out of memory");
     if (build_stages(ctx, cfg, err))
         return PS_ERR;
+    *built = 1;
 
     /* static memory: weights, gradients, optimizer state of the rank's
      * parameters (ZeRO paper accounting, Rajbhandari et al. 2020: 2 + 2 + 12
@@ -401,7 +427,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     prog_reset(ctx->ps, nranks);
     int32_t *identity = NULL;
     for (int32_t j = 0; j < cfg->dp; j++) {
-        /* each replica's pipeline is the same schedule on its own ranks */
+        /* each replica's pipeline is the same schedule on its own ranks,
+         * timed on their devices */
+        spec.stages = ctx->stages + (size_t)j * nstages;
         if (cfg->rank_of) {
             spec.rank_of = cfg->rank_of + j * cfg->p;
         } else if (j > 0 || cfg->dp > 1) {
@@ -441,19 +469,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         rc = dp_lower(&dc, ctx->ps, nw, err);
     if (rc == PS_OK)
         rc = prog_seal(ctx->ps, err);
-    if (rc == PS_OK &&
-        eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err)) {
-        rc = PS_ERR;
-        if (db) {
-            ps_err rec_err;
-            char msg[sizeof err->msg];
-            memcpy(msg, err->msg, sizeof msg);
-            res->n = n;
-            if (record(ctx, cfg, nw, db, res, msg, &rec_err))
-                ps_errf(err, "%s (and recording the failure failed: %s)", msg,
-                        rec_err.msg);
-        }
-    }
+    if (rc == PS_OK)
+        rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
     if (rc == PS_OK)
         rc =
             mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err);
@@ -462,9 +479,30 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         if (is_uniform(ctx, cfg, nw))
             res->closed_form_bubble =
                 pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
-        if (db)
-            rc = record(ctx, cfg, nw, db, res, NULL, err);
     }
     free(identity);
     return rc;
+}
+
+/* One rule for every failure once the run has its inputs (README, "The
+ * results database"): a failed run is recorded as a run row with status
+ * 'failed' and the message, never with a timeline that could pass for a
+ * complete one. */
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
+             pipe_result *res, ps_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int built = 0;
+    int rc = simulate(ctx, cfg, nw, res, &built, err);
+    if (!db)
+        return rc;
+    if (rc == PS_OK)
+        return record(ctx, cfg, nw, db, res, NULL, 1, err);
+    ps_err rec_err;
+    char msg[sizeof err->msg];
+    memcpy(msg, err->msg, sizeof msg);
+    if (record(ctx, cfg, nw, db, res, msg, built, &rec_err))
+        ps_errf(err, "%s (and recording the failure failed: %s)", msg,
+                rec_err.msg);
+    return PS_ERR;
 }

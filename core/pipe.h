@@ -88,8 +88,10 @@ void pipe_ctx_free(pipe_ctx *ctx);
 
 /* Runs one training step. nw must span every cluster rank used; db may be
  * NULL (nothing recorded). Result arrays stay valid until the next call on
- * ctx. On a deadlock or bad input the run is recorded with status 'failed'
- * (when db is given) and the error returned. */
+ * ctx. Any failure (bad input, a schedule that does not check, a deadlock,
+ * a deadline) is recorded, when db is given, as a run row with status
+ * 'failed' and the message, and the error returned; if recording it fails
+ * too, nothing of the run remains and the message says so. */
 int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
              pipe_result *res, ps_err *err);
 

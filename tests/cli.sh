@@ -157,4 +157,55 @@ if $VG "$BIN" run "$TMP/dp.lua" -o "$TMP/dp.db" >/dev/null 2>&1 &&
 [ "$(sqlite3 "$TMP/dp.db" <results/queries/exposed_comm.sql | wc -l)" -eq 2 ] && ok ||
     bad "exposed_comm.sql: $(sqlite3 "$TMP/dp.db" <results/queries/exposed_comm.sql 2>&1 | head -n 3)"
 
+# One rule for failed runs (README, "The results database"): every run that
+# fails once its fields have been read leaves a run row with status 'failed'
+# and its message, pipeline or collective alike, and no timeline; a mistake
+# found while reading the fields leaves no row at all.
+cat >"$TMP/failed.lua" <<'LUA'
+local ps = require "pipesim"
+local l = { { fwd_time = 1, out_bytes = 8 }, { fwd_time = 1, out_bytes = 8 } }
+local c = ps.cluster{ ranks = 4, link = { bandwidth = "25 GB/s", latency = "5 us" } }
+local function fails(f, want)
+  local ok, msg = pcall(f)
+  assert(not ok, "expected a failure: " .. want)
+  assert(msg:find(want, 1, true), msg)
+end
+ps.run{ layers = l, stages = 2, microbatches = 2, name = "ok" }
+fails(function() ps.run{ layers = l, stages = 2, microbatches = 2, name = "deadlock",
+  schedule = { { "F0", "F1", "B0", "B1" }, { "F1", "F0", "B1", "B0" } } } end, "deadlock at t=")
+fails(function() ps.run{ layers = l, stages = 2, microbatches = 2, name = "bad schedule",
+  schedule = { { "F0", "F1", "B0", "B1" }, { "F0", "F1", "B1" } } } end, "B0 is missing")
+fails(function() ps.run{ layers = l, stages = 2, microbatches = 2, p2p = "bogus" } end,
+  "unknown mode 'bogus'")
+fails(function() ps.collective{ cluster = c, op = "broadcast", bytes = 64,
+  ranks = { 0, 1 }, root = 3, name = "bad root" } end, "root")
+fails(function() ps.collective{ cluster = c, op = "allreduce", bytes = 64, name = "bad data",
+  data = function(rank, i) return "x" end } end, "returned a string")
+fails(function() ps.collective{ cluster = c, op = "allreduce", bytes = 64, algorithm = "rign" } end,
+  "unknown allreduce algorithm")
+ps.collective{ cluster = c, op = "allreduce", bytes = 64, name = "coll ok" }
+ps.collective{ cluster = c, op = "allreduce", bytes = 64, name = "last",
+  data = function(rank, i) error("no data") end }
+LUA
+rm -f "$TMP/failed.db"
+expect_fail "run $TMP/failed.lua -o $TMP/failed.db" "failed.lua:23: ps.collective: field 'data': data(0, 0) failed"
+got=$(sqlite3 "$TMP/failed.db" "SELECT group_concat(kind || ':' || name || ':' || status, ', ') FROM (SELECT * FROM run ORDER BY id)" 2>&1)
+want="pipeline:ok:ok, pipeline:deadlock:failed, pipeline:bad schedule:failed, collective:bad root:failed, collective:bad data:failed, collective:coll ok:ok, collective:last:failed"
+[ "$got" = "$want" ] && ok || bad "failed runs recorded: got '$got', want '$want'"
+# a failed run: its message, no makespan, no timeline; an ok run: no message
+got=$(sqlite3 "$TMP/failed.db" "SELECT count(*) FROM run WHERE (status = 'failed') != (error IS NOT NULL)
+  OR (status = 'failed' AND (makespan IS NOT NULL OR error = ''))
+  OR (status = 'ok' AND makespan IS NULL)" 2>&1)
+[ "$got" = 0 ] && ok || bad "failed rows carry the message and no makespan: $got"
+got=$(sqlite3 "$TMP/failed.db" "SELECT (SELECT count(*) FROM event WHERE run IN (SELECT id FROM run WHERE status = 'failed'))
+  + (SELECT count(*) FROM transfer WHERE run IN (SELECT id FROM run WHERE status = 'failed'))
+  + (SELECT count(*) FROM memory WHERE run IN (SELECT id FROM run WHERE status = 'failed'))
+  + (SELECT count(*) FROM link WHERE run IN (SELECT id FROM run WHERE status = 'failed'))
+  + (SELECT count(*) FROM collective WHERE run IN (SELECT id FROM run WHERE status = 'failed'))" 2>&1)
+[ "$got" = 0 ] && ok || bad "failed runs have no timeline rows: $got"
+got=$(sqlite3 "$TMP/failed.db" "SELECT (SELECT count(*) FROM event WHERE run = 1) > 0 AND (SELECT count(*) FROM transfer WHERE run = 6) > 0" 2>&1)
+[ "$got" = 1 ] && ok || bad "ok runs keep their timeline: $got"
+got=$(sqlite3 "$TMP/failed.db" "SELECT error FROM run WHERE name = 'bad data'" 2>&1)
+[ "$got" = "field 'data': data(0, 0) returned a string, expected a number" ] && ok || bad "failed run message: $got"
+
 echo "$P passed, $F failed"

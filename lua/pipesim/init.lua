@@ -119,6 +119,36 @@ local function normalize_layers(layers)
   return out or layers
 end
 
+-- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
+-- for rank r; nil entries unknown): the cluster rank it runs on by
+-- core/bind_run.c's placement (`ranks`, else "dp_inner" rank r * dp + j or
+-- "pp_inner" j * p + r for replica j), the slowest replica's device when
+-- dp > 1 (a stage's replicas all wait for the slowest at the gradient
+-- sync). Without a cluster every rate is unknown (measured times only).
+local function stage_rates(spec)
+  local c = spec.cluster
+  if type(c) ~= "userdata" then return nil end
+  local all = c.flops_rates
+  local p, dp = spec.stages, spec.dp or 1
+  if math.type(dp) ~= "integer" or dp < 1 then dp = 1 end
+  local ranks = type(spec.ranks) == "table" and spec.ranks or nil
+  local rates = {}
+  for r = 0, p - 1 do
+    local slowest
+    for j = 0, dp - 1 do
+      local cr
+      if ranks then cr = ranks[j * p + r + 1]
+      elseif spec.placement == "pp_inner" then cr = j * p + r
+      else cr = r * dp + j end
+      local x = math.type(cr) == "integer" and all[cr + 1] or nil
+      if x == nil or x ~= x then slowest = nil; break end
+      if not slowest or x < slowest then slowest = x end
+    end
+    rates[r + 1] = slowest or (0 / 0)
+  end
+  return rates
+end
+
 local function resolve_partition(spec, layers, nstages)
   if nstages > #layers then
     local v = spec.virtual_stages or 1
@@ -126,9 +156,12 @@ local function resolve_partition(spec, layers, nstages)
       v > 1 and string.format(" (stages %d x virtual_stages %d)", spec.stages, v) or "",
       #layers), 0)
   end
-  local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, {
-    flops_rate = spec.cluster and spec.cluster.flops_rate,
-  })
+  local opts = {}
+  if spec.partition == "time" then
+    opts.rates = stage_rates(spec)
+    opts.checkpoint = spec.checkpoint == true
+  end
+  local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, opts)
   if not ok then error(counts, 0) end
   return counts
 end

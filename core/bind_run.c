@@ -85,6 +85,13 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->act_bytes = layer_field(L, idx, i, "act_bytes", UNIT_BYTES, 0);
     l->out_bytes = layer_field(L, idx, i, "out_bytes", UNIT_BYTES, 0);
     l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
+    l->bwd_input_time =
+        layer_field(L, idx, i, "bwd_input_time", UNIT_SECONDS, -1);
+    l->bwd_weight_time =
+        layer_field(L, idx, i, "bwd_weight_time", UNIT_SECONDS, -1);
+    l->recompute_time =
+        layer_field(L, idx, i, "recompute_time", UNIT_SECONDS, -1);
+    l->kept_bytes = layer_field(L, idx, i, "kept_bytes", UNIT_BYTES, -1);
     l->name = bind_string(L, idx, "name");
     if (l->fwd_time < 0 && l->fwd_flops < 0)
         luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'", i);

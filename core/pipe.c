@@ -150,12 +150,33 @@ static double layer_bwd(const pipe_layer *l, double rate)
 {
     if (l->bwd_time >= 0)
         return l->bwd_time;
+    if (l->bwd_input_time >= 0 && l->bwd_weight_time >= 0)
+        return l->bwd_input_time + l->bwd_weight_time;
     if (l->bwd_flops >= 0 && l->fwd_time < 0)
         return l->bwd_flops / rate;
     return 2 * layer_fwd(l, rate); /* the usual 2x: dgrad + wgrad */
 }
 
 /* Fills ctx->stages and ctx->stage_rows from the layers and partition. */
+/* Recompute seconds and kept bytes of layers [first, first + count) under
+ * checkpointing (pipe_layer.recompute_time, kept_bytes); *kept < 0 when no
+ * layer gives kept_bytes (the stage keeps its input). */
+static void stage_recompute(const pipe_config *cfg, int32_t first,
+                            int32_t count, double rate, double *recompute,
+                            double *kept)
+{
+    double r = 0, k = 0;
+    int any = 0;
+    for (int32_t i = first; i < first + count; i++) {
+        const pipe_layer *l = &cfg->layers[i];
+        r += l->recompute_time >= 0 ? l->recompute_time : layer_fwd(l, rate);
+        any |= l->kept_bytes >= 0;
+        k += l->kept_bytes >= 0 ? l->kept_bytes : l->act_bytes;
+    }
+    *recompute = r;
+    *kept = any ? k : -1;
+}
+
 static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
 {
     int32_t nstages = cfg->p * cfg->v, first = 0;
@@ -190,14 +211,17 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
             st.bwd += ctx->layer_bwd[i];
             st.act_bytes += l->act_bytes;
             row.params += l->params;
-            row.fwd_flops += l->fwd_time >= 0 ? 0 : l->fwd_flops;
+            row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
         }
         const pipe_layer *in = &cfg->layers[first];
         st.in_bytes = in->in_bytes >= 0 ? in->in_bytes
                       : first > 0       ? cfg->layers[first - 1].out_bytes
                                         : 0;
         st.out_bytes = cfg->layers[first + count - 1].out_bytes;
-        st.recompute = st.fwd;
+        double kept;
+        stage_recompute(cfg, first, count, rate, &st.recompute, &kept);
+        if (kept >= 0)
+            st.in_bytes = kept;
         row.fwd_time = st.fwd;
         row.bwd_time = st.bwd;
         row.act_bytes = st.act_bytes;
@@ -223,7 +247,9 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                 st.fwd += layer_fwd(&cfg->layers[i], rate);
                 st.bwd += layer_bwd(&cfg->layers[i], rate);
             }
-            st.recompute = st.fwd;
+            double kept;
+            stage_recompute(cfg, ctx->stage_first[s], ctx->stage_count[s], rate,
+                            &st.recompute, &kept);
             ctx->stages[j * nstages + s] = st;
         }
     return PS_OK;

@@ -24,6 +24,7 @@ expect_fail() {
 }
 
 $VG "$BIN" --help >"$TMP/help" 2>&1 && grep -q "pipesim run SCENARIO.lua" "$TMP/help" && ok || bad "--help"
+grep -q -- "--unsafe" "$TMP/help" && ok || bad "--help lists --unsafe"
 $VG "$BIN" --version | grep -qE '^pipesim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
 expect_fail "" "no command"
 expect_fail "frobnicate" "unknown command 'frobnicate'"
@@ -117,6 +118,45 @@ mkdir -p "$TMP/cwd" && cp "$TMP/args.lua" "$TMP/cwd/sweep.lua"
 # a failing scenario: one line, file:line, non-zero
 printf 'local ps = require "pipesim"\nps.run{ stages = 2 }\n' >"$TMP/bad.lua"
 expect_fail "run $TMP/bad.lua -o $TMP/bad.db" "bad.lua:2: ps.run: missing field 'layers'"
+
+# the sandbox (tests/errors/sandbox_*.lua test each refusal): --unsafe
+# lifts every one of them
+cat >"$TMP/unsafe.lua" <<'LUA'
+local name = os.tmpname()
+local f = assert(io.open(name, "w")); f:write("return 41 + 1\n"); f:close()
+assert(dofile(name) == 42 and loadfile(name)() == 42)
+assert(load(string.dump(function() return 7 end))() == 7)
+assert(os.execute("true"))
+local p = assert(io.popen("echo popen")); assert(p:read("l") == "popen"); p:close()
+assert(debug.getinfo(1, "l").currentline == 7)
+assert(os.rename(name, name .. ".2") and os.remove(name .. ".2"))
+print("unsafe ok")
+LUA
+if $VG "$BIN" run --unsafe "$TMP/unsafe.lua" -o "$TMP/unsafe.db" >"$TMP/unsafe.out" 2>&1 &&
+    grep -q "unsafe ok" "$TMP/unsafe.out"; then ok; else bad "--unsafe: $(cat "$TMP/unsafe.out")"; fi
+expect_fail "run $TMP/unsafe.lua -o $TMP/unsafe.db" "unsafe.lua:1: os.tmpname is not allowed in a sandboxed scenario (run with --unsafe to allow it)"
+# a precompiled scenario runs only with --unsafe (Lua does not verify bytecode)
+cat >"$TMP/dump.lua" <<LUA
+local f = assert(io.open("$TMP/x.luac", "wb"))
+f:write(string.dump(assert(loadfile("$TMP/args.lua")))); f:close()
+LUA
+$VG "$BIN" run --unsafe "$TMP/dump.lua" -o "$TMP/dump.db" >/dev/null 2>&1 && ok || bad "writing x.luac"
+expect_fail "run $TMP/x.luac -o $TMP/luac.db -D m=16 -D name=x=y -D flag=true" "x.luac: a precompiled (binary) chunk is not allowed in a sandboxed scenario (run with --unsafe to allow it): run its source"
+$VG "$BIN" run --unsafe "$TMP/x.luac" -o "$TMP/luac.db" -D m=16 -D name=x=y -D flag=true >/dev/null 2>&1 && ok || bad "--unsafe x.luac"
+# sandboxed, modules and data files in the scenario's own directory load; a
+# symlink out of it does not
+mkdir -p "$TMP/own" && printf 'return { n = 3 }\n' >"$TMP/own/helper.lua" && printf 'return 1\n' >"$TMP/outside.lua"
+ln -sf "$TMP/outside.lua" "$TMP/own/escape.lua"
+cat >"$TMP/own/main.lua" <<'LUA'
+local dir = ps_dir
+package.path = ps_dir .. "/?.lua;" .. package.path
+assert(require("helper").n == 3)
+assert(dofile(ps_dir .. "/helper.lua").n == 3)
+assert(io.open(ps_dir .. "/helper.lua", "rb"):read("a"):find("n = 3"))
+require "escape"
+LUA
+sed -i "1i ps_dir = '$TMP/own'" "$TMP/own/main.lua"
+expect_fail "run $TMP/own/main.lua -o $TMP/own.db" "main.lua:7: require 'escape' from '$TMP/own/escape.lua' (outside the scenario's directory and pipesim's lua/) is not allowed"
 
 # export: a trace Python's json module reads, an SVG xmllint accepts
 if $VG "$BIN" export "$TMP/args.db" 1 --format chrome -o "$TMP/t.json" 2>"$TMP/e" &&

@@ -12,6 +12,7 @@ ps.partition = require "pipesim.partition"
 ps.models = require "pipesim.models"
 ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
+local parallel = require "pipesim.parallel"
 
 -- Fields each call accepts; anything else is a typo worth reporting.
 local RUN_FIELDS = {
@@ -20,6 +21,9 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
+  -- tensor/sequence parallelism and recompute (lua/pipesim/parallel.lua)
+  tp = true, sequence_parallel = true, recompute = true,
+  recompute_method = true, recompute_layers = true, tp_overlap = true,
 }
 local CLUSTER_FIELDS = {
   ranks = true, device = true, devices = true, link = true,
@@ -75,10 +79,74 @@ local function call(fn, f, ...)
   return res
 end
 
+-- The roofline constants of each cluster's device (ps.clusters), kept in
+-- Lua for the compute model (lua/pipesim/models/roofline.lua); the C core
+-- reads only flops, efficiency and memory, so they are taken out of the
+-- table it gets. Weak keys: a cluster collected takes its entry along.
+local ROOFLINE = setmetatable({}, { __mode = "k" })
+
+local function roofline_device(spec)
+  local d = spec.device
+  if type(d) ~= "table" then return spec, nil end
+  local roof, rest = {}, {}
+  for k, v in pairs(d) do
+    if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
+  end
+  if next(roof) == nil then return spec, nil end
+  for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
+    local v = roof[k]
+    if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
+      error(string.format("ps.cluster: device: field '%s' must be a positive number, got %s",
+        k, tostring(v)), 3)
+    end
+  end
+  for _, k in ipairs { "mem_efficiency", "gemm_max" } do
+    if roof[k] > 1 then
+      error(string.format("ps.cluster: device: field '%s' must be in (0, 1], got %s",
+        k, tostring(roof[k])), 3)
+    end
+  end
+  local flops = d.flops
+  if type(flops) == "string" then flops = core.parse(flops, "flop_rate") end
+  if type(flops) ~= "number" then
+    error("ps.cluster: device: the roofline constants need field 'flops'", 3)
+  end
+  roof.flops = flops
+  local copy = {}
+  for k, v in pairs(spec) do copy[k] = v end
+  copy.device = rest
+  return copy, roof
+end
+
 function ps.cluster(spec)
   check_fields("ps.cluster", spec, CLUSTER_FIELDS)
-  local c = call("ps.cluster", core.cluster, spec)
+  local cspec, roof = roofline_device(spec)
+  local c = call("ps.cluster", core.cluster, cspec)
+  if roof then ROOFLINE[c] = roof end
   return c -- not a tail call: `call` blames the caller two frames up
+end
+
+-- The time of one TP collective on the listed cluster ranks: pipesim's
+-- own ring algorithm, event-simulated once per (cluster, op, bytes, ranks)
+-- and cached. Run alone, as it is where no other traffic shares the TP
+-- group's links (inside a node with the pipeline and data-parallel
+-- traffic on the NICs); parallel.lua puts it on the compute stream.
+local TP_COST = setmetatable({}, { __mode = "k" })
+
+local function tp_cost(cluster)
+  local cache = TP_COST[cluster]
+  if not cache then cache = {}; TP_COST[cluster] = cache end
+  return function(op, bytes, ranks)
+    bytes = math.ceil(bytes / 4) * 4
+    local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
+    local t = cache[key]
+    if t == nil then
+      t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
+        ranks = ranks, record = "none" }.time
+      cache[key] = t
+    end
+    return t
+  end
 end
 
 -- Layer fields that carry units, and their kinds for core.parse.
@@ -247,19 +315,40 @@ function ps.run(spec)
   -- The C core reads unit strings itself; only the weighted partitions
   -- add up layer figures in Lua, so only they need numbers (this keeps a
   -- sweep's per-run cost off the layer tables).
+  -- Model layers, tensor parallelism and recompute modes are lowered in
+  -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
+  -- roofline, one core rank per TP group.
+  local plan, pspec, dev
   local ok, layers = true, spec.layers
+  if parallel.applies(spec) then
+    local c = spec.cluster
+    dev = type(c) == "userdata" and ROOFLINE[c] or nil
+    ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
+      type(c) == "userdata" and c.ranks or nil)
+    if not ok then error("ps.run: " .. plan, 2) end
+    layers = plan.layers
+    pspec = {}
+    for k, val in pairs(spec) do pspec[k] = val end
+    pspec.layers = layers
+    if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
+  end
   local p = spec.partition
   if p == "params" or p == "flops" or p == "time" then
-    ok, layers = pcall(normalize_layers, spec.layers)
+    ok, layers = pcall(normalize_layers, layers)
     if not ok then error("ps.run: " .. layers, 2) end
   end
   local partition
-  ok, partition = pcall(resolve_partition, spec, layers, stages * v)
+  ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
   if not ok then error("ps.run: " .. partition, 2) end
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
   args.layers = layers
   args.partition = partition
+  if plan then
+    plan.layers = layers
+    ok, partition = pcall(parallel.finish, plan, partition, args, dev, spec)
+    if not ok then error("ps.run: " .. partition, 2) end
+  end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
@@ -267,6 +356,7 @@ function ps.run(spec)
   args.params_json = params_json(spec, partition)
   local r = call("ps.run", core.run, args)
   r.db = spec.db
+  if plan then parallel.annotate(r, plan) end
   return r
 end
 

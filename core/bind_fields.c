@@ -5,7 +5,11 @@
  * it resolves the partition). Keep each list sorted, one field per line. */
 #include "bind.h"
 
-/* ps.run{...} (core/bind_run.c); params_json is added by init.lua */
+/* clang-format off: one field per line keeps merges of new fields simple */
+
+/* ps.run{...} (core/bind_run.c); params_json is added by init.lua; tp,
+ * sequence_parallel, tp_overlap and recompute* are read by
+ * lua/pipesim/parallel.lua, which takes them out before core.run */
 const char *const bind_fields_run[] = {
     "checkpoint",
     "cluster",
@@ -23,8 +27,14 @@ const char *const bind_fields_run[] = {
     "placement",
     "ranks",
     "record",
+    "recompute",
+    "recompute_layers",
+    "recompute_method",
     "schedule",
+    "sequence_parallel",
     "stages",
+    "tp",
+    "tp_overlap",
     "virtual_stages",
     "zero",
     NULL,
@@ -43,12 +53,27 @@ const char *const bind_fields_grad_sync[] = {
     "algorithm", "bucket", "first_bucket", "overlap", NULL,
 };
 
-/* each entry of ps.run{ layers = {...} }; kind and shared_params come
- * from ps.models (lua/pipesim/models/transformer.lua) */
+/* each entry of ps.run{ layers = {...} }; kind, shape and shared_params
+ * come from ps.models (lua/pipesim/models/transformer.lua; parallel.lua
+ * lowers layers with a shape before the core) */
 const char *const bind_fields_layer[] = {
-    "act_bytes", "bwd_flops", "bwd_time",      "fwd_flops",
-    "fwd_time",  "in_bytes",  "kind",          "name",
-    "out_bytes", "params",    "shared_params", NULL,
+    "act_bytes",
+    "bwd_flops",
+    "bwd_input_time",
+    "bwd_time",
+    "bwd_weight_time",
+    "fwd_flops",
+    "fwd_time",
+    "in_bytes",
+    "kept_bytes",
+    "kind",
+    "name",
+    "out_bytes",
+    "params",
+    "recompute_time",
+    "shape",
+    "shared_params",
+    NULL,
 };
 
 /* ps.cluster{...} (core/bind_cluster.c) */
@@ -110,6 +135,8 @@ const char *const bind_fields_collective[] = {
     "verify",
     NULL,
 };
+
+/* clang-format on */
 
 static const struct {
     const char *table;

@@ -79,6 +79,13 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->act_bytes = layer_field(L, idx, path, "act_bytes", UNIT_BYTES, 0);
     l->out_bytes = layer_field(L, idx, path, "out_bytes", UNIT_BYTES, 0);
     l->in_bytes = layer_field(L, idx, path, "in_bytes", UNIT_BYTES, -1);
+    l->bwd_input_time =
+        layer_field(L, idx, path, "bwd_input_time", UNIT_SECONDS, -1);
+    l->bwd_weight_time =
+        layer_field(L, idx, path, "bwd_weight_time", UNIT_SECONDS, -1);
+    l->recompute_time =
+        layer_field(L, idx, path, "recompute_time", UNIT_SECONDS, -1);
+    l->kept_bytes = layer_field(L, idx, path, "kept_bytes", UNIT_BYTES, -1);
     l->name = bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
     bind_string(L, idx, bind_join(name, sizeof name, path, "kind"));
     layer_field(L, idx, path, "shared_params", UNIT_FLOP, 0);
@@ -251,26 +258,115 @@ static void set_number(lua_State *L, const char *k, double v)
     lua_setfield(L, -2, k);
 }
 
+/* [-0, +0] Sets r.fits (nil when a capacity is unknown) and, when some
+ * entries exceed their device's memory, r.over_capacity (their 1-based
+ * indices into the per-rank arrays) and r.over_capacity_ranks (their
+ * cluster rank numbers, from 0 as in the database) on the table on top. */
+static void push_fits(lua_State *L, const pipe_result *res)
+{
+    if (res->fits != REC_FITS_UNKNOWN) {
+        lua_pushboolean(L, res->fits == REC_FITS_YES);
+        lua_setfield(L, -2, "fits");
+    }
+    if (res->nover == 0)
+        return;
+    lua_createtable(L, res->nover, 0);
+    lua_createtable(L, res->nover, 0);
+    for (int32_t k = 0, i = 0; k < res->n; k++) {
+        if (!(res->capacity[k] > 0 && res->peak_memory[k] > res->capacity[k]))
+            continue;
+        i++;
+        lua_pushinteger(L, k + 1);
+        lua_rawseti(L, -3, i);
+        lua_pushinteger(L, res->rank[k]);
+        lua_rawseti(L, -2, i);
+    }
+    lua_setfield(L, -3, "over_capacity_ranks");
+    lua_setfield(L, -2, "over_capacity");
+}
+
+/* The fields init.lua computes from before core.run, checked in the same
+ * way for both: names at the top, the counts (in 64 bits before they are
+ * narrowed: ranks as in ps.cluster, chunks per rank as sched.h allows) and
+ * every layer, read into cfg->layers (a scratch userdata left on the
+ * stack). *uses_flops: some layer needs the device's FLOP/s. [-0, +1] */
+static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
+{
+    bind_check_fields(L, 1, "", bind_fields_run);
+    long long p = 0, v = 1, m = 0, dp = 1;
+    if (lua_getfield(L, 1, "layers") == LUA_TNIL)
+        luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    lua_pop(L, 1);
+    if (!bind_int(L, 1, "stages", 1, MAX_RANKS, &p))
+        luaL_error(L, "missing field 'stages' (pipeline stages, one per "
+                      "rank)");
+    if (!bind_int(L, 1, "microbatches", 1, INT32_MAX, &m))
+        luaL_error(L, "missing field 'microbatches'");
+    bind_int(L, 1, "virtual_stages", 1, INT16_MAX, &v);
+    bind_int(L, 1, "dp", 1, MAX_RANKS, &dp);
+    if (dp * p > MAX_RANKS) /* both <= 2^20: no overflow */
+        luaL_error(
+            L, "dp %I x %I stages is %I ranks, more than the limit of %d",
+            (lua_Integer)dp, (lua_Integer)p, (lua_Integer)(dp * p), MAX_RANKS);
+    cfg->p = (int32_t)p;
+    cfg->v = (int32_t)v;
+    cfg->m = (int32_t)m;
+    cfg->dp = (int32_t)dp;
+
+    if (!bind_table(L, 1, "layers", "(a list of layer tables)"))
+        luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    int layers_idx = lua_gettop(L);
+    lua_Integer nlayers = bind_list_len(L, layers_idx, "layers");
+    if (nlayers < 1)
+        luaL_error(L, "field 'layers' is empty");
+    if (nlayers > MAX_LAYERS)
+        luaL_error(L, "field 'layers' has %I layers, more than %d", nlayers,
+                   MAX_LAYERS);
+    int32_t nl = (int32_t)nlayers;
+    pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
+    *uses_flops = 0;
+    for (int32_t i = 0; i < nl; i++) {
+        lua_geti(L, layers_idx, i + 1);
+        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
+        *uses_flops |= layers[i].fwd_time < 0 ||
+                       (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
+        lua_pop(L, 1);
+    }
+    lua_remove(L, layers_idx); /* the layer names stay alive in spec */
+    cfg->layers = layers;
+    cfg->nlayers = nl;
+
+    /* p <= 2^20 and v < 2^15: the product fits before it is compared */
+    if ((long long)p * v > nl) {
+        if (v > 1)
+            luaL_error(L,
+                       "%I stages (stages %d x virtual_stages %d) but only %d "
+                       "layers",
+                       (lua_Integer)(p * v), (int)p, (int)v, (int)nl);
+        luaL_error(L, "%d stages but only %d layers", (int)p, (int)nl);
+    }
+}
+
+/* core.check_run(spec): raises on the fields read_shape checks, so that
+ * init.lua computes the partition and the parallel layout from checked
+ * input; core.run checks them again (cheap next to a run). */
+static int core_check_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    pipe_config cfg = {0};
+    int uses_flops;
+    read_shape(L, &cfg, &uses_flops);
+    return 0;
+}
+
 static int core_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    bind_check_fields(L, 1, "", bind_fields_run);
     pipe_config cfg = {0};
+    int uses_flops = 0;
+    read_shape(L, &cfg, &uses_flops); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
-    long long p = 0, v = 1, m = 0;
-    if (lua_getfield(L, 1, "layers") == LUA_TNIL)
-        return luaL_error(L, "missing field 'layers' (a list of layer tables)");
-    lua_pop(L, 1);
-    /* limits checked in 64 bits before narrowing: ranks as in
-     * ps.cluster, chunks per rank as sched.h allows */
-    if (!bind_int(L, 1, "microbatches", 1, INT32_MAX, &m))
-        return luaL_error(L, "missing field 'microbatches'");
-    if (!bind_int(L, 1, "stages", 1, MAX_RANKS, &p))
-        return luaL_error(L, "missing field 'stages'");
-    bind_int(L, 1, "virtual_stages", 1, INT16_MAX, &v);
-    cfg.p = (int32_t)p;
-    cfg.v = (int32_t)v;
-    cfg.m = (int32_t)m;
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);
@@ -313,50 +409,10 @@ static int core_run(lua_State *L)
         lua_pop(L, 1);
     }
 
-    /* layers */
-    if (!bind_table(L, 1, "layers", "(a list of layer tables)"))
-        return luaL_error(L, "missing field 'layers' (a list of layer tables)");
-    int layers_idx = lua_gettop(L);
-    lua_Integer nlayers = bind_list_len(L, layers_idx, "layers");
-    if (nlayers < 1)
-        return luaL_error(L, "field 'layers' is empty");
-    if (nlayers > MAX_LAYERS)
-        return luaL_error(L, "field 'layers' has %I layers, more than %d",
-                          nlayers, MAX_LAYERS);
-    int32_t nl = (int32_t)nlayers;
-    pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
-    int uses_flops = 0;
-    for (int32_t i = 0; i < nl; i++) {
-        lua_geti(L, layers_idx, i + 1);
-        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
-        uses_flops |= layers[i].fwd_time < 0 ||
-                      (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
-        lua_pop(L, 1);
-    }
-    cfg.layers = layers;
-    cfg.nlayers = nl;
-
     /* partition: resolved by the Lua layer into p * v counts */
-    /* p <= 2^20 and v < 2^15: the product fits before it is compared */
-    if ((long long)cfg.p * cfg.v > nl) {
-        if (cfg.v > 1)
-            return luaL_error(L,
-                              "%I stages (stages %d x virtual_stages %d) "
-                              "but only %d layers",
-                              (lua_Integer)cfg.p * cfg.v, (int)cfg.p,
-                              (int)cfg.v, (int)nl);
-        return luaL_error(L, "%d stages but only %d layers", (int)cfg.p,
-                          (int)nl);
-    }
+    int32_t nl = cfg.nlayers;
     int32_t nstages = cfg.p * cfg.v;
-    /* a function: the Lua layer's resolver (init.lua), given the stage
-     * count once the fields it reads are checked; it raises on a bad
-     * partition and returns the counts */
-    if (lua_getfield(L, 1, "partition") == LUA_TFUNCTION) {
-        lua_pushinteger(L, nstages);
-        lua_call(L, 1, 1);
-    }
-    if (!lua_istable(L, -1))
+    if (!bind_table(L, 1, "partition", "of layer counts"))
         return luaL_error(L, "field 'partition' must be a list of layer "
                              "counts");
     lua_Integer nparts = bind_list_len(L, -1, "partition");
@@ -382,15 +438,6 @@ static int core_run(lua_State *L)
     lua_pop(L, 1);
 
     /* cluster and placement */
-    long long dp = 1;
-    bind_int(L, 1, "dp", 1, MAX_RANKS, &dp);
-    if (dp * p > MAX_RANKS)
-        return luaL_error(L,
-                          "dp %I x %I stages is %I ranks, more than the "
-                          "limit of %d",
-                          (lua_Integer)dp, (lua_Integer)p,
-                          (lua_Integer)(dp * p), MAX_RANKS);
-    cfg.dp = (int32_t)dp;
     bind_cluster *cl;
     if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
         lua_pop(L, 1);
@@ -505,10 +552,7 @@ static int core_run(lua_State *L)
     lua_setfield(L, -2, "static_memory");
     push_array(L, res.exposed_comm, res.n);
     lua_setfield(L, -2, "exposed_comm");
-    if (res.over_capacity >= 0) {
-        lua_pushinteger(L, res.over_capacity);
-        lua_setfield(L, -2, "over_capacity");
-    }
+    push_fits(L, &res);
     lua_pushinteger(L, res.eng.events);
     lua_setfield(L, -2, "events");
     return 1;
@@ -523,4 +567,6 @@ void bind_register_run(lua_State *L)
     lua_pop(L, 1);
     lua_pushcfunction(L, core_run);
     lua_setfield(L, -2, "run");
+    lua_pushcfunction(L, core_check_run);
+    lua_setfield(L, -2, "check_run");
 }

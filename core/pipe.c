@@ -18,7 +18,8 @@ struct pipe_ctx {
     sched_stage *stages;
     rec_stage *stage_rows;
     int32_t stages_cap;
-    double *stage_bubble, *peak, *t_peak, *static_mem, *busy, *exposed;
+    double *stage_bubble, *peak, *t_peak, *static_mem, *busy, *exposed,
+        *capacity;
     int32_t *ranks;
     rec_rank *rank_rows;
     /* per layer, for the gradient buckets */
@@ -59,6 +60,7 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->static_mem);
     free(ctx->busy);
     free(ctx->exposed);
+    free(ctx->capacity);
     free(ctx->ranks);
     free(ctx->rank_rows);
     free(ctx->layer_params);
@@ -117,6 +119,7 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
             grow((void **)&ctx->static_mem, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->busy, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->exposed, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->capacity, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->ranks, (size_t)p, sizeof(int32_t)) ||
             grow((void **)&ctx->rank_rows, (size_t)p, sizeof *ctx->rank_rows))
             return -1;
@@ -147,12 +150,33 @@ static double layer_bwd(const pipe_layer *l, double rate)
 {
     if (l->bwd_time >= 0)
         return l->bwd_time;
+    if (l->bwd_input_time >= 0 && l->bwd_weight_time >= 0)
+        return l->bwd_input_time + l->bwd_weight_time;
     if (l->bwd_flops >= 0 && l->fwd_time < 0)
         return l->bwd_flops / rate;
     return 2 * layer_fwd(l, rate); /* the usual 2x: dgrad + wgrad */
 }
 
 /* Fills ctx->stages and ctx->stage_rows from the layers and partition. */
+/* Recompute seconds and kept bytes of layers [first, first + count) under
+ * checkpointing (pipe_layer.recompute_time, kept_bytes); *kept < 0 when no
+ * layer gives kept_bytes (the stage keeps its input). */
+static void stage_recompute(const pipe_config *cfg, int32_t first,
+                            int32_t count, double rate, double *recompute,
+                            double *kept)
+{
+    double r = 0, k = 0;
+    int any = 0;
+    for (int32_t i = first; i < first + count; i++) {
+        const pipe_layer *l = &cfg->layers[i];
+        r += l->recompute_time >= 0 ? l->recompute_time : layer_fwd(l, rate);
+        any |= l->kept_bytes >= 0;
+        k += l->kept_bytes >= 0 ? l->kept_bytes : l->act_bytes;
+    }
+    *recompute = r;
+    *kept = any ? k : -1;
+}
+
 static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
 {
     int32_t nstages = cfg->p * cfg->v, first = 0;
@@ -187,14 +211,17 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
             st.bwd += ctx->layer_bwd[i];
             st.act_bytes += l->act_bytes;
             row.params += l->params;
-            row.fwd_flops += l->fwd_time >= 0 ? 0 : l->fwd_flops;
+            row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
         }
         const pipe_layer *in = &cfg->layers[first];
         st.in_bytes = in->in_bytes >= 0 ? in->in_bytes
                       : first > 0       ? cfg->layers[first - 1].out_bytes
                                         : 0;
         st.out_bytes = cfg->layers[first + count - 1].out_bytes;
-        st.recompute = st.fwd;
+        double kept;
+        stage_recompute(cfg, first, count, rate, &st.recompute, &kept);
+        if (kept >= 0)
+            st.in_bytes = kept;
         row.fwd_time = st.fwd;
         row.bwd_time = st.bwd;
         row.act_bytes = st.act_bytes;
@@ -220,7 +247,9 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                 st.fwd += layer_fwd(&cfg->layers[i], rate);
                 st.bwd += layer_bwd(&cfg->layers[i], rate);
             }
-            st.recompute = st.fwd;
+            double kept;
+            stage_recompute(cfg, ctx->stage_first[s], ctx->stage_count[s], rate,
+                            &st.recompute, &kept);
             ctx->stages[j * nstages + s] = st;
         }
     return PS_OK;
@@ -278,7 +307,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     if (synced)
         dp_exposed(dc, ctx->ps, ctx->exposed);
     double sum = 0, makespan = res->eng.makespan;
-    res->over_capacity = -1;
+    int unknown = 0;
+    res->nover = 0;
     for (int32_t k = 0; k < n; k++) {
         int32_t cr = cluster_rank(cfg, k % cfg->p, k / cfg->p);
         double b = makespan > 0 ? (makespan - ctx->busy[k]) / makespan : 0;
@@ -291,13 +321,22 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
         double exposed = synced ? ctx->exposed[k] : NAN;
         if (!synced)
             ctx->exposed[k] = 0;
+        /* a device without a memory figure gives no verdict, not "fits" */
         double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
-        if (cap > 0 && ctx->peak[k] > cap && res->over_capacity < 0)
-            res->over_capacity = k;
-        ctx->rank_rows[k] =
-            (rec_rank){cr,           ctx->busy[k],   b,      ctx->static_mem[k],
-                       ctx->peak[k], ctx->t_peak[k], exposed};
+        enum rec_fits fits = !(cap > 0)            ? REC_FITS_UNKNOWN
+                             : ctx->peak[k] <= cap ? REC_FITS_YES
+                                                   : REC_FITS_NO;
+        ctx->capacity[k] = cap > 0 ? cap : 0;
+        unknown |= fits == REC_FITS_UNKNOWN;
+        res->nover += fits == REC_FITS_NO;
+        ctx->rank_rows[k] = (rec_rank){
+            cr,           ctx->busy[k],   b,       ctx->static_mem[k],
+            ctx->peak[k], ctx->t_peak[k], exposed, cap,
+            fits};
     }
+    res->fits = res->nover > 0 ? REC_FITS_NO
+                : unknown      ? REC_FITS_UNKNOWN
+                               : REC_FITS_YES;
     /* per stage: the longest wait over the replicas of its rank */
     for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
         double worst = 0;
@@ -314,6 +353,7 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     res->t_peak = ctx->t_peak;
     res->static_memory = ctx->static_mem;
     res->exposed_comm = ctx->exposed;
+    res->capacity = ctx->capacity;
 }
 
 /* Writes the run; error != NULL records it as failed (summary level, no
@@ -343,6 +383,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .params_json = cfg->params_json,
         .status = error ? "failed" : "ok",
         .error = error,
+        .fits = error ? REC_FITS_UNKNOWN : res->fits,
     };
     rec_payload pl = {
         .run = &run,
@@ -364,7 +405,6 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
 {
     res->closed_form_bubble = NAN;
     res->imbalance = NAN;
-    res->over_capacity = -1;
     int32_t nranks = net_ranks(nw), nstages = cfg->p * cfg->v;
     if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1 || cfg->dp < 1)
         return ps_errf(err, "stages, virtual_stages, microbatches and dp must "

@@ -24,6 +24,18 @@ typedef struct pipe_layer {
     double act_bytes; /* kept from forward to backward per microbatch */
     double out_bytes; /* sent to the next stage per microbatch */
     double in_bytes;  /* input size, < 0: the previous layer's out_bytes */
+    /* The backward split into input gradient (B) and weight gradient (W),
+     * seconds, < 0 when not given; bwd_time is their sum when both are
+     * given (models/roofline.lua sets all three). Kept for the split-
+     * backward schedules; the core's B op runs bwd_time today. */
+    double bwd_input_time, bwd_weight_time;
+    /* Under checkpointing: seconds of this layer's recompute (< 0: its
+     * forward) and bytes it keeps from F to B (< 0: not given). When no
+     * layer of a stage gives kept_bytes the stage keeps its input, as
+     * before; otherwise it keeps the sum of kept_bytes, counting act_bytes
+     * for layers that do not say (parallel.lua: Megatron's per-block
+     * checkpoints, embedding and head not recomputed). */
+    double recompute_time, kept_bytes;
 } pipe_layer;
 
 typedef struct pipe_config {
@@ -73,9 +85,12 @@ typedef struct pipe_result {
     double *peak_memory;  /* bytes */
     double *t_peak;
     double *static_memory;
-    double *exposed_comm;  /* seconds waiting on gradient sync (0 if none) */
-    int32_t over_capacity; /* first entry whose peak exceeds its device
-                              memory, or -1 */
+    double *exposed_comm; /* seconds waiting on gradient sync (0 if none) */
+    double *capacity;     /* device memory in bytes, 0: unknown */
+    /* YES when every entry's peak is within a known capacity, NO when
+     * one exceeds its capacity, else UNKNOWN; nover entries exceed */
+    enum rec_fits fits;
+    int32_t nover;
     eng_result eng;
 } pipe_result;
 

@@ -12,12 +12,13 @@ ps.partition = require "pipesim.partition"
 ps.models = require "pipesim.models"
 ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
+local parallel = require "pipesim.parallel"
 
 -- Every field of ps.run, ps.cluster and ps.collective, at every depth, is
 -- checked by the C binding (core/bind_check.c; the lists of known fields
 -- are in core/bind_fields.c, also visible as core.fields). This module
--- only fills defaults and resolves partitions, which the binding asks for
--- once the fields they read are checked.
+-- fills defaults, resolves partitions and lowers parallel layouts; ps.run
+-- asks the binding to check the fields those read first (core.check_run).
 
 local function expect_table(fn, spec)
   if type(spec) ~= "table" then
@@ -33,10 +34,74 @@ local function call(fn, f, ...)
   return res
 end
 
+-- The roofline constants of each cluster's device (ps.clusters), kept in
+-- Lua for the compute model (lua/pipesim/models/roofline.lua); the C core
+-- reads only flops, efficiency and memory, so they are taken out of the
+-- table it gets. Weak keys: a cluster collected takes its entry along.
+local ROOFLINE = setmetatable({}, { __mode = "k" })
+
+local function roofline_device(spec)
+  local d = spec.device
+  if type(d) ~= "table" then return spec, nil end
+  local roof, rest = {}, {}
+  for k, v in pairs(d) do
+    if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
+  end
+  if next(roof) == nil then return spec, nil end
+  for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
+    local v = roof[k]
+    if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
+      error(string.format("ps.cluster: device: field '%s' must be a positive number, got %s",
+        k, tostring(v)), 3)
+    end
+  end
+  for _, k in ipairs { "mem_efficiency", "gemm_max" } do
+    if roof[k] > 1 then
+      error(string.format("ps.cluster: device: field '%s' must be in (0, 1], got %s",
+        k, tostring(roof[k])), 3)
+    end
+  end
+  local flops = d.flops
+  if type(flops) == "string" then flops = core.parse(flops, "flop_rate") end
+  if type(flops) ~= "number" then
+    error("ps.cluster: device: the roofline constants need field 'flops'", 3)
+  end
+  roof.flops = flops
+  local copy = {}
+  for k, v in pairs(spec) do copy[k] = v end
+  copy.device = rest
+  return copy, roof
+end
+
 function ps.cluster(spec)
   expect_table("ps.cluster", spec)
-  local c = call("ps.cluster", core.cluster, spec)
+  local cspec, roof = roofline_device(spec)
+  local c = call("ps.cluster", core.cluster, cspec)
+  if roof then ROOFLINE[c] = roof end
   return c -- not a tail call: `call` blames the caller two frames up
+end
+
+-- The time of one TP collective on the listed cluster ranks: pipesim's
+-- own ring algorithm, event-simulated once per (cluster, op, bytes, ranks)
+-- and cached. Run alone, as it is where no other traffic shares the TP
+-- group's links (inside a node with the pipeline and data-parallel
+-- traffic on the NICs); parallel.lua puts it on the compute stream.
+local TP_COST = setmetatable({}, { __mode = "k" })
+
+local function tp_cost(cluster)
+  local cache = TP_COST[cluster]
+  if not cache then cache = {}; TP_COST[cluster] = cache end
+  return function(op, bytes, ranks)
+    bytes = math.ceil(bytes / 4) * 4
+    local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
+    local t = cache[key]
+    if t == nil then
+      t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
+        ranks = ranks, record = "none" }.time
+      cache[key] = t
+    end
+    return t
+  end
 end
 
 -- Layer fields that carry units, and their kinds for core.parse.
@@ -185,30 +250,57 @@ end
 
 function ps.run(spec)
   expect_table("ps.run", spec)
+  -- the binding checks the fields read below (names at the top, counts,
+  -- every layer) before anything is computed from them; core.run checks
+  -- the rest
+  local checked, err = pcall(core.check_run, spec)
+  if not checked then error("ps.run: " .. err, 2) end
+  local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
+  -- The C core reads unit strings itself; only the weighted partitions
+  -- add up layer figures in Lua, so only they need numbers (this keeps a
+  -- sweep's per-run cost off the layer tables).
+  -- Model layers, tensor parallelism and recompute modes are lowered in
+  -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
+  -- roofline, one core rank per TP group.
+  local plan, pspec, dev
+  local ok, layers = true, spec.layers
+  if parallel.applies(spec) then
+    local c = spec.cluster
+    dev = type(c) == "userdata" and ROOFLINE[c] or nil
+    ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
+      type(c) == "userdata" and c.ranks or nil)
+    if not ok then error("ps.run: " .. plan, 2) end
+    layers = plan.layers
+    pspec = {}
+    for k, val in pairs(spec) do pspec[k] = val end
+    pspec.layers = layers
+    if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
+  end
+  local p = spec.partition
+  if p == "params" or p == "flops" or p == "time" then
+    ok, layers = pcall(normalize_layers, layers)
+    if not ok then error("ps.run: " .. layers, 2) end
+  end
+  local partition
+  ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
+  if not ok then error("ps.run: " .. partition, 2) end
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
-  -- core.run checks every field, then calls this with the number of
-  -- stages (stages x virtual_stages) for the counts per stage
-  args.partition = function(nstages)
-    -- The C core reads unit strings itself; only the weighted partitions
-    -- add up layer figures in Lua, so only they need numbers (this keeps
-    -- a sweep's per-run cost off the layer tables).
-    local ok, layers = true, spec.layers
-    local p = spec.partition
-    if p == "params" or p == "flops" or p == "time" then
-      ok, layers = pcall(normalize_layers, spec.layers)
-      if not ok then error(layers, 0) end
-    end
-    local partition = resolve_partition(spec, layers, nstages)
-    args.params_json = function() return params_json(spec, partition) end
-    return partition
+  args.layers = layers
+  args.partition = partition
+  if plan then
+    plan.layers = layers
+    ok, partition = pcall(parallel.finish, plan, partition, args, dev, spec)
+    if not ok then error("ps.run: " .. partition, 2) end
   end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
   end
+  args.params_json = params_json(spec, partition)
   local r = call("ps.run", core.run, args)
   r.db = spec.db
+  if plan then parallel.annotate(r, plan) end
   return r
 end
 
@@ -258,8 +350,14 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  local text = call("ps.show", core.report, r and r.db, r and r.id, width or 100)
+  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width or 100)
+  if not ok then error("ps.show: " .. tostring(text), 2) end
   io.write(text)
+  if warnings ~= "" then
+    -- "pipesim: warning: run 3: rank 2 needs 402.1 GiB, device has 80 GiB"
+    io.stdout:flush()
+    io.stderr:write(warnings)
+  end
 end
 
 -- Percent formatting used by scenarios' tables.

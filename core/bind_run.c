@@ -85,6 +85,16 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->act_bytes = layer_field(L, idx, i, "act_bytes", UNIT_BYTES, 0);
     l->out_bytes = layer_field(L, idx, i, "out_bytes", UNIT_BYTES, 0);
     l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
+    l->bwd_input_flops =
+        layer_field(L, idx, i, "bwd_input_flops", UNIT_FLOP, -1);
+    l->bwd_weight_flops =
+        layer_field(L, idx, i, "bwd_weight_flops", UNIT_FLOP, -1);
+    l->bwd_input_time =
+        layer_field(L, idx, i, "bwd_input_time", UNIT_SECONDS, -1);
+    l->bwd_weight_time =
+        layer_field(L, idx, i, "bwd_weight_time", UNIT_SECONDS, -1);
+    l->bwd_weight_bytes =
+        layer_field(L, idx, i, "bwd_weight_bytes", UNIT_BYTES, -1);
     l->name = bind_string(L, idx, "name");
     if (l->fwd_time < 0 && l->fwd_flops < 0)
         luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'", i);
@@ -276,6 +286,7 @@ static int core_run(lua_State *L)
     cfg.v = (int32_t)v;
     cfg.m = (int32_t)m;
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);
     cfg.params_json = bind_string(L, 1, "params_json");

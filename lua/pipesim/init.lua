@@ -20,6 +20,7 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
+  split_backward = true,
 }
 local CLUSTER_FIELDS = {
   ranks = true, device = true, devices = true, link = true,
@@ -86,6 +87,9 @@ local LAYER_UNITS = {
   fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
   bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
   in_bytes = "bytes", params = "flop",
+  bwd_input_flops = "flop", bwd_weight_flops = "flop",
+  bwd_input_time = "time", bwd_weight_time = "time",
+  bwd_weight_bytes = "bytes",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a

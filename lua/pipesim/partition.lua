@@ -211,6 +211,9 @@ local function weights_time(layers, rate)
             f = l.fwd_flops / rate
         end
         local b = l.bwd_time
+        if b == nil and l.bwd_input_time and l.bwd_weight_time then
+            b = l.bwd_input_time + l.bwd_weight_time -- a split backward
+        end
         if b == nil then b = l.bwd_flops and l.bwd_flops / rate or 2 * f end
         w[i] = f + b
     end

@@ -32,6 +32,13 @@ typedef struct pipe_layer {
     double bwd_input_flops, bwd_weight_flops;
     double bwd_input_time, bwd_weight_time;
     double bwd_weight_bytes; /* of act_bytes, what W needs; < 0: all */
+    /* Under checkpointing: seconds of this layer's recompute (< 0: its
+     * forward) and bytes it keeps from F to B (< 0: not given). When no
+     * layer of a stage gives kept_bytes the stage keeps its input, as
+     * before; otherwise it keeps the sum of kept_bytes, counting act_bytes
+     * for layers that do not say (parallel.lua: Megatron's per-block
+     * checkpoints, embedding and head not recomputed). */
+    double recompute_time, kept_bytes;
 } pipe_layer;
 
 typedef struct pipe_config {
@@ -82,9 +89,12 @@ typedef struct pipe_result {
     double *peak_memory;  /* bytes */
     double *t_peak;
     double *static_memory;
-    double *exposed_comm;  /* seconds waiting on gradient sync (0 if none) */
-    int32_t over_capacity; /* first entry whose peak exceeds its device
-                              memory, or -1 */
+    double *exposed_comm; /* seconds waiting on gradient sync (0 if none) */
+    double *capacity;     /* device memory in bytes, 0: unknown */
+    /* YES when every entry's peak is within a known capacity, NO when
+     * one exceeds its capacity, else UNKNOWN; nover entries exceed */
+    enum rec_fits fits;
+    int32_t nover;
     eng_result eng;
 } pipe_result;
 
@@ -97,8 +107,10 @@ void pipe_ctx_free(pipe_ctx *ctx);
 
 /* Runs one training step. nw must span every cluster rank used; db may be
  * NULL (nothing recorded). Result arrays stay valid until the next call on
- * ctx. On a deadlock or bad input the run is recorded with status 'failed'
- * (when db is given) and the error returned. */
+ * ctx. Any failure (bad input, a schedule that does not check, a deadlock,
+ * a deadline) is recorded, when db is given, as a run row with status
+ * 'failed' and the message, and the error returned; if recording it fails
+ * too, nothing of the run remains and the message says so. */
 int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
              pipe_result *res, ps_err *err);
 

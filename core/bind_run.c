@@ -79,10 +79,16 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->act_bytes = layer_field(L, idx, path, "act_bytes", UNIT_BYTES, 0);
     l->out_bytes = layer_field(L, idx, path, "out_bytes", UNIT_BYTES, 0);
     l->in_bytes = layer_field(L, idx, path, "in_bytes", UNIT_BYTES, -1);
+    l->bwd_input_flops =
+        layer_field(L, idx, path, "bwd_input_flops", UNIT_FLOP, -1);
+    l->bwd_weight_flops =
+        layer_field(L, idx, path, "bwd_weight_flops", UNIT_FLOP, -1);
     l->bwd_input_time =
         layer_field(L, idx, path, "bwd_input_time", UNIT_SECONDS, -1);
     l->bwd_weight_time =
         layer_field(L, idx, path, "bwd_weight_time", UNIT_SECONDS, -1);
+    l->bwd_weight_bytes =
+        layer_field(L, idx, path, "bwd_weight_bytes", UNIT_BYTES, -1);
     l->recompute_time =
         layer_field(L, idx, path, "recompute_time", UNIT_SECONDS, -1);
     l->kept_bytes = layer_field(L, idx, path, "kept_bytes", UNIT_BYTES, -1);
@@ -368,6 +374,7 @@ static int core_run(lua_State *L)
     read_shape(L, &cfg, &uses_flops); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);
 

@@ -408,10 +408,18 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
         fprintf(out, ", makespan %s", fmt_time(ri->makespan, a, sizeof a));
         if (ri->has_bubble)
             fprintf(out, ", bubble %s", fmt_pct(ri->bubble, a, sizeof a));
-        if (ri->has_closed)
-            fprintf(out, " vs closed form %s = %s",
-                    ri->v > 1 ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)",
+        if (ri->has_closed) {
+            /* the formula is named when it is the plain one; split
+             * backwards and the zero-bubble schedules have their own
+             * (README "Schedules") */
+            double plain = (ri->p - 1.0) / ((double)ri->v * ri->m + ri->p - 1);
+            const char *form =
+                ri->v > 1 ? "(p-1)/(v*m+p-1) " : "(p-1)/(m+p-1) ";
+            if (fabs(ri->closed - plain) > 1e-9 * plain)
+                form = "";
+            fprintf(out, " vs closed form %s= %s", form,
                     fmt_pct(ri->closed, b, sizeof b));
+        }
         if (ri->has_peak)
             fprintf(out, ", peak memory %s%s", fmt_bytes(ri->peak, a, sizeof a),
                     ri->fits == 0 ? " (more than a device has)" : "");

@@ -14,11 +14,6 @@ ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
 local parallel = require "pipesim.parallel"
 
--- Every field of ps.run, ps.cluster and ps.collective, at every depth, is
--- checked by the C binding (core/bind_check.c; the lists of known fields
--- are in core/bind_fields.c, also visible as core.fields). This module
--- fills defaults, resolves partitions and lowers parallel layouts; ps.run
--- asks the binding to check the fields those read first (core.check_run).
 
 local function expect_table(fn, spec)
   if type(spec) ~= "table" then
@@ -109,6 +104,9 @@ local LAYER_UNITS = {
   fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
   bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
   in_bytes = "bytes", params = "flop",
+  bwd_input_flops = "flop", bwd_weight_flops = "flop",
+  bwd_input_time = "time", bwd_weight_time = "time",
+  bwd_weight_bytes = "bytes",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a

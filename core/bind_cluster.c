@@ -39,10 +39,8 @@ static int cluster_gc(lua_State *L)
 static bind_cluster *live_cluster(lua_State *L, int idx)
 {
     bind_cluster *c = luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
-    if (!c->nw) { /* no position: the Lua layer adds the scenario's */
-        lua_pushliteral(L, "cluster was freed");
-        lua_error(L);
-    }
+    if (!c->nw) /* the position of a Lua caller (c.ranks in a script) */
+        luaL_error(L, "cluster was freed");
     return c;
 }
 

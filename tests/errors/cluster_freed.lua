@@ -1,4 +1,4 @@
--- expect: ps.run: cluster was freed
+-- expect: tests/errors/cluster_freed.lua:10: ps.run: cluster was freed
 -- A cluster whose __gc was called by hand must not be used afterwards
 -- (it segfaulted); the C methods check for it.
 local ps = require "pipesim"

@@ -34,7 +34,7 @@ static const char schema_sql[] =
     "  name TEXT NOT NULL,\n"
     "  schedule TEXT,\n"
     "  stages INTEGER, microbatches INTEGER, virtual_stages INTEGER,\n"
-    "  dp INTEGER,\n"
+    "  dp INTEGER, tp INTEGER, sequence_parallel INTEGER, recompute TEXT,\n"
     "  makespan REAL, bubble REAL, closed_form_bubble REAL,\n"
     "  imbalance REAL, peak_memory REAL,\n"
     "  p2p TEXT, params TEXT,\n"
@@ -117,9 +117,10 @@ enum stmt_id {
 static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
-               "imbalance, peak_memory, p2p, params, status, error) "
+               "imbalance, peak_memory, p2p, params, status, error, tp, "
+               "sequence_parallel, recompute) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-               "?13, ?14, ?15, ?16)",
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
                  "act_bytes, out_bytes, exposed_comm) VALUES (?1, ?2, ?3, ?4, "
@@ -549,6 +550,15 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     bind_text(st, 14, r->params_json);
     bind_text(st, 15, r->status ? r->status : "ok");
     bind_text(st, 16, r->error);
+    if (r->tp > 0) { /* pipelines; collectives leave them NULL */
+        sqlite3_bind_int64(st, 17, r->tp);
+        sqlite3_bind_int64(st, 18, r->sequence_parallel);
+        bind_text(st, 19, r->recompute);
+    } else {
+        sqlite3_bind_null(st, 17);
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+    }
     if (step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);

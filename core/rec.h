@@ -3,6 +3,7 @@
  * Schema (PRAGMA user_version = REC_SCHEMA_VERSION), times in seconds,
  * ranks/stages/chunks/microbatches from 0:
  *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
+ *       tp, sequence_parallel, recompute,
  *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
  *       params, status, error, created)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
@@ -38,7 +39,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 1
+#define REC_SCHEMA_VERSION 2
 #define REC_BATCH_RUNS 256
 
 typedef struct rec_db rec_db;
@@ -51,6 +52,11 @@ typedef struct rec_run {
     const char *schedule; /* NULL for collectives */
     const char *p2p;      /* "rendezvous" or "eager" */
     int32_t stages, microbatches, virtual_stages, dp;
+    /* tensor parallelism: tp >= 1 for pipelines (0: a collective, NULL
+     * columns), sequence_parallel 0 or 1, recompute "none" | "selective" |
+     * "full" */
+    int32_t tp, sequence_parallel;
+    const char *recompute;
     double makespan, bubble;
     double closed_form_bubble; /* NAN when the run is not uniform */
     double imbalance;          /* NAN when not meaningful */

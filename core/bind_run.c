@@ -85,10 +85,16 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->act_bytes = layer_field(L, idx, i, "act_bytes", UNIT_BYTES, 0);
     l->out_bytes = layer_field(L, idx, i, "out_bytes", UNIT_BYTES, 0);
     l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
+    l->bwd_input_flops =
+        layer_field(L, idx, i, "bwd_input_flops", UNIT_FLOP, -1);
+    l->bwd_weight_flops =
+        layer_field(L, idx, i, "bwd_weight_flops", UNIT_FLOP, -1);
     l->bwd_input_time =
         layer_field(L, idx, i, "bwd_input_time", UNIT_SECONDS, -1);
     l->bwd_weight_time =
         layer_field(L, idx, i, "bwd_weight_time", UNIT_SECONDS, -1);
+    l->bwd_weight_bytes =
+        layer_field(L, idx, i, "bwd_weight_bytes", UNIT_BYTES, -1);
     l->recompute_time =
         layer_field(L, idx, i, "recompute_time", UNIT_SECONDS, -1);
     l->kept_bytes = layer_field(L, idx, i, "kept_bytes", UNIT_BYTES, -1);
@@ -261,6 +267,33 @@ static void set_number(lua_State *L, const char *k, double v)
     lua_setfield(L, -2, k);
 }
 
+/* [-0, +0] Sets r.fits (nil when a capacity is unknown) and, when some
+ * entries exceed their device's memory, r.over_capacity (their 1-based
+ * indices into the per-rank arrays) and r.over_capacity_ranks (their
+ * cluster rank numbers, from 0 as in the database) on the table on top. */
+static void push_fits(lua_State *L, const pipe_result *res)
+{
+    if (res->fits != REC_FITS_UNKNOWN) {
+        lua_pushboolean(L, res->fits == REC_FITS_YES);
+        lua_setfield(L, -2, "fits");
+    }
+    if (res->nover == 0)
+        return;
+    lua_createtable(L, res->nover, 0);
+    lua_createtable(L, res->nover, 0);
+    for (int32_t k = 0, i = 0; k < res->n; k++) {
+        if (!(res->capacity[k] > 0 && res->peak_memory[k] > res->capacity[k]))
+            continue;
+        i++;
+        lua_pushinteger(L, k + 1);
+        lua_rawseti(L, -3, i);
+        lua_pushinteger(L, res->rank[k]);
+        lua_rawseti(L, -2, i);
+    }
+    lua_setfield(L, -3, "over_capacity_ranks");
+    lua_setfield(L, -2, "over_capacity");
+}
+
 static int core_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -291,6 +324,7 @@ static int core_run(lua_State *L)
     cfg.tp = (int32_t)tp;
     bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
     cfg.recompute = bind_string(L, 1, "recompute");
+    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);
     cfg.params_json = bind_string(L, 1, "params_json");
@@ -501,10 +535,7 @@ static int core_run(lua_State *L)
     lua_setfield(L, -2, "static_memory");
     push_array(L, res.exposed_comm, res.n);
     lua_setfield(L, -2, "exposed_comm");
-    if (res.over_capacity >= 0) {
-        lua_pushinteger(L, res.over_capacity);
-        lua_setfield(L, -2, "over_capacity");
-    }
+    push_fits(L, &res);
     lua_pushinteger(L, res.eng.events);
     lua_setfield(L, -2, "events");
     return 1;

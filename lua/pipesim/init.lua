@@ -21,6 +21,7 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
+  split_backward = true,
   -- tensor/sequence parallelism and recompute (lua/pipesim/parallel.lua)
   tp = true, sequence_parallel = true, recompute = true,
   recompute_method = true, recompute_layers = true, tp_overlap = true,
@@ -154,6 +155,9 @@ local LAYER_UNITS = {
   fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
   bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
   in_bytes = "bytes", params = "flop",
+  bwd_input_flops = "flop", bwd_weight_flops = "flop",
+  bwd_input_time = "time", bwd_weight_time = "time",
+  bwd_weight_bytes = "bytes",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a
@@ -411,8 +415,14 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  local text = call("ps.show", core.report, r and r.db, r and r.id, width or 100)
+  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width or 100)
+  if not ok then error("ps.show: " .. tostring(text), 2) end
   io.write(text)
+  if warnings ~= "" then
+    -- "pipesim: warning: run 3: rank 2 needs 402.1 GiB, device has 80 GiB"
+    io.stdout:flush()
+    io.stderr:write(warnings)
+  end
 end
 
 -- Percent formatting used by scenarios' tables.

@@ -220,10 +220,14 @@ end
 -- backward is preceded by a recompute as long as the forward.
 local function layer_cost(l, recompute)
     local r = recompute and 2 or 1 -- forward runs twice under checkpointing
-    if l.fwd_time ~= nil then
-        return r * l.fwd_time + (l.bwd_time or 2 * l.fwd_time), 0
+    local bt = l.bwd_time -- a split backward's two parts add up to it
+    if bt == nil and l.bwd_input_time and l.bwd_weight_time then
+        bt = l.bwd_input_time + l.bwd_weight_time
     end
-    if l.bwd_time ~= nil then return l.bwd_time, r * l.fwd_flops end
+    if l.fwd_time ~= nil then
+        return r * l.fwd_time + (bt or 2 * l.fwd_time), 0
+    end
+    if bt ~= nil then return bt, r * l.fwd_flops end
     return 0, r * l.fwd_flops + (l.bwd_flops or 2 * l.fwd_flops)
 end
 

@@ -318,6 +318,14 @@ static int core_run(lua_State *L)
     cfg.v = (int32_t)v;
     cfg.m = (int32_t)m;
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    /* recorded only: lua/pipesim/parallel.lua has lowered them */
+    long long tp = 1;
+    bind_integer(L, 1, "tp", &tp);
+    if (tp < 1)
+        return luaL_error(L, "field 'tp' must be at least 1, got %d", (int)tp);
+    cfg.tp = (int32_t)tp;
+    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
+    cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);

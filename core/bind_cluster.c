@@ -33,16 +33,31 @@ static int cluster_gc(lua_State *L)
     return 0;
 }
 
+/* The cluster at idx, raising "cluster was freed" once its __gc has run
+ * (a script can call getmetatable(c).__gc(c) by hand: the userdata stays
+ * reachable with its pointers cleared). */
+static bind_cluster *live_cluster(lua_State *L, int idx)
+{
+    bind_cluster *c = luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    if (!c->nw) /* the position of a Lua caller (c.ranks in a script) */
+        luaL_error(L, "cluster was freed");
+    return c;
+}
+
 static int cluster_tostring(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    if (!c->nw) {
+        lua_pushliteral(L, "pipesim.cluster(freed)");
+        return 1;
+    }
     lua_pushfstring(L, "pipesim.cluster(%d ranks)", (int)c->nranks);
     return 1;
 }
 
 static int cluster_index(lua_State *L)
 {
-    bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    bind_cluster *c = live_cluster(L, 1);
     const char *k = luaL_checkstring(L, 2);
     if (strcmp(k, "ranks") == 0)
         lua_pushinteger(L, c->nranks);
@@ -92,7 +107,7 @@ bind_cluster *bind_check_cluster(lua_State *L, int idx)
     bind_cluster *c = luaL_testudata(L, idx, BIND_CLUSTER_TYPE);
     if (!c)
         bind_field_error(L, "cluster", BIND_CLUSTER_HINT, idx);
-    return c;
+    return live_cluster(L, idx);
 }
 
 static bind_cluster *new_cluster(lua_State *L, int32_t n)

@@ -27,7 +27,8 @@ typedef struct bind_cluster {
     "ps.cluster(ps.clusters.dgx(\"H100\", 2)))"
 
 /* The cluster at idx; raises "field 'cluster' must be a cluster made by
- * ps.cluster{...} ..., got <value>" otherwise. */
+ * ps.cluster{...} ..., got <value>" otherwise, and "cluster was freed"
+ * when its __gc has already run. */
 bind_cluster *bind_check_cluster(lua_State *L, int idx);
 
 /* Pushes an ideal cluster of n ranks (free communication, unknown device)

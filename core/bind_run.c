@@ -32,9 +32,11 @@ static pipe_ctx *get_ctx(lua_State *L)
     if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         pipe_ctx *c = *(pipe_ctx **)lua_touserdata(L, -1);
         lua_pop(L, 1);
-        return c;
+        if (c) /* NULL when its __gc was called by hand: make a new one */
+            return c;
+    } else {
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     pipe_ctx **c = lua_newuserdatauv(L, sizeof *c, 0);
     *c = NULL;
     luaL_setmetatable(L, CTX_TYPE);
@@ -374,6 +376,12 @@ static int core_run(lua_State *L)
     read_shape(L, &cfg, &uses_flops); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    /* recorded only: lua/pipesim/parallel.lua has lowered them */
+    long long tp = 1;
+    bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
+    cfg.tp = (int32_t)tp;
+    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
+    cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);

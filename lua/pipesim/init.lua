@@ -153,7 +153,8 @@ end
 local LAYER_UNITS = {
   fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
   bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
-  in_bytes = "bytes", params = "flop",
+  in_bytes = "bytes", params = "flop", bwd_input_time = "time",
+  bwd_weight_time = "time", recompute_time = "time",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a

@@ -347,8 +347,9 @@ function ps.run(spec)
   args.partition = partition
   if plan then
     plan.layers = layers
-    ok, partition = pcall(parallel.finish, plan, partition, args, dev, spec)
-    if not ok then error("ps.run: " .. partition, 2) end
+    -- finish returns nothing: keep `partition` for run.params
+    local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec)
+    if not done then error("ps.run: " .. msg, 2) end
   end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"

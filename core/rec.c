@@ -42,7 +42,8 @@ static const char schema_sql[] =
     "  error TEXT,\n"
     "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
     "'now')),\n"
-    "  fits INTEGER CHECK (fits IN (0, 1)));\n"
+    "  fits INTEGER CHECK (fits IN (0, 1)),\n"
+    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT);\n"
     "CREATE TABLE event(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
@@ -101,6 +102,14 @@ static const char migrate_v2_sql[] =
     "ALTER TABLE rank_stat ADD COLUMN fits INTEGER CHECK (fits IN (0, 1));\n"
     "PRAGMA user_version = 2;\n";
 
+/* Version 2 -> 3: the tensor-parallel layout of a run (NULL for old runs
+ * and for collectives), appended last as CREATE TABLE has it. */
+static const char migrate_v3_sql[] =
+    "ALTER TABLE run ADD COLUMN tp INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN sequence_parallel INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN recompute TEXT;\n"
+    "PRAGMA user_version = 3;\n";
+
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
     "stage", "rank_stat", "collective", "link",
@@ -128,9 +137,10 @@ enum stmt_id {
 static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
-               "imbalance, peak_memory, p2p, params, status, error, fits) "
+               "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
+               "sequence_parallel, recompute) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-               "?13, ?14, ?15, ?16, ?17)",
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
                  "act_bytes, out_bytes, exposed_comm) VALUES (?1, ?2, ?3, ?4, "
@@ -381,7 +391,8 @@ rec_db *rec_open(const char *path, ps_err *err)
         ps_errf(err, "%s: not a pipesim database", path);
         goto fail;
     }
-    if (version != 0 && version != 1 && version != REC_SCHEMA_VERSION) {
+    if (version != 0 && version != 1 && version != 2 &&
+        version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         goto fail;
@@ -415,16 +426,18 @@ rec_db *rec_open(const char *path, ps_err *err)
         if (exec_sql(db, "COMMIT", err))
             goto fail;
     }
-    if (version == 1) {
+    if (version == 1 || version == 2) {
         /* upgrade in place, once: a second writer that waited for the lock
-         * finds version 2 and does nothing */
+         * finds the current version and does nothing */
         if (exec_sql(db, "BEGIN IMMEDIATE", err))
             goto fail;
         if (inspect(db, &version, &tables, &objects, err)) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
-        if (version == 1 && exec_sql(db, migrate_v2_sql, err)) {
+        if ((version == 1 && exec_sql(db, migrate_v2_sql, err)) ||
+            ((version == 1 || version == 2) &&
+             exec_sql(db, migrate_v3_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
@@ -473,12 +486,13 @@ rec_db *rec_open_read(const char *path, ps_err *err)
     int version, tables, objects;
     if (inspect(db, &version, &tables, &objects, err))
         goto fail;
-    if (version == 1 && tables == NTABLES) {
+    if ((version == 1 || version == 2) && tables == NTABLES) {
         ps_errf(err,
-                "%s: schema version 1 (before the memory 'fits' columns), "
-                "this pipesim reads 2; writing one run to it upgrades it in "
+                "%s: schema version %d (before the %s columns), this "
+                "pipesim reads %d; writing one run to it upgrades it in "
                 "place (pipesim run SCENARIO -o %s)",
-                path, path);
+                path, version, version == 1 ? "memory 'fits'" : "run 'tp'",
+                REC_SCHEMA_VERSION, path);
         goto fail;
     }
     if (version != 0 && version != REC_SCHEMA_VERSION && tables == NTABLES) {
@@ -609,6 +623,15 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     bind_text(st, 15, r->status ? r->status : "ok");
     bind_text(st, 16, r->error);
     bind_fits(st, 17, r->fits);
+    if (r->tp > 0) { /* pipelines; collectives leave them NULL */
+        sqlite3_bind_int64(st, 18, r->tp);
+        sqlite3_bind_int64(st, 19, r->sequence_parallel);
+        bind_text(st, 20, r->recompute);
+    } else {
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+        sqlite3_bind_null(st, 20);
+    }
     if (step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);

@@ -4,7 +4,8 @@
  * ranks/stages/chunks/microbatches from 0:
  *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
  *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
- *       params, status, error, created, fits)
+ *       params, status, error, created, fits, tp, sequence_parallel,
+ *       recompute)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
  *       status 'ok' | 'failed' (error holds the message); fits 1 when every
  *       rank's peak memory is within its device's capacity, 0 when one is
@@ -46,7 +47,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 2
+#define REC_SCHEMA_VERSION 3
 #define REC_BATCH_RUNS 256
 
 typedef struct rec_db rec_db;
@@ -62,6 +63,11 @@ typedef struct rec_run {
     const char *schedule; /* NULL for collectives */
     const char *p2p;      /* "rendezvous" or "eager" */
     int32_t stages, microbatches, virtual_stages, dp;
+    /* tensor parallelism: tp >= 1 for pipelines (0: a collective, NULL
+     * columns), sequence_parallel 0 or 1, recompute "none" | "selective" |
+     * "full" */
+    int32_t tp, sequence_parallel;
+    const char *recompute;
     double makespan, bubble;
     double closed_form_bubble; /* NAN when the run is not uniform */
     double imbalance;          /* NAN when not meaningful */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbcheck.h"
+
 /* ------------------------------------------------------------------ */
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
@@ -408,10 +410,18 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
         fprintf(out, ", makespan %s", fmt_time(ri->makespan, a, sizeof a));
         if (ri->has_bubble)
             fprintf(out, ", bubble %s", fmt_pct(ri->bubble, a, sizeof a));
-        if (ri->has_closed)
-            fprintf(out, " vs closed form %s = %s",
-                    ri->v > 1 ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)",
+        if (ri->has_closed) {
+            /* the formula is named when it is the plain one; split
+             * backwards and the zero-bubble schedules have their own
+             * (README "Schedules") */
+            double plain = (ri->p - 1.0) / ((double)ri->v * ri->m + ri->p - 1);
+            const char *form =
+                ri->v > 1 ? "(p-1)/(v*m+p-1) " : "(p-1)/(m+p-1) ";
+            if (fabs(ri->closed - plain) > 1e-9 * plain)
+                form = "";
+            fprintf(out, " vs closed form %s= %s", form,
                     fmt_pct(ri->closed, b, sizeof b));
+        }
         if (ri->has_peak)
             fprintf(out, ", peak memory %s%s", fmt_bytes(ri->peak, a, sizeof a),
                     ri->fits == 0 ? " (more than a device has)" : "");
@@ -453,7 +463,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     const char *unit;
     double scale = time_unit(makespan, &unit);
     double dt = makespan / cols;
-    double step = nice_step(makespan * 12 / cols);
+    /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
+     * (a hand-edited database), where the product is infinite, the step
+     * NaN and the tick loop never ended */
+    double step = nice_step(dt * 12);
+    if (!(step > 0 && isfinite(step)))
+        step = makespan;
     char *ticks = malloc((size_t)cols + 2);
     char *labels = malloc((size_t)cols + 64);
     if (!ticks || !labels) {
@@ -465,12 +480,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     ticks[cols + 1] = '\0';
     memset(labels, ' ', (size_t)cols + 63);
     labels[cols + 63] = '\0';
-    int end = 0; /* first free label column */
-    for (int k = 0;; k++) {
-        double t = k * step;
-        int c = (int)lround(t / dt);
-        if (c > cols)
+    int end = 0;                      /* first free label column */
+    for (int k = 0; k <= cols; k++) { /* at most a tick per column */
+        double t = k * step, x = t / dt;
+        if (!(x <= cols + 0.5))
             break;
+        int c = (int)lround(x);
         ticks[c] = '+';
         char lab[48];
         int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
@@ -587,7 +602,9 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
 {
     run_info ri;
-    if (load_run(db, run, &ri, err) ||
+    /* rows are checked first: the chart indexes by rank and scales by
+     * time, and the database may have been edited */
+    if (load_run(db, run, &ri, err) || dbcheck_run(db, run, NULL, err) ||
         print_summary(db, run, &ri, width, out, err))
         return PS_ERR;
     rec_query *q = query(db,

@@ -21,6 +21,7 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
+  split_backward = true,
   -- tensor/sequence parallelism and recompute (lua/pipesim/parallel.lua)
   tp = true, sequence_parallel = true, recompute = true,
   recompute_method = true, recompute_layers = true, tp_overlap = true,
@@ -77,6 +78,15 @@ local function call(fn, f, ...)
   local ok, res = pcall(f, ...)
   if not ok then error(fn .. ": " .. tostring(res), 3) end
   return res
+end
+
+-- A cluster whose __gc was called by hand raises on every use
+-- (core/bind_cluster.c); say so at the scenario's line before the front
+-- end reads it (level 3, as call).
+local function check_live(fn, c)
+  if type(c) == "userdata" and not pcall(function() return c.ranks end) then
+    error(fn .. ": cluster was freed", 3)
+  end
 end
 
 -- The roofline constants of each cluster's device (ps.clusters), kept in
@@ -153,8 +163,10 @@ end
 local LAYER_UNITS = {
   fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
   bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
-  in_bytes = "bytes", params = "flop", bwd_input_time = "time",
-  bwd_weight_time = "time", recompute_time = "time",
+  in_bytes = "bytes", params = "flop",
+  bwd_input_flops = "flop", bwd_weight_flops = "flop",
+  bwd_input_time = "time", bwd_weight_time = "time",
+  bwd_weight_bytes = "bytes", recompute_time = "time",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a
@@ -296,6 +308,7 @@ end
 
 function ps.run(spec)
   check_fields("ps.run", spec, RUN_FIELDS)
+  check_live("ps.run", spec.cluster)
   if type(spec.layers) ~= "table" or #spec.layers == 0 then
     error("ps.run: missing field 'layers' (a list of layer tables)", 2)
   end
@@ -396,6 +409,7 @@ end
 
 function ps.collective(spec)
   check_fields("ps.collective", spec, COLLECTIVE_FIELDS)
+  check_live("ps.collective", spec.cluster)
   local args = {}
   for k, v in pairs(spec) do args[k] = v end
   args.params_json = collective_params(spec)

@@ -292,9 +292,9 @@ static void test_open_errors(void)
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 2");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 3");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 2");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 3");
 
     /* an empty file (touch results/x.db) is a fresh database */
     f = fopen("empty.db", "w");

@@ -115,7 +115,7 @@ local LAYER_UNITS = {
   in_bytes = "bytes", params = "flop",
   bwd_input_flops = "flop", bwd_weight_flops = "flop",
   bwd_input_time = "time", bwd_weight_time = "time",
-  bwd_weight_bytes = "bytes",
+  bwd_weight_bytes = "bytes", recompute_time = "time",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a
@@ -298,8 +298,9 @@ function ps.run(spec)
   args.partition = partition
   if plan then
     plan.layers = layers
-    ok, partition = pcall(parallel.finish, plan, partition, args, dev, spec)
-    if not ok then error("ps.run: " .. partition, 2) end
+    -- finish returns nothing: keep `partition` for run.params
+    local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec)
+    if not done then error("ps.run: " .. msg, 2) end
   end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "limit.h"
+
 typedef struct link {
     int32_t a, b;
     double bandwidth, latency;
@@ -106,13 +108,13 @@ net *net_new(int32_t nranks)
 
 static void free_fair(net *nw)
 {
-    free(nw->l_head);
-    free(nw->l_count);
-    free(nw->l_stamp);
-    free(nw->l_since);
-    free(nw->l_cap);
-    free(nw->l_unfixed);
-    free(nw->comp_links);
+    limit_free(nw->l_head);
+    limit_free(nw->l_count);
+    limit_free(nw->l_stamp);
+    limit_free(nw->l_since);
+    limit_free(nw->l_cap);
+    limit_free(nw->l_unfixed);
+    limit_free(nw->comp_links);
     nw->l_head = nw->l_count = nw->l_unfixed = nw->comp_links = NULL;
     nw->l_stamp = NULL;
     nw->l_since = nw->l_cap = NULL;
@@ -121,10 +123,10 @@ static void free_fair(net *nw)
 
 static void free_flows(net *nw)
 {
-    free(nw->flows);
-    free(nw->m_prev);
-    free(nw->m_next);
-    free(nw->comp_flows);
+    limit_free(nw->flows);
+    limit_free(nw->m_prev);
+    limit_free(nw->m_next);
+    limit_free(nw->comp_flows);
     nw->flows = NULL;
     nw->m_prev = nw->m_next = nw->comp_flows = NULL;
     nw->flows_cap = 0;
@@ -134,11 +136,11 @@ void net_free(net *nw)
 {
     if (!nw)
         return;
-    free(nw->links);
-    free(nw->route_off);
-    free(nw->route_link);
-    free(nw->slack);
-    free(nw->ls);
+    limit_free(nw->links);
+    limit_free(nw->route_off);
+    limit_free(nw->route_link);
+    limit_free(nw->slack);
+    limit_free(nw->ls);
     free_fair(nw);
     free_flows(nw);
     free(nw);
@@ -186,7 +188,7 @@ int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                        (int)b);
     if (nw->nlinks == nw->links_cap) {
         int32_t cap = nw->links_cap ? nw->links_cap * 2 : 64;
-        link *l = realloc(nw->links, (size_t)cap * sizeof *l);
+        link *l = limit_realloc(nw->links, (size_t)cap * sizeof *l);
         if (!l)
             return ps_errf(err, "out of memory");
         nw->links = l;
@@ -357,10 +359,11 @@ int net_finalize(net *nw, ps_err *err)
     int32_t *via = malloc(((size_t)nw->nnodes + 1) * sizeof *via);
     int32_t *queue = malloc(((size_t)nw->nnodes + 1) * sizeof *queue);
     int32_t *path = malloc(((size_t)nw->nnodes + 1) * sizeof *path);
-    free(nw->route_off);
-    free(nw->route_link);
+    limit_free(nw->route_off);
+    limit_free(nw->route_link);
     nw->route_link = NULL;
-    nw->route_off = calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
+    nw->route_off =
+        limit_calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
     int rc = PS_OK;
     size_t used = 0, cap = 0;
     nw->max_hops = 1;
@@ -370,6 +373,10 @@ int net_finalize(net *nw, ps_err *err)
         goto done;
     }
     for (int32_t s = 0; s < n && rc == PS_OK; s++) {
+        if (limit_stopped()) { /* O(n^2) routes: a signal or --timeout */
+            rc = ps_errf(err, "stopped computing routes");
+            break;
+        }
         for (int32_t i = 0; i < nw->nnodes; i++)
             via[i] = -2;
         via[s] = -1;
@@ -405,7 +412,7 @@ int net_finalize(net *nw, ps_err *err)
                 size_t ncap = cap ? cap * 2 : 1024;
                 while (ncap < used + (size_t)len)
                     ncap *= 2;
-                int32_t *r = realloc(nw->route_link, ncap * sizeof *r);
+                int32_t *r = limit_realloc(nw->route_link, ncap * sizeof *r);
                 if (!r) {
                     rc = ps_errf(err, "out of memory computing routes");
                     break;
@@ -427,8 +434,8 @@ int net_finalize(net *nw, ps_err *err)
      * 1) would otherwise join every inter-node flow into one component
      * and make each flow start and end cost O(all of them), with the same
      * rates in the end. */
-    free(nw->slack);
-    nw->slack = calloc((size_t)nw->nlinks + 1, 1);
+    limit_free(nw->slack);
+    nw->slack = limit_calloc((size_t)nw->nlinks + 1, 1);
     double *in = calloc((size_t)nw->nnodes + 1, sizeof *in);
     if (rc == PS_OK && nw->slack && in) {
         for (int32_t i = 0; i < nw->nlinks; i++)
@@ -532,13 +539,13 @@ static int size_fair(net *nw, int32_t count)
     if (nw->fair_links != count || !nw->l_head) {
         free_fair(nw);
         size_t n = (size_t)count + 1;
-        nw->l_head = malloc(n * sizeof *nw->l_head);
-        nw->l_count = malloc(n * sizeof *nw->l_count);
-        nw->l_stamp = malloc(n * sizeof *nw->l_stamp);
-        nw->l_since = malloc(n * sizeof *nw->l_since);
-        nw->l_cap = malloc(n * sizeof *nw->l_cap);
-        nw->l_unfixed = malloc(n * sizeof *nw->l_unfixed);
-        nw->comp_links = malloc(n * sizeof *nw->comp_links);
+        nw->l_head = limit_malloc(n * sizeof *nw->l_head);
+        nw->l_count = limit_malloc(n * sizeof *nw->l_count);
+        nw->l_stamp = limit_malloc(n * sizeof *nw->l_stamp);
+        nw->l_since = limit_malloc(n * sizeof *nw->l_since);
+        nw->l_cap = limit_malloc(n * sizeof *nw->l_cap);
+        nw->l_unfixed = limit_malloc(n * sizeof *nw->l_unfixed);
+        nw->comp_links = limit_malloc(n * sizeof *nw->comp_links);
         if (!nw->l_head || !nw->l_count || !nw->l_stamp || !nw->l_since ||
             !nw->l_cap || !nw->l_unfixed || !nw->comp_links) {
             free_fair(nw);
@@ -558,8 +565,8 @@ void net_begin(net *nw, eq *q)
     nw->oom = 0;
     int32_t count = nw->mesh ? nw->nranks * nw->nranks : nw->nlinks;
     if (count != nw->state_links || !nw->ls) {
-        free(nw->ls);
-        nw->ls = malloc(((size_t)count + 1) * sizeof *nw->ls);
+        limit_free(nw->ls);
+        nw->ls = limit_malloc(((size_t)count + 1) * sizeof *nw->ls);
         nw->state_links = count;
     }
     if (!nw->ls) {
@@ -618,16 +625,16 @@ static int32_t alloc_flow(net *nw)
     if (nw->flows_used == nw->flows_cap) {
         int32_t cap = nw->flows_cap ? nw->flows_cap * 2 : 256;
         size_t h = (size_t)nw->max_hops;
-        flow *fl = realloc(nw->flows, (size_t)cap * sizeof *fl);
+        flow *fl = limit_realloc(nw->flows, (size_t)cap * sizeof *fl);
         if (fl)
             nw->flows = fl;
-        int32_t *mp = realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
+        int32_t *mp = limit_realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
         if (mp)
             nw->m_prev = mp;
-        int32_t *mn = realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
+        int32_t *mn = limit_realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
         if (mn)
             nw->m_next = mn;
-        int32_t *cf = realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
+        int32_t *cf = limit_realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
         if (cf)
             nw->comp_flows = cf;
         if (!fl || !mp || !mn || !cf)

@@ -101,12 +101,14 @@ for t in tests/errors/*.lua; do
     *) fail "$t: got '$got', expected it to contain '$want'" ;;
     esac
 done
-if [ -f tests/cli.sh ]; then
-    echo "== cli"
-    BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/cli.sh >"$TMP/cli.out" 2>&1
-    grep -E '^FAIL' "$TMP/cli.out"
-    add_counts "$TMP/cli.out"
-fi
+for c in tests/cli.sh tests/cli_*.sh; do
+    [ -f "$c" ] || continue
+    echo "== $(basename "$c" .sh)"
+    name=$(basename "$c" .sh)
+    BIN="$BIN" TMP="$TMP" VG="$VG" sh "$c" >"$TMP/$name.out" 2>&1
+    grep -E '^FAIL' "$TMP/$name.out"
+    add_counts "$TMP/$name.out"
+done
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

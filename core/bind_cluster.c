@@ -33,16 +33,31 @@ static int cluster_gc(lua_State *L)
     return 0;
 }
 
+/* The cluster at idx, raising "cluster was freed" once its __gc has run
+ * (a script can call getmetatable(c).__gc(c) by hand: the userdata stays
+ * reachable with its pointers cleared). */
+static bind_cluster *live_cluster(lua_State *L, int idx)
+{
+    bind_cluster *c = luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    if (!c->nw) /* the position of a Lua caller (c.ranks in a script) */
+        luaL_error(L, "cluster was freed");
+    return c;
+}
+
 static int cluster_tostring(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    if (!c->nw) {
+        lua_pushliteral(L, "pipesim.cluster(freed)");
+        return 1;
+    }
     lua_pushfstring(L, "pipesim.cluster(%d ranks)", (int)c->nranks);
     return 1;
 }
 
 static int cluster_index(lua_State *L)
 {
-    bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    bind_cluster *c = live_cluster(L, 1);
     const char *k = luaL_checkstring(L, 2);
     if (strcmp(k, "ranks") == 0)
         lua_pushinteger(L, c->nranks);
@@ -89,7 +104,7 @@ static int cluster_index(lua_State *L)
 
 bind_cluster *bind_check_cluster(lua_State *L, int idx)
 {
-    return luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    return live_cluster(L, idx);
 }
 
 static bind_cluster *new_cluster(lua_State *L, int32_t n)
@@ -433,8 +448,12 @@ static int core_cluster(lua_State *L)
                               "field 'gpus_per_node' must be an integer "
                               ">= 1, got %d",
                               (int)g);
-        if (nodes * g > 1 << 20)
-            return luaL_error(L, "%lld ranks is too large", nodes * g);
+        /* nodes * g could overflow even long long: compare by division */
+        if (nodes > (1 << 20) / g)
+            return luaL_error(L,
+                              "%I nodes x %I gpus_per_node is more than "
+                              "1048576 ranks",
+                              (lua_Integer)nodes, (lua_Integer)g);
         if (has_field(L, 1, "nics_per_node") && (nics < 1 || nics > g))
             return luaL_error(L,
                               "field 'nics_per_node' must be between 1 and "

@@ -264,9 +264,20 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pipesim: %s\n", err.msg);
         rc = 1;
     }
-    if (rc == 0 && runs > 0 && path)
-        printf("%ld run%s recorded in %s (pipesim report %s)\n", runs,
-               runs == 1 ? "" : "s", path, path);
+    if (rc == 0 && runs > 0 && path) {
+        /* added by this scenario and in the whole file (runs append) */
+        rec_db *rdb = rec_open_read(path, &err);
+        int64_t total = -1;
+        if (!rdb || rec_run_count(rdb, &total, &err))
+            total = -1;
+        rec_close(rdb, NULL);
+        if (total >= runs)
+            printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n",
+                   runs, runs == 1 ? "" : "s", path, (long long)total, path);
+        else
+            printf("%ld run%s added to %s (pipesim report %s)\n", runs,
+                   runs == 1 ? "" : "s", path, path);
+    }
     lua_close(L);
     free(o.defs);
     return rc;
@@ -307,6 +318,11 @@ static int cmd_report(int argc, char **argv)
         return fail("%s", err.msg, "");
     int rc = run ? report_run(db, id, stdout, width, &err)
                  : report_runs(db, stdout, csv, &err);
+    /* runs that do not fit their devices' memory: on stderr, after the
+     * report (stdout stays a clean table or CSV) */
+    fflush(stdout);
+    if (rc == 0)
+        rc = report_warnings(db, run ? id : 0, stderr, REPORT_WARN_RUNS, &err);
     rec_close(db, NULL);
     if (rc)
         return fail("%s", err.msg, "");

@@ -213,18 +213,27 @@ end
 
 -- A layer's forward + backward (+ recompute) as seconds a plus FLOPs b, so
 -- that it takes a + b / rate on a device of `rate` FLOP/s (peak x
--- efficiency), by the C core's rule (core/pipe.c layer_fwd/layer_bwd): a
--- measured fwd_time is used as is and its backward is bwd_time or twice
--- it; without fwd_time the forward is fwd_flops / rate and the backward
--- bwd_time, bwd_flops / rate or twice the forward. With checkpointing the
--- backward is preceded by a recompute as long as the forward.
+-- efficiency), by the C core's rule (core/pipe.c layer_fwd, layer_bwd,
+-- stage_recompute): the forward is fwd_time, else fwd_flops / rate; the
+-- backward bwd_time, else bwd_input_time + bwd_weight_time, else bwd_flops
+-- / rate (only without fwd_time), else twice the forward; with
+-- checkpointing the recompute is recompute_time, else the forward.
 local function layer_cost(l, recompute)
-    local r = recompute and 2 or 1 -- forward runs twice under checkpointing
-    if l.fwd_time ~= nil then
-        return r * l.fwd_time + (l.bwd_time or 2 * l.fwd_time), 0
+    local fa, fb = 0, 0
+    if l.fwd_time ~= nil then fa = l.fwd_time else fb = l.fwd_flops end
+    local ba, bb = 2 * fa, 2 * fb
+    if l.bwd_time ~= nil then
+        ba, bb = l.bwd_time, 0
+    elseif l.bwd_input_time ~= nil and l.bwd_weight_time ~= nil then
+        ba, bb = l.bwd_input_time + l.bwd_weight_time, 0
+    elseif l.bwd_flops ~= nil and l.fwd_time == nil then
+        ba, bb = 0, l.bwd_flops
     end
-    if l.bwd_time ~= nil then return l.bwd_time, r * l.fwd_flops end
-    return 0, r * l.fwd_flops + (l.bwd_flops or 2 * l.fwd_flops)
+    local ra, rb = 0, 0
+    if recompute then
+        if l.recompute_time ~= nil then ra = l.recompute_time else ra, rb = fa, fb end
+    end
+    return fa + ba + ra, fb + bb + rb
 end
 
 -- "time": per-layer costs, the FLOP/s of each stage's device (opts.rates:

@@ -105,5 +105,12 @@ if [ -f tests/cli.sh ]; then
     add_counts "$TMP/cli.out"
 fi
 
+if [ -f tests/concurrency.sh ]; then
+    echo "== concurrency"
+    BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/concurrency.sh >"$TMP/concurrency.out" 2>&1
+    grep -E '^FAIL|^race' "$TMP/concurrency.out"
+    add_counts "$TMP/concurrency.out"
+fi
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -45,9 +45,11 @@ static coll_ctx *get_ctx(lua_State *L)
     if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         coll_ctx *c = lua_touserdata(L, -1);
         lua_pop(L, 1);
-        return c;
+        if (c->eng && c->ps) /* else its __gc was called by hand */
+            return c;
+    } else {
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     coll_ctx *c = lua_newuserdatauv(L, sizeof *c, 0);
     c->eng = NULL;
     c->ps = NULL;
@@ -420,23 +422,23 @@ static int core_collective(lua_State *L)
     int top = lua_gettop(L); /* the data function's error, if any */
     bind_progress(L);
     if (dc.failed == 2)
-        return luaL_error(L, "field 'data': data(%d, %d) failed: %s",
-                          (int)dc.rank, (int)dc.i,
-                          luaL_tolstring(L, top, NULL));
-    if (dc.failed == 1)
-        return luaL_error(L, "field 'data': data(%d, %d) %s", (int)dc.rank,
-                          (int)dc.i, dc.msg);
-    if (rc)
-        return bind_raise(L, &err);
+        rc = ps_errf(&err, "field 'data': data(%d, %d) failed: %s",
+                     (int)dc.rank, (int)dc.i, luaL_tolstring(L, top, NULL));
+    else if (dc.failed == 1)
+        rc = ps_errf(&err, "field 'data': data(%d, %d) %s", (int)dc.rank,
+                     (int)dc.i, dc.msg);
 
     char defname[64];
     if (!name) {
         snprintf(defname, sizeof defname, "%s %s", opn,
-                 coll_algo_name(res->algorithm));
+                 rc ? (algn ? algn : "auto") : coll_algo_name(res->algorithm));
         name = defname;
     }
     int64_t id = 0;
     if (db) {
+        /* a failed collective leaves a failed run row, as a failed
+         * pipeline does (README, "The results database") */
+        const char *error = rc ? err.msg : NULL;
         rec_run run = {
             .kind = "collective",
             .name = name,
@@ -444,14 +446,15 @@ static int core_collective(lua_State *L)
             .stages = 0,
             .microbatches = 0,
             .virtual_stages = 0,
-            .dp = res->nranks,
-            .makespan = res->time,
+            .dp = rc ? (ranks ? nranks : cl->nranks) : res->nranks,
+            .makespan = rc ? NAN : res->time,
             .bubble = NAN,
             .closed_form_bubble = NAN,
             .imbalance = NAN,
             .peak_memory = NAN,
             .params_json = params,
-            .status = "ok",
+            .status = rc ? "failed" : "ok",
+            .error = error,
         };
         rec_collective row = {
             .op = opn,
@@ -464,14 +467,24 @@ static int core_collective(lua_State *L)
         };
         rec_payload pl = {
             .run = &run,
-            .collective = &row,
+            .collective = rc ? NULL : &row,
             .progs = ctx->ps,
             .network = cl->nw,
         };
-        if (rec_write(db, &pl, level, &id, &err))
-            return bind_raise(L, &err);
-        bind_count_run(L);
+        ps_err rec_err;
+        if (rec_write(db, &pl, rc ? REC_SUMMARY : level, &id, &rec_err)) {
+            if (!rc)
+                return bind_raise(L, &rec_err);
+            char msg[sizeof err.msg];
+            memcpy(msg, err.msg, sizeof msg);
+            ps_errf(&err, "%s (and recording the failure failed: %s)", msg,
+                    rec_err.msg);
+        } else {
+            bind_count_run(L);
+        }
     }
+    if (rc)
+        return bind_raise(L, &err);
     int64_t n = spec.bytes / 4;
     push_result(L, res, opn, name, id, spec.bytes,
                 spec.data == COLL_DATA_FN && n <= MAX_LUA_OUTPUTS);

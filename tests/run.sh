@@ -89,5 +89,12 @@ for c in tests/cli.sh tests/cli_*.sh; do
     add_counts "$TMP/$name.out"
 done
 
+if [ -f tests/concurrency.sh ]; then
+    echo "== concurrency"
+    BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/concurrency.sh >"$TMP/concurrency.out" 2>&1
+    grep -E '^FAIL|^race' "$TMP/concurrency.out"
+    add_counts "$TMP/concurrency.out"
+fi
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

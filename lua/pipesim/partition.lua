@@ -189,8 +189,9 @@ end)
 
 local function layer_label(layers, i)
     local name = layers[i].name
-    if name ~= nil then return string.format("layer %d ('%s')", i - 1, tostring(name)) end
-    return "layer " .. (i - 1)
+    -- Lua indices, as the binding names layers ("layers[3]")
+    if name ~= nil then return string.format("layers[%d] ('%s')", i, tostring(name)) end
+    return string.format("layers[%d]", i)
 end
 
 local function weights_params(layers)
@@ -294,11 +295,7 @@ end
 -- ride along with the first and last stage as in Megatron, so k = 0 is a
 -- stage holding only the embedding (or the head).
 local function first_last(part, layers, p)
-    for k in pairs(part) do
-        if k ~= "first" and k ~= "last" then
-            fail("partition: unknown field %s (expected { first = k, last = k })", check.show(k))
-        end
-    end
+    check.known_fields(part, { first = true, last = true }, "partition")
     local lead, trail = pinned(layers)
     local blocks = #layers - lead - trail
     local first, last = part.first, part.last
@@ -364,7 +361,9 @@ local function resolve(part, layers, p, opts)
         fail("partition: the model has no layers")
     end
     for i = 1, #layers do
-        if type(layers[i]) ~= "table" then fail("partition: layer %d is not a table", i - 1) end
+        if type(layers[i]) ~= "table" then
+            fail("partition: layers[%d] must be a table, got %s", i, check.show(layers[i]))
+        end
     end
     p = check.posint(p, "partition: number of stages")
     if p > #layers then

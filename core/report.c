@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbcheck.h"
+
 /* ------------------------------------------------------------------ */
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
@@ -461,7 +463,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     const char *unit;
     double scale = time_unit(makespan, &unit);
     double dt = makespan / cols;
-    double step = nice_step(makespan * 12 / cols);
+    /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
+     * (a hand-edited database), where the product is infinite, the step
+     * NaN and the tick loop never ended */
+    double step = nice_step(dt * 12);
+    if (!(step > 0 && isfinite(step)))
+        step = makespan;
     char *ticks = malloc((size_t)cols + 2);
     char *labels = malloc((size_t)cols + 64);
     if (!ticks || !labels) {
@@ -473,12 +480,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     ticks[cols + 1] = '\0';
     memset(labels, ' ', (size_t)cols + 63);
     labels[cols + 63] = '\0';
-    int end = 0; /* first free label column */
-    for (int k = 0;; k++) {
-        double t = k * step;
-        int c = (int)lround(t / dt);
-        if (c > cols)
+    int end = 0;                      /* first free label column */
+    for (int k = 0; k <= cols; k++) { /* at most a tick per column */
+        double t = k * step, x = t / dt;
+        if (!(x <= cols + 0.5))
             break;
+        int c = (int)lround(x);
         ticks[c] = '+';
         char lab[48];
         int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
@@ -595,7 +602,9 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
 {
     run_info ri;
-    if (load_run(db, run, &ri, err) ||
+    /* rows are checked first: the chart indexes by rank and scales by
+     * time, and the database may have been edited */
+    if (load_run(db, run, &ri, err) || dbcheck_run(db, run, NULL, err) ||
         print_summary(db, run, &ri, width, out, err))
         return PS_ERR;
     rec_query *q = query(db,

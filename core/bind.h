@@ -50,6 +50,16 @@ void bind_boolean(lua_State *L, int idx, const char *name, int *out);
  * the table is alive. */
 const char *bind_string(lua_State *L, int idx, const char *name);
 
+/* [-0, +1] Reads fields `faults` and `recv_timeout` of the table at idx
+ * (bind_fault.c) into a fault plan for a cluster of nranks ranks and pushes
+ * its userdata, which owns it: keep it on the stack while the plan is in
+ * use. Pushes nil and returns NULL when neither field is set. compute = 0
+ * (a collective) refuses `slow` faults. Raises "faults[2]: field 'slow'
+ * must be in (0, 1], got 1.5" and the like on bad entries. */
+struct fault_plan;
+const struct fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
+                                     int compute);
+
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
  * adds the scenario's). */
 int bind_raise(lua_State *L, const ps_err *err);

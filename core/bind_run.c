@@ -437,6 +437,8 @@ static int core_run(lua_State *L)
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 
+    cfg.faults = bind_faults(L, 1, cl->nranks, 1);
+
     rec_db *db = NULL;
     if (recording) {
         const char *path = bind_string(L, 1, "db");

@@ -20,6 +20,7 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
+  faults = true, recv_timeout = true,
 }
 local CLUSTER_FIELDS = {
   ranks = true, device = true, devices = true, link = true,
@@ -242,7 +243,7 @@ local COLLECTIVE_FIELDS = {
   cluster = true, op = true, algorithm = true, bytes = true, ranks = true,
   root = true, verify = true, data = true, seed = true, name = true,
   record = true, candidates = true, chunks = true, p2p = true, db = true,
-  ranks_per_node = true,
+  ranks_per_node = true, faults = true, recv_timeout = true,
 }
 
 -- The inputs of a collective as JSON for run.params: the cluster by its

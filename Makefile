@@ -80,7 +80,7 @@ test: all unit
 bench: deps $(BIN) $(BENCH)
 	@$(BENCH)
 	@rm -f /tmp/pipesim-sweep.db /tmp/pipesim-sweep.db-wal /tmp/pipesim-sweep.db-shm
-	$(BIN) run tests/bench/sweep.lua -o /tmp/pipesim-sweep.db
+	$(BIN) run --unsafe tests/bench/sweep.lua -o /tmp/pipesim-sweep.db
 	@echo
 	@echo "ring_vs_tree sweep (scenarios/ring_vs_tree.lua, summary recording):"
 	@$(BIN) run scenarios/ring_vs_tree.lua -o /tmp/pipesim-bench-ring_vs_tree.db | tail -n 2

@@ -22,6 +22,19 @@ typedef struct bind_session {
  * L. */
 void bind_setup(lua_State *L, const char *luadir, const bind_session *s);
 
+/* Restricts L's standard libraries for a scenario shared like a
+ * configuration file (README "Safety and limits"): no os.execute, io.popen,
+ * file writes, native modules, binary chunks or debug functions beyond
+ * traceback; require, loadfile and dofile read Lua text from luadir and the
+ * scenario's directory only. A refused call raises "x.lua:3: os.execute is
+ * not allowed in a sandboxed scenario (run with --unsafe to allow it)".
+ * Call after luaL_openlibs and bind_setup; `--unsafe` skips it. */
+void bind_sandbox(lua_State *L, const char *luadir, const char *scenario);
+
+/* Loads the scenario file like luaL_loadfile; sandboxed, as text only, with
+ * a message naming --unsafe for a precompiled file. [-0, +1] */
+int bind_load_scenario(lua_State *L, const char *path, int sandboxed);
+
 /* Commits and closes every database the scenario wrote to. Returns 0, or
  * PS_ERR with the first failure. *runs receives the runs recorded and
  * *db_path the default database (or NULL when nothing was recorded). */

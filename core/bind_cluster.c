@@ -33,16 +33,31 @@ static int cluster_gc(lua_State *L)
     return 0;
 }
 
+/* The cluster at idx, raising "cluster was freed" once its __gc has run
+ * (a script can call getmetatable(c).__gc(c) by hand: the userdata stays
+ * reachable with its pointers cleared). */
+static bind_cluster *live_cluster(lua_State *L, int idx)
+{
+    bind_cluster *c = luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    if (!c->nw) /* the position of a Lua caller (c.ranks in a script) */
+        luaL_error(L, "cluster was freed");
+    return c;
+}
+
 static int cluster_tostring(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    if (!c->nw) {
+        lua_pushliteral(L, "pipesim.cluster(freed)");
+        return 1;
+    }
     lua_pushfstring(L, "pipesim.cluster(%d ranks)", (int)c->nranks);
     return 1;
 }
 
 static int cluster_index(lua_State *L)
 {
-    bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    bind_cluster *c = live_cluster(L, 1);
     const char *k = luaL_checkstring(L, 2);
     if (strcmp(k, "ranks") == 0)
         lua_pushinteger(L, c->nranks);
@@ -52,7 +67,15 @@ static int cluster_index(lua_State *L)
         lua_pushnumber(L, c->memory[0]); /* rank 0's capacity, bytes */
     else if (strcmp(k, "flops_rate") == 0 && !isnan(c->rate[0]))
         lua_pushnumber(L, c->rate[0]); /* rank 0's peak x efficiency */
-    else if (strcmp(k, "nodes") == 0)
+    else if (strcmp(k, "flops_rates") == 0) {
+        /* every rank's peak x efficiency, [r + 1] for rank r (NaN:
+         * unknown), for partition = "time" */
+        lua_createtable(L, c->nranks, 0);
+        for (int32_t r = 0; r < c->nranks; r++) {
+            lua_pushnumber(L, c->rate[r]);
+            lua_rawseti(L, -2, r + 1);
+        }
+    } else if (strcmp(k, "nodes") == 0)
         lua_pushinteger(L, c->nodes);
     else if (strcmp(k, "nics_per_node") == 0 && c->nics_per_node > 0)
         lua_pushinteger(L, c->nics_per_node);
@@ -81,7 +104,7 @@ static int cluster_index(lua_State *L)
 
 bind_cluster *bind_check_cluster(lua_State *L, int idx)
 {
-    return luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    return live_cluster(L, idx);
 }
 
 static bind_cluster *new_cluster(lua_State *L, int32_t n)
@@ -114,21 +137,23 @@ bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
     return c;
 }
 
-/* Reads a device table at idx into *rate and *memory. */
-static void read_device(lua_State *L, int idx, double *rate, double *memory)
+/* Reads a device table at idx: its peak *flops, *eff and *memory keep
+ * their values where the table does not set them, so a per-rank override
+ * inherits every field it leaves out (efficiency included). */
+static void read_device(lua_State *L, int idx, const char *what, double *flops,
+                        double *eff, double *memory)
 {
-    double flops = NAN, eff = 1.0, mem = 0;
-    bind_quantity(L, idx, "flops", UNIT_FLOP_RATE, &flops);
-    bind_quantity(L, idx, "efficiency", UNIT_FLOP, &eff);
-    bind_quantity(L, idx, "memory", UNIT_BYTES, &mem);
-    if (!isnan(flops) && !(flops > 0))
-        luaL_error(L, "field 'flops' must be positive, got %f", flops);
-    if (!(eff > 0 && eff <= 1))
-        luaL_error(L, "field 'efficiency' must be in (0, 1], got %f", eff);
-    if (mem < 0)
-        luaL_error(L, "field 'memory' must not be negative");
-    *rate = flops * eff;
-    *memory = mem;
+    bind_quantity(L, idx, "flops", UNIT_FLOP_RATE, flops);
+    bind_quantity(L, idx, "efficiency", UNIT_FLOP, eff);
+    bind_quantity(L, idx, "memory", UNIT_BYTES, memory);
+    if (!isnan(*flops) && !(*flops > 0))
+        luaL_error(L, "%s: field 'flops' must be positive, got %f", what,
+                   *flops);
+    if (!(*eff > 0 && *eff <= 1))
+        luaL_error(L, "%s: field 'efficiency' must be in (0, 1], got %f", what,
+                   *eff);
+    if (*memory < 0)
+        luaL_error(L, "%s: field 'memory' must not be negative", what);
 }
 
 /* Raises "field 'name' must be positive, got 5 B/s" style errors. */
@@ -184,14 +209,14 @@ static int has_field(lua_State *L, int idx, const char *name)
 static void read_devices(lua_State *L, bind_cluster *c)
 {
     int top = lua_gettop(L);
-    double rate = NAN, memory = 0;
+    double flops = NAN, eff = 1.0, memory = 0;
     if (lua_getfield(L, 1, "device") == LUA_TTABLE)
-        read_device(L, lua_gettop(L), &rate, &memory);
+        read_device(L, lua_gettop(L), "device", &flops, &eff, &memory);
     else if (!lua_isnil(L, -1))
         luaL_error(L, "field 'device' must be a table");
     lua_settop(L, top);
     for (int32_t r = 0; r < c->nranks; r++) {
-        c->rate[r] = rate;
+        c->rate[r] = flops * eff;
         c->memory[r] = memory;
     }
     if (lua_getfield(L, 1, "devices") == LUA_TTABLE) {
@@ -206,21 +231,13 @@ static void read_devices(lua_State *L, bind_cluster *c)
                            luaL_tolstring(L, -2, NULL), (int)c->nranks - 1);
             if (!lua_istable(L, -1))
                 luaL_error(L, "field 'devices[%d]' must be a table", (int)r);
-            double rr = c->rate[r], mm = c->memory[r];
-            /* an override inherits what it does not set */
-            double f = NAN, e = 1.0;
-            bind_quantity(L, lua_gettop(L), "flops", UNIT_FLOP_RATE, &f);
-            bind_quantity(L, lua_gettop(L), "efficiency", UNIT_FLOP, &e);
-            bind_quantity(L, lua_gettop(L), "memory", UNIT_BYTES, &mm);
-            if (!isnan(f)) {
-                if (!(f > 0) || !(e > 0 && e <= 1))
-                    luaL_error(L,
-                               "devices[%d]: flops must be positive and "
-                               "efficiency in (0, 1]",
-                               (int)r);
-                rr = f * e;
-            }
-            c->rate[r] = rr;
+            /* an override starts from `device` and changes what it sets:
+             * { flops = ... } keeps the cluster's efficiency and memory */
+            double f = flops, e = eff, mm = memory;
+            char what[48];
+            snprintf(what, sizeof what, "devices[%d]", (int)r);
+            read_device(L, lua_gettop(L), what, &f, &e, &mm);
+            c->rate[r] = f * e;
             c->memory[r] = mm;
             lua_pop(L, 1);
         }
@@ -431,8 +448,12 @@ static int core_cluster(lua_State *L)
                               "field 'gpus_per_node' must be an integer "
                               ">= 1, got %d",
                               (int)g);
-        if (nodes * g > 1 << 20)
-            return luaL_error(L, "%lld ranks is too large", nodes * g);
+        /* nodes * g could overflow even long long: compare by division */
+        if (nodes > (1 << 20) / g)
+            return luaL_error(L,
+                              "%I nodes x %I gpus_per_node is more than "
+                              "1048576 ranks",
+                              (lua_Integer)nodes, (lua_Integer)g);
         if (has_field(L, 1, "nics_per_node") && (nics < 1 || nics > g))
             return luaL_error(L,
                               "field 'nics_per_node' must be between 1 and "

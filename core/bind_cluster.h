@@ -21,7 +21,8 @@ typedef struct bind_cluster {
     char name[128];        /* label for params JSON and queries */
 } bind_cluster;
 
-/* The cluster at idx, raising a typed error otherwise. */
+/* The cluster at idx, raising a typed error otherwise, and "cluster was
+ * freed" when its __gc has already run. */
 bind_cluster *bind_check_cluster(lua_State *L, int idx);
 
 /* Pushes an ideal cluster of n ranks (free communication, unknown device)

@@ -45,9 +45,11 @@ static coll_ctx *get_ctx(lua_State *L)
     if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         coll_ctx *c = lua_touserdata(L, -1);
         lua_pop(L, 1);
-        return c;
+        if (c->eng && c->ps) /* else its __gc was called by hand */
+            return c;
+    } else {
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     coll_ctx *c = lua_newuserdatauv(L, sizeof *c, 0);
     c->eng = NULL;
     c->ps = NULL;

@@ -8,7 +8,9 @@
 #include "rec.h"
 #include "report.h"
 
-/* core.report(db_path_or_nil, run_id_or_nil, width) -> string */
+/* core.report(db_path_or_nil, run_id_or_nil, width) -> text, warnings:
+ * the report, and the memory warning lines of the run (or of every run,
+ * at most REPORT_WARN_RUNS lines), "" when there are none */
 static int core_report(lua_State *L)
 {
     const char *path = luaL_optstring(L, 1, NULL);
@@ -32,7 +34,19 @@ static int core_report(lua_State *L)
     }
     lua_pushlstring(L, buf, len);
     free(buf);
-    return 1;
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    if (!out)
+        return luaL_error(L, "out of memory");
+    rc = report_warnings(db, run, out, REPORT_WARN_RUNS, &err);
+    fclose(out);
+    if (rc) {
+        free(buf);
+        return bind_raise(L, &err);
+    }
+    lua_pushlstring(L, buf, len);
+    free(buf);
+    return 2;
 }
 
 void bind_register_report(lua_State *L)

@@ -28,9 +28,11 @@ static pipe_ctx *get_ctx(lua_State *L)
     if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         pipe_ctx *c = *(pipe_ctx **)lua_touserdata(L, -1);
         lua_pop(L, 1);
-        return c;
+        if (c) /* NULL when its __gc was called by hand: make a new one */
+            return c;
+    } else {
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     pipe_ctx **c = lua_newuserdatauv(L, sizeof *c, 0);
     *c = NULL;
     luaL_setmetatable(L, CTX_TYPE);
@@ -85,6 +87,19 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->act_bytes = layer_field(L, idx, i, "act_bytes", UNIT_BYTES, 0);
     l->out_bytes = layer_field(L, idx, i, "out_bytes", UNIT_BYTES, 0);
     l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
+    l->bwd_input_flops =
+        layer_field(L, idx, i, "bwd_input_flops", UNIT_FLOP, -1);
+    l->bwd_weight_flops =
+        layer_field(L, idx, i, "bwd_weight_flops", UNIT_FLOP, -1);
+    l->bwd_input_time =
+        layer_field(L, idx, i, "bwd_input_time", UNIT_SECONDS, -1);
+    l->bwd_weight_time =
+        layer_field(L, idx, i, "bwd_weight_time", UNIT_SECONDS, -1);
+    l->bwd_weight_bytes =
+        layer_field(L, idx, i, "bwd_weight_bytes", UNIT_BYTES, -1);
+    l->recompute_time =
+        layer_field(L, idx, i, "recompute_time", UNIT_SECONDS, -1);
+    l->kept_bytes = layer_field(L, idx, i, "kept_bytes", UNIT_BYTES, -1);
     l->name = bind_string(L, idx, "name");
     if (l->fwd_time < 0 && l->fwd_flops < 0)
         luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'", i);
@@ -254,6 +269,33 @@ static void set_number(lua_State *L, const char *k, double v)
     lua_setfield(L, -2, k);
 }
 
+/* [-0, +0] Sets r.fits (nil when a capacity is unknown) and, when some
+ * entries exceed their device's memory, r.over_capacity (their 1-based
+ * indices into the per-rank arrays) and r.over_capacity_ranks (their
+ * cluster rank numbers, from 0 as in the database) on the table on top. */
+static void push_fits(lua_State *L, const pipe_result *res)
+{
+    if (res->fits != REC_FITS_UNKNOWN) {
+        lua_pushboolean(L, res->fits == REC_FITS_YES);
+        lua_setfield(L, -2, "fits");
+    }
+    if (res->nover == 0)
+        return;
+    lua_createtable(L, res->nover, 0);
+    lua_createtable(L, res->nover, 0);
+    for (int32_t k = 0, i = 0; k < res->n; k++) {
+        if (!(res->capacity[k] > 0 && res->peak_memory[k] > res->capacity[k]))
+            continue;
+        i++;
+        lua_pushinteger(L, k + 1);
+        lua_rawseti(L, -3, i);
+        lua_pushinteger(L, res->rank[k]);
+        lua_rawseti(L, -2, i);
+    }
+    lua_setfield(L, -3, "over_capacity_ranks");
+    lua_setfield(L, -2, "over_capacity");
+}
+
 static int core_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -276,6 +318,15 @@ static int core_run(lua_State *L)
     cfg.v = (int32_t)v;
     cfg.m = (int32_t)m;
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    /* recorded only: lua/pipesim/parallel.lua has lowered them */
+    long long tp = 1;
+    bind_integer(L, 1, "tp", &tp);
+    if (tp < 1)
+        return luaL_error(L, "field 'tp' must be at least 1, got %d", (int)tp);
+    cfg.tp = (int32_t)tp;
+    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
+    cfg.recompute = bind_string(L, 1, "recompute");
+    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1);
     int recording = read_record(L, 1, &cfg.record);
     cfg.params_json = bind_string(L, 1, "params_json");
@@ -334,12 +385,14 @@ static int core_run(lua_State *L)
     cfg.nlayers = nl;
 
     /* partition: resolved by the Lua layer into p * v counts */
-    int32_t nstages = cfg.p * cfg.v;
-    if (nstages > nl)
+    int64_t nstages64 = (int64_t)cfg.p * cfg.v; /* no int32 overflow */
+    if (nstages64 > nl)
         return luaL_error(L,
-                          "%d stages (stages %d x virtual_stages %d) but "
+                          "%I stages (stages %d x virtual_stages %d) but "
                           "only %d layers",
-                          (int)nstages, (int)cfg.p, (int)cfg.v, (int)nl);
+                          (lua_Integer)nstages64, (int)cfg.p, (int)cfg.v,
+                          (int)nl);
+    int32_t nstages = (int32_t)nstages64;
     if (lua_getfield(L, 1, "partition") != LUA_TTABLE)
         return luaL_error(L, "field 'partition' must be a list of layer "
                              "counts");
@@ -371,6 +424,11 @@ static int core_run(lua_State *L)
     bind_integer(L, 1, "dp", &dp);
     if (dp < 1)
         return luaL_error(L, "field 'dp' must be at least 1, got %d", (int)dp);
+    /* dp x stages in 64 bits before anything is narrowed or allocated:
+     * both are at most 1 << 20 ranks, so the product cannot wrap */
+    if (dp > 1 << 20 || (int64_t)cfg.p * dp > 1 << 20)
+        return luaL_error(L, "dp %I x %d stages is more than 1048576 ranks",
+                          (lua_Integer)dp, (int)cfg.p);
     cfg.dp = (int32_t)dp;
     bind_cluster *cl;
     if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
@@ -488,10 +546,7 @@ static int core_run(lua_State *L)
     lua_setfield(L, -2, "static_memory");
     push_array(L, res.exposed_comm, res.n);
     lua_setfield(L, -2, "exposed_comm");
-    if (res.over_capacity >= 0) {
-        lua_pushinteger(L, res.over_capacity);
-        lua_setfield(L, -2, "over_capacity");
-    }
+    push_fits(L, &res);
     lua_pushinteger(L, res.eng.events);
     lua_setfield(L, -2, "events");
     return 1;

@@ -74,6 +74,14 @@ static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
     return 0;
 }
 
+/* A gradient-producing op: a backward, or with a split backward the W
+ * (weight gradient) that follows every B of its unit. */
+static int is_grad_op(const prog_op *op)
+{
+    return op->type == PROG_COMPUTE &&
+           (op->kind == PROG_B || op->kind == PROG_W);
+}
+
 /* last[c]: index of the lane's last backward of chunk c (c < v), or -1.
  * One pass, O(ops). */
 static void last_backwards(const prog_lane *lane, int32_t v, int32_t *last)
@@ -82,7 +90,7 @@ static void last_backwards(const prog_lane *lane, int32_t v, int32_t *last)
         last[c] = -1;
     for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
-        if (op->type == PROG_COMPUTE && op->kind == PROG_B && op->chunk < v)
+        if (is_grad_op(op) && op->chunk < v)
             last[op->chunk] = i;
     }
 }
@@ -92,8 +100,7 @@ static int is_last_backward(const prog_lane *lane, const int32_t *last,
                             int32_t i)
 {
     const prog_op *op = &lane->ops[i];
-    return op->type == PROG_COMPUTE && op->kind == PROG_B &&
-           last[op->chunk] == i;
+    return is_grad_op(op) && last[op->chunk] == i;
 }
 
 static prog_op signal_op(enum prog_type type, int32_t id)

@@ -18,7 +18,7 @@
 #include "report.h"
 
 static const char usage[] =
-    "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]...\n"
+    "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
     "       pipesim export DB RUN --format chrome|svg [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
@@ -27,6 +27,8 @@ static const char usage[] =
     "  run      runs a Lua scenario; its runs are appended to DB\n"
     "           (default results/<scenario name>.db). -D key=value is\n"
     "           visible to the script as ps.args.key (numbers as numbers).\n"
+    "           Scenarios run sandboxed (no processes, native code, file\n"
+    "           writes or binary chunks); --unsafe lifts the sandbox.\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
     "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
@@ -106,6 +108,7 @@ static void default_db(const char *scenario, char *out, size_t size)
 static int cmd_run(int argc, char **argv)
 {
     const char *scenario = NULL, *db = NULL;
+    int unsafe = 0;
     const char **defs = calloc((size_t)argc + 1, sizeof *defs);
     int ndefs = 0;
     if (!defs)
@@ -114,6 +117,8 @@ static int cmd_run(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             db = argv[++i];
+        } else if (strcmp(a, "--unsafe") == 0) {
+            unsafe = 1;
         } else if (strcmp(a, "-D") == 0 && i + 1 < argc) {
             if (!strchr(argv[i + 1], '=')) {
                 free(defs);
@@ -163,7 +168,9 @@ static int cmd_run(int argc, char **argv)
     luaL_openlibs(L);
     bind_session s = {db, scenario, defs, ndefs};
     bind_setup(L, luadir, &s);
-    int status = luaL_loadfile(L, scenario);
+    if (!unsafe)
+        bind_sandbox(L, luadir, scenario);
+    int status = bind_load_scenario(L, scenario, !unsafe);
     if (status == LUA_OK)
         status = lua_pcall(L, 0, 0, 0);
     int rc = 0;
@@ -182,9 +189,20 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pipesim: %s\n", err.msg);
         rc = 1;
     }
-    if (rc == 0 && runs > 0 && path)
-        printf("%ld run%s recorded in %s (pipesim report %s)\n", runs,
-               runs == 1 ? "" : "s", path, path);
+    if (rc == 0 && runs > 0 && path) {
+        /* added by this scenario and in the whole file (runs append) */
+        rec_db *rdb = rec_open_read(path, &err);
+        int64_t total = -1;
+        if (!rdb || rec_run_count(rdb, &total, &err))
+            total = -1;
+        rec_close(rdb, NULL);
+        if (total >= runs)
+            printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n",
+                   runs, runs == 1 ? "" : "s", path, (long long)total, path);
+        else
+            printf("%ld run%s added to %s (pipesim report %s)\n", runs,
+                   runs == 1 ? "" : "s", path, path);
+    }
     lua_close(L);
     free(defs);
     return rc;
@@ -225,6 +243,11 @@ static int cmd_report(int argc, char **argv)
         return fail("%s", err.msg, "");
     int rc = run ? report_run(db, id, stdout, width, &err)
                  : report_runs(db, stdout, csv, &err);
+    /* runs that do not fit their devices' memory: on stderr, after the
+     * report (stdout stays a clean table or CSV) */
+    fflush(stdout);
+    if (rc == 0)
+        rc = report_warnings(db, run ? id : 0, stderr, REPORT_WARN_RUNS, &err);
     rec_close(db, NULL);
     if (rc)
         return fail("%s", err.msg, "");

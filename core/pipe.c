@@ -18,7 +18,8 @@ struct pipe_ctx {
     sched_stage *stages;
     rec_stage *stage_rows;
     int32_t stages_cap;
-    double *stage_bubble, *peak, *t_peak, *static_mem, *busy, *exposed;
+    double *stage_bubble, *peak, *t_peak, *static_mem, *busy, *exposed,
+        *capacity;
     int32_t *ranks;
     rec_rank *rank_rows;
     /* per layer, for the gradient buckets */
@@ -59,6 +60,7 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->static_mem);
     free(ctx->busy);
     free(ctx->exposed);
+    free(ctx->capacity);
     free(ctx->ranks);
     free(ctx->rank_rows);
     free(ctx->layer_params);
@@ -79,6 +81,33 @@ double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
     case SCHED_INTERLEAVED: return (double)(p - 1) / ((double)v * m + p - 1);
     default: return NAN;
     }
+}
+
+double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
+                              double f, double b, double w)
+{
+    /* Where the forms hold was checked against the simulated schedules
+     * (tests/unit/test_sched.c, test_zb_closed_form): H1 needs W no
+     * longer than F and B (the paper's W fills the warm-up gaps F + B - W
+     * long) and m >= p; H2 equal costs and m >= 2p (its warm-up holds 2p
+     * forwards). Elsewhere the schedule is valid but the form is not. */
+    double idle;
+    switch (kind) {
+    case SCHED_1F1B: idle = (p - 1) * (f + b); break;
+    case SCHED_ZB_H1:
+        if (m < p || w > f || w > b)
+            return NAN;
+        idle = (p - 1) * (f + b - w);
+        break;
+    case SCHED_ZB_H2:
+        if (m < 2 * p || f != b || b != w)
+            return NAN;
+        idle = (p - 1) * f;
+        break;
+    default: return NAN;
+    }
+    double busy = m * (f + b + w);
+    return busy + idle > 0 ? idle / (busy + idle) : NAN;
 }
 
 static int grow(void **p, size_t n, size_t sz)
@@ -117,6 +146,7 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
             grow((void **)&ctx->static_mem, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->busy, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->exposed, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->capacity, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->ranks, (size_t)p, sizeof(int32_t)) ||
             grow((void **)&ctx->rank_rows, (size_t)p, sizeof *ctx->rank_rows))
             return -1;
@@ -147,12 +177,89 @@ static double layer_bwd(const pipe_layer *l, double rate)
 {
     if (l->bwd_time >= 0)
         return l->bwd_time;
+    if (l->bwd_input_time >= 0 && l->bwd_weight_time >= 0)
+        return l->bwd_input_time + l->bwd_weight_time;
     if (l->bwd_flops >= 0 && l->fwd_time < 0)
         return l->bwd_flops / rate;
     return 2 * layer_fwd(l, rate); /* the usual 2x: dgrad + wgrad */
 }
 
+/* One part of the split backward in seconds, or -1 when not given. */
+static double split_part(double time, double flops, const pipe_layer *l,
+                         double rate)
+{
+    if (time >= 0)
+        return time;
+    if (flops >= 0 && l->fwd_time < 0)
+        return flops / rate;
+    return -1;
+}
+
+/* B (input gradient) and W (weight gradient) seconds of layer i (0-based). */
+static int layer_split(const pipe_layer *l, int32_t i, double rate, double *b,
+                       double *w, ps_err *err)
+{
+    double in = split_part(l->bwd_input_time, l->bwd_input_flops, l, rate);
+    double wg = split_part(l->bwd_weight_time, l->bwd_weight_flops, l, rate);
+    int total_given =
+        l->bwd_time >= 0 || (l->bwd_flops >= 0 && l->fwd_time < 0);
+    double total = layer_bwd(l, rate);
+    if (in >= 0 && wg >= 0) {
+        if (total_given && fabs(in + wg - total) > 1e-9 * fmax(total, 1e-300))
+            return ps_errf(err,
+                           "layers[%d]: backward %g s differs from its input "
+                           "part %g s + weight part %g s",
+                           (int)i + 1, total, in, wg);
+    } else if (in >= 0 || wg >= 0) {
+        double given = in >= 0 ? in : wg, rest = total - given;
+        if (rest < 0)
+            return ps_errf(
+                err, "layers[%d]: %s (%g s) exceeds the backward (%g s)",
+                (int)i + 1,
+                in >= 0 ? "bwd_input_time/flops" : "bwd_weight_time/flops",
+                given, total);
+        if (in >= 0)
+            wg = rest;
+        else
+            in = rest;
+    } else {
+        in = wg = total / 2;
+    }
+    *b = in;
+    *w = wg;
+    return PS_OK;
+}
+
 /* Fills ctx->stages and ctx->stage_rows from the layers and partition. */
+/* Recompute seconds and kept bytes of layers [first, first + count) under
+ * checkpointing (pipe_layer.recompute_time, kept_bytes); *kept < 0 when no
+ * layer gives kept_bytes (the stage keeps its input). A layer with
+ * kept_bytes > 0 starts a recompute unit (Megatron's checkpointed chunk),
+ * the layers after it with kept_bytes 0 join it; *unit is the largest
+ * unit's activations beyond what it keeps: what the backward restores at a
+ * time, since each unit is recomputed right before its own backward. */
+static void stage_recompute(const pipe_config *cfg, int32_t first,
+                            int32_t count, double rate, double *recompute,
+                            double *kept, double *unit)
+{
+    double r = 0, k = 0, cur = 0, most = 0;
+    int any = 0;
+    for (int32_t i = first; i < first + count; i++) {
+        const pipe_layer *l = &cfg->layers[i];
+        r += l->recompute_time >= 0 ? l->recompute_time : layer_fwd(l, rate);
+        any |= l->kept_bytes >= 0;
+        double kb = l->kept_bytes >= 0 ? l->kept_bytes : l->act_bytes;
+        if (kb > 0)
+            cur = 0; /* a new unit */
+        cur += l->act_bytes > kb ? l->act_bytes - kb : 0;
+        most = fmax(most, cur);
+        k += kb;
+    }
+    *recompute = r;
+    *kept = any ? k : -1;
+    *unit = most;
+}
+
 static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
 {
     int32_t nstages = cfg->p * cfg->v, first = 0;
@@ -166,8 +273,8 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                            "partition needs more than the %d layers of "
                            "the model",
                            (int)cfg->nlayers);
-        /* a stage's time is taken on replica 0's device; a straggler in
-         * another replica slows only its own copy through the engine */
+        /* rows and gradient buckets from replica 0's device; each
+         * replica's compute times below from its own */
         int32_t rank = cluster_rank(cfg, s % cfg->p, 0);
         double rate = cfg->device_rate[rank];
         ctx->stage_first[s] = first;
@@ -181,23 +288,35 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
         row.last_layer = first + count - 1;
         for (int32_t i = first; i < first + count; i++) {
             const pipe_layer *l = &cfg->layers[i];
+            double b = 0, w = 0;
+            if (layer_split(l, i, rate, &b, &w, err))
+                return PS_ERR;
             ctx->layer_params[i] = l->params;
-            ctx->layer_bwd[i] = layer_bwd(l, rate);
+            ctx->layer_bwd[i] = b + w;
             st.fwd += layer_fwd(l, rate);
-            st.bwd += ctx->layer_bwd[i];
+            st.bwd += b;
+            st.wgt += w;
             st.act_bytes += l->act_bytes;
+            st.w_bytes +=
+                l->bwd_weight_bytes >= 0 ? l->bwd_weight_bytes : l->act_bytes;
             row.params += l->params;
-            row.fwd_flops += l->fwd_time >= 0 ? 0 : l->fwd_flops;
+            row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
         }
         const pipe_layer *in = &cfg->layers[first];
         st.in_bytes = in->in_bytes >= 0 ? in->in_bytes
                       : first > 0       ? cfg->layers[first - 1].out_bytes
                                         : 0;
         st.out_bytes = cfg->layers[first + count - 1].out_bytes;
-        st.recompute = st.fwd;
+        row.act_bytes = st.act_bytes; /* all of them, recomputed or not */
+        double kept, unit;
+        stage_recompute(cfg, first, count, rate, &st.recompute, &kept, &unit);
+        if (kept >= 0 && cfg->checkpoint) {
+            /* F keeps `kept`, R restores one unit: sched.c's extra */
+            st.in_bytes = kept;
+            st.act_bytes = kept + unit;
+        }
         row.fwd_time = st.fwd;
-        row.bwd_time = st.bwd;
-        row.act_bytes = st.act_bytes;
+        row.bwd_time = st.bwd + st.wgt;
         row.out_bytes = st.out_bytes;
         row.exposed_comm = NAN;
         ctx->stages[s] = st;
@@ -207,6 +326,28 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
     if (first != cfg->nlayers)
         return ps_errf(err, "partition sums to %d layers but the model has %d",
                        (int)first, (int)cfg->nlayers);
+    /* replica j's stages at j * nstages: the same layers timed on its own
+     * devices, so a straggler in any replica slows its copy (and, through
+     * the gradient sync, the step) */
+    for (int32_t j = 1; j < cfg->dp; j++)
+        for (int32_t s = 0; s < nstages; s++) {
+            double rate = cfg->device_rate[cluster_rank(cfg, s % cfg->p, j)];
+            sched_stage st = ctx->stages[s];
+            st.fwd = st.bwd = st.wgt = 0;
+            for (int32_t i = ctx->stage_first[s];
+                 i < ctx->stage_first[s] + ctx->stage_count[s]; i++) {
+                double b = 0, w = 0;
+                if (layer_split(&cfg->layers[i], i, rate, &b, &w, err))
+                    return PS_ERR;
+                st.fwd += layer_fwd(&cfg->layers[i], rate);
+                st.bwd += b;
+                st.wgt += w;
+            }
+            double kept, unit;
+            stage_recompute(cfg, ctx->stage_first[s], ctx->stage_count[s], rate,
+                            &st.recompute, &kept, &unit);
+            ctx->stages[j * nstages + s] = st;
+        }
     return PS_OK;
 }
 
@@ -217,11 +358,15 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
 {
     int32_t nstages = cfg->p * cfg->v;
     const sched_stage *s0 = &ctx->stages[0];
+    for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
+        const sched_stage *x = &ctx->stages[s];
+        if (fabs(x->fwd - s0->fwd) > 1e-12 * s0->fwd ||
+            fabs(x->bwd - s0->bwd) > 1e-12 * s0->bwd ||
+            fabs(x->wgt - s0->wgt) > 1e-12 * s0->wgt)
+            return 0;
+    }
     for (int32_t s = 0; s < nstages; s++) {
         const sched_stage *st = &ctx->stages[s];
-        if (fabs(st->fwd - s0->fwd) > 1e-12 * s0->fwd ||
-            fabs(st->bwd - s0->bwd) > 1e-12 * s0->bwd)
-            return 0;
         for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
             int32_t a = cluster_rank(cfg, s % cfg->p, j);
             int32_t b = cluster_rank(cfg, (s + 1) % cfg->p, j);
@@ -259,7 +404,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     if (synced)
         dp_exposed(dc, ctx->ps, ctx->exposed);
     double sum = 0, makespan = res->eng.makespan;
-    res->over_capacity = -1;
+    int unknown = 0;
+    res->nover = 0;
     for (int32_t k = 0; k < n; k++) {
         int32_t cr = cluster_rank(cfg, k % cfg->p, k / cfg->p);
         double b = makespan > 0 ? (makespan - ctx->busy[k]) / makespan : 0;
@@ -272,13 +418,22 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
         double exposed = synced ? ctx->exposed[k] : NAN;
         if (!synced)
             ctx->exposed[k] = 0;
+        /* a device without a memory figure gives no verdict, not "fits" */
         double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
-        if (cap > 0 && ctx->peak[k] > cap && res->over_capacity < 0)
-            res->over_capacity = k;
-        ctx->rank_rows[k] =
-            (rec_rank){cr,           ctx->busy[k],   b,      ctx->static_mem[k],
-                       ctx->peak[k], ctx->t_peak[k], exposed};
+        enum rec_fits fits = !(cap > 0)            ? REC_FITS_UNKNOWN
+                             : ctx->peak[k] <= cap ? REC_FITS_YES
+                                                   : REC_FITS_NO;
+        ctx->capacity[k] = cap > 0 ? cap : 0;
+        unknown |= fits == REC_FITS_UNKNOWN;
+        res->nover += fits == REC_FITS_NO;
+        ctx->rank_rows[k] = (rec_rank){
+            cr,           ctx->busy[k],   b,       ctx->static_mem[k],
+            ctx->peak[k], ctx->t_peak[k], exposed, cap,
+            fits};
     }
+    res->fits = res->nover > 0 ? REC_FITS_NO
+                : unknown      ? REC_FITS_UNKNOWN
+                               : REC_FITS_YES;
     /* per stage: the longest wait over the replicas of its rank */
     for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
         double worst = 0;
@@ -295,6 +450,7 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     res->t_peak = ctx->t_peak;
     res->static_memory = ctx->static_mem;
     res->exposed_comm = ctx->exposed;
+    res->capacity = ctx->capacity;
 }
 
 /* Writes the run; error != NULL records it as failed (summary level, no
@@ -316,6 +472,11 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .microbatches = cfg->m,
         .virtual_stages = cfg->v,
         .dp = cfg->dp,
+        .tp = cfg->tp > 0 ? cfg->tp : 1,
+        .sequence_parallel = cfg->sequence_parallel,
+        .recompute = cfg->recompute    ? cfg->recompute
+                     : cfg->checkpoint ? "full"
+                                       : "none",
         .makespan = error ? NAN : res->makespan,
         .bubble = error ? NAN : res->bubble,
         .closed_form_bubble = error ? NAN : res->closed_form_bubble,
@@ -324,6 +485,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .params_json = cfg->params_json,
         .status = error ? "failed" : "ok",
         .error = error,
+        .fits = error ? REC_FITS_UNKNOWN : res->fits,
     };
     rec_payload pl = {
         .run = &run,
@@ -345,7 +507,6 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
 {
     res->closed_form_bubble = NAN;
     res->imbalance = NAN;
-    res->over_capacity = -1;
     int32_t nranks = net_ranks(nw), nstages = cfg->p * cfg->v;
     if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1 || cfg->dp < 1)
         return ps_errf(err, "stages, virtual_stages, microbatches and dp must "
@@ -364,7 +525,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
                            (int)(k % cfg->p), (int)(k / cfg->p), (int)cr,
                            (int)nranks);
     }
-    if (size_buffers(ctx, nstages, n, nranks, cfg->nlayers))
+    /* stage buffers hold every replica's stage costs (build_stages) */
+    if ((int64_t)nstages * cfg->dp > INT32_MAX ||
+        size_buffers(ctx, nstages * cfg->dp, n, nranks, cfg->nlayers))
         return ps_errf(err, "out of memory");
     if (build_stages(ctx, cfg, err))
         return PS_ERR;
@@ -384,7 +547,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         for (int32_t j = 0; j < cfg->dp; j++)
             ctx->rank_static[cluster_rank(cfg, s % cfg->p, j)] +=
                 ctx->stage_rows[s].params * per_param;
-        double t = ctx->stages[s].fwd + ctx->stages[s].bwd;
+        double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
         tsum += t;
         if (t > tmax)
             tmax = t;
@@ -400,13 +563,16 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .stages = ctx->stages,
         .custom = cfg->custom,
         .ncustom = cfg->ncustom,
+        .split = cfg->split_backward,
     };
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
     int32_t *identity = NULL;
     for (int32_t j = 0; j < cfg->dp; j++) {
-        /* each replica's pipeline is the same schedule on its own ranks */
+        /* each replica's pipeline is the same schedule on its own ranks,
+         * timed on their devices */
+        spec.stages = ctx->stages + (size_t)j * nstages;
         if (cfg->rank_of) {
             spec.rank_of = cfg->rank_of + j * cfg->p;
         } else if (j > 0 || cfg->dp > 1) {
@@ -462,9 +628,18 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     if (rc == PS_OK) {
         fill_stats(ctx, cfg, &dc, res);
         /* a slow or stalled rank, a failed link: not the closed form */
-        if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0))
+        if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0)) {
+            const sched_stage *g = &ctx->stages[0];
             res->closed_form_bubble =
-                pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
+                sched_splits(&spec)
+                    ? (cfg->v == 1 && !cfg->checkpoint
+                           ? pipe_closed_form_split(cfg->schedule, cfg->p,
+                                                    cfg->m, g->fwd, g->bwd,
+                                                    g->wgt)
+                           : NAN)
+                    : pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v,
+                                              cfg->m);
+        }
     }
     free(identity);
     return rc;

@@ -24,6 +24,21 @@ typedef struct pipe_layer {
     double act_bytes; /* kept from forward to backward per microbatch */
     double out_bytes; /* sent to the next stage per microbatch */
     double in_bytes;  /* input size, < 0: the previous layer's out_bytes */
+    /* split backward (B: input gradient, W: weight gradient), each < 0
+     * when not given; B as FLOPs only when the forward is FLOPs, like
+     * bwd_flops. A total alone splits evenly (for a GEMM the data- and
+     * weight-gradient GEMMs each cost one forward); one part given makes
+     * the other the total minus it. */
+    double bwd_input_flops, bwd_weight_flops;
+    double bwd_input_time, bwd_weight_time;
+    double bwd_weight_bytes; /* of act_bytes, what W needs; < 0: all */
+    /* Under checkpointing: seconds of this layer's recompute (< 0: its
+     * forward) and bytes it keeps from F to B (< 0: not given). When no
+     * layer of a stage gives kept_bytes the stage keeps its input, as
+     * before; otherwise it keeps the sum of kept_bytes, counting act_bytes
+     * for layers that do not say (parallel.lua: Megatron's per-block
+     * checkpoints, embedding and head not recomputed). */
+    double recompute_time, kept_bytes;
 } pipe_layer;
 
 typedef struct pipe_config {
@@ -32,12 +47,18 @@ typedef struct pipe_config {
     const char *schedule_name; /* as recorded ("gpipe", "custom", ...) */
     int32_t p, v, m;
     int checkpoint;
+    int split_backward; /* built-in schedules: W right after each B */
     enum eng_p2p p2p;
     enum rec_level record;
     const pipe_layer *layers;
     int32_t nlayers;
     const int32_t *partition; /* p * v layer counts, by model stage */
     int32_t dp;               /* data-parallel replicas, >= 1 */
+    /* recorded only (parallel.lua lowered them into layers and ranks):
+     * tensor-parallel size, sequence parallelism, recompute mode */
+    int32_t tp;
+    int sequence_parallel;
+    const char *recompute;
     /* cluster rank of pipeline rank r of replica j at j * p + r (p * dp
      * entries), or NULL for rank j * p + r */
     const int32_t *rank_of;
@@ -74,9 +95,12 @@ typedef struct pipe_result {
     double *peak_memory;  /* bytes */
     double *t_peak;
     double *static_memory;
-    double *exposed_comm;  /* seconds waiting on gradient sync (0 if none) */
-    int32_t over_capacity; /* first entry whose peak exceeds its device
-                              memory, or -1 */
+    double *exposed_comm; /* seconds waiting on gradient sync (0 if none) */
+    double *capacity;     /* device memory in bytes, 0: unknown */
+    /* YES when every entry's peak is within a known capacity, NO when
+     * one exceeds its capacity, else UNKNOWN; nover entries exceed */
+    enum rec_fits fits;
+    int32_t nover;
     eng_result eng;
 } pipe_result;
 
@@ -101,5 +125,14 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
  * schedules. */
 double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
                                int32_t m);
+
+/* The same for split backwards, with f, b (input gradient) and w seconds
+ * per stage: idle time t over m (f + b + w) + t, where t is
+ * (p-1)(f+b) for 1F1B with W right after B, (p-1)(f+b-w) for ZB-H1 and
+ * (p-1)f for ZB-H2 (ZB paper, section 3), the last two only where they
+ * hold (H1: w <= f, w <= b, m >= p; H2: f = b = w, m >= 2p); NAN
+ * elsewhere. */
+double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
+                              double f, double b, double w);
 
 #endif

@@ -41,7 +41,9 @@ static const char schema_sql[] =
     "  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),\n"
     "  error TEXT,\n"
     "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
-    "'now')));\n"
+    "'now')),\n"
+    "  fits INTEGER CHECK (fits IN (0, 1)),\n"
+    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT);\n"
     "CREATE TABLE event(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
@@ -69,7 +71,8 @@ static const char schema_sql[] =
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, busy REAL, bubble REAL,\n"
     "  static_memory REAL, peak_memory REAL, t_peak REAL,\n"
-    "  exposed_comm REAL,\n"
+    "  exposed_comm REAL, capacity REAL,\n"
+    "  fits INTEGER CHECK (fits IN (0, 1)),\n"
     "  PRIMARY KEY (run, rank));\n"
     "CREATE TABLE collective(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
@@ -89,6 +92,23 @@ static const char schema_sql[] =
     "  FROM rank_stat s JOIN run r ON r.id = s.run;\n"
     "CREATE VIEW memory_peak(run, rank, peak, t_peak) AS\n"
     "  SELECT run, rank, peak_memory, t_peak FROM rank_stat;\n";
+
+/* Version 1 -> 2: the memory verdicts, appended as CREATE TABLE above
+ * has them last, so an upgraded file and a new one have the same columns
+ * in the same order. Old runs keep NULL (unknown). */
+static const char migrate_v2_sql[] =
+    "ALTER TABLE run ADD COLUMN fits INTEGER CHECK (fits IN (0, 1));\n"
+    "ALTER TABLE rank_stat ADD COLUMN capacity REAL;\n"
+    "ALTER TABLE rank_stat ADD COLUMN fits INTEGER CHECK (fits IN (0, 1));\n"
+    "PRAGMA user_version = 2;\n";
+
+/* Version 2 -> 3: the tensor-parallel layout of a run (NULL for old runs
+ * and for collectives), appended last as CREATE TABLE has it. */
+static const char migrate_v3_sql[] =
+    "ALTER TABLE run ADD COLUMN tp INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN sequence_parallel INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN recompute TEXT;\n"
+    "PRAGMA user_version = 3;\n";
 
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
@@ -117,16 +137,18 @@ enum stmt_id {
 static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
-               "imbalance, peak_memory, p2p, params, status, error) "
+               "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
+               "sequence_parallel, recompute) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-               "?13, ?14, ?15, ?16)",
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
                  "act_bytes, out_bytes, exposed_comm) VALUES (?1, ?2, ?3, ?4, "
                  "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_RANK] = "INSERT INTO rank_stat(run, rank, busy, bubble, "
-                "static_memory, peak_memory, t_peak, exposed_comm) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "static_memory, peak_memory, t_peak, exposed_comm, "
+                "capacity, fits) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
                 "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
@@ -369,12 +391,13 @@ rec_db *rec_open(const char *path, ps_err *err)
         ps_errf(err, "%s: not a pipesim database", path);
         goto fail;
     }
-    if (version != 0 && version != REC_SCHEMA_VERSION) {
+    if (version != 0 && version != 1 && version != 2 &&
+        version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         goto fail;
     }
-    if (version == REC_SCHEMA_VERSION && tables != NTABLES) {
+    if (version != 0 && tables != NTABLES) {
         ps_errf(err, "%s: not a pipesim database (tables missing)", path);
         goto fail;
     }
@@ -397,6 +420,24 @@ rec_db *rec_open(const char *path, ps_err *err)
             goto fail;
         if (version == 0 &&
             (exec_sql(db, schema_sql, err) || exec_sql(db, ver, err))) {
+            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+            goto fail;
+        }
+        if (exec_sql(db, "COMMIT", err))
+            goto fail;
+    }
+    if (version == 1 || version == 2) {
+        /* upgrade in place, once: a second writer that waited for the lock
+         * finds the current version and does nothing */
+        if (exec_sql(db, "BEGIN IMMEDIATE", err))
+            goto fail;
+        if (inspect(db, &version, &tables, &objects, err)) {
+            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+            goto fail;
+        }
+        if ((version == 1 && exec_sql(db, migrate_v2_sql, err)) ||
+            ((version == 1 || version == 2) &&
+             exec_sql(db, migrate_v3_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
@@ -445,6 +486,15 @@ rec_db *rec_open_read(const char *path, ps_err *err)
     int version, tables, objects;
     if (inspect(db, &version, &tables, &objects, err))
         goto fail;
+    if ((version == 1 || version == 2) && tables == NTABLES) {
+        ps_errf(err,
+                "%s: schema version %d (before the %s columns), this "
+                "pipesim reads %d; writing one run to it upgrades it in "
+                "place (pipesim run SCENARIO -o %s)",
+                path, version, version == 1 ? "memory 'fits'" : "run 'tp'",
+                REC_SCHEMA_VERSION, path);
+        goto fail;
+    }
     if (version != 0 && version != REC_SCHEMA_VERSION && tables == NTABLES) {
         ps_errf(err, "%s: schema version %d, this pipesim reads %d", path,
                 version, REC_SCHEMA_VERSION);
@@ -471,6 +521,21 @@ static int commit(rec_db *db, ps_err *err)
         db->pending = 0;
     }
     return rc;
+}
+
+int rec_run_count(rec_db *db, int64_t *n, ps_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM run", -1, &st, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return sql_fail(db, "counting runs", err);
+    }
+    *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return PS_OK;
 }
 
 int rec_flush(rec_db *db, ps_err *err)
@@ -507,6 +572,14 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, i);
+}
+
+static void bind_fits(sqlite3_stmt *st, int i, enum rec_fits f)
+{
+    if (f == REC_FITS_UNKNOWN)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int(st, i, f == REC_FITS_YES);
 }
 
 /* Indexes below 0 mean "none" in programs (mb -1 of an optimizer step). */
@@ -549,6 +622,16 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     bind_text(st, 14, r->params_json);
     bind_text(st, 15, r->status ? r->status : "ok");
     bind_text(st, 16, r->error);
+    bind_fits(st, 17, r->fits);
+    if (r->tp > 0) { /* pipelines; collectives leave them NULL */
+        sqlite3_bind_int64(st, 18, r->tp);
+        sqlite3_bind_int64(st, 19, r->sequence_parallel);
+        bind_text(st, 20, r->recompute);
+    } else {
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+        sqlite3_bind_null(st, 20);
+    }
     if (step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);
@@ -588,6 +671,8 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 6, r->peak_memory);
         bind_real(st, 7, r->t_peak);
         bind_real(st, 8, r->exposed_comm);
+        bind_real(st, 9, r->capacity > 0 ? r->capacity : NAN);
+        bind_fits(st, 10, r->fits);
         if (step_done(db, st, err))
             return PS_ERR;
     }

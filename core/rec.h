@@ -4,9 +4,12 @@
  * ranks/stages/chunks/microbatches from 0:
  *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
  *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
- *       params, status, error, created)
+ *       params, status, error, created, fits, tp, sequence_parallel,
+ *       recompute)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
- *       status 'ok' | 'failed' (error holds the message).
+ *       status 'ok' | 'failed' (error holds the message); fits 1 when every
+ *       rank's peak memory is within its device's capacity, 0 when one is
+ *       not, NULL when a capacity is unknown (or for collectives).
  *   event(run, rank, kind, stage, chunk, mb, t_start, t_end)
  *       one row per compute op; kind 'F','B','W','R','OPT'.
  *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag)
@@ -16,8 +19,10 @@
  *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
  *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm)
  *   rank_stat(run, rank, busy, bubble, static_memory, peak_memory, t_peak,
- *             exposed_comm)
- *       written at every recording level, so the views work for summary runs.
+ *             exposed_comm, capacity, fits)
+ *       written at every recording level, so the views work for summary runs;
+ *       capacity is the device's memory in bytes (NULL: unknown), fits
+ *       peak_memory <= capacity as 1/0 (NULL: unknown).
  *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw)
  *   link(run, src, dst, bandwidth, latency, bytes, busy)
  * Views:
@@ -28,7 +33,11 @@
  * transaction that stays open across runs and is committed every
  * REC_BATCH_RUNS runs and by rec_close, so sweeps pay one fsync per batch. A
  * run that fails half way is rolled back to its savepoint; a process killed
- * mid-batch loses the uncommitted runs, never leaves half a run. */
+ * mid-batch loses the uncommitted runs, never leaves half a run.
+ *
+ * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
+ * upgrades a version 1 file in place (old runs get NULL: unknown), readers
+ * ask for that upgrade. */
 #ifndef PS_REC_H
 #define PS_REC_H
 
@@ -38,12 +47,15 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 1
+#define REC_SCHEMA_VERSION 3
 #define REC_BATCH_RUNS 256
 
 typedef struct rec_db rec_db;
 
 enum rec_level { REC_SUMMARY, REC_EVENTS };
+
+/* A memory verdict; 0 (the zero of a struct) is unknown, stored as NULL. */
+enum rec_fits { REC_FITS_UNKNOWN = 0, REC_FITS_YES, REC_FITS_NO };
 
 typedef struct rec_run {
     const char *kind; /* "pipeline" or "collective" */
@@ -51,6 +63,11 @@ typedef struct rec_run {
     const char *schedule; /* NULL for collectives */
     const char *p2p;      /* "rendezvous" or "eager" */
     int32_t stages, microbatches, virtual_stages, dp;
+    /* tensor parallelism: tp >= 1 for pipelines (0: a collective, NULL
+     * columns), sequence_parallel 0 or 1, recompute "none" | "selective" |
+     * "full" */
+    int32_t tp, sequence_parallel;
+    const char *recompute;
     double makespan, bubble;
     double closed_form_bubble; /* NAN when the run is not uniform */
     double imbalance;          /* NAN when not meaningful */
@@ -58,6 +75,7 @@ typedef struct rec_run {
     const char *params_json;   /* may be NULL */
     const char *status;        /* "ok" or "failed" */
     const char *error;         /* NULL unless failed */
+    enum rec_fits fits;        /* every rank within its device's memory */
 } rec_run;
 
 typedef struct rec_stage {
@@ -70,6 +88,8 @@ typedef struct rec_rank {
     int32_t rank;
     double busy, bubble, static_memory, peak_memory, t_peak;
     double exposed_comm; /* NAN when the run has no gradient sync */
+    double capacity;     /* device memory in bytes; 0 or NAN: unknown */
+    enum rec_fits fits;  /* peak_memory <= capacity */
 } rec_rank;
 
 typedef struct rec_collective {
@@ -104,6 +124,10 @@ int rec_close(rec_db *db, ps_err *err);
  * run remains. */
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
+
+/* *n = the number of runs in the database (committed or in this handle's
+ * open batch). */
+int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
 
 /* Commits the pending batch now (e.g. before a long pause). */
 int rec_flush(rec_db *db, ps_err *err);

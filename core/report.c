@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbcheck.h"
+
 /* ------------------------------------------------------------------ */
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
@@ -74,11 +76,12 @@ static rec_query *query(rec_db *db, const char *sql, int64_t run, ps_err *err)
 /* The run table                                                       */
 /* ------------------------------------------------------------------ */
 
-enum { NCOLS = 14, CELL = 48 };
+enum { NCOLS = 15, CELL = 48, COL_FITS = 12 };
 
 static const char *const col_name[NCOLS] = {
-    "id", "name",     "kind",   "schedule", "p",        "m",         "v",
-    "dp", "makespan", "bubble", "closed",   "peak_mem", "imbalance", "status"};
+    "id",     "name",     "kind", "schedule",  "p",
+    "m",      "v",        "dp",   "makespan",  "bubble",
+    "closed", "peak_mem", "fits", "imbalance", "status"};
 static const char *const csv_name[NCOLS] = {"id",
                                             "name",
                                             "kind",
@@ -91,16 +94,18 @@ static const char *const csv_name[NCOLS] = {"id",
                                             "bubble",
                                             "closed_form_bubble",
                                             "peak_memory",
+                                            "fits",
                                             "imbalance",
                                             "status"};
 /* text columns are left-aligned, numbers right-aligned */
-static const int col_left[NCOLS] = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+static const int col_left[NCOLS] = {0, 1, 1, 1, 0, 0, 0, 0,
+                                    0, 0, 0, 0, 1, 0, 1};
 
 static const char runs_sql[] =
     "SELECT id, name, kind, schedule, stages, microbatches, virtual_stages, "
     "dp, makespan, bubble, closed_form_bubble, coalesce(peak_memory, (SELECT "
     "max(peak) FROM memory_peak WHERE memory_peak.run = run.id)), "
-    "imbalance, status FROM run ORDER BY id";
+    "fits, imbalance, status FROM run ORDER BY id";
 
 static void csv_field(FILE *out, const char *s)
 {
@@ -135,18 +140,24 @@ static void run_cells(rec_query *q, int csv, char cell[NCOLS][CELL])
         case 7:
             snprintf(b, CELL, "%lld", (long long)rec_query_int(q, c));
             break;
+        case COL_FITS: /* 1/0 in CSV, yes/NO on screen; NULL: unknown */
+            if (csv)
+                snprintf(b, CELL, "%lld", (long long)rec_query_int(q, c));
+            else
+                snprintf(b, CELL, "%s", rec_query_int(q, c) ? "yes" : "NO");
+            break;
         case 8:
         case 9:
         case 10:
         case 11:
-        case 12:
+        case 13:
             if (csv)
                 snprintf(b, CELL, "%.17g", x);
             else if (c == 8)
                 fmt_time(x, b, CELL);
             else if (c == 11)
                 fmt_bytes(x, b, CELL);
-            else if (c == 12)
+            else if (c == 13)
                 snprintf(b, CELL, "%.3f", x);
             else
                 fmt_pct(x, b, CELL);
@@ -218,6 +229,69 @@ int report_runs(rec_db *db, FILE *out, int csv, ps_err *err)
 }
 
 /* ------------------------------------------------------------------ */
+/* Memory warnings                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Bytes in binary units with 4 significant digits: "402.1 GiB", "80 GiB". */
+static const char *fmt_bytes_short(double b, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (fabs(b) >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%.4g %s", b, units[u]);
+    return buf;
+}
+
+/* Per run over capacity: the rank with the largest peak / capacity and how
+ * many ranks are over. Window functions: SQLite >= 3.25. */
+static const char over_sql[] =
+    "SELECT run, rank, peak_memory, capacity, n FROM (SELECT run, rank, "
+    "peak_memory, capacity, count(*) OVER (PARTITION BY run) AS n, "
+    "row_number() OVER (PARTITION BY run ORDER BY peak_memory / capacity "
+    "DESC, rank) AS k FROM rank_stat WHERE fits = 0 AND (?1 = 0 OR run = "
+    "?1)) WHERE k = 1 ORDER BY run";
+
+int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
+                    ps_err *err)
+{
+    rec_query *q = query(db, over_sql, run > 0 ? run : 0, err);
+    if (!q)
+        return PS_ERR;
+    int rc, shown = 0, more = 0;
+    while ((rc = rec_query_step(q, err)) == 1) {
+        if (max_runs > 0 && shown == max_runs) {
+            more++;
+            continue;
+        }
+        char a[32], b[32];
+        int64_t others = rec_query_int(q, 4) - 1;
+        fprintf(out,
+                "pipesim: warning: run %lld: rank %lld needs %s, device "
+                "has %s",
+                (long long)rec_query_int(q, 0), (long long)rec_query_int(q, 1),
+                fmt_bytes_short(rec_query_double(q, 2), a, sizeof a),
+                fmt_bytes_short(rec_query_double(q, 3), b, sizeof b));
+        if (others > 0)
+            fprintf(out, " (and %lld more rank%s over capacity)",
+                    (long long)others, others == 1 ? "" : "s");
+        fputc('\n', out);
+        shown++;
+    }
+    rec_query_free(q);
+    if (rc < 0)
+        return PS_ERR;
+    if (more > 0)
+        fprintf(out,
+                "pipesim: warning: %d more run%s need more memory than "
+                "their devices have (column fits)\n",
+                more, more == 1 ? "" : "s");
+    return PS_OK;
+}
+
+/* ------------------------------------------------------------------ */
 /* One run                                                             */
 /* ------------------------------------------------------------------ */
 
@@ -226,12 +300,13 @@ typedef struct run_info {
     int64_t p, m, v, dp;
     double makespan, bubble, closed, peak;
     int has_bubble, has_closed, has_peak;
+    int fits; /* 1, 0, or -1: unknown */
 } run_info;
 
 static const char run_sql[] =
     "SELECT kind, name, schedule, stages, microbatches, virtual_stages, dp, "
     "makespan, bubble, closed_form_bubble, coalesce(peak_memory, (SELECT "
-    "max(peak) FROM memory_peak WHERE run = ?1)), status, error "
+    "max(peak) FROM memory_peak WHERE run = ?1)), status, error, fits "
     "FROM run WHERE id = ?1";
 
 static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
@@ -261,6 +336,7 @@ static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
         ri->peak = rec_query_double(q, 10);
         snprintf(ri->status, sizeof ri->status, "%s", rec_query_text(q, 11));
         snprintf(ri->error, sizeof ri->error, "%s", rec_query_text(q, 12));
+        ri->fits = rec_query_isnull(q, 13) ? -1 : rec_query_int(q, 13) != 0;
         rc = PS_OK;
     }
     rec_query_free(q);
@@ -334,12 +410,21 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
         fprintf(out, ", makespan %s", fmt_time(ri->makespan, a, sizeof a));
         if (ri->has_bubble)
             fprintf(out, ", bubble %s", fmt_pct(ri->bubble, a, sizeof a));
-        if (ri->has_closed)
-            fprintf(out, " vs closed form %s = %s",
-                    ri->v > 1 ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)",
+        if (ri->has_closed) {
+            /* the formula is named when it is the plain one; split
+             * backwards and the zero-bubble schedules have their own
+             * (README "Schedules") */
+            double plain = (ri->p - 1.0) / ((double)ri->v * ri->m + ri->p - 1);
+            const char *form =
+                ri->v > 1 ? "(p-1)/(v*m+p-1) " : "(p-1)/(m+p-1) ";
+            if (fabs(ri->closed - plain) > 1e-9 * plain)
+                form = "";
+            fprintf(out, " vs closed form %s= %s", form,
                     fmt_pct(ri->closed, b, sizeof b));
+        }
         if (ri->has_peak)
-            fprintf(out, ", peak memory %s", fmt_bytes(ri->peak, a, sizeof a));
+            fprintf(out, ", peak memory %s%s", fmt_bytes(ri->peak, a, sizeof a),
+                    ri->fits == 0 ? " (more than a device has)" : "");
     }
     fputc('\0', out);
     fclose(out);
@@ -378,7 +463,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     const char *unit;
     double scale = time_unit(makespan, &unit);
     double dt = makespan / cols;
-    double step = nice_step(makespan * 12 / cols);
+    /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
+     * (a hand-edited database), where the product is infinite, the step
+     * NaN and the tick loop never ended */
+    double step = nice_step(dt * 12);
+    if (!(step > 0 && isfinite(step)))
+        step = makespan;
     char *ticks = malloc((size_t)cols + 2);
     char *labels = malloc((size_t)cols + 64);
     if (!ticks || !labels) {
@@ -390,12 +480,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     ticks[cols + 1] = '\0';
     memset(labels, ' ', (size_t)cols + 63);
     labels[cols + 63] = '\0';
-    int end = 0; /* first free label column */
-    for (int k = 0;; k++) {
-        double t = k * step;
-        int c = (int)lround(t / dt);
-        if (c > cols)
+    int end = 0;                      /* first free label column */
+    for (int k = 0; k <= cols; k++) { /* at most a tick per column */
+        double t = k * step, x = t / dt;
+        if (!(x <= cols + 0.5))
             break;
+        int c = (int)lround(x);
         ticks[c] = '+';
         char lab[48];
         int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
@@ -512,7 +602,9 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
 {
     run_info ri;
-    if (load_run(db, run, &ri, err) ||
+    /* rows are checked first: the chart indexes by rank and scales by
+     * time, and the database may have been edited */
+    if (load_run(db, run, &ri, err) || dbcheck_run(db, run, NULL, err) ||
         print_summary(db, run, &ri, width, out, err))
         return PS_ERR;
     rec_query *q = query(db,

@@ -12,11 +12,22 @@
 #include "rec.h"
 
 /* Writes one line per run (id, name, kind, schedule, p, m, v, dp, makespan,
- * bubble, closed-form bubble, peak memory, imbalance, status) to out: an
+ * bubble, closed-form bubble, peak memory, fits, imbalance, status) to out: an
  * aligned table in human units, or with csv != 0 CSV with a header line and
  * raw numbers in base units (seconds, fractions, bytes) for other tools.
  * Fails only when a query fails. */
 int report_runs(rec_db *db, FILE *out, int csv, ps_err *err);
+
+/* Writes one line per run (run > 0: that run only) whose peak memory
+ * exceeds a device's capacity, "pipesim: warning: run 3: rank 2 needs 402.1
+ * GiB, device has 80 GiB", naming the rank furthest over (and how many
+ * more are); after max_runs lines (0: no limit) one line counts the rest.
+ * Writes nothing when everything fits or capacities are unknown. Fails only
+ * when a query fails. */
+int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
+                    ps_err *err);
+/* The max_runs `pipesim report` and ps.show use for the run table. */
+#define REPORT_WARN_RUNS 10
 
 /* Writes run's summary line and, when its events were recorded, a Gantt
  * chart: one row per rank, `width` columns wide in total (the timeline

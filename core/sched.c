@@ -14,10 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 3 * p * v * m actions must fit an int32 with room for message ids. */
+#include "sched_zb.h"
+
+/* 4 * p * v * m actions must fit an int32 with room for message ids. */
 #define MAX_ACTIONS (INT32_MAX / 4)
 
-static const char *const names[] = {"gpipe", "1f1b", "interleaved", "custom"};
+static const char *const names[] = {"gpipe",  "1f1b",  "interleaved",
+                                    "custom", "zb_h1", "zb_h2"};
+#define NKINDS ((int)(sizeof names / sizeof names[0]))
 
 int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
 {
@@ -25,7 +29,7 @@ int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
         *out = SCHED_GPIPE; /* all forward, all backward: GPipe */
         return PS_OK;
     }
-    for (int k = 0; name && k <= SCHED_CUSTOM; k++) {
+    for (int k = 0; name && k < NKINDS; k++) {
         if (strcmp(name, names[k]) == 0) {
             *out = (enum sched_kind)k;
             return PS_OK;
@@ -33,13 +37,14 @@ int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
     }
     return ps_errf(err,
                    "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
-                   "interleaved or a list of actions per rank)",
+                   "interleaved, zb_h1, zb_h2 or a list of actions per "
+                   "rank)",
                    name ? name : "(null)");
 }
 
 const char *sched_name(enum sched_kind kind)
 {
-    return (unsigned)kind <= SCHED_CUSTOM ? names[kind] : "unknown";
+    return (unsigned)kind < NKINDS ? names[kind] : "unknown";
 }
 
 /* Writes "F3" or "B3.c1" (the chunk only when nonzero, as prog_describe). */
@@ -74,9 +79,10 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
     case 'F': kind = PROG_F; break;
     case 'B': kind = PROG_B; break;
     case 'R': kind = PROG_R; break;
+    case 'W': kind = PROG_W; break;
     default:
         return ps_errf(err,
-                       "bad action '%s': expected F, B or R, a microbatch "
+                       "bad action '%s': expected F, B, W or R, a microbatch "
                        "and optionally a chunk, as in F3 or B0.c1",
                        p);
     }
@@ -94,12 +100,13 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
     }
     if (*p)
         return ps_errf(err, "bad action '%s': unexpected '%s'", text, p);
+    /* the bounds in long: m - 1 must not overflow for any int32 m */
     if (mb >= m)
-        return ps_errf(err, "action '%s': microbatch %ld out of range 0..%d",
-                       text, mb, (int)m - 1);
+        return ps_errf(err, "action '%s': microbatch %ld out of range 0..%ld",
+                       text, mb, (long)m - 1);
     if (chunk >= v || chunk > INT16_MAX)
-        return ps_errf(err, "action '%s': chunk %ld out of range 0..%d", text,
-                       chunk, (int)v - 1);
+        return ps_errf(err, "action '%s': chunk %ld out of range 0..%ld", text,
+                       chunk, (long)v - 1);
     *out = (sched_action){kind, (int16_t)chunk, (int32_t)mb};
     return PS_OK;
 }
@@ -109,17 +116,19 @@ static int bad_cost(double x)
     return !(x >= 0) || !isfinite(x);
 }
 
-/* Checks one custom list. seen has 3 * m * v bytes (F, B, R marks). */
+/* Checks one custom list. seen has 4 * m * v bytes (F, B, R, W marks). */
 static int check_custom(const sched_spec *s, int32_t r, uint8_t *seen,
                         ps_err *err)
 {
     int32_t mv = s->m * s->v;
     char a[48], b[48];
-    memset(seen, 0, (size_t)mv * 3);
+    memset(seen, 0, (size_t)mv * 4);
     for (int32_t i = 0; i < s->ncustom[r]; i++) {
         const sched_action *x = &s->custom[r][i];
-        if (x->kind != PROG_F && x->kind != PROG_B && x->kind != PROG_R)
-            return ps_errf(err, "rank %d: action %d has kind %d, not F, B or R",
+        if (x->kind != PROG_F && x->kind != PROG_B && x->kind != PROG_R &&
+            x->kind != PROG_W)
+            return ps_errf(err,
+                           "rank %d: action %d has kind %d, not F, B, W or R",
                            (int)r, (int)i, (int)x->kind);
         if (x->chunk < 0 || x->chunk >= s->v || x->mb < 0 || x->mb >= s->m)
             return ps_errf(err,
@@ -130,17 +139,26 @@ static int check_custom(const sched_spec *s, int32_t r, uint8_t *seen,
         action_str(x, a, sizeof a);
         int32_t id = x->chunk * s->m + x->mb;
         uint8_t *f = &seen[id], *bk = &seen[mv + id], *rc = &seen[2 * mv + id];
+        uint8_t *wg = &seen[3 * mv + id];
         sched_action fa = *x;
         fa.kind = PROG_F;
         action_str(&fa, b, sizeof b);
         if (x->kind == PROG_R && !s->checkpoint)
             return ps_errf(err, "rank %d: %s needs checkpointing", (int)r, a);
-        uint8_t *mine = x->kind == PROG_F ? f : x->kind == PROG_B ? bk : rc;
+        uint8_t *mine = x->kind == PROG_F   ? f
+                        : x->kind == PROG_B ? bk
+                        : x->kind == PROG_R ? rc
+                                            : wg;
         if (*mine)
             return ps_errf(err, "rank %d: %s appears twice", (int)r, a);
         *mine = 1;
         if (x->kind != PROG_F && !*f)
             return ps_errf(err, "rank %d: %s comes before %s", (int)r, a, b);
+        if (x->kind == PROG_W && !*bk) {
+            fa.kind = PROG_B;
+            action_str(&fa, b, sizeof b);
+            return ps_errf(err, "rank %d: %s comes before %s", (int)r, a, b);
+        }
         if (x->kind == PROG_R && *bk) {
             fa.kind = PROG_B;
             action_str(&fa, b, sizeof b);
@@ -169,14 +187,15 @@ int sched_check(const sched_spec *s, ps_err *err)
     if (s->v < 1 || s->v > INT16_MAX)
         return ps_errf(err, "chunks per rank must be 1..%d (got %d)", INT16_MAX,
                        (int)s->v);
-    if ((unsigned)s->kind > SCHED_CUSTOM)
+    if ((unsigned)s->kind >= NKINDS)
         return ps_errf(err, "unknown schedule kind %d", (int)s->kind);
-    if (s->v > 1 && (s->kind == SCHED_GPIPE || s->kind == SCHED_1F1B))
+    if (s->v > 1 && (s->kind == SCHED_GPIPE || s->kind == SCHED_1F1B ||
+                     s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2))
         return ps_errf(err,
                        "%s schedule runs one chunk per rank (got %d); use "
                        "interleaved or a custom schedule",
                        sched_name(s->kind), (int)s->v);
-    if ((double)s->p * s->v * s->m * 3 > MAX_ACTIONS)
+    if ((double)s->p * s->v * s->m * 4 > MAX_ACTIONS)
         return ps_errf(err,
                        "schedule too large: %d ranks x %d chunks x %d "
                        "microbatches",
@@ -194,13 +213,14 @@ int sched_check(const sched_spec *s, ps_err *err)
         return ps_errf(err, "no stage costs given");
     for (int32_t i = 0; i < s->p * s->v; i++) {
         const sched_stage *st = &s->stages[i];
-        if (bad_cost(st->fwd) || bad_cost(st->bwd) || bad_cost(st->recompute))
+        if (bad_cost(st->fwd) || bad_cost(st->bwd) || bad_cost(st->recompute) ||
+            bad_cost(st->wgt))
             return ps_errf(err,
                            "stage %d: compute times must be finite and "
                            "not negative",
                            (int)i);
         if (bad_cost(st->act_bytes) || bad_cost(st->in_bytes) ||
-            bad_cost(st->out_bytes))
+            bad_cost(st->out_bytes) || bad_cost(st->w_bytes))
             return ps_errf(err,
                            "stage %d: byte counts must be finite and "
                            "not negative",
@@ -210,12 +230,12 @@ int sched_check(const sched_spec *s, ps_err *err)
         return PS_OK;
     if (!s->custom || !s->ncustom)
         return ps_errf(err, "custom schedule has no action lists");
-    uint8_t *seen = malloc((size_t)s->m * (size_t)s->v * 3);
+    uint8_t *seen = malloc((size_t)s->m * (size_t)s->v * 4);
     if (!seen)
         return ps_errf(err, "out of memory checking the custom schedule");
     int rc = PS_OK;
     for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {
-        if (s->ncustom[r] < 0 || s->ncustom[r] > 3 * s->m * s->v ||
+        if (s->ncustom[r] < 0 || s->ncustom[r] > 4 * s->m * s->v ||
             (s->ncustom[r] > 0 && !s->custom[r]))
             rc = ps_errf(err, "rank %d: action list of %d entries", (int)r,
                          (int)s->ncustom[r]);
@@ -237,6 +257,8 @@ typedef struct order {
     int checkpoint;
     const uint8_t *has_r; /* custom: R given for chunk * m + mb, or NULL */
     int32_t m;
+    int split;              /* built-in: a W right after each B */
+    const sched_action *zb; /* zero-bubble: all ranks' orders, or NULL */
 } order;
 
 static void emit_step(order *o, uint8_t kind, int32_t chunk, int32_t mb,
@@ -258,6 +280,9 @@ static void emit_step(order *o, uint8_t kind, int32_t chunk, int32_t mb,
 static void emit(order *o, uint8_t kind, int32_t chunk, int32_t mb)
 {
     emit_step(o, kind, chunk, mb, 0);
+    /* W in a step of its own: B's input gradient is sent before W runs */
+    if (kind == PROG_B && o->split)
+        emit_step(o, PROG_W, chunk, mb, 0);
 }
 
 /* PyTorch torch.distributed.pipelining ScheduleGPipe._step_microbatches:
@@ -331,6 +356,8 @@ static void order_interleaved(const sched_spec *s, int32_t r, order *o)
         emit(o, PROG_F, c, mb);
         virtual_mb(s, k, 0, &c, &mb);
         emit_step(o, PROG_B, c, mb, 1);
+        if (o->split)
+            emit_step(o, PROG_W, c, mb, 0);
     }
     for (int32_t k = total - warm; k < total; k++) {
         virtual_mb(s, k, 0, &c, &mb);
@@ -338,13 +365,53 @@ static void order_interleaved(const sched_spec *s, int32_t r, order *o)
     }
 }
 
-/* The order of rank into o; s is checked. Fails only when out of memory. */
+/* Megatron-style built-ins emit a W right after each B when split. */
+static int builtin_split(const sched_spec *s)
+{
+    return s->split && s->kind <= SCHED_INTERLEAVED;
+}
+
+int sched_splits(const sched_spec *s)
+{
+    if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2 || builtin_split(s))
+        return 1;
+    if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
+        return 0;
+    for (int32_t r = 0; r < s->p; r++)
+        for (int32_t i = 0; i < s->ncustom[r]; i++)
+            if (s->custom[r][i].kind == PROG_W)
+                return 1;
+    return 0;
+}
+
+/* The order of rank into o; s is checked. Fails with -1 when out of
+ * memory, -2 when a zero-bubble schedule cannot fit its memory limit. */
 static int order_rank(const sched_spec *s, int32_t rank, order *o)
 {
     switch (s->kind) {
     case SCHED_GPIPE: order_gpipe(s, o); break;
     case SCHED_1F1B: order_1f1b(s, rank, o); break;
     case SCHED_INTERLEAVED: order_interleaved(s, rank, o); break;
+    case SCHED_ZB_H1:
+    case SCHED_ZB_H2: {
+        sched_action *own = NULL;
+        const sched_action *zb = o->zb;
+        if (!zb) {
+            own = malloc((size_t)3 * s->m * (size_t)s->p * sizeof *own);
+            int rc = own ? sched_zb_orders(s, own) : -1;
+            if (rc) {
+                free(own);
+                return rc;
+            }
+            zb = own;
+        }
+        for (int32_t i = 0; i < 3 * s->m; i++) {
+            const sched_action *x = &zb[rank * 3 * s->m + i];
+            emit_step(o, x->kind, x->chunk, x->mb, 0);
+        }
+        free(own);
+        break;
+    }
     case SCHED_CUSTOM: {
         uint8_t *has_r = calloc((size_t)s->m * (size_t)s->v, 1);
         if (!has_r)
@@ -367,6 +434,16 @@ static int order_rank(const sched_spec *s, int32_t rank, order *o)
     return 0;
 }
 
+static int order_error(const sched_spec *s, int32_t rank, int rc, ps_err *err)
+{
+    if (rc == -2)
+        return ps_errf(err,
+                       "%s: the zero-bubble scheduler cannot fit %d "
+                       "microbatches in its memory limit",
+                       sched_name(s->kind), (int)s->m);
+    return ps_errf(err, "out of memory ordering rank %d", (int)rank);
+}
+
 int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
                 int32_t max, int32_t *n, ps_err *err)
 {
@@ -375,9 +452,11 @@ int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
     if (rank < 0 || rank >= s->p)
         return ps_errf(err, "rank %d outside the pipeline 0..%d", (int)rank,
                        (int)s->p - 1);
-    order o = {out, NULL, 0, max, s->checkpoint, NULL, s->m};
-    if (order_rank(s, rank, &o))
-        return ps_errf(err, "out of memory ordering rank %d", (int)rank);
+    order o = {out, NULL, 0, max, s->checkpoint, NULL, s->m, builtin_split(s),
+               NULL};
+    int rc = order_rank(s, rank, &o);
+    if (rc)
+        return order_error(s, rank, rc, err);
     *n = o.n;
     if (o.n > max)
         return ps_errf(err, "rank %d: order has %d actions but room for %d",
@@ -390,8 +469,10 @@ int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
 typedef struct lower {
     const sched_spec *s;
     prog_set *ps;
-    int32_t base; /* first message id of this schedule */
-    int32_t r;    /* pipeline rank being lowered */
+    int32_t base;   /* first message id of this schedule */
+    int32_t r;      /* pipeline rank being lowered */
+    int async;      /* sends are isends (PROG_NOWAIT) */
+    uint8_t *has_w; /* chunk * m + mb: this rank's order has its W */
 } lower;
 
 static int32_t cluster_rank(const sched_spec *s, int32_t r)
@@ -416,7 +497,7 @@ static int transfer(const lower *L, const sched_action *a, int send,
 {
     const sched_spec *s = L->s;
     int32_t S = s->p * s->v, st = a->chunk * s->p + L->r;
-    if (s->p == 1 || a->kind == PROG_R)
+    if (s->p == 1 || a->kind == PROG_R || a->kind == PROG_W)
         return 0;
     int fwd = a->kind == PROG_F;
     /* F receives from st - 1 and sends to st + 1; B the other way */
@@ -432,8 +513,12 @@ static int transfer(const lower *L, const sched_action *a, int send,
      * only after the last forward (and the last backward): its ranks never
      * block on a send. Megatron's 1F1B and interleaved schedules wait on
      * every batch. (torch/distributed/pipelining/schedules.py,
-     * ScheduleGPipe._step_microbatches: fwd_sends_to_wait) */
-    unsigned flags = send && s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0;
+     * ScheduleGPipe._step_microbatches: fwd_sends_to_wait) Schedules with
+     * W do the same: the zero-bubble runtimes (sail-sg's zerobubble
+     * runtime, PyTorch's _PipelineScheduleRuntime) isend and wait on sends
+     * lazily, and a B's gradient must leave before its W runs. */
+    unsigned flags =
+        send && (s->kind == SCHED_GPIPE || L->async) ? PROG_NOWAIT : 0;
     *op = send ? prog_send(peer, id, bytes, kind, a->mb, flags)
                : prog_recv(peer, id, bytes, kind, a->mb, flags);
     return 1;
@@ -450,12 +535,19 @@ static int push_batch(lower *L, int32_t lane, prog_op *ops, int n)
     return 0;
 }
 
+/* Memory: F allocates the activations (only the input when
+ * checkpointed), R the rest. A full B frees all of it. With a W, B frees
+ * all but w_bytes and W frees w_bytes: the ZB paper's accounting, where F
+ * costs M_B, B releases M_B - M_W and W releases M_W. */
 static prog_op compute(const lower *L, const sched_action *a)
 {
     const sched_spec *s = L->s;
     int32_t st = a->chunk * s->p + L->r;
     const sched_stage *g = &s->stages[st];
     double extra = g->act_bytes > g->in_bytes ? g->act_bytes - g->in_bytes : 0;
+    double held = s->checkpoint ? g->in_bytes + extra : g->act_bytes;
+    double keep = g->w_bytes < held ? g->w_bytes : held;
+    int split = L->has_w[a->chunk * s->m + a->mb];
     double secs, mem;
     switch (a->kind) {
     case PROG_F:
@@ -466,9 +558,13 @@ static prog_op compute(const lower *L, const sched_action *a)
         secs = g->recompute;
         mem = extra;
         break;
+    case PROG_W:
+        secs = g->wgt;
+        mem = -keep;
+        break;
     default:
-        secs = g->bwd;
-        mem = s->checkpoint ? -(g->in_bytes + extra) : -g->act_bytes;
+        secs = split ? g->bwd : g->bwd + g->wgt;
+        mem = split ? -(held - keep) : -held;
     }
     return prog_compute((enum prog_kind)a->kind, st, a->chunk, a->mb, secs,
                         mem);
@@ -491,6 +587,10 @@ static int lower_rank(lower *L, const sched_action *acts, uint8_t *join,
     int32_t lane = prog_add_lane(L->ps, cluster_rank(L->s, L->r));
     if (lane < 0)
         return -1;
+    memset(L->has_w, 0, (size_t)L->s->m * (size_t)L->s->v);
+    for (int32_t i = 0; i < n; i++)
+        if (acts[i].kind == PROG_W)
+            L->has_w[acts[i].chunk * L->s->m + acts[i].mb] = 1;
     for (int32_t i = 1; i < n; i++)
         if (acts[i].kind == PROG_B && acts[i - 1].kind == PROG_R &&
             same_unit(&acts[i], &acts[i - 1]))
@@ -557,24 +657,45 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
     if ((int64_t)ps->nmsgs + nmsg > INT32_MAX)
         return ps_errf(err, "too many messages (%lld)",
                        (long long)(ps->nmsgs + nmsg));
-    int32_t max = 3 * s->m * s->v;
+    int32_t max = 4 * s->m * s->v;
     sched_action *acts = malloc((size_t)max * sizeof *acts);
     uint8_t *join = malloc((size_t)max);
-    if (!acts || !join) {
+    uint8_t *has_w = malloc((size_t)s->m * (size_t)s->v);
+    if (!acts || !join || !has_w) {
         free(acts);
         free(join);
+        free(has_w);
         return ps_errf(err, "out of memory lowering the schedule");
     }
-    lower L = {s, ps, ps->nmsgs, 0};
+    sched_action *zb = NULL;
+    if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2) {
+        zb = malloc((size_t)3 * s->m * (size_t)s->p * sizeof *zb);
+        int zrc = zb ? sched_zb_orders(s, zb) : -1;
+        if (zrc) {
+            free(acts);
+            free(join);
+            free(has_w);
+            free(zb);
+            return order_error(s, 0, zrc, err);
+        }
+    }
+    lower L = {s, ps, ps->nmsgs, 0, sched_splits(s), has_w};
     ps->nmsgs += (int32_t)nmsg;
     int rc = PS_OK;
     for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {
-        order o = {acts, join, 0, max, s->checkpoint, NULL, s->m};
+        order o = {
+            acts, join, 0, max, s->checkpoint, NULL, s->m, builtin_split(s),
+            zb};
         L.r = r;
-        if (order_rank(s, r, &o) || lower_rank(&L, acts, join, o.n))
+        int orc = order_rank(s, r, &o);
+        if (orc)
+            rc = order_error(s, r, orc, err);
+        else if (lower_rank(&L, acts, join, o.n))
             rc = ps_errf(err, "out of memory lowering rank %d", (int)r);
     }
     free(acts);
     free(join);
+    free(has_w);
+    free(zb);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* Pipeline schedules: generators of per-rank programs.
  *
  * A schedule decides, per pipeline rank, the order of compute actions
- * (F, B, R for each model chunk and microbatch); sched_lower turns those
+ * (F, B, W, R for each model chunk and microbatch); sched_lower turns those
  * orders into programs by inserting the point-to-point transfers between
  * stages. Model stage s = chunk * p + rank (Megatron-LM's virtual pipeline
  * layout: rank r holds chunks r, r + p, r + 2p, ...).
@@ -14,7 +14,14 @@
  * receives of this one (batch_isend_irecv, then wait), so the built-in
  * schedules cannot deadlock under rendezvous semantics. GPipe's sends are
  * PROG_NOWAIT: PyTorch's ScheduleGPipe posts them with isend and waits only
- * at the end of each phase. */
+ * at the end of each phase.
+ *
+ * Split backward (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR
+ * 2024): a unit (chunk, microbatch) whose order holds a W has its backward
+ * in two ops: B computes the input gradient (sent to the previous stage at
+ * once) and W the weight gradient. Without a W, B is the full backward.
+ * Schedules with W send asynchronously (PROG_NOWAIT, as the zero-bubble
+ * runtimes' isends), so a rank never blocks on a send. */
 #ifndef PS_SCHED_H
 #define PS_SCHED_H
 
@@ -23,22 +30,36 @@
 #include "err.h"
 #include "prog.h"
 
-enum sched_kind { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_CUSTOM };
+enum sched_kind {
+    SCHED_GPIPE,
+    SCHED_1F1B,
+    SCHED_INTERLEAVED,
+    SCHED_CUSTOM,
+    SCHED_ZB_H1, /* zero-bubble handcrafted, 1F1B's activation memory */
+    SCHED_ZB_H2  /* zero-bubble handcrafted, twice that, no bubble */
+};
 
 typedef struct sched_action {
-    uint8_t kind;  /* PROG_F, PROG_B, PROG_R */
+    uint8_t kind;  /* PROG_F, PROG_B, PROG_W, PROG_R */
     int16_t chunk; /* model chunk on the rank, 0 .. v-1 */
     int32_t mb;    /* microbatch, 0 .. m-1 */
 } sched_action;
 
 /* Costs of one model stage (one chunk of one rank) per microbatch. */
 typedef struct sched_stage {
-    double fwd, bwd;  /* seconds */
+    double fwd;       /* seconds */
+    double bwd;       /* seconds of B: the input-gradient backward; a unit
+                         without W runs bwd + wgt */
     double recompute; /* seconds of R under checkpointing (usually fwd) */
     double act_bytes; /* activations held from F until B frees them */
     double in_bytes;  /* the stage's input: all it keeps when checkpointed */
     double out_bytes; /* activation sent to the next stage; the gradient
                          sent back has the same size */
+    double wgt;       /* seconds of W, the weight-gradient backward */
+    double w_bytes;   /* of what F allocated, what W still needs (inputs
+                         of the GEMMs, output gradients): B frees the rest,
+                         W frees this (the ZB paper's M_W); clamped to
+                         what is held */
 } sched_stage;
 
 typedef struct sched_spec {
@@ -53,26 +74,35 @@ typedef struct sched_spec {
     /* SCHED_CUSTOM: the order per pipeline rank */
     const sched_action *const *custom;
     const int32_t *ncustom;
+    /* built-in schedules other than the zero-bubble ones: 1 runs every
+     * backward as B then W right after it (the zero-bubble ones always
+     * split; custom lists split the units that have a W) */
+    int split;
 } sched_spec;
 
-/* "gpipe" (alias "afab"), "1f1b", "interleaved". Fails naming the known
- * schedules. */
+/* "gpipe" (alias "afab"), "1f1b", "interleaved", "zb_h1", "zb_h2". Fails
+ * naming the known schedules. */
 int sched_parse(const char *name, enum sched_kind *out, ps_err *err);
 const char *sched_name(enum sched_kind kind);
 
-/* Parses "F3", "B0", "R2", "F3.c1" (chunk 1) into *out, checking mb < m
- * and chunk < v. */
+/* Parses "F3", "B0", "W0", "R2", "F3.c1" (chunk 1) into *out, checking
+ * mb < m and chunk < v. */
 int sched_parse_action(const char *text, int32_t m, int32_t v,
                        sched_action *out, ps_err *err);
 
 /* Checks the spec: p >= 1, m >= 1, v >= 1 (v > 1 only for interleaved and
  * custom), interleaved's m constraint, custom lists complete (every F and B
- * of every chunk and microbatch exactly once). */
+ * of every chunk and microbatch exactly once, a W at most once and after
+ * its B). */
 int sched_check(const sched_spec *s, ps_err *err);
 
+/* Does the schedule split its backwards (W actions somewhere)? */
+int sched_splits(const sched_spec *s);
+
 /* The compute order of pipeline rank `rank`: writes up to max actions to
- * out and their count to *n (the count is 2*m*v, or 3*m*v with
- * checkpointing, where R precedes each B). */
+ * out and their count to *n (the count is 2*m*v, plus m*v with
+ * checkpointing, where R precedes each B, plus m*v with W; at most
+ * 4*m*v). */
 int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
                 int32_t max, int32_t *n, ps_err *err);
 

@@ -27,8 +27,8 @@ for _, ckpt in ipairs{ false, true } do
   print(string.format("%-18s step %s  rank 0 peak %s (static %s + "
     .. "activations %s)%s", r.name, ps.seconds(r.makespan),
     ps.bytes(r.peak_memory[1]), ps.bytes(r.static_memory[1]), ps.bytes(act),
-    r.over_capacity and string.format(": exceeds the 80 GiB of rank %d",
-                                      r.over_capacity) or ""))
+    r.fits == false and string.format(": exceeds the 80 GiB of rank %s",
+                                      table.concat(r.over_capacity_ranks, ", ")) or ""))
 end
 local full, ck = results[1], results[2]
 print(string.format("checkpointing saves %s of activations on rank 0 and "

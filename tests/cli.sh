@@ -24,6 +24,7 @@ expect_fail() {
 }
 
 $VG "$BIN" --help >"$TMP/help" 2>&1 && grep -q "pipesim run SCENARIO.lua" "$TMP/help" && ok || bad "--help"
+grep -q -- "--unsafe" "$TMP/help" && ok || bad "--help lists --unsafe"
 $VG "$BIN" --version | grep -qE '^pipesim [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad "--version"
 expect_fail "" "no command"
 expect_fail "frobnicate" "unknown command 'frobnicate'"
@@ -45,7 +46,66 @@ ps.run{ layers = l, stages = 2, microbatches = ps.args.m, name = ps.args.name }
 LUA
 if $VG "$BIN" run "$TMP/args.lua" -o "$TMP/args.db" -D m=16 -D name=x=y -Dflag=true \
     >"$TMP/args.out" 2>&1; then ok; else bad "-D: $(cat "$TMP/args.out")"; fi
-grep -q "1 run recorded in $TMP/args.db" "$TMP/args.out" && ok || bad "run summary line: $(cat "$TMP/args.out")"
+grep -q "^1 run added to $TMP/args.db (1 in all; pipesim report $TMP/args.db)$" "$TMP/args.out" && ok || bad "run summary line: $(cat "$TMP/args.out")"
+# a second run of the scenario appends: added and total differ
+$VG "$BIN" run "$TMP/args.lua" -o "$TMP/args2.db" -D m=16 -D name=x=y -Dflag=true >/dev/null 2>&1
+$VG "$BIN" run "$TMP/args.lua" -o "$TMP/args2.db" -D m=16 -D name=x=y -Dflag=true >"$TMP/args.out" 2>&1
+grep -q "^1 run added to $TMP/args2.db (2 in all; pipesim report $TMP/args2.db)$" "$TMP/args.out" && ok || bad "rerun summary line: $(cat "$TMP/args.out")"
+
+# memory verdicts: 1F1B rank r holds (4 - r) x 30 GiB of activations on 80
+# GiB devices, so ranks 0 (120 GiB) and 1 (90 GiB) do not fit
+cat >"$TMP/over.lua" <<'LUA'
+local ps = require "pipesim"
+local l = {}
+for i = 1, 4 do l[i] = { fwd_time = 1, act_bytes = "30 GiB" } end
+local c = ps.cluster{ ranks = 4, device = { memory = "80 GiB" } }
+local r = ps.run{ cluster = c, layers = l, stages = 4, microbatches = 8, name = "over" }
+ps.show(r)
+ps.run{ cluster = c, layers = l, stages = 4, microbatches = 8, schedule = "gpipe",
+        record = "summary", name = "gpipe over" }
+ps.run{ cluster = ps.cluster{ ranks = 4 }, layers = l, stages = 4, microbatches = 8,
+        name = "unknown" }
+l[1].act_bytes = 1
+ps.run{ cluster = c, layers = { { fwd_time = 1 }, { fwd_time = 1 } }, stages = 2,
+        microbatches = 2, name = "fits" }
+LUA
+W0='pipesim: warning: run 1: rank 0 needs 120 GiB, device has 80 GiB (and 1 more rank over capacity)'
+if $VG "$BIN" run "$TMP/over.lua" -o "$TMP/over.db" >"$TMP/over.out" 2>"$TMP/over.err"; then ok; else
+    bad "over.lua: $(cat "$TMP/over.err")"; fi
+[ "$(cat "$TMP/over.err")" = "$W0" ] && ok || bad "ps.show warning: '$(cat "$TMP/over.err")'"
+grep -q "peak memory 120.00 GiB (more than a device has)" "$TMP/over.out" && ok || bad "summary line: $(head -n 1 "$TMP/over.out")"
+got=$(sqlite3 "$TMP/over.db" "SELECT group_concat(name || ':' || coalesce(fits, 'NULL'), ', ') FROM (SELECT * FROM run ORDER BY id)")
+[ "$got" = "over:0, gpipe over:0, unknown:NULL, fits:1" ] && ok || bad "run.fits: $got"
+got=$(sqlite3 "$TMP/over.db" "SELECT group_concat(rank || ':' || fits || ':' || capacity, ' ') FROM (SELECT * FROM rank_stat WHERE run = 1 ORDER BY rank)")
+[ "$got" = "0:0:85899345920.0 1:0:85899345920.0 2:1:85899345920.0 3:1:85899345920.0" ] && ok || bad "rank_stat fits, capacity: $got"
+got=$(sqlite3 "$TMP/over.db" "SELECT count(*) FROM rank_stat WHERE run = 3 AND fits IS NULL AND capacity IS NULL")
+[ "$got" = 4 ] && ok || bad "unknown capacity is NULL: $got"
+$VG "$BIN" report "$TMP/over.db" >"$TMP/over.rep" 2>"$TMP/over.err" && ok || bad "report over.db"
+printf '%s\n%s\n' "$W0" 'pipesim: warning: run 2: rank 0 needs 240 GiB, device has 80 GiB (and 3 more ranks over capacity)' >"$TMP/over.want"
+cmp -s "$TMP/over.err" "$TMP/over.want" && ok || bad "report table warnings: $(cat "$TMP/over.err")"
+grep -q '^ *1  over .*  NO ' "$TMP/over.rep" && grep -q '^ *4  fits .*  yes ' "$TMP/over.rep" && ok || bad "fits column: $(cat "$TMP/over.rep")"
+$VG "$BIN" report "$TMP/over.db" --csv 2>/dev/null | head -n 2 | tail -n 1 | grep -q ',128849018880,0,1,ok$' && ok || bad "csv fits: $($BIN report "$TMP/over.db" --csv 2>&1 | head -n 2)"
+$VG "$BIN" report "$TMP/over.db" 1 >/dev/null 2>"$TMP/over.err"
+[ "$(cat "$TMP/over.err")" = "$W0" ] && ok || bad "report RUN warning: '$(cat "$TMP/over.err")'"
+$VG "$BIN" report "$TMP/over.db" 4 >/dev/null 2>"$TMP/over.err"
+[ ! -s "$TMP/over.err" ] && ok || bad "report of a run that fits warns: $(cat "$TMP/over.err")"
+
+# a schema version 1 file (before the fits columns): readers say how to
+# upgrade it, a writer upgrades it in place and old runs stay unknown
+cp "$TMP/over.db" "$TMP/v1.db"
+sqlite3 "$TMP/v1.db" "ALTER TABLE run DROP COLUMN tp; ALTER TABLE run DROP COLUMN sequence_parallel;
+    ALTER TABLE run DROP COLUMN recompute;
+    ALTER TABLE run DROP COLUMN fits; ALTER TABLE rank_stat DROP COLUMN fits;
+    ALTER TABLE rank_stat DROP COLUMN capacity; PRAGMA user_version = 1"
+expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 3; writing one run to it upgrades it in place"
+$VG "$BIN" run "$TMP/over.lua" -o "$TMP/v1.db" >"$TMP/v1.out" 2>/dev/null && grep -q "4 runs added to $TMP/v1.db (8 in all" "$TMP/v1.out" && ok || bad "upgrade run: $(cat "$TMP/v1.out")"
+got=$(sqlite3 "$TMP/v1.db" "PRAGMA user_version; SELECT group_concat(coalesce(fits, 'NULL'), ',') FROM (SELECT fits FROM run ORDER BY id)")
+[ "$got" = "3
+NULL,NULL,NULL,NULL,0,0,NULL,1" ] && ok || bad "upgraded v1: $got"
+[ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" = \
+  "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" ] && ok || bad "upgraded columns differ from a new file's"
+[ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
+  "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
 
 # report: table of runs, one run's Gantt, a missing run
 $VG "$BIN" report "$TMP/args.db" >"$TMP/rep" 2>&1 && grep -q "x=y" "$TMP/rep" && ok || bad "report table: $(cat "$TMP/rep")"
@@ -62,6 +122,45 @@ mkdir -p "$TMP/cwd" && cp "$TMP/args.lua" "$TMP/cwd/sweep.lua"
 # a failing scenario: one line, file:line, non-zero
 printf 'local ps = require "pipesim"\nps.run{ stages = 2 }\n' >"$TMP/bad.lua"
 expect_fail "run $TMP/bad.lua -o $TMP/bad.db" "bad.lua:2: ps.run: missing field 'layers'"
+
+# the sandbox (tests/errors/sandbox_*.lua test each refusal): --unsafe
+# lifts every one of them
+cat >"$TMP/unsafe.lua" <<'LUA'
+local name = os.tmpname()
+local f = assert(io.open(name, "w")); f:write("return 41 + 1\n"); f:close()
+assert(dofile(name) == 42 and loadfile(name)() == 42)
+assert(load(string.dump(function() return 7 end))() == 7)
+assert(os.execute("true"))
+local p = assert(io.popen("echo popen")); assert(p:read("l") == "popen"); p:close()
+assert(debug.getinfo(1, "l").currentline == 7)
+assert(os.rename(name, name .. ".2") and os.remove(name .. ".2"))
+print("unsafe ok")
+LUA
+if $VG "$BIN" run --unsafe "$TMP/unsafe.lua" -o "$TMP/unsafe.db" >"$TMP/unsafe.out" 2>&1 &&
+    grep -q "unsafe ok" "$TMP/unsafe.out"; then ok; else bad "--unsafe: $(cat "$TMP/unsafe.out")"; fi
+expect_fail "run $TMP/unsafe.lua -o $TMP/unsafe.db" "unsafe.lua:1: os.tmpname is not allowed in a sandboxed scenario (run with --unsafe to allow it)"
+# a precompiled scenario runs only with --unsafe (Lua does not verify bytecode)
+cat >"$TMP/dump.lua" <<LUA
+local f = assert(io.open("$TMP/x.luac", "wb"))
+f:write(string.dump(assert(loadfile("$TMP/args.lua")))); f:close()
+LUA
+$VG "$BIN" run --unsafe "$TMP/dump.lua" -o "$TMP/dump.db" >/dev/null 2>&1 && ok || bad "writing x.luac"
+expect_fail "run $TMP/x.luac -o $TMP/luac.db -D m=16 -D name=x=y -D flag=true" "x.luac: a precompiled (binary) chunk is not allowed in a sandboxed scenario (run with --unsafe to allow it): run its source"
+$VG "$BIN" run --unsafe "$TMP/x.luac" -o "$TMP/luac.db" -D m=16 -D name=x=y -D flag=true >/dev/null 2>&1 && ok || bad "--unsafe x.luac"
+# sandboxed, modules and data files in the scenario's own directory load; a
+# symlink out of it does not
+mkdir -p "$TMP/own" && printf 'return { n = 3 }\n' >"$TMP/own/helper.lua" && printf 'return 1\n' >"$TMP/outside.lua"
+ln -sf "$TMP/outside.lua" "$TMP/own/escape.lua"
+cat >"$TMP/own/main.lua" <<'LUA'
+local dir = ps_dir
+package.path = ps_dir .. "/?.lua;" .. package.path
+assert(require("helper").n == 3)
+assert(dofile(ps_dir .. "/helper.lua").n == 3)
+assert(io.open(ps_dir .. "/helper.lua", "rb"):read("a"):find("n = 3"))
+require "escape"
+LUA
+sed -i "1i ps_dir = '$TMP/own'" "$TMP/own/main.lua"
+expect_fail "run $TMP/own/main.lua -o $TMP/own.db" "main.lua:7: require 'escape' from '$TMP/own/escape.lua' (outside the scenario's directory and pipesim's lua/) is not allowed"
 
 # export: a trace Python's json module reads, an SVG xmllint accepts
 if $VG "$BIN" export "$TMP/args.db" 1 --format chrome -o "$TMP/t.json" 2>"$TMP/e" &&

@@ -48,7 +48,10 @@ echo "== lua tests"
 for t in tests/lua/test_*.lua; do
     [ -f "$t" ] || continue
     name=$(basename "$t" .lua)
-    $VG "$BIN" run "$t" -o "$TMP/$name.db" >"$TMP/$name.out" 2>&1 || echo "-- $name exited non-zero"
+    # tests run sandboxed, as scenarios do, unless they say why they cannot
+    unsafe=""
+    grep -q '^-- run with --unsafe' "$t" && unsafe="--unsafe"
+    $VG "$BIN" run $unsafe "$t" -o "$TMP/$name.db" >"$TMP/$name.out" 2>&1 || echo "-- $name exited non-zero"
     grep -E '^FAIL' "$TMP/$name.out" | head -n 20
     add_counts "$TMP/$name.out"
     grep -qE '^[0-9]+ passed, 0 failed' "$TMP/$name.out" || tail -n 5 "$TMP/$name.out"

@@ -1,26 +1,54 @@
 -- ps.clusters: device and DGX-style node presets in the form ps.cluster
--- accepts. Numbers are in base units (FLOP/s, bytes, bytes/s, seconds);
--- each figure names its source. Bandwidths are per direction: a link
--- carries one direction's traffic at this rate (DESIGN.md, links).
+-- accepts, with the roofline constants of the compute model
+-- (models/roofline.lua). Numbers are in base units (FLOP/s, bytes,
+-- bytes/s, seconds); each figure names its source. Bandwidths are per
+-- direction: a link carries one direction's traffic at this rate.
 local check = require "pipesim.argcheck"
 
 local M = {}
 
 local GiB = 2 ^ 30
 
--- Default efficiency (achieved fraction of dense peak for layer compute).
--- Reported model FLOPs utilisation: Narayanan et al. 2021 (Megatron-LM,
--- Table 1) 44-52% of A100 peak; Korthikanti et al. 2022 up to 56%; Llama 3
--- (Dubey et al. 2024, Table 4) 38-43% on H100; Megatron-Core's README
--- reports ~41-47% on H100. MFU includes pipeline bubbles and exposed
--- communication, which pipesim simulates itself, so the figures are a lower
--- bound for per-layer efficiency; we take the upper half of each range.
+-- Default efficiency (achieved fraction of dense peak for plain FLOP
+-- layers, the `flops / (peak x efficiency)` rule). Reported model FLOPs
+-- utilisation: Narayanan et al. 2021 (Megatron-LM, Table 1) 44-52% of A100
+-- peak; Korthikanti et al. 2022 up to 56%; Llama 3 (Dubey et al. 2024,
+-- Table 4) 38-43% on H100; Megatron-Core's README ~41-47% on H100. MFU
+-- includes pipeline bubbles and exposed communication, which pipesim
+-- simulates itself, so we take the upper half of each range. Modelled
+-- transformer layers do not use it: they take the roofline below.
+--
+-- Roofline constants (one set per GPU type, never fitted per case):
+--   gemm_max   the largest fraction of dense peak a BF16 matmul reaches:
+--              "Maximum Achievable Matmul FLOPS" (MAMF), Bekman, Machine
+--              Learning Engineering, compute/accelerator/README.md, BF16
+--              table: A100 SXM 271.2/312 = 86.9%, H100 SXM 794.5/989 =
+--              80.3% ("H200 is the same"), B200 SXM 1745/2250 = 77.6%.
+--   gemm_overhead  seconds a GEMM costs beyond FLOPs/(peak x gemm_max):
+--              launch, ramp and wave tail. From XLA's measured H100 matmul
+--              table (openxla xla/service/gpu/model/matmul_interpolator_
+--              data.h, sm_90, bf16): 2048^3 runs at 632.0 TFLOP/s, i.e.
+--              27.2 us, against 21.6 us at MAMF, so 5.5 us. The same table
+--              then gives 4096^3 within 2% (769 vs 783 TFLOP/s) and
+--              1024x2048x2048 exactly (524). Only H100 has such a table;
+--              the other GPUs take the same 5.5 us (an assumption).
+--   hbm        HBM bandwidth from each datasheet; mem_efficiency 0.9, the
+--              fraction Calculon's A100 system file gives 10-100 MB
+--              transfers (calculon-ai/calculon examples/a100_80g.json,
+--              mem1.MB_efficiency), used for every GPU.
+--   vector     non-tensor FP32 FLOP/s (datasheets), the compute roof of
+--              the memory-bound operations.
+local GEMM_OVERHEAD = 5.5e-6
+local MEM_EFFICIENCY = 0.9
+
 local DEVICES = {
     a100 = {
         name = "A100 80GB SXM",
         -- NVIDIA A100 datasheet: 312 TFLOPS dense BF16 (624 with sparsity),
-        -- 80GB HBM2e (nvidia-smi: 81920 MiB = 80 GiB).
+        -- 19.5 TFLOPS FP32, 80GB HBM2e at 2039 GB/s (nvidia-smi: 81920 MiB
+        -- = 80 GiB).
         flops = 312e12, memory = 80 * GiB, efficiency = 0.5,
+        vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 0.869,
         -- NVLink 3: 12 links x 50 GB/s = 600 GB/s total, both directions
         -- added; 300 GB/s per direction.
         nvlink = 300e9,
@@ -28,12 +56,21 @@ local DEVICES = {
         -- (plus 2 for storage, not modelled) = 25 GB/s per NIC.
         nic = 200e9 / 8, nics = 8,
     },
+    a100_40 = {
+        name = "A100 40GB SXM",
+        -- NVIDIA A100 datasheet: same compute as the 80GB part; 40GB HBM2
+        -- at 1555 GB/s. MAMF measured on the SXM part (same chip).
+        flops = 312e12, memory = 40 * GiB, efficiency = 0.5,
+        vector_flops = 19.5e12, hbm_bandwidth = 1555e9, gemm_max = 0.869,
+        nvlink = 300e9, nic = 200e9 / 8, nics = 8,
+    },
     h100 = {
         name = "H100 SXM",
         -- NVIDIA H100 datasheet (SXM5): 989 TFLOPS dense BF16 (1979 with
-        -- sparsity), 80GB HBM3, taken as 80e9 B (conservative: nvidia-smi
-        -- reports 81559 MiB).
+        -- sparsity), 67 TFLOPS FP32, 80GB HBM3 at 3.35 TB/s, taken as 80e9
+        -- B (conservative: nvidia-smi reports 81559 MiB).
         flops = 989e12, memory = 80e9, efficiency = 0.45,
+        vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm_max = 0.803,
         -- NVLink 4: 18 links x 50 GB/s = 900 GB/s total; 450 per direction.
         nvlink = 450e9,
         -- DGX H100: 8 x ConnectX-7 NDR 400 Gb/s = 50 GB/s per NIC.
@@ -42,13 +79,34 @@ local DEVICES = {
     h200 = {
         name = "H200 SXM",
         -- NVIDIA H200 datasheet: same compute as H100 SXM (989 TFLOPS dense
-        -- BF16), 141GB HBM3e taken as 141e9 B; NVLink 4 (900 GB/s total).
+        -- BF16, 67 FP32), 141GB HBM3e at 4.8 TB/s, taken as 141e9 B;
+        -- NVLink 4 (900 GB/s total). MAMF: "H200 is the same" as H100.
         flops = 989e12, memory = 141e9, efficiency = 0.45,
+        vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm_max = 0.803,
         nvlink = 450e9,
         -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100.
         nic = 400e9 / 8, nics = 8,
     },
+    b200 = {
+        name = "B200 SXM",
+        -- NVIDIA DGX B200 datasheet / HGX B200 (per GPU): 2.25 PFLOPS dense
+        -- BF16 (72 PFLOPS FP8 with sparsity for 8 GPUs), 180GB HBM3e at
+        -- 8 TB/s, FP32 600 TFLOPS for 8 GPUs = 75 per GPU; NVLink 5 1.8
+        -- TB/s total = 900 GB/s per direction; 8 x ConnectX-7 400 Gb/s.
+        flops = 2.25e15, memory = 180e9, efficiency = 0.45,
+        vector_flops = 75e12, hbm_bandwidth = 8e12, gemm_max = 0.776,
+        nvlink = 900e9, nic = 400e9 / 8, nics = 8,
+    },
 }
+for _, d in pairs(DEVICES) do
+    d.gemm_overhead = GEMM_OVERHEAD
+    d.mem_efficiency = MEM_EFFICIENCY
+end
+
+-- The roofline fields of a device table (what ps.cluster keeps in Lua for
+-- the compute model; the C core reads flops, efficiency and memory).
+M.ROOFLINE_FIELDS = { vector_flops = true, hbm_bandwidth = true, gemm_max = true,
+                      gemm_overhead = true, mem_efficiency = true }
 
 -- Latencies, an assumption: NCCL's own cost model (src/graph/tuning.cc,
 -- hwLat) puts one NVLink hop at ~0.5-3.4 us and one network hop at ~2.7-14
@@ -62,9 +120,12 @@ local INTER_LATENCY = 5e-6
 local ALIASES = {
     a100 = "a100", a10080gb = "a100", a100sxm = "a100", a10080gbsxm = "a100",
     a100sxm80gb = "a100", dgxa100 = "a100",
+    a10040gb = "a100_40", a10040gbsxm = "a100_40", a100sxm40gb = "a100_40",
+    a10040 = "a100_40",
     h100 = "h100", h100sxm = "h100", h100sxm5 = "h100", h10080gb = "h100",
     dgxh100 = "h100",
     h200 = "h200", h200sxm = "h200", dgxh200 = "h200",
+    b200 = "b200", b200sxm = "b200", dgxb200 = "b200", hgxb200 = "b200",
 }
 
 local function lookup(name, what)
@@ -73,7 +134,8 @@ local function lookup(name, what)
     end
     local key = ALIASES[(name:lower():gsub("[%s_%-]", ""))]
     if not key then
-        check.fail("%s: unknown device %s (known: A100, H100, H200)", what, check.show(name))
+        check.fail("%s: unknown device %s (known: A100, A100 40GB, H100, H200, B200)",
+            what, check.show(name))
     end
     return DEVICES[key]
 end
@@ -98,12 +160,18 @@ local function merge(t, overrides, what)
     return t
 end
 
--- device(name, overrides) -> { name, flops, memory, efficiency }, the
--- `device` of ps.cluster. overrides replaces fields, e.g. { efficiency = 0.4 }.
+local function device_table(d)
+    return { name = d.name, flops = d.flops, memory = d.memory,
+             efficiency = d.efficiency, vector_flops = d.vector_flops,
+             hbm_bandwidth = d.hbm_bandwidth, gemm_max = d.gemm_max,
+             gemm_overhead = d.gemm_overhead, mem_efficiency = d.mem_efficiency }
+end
+
+-- device(name, overrides) -> { name, flops, memory, efficiency, and the
+-- roofline constants }, the `device` of ps.cluster. overrides replaces
+-- fields, e.g. { efficiency = 0.4 } or { hbm_bandwidth = 3e12 }.
 M.device = check.public(function(name, overrides)
-    local d = lookup(name, "device")
-    return merge({ name = d.name, flops = d.flops, memory = d.memory,
-                   efficiency = d.efficiency }, overrides, "device")
+    return merge(device_table(lookup(name, "device")), overrides, "device")
 end)
 
 -- dgx(name, nodes, overrides) -> a ps.cluster table of `nodes` 8-GPU nodes:
@@ -117,17 +185,31 @@ M.dgx = check.public(function(name, nodes, overrides)
         name = "DGX " .. d.name .. " x" .. nodes,
         nodes = nodes,
         gpus_per_node = 8,
-        device = { name = d.name, flops = d.flops, memory = d.memory,
-                   efficiency = d.efficiency },
+        device = device_table(d),
         intra = { bandwidth = d.nvlink, latency = INTRA_LATENCY },
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
     }, overrides, "dgx")
 end)
 
--- Names for listings: { "A100 80GB SXM", "H100 SXM", "H200 SXM" }.
+-- Names for listings, in datasheet order.
 function M.devices()
-    return { DEVICES.a100.name, DEVICES.h100.name, DEVICES.h200.name }
+    local out = {}
+    for _, k in ipairs { "a100_40", "a100", "h100", "h200", "b200" } do
+        out[#out + 1] = DEVICES[k].name
+    end
+    return out
+end
+
+-- gemm_efficiency(dev, M, N, K, batch) -> achieved fraction of dev.flops
+-- for a (batched) GEMM of 2*M*N*K*batch FLOPs: gemm_max * F / (F + F0)
+-- with F0 = gemm_max * flops * gemm_overhead, so that its time is
+-- F / (flops * gemm_max) + gemm_overhead. Rises with size and saturates at
+-- gemm_max (see the constants above).
+function M.gemm_efficiency(dev, m, n, k, batch)
+    local f = 2 * m * n * k * (batch or 1)
+    local f0 = dev.gemm_max * dev.flops * dev.gemm_overhead
+    return dev.gemm_max * f / (f + f0)
 end
 
 return M

@@ -12,6 +12,7 @@ ps.partition = require "pipesim.partition"
 ps.models = require "pipesim.models"
 ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
+local parallel = require "pipesim.parallel"
 
 -- Fields each call accepts; anything else is a typo worth reporting.
 local RUN_FIELDS = {
@@ -20,6 +21,10 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
+  split_backward = true,
+  -- tensor/sequence parallelism and recompute (lua/pipesim/parallel.lua)
+  tp = true, sequence_parallel = true, recompute = true,
+  recompute_method = true, recompute_layers = true, tp_overlap = true,
   faults = true, recv_timeout = true,
 }
 local CLUSTER_FIELDS = {
@@ -76,10 +81,83 @@ local function call(fn, f, ...)
   return res
 end
 
+-- A cluster whose __gc was called by hand raises on every use
+-- (core/bind_cluster.c); say so at the scenario's line before the front
+-- end reads it (level 3, as call).
+local function check_live(fn, c)
+  if type(c) == "userdata" and not pcall(function() return c.ranks end) then
+    error(fn .. ": cluster was freed", 3)
+  end
+end
+
+-- The roofline constants of each cluster's device (ps.clusters), kept in
+-- Lua for the compute model (lua/pipesim/models/roofline.lua); the C core
+-- reads only flops, efficiency and memory, so they are taken out of the
+-- table it gets. Weak keys: a cluster collected takes its entry along.
+local ROOFLINE = setmetatable({}, { __mode = "k" })
+
+local function roofline_device(spec)
+  local d = spec.device
+  if type(d) ~= "table" then return spec, nil end
+  local roof, rest = {}, {}
+  for k, v in pairs(d) do
+    if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
+  end
+  if next(roof) == nil then return spec, nil end
+  for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
+    local v = roof[k]
+    if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
+      error(string.format("ps.cluster: device: field '%s' must be a positive number, got %s",
+        k, tostring(v)), 3)
+    end
+  end
+  for _, k in ipairs { "mem_efficiency", "gemm_max" } do
+    if roof[k] > 1 then
+      error(string.format("ps.cluster: device: field '%s' must be in (0, 1], got %s",
+        k, tostring(roof[k])), 3)
+    end
+  end
+  local flops = d.flops
+  if type(flops) == "string" then flops = core.parse(flops, "flop_rate") end
+  if type(flops) ~= "number" then
+    error("ps.cluster: device: the roofline constants need field 'flops'", 3)
+  end
+  roof.flops = flops
+  local copy = {}
+  for k, v in pairs(spec) do copy[k] = v end
+  copy.device = rest
+  return copy, roof
+end
+
 function ps.cluster(spec)
   check_fields("ps.cluster", spec, CLUSTER_FIELDS)
-  local c = call("ps.cluster", core.cluster, spec)
+  local cspec, roof = roofline_device(spec)
+  local c = call("ps.cluster", core.cluster, cspec)
+  if roof then ROOFLINE[c] = roof end
   return c -- not a tail call: `call` blames the caller two frames up
+end
+
+-- The time of one TP collective on the listed cluster ranks: pipesim's
+-- own ring algorithm, event-simulated once per (cluster, op, bytes, ranks)
+-- and cached. Run alone, as it is where no other traffic shares the TP
+-- group's links (inside a node with the pipeline and data-parallel
+-- traffic on the NICs); parallel.lua puts it on the compute stream.
+local TP_COST = setmetatable({}, { __mode = "k" })
+
+local function tp_cost(cluster)
+  local cache = TP_COST[cluster]
+  if not cache then cache = {}; TP_COST[cluster] = cache end
+  return function(op, bytes, ranks)
+    bytes = math.ceil(bytes / 4) * 4
+    local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
+    local t = cache[key]
+    if t == nil then
+      t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
+        ranks = ranks, record = "none" }.time
+      cache[key] = t
+    end
+    return t
+  end
 end
 
 -- Layer fields that carry units, and their kinds for core.parse.
@@ -87,6 +165,9 @@ local LAYER_UNITS = {
   fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
   bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
   in_bytes = "bytes", params = "flop",
+  bwd_input_flops = "flop", bwd_weight_flops = "flop",
+  bwd_input_time = "time", bwd_weight_time = "time",
+  bwd_weight_bytes = "bytes",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a
@@ -120,6 +201,36 @@ local function normalize_layers(layers)
   return out or layers
 end
 
+-- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
+-- for rank r; nil entries unknown): the cluster rank it runs on by
+-- core/bind_run.c's placement (`ranks`, else "dp_inner" rank r * dp + j or
+-- "pp_inner" j * p + r for replica j), the slowest replica's device when
+-- dp > 1 (a stage's replicas all wait for the slowest at the gradient
+-- sync). Without a cluster every rate is unknown (measured times only).
+local function stage_rates(spec)
+  local c = spec.cluster
+  if type(c) ~= "userdata" then return nil end
+  local all = c.flops_rates
+  local p, dp = spec.stages, spec.dp or 1
+  if math.type(dp) ~= "integer" or dp < 1 then dp = 1 end
+  local ranks = type(spec.ranks) == "table" and spec.ranks or nil
+  local rates = {}
+  for r = 0, p - 1 do
+    local slowest
+    for j = 0, dp - 1 do
+      local cr
+      if ranks then cr = ranks[j * p + r + 1]
+      elseif spec.placement == "pp_inner" then cr = j * p + r
+      else cr = r * dp + j end
+      local x = math.type(cr) == "integer" and all[cr + 1] or nil
+      if x == nil or x ~= x then slowest = nil; break end
+      if not slowest or x < slowest then slowest = x end
+    end
+    rates[r + 1] = slowest or (0 / 0)
+  end
+  return rates
+end
+
 local function resolve_partition(spec, layers, nstages)
   if nstages > #layers then
     local v = spec.virtual_stages or 1
@@ -127,9 +238,12 @@ local function resolve_partition(spec, layers, nstages)
       v > 1 and string.format(" (stages %d x virtual_stages %d)", spec.stages, v) or "",
       #layers), 0)
   end
-  local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, {
-    flops_rate = spec.cluster and spec.cluster.flops_rate,
-  })
+  local opts = {}
+  if spec.partition == "time" then
+    opts.rates = stage_rates(spec)
+    opts.checkpoint = spec.checkpoint == true
+  end
+  local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, opts)
   if not ok then error(counts, 0) end
   return counts
 end
@@ -195,6 +309,7 @@ end
 
 function ps.run(spec)
   check_fields("ps.run", spec, RUN_FIELDS)
+  check_live("ps.run", spec.cluster)
   if type(spec.layers) ~= "table" or #spec.layers == 0 then
     error("ps.run: missing field 'layers' (a list of layer tables)", 2)
   end
@@ -215,19 +330,40 @@ function ps.run(spec)
   -- The C core reads unit strings itself; only the weighted partitions
   -- add up layer figures in Lua, so only they need numbers (this keeps a
   -- sweep's per-run cost off the layer tables).
+  -- Model layers, tensor parallelism and recompute modes are lowered in
+  -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
+  -- roofline, one core rank per TP group.
+  local plan, pspec, dev
   local ok, layers = true, spec.layers
+  if parallel.applies(spec) then
+    local c = spec.cluster
+    dev = type(c) == "userdata" and ROOFLINE[c] or nil
+    ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
+      type(c) == "userdata" and c.ranks or nil)
+    if not ok then error("ps.run: " .. plan, 2) end
+    layers = plan.layers
+    pspec = {}
+    for k, val in pairs(spec) do pspec[k] = val end
+    pspec.layers = layers
+    if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
+  end
   local p = spec.partition
   if p == "params" or p == "flops" or p == "time" then
-    ok, layers = pcall(normalize_layers, spec.layers)
+    ok, layers = pcall(normalize_layers, layers)
     if not ok then error("ps.run: " .. layers, 2) end
   end
   local partition
-  ok, partition = pcall(resolve_partition, spec, layers, stages * v)
+  ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
   if not ok then error("ps.run: " .. partition, 2) end
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
   args.layers = layers
   args.partition = partition
+  if plan then
+    plan.layers = layers
+    ok, partition = pcall(parallel.finish, plan, partition, args, dev, spec)
+    if not ok then error("ps.run: " .. partition, 2) end
+  end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
@@ -235,6 +371,7 @@ function ps.run(spec)
   args.params_json = params_json(spec, partition)
   local r = call("ps.run", core.run, args)
   r.db = spec.db
+  if plan then parallel.annotate(r, plan) end
   return r
 end
 
@@ -272,6 +409,7 @@ end
 
 function ps.collective(spec)
   check_fields("ps.collective", spec, COLLECTIVE_FIELDS)
+  check_live("ps.collective", spec.cluster)
   local args = {}
   for k, v in pairs(spec) do args[k] = v end
   args.params_json = collective_params(spec)
@@ -289,8 +427,14 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  local text = call("ps.show", core.report, r and r.db, r and r.id, width or 100)
+  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width or 100)
+  if not ok then error("ps.show: " .. tostring(text), 2) end
   io.write(text)
+  if warnings ~= "" then
+    -- "pipesim: warning: run 3: rank 2 needs 402.1 GiB, device has 80 GiB"
+    io.stdout:flush()
+    io.stderr:write(warnings)
+  end
 end
 
 -- Percent formatting used by scenarios' tables.

@@ -63,34 +63,39 @@ local function stats(counts, w)
 end
 M.stats = check.public(stats)
 
--- balanced(weights, p) -> counts, bottleneck: the contiguous split with the
--- smallest largest stage sum. Exact, two dynamic programs over prefix sums
--- S, each O(p * (n-p)^2) time and O(p * n) memory:
---   1. best[k][j] = min over i of max(best[k-1][i], S[j] - S[i]) gives the
---      optimal bottleneck B;
---   2. among splits whose stages all weigh at most B, the one with the
---      smallest sum of squared stage weights (the most even), ties going
+-- split(A, B, c, n, p) -> counts: the contiguous split of n layers into p
+-- stages with the smallest largest stage cost, where stage k holding
+-- layers i+1..j costs (A[j] - A[i]) + (B[j] - B[i]) * c[k] (A, B prefix
+-- sums from A[0] = B[0] = 0; c nil: B is not used). "time" on ranks of
+-- different speeds is A = measured seconds, B = FLOPs, c[k] = 1 / FLOP
+-- rate of stage k's device. Exact, two dynamic programs, each
+-- O(p * (n-p)^2) time and O(p * n) memory:
+--   1. best[k][j] = min over i of max(best[k-1][i], cost_k(i, j)) gives the
+--      optimal bottleneck L;
+--   2. among splits whose stages all cost at most L, the one with the
+--      smallest sum of squared stage costs (the most even), ties going
 --      to the split whose later stages are lighter.
--- So equal weights give uniform()'s answer, and scaling the weights (FLOPs
--- vs seconds) does not change the split. B is compared with a relative
--- slack of 1e-12 for rounding; the bottleneck returned is the largest
--- direct stage sum of the split.
-local function balanced(w, p)
-    weight_list(w, "balanced")
-    local n
-    n, p = args(#w, p, "balanced")
-    -- floats: squares of integer weights would wrap around as integers
-    local S = { [0] = 0.0 }
-    for i = 1, n do S[i] = S[i - 1] + w[i] end
+-- So equal costs give uniform()'s answer, and scaling every cost (FLOPs
+-- vs seconds) does not change the split. L is compared with a relative
+-- slack of 1e-12 for rounding.
+local function split(A, B, c, n, p)
+    local function cost(k, i, j)
+        local x = A[j] - A[i]
+        if c then
+            local b = B[j] - B[i]
+            if b ~= 0 then x = x + b * c[k] end -- c[k] may be NaN (unknown)
+        end
+        return x
+    end
     -- 1. optimal bottleneck
     local prev = {}
-    for j = 1, n - p + 1 do prev[j] = S[j] end
+    for j = 1, n - p + 1 do prev[j] = cost(1, 0, j) end
     for k = 2, p do
         local cur = {}
         for j = k, n - p + k do
-            local bm, Sj = math.huge, S[j]
+            local bm = math.huge
             for i = k - 1, j - 1 do
-                local x, m = Sj - S[i], prev[i]
+                local x, m = cost(k, i, j), prev[i]
                 if x > m then m = x end
                 if m < bm then bm = m end
             end
@@ -102,14 +107,17 @@ local function balanced(w, p)
     -- 2. most even split under the bottleneck
     local Q, cut = {}, {}
     local Q1 = {}
-    for j = 1, n - p + 1 do Q1[j] = S[j] <= limit and S[j] * S[j] or math.huge end
+    for j = 1, n - p + 1 do
+        local x = cost(1, 0, j)
+        Q1[j] = x <= limit and x * x or math.huge
+    end
     Q[1], cut[1] = Q1, {}
     for k = 2, p do
         local Qp, Qk, Ck = Q[k - 1], {}, {}
         for j = k, n - p + k do
-            local bq, bi, Sj = math.huge, nil, S[j]
+            local bq, bi = math.huge, nil
             for i = j - 1, k - 1, -1 do -- later cut first: ties keep it
-                local x = Sj - S[i]
+                local x = cost(k, i, j)
                 if x > limit then break end -- x only grows as i falls
                 local q = Qp[i] + x * x
                 if q < bq then bq, bi = q, i end
@@ -124,6 +132,20 @@ local function balanced(w, p)
         counts[k], j = j - i, i
     end
     counts[1] = j
+    return counts
+end
+
+-- balanced(weights, p) -> counts, bottleneck: the contiguous split with the
+-- smallest largest stage sum (split() above with one cost per layer); the
+-- bottleneck returned is the largest direct stage sum of the split.
+local function balanced(w, p)
+    weight_list(w, "balanced")
+    local n
+    n, p = args(#w, p, "balanced")
+    -- floats: squares of integer weights would wrap around as integers
+    local S = { [0] = 0.0 }
+    for i = 1, n do S[i] = S[i - 1] + w[i] end
+    local counts = split(S, nil, nil, n, p)
     return counts, stats(counts, w).max
 end
 M.balanced = check.public(balanced)
@@ -189,32 +211,56 @@ local function weights_flops(layers)
     return w
 end
 
--- Forward + backward seconds: measured times where given, else FLOPs at
--- opts.flops_rate (device peak x efficiency, FLOP/s); backward defaults to
--- twice the forward, as in ps.run.
-local function weights_time(layers, rate)
-    local w = {}
+-- A layer's forward + backward (+ recompute) as seconds a plus FLOPs b, so
+-- that it takes a + b / rate on a device of `rate` FLOP/s (peak x
+-- efficiency), by the C core's rule (core/pipe.c layer_fwd/layer_bwd): a
+-- measured fwd_time is used as is and its backward is bwd_time or twice
+-- it; without fwd_time the forward is fwd_flops / rate and the backward
+-- bwd_time, bwd_flops / rate or twice the forward. With checkpointing the
+-- backward is preceded by a recompute as long as the forward.
+local function layer_cost(l, recompute)
+    local r = recompute and 2 or 1 -- forward runs twice under checkpointing
+    local bt = l.bwd_time -- a split backward's two parts add up to it
+    if bt == nil and l.bwd_input_time and l.bwd_weight_time then
+        bt = l.bwd_input_time + l.bwd_weight_time
+    end
+    if l.fwd_time ~= nil then
+        return r * l.fwd_time + (bt or 2 * l.fwd_time), 0
+    end
+    if bt ~= nil then return bt, r * l.fwd_flops end
+    return 0, r * l.fwd_flops + (l.bwd_flops or 2 * l.fwd_flops)
+end
+
+-- "time": per-layer costs, the FLOP/s of each stage's device (opts.rates:
+-- per pipeline rank, [r + 1] for rank r, model stage s on rank s % #rates;
+-- else opts.flops_rate for every stage) and prefix sums for split().
+local function time_costs(layers, p, opts)
+    local rates = opts.rates
+    if rates ~= nil and (type(rates) ~= "table" or #rates == 0) then
+        fail("partition 'time': opts.rates must be a list of FLOP/s per pipeline rank")
+    end
+    local c, known = {}, true
+    for k = 1, p do
+        local rate = rates and rates[(k - 1) % #rates + 1] or opts.flops_rate
+        if type(rate) == "number" and rate > 0 and rate < math.huge then
+            c[k] = 1 / rate
+        else
+            c[k], known = 0 / 0, false
+        end
+    end
+    local A, B = { [0] = 0.0 }, { [0] = 0.0 }
     for i, l in ipairs(layers) do
-        local need_rate = l.fwd_time == nil or (l.bwd_time == nil and l.bwd_flops ~= nil)
-        if need_rate and (type(rate) ~= "number" or not (rate > 0)) then
-            if l.fwd_flops == nil and l.fwd_time == nil then
-                fail("partition 'time': %s has neither fwd_time nor fwd_flops", layer_label(layers, i))
-            end
+        if l.fwd_time == nil and l.fwd_flops == nil then
+            fail("partition 'time': %s has neither fwd_time nor fwd_flops", layer_label(layers, i))
+        end
+        local a, b = layer_cost(l, opts.checkpoint)
+        if b > 0 and not known then
             fail("partition 'time': %s has no measured time and no flops_rate (FLOP/s) was given",
                 layer_label(layers, i))
         end
-        local f = l.fwd_time
-        if f == nil then
-            if l.fwd_flops == nil then
-                fail("partition 'time': %s has neither fwd_time nor fwd_flops", layer_label(layers, i))
-            end
-            f = l.fwd_flops / rate
-        end
-        local b = l.bwd_time
-        if b == nil then b = l.bwd_flops and l.bwd_flops / rate or 2 * f end
-        w[i] = f + b
+        A[i], B[i] = A[i - 1] + a, B[i - 1] + b
     end
-    return w
+    return A, B, c
 end
 
 -- Megatron-LM attaches the embedding to the first stage and the output
@@ -335,8 +381,20 @@ local function resolve(part, layers, p, opts)
         local w = weights_flops(layers)
         return (balanced(w, p)), w
     elseif part == "time" then
-        local w = weights_time(layers, opts.flops_rate)
-        return (balanced(w, p)), w
+        local A, B, c = time_costs(layers, p, opts)
+        local counts = split(A, B, c, #layers, p)
+        -- weights: each layer's seconds on the stage it landed on
+        local w, at = {}, 0
+        for k = 1, p do
+            for i = at + 1, at + counts[k] do
+                local x = A[i] - A[i - 1]
+                local flops = B[i] - B[i - 1]
+                if flops > 0 then x = x + flops * c[k] end
+                w[i] = x
+            end
+            at = at + counts[k]
+        end
+        return counts, w
     elseif type(part) == "table" then
         if part.first ~= nil or part.last ~= nil or (next(part) ~= nil and #part == 0) then
             return first_last(part, layers, p)
@@ -351,7 +409,12 @@ end
 -- embedding and head ride with the first and last stage as in Megatron-LM),
 -- "params", "flops", "time" (balanced by that weight; weights returned too),
 -- an explicit count list over all layers, or { first = k, last = k }.
--- opts.flops_rate: FLOP/s for "time" on layers without measured times.
+-- "time" balances seconds on each stage's own device: opts.rates lists the
+-- FLOP/s (peak x efficiency) of each pipeline rank ([r + 1] for rank r;
+-- with virtual stages model stage s is on rank s % #opts.rates), else
+-- opts.flops_rate is every stage's; layers with measured times take those;
+-- opts.checkpoint adds the recompute. "params" and "flops" are pure
+-- parameter and FLOP balances whatever the devices.
 -- opts.level: which caller an error blames, as in error(): 1 (default) the
 -- line that called resolve, 2 its caller, and so on.
 function M.resolve(part, layers, p, opts)

@@ -122,7 +122,7 @@ static void bench_pipeline(const pipeline_case *c)
     /* the engine alone on the already lowered programs */
     sched_stage *st = calloc((size_t)nlayers, sizeof *st);
     for (int32_t s = 0; s < nlayers; s++)
-        st[s] = (sched_stage){1e-3, 2e-3, 1e-3, 1e8, 1e6, 1e6};
+        st[s] = (sched_stage){1e-3, 2e-3, 1e-3, 1e8, 1e6, 1e6, 0, 0};
     sched_spec spec = {
         .kind = c->kind, .p = c->p, .v = c->v, .m = c->m, .stages = st};
     prog_set *ps = prog_new(c->p);

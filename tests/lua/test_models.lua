@@ -1,5 +1,6 @@
 -- Model formulas against hand-computed numbers, and preset sizes against
 -- the published parameter counts.
+-- run with --unsafe: debug.getinfo finds the line an error must point at
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local models = require "pipesim.models"

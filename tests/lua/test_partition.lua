@@ -1,5 +1,6 @@
 -- Partitions: the balanced split against brute force over every partition,
 -- uniform remainders, explicit lists and Megatron-style { first, last }.
+-- run with --unsafe: debug.getinfo finds the line an error must point at
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local P = require "pipesim.partition"

@@ -1,5 +1,6 @@
 -- Profile CSVs: good files in every accepted shape, and bad files whose
 -- errors name the file and line.
+-- run with --unsafe: it writes its CSV files to temporary files
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local profile = require "pipesim.profile"

@@ -157,7 +157,9 @@ static inline int fixture_run(fixture *fx, const char *schedule, int p, int m,
                                   fx->static_memory[r],
                                   fx->mem[r].peak,
                                   fx->mem[r].t_peak,
-                                  NAN};
+                                  NAN,
+                                  NAN,
+                                  REC_FITS_UNKNOWN};
         peak = fx->mem[r].peak > peak ? fx->mem[r].peak : peak;
         busy_max = busy > busy_max ? busy : busy_max;
         busy_sum += busy;

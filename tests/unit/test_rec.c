@@ -227,7 +227,7 @@ static void test_batches(void)
     ps_err err = {0};
     unlink("batch.db");
     rec_db *db = rec_open("batch.db", &err);
-    rec_rank rk = {0, 1, 0, 0, 0, 0, 0};
+    rec_rank rk = {0, 1, 0, 0, 0, 0, 0, 0, REC_FITS_UNKNOWN};
     rec_run r = {.kind = "pipeline",
                  .name = "sweep",
                  .schedule = "1f1b",
@@ -292,9 +292,9 @@ static void test_open_errors(void)
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 1");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 3");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 1");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 3");
 
     /* an empty file (touch results/x.db) is a fresh database */
     f = fopen("empty.db", "w");

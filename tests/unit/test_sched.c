@@ -17,12 +17,12 @@ static sched_stage stages[MAXS];
 static void uniform(double fwd, double bwd, double out)
 {
     for (int i = 0; i < MAXS; i++)
-        stages[i] = (sched_stage){fwd, bwd, fwd, 1, 1, out};
+        stages[i] = (sched_stage){fwd, bwd, fwd, 1, 1, out, 0, 0};
 }
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){kind, p, v, m, 0, stages, NULL, NULL, NULL};
+    return (sched_spec){kind, p, v, m, 0, stages, NULL, NULL, NULL, 0};
 }
 
 typedef struct outcome {
@@ -593,7 +593,8 @@ static void test_parse(void)
     CHECK_INT(k, SCHED_INTERLEAVED);
     CHECK_INT(sched_parse("foo", &k, &err), PS_ERR);
     CHECK_STR(err.msg, "unknown schedule 'foo' (expected gpipe, afab, 1f1b, "
-                       "interleaved or a list of actions per rank)");
+                       "interleaved, zb_h1, zb_h2 or a list of actions per "
+                       "rank)");
     CHECK_STR(sched_name(SCHED_1F1B), "1f1b");
     CHECK_STR(sched_name(SCHED_INTERLEAVED), "interleaved");
 
@@ -610,7 +611,7 @@ static void test_parse(void)
         const char *msg;
     } bad[] = {
         {"X3", 4, 1,
-         "bad action 'X3': expected F, B or R, a microbatch and optionally "
+         "bad action 'X3': expected F, B, W or R, a microbatch and optionally "
          "a chunk, as in F3 or B0.c1"},
         {"F", 4, 1, "bad action 'F': expected a microbatch after F"},
         {"F9", 4, 1, "action 'F9': microbatch 9 out of range 0..3"},
@@ -626,6 +627,11 @@ static void test_parse(void)
                   PS_ERR);
         CHECK_STR(err.msg, bad[i].msg);
     }
+    /* bounds near INT32_MIN (a count that wrapped when narrowed): the
+     * message's m - 1 overflowed int (UBSan) */
+    CHECK_INT(sched_parse_action("F5", INT32_MIN, INT32_MIN, &a, &err), PS_ERR);
+    CHECK_STR(err.msg, "action 'F5': microbatch 5 out of range "
+                       "0..-2147483649");
 }
 
 static void test_check_errors(void)

@@ -223,18 +223,25 @@ local function head(s)
 end
 
 -- The layer list for ps.run: embedding, "block 0" .. "block L-1", head.
+-- Every layer carries `shape` (the normalized shape, shared): ps.run then
+-- times it with the roofline (models/roofline.lua) when the cluster's
+-- device has roofline constants, and splits it for tensor parallelism
+-- (parallel.lua); fwd_flops and the other figures are for tp = 1.
 function M.build(c)
     local s = normalize(c)
     local layers = { embedding(s) }
+    layers[1].shape = s
     local fwd, params = M.block_fwd_flops(s), M.block_params(s)
     local act, out = M.block_act_bytes(s), M.boundary_bytes(s)
     for i = 0, s.layers - 1 do
         layers[#layers + 1] = {
             name = "block " .. i, kind = "block",
             fwd_flops = fwd, params = params, act_bytes = act, out_bytes = out,
+            shape = s,
         }
     end
     layers[#layers + 1] = head(s)
+    layers[#layers].shape = s
     return layers, s
 end
 

@@ -1,0 +1,443 @@
+-- Tensor/sequence parallelism and recompute for ps.run, lowered to what the
+-- C core runs: one program per TP group (its TP rank 0 stands for the t
+-- ranks, which run the same program in lockstep), layer times from the
+-- roofline (models/roofline.lua) plus the TP collectives on the compute
+-- stream, per-rank parameters and activations after Korthikanti et al.
+-- 2022, and Megatron-LM's rank order tp-cp-ep-dp-pp.
+local check = require "pipesim.argcheck"
+local roofline = require "pipesim.models.roofline"
+
+local M = {}
+
+local RECOMPUTE = { none = true, selective = true, full = true }
+
+-- Layer fields the C core reads (core/bind_run.c read_layer).
+local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time = true,
+                     bwd_time = true, bwd_input_time = true, bwd_weight_time = true,
+                     params = true, act_bytes = true, out_bytes = true, in_bytes = true,
+                     recompute_time = true, kept_bytes = true }
+local METHODS = { uniform = true, block = true }
+
+-- The fields this module reads from ps.run and removes before the core.
+M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
+             recompute_method = true, recompute_layers = true, tp_overlap = true }
+
+-- Does ps.run need this module? Model layers (with a shape) or any TP or
+-- recompute field.
+function M.applies(spec)
+    for k in pairs(M.FIELDS) do
+        if spec[k] ~= nil then return true end
+    end
+    for _, l in ipairs(spec.layers) do
+        if type(l) == "table" and l.shape ~= nil then return true end
+    end
+    return false
+end
+
+-- Options from a ps.run table, checked; errors are plain messages.
+function M.options(spec)
+    local o = {}
+    local t = spec.tp == nil and 1 or spec.tp
+    if math.type(t) ~= "integer" or t < 1 then
+        check.fail("field 'tp' must be an integer >= 1, got %s", check.show(t))
+    end
+    o.tp = t
+    local sp = spec.sequence_parallel
+    if sp ~= nil and type(sp) ~= "boolean" then
+        check.fail("field 'sequence_parallel' must be a boolean, got %s", check.show(sp))
+    end
+    o.sp = sp == true
+    if o.sp and t == 1 then
+        check.fail("field 'sequence_parallel' needs tp > 1 (got tp = 1)")
+    end
+    local ov = spec.tp_overlap
+    if ov ~= nil and type(ov) ~= "boolean" then
+        check.fail("field 'tp_overlap' must be a boolean, got %s", check.show(ov))
+    end
+    o.overlap = ov == true
+    local rc = spec.recompute
+    if rc == nil then rc = spec.checkpoint == true and "full" or "none" end
+    if type(rc) ~= "string" or not RECOMPUTE[rc] then
+        check.fail("field 'recompute': unknown mode %s (expected none, selective or full)",
+            check.show(rc))
+    end
+    if spec.checkpoint == true and rc ~= "full" then
+        check.fail("field 'checkpoint' = true means recompute = 'full', but recompute is '%s'", rc)
+    end
+    o.recompute = rc
+    local method = spec.recompute_method == nil and "uniform" or spec.recompute_method
+    if type(method) ~= "string" or not METHODS[method] then
+        check.fail("field 'recompute_method': unknown method %s (expected uniform or block)",
+            check.show(method))
+    end
+    local k = spec.recompute_layers == nil and 1 or spec.recompute_layers
+    if math.type(k) ~= "integer" or k < 1 then
+        check.fail("field 'recompute_layers' must be an integer >= 1, got %s", check.show(k))
+    end
+    if (spec.recompute_method ~= nil or spec.recompute_layers ~= nil) and rc ~= "full" then
+        check.fail("fields 'recompute_method' and 'recompute_layers' need recompute = 'full' (got '%s')", rc)
+    end
+    o.method, o.k = method, k
+    return o
+end
+
+-- Megatron-LM's collectives per transformer block and microbatch on one TP
+-- group (megatron/core/tensor_parallel/layers.py and mappings.py), each
+-- { op, bytes } with bytes the whole s*b*h activation (nccl-tests sizes,
+-- as ps.collective takes them):
+--   without SP: forward one all-reduce after attention's row-parallel
+--   projection and one after the MLP's; backward one each for the
+--   column-parallel inputs' gradients (attention and MLP);
+--   with SP: forward all-gather before each column-parallel GEMM and
+--   reduce-scatter after each row-parallel one; backward the gradient of
+--   each reduce-scatter is an all-gather, of each all-gather a
+--   reduce-scatter, and the sequence-parallel input is all-gathered again
+--   for each column-parallel weight gradient (LinearWithGradAccumulation-
+--   AndAsyncCommunication.backward): 4 all-gathers and 2 reduce-scatters.
+function M.block_comm(s, t, sp)
+    if t == 1 then return { fwd = {}, bwd = {} } end
+    local bytes = roofline.DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden
+    local AR, AG, RS = { op = "allreduce", bytes = bytes }, { op = "allgather", bytes = bytes },
+        { op = "reduce_scatter", bytes = bytes }
+    if not sp then
+        return { fwd = { AR, AR }, bwd = { AR, AR } }
+    end
+    return { fwd = { AG, RS, AG, RS }, bwd = { AG, AG, RS, AG, AG, RS } }
+end
+
+-- Embedding: vocab-parallel, an all-reduce of its output (a reduce-scatter
+-- with SP), nothing backward. Head: the column-parallel LM head's input is
+-- all-gathered with SP (its backward a reduce-scatter plus the repeated
+-- all-gather for the weight gradient) or copied without SP (backward an
+-- all-reduce); the vocab-parallel cross-entropy all-reduces the logit max,
+-- the target logit and the sum of exponentials (3 x 4 bytes per token).
+local function embedding_comm(s, t, sp)
+    if t == 1 then return { fwd = {}, bwd = {} } end
+    local bytes = roofline.DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden
+    return { fwd = { { op = sp and "reduce_scatter" or "allreduce", bytes = bytes } }, bwd = {} }
+end
+
+local function head_comm(s, t, sp)
+    if t == 1 then return { fwd = {}, bwd = {} } end
+    local e = roofline.DTYPE_BYTES[s.dtype]
+    local bytes = e * s.seq * s.microbatch * s.hidden
+    local ce = { op = "allreduce", bytes = 4 * s.seq * s.microbatch }
+    if sp then
+        return { fwd = { { op = "allgather", bytes = bytes }, ce, ce, ce },
+                 bwd = { { op = "reduce_scatter", bytes = bytes }, { op = "allgather", bytes = bytes } } }
+    end
+    return { fwd = { ce, ce, ce }, bwd = { { op = "allreduce", bytes = bytes } } }
+end
+M.embedding_comm, M.head_comm = embedding_comm, head_comm
+
+-- Parameters one TP rank holds (Megatron: column- and row-parallel weights
+-- and the column-parallel biases split t ways; layernorm/RMSNorm weights
+-- and the row-parallel output biases replicated; vocab-parallel embedding
+-- and head; learned position embeddings replicated).
+function M.block_params(s, t)
+    local h, f = s.hidden, s.ffn_hidden
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    local split = h * q + 2 * h * kv + q * h + (s.swiglu and 3 or 2) * h * f
+    local repl = (s.norm == "layernorm" and 4 or 2) * h
+    if s.bias then
+        split = split + q + 2 * kv + (s.swiglu and 2 or 1) * f
+        repl = repl + 2 * h
+    end
+    return split / t + repl
+end
+
+-- Activation bytes one block keeps per microbatch on one TP rank,
+-- Korthikanti et al. 2022 Table 2 generalised term by term as in
+-- models/transformer.lua: the norms' inputs, the QKV and MLP inputs and
+-- the dropout masks are replicated on the TP ranks (10sbh for GPT) unless
+-- sequence parallelism splits them; Q, K, V, the projection input, the MLP
+-- intermediates (24sbh) and the s^2 attention tensors (5as^2b) are split.
+-- GPT, 16-bit: sbh(10 + 24/t + 5as/(ht)); SP: sbh/t (34 + 5as/h);
+-- selective drops the s^2 tensors (recomputed): 34sbh/t with SP.
+function M.block_act_bytes(s, t, sp, selective)
+    local e = roofline.DTYPE_BYTES[s.dtype]
+    local b, n, h, f = s.microbatch, s.seq, s.hidden, s.ffn_hidden
+    local a = s.heads
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    local mask = s.dropout and 1 or 0
+    local sb = n * b
+    local repl = 2 * e * sb * h + e * sb * h + e * sb * h + 2 * mask * sb * h
+    local split = e * sb * (q + kv) + e * sb * kv + e * sb * q + (s.swiglu and 3 or 2) * e * sb * f
+    local core = 0
+    if s.flash_attention then
+        core = 4 * a * sb
+    elseif not selective then
+        core = s.dropout and (2 * e + 1) * a * n * sb or e * a * n * sb
+    end
+    return repl / (sp and t or 1) + (split + core) / t
+end
+
+-- What a fully recomputed block keeps: its input, e*sbh (2sbh in 16 bits),
+-- split by t with SP.
+function M.block_kept_bytes(s, t, sp)
+    return roofline.DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden / (sp and t or 1)
+end
+
+local function comm_time(list, cost)
+    local x = 0
+    for _, c in ipairs(list) do x = x + cost(c.op, c.bytes) end
+    return x
+end
+
+-- A layer's per-TP-rank figures for the core. l is a model layer (kind,
+-- shape), dev the roofline device or nil (plain FLOP rule), cost(op,
+-- bytes) the time of one TP collective.
+local function lower_layer(l, o, dev, cost)
+    local s, t, sp = l.shape, o.tp, o.sp
+    local out = { name = l.name, kind = l.kind }
+    local kind = l.kind
+    local comm
+    if kind == "block" then comm = M.block_comm(s, t, sp)
+    elseif kind == "embedding" then comm = embedding_comm(s, t, sp)
+    else comm = head_comm(s, t, sp) end
+    local cf, cb = comm_time(comm.fwd, cost), comm_time(comm.bwd, cost)
+    out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
+    local e = roofline.DTYPE_BYTES[s.dtype]
+    local sbh = s.seq * s.microbatch * s.hidden
+    if kind == "block" then
+        out.params = M.block_params(s, t)
+        out.act_bytes = M.block_act_bytes(s, t, sp, o.recompute == "selective")
+    elseif kind == "embedding" then
+        local pos = s.position == "learned" and s.max_positions * s.hidden or 0
+        out.params = s.vocab * s.hidden / t + pos
+        out.act_bytes = (s.dropout and 1 or 0) * sbh / (sp and t or 1)
+    else
+        local norm = (s.norm == "layernorm" and 2 or 1) * s.hidden
+        out.params = s.vocab * s.hidden / t + norm
+        out.shared_params = l.shared_params and s.vocab * s.hidden / t or nil
+        -- final norm input and LM head input (split with SP), fp32 logits
+        out.act_bytes = 2 * e * sbh / (sp and t or 1) + 4 * s.seq * s.microbatch * s.vocab / t
+    end
+    -- pipeline p2p: each TP rank sends 1/t of the boundary activation
+    -- (Narayanan et al. 2021 Sec. 4.1 scatter/gather; with SP the tensor
+    -- is already split); the all-gather inside the receiving node is not
+    -- charged (an NVLink all-gather, small next to a stage's compute)
+    if l.out_bytes then out.out_bytes = l.out_bytes / t end
+    out.fwd_flops = l.fwd_flops and l.fwd_flops / t or nil
+    if l.fwd_time ~= nil then
+        -- profiled: measured times override everything
+        out.fwd_time, out.bwd_time = l.fwd_time, l.bwd_time
+        return out
+    end
+    if dev then
+        local opt = { tp = t, sp = sp, selective = o.recompute == "selective" }
+        local rf
+        if kind == "block" then rf = roofline.block(s, dev, opt)
+        elseif kind == "embedding" then rf = roofline.embedding(s, dev, opt)
+        else rf = roofline.head(s, dev, opt) end
+        local f, bi, bw = rf.fwd, rf.bwd_input, rf.bwd_weight
+        if o.overlap then
+            -- tp_overlap: Megatron's --tp-comm-overlap pipelines each TP
+            -- collective with the GEMM next to it (userbuffers), so a
+            -- block's communication hides behind its GEMMs: a pass costs
+            -- max(its GEMMs, its collectives) + its other work. Modelled
+            -- per pass with the GEMM share of the pass.
+            local gf, gb = 0, 0
+            for _, p in ipairs(rf.parts or {}) do
+                if p.flops and p.pass == "F" then gf = gf + p.time end
+                if p.flops and p.pass == "B" then gb = gb + p.time end
+            end
+            f = f + math.max(0, cf - gf)
+            bi = bi + math.max(0, cb - gb)
+            out.tp_comm_exposed = math.max(0, cf - gf) + math.max(0, cb - gb)
+        else
+            f, bi = f + cf, bi + cb
+            out.tp_comm_exposed = cf + cb
+        end
+        out.fwd_time, out.bwd_input_time, out.bwd_weight_time = f, bi, bw
+        out.bwd_time = bi + bw
+        out.attention_core = rf.attention_core
+    else
+        if t > 1 then
+            check.fail("tp = %d needs the roofline compute model: give the cluster a device " ..
+                "with roofline constants (ps.clusters.device or ps.clusters.dgx), or fwd_time", t)
+        end
+        out.fwd_flops = l.fwd_flops
+        out.bwd_flops = l.bwd_flops
+    end
+    return out
+end
+
+-- prepare(spec, dev, cost) -> plan: { options, layers (for the core and
+-- the partition), ranks (core ranks, one per TP group) or nil, groups }.
+-- dev: roofline device or nil; cost(op, bytes, ranks): a TP collective's
+-- time on the listed cluster ranks. Plain layers (no shape) pass through
+-- unchanged at tp = 1 and are an error at tp > 1.
+function M.prepare(spec, dev, cost, nranks)
+    local o = M.options(spec)
+    local t, p, d = o.tp, spec.stages, spec.dp or 1
+    local plan = { o = o }
+    -- placement: Megatron-LM orders ranks tp-cp-ep-dp-pp (parallel_state
+    -- RankGenerator): rank = tp_rank + t * (dp_rank + d * pp_rank); with
+    -- placement = "pp_inner" tp_rank + t * (pp_rank + p * dp_rank)
+    if t > 1 then
+        local need = t * p * d
+        if nranks and need > nranks then
+            check.fail("tp %d x stages %d x dp %d need %d ranks but the cluster has %d",
+                t, p, d, need, nranks)
+        end
+        local all = {}
+        if spec.ranks ~= nil then
+            if type(spec.ranks) ~= "table" or #spec.ranks ~= need then
+                check.fail("field 'ranks' must list %d cluster ranks (tp %d x stages %d x dp %d, " ..
+                    "TP rank innermost), got %s", need, t, p, d,
+                    type(spec.ranks) == "table" and tostring(#spec.ranks) or type(spec.ranks))
+            end
+            for i = 1, need do all[i] = spec.ranks[i] end
+        else
+            if spec.placement ~= nil and spec.placement ~= "dp_inner" and spec.placement ~= "pp_inner" then
+                check.fail("field 'placement': unknown placement %s (expected dp_inner or pp_inner)",
+                    check.show(spec.placement))
+            end
+            local pp_inner = spec.placement == "pp_inner"
+            for j = 0, d - 1 do
+                for r = 0, p - 1 do
+                    for k = 0, t - 1 do
+                        local rank = pp_inner and k + t * (r + p * j) or k + t * (j + d * r)
+                        all[(j * p + r) * t + k + 1] = rank
+                    end
+                end
+            end
+        end
+        plan.ranks, plan.groups = {}, {}
+        for g = 0, p * d - 1 do
+            plan.ranks[g + 1] = all[g * t + 1]
+            local grp = {}
+            for k = 1, t do grp[k] = all[g * t + k] end
+            plan.groups[g + 1] = grp
+        end
+    end
+    local group = plan.groups and plan.groups[1]
+    local function tcost(op, bytes)
+        if t == 1 then return 0 end
+        return cost(op, bytes, group)
+    end
+    local layers = {}
+    local checked = {}
+    for i, l in ipairs(spec.layers) do
+        if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
+        local sh = l.shape
+        if sh ~= nil and t > 1 and not checked[sh] then
+            -- Megatron-LM's own checks (megatron/training/arguments.py,
+            -- core/utils divide): heads, query groups, hidden and ffn
+            -- split evenly over the TP ranks
+            for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
+                                 { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
+                if f[2] % t ~= 0 then
+                    check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
+                end
+            end
+            checked[sh] = true
+        end
+        if l.shape ~= nil then
+            local ok, res = pcall(lower_layer, l, o, dev, tcost)
+            if not ok then error(res, 0) end
+            layers[i] = res
+        else
+            if t > 1 then
+                check.fail("layers[%d]: tp = %d needs model layers (ps.models.*, with a shape); " ..
+                    "a plain layer cannot be split", i, t)
+            end
+            layers[i] = l
+        end
+    end
+    plan.layers = layers
+    return plan
+end
+
+-- finish(plan, partition, args, dev): with the partition known, marks the
+-- checkpointed blocks of full recompute (Megatron's --recompute-method
+-- uniform: every k consecutive blocks of a stage are one unit keeping its
+-- input; block: the first k blocks of each stage, each keeping its input;
+-- the embedding and the head are never recomputed) and sets the default
+-- optimizer step. Writes into args (the core's table).
+function M.finish(plan, partition, args, dev, spec)
+    local o, layers = plan.o, plan.layers
+    local full = o.recompute == "full"
+    local at = 0
+    local out = {}
+    local stage_params = {}
+    for sidx, count in ipairs(partition) do
+        local blocks = 0
+        for i = at + 1, at + count do
+            if layers[i].kind == "block" then blocks = blocks + 1 end
+        end
+        if full and blocks > 0 and o.k > blocks then
+            check.fail("field 'recompute_layers' (%d) is greater than the %d blocks on stage %d",
+                o.k, blocks, sidx - 1)
+        end
+        local nb = 0
+        local p = 0
+        for i = at + 1, at + count do
+            local l = layers[i]
+            local c = {}
+            if spec.layers[i].shape == nil then
+                c = l -- a plain layer goes to the core as the user wrote it
+            else
+                for k, v in pairs(l) do if CORE_LAYER[k] then c[k] = v end end
+            end
+            p = p + (tonumber(l.params) or 0)
+            if full and spec.layers[i].shape ~= nil then
+                if l.kind == "block" then
+                    local s = spec.layers[i].shape
+                    local recomputed
+                    if o.method == "block" then recomputed = nb < o.k else recomputed = true end
+                    if recomputed then
+                        c.recompute_time = l.fwd_time -- nil: the core's forward
+                        local first = o.method == "block" or nb % o.k == 0
+                        c.kept_bytes = first and M.block_kept_bytes(s, o.tp, o.sp) or 0
+                    else
+                        c.recompute_time, c.kept_bytes = 0, l.act_bytes
+                    end
+                    nb = nb + 1
+                else
+                    c.recompute_time, c.kept_bytes = 0, l.act_bytes or 0
+                end
+            end
+            out[i] = c
+        end
+        local r = (sidx - 1) % spec.stages + 1
+        stage_params[r] = (stage_params[r] or 0) + p
+        at = at + count
+    end
+    args.layers = out
+    args.checkpoint = full
+    if dev and spec.optimizer_time == nil then
+        -- every rank runs its own step; the core takes one figure, so the
+        -- most loaded rank's (the step ends when the slowest is done)
+        local most = 0
+        for _, p in pairs(stage_params) do most = math.max(most, p) end
+        args.optimizer_time = roofline.optimizer_time(dev, most)
+    end
+    if plan.ranks then
+        args.ranks = plan.ranks
+        args.placement = nil
+    end
+    for k in pairs(M.FIELDS) do args[k] = nil end
+    -- recorded in the run row (core/rec.c)
+    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
+    plan.partition = partition
+end
+
+-- annotate(r, plan): adds the parallel layout to ps.run's result: tp,
+-- sequence_parallel, recompute, and per block and microbatch the TP
+-- collectives' time (tp_comm = { fwd, bwd, exposed }, seconds on one TP
+-- rank; exposed is what tp_overlap leaves on the compute stream).
+function M.annotate(r, plan)
+    local o = plan.o
+    r.tp, r.sequence_parallel, r.recompute = o.tp, o.sp, o.recompute
+    for _, l in ipairs(plan.layers) do
+        if l.kind == "block" and l.tp_comm_fwd then
+            r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
+            break
+        end
+    end
+    if plan.groups then r.tp_groups = plan.groups end
+end
+
+return M

@@ -59,8 +59,9 @@ void eng_set_faults(eng_sim *e, const fault_plan *fp);
  * deadlock (message: "deadlock at t=...: rank 1 waits on recv B3 from rank 2
  * (microbatch 3); ..."), on a deadline ("deadline at t=12.000 ms: rank 4
  * waited 10 ms on recv F3 from rank 3 (microbatch 3); rank 3 stalled at 2
- * ms"), on a fault naming a rank without ops in ps, or when memory runs
- * out. */
+ * ms"), on a fault naming a rank without ops in ps, when memory runs out,
+ * or when a stop is requested (limit.h; checked every few thousand
+ * events). */
 int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             eng_result *res, ps_err *err);
 

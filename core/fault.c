@@ -28,14 +28,15 @@ void fault_format_time(double seconds, int fixed, char *buf, int size)
     snprintf(buf, (size_t)size, fixed ? "%.3f %s" : "%.6g %s", v, unit);
 }
 
-int fault_parse_time(const char *text, double *t, ps_err *err)
+int fault_parse_time(const char *text, size_t len, double *t, ps_err *err)
 {
-    const char *s = text;
-    while (isspace((unsigned char)*s))
+    const char *s = text, *end = text + len;
+    while (s < end && isspace((unsigned char)*s))
         s++;
-    if (s[0] == 'a' && s[1] == 't' && isspace((unsigned char)s[2]))
+    if (end - s > 3 && s[0] == 'a' && s[1] == 't' &&
+        isspace((unsigned char)s[2]))
         s += 3;
-    if (unit_parse(s, UNIT_SECONDS, t, err))
+    if (unit_parse_len(s, (size_t)(end - s), UNIT_SECONDS, t, err))
         return PS_ERR;
     if (!(*t >= 0))
         return ps_errf(err, "a fault time must not be negative, got '%s'",
@@ -65,23 +66,22 @@ int fault_plan_init(fault_plan *fp, const fault *list, int32_t n,
             (f->kind == FAULT_DOWN && (f->peer < 0 || f->peer >= nranks)))
             return ps_errf(
                 err,
-                "faults[%d]: field '%s': rank %d is not a rank of "
-                "the cluster (0..%d)",
-                (int)i + 1, field,
-                (int)(f->rank < 0 || f->rank >= nranks ? f->rank : f->peer),
-                (int)nranks - 1);
+                "field 'faults[%d].%s' must be a rank of the cluster "
+                "(0..%d), got %d",
+                (int)i + 1, field, (int)nranks - 1,
+                (int)(f->rank < 0 || f->rank >= nranks ? f->rank : f->peer));
         if (f->kind == FAULT_DOWN && f->rank == f->peer)
             return ps_errf(err,
-                           "faults[%d]: field 'link' joins rank %d to itself",
+                           "field 'faults[%d].link' joins rank %d to itself",
                            (int)i + 1, (int)f->rank);
         if (!(f->t >= 0) || !isfinite(f->t))
             return ps_errf(
-                err, "faults[%d]: field '%s' must be a time >= 0, got %g",
+                err, "field 'faults[%d].%s' must be a time >= 0, got %g",
                 (int)i + 1,
                 f->kind == FAULT_SLOW ? "from" : kind_field(f->kind), f->t);
         if (f->kind == FAULT_SLOW && !(f->speed > 0 && f->speed <= 1))
             return ps_errf(err,
-                           "faults[%d]: field 'slow' must be in (0, 1], got "
+                           "field 'faults[%d].slow' must be in (0, 1], got "
                            "%g",
                            (int)i + 1, f->speed);
         for (int32_t j = 0; j < i; j++) {

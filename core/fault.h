@@ -20,6 +20,7 @@
 #define PS_FAULT_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -53,8 +54,8 @@ typedef struct fault_plan {
 } fault_plan;
 
 /* Builds fp over list (borrowed) for a network of nranks ranks, filling
- * ranks (nranks entries, caller-owned). Fails, naming the entry as
- * "faults[k]" (k from 1, as in Lua), on a rank outside 0..nranks-1, a link
+ * ranks (nranks entries, caller-owned). Fails, naming the field as
+ * "faults[k].slow" (k from 1, as in Lua), on a rank outside 0..nranks-1, a link
  * from a rank to itself, a time that is negative or not finite, a speed
  * outside (0, 1], a second fault of the same kind on a rank or link, or a
  * recv_timeout that is not > 0 (INFINITY: no deadline). */
@@ -62,9 +63,9 @@ int fault_plan_init(fault_plan *fp, const fault *list, int32_t n,
                     double recv_timeout, fault_rank *ranks, int32_t nranks,
                     ps_err *err);
 
-/* Parses a fault time: "at 2 ms", "2 ms" or a bare number of seconds.
- * Fails like unit_parse, or on a negative time. */
-int fault_parse_time(const char *text, double *t, ps_err *err);
+/* Parses len bytes of text as a fault time: "at 2 ms", "2 ms" or a bare
+ * number of seconds. Fails like unit_parse_len, or on a negative time. */
+int fault_parse_time(const char *text, size_t len, double *t, ps_err *err);
 
 /* Fails, naming the entry, when a fault's rank (or either end of a link)
  * runs none of the lanes of ps: such a fault would change nothing.

@@ -4,6 +4,7 @@
 -- bytes/s, seconds); each figure names its source. Bandwidths are per
 -- direction: a link carries one direction's traffic at this rate.
 local check = require "pipesim.argcheck"
+local core = require "pipesim.core"
 
 local M = {}
 
@@ -140,19 +141,34 @@ local function lookup(name, what)
     return DEVICES[key]
 end
 
-local function merge(t, overrides, what)
+-- The tables inside a cluster that overrides merge into field by field,
+-- and the list of known fields (core.fields, the binding's) of each.
+local NESTED = { device = "device", intra = "link", inter = "link", link = "link" }
+
+-- Merges overrides into t (a fresh table): fields are checked against the
+-- same lists ps.cluster uses (`list` names one), so a typo in an override
+-- is "dgx: overrides.device: unknown field 'eficiency' (did you mean
+-- 'efficiency'?)" rather than a silent no-op.
+local function merge(t, overrides, what, list)
     if overrides == nil then return t end
     if type(overrides) ~= "table" then
-        check.fail("%s: overrides must be a table, got %s", what, type(overrides))
+        check.fail("%s must be a table, got %s", what, type(overrides))
     end
+    local known = core.fields[list]
+    if list == "device" then
+        -- and the roofline constants, which ps.cluster keeps in Lua
+        -- (init.lua takes them out of the table the binding checks)
+        known = {}
+        for _, f in ipairs(core.fields.device) do known[f] = true end
+        for f in pairs(M.ROOFLINE_FIELDS) do known[f] = true end
+    end
+    check.known_fields(overrides, known, what)
     for k, v in pairs(overrides) do
-        if t[k] == nil then
-            check.fail("%s: unknown field %s (known: %s)", what, check.show(k), check.keys(t))
-        end
-        if type(v) == "table" and type(t[k]) == "table" then
+        local sub_list = list == "cluster" and NESTED[k]
+        if sub_list and type(v) == "table" and type(t[k]) == "table" then
             local sub = {}
             for kk, vv in pairs(t[k]) do sub[kk] = vv end
-            t[k] = merge(sub, v, what .. "." .. k)
+            t[k] = merge(sub, v, what .. "." .. k, sub_list)
         else
             t[k] = v
         end
@@ -171,7 +187,7 @@ end
 -- roofline constants }, the `device` of ps.cluster. overrides replaces
 -- fields, e.g. { efficiency = 0.4 } or { hbm_bandwidth = 3e12 }.
 M.device = check.public(function(name, overrides)
-    return merge(device_table(lookup(name, "device")), overrides, "device")
+    return merge(device_table(lookup(name, "device")), overrides, "device: overrides", "device")
 end)
 
 -- dgx(name, nodes, overrides) -> a ps.cluster table of `nodes` 8-GPU nodes:
@@ -189,7 +205,7 @@ M.dgx = check.public(function(name, nodes, overrides)
         intra = { bandwidth = d.nvlink, latency = INTRA_LATENCY },
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
-    }, overrides, "dgx")
+    }, overrides, "dgx: overrides", "cluster")
 end)
 
 -- Names for listings, in datasheet order.

@@ -1,4 +1,4 @@
--- expect: tests/errors/fault_bad_unit.lua:4: ps.run: faults[1]: field 'stall': 
+-- expect: tests/errors/fault_bad_unit.lua:4: ps.run: field 'faults[1].stall': unknown unit in '2 parsecs'
 local ps = require "pipesim"
 local l = { { fwd_time = 1 }, { fwd_time = 1 } }
 ps.run{ layers = l, stages = 2, microbatches = 2,

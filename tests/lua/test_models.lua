@@ -118,7 +118,7 @@ H.eq(tt.fwd_time, 3); H.eq(tt.bwd_time, 7)
 local line = debug.getinfo(1, "l").currentline + 1
 local err = H.raises(function() models.preset("gpt-5") end, "unknown model preset 'gpt-5' (known: ")
 H.check(err and err:find("test_models.lua:" .. line, 1, true), "error points at the caller: " .. tostring(err))
-H.raises(function() models.preset("toy", { hiden = 3 }) end, "unknown override 'hiden'")
+H.raises(function() models.preset("toy", { hiden = 3 }) end, "preset 'toy': overrides: unknown field 'hiden' (did you mean 'hidden'?)")
 H.raises(function() models.transformer { layers = 2, hidden = 64, heads = 4, seq = 8 } end,
     "missing field 'vocab'")
 H.raises(function() models.transformer { layers = 2, hidden = 64, heads = 5, seq = 8, vocab = 10 } end,

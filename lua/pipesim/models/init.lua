@@ -25,13 +25,9 @@ local function preset_shape(name, overrides)
         if type(overrides) ~= "table" then
             check.fail("preset '%s': overrides must be a table, got %s", name, type(overrides))
         end
-        for k, v in pairs(overrides) do
-            if not transformer.FIELDS[k] then
-                check.fail("preset '%s': unknown override %s (known: %s)", name,
-                    check.show(k), check.keys(transformer.FIELDS))
-            end
-            shape[k] = v
-        end
+        check.known_fields(overrides, transformer.FIELDS,
+            string.format("preset '%s': overrides", name))
+        for k, v in pairs(overrides) do shape[k] = v end
     end
     shape.name = shape.name or name
     return shape

@@ -35,6 +35,20 @@ void bind_sandbox(lua_State *L, const char *luadir, const char *scenario);
  * a message naming --unsafe for a precompiled file. [-0, +1] */
 int bind_load_scenario(lua_State *L, const char *path, int sandboxed);
 
+/* A Lua state whose allocator charges the --max-memory budget (limit.h).
+ * NULL when out of memory. */
+lua_State *bind_newstate(void);
+
+/* Starts the run's limits on L (limit_start: signals, the --timeout timer
+ * when timeout > 0): a requested stop raises at L's next instruction, in
+ * any coroutine, with "x.lua:2: time limit of 10 s reached". Functions
+ * that report a core failure raise the stop instead (bind_raise).
+ * bind_limits_end removes the hook and restores the signal actions. */
+int bind_limits(lua_State *L, const char *luadir, double timeout, ps_err *err);
+void bind_limits_end(lua_State *L);
+/* Raises the stop's message (limit_message), noting the scenario line. */
+int bind_raise_stop(lua_State *L);
+
 /* Commits and closes every database the scenario wrote to. Returns 0, or
  * PS_ERR with the first failure. *runs receives the runs recorded and
  * *db_path the default database (or NULL when nothing was recorded). */
@@ -140,7 +154,8 @@ void bind_push_fields(lua_State *L);
 void bind_register_check(lua_State *L);
 
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
- * adds the scenario's). */
+ * adds the scenario's); once a stop is requested (limit.h), the stop's
+ * message instead, since the failure is its consequence. */
 int bind_raise(lua_State *L, const ps_err *err);
 
 /* The database for path (NULL: the session default), opened on first use

@@ -14,6 +14,7 @@
 #include "bind.h"
 #include "bind_cluster.h"
 #include "coll.h"
+#include "limit.h"
 #include "rec.h"
 #include "unit.h"
 
@@ -422,6 +423,8 @@ static int core_collective(lua_State *L)
         name = defname;
     }
     int64_t id = 0;
+    if (rc && limit_stopped())
+        return bind_raise_stop(L); /* cut short: no rows (limit.h) */
     if (db) {
         /* a failed collective leaves a failed run row, as a failed
          * pipeline does (README, "The results database") */

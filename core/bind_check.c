@@ -257,11 +257,13 @@ int bind_table(lua_State *L, int idx, const char *name, const char *hint)
     int t = lua_getfield(L, idx, key_of(name));
     if (t == LUA_TTABLE)
         return 1;
-    if (t != LUA_TNIL)
+    if (t != LUA_TNIL) {
+        int value = lua_gettop(L); /* before the message is pushed */
         bind_field_error(L, name,
                          hint ? lua_pushfstring(L, "must be a table %s", hint)
                               : "must be a table",
-                         -1);
+                         value);
+    }
     lua_pop(L, 1);
     return 0;
 }
@@ -291,9 +293,11 @@ static void quantity_at_top(lua_State *L, const char *name, int kind,
             luaL_error(L, "field '%s': %s", name, err.msg);
     } else {
         bind_field_error(L, name,
-                         "must be a number or a string with units (e.g. "
-                         "\"5 us\")",
-                         -1);
+                         lua_pushfstring(L,
+                                         "must be a number or a string with "
+                                         "units such as %s",
+                                         unit_example((enum unit_kind)kind)),
+                         -2);
     }
 }
 

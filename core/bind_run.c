@@ -4,6 +4,7 @@
  * asked for the partition and the params JSON, so those see valid input.
  * Scratch arrays are Lua userdata, so an error raised half way leaks
  * nothing; the pipe_ctx lives in the registry and is reused by every run. */
+#include <ctype.h>
 #include <lauxlib.h>
 #include <math.h>
 #include <string.h>
@@ -397,11 +398,24 @@ static int core_run(lua_State *L)
         cfg.custom = orders;
         cfg.ncustom = counts;
     } else {
-        const char *name = lua_isnil(L, -1) ? "1f1b" : lua_tostring(L, -1);
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+            bind_field_error(L, "schedule",
+                             "must be a schedule name or a list of actions "
+                             "per stage",
+                             -1);
+        /* names as users type them: "1F1B", "GPipe", "Interleaved" */
+        char name[32] = "1f1b";
+        size_t len = 0;
+        const char *given = lua_tolstring(L, -1, &len);
+        if (given && strlen(given) != len)
+            bind_field_error(L, "schedule", "must not contain a NUL byte", -1);
+        if (given && len < sizeof name) {
+            for (size_t i = 0; i <= len; i++)
+                name[i] = (char)tolower((unsigned char)given[i]);
+        } else if (given) {
+            snprintf(name, sizeof name, "%.31s", given); /* too long: unknown */
+        }
         ps_err err;
-        if (!name)
-            return luaL_error(L, "field 'schedule' must be a name or a list "
-                                 "of actions per stage");
         if (sched_parse(name, &cfg.schedule, &err))
             return luaL_error(L, "field 'schedule': %s", err.msg);
         cfg.schedule_name = sched_name(cfg.schedule);

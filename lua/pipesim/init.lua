@@ -306,7 +306,9 @@ function ps.run(spec)
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
   end
-  args.params_json = params_json(spec, partition)
+  -- called by core.run once every field is checked (a table inside
+  -- itself is an unknown field or a bad value before it reaches json)
+  args.params_json = function() return params_json(spec, partition) end
   local r = call("ps.run", core.run, args)
   r.db = spec.db
   if plan then parallel.annotate(r, plan) end

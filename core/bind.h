@@ -142,6 +142,16 @@ void bind_boolean(lua_State *L, int idx, const char *name, int *out);
  * the table is alive. */
 const char *bind_string(lua_State *L, int idx, const char *name);
 
+/* [-0, +1] Reads fields `faults` and `recv_timeout` of the table at idx
+ * (bind_fault.c) into a fault plan for a cluster of nranks ranks and pushes
+ * its userdata, which owns it: keep it on the stack while the plan is in
+ * use. Pushes nil and returns NULL when neither field is set. compute = 0
+ * (a collective) refuses `slow` faults. Raises "field 'faults[2].slow'
+ * must be in (0, 1], got 1.5" and the like on bad entries. */
+struct fault_plan;
+const struct fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
+                                     int compute);
+
 /* Field params_json of the table at idx: a string, or a function (the Lua
  * layer's, called once every field is checked) whose result is stored
  * back into the table. NULL when absent. */
@@ -157,6 +167,7 @@ extern const char *const bind_fields_device[];
 extern const char *const bind_fields_link[];
 extern const char *const bind_fields_links_entry[];
 extern const char *const bind_fields_collective[];
+extern const char *const bind_fields_fault[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);

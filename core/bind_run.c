@@ -632,6 +632,8 @@ static int core_run(lua_State *L)
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 
+    cfg.faults = bind_faults(L, 1, cl->nranks, 1);
+
     cfg.params_json = bind_params_json(L, 1);
     rec_db *db = NULL;
     if (recording) {

@@ -39,6 +39,7 @@ static const char usage[] =
     "           keeps the finished runs and exits 130 or 143.\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
+    "           --csv: the table as CSV, or with RUN one line per rank.\n"
     "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
     "           chart with memory curves; --compare stacks runs.\n"
     "\n"
@@ -288,11 +289,18 @@ static int cmd_report(int argc, char **argv)
     const char *dbpath = NULL, *run = NULL;
     int csv = 0, width = 100;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--csv") == 0)
+        if (strcmp(argv[i], "--csv") == 0) {
             csv = 1;
-        else if (strcmp(argv[i], "--width") == 0 && i + 1 < argc)
-            width = atoi(argv[++i]);
-        else if (argv[i][0] == '-')
+        } else if (strcmp(argv[i], "--width") == 0) {
+            char *wend;
+            long w = i + 1 < argc ? strtol(argv[i + 1], &wend, 10) : 0;
+            if (i + 1 >= argc || !*argv[i + 1] || *wend || w < 1 || w > 100000)
+                return fail("report: --width %s: expected a number of "
+                            "columns",
+                            i + 1 < argc ? argv[i + 1] : "(missing)", "");
+            width = (int)w;
+            i++;
+        } else if (argv[i][0] == '-')
             return fail("report: unknown option '%s'", argv[i], "");
         else if (!dbpath)
             dbpath = argv[i];
@@ -316,17 +324,35 @@ static int cmd_report(int argc, char **argv)
     rec_db *db = rec_open_read(dbpath, &err);
     if (!db)
         return fail("%s", err.msg, "");
-    int rc = run ? report_run(db, id, stdout, width, &err)
+    int rc = run ? (csv ? report_run_csv(db, id, stdout, &err)
+                        : report_run(db, id, stdout, width, &err))
                  : report_runs(db, stdout, csv, &err);
     /* runs that do not fit their devices' memory: on stderr, after the
      * report (stdout stays a clean table or CSV) */
-    fflush(stdout);
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+        rc = ps_errf(&err, "writing to standard output: %s", strerror(errno));
+        clearerr(stdout); /* reported here, not again by checked_stdout */
+    }
     if (rc == 0)
         rc = report_warnings(db, run ? id : 0, stderr, REPORT_WARN_RUNS, &err);
     rec_close(db, NULL);
     if (rc)
         return fail("%s", err.msg, "");
     return 0;
+}
+
+/* A command that succeeded but whose output was lost (a full disk, a
+ * closed pipe: `pipesim report DB > /dev/full`) fails with one line. */
+static int checked_stdout(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        clearerr(stdout);
+        fprintf(stderr, "pipesim: writing to standard output: %s\n",
+                e ? strerror(e) : "write error");
+        return rc ? rc : 1;
+    }
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -337,16 +363,16 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
         strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
-        return 0;
+        return checked_stdout(0);
     }
     if (strcmp(cmd, "--version") == 0) {
         printf("pipesim %s\n", PS_VERSION);
-        return 0;
+        return checked_stdout(0);
     }
     if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
+        return checked_stdout(cmd_run(argc - 2, argv + 2));
     if (strcmp(cmd, "report") == 0)
-        return cmd_report(argc - 2, argv + 2);
+        return checked_stdout(cmd_report(argc - 2, argv + 2));
     if (strcmp(cmd, "export") == 0)
         return export_main(argc - 2, argv + 2);
     return fail("unknown command '%s' (expected run, report or export; try "

@@ -2,7 +2,7 @@
 # Limits of `pipesim run` (README "Safety and limits"): --timeout and
 # --max-memory end a run with one line at the scenario's line, SIGINT and
 # SIGTERM stop a sweep between runs, and the database keeps only complete
-# runs. Nothing here asserts a duration: the limits are small so that the
+# runs. Also the options' own checks and lost output (/dev/full). Nothing here asserts a duration: the limits are small so that the
 # tests end quickly, and each check holds whenever the stop lands.
 # Env from tests/run.sh: BIN, TMP, VG.
 set -u
@@ -129,5 +129,36 @@ signal() {
 }
 signal INT 130
 signal TERM 143
+
+# --- options and output ---
+printf 'local ps = require "pipesim"\nps.run{ layers = { { fwd_time = 1 }, { fwd_time = 1 } }, stages = 2, microbatches = 4 }\n' >"$TMP/two.lua"
+if $VG "$BIN" run "$TMP/two.lua" -o '' >"$TMP/lim.out" 2>&1; then bad "-o '' accepted"; else
+    [ "$(cat "$TMP/lim.out")" = "pipesim: run: -o: the database path is empty" ] && ok || bad "-o '': $(cat "$TMP/lim.out")"; fi
+expect_fail "run $TMP/two.lua -o $TMP/two.db -D =5" "run: -D =5: expected key=value with a non-empty key"
+expect_fail "run $TMP/two.lua -o $TMP/two.db -D=5" "run: -D =5: expected key=value with a non-empty key"
+expect_fail "run $TMP/two.lua -o $TMP/two.db -D" "run: -D needs a value"
+expect_fail "run $TMP/two.lua -o" "run: -o needs a value"
+rm -f "$TMP/two.db"
+$VG "$BIN" run "$TMP/two.lua" -o "$TMP/two.db" >/dev/null 2>&1 && ok || bad "two.lua"
+# report RUN --csv: a header and one line per rank, raw numbers
+$VG "$BIN" report "$TMP/two.db" 1 --csv >"$TMP/run.csv" 2>"$TMP/lim.err" && ok || bad "report RUN --csv: $(cat "$TMP/lim.err")"
+[ "$(head -n 1 "$TMP/run.csv")" = "run,rank,busy,bubble,static_memory,peak_memory,t_peak,exposed_comm,capacity,fits" ] && ok ||
+    bad "report RUN --csv header: $(head -n 1 "$TMP/run.csv")"
+# 1F1B, p=2, m=4, forward 1 and backward 2: busy 12, bubble 1/5
+[ "$(sed -n 2p "$TMP/run.csv" | cut -d, -f1-4)" = "1,0,12,0.20000000000000001" ] && ok ||
+    bad "report RUN --csv rank 0: $(sed -n 2p "$TMP/run.csv")"
+[ "$(wc -l <"$TMP/run.csv")" -eq 3 ] && ok || bad "report RUN --csv: $(wc -l <"$TMP/run.csv") lines"
+expect_fail "report $TMP/two.db 5 --csv" "run 5 not found in $TMP/two.db"
+expect_fail "report $TMP/two.db --width x" "report: --width x: expected a number of columns"
+# output that cannot be written is an error, not exit 0
+if [ -w /dev/full ]; then
+    for args in "report $TMP/two.db" "report $TMP/two.db 1" "report $TMP/two.db 1 --csv" "--help"; do
+        # shellcheck disable=SC2086
+        if $VG "$BIN" $args >/dev/full 2>"$TMP/lim.err"; then bad "pipesim $args >/dev/full exited 0"; else
+            [ "$(cat "$TMP/lim.err")" = "pipesim: writing to standard output: No space left on device" ] && ok ||
+                bad "pipesim $args >/dev/full: $(cat "$TMP/lim.err")"
+        fi
+    done
+fi
 
 echo "$P passed, $F failed"

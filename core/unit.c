@@ -113,6 +113,8 @@ int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err)
                                text, unit_kind_name(units[i].kind),
                                unit_kind_name(kind), example_for(kind));
             *out = v * units[i].scale;
+            if (!isfinite(*out)) /* "1e308 PFLOP": finite until scaled */
+                return ps_errf(err, "'%s' is not a finite number", text);
             return PS_OK;
         }
     }

@@ -42,9 +42,9 @@ static const char usage[] =
 
 static int fail(const char *fmt, const char *a, const char *b)
 {
-    fprintf(stderr, "pipesim: ");
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
+    char msg[8192];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    ps_print_error(msg);
     return 1;
 }
 
@@ -176,17 +176,14 @@ static int cmd_run(int argc, char **argv)
     int rc = 0;
     if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
-        fprintf(stderr, "pipesim: %s\n",
-                msg ? msg
-                    : "(error object is not "
-                      "a string)");
+        ps_print_error(msg ? msg : "(error object is not a string)");
         rc = 1;
     }
     long runs = 0;
     const char *path = NULL;
     ps_err err;
     if (bind_finish(L, &runs, &path, &err) && rc == 0) {
-        fprintf(stderr, "pipesim: %s\n", err.msg);
+        ps_print_error(err.msg);
         rc = 1;
     }
     if (rc == 0 && runs > 0 && path) {

@@ -40,7 +40,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BIN      := $(BUILD)/pipesim
 BENCH    := $(BUILD)/bench
 
-.PHONY: all deps demo test unit bench clean format format-check fuzz fuzz-deps
+.PHONY: all deps demo test unit bench stress clean format format-check \
+        fuzz fuzz-deps
 all: deps $(BIN)
 
 # Installs the Debian build dependencies when pkg-config cannot find them.
@@ -126,6 +127,10 @@ $(FUZZ_CORE_OBJ) $(FUZZ_BIN): | fuzz-deps
 
 fuzz: all $(FUZZ_BIN)
 	@BIN=$(BIN) FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/run.sh $(FUZZ_NAMES)
+
+# 8 writers x 3000 and x 12000 runs on one database (minutes; not in test)
+stress: all
+	@BUILD=$(BUILD) sh tests/stress.sh
 
 format:
 	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h

@@ -9,6 +9,7 @@
 
 #include "coll.h"
 #include "dp.h"
+#include "limit.h"
 #include "mem.h"
 
 struct pipe_ctx {
@@ -646,7 +647,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     memset(res, 0, sizeof *res);
     int built = 0;
     int rc = simulate(ctx, cfg, nw, res, &built, err);
-    if (!db)
+    /* a run cut short by a signal or a limit leaves no rows: the whole
+     * scenario stops there (limit.h) */
+    if (!db || (rc != PS_OK && limit_stopped()))
         return rc;
     if (rc == PS_OK)
         return record(ctx, cfg, nw, db, res, NULL, 1, err);

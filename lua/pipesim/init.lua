@@ -21,7 +21,7 @@ local RUN_FIELDS = {
   virtual_stages = true, checkpoint = true, p2p = true, record = true,
   memory = true, ranks = true, db = true, dp = true, placement = true,
   grad_sync = true, zero = true, optimizer_time = true,
-  split_backward = true,
+  split_backward = true, chunk_placement = true,
   -- tensor/sequence parallelism and recompute (lua/pipesim/parallel.lua)
   tp = true, sequence_parallel = true, recompute = true,
   recompute_method = true, recompute_layers = true, tp_overlap = true,

@@ -39,7 +39,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BIN      := $(BUILD)/pipesim
 BENCH    := $(BUILD)/bench
 
-.PHONY: all deps demo test unit bench clean format format-check
+.PHONY: all deps demo test unit bench stress clean format format-check
 all: deps $(BIN)
 
 # Installs the Debian build dependencies when pkg-config cannot find them.
@@ -85,6 +85,14 @@ bench: deps $(BIN) $(BENCH)
 	@echo "ring_vs_tree sweep (scenarios/ring_vs_tree.lua, summary recording):"
 	@$(BIN) run scenarios/ring_vs_tree.lua -o /tmp/pipesim-bench-ring_vs_tree.db | tail -n 2
 	@rm -f /tmp/pipesim-bench-ring_vs_tree.db /tmp/pipesim-bench-ring_vs_tree.db-*
+	@echo
+	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
+	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
+	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
+
+# 8 writers x 3000 and x 12000 runs on one database (minutes; not in test)
+stress: all
+	@BUILD=$(BUILD) sh tests/stress.sh
 
 format:
 	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h

@@ -35,6 +35,20 @@ void bind_sandbox(lua_State *L, const char *luadir, const char *scenario);
  * a message naming --unsafe for a precompiled file. [-0, +1] */
 int bind_load_scenario(lua_State *L, const char *path, int sandboxed);
 
+/* A Lua state whose allocator charges the --max-memory budget (limit.h).
+ * NULL when out of memory. */
+lua_State *bind_newstate(void);
+
+/* Starts the run's limits on L (limit_start: signals, the --timeout timer
+ * when timeout > 0): a requested stop raises at L's next instruction, in
+ * any coroutine, with "x.lua:2: time limit of 10 s reached". Functions
+ * that report a core failure raise the stop instead (bind_raise).
+ * bind_limits_end removes the hook and restores the signal actions. */
+int bind_limits(lua_State *L, const char *luadir, double timeout, ps_err *err);
+void bind_limits_end(lua_State *L);
+/* Raises the stop's message (limit_message), noting the scenario line. */
+int bind_raise_stop(lua_State *L);
+
 /* Commits and closes every database the scenario wrote to. Returns 0, or
  * PS_ERR with the first failure. *runs receives the runs recorded and
  * *db_path the default database (or NULL when nothing was recorded). */
@@ -50,21 +64,98 @@ void bind_register_run(lua_State *L);
 void bind_register_report(lua_State *L);
 void bind_register_collective(lua_State *L);
 
-/* Reads optional field `name` of the table at idx as a quantity with units
- * (a number in base units or a string such as "50 GB/s"); *out keeps its
- * value when the field is nil. Raises "field 'x': ..." on bad values. */
+/* --- the checking vocabulary (core/bind_check.c) ---
+ * Every table the binding reads is checked against the list of its known
+ * fields in core/bind_fields.c (one list per table: a new field goes there,
+ * or its table rejects it as unknown). Messages, relative to the call (the
+ * Lua layer prefixes "file:line: ps.run: "):
+ *   <table>: unknown field 'k' (did you mean 'x'?)
+ *   <table>: missing field 'k'
+ *   field '<name>' must be <what>, got <value>
+ * A table's path is empty at the top, then "device", "devices[3]",
+ * "links[2]", "layers[3]", "grad_sync"; a field's name is its table's path
+ * and its key joined by '.' ("link.bandwidth", "layers[3].fwd_time"). The
+ * readers below take such a name and read its last component from the
+ * table at idx. Every reader raises (through luaL_error) on a bad value. */
+
+/* Rejects any key of the table at idx that is not in known (a
+ * NULL-terminated list; list entries are spelt "[1]", "[2]"). Reports the
+ * first unknown key in sorted order with the closest known name. */
+void bind_check_fields(lua_State *L, int idx, const char *path,
+                       const char *const *known);
+/* Writes into buf the name of field key of the table at path: "bandwidth"
+ * at the top (path "" or NULL), "link.bandwidth" below; returns buf. */
+const char *bind_join(char *buf, size_t n, const char *path, const char *key);
+/* The closest name in known to word, or NULL when none is close. */
+const char *bind_suggest(const char *word, const char *const *known);
+/* The length of the list (a table) at idx; raises when it has holes or
+ * keys other than 1..n. name is the list's field name. */
+lua_Integer bind_list_len(lua_State *L, int idx, const char *name);
+/* Pushes field `name` of the table at idx and returns 1 when it is a table;
+ * returns 0 (nothing pushed) when it is nil; raises "field 'x' must be a
+ * table <hint>, got ..." otherwise. hint may be NULL. [-0, +(0|1)] */
+int bind_table(lua_State *L, int idx, const char *name, const char *hint);
+/* Pushes a value for messages: 'text' quoted (NUL and control bytes
+ * escaped), numbers as Lua prints them, "a table" for the rest. [-0, +1] */
+const char *bind_show(lua_State *L, int idx);
+/* Raises "field 'name' <what>", with ", got <value>" when value (a stack
+ * index) is not 0. */
+void bind_field_error(lua_State *L, const char *name, const char *what,
+                      int value);
+
+/* Optional quantity with units (a number in base units or a string such
+ * as "50 GB/s"); *out keeps its value when the field is nil. */
 void bind_quantity(lua_State *L, int idx, const char *name, int kind,
                    double *out);
-/* Same for a plain integer field; raises when not an integer. */
+/* Same, and when present it must be > min (strict) or >= min. Returns 1
+ * when the field was present. */
+int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
+                      double min, int strict, double *out);
+/* Parses the string at idx (its whole Lua length: an embedded NUL is an
+ * error) as a quantity of kind. Returns 0 or PS_ERR with err set. */
+int bind_parse_quantity(lua_State *L, int idx, int kind, double *out,
+                        ps_err *err);
+/* Optional integer field in 64 bits, any value. */
 void bind_integer(lua_State *L, int idx, const char *name, long long *out);
+/* Optional integer field that must lie in lo..hi, checked in 64 bits
+ * before the caller narrows it (2^32 + 8 is out of an int32 range, not 8).
+ * Returns 1 when the field was present. */
+int bind_int(lua_State *L, int idx, const char *name, long long lo,
+             long long hi, long long *out);
+/* The same check for the value at idx (a list entry). */
+void bind_check_int(lua_State *L, int idx, const char *name, long long lo,
+                    long long hi, long long *out);
 /* Optional boolean field. */
 void bind_boolean(lua_State *L, int idx, const char *name, int *out);
 /* Optional string field; returns NULL when nil. The string stays valid while
  * the table is alive. */
 const char *bind_string(lua_State *L, int idx, const char *name);
 
+/* Field params_json of the table at idx: a string, or a function (the Lua
+ * layer's, called once every field is checked) whose result is stored
+ * back into the table. NULL when absent. */
+const char *bind_params_json(lua_State *L, int idx);
+
+/* The known fields of each table (core/bind_fields.c). */
+extern const char *const bind_fields_run[];
+extern const char *const bind_fields_memory[];
+extern const char *const bind_fields_grad_sync[];
+extern const char *const bind_fields_layer[];
+extern const char *const bind_fields_cluster[];
+extern const char *const bind_fields_device[];
+extern const char *const bind_fields_link[];
+extern const char *const bind_fields_links_entry[];
+extern const char *const bind_fields_collective[];
+/* Pushes { run = {names...}, device = {...}, ... }: the lists above for
+ * the Lua modules (core.fields). [-0, +1] */
+void bind_push_fields(lua_State *L);
+/* Sets core.check_fields(t, path, known), core.suggest(word, known) and
+ * core.fields in the table at the top. */
+void bind_register_check(lua_State *L);
+
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
- * adds the scenario's). */
+ * adds the scenario's); once a stop is requested (limit.h), the stop's
+ * message instead, since the failure is its consequence. */
 int bind_raise(lua_State *L, const ps_err *err);
 
 /* The database for path (NULL: the session default), opened on first use

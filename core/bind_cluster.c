@@ -33,16 +33,31 @@ static int cluster_gc(lua_State *L)
     return 0;
 }
 
+/* The cluster at idx, raising "cluster was freed" once its __gc has run
+ * (a script can call getmetatable(c).__gc(c) by hand: the userdata stays
+ * reachable with its pointers cleared). */
+static bind_cluster *live_cluster(lua_State *L, int idx)
+{
+    bind_cluster *c = luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    if (!c->nw) /* the position of a Lua caller (c.ranks in a script) */
+        luaL_error(L, "cluster was freed");
+    return c;
+}
+
 static int cluster_tostring(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    if (!c->nw) {
+        lua_pushliteral(L, "pipesim.cluster(freed)");
+        return 1;
+    }
     lua_pushfstring(L, "pipesim.cluster(%d ranks)", (int)c->nranks);
     return 1;
 }
 
 static int cluster_index(lua_State *L)
 {
-    bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
+    bind_cluster *c = live_cluster(L, 1);
     const char *k = luaL_checkstring(L, 2);
     if (strcmp(k, "ranks") == 0)
         lua_pushinteger(L, c->nranks);
@@ -89,7 +104,10 @@ static int cluster_index(lua_State *L)
 
 bind_cluster *bind_check_cluster(lua_State *L, int idx)
 {
-    return luaL_checkudata(L, idx, BIND_CLUSTER_TYPE);
+    bind_cluster *c = luaL_testudata(L, idx, BIND_CLUSTER_TYPE);
+    if (!c)
+        bind_field_error(L, "cluster", BIND_CLUSTER_HINT, idx);
+    return live_cluster(L, idx);
 }
 
 static bind_cluster *new_cluster(lua_State *L, int32_t n)
@@ -122,23 +140,27 @@ bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
     return c;
 }
 
-/* Reads a device table at idx: its peak *flops, *eff and *memory keep
- * their values where the table does not set them, so a per-rank override
- * inherits every field it leaves out (efficiency included). */
-static void read_device(lua_State *L, int idx, const char *what, double *flops,
+/* Reads a device table at idx (path names it in messages): its peak
+ * *flops, *eff and *memory keep their values where the table does not set
+ * them, so a per-rank override inherits every field it leaves out
+ * (efficiency included). flops > 0, efficiency in (0, 1], memory >= 0. */
+static void read_device(lua_State *L, int idx, const char *path, double *flops,
                         double *eff, double *memory)
 {
-    bind_quantity(L, idx, "flops", UNIT_FLOP_RATE, flops);
-    bind_quantity(L, idx, "efficiency", UNIT_FLOP, eff);
-    bind_quantity(L, idx, "memory", UNIT_BYTES, memory);
-    if (!isnan(*flops) && !(*flops > 0))
-        luaL_error(L, "%s: field 'flops' must be positive, got %f", what,
-                   *flops);
-    if (!(*eff > 0 && *eff <= 1))
-        luaL_error(L, "%s: field 'efficiency' must be in (0, 1], got %f", what,
-                   *eff);
-    if (*memory < 0)
-        luaL_error(L, "%s: field 'memory' must not be negative", what);
+    char name[64];
+    bind_check_fields(L, idx, path, bind_fields_device);
+    bind_quantity_min(L, idx, bind_join(name, sizeof name, path, "flops"),
+                      UNIT_FLOP_RATE, 0, 1, flops);
+    if (bind_quantity_min(L, idx,
+                          bind_join(name, sizeof name, path, "efficiency"),
+                          UNIT_FLOP, 0, 1, eff) &&
+        !(*eff <= 1)) {
+        lua_getfield(L, idx, "efficiency");
+        bind_field_error(L, name, "must be in (0, 1]", -1);
+    }
+    bind_quantity_min(L, idx, bind_join(name, sizeof name, path, "memory"),
+                      UNIT_BYTES, 0, 0, memory);
+    bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
 }
 
 /* Raises "field 'name' must be positive, got 5 B/s" style errors. */
@@ -166,14 +188,13 @@ static void read_link(lua_State *L, int idx, const char *field, double *bw,
     char name[64];
     *bw = NAN;
     *lat = 0;
-    if (lua_getfield(L, idx, field) != LUA_TTABLE)
+    if (!bind_table(L, idx, field, "{ bandwidth = ..., latency = ... }"))
         luaL_error(L,
-                   lua_isnil(L, -1) ? "missing field '%s' (a table "
-                                      "{bandwidth = ..., latency = ...})"
-                                    : "field '%s' must be a table "
-                                      "{bandwidth = ..., latency = ...}",
+                   "missing field '%s' (a table { bandwidth = ..., latency "
+                   "= ... })",
                    field);
     int t = lua_gettop(L);
+    bind_check_fields(L, t, field, bind_fields_link);
     snprintf(name, sizeof name, "%s.bandwidth", field);
     bind_quantity(L, t, name, UNIT_BANDWIDTH, bw);
     snprintf(name, sizeof name, "%s.latency", field);
@@ -195,39 +216,37 @@ static void read_devices(lua_State *L, bind_cluster *c)
 {
     int top = lua_gettop(L);
     double flops = NAN, eff = 1.0, memory = 0;
-    if (lua_getfield(L, 1, "device") == LUA_TTABLE)
+    if (bind_table(L, 1, "device",
+                   "such as { flops = \"989 TFLOPS\", memory = \"80 GB\" } "
+                   "or ps.clusters.device(\"H100\")"))
         read_device(L, lua_gettop(L), "device", &flops, &eff, &memory);
-    else if (!lua_isnil(L, -1))
-        luaL_error(L, "field 'device' must be a table");
     lua_settop(L, top);
     for (int32_t r = 0; r < c->nranks; r++) {
         c->rate[r] = flops * eff;
         c->memory[r] = memory;
     }
-    if (lua_getfield(L, 1, "devices") == LUA_TTABLE) {
+    if (bind_table(L, 1, "devices",
+                   "of rank = { flops = ..., efficiency = ... }")) {
         lua_pushnil(L);
         while (lua_next(L, top + 1)) {
-            int ok;
-            lua_Integer r = lua_tointegerx(L, -2, &ok);
-            if (!ok || r < 0 || r >= c->nranks)
+            lua_Integer r = lua_tointeger(L, -2);
+            if (!lua_isinteger(L, -2) || r < 0 || r >= c->nranks)
                 luaL_error(L,
                            "field 'devices': key %s is not a rank of this "
                            "cluster (0..%d)",
-                           luaL_tolstring(L, -2, NULL), (int)c->nranks - 1);
+                           bind_show(L, -2), (int)c->nranks - 1);
+            char path[32];
+            snprintf(path, sizeof path, "devices[%d]", (int)r);
             if (!lua_istable(L, -1))
-                luaL_error(L, "field 'devices[%d]' must be a table", (int)r);
+                bind_field_error(L, path, "must be a table", -1);
             /* an override starts from `device` and changes what it sets:
              * { flops = ... } keeps the cluster's efficiency and memory */
             double f = flops, e = eff, mm = memory;
-            char what[48];
-            snprintf(what, sizeof what, "devices[%d]", (int)r);
-            read_device(L, lua_gettop(L), what, &f, &e, &mm);
+            read_device(L, lua_gettop(L), path, &f, &e, &mm);
             c->rate[r] = f * e;
             c->memory[r] = mm;
             lua_pop(L, 1);
         }
-    } else if (!lua_isnil(L, -1)) {
-        luaL_error(L, "field 'devices' must be a table");
     }
     lua_settop(L, top);
 }
@@ -236,11 +255,10 @@ static void build_mesh(lua_State *L, bind_cluster *c)
 {
     double bw = INFINITY, lat = 0;
     int top = lua_gettop(L);
-    if (lua_getfield(L, 1, "link") == LUA_TTABLE) {
+    if (bind_table(L, 1, "link", "{ bandwidth = ..., latency = ... }")) {
+        bind_check_fields(L, top + 1, "link", bind_fields_link);
         bind_quantity(L, top + 1, "link.bandwidth", UNIT_BANDWIDTH, &bw);
         bind_quantity(L, top + 1, "link.latency", UNIT_SECONDS, &lat);
-    } else if (!lua_isnil(L, -1)) {
-        luaL_error(L, "field 'link' must be a table");
     }
     lua_settop(L, top);
     check_link_figures(L, "link", bw, lat);
@@ -306,9 +324,9 @@ static int32_t endpoint(lua_State *L, bind_cluster *c, int i, int names,
                    i, luaL_tolstring(L, -1, NULL));
     if (r < 0 || r >= c->nranks)
         luaL_error(L,
-                   "field 'links[%d]': rank %d is not in the cluster (ranks "
+                   "field 'links[%d]': rank %I is not in the cluster (ranks "
                    "0..%d)",
-                   i, (int)r, (int)c->nranks - 1);
+                   i, r, (int)c->nranks - 1);
     return (int32_t)r;
 }
 
@@ -319,12 +337,13 @@ static void build_explicit(lua_State *L, bind_cluster *c, int ud)
     int names = lua_gettop(L);
     int declared = 0;
     ps_err err;
-    if (lua_getfield(L, 1, "switches") == LUA_TTABLE) {
+    if (bind_table(L, 1, "switches", "of names")) {
         declared = 1;
-        lua_Integer n = luaL_len(L, -1);
+        lua_Integer n = bind_list_len(L, -1, "switches");
         for (lua_Integer i = 1; i <= n; i++) {
             if (lua_geti(L, -1, i) != LUA_TSTRING)
-                luaL_error(L, "field 'switches[%d]' must be a name", (int)i);
+                bind_field_error(L, lua_pushfstring(L, "switches[%d]", (int)i),
+                                 "must be a name", -2);
             lua_pushvalue(L, -1);
             if (lua_gettable(L, names) != LUA_TNIL)
                 luaL_error(L, "field 'switches': '%s' is listed twice",
@@ -333,26 +352,25 @@ static void build_explicit(lua_State *L, bind_cluster *c, int ud)
             lua_pushinteger(L, net_add_switch(c->nw));
             lua_settable(L, names);
         }
-    } else if (!lua_isnil(L, -1)) {
-        luaL_error(L, "field 'switches' must be a list of names");
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "links") != LUA_TTABLE)
-        luaL_error(L, "field 'links' must be a list of links {a, b, "
-                      "bandwidth = ..., latency = ...}");
+    if (!bind_table(L, 1, "links",
+                    "of links { a, b, bandwidth = ..., latency = ... }"))
+        luaL_error(L, "missing field 'links'");
     int links = lua_gettop(L);
-    lua_Integer nl = luaL_len(L, links);
+    lua_Integer nl = bind_list_len(L, links, "links");
     if (nl < 1)
         luaL_error(L, "field 'links' is empty");
     for (lua_Integer i = 1; i <= nl; i++) {
         char field[48];
         snprintf(field, sizeof field, "links[%d]", (int)i);
         if (lua_geti(L, links, i) != LUA_TTABLE)
-            luaL_error(L,
-                       "field '%s' must be a table {a, b, bandwidth = ..., "
-                       "latency = ...}",
-                       field);
+            bind_field_error(L, field,
+                             "must be a table { a, b, bandwidth = ..., "
+                             "latency = ... }",
+                             -1);
         int e = lua_gettop(L);
+        bind_check_fields(L, e, field, bind_fields_links_entry);
         lua_geti(L, e, 1);
         int32_t a = endpoint(L, c, (int)i, names, declared);
         lua_geti(L, e, 2);
@@ -367,7 +385,8 @@ static void build_explicit(lua_State *L, bind_cluster *c, int ud)
         bind_quantity(L, e, name, UNIT_BANDWIDTH, &bw);
         snprintf(name, sizeof name, "%s.latency", field);
         bind_quantity(L, e, name, UNIT_SECONDS, &lat);
-        bind_boolean(L, e, "duplex", &duplex);
+        snprintf(name, sizeof name, "%s.duplex", field);
+        bind_boolean(L, e, name, &duplex);
         if (isnan(bw))
             luaL_error(L, "missing field '%s.bandwidth'", field);
         check_link_figures(L, field, bw, lat);
@@ -395,9 +414,13 @@ static void check_form(lua_State *L, const char *form, const char *const *bad)
                        form);
 }
 
+/* The largest cluster: net.h's limit on ranks. */
+#define MAX_RANKS (1 << 20)
+
 static int core_cluster(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
+    bind_check_fields(L, 1, "", bind_fields_cluster);
     int hier = has_field(L, 1, "nodes") || has_field(L, 1, "gpus_per_node");
     int expl = has_field(L, 1, "links");
     static const char *const not_mesh[] = {
@@ -415,37 +438,26 @@ static int core_cluster(lua_State *L)
 
     long long n = 0;
     net_cluster nc = {0};
-    bind_integer(L, 1, "ranks", &n);
+    int has_ranks = bind_int(L, 1, "ranks", 1, MAX_RANKS, &n);
     if (hier) {
         long long nodes = 0, g = 0, nics = 0;
-        bind_integer(L, 1, "nodes", &nodes);
-        bind_integer(L, 1, "gpus_per_node", &g);
-        bind_integer(L, 1, "nics_per_node", &nics);
-        bind_quantity(L, 1, "oversubscription", UNIT_FLOP,
-                      &nc.oversubscription);
-        if (nodes < 1)
+        if (!bind_int(L, 1, "nodes", 1, MAX_RANKS, &nodes))
+            return luaL_error(L, "missing field 'nodes' (with gpus_per_node)");
+        if (!bind_int(L, 1, "gpus_per_node", 1, MAX_RANKS, &g))
+            return luaL_error(L, "missing field 'gpus_per_node' (with nodes)");
+        /* both are at most 2^20: the product fits in 64 bits */
+        if (nodes * g > MAX_RANKS)
             return luaL_error(L,
-                              "field 'nodes' must be an integer >= 1, "
-                              "got %d",
-                              (int)nodes);
-        if (g < 1)
-            return luaL_error(L,
-                              "field 'gpus_per_node' must be an integer "
-                              ">= 1, got %d",
-                              (int)g);
-        if (nodes * g > 1 << 20)
-            return luaL_error(L, "%lld ranks is too large", nodes * g);
-        if (has_field(L, 1, "nics_per_node") && (nics < 1 || nics > g))
-            return luaL_error(L,
-                              "field 'nics_per_node' must be between 1 and "
-                              "gpus_per_node (%d), got %d",
-                              (int)g, (int)nics);
-        if (has_field(L, 1, "oversubscription") && !(nc.oversubscription >= 1))
-            return luaL_error(L,
-                              "field 'oversubscription' must be 1 or more, "
-                              "got %f",
-                              nc.oversubscription);
-        if (n && n != nodes * g)
+                              "nodes %I x gpus_per_node %I is %I ranks, more "
+                              "than the limit of %d",
+                              (lua_Integer)nodes, (lua_Integer)g,
+                              (lua_Integer)(nodes * g), MAX_RANKS);
+        bind_int(L, 1, "nics_per_node", 1, g, &nics);
+        if (bind_quantity_min(L, 1, "oversubscription", UNIT_FLOP, 1, 0,
+                              &nc.oversubscription) &&
+            !(nc.oversubscription >= 1))
+            return luaL_error(L, "field 'oversubscription' must be >= 1");
+        if (has_ranks && n != nodes * g)
             return luaL_error(L,
                               "field 'ranks' is %d but nodes x gpus_per_node "
                               "is %d",
@@ -454,12 +466,9 @@ static int core_cluster(lua_State *L)
         nc.gpus_per_node = (int32_t)g;
         nc.nics_per_node = (int32_t)nics;
         n = nodes * g;
-    } else if (n < 1) {
-        return luaL_error(L, "field 'ranks' must be an integer >= 1, got %d",
-                          (int)n);
+    } else if (!has_ranks) {
+        return luaL_error(L, "missing field 'ranks' (the number of GPUs)");
     }
-    if (n > 1 << 20)
-        return luaL_error(L, "field 'ranks' is too large (%d)", (int)n);
     bind_cluster *c = new_cluster(L, (int32_t)n);
     int ud = lua_gettop(L);
     read_devices(L, c);

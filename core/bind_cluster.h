@@ -21,7 +21,14 @@ typedef struct bind_cluster {
     char name[128];        /* label for params JSON and queries */
 } bind_cluster;
 
-/* The cluster at idx, raising a typed error otherwise. */
+/* What a cluster field must be, for messages. */
+#define BIND_CLUSTER_HINT                                                      \
+    "must be a cluster made by ps.cluster{...} (e.g. "                         \
+    "ps.cluster(ps.clusters.dgx(\"H100\", 2)))"
+
+/* The cluster at idx; raises "field 'cluster' must be a cluster made by
+ * ps.cluster{...} ..., got <value>" otherwise, and "cluster was freed"
+ * when its __gc has already run. */
 bind_cluster *bind_check_cluster(lua_State *L, int idx);
 
 /* Pushes an ideal cluster of n ranks (free communication, unknown device)

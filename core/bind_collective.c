@@ -1,6 +1,7 @@
 /* core.collective: one collective (coll_run) on a cluster, recorded as a run
- * of kind 'collective'. lua/pipesim/init.lua has checked field names and
- * built params_json. The engine and program set live in the registry and
+ * of kind 'collective'. Every field is checked here (core/bind_check.c,
+ * lists in core/bind_fields.c); then init.lua's params_json function builds
+ * the JSON of the inputs. The engine and program set live in the registry and
  * are reused by every run; the coll_result lives in a userdata whose __gc
  * frees it, so an error raised while the result table is built leaks
  * nothing. A data function is called through a trampoline that runs it
@@ -13,6 +14,7 @@
 #include "bind.h"
 #include "bind_cluster.h"
 #include "coll.h"
+#include "limit.h"
 #include "rec.h"
 #include "unit.h"
 
@@ -45,9 +47,11 @@ static coll_ctx *get_ctx(lua_State *L)
     if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         coll_ctx *c = lua_touserdata(L, -1);
         lua_pop(L, 1);
-        return c;
+        if (c->eng && c->ps) /* else its __gc was called by hand */
+            return c;
+    } else {
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     coll_ctx *c = lua_newuserdatauv(L, sizeof *c, 0);
     c->eng = NULL;
     c->ps = NULL;
@@ -149,13 +153,9 @@ static int read_record(lua_State *L, enum rec_level *level)
 static int32_t *read_ranks(lua_State *L, int32_t *n)
 {
     *n = 0;
-    if (lua_getfield(L, 1, "ranks") == LUA_TNIL) {
-        lua_pop(L, 1);
+    if (!bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }"))
         return NULL;
-    }
-    if (!lua_istable(L, -1))
-        luaL_error(L, "field 'ranks' must be a list of cluster ranks");
-    lua_Integer len = luaL_len(L, -1);
+    lua_Integer len = bind_list_len(L, -1, "ranks");
     if (len < 1)
         luaL_error(L, "field 'ranks' is empty");
     if (len > 1 << 24)
@@ -164,13 +164,13 @@ static int32_t *read_ranks(lua_State *L, int32_t *n)
     lua_rotate(L, -2, 1); /* keep the array below the list */
     for (lua_Integer i = 1; i <= len; i++) {
         lua_geti(L, -1, i);
-        int ok;
-        lua_Integer v = lua_tointegerx(L, -1, &ok);
-        if (!ok || v < INT32_MIN || v > INT32_MAX)
-            luaL_error(L, "field 'ranks': entry %d is not a rank number",
-                       (int)i);
+        long long v;
+        int at = lua_gettop(L);
+        /* membership in the cluster is coll_run's check, with its message */
+        bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)i), 0,
+                       INT32_MAX, &v);
         r[i - 1] = (int32_t)v;
-        lua_pop(L, 1);
+        lua_pop(L, 2);
     }
     lua_pop(L, 1);
     *n = (int32_t)len;
@@ -194,12 +194,13 @@ static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
     } else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "all") == 0) {
         mask = 0;
     } else if (t == LUA_TTABLE) {
-        lua_Integer len = luaL_len(L, -1);
+        lua_Integer len = bind_list_len(L, -1, "candidates");
         if (len < 1)
             luaL_error(L, "field 'candidates' is empty");
         for (lua_Integer i = 1; i <= len; i++) {
             lua_geti(L, -1, i);
-            const char *name = lua_tostring(L, -1);
+            const char *name =
+                lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
             int a;
             ps_err err;
             if (!name || coll_parse_algo(op, name, &a, &err))
@@ -308,15 +309,13 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
 static int core_collective(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
+    bind_check_fields(L, 1, "", bind_fields_collective);
     coll_spec spec = {0};
     ps_err err;
 
     if (lua_getfield(L, 1, "cluster") == LUA_TNIL)
         return luaL_error(L, "missing field 'cluster' (a ps.cluster)");
-    bind_cluster *cl = luaL_testudata(L, -1, BIND_CLUSTER_TYPE);
-    if (!cl)
-        return luaL_error(L, "field 'cluster' must be a ps.cluster, got a %s",
-                          luaL_typename(L, -1));
+    bind_cluster *cl = bind_check_cluster(L, -1);
     /* the cluster stays on the stack (and alive) until we return */
 
     const char *opn = bind_string(L, 1, "op");
@@ -351,20 +350,11 @@ static int core_collective(lua_State *L)
     spec.ranks = ranks;
     spec.nranks = nranks;
     long long root = ranks ? ranks[0] : 0, chunks = 0, rpn = -1;
-    bind_integer(L, 1, "root", &root);
-    bind_integer(L, 1, "chunks", &chunks);
-    bind_integer(L, 1, "ranks_per_node", &rpn);
-    if (root < INT32_MIN || root > INT32_MAX)
-        return luaL_error(L, "field 'root' is not a rank number");
-    if (lua_getfield(L, 1, "chunks") != LUA_TNIL && chunks < 1)
-        return luaL_error(L, "field 'chunks' must be at least 1, got %d",
-                          (int)chunks);
-    lua_pop(L, 1);
-    if (chunks > 1 << 20)
-        return luaL_error(L, "field 'chunks' is too large (%d)", (int)chunks);
-    if (lua_getfield(L, 1, "ranks_per_node") != LUA_TNIL && rpn < 1)
-        return luaL_error(L, "field 'ranks_per_node' must be at least 1");
-    lua_pop(L, 1);
+    /* in 64 bits before narrowing; whether root is among the ranks is
+     * coll_run's check */
+    bind_int(L, 1, "root", 0, INT32_MAX, &root);
+    bind_int(L, 1, "chunks", 1, 1 << 20, &chunks);
+    bind_int(L, 1, "ranks_per_node", 1, 1 << 20, &rpn);
     spec.root = (int32_t)root;
     spec.chunks = (int32_t)chunks;
     spec.ranks_per_node =
@@ -401,7 +391,7 @@ static int core_collective(lua_State *L)
     }
     spec.seed = (uint64_t)seed;
     const char *name = bind_string(L, 1, "name");
-    const char *params = bind_string(L, 1, "params_json");
+    const char *params = bind_params_json(L, 1);
     rec_db *db = NULL;
     if (recording)
         db = bind_database(L, bind_string(L, 1, "db"));
@@ -433,6 +423,8 @@ static int core_collective(lua_State *L)
         name = defname;
     }
     int64_t id = 0;
+    if (rc && limit_stopped())
+        return bind_raise_stop(L); /* cut short: no rows (limit.h) */
     if (db) {
         /* a failed collective leaves a failed run row, as a failed
          * pipeline does (README, "The results database") */

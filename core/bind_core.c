@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "limit.h"
 #include "rec.h"
 #include "unit.h"
 
@@ -43,6 +44,8 @@ static session *get_session(lua_State *L)
 
 int bind_raise(lua_State *L, const ps_err *err)
 {
+    if (limit_stopped())
+        return bind_raise_stop(L);
     lua_pushstring(L, err->msg);
     return lua_error(L);
 }
@@ -200,7 +203,8 @@ static int core_parse(lua_State *L)
     }
     double v;
     ps_err err;
-    if (unit_parse(luaL_checkstring(L, 1), kind, &v, &err))
+    luaL_checkstring(L, 1);
+    if (bind_parse_quantity(L, 1, kind, &v, &err))
         return bind_raise(L, &err);
     lua_pushnumber(L, v);
     return 1;
@@ -220,6 +224,7 @@ int bind_open_core(lua_State *L)
     bind_register_run(L);
     bind_register_report(L);
     bind_register_collective(L);
+    bind_register_check(L);
     return 1;
 }
 
@@ -249,81 +254,4 @@ void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
     lua_concat(L, 2);
     lua_setfield(L, -2, "path");
     lua_pop(L, 1);
-}
-
-/* --- field readers --- */
-
-static void field_error(lua_State *L, const char *name, const char *what)
-{
-    lua_pushfstring(L, "field '%s': %s", name, what);
-    lua_error(L);
-}
-
-void bind_quantity(lua_State *L, int idx, const char *name, int kind,
-                   double *out)
-{
-    /* "link.bandwidth": read "bandwidth", name the whole path in errors */
-    const char *dot = strrchr(name, '.');
-    lua_getfield(L, idx, dot ? dot + 1 : name);
-    int t = lua_type(L, -1);
-    if (t == LUA_TNUMBER) {
-        double v = lua_tonumber(L, -1);
-        if (!isfinite(v))
-            field_error(L, name, "not a finite number");
-        *out = v;
-    } else if (t == LUA_TSTRING) {
-        ps_err err;
-        if (unit_parse(lua_tostring(L, -1), (enum unit_kind)kind, out, &err))
-            field_error(L, name, err.msg);
-    } else if (t != LUA_TNIL) {
-        field_error(L, name,
-                    lua_pushfstring(L,
-                                    "expected a number or a string with "
-                                    "units, got a %s",
-                                    luaL_typename(L, -1)));
-    }
-    lua_pop(L, 1);
-}
-
-void bind_integer(lua_State *L, int idx, const char *name, long long *out)
-{
-    lua_getfield(L, idx, name);
-    if (!lua_isnil(L, -1)) {
-        int ok;
-        lua_Integer v = lua_tointegerx(L, -1, &ok);
-        if (!ok)
-            field_error(L, name,
-                        lua_pushfstring(L, "expected an integer, got %s",
-                                        luaL_tolstring(L, -1, NULL)));
-        *out = v;
-    }
-    lua_pop(L, 1);
-}
-
-void bind_boolean(lua_State *L, int idx, const char *name, int *out)
-{
-    lua_getfield(L, idx, name);
-    if (!lua_isnil(L, -1)) {
-        if (!lua_isboolean(L, -1))
-            field_error(L, name,
-                        lua_pushfstring(L, "expected true or false, got %s",
-                                        luaL_tolstring(L, -1, NULL)));
-        *out = lua_toboolean(L, -1);
-    }
-    lua_pop(L, 1);
-}
-
-const char *bind_string(lua_State *L, int idx, const char *name)
-{
-    lua_getfield(L, idx, name);
-    const char *s = NULL;
-    if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) != LUA_TSTRING)
-            field_error(L, name,
-                        lua_pushfstring(L, "expected a string, got a %s",
-                                        luaL_typename(L, -1)));
-        s = lua_tostring(L, -1);
-    }
-    lua_pop(L, 1); /* the table keeps the string alive */
-    return s;
 }

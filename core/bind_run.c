@@ -1,7 +1,10 @@
 /* core.run: one pipeline training step from a normalized scenario table
- * (lua/pipesim/init.lua has resolved the partition and checked field names).
+ * (lua/pipesim/init.lua fills defaults). Every field is checked here
+ * (core/bind_check.c, lists in core/bind_fields.c) before the Lua layer is
+ * asked for the partition and the params JSON, so those see valid input.
  * Scratch arrays are Lua userdata, so an error raised half way leaks
  * nothing; the pipe_ctx lives in the registry and is reused by every run. */
+#include <ctype.h>
 #include <lauxlib.h>
 #include <math.h>
 #include <string.h>
@@ -13,6 +16,8 @@
 #include "unit.h"
 
 #define CTX_TYPE "pipesim.pipe_ctx"         /* metatable name */
+#define MAX_RANKS (1 << 20)                 /* as in ps.cluster (net.h) */
+#define MAX_LAYERS (1 << 24)                /* keeps layer counts in int32 */
 #define CTX_KEY "pipesim.pipe_ctx.instance" /* registry slot of the ctx */
 
 static int ctx_gc(lua_State *L)
@@ -28,9 +33,11 @@ static pipe_ctx *get_ctx(lua_State *L)
     if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
         pipe_ctx *c = *(pipe_ctx **)lua_touserdata(L, -1);
         lua_pop(L, 1);
-        return c;
+        if (c) /* NULL when its __gc was called by hand: make a new one */
+            return c;
+    } else {
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     pipe_ctx **c = lua_newuserdatauv(L, sizeof *c, 0);
     *c = NULL;
     luaL_setmetatable(L, CTX_TYPE);
@@ -48,59 +55,51 @@ static void *scratch(lua_State *L, size_t n, size_t size)
     return p; /* stays on the stack until core_run returns */
 }
 
-/* One numeric field of layers[i]; errors name the layer and the field. */
-static double layer_field(lua_State *L, int idx, int i, const char *name,
-                          enum unit_kind kind, double def)
+/* One numeric field of layers[i] (a finite number >= 0, with units or
+ * not); def when absent. */
+static double layer_field(lua_State *L, int idx, const char *path,
+                          const char *key, enum unit_kind kind, double def)
 {
+    char name[64];
     double v = def;
-    int t = lua_getfield(L, idx, name);
-    if (t == LUA_TNUMBER) {
-        v = lua_tonumber(L, -1);
-    } else if (t == LUA_TSTRING) {
-        ps_err err;
-        if (unit_parse(lua_tostring(L, -1), kind, &v, &err))
-            luaL_error(L, "layers[%d]: field '%s': %s", i, name, err.msg);
-    } else if (t != LUA_TNIL) {
-        luaL_error(L, "layers[%d]: field '%s' must be a number, got a %s", i,
-                   name, luaL_typename(L, -1));
-    }
-    lua_pop(L, 1);
-    if (t != LUA_TNIL && !(v >= 0 && isfinite(v)))
-        luaL_error(L,
-                   "layers[%d]: field '%s' must be a finite number >= 0, "
-                   "got %f",
-                   i, name, v);
+    bind_quantity_min(L, idx, bind_join(name, sizeof name, path, key), kind, 0,
+                      0, &v);
     return v;
 }
 
 static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
 {
+    char path[32], name[64];
+    snprintf(path, sizeof path, "layers[%d]", i);
     if (!lua_istable(L, idx))
-        luaL_error(L, "layers[%d] must be a table", i);
-    l->fwd_flops = layer_field(L, idx, i, "fwd_flops", UNIT_FLOP, -1);
-    l->bwd_flops = layer_field(L, idx, i, "bwd_flops", UNIT_FLOP, -1);
-    l->fwd_time = layer_field(L, idx, i, "fwd_time", UNIT_SECONDS, -1);
-    l->bwd_time = layer_field(L, idx, i, "bwd_time", UNIT_SECONDS, -1);
-    l->params = layer_field(L, idx, i, "params", UNIT_FLOP, 0);
-    l->act_bytes = layer_field(L, idx, i, "act_bytes", UNIT_BYTES, 0);
-    l->out_bytes = layer_field(L, idx, i, "out_bytes", UNIT_BYTES, 0);
-    l->in_bytes = layer_field(L, idx, i, "in_bytes", UNIT_BYTES, -1);
+        bind_field_error(L, path, "must be a table", idx);
+    bind_check_fields(L, idx, path, bind_fields_layer);
+    l->fwd_flops = layer_field(L, idx, path, "fwd_flops", UNIT_FLOP, -1);
+    l->bwd_flops = layer_field(L, idx, path, "bwd_flops", UNIT_FLOP, -1);
+    l->fwd_time = layer_field(L, idx, path, "fwd_time", UNIT_SECONDS, -1);
+    l->bwd_time = layer_field(L, idx, path, "bwd_time", UNIT_SECONDS, -1);
+    l->params = layer_field(L, idx, path, "params", UNIT_FLOP, 0);
+    l->act_bytes = layer_field(L, idx, path, "act_bytes", UNIT_BYTES, 0);
+    l->out_bytes = layer_field(L, idx, path, "out_bytes", UNIT_BYTES, 0);
+    l->in_bytes = layer_field(L, idx, path, "in_bytes", UNIT_BYTES, -1);
     l->bwd_input_flops =
-        layer_field(L, idx, i, "bwd_input_flops", UNIT_FLOP, -1);
+        layer_field(L, idx, path, "bwd_input_flops", UNIT_FLOP, -1);
     l->bwd_weight_flops =
-        layer_field(L, idx, i, "bwd_weight_flops", UNIT_FLOP, -1);
+        layer_field(L, idx, path, "bwd_weight_flops", UNIT_FLOP, -1);
     l->bwd_input_time =
-        layer_field(L, idx, i, "bwd_input_time", UNIT_SECONDS, -1);
+        layer_field(L, idx, path, "bwd_input_time", UNIT_SECONDS, -1);
     l->bwd_weight_time =
-        layer_field(L, idx, i, "bwd_weight_time", UNIT_SECONDS, -1);
+        layer_field(L, idx, path, "bwd_weight_time", UNIT_SECONDS, -1);
     l->bwd_weight_bytes =
-        layer_field(L, idx, i, "bwd_weight_bytes", UNIT_BYTES, -1);
+        layer_field(L, idx, path, "bwd_weight_bytes", UNIT_BYTES, -1);
     l->recompute_time =
-        layer_field(L, idx, i, "recompute_time", UNIT_SECONDS, -1);
-    l->kept_bytes = layer_field(L, idx, i, "kept_bytes", UNIT_BYTES, -1);
-    l->name = bind_string(L, idx, "name");
+        layer_field(L, idx, path, "recompute_time", UNIT_SECONDS, -1);
+    l->kept_bytes = layer_field(L, idx, path, "kept_bytes", UNIT_BYTES, -1);
+    l->name = bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
+    bind_string(L, idx, bind_join(name, sizeof name, path, "kind"));
+    layer_field(L, idx, path, "shared_params", UNIT_FLOP, 0);
     if (l->fwd_time < 0 && l->fwd_flops < 0)
-        luaL_error(L, "layers[%d]: missing field 'fwd_flops' or 'fwd_time'", i);
+        luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
 /* "pytorch": rendezvous transfers posted the way PyTorch's
@@ -167,9 +166,10 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
                         const sched_action ***orders, int32_t **counts)
 {
     int32_t p = cfg->p;
-    if ((int32_t)luaL_len(L, idx) != p)
-        luaL_error(L, "field 'schedule': %d action lists for %d stages",
-                   (int)luaL_len(L, idx), (int)p);
+    lua_Integer np = bind_list_len(L, idx, "schedule");
+    if (np != p)
+        luaL_error(L, "field 'schedule': %I action lists for %d stages", np,
+                   (int)p);
     *orders = scratch(L, (size_t)p, sizeof **orders);
     *counts = scratch(L, (size_t)p, sizeof **counts);
     for (int32_t r = 0; r < p; r++) {
@@ -180,13 +180,21 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
                        "actions such as {\"F0\", \"B0\"}",
                        (int)r + 1);
         int list = lua_gettop(L);
-        int32_t n = (int32_t)luaL_len(L, list);
+        char name[32];
+        snprintf(name, sizeof name, "schedule[%d]", (int)r + 1);
+        /* sched_check_custom bounds a list by 3 m v actions; checked here
+         * in 64 bits before the count is narrowed */
+        lua_Integer len = bind_list_len(L, list, name);
+        if (len > INT32_MAX / 4)
+            luaL_error(L, "field '%s' has %I actions, too many", name, len);
+        int32_t n = (int32_t)len;
         sched_action *a = scratch(L, (size_t)n, sizeof *a);
         lua_rotate(L, list, 1); /* keep the scratch below the list */
         list = lua_gettop(L);
         for (int32_t i = 0; i < n; i++) {
             lua_geti(L, list, i + 1);
-            const char *text = lua_tostring(L, -1);
+            const char *text =
+                lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
             ps_err err;
             if (!text)
                 luaL_error(L,
@@ -214,40 +222,32 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg,
     cfg->first_bucket_bytes = 1.0 * 1024 * 1024;
     cfg->grad_algorithm = COLL_AUTO;
     cfg->overlap = 1;
-    if (lua_getfield(L, 1, "grad_sync") == LUA_TTABLE) {
+    if (bind_table(L, 1, "grad_sync",
+                   "such as { bucket = \"25 MB\", overlap = true }")) {
         int t = lua_gettop(L);
-        bind_quantity(L, t, "grad_sync.bucket", UNIT_BYTES, &cfg->bucket_bytes);
-        bind_quantity(L, t, "grad_sync.first_bucket", UNIT_BYTES,
-                      &cfg->first_bucket_bytes);
-        bind_boolean(L, t, "overlap", &cfg->overlap);
-        const char *algo = bind_string(L, t, "algorithm");
+        bind_check_fields(L, t, "grad_sync", bind_fields_grad_sync);
+        bind_quantity_min(L, t, "grad_sync.bucket", UNIT_BYTES, 0, 1,
+                          &cfg->bucket_bytes);
+        bind_quantity_min(L, t, "grad_sync.first_bucket", UNIT_BYTES, 0, 1,
+                          &cfg->first_bucket_bytes);
+        bind_boolean(L, t, "grad_sync.overlap", &cfg->overlap);
+        const char *algo = bind_string(L, t, "grad_sync.algorithm");
         ps_err err;
         if (algo &&
             coll_parse_algo(COLL_ALLREDUCE, algo, &cfg->grad_algorithm, &err))
             luaL_error(L, "field 'grad_sync.algorithm': %s", err.msg);
-        if (!(cfg->bucket_bytes > 0) || !(cfg->first_bucket_bytes > 0))
-            luaL_error(L, "field 'grad_sync.bucket' and 'first_bucket' must "
-                          "be positive");
-    } else if (!lua_isnil(L, -1)) {
-        luaL_error(L, "field 'grad_sync' must be a table such as { bucket = "
-                      "\"25 MB\", overlap = true }");
+        lua_pop(L, 1);
     }
-    lua_pop(L, 1);
     /* the reduction runs on the network like NCCL: NCCL's tuner picks
      * between ring and tree for allreduce (ncclTopoTuneModel) */
     if (cfg->grad_algorithm == COLL_AUTO)
         cfg->grad_candidates = (1u << COLL_RING) | (1u << COLL_TREE);
     long long zero = 0;
-    bind_integer(L, 1, "zero", &zero);
-    if (zero != 0 && zero != 1)
-        luaL_error(L, "field 'zero' must be 0 or 1 (ZeRO stage 1), got %d",
-                   (int)zero);
+    bind_int(L, 1, "zero", 0, 1, &zero); /* ZeRO stage 1 or none */
     cfg->zero = (int)zero;
     cfg->optimizer_seconds = 0;
-    bind_quantity(L, 1, "optimizer_time", UNIT_SECONDS,
-                  &cfg->optimizer_seconds);
-    if (cfg->optimizer_seconds < 0)
-        luaL_error(L, "field 'optimizer_time' must not be negative");
+    bind_quantity_min(L, 1, "optimizer_time", UNIT_SECONDS, 0, 0,
+                      &cfg->optimizer_seconds);
     /* a data-parallel group that is whole nodes can use hierarchical
      * collectives */
     int32_t g = cl->gpus_per_node;
@@ -319,32 +319,98 @@ static void push_fits(lua_State *L, const pipe_result *res)
     lua_setfield(L, -2, "over_capacity");
 }
 
+/* The fields init.lua computes from before core.run, checked in the same
+ * way for both: names at the top, the counts (in 64 bits before they are
+ * narrowed: ranks as in ps.cluster, chunks per rank as sched.h allows) and
+ * every layer, read into cfg->layers (a scratch userdata left on the
+ * stack). *uses_flops: some layer needs the device's FLOP/s. [-0, +1] */
+static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
+{
+    bind_check_fields(L, 1, "", bind_fields_run);
+    long long p = 0, v = 1, m = 0, dp = 1;
+    if (lua_getfield(L, 1, "layers") == LUA_TNIL)
+        luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    lua_pop(L, 1);
+    if (!bind_int(L, 1, "stages", 1, MAX_RANKS, &p))
+        luaL_error(L, "missing field 'stages' (pipeline stages, one per "
+                      "rank)");
+    if (!bind_int(L, 1, "microbatches", 1, INT32_MAX, &m))
+        luaL_error(L, "missing field 'microbatches'");
+    bind_int(L, 1, "virtual_stages", 1, INT16_MAX, &v);
+    bind_int(L, 1, "dp", 1, MAX_RANKS, &dp);
+    if (dp * p > MAX_RANKS) /* both <= 2^20: no overflow */
+        luaL_error(
+            L, "dp %I x %I stages is %I ranks, more than the limit of %d",
+            (lua_Integer)dp, (lua_Integer)p, (lua_Integer)(dp * p), MAX_RANKS);
+    cfg->p = (int32_t)p;
+    cfg->v = (int32_t)v;
+    cfg->m = (int32_t)m;
+    cfg->dp = (int32_t)dp;
+
+    if (!bind_table(L, 1, "layers", "(a list of layer tables)"))
+        luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    int layers_idx = lua_gettop(L);
+    lua_Integer nlayers = bind_list_len(L, layers_idx, "layers");
+    if (nlayers < 1)
+        luaL_error(L, "field 'layers' is empty");
+    if (nlayers > MAX_LAYERS)
+        luaL_error(L, "field 'layers' has %I layers, more than %d", nlayers,
+                   MAX_LAYERS);
+    int32_t nl = (int32_t)nlayers;
+    pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
+    *uses_flops = 0;
+    for (int32_t i = 0; i < nl; i++) {
+        lua_geti(L, layers_idx, i + 1);
+        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
+        *uses_flops |= layers[i].fwd_time < 0 ||
+                       (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
+        lua_pop(L, 1);
+    }
+    lua_remove(L, layers_idx); /* the layer names stay alive in spec */
+    cfg->layers = layers;
+    cfg->nlayers = nl;
+
+    /* p <= 2^20 and v < 2^15: the product fits before it is compared */
+    if ((long long)p * v > nl) {
+        if (v > 1)
+            luaL_error(L,
+                       "%I stages (stages %d x virtual_stages %d) but only %d "
+                       "layers",
+                       (lua_Integer)(p * v), (int)p, (int)v, (int)nl);
+        luaL_error(L, "%d stages but only %d layers", (int)p, (int)nl);
+    }
+}
+
+/* core.check_run(spec): raises on the fields read_shape checks, so that
+ * init.lua computes the partition and the parallel layout from checked
+ * input; core.run checks them again (cheap next to a run). */
+static int core_check_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    pipe_config cfg = {0};
+    int uses_flops;
+    read_shape(L, &cfg, &uses_flops);
+    return 0;
+}
+
 static int core_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     pipe_config cfg = {0};
+    int uses_flops = 0;
+    read_shape(L, &cfg, &uses_flops); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
-    long long p = 0, v = 1, m = 0;
-    bind_integer(L, 1, "stages", &p);
-    bind_integer(L, 1, "virtual_stages", &v);
-    bind_integer(L, 1, "microbatches", &m);
-    if (m < 1)
-        return luaL_error(L, "field 'microbatches' must be at least 1, got %d",
-                          (int)m);
-    if (p < 1)
-        return luaL_error(L, "field 'stages' must be at least 1, got %d",
-                          (int)p);
-    if (v < 1)
-        return luaL_error(
-            L, "field 'virtual_stages' must be at least 1, got %d", (int)v);
-    cfg.p = (int32_t)p;
-    cfg.v = (int32_t)v;
-    cfg.m = (int32_t)m;
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    /* recorded only: lua/pipesim/parallel.lua has lowered them */
+    long long tp = 1;
+    bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
+    cfg.tp = (int32_t)tp;
+    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
+    cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
     cfg.p2p = read_p2p(L, 1, &cfg.pytorch_p2p);
     int recording = read_record(L, 1, &cfg.record);
-    cfg.params_json = bind_string(L, 1, "params_json");
 
     /* schedule */
     const sched_action **orders = NULL;
@@ -357,11 +423,24 @@ static int core_run(lua_State *L)
         cfg.custom = orders;
         cfg.ncustom = counts;
     } else {
-        const char *name = lua_isnil(L, -1) ? "1f1b" : lua_tostring(L, -1);
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+            bind_field_error(L, "schedule",
+                             "must be a schedule name or a list of actions "
+                             "per stage",
+                             -1);
+        /* names as users type them: "1F1B", "GPipe", "Interleaved" */
+        char name[32] = "1f1b";
+        size_t len = 0;
+        const char *given = lua_tolstring(L, -1, &len);
+        if (given && strlen(given) != len)
+            bind_field_error(L, "schedule", "must not contain a NUL byte", -1);
+        if (given && len < sizeof name) {
+            for (size_t i = 0; i <= len; i++)
+                name[i] = (char)tolower((unsigned char)given[i]);
+        } else if (given) {
+            snprintf(name, sizeof name, "%.31s", given); /* too long: unknown */
+        }
         ps_err err;
-        if (!name)
-            return luaL_error(L, "field 'schedule' must be a name or a list "
-                                 "of actions per stage");
         if (sched_parse(name, &cfg.schedule, &err))
             return luaL_error(L, "field 'schedule': %s", err.msg);
         cfg.schedule_name = sched_name(cfg.schedule);
@@ -372,61 +451,41 @@ static int core_run(lua_State *L)
     cfg.weight_bytes = 2;
     cfg.grad_bytes = 2;
     cfg.optimizer_bytes = 12;
-    if (lua_getfield(L, 1, "memory") == LUA_TTABLE) {
+    if (bind_table(L, 1, "memory",
+                   "of bytes per parameter such as { weight_bytes = 2 }")) {
         int t = lua_gettop(L);
-        bind_quantity(L, t, "weight_bytes", UNIT_BYTES, &cfg.weight_bytes);
-        bind_quantity(L, t, "grad_bytes", UNIT_BYTES, &cfg.grad_bytes);
-        bind_quantity(L, t, "optimizer_bytes", UNIT_BYTES,
-                      &cfg.optimizer_bytes);
-    }
-    lua_pop(L, 1);
-
-    /* layers */
-    if (lua_getfield(L, 1, "layers") != LUA_TTABLE)
-        return luaL_error(L, "missing field 'layers' (a list of layer tables)");
-    int layers_idx = lua_gettop(L);
-    int32_t nl = (int32_t)luaL_len(L, layers_idx);
-    if (nl < 1)
-        return luaL_error(L, "field 'layers' is empty");
-    pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
-    int uses_flops = 0;
-    for (int32_t i = 0; i < nl; i++) {
-        lua_geti(L, layers_idx, i + 1);
-        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
-        uses_flops |= layers[i].fwd_time < 0 ||
-                      (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
+        bind_check_fields(L, t, "memory", bind_fields_memory);
+        bind_quantity_min(L, t, "memory.weight_bytes", UNIT_BYTES, 0, 0,
+                          &cfg.weight_bytes);
+        bind_quantity_min(L, t, "memory.grad_bytes", UNIT_BYTES, 0, 0,
+                          &cfg.grad_bytes);
+        bind_quantity_min(L, t, "memory.optimizer_bytes", UNIT_BYTES, 0, 0,
+                          &cfg.optimizer_bytes);
         lua_pop(L, 1);
     }
-    cfg.layers = layers;
-    cfg.nlayers = nl;
 
     /* partition: resolved by the Lua layer into p * v counts */
+    int32_t nl = cfg.nlayers;
     int32_t nstages = cfg.p * cfg.v;
-    if (nstages > nl)
-        return luaL_error(L,
-                          "%d stages (stages %d x virtual_stages %d) but "
-                          "only %d layers",
-                          (int)nstages, (int)cfg.p, (int)cfg.v, (int)nl);
-    if (lua_getfield(L, 1, "partition") != LUA_TTABLE)
+    if (!bind_table(L, 1, "partition", "of layer counts"))
         return luaL_error(L, "field 'partition' must be a list of layer "
                              "counts");
-    if ((int32_t)luaL_len(L, -1) != nstages)
+    lua_Integer nparts = bind_list_len(L, -1, "partition");
+    if (nparts != nstages)
         return luaL_error(L,
                           "field 'partition' has %d entries, expected %d "
                           "(one per stage%s)",
-                          (int)luaL_len(L, -1), (int)nstages,
+                          (int)nparts, (int)nstages,
                           cfg.v > 1 ? " and virtual stage" : "");
     int32_t *partition = scratch(L, (size_t)nstages, sizeof *partition);
     lua_rotate(L, -2, 1);
     for (int32_t s = 0; s < nstages; s++) {
         lua_geti(L, -1, s + 1);
-        int ok;
-        lua_Integer c = lua_tointegerx(L, -1, &ok);
-        if (!ok)
-            return luaL_error(L,
-                              "field 'partition': entry %d is not an "
-                              "integer",
-                              (int)s + 1);
+        long long c;
+        int at = lua_gettop(L);
+        bind_check_int(L, at, lua_pushfstring(L, "partition[%d]", (int)s + 1),
+                       1, nl, &c);
+        lua_pop(L, 1);
         partition[s] = (int32_t)c;
         lua_pop(L, 1);
     }
@@ -434,11 +493,6 @@ static int core_run(lua_State *L)
     lua_pop(L, 1);
 
     /* cluster and placement */
-    long long dp = 1;
-    bind_integer(L, 1, "dp", &dp);
-    if (dp < 1)
-        return luaL_error(L, "field 'dp' must be at least 1, got %d", (int)dp);
-    cfg.dp = (int32_t)dp;
     bind_cluster *cl;
     if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
         lua_pop(L, 1);
@@ -454,26 +508,25 @@ static int core_run(lua_State *L)
                           (int)cfg.dp, (int)cfg.p, (int)n, (int)cl->nranks);
     int32_t *rank_of = scratch(L, (size_t)n, sizeof *rank_of);
     lua_rotate(L, -2, 1); /* keep the cluster on top */
-    if (lua_getfield(L, 1, "ranks") == LUA_TTABLE) {
-        if ((int32_t)luaL_len(L, -1) != n)
+    if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
+        lua_Integer len = bind_list_len(L, -1, "ranks");
+        if (len != n)
             return luaL_error(L,
                               "field 'ranks' must list %d cluster ranks (one "
                               "per stage%s), got %d",
                               (int)n, cfg.dp > 1 ? " of every replica" : "",
-                              (int)luaL_len(L, -1));
+                              (int)len);
         for (int32_t k = 0; k < n; k++) {
             lua_geti(L, -1, k + 1);
-            int ok;
-            lua_Integer r = lua_tointegerx(L, -1, &ok);
-            if (!ok || r < 0 || r >= cl->nranks)
-                return luaL_error(L,
-                                  "field 'ranks': entry %d is not a rank of "
-                                  "the cluster (0..%d)",
-                                  (int)k + 1, (int)cl->nranks - 1);
+            long long r;
+            int at = lua_gettop(L);
+            bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)k + 1),
+                           0, cl->nranks - 1, &r);
+            lua_pop(L, 2);
             rank_of[k] = (int32_t)r;
-            lua_pop(L, 1);
         }
     } else {
+        lua_pushnil(L); /* popped below, like the list */
         /* Megatron-LM orders ranks tp-cp-ep-dp-pp (parallel_state,
          * RankGenerator): data-parallel peers are adjacent, inside a node,
          * and the pipeline spans nodes. "pp_inner" is the reverse. */
@@ -504,6 +557,7 @@ static int core_run(lua_State *L)
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 
+    cfg.params_json = bind_params_json(L, 1);
     rec_db *db = NULL;
     if (recording) {
         const char *path = bind_string(L, 1, "db");
@@ -568,4 +622,6 @@ void bind_register_run(lua_State *L)
     lua_pop(L, 1);
     lua_pushcfunction(L, core_run);
     lua_setfield(L, -2, "run");
+    lua_pushcfunction(L, core_check_run);
+    lua_setfield(L, -2, "check_run");
 }

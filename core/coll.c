@@ -244,6 +244,8 @@ static int cmp_i32(const void *a, const void *b)
 static int direct_contention(const net *nw, const view *v, double *c)
 {
     *c = 1;
+    if (net_is_mesh(nw)) /* a link per pair; mesh links share one id */
+        return 0;
     size_t cap = 64, used = 0;
     int32_t *ids = malloc(cap * sizeof *ids);
     if (!ids)

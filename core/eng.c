@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "limit.h"
+
 enum { EV_COMPUTE = 1 }; /* NET_EVENT (net.h) is the other type */
 
 enum lane_state {
@@ -82,13 +84,13 @@ void eng_free(eng_sim *e)
     if (!e)
         return;
     eq_free(&e->q);
-    free(e->lane);
-    free(e->msg);
-    free(e->device);
-    free(e->device_wait);
-    free(e->raised);
-    free(e->signal_wait);
-    free(e->ready);
+    limit_free(e->lane);
+    limit_free(e->msg);
+    limit_free(e->device);
+    limit_free(e->device_wait);
+    limit_free(e->raised);
+    limit_free(e->signal_wait);
+    limit_free(e->ready);
     free(e);
 }
 
@@ -98,7 +100,7 @@ static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
 {
     if (n < *cap)
         return 0;
-    void *q = realloc(*p, ((size_t)n + 1) * sz);
+    void *q = limit_realloc(*p, ((size_t)n + 1) * sz);
     if (!q)
         return -1;
     *p = q;
@@ -113,7 +115,7 @@ static int reserve_big(uint8_t **p, int32_t *cap, int32_t n)
 {
     if (n < *cap)
         return 0;
-    free(*p);
+    limit_free(*p);
     *cap = 0;
     *p = prog_big_alloc((size_t)n + 1);
     if (!*p)
@@ -411,7 +413,11 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
     int64_t events = 0;
     double last = 0; /* time of the last event that did something */
     while (!e->oom && eq_pop(&e->q, &ev) == 0) {
-        events++;
+        /* a stop (signal, --timeout, memory: limit.h) ends the run at an
+         * event boundary; polled every 4096 events, a load and a branch */
+        if ((++events & 4095) == 0 && limit_stopped())
+            return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
+                           (long long)events);
         now = ev.t;
         if (ev.type == EV_COMPUTE) {
             compute_done(e, ev.id);

@@ -44,7 +44,8 @@ void eng_free(eng_sim *e);
 /* Runs ps (sealed with prog_seal) on nw, whose rank count must equal
  * ps->nranks. Writes op times into ps and a summary into *res. Fails on a
  * deadlock (message: "deadlock at t=...: rank 1 waits on recv B3 from rank 2
- * (microbatch 3); ...") or when memory runs out. */
+ * (microbatch 3); ..."), when memory runs out, or when a stop is requested
+ * (limit.h; checked every few thousand events). */
 int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             eng_result *res, ps_err *err);
 

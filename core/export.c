@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbcheck.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------------ */
@@ -270,7 +271,9 @@ int export_run_load(rec_db *db, int64_t id, export_run *r, ps_err *err)
 {
     memset(r, 0, sizeof *r);
     r->id = id;
-    if (load_header(db, id, r, err))
+    /* rows are checked first: the writers index by rank and scale by
+     * time, and the database may have been edited */
+    if (load_header(db, id, r, err) || dbcheck_run(db, id, NULL, err))
         goto fail;
     if (strcmp(r->status, "ok") != 0) {
         ps_errf(err, "run %lld failed (%s): it has no timeline", (long long)id,

@@ -56,6 +56,7 @@ static const char *const rank_colors[] = {
     "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#ff7f0e",
 };
 #define NRANK_COLORS ((int)(sizeof rank_colors / sizeof rank_colors[0]))
+#define MAX_TICKS 100 /* per axis: nice steps give about 8 */
 
 static void xml_str(FILE *out, const char *s)
 {
@@ -111,8 +112,10 @@ static double nice_step(double span, int target)
 /* Decimals that show a multiple of step exactly (step = 1/2/5 x 10^k). */
 static int step_decimals(double step)
 {
-    int d = (int)-floor(log10(step) + 1e-9);
-    return d > 0 ? d : 0;
+    if (!(step > 0) || !isfinite(step)) /* a degenerate axis */
+        return 0;
+    double d = -floor(log10(step) + 1e-9);
+    return d > 0 ? (int)fmin(d, 20) : 0;
 }
 
 typedef struct tunit {
@@ -274,7 +277,9 @@ static void svg_axis(svg_ctx *c, int y_top, int y_axis)
     double step = nice_step(c->tmax * u.scale, 8);
     int dec = step_decimals(step);
     fprintf(out, "<g class=\"grid\" stroke=\"%s\" stroke-width=\"1\">\n", grid);
-    for (int i = 1; i * step <= c->tmax * u.scale * (1 + 1e-9); i++) {
+    /* i <= MAX_TICKS: the bound is infinite for a time near DBL_MAX */
+    for (int i = 1;
+         i <= MAX_TICKS && i * step <= c->tmax * u.scale * (1 + 1e-9); i++) {
         double x = xs(c, i * step / u.scale);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\"/>\n", x,
                 y_top, x, y_axis);
@@ -285,7 +290,8 @@ static void svg_axis(svg_ctx *c, int y_top, int y_axis)
             "text-anchor=\"middle\">\n"
             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\"/>\n",
             ink2, ML, y_axis, ML + PW, y_axis, "#9aa5b1");
-    for (int i = 0; i * step <= c->tmax * u.scale * (1 + 1e-9); i++) {
+    for (int i = 0;
+         i <= MAX_TICKS && i * step <= c->tmax * u.scale * (1 + 1e-9); i++) {
         double x = xs(c, i * step / u.scale);
         fprintf(out,
                 "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" "
@@ -382,7 +388,8 @@ static void svg_memory(svg_ctx *c, const export_run *r, int y)
     bunit u = byte_unit(c->ymax);
     double step = nice_step(c->ymax / u.size, 3);
     int dec = step_decimals(step);
-    for (int i = 0; i * step <= c->ymax / u.size * (1 + 1e-9); i++) {
+    for (int i = 0; i <= MAX_TICKS && i * step <= c->ymax / u.size * (1 + 1e-9);
+         i++) {
         double yy = bottom - i * step * u.size / c->ymax * MH;
         fprintf(out,
                 "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "

@@ -4,10 +4,10 @@
  * rank (O(ranks * (nodes + links))); neighbours are visited in increasing
  * node id, so among equally short routes the one through lower node ids
  * wins, deterministically. A mesh keeps its N*N links implicit and stores
- * no route table: the link from src to dst is number d * N + src, where
- * d = (dst - src) mod N, so that the links a collective step uses at once
- * (every rank to the rank d further on: rings, trees, halving-doubling)
- * are neighbours in memory rather than one per page.
+ * no route table, and no N*N state either (65536 ranks would need 4e9
+ * entries): at run time a pair gets a state slot on its first transfer,
+ * found again through an open-addressing hash of (src, dst), so a run
+ * costs O(pairs it uses) however large the mesh.
  *
  * FAIR keeps, per link, an intrusive doubly linked list of the flows in
  * their data phase (membership node = flow * max_route + hop), so a flow
@@ -24,6 +24,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "limit.h"
 
 typedef struct link {
     int32_t a, b;
@@ -46,6 +48,7 @@ typedef struct flow {
     double new_rate;  /* scratch for the solver */
     int32_t id;       /* the engine's message id */
     int32_t src, dst;
+    int32_t slot;      /* mesh: the link's state slot */
     int32_t next_free; /* free list while FLOW_FREE */
     uint32_t version;  /* events with another version are stale */
     uint32_t stamp;    /* component search mark */
@@ -69,10 +72,16 @@ struct net {
     uint8_t *slack;      /* per link: never a bottleneck (net_finalize) */
     /* built by net_build_cluster: its shape, else 0 */
     int32_t cl_gpus, cl_nics;
-    /* run state, one entry per link (mesh: nranks * nranks), in one record
-     * so that a transfer touches one cache line per link */
+    /* run state, one entry per link (mesh: per slot), in one record so
+     * that a transfer touches one cache line per link */
     lstat *ls;
-    int32_t state_links;
+    int32_t state_links; /* entries of ls (mesh: slot capacity) */
+    /* mesh slots: mkey[i] = src * nranks + dst (-1: empty) has slot
+     * mval[i]; mcap is a power of two, at least twice the slots in use */
+    int64_t *mkey;
+    int32_t *mval;
+    int32_t mcap, nslots;
+    int32_t *slot_src, *slot_dst; /* state_links entries */
     int oom;
     eq *q;
     /* FAIR run state */
@@ -106,13 +115,13 @@ net *net_new(int32_t nranks)
 
 static void free_fair(net *nw)
 {
-    free(nw->l_head);
-    free(nw->l_count);
-    free(nw->l_stamp);
-    free(nw->l_since);
-    free(nw->l_cap);
-    free(nw->l_unfixed);
-    free(nw->comp_links);
+    limit_free(nw->l_head);
+    limit_free(nw->l_count);
+    limit_free(nw->l_stamp);
+    limit_free(nw->l_since);
+    limit_free(nw->l_cap);
+    limit_free(nw->l_unfixed);
+    limit_free(nw->comp_links);
     nw->l_head = nw->l_count = nw->l_unfixed = nw->comp_links = NULL;
     nw->l_stamp = NULL;
     nw->l_since = nw->l_cap = NULL;
@@ -121,10 +130,10 @@ static void free_fair(net *nw)
 
 static void free_flows(net *nw)
 {
-    free(nw->flows);
-    free(nw->m_prev);
-    free(nw->m_next);
-    free(nw->comp_flows);
+    limit_free(nw->flows);
+    limit_free(nw->m_prev);
+    limit_free(nw->m_next);
+    limit_free(nw->comp_flows);
     nw->flows = NULL;
     nw->m_prev = nw->m_next = nw->comp_flows = NULL;
     nw->flows_cap = 0;
@@ -134,11 +143,15 @@ void net_free(net *nw)
 {
     if (!nw)
         return;
-    free(nw->links);
-    free(nw->route_off);
-    free(nw->route_link);
-    free(nw->slack);
-    free(nw->ls);
+    limit_free(nw->links);
+    limit_free(nw->route_off);
+    limit_free(nw->route_link);
+    limit_free(nw->slack);
+    limit_free(nw->ls);
+    limit_free(nw->mkey);
+    limit_free(nw->mval);
+    limit_free(nw->slot_src);
+    limit_free(nw->slot_dst);
     free_fair(nw);
     free_flows(nw);
     free(nw);
@@ -186,7 +199,7 @@ int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                        (int)b);
     if (nw->nlinks == nw->links_cap) {
         int32_t cap = nw->links_cap ? nw->links_cap * 2 : 64;
-        link *l = realloc(nw->links, (size_t)cap * sizeof *l);
+        link *l = limit_realloc(nw->links, (size_t)cap * sizeof *l);
         if (!l)
             return ps_errf(err, "out of memory");
         nw->links = l;
@@ -353,14 +366,24 @@ int net_finalize(net *nw, ps_err *err)
     if (nw->mesh)
         return PS_OK;
     int32_t n = nw->nranks;
+    /* the table holds a route per ordered pair: 65536 ranks would need
+     * 4e9 entries and more than 2^31 hops, which its int32 offsets cannot
+     * address (a mesh keeps no table and has no such limit) */
+    if (n > NET_MAX_ROUTED_RANKS)
+        return ps_errf(err,
+                       "a network with switches or explicit links has at most "
+                       "%d ranks (a route per pair of ranks), got %d; a mesh "
+                       "has no such limit",
+                       NET_MAX_ROUTED_RANKS, (int)n);
     adjacency adj = {0};
     int32_t *via = malloc(((size_t)nw->nnodes + 1) * sizeof *via);
     int32_t *queue = malloc(((size_t)nw->nnodes + 1) * sizeof *queue);
     int32_t *path = malloc(((size_t)nw->nnodes + 1) * sizeof *path);
-    free(nw->route_off);
-    free(nw->route_link);
+    limit_free(nw->route_off);
+    limit_free(nw->route_link);
     nw->route_link = NULL;
-    nw->route_off = calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
+    nw->route_off =
+        limit_calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
     int rc = PS_OK;
     size_t used = 0, cap = 0;
     nw->max_hops = 1;
@@ -370,6 +393,10 @@ int net_finalize(net *nw, ps_err *err)
         goto done;
     }
     for (int32_t s = 0; s < n && rc == PS_OK; s++) {
+        if (limit_stopped()) { /* O(n^2) routes: a signal or --timeout */
+            rc = ps_errf(err, "stopped computing routes");
+            break;
+        }
         for (int32_t i = 0; i < nw->nnodes; i++)
             via[i] = -2;
         via[s] = -1;
@@ -401,11 +428,16 @@ int net_finalize(net *nw, ps_err *err)
                 path[len++] = via[v];
             if (len > nw->max_hops)
                 nw->max_hops = len;
+            if (used + (size_t)len > INT32_MAX) {
+                rc = ps_errf(err, "routes too long: more than %d hops in all",
+                             INT32_MAX);
+                break;
+            }
             if (used + (size_t)len > cap) {
                 size_t ncap = cap ? cap * 2 : 1024;
                 while (ncap < used + (size_t)len)
                     ncap *= 2;
-                int32_t *r = realloc(nw->route_link, ncap * sizeof *r);
+                int32_t *r = limit_realloc(nw->route_link, ncap * sizeof *r);
                 if (!r) {
                     rc = ps_errf(err, "out of memory computing routes");
                     break;
@@ -427,8 +459,8 @@ int net_finalize(net *nw, ps_err *err)
      * 1) would otherwise join every inter-node flow into one component
      * and make each flow start and end cost O(all of them), with the same
      * rates in the end. */
-    free(nw->slack);
-    nw->slack = calloc((size_t)nw->nlinks + 1, 1);
+    limit_free(nw->slack);
+    nw->slack = limit_calloc((size_t)nw->nlinks + 1, 1);
     double *in = calloc((size_t)nw->nnodes + 1, sizeof *in);
     if (rc == PS_OK && nw->slack && in) {
         for (int32_t i = 0; i < nw->nlinks; i++)
@@ -454,9 +486,8 @@ done:
 static inline int32_t route(const net *nw, int32_t src, int32_t dst,
                             const int32_t **links, int32_t *one)
 {
-    if (nw->mesh) {
-        int32_t d = dst - src;
-        *one = (d < 0 ? d + nw->nranks : d) * nw->nranks + src;
+    if (nw->mesh) { /* run-time state goes through mesh_slot instead */
+        *one = NET_MESH_LINK;
         *links = one;
         return 1;
     }
@@ -502,7 +533,10 @@ void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
               double *bandwidth)
 {
     double lat = 0, bw = INFINITY;
-    if (src != dst) {
+    if (src != dst && nw->mesh) {
+        lat = nw->mesh_lat;
+        bw = nw->mesh_bw;
+    } else if (src != dst) {
         const int32_t *links;
         int32_t one, len = route(nw, src, dst, &links, &one);
         for (int32_t i = 0; i < len; i++) {
@@ -532,13 +566,13 @@ static int size_fair(net *nw, int32_t count)
     if (nw->fair_links != count || !nw->l_head) {
         free_fair(nw);
         size_t n = (size_t)count + 1;
-        nw->l_head = malloc(n * sizeof *nw->l_head);
-        nw->l_count = malloc(n * sizeof *nw->l_count);
-        nw->l_stamp = malloc(n * sizeof *nw->l_stamp);
-        nw->l_since = malloc(n * sizeof *nw->l_since);
-        nw->l_cap = malloc(n * sizeof *nw->l_cap);
-        nw->l_unfixed = malloc(n * sizeof *nw->l_unfixed);
-        nw->comp_links = malloc(n * sizeof *nw->comp_links);
+        nw->l_head = limit_malloc(n * sizeof *nw->l_head);
+        nw->l_count = limit_malloc(n * sizeof *nw->l_count);
+        nw->l_stamp = limit_malloc(n * sizeof *nw->l_stamp);
+        nw->l_since = limit_malloc(n * sizeof *nw->l_since);
+        nw->l_cap = limit_malloc(n * sizeof *nw->l_cap);
+        nw->l_unfixed = limit_malloc(n * sizeof *nw->l_unfixed);
+        nw->comp_links = limit_malloc(n * sizeof *nw->comp_links);
         if (!nw->l_head || !nw->l_count || !nw->l_stamp || !nw->l_since ||
             !nw->l_cap || !nw->l_unfixed || !nw->comp_links) {
             free_fair(nw);
@@ -552,14 +586,156 @@ static int size_fair(net *nw, int32_t count)
     return 0;
 }
 
+/* Doubles the mesh's slot capacity: ls, slot_src / slot_dst and, when
+ * allocated for it, the FAIR arrays, new entries in their initial state.
+ * Returns 0, or -1 when out of memory (the capacity is then unchanged). */
+static int mesh_grow(net *nw)
+{
+    int32_t old = nw->state_links;
+    if (old > INT32_MAX / 2 - 1)
+        return -1;
+    int32_t cap = old ? old * 2 : 64;
+    size_t n = (size_t)cap + 1, add = (size_t)(cap - old);
+    lstat *ls = limit_realloc(nw->ls, n * sizeof *ls);
+    if (ls)
+        nw->ls = ls;
+    int32_t *a = limit_realloc(nw->slot_src, n * sizeof *a);
+    if (a)
+        nw->slot_src = a;
+    int32_t *b = limit_realloc(nw->slot_dst, n * sizeof *b);
+    if (b)
+        nw->slot_dst = b;
+    if (!ls || !a || !b)
+        return -1;
+    memset(nw->ls + old, 0, add * sizeof *nw->ls);
+    if (nw->l_head && nw->fair_links == old) {
+        int32_t *h = limit_realloc(nw->l_head, n * sizeof *h);
+        if (h)
+            nw->l_head = h;
+        int32_t *c = limit_realloc(nw->l_count, n * sizeof *c);
+        if (c)
+            nw->l_count = c;
+        uint32_t *st = limit_realloc(nw->l_stamp, n * sizeof *st);
+        if (st)
+            nw->l_stamp = st;
+        double *si = limit_realloc(nw->l_since, n * sizeof *si);
+        if (si)
+            nw->l_since = si;
+        double *cp = limit_realloc(nw->l_cap, n * sizeof *cp);
+        if (cp)
+            nw->l_cap = cp;
+        int32_t *u = limit_realloc(nw->l_unfixed, n * sizeof *u);
+        if (u)
+            nw->l_unfixed = u;
+        int32_t *cl = limit_realloc(nw->comp_links, n * sizeof *cl);
+        if (cl)
+            nw->comp_links = cl;
+        if (!h || !c || !st || !si || !cp || !u || !cl)
+            return -1;
+        memset(nw->l_head + old, 0xff, add * sizeof *nw->l_head);
+        memset(nw->l_count + old, 0, add * sizeof *nw->l_count);
+        memset(nw->l_stamp + old, 0, add * sizeof *nw->l_stamp);
+        nw->fair_links = cap;
+    }
+    nw->state_links = cap;
+    return 0;
+}
+
+static uint32_t mesh_hash(int64_t key, int32_t mask)
+{
+    return (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15u) >> 32) &
+           (uint32_t)mask;
+}
+
+/* Doubles the slot hash table (or makes the first one); -1 when out of
+ * memory. */
+static int mesh_rehash(net *nw)
+{
+    if (nw->mcap > INT32_MAX / 2)
+        return -1;
+    int32_t cap = nw->mcap ? nw->mcap * 2 : 256;
+    int64_t *key = limit_malloc((size_t)cap * sizeof *key);
+    int32_t *val = limit_malloc((size_t)cap * sizeof *val);
+    if (!key || !val) {
+        limit_free(key);
+        limit_free(val);
+        return -1;
+    }
+    memset(key, 0xff, (size_t)cap * sizeof *key);
+    for (int32_t i = 0; i < nw->mcap; i++) {
+        if (nw->mkey[i] < 0)
+            continue;
+        uint32_t j = mesh_hash(nw->mkey[i], cap - 1);
+        while (key[j] >= 0)
+            j = (j + 1) & (uint32_t)(cap - 1);
+        key[j] = nw->mkey[i];
+        val[j] = nw->mval[i];
+    }
+    limit_free(nw->mkey);
+    limit_free(nw->mval);
+    nw->mkey = key;
+    nw->mval = val;
+    nw->mcap = cap;
+    return 0;
+}
+
+/* The state slot of the mesh link src -> dst, handing out the next one on
+ * first use; -1 when out of memory. O(1) expected; allocates only when the
+ * run uses more pairs than any run before it. */
+static int32_t mesh_slot(net *nw, int32_t src, int32_t dst)
+{
+    int64_t key = (int64_t)src * nw->nranks + dst;
+    uint32_t i = mesh_hash(key, nw->mcap - 1);
+    for (; nw->mkey[i] >= 0; i = (i + 1) & (uint32_t)(nw->mcap - 1))
+        if (nw->mkey[i] == key)
+            return nw->mval[i];
+    if (nw->nslots == nw->state_links && mesh_grow(nw))
+        return -1;
+    if ((int64_t)(nw->nslots + 1) * 2 > nw->mcap) {
+        if (mesh_rehash(nw))
+            return -1;
+        i = mesh_hash(key, nw->mcap - 1);
+        while (nw->mkey[i] >= 0)
+            i = (i + 1) & (uint32_t)(nw->mcap - 1);
+    }
+    int32_t slot = nw->nslots++;
+    nw->mkey[i] = key;
+    nw->mval[i] = slot;
+    nw->slot_src[slot] = src;
+    nw->slot_dst[slot] = dst;
+    return slot;
+}
+
+/* route() for the run-time path: a mesh link is its state slot (*one; -1
+ * when out of memory). */
+static inline int32_t run_route(net *nw, int32_t src, int32_t dst,
+                                const int32_t **links, int32_t *one)
+{
+    if (nw->mesh) {
+        *one = mesh_slot(nw, src, dst);
+        *links = one;
+        return 1;
+    }
+    return route(nw, src, dst, links, one);
+}
+
 void net_begin(net *nw, eq *q)
 {
     nw->q = q;
     nw->oom = 0;
-    int32_t count = nw->mesh ? nw->nranks * nw->nranks : nw->nlinks;
+    if (nw->mesh) {
+        /* slots from the last run are forgotten; capacity is kept */
+        if ((!nw->ls && mesh_grow(nw)) || (!nw->mkey && mesh_rehash(nw))) {
+            nw->oom = 1;
+            return;
+        }
+        memset(nw->mkey, 0xff, (size_t)nw->mcap * sizeof *nw->mkey);
+        nw->nslots = 0;
+    }
+    int32_t count = nw->mesh ? nw->state_links : nw->nlinks;
     if (count != nw->state_links || !nw->ls) {
-        free(nw->ls);
-        nw->ls = malloc(((size_t)count + 1) * sizeof *nw->ls);
+        limit_free(nw->ls);
+        nw->ls = limit_malloc(((size_t)count + 1) * sizeof *nw->ls);
         nw->state_links = count;
     }
     if (!nw->ls) {
@@ -582,7 +758,9 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
                       double bytes, double now, double *t_begin)
 {
     const int32_t *links;
-    int32_t one, len = route(nw, src, dst, &links, &one);
+    int32_t one = -1, len = run_route(nw, src, dst, &links, &one);
+    if (len == 1 && links[0] < 0)
+        return -1; /* out of memory for a mesh slot */
     double start = now, lat = 0, bw = INFINITY;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
@@ -618,16 +796,16 @@ static int32_t alloc_flow(net *nw)
     if (nw->flows_used == nw->flows_cap) {
         int32_t cap = nw->flows_cap ? nw->flows_cap * 2 : 256;
         size_t h = (size_t)nw->max_hops;
-        flow *fl = realloc(nw->flows, (size_t)cap * sizeof *fl);
+        flow *fl = limit_realloc(nw->flows, (size_t)cap * sizeof *fl);
         if (fl)
             nw->flows = fl;
-        int32_t *mp = realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
+        int32_t *mp = limit_realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
         if (mp)
             nw->m_prev = mp;
-        int32_t *mn = realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
+        int32_t *mn = limit_realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
         if (mn)
             nw->m_next = mn;
-        int32_t *cf = realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
+        int32_t *cf = limit_realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
         if (cf)
             nw->comp_flows = cf;
         if (!fl || !mp || !mn || !cf)
@@ -643,6 +821,11 @@ static int32_t alloc_flow(net *nw)
 static inline int32_t flow_route(const net *nw, const flow *f,
                                  const int32_t **links, int32_t *one)
 {
+    if (nw->mesh) {
+        *one = f->slot;
+        *links = one;
+        return 1;
+    }
     return route(nw, f->src, f->dst, links, one);
 }
 
@@ -766,10 +949,13 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
     int32_t fi = alloc_flow(nw);
     if (fi < 0)
         return -1;
-    flow *f = &nw->flows[fi];
-    f->stamp = 0; /* the search counter never hands out 0 */
     const int32_t *links;
-    int32_t one, len = route(nw, src, dst, &links, &one);
+    int32_t one = -1, len = run_route(nw, src, dst, &links, &one);
+    if (len == 1 && links[0] < 0)
+        return -1; /* out of memory for a mesh slot */
+    flow *f = &nw->flows[fi];
+    f->stamp = 0;  /* the search counter never hands out 0 */
+    f->slot = one; /* used by flow_route on a mesh only */
     double lat = 0;
     for (int32_t k = 0; k < len; k++) {
         lat += link_lat(nw, links[k]);
@@ -868,23 +1054,31 @@ int32_t net_event(net *nw, const eq_event *ev)
     return f->id;
 }
 
+static int cmp_link_info(const void *pa, const void *pb)
+{
+    const net_link_info *a = pa, *b = pb;
+    if (a->a != b->a)
+        return a->a < b->a ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
 int32_t net_links(const net *nw, net_link_info *out, int32_t max)
 {
     int32_t n = 0;
     if (nw->mesh) {
-        int32_t N = nw->nranks;
-        for (int32_t a = 0; a < N && nw->ls; a++) /* listed by (a, b) */
-            for (int32_t b = 0; b < N; b++) {
-                if (a == b)
-                    continue;
-                const lstat *st = &nw->ls[(b > a ? b - a : b - a + N) * N + a];
-                if (st->carried <= 0 && st->busy <= 0)
-                    continue;
-                if (n < max)
-                    out[n] = (net_link_info){
-                        a, b, nw->mesh_bw, nw->mesh_lat, st->carried, st->busy};
-                n++;
-            }
+        for (int32_t s = 0; s < nw->nslots; s++) {
+            const lstat *st = &nw->ls[s];
+            if (st->carried <= 0 && st->busy <= 0)
+                continue;
+            if (n < max)
+                out[n] = (net_link_info){nw->slot_src[s], nw->slot_dst[s],
+                                         nw->mesh_bw,     nw->mesh_lat,
+                                         st->carried,     st->busy};
+            n++;
+        }
+        if (n > 1 &&
+            n <= max) /* slots are in order of first use: list by (a, b) */
+            qsort(out, (size_t)n, sizeof *out, cmp_link_info);
         return n;
     }
     for (int32_t l = 0; l < nw->nlinks; l++) {

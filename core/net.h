@@ -111,9 +111,15 @@ void net_set_sharing(net *nw, enum net_sharing sharing);
 /* The sharing model in force. */
 enum net_sharing net_sharing_of(const net *nw);
 
+/* The most ranks of a network that is not a mesh: its routes are a table
+ * with an entry per ordered pair (16384 ranks: 2^28 pairs, ~6 GB and ~20 s
+ * for a hierarchical cluster). */
+#define NET_MAX_ROUTED_RANKS 16384
+
 /* Computes routes (fewest hops, ties broken by lowest node id). Fails naming
- * the first pair of ranks with no route ("no route from rank 3 to rank 0").
- * Call after the last link; a mesh needs no call. */
+ * the first pair of ranks with no route ("no route from rank 3 to rank 0"),
+ * or when the network has more than NET_MAX_ROUTED_RANKS ranks. Call after
+ * the last link; a mesh needs no call. */
 int net_finalize(net *nw, ps_err *err);
 
 /* Time of a lone transfer of bytes from src to dst: sum of latencies +
@@ -128,8 +134,13 @@ int net_is_mesh(const net *nw);
  * network or node size. */
 int32_t net_nics_per_node(const net *nw, int32_t gpus_per_node);
 
-/* Bandwidth and latency of link id as net_route hands it out (including a
- * mesh's implicit link ids). For cost models. */
+/* The one link net_route gives for a mesh pair. A mesh's N*N links have no
+ * ids of their own (N may be 1 << 20); all have the mesh's figures, and
+ * pairs are told apart by their ends. */
+#define NET_MESH_LINK (-1)
+
+/* Bandwidth and latency of link id as net_route hands it out (including
+ * NET_MESH_LINK). For cost models. */
 void net_link_figures(const net *nw, int32_t id, double *bandwidth,
                       double *latency);
 
@@ -140,7 +151,9 @@ void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
 
 /* The link ids of the route src -> dst, in path order, borrowed from nw
  * (valid until the network changes); *one is scratch for a mesh's single
- * implicit link. Returns the number of links. */
+ * implicit link, NET_MESH_LINK, which is the same for every pair (so a
+ * cost model that counts flows per link id must treat a mesh apart).
+ * Returns the number of links. */
 int32_t net_route(const net *nw, int32_t src, int32_t dst,
                   const int32_t **links, int32_t *one);
 

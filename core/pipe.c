@@ -9,6 +9,7 @@
 
 #include "coll.h"
 #include "dp.h"
+#include "limit.h"
 #include "mem.h"
 
 struct pipe_ctx {
@@ -239,21 +240,31 @@ static int layer_split(const pipe_layer *l, int32_t i, double rate, double *b,
 /* Fills ctx->stages and ctx->stage_rows from the layers and partition. */
 /* Recompute seconds and kept bytes of layers [first, first + count) under
  * checkpointing (pipe_layer.recompute_time, kept_bytes); *kept < 0 when no
- * layer gives kept_bytes (the stage keeps its input). */
+ * layer gives kept_bytes (the stage keeps its input). A layer with
+ * kept_bytes > 0 starts a recompute unit (Megatron's checkpointed chunk),
+ * the layers after it with kept_bytes 0 join it; *unit is the largest
+ * unit's activations beyond what it keeps: what the backward restores at a
+ * time, since each unit is recomputed right before its own backward. */
 static void stage_recompute(const pipe_config *cfg, int32_t first,
                             int32_t count, double rate, double *recompute,
-                            double *kept)
+                            double *kept, double *unit)
 {
-    double r = 0, k = 0;
+    double r = 0, k = 0, cur = 0, most = 0;
     int any = 0;
     for (int32_t i = first; i < first + count; i++) {
         const pipe_layer *l = &cfg->layers[i];
         r += l->recompute_time >= 0 ? l->recompute_time : layer_fwd(l, rate);
         any |= l->kept_bytes >= 0;
-        k += l->kept_bytes >= 0 ? l->kept_bytes : l->act_bytes;
+        double kb = l->kept_bytes >= 0 ? l->kept_bytes : l->act_bytes;
+        if (kb > 0)
+            cur = 0; /* a new unit */
+        cur += l->act_bytes > kb ? l->act_bytes - kb : 0;
+        most = fmax(most, cur);
+        k += kb;
     }
     *recompute = r;
     *kept = any ? k : -1;
+    *unit = most;
 }
 
 static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
@@ -303,13 +314,16 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                       : first > 0       ? cfg->layers[first - 1].out_bytes
                                         : 0;
         st.out_bytes = cfg->layers[first + count - 1].out_bytes;
-        double kept;
-        stage_recompute(cfg, first, count, rate, &st.recompute, &kept);
-        if (kept >= 0)
+        row.act_bytes = st.act_bytes; /* all of them, recomputed or not */
+        double kept, unit;
+        stage_recompute(cfg, first, count, rate, &st.recompute, &kept, &unit);
+        if (kept >= 0 && cfg->checkpoint) {
+            /* F keeps `kept`, R restores one unit: sched.c's extra */
             st.in_bytes = kept;
+            st.act_bytes = kept + unit;
+        }
         row.fwd_time = st.fwd;
         row.bwd_time = st.bwd + st.wgt;
-        row.act_bytes = st.act_bytes;
         row.out_bytes = st.out_bytes;
         row.exposed_comm = NAN;
         ctx->stages[s] = st;
@@ -337,9 +351,9 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                 st.bwd += b;
                 st.wgt += w;
             }
-            double kept;
+            double kept, unit;
             stage_recompute(cfg, ctx->stage_first[s], ctx->stage_count[s], rate,
-                            &st.recompute, &kept);
+                            &st.recompute, &kept, &unit);
             ctx->stages[j * nstages + s] = st;
         }
     return PS_OK;
@@ -468,6 +482,11 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .microbatches = cfg->m,
         .virtual_stages = cfg->v,
         .dp = cfg->dp,
+        .tp = cfg->tp > 0 ? cfg->tp : 1,
+        .sequence_parallel = cfg->sequence_parallel,
+        .recompute = cfg->recompute    ? cfg->recompute
+                     : cfg->checkpoint ? "full"
+                                       : "none",
         .makespan = error ? NAN : res->makespan,
         .bubble = error ? NAN : res->bubble,
         .closed_form_bubble = error ? NAN : res->closed_form_bubble,
@@ -639,7 +658,9 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     memset(res, 0, sizeof *res);
     int built = 0;
     int rc = simulate(ctx, cfg, nw, res, &built, err);
-    if (!db)
+    /* a run cut short by a signal or a limit leaves no rows: the whole
+     * scenario stops there (limit.h) */
+    if (!db || (rc != PS_OK && limit_stopped()))
         return rc;
     if (rc == PS_OK)
         return record(ctx, cfg, nw, db, res, NULL, 1, err);

@@ -56,6 +56,11 @@ typedef struct pipe_config {
     int32_t nlayers;
     const int32_t *partition; /* p * v layer counts, by model stage */
     int32_t dp;               /* data-parallel replicas, >= 1 */
+    /* recorded only (parallel.lua lowered them into layers and ranks):
+     * tensor-parallel size, sequence parallelism, recompute mode */
+    int32_t tp;
+    int sequence_parallel;
+    const char *recompute;
     /* cluster rank of pipeline rank r of replica j at j * p + r (p * dp
      * entries), or NULL for rank j * p + r */
     const int32_t *rank_of;

@@ -158,7 +158,8 @@ int prog_seal(prog_set *ps, ps_err *err);
  * per-message tables): with 4 KiB pages nearly every such access misses the
  * TLB, which is expensive under virtualisation. Where transparent huge
  * pages are on request (Linux, madvise mode) it asks for them; elsewhere it
- * is malloc. Free with free(); NULL when out of memory. */
+ * is malloc. It counts against --max-memory: free with limit_free (limit.h);
+ * NULL when out of memory or over the budget. */
 void *prog_big_alloc(size_t bytes);
 
 /* Total ops over all lanes. */

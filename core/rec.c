@@ -1,10 +1,9 @@
-/* The recorder: schema, batched writes and the read API over SQLite.
+/* The recorder: schema, per-run transactions and the read API over SQLite.
  *
  * Every statement on the write path is prepared once per rec_db and reset
- * after each use, so a run costs only bind + step per row. One transaction
- * stays open across runs (BEGIN IMMEDIATE on the first write, COMMIT every
- * REC_BATCH_RUNS runs, on rec_flush and on rec_close); each run sits in a
- * SAVEPOINT so that a failure half way rolls back exactly that run. */
+ * after each use, so a run costs only bind + step per row. Each run is one
+ * transaction (BEGIN IMMEDIATE ... COMMIT inside rec_write), so the write
+ * lock is never held between runs and several processes can share a file. */
 #include "rec.h"
 
 #include <errno.h>
@@ -13,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -42,7 +43,8 @@ static const char schema_sql[] =
     "  error TEXT,\n"
     "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
     "'now')),\n"
-    "  fits INTEGER CHECK (fits IN (0, 1)));\n"
+    "  fits INTEGER CHECK (fits IN (0, 1)),\n"
+    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT);\n"
     "CREATE TABLE event(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
@@ -101,6 +103,14 @@ static const char migrate_v2_sql[] =
     "ALTER TABLE rank_stat ADD COLUMN fits INTEGER CHECK (fits IN (0, 1));\n"
     "PRAGMA user_version = 2;\n";
 
+/* Version 2 -> 3: the tensor-parallel layout of a run (NULL for old runs
+ * and for collectives), appended last as CREATE TABLE has it. */
+static const char migrate_v3_sql[] =
+    "ALTER TABLE run ADD COLUMN tp INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN sequence_parallel INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN recompute TEXT;\n"
+    "PRAGMA user_version = 3;\n";
+
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
     "stage", "rank_stat", "collective", "link",
@@ -119,18 +129,17 @@ enum stmt_id {
     ST_LINK,
     ST_BEGIN,
     ST_COMMIT,
-    ST_SAVEPOINT,
-    ST_RELEASE,
-    ST_ROLLBACK_TO,
+    ST_ROLLBACK,
     NSTMT
 };
 
 static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
-               "imbalance, peak_memory, p2p, params, status, error, fits) "
+               "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
+               "sequence_parallel, recompute) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-               "?13, ?14, ?15, ?16, ?17)",
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
                  "act_bytes, out_bytes, exposed_comm) VALUES (?1, ?2, ?3, ?4, "
@@ -143,11 +152,12 @@ static const char *const stmt_sql[NSTMT] = {
                 "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
                 "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    /* IMMEDIATE takes the write lock up front: a deferred transaction
+     * that has read would get SQLITE_BUSY_SNAPSHOT when it tries to write
+     * after another process committed, which no busy handler can cure */
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
-    [ST_SAVEPOINT] = "SAVEPOINT rec_run",
-    [ST_RELEASE] = "RELEASE rec_run",
-    [ST_ROLLBACK_TO] = "ROLLBACK TO rec_run",
+    [ST_ROLLBACK] = "ROLLBACK",
 };
 
 /* The timeline tables take REC_ROWS rows per INSERT: one statement
@@ -181,8 +191,8 @@ struct rec_db {
     sqlite3 *db;
     char *path;
     int readonly;
-    int in_tx;   /* BEGIN issued and not yet committed */
-    int pending; /* runs written since the last COMMIT */
+    double busy_since; /* when the current wait for a lock began */
+    uint64_t rng;      /* jitter of the busy handler's sleeps */
     sqlite3_stmt *st[NSTMT];
     rowbuf rows[NROWS];
     mem_rank *mem; /* scratch for mem_ledger, mem_cap entries */
@@ -196,25 +206,22 @@ struct rec_query {
     sqlite3_stmt *st;
 };
 
-/* Fills err with "PATH: what: SQLite's message". */
+/* Fills err with "PATH: what: why", why being SQLite's message. The SQL
+ * stays out: it is pipesim's, not the user's, and a 64-row INSERT runs to
+ * kilobytes. A lock given up on says how long it was waited for. */
 static int sql_fail(rec_db *db, const char *what, ps_err *err)
 {
+    if (db->busy_since < 0) {
+        db->busy_since = 0;
+        return ps_errf(err,
+                       "%s: %s: database is locked (another process held it "
+                       "for %d s)",
+                       db->path, what, REC_BUSY_LIMIT_S);
+    }
     return ps_errf(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
 }
 
-/* Runs a statement that returns no rows; on failure the message quotes it. */
-static int exec_sql(rec_db *db, const char *sql, ps_err *err)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db->db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return PS_OK;
-    ps_errf(err, "%s: \"%s\": %s", db->path, sql,
-            msg ? msg : sqlite3_errmsg(db->db));
-    sqlite3_free(msg);
-    return PS_ERR;
-}
-
-/* Steps a prepared statement that returns no rows and resets it. The
+/* Steps a write-path statement that returns no rows and resets it. The
  * bindings stay; every caller rebinds all parameters. */
 static int step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
 {
@@ -222,8 +229,73 @@ static int step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return PS_OK;
-    return ps_errf(err, "%s: \"%s\": %s", db->path, sqlite3_sql(st),
-                   sqlite3_errmsg(db->db));
+    return sql_fail(db, "run not recorded", err);
+}
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sleeps between d/2 and d microseconds, d doubling from 50 us with each
+ * try up to 5 ms: short first tries catch a lock that is about to be
+ * released (a run's transaction takes about 100 us), the cap keeps every
+ * waiter trying often enough to get its turn among 8 busy writers, and the
+ * jitter keeps waiters from retrying in lock step. */
+static void backoff(rec_db *db, int tries)
+{
+    long d = 50L << (tries < 7 ? tries : 7);
+    if (d > 5000)
+        d = 5000;
+    db->rng ^= db->rng << 13; /* xorshift64 */
+    db->rng ^= db->rng >> 7;
+    db->rng ^= db->rng << 17;
+    long us = d / 2 + (long)(db->rng % (uint64_t)(d / 2 + 1));
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL); /* a signal cuts it short: one more try */
+}
+
+/* SQLite's busy handler: called when a lock is held by another process;
+ * returning 0 gives up with SQLITE_BUSY. SQLite's own busy_timeout polls
+ * at up to 100 ms, so with 8 writers a waiter keeps losing the lock to
+ * the ones that poll sooner and gives up (8 x 12000 runs killed 7 of 8). */
+static int busy_handler(void *ctx, int tries)
+{
+    rec_db *db = ctx;
+    double t = monotonic();
+    if (tries == 0)
+        db->busy_since = t;
+    else if (t - db->busy_since >= REC_BUSY_LIMIT_S) {
+        db->busy_since = -1; /* gave up: sql_fail says so */
+        return 0;
+    }
+    backoff(db, tries);
+    return 1;
+}
+
+/* Runs statements that return no rows, for setting up a database.
+ * Switching a new file to WAL needs it to itself, and SQLite reports a
+ * second process opening it meanwhile as SQLITE_BUSY without calling the
+ * busy handler (PRAGMA journal_mode = WAL failed in 2 of 400 writers
+ * racing to create a file), so busy is retried here too. */
+static int exec_sql(rec_db *db, const char *sql, ps_err *err)
+{
+    double t0 = monotonic();
+    for (int tries = 0;; tries++) {
+        int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return PS_OK;
+        if ((rc & 0xff) != SQLITE_BUSY)
+            break;
+        if (monotonic() - t0 >= REC_BUSY_LIMIT_S) {
+            db->busy_since = -1;
+            break;
+        }
+        backoff(db, tries);
+    }
+    return sql_fail(db, "cannot set up the database", err);
 }
 
 /* Prepares the REC_ROWS-row INSERT for table (see REC_ROWS). */
@@ -247,8 +319,7 @@ static int prepare_rows(rec_db *db, rowbuf *rb, const char *table, int ncols,
     int rc = PS_OK;
     if (sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &rb->st,
                            NULL) != SQLITE_OK)
-        rc = ps_errf(err, "%s: \"%.200s...\": %s", db->path, sql,
-                     sqlite3_errmsg(db->db));
+        rc = sql_fail(db, "cannot prepare the inserts", err);
     rb->ncols = ncols;
     rb->n = 0;
     free(sql);
@@ -300,6 +371,8 @@ static rec_db *new_handle(const char *path, ps_err *err)
         ps_errf(err, "%s: out of memory", path);
         return NULL;
     }
+    db->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(monotonic() * 1e9) ^
+              0x9e3779b97f4a7c15u;
     return db;
 }
 
@@ -316,8 +389,11 @@ static int inspect(rec_db *db, int *version, int *tables, int *objects,
         "'collective', 'link')), (SELECT count(*) FROM sqlite_master)";
     if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
-        int rc = ps_errf(err, "%s: not a pipesim database (%s)", db->path,
-                         sqlite3_errmsg(db->db));
+        int code = sqlite3_errcode(db->db) & 0xff;
+        int rc = code == SQLITE_NOTADB
+                     ? ps_errf(err, "%s: not a pipesim database (%s)", db->path,
+                               sqlite3_errmsg(db->db))
+                     : sql_fail(db, "cannot read", err);
         sqlite3_finalize(st);
         return rc;
     }
@@ -373,7 +449,7 @@ rec_db *rec_open(const char *path, ps_err *err)
     }
     /* Sweeps may write one file from several processes: wait for the
      * lock rather than fail at once. */
-    sqlite3_busy_timeout(db->db, 10000);
+    sqlite3_busy_handler(db->db, busy_handler, db);
     int version, tables, objects;
     if (inspect(db, &version, &tables, &objects, err))
         goto fail;
@@ -381,7 +457,8 @@ rec_db *rec_open(const char *path, ps_err *err)
         ps_errf(err, "%s: not a pipesim database", path);
         goto fail;
     }
-    if (version != 0 && version != 1 && version != REC_SCHEMA_VERSION) {
+    if (version != 0 && version != 1 && version != 2 &&
+        version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         goto fail;
@@ -391,9 +468,10 @@ rec_db *rec_open(const char *path, ps_err *err)
         goto fail;
     }
     /* WAL with synchronous=NORMAL: a commit is an append to the log with
-     * no fsync, the database stays consistent on power loss (the last
-     * commits may be lost) and a killed process loses only its open
-     * batch. synchronous=OFF gains nothing measurable on top of this. */
+     * no fsync. A killed process loses nothing it committed (the log is in
+     * the OS's page cache, and the next opener replays it); on power loss
+     * or an OS crash the database stays consistent but the last commits
+     * may be lost. Readers and the writer do not block each other. */
     if (exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
         exec_sql(db, "PRAGMA synchronous = NORMAL", err))
         goto fail;
@@ -415,28 +493,40 @@ rec_db *rec_open(const char *path, ps_err *err)
         if (exec_sql(db, "COMMIT", err))
             goto fail;
     }
-    if (version == 1) {
+    if (version == 1 || version == 2) {
         /* upgrade in place, once: a second writer that waited for the lock
-         * finds version 2 and does nothing */
+         * finds the current version and does nothing */
         if (exec_sql(db, "BEGIN IMMEDIATE", err))
             goto fail;
         if (inspect(db, &version, &tables, &objects, err)) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
-        if (version == 1 && exec_sql(db, migrate_v2_sql, err)) {
+        if ((version == 1 && exec_sql(db, migrate_v2_sql, err)) ||
+            ((version == 1 || version == 2) &&
+             exec_sql(db, migrate_v3_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
         if (exec_sql(db, "COMMIT", err))
             goto fail;
     }
+    /* Test only (tests/concurrency.sh): caps the database at N pages, so that
+     * a full disk can be simulated without root or a small file system;
+     * SQLite then fails the write with SQLITE_FULL as on a full disk. */
+    const char *max_pages = getenv("PIPESIM_TEST_MAX_PAGES");
+    if (max_pages && *max_pages) {
+        char pragma[96];
+        snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %ld",
+                 strtol(max_pages, NULL, 10));
+        if (exec_sql(db, pragma, err))
+            goto fail;
+    }
     for (int i = 0; i < NSTMT; i++) {
         if (sqlite3_prepare_v3(db->db, stmt_sql[i], -1,
                                SQLITE_PREPARE_PERSISTENT, &db->st[i],
                                NULL) != SQLITE_OK) {
-            ps_errf(err, "%s: \"%s\": %s", path, stmt_sql[i],
-                    sqlite3_errmsg(db->db));
+            sql_fail(db, "cannot prepare the inserts", err);
             goto fail;
         }
     }
@@ -469,16 +559,33 @@ rec_db *rec_open_read(const char *path, ps_err *err)
         sql_fail(db, "cannot open", err);
         goto fail;
     }
-    sqlite3_busy_timeout(db->db, 10000);
+    sqlite3_busy_handler(db->db, busy_handler, db);
     int version, tables, objects;
     if (inspect(db, &version, &tables, &objects, err))
         goto fail;
-    if (version == 1 && tables == NTABLES) {
+    /* An empty database is one a writer has just created and not yet
+     * given its schema (rec_open creates it in one transaction right
+     * after): wait for it rather than call it foreign. */
+    double t0 = monotonic();
+    for (int tries = 0; version == 0 && objects == 0; tries++) {
+        if (monotonic() - t0 >= REC_CREATE_WAIT_S) {
+            ps_errf(err,
+                    "%s: empty database, not yet a pipesim database (no "
+                    "writer created its tables within %d s)",
+                    path, REC_CREATE_WAIT_S);
+            goto fail;
+        }
+        backoff(db, tries);
+        if (inspect(db, &version, &tables, &objects, err))
+            goto fail;
+    }
+    if ((version == 1 || version == 2) && tables == NTABLES) {
         ps_errf(err,
-                "%s: schema version 1 (before the memory 'fits' columns), "
-                "this pipesim reads 2; writing one run to it upgrades it in "
+                "%s: schema version %d (before the %s columns), this "
+                "pipesim reads %d; writing one run to it upgrades it in "
                 "place (pipesim run SCENARIO -o %s)",
-                path, path);
+                path, version, version == 1 ? "memory 'fits'" : "run 'tp'",
+                REC_SCHEMA_VERSION, path);
         goto fail;
     }
     if (version != 0 && version != REC_SCHEMA_VERSION && tables == NTABLES) {
@@ -494,19 +601,6 @@ rec_db *rec_open_read(const char *path, ps_err *err)
 fail:
     free_handle(db);
     return NULL;
-}
-
-/* Commits the open batch, if any. */
-static int commit(rec_db *db, ps_err *err)
-{
-    if (!db->in_tx)
-        return PS_OK;
-    int rc = step_done(db, db->st[ST_COMMIT], err);
-    if (rc == PS_OK || sqlite3_get_autocommit(db->db)) {
-        db->in_tx = 0;
-        db->pending = 0;
-    }
-    return rc;
 }
 
 int rec_run_count(rec_db *db, int64_t *n, ps_err *err)
@@ -526,17 +620,18 @@ int rec_run_count(rec_db *db, int64_t *n, ps_err *err)
 
 int rec_flush(rec_db *db, ps_err *err)
 {
-    return commit(db, err);
+    (void)db;
+    (void)err;
+    return PS_OK;
 }
 
 int rec_close(rec_db *db, ps_err *err)
 {
     if (!db)
         return PS_OK;
-    int rc = commit(db, err);
-    /* a failed COMMIT leaves the transaction open; closing rolls it back */
+    (void)err; /* every run was committed by its rec_write */
     free_handle(db);
-    return rc;
+    return PS_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -609,6 +704,15 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     bind_text(st, 15, r->status ? r->status : "ok");
     bind_text(st, 16, r->error);
     bind_fits(st, 17, r->fits);
+    if (r->tp > 0) { /* pipelines; collectives leave them NULL */
+        sqlite3_bind_int64(st, 18, r->tp);
+        sqlite3_bind_int64(st, 19, r->sequence_parallel);
+        bind_text(st, 20, r->recompute);
+    } else {
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+        sqlite3_bind_null(st, 20);
+    }
     if (step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);
@@ -807,42 +911,26 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         return ps_errf(err, "%s: opened read-only", db->path);
     if (!p->run)
         return ps_errf(err, "%s: run without a run record", db->path);
-    if (!db->in_tx) {
-        if (step_done(db, db->st[ST_BEGIN], err))
-            return PS_ERR;
-        db->in_tx = 1;
-    }
-    if (step_done(db, db->st[ST_SAVEPOINT], err))
+    if (step_done(db, db->st[ST_BEGIN], err))
         return PS_ERR;
     for (int i = 0; i < NROWS; i++)
         db->rows[i].n = 0; /* rows bound by a run that failed */
     int64_t id = 0;
-    if (write_body(db, p, level, &id, err)) {
-        /* SQLite may have rolled back the whole transaction itself (disk
-         * full, I/O error); then the earlier runs of the batch are gone
-         * too and the caller must hear it. */
-        if (sqlite3_get_autocommit(db->db)) {
-            int lost = db->pending;
-            db->in_tx = 0;
-            db->pending = 0;
-            if (lost > 0 && err) {
-                size_t len = strlen(err->msg);
-                snprintf(err->msg + len, sizeof err->msg - len,
-                         " (the %d uncommitted runs before it were lost)",
-                         lost);
-            }
-            return PS_ERR;
+    if (write_body(db, p, level, &id, err) ||
+        step_done(db, db->st[ST_COMMIT], err)) {
+        if (err && (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL) {
+            size_t len = strlen(err->msg);
+            snprintf(err->msg + len, sizeof err->msg - len,
+                     " (runs recorded before are kept)");
         }
-        ps_err ignored;
-        if (step_done(db, db->st[ST_ROLLBACK_TO], &ignored) == PS_OK)
-            step_done(db, db->st[ST_RELEASE], &ignored);
+        /* SQLite may have rolled back already (disk full, I/O error) */
+        if (!sqlite3_get_autocommit(db->db)) {
+            ps_err ignored;
+            step_done(db, db->st[ST_ROLLBACK], &ignored);
+        }
         return PS_ERR;
     }
-    if (step_done(db, db->st[ST_RELEASE], err))
-        return PS_ERR;
     *run_id = id;
-    if (++db->pending >= REC_BATCH_RUNS)
-        return commit(db, err);
     return PS_OK;
 }
 
@@ -864,7 +952,7 @@ rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err)
     }
     q->db = db;
     if (sqlite3_prepare_v2(db->db, sql, -1, &q->st, NULL) != SQLITE_OK) {
-        ps_errf(err, "%s: \"%s\": %s", db->path, sql, sqlite3_errmsg(db->db));
+        sql_fail(db, "cannot read", err);
         sqlite3_finalize(q->st);
         free(q);
         return NULL;
@@ -893,8 +981,7 @@ int rec_query_step(rec_query *q, ps_err *err)
         return 1;
     if (rc == SQLITE_DONE)
         return 0;
-    return ps_errf(err, "%s: \"%s\": %s", q->db->path, sqlite3_sql(q->st),
-                   sqlite3_errmsg(q->db->db));
+    return sql_fail(q->db, "cannot read", err);
 }
 
 int rec_query_isnull(rec_query *q, int col)

@@ -4,7 +4,8 @@
  * ranks/stages/chunks/microbatches from 0:
  *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
  *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
- *       params, status, error, created, fits)
+ *       params, status, error, created, fits, tp, sequence_parallel,
+ *       recompute)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
  *       status 'ok' | 'failed' (error holds the message); fits 1 when every
  *       rank's peak memory is within its device's capacity, 0 when one is
@@ -28,11 +29,23 @@
  *   bubble(run, rank, busy, makespan, fraction)
  *   memory_peak(run, rank, peak, t_peak)
  *
- * Writes are batched: rec_write puts a run inside a SAVEPOINT of a
- * transaction that stays open across runs and is committed every
- * REC_BATCH_RUNS runs and by rec_close, so sweeps pay one fsync per batch. A
- * run that fails half way is rolled back to its savepoint; a process killed
- * mid-batch loses the uncommitted runs, never leaves half a run.
+ * Durability and concurrency: every rec_write is one transaction (BEGIN
+ * IMMEDIATE ... COMMIT), committed before it returns the run id, so an id a
+ * script has printed is never reused for another run, even after kill -9.
+ * The database is in WAL mode with synchronous = NORMAL: a commit appends
+ * to the log without fsync, which survives the process being killed at any
+ * moment (the next opener replays the log) but may lose the last commits on
+ * power loss or an OS crash, never leaving the file damaged. The write lock
+ * is held only inside rec_write, never between runs, so any number of
+ * processes may write one file; a writer that finds it locked retries with
+ * jittered backoff for up to REC_BUSY_LIMIT_S seconds. A run that fails half
+ * way (constraint, full disk) is rolled back whole: nothing of it remains.
+ *
+ * Interrupts (SIGINT/SIGTERM): let a rec_write in progress return (do not
+ * exit or longjmp from the handler), then rec_close. Nothing is pending
+ * between rec_write calls, so every run whose id was returned is kept and a
+ * run whose simulation was cut short, never passed to rec_write, leaves no
+ * rows.
  *
  * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
  * upgrades a version 1 file in place (old runs get NULL: unknown), readers
@@ -46,8 +59,11 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 2
-#define REC_BATCH_RUNS 256
+#define REC_SCHEMA_VERSION 3
+/* How long a writer waits for another process's lock before giving up. */
+#define REC_BUSY_LIMIT_S 120
+/* How long a reader waits for a writer to create an empty file's tables. */
+#define REC_CREATE_WAIT_S 5
 
 typedef struct rec_db rec_db;
 
@@ -62,6 +78,11 @@ typedef struct rec_run {
     const char *schedule; /* NULL for collectives */
     const char *p2p;      /* "rendezvous" or "eager" */
     int32_t stages, microbatches, virtual_stages, dp;
+    /* tensor parallelism: tp >= 1 for pipelines (0: a collective, NULL
+     * columns), sequence_parallel 0 or 1, recompute "none" | "selective" |
+     * "full" */
+    int32_t tp, sequence_parallel;
+    const char *recompute;
     double makespan, bubble;
     double closed_form_bubble; /* NAN when the run is not uniform */
     double imbalance;          /* NAN when not meaningful */
@@ -108,28 +129,33 @@ typedef struct rec_payload {
 } rec_payload;
 
 /* Opens (creating if needed) a database for writing and makes sure the
- * schema is there. Fails on a file that is not a pipesim database of this
- * schema version. rec_close commits what is pending; rec_close(NULL) is a
+ * schema is there (created in one transaction, so other processes see all
+ * of it or none). Fails on a file that is not a pipesim database of this
+ * schema version. rec_close has nothing to commit; rec_close(NULL) is a
  * no-op. */
 rec_db *rec_open(const char *path, ps_err *err);
 int rec_close(rec_db *db, ps_err *err);
 
-/* Writes one run at the given level; sets *run_id. On failure nothing of the
- * run remains. */
+/* Writes and commits one run at the given level; sets *run_id (0 on
+ * failure). On failure nothing of the run remains and the message is one
+ * short line naming the database ("DB: run not recorded: database or disk
+ * is full (runs recorded before are kept)"). */
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
 
-/* *n = the number of runs in the database (committed or in this handle's
- * open batch). */
+/* *n = the number of runs in the database (committed: rec_write commits
+ * every run). */
 int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
 
-/* Commits the pending batch now (e.g. before a long pause). */
+/* Nothing to do: rec_write commits each run. Kept for callers that mark
+ * "everything so far must be visible to other connections" points. */
 int rec_flush(rec_db *db, ps_err *err);
 
 /* --- reading, for report and export --- */
 
 /* Opens an existing database read-only; fails with "DB: no such file" or
- * "DB: not a pipesim database". */
+ * "DB: not a pipesim database". An empty database (a writer has created the
+ * file and not yet its tables) is waited for up to REC_CREATE_WAIT_S. */
 rec_db *rec_open_read(const char *path, ps_err *err);
 
 /* The path the database was opened with, for messages; owned by db. */
@@ -137,7 +163,8 @@ const char *rec_path(const rec_db *db);
 
 typedef struct rec_query rec_query;
 
-/* Prepares sql; the message on failure quotes the SQL and SQLite's error. */
+/* Prepares sql; the message on failure names the database and gives
+ * SQLite's error (not the SQL). */
 rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err);
 int rec_query_bind_int(rec_query *q, int index, int64_t value);
 int rec_query_bind_text(rec_query *q, int index, const char *value);

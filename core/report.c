@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbcheck.h"
+
 /* ------------------------------------------------------------------ */
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
@@ -461,7 +463,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     const char *unit;
     double scale = time_unit(makespan, &unit);
     double dt = makespan / cols;
-    double step = nice_step(makespan * 12 / cols);
+    /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
+     * (a hand-edited database), where the product is infinite, the step
+     * NaN and the tick loop never ended */
+    double step = nice_step(dt * 12);
+    if (!(step > 0 && isfinite(step)))
+        step = makespan;
     char *ticks = malloc((size_t)cols + 2);
     char *labels = malloc((size_t)cols + 64);
     if (!ticks || !labels) {
@@ -473,12 +480,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     ticks[cols + 1] = '\0';
     memset(labels, ' ', (size_t)cols + 63);
     labels[cols + 63] = '\0';
-    int end = 0; /* first free label column */
-    for (int k = 0;; k++) {
-        double t = k * step;
-        int c = (int)lround(t / dt);
-        if (c > cols)
+    int end = 0;                      /* first free label column */
+    for (int k = 0; k <= cols; k++) { /* at most a tick per column */
+        double t = k * step, x = t / dt;
+        if (!(x <= cols + 0.5))
             break;
+        int c = (int)lround(x);
         ticks[c] = '+';
         char lab[48];
         int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
@@ -595,7 +602,9 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
 {
     run_info ri;
-    if (load_run(db, run, &ri, err) ||
+    /* rows are checked first: the chart indexes by rank and scales by
+     * time, and the database may have been edited */
+    if (load_run(db, run, &ri, err) || dbcheck_run(db, run, NULL, err) ||
         print_summary(db, run, &ri, width, out, err))
         return PS_ERR;
     rec_query *q = query(db,
@@ -630,4 +639,55 @@ int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
         return PS_OK;
     }
     return print_gantt(db, run, &ri, width, nranks, makespan, out, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* One run as CSV                                                      */
+/* ------------------------------------------------------------------ */
+
+int report_run_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
+{
+    static const char *const cols[] = {
+        "rank",   "busy",         "bubble",   "static_memory", "peak_memory",
+        "t_peak", "exposed_comm", "capacity", "fits",
+    };
+    enum { N = sizeof cols / sizeof cols[0] };
+    rec_query *q =
+        query(db, "SELECT count(*) FROM run WHERE id = ?1", run, err);
+    if (!q || rec_query_step(q, err) != 1) {
+        rec_query_free(q);
+        return PS_ERR;
+    }
+    int64_t found = rec_query_int(q, 0);
+    rec_query_free(q);
+    if (!found)
+        return ps_errf(err, "run %lld not found in %s", (long long)run,
+                       rec_path(db));
+    q = query(db,
+              "SELECT rank, busy, bubble, static_memory, peak_memory, t_peak, "
+              "exposed_comm, capacity, fits FROM rank_stat WHERE run = ?1 "
+              "ORDER BY rank",
+              run, err);
+    if (!q)
+        return PS_ERR;
+    fputs("run", out);
+    for (int c = 0; c < N; c++)
+        fprintf(out, ",%s", cols[c]);
+    fputc('\n', out);
+    int rc;
+    while ((rc = rec_query_step(q, err)) == 1) {
+        fprintf(out, "%lld", (long long)run);
+        for (int c = 0; c < N; c++) {
+            fputc(',', out);
+            if (rec_query_isnull(q, c))
+                continue;
+            if (c == 0 || c == N - 1) /* rank, fits */
+                fprintf(out, "%lld", (long long)rec_query_int(q, c));
+            else
+                fprintf(out, "%.17g", rec_query_double(q, c));
+        }
+        fputc('\n', out);
+    }
+    rec_query_free(q);
+    return rc == 0 ? PS_OK : PS_ERR;
 }

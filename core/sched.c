@@ -139,12 +139,13 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
     }
     if (*p)
         return ps_errf(err, "bad action '%s': unexpected '%s'", text, p);
+    /* the bounds in long: m - 1 must not overflow for any int32 m */
     if (mb >= m)
-        return ps_errf(err, "action '%s': microbatch %ld out of range 0..%d",
-                       text, mb, (int)m - 1);
+        return ps_errf(err, "action '%s': microbatch %ld out of range 0..%ld",
+                       text, mb, (long)m - 1);
     if (chunk >= v || chunk > INT16_MAX)
-        return ps_errf(err, "action '%s': chunk %ld out of range 0..%d", text,
-                       chunk, (int)v - 1);
+        return ps_errf(err, "action '%s': chunk %ld out of range 0..%ld", text,
+                       chunk, (long)v - 1);
     *out = (sched_action){kind, (int16_t)chunk, (int32_t)mb};
     return PS_OK;
 }

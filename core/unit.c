@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,16 @@ static const struct unit_def units[] = {
     {"PFLOP/s", UNIT_FLOP_RATE, 1e15},
 };
 
+/* "989 TFLOPs" is how datasheets and papers often write a rate, and
+ * "3.5 TFLOPs" a count: these take the kind the field wants (a count or a
+ * rate; any other kind is an error). */
+static const struct unit_def either_units[] = {
+    {"FLOPs", UNIT_FLOP, 1},
+    {"GFLOPs", UNIT_FLOP, 1e9},
+    {"TFLOPs", UNIT_FLOP, 1e12},
+    {"PFLOPs", UNIT_FLOP, 1e15},
+};
+
 const char *unit_kind_name(enum unit_kind kind)
 {
     switch (kind) {
@@ -75,7 +86,7 @@ const char *unit_kind_name(enum unit_kind kind)
     return "quantity";
 }
 
-static const char *example_for(enum unit_kind kind)
+const char *unit_example(enum unit_kind kind)
 {
     switch (kind) {
     case UNIT_SECONDS: return "\"5 us\"";
@@ -87,18 +98,61 @@ static const char *example_for(enum unit_kind kind)
     return "";
 }
 
+/* text (len bytes) as a printable, quoted copy for messages: NUL and
+ * control bytes escaped, long texts cut. */
+static const char *quoted(const char *text, size_t len, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[o++] = '\'';
+    for (size_t i = 0; i < len && o + 8 < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == 0) {
+            buf[o++] = '\\';
+            buf[o++] = '0';
+        } else if (c < 32 || c == 127) {
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+        } else {
+            buf[o++] = (char)c;
+        }
+        if (i + 1 < len && o + 8 >= n) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+        }
+    }
+    buf[o++] = '\'';
+    buf[o] = 0;
+    return buf;
+}
+
 int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err)
 {
+    return unit_parse_len(text, strlen(text), kind, out, err);
+}
+
+int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
+                   double *out, ps_err *err)
+{
+    char q[96], buf[128];
+    if (memchr(text, 0, len))
+        return ps_errf(err, "%s contains a NUL byte",
+                       quoted(text, len, q, sizeof q));
+    if (len >= sizeof buf)
+        return ps_errf(err, "%s is too long for a %s",
+                       quoted(text, len, q, sizeof q), unit_kind_name(kind));
+    /* a terminated copy: strtod must not read past the caller's bytes */
+    memcpy(buf, text, len);
+    buf[len] = 0;
+    text = buf;
     char *end;
     double v = strtod(text, &end);
     if (end == text)
         return ps_errf(err, "'%s' is not a %s (expected e.g. %s)", text,
-                       unit_kind_name(kind), example_for(kind));
+                       unit_kind_name(kind), unit_example(kind));
     if (!isfinite(v))
         return ps_errf(err, "'%s' is not a finite number", text);
     while (isspace((unsigned char)*end))
         end++;
-    size_t len = strlen(end);
+    len = strlen(end);
     while (len > 0 && isspace((unsigned char)end[len - 1]))
         len--;
     if (len == 0) {
@@ -111,11 +165,23 @@ int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err)
             if (units[i].kind != kind)
                 return ps_errf(err, "'%s' is a %s, expected a %s (e.g. %s)",
                                text, unit_kind_name(units[i].kind),
-                               unit_kind_name(kind), example_for(kind));
+                               unit_kind_name(kind), unit_example(kind));
             *out = v * units[i].scale;
             return PS_OK;
         }
     }
+    for (size_t i = 0; i < sizeof either_units / sizeof either_units[0]; i++) {
+        if (strlen(either_units[i].name) == len &&
+            strncmp(either_units[i].name, end, len) == 0) {
+            if (kind != UNIT_FLOP && kind != UNIT_FLOP_RATE)
+                return ps_errf(err,
+                               "'%s' is a flop count or rate, expected a %s "
+                               "(e.g. %s)",
+                               text, unit_kind_name(kind), unit_example(kind));
+            *out = v * either_units[i].scale;
+            return PS_OK;
+        }
+    }
     return ps_errf(err, "unknown unit in '%s' (expected a %s such as %s)", text,
-                   unit_kind_name(kind), example_for(kind));
+                   unit_kind_name(kind), unit_example(kind));
 }

@@ -4,6 +4,8 @@
 #ifndef PS_UNIT_H
 #define PS_UNIT_H
 
+#include <stddef.h>
+
 #include "err.h"
 
 enum unit_kind {
@@ -12,6 +14,7 @@ enum unit_kind {
     UNIT_BANDWIDTH, /* B/s and bit/s forms: GB/s, GiB/s, Gb/s, Gbps */
     UNIT_FLOP,      /* FLOP, GFLOP, TFLOP, PFLOP (a count) */
     UNIT_FLOP_RATE  /* FLOPS, FLOP/s, TFLOPS, TFLOP/s, ... */
+    /* FLOPs, GFLOPs, TFLOPs, PFLOPs are either, as the field wants */
 };
 
 /* Parses text as a quantity of the given kind into *out (base units: s, B,
@@ -19,6 +22,13 @@ enum unit_kind {
  * the text, on an unknown unit, a unit of the wrong kind, or a malformed or
  * non-finite number. */
 int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err);
+/* The same for len bytes of text (a Lua string's whole length): a NUL
+ * byte inside is an error, not the end of the text. */
+int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
+                   double *out, ps_err *err);
+
+/* An example of a quantity of kind for messages: "\"5 us\"". */
+const char *unit_example(enum unit_kind kind);
 
 /* The name of a kind for messages ("time", "bytes", ...). */
 const char *unit_kind_name(enum unit_kind kind);

@@ -93,15 +93,19 @@ $VG "$BIN" report "$TMP/over.db" 4 >/dev/null 2>"$TMP/over.err"
 # a schema version 1 file (before the fits columns): readers say how to
 # upgrade it, a writer upgrades it in place and old runs stay unknown
 cp "$TMP/over.db" "$TMP/v1.db"
-sqlite3 "$TMP/v1.db" "ALTER TABLE run DROP COLUMN fits; ALTER TABLE rank_stat DROP COLUMN fits;
+sqlite3 "$TMP/v1.db" "ALTER TABLE run DROP COLUMN tp; ALTER TABLE run DROP COLUMN sequence_parallel;
+    ALTER TABLE run DROP COLUMN recompute;
+    ALTER TABLE run DROP COLUMN fits; ALTER TABLE rank_stat DROP COLUMN fits;
     ALTER TABLE rank_stat DROP COLUMN capacity; PRAGMA user_version = 1"
-expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 2; writing one run to it upgrades it in place"
+expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 3; writing one run to it upgrades it in place"
 $VG "$BIN" run "$TMP/over.lua" -o "$TMP/v1.db" >"$TMP/v1.out" 2>/dev/null && grep -q "4 runs added to $TMP/v1.db (8 in all" "$TMP/v1.out" && ok || bad "upgrade run: $(cat "$TMP/v1.out")"
 got=$(sqlite3 "$TMP/v1.db" "PRAGMA user_version; SELECT group_concat(coalesce(fits, 'NULL'), ',') FROM (SELECT fits FROM run ORDER BY id)")
-[ "$got" = "2
+[ "$got" = "3
 NULL,NULL,NULL,NULL,0,0,NULL,1" ] && ok || bad "upgraded v1: $got"
 [ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" = \
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" ] && ok || bad "upgraded columns differ from a new file's"
+[ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
+  "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
 
 # report: table of runs, one run's Gantt, a missing run
 $VG "$BIN" report "$TMP/args.db" >"$TMP/rep" 2>&1 && grep -q "x=y" "$TMP/rep" && ok || bad "report table: $(cat "$TMP/rep")"
@@ -114,6 +118,60 @@ expect_fail "report $TMP/args.db x" "run id must be a positive integer"
 mkdir -p "$TMP/cwd" && cp "$TMP/args.lua" "$TMP/cwd/sweep.lua"
 (cd "$TMP/cwd" && $VG "$OLDPWD/$BIN" run sweep.lua -D m=16 -D name=x=y -D flag=true >/dev/null 2>&1) &&
     [ -f "$TMP/cwd/results/sweep.db" ] && ok || bad "default database results/sweep.db"
+
+# The test runners are strict (tests/run_errors.sh, tests/run_sql.sh): an
+# error case without its expected message fails, and so does an invariant
+# with nothing to check.
+mkdir -p "$TMP/errcases"
+printf 'error("boom")\n' >"$TMP/errcases/no_expect.lua"
+BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/run_errors.sh "$TMP/errcases" >"$TMP/errcases.out" 2>&1
+tail -n 1 "$TMP/errcases.out" | grep -q '^0 passed, 1 failed$' &&
+    grep -q "^FAIL $TMP/errcases/no_expect.lua: no '-- expect: ' line" "$TMP/errcases.out" && ok ||
+    bad "runner accepts an error case without expect: $(cat "$TMP/errcases.out")"
+printf -- '-- expect: no_expect.lua:2: boom\nerror("boom")\n' >"$TMP/errcases/no_expect.lua"
+printf -- '-- expect: something else\nerror("boom")\n' >"$TMP/errcases/wrong.lua"
+BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/run_errors.sh "$TMP/errcases" >"$TMP/errcases.out" 2>&1
+tail -n 1 "$TMP/errcases.out" | grep -q '^1 passed, 1 failed$' && ok || bad "runner on expect cases: $(cat "$TMP/errcases.out")"
+# every invariant returns a row on an empty database and on one holding
+# only a collective run when it checks pipelines; the runner fails each
+# invariant that applies to none of its databases
+$VG "$BIN" run scenarios/demo.lua -o "$TMP/inv.db" >/dev/null 2>&1
+printf 'local ps = require "pipesim"\nlocal c = ps.cluster{ ranks = 4, link = { bandwidth = "25 GB/s", latency = "5 us" } }\nps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = "1 MB" }\n' >"$TMP/invcoll.lua"
+$VG "$BIN" run "$TMP/invcoll.lua" -o "$TMP/invcoll.db" >/dev/null 2>&1
+cp "$TMP/inv.db" "$TMP/empty.db"
+sqlite3 "$TMP/empty.db" "DELETE FROM event; DELETE FROM transfer; DELETE FROM memory; DELETE FROM stage;
+    DELETE FROM rank_stat; DELETE FROM collective; DELETE FROM link; DELETE FROM run"
+for q in tests/sql/*.sql; do
+    [ -n "$(sqlite3 -bail "$TMP/empty.db" <"$q" 2>&1)" ] && ok || bad "$(basename "$q") returns no row on an empty database"
+    case $q in *collective*) continue ;; esac
+    [ -n "$(sqlite3 -bail "$TMP/invcoll.db" <"$q" 2>&1)" ] && ok || bad "$(basename "$q") returns no row on a collective-only database"
+done
+nsql=$(ls tests/sql/*.sql | wc -l)
+sh tests/run_sql.sh tests/sql "$TMP/empty.db" >"$TMP/sqlrun.out" 2>&1
+tail -n 1 "$TMP/sqlrun.out" | grep -q "^0 passed, $nsql failed$" && ok || bad "run_sql.sh on an empty database: $(tail -n 3 "$TMP/sqlrun.out")"
+sh tests/run_sql.sh tests/sql "$TMP/invcoll.db" >"$TMP/sqlrun.out" 2>&1
+tail -n 1 "$TMP/sqlrun.out" | grep -q "^1 passed, $((nsql - 1)) failed$" && ok || bad "run_sql.sh on a collective-only database: $(tail -n 3 "$TMP/sqlrun.out")"
+sh tests/run_sql.sh tests/sql "$TMP/inv.db" "$TMP/invcoll.db" >"$TMP/sqlrun.out" 2>&1
+tail -n 1 "$TMP/sqlrun.out" | grep -q "^$nsql passed, 0 failed$" && ok || bad "run_sql.sh on demo + collective: $(cat "$TMP/sqlrun.out")"
+# each invariant catches a broken database (a check that cannot fail is a defect)
+tamper() { # tamper NAME.sql DB "SQL that breaks it"
+    cp "$2" "$TMP/tamper.db" && sqlite3 "$TMP/tamper.db" "$3" &&
+        [ -n "$(sqlite3 -bail "$TMP/tamper.db" <"tests/sql/$1" 2>&1)" ] && ok || bad "$1 misses: $3"
+}
+tamper bubble_in_range.sql "$TMP/inv.db" "UPDATE rank_stat SET bubble = 1.5 WHERE run = 2 AND rank = 1"
+tamper bubble_in_range.sql "$TMP/inv.db" "DELETE FROM rank_stat WHERE run = 2"
+tamper collective_consistent.sql "$TMP/invcoll.db" "UPDATE collective SET time = 2 * time"
+tamper collective_consistent.sql "$TMP/invcoll.db" "DELETE FROM transfer"
+tamper event_no_overlap.sql "$TMP/inv.db" "UPDATE event SET t_end = t_end + 1 WHERE run = 1 AND rank = 0 AND kind = 'F' AND mb = 0"
+tamper event_no_overlap.sql "$TMP/inv.db" "DELETE FROM event WHERE run = 3"
+tamper forward_before_backward.sql "$TMP/inv.db" "UPDATE event SET t_start = 0 WHERE run = 1 AND kind = 'B' AND mb = 7"
+tamper forward_before_backward.sql "$TMP/inv.db" "DELETE FROM event WHERE run = 2 AND kind = 'B'"
+tamper memory_returns_to_baseline.sql "$TMP/inv.db" "UPDATE memory SET bytes = bytes + 1e9 WHERE rowid = (SELECT max(rowid) FROM memory WHERE run = 1)"
+tamper memory_returns_to_baseline.sql "$TMP/inv.db" "DELETE FROM memory WHERE run = 1 AND rank = 2"
+tamper stage_matches_partition.sql "$TMP/inv.db" "UPDATE stage SET last_layer = last_layer + 1 WHERE run = 1 AND stage = 0"
+tamper stage_matches_partition.sql "$TMP/inv.db" "UPDATE run SET params = json_remove(params, '\$.partition') WHERE id = 1"
+tamper transfer_ends_after_start.sql "$TMP/inv.db" "UPDATE transfer SET t_end = t_start - 1 WHERE rowid = (SELECT min(rowid) FROM transfer)"
+tamper transfer_ends_after_start.sql "$TMP/inv.db" "DELETE FROM transfer WHERE run = 2"
 
 # a failing scenario: one line, file:line, non-zero
 printf 'local ps = require "pipesim"\nps.run{ stages = 2 }\n' >"$TMP/bad.lua"

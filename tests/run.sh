@@ -70,42 +70,30 @@ for s in scenarios/*.lua; do
 done
 
 echo "== sql checks"
-# Each tests/sql/*.sql is one invariant: a query that must return no rows on
-# the database of every scenario.
-for db in "$TMP"/scenario-*.db; do
-    [ -f "$db" ] || continue
-    for q in tests/sql/*.sql; do
-        [ -f "$q" ] || continue
-        if out=$(sqlite3 -bail "$db" <"$q" 2>&1) && [ -z "$out" ]; then
-            pass
-        else
-            fail "$(basename "$q") on $(basename "$db"): $(echo "$out" | head -n 3)"
-        fi
-    done
-done
+# tests/run_sql.sh: each invariant on every scenario database it applies
+# to; one that applies to none fails
+sh tests/run_sql.sh tests/sql "$TMP"/scenario-*.db >"$TMP/sql.out" 2>&1
+grep -E '^FAIL' "$TMP/sql.out"
+add_counts "$TMP/sql.out"
 
 echo "== error messages"
-for t in tests/errors/*.lua; do
-    [ -f "$t" ] || continue
-    want=$(sed -n 's/^-- expect: //p' "$t" | head -n 1)
-    if $VG "$BIN" run "$t" -o "$TMP/err.db" >"$TMP/err.out" 2>"$TMP/err.txt"; then
-        fail "$t: exited 0, expected an error"
-        continue
-    fi
-    got=$(cat "$TMP/err.txt")
-    lines=$(wc -l <"$TMP/err.txt")
-    case "$got" in
-    *"$want"*)
-        if [ "$lines" -eq 1 ]; then pass; else
-            fail "$t: error is $lines lines, expected one: $got"; fi ;;
-    *) fail "$t: got '$got', expected it to contain '$want'" ;;
-    esac
+BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/run_errors.sh tests/errors >"$TMP/errors.out" 2>&1
+grep -E '^FAIL' "$TMP/errors.out"
+add_counts "$TMP/errors.out"
+for c in tests/cli.sh tests/cli_*.sh; do
+    [ -f "$c" ] || continue
+    echo "== $(basename "$c" .sh)"
+    name=$(basename "$c" .sh)
+    BIN="$BIN" TMP="$TMP" VG="$VG" sh "$c" >"$TMP/$name.out" 2>&1
+    grep -E '^FAIL' "$TMP/$name.out"
+    add_counts "$TMP/$name.out"
 done
-if [ -f tests/cli.sh ]; then
-    echo "== cli"
-    BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/cli.sh >"$TMP/cli.out" 2>&1
-    grep -E '^FAIL' "$TMP/cli.out"
-    add_counts "$TMP/cli.out"
+
+if [ -f tests/concurrency.sh ]; then
+    echo "== concurrency"
+    BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/concurrency.sh >"$TMP/concurrency.out" 2>&1
+    grep -E '^FAIL|^race' "$TMP/concurrency.out"
+    add_counts "$TMP/concurrency.out"
 fi
 
 echo "$PASSED passed, $FAILED failed"

@@ -2,6 +2,8 @@
 -- raises plain messages with error(msg, 0); public functions are wrapped by
 -- `public`, which re-raises at the caller's line, so a bad argument points
 -- at the user's scenario, not at library internals.
+local core = require "pipesim.core"
+
 local M = {}
 
 -- Wraps fn so that an error raised inside it is reported at the line that
@@ -55,13 +57,24 @@ function M.keys(t)
     return table.concat(ks, ", ")
 end
 
--- Rejects fields of t that are not in allowed (a set), naming `what`.
+-- Rejects fields of t that are not in allowed (a set or a list of
+-- names): "<what>: unknown field 'k' (did you mean 'x'?)". The checker is
+-- the C binding's (core/bind_check.c), so Lua and C tables report unknown
+-- fields alike.
 function M.known_fields(t, allowed, what)
-    for k in pairs(t) do
-        if not allowed[k] then
-            M.fail("%s: unknown field %s (known: %s)", what, M.show(k), M.keys(allowed))
-        end
-    end
+    local ok, err = pcall(core.check_fields, t, what or "", allowed)
+    if not ok then error(err, 0) end
+end
+
+-- The closest name in known (a set or a list) to word, or nil.
+function M.suggest(word, known)
+    return core.suggest(word, known)
+end
+
+-- " (did you mean 'x'?)" for word among known, or "".
+function M.hint(word, known)
+    local s = core.suggest(word, known)
+    return s and string.format(" (did you mean '%s'?)", s) or ""
 end
 
 return M

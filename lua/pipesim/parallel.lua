@@ -15,7 +15,8 @@ local RECOMPUTE = { none = true, selective = true, full = true }
 local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time = true,
                      bwd_time = true, bwd_input_time = true, bwd_weight_time = true,
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
-                     recompute_time = true, kept_bytes = true }
+                     recompute_time = true, kept_bytes = true,
+                     bwd_weight_bytes = true, bwd_input_flops = true, bwd_weight_flops = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
@@ -318,8 +319,22 @@ function M.prepare(spec, dev, cost, nranks)
         return cost(op, bytes, group)
     end
     local layers = {}
+    local checked = {}
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
+        local sh = l.shape
+        if sh ~= nil and t > 1 and not checked[sh] then
+            -- Megatron-LM's own checks (megatron/training/arguments.py,
+            -- core/utils divide): heads, query groups, hidden and ffn
+            -- split evenly over the TP ranks
+            for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
+                                 { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
+                if f[2] % t ~= 0 then
+                    check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
+                end
+            end
+            checked[sh] = true
+        end
         if l.shape ~= nil then
             local ok, res = pcall(lower_layer, l, o, dev, tcost)
             if not ok then error(res, 0) end
@@ -405,6 +420,8 @@ function M.finish(plan, partition, args, dev, spec)
         args.placement = nil
     end
     for k in pairs(M.FIELDS) do args[k] = nil end
+    -- recorded in the run row (core/rec.c)
+    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
     plan.partition = partition
 end
 

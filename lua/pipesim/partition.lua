@@ -189,8 +189,9 @@ end)
 
 local function layer_label(layers, i)
     local name = layers[i].name
-    if name ~= nil then return string.format("layer %d ('%s')", i - 1, tostring(name)) end
-    return "layer " .. (i - 1)
+    -- Lua indices, as the binding names layers ("layers[3]")
+    if name ~= nil then return string.format("layers[%d] ('%s')", i, tostring(name)) end
+    return string.format("layers[%d]", i)
 end
 
 local function weights_params(layers)
@@ -213,22 +214,27 @@ end
 
 -- A layer's forward + backward (+ recompute) as seconds a plus FLOPs b, so
 -- that it takes a + b / rate on a device of `rate` FLOP/s (peak x
--- efficiency), by the C core's rule (core/pipe.c layer_fwd/layer_bwd): a
--- measured fwd_time is used as is and its backward is bwd_time or twice
--- it; without fwd_time the forward is fwd_flops / rate and the backward
--- bwd_time, bwd_flops / rate or twice the forward. With checkpointing the
--- backward is preceded by a recompute as long as the forward.
+-- efficiency), by the C core's rule (core/pipe.c layer_fwd, layer_bwd,
+-- stage_recompute): the forward is fwd_time, else fwd_flops / rate; the
+-- backward bwd_time, else bwd_input_time + bwd_weight_time, else bwd_flops
+-- / rate (only without fwd_time), else twice the forward; with
+-- checkpointing the recompute is recompute_time, else the forward.
 local function layer_cost(l, recompute)
-    local r = recompute and 2 or 1 -- forward runs twice under checkpointing
-    local bt = l.bwd_time -- a split backward's two parts add up to it
-    if bt == nil and l.bwd_input_time and l.bwd_weight_time then
-        bt = l.bwd_input_time + l.bwd_weight_time
+    local fa, fb = 0, 0
+    if l.fwd_time ~= nil then fa = l.fwd_time else fb = l.fwd_flops end
+    local ba, bb = 2 * fa, 2 * fb
+    if l.bwd_time ~= nil then
+        ba, bb = l.bwd_time, 0
+    elseif l.bwd_input_time ~= nil and l.bwd_weight_time ~= nil then
+        ba, bb = l.bwd_input_time + l.bwd_weight_time, 0
+    elseif l.bwd_flops ~= nil and l.fwd_time == nil then
+        ba, bb = 0, l.bwd_flops
     end
-    if l.fwd_time ~= nil then
-        return r * l.fwd_time + (bt or 2 * l.fwd_time), 0
+    local ra, rb = 0, 0
+    if recompute then
+        if l.recompute_time ~= nil then ra = l.recompute_time else ra, rb = fa, fb end
     end
-    if bt ~= nil then return bt, r * l.fwd_flops end
-    return 0, r * l.fwd_flops + (l.bwd_flops or 2 * l.fwd_flops)
+    return fa + ba + ra, fb + bb + rb
 end
 
 -- "time": per-layer costs, the FLOP/s of each stage's device (opts.rates:
@@ -289,11 +295,7 @@ end
 -- ride along with the first and last stage as in Megatron, so k = 0 is a
 -- stage holding only the embedding (or the head).
 local function first_last(part, layers, p)
-    for k in pairs(part) do
-        if k ~= "first" and k ~= "last" then
-            fail("partition: unknown field %s (expected { first = k, last = k })", check.show(k))
-        end
-    end
+    check.known_fields(part, { first = true, last = true }, "partition")
     local lead, trail = pinned(layers)
     local blocks = #layers - lead - trail
     local first, last = part.first, part.last
@@ -359,7 +361,9 @@ local function resolve(part, layers, p, opts)
         fail("partition: the model has no layers")
     end
     for i = 1, #layers do
-        if type(layers[i]) ~= "table" then fail("partition: layer %d is not a table", i - 1) end
+        if type(layers[i]) ~= "table" then
+            fail("partition: layers[%d] must be a table, got %s", i, check.show(layers[i]))
+        end
     end
     p = check.posint(p, "partition: number of stages")
     if p > #layers then

@@ -20,6 +20,9 @@ local M = {}
 
 local TIME_SCALE = { ms = 1e-3, us = 1e-6, s = 1 }
 local OPTIONAL = { params = true, act_bytes = true, out_bytes = true }
+-- Every column a header may name (for suggestions).
+local COLUMNS = { "name", "fwd_ms", "bwd_ms", "fwd_us", "bwd_us", "fwd_s", "bwd_s",
+                  "params", "act_bytes", "out_bytes" }
 
 local function trim(s)
     return (s:gsub("^%s+", ""):gsub("%s+$", ""))
@@ -77,8 +80,8 @@ local function header(fields, where)
             if cols[name] then check.fail("%s: duplicate column '%s'", where, name) end
             cols[name] = idx
         else
-            check.fail("%s: unknown column %s (known: name, fwd_ms, bwd_ms, fwd_us, bwd_us, fwd_s, bwd_s, params, act_bytes, out_bytes)",
-                where, check.show(raw))
+            check.fail("%s: unknown column %s%s", where, check.show(raw),
+                check.hint(name, COLUMNS))
         end
     end
     for _, dir in ipairs { "fwd", "bwd" } do

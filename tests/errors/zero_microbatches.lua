@@ -1,4 +1,4 @@
--- expect: tests/errors/zero_microbatches.lua:4: ps.run: field 'microbatches' must be at least 1, got 0
+-- expect: tests/errors/zero_microbatches.lua:4: ps.run: field 'microbatches' must be an integer in 1..2147483647, got 0
 local ps = require "pipesim"
 local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
 ps.run{ layers = layers, stages = 2, microbatches = 0 }

@@ -346,7 +346,7 @@ t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, ca
 t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, byts = 3 } end,
   "unknown field 'byts' (did you mean 'bytes'?)")
 t.raises(function() ps.collective{ cluster = {}, op = "allreduce", bytes = 4 } end,
-  "field 'cluster' must be a ps.cluster, got a table")
+  "field 'cluster' must be a cluster made by ps.cluster{...}")
 t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function(r, i)
   if r == 2 and i == 3 then error("boom") end
   return 1 end }) end, "field 'data': data(2, 3) failed: ")
@@ -374,7 +374,7 @@ t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, ranks = 5, intra =
   inter = { bandwidth = 1 } } end, "field 'ranks' is 5 but nodes x gpus_per_node is 4")
 t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 3,
   intra = { bandwidth = 1 }, inter = { bandwidth = 1 } } end,
-  "field 'nics_per_node' must be between 1 and gpus_per_node (2), got 3")
+  "field 'nics_per_node' must be an integer in 1..2, got 3")
 t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, link = { bandwidth = 1 },
   intra = { bandwidth = 1 }, inter = { bandwidth = 1 } } end,
   "field 'link' does not apply to the hierarchical")

@@ -113,6 +113,13 @@ do
   local mixed = { { fwd_time = 3 }, { fwd_flops = 1e12 }, { fwd_flops = 1e12 }, { fwd_flops = 1e12 } }
   local _, w = ps.partition.resolve("time", mixed, 2, { rates = { 1e12, 5e11 } })
   t.eq(w, { 9, 3, 6, 6 }, "seconds of each layer on its stage's device")
+  -- checkpointing adds each layer's recompute (recompute_time, else the
+  -- forward) to the seconds balanced
+  local ck = { { fwd_time = 1, recompute_time = 9 }, { fwd_time = 1 }, { fwd_time = 1 }, { fwd_time = 1 } }
+  t.eq(ps.partition.resolve("time", ck, 2), { 2, 2 }, "no checkpointing: 3 s per layer")
+  local cc, cw = ps.partition.resolve("time", ck, 2, { checkpoint = true })
+  t.eq(cc, { 1, 3 }, "checkpointing: the 12 s layer alone")
+  t.eq(cw, { 12, 4, 4, 4 }, "forward + recompute + backward")
 end
 
 -- 5. "time" with dp: the slowest replica of each stage counts

@@ -124,7 +124,7 @@ do
   t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
     microbatches = 2, dp = 2, placement = "diagonal" } end, "unknown placement 'diagonal'")
   t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-    microbatches = 2, dp = 2, zero = 3 } end, "field 'zero' must be 0 or 1")
+    microbatches = 2, dp = 2, zero = 3 } end, "field 'zero' must be an integer in 0..1, got 3")
   t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
     microbatches = 2, dp = 2, grad_sync = { algorithm = "telepathy" } } end,
     "field 'grad_sync.algorithm'")

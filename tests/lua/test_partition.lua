@@ -152,9 +152,9 @@ local prof = {
 local ct, wt = P.resolve("time", prof, 2)
 H.eq(wt, { 3, 15, 3, 2 }, "fwd+bwd seconds, bwd defaulting to 2x")
 H.eq(ct, { 2, 2 })
-H.raises(function() P.resolve("flops", prof, 2) end, "layer 0 ('a') has no fwd_flops")
+H.raises(function() P.resolve("flops", prof, 2) end, "layers[1] ('a') has no fwd_flops")
 H.raises(function() P.resolve("time", { { name = "x" } }, 1, { flops_rate = 1 }) end,
-    "layer 0 ('x') has neither fwd_time nor fwd_flops")
+    "layers[1] ('x') has neither fwd_time nor fwd_flops")
 H.eq(P.resolve("params", prof, 2), { 3, 1 }, "all-zero params: most even count split")
 
 -- opts.level: ps.run passes 2 so the error names its caller's line

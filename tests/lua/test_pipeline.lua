@@ -128,10 +128,10 @@ t.raises(function() ps.run{ layers = layers(2), stages = 2, microbatches = 2,
 t.raises(function() ps.run{ layers = layers(4), stages = 4, microbatches = 6,
   virtual_stages = 1, schedule = "interleaved" } end, "ps.run:")
 t.raises(function() ps.run{ layers = { { fwd_time = "1 GB" } }, stages = 1,
-  microbatches = 1 } end, "layers[1]: field 'fwd_time': '1 GB' is a bytes, expected a time")
-t.raises(function() ps.cluster{ ranks = 0 } end, "field 'ranks' must be an integer >= 1")
+  microbatches = 1 } end, "field 'layers[1].fwd_time': '1 GB' is a bytes, expected a time")
+t.raises(function() ps.cluster{ ranks = 0 } end, "field 'ranks' must be an integer in 1..1048576, got 0")
 t.raises(function() ps.cluster{ ranks = 2, device = { efficiency = 2 } } end,
-  "field 'efficiency' must be in (0, 1]")
+  "field 'device.efficiency' must be in (0, 1], got 2")
 t.raises(function() ps.run(5) end, "ps.run: expected a table of fields, got number")
 
 t.done()

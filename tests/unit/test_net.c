@@ -297,6 +297,82 @@ static void test_routes(void)
     net_free(nw);
 }
 
+/* A mesh of 65536 and of 1 << 20 ranks: the link state was an N*N table
+ * indexed in int32 (65536^2 wrapped to 0: a segfault); now a pair gets a
+ * slot on first use. Both sharing models, two pairs sharing nothing, one
+ * pair used twice, link rows listed by (src, dst) and reset per run. */
+static void test_huge_mesh(void)
+{
+    static const int32_t sizes[] = {65536, 1 << 20};
+    for (int i = 0; i < 2; i++) {
+        for (int fair = 0; fair < 2; fair++) {
+            int32_t N = sizes[i];
+            net *nw = net_new(N);
+            ps_err err;
+            CHECK_INT(net_set_mesh(nw, 100, 0.5, &err), 0);
+            net_set_sharing(nw, fair ? NET_FAIR : NET_FIFO);
+            start st[] = {{0, N - 1, 0, 100},
+                          {0, 0, N - 1, 100},
+                          {0, 0, N - 1, 100},
+                          {0, 7, 3, 50}};
+            double at[4];
+            drive(nw, st, 4, at);
+            CHECK_NEAR(at[0], 1.5);
+            CHECK_NEAR(at[3], 1.0);
+            /* the two on one link: one after the other, or halved */
+            CHECK_NEAR(at[1], fair ? 2.5 : 1.5);
+            CHECK_NEAR(at[2], fair ? 2.5 : 3.0);
+            net_link_info li[4];
+            CHECK_INT(net_links(nw, li, 4), 3);
+            CHECK_INT(li[0].a, 0);
+            CHECK_INT(li[0].b, N - 1);
+            CHECK_NEAR(li[0].bytes, 200);
+            CHECK_INT(li[1].a, 7);
+            CHECK_INT(li[1].b, 3);
+            CHECK_INT(li[2].a, N - 1);
+            CHECK_INT(li[2].b, 0);
+            /* a second run forgets the first one's pairs */
+            start again[] = {{0, 5, 6, 100}};
+            drive(nw, again, 1, at);
+            CHECK_NEAR(at[0], 1.5);
+            CHECK_INT(net_links(nw, li, 4), 1);
+            CHECK_INT(li[0].a, 5);
+            double lat, bw;
+            net_path(nw, N - 1, 0, &lat, &bw);
+            CHECK_NEAR(lat, 0.5);
+            CHECK_NEAR(bw, 100);
+            net_free(nw);
+        }
+    }
+}
+
+/* Enough pairs to grow the slot table and the hash several times; every
+ * pair is its own link, so all arrive together. */
+static void test_mesh_many_pairs(void)
+{
+    for (int fair = 0; fair < 2; fair++) {
+        enum { N = 64 };
+        net *nw = net_new(N);
+        ps_err err;
+        CHECK_INT(net_set_mesh(nw, 100, 0, &err), 0);
+        net_set_sharing(nw, fair ? NET_FAIR : NET_FIFO);
+        static start st[N * (N - 1)];
+        static double at[N * (N - 1)];
+        int n = 0;
+        for (int32_t a = 0; a < N; a++)
+            for (int32_t b = 0; b < N; b++)
+                if (a != b)
+                    st[n++] = (start){0, a, b, 100};
+        drive(nw, st, n, at);
+        int late = 0;
+        for (int k = 0; k < n; k++)
+            late += fabs(at[k] - 1.0) > 1e-9;
+        CHECK_INT(late, 0);
+        CHECK_INT(net_links(nw, NULL, 0), n);
+        net_free(nw);
+    }
+}
+
 int main(void)
 {
     test_fair_two_flows_halve();
@@ -305,5 +381,7 @@ int main(void)
     test_engine_fair_mesh();
     test_cluster();
     test_routes();
+    test_huge_mesh();
+    test_mesh_many_pairs();
     return harness_done();
 }

@@ -232,6 +232,22 @@ static void test_interleaved_equals_megatron(void)
             }
 }
 
+/* Each W starts after its own B ended (same lane, stage, microbatch). */
+static void check_w_after_b(const prog_set *ps, int m)
+{
+    static double b_end[MAXS * 64];
+    for (int32_t l = 0; l < ps->nlanes; l++)
+        for (int32_t i = 0; i < ps->lanes[l].n; i++) {
+            const prog_op *op = &ps->lanes[l].ops[i];
+            if (op->type != PROG_COMPUTE || op->mb >= 64 || m > 64)
+                continue;
+            if (op->kind == PROG_B)
+                b_end[op->stage * 64 + op->mb] = op->t_end;
+            if (op->kind == PROG_W)
+                CHECK(op->t_start >= b_end[op->stage * 64 + op->mb] - 1e-12);
+        }
+}
+
 /* Every schedule completes in both modes with every p, v and m it
  * accepts, and memory returns to zero. */
 static void test_all_run(void)
@@ -259,6 +275,7 @@ static void test_all_run(void)
                                   0);
                         for (int r = 0; r < p; r++)
                             CHECK_NEAR(mr[r].final, 0);
+                        check_w_after_b(o.ps, m);
                         prog_free(o.ps);
                     }
                 }

@@ -630,6 +630,11 @@ static void test_parse(void)
                   PS_ERR);
         CHECK_STR(err.msg, bad[i].msg);
     }
+    /* bounds near INT32_MIN (a count that wrapped when narrowed): the
+     * message's m - 1 overflowed int (UBSan) */
+    CHECK_INT(sched_parse_action("F5", INT32_MIN, INT32_MIN, &a, &err), PS_ERR);
+    CHECK_STR(err.msg, "action 'F5': microbatch 5 out of range "
+                       "0..-2147483649");
 }
 
 static void test_check_errors(void)

@@ -624,14 +624,23 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         rc = dp_lower(&dc, ctx->ps, nw, err);
     if (rc == PS_OK)
         rc = prog_seal(ctx->ps, err);
-    if (rc == PS_OK)
+    if (rc == PS_OK) {
+        fault_plan fp;
+        if (cfg->faults) {
+            fp = *cfg->faults;
+            fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
+        }
+        eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
         rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+        eng_set_faults(ctx->eng, NULL);
+    }
     if (rc == PS_OK)
         rc =
             mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err);
     if (rc == PS_OK) {
         fill_stats(ctx, cfg, &dc, res);
-        if (is_uniform(ctx, cfg, nw)) {
+        /* a slow or stalled rank, a failed link: not the closed form */
+        if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0)) {
             const sched_stage *g = &ctx->stages[0];
             res->closed_form_bubble =
                 sched_splits(&spec)

@@ -79,7 +79,8 @@ typedef struct pipe_config {
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
-    const char *params_json; /* recorded as run.params, may be NULL */
+    const char *params_json;  /* recorded as run.params, may be NULL */
+    const fault_plan *faults; /* fault.h; NULL: none */
 } pipe_config;
 
 typedef struct pipe_result {

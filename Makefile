@@ -87,6 +87,10 @@ bench: deps $(BIN) $(BENCH)
 	@echo "ring_vs_tree sweep (scenarios/ring_vs_tree.lua, summary recording):"
 	@$(BIN) run scenarios/ring_vs_tree.lua -o /tmp/pipesim-bench-ring_vs_tree.db | tail -n 2
 	@rm -f /tmp/pipesim-bench-ring_vs_tree.db /tmp/pipesim-bench-ring_vs_tree.db-*
+	@echo
+	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
+	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
+	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:

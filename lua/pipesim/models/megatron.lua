@@ -25,7 +25,7 @@ local FLAGS = {
     tensor_model_parallel_size = true, pipeline_model_parallel_size = true,
     num_layers_per_virtual_pipeline_stage = true, sequence_parallel = true,
     recompute_granularity = true, recompute_method = true, recompute_num_layers = true,
-    use_distributed_optimizer = true,
+    use_distributed_optimizer = true, overlap_grad_reduce = true,
     -- pipesim
     cluster = true, name = true, record = true, db = true, schedule = true,
     grad_sync = true, tp_overlap = true, optimizer_time = true,
@@ -166,13 +166,29 @@ function M.build(a)
     -- fp32 training keeps no separate master copy: 4 + 4 + 8
     local memory = dtype == "fp32" and { weight_bytes = 4, grad_bytes = 4, optimizer_bytes = 8 }
         or { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 }
+    -- gradient sync (Megatron-Core's DistributedDataParallel): without
+    -- --overlap-grad-reduce (the default) all gradients are reduced in one
+    -- go after the backward; with it, in buckets of max(40M, 1M x dp)
+    -- elements as the backward produces them (DistributedDataParallelConfig
+    -- bucket_size)
+    local grad_sync = a.grad_sync
+    if grad_sync == nil then
+        local gb = memory.grad_bytes
+        if bool(a, "overlap_grad_reduce", false) then
+            local b = math.max(40e6, 1e6 * dp) * gb
+            grad_sync = { bucket = b, first_bucket = b, overlap = true }
+        else
+            grad_sync = { bucket = 2 ^ 53, first_bucket = 2 ^ 53, overlap = false }
+        end
+    end
     local run = {
         name = a.name, cluster = a.cluster, layers = layers, stages = pp, microbatches = m,
         dp = dp, tp = tp, sequence_parallel = sp or nil, recompute = recompute,
         recompute_method = method, recompute_layers = k, virtual_stages = v,
         schedule = a.schedule or (v > 1 and "interleaved" or "1f1b"), partition = partition,
         memory = memory, zero = bool(a, "use_distributed_optimizer", false) and dp > 1 and 1 or nil,
-        record = a.record, db = a.db, grad_sync = a.grad_sync, tp_overlap = a.tp_overlap,
+        record = a.record, db = a.db, grad_sync = dp > 1 and grad_sync or a.grad_sync,
+        tp_overlap = a.tp_overlap,
         optimizer_time = a.optimizer_time,
     }
     if tp == 1 then run.tp = nil end

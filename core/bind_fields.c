@@ -13,6 +13,7 @@
  * lua/pipesim/parallel.lua, which takes them out before core.run */
 const char *const bind_fields_run[] = {
     "checkpoint",
+    "chunk_placement",
     "cluster",
     "db",
     "dp",

@@ -136,18 +136,43 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
         luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
-static enum eng_p2p read_p2p(lua_State *L, int idx)
+/* "pytorch": rendezvous transfers posted the way PyTorch's
+ * _PipelineScheduleRuntime posts them (sched_spec.pytorch_p2p). */
+static enum eng_p2p read_p2p(lua_State *L, int idx, int *pytorch)
 {
     const char *p2p = bind_string(L, idx, "p2p");
+    *pytorch = 0;
     if (!p2p || strcmp(p2p, "rendezvous") == 0)
         return ENG_RENDEZVOUS;
     if (strcmp(p2p, "eager") == 0)
         return ENG_EAGER;
+    if (strcmp(p2p, "pytorch") == 0) {
+        *pytorch = 1;
+        return ENG_RENDEZVOUS;
+    }
     luaL_error(L,
-               "field 'p2p': unknown mode '%s' (expected rendezvous or "
-               "eager)",
+               "field 'p2p': unknown mode '%s' (expected rendezvous, eager "
+               "or pytorch)",
                p2p);
     return ENG_RENDEZVOUS;
+}
+
+/* chunk_placement: "loop" or "v"; default the schedule's own. */
+static enum sched_placement read_placement(lua_State *L, int idx,
+                                           enum sched_kind kind)
+{
+    const char *pl = bind_string(L, idx, "chunk_placement");
+    if (!pl)
+        return sched_default_placement(kind);
+    if (strcmp(pl, "loop") == 0)
+        return SCHED_LOOP;
+    if (strcmp(pl, "v") == 0)
+        return SCHED_V;
+    luaL_error(L,
+               "field 'chunk_placement': unknown placement '%s' (expected "
+               "loop or v)",
+               pl);
+    return SCHED_LOOP;
 }
 
 /* record: "events" (default), "summary", or "none" (no database at all). */
@@ -485,7 +510,7 @@ static int core_run(lua_State *L)
     bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
     cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
-    cfg.p2p = read_p2p(L, 1);
+    cfg.p2p = read_p2p(L, 1, &cfg.pytorch_p2p);
     int recording = read_record(L, 1, &cfg.record);
 
     /* schedule */
@@ -521,6 +546,7 @@ static int core_run(lua_State *L)
             return luaL_error(L, "field 'schedule': %s", err.msg);
         cfg.schedule_name = sched_name(cfg.schedule);
     }
+    cfg.placement = read_placement(L, 1, cfg.schedule);
 
     /* memory accounting per parameter */
     cfg.weight_bytes = 2;

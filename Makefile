@@ -85,6 +85,10 @@ bench: deps $(BIN) $(BENCH)
 	@echo "ring_vs_tree sweep (scenarios/ring_vs_tree.lua, summary recording):"
 	@$(BIN) run scenarios/ring_vs_tree.lua -o /tmp/pipesim-bench-ring_vs_tree.db | tail -n 2
 	@rm -f /tmp/pipesim-bench-ring_vs_tree.db /tmp/pipesim-bench-ring_vs_tree.db-*
+	@echo
+	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
+	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
+	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
 
 # 8 writers x 3000 and x 12000 runs on one database (minutes; not in test)
 stress: all

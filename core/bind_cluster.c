@@ -234,7 +234,7 @@ static void read_devices(lua_State *L, bind_cluster *c)
                 luaL_error(L,
                            "field 'devices': key %s is not a rank of this "
                            "cluster (0..%d)",
-                           luaL_tolstring(L, -2, NULL), (int)c->nranks - 1);
+                           bind_show(L, -2), (int)c->nranks - 1);
             char path[32];
             snprintf(path, sizeof path, "devices[%d]", (int)r);
             if (!lua_istable(L, -1))
@@ -324,9 +324,9 @@ static int32_t endpoint(lua_State *L, bind_cluster *c, int i, int names,
                    i, luaL_tolstring(L, -1, NULL));
     if (r < 0 || r >= c->nranks)
         luaL_error(L,
-                   "field 'links[%d]': rank %d is not in the cluster (ranks "
+                   "field 'links[%d]': rank %I is not in the cluster (ranks "
                    "0..%d)",
-                   i, (int)r, (int)c->nranks - 1);
+                   i, r, (int)c->nranks - 1);
     return (int32_t)r;
 }
 

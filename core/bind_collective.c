@@ -14,6 +14,7 @@
 #include "bind.h"
 #include "bind_cluster.h"
 #include "coll.h"
+#include "limit.h"
 #include "rec.h"
 #include "unit.h"
 
@@ -389,6 +390,7 @@ static int core_collective(lua_State *L)
             spec.data = COLL_DATA_RANDOM;
     }
     spec.seed = (uint64_t)seed;
+    spec.faults = bind_faults(L, 1, cl->nranks, 0);
     const char *name = bind_string(L, 1, "name");
     const char *params = bind_params_json(L, 1);
     rec_db *db = NULL;
@@ -422,6 +424,8 @@ static int core_collective(lua_State *L)
         name = defname;
     }
     int64_t id = 0;
+    if (rc && limit_stopped())
+        return bind_raise_stop(L); /* cut short: no rows (limit.h) */
     if (db) {
         /* a failed collective leaves a failed run row, as a failed
          * pipeline does (README, "The results database") */

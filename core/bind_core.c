@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "limit.h"
 #include "rec.h"
 #include "unit.h"
 
@@ -43,6 +44,8 @@ static session *get_session(lua_State *L)
 
 int bind_raise(lua_State *L, const ps_err *err)
 {
+    if (limit_stopped())
+        return bind_raise_stop(L);
     lua_pushstring(L, err->msg);
     return lua_error(L);
 }

@@ -15,7 +15,10 @@ static int core_report(lua_State *L)
 {
     const char *path = luaL_optstring(L, 1, NULL);
     lua_Integer run = luaL_optinteger(L, 2, 0);
-    int width = (int)luaL_optinteger(L, 3, 100);
+    lua_Integer width = luaL_optinteger(L, 3, 100);
+    if (width < 20 || width > 10000) /* checked before it is an int */
+        return luaL_error(L, "width must be an integer in 20..10000, got %I",
+                          width);
     rec_db *db = bind_database(L, path);
     ps_err err;
     if (rec_flush(db, &err))
@@ -25,7 +28,7 @@ static int core_report(lua_State *L)
     FILE *out = open_memstream(&buf, &len);
     if (!out)
         return luaL_error(L, "out of memory");
-    int rc = run > 0 ? report_run(db, run, out, width, &err)
+    int rc = run > 0 ? report_run(db, run, out, (int)width, &err)
                      : report_runs(db, out, 0, &err);
     fclose(out);
     if (rc) {

@@ -1116,8 +1116,12 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         goto fail;
     }
     eng_result er;
-    if ((rc = prog_seal(ps, err)) ||
-        (rc = eng_run(eng, ps, nw, spec->p2p, &er, err)))
+    if ((rc = prog_seal(ps, err)))
+        goto fail;
+    eng_set_faults(eng, spec->faults);
+    rc = eng_run(eng, ps, nw, spec->p2p, &er, err);
+    eng_set_faults(eng, NULL);
+    if (rc)
         goto fail;
     res->algorithm = algo;
     res->chunks = chunks;

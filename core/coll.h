@@ -73,6 +73,7 @@ typedef struct coll_spec {
     double (*data_fn)(void *ctx, int32_t rank, int64_t i);
     void *data_ctx;
     uint64_t seed;
+    const fault_plan *faults; /* coll_run only (fault.h); NULL: none */
 } coll_spec;
 
 typedef struct coll_result {

@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include "limit.h"
+
 void eq_init(eq *q)
 {
     q->heap = NULL;
@@ -17,8 +19,8 @@ void eq_init(eq *q)
 
 void eq_free(eq *q)
 {
-    free(q->heap);
-    free(q->run);
+    limit_free(q->heap);
+    limit_free(q->run);
     eq_init(q);
 }
 
@@ -50,12 +52,12 @@ static int run_push(eq *q, const eq_event *ev)
 {
     if (q->len == q->run_cap) {
         size_t cap = q->run_cap ? q->run_cap * 2 : 256;
-        eq_event *r = malloc(cap * sizeof *r);
+        eq_event *r = limit_malloc(cap * sizeof *r);
         if (!r)
             return -1;
         for (size_t i = 0; i < q->len; i++)
             r[i] = q->run[(q->head + i) % q->run_cap];
-        free(q->run);
+        limit_free(q->run);
         q->run = r;
         q->run_cap = cap;
         q->head = 0;
@@ -78,7 +80,7 @@ int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
     }
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 256;
-        eq_event *h = realloc(q->heap, cap * sizeof *h);
+        eq_event *h = limit_realloc(q->heap, cap * sizeof *h);
         if (!h)
             return -1;
         q->heap = h;

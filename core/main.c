@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <lua.h>
 #include <lualib.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,14 @@
 
 #include "bind.h"
 #include "export.h"
+#include "limit.h"
 #include "rec.h"
 #include "report.h"
+#include "unit.h"
 
 static const char usage[] =
     "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
+    "                   [--timeout SECONDS] [--max-memory SIZE]\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
     "       pipesim export DB RUN --format chrome|svg [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
@@ -29,8 +33,13 @@ static const char usage[] =
     "           visible to the script as ps.args.key (numbers as numbers).\n"
     "           Scenarios run sandboxed (no processes, native code, file\n"
     "           writes or binary chunks); --unsafe lifts the sandbox.\n"
+    "           --timeout bounds the wall-clock time of the run (default:\n"
+    "           none), --max-memory the memory of Lua and the simulator\n"
+    "           (default: half of physical memory). Ctrl-C or SIGTERM\n"
+    "           keeps the finished runs and exits 130 or 143.\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
+    "           --csv: the table as CSV, or with RUN one line per rank.\n"
     "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
     "           chart with memory curves; --compare stacks runs.\n"
     "\n"
@@ -105,87 +114,154 @@ static void default_db(const char *scenario, char *out, size_t size)
     snprintf(out, size, "results/%.*s.db", (int)len, base);
 }
 
-static int cmd_run(int argc, char **argv)
+typedef struct run_opts {
+    const char *scenario, *db;
+    const char **defs; /* -D key=value, ndefs of them */
+    int ndefs;
+    int unsafe;
+    double timeout;    /* seconds; 0: none */
+    size_t max_memory; /* bytes */
+} run_opts;
+
+/* Fills o from the arguments of `pipesim run`; returns 0, or 1 after
+ * printing the one-line error. */
+static int parse_run(int argc, char **argv, run_opts *o)
 {
-    const char *scenario = NULL, *db = NULL;
-    int unsafe = 0;
-    const char **defs = calloc((size_t)argc + 1, sizeof *defs);
-    int ndefs = 0;
-    if (!defs)
-        return fail("out of memory", "", "");
+    o->max_memory = limit_default_memory();
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-            db = argv[++i];
+        int has_value = i + 1 < argc;
+        if (strcmp(a, "-o") == 0 || strcmp(a, "-D") == 0 ||
+            strcmp(a, "--timeout") == 0 || strcmp(a, "--max-memory") == 0) {
+            if (!has_value)
+                return fail("run: %s needs a value (see pipesim --help)", a,
+                            "");
+        }
+        if (strcmp(a, "-o") == 0) {
+            o->db = argv[++i];
+            if (!*o->db)
+                return fail("run: -o: the database path is empty", "", "");
         } else if (strcmp(a, "--unsafe") == 0) {
-            unsafe = 1;
-        } else if (strcmp(a, "-D") == 0 && i + 1 < argc) {
-            if (!strchr(argv[i + 1], '=')) {
-                free(defs);
-                return fail("-D %s: expected key=value", argv[i + 1], "");
-            }
-            defs[ndefs++] = argv[++i];
-        } else if (strncmp(a, "-D", 2) == 0 && strchr(a, '=')) {
-            defs[ndefs++] = a + 2;
+            o->unsafe = 1;
+        } else if (strcmp(a, "--timeout") == 0) {
+            const char *v = argv[++i];
+            char *end;
+            errno = 0;
+            o->timeout = strtod(v, &end);
+            if (end == v || *end || errno || !(o->timeout > 0) ||
+                o->timeout > 1e9)
+                return fail("run: --timeout %s: expected a number of seconds "
+                            "> 0",
+                            v, "");
+        } else if (strcmp(a, "--max-memory") == 0) {
+            const char *v = argv[++i];
+            double bytes;
+            ps_err err;
+            if (unit_parse(v, UNIT_BYTES, &bytes, &err))
+                return fail("run: --max-memory: %s", err.msg, "");
+            if (!(bytes >= 1 << 20) || bytes > 0x1p62)
+                return fail("run: --max-memory %s: expected a size of at "
+                            "least 1 MiB, such as 64MiB or 12GiB",
+                            v, "");
+            o->max_memory = (size_t)bytes;
+        } else if (strncmp(a, "-D", 2) == 0) {
+            const char *d = a[2] ? a + 2 : argv[++i];
+            const char *sep = strchr(d, '=');
+            if (!sep || sep == d)
+                return fail("run: -D %s: expected key=value with a "
+                            "non-empty key",
+                            d, "");
+            o->defs[o->ndefs++] = d;
         } else if (a[0] == '-') {
-            free(defs);
             return fail("run: unknown option '%s' (see pipesim --help)", a, "");
-        } else if (!scenario) {
-            scenario = a;
+        } else if (!o->scenario) {
+            o->scenario = a;
         } else {
-            free(defs);
-            return fail("run: more than one scenario ('%s' and '%s')", scenario,
-                        a);
+            return fail("run: more than one scenario ('%s' and '%s')",
+                        o->scenario, a);
         }
     }
-    if (!scenario) {
-        free(defs);
+    if (!o->scenario)
         return fail("run: no scenario given (usage: pipesim run "
                     "SCENARIO.lua)",
                     "", "");
+    if (access(o->scenario, R_OK) != 0)
+        return fail("%s: %s", o->scenario, strerror(errno));
+    return 0;
+}
+
+/* Runs the scenario in L; returns 0, or 1 after printing its error (or
+ * nothing when a stop is requested: the caller reports it). */
+static int run_scenario(lua_State *L, const run_opts *o)
+{
+    int status = bind_load_scenario(L, o->scenario, !o->unsafe);
+    if (status == LUA_OK)
+        status = lua_pcall(L, 0, 0, 0);
+    if (status == LUA_OK)
+        return 0;
+    if (!limit_stopped()) {
+        const char *msg = lua_tostring(L, -1);
+        fprintf(stderr, "pipesim: %s\n",
+                msg ? msg : "(error object is not a string)");
     }
-    if (access(scenario, R_OK) != 0) {
-        free(defs);
-        return fail("%s: %s", scenario, strerror(errno));
+    return 1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    run_opts o = {0};
+    o.defs = calloc((size_t)argc + 1, sizeof *o.defs);
+    if (!o.defs)
+        return fail("out of memory", "", "");
+    if (parse_run(argc, argv, &o)) {
+        free(o.defs);
+        return 1;
     }
     char dbbuf[PATH_MAX];
-    if (!db) {
-        default_db(scenario, dbbuf, sizeof dbbuf);
-        db = dbbuf;
+    if (!o.db) {
+        default_db(o.scenario, dbbuf, sizeof dbbuf);
+        o.db = dbbuf;
     }
-    if (make_parent_dirs(db)) {
-        free(defs);
-        return fail("%s: cannot create its directory: %s", db, strerror(errno));
+    if (make_parent_dirs(o.db)) {
+        free(o.defs);
+        return fail("%s: cannot create its directory: %s", o.db,
+                    strerror(errno));
     }
     char luadir[PATH_MAX];
     find_luadir(luadir, sizeof luadir);
 
-    lua_State *L = luaL_newstate();
+    limit_set_memory(o.max_memory);
+    lua_State *L = bind_newstate();
     if (!L) {
-        free(defs);
+        free(o.defs);
         return fail("cannot create a Lua state", "", "");
     }
     luaL_openlibs(L);
-    bind_session s = {db, scenario, defs, ndefs};
+    bind_session s = {o.db, o.scenario, o.defs, o.ndefs};
     bind_setup(L, luadir, &s);
-    if (!unsafe)
-        bind_sandbox(L, luadir, scenario);
-    int status = bind_load_scenario(L, scenario, !unsafe);
-    if (status == LUA_OK)
-        status = lua_pcall(L, 0, 0, 0);
-    int rc = 0;
-    if (status != LUA_OK) {
-        const char *msg = lua_tostring(L, -1);
-        fprintf(stderr, "pipesim: %s\n",
-                msg ? msg
-                    : "(error object is not "
-                      "a string)");
-        rc = 1;
-    }
+    if (!o.unsafe)
+        bind_sandbox(L, luadir, o.scenario);
+    ps_err err;
+    int rc = bind_limits(L, luadir, o.timeout, &err);
+    if (rc)
+        fprintf(stderr, "pipesim: %s\n", err.msg);
+    else
+        rc = run_scenario(L, &o);
+    bind_limits_end(L);
     long runs = 0;
     const char *path = NULL;
-    ps_err err;
-    if (bind_finish(L, &runs, &path, &err) && rc == 0) {
+    int finish = bind_finish(L, &runs, &path, &err);
+    int stop = limit_stopped();
+    if (stop == LIMIT_SIGINT || stop == LIMIT_SIGTERM) {
+        /* the run in progress left no rows; the finished ones are in */
+        fprintf(stderr, "pipesim: interrupted; %ld run%s recorded in %s\n",
+                runs, runs == 1 ? "" : "s", path ? path : o.db);
+        rc = stop == LIMIT_SIGINT ? 128 + SIGINT : 128 + SIGTERM;
+    } else if (stop) {
+        char msg[512];
+        fprintf(stderr, "pipesim: %s\n", limit_message(msg, sizeof msg));
+        rc = 1;
+    } else if (finish && rc == 0) {
         fprintf(stderr, "pipesim: %s\n", err.msg);
         rc = 1;
     }
@@ -204,7 +280,7 @@ static int cmd_run(int argc, char **argv)
                    runs == 1 ? "" : "s", path, path);
     }
     lua_close(L);
-    free(defs);
+    free(o.defs);
     return rc;
 }
 
@@ -213,11 +289,18 @@ static int cmd_report(int argc, char **argv)
     const char *dbpath = NULL, *run = NULL;
     int csv = 0, width = 100;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--csv") == 0)
+        if (strcmp(argv[i], "--csv") == 0) {
             csv = 1;
-        else if (strcmp(argv[i], "--width") == 0 && i + 1 < argc)
-            width = atoi(argv[++i]);
-        else if (argv[i][0] == '-')
+        } else if (strcmp(argv[i], "--width") == 0) {
+            char *wend;
+            long w = i + 1 < argc ? strtol(argv[i + 1], &wend, 10) : 0;
+            if (i + 1 >= argc || !*argv[i + 1] || *wend || w < 1 || w > 100000)
+                return fail("report: --width %s: expected a number of "
+                            "columns",
+                            i + 1 < argc ? argv[i + 1] : "(missing)", "");
+            width = (int)w;
+            i++;
+        } else if (argv[i][0] == '-')
             return fail("report: unknown option '%s'", argv[i], "");
         else if (!dbpath)
             dbpath = argv[i];
@@ -241,17 +324,35 @@ static int cmd_report(int argc, char **argv)
     rec_db *db = rec_open_read(dbpath, &err);
     if (!db)
         return fail("%s", err.msg, "");
-    int rc = run ? report_run(db, id, stdout, width, &err)
+    int rc = run ? (csv ? report_run_csv(db, id, stdout, &err)
+                        : report_run(db, id, stdout, width, &err))
                  : report_runs(db, stdout, csv, &err);
     /* runs that do not fit their devices' memory: on stderr, after the
      * report (stdout stays a clean table or CSV) */
-    fflush(stdout);
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+        rc = ps_errf(&err, "writing to standard output: %s", strerror(errno));
+        clearerr(stdout); /* reported here, not again by checked_stdout */
+    }
     if (rc == 0)
         rc = report_warnings(db, run ? id : 0, stderr, REPORT_WARN_RUNS, &err);
     rec_close(db, NULL);
     if (rc)
         return fail("%s", err.msg, "");
     return 0;
+}
+
+/* A command that succeeded but whose output was lost (a full disk, a
+ * closed pipe: `pipesim report DB > /dev/full`) fails with one line. */
+static int checked_stdout(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        clearerr(stdout);
+        fprintf(stderr, "pipesim: writing to standard output: %s\n",
+                e ? strerror(e) : "write error");
+        return rc ? rc : 1;
+    }
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -262,16 +363,16 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
         strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);
-        return 0;
+        return checked_stdout(0);
     }
     if (strcmp(cmd, "--version") == 0) {
         printf("pipesim %s\n", PS_VERSION);
-        return 0;
+        return checked_stdout(0);
     }
     if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
+        return checked_stdout(cmd_run(argc - 2, argv + 2));
     if (strcmp(cmd, "report") == 0)
-        return cmd_report(argc - 2, argv + 2);
+        return checked_stdout(cmd_report(argc - 2, argv + 2));
     if (strcmp(cmd, "export") == 0)
         return export_main(argc - 2, argv + 2);
     return fail("unknown command '%s' (expected run, report or export; try "

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "limit.h"
+
 typedef struct link {
     int32_t a, b;
     double bandwidth, latency;
@@ -113,13 +115,13 @@ net *net_new(int32_t nranks)
 
 static void free_fair(net *nw)
 {
-    free(nw->l_head);
-    free(nw->l_count);
-    free(nw->l_stamp);
-    free(nw->l_since);
-    free(nw->l_cap);
-    free(nw->l_unfixed);
-    free(nw->comp_links);
+    limit_free(nw->l_head);
+    limit_free(nw->l_count);
+    limit_free(nw->l_stamp);
+    limit_free(nw->l_since);
+    limit_free(nw->l_cap);
+    limit_free(nw->l_unfixed);
+    limit_free(nw->comp_links);
     nw->l_head = nw->l_count = nw->l_unfixed = nw->comp_links = NULL;
     nw->l_stamp = NULL;
     nw->l_since = nw->l_cap = NULL;
@@ -128,10 +130,10 @@ static void free_fair(net *nw)
 
 static void free_flows(net *nw)
 {
-    free(nw->flows);
-    free(nw->m_prev);
-    free(nw->m_next);
-    free(nw->comp_flows);
+    limit_free(nw->flows);
+    limit_free(nw->m_prev);
+    limit_free(nw->m_next);
+    limit_free(nw->comp_flows);
     nw->flows = NULL;
     nw->m_prev = nw->m_next = nw->comp_flows = NULL;
     nw->flows_cap = 0;
@@ -141,15 +143,15 @@ void net_free(net *nw)
 {
     if (!nw)
         return;
-    free(nw->links);
-    free(nw->route_off);
-    free(nw->route_link);
-    free(nw->slack);
-    free(nw->ls);
-    free(nw->mkey);
-    free(nw->mval);
-    free(nw->slot_src);
-    free(nw->slot_dst);
+    limit_free(nw->links);
+    limit_free(nw->route_off);
+    limit_free(nw->route_link);
+    limit_free(nw->slack);
+    limit_free(nw->ls);
+    limit_free(nw->mkey);
+    limit_free(nw->mval);
+    limit_free(nw->slot_src);
+    limit_free(nw->slot_dst);
     free_fair(nw);
     free_flows(nw);
     free(nw);
@@ -197,7 +199,7 @@ int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                        (int)b);
     if (nw->nlinks == nw->links_cap) {
         int32_t cap = nw->links_cap ? nw->links_cap * 2 : 64;
-        link *l = realloc(nw->links, (size_t)cap * sizeof *l);
+        link *l = limit_realloc(nw->links, (size_t)cap * sizeof *l);
         if (!l)
             return ps_errf(err, "out of memory");
         nw->links = l;
@@ -377,10 +379,11 @@ int net_finalize(net *nw, ps_err *err)
     int32_t *via = malloc(((size_t)nw->nnodes + 1) * sizeof *via);
     int32_t *queue = malloc(((size_t)nw->nnodes + 1) * sizeof *queue);
     int32_t *path = malloc(((size_t)nw->nnodes + 1) * sizeof *path);
-    free(nw->route_off);
-    free(nw->route_link);
+    limit_free(nw->route_off);
+    limit_free(nw->route_link);
     nw->route_link = NULL;
-    nw->route_off = calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
+    nw->route_off =
+        limit_calloc((size_t)n * (size_t)n + 1, sizeof *nw->route_off);
     int rc = PS_OK;
     size_t used = 0, cap = 0;
     nw->max_hops = 1;
@@ -390,6 +393,10 @@ int net_finalize(net *nw, ps_err *err)
         goto done;
     }
     for (int32_t s = 0; s < n && rc == PS_OK; s++) {
+        if (limit_stopped()) { /* O(n^2) routes: a signal or --timeout */
+            rc = ps_errf(err, "stopped computing routes");
+            break;
+        }
         for (int32_t i = 0; i < nw->nnodes; i++)
             via[i] = -2;
         via[s] = -1;
@@ -430,7 +437,7 @@ int net_finalize(net *nw, ps_err *err)
                 size_t ncap = cap ? cap * 2 : 1024;
                 while (ncap < used + (size_t)len)
                     ncap *= 2;
-                int32_t *r = realloc(nw->route_link, ncap * sizeof *r);
+                int32_t *r = limit_realloc(nw->route_link, ncap * sizeof *r);
                 if (!r) {
                     rc = ps_errf(err, "out of memory computing routes");
                     break;
@@ -452,8 +459,8 @@ int net_finalize(net *nw, ps_err *err)
      * 1) would otherwise join every inter-node flow into one component
      * and make each flow start and end cost O(all of them), with the same
      * rates in the end. */
-    free(nw->slack);
-    nw->slack = calloc((size_t)nw->nlinks + 1, 1);
+    limit_free(nw->slack);
+    nw->slack = limit_calloc((size_t)nw->nlinks + 1, 1);
     double *in = calloc((size_t)nw->nnodes + 1, sizeof *in);
     if (rc == PS_OK && nw->slack && in) {
         for (int32_t i = 0; i < nw->nlinks; i++)
@@ -559,13 +566,13 @@ static int size_fair(net *nw, int32_t count)
     if (nw->fair_links != count || !nw->l_head) {
         free_fair(nw);
         size_t n = (size_t)count + 1;
-        nw->l_head = malloc(n * sizeof *nw->l_head);
-        nw->l_count = malloc(n * sizeof *nw->l_count);
-        nw->l_stamp = malloc(n * sizeof *nw->l_stamp);
-        nw->l_since = malloc(n * sizeof *nw->l_since);
-        nw->l_cap = malloc(n * sizeof *nw->l_cap);
-        nw->l_unfixed = malloc(n * sizeof *nw->l_unfixed);
-        nw->comp_links = malloc(n * sizeof *nw->comp_links);
+        nw->l_head = limit_malloc(n * sizeof *nw->l_head);
+        nw->l_count = limit_malloc(n * sizeof *nw->l_count);
+        nw->l_stamp = limit_malloc(n * sizeof *nw->l_stamp);
+        nw->l_since = limit_malloc(n * sizeof *nw->l_since);
+        nw->l_cap = limit_malloc(n * sizeof *nw->l_cap);
+        nw->l_unfixed = limit_malloc(n * sizeof *nw->l_unfixed);
+        nw->comp_links = limit_malloc(n * sizeof *nw->comp_links);
         if (!nw->l_head || !nw->l_count || !nw->l_stamp || !nw->l_since ||
             !nw->l_cap || !nw->l_unfixed || !nw->comp_links) {
             free_fair(nw);
@@ -589,38 +596,38 @@ static int mesh_grow(net *nw)
         return -1;
     int32_t cap = old ? old * 2 : 64;
     size_t n = (size_t)cap + 1, add = (size_t)(cap - old);
-    lstat *ls = realloc(nw->ls, n * sizeof *ls);
+    lstat *ls = limit_realloc(nw->ls, n * sizeof *ls);
     if (ls)
         nw->ls = ls;
-    int32_t *a = realloc(nw->slot_src, n * sizeof *a);
+    int32_t *a = limit_realloc(nw->slot_src, n * sizeof *a);
     if (a)
         nw->slot_src = a;
-    int32_t *b = realloc(nw->slot_dst, n * sizeof *b);
+    int32_t *b = limit_realloc(nw->slot_dst, n * sizeof *b);
     if (b)
         nw->slot_dst = b;
     if (!ls || !a || !b)
         return -1;
     memset(nw->ls + old, 0, add * sizeof *nw->ls);
     if (nw->l_head && nw->fair_links == old) {
-        int32_t *h = realloc(nw->l_head, n * sizeof *h);
+        int32_t *h = limit_realloc(nw->l_head, n * sizeof *h);
         if (h)
             nw->l_head = h;
-        int32_t *c = realloc(nw->l_count, n * sizeof *c);
+        int32_t *c = limit_realloc(nw->l_count, n * sizeof *c);
         if (c)
             nw->l_count = c;
-        uint32_t *st = realloc(nw->l_stamp, n * sizeof *st);
+        uint32_t *st = limit_realloc(nw->l_stamp, n * sizeof *st);
         if (st)
             nw->l_stamp = st;
-        double *si = realloc(nw->l_since, n * sizeof *si);
+        double *si = limit_realloc(nw->l_since, n * sizeof *si);
         if (si)
             nw->l_since = si;
-        double *cp = realloc(nw->l_cap, n * sizeof *cp);
+        double *cp = limit_realloc(nw->l_cap, n * sizeof *cp);
         if (cp)
             nw->l_cap = cp;
-        int32_t *u = realloc(nw->l_unfixed, n * sizeof *u);
+        int32_t *u = limit_realloc(nw->l_unfixed, n * sizeof *u);
         if (u)
             nw->l_unfixed = u;
-        int32_t *cl = realloc(nw->comp_links, n * sizeof *cl);
+        int32_t *cl = limit_realloc(nw->comp_links, n * sizeof *cl);
         if (cl)
             nw->comp_links = cl;
         if (!h || !c || !st || !si || !cp || !u || !cl)
@@ -647,11 +654,11 @@ static int mesh_rehash(net *nw)
     if (nw->mcap > INT32_MAX / 2)
         return -1;
     int32_t cap = nw->mcap ? nw->mcap * 2 : 256;
-    int64_t *key = malloc((size_t)cap * sizeof *key);
-    int32_t *val = malloc((size_t)cap * sizeof *val);
+    int64_t *key = limit_malloc((size_t)cap * sizeof *key);
+    int32_t *val = limit_malloc((size_t)cap * sizeof *val);
     if (!key || !val) {
-        free(key);
-        free(val);
+        limit_free(key);
+        limit_free(val);
         return -1;
     }
     memset(key, 0xff, (size_t)cap * sizeof *key);
@@ -664,8 +671,8 @@ static int mesh_rehash(net *nw)
         key[j] = nw->mkey[i];
         val[j] = nw->mval[i];
     }
-    free(nw->mkey);
-    free(nw->mval);
+    limit_free(nw->mkey);
+    limit_free(nw->mval);
     nw->mkey = key;
     nw->mval = val;
     nw->mcap = cap;
@@ -727,8 +734,8 @@ void net_begin(net *nw, eq *q)
     }
     int32_t count = nw->mesh ? nw->state_links : nw->nlinks;
     if (count != nw->state_links || !nw->ls) {
-        free(nw->ls);
-        nw->ls = malloc(((size_t)count + 1) * sizeof *nw->ls);
+        limit_free(nw->ls);
+        nw->ls = limit_malloc(((size_t)count + 1) * sizeof *nw->ls);
         nw->state_links = count;
     }
     if (!nw->ls) {
@@ -789,16 +796,16 @@ static int32_t alloc_flow(net *nw)
     if (nw->flows_used == nw->flows_cap) {
         int32_t cap = nw->flows_cap ? nw->flows_cap * 2 : 256;
         size_t h = (size_t)nw->max_hops;
-        flow *fl = realloc(nw->flows, (size_t)cap * sizeof *fl);
+        flow *fl = limit_realloc(nw->flows, (size_t)cap * sizeof *fl);
         if (fl)
             nw->flows = fl;
-        int32_t *mp = realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
+        int32_t *mp = limit_realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
         if (mp)
             nw->m_prev = mp;
-        int32_t *mn = realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
+        int32_t *mn = limit_realloc(nw->m_next, (size_t)cap * h * sizeof *mn);
         if (mn)
             nw->m_next = mn;
-        int32_t *cf = realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
+        int32_t *cf = limit_realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
         if (cf)
             nw->comp_flows = cf;
         if (!fl || !mp || !mn || !cf)

@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #endif
 
+#include "limit.h"
+
 _Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
                                       "stream millions of them");
 
@@ -24,13 +26,13 @@ void *prog_big_alloc(size_t bytes)
     const size_t huge = (size_t)2 << 20;
     if (bytes >= 2 * huge) {
         size_t size = (bytes + huge - 1) / huge * huge;
-        void *p = aligned_alloc(huge, size);
+        void *p = limit_aligned_alloc(huge, size);
         if (p)
             madvise(p, size, MADV_HUGEPAGE); /* a hint: failure is harmless */
         return p;
     }
 #endif
-    return malloc(bytes);
+    return limit_malloc(bytes);
 }
 
 prog_set *prog_new(int32_t nranks)
@@ -47,10 +49,10 @@ void prog_free(prog_set *ps)
         return;
     for (int32_t i = 0; i < ps->lanes_cap; i++)
         if (!ps->lanes[i].in_arena)
-            free(ps->lanes[i].ops);
+            limit_free(ps->lanes[i].ops);
     free(ps->lanes);
-    free(ps->msgs);
-    free(ps->arena);
+    limit_free(ps->msgs);
+    limit_free(ps->arena);
     free(ps);
 }
 
@@ -101,7 +103,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
                 lane->in_arena = 0;
             }
         }
-        free(ps->arena);
+        limit_free(ps->arena);
         ps->arena = a;
         ps->arena_cap = total;
     }
@@ -119,7 +121,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
     for (int32_t l = 0; l < ps->nlanes; l++) {
         prog_lane *lane = &ps->lanes[l];
         if (!lane->in_arena)
-            free(lane->ops);
+            limit_free(lane->ops);
         lane->ops = ps->arena + off;
         lane->cap = (int32_t)count[l];
         lane->in_arena = 1;
@@ -136,11 +138,11 @@ static int move_lane(prog_lane *l, int64_t cap)
         return -1;
     prog_op *ops;
     if (l->in_arena) { /* leave the slice: the next lane's ops follow */
-        ops = malloc((size_t)cap * sizeof *ops);
+        ops = limit_malloc((size_t)cap * sizeof *ops);
         if (ops && l->n)
             memcpy(ops, l->ops, (size_t)l->n * sizeof *ops);
     } else {
-        ops = realloc(l->ops, (size_t)cap * sizeof *ops);
+        ops = limit_realloc(l->ops, (size_t)cap * sizeof *ops);
     }
     if (!ops)
         return -1;
@@ -161,6 +163,9 @@ int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
 {
     prog_lane *l = &ps->lanes[lane];
     if (l->n == l->cap && move_lane(l, l->cap ? 2 * (int64_t)l->cap : 64))
+        return -1;
+    /* generating a huge run takes seconds: a stop (limit.h) ends it too */
+    if ((l->n & 4095) == 4095 && limit_stopped())
         return -1;
     l->ops[l->n++] = *op;
     return 0;
@@ -303,7 +308,7 @@ static int pair_ok(const prog_set *ps, int32_t id, ps_err *err)
 int prog_seal(prog_set *ps, ps_err *err)
 {
     if (ps->nmsgs >= ps->msgs_cap) {
-        free(ps->msgs);
+        limit_free(ps->msgs);
         ps->msgs_cap = 0;
         ps->msgs = prog_big_alloc(((size_t)ps->nmsgs + 1) * sizeof *ps->msgs);
         if (!ps->msgs)

@@ -36,6 +36,11 @@ enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
             waited on only at the end, as PyTorch's                            \
             ScheduleGPipe does); the transfer still starts                     \
             only when the receive is posted (rendezvous) */
+#define PROG_EARLY                                                             \
+    0x4u /* SEND: its receive was posted ahead (PyTorch's                      \
+            _PipelineScheduleRuntime irecvs before it needs the                \
+            data): the transfer starts when the send is posted,                \
+            even under rendezvous */
 
 /* 48 bytes: fields that no op type uses together share storage (C11
  * anonymous unions), since generation and the engine stream millions of
@@ -153,7 +158,8 @@ int prog_seal(prog_set *ps, ps_err *err);
  * per-message tables): with 4 KiB pages nearly every such access misses the
  * TLB, which is expensive under virtualisation. Where transparent huge
  * pages are on request (Linux, madvise mode) it asks for them; elsewhere it
- * is malloc. Free with free(); NULL when out of memory. */
+ * is malloc. It counts against --max-memory: free with limit_free (limit.h);
+ * NULL when out of memory or over the budget. */
 void *prog_big_alloc(size_t bytes);
 
 /* Total ops over all lanes. */

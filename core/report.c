@@ -640,3 +640,54 @@ int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
     }
     return print_gantt(db, run, &ri, width, nranks, makespan, out, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* One run as CSV                                                      */
+/* ------------------------------------------------------------------ */
+
+int report_run_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
+{
+    static const char *const cols[] = {
+        "rank",   "busy",         "bubble",   "static_memory", "peak_memory",
+        "t_peak", "exposed_comm", "capacity", "fits",
+    };
+    enum { N = sizeof cols / sizeof cols[0] };
+    rec_query *q =
+        query(db, "SELECT count(*) FROM run WHERE id = ?1", run, err);
+    if (!q || rec_query_step(q, err) != 1) {
+        rec_query_free(q);
+        return PS_ERR;
+    }
+    int64_t found = rec_query_int(q, 0);
+    rec_query_free(q);
+    if (!found)
+        return ps_errf(err, "run %lld not found in %s", (long long)run,
+                       rec_path(db));
+    q = query(db,
+              "SELECT rank, busy, bubble, static_memory, peak_memory, t_peak, "
+              "exposed_comm, capacity, fits FROM rank_stat WHERE run = ?1 "
+              "ORDER BY rank",
+              run, err);
+    if (!q)
+        return PS_ERR;
+    fputs("run", out);
+    for (int c = 0; c < N; c++)
+        fprintf(out, ",%s", cols[c]);
+    fputc('\n', out);
+    int rc;
+    while ((rc = rec_query_step(q, err)) == 1) {
+        fprintf(out, "%lld", (long long)run);
+        for (int c = 0; c < N; c++) {
+            fputc(',', out);
+            if (rec_query_isnull(q, c))
+                continue;
+            if (c == 0 || c == N - 1) /* rank, fits */
+                fprintf(out, "%lld", (long long)rec_query_int(q, c));
+            else
+                fprintf(out, "%.17g", rec_query_double(q, c));
+        }
+        fputc('\n', out);
+    }
+    rec_query_free(q);
+    return rc == 0 ? PS_OK : PS_ERR;
+}

@@ -37,4 +37,10 @@ int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
  * unknown id, or when a query fails. */
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err);
 
+/* Writes run as CSV for other tools: a header line, then one line per rank
+ * with its rank_stat columns (run, rank, busy, bubble, static_memory,
+ * peak_memory, t_peak, exposed_comm, capacity, fits) in base units, empty
+ * for NULL. Fails with "run 7 not found in DB", or when a query fails. */
+int report_run_csv(rec_db *db, int64_t run, FILE *out, ps_err *err);
+
 #endif

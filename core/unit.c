@@ -86,7 +86,7 @@ const char *unit_kind_name(enum unit_kind kind)
     return "quantity";
 }
 
-static const char *example_for(enum unit_kind kind)
+const char *unit_example(enum unit_kind kind)
 {
     switch (kind) {
     case UNIT_SECONDS: return "\"5 us\"";
@@ -147,7 +147,7 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
     double v = strtod(text, &end);
     if (end == text)
         return ps_errf(err, "'%s' is not a %s (expected e.g. %s)", text,
-                       unit_kind_name(kind), example_for(kind));
+                       unit_kind_name(kind), unit_example(kind));
     if (!isfinite(v))
         return ps_errf(err, "'%s' is not a finite number", text);
     while (isspace((unsigned char)*end))
@@ -165,7 +165,7 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
             if (units[i].kind != kind)
                 return ps_errf(err, "'%s' is a %s, expected a %s (e.g. %s)",
                                text, unit_kind_name(units[i].kind),
-                               unit_kind_name(kind), example_for(kind));
+                               unit_kind_name(kind), unit_example(kind));
             *out = v * units[i].scale;
             return PS_OK;
         }
@@ -177,11 +177,11 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
                 return ps_errf(err,
                                "'%s' is a flop count or rate, expected a %s "
                                "(e.g. %s)",
-                               text, unit_kind_name(kind), example_for(kind));
+                               text, unit_kind_name(kind), unit_example(kind));
             *out = v * either_units[i].scale;
             return PS_OK;
         }
     }
     return ps_errf(err, "unknown unit in '%s' (expected a %s such as %s)", text,
-                   unit_kind_name(kind), example_for(kind));
+                   unit_kind_name(kind), unit_example(kind));
 }

@@ -27,6 +27,9 @@ int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err);
 int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
                    double *out, ps_err *err);
 
+/* An example of a quantity of kind for messages: "\"5 us\"". */
+const char *unit_example(enum unit_kind kind);
+
 /* The name of a kind for messages ("time", "bytes", ...). */
 const char *unit_kind_name(enum unit_kind kind);
 

@@ -80,12 +80,14 @@ echo "== error messages"
 BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/run_errors.sh tests/errors >"$TMP/errors.out" 2>&1
 grep -E '^FAIL' "$TMP/errors.out"
 add_counts "$TMP/errors.out"
-if [ -f tests/cli.sh ]; then
-    echo "== cli"
-    BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/cli.sh >"$TMP/cli.out" 2>&1
-    grep -E '^FAIL' "$TMP/cli.out"
-    add_counts "$TMP/cli.out"
-fi
+for c in tests/cli.sh tests/cli_*.sh; do
+    [ -f "$c" ] || continue
+    echo "== $(basename "$c" .sh)"
+    name=$(basename "$c" .sh)
+    BIN="$BIN" TMP="$TMP" VG="$VG" sh "$c" >"$TMP/$name.out" 2>&1
+    grep -E '^FAIL' "$TMP/$name.out"
+    add_counts "$TMP/$name.out"
+done
 
 if [ -f tests/concurrency.sh ]; then
     echo "== concurrency"

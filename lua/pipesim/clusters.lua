@@ -39,6 +39,14 @@ local GiB = 2 ^ 30
 --              mem1.MB_efficiency), used for every GPU.
 --   vector     non-tensor FP32 FLOP/s (datasheets), the compute roof of
 --              the memory-bound operations.
+--   nvlink_efficiency  the fraction of the NVLink line rate NCCL gets, so
+--              dgx()'s intra-node links carry what a ring really moves.
+--              H100/H200/B200: 370/450, from NCCL's maintainer (nccl-tests
+--              issue #212): "450GB/s is the line rate. With the protocol
+--              overhead (~20%) NCCL can get an effective NVLink bandwidth
+--              of 370GB/s". A100: 200/300, nccl-tests all_reduce_perf on
+--              8 x A100-SXM4-80GB over NVSwitch, bus bandwidth ~200 GB/s
+--              (nccl-tests issue #149; #178 reports 208).
 local GEMM_OVERHEAD = 5.5e-6
 local MEM_EFFICIENCY = 0.9
 
@@ -52,7 +60,7 @@ local DEVICES = {
         vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 0.869,
         -- NVLink 3: 12 links x 50 GB/s = 600 GB/s total, both directions
         -- added; 300 GB/s per direction.
-        nvlink = 300e9,
+        nvlink = 300e9, nvlink_efficiency = 200 / 300,
         -- DGX A100: 8 x ConnectX-6 HDR InfiniBand 200 Gb/s for compute
         -- (plus 2 for storage, not modelled) = 25 GB/s per NIC.
         nic = 200e9 / 8, nics = 8,
@@ -63,7 +71,7 @@ local DEVICES = {
         -- at 1555 GB/s. MAMF measured on the SXM part (same chip).
         flops = 312e12, memory = 40 * GiB, efficiency = 0.5,
         vector_flops = 19.5e12, hbm_bandwidth = 1555e9, gemm_max = 0.869,
-        nvlink = 300e9, nic = 200e9 / 8, nics = 8,
+        nvlink = 300e9, nvlink_efficiency = 200 / 300, nic = 200e9 / 8, nics = 8,
     },
     h100 = {
         name = "H100 SXM",
@@ -73,7 +81,7 @@ local DEVICES = {
         flops = 989e12, memory = 80e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm_max = 0.803,
         -- NVLink 4: 18 links x 50 GB/s = 900 GB/s total; 450 per direction.
-        nvlink = 450e9,
+        nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H100: 8 x ConnectX-7 NDR 400 Gb/s = 50 GB/s per NIC.
         nic = 400e9 / 8, nics = 8,
     },
@@ -84,7 +92,7 @@ local DEVICES = {
         -- NVLink 4 (900 GB/s total). MAMF: "H200 is the same" as H100.
         flops = 989e12, memory = 141e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm_max = 0.803,
-        nvlink = 450e9,
+        nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100.
         nic = 400e9 / 8, nics = 8,
     },
@@ -96,7 +104,7 @@ local DEVICES = {
         -- TB/s total = 900 GB/s per direction; 8 x ConnectX-7 400 Gb/s.
         flops = 2.25e15, memory = 180e9, efficiency = 0.45,
         vector_flops = 75e12, hbm_bandwidth = 8e12, gemm_max = 0.776,
-        nvlink = 900e9, nic = 400e9 / 8, nics = 8,
+        nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 8,
     },
 }
 for _, d in pairs(DEVICES) do
@@ -191,8 +199,8 @@ M.device = check.public(function(name, overrides)
 end)
 
 -- dgx(name, nodes, overrides) -> a ps.cluster table of `nodes` 8-GPU nodes:
--- intra = NVLink per direction, inter = one NIC per direction (a GPU's
--- rail), nics_per_node = 8. overrides are merged field by field, e.g.
+-- intra = NVLink per direction at what NCCL achieves (nvlink_efficiency),
+-- inter = one NIC per direction (a GPU's rail), nics_per_node = 8. overrides are merged field by field, e.g.
 -- { inter = { latency = 8e-6 }, device = { efficiency = 0.4 } }.
 M.dgx = check.public(function(name, nodes, overrides)
     local d = lookup(name, "dgx")
@@ -202,7 +210,7 @@ M.dgx = check.public(function(name, nodes, overrides)
         nodes = nodes,
         gpus_per_node = 8,
         device = device_table(d),
-        intra = { bandwidth = d.nvlink, latency = INTRA_LATENCY },
+        intra = { bandwidth = d.nvlink * d.nvlink_efficiency, latency = INTRA_LATENCY },
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
     }, overrides, "dgx: overrides", "cluster")

@@ -183,7 +183,9 @@ local function resolve_partition(spec, layers, nstages)
   local opts = {}
   if spec.partition == "time" then
     opts.rates = stage_rates(spec)
-    opts.checkpoint = spec.checkpoint == true
+    -- recompute = "full" (lua/pipesim/parallel.lua) picks the recomputed
+    -- blocks after the split; "time" counts every layer's forward again
+    opts.checkpoint = spec.checkpoint == true or spec.recompute == "full"
   end
   local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, opts)
   if not ok then error(counts, 0) end
@@ -306,7 +308,9 @@ function ps.run(spec)
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
   end
-  args.params_json = params_json(spec, partition)
+  -- called by core.run once every field is checked (a table inside
+  -- itself is an unknown field or a bad value before it reaches json)
+  args.params_json = function() return params_json(spec, partition) end
   local r = call("ps.run", core.run, args)
   r.db = spec.db
   if plan then parallel.annotate(r, plan) end

@@ -83,4 +83,22 @@ do
   end
 end
 
+-- 6. ps.show's source: core.report returns the report and the warning
+-- lines of the run (or of every run), "" when everything fits
+do
+  local core = require "pipesim.core"
+  local c = ps.cluster{ ranks = 4, device = { memory = "80 GiB" } }
+  local over = run(c, 30 * GiB, { record = "summary" })
+  local fits = run(c, 1, { record = "summary" })
+  local want = string.format("pipesim: warning: run %d: rank 0 needs 120 GiB, device has 80 GiB "
+    .. "(and 1 more rank over capacity)\n", over.id)
+  local text, warn = core.report(nil, over.id, 100)
+  t.check(text:find("more than a device has", 1, true), "summary line says so: " .. text)
+  t.eq(warn, want, "one run's warning")
+  text, warn = core.report(nil, fits.id, 100)
+  t.eq(warn, "", "a run that fits: no warning")
+  text, warn = core.report(nil, nil, 100)
+  t.eq(warn, want, "the run table warns about the run that does not fit")
+end
+
 t.done()

@@ -31,22 +31,23 @@ local s = ps.models.formulas.normalize { layers = 1, hidden = 2048, heads = 16, 
     vocab = 1000, microbatch = 2 }
 local T, h, f, n, a, d = 2048, 2048, 8192, 1024, 16, 128
 local hb = 2 * a -- heads x microbatch
-local fwd = mem(T * h * 4) + gemm(T, 3 * h, h)                     -- norm1, QKV
+local fwd = mem(T * h * 4) + gemm(T, 3 * h, h) + mem(T * 3 * h * 4) -- norm1, QKV, its bias
     + gemm(n, n, d, hb) + mem(hb * n * n * 4) + mem(hb * n * n * 5) -- scores, softmax, dropout
-    + gemm(n, d, n, hb) + gemm(T, h, h)                             -- context, proj
+    + gemm(n, d, n, hb) + mem(T * h * 4) + gemm(T, h, h)            -- context, permute, proj
     + mem(T * h * 7) + mem(T * h * 4)                               -- bias-dropout-add, norm2
     + gemm(T, f, h) + mem(T * f * 4) + gemm(T, h, f)                -- fc1, GeLU, fc2
     + mem(T * h * 7)                                                -- bias-dropout-add
 local wgrad = gemm(h, 3 * h, T) + gemm(h, h, T) + gemm(h, f, T) + gemm(f, h, T)
+    + mem(T * 3 * h * 2)                                            -- QKV bias gradient
 local bwd_in = 2 * mem(T * h * 4) + gemm(T, h, 3 * h)
     + 2 * gemm(n, d, n, hb) + 2 * mem(hb * n * n * 4) + 2 * mem(hb * n * n * 5)
-    + gemm(n, n, d, hb) + gemm(n, d, n, hb) + gemm(T, h, h)
+    + gemm(n, n, d, hb) + gemm(n, d, n, hb) + 2 * mem(T * h * 4) + gemm(T, h, h)
     + 2 * mem(T * h * 7) + 2 * mem(T * h * 4)
     + gemm(T, h, f) + 2 * mem(T * f * 4) + gemm(T, f, h) + 2 * mem(T * h * 7)
 local b = roofline.block(s, dev, { tp = 1 })
 H.near(b.fwd, fwd, 1e-9, "block forward = sum of its hand-computed parts")
 H.near(b.bwd_input, bwd_in, 1e-9, "block B = sum of its hand-computed parts")
-H.near(b.bwd_weight, wgrad, 1e-9, "block W = its four weight-gradient GEMMs")
+H.near(b.bwd_weight, wgrad, 1e-9, "block W = its four weight-gradient GEMMs + the QKV bias's")
 local sum = { F = 0, B = 0, W = 0 }
 for _, p in ipairs(b.parts) do sum[p.pass] = sum[p.pass] + p.time end
 H.near(sum.F, b.fwd, 1e-12, "parts add up (F)")

@@ -6,6 +6,7 @@
 local check = require "pipesim.argcheck"
 local transformer = require "pipesim.models.transformer"
 local presets = require "pipesim.models.presets"
+local megatron = require "pipesim.models.megatron"
 
 local M = {}
 
@@ -14,6 +15,14 @@ local M = {}
 M.transformer = check.public(function(shape)
     return (transformer.build(shape))
 end)
+
+-- megatron{ num_layers = 96, hidden_size = 12288, ... } -> the ps.run
+-- table of one step, from Megatron-LM's own flag names and defaults
+-- (models/megatron.lua); the second result is the model's shape.
+M.megatron = check.public(function(flags)
+    return megatron.build(flags)
+end)
+M.padded_vocab = megatron.padded_vocab
 
 local function preset_shape(name, overrides)
     if type(name) ~= "string" or not presets[name] then
@@ -52,8 +61,12 @@ function M.presets()
     return names
 end
 
+-- published(name) -> the published parameter count and, when the paper
+-- rounds it coarsely, half its last digit (nil otherwise).
 function M.published(name)
-    return presets[name] and presets[name].published
+    local p = presets[name]
+    if not p then return nil end
+    return p.published, p.rounding
 end
 
 -- total(layers) -> { params, params_stored, fwd_flops, bwd_flops, flops,

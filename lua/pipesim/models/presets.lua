@@ -48,6 +48,42 @@ return {
                   ffn_hidden = 53248, seq = 8192, vocab = 128256, swiglu = true },
         published = 405.9e9,
     },
+    -- Megatron-LM's GPT models. Narayanan et al. 2021, "Efficient
+    -- Large-Scale Language Model Training on GPU Clusters Using
+    -- Megatron-LM", Table 1 (heads, hidden, layers, parameters in
+    -- billions): "All models use a vocabulary size of 51,200 and a sequence
+    -- length of 2048"; learned positions, GeLU MLP of 4h, embedding tied
+    -- to the output layer (Megatron-LM's defaults). The table gives one
+    -- decimal: `rounding` is half its last digit (1.65 B prints as 1.7).
+    ["gpt-1.7b"] = { shape = { layers = 24, hidden = 2304, heads = 24, seq = 2048,
+                               vocab = 51200, tied = true }, published = 1.7e9, rounding = 0.05e9 },
+    ["gpt-3.6b"] = { shape = { layers = 30, hidden = 3072, heads = 32, seq = 2048,
+                               vocab = 51200, tied = true }, published = 3.6e9, rounding = 0.05e9 },
+    ["gpt-7.5b"] = { shape = { layers = 36, hidden = 4096, heads = 32, seq = 2048,
+                               vocab = 51200, tied = true }, published = 7.5e9 },
+    ["gpt-18b"] = { shape = { layers = 40, hidden = 6144, heads = 48, seq = 2048,
+                              vocab = 51200, tied = true }, published = 18.4e9 },
+    ["gpt-39b"] = { shape = { layers = 48, hidden = 8192, heads = 64, seq = 2048,
+                              vocab = 51200, tied = true }, published = 39.1e9 },
+    ["gpt-76b"] = { shape = { layers = 60, hidden = 10240, heads = 80, seq = 2048,
+                              vocab = 51200, tied = true }, published = 76.1e9 },
+    ["gpt-145b"] = { shape = { layers = 80, hidden = 12288, heads = 96, seq = 2048,
+                               vocab = 51200, tied = true }, published = 145.6e9 },
+    ["gpt-310b"] = { shape = { layers = 96, hidden = 16384, heads = 128, seq = 2048,
+                               vocab = 51200, tied = true }, published = 310.1e9 },
+    ["gpt-530b"] = { shape = { layers = 105, hidden = 20480, heads = 128, seq = 2048,
+                               vocab = 51200, tied = true }, published = 529.6e9 },
+    ["gpt-1t"] = { shape = { layers = 128, hidden = 25600, heads = 160, seq = 2048,
+                             vocab = 51200, tied = true }, published = 1008.0e9 },
+    -- Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+    -- Transformer Models", Table 3: 22B (64 heads, 6144 hidden, 48 layers)
+    -- and 175B (96, 12288, 96, GPT-3's shape); its 530B and 1T are the
+    -- gpt-530b and gpt-1t above. Sequence 2048, vocabulary 51200, as
+    -- Narayanan et al.
+    ["gpt-22b"] = { shape = { layers = 48, hidden = 6144, heads = 64, seq = 2048,
+                              vocab = 51200, tied = true }, published = 22e9 },
+    ["gpt-175b"] = { shape = { layers = 96, hidden = 12288, heads = 96, seq = 2048,
+                               vocab = 51200, tied = true }, published = 175e9 },
     -- A small GPT for tests and quick scenarios (not a published model).
     toy = {
         shape = { layers = 4, hidden = 64, heads = 4, seq = 128, vocab = 1000 },

@@ -83,6 +83,15 @@ function M.block(s, dev, opt)
     local heads = b * a / t -- attention heads (x microbatch) on this rank
     memop("norm1", T * h / r, norm_op(e), FLOPS_NORM)
     linear("qkv", T, (q + 2 * kv) / t, h)
+    if s.bias then
+        -- Megatron's ColumnParallelLinear adds the QKV bias in its own
+        -- kernel (`output = output + bias` after the matmul in
+        -- LinearWithGradAccumulationAndAsyncCommunication); its gradient
+        -- is a reduction over the tokens (W)
+        local el = T * (q + 2 * kv) / t
+        add("qkv bias", "F", M.mem_time(dev, 2 * e * el, el), { bytes = 2 * e * el })
+        add("qkv bias grad", "W", M.mem_time(dev, e * el, el), { bytes = e * el })
+    end
     if s.position == "rope" then
         memop("rope", T * (q + kv) / t, 2 * e, FLOPS_ROPE)
     end
@@ -121,6 +130,10 @@ function M.block(s, dev, opt)
             { flops = 2 * fl })
         core[#core + 1] = tc
     end
+    -- the context is laid out [s, b, heads, d] for the projection:
+    -- dot_product_attention.py's context.permute(2, 0, 1, 3).contiguous(),
+    -- a copy (and its gradient's copy back)
+    memop("context permute", T * q / t, 2 * e, 0)
     linear("proj", T, h, q / t)
     memop("bias-dropout-add 1", T * h / r, bda_op(e, s.dropout), FLOPS_BDA)
     memop("norm2", T * h / r, norm_op(e), FLOPS_NORM)

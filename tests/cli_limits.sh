@@ -1,0 +1,164 @@
+#!/bin/sh
+# Limits of `pipesim run` (README "Safety and limits"): --timeout and
+# --max-memory end a run with one line at the scenario's line, SIGINT and
+# SIGTERM stop a sweep between runs, and the database keeps only complete
+# runs. Also the options' own checks and lost output (/dev/full). Nothing here asserts a duration: the limits are small so that the
+# tests end quickly, and each check holds whenever the stop lands.
+# Env from tests/run.sh: BIN, TMP, VG.
+set -u
+P=0
+F=0
+ok() { P=$((P + 1)); }
+bad() { F=$((F + 1)); echo "FAIL cli_limits: $*"; }
+
+# expect_fail "ARGS" "substring": non-zero exit, one stderr line with it
+expect_fail() {
+    args=$1 want=$2
+    # shellcheck disable=SC2086
+    if $VG "$BIN" $args >"$TMP/lim.stdout" 2>"$TMP/lim.stderr"; then
+        bad "pipesim $args exited 0"
+        return
+    fi
+    lines=$(wc -l <"$TMP/lim.stderr")
+    got=$(cat "$TMP/lim.stderr")
+    case "$got" in
+    "pipesim: "*"$want"*) [ "$lines" -eq 1 ] && ok || bad "pipesim $args: $lines lines: $got" ;;
+    *) bad "pipesim $args: got '$got', want 'pipesim: ...$want...'" ;;
+    esac
+}
+
+"$BIN" --help >"$TMP/lim.help" 2>&1
+for o in --timeout --max-memory --unsafe; do
+    grep -q -- "$o" "$TMP/lim.help" && ok || bad "--help does not list $o"
+done
+
+# --- --timeout: a Lua loop, a loop in a coroutine, a huge simulation ---
+printf 'local n = 0\nwhile true do n = n + 1 end\n' >"$TMP/spin.lua"
+expect_fail "run $TMP/spin.lua -o $TMP/spin.db --timeout 0.5" "spin.lua:2: time limit of 0.5 s reached"
+# a scenario's pcall does not get past the limit
+cat >"$TMP/spin_co.lua" <<'LUA'
+local spin = coroutine.wrap(function() while true do end end)
+local ok, err = pcall(spin)
+print("carried on after", err)
+LUA
+expect_fail "run $TMP/spin_co.lua -o $TMP/spin.db --timeout 0.5" "spin_co.lua:1: time limit of 0.5 s reached"
+grep -q "carried on" "$TMP/lim.stdout" && bad "--timeout: the scenario carried on" || ok
+# the engine and the program generators check the limit too: the small run
+# is recorded, the unfinished one leaves no rows (under valgrind the limit
+# may come during the small run already)
+cat >"$TMP/huge.lua" <<'LUA'
+local ps = require "pipesim"
+local l = {}
+for i = 1, 8 do l[i] = { fwd_time = 1e-3 } end
+ps.run{ name = "small", layers = l, stages = 4, microbatches = 8 }
+ps.run{ name = "huge", layers = l, stages = 4, microbatches = 2000000, record = "summary" }
+LUA
+rm -f "$TMP/huge.db"
+if [ -z "$VG" ]; then
+    expect_fail "run $TMP/huge.lua -o $TMP/huge.db --timeout 1" "huge.lua:5: time limit of 1 s reached"
+else
+    expect_fail "run $TMP/huge.lua -o $TMP/huge.db --timeout 1" "time limit of 1 s reached"
+fi
+got=$(sqlite3 "$TMP/huge.db" "SELECT group_concat(name || ':' || status) FROM run" 2>/dev/null)
+case "$got" in small:ok | "") ok ;; *) bad "--timeout: runs left in the database: $got" ;; esac
+expect_fail "run $TMP/spin.lua --timeout 0" "--timeout 0: expected a number of seconds > 0"
+expect_fail "run $TMP/spin.lua --timeout 5x" "--timeout 5x: expected a number of seconds > 0"
+expect_fail "run $TMP/spin.lua --timeout" "--timeout needs a value"
+
+# --- --max-memory: Lua tables, a big cluster, one huge string ---
+printf 'local t = {}\nfor i = 1, 1e9 do t[i] = i end\n' >"$TMP/table.lua"
+expect_fail "run $TMP/table.lua -o $TMP/mem.db --max-memory 64MiB" "table.lua:2: memory limit of 64 MiB reached (--max-memory)"
+# many small blocks: the error comes at the next instruction, here the
+# loop's (Lua raises no error with a line for a failed allocation)
+printf 'local t = {}\nfor i = 1, 1e9 do\n  t[i] = { i }\nend\n' >"$TMP/tables.lua"
+expect_fail "run $TMP/tables.lua -o $TMP/mem.db --max-memory 64MiB" "tables.lua:2: memory limit of 64 MiB reached (--max-memory)"
+printf 'print(pcall(string.rep, "x", 2^30))\nprint("carried on")\n' >"$TMP/rep.lua"
+expect_fail "run $TMP/rep.lua -o $TMP/mem.db --max-memory 64MiB" "rep.lua:1: memory limit of 64 MiB reached (--max-memory)"
+grep -q "carried on" "$TMP/lim.stdout" && bad "--max-memory: the scenario carried on" || ok
+# 2000 ranks behind switches: the route table alone is 2000^2 entries
+cat >"$TMP/cluster.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ nodes = 2, gpus_per_node = 1000,
+  intra = { bandwidth = "450 GB/s", latency = "1 us" },
+  inter = { bandwidth = "50 GB/s", latency = "5 us" } }
+LUA
+expect_fail "run $TMP/cluster.lua -o $TMP/mem.db --max-memory 16MiB" "cluster.lua:2: memory limit of 16 MiB reached (--max-memory)"
+# the same cluster fits a larger budget
+$VG "$BIN" run "$TMP/cluster.lua" -o "$TMP/mem.db" --max-memory 2GiB >"$TMP/lim.out" 2>&1 && ok ||
+    bad "--max-memory 2GiB: $(cat "$TMP/lim.out")"
+expect_fail "run $TMP/table.lua --max-memory 12XB" "run: --max-memory: "
+expect_fail "run $TMP/table.lua --max-memory 1000" "--max-memory 1000: expected a size of at least 1 MiB"
+
+# --- SIGINT and SIGTERM: stop between runs, keep the finished ones ---
+cat >"$TMP/sweep.lua" <<'LUA'
+local ps = require "pipesim"
+local l = {}
+for i = 1, 8 do l[i] = { fwd_time = 1e-3 } end
+ps.progress(false)
+local m = 0
+while true do
+  m = m % 16 + 1
+  ps.run{ name = "mb" .. m, layers = l, stages = 4, microbatches = m }
+end
+LUA
+# signal SIG EXITCODE
+signal() {
+    sig=$1 want_rc=$2 db="$TMP/sig-$1.db"
+    rm -f "$db" "$db-wal" "$db-shm"
+    $VG "$BIN" run "$TMP/sweep.lua" -o "$db" >"$TMP/sig.out" 2>"$TMP/sig.err" &
+    pid=$!
+    # the database appears with the first run, after the handlers are set
+    i=0
+    while [ ! -f "$db" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    sleep 0.3
+    kill -"$sig" $pid
+    wait $pid
+    rc=$?
+    [ "$rc" -eq "$want_rc" ] && ok || bad "SIG$sig: exit $rc, want $want_rc ($(cat "$TMP/sig.err"))"
+    n=$(sqlite3 "$db" "SELECT count(*) FROM run" 2>&1)
+    runs="$n runs"
+    [ "$n" = 1 ] && runs="1 run"
+    [ "$(cat "$TMP/sig.err")" = "pipesim: interrupted; $runs recorded in $db" ] && ok ||
+        bad "SIG$sig: message '$(cat "$TMP/sig.err")', database has $n runs"
+    [ "$n" -gt 0 ] 2>/dev/null && ok || bad "SIG$sig: no run recorded before the signal ($n)"
+    # every run is complete: status ok and 2 events per microbatch and stage
+    partial=$(sqlite3 "$db" "SELECT count(*) FROM run r WHERE r.status <> 'ok'
+        OR (SELECT count(*) FROM event e WHERE e.run = r.id) <> 2 * 4 * r.microbatches" 2>&1)
+    [ "$partial" = 0 ] && ok || bad "SIG$sig: $partial incomplete runs"
+    [ "$(sqlite3 "$db" "PRAGMA integrity_check" 2>&1)" = ok ] && ok || bad "SIG$sig: integrity_check"
+}
+signal INT 130
+signal TERM 143
+
+# --- options and output ---
+printf 'local ps = require "pipesim"\nps.run{ layers = { { fwd_time = 1 }, { fwd_time = 1 } }, stages = 2, microbatches = 4 }\n' >"$TMP/two.lua"
+if $VG "$BIN" run "$TMP/two.lua" -o '' >"$TMP/lim.out" 2>&1; then bad "-o '' accepted"; else
+    [ "$(cat "$TMP/lim.out")" = "pipesim: run: -o: the database path is empty" ] && ok || bad "-o '': $(cat "$TMP/lim.out")"; fi
+expect_fail "run $TMP/two.lua -o $TMP/two.db -D =5" "run: -D =5: expected key=value with a non-empty key"
+expect_fail "run $TMP/two.lua -o $TMP/two.db -D=5" "run: -D =5: expected key=value with a non-empty key"
+expect_fail "run $TMP/two.lua -o $TMP/two.db -D" "run: -D needs a value"
+expect_fail "run $TMP/two.lua -o" "run: -o needs a value"
+rm -f "$TMP/two.db"
+$VG "$BIN" run "$TMP/two.lua" -o "$TMP/two.db" >/dev/null 2>&1 && ok || bad "two.lua"
+# report RUN --csv: a header and one line per rank, raw numbers
+$VG "$BIN" report "$TMP/two.db" 1 --csv >"$TMP/run.csv" 2>"$TMP/lim.err" && ok || bad "report RUN --csv: $(cat "$TMP/lim.err")"
+[ "$(head -n 1 "$TMP/run.csv")" = "run,rank,busy,bubble,static_memory,peak_memory,t_peak,exposed_comm,capacity,fits" ] && ok ||
+    bad "report RUN --csv header: $(head -n 1 "$TMP/run.csv")"
+# 1F1B, p=2, m=4, forward 1 and backward 2: busy 12, bubble 1/5
+[ "$(sed -n 2p "$TMP/run.csv" | cut -d, -f1-4)" = "1,0,12,0.20000000000000001" ] && ok ||
+    bad "report RUN --csv rank 0: $(sed -n 2p "$TMP/run.csv")"
+[ "$(wc -l <"$TMP/run.csv")" -eq 3 ] && ok || bad "report RUN --csv: $(wc -l <"$TMP/run.csv") lines"
+expect_fail "report $TMP/two.db 5 --csv" "run 5 not found in $TMP/two.db"
+expect_fail "report $TMP/two.db --width x" "report: --width x: expected a number of columns"
+# output that cannot be written is an error, not exit 0
+if [ -w /dev/full ]; then
+    for args in "report $TMP/two.db" "report $TMP/two.db 1" "report $TMP/two.db 1 --csv" "--help"; do
+        # shellcheck disable=SC2086
+        if $VG "$BIN" $args >/dev/full 2>"$TMP/lim.err"; then bad "pipesim $args >/dev/full exited 0"; else
+            [ "$(cat "$TMP/lim.err")" = "pipesim: writing to standard output: No space left on device" ] && ok ||
+                bad "pipesim $args >/dev/full: $(cat "$TMP/lim.err")"
+        fi
+    done
+fi
+
+echo "$P passed, $F failed"

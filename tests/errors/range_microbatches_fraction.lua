@@ -1,0 +1,5 @@
+-- expect: tests/errors/range_microbatches_fraction.lua:5: ps.run: field 'microbatches' must be an integer in 1..2147483647, got 2.5
+local ps = require "pipesim"
+local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
+
+ps.run{ layers = layers, stages = 2, microbatches = 2.5 }

@@ -111,6 +111,17 @@ void bind_quantity(lua_State *L, int idx, const char *name, int kind,
  * when the field was present. */
 int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
                       double min, int strict, double *out);
+/* The same for field key of the table at path (NULL or "" at the top),
+ * the name built only for a message: for readers of many fields. */
+int bind_quantity_in(lua_State *L, int idx, const char *path, const char *key,
+                     int kind, double min, int strict, double *out);
+/* The same for the value at the top of the stack (not nil), field key of
+ * the table at path; the value stays. */
+void bind_quantity_top(lua_State *L, const char *path, const char *key,
+                       int kind, double min, int strict, double *out);
+/* Optional string field key of the table at path (NULL when nil). */
+const char *bind_string_in(lua_State *L, int idx, const char *path,
+                           const char *key);
 /* Parses the string at idx (its whole Lua length: an embedded NUL is an
  * error) as a quantity of kind. Returns 0 or PS_ERR with err set. */
 int bind_parse_quantity(lua_State *L, int idx, int kind, double *out,

@@ -228,7 +228,7 @@ static int post(eng_sim *e, prog_op *op, double now)
     uint8_t *st = &e->msg[id];
     if (op->type == PROG_SEND) {
         *st |= MSG_SEND_POSTED;
-        if (e->p2p == ENG_EAGER) {
+        if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
             start_transfer(e, id, now);
             return 1;
         }

@@ -412,7 +412,11 @@ function M.finish(plan, partition, args, dev, spec)
         -- most loaded rank's (the step ends when the slowest is done)
         local most = 0
         for _, p in pairs(stage_params) do most = math.max(most, p) end
-        args.optimizer_time = roofline.optimizer_time(dev, most)
+        local dtype
+        for _, l in ipairs(spec.layers) do
+            if type(l) == "table" and l.shape then dtype = l.shape.dtype; break end
+        end
+        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
     end
     if plan.ranks then
         args.ranks = plan.ranks

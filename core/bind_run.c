@@ -95,6 +95,10 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->recompute_time =
         layer_field(L, idx, path, "recompute_time", UNIT_SECONDS, -1);
     l->kept_bytes = layer_field(L, idx, path, "kept_bytes", UNIT_BYTES, -1);
+    l->tp_comm_time =
+        layer_field(L, idx, path, "tp_comm_time", UNIT_SECONDS, -1);
+    l->tp_exposed_time =
+        layer_field(L, idx, path, "tp_exposed_time", UNIT_SECONDS, -1);
     l->name = bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
     bind_string(L, idx, bind_join(name, sizeof name, path, "kind"));
     layer_field(L, idx, path, "shared_params", UNIT_FLOP, 0);

@@ -111,6 +111,17 @@ void bind_quantity(lua_State *L, int idx, const char *name, int kind,
  * when the field was present. */
 int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
                       double min, int strict, double *out);
+/* The same for field key of the table at path (NULL or "" at the top),
+ * the name built only for a message: for readers of many fields. */
+int bind_quantity_in(lua_State *L, int idx, const char *path, const char *key,
+                     int kind, double min, int strict, double *out);
+/* The same for the value at the top of the stack (not nil), field key of
+ * the table at path; the value stays. */
+void bind_quantity_top(lua_State *L, const char *path, const char *key,
+                       int kind, double min, int strict, double *out);
+/* Optional string field key of the table at path (NULL when nil). */
+const char *bind_string_in(lua_State *L, int idx, const char *path,
+                           const char *key);
 /* Parses the string at idx (its whole Lua length: an embedded NUL is an
  * error) as a quantity of kind. Returns 0 or PS_ERR with err set. */
 int bind_parse_quantity(lua_State *L, int idx, int kind, double *out,
@@ -131,6 +142,16 @@ void bind_boolean(lua_State *L, int idx, const char *name, int *out);
  * the table is alive. */
 const char *bind_string(lua_State *L, int idx, const char *name);
 
+/* [-0, +1] Reads fields `faults` and `recv_timeout` of the table at idx
+ * (bind_fault.c) into a fault plan for a cluster of nranks ranks and pushes
+ * its userdata, which owns it: keep it on the stack while the plan is in
+ * use. Pushes nil and returns NULL when neither field is set. compute = 0
+ * (a collective) refuses `slow` faults. Raises "field 'faults[2].slow'
+ * must be in (0, 1], got 1.5" and the like on bad entries. */
+struct fault_plan;
+const struct fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
+                                     int compute);
+
 /* Field params_json of the table at idx: a string, or a function (the Lua
  * layer's, called once every field is checked) whose result is stored
  * back into the table. NULL when absent. */
@@ -146,6 +167,7 @@ extern const char *const bind_fields_device[];
 extern const char *const bind_fields_link[];
 extern const char *const bind_fields_links_entry[];
 extern const char *const bind_fields_collective[];
+extern const char *const bind_fields_fault[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);

@@ -278,46 +278,41 @@ int bind_parse_quantity(lua_State *L, int idx, int kind, double *out,
     return unit_parse_len(s, len, (enum unit_kind)kind, out, err);
 }
 
-/* The quantity at the top of the stack (not nil) into *out. */
-static void quantity_at_top(lua_State *L, const char *name, int kind,
-                            double *out)
+/* The name of field key of the table at path, pushed: built only for
+ * messages (a sweep reads thousands of fields per second). [-0, +1] */
+static const char *push_name(lua_State *L, const char *path, const char *key)
 {
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-        double v = lua_tonumber(L, -1);
-        if (!isfinite(v))
-            bind_field_error(L, name, "must be a finite number", -1);
-        *out = v;
-    } else if (lua_type(L, -1) == LUA_TSTRING) {
+    if (!path || !*path)
+        lua_pushstring(L, key);
+    else
+        lua_pushfstring(L, "%s.%s", path, key);
+    return lua_tostring(L, -1);
+}
+
+/* The quantity at the top of the stack (not nil) into *out; must be > min
+ * (strict) or >= min unless min is -INFINITY. */
+static void quantity_at_top(lua_State *L, const char *path, const char *key,
+                            int kind, double min, int strict, double *out)
+{
+    int v = lua_gettop(L);
+    if (lua_type(L, v) == LUA_TNUMBER) {
+        *out = lua_tonumber(L, v);
+        if (!isfinite(*out))
+            bind_field_error(L, push_name(L, path, key),
+                             "must be a finite number", v);
+    } else if (lua_type(L, v) == LUA_TSTRING) {
         ps_err err;
-        if (bind_parse_quantity(L, -1, kind, out, &err))
-            luaL_error(L, "field '%s': %s", name, err.msg);
+        if (bind_parse_quantity(L, v, kind, out, &err))
+            luaL_error(L, "field '%s': %s", push_name(L, path, key), err.msg);
     } else {
+        const char *name = push_name(L, path, key);
         bind_field_error(L, name,
                          lua_pushfstring(L,
                                          "must be a number or a string with "
                                          "units such as %s",
                                          unit_example((enum unit_kind)kind)),
-                         -2);
+                         v);
     }
-}
-
-void bind_quantity(lua_State *L, int idx, const char *name, int kind,
-                   double *out)
-{
-    /* "link.bandwidth": read "bandwidth", name the whole path in errors */
-    if (lua_getfield(L, idx, key_of(name)) != LUA_TNIL)
-        quantity_at_top(L, name, kind, out);
-    lua_pop(L, 1);
-}
-
-int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
-                      double min, int strict, double *out)
-{
-    if (lua_getfield(L, idx, key_of(name)) == LUA_TNIL) {
-        lua_pop(L, 1);
-        return 0;
-    }
-    quantity_at_top(L, name, kind, out);
     if (strict ? !(*out > min) : !(*out >= min)) {
         char what[64];
         if (min == 0)
@@ -326,10 +321,60 @@ int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
         else
             snprintf(what, sizeof what, "must be %s %g",
                      strict ? ">" : ">=", min);
-        bind_field_error(L, name, what, -1);
+        bind_field_error(L, push_name(L, path, key), what, v);
     }
+}
+
+void bind_quantity(lua_State *L, int idx, const char *name, int kind,
+                   double *out)
+{
+    /* "link.bandwidth": read "bandwidth", name the whole path in errors */
+    if (lua_getfield(L, idx, key_of(name)) != LUA_TNIL)
+        quantity_at_top(L, NULL, name, kind, -INFINITY, 0, out);
+    lua_pop(L, 1);
+}
+
+int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
+                      double min, int strict, double *out)
+{
+    return bind_quantity_in(L, idx, NULL, name, kind, min, strict, out);
+}
+
+int bind_quantity_in(lua_State *L, int idx, const char *path, const char *key,
+                     int kind, double min, int strict, double *out)
+{
+    /* with no path, key may be a dotted name: read its last component */
+    if (lua_getfield(L, idx, path ? key : key_of(key)) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    quantity_at_top(L, path, key, kind, min, strict, out);
     lua_pop(L, 1);
     return 1;
+}
+
+void bind_quantity_top(lua_State *L, const char *path, const char *key,
+                       int kind, double min, int strict, double *out)
+{
+    quantity_at_top(L, path, key, kind, min, strict, out);
+}
+
+const char *bind_string_in(lua_State *L, int idx, const char *path,
+                           const char *key)
+{
+    int t = lua_getfield(L, idx, key);
+    const char *s = NULL;
+    if (t == LUA_TSTRING) {
+        size_t len;
+        s = lua_tolstring(L, -1, &len);
+        if (strlen(s) != len)
+            bind_field_error(L, push_name(L, path, key),
+                             "must not contain a NUL byte", -2);
+    } else if (t != LUA_TNIL) {
+        bind_field_error(L, push_name(L, path, key), "must be a string", -2);
+    }
+    lua_pop(L, 1); /* the table keeps the string alive */
+    return s;
 }
 
 void bind_integer(lua_State *L, int idx, const char *name, long long *out)

@@ -390,6 +390,7 @@ static int core_collective(lua_State *L)
             spec.data = COLL_DATA_RANDOM;
     }
     spec.seed = (uint64_t)seed;
+    spec.faults = bind_faults(L, 1, cl->nranks, 0);
     const char *name = bind_string(L, 1, "name");
     const char *params = bind_params_json(L, 1);
     rec_db *db = NULL;

@@ -12,9 +12,11 @@
  * lua/pipesim/parallel.lua, which takes them out before core.run */
 const char *const bind_fields_run[] = {
     "checkpoint",
+    "chunk_placement",
     "cluster",
     "db",
     "dp",
+    "faults",
     "grad_sync",
     "layers",
     "memory",
@@ -30,6 +32,7 @@ const char *const bind_fields_run[] = {
     "recompute_layers",
     "recompute_method",
     "record",
+    "recv_timeout",
     "schedule",
     "sequence_parallel",
     "split_backward",
@@ -122,24 +125,16 @@ const char *const bind_fields_links_entry[] = {
 /* ps.collective{...} (core/bind_collective.c); params_json is added by
  * init.lua */
 const char *const bind_fields_collective[] = {
-    "algorithm",
-    "bytes",
-    "candidates",
-    "chunks",
-    "cluster",
-    "data",
-    "db",
-    "name",
-    "op",
-    "p2p",
-    "params_json",
-    "ranks",
-    "ranks_per_node",
-    "record",
-    "root",
-    "seed",
-    "verify",
-    NULL,
+    "algorithm",    "bytes",       "candidates", "chunks",         "cluster",
+    "data",         "db",          "faults",     "name",           "op",
+    "p2p",          "params_json", "ranks",      "ranks_per_node", "record",
+    "recv_timeout", "root",        "seed",       "verify",         NULL,
+};
+
+/* each entry of ps.run{ faults = {...} } and ps.collective's
+ * (core/bind_fault.c) */
+const char *const bind_fields_fault[] = {
+    "down", "from", "link", "rank", "slow", "stall", NULL,
 };
 
 /* clang-format on */
@@ -157,6 +152,7 @@ static const struct {
     {"link", bind_fields_link},
     {"links_entry", bind_fields_links_entry},
     {"collective", bind_fields_collective},
+    {"fault", bind_fields_fault},
 };
 
 void bind_push_fields(lua_State *L)

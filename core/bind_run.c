@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <lauxlib.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "bind.h"
@@ -55,69 +56,126 @@ static void *scratch(lua_State *L, size_t n, size_t size)
     return p; /* stays on the stack until core_run returns */
 }
 
-/* One numeric field of layers[i] (a finite number >= 0, with units or
- * not); def when absent. */
-static double layer_field(lua_State *L, int idx, const char *path,
-                          const char *key, enum unit_kind kind, double def)
-{
-    char name[64];
-    double v = def;
-    bind_quantity_min(L, idx, bind_join(name, sizeof name, path, key), kind, 0,
-                      0, &v);
-    return v;
-}
+/* The numeric layer fields the core reads, each a finite number >= 0
+ * (units allowed) into its pipe_layer slot; def when absent. Every key here
+ * is in bind_fields_layer (bind_register_run checks that at start-up);
+ * that list also holds fields the core accepts without reading (kind,
+ * shape, shared_params: the model's). */
+static const struct layer_num {
+    const char *key;
+    size_t off;
+    enum unit_kind kind;
+    double def;
+} layer_nums[] = {
+    {"fwd_flops", offsetof(pipe_layer, fwd_flops), UNIT_FLOP, -1},
+    {"fwd_time", offsetof(pipe_layer, fwd_time), UNIT_SECONDS, -1},
+    {"params", offsetof(pipe_layer, params), UNIT_FLOP, 0},
+    {"act_bytes", offsetof(pipe_layer, act_bytes), UNIT_BYTES, 0},
+    {"out_bytes", offsetof(pipe_layer, out_bytes), UNIT_BYTES, 0},
+    {"bwd_flops", offsetof(pipe_layer, bwd_flops), UNIT_FLOP, -1},
+    {"bwd_time", offsetof(pipe_layer, bwd_time), UNIT_SECONDS, -1},
+    {"in_bytes", offsetof(pipe_layer, in_bytes), UNIT_BYTES, -1},
+    {"bwd_input_flops", offsetof(pipe_layer, bwd_input_flops), UNIT_FLOP, -1},
+    {"bwd_weight_flops", offsetof(pipe_layer, bwd_weight_flops), UNIT_FLOP, -1},
+    {"bwd_input_time", offsetof(pipe_layer, bwd_input_time), UNIT_SECONDS, -1},
+    {"bwd_weight_time", offsetof(pipe_layer, bwd_weight_time), UNIT_SECONDS,
+     -1},
+    {"bwd_weight_bytes", offsetof(pipe_layer, bwd_weight_bytes), UNIT_BYTES,
+     -1},
+    {"recompute_time", offsetof(pipe_layer, recompute_time), UNIT_SECONDS, -1},
+    {"kept_bytes", offsetof(pipe_layer, kept_bytes), UNIT_BYTES, -1},
+    {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
+    {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
+     -1},
+    {"shared_params", (size_t)-1, UNIT_FLOP, 0}, /* checked, not read */
+};
+#define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 
+/* Reads layers[i] (the table at idx) in one pass over its keys: a sweep
+ * reads every layer of every run, and most fields are absent. */
 static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
 {
-    char path[32], name[64];
-    snprintf(path, sizeof path, "layers[%d]", i);
+    /* "layers[i]" by hand: snprintf costs more than the rest of a layer */
+    char path[32] = "layers[", digits[16];
+    int nd = 0;
+    for (unsigned u = (unsigned)i; u || !nd; u /= 10)
+        digits[nd++] = (char)('0' + u % 10);
+    size_t at = 7;
+    while (nd)
+        path[at++] = digits[--nd];
+    path[at++] = ']';
+    path[at] = 0;
     if (!lua_istable(L, idx))
         bind_field_error(L, path, "must be a table", idx);
-    bind_check_fields(L, idx, path, bind_fields_layer);
-    l->fwd_flops = layer_field(L, idx, path, "fwd_flops", UNIT_FLOP, -1);
-    l->bwd_flops = layer_field(L, idx, path, "bwd_flops", UNIT_FLOP, -1);
-    l->fwd_time = layer_field(L, idx, path, "fwd_time", UNIT_SECONDS, -1);
-    l->bwd_time = layer_field(L, idx, path, "bwd_time", UNIT_SECONDS, -1);
-    l->params = layer_field(L, idx, path, "params", UNIT_FLOP, 0);
-    l->act_bytes = layer_field(L, idx, path, "act_bytes", UNIT_BYTES, 0);
-    l->out_bytes = layer_field(L, idx, path, "out_bytes", UNIT_BYTES, 0);
-    l->in_bytes = layer_field(L, idx, path, "in_bytes", UNIT_BYTES, -1);
-    l->bwd_input_flops =
-        layer_field(L, idx, path, "bwd_input_flops", UNIT_FLOP, -1);
-    l->bwd_weight_flops =
-        layer_field(L, idx, path, "bwd_weight_flops", UNIT_FLOP, -1);
-    l->bwd_input_time =
-        layer_field(L, idx, path, "bwd_input_time", UNIT_SECONDS, -1);
-    l->bwd_weight_time =
-        layer_field(L, idx, path, "bwd_weight_time", UNIT_SECONDS, -1);
-    l->bwd_weight_bytes =
-        layer_field(L, idx, path, "bwd_weight_bytes", UNIT_BYTES, -1);
-    l->recompute_time =
-        layer_field(L, idx, path, "recompute_time", UNIT_SECONDS, -1);
-    l->kept_bytes = layer_field(L, idx, path, "kept_bytes", UNIT_BYTES, -1);
-    l->tp_comm_time =
-        layer_field(L, idx, path, "tp_comm_time", UNIT_SECONDS, -1);
-    l->tp_exposed_time =
-        layer_field(L, idx, path, "tp_exposed_time", UNIT_SECONDS, -1);
-    l->name = bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
-    bind_string(L, idx, bind_join(name, sizeof name, path, "kind"));
-    layer_field(L, idx, path, "shared_params", UNIT_FLOP, 0);
+    char *base = (char *)l;
+    for (size_t f = 0; f < NLAYER_NUMS; f++)
+        if (layer_nums[f].off != (size_t)-1)
+            *(double *)(base + layer_nums[f].off) = layer_nums[f].def;
+    l->name = NULL;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *k =
+            lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        size_t f = 0;
+        while (k && f < NLAYER_NUMS && strcmp(k, layer_nums[f].key) != 0)
+            f++;
+        if (k && f < NLAYER_NUMS) {
+            double v = 0;
+            bind_quantity_top(L, path, k, layer_nums[f].kind, 0, 0, &v);
+            if (layer_nums[f].off != (size_t)-1)
+                *(double *)(base + layer_nums[f].off) = v;
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_pop(L, 1);
+        if (k && strcmp(k, "name") == 0)
+            l->name = bind_string_in(L, idx, path, "name");
+        else if (k && strcmp(k, "kind") == 0)
+            bind_string_in(L, idx, path, "kind");
+        else if (!k || strcmp(k, "shape") != 0)
+            bind_check_fields(L, idx, path, bind_fields_layer); /* raises */
+    }
     if (l->fwd_time < 0 && l->fwd_flops < 0)
         luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
-static enum eng_p2p read_p2p(lua_State *L, int idx)
+/* "pytorch": rendezvous transfers posted the way PyTorch's
+ * _PipelineScheduleRuntime posts them (sched_spec.pytorch_p2p). */
+static enum eng_p2p read_p2p(lua_State *L, int idx, int *pytorch)
 {
     const char *p2p = bind_string(L, idx, "p2p");
+    *pytorch = 0;
     if (!p2p || strcmp(p2p, "rendezvous") == 0)
         return ENG_RENDEZVOUS;
     if (strcmp(p2p, "eager") == 0)
         return ENG_EAGER;
+    if (strcmp(p2p, "pytorch") == 0) {
+        *pytorch = 1;
+        return ENG_RENDEZVOUS;
+    }
     luaL_error(L,
-               "field 'p2p': unknown mode '%s' (expected rendezvous or "
-               "eager)",
+               "field 'p2p': unknown mode '%s' (expected rendezvous, eager "
+               "or pytorch)",
                p2p);
     return ENG_RENDEZVOUS;
+}
+
+/* chunk_placement: "loop" or "v"; default the schedule's own. */
+static enum sched_placement read_placement(lua_State *L, int idx,
+                                           enum sched_kind kind)
+{
+    const char *pl = bind_string(L, idx, "chunk_placement");
+    if (!pl)
+        return sched_default_placement(kind);
+    if (strcmp(pl, "loop") == 0)
+        return SCHED_LOOP;
+    if (strcmp(pl, "v") == 0)
+        return SCHED_V;
+    luaL_error(L,
+               "field 'chunk_placement': unknown placement '%s' (expected "
+               "loop or v)",
+               pl);
+    return SCHED_LOOP;
 }
 
 /* record: "events" (default), "summary", or "none" (no database at all). */
@@ -298,6 +356,70 @@ static void push_fits(lua_State *L, const pipe_result *res)
     lua_setfield(L, -2, "over_capacity");
 }
 
+/* p x v stages need at least as many layers (p <= 2^20 and v < 2^15: the
+ * product fits before it is compared). */
+static void check_stage_count(lua_State *L, long long p, long long v,
+                              int32_t nl)
+{
+    if (p * v <= nl)
+        return;
+    if (v > 1)
+        luaL_error(L,
+                   "%I stages (stages %d x virtual_stages %d) but only %d "
+                   "layers",
+                   (lua_Integer)(p * v), (int)p, (int)v, (int)nl);
+    luaL_error(L, "%d stages but only %d layers", (int)p, (int)nl);
+}
+
+/* core.check_run reads the layers of ps.run's table; core.run, called next
+ * by init.lua, gets the same table unless the Lua layer replaced the list
+ * (model or weighted layers): then it reuses what check_run read, once,
+ * instead of reading every layer twice per run. The registry slot holds
+ * { layers table, scratch userdata, uses_flops }. */
+#define CHECKED_KEY "pipesim.checked_layers"
+
+static void keep_checked(lua_State *L, int layers_idx, int scratch_idx,
+                         int uses_flops)
+{
+    lua_createtable(L, 3, 0);
+    lua_pushvalue(L, layers_idx);
+    lua_rawseti(L, -2, 1);
+    lua_pushvalue(L, scratch_idx);
+    lua_rawseti(L, -2, 2);
+    lua_pushboolean(L, uses_flops);
+    lua_rawseti(L, -2, 3);
+    lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
+}
+
+/* Pushes the scratch check_run kept for the layer list at layers_idx and
+ * returns 1, or returns 0 (nothing pushed). Either way the slot is
+ * emptied: a kept list serves one core.run. */
+static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
+                         int *uses_flops)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CHECKED_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
+    lua_rawgeti(L, -1, 1);
+    int same = lua_rawequal(L, -1, layers_idx);
+    lua_pop(L, 1);
+    if (!same) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_rawgeti(L, -1, 3);
+    *uses_flops = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, -1, 2);
+    lua_remove(L, -2);
+    cfg->layers = lua_touserdata(L, -1);
+    cfg->nlayers = (int32_t)bind_list_len(L, layers_idx, "layers");
+    return 1;
+}
+
 /* The fields init.lua computes from before core.run, checked in the same
  * way for both: names at the top, the counts (in 64 bits before they are
  * narrowed: ranks as in ps.cluster, chunks per rank as sched.h allows) and
@@ -317,6 +439,11 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
         luaL_error(L, "missing field 'microbatches'");
     bind_int(L, 1, "virtual_stages", 1, INT16_MAX, &v);
     bind_int(L, 1, "dp", 1, MAX_RANKS, &dp);
+    /* tp is lowered by lua/pipesim/parallel.lua (core.run records it):
+     * checked here, before that code loops over it */
+    long long tp = 1;
+    bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
+    cfg->tp = (int32_t)tp;
     if (dp * p > MAX_RANKS) /* both <= 2^20: no overflow */
         luaL_error(
             L, "dp %I x %I stages is %I ranks, more than the limit of %d",
@@ -329,6 +456,11 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
     if (!bind_table(L, 1, "layers", "(a list of layer tables)"))
         luaL_error(L, "missing field 'layers' (a list of layer tables)");
     int layers_idx = lua_gettop(L);
+    if (reuse_checked(L, layers_idx, cfg, uses_flops)) {
+        lua_remove(L, layers_idx);
+        check_stage_count(L, p, v, cfg->nlayers);
+        return;
+    }
     lua_Integer nlayers = bind_list_len(L, layers_idx, "layers");
     if (nlayers < 1)
         luaL_error(L, "field 'layers' is empty");
@@ -348,16 +480,7 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
     lua_remove(L, layers_idx); /* the layer names stay alive in spec */
     cfg->layers = layers;
     cfg->nlayers = nl;
-
-    /* p <= 2^20 and v < 2^15: the product fits before it is compared */
-    if ((long long)p * v > nl) {
-        if (v > 1)
-            luaL_error(L,
-                       "%I stages (stages %d x virtual_stages %d) but only %d "
-                       "layers",
-                       (lua_Integer)(p * v), (int)p, (int)v, (int)nl);
-        luaL_error(L, "%d stages but only %d layers", (int)p, (int)nl);
-    }
+    check_stage_count(L, p, v, nl);
 }
 
 /* core.check_run(spec): raises on the fields read_shape checks, so that
@@ -369,7 +492,11 @@ static int core_check_run(lua_State *L)
     lua_settop(L, 1);
     pipe_config cfg = {0};
     int uses_flops;
-    read_shape(L, &cfg, &uses_flops);
+    lua_pushnil(L); /* no kept list: this call reads every layer */
+    lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
+    read_shape(L, &cfg, &uses_flops); /* pushes the scratch */
+    lua_getfield(L, 1, "layers");
+    keep_checked(L, lua_gettop(L), lua_gettop(L) - 1, uses_flops);
     return 0;
 }
 
@@ -382,13 +509,11 @@ static int core_run(lua_State *L)
     cfg.name = bind_string(L, 1, "name");
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
     /* recorded only: lua/pipesim/parallel.lua has lowered them */
-    long long tp = 1;
-    bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
-    cfg.tp = (int32_t)tp;
+
     bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
     cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
-    cfg.p2p = read_p2p(L, 1);
+    cfg.p2p = read_p2p(L, 1, &cfg.pytorch_p2p);
     int recording = read_record(L, 1, &cfg.record);
 
     /* schedule */
@@ -424,6 +549,7 @@ static int core_run(lua_State *L)
             return luaL_error(L, "field 'schedule': %s", err.msg);
         cfg.schedule_name = sched_name(cfg.schedule);
     }
+    cfg.placement = read_placement(L, 1, cfg.schedule);
 
     /* memory accounting per parameter */
     cfg.weight_bytes = 2;
@@ -535,6 +661,8 @@ static int core_run(lua_State *L)
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 
+    cfg.faults = bind_faults(L, 1, cl->nranks, 1);
+
     cfg.params_json = bind_params_json(L, 1);
     rec_db *db = NULL;
     if (recording) {
@@ -593,6 +721,16 @@ static int core_run(lua_State *L)
 
 void bind_register_run(lua_State *L)
 {
+    /* read_layer's fields must be known ones, or a layer's field could be
+     * read and still be reported as unknown */
+    for (size_t f = 0; f < NLAYER_NUMS; f++) {
+        const char *const *k = bind_fields_layer;
+        while (*k && strcmp(*k, layer_nums[f].key) != 0)
+            k++;
+        if (!*k)
+            luaL_error(L, "internal: layer field '%s' not in bind_fields_layer",
+                       layer_nums[f].key);
+    }
     if (luaL_newmetatable(L, CTX_TYPE)) {
         lua_pushcfunction(L, ctx_gc);
         lua_setfield(L, -2, "__gc");

@@ -243,7 +243,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         for (int32_t i = 0; i < lane->n && rc == PS_OK; i++) {
             const prog_op *op = &lane->ops[i];
             if (is_last_backward(lane, last, i) &&
-                plan_chunk(c, op->chunk * p + r, op->chunk, &plans[r]))
+                plan_chunk(c, op->stage, op->chunk, &plans[r]))
                 rc = ps_errf(err, "out of memory");
         }
         if (plans[r].n > most)

@@ -7,13 +7,16 @@
  * happens after eng_run has sized its arrays. */
 #include "eng.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "limit.h"
 
-enum { EV_COMPUTE = 1 }; /* NET_EVENT (net.h) is the other type */
+/* NET_EVENT (net.h) is the third type. EV_TIMEOUT: recv_timeout of lane id,
+ * version = the lane's wait_seq when it blocked. */
+enum { EV_COMPUTE = 1, EV_TIMEOUT = 3 };
 
 enum lane_state {
     LANE_READY,
@@ -21,6 +24,7 @@ enum lane_state {
     LANE_WAIT_DEVICE,
     LANE_WAIT_BATCH,
     LANE_WAIT_SIGNAL,
+    LANE_STALLED, /* its rank stalled (fault.h): it starts nothing more */
     LANE_DONE
 };
 
@@ -28,7 +32,8 @@ enum msg_state_bits {
     MSG_SEND_POSTED = 1,
     MSG_RECV_POSTED = 2,
     MSG_STARTED = 4,
-    MSG_ARRIVED = 8
+    MSG_ARRIVED = 8,
+    MSG_LOST = 16 /* on a link that is down (fault.h): never arrives */
 };
 
 typedef struct lane_rt {
@@ -36,6 +41,8 @@ typedef struct lane_rt {
     int32_t batch_end; /* blocked in a batch: first op after it */
     int32_t pending;   /* incomplete ops of the current batch */
     int32_t next;      /* next lane in a device or signal wait list */
+    uint32_t wait_seq; /* counts blocked batches, for EV_TIMEOUT */
+    uint32_t expired;  /* wait_seq whose timeout expired (e->expired) */
     uint8_t state;     /* enum lane_state */
 } lane_rt;
 
@@ -69,6 +76,12 @@ struct eng_sim {
     int64_t transfers;
     int64_t ops;
     int oom;
+    const fault_plan *fp; /* NULL: no faults, no deadline */
+    /* lanes whose recv_timeout expired at expired_t, linked through
+     * lane_rt.next (free while a lane waits on a batch), -1 if none; they
+     * fail once every other event of that instant has run */
+    int32_t expired, expired_tail;
+    double expired_t;
 };
 
 eng_sim *eng_new(void)
@@ -77,6 +90,11 @@ eng_sim *eng_new(void)
     if (e)
         eq_init(&e->q);
     return e;
+}
+
+void eng_set_faults(eng_sim *e, const fault_plan *fp)
+{
+    e->fp = fp;
 }
 
 void eng_free(eng_sim *e)
@@ -185,6 +203,12 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
     const prog_msg *m = &e->ps->msgs[id];
     prog_op *s = &e->ps->lanes[m->send_lane].ops[m->send_op];
     e->msg[id] |= MSG_STARTED;
+    if (e->fp &&
+        now >= fault_down_at(e->fp, e->ps->lanes[m->send_lane].rank, s->peer)) {
+        e->msg[id] |= MSG_LOST; /* never starts */
+        s->t_start = now;
+        return;
+    }
     e->transfers++;
     /* Generators hand out a sender's message ids in lane order, so this
      * lane's next transfer is most likely id + 1: fetch its entry while
@@ -202,7 +226,7 @@ static int post(eng_sim *e, prog_op *op, double now)
     uint8_t *st = &e->msg[id];
     if (op->type == PROG_SEND) {
         *st |= MSG_SEND_POSTED;
-        if (e->p2p == ENG_EAGER) {
+        if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
             start_transfer(e, id, now);
             return 1;
         }
@@ -234,8 +258,13 @@ static void complete_one(eng_sim *e, int32_t lane)
 static void arrived(eng_sim *e, int32_t id, double now)
 {
     const prog_msg *m = &e->ps->msgs[id];
-    e->msg[id] |= MSG_ARRIVED;
     prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
+    if (e->fp && now >= fault_down_at(e->fp, e->ps->lanes[m->send_lane].rank,
+                                      send->peer)) {
+        e->msg[id] |= MSG_LOST; /* in flight when the link went down */
+        return;
+    }
+    e->msg[id] |= MSG_ARRIVED;
     send->t_end = now;
     if (e->p2p == ENG_RENDEZVOUS && !(send->flags & PROG_NOWAIT))
         complete_one(e, m->send_lane);
@@ -251,6 +280,10 @@ static void advance(eng_sim *e, int32_t l, double now)
     prog_lane *lane = &e->ps->lanes[l];
     while (lr->pc < lane->n) {
         prog_op *op = &lane->ops[lr->pc];
+        if (e->fp && now >= e->fp->rank[lane->rank].stall_at) {
+            lr->state = LANE_STALLED;
+            return;
+        }
         switch (op->type) {
         case PROG_COMPUTE:
             if (e->device[lane->rank] >= 0) {
@@ -260,7 +293,9 @@ static void advance(eng_sim *e, int32_t l, double now)
             }
             e->device[lane->rank] = l;
             op->t_start = now;
-            op->t_end = now + op->seconds;
+            op->t_end = now + (e->fp ? fault_compute_seconds(e->fp, lane->rank,
+                                                             now, op->seconds)
+                                     : op->seconds);
             lr->state = LANE_COMPUTING;
             if (eq_push(&e->q, op->t_end, EV_COMPUTE, l, 0))
                 e->oom = 1;
@@ -306,6 +341,12 @@ static void advance(eng_sim *e, int32_t l, double now)
             lr->batch_end = i + 1;
             lr->pending = pending;
             lr->state = LANE_WAIT_BATCH;
+            if (e->fp && isfinite(e->fp->recv_timeout)) {
+                lr->wait_seq++;
+                if (eq_push(&e->q, now + e->fp->recv_timeout, EV_TIMEOUT, l,
+                            lr->wait_seq))
+                    e->oom = 1;
+            }
             return;
         }
         }
@@ -336,6 +377,17 @@ static void compute_done(eng_sim *e, int32_t l)
     make_ready(e, l);
 }
 
+/* "microbatch 3", or for collective ops "step 2" (a collective) or
+ * "bucket 1" (gradient sync; fault_plan.tag_label). */
+static void op_unit(const eng_sim *e, const prog_op *op, char *buf, int size)
+{
+    if (op->mb >= 0 || op->tag < 0)
+        snprintf(buf, (size_t)size, "microbatch %d", (int)op->mb);
+    else
+        snprintf(buf, (size_t)size, "%s %d", e->fp ? e->fp->tag_label : "tag",
+                 (int)op->tag);
+}
+
 /* Appends to buf what lane l is blocked on. */
 static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
 {
@@ -347,6 +399,11 @@ static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
         return snprintf(buf, (size_t)size, "rank %d waits on signal %d",
                         (int)lane->rank, (int)lane->ops[lr->pc].msg);
     }
+    if (lr->state == LANE_STALLED) {
+        prog_describe(&lane->ops[lr->pc], what, sizeof what);
+        return snprintf(buf, (size_t)size, "rank %d stalled before %s",
+                        (int)lane->rank, what);
+    }
     for (int32_t i = lr->pc; i < lr->batch_end && len < size; i++) {
         const prog_op *op = &lane->ops[i];
         uint8_t st = e->msg[op->msg];
@@ -357,13 +414,15 @@ static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
             continue;
         prog_describe(op, what, sizeof what);
         const char *why =
-            op->type == PROG_SEND
+            st & MSG_LOST ? "lost: the link is down"
+            : op->type == PROG_SEND
                 ? (st & MSG_RECV_POSTED ? "in flight" : "not yet received")
                 : (st & MSG_SEND_POSTED ? "in flight" : "not yet sent");
-        len +=
-            snprintf(buf + len, (size_t)(size - len),
-                     "%srank %d waits on %s (microbatch %d, %s)",
-                     len ? "; " : "", (int)lane->rank, what, (int)op->mb, why);
+        char unit[48];
+        op_unit(e, op, unit, sizeof unit);
+        len += snprintf(buf + len, (size_t)(size - len),
+                        "%srank %d waits on %s (%s, %s)", len ? "; " : "",
+                        (int)lane->rank, what, unit, why);
     }
     return len;
 }
@@ -371,7 +430,16 @@ static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
 static int deadlock(eng_sim *e, double now, ps_err *err)
 {
     char buf[sizeof err->msg];
-    int len = snprintf(buf, sizeof buf, "deadlock at t=%.9g s: ", now);
+    int len = snprintf(buf, sizeof buf, "deadlock at t=%.9g s", now);
+    if (e->fp) {
+        /* the faults that explain it first: the list of ranks may be cut */
+        char faults[1024];
+        int n = fault_append_active(e->fp, now, faults, 0, sizeof faults);
+        if (n > 2)
+            len += snprintf(buf + len, sizeof buf - (size_t)len, " (%s)",
+                            faults + 2);
+    }
+    len += snprintf(buf + len, sizeof buf - (size_t)len, ": ");
     int32_t blocked = 0, shown = 0;
     for (int32_t l = 0; l < e->ps->nlanes; l++) {
         if (e->lane[l].state == LANE_DONE)
@@ -389,6 +457,88 @@ static int deadlock(eng_sim *e, double now, ps_err *err)
     return ps_errf(err, "%s", buf);
 }
 
+/* recv_timeout expired for lane l, blocked in a batch: names the op it
+ * waits on (a receive if any), its peer, its microbatch or step, the time
+ * and the faults in effect. */
+static int deadline(eng_sim *e, int32_t l, double now, ps_err *err)
+{
+    const lane_rt *lr = &e->lane[l];
+    const prog_lane *lane = &e->ps->lanes[l];
+    const prog_op *op = NULL;
+    for (int32_t i = lr->pc; i < lr->batch_end; i++) {
+        const prog_op *o = &lane->ops[i];
+        int done = (e->msg[o->msg] & MSG_ARRIVED) ||
+                   (o->type == PROG_SEND &&
+                    (e->p2p == ENG_EAGER || (o->flags & PROG_NOWAIT)));
+        if (!done && (!op || (o->type == PROG_RECV && op->type != PROG_RECV)))
+            op = o;
+    }
+    char what[96], at[32], waited[32], unit[48];
+    prog_describe(op, what, sizeof what);
+    fault_format_time(now, 1, at, sizeof at);
+    fault_format_time(e->fp->recv_timeout, 0, waited, sizeof waited);
+    op_unit(e, op, unit, sizeof unit);
+    char buf[sizeof err->msg];
+    int len = snprintf(
+        buf, sizeof buf, "deadline at t=%s: rank %d waited %s on %s (%s%s)", at,
+        (int)lane->rank, waited, what, unit,
+        e->msg[op->msg] & MSG_LOST ? ", lost: the link is down" : "");
+    fault_append_active(e->fp, now, buf, len, (int)sizeof buf);
+    return ps_errf(err, "%s", buf);
+}
+
+/* An EV_TIMEOUT popped at now: when its lane still waits on the same
+ * batch, the lane joins the expired list. Stale ones are dropped. */
+static void timeout(eng_sim *e, const eq_event *ev, double now)
+{
+    lane_rt *lr = &e->lane[ev->id];
+    if (lr->state != LANE_WAIT_BATCH || lr->wait_seq != ev->version)
+        return;
+    lr->expired = ev->version;
+    lr->next = -1;
+    if (e->expired >= 0)
+        e->lane[e->expired_tail].next = ev->id;
+    else
+        e->expired = ev->id;
+    e->expired_tail = ev->id;
+    e->expired_t = now;
+}
+
+/* 1 when lane l still waits on the batch whose timeout expired; 2 when
+ * that batch has a receive that is not complete. */
+static int still_waiting(const eng_sim *e, int32_t l)
+{
+    const lane_rt *lr = &e->lane[l];
+    if (lr->state != LANE_WAIT_BATCH || lr->wait_seq != lr->expired)
+        return 0;
+    const prog_lane *lane = &e->ps->lanes[l];
+    for (int32_t i = lr->pc; i < lr->batch_end; i++)
+        if (lane->ops[i].type == PROG_RECV &&
+            !(e->msg[lane->ops[i].msg] & MSG_ARRIVED))
+            return 2;
+    return 1;
+}
+
+/* Once every event of the instant of the expired lanes has run (a wait
+ * that ends exactly at its deadline is on time): fails the run on the
+ * first lane still waiting on a receive, else on the first still waiting
+ * on a send. */
+static int check_expired(eng_sim *e, ps_err *err)
+{
+    int32_t first = -1;
+    for (int32_t l = e->expired; l >= 0; l = e->lane[l].next) {
+        int w = still_waiting(e, l);
+        if (w == 2)
+            return deadline(e, l, e->expired_t, err);
+        if (w && first < 0)
+            first = l;
+    }
+    if (first >= 0)
+        return deadline(e, first, e->expired_t, err);
+    e->expired = -1;
+    return PS_OK;
+}
+
 int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             eng_result *res, ps_err *err)
 {
@@ -398,6 +548,8 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
                        (int)ps->nranks, (int)net_ranks(nw));
     if (size_arrays(e, ps))
         return ps_errf(err, "out of memory sizing the engine");
+    if (e->fp && fault_check_ranks(e->fp, ps, err))
+        return PS_ERR;
     e->ps = ps;
     e->nw = nw;
     e->p2p = p2p;
@@ -412,7 +564,15 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
     eq_event ev;
     int64_t events = 0;
     double last = 0; /* time of the last event that did something */
-    while (!e->oom && eq_pop(&e->q, &ev) == 0) {
+    e->expired = -1;
+    for (;;) {
+        eq_event next;
+        if (e->expired >= 0 &&
+            (eq_peek(&e->q, &next) != 0 || next.t > e->expired_t) &&
+            check_expired(e, err))
+            return PS_ERR;
+        if (e->oom || eq_pop(&e->q, &ev) != 0)
+            break;
         /* a stop (signal, --timeout, memory: limit.h) ends the run at an
          * event boundary; polled every 4096 events, a load and a branch */
         if ((++events & 4095) == 0 && limit_stopped())
@@ -421,6 +581,9 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
         now = ev.t;
         if (ev.type == EV_COMPUTE) {
             compute_done(e, ev.id);
+        } else if (ev.type == EV_TIMEOUT) {
+            timeout(e, &ev, now);
+            continue; /* changes nothing: not the run's last event */
         } else {
             int32_t id = net_event(nw, &ev);
             if (id < 0)

@@ -15,13 +15,22 @@
  * Events are processed in (time, sequence) order; the engine writes
  * t_start/t_end into every op and nothing else. When the queue runs dry with
  * unfinished lanes the run fails with a deadlock report naming every blocked
- * rank, the op it waits on, its peer and its microbatch. */
+ * rank, the op it waits on, its peer and its microbatch.
+ *
+ * With a fault plan (fault.h, eng_set_faults) the engine applies stalls and
+ * slow ranks when an op starts and failed links when a transfer starts or
+ * arrives, and a lane blocked in a batch for longer than recv_timeout ends
+ * the run with a deadline error; a deadlock report then names the faults in
+ * effect. The timeout is an event in the same queue (pushed when a lane
+ * blocks in a batch, stale once it moves on), so runs without a deadline
+ * push none. */
 #ifndef PS_ENG_H
 #define PS_ENG_H
 
 #include <stdint.h>
 
 #include "err.h"
+#include "fault.h"
 #include "net.h"
 #include "prog.h"
 
@@ -41,11 +50,18 @@ typedef struct eng_result {
 eng_sim *eng_new(void);
 void eng_free(eng_sim *e);
 
+/* Applies fp (borrowed; NULL: none, the default) to every following
+ * eng_run until changed. */
+void eng_set_faults(eng_sim *e, const fault_plan *fp);
+
 /* Runs ps (sealed with prog_seal) on nw, whose rank count must equal
  * ps->nranks. Writes op times into ps and a summary into *res. Fails on a
  * deadlock (message: "deadlock at t=...: rank 1 waits on recv B3 from rank 2
- * (microbatch 3); ..."), when memory runs out, or when a stop is requested
- * (limit.h; checked every few thousand events). */
+ * (microbatch 3); ..."), on a deadline ("deadline at t=12.000 ms: rank 4
+ * waited 10 ms on recv F3 from rank 3 (microbatch 3); rank 3 stalled at 2
+ * ms"), on a fault naming a rank without ops in ps, when memory runs out,
+ * or when a stop is requested (limit.h; checked every few thousand
+ * events). */
 int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             eng_result *res, ps_err *err);
 

@@ -169,6 +169,12 @@ static int32_t cluster_rank(const pipe_config *cfg, int32_t r, int32_t j)
     return cfg->rank_of ? cfg->rank_of[k] : k;
 }
 
+/* Pipeline rank of model stage s under the run's chunk placement. */
+static int32_t stage_rank(const pipe_config *cfg, int32_t s)
+{
+    return sched_rank_of(cfg->placement, cfg->p, s);
+}
+
 static double layer_fwd(const pipe_layer *l, double rate)
 {
     return l->fwd_time >= 0 ? l->fwd_time : l->fwd_flops / rate;
@@ -276,14 +282,14 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
                            (int)cfg->nlayers);
         /* rows and gradient buckets from replica 0's device; each
          * replica's compute times below from its own */
-        int32_t rank = cluster_rank(cfg, s % cfg->p, 0);
+        int32_t rank = cluster_rank(cfg, stage_rank(cfg, s), 0);
         double rate = cfg->device_rate[rank];
         ctx->stage_first[s] = first;
         ctx->stage_count[s] = count;
         sched_stage st = {0};
         rec_stage row = {0};
         row.stage = s;
-        row.rank = s % cfg->p;
+        row.rank = stage_rank(cfg, s);
         row.chunk = s / cfg->p;
         row.first_layer = first;
         row.last_layer = first + count - 1;
@@ -334,7 +340,8 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
      * the gradient sync, the step) */
     for (int32_t j = 1; j < cfg->dp; j++)
         for (int32_t s = 0; s < nstages; s++) {
-            double rate = cfg->device_rate[cluster_rank(cfg, s % cfg->p, j)];
+            double rate =
+                cfg->device_rate[cluster_rank(cfg, stage_rank(cfg, s), j)];
             sched_stage st = ctx->stages[s];
             st.fwd = st.bwd = st.wgt = 0;
             for (int32_t i = ctx->stage_first[s];
@@ -371,8 +378,8 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
     for (int32_t s = 0; s < nstages; s++) {
         const sched_stage *st = &ctx->stages[s];
         for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
-            int32_t a = cluster_rank(cfg, s % cfg->p, j);
-            int32_t b = cluster_rank(cfg, (s + 1) % cfg->p, j);
+            int32_t a = cluster_rank(cfg, stage_rank(cfg, s), j);
+            int32_t b = cluster_rank(cfg, stage_rank(cfg, s + 1), j);
             if (a != b && (net_lone_time(nw, a, b, st->out_bytes) > 0 ||
                            net_lone_time(nw, b, a, st->out_bytes) > 0))
                 return 0;
@@ -454,7 +461,7 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
         double worst = 0;
         for (int32_t j = 0; j < cfg->dp; j++)
-            worst = fmax(worst, ctx->exposed[j * cfg->p + s % cfg->p]);
+            worst = fmax(worst, ctx->exposed[j * cfg->p + stage_rank(cfg, s)]);
         ctx->stage_rows[s].exposed_comm = worst;
     }
     res->makespan = makespan;
@@ -483,7 +490,9 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .kind = "pipeline",
         .name = cfg->name,
         .schedule = cfg->schedule_name,
-        .p2p = cfg->p2p == ENG_EAGER ? "eager" : "rendezvous",
+        .p2p = cfg->p2p == ENG_EAGER ? "eager"
+               : cfg->pytorch_p2p    ? "pytorch"
+                                     : "rendezvous",
         .stages = cfg->p,
         .microbatches = cfg->m,
         .virtual_stages = cfg->v,
@@ -561,7 +570,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
         for (int32_t j = 0; j < cfg->dp; j++)
-            ctx->rank_static[cluster_rank(cfg, s % cfg->p, j)] +=
+            ctx->rank_static[cluster_rank(cfg, stage_rank(cfg, s), j)] +=
                 ctx->stage_rows[s].params * per_param;
         double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
         tsum += t;
@@ -580,6 +589,8 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .custom = cfg->custom,
         .ncustom = cfg->ncustom,
         .split = cfg->split_backward,
+        .placement = cfg->placement,
+        .pytorch_p2p = cfg->pytorch_p2p,
     };
     if (sched_check(&spec, err))
         return PS_ERR;
@@ -628,14 +639,23 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         rc = dp_lower(&dc, ctx->ps, nw, err);
     if (rc == PS_OK)
         rc = prog_seal(ctx->ps, err);
-    if (rc == PS_OK)
+    if (rc == PS_OK) {
+        fault_plan fp;
+        if (cfg->faults) {
+            fp = *cfg->faults;
+            fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
+        }
+        eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
         rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+        eng_set_faults(ctx->eng, NULL);
+    }
     if (rc == PS_OK)
         rc =
             mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err);
     if (rc == PS_OK) {
         fill_stats(ctx, cfg, &dc, res);
-        if (is_uniform(ctx, cfg, nw)) {
+        /* a slow or stalled rank, a failed link: not the closed form */
+        if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0)) {
             const sched_stage *g = &ctx->stages[0];
             res->closed_form_bubble =
                 sched_splits(&spec)

@@ -52,6 +52,8 @@ typedef struct pipe_config {
     int32_t p, v, m;
     int checkpoint;
     int split_backward; /* built-in schedules: W right after each B */
+    enum sched_placement placement; /* model stage <-> (rank, chunk) */
+    int pytorch_p2p; /* p2p = "pytorch": sched_spec.pytorch_p2p */
     enum eng_p2p p2p;
     enum rec_level record;
     const pipe_layer *layers;
@@ -81,7 +83,8 @@ typedef struct pipe_config {
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
-    const char *params_json; /* recorded as run.params, may be NULL */
+    const char *params_json;  /* recorded as run.params, may be NULL */
+    const fault_plan *faults; /* fault.h; NULL: none */
 } pipe_config;
 
 typedef struct pipe_result {

@@ -36,6 +36,11 @@ enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
             waited on only at the end, as PyTorch's                            \
             ScheduleGPipe does); the transfer still starts                     \
             only when the receive is posted (rendezvous) */
+#define PROG_EARLY                                                             \
+    0x4u /* SEND: its receive was posted ahead (PyTorch's                      \
+            _PipelineScheduleRuntime irecvs before it needs the                \
+            data): the transfer starts when the send is posted,                \
+            even under rendezvous */
 
 /* 48 bytes: fields that no op type uses together share storage (C11
  * anonymous unions), since generation and the engine stream millions of

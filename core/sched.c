@@ -14,20 +14,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched_pt.h"
 #include "sched_zb.h"
 
 /* 4 * p * v * m actions must fit an int32 with room for message ids. */
 #define MAX_ACTIONS (INT32_MAX / 4)
 
-static const char *const names[] = {"gpipe",  "1f1b",  "interleaved",
-                                    "custom", "zb_h1", "zb_h2"};
+static const char *const names[] = {
+    "gpipe",          "1f1b",  "interleaved", "custom",
+    "zb_h1",          "zb_h2", "looped_bfs",  "interleaved_pytorch",
+    "interleaved_zb", "zbv",   "forward_only"};
 #define NKINDS ((int)(sizeof names / sizeof names[0]))
+
+/* PyTorch's class names (get_schedule_class, case-insensitive). */
+static const struct {
+    const char *name;
+    enum sched_kind kind;
+} aliases[] = {
+    {"afab", SCHED_GPIPE}, /* all forward, all backward: GPipe */
+    {"schedulegpipe", SCHED_GPIPE},
+    {"schedule1f1b", SCHED_1F1B},
+    {"scheduleinterleaved1f1b", SCHED_INTERLEAVED_PT},
+    {"scheduleloopedbfs", SCHED_LOOPED_BFS},
+    {"scheduleinterleavedzerobubble", SCHED_INTERLEAVED_ZB},
+    {"schedulezbvzerobubble", SCHED_ZBV},
+};
+
+static int is_pytorch(enum sched_kind k)
+{
+    return k == SCHED_LOOPED_BFS || k == SCHED_INTERLEAVED_PT ||
+           k == SCHED_INTERLEAVED_ZB || k == SCHED_ZBV;
+}
+
+static int same_nocase(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if ((*a | 0x20) != (*b | 0x20))
+            return 0;
+    return *a == *b;
+}
 
 int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
 {
-    if (name && strcmp(name, "afab") == 0) {
-        *out = SCHED_GPIPE; /* all forward, all backward: GPipe */
-        return PS_OK;
+    for (size_t k = 0; name && k < sizeof aliases / sizeof aliases[0]; k++) {
+        if (same_nocase(name, aliases[k].name)) {
+            *out = aliases[k].kind;
+            return PS_OK;
+        }
     }
     for (int k = 0; name && k < NKINDS; k++) {
         if (strcmp(name, names[k]) == 0) {
@@ -37,14 +70,20 @@ int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
     }
     return ps_errf(err,
                    "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
-                   "interleaved, zb_h1, zb_h2 or a list of actions per "
-                   "rank)",
+                   "interleaved, zb_h1, zb_h2, looped_bfs, "
+                   "interleaved_pytorch, interleaved_zb, zbv, forward_only, "
+                   "a PyTorch class name or a list of actions per rank)",
                    name ? name : "(null)");
 }
 
 const char *sched_name(enum sched_kind kind)
 {
     return (unsigned)kind < NKINDS ? names[kind] : "unknown";
+}
+
+enum sched_placement sched_default_placement(enum sched_kind kind)
+{
+    return kind == SCHED_ZBV ? SCHED_V : SCHED_LOOP;
 }
 
 /* Writes "F3" or "B3.c1" (the chunk only when nonzero, as prog_describe). */
@@ -116,6 +155,21 @@ static int bad_cost(double x)
     return !(x >= 0) || !isfinite(x);
 }
 
+/* Inference: the forward-only schedule, or custom lists without any
+ * backward (DeepSpeed's InferenceSchedule runs forwards only). */
+static int fwd_only(const sched_spec *s)
+{
+    if (s->kind == SCHED_FORWARD_ONLY)
+        return 1;
+    if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
+        return 0;
+    for (int32_t r = 0; r < s->p; r++)
+        for (int32_t i = 0; i < s->ncustom[r]; i++)
+            if (s->custom[r] && s->custom[r][i].kind != PROG_F)
+                return 0;
+    return 1;
+}
+
 /* Checks one custom list. seen has 4 * m * v bytes (F, B, R, W marks). */
 static int check_custom(const sched_spec *s, int32_t r, uint8_t *seen,
                         ps_err *err)
@@ -165,7 +219,7 @@ static int check_custom(const sched_spec *s, int32_t r, uint8_t *seen,
             return ps_errf(err, "rank %d: %s comes after %s", (int)r, a, b);
         }
     }
-    for (int32_t id = 0; id < 2 * mv; id++) {
+    for (int32_t id = 0; id < (fwd_only(s) ? 1 : 2) * mv; id++) {
         if (seen[id])
             continue;
         sched_action miss = {id < mv ? PROG_F : PROG_B,
@@ -190,11 +244,33 @@ int sched_check(const sched_spec *s, ps_err *err)
     if ((unsigned)s->kind >= NKINDS)
         return ps_errf(err, "unknown schedule kind %d", (int)s->kind);
     if (s->v > 1 && (s->kind == SCHED_GPIPE || s->kind == SCHED_1F1B ||
-                     s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2))
+                     s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2 ||
+                     s->kind == SCHED_FORWARD_ONLY))
         return ps_errf(err,
                        "%s schedule runs one chunk per rank (got %d); use "
                        "interleaved or a custom schedule",
                        sched_name(s->kind), (int)s->v);
+    if (s->placement == SCHED_V && s->v != 2)
+        return ps_errf(err,
+                       "chunk_placement 'v' needs 2 chunks per rank "
+                       "(virtual_stages 2), got %d",
+                       (int)s->v);
+    if ((unsigned)s->placement > SCHED_V)
+        return ps_errf(err, "unknown chunk placement %d", (int)s->placement);
+    if (s->kind == SCHED_ZBV && s->placement != SCHED_V)
+        return ps_errf(err, "zbv schedule needs chunk_placement 'v' "
+                            "(PyTorch's ScheduleZBVZeroBubble places stages "
+                            "in a V)");
+    if (s->kind == SCHED_ZBV && s->v != 2)
+        return ps_errf(err,
+                       "zbv schedule needs exactly 2 chunks per rank "
+                       "(virtual_stages 2), got %d",
+                       (int)s->v);
+    if (s->placement == SCHED_V && s->kind != SCHED_ZBV &&
+        s->kind != SCHED_CUSTOM)
+        return ps_errf(err,
+                       "%s schedule runs on chunk_placement 'loop', not 'v'",
+                       sched_name(s->kind));
     if ((double)s->p * s->v * s->m * 4 > MAX_ACTIONS)
         return ps_errf(err,
                        "schedule too large: %d ranks x %d chunks x %d "
@@ -209,6 +285,15 @@ int sched_check(const sched_spec *s, ps_err *err)
                        "interleaved schedule needs microbatches (%d) to be a "
                        "multiple of pipeline ranks (%d)",
                        (int)s->m, (int)s->p);
+    /* PyTorch: number_of_rounds = max(1, m // p) must divide m */
+    if ((s->kind == SCHED_INTERLEAVED_PT || s->kind == SCHED_INTERLEAVED_ZB) &&
+        sched_pt_round(s->p, s->m) == 0)
+        return ps_errf(err,
+                       "%s schedule needs microbatches (%d) to be a multiple "
+                       "of the number of rounds (%d = max(1, m / p)), as "
+                       "PyTorch requires",
+                       sched_name(s->kind), (int)s->m,
+                       (int)(s->m / s->p > 1 ? s->m / s->p : 1));
     if (!s->stages)
         return ps_errf(err, "no stage costs given");
     for (int32_t i = 0; i < s->p * s->v; i++) {
@@ -365,6 +450,11 @@ static void order_interleaved(const sched_spec *s, int32_t r, order *o)
     }
 }
 
+int sched_async(const sched_spec *s)
+{
+    return s->pytorch_p2p || is_pytorch(s->kind) || sched_splits(s);
+}
+
 /* Megatron-style built-ins emit a W right after each B when split. */
 static int builtin_split(const sched_spec *s)
 {
@@ -373,7 +463,9 @@ static int builtin_split(const sched_spec *s)
 
 int sched_splits(const sched_spec *s)
 {
-    if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2 || builtin_split(s))
+    if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2 ||
+        s->kind == SCHED_INTERLEAVED_ZB || s->kind == SCHED_ZBV ||
+        builtin_split(s))
         return 1;
     if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
         return 0;
@@ -410,6 +502,22 @@ static int order_rank(const sched_spec *s, int32_t rank, order *o)
             emit_step(o, x->kind, x->chunk, x->mb, 0);
         }
         free(own);
+        break;
+    }
+    case SCHED_LOOPED_BFS:
+    case SCHED_INTERLEAVED_PT:
+    case SCHED_INTERLEAVED_ZB:
+    case SCHED_ZBV:
+    case SCHED_FORWARD_ONLY: {
+        int32_t cap = 3 * s->m * s->v, n = 0;
+        sched_action *a = malloc((size_t)cap * sizeof *a);
+        if (!a || sched_pt_order(s, rank, a, cap, &n)) {
+            free(a);
+            return -1;
+        }
+        for (int32_t i = 0; i < n; i++)
+            emit_step(o, a[i].kind, a[i].chunk, a[i].mb, 0);
+        free(a);
         break;
     }
     case SCHED_CUSTOM: {
@@ -472,6 +580,7 @@ typedef struct lower {
     int32_t base;   /* first message id of this schedule */
     int32_t r;      /* pipeline rank being lowered */
     int async;      /* sends are isends (PROG_NOWAIT) */
+    int fwd_only;   /* no backward at all: F keeps nothing */
     uint8_t *has_w; /* chunk * m + mb: this rank's order has its W */
 } lower;
 
@@ -491,12 +600,14 @@ static int32_t msg_id(const lower *L, int backward, int32_t b, int32_t mb)
 
 /* The transfer a's output needs (send) or a's input needs (!send); returns
  * 0 when there is none: first/last stage, or the neighbour stage on the
- * same rank (p == 1). */
+ * same rank (p == 1, or the tip of a V: PyTorch's "V-schedule special
+ * case" hands the tensor over locally). */
 static int transfer(const lower *L, const sched_action *a, int send,
                     prog_op *op)
 {
     const sched_spec *s = L->s;
-    int32_t S = s->p * s->v, st = a->chunk * s->p + L->r;
+    int32_t S = s->p * s->v;
+    int32_t st = sched_stage_of(s->placement, s->p, a->chunk, L->r);
     if (s->p == 1 || a->kind == PROG_R || a->kind == PROG_W)
         return 0;
     int fwd = a->kind == PROG_F;
@@ -505,7 +616,10 @@ static int transfer(const lower *L, const sched_action *a, int send,
     if (peer_st < 0 || peer_st >= S)
         return 0;
     int32_t b = peer_st < st ? peer_st : st; /* boundary b | b + 1 */
-    int32_t peer = cluster_rank(s, peer_st % s->p);
+    int32_t peer_r = sched_rank_of(s->placement, s->p, peer_st);
+    if (peer_r == L->r)
+        return 0;
+    int32_t peer = cluster_rank(s, peer_r);
     int32_t id = msg_id(L, !fwd, b, a->mb);
     double bytes = s->stages[b].out_bytes;
     enum prog_kind kind = fwd ? PROG_F : PROG_B;
@@ -517,8 +631,9 @@ static int transfer(const lower *L, const sched_action *a, int send,
      * W do the same: the zero-bubble runtimes (sail-sg's zerobubble
      * runtime, PyTorch's _PipelineScheduleRuntime) isend and wait on sends
      * lazily, and a B's gradient must leave before its W runs. */
-    unsigned flags =
-        send && (s->kind == SCHED_GPIPE || L->async) ? PROG_NOWAIT : 0;
+    unsigned flags = send && s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0;
+    if (send && L->async) /* the receive was posted ahead */
+        flags = PROG_NOWAIT | PROG_EARLY;
     *op = send ? prog_send(peer, id, bytes, kind, a->mb, flags)
                : prog_recv(peer, id, bytes, kind, a->mb, flags);
     return 1;
@@ -542,7 +657,7 @@ static int push_batch(lower *L, int32_t lane, prog_op *ops, int n)
 static prog_op compute(const lower *L, const sched_action *a)
 {
     const sched_spec *s = L->s;
-    int32_t st = a->chunk * s->p + L->r;
+    int32_t st = sched_stage_of(s->placement, s->p, a->chunk, L->r);
     const sched_stage *g = &s->stages[st];
     double extra = g->act_bytes > g->in_bytes ? g->act_bytes - g->in_bytes : 0;
     double held = s->checkpoint ? g->in_bytes + extra : g->act_bytes;
@@ -552,7 +667,8 @@ static prog_op compute(const lower *L, const sched_action *a)
     switch (a->kind) {
     case PROG_F:
         secs = g->fwd;
-        mem = s->checkpoint ? g->in_bytes : g->act_bytes;
+        /* inference keeps nothing for a backward */
+        mem = L->fwd_only ? 0 : s->checkpoint ? g->in_bytes : g->act_bytes;
         break;
     case PROG_R:
         secs = g->recompute;
@@ -679,7 +795,7 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
             return order_error(s, 0, zrc, err);
         }
     }
-    lower L = {s, ps, ps->nmsgs, 0, sched_splits(s), has_w};
+    lower L = {s, ps, ps->nmsgs, 0, sched_async(s), fwd_only(s), has_w};
     ps->nmsgs += (int32_t)nmsg;
     int rc = PS_OK;
     for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {

@@ -36,8 +36,34 @@ enum sched_kind {
     SCHED_INTERLEAVED,
     SCHED_CUSTOM,
     SCHED_ZB_H1, /* zero-bubble handcrafted, 1F1B's activation memory */
-    SCHED_ZB_H2  /* zero-bubble handcrafted, twice that, no bubble */
+    SCHED_ZB_H2, /* zero-bubble handcrafted, twice that, no bubble */
+    /* PyTorch torch.distributed.pipelining (sched_pt.c) */
+    SCHED_LOOPED_BFS,     /* ScheduleLoopedBFS */
+    SCHED_INTERLEAVED_PT, /* ScheduleInterleaved1F1B: m need not divide */
+    SCHED_INTERLEAVED_ZB, /* ScheduleInterleavedZeroBubble (ZB1P) */
+    SCHED_ZBV,            /* ScheduleZBVZeroBubble, V placement */
+    SCHED_FORWARD_ONLY    /* inference: forwards only */
 };
+
+/* Where chunk c of rank r sits in the model: SCHED_LOOP (Megatron-LM,
+ * PyTorch's default "loop" style) stage c * p + r; SCHED_V (PyTorch's
+ * style="v", ZB-V, DualPipeV; 2 chunks) chunk 0 is stage r and chunk 1
+ * stage 2p - 1 - r, so the last stage sits on rank 0 next to the first. */
+enum sched_placement { SCHED_LOOP, SCHED_V };
+
+static inline int32_t sched_stage_of(enum sched_placement pl, int32_t p,
+                                     int32_t chunk, int32_t rank)
+{
+    return pl == SCHED_V && (chunk & 1) ? (chunk + 1) * p - 1 - rank
+                                        : chunk * p + rank;
+}
+
+/* The pipeline rank holding model stage s. */
+static inline int32_t sched_rank_of(enum sched_placement pl, int32_t p,
+                                    int32_t s)
+{
+    return pl == SCHED_V && ((s / p) & 1) ? p - 1 - s % p : s % p;
+}
 
 typedef struct sched_action {
     uint8_t kind;  /* PROG_F, PROG_B, PROG_W, PROG_R */
@@ -78,12 +104,28 @@ typedef struct sched_spec {
      * backward as B then W right after it (the zero-bubble ones always
      * split; custom lists split the units that have a W) */
     int split;
+    enum sched_placement placement;
+    /* post communication as PyTorch's _PipelineScheduleRuntime does:
+     * sends are isends nobody waits on, receives are posted ahead (the
+     * transfer starts when the send is posted) and waited on right before
+     * the compute that needs them. Also implied by W (see above). */
+    int pytorch_p2p;
 } sched_spec;
 
-/* "gpipe" (alias "afab"), "1f1b", "interleaved", "zb_h1", "zb_h2". Fails
+/* "gpipe" (alias "afab"), "1f1b", "interleaved", "zb_h1", "zb_h2",
+ * "looped_bfs", "interleaved_pytorch", "interleaved_zb", "zbv",
+ * "forward_only", and PyTorch's class names case-insensitively
+ * (ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B, ...). Fails
  * naming the known schedules. */
 int sched_parse(const char *name, enum sched_kind *out, ps_err *err);
 const char *sched_name(enum sched_kind kind);
+
+/* The placement a schedule needs: SCHED_V for zbv, SCHED_LOOP otherwise. */
+enum sched_placement sched_default_placement(enum sched_kind kind);
+
+/* Does the schedule post communication the PyTorch way (pytorch_p2p, W
+ * actions, or a PyTorch schedule)? */
+int sched_async(const sched_spec *s);
 
 /* Parses "F3", "B0", "W0", "R2", "F3.c1" (chunk 1) into *out, checking
  * mb < m and chunk < v. */

@@ -302,14 +302,18 @@ fails(function() ps.collective{ cluster = c, op = "allreduce", bytes = 64, name 
   data = function(rank, i) return "x" end } end, "returned a string")
 fails(function() ps.collective{ cluster = c, op = "allreduce", bytes = 64, algorithm = "rign" } end,
   "unknown allreduce algorithm")
+fails(function() ps.run{ layers = l, stages = 2, microbatches = 2, name = "deadline",
+  faults = { { rank = 1, stall = 0 } }, recv_timeout = "1 s" } end, "deadline at t=")
+fails(function() ps.collective{ cluster = c, op = "allreduce", bytes = 64, name = "coll deadline",
+  faults = { { link = { 0, 1 }, down = 0 } }, recv_timeout = "1 ms" } end, "deadline at t=")
 ps.collective{ cluster = c, op = "allreduce", bytes = 64, name = "coll ok" }
 ps.collective{ cluster = c, op = "allreduce", bytes = 64, name = "last",
   data = function(rank, i) error("no data") end }
 LUA
 rm -f "$TMP/failed.db"
-expect_fail "run $TMP/failed.lua -o $TMP/failed.db" "failed.lua:23: ps.collective: field 'data': data(0, 0) failed"
+expect_fail "run $TMP/failed.lua -o $TMP/failed.db" "failed.lua:27: ps.collective: field 'data': data(0, 0) failed"
 got=$(sqlite3 "$TMP/failed.db" "SELECT group_concat(kind || ':' || name || ':' || status, ', ') FROM (SELECT * FROM run ORDER BY id)" 2>&1)
-want="pipeline:ok:ok, pipeline:deadlock:failed, pipeline:bad schedule:failed, collective:bad root:failed, collective:bad data:failed, collective:coll ok:ok, collective:last:failed"
+want="pipeline:ok:ok, pipeline:deadlock:failed, pipeline:bad schedule:failed, collective:bad root:failed, collective:bad data:failed, pipeline:deadline:failed, collective:coll deadline:failed, collective:coll ok:ok, collective:last:failed"
 [ "$got" = "$want" ] && ok || bad "failed runs recorded: got '$got', want '$want'"
 # a failed run: its message, no makespan, no timeline; an ok run: no message
 got=$(sqlite3 "$TMP/failed.db" "SELECT count(*) FROM run WHERE (status = 'failed') != (error IS NOT NULL)
@@ -322,9 +326,14 @@ got=$(sqlite3 "$TMP/failed.db" "SELECT (SELECT count(*) FROM event WHERE run IN 
   + (SELECT count(*) FROM link WHERE run IN (SELECT id FROM run WHERE status = 'failed'))
   + (SELECT count(*) FROM collective WHERE run IN (SELECT id FROM run WHERE status = 'failed'))" 2>&1)
 [ "$got" = 0 ] && ok || bad "failed runs have no timeline rows: $got"
-got=$(sqlite3 "$TMP/failed.db" "SELECT (SELECT count(*) FROM event WHERE run = 1) > 0 AND (SELECT count(*) FROM transfer WHERE run = 6) > 0" 2>&1)
+got=$(sqlite3 "$TMP/failed.db" "SELECT (SELECT count(*) FROM event WHERE run = 1) > 0 AND (SELECT count(*) FROM transfer WHERE run = 8) > 0" 2>&1)
 [ "$got" = 1 ] && ok || bad "ok runs keep their timeline: $got"
 got=$(sqlite3 "$TMP/failed.db" "SELECT error FROM run WHERE name = 'bad data'" 2>&1)
 [ "$got" = "field 'data': data(0, 0) returned a string, expected a number" ] && ok || bad "failed run message: $got"
+got=$(sqlite3 "$TMP/failed.db" "SELECT error FROM run WHERE name = 'deadline'" 2>&1)
+[ "$got" = "deadline at t=2.000 s: rank 0 waited 1 s on send F0 to rank 1 (microbatch 0); rank 1 stalled at 0 s" ] && ok ||
+    bad "deadline recorded: $got"
+got=$(sqlite3 "$TMP/failed.db" "SELECT error LIKE 'deadline at t=1.000 ms: rank % waited 1 ms on % (step 0, lost: the link is down); link 0-1 down at 0 s' FROM run WHERE name = 'coll deadline'" 2>&1)
+[ "$got" = 1 ] && ok || bad "collective deadline recorded: $(sqlite3 "$TMP/failed.db" "SELECT error FROM run WHERE name = 'coll deadline'")"
 
 echo "$P passed, $F failed"

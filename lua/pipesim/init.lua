@@ -183,7 +183,9 @@ local function resolve_partition(spec, layers, nstages)
   local opts = {}
   if spec.partition == "time" then
     opts.rates = stage_rates(spec)
-    opts.checkpoint = spec.checkpoint == true
+    -- recompute = "full" (lua/pipesim/parallel.lua) picks the recomputed
+    -- blocks after the split; "time" counts every layer's forward again
+    opts.checkpoint = spec.checkpoint == true or spec.recompute == "full"
   end
   local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, opts)
   if not ok then error(counts, 0) end

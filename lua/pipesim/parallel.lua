@@ -16,7 +16,8 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      bwd_time = true, bwd_input_time = true, bwd_weight_time = true,
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
-                     tp_exposed_time = true }
+                     tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
+                     bwd_weight_flops = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.

@@ -421,9 +421,16 @@ end
 -- parameter and FLOP balances whatever the devices.
 -- opts.level: which caller an error blames, as in error(): 1 (default) the
 -- line that called resolve, 2 its caller, and so on.
+local RESOLVE_OPTS = { "checkpoint", "flops_rate", "level", "rates" }
+
 function M.resolve(part, layers, p, opts)
     local level = 2
     if type(opts) == "table" and type(opts.level) == "number" then level = opts.level + 1 end
+    if opts ~= nil and type(opts) ~= "table" then
+        error("partition.resolve: opts must be a table, got " .. type(opts), level)
+    end
+    local ok, err = pcall(check.known_fields, opts or {}, RESOLVE_OPTS, "partition.resolve: opts")
+    if not ok then error(err, level) end
     local res = table.pack(pcall(resolve, part, layers, p, opts))
     if not res[1] then error(res[2], level) end
     return table.unpack(res, 2, res.n)

@@ -15,6 +15,7 @@ SELECT r.id, NULL, NULL, NULL, 'no F or no B events', NULL
 FROM run AS r
 WHERE r.kind = 'pipeline' AND r.status = 'ok'
   AND coalesce(json_extract(r.params, '$.record'), 'events') = 'events'
+  AND r.schedule <> 'forward_only' -- inference has no backward
   AND (NOT EXISTS (SELECT 1 FROM event AS e WHERE e.run = r.id AND e.kind = 'F')
        OR NOT EXISTS (SELECT 1 FROM event AS e WHERE e.run = r.id AND e.kind = 'B'))
 UNION ALL

@@ -22,7 +22,8 @@ static void uniform(double fwd, double bwd, double out)
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){kind, p, v, m, 0, stages, NULL, NULL, NULL, 0};
+    return (sched_spec){kind, p,    v,    m, 0,          stages,
+                        NULL, NULL, NULL, 0, SCHED_LOOP, 0};
 }
 
 typedef struct outcome {
@@ -592,9 +593,11 @@ static void test_parse(void)
     CHECK_INT(sched_parse("interleaved", &k, &err), 0);
     CHECK_INT(k, SCHED_INTERLEAVED);
     CHECK_INT(sched_parse("foo", &k, &err), PS_ERR);
-    CHECK_STR(err.msg, "unknown schedule 'foo' (expected gpipe, afab, 1f1b, "
-                       "interleaved, zb_h1, zb_h2 or a list of actions per "
-                       "rank)");
+    CHECK_STR(err.msg,
+              "unknown schedule 'foo' (expected gpipe, afab, 1f1b, "
+              "interleaved, zb_h1, zb_h2, looped_bfs, interleaved_pytorch, "
+              "interleaved_zb, zbv, forward_only, a PyTorch class name or a "
+              "list of actions per rank)");
     CHECK_STR(sched_name(SCHED_1F1B), "1f1b");
     CHECK_STR(sched_name(SCHED_INTERLEAVED), "interleaved");
 

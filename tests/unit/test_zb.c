@@ -23,7 +23,8 @@ static void costs(double f, double b, double w, double wb)
 
 static sched_spec spec(enum sched_kind kind, int p, int m)
 {
-    return (sched_spec){kind, p, 1, m, 0, stages, NULL, NULL, NULL, 0};
+    return (sched_spec){kind, p,    1,    m, 0,          stages,
+                        NULL, NULL, NULL, 0, SCHED_LOOP, 0};
 }
 
 typedef struct outcome {

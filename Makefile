@@ -2,6 +2,7 @@
 # make SAN=address,undefined test   sanitizer build in build-san/
 # make test VALGRIND=1              every test binary under valgrind
 # make WERROR=0                     keep warnings as warnings
+# make fuzz [FUZZ_TIME=60]          libFuzzer targets (clang), FUZZ_TIME s each
 
 PKGS      := lua5.4 sqlite3
 DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3
@@ -39,7 +40,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BIN      := $(BUILD)/pipesim
 BENCH    := $(BUILD)/bench
 
-.PHONY: all deps demo test unit bench stress clean format format-check
+.PHONY: all deps demo test unit bench stress clean format format-check \
+        fuzz fuzz-deps
 all: deps $(BIN)
 
 # Installs the Debian build dependencies when pkg-config cannot find them.
@@ -90,15 +92,55 @@ bench: deps $(BIN) $(BENCH)
 	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
 	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
 
+# libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
+# build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:
+# clang warns where gcc does not, and `make fuzz` should fuzz, not lint.
+FUZZ_CC      ?= clang
+FUZZ_TIME    ?= 60
+FUZZ_NAMES   := unit action profile scenario db
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
+                -fno-omit-frame-pointer
+FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(filter-out -Werror,$(WARN)) \
+                -g -O1 $(FUZZ_SAN) -DPS_VERSION='"$(shell cat VERSION)"'
+FUZZ_CORE_OBJ := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+.SECONDARY: $(FUZZ_CORE_OBJ)
+
+$(FUZZ_BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	@echo "CC $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Icore -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_CORE_OBJ)
+	@echo "LD $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Icore -Itests/fuzz $< $(FUZZ_CORE_OBJ) -o $@ $(LDLIBS)
+
+# Installs clang and its fuzzer runtime (libclang-rt-dev: clang itself only
+# recommends it) when clang cannot link a libFuzzer target.
+FUZZ_DEPS    := clang libclang-rt-dev
+fuzz-deps:
+	@printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' | \
+	  $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null || \
+	  { echo "pipesim: installing fuzzing dependencies: $(FUZZ_DEPS)"; \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(FUZZ_DEPS) >/dev/null; }
+
+$(FUZZ_CORE_OBJ) $(FUZZ_BIN): | fuzz-deps
+
+fuzz: all $(FUZZ_BIN)
+	@BIN=$(BIN) FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/run.sh $(FUZZ_NAMES)
+
 # 8 writers x 3000 and x 12000 runs on one database (minutes; not in test)
 stress: all
 	@BUILD=$(BUILD) sh tests/stress.sh
 
 format:
-	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
 
 format-check:
-	clang-format --dry-run -Werror core/*.c core/*.h tests/unit/*.c tests/unit/*.h
+	clang-format --dry-run -Werror core/*.c core/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz

@@ -101,7 +101,7 @@ static void arm(void)
 /* coroutine.resume and the functions of coroutine.wrap, through which the
  * running coroutine is known to arm(). Upvalue 1 is the original, upvalue
  * 2 (wrap) the coroutine. */
-static int resume_with(lua_State *L, lua_State *co)
+static int resume_with(lua_State *L, lua_State *co, int wrapped)
 {
     lua_State *prev = running_L;
     if (co) {
@@ -113,23 +113,33 @@ static int resume_with(lua_State *L, lua_State *co)
     lua_insert(L, 1);
     int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
     running_L = prev;
-    if (status != LUA_OK)
+    if (status != LUA_OK) {
+        /* as coroutine.wrap does: prefix the caller's position, which the
+         * original found us at instead */
+        if (wrapped && status != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+            luaL_where(L, 1);
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+        }
         return lua_error(L);
+    }
     return lua_gettop(L);
 }
 
 static int co_resume(lua_State *L)
 {
-    return resume_with(L, lua_tothread(L, 1));
+    luaL_checktype(L, 1, LUA_TTHREAD);
+    return resume_with(L, lua_tothread(L, 1), 0);
 }
 
 static int co_wrapped(lua_State *L)
 {
-    return resume_with(L, lua_tothread(L, lua_upvalueindex(2)));
+    return resume_with(L, lua_tothread(L, lua_upvalueindex(2)), 1);
 }
 
 static int co_wrap(lua_State *L)
 {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1); /* the original wrapper function */

@@ -23,3 +23,17 @@ void ps_err_clear(ps_err *err)
         err->msg[0] = '\0';
     }
 }
+
+void ps_print_error(const char *msg)
+{
+    fputs("pipesim: ", stderr);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p == '\n')
+            fputs("\\n", stderr);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(stderr, "\\x%02x", *p);
+        else
+            fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
+}

@@ -20,4 +20,10 @@ int ps_errf(ps_err *err, const char *fmt, ...)
 /* Resets err to "no error". Harmless on NULL. */
 void ps_err_clear(ps_err *err);
 
+/* Prints "pipesim: msg" on stderr as exactly one line whatever msg holds:
+ * a control character (a newline in a name the scenario or a database
+ * gave) is written as an escape, \n or \xNN. The CLI's only error
+ * printer. */
+void ps_print_error(const char *msg);
+
 #endif

@@ -21,12 +21,12 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int fail(const char *fmt, ...)
 {
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    fputs("pipesim: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    ps_print_error(msg);
     return 1;
 }
 

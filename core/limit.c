@@ -97,6 +97,12 @@ void limit_request_stop(int reason)
     request(reason);
 }
 
+void limit_reset(void)
+{
+    stop_reason = LIMIT_NONE;
+    where_set = 0;
+}
+
 void limit_note_where(const char *where)
 {
     if (where_set || !where)

@@ -33,6 +33,9 @@ void limit_end(void);
 int limit_stopped(void);
 /* Requests a stop; the first reason wins. */
 void limit_request_stop(int reason);
+/* Forgets the stop and its position (for tests, or a host that runs one
+ * scenario after another). */
+void limit_reset(void);
 /* Where the stop was noticed, "x.lua:3: ", kept for limit_message (the
  * first call wins; at most ~200 bytes kept). */
 void limit_note_where(const char *where);

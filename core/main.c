@@ -49,11 +49,12 @@ static const char usage[] =
     "  pipesim export results/demo.db 2 --format chrome -o trace.json\n"
     "  sqlite3 results/demo.db < results/queries/bubble_per_rank.sql\n";
 
+/* Errors go through ps_print_error: one line whatever they quote. */
 static int fail(const char *fmt, const char *a, const char *b)
 {
-    fprintf(stderr, "pipesim: ");
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
+    char msg[8192];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    ps_print_error(msg);
     return 1;
 }
 
@@ -201,8 +202,7 @@ static int run_scenario(lua_State *L, const run_opts *o)
         return 0;
     if (!limit_stopped()) {
         const char *msg = lua_tostring(L, -1);
-        fprintf(stderr, "pipesim: %s\n",
-                msg ? msg : "(error object is not a string)");
+        ps_print_error(msg ? msg : "(error object is not a string)");
     }
     return 1;
 }
@@ -244,7 +244,7 @@ static int cmd_run(int argc, char **argv)
     ps_err err;
     int rc = bind_limits(L, luadir, o.timeout, &err);
     if (rc)
-        fprintf(stderr, "pipesim: %s\n", err.msg);
+        ps_print_error(err.msg);
     else
         rc = run_scenario(L, &o);
     bind_limits_end(L);
@@ -262,7 +262,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pipesim: %s\n", limit_message(msg, sizeof msg));
         rc = 1;
     } else if (finish && rc == 0) {
-        fprintf(stderr, "pipesim: %s\n", err.msg);
+        ps_print_error(err.msg);
         rc = 1;
     }
     if (rc == 0 && runs > 0 && path) {

@@ -91,7 +91,9 @@ int prog_reserve(prog_set *ps, const int64_t *count)
             return -1;
         total += count[l];
     }
-    if (total > ps->arena_cap) {
+    /* an arena even for no ops: lanes point into it, and NULL + 0 is
+     * undefined (a one-rank collective of 0 bytes; found by fuzz_scenario) */
+    if (total > ps->arena_cap || !ps->arena) {
         prog_op *a = prog_big_alloc(((size_t)total + 1) * sizeof *a);
         if (!a)
             return -1;

@@ -167,6 +167,8 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
                                text, unit_kind_name(units[i].kind),
                                unit_kind_name(kind), unit_example(kind));
             *out = v * units[i].scale;
+            if (!isfinite(*out)) /* "1e308 PFLOP": finite until scaled */
+                return ps_errf(err, "'%s' is not a finite number", text);
             return PS_OK;
         }
     }

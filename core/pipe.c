@@ -486,12 +486,21 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     for (int32_t k = 0; k < res->n && !error; k++)
         if (res->peak_memory[k] > max_peak)
             max_peak = res->peak_memory[k];
+    /* schedules with W and PyTorch's post their transfers as PyTorch's
+     * runtime does whatever the mode (sched.h) */
+    sched_spec how = {.kind = cfg->schedule,
+                      .p = cfg->p,
+                      .custom = cfg->custom,
+                      .ncustom = cfg->ncustom,
+                      .split = cfg->split_backward,
+                      .pytorch_p2p = cfg->pytorch_p2p};
+    int async = sched_async(&how);
     rec_run run = {
         .kind = "pipeline",
         .name = cfg->name,
         .schedule = cfg->schedule_name,
         .p2p = cfg->p2p == ENG_EAGER ? "eager"
-               : cfg->pytorch_p2p    ? "pytorch"
+               : async               ? "pytorch"
                                      : "rendezvous",
         .stages = cfg->p,
         .microbatches = cfg->m,

@@ -84,6 +84,9 @@ static const struct layer_num {
      -1},
     {"recompute_time", offsetof(pipe_layer, recompute_time), UNIT_SECONDS, -1},
     {"kept_bytes", offsetof(pipe_layer, kept_bytes), UNIT_BYTES, -1},
+    {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
+    {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
+     -1},
     {"shared_params", (size_t)-1, UNIT_FLOP, 0}, /* checked, not read */
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])

@@ -13,6 +13,7 @@ ps.partition = require "pipesim.partition"
 ps.models = require "pipesim.models"
 ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
+ps.schedule = require "pipesim.schedule"
 local parallel = require "pipesim.parallel"
 
 

@@ -5,7 +5,8 @@
  * it resolves the partition). Keep each list sorted, one field per line. */
 #include "bind.h"
 
-/* clang-format off: one field per line keeps merges of new fields simple */
+/* One field per line keeps merges of new fields simple: */
+/* clang-format off */
 
 /* ps.run{...} (core/bind_run.c); params_json is added by init.lua; tp,
  * sequence_parallel, tp_overlap and recompute* are read by
@@ -54,7 +55,11 @@ const char *const bind_fields_memory[] = {
 
 /* ps.run{ grad_sync = {...} } */
 const char *const bind_fields_grad_sync[] = {
-    "algorithm", "bucket", "first_bucket", "overlap", NULL,
+    "algorithm",
+    "bucket",
+    "first_bucket",
+    "overlap",
+    NULL,
 };
 
 /* each entry of ps.run{ layers = {...} }; kind, shape and shared_params
@@ -80,6 +85,8 @@ const char *const bind_fields_layer[] = {
     "recompute_time",
     "shape",
     "shared_params",
+    "tp_comm_time",
+    "tp_exposed_time",
     NULL,
 };
 
@@ -105,7 +112,11 @@ const char *const bind_fields_cluster[] = {
 /* ps.cluster{ device = {...} } and each devices[r]; name comes from
  * ps.clusters.device */
 const char *const bind_fields_device[] = {
-    "efficiency", "flops", "memory", "name", NULL,
+    "efficiency",
+    "flops",
+    "memory",
+    "name",
+    NULL,
 };
 
 /* ps.cluster{ link | intra | inter = {...} } */
@@ -117,22 +128,49 @@ const char *const bind_fields_link[] = {
 
 /* each entry of ps.cluster{ links = {...} }: { a, b, bandwidth = ... } */
 const char *const bind_fields_links_entry[] = {
-    "[1]", "[2]", "bandwidth", "duplex", "latency", NULL,
+    "[1]",
+    "[2]",
+    "bandwidth",
+    "duplex",
+    "latency",
+    NULL,
 };
 
 /* ps.collective{...} (core/bind_collective.c); params_json is added by
  * init.lua */
 const char *const bind_fields_collective[] = {
-    "algorithm",    "bytes",       "candidates", "chunks",         "cluster",
-    "data",         "db",          "faults",     "name",           "op",
-    "p2p",          "params_json", "ranks",      "ranks_per_node", "record",
-    "recv_timeout", "root",        "seed",       "verify",         NULL,
+    "algorithm",
+    "bytes",
+    "candidates",
+    "chunks",
+    "cluster",
+    "data",
+    "db",
+    "faults",
+    "name",
+    "op",
+    "p2p",
+    "params_json",
+    "ranks",
+    "ranks_per_node",
+    "record",
+    "recv_timeout",
+    "root",
+    "seed",
+    "verify",
+    NULL,
 };
 
 /* each entry of ps.run{ faults = {...} } and ps.collective's
  * (core/bind_fault.c) */
 const char *const bind_fields_fault[] = {
-    "down", "from", "link", "rank", "slow", "stall", NULL,
+    "down",
+    "from",
+    "link",
+    "rank",
+    "slow",
+    "stall",
+    NULL,
 };
 
 /* clang-format on */

@@ -123,7 +123,7 @@ void coll_result_free(coll_result *res);
  * (with its channels), tree and double_binary_tree are costed step by step
  * from the flows each step runs (route latency, share of each link), the
  * others with the worst latency and bottleneck bandwidth over the pairs
- * they use; see coll.c. Fails when algo does not apply (wrong op, missing
+ * they use; see coll_cost.c. Fails when algo does not apply (wrong op, missing
  * ranks_per_node) or spec is bad, or when out of memory. */
 int coll_predict(const coll_spec *spec, const net *nw, int algo,
                  double *seconds, int32_t *chunks, ps_err *err);

@@ -37,13 +37,14 @@ enum msg_state_bits {
 };
 
 typedef struct lane_rt {
-    int32_t pc;        /* next op (the running or blocked one) */
-    int32_t batch_end; /* blocked in a batch: first op after it */
-    int32_t pending;   /* incomplete ops of the current batch */
-    int32_t next;      /* next lane in a device or signal wait list */
-    uint32_t wait_seq; /* counts blocked batches, for EV_TIMEOUT */
-    uint32_t expired;  /* wait_seq whose timeout expired (e->expired) */
-    uint8_t state;     /* enum lane_state */
+    int32_t pc;           /* next op (the running or blocked one) */
+    int32_t batch_end;    /* blocked in a batch: first op after it */
+    int32_t pending;      /* incomplete ops of the current batch */
+    int32_t next;         /* next lane in a device or signal wait list */
+    uint32_t wait_seq;    /* counts blocked batches, for EV_TIMEOUT */
+    uint32_t expired;     /* wait_seq whose timeout expired (e->expired) */
+    int32_t expired_next; /* next lane in e->expired */
+    uint8_t state;        /* enum lane_state */
 } lane_rt;
 
 typedef struct wait_list {
@@ -78,8 +79,9 @@ struct eng_sim {
     int oom;
     const fault_plan *fp; /* NULL: no faults, no deadline */
     /* lanes whose recv_timeout expired at expired_t, linked through
-     * lane_rt.next (free while a lane waits on a batch), -1 if none; they
-     * fail once every other event of that instant has run */
+     * lane_rt.expired_next (not next: a lane may move on and join a wait
+     * list during the instant), -1 if none; they fail once every other
+     * event of that instant has run */
     int32_t expired, expired_tail;
     double expired_t;
 };
@@ -399,10 +401,14 @@ static int describe_block(const eng_sim *e, int32_t l, char *buf, int size)
         return snprintf(buf, (size_t)size, "rank %d waits on signal %d",
                         (int)lane->rank, (int)lane->ops[lr->pc].msg);
     }
-    if (lr->state == LANE_STALLED) {
+    if (lr->state == LANE_STALLED || lr->state == LANE_WAIT_DEVICE) {
+        /* waiting for the device: only behind a lane of a stalled rank,
+         * which left the device free but never took it */
         prog_describe(&lane->ops[lr->pc], what, sizeof what);
-        return snprintf(buf, (size_t)size, "rank %d stalled before %s",
-                        (int)lane->rank, what);
+        return snprintf(
+            buf, (size_t)size, "rank %d %s before %s", (int)lane->rank,
+            lr->state == LANE_STALLED ? "stalled" : "waits for its device",
+            what);
     }
     for (int32_t i = lr->pc; i < lr->batch_end && len < size; i++) {
         const prog_op *op = &lane->ops[i];
@@ -473,6 +479,9 @@ static int deadline(eng_sim *e, int32_t l, double now, ps_err *err)
         if (!done && (!op || (o->type == PROG_RECV && op->type != PROG_RECV)))
             op = o;
     }
+    if (!op) /* a blocked batch has an incomplete op: cannot happen */
+        return ps_errf(err, "deadline: rank %d waits on nothing",
+                       (int)lane->rank);
     char what[96], at[32], waited[32], unit[48];
     prog_describe(op, what, sizeof what);
     fault_format_time(now, 1, at, sizeof at);
@@ -495,9 +504,9 @@ static void timeout(eng_sim *e, const eq_event *ev, double now)
     if (lr->state != LANE_WAIT_BATCH || lr->wait_seq != ev->version)
         return;
     lr->expired = ev->version;
-    lr->next = -1;
+    lr->expired_next = -1;
     if (e->expired >= 0)
-        e->lane[e->expired_tail].next = ev->id;
+        e->lane[e->expired_tail].expired_next = ev->id;
     else
         e->expired = ev->id;
     e->expired_tail = ev->id;
@@ -526,7 +535,7 @@ static int still_waiting(const eng_sim *e, int32_t l)
 static int check_expired(eng_sim *e, ps_err *err)
 {
     int32_t first = -1;
-    for (int32_t l = e->expired; l >= 0; l = e->lane[l].next) {
+    for (int32_t l = e->expired; l >= 0; l = e->lane[l].expired_next) {
         int w = still_waiting(e, l);
         if (w == 2)
             return deadline(e, l, e->expired_t, err);

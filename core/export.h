@@ -43,7 +43,15 @@ int export_chrome(rec_db *db, int64_t run, FILE *out, ps_err *err);
 int export_svg(rec_db *db, const int64_t *runs, int nruns, FILE *out,
                ps_err *err);
 
-/* `pipesim export DB RUN --format chrome|svg [-o FILE]` and
+/* Writes a pipeline run's per-rank compute orders as PyTorch's schedule
+ * CSV (core/export_pytorch.c): one row per pipeline rank, cells such as
+ * "0F0", "4I1", "4W1", "2B0" (global stage, F / I / W / B, microbatch);
+ * recomputes and gradient-sync pieces are not actions of their own. With
+ * data parallelism, replica 0's ranks. Fails as export_chrome does, or for
+ * a run that is not a pipeline. */
+int export_pytorch_csv(rec_db *db, int64_t run, FILE *out, ps_err *err);
+
+/* `pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]` and
  * `pipesim export DB --compare RUN1,RUN2,... [--format svg] [-o FILE]`;
  * argv[0] is DB (the dispatcher passes argc - 2, argv + 2). Writes to
  * stdout without -o; the output file is written only on success. Returns

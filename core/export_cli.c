@@ -10,11 +10,12 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: pipesim export DB RUN --format chrome|svg [-o FILE]\n"
+    "usage: pipesim export DB RUN --format chrome|svg|pytorch-csv [-o "
+    "FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [--format svg] "
     "[-o FILE]\n"
     "Without -o the export goes to stdout. Without --format it follows the\n"
-    "extension of FILE (.json: chrome, .svg: svg).\n";
+    "extension of FILE (.json: chrome, .svg: svg, .csv: pytorch-csv).\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -81,6 +82,8 @@ static const char *ext_format(const char *path)
         return "chrome";
     if (dot && strcmp(dot, ".svg") == 0)
         return "svg";
+    if (dot && strcmp(dot, ".csv") == 0)
+        return "pytorch-csv";
     return NULL;
 }
 
@@ -167,9 +170,14 @@ int export_main(int argc, char **argv)
     if (!format)
         return fail("export: missing --format chrome|svg");
     int chrome = strcmp(format, "chrome") == 0;
-    if (!chrome && strcmp(format, "svg") != 0)
-        return fail("export: unknown format '%s' (expected chrome or svg)",
+    int csv = strcmp(format, "pytorch-csv") == 0;
+    if (!chrome && !csv && strcmp(format, "svg") != 0)
+        return fail("export: unknown format '%s' (expected chrome, svg or "
+                    "pytorch-csv)",
                     format);
+    if (csv && compare)
+        return fail("export: --compare draws runs side by side and needs "
+                    "--format svg");
     if (chrome && compare)
         return fail("export: --compare draws runs side by side and needs "
                     "--format svg");
@@ -205,6 +213,7 @@ int export_main(int argc, char **argv)
         goto done;
     }
     int xrc = chrome ? export_chrome(db, ids[0], mem, &err)
+              : csv  ? export_pytorch_csv(db, ids[0], mem, &err)
                      : export_svg(db, ids, nids, mem, &err);
     if (fclose(mem) != 0 && xrc == 0) {
         fail("export: %s", strerror(errno));

@@ -12,8 +12,8 @@
  *   down   transfers between the two ranks, either direction, never
  *          complete from time t on: one starting at or after t does not
  *          start, one in flight at t is lost (it would arrive at or after
- *          t). Other pairs are unaffected, even where their routes share
- *          links with this one.
+ *          t; it keeps its share of the links until then). Other pairs are
+ *          unaffected, even where their routes share links with this one.
  *   recv_timeout  a lane that waits on posted sends and receives (a batch)
  *          longer than this ends the run with a deadline error. */
 #ifndef PS_FAULT_H

@@ -24,7 +24,7 @@ static const char usage[] =
     "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
     "                   [--timeout SECONDS] [--max-memory SIZE]\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
-    "       pipesim export DB RUN --format chrome|svg [-o FILE]\n"
+    "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
     "       pipesim --help | --version\n"
     "\n"

@@ -3,6 +3,7 @@
 -- hands a plain table to the C core (pipesim.core). Every error is raised
 -- at the scenario's line: "scenarios/x.lua:12: ps.run: ...".
 local core = require "pipesim.core"
+local check = require "pipesim.argcheck"
 
 local ps = {}
 ps.version = core.version
@@ -12,6 +13,7 @@ ps.partition = require "pipesim.partition"
 ps.models = require "pipesim.models"
 ps.clusters = require "pipesim.clusters"
 ps.profile = require "pipesim.profile"
+ps.schedule = require "pipesim.schedule"
 local parallel = require "pipesim.parallel"
 
 
@@ -46,7 +48,31 @@ local ROOFLINE = setmetatable({}, { __mode = "k" })
 
 local function roofline_device(spec)
   local d = spec.device
+  -- per-rank overrides are plain devices: the roofline is the cluster's
+  if type(spec.devices) == "table" then
+    for r, o in pairs(spec.devices) do
+      if type(o) == "table" then
+        local bad -- the first in sorted order: the message is the same every run
+        for k in pairs(o) do
+          if ps.clusters.ROOFLINE_FIELDS[k] and (not bad or k < bad) then bad = k end
+        end
+        if bad then
+          error(string.format("ps.cluster: devices[%s]: field '%s' is a roofline constant, " ..
+            "which only the cluster's device takes (per-rank overrides take flops, " ..
+            "efficiency and memory)", tostring(r), bad), 3)
+        end
+      end
+    end
+  end
   if type(d) ~= "table" then return spec, nil end
+  -- the device's fields are the binding's (core.fields.device) and the
+  -- roofline constants: checked together here, so a misspelt constant
+  -- gets its suggestion before the binding sees the rest
+  local known = {}
+  for _, k in ipairs(core.fields.device) do known[k] = true end
+  for k in pairs(ps.clusters.ROOFLINE_FIELDS) do known[k] = true end
+  local ok, err = pcall(check.known_fields, d, known, "device")
+  if not ok then error("ps.cluster: " .. err, 3) end
   local roof, rest = {}, {}
   for k, v in pairs(d) do
     if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
@@ -55,18 +81,22 @@ local function roofline_device(spec)
   for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
     local v = roof[k]
     if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
-      error(string.format("ps.cluster: device: field '%s' must be a positive number, got %s",
-        k, tostring(v)), 3)
+      error(string.format("ps.cluster: field 'device.%s' must be a positive number, got %s",
+        k, check.show(v)), 3)
     end
   end
   for _, k in ipairs { "mem_efficiency", "gemm_max" } do
     if roof[k] > 1 then
-      error(string.format("ps.cluster: device: field '%s' must be in (0, 1], got %s",
-        k, tostring(roof[k])), 3)
+      error(string.format("ps.cluster: field 'device.%s' must be in (0, 1], got %s",
+        k, check.show(roof[k])), 3)
     end
   end
   local flops = d.flops
-  if type(flops) == "string" then flops = core.parse(flops, "flop_rate") end
+  if type(flops) == "string" then
+    local parsed, n = pcall(core.parse, flops, "flop_rate")
+    if not parsed then error("ps.cluster: field 'device.flops': " .. n, 3) end
+    flops = n
+  end
   if type(flops) ~= "number" then
     error("ps.cluster: device: the roofline constants need field 'flops'", 3)
   end

@@ -81,6 +81,8 @@ static void bench_pipeline(const pipeline_case *c)
     int32_t *partition = calloc((size_t)nlayers, sizeof *partition);
     double *rate = calloc((size_t)c->p, sizeof *rate);
     for (int32_t i = 0; i < nlayers; i++) {
+        /* every optional field "not given" (< 0): the backward is twice
+         * the forward, unsplit, no recompute figures */
         layers[i] = (pipe_layer){.fwd_flops = -1,
                                  .bwd_flops = -1,
                                  .fwd_time = 1e-3,
@@ -89,7 +91,6 @@ static void bench_pipeline(const pipeline_case *c)
                                  .act_bytes = 1e8,
                                  .out_bytes = 1e6,
                                  .in_bytes = -1,
-                                 /* not given: no split, no recompute */
                                  .bwd_input_flops = -1,
                                  .bwd_weight_flops = -1,
                                  .bwd_input_time = -1,
@@ -260,6 +261,56 @@ static void bench_allreduce(int32_t n, int reps)
     net_free(nw);
 }
 
+/* What a sweep's recorder pays per run: rec_write of summary runs (the
+ * run row, 4 stage and 4 rank_stat rows, as a 4-stage ps.run with record =
+ * "summary" writes) into a fresh database, each run committed before
+ * rec_write returns its id. */
+static void bench_summary_writes(int32_t runs)
+{
+    rec_stage stages[4];
+    rec_rank ranks[4];
+    for (int32_t i = 0; i < 4; i++) {
+        stages[i] = (rec_stage){i,    i,    0,    8 * i, 8 * i + 7, 1e12,
+                                1e8,  1e-3, 2e-3, 1e8,   1e6,       NAN};
+        ranks[i] = (rec_rank){i,   0.8, 0.2, 1e9, 2e9, 0.5, NAN, NAN,
+                              REC_FITS_UNKNOWN};
+    }
+    rec_run r = {.kind = "pipeline",
+                 .name = "sweep",
+                 .schedule = "1f1b",
+                 .p2p = "rendezvous",
+                 .stages = 4,
+                 .microbatches = 8,
+                 .virtual_stages = 1,
+                 .dp = 1,
+                 .makespan = 1,
+                 .bubble = 0.2,
+                 .closed_form_bubble = NAN,
+                 .imbalance = 1,
+                 .peak_memory = 2e9,
+                 .params_json = "{\"partition\":[8,8,9,9]}",
+                 .status = "ok"};
+    rec_payload p = {
+        .run = &r, .stages = stages, .nstages = 4, .ranks = ranks, .nranks = 4};
+    double t[REPS];
+    ps_err err;
+    for (int i = 0; i < REPS; i++) {
+        char path[] = "/tmp/pipesim-bench-XXXXXX";
+        rec_db *db = open_temp_db(path);
+        int64_t id;
+        double t0 = now();
+        for (int32_t k = 0; k < runs; k++)
+            if (rec_write(db, &p, REC_SUMMARY, &id, &err))
+                die(&err);
+        if (rec_close(db, &err))
+            die(&err);
+        t[i] = (now() - t0) / runs;
+        remove_temp_db(path);
+    }
+    printf("%-34s %9d %9.1f %9.0f\n", "summary runs, 4 stages", runs,
+           1e6 * median(t, REPS), 1.0 / median(t, REPS));
+}
+
 int main(void)
 {
     static const pipeline_case cases[] = {
@@ -283,5 +334,11 @@ int main(void)
     bench_allreduce(64, REPS);
     bench_allreduce(256, REPS);
     bench_allreduce(1024, REPS);
+
+    printf("\nrecorder, summary level (median of %d, wall clock, including "
+           "the commit of each run and closing the file)\n",
+           REPS);
+    printf("%-34s %9s %9s %9s\n", "case", "runs", "us/run", "runs/s");
+    bench_summary_writes(5000);
     return 0;
 }

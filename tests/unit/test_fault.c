@@ -186,8 +186,89 @@ static void test_engine(void)
     prog_free(ps);
 }
 
+/* Three lanes of rank 0 share its device (1 s each); the rank stalls at
+ * 0.5 s: the first finishes, the second does not start when the device
+ * frees, the third still waits behind it. */
+static void test_stall_device(void)
+{
+    prog_set *ps = prog_new(1);
+    net *nw = net_new(1);
+    ps_err err;
+    net_set_mesh(nw, 1, 0, &err);
+    for (int32_t mb = 0; mb < 3; mb++) {
+        int32_t l = prog_add_lane(ps, 0);
+        prog_op op = prog_compute(PROG_F, 0, 0, mb, 1.0, 0);
+        prog_push(ps, l, &op);
+    }
+    fault stall[] = {{FAULT_STALL, 0, 0, 0.5, 0}};
+    fault_rank ranks[1];
+    fault_plan fp;
+    CHECK_INT(fault_plan_init(&fp, stall, 1, INFINITY, ranks, 1, &err), 0);
+    eng_sim *e = eng_new();
+    eng_set_faults(e, &fp);
+    eng_result res;
+    CHECK_INT(prog_seal(ps, &err), 0);
+    CHECK_INT(eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, &err), PS_ERR);
+    CHECK_STR(err.msg, "deadlock at t=1 s (rank 0 stalled at 500 ms): rank 0 "
+                       "stalled before F1; rank 0 waits for its device before "
+                       "F2");
+    /* the plan applies until changed: without it the same programs run */
+    eng_set_faults(e, NULL);
+    CHECK_INT(eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, &err), 0);
+    CHECK_NEAR(res.makespan, 3.0);
+    eng_free(e);
+    prog_free(ps);
+    net_free(nw);
+}
+
+/* Lanes A (rank 0) and B (rank 1) time out at the same instant t = 1 s.
+ * In that instant A's message arrives and A queues for rank 0's device
+ * (busy with lane X until 5 s); B still waits, so the run fails on B. (A
+ * lane's device-queue link must not cut the list of expired lanes.) */
+static void test_expired_same_instant(void)
+{
+    prog_set *ps = prog_new(3);
+    net *nw = net_new(3);
+    ps_err err;
+    net_set_mesh(nw, 1e18, 0, &err);
+    int32_t a = prog_add_lane(ps, 0), b = prog_add_lane(ps, 1);
+    int32_t x = prog_add_lane(ps, 0), r2 = prog_add_lane(ps, 2);
+    int32_t m1 = prog_new_msg(ps), m2 = prog_new_msg(ps);
+    prog_op op = prog_recv(2, m1, 8, PROG_F, 0, 0);
+    prog_push(ps, a, &op);
+    op = prog_compute(PROG_F, 0, 0, 1, 1.0, 0);
+    prog_push(ps, a, &op);
+    op = prog_recv(2, m2, 8, PROG_F, 0, 0);
+    prog_push(ps, b, &op);
+    op = prog_compute(PROG_F, 0, 0, 2, 5.0, 0);
+    prog_push(ps, x, &op);
+    op = prog_compute(PROG_F, 0, 0, 0, 1.0, 0);
+    prog_push(ps, r2, &op);
+    op = prog_send(0, m1, 8, PROG_F, 0, 0);
+    prog_push(ps, r2, &op);
+    op = prog_compute(PROG_F, 0, 0, 0, 10.0, 0);
+    prog_push(ps, r2, &op);
+    op = prog_send(1, m2, 8, PROG_F, 0, 0);
+    prog_push(ps, r2, &op);
+    fault_rank ranks[3];
+    fault_plan fp;
+    CHECK_INT(fault_plan_init(&fp, NULL, 0, 1.0, ranks, 3, &err), 0);
+    eng_sim *e = eng_new();
+    eng_set_faults(e, &fp);
+    eng_result res;
+    CHECK_INT(prog_seal(ps, &err), 0);
+    CHECK_INT(eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, &err), PS_ERR);
+    CHECK_STR(err.msg, "deadline at t=1.000 s: rank 1 waited 1 s on recv F0 "
+                       "from rank 2 (microbatch 0)");
+    eng_free(e);
+    prog_free(ps);
+    net_free(nw);
+}
+
 int main(void)
 {
+    test_expired_same_instant();
+    test_stall_device();
     test_format_and_parse();
     test_plan_checks();
     test_engine();

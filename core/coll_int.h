@@ -1,0 +1,51 @@
+/* Internal to the coll module: what the driver (coll.c), the cost models
+ * (coll_cost.c) and the data check (coll_verify.c) share. Positions
+ * 0 .. N-1 index the collective's listed ranks. */
+#ifndef PS_COLL_INT_H
+#define PS_COLL_INT_H
+
+#include <stdint.h>
+
+#include "coll.h"
+#include "coll_algo.h"
+
+/* Op names, and algorithms per op in the order they are listed and tried
+ * by auto (ties go to the earlier one), each list ending in -1. */
+extern const char *const coll_op_names_[COLL_NOPS];
+extern const int coll_op_algos_[COLL_NOPS][7];
+
+/* A checked view of the spec: positions, root position, element count. */
+typedef struct coll_view {
+    const int32_t *rank; /* position -> cluster rank */
+    int32_t *owned;      /* identity list when spec->ranks is NULL */
+    int32_t N;
+    int32_t root; /* position */
+    int64_t n;    /* elements */
+} coll_view;
+
+/* Checks spec against nw and fills *v (release with coll_view_free, also
+ * after a failure). Fails naming the field and the value. */
+int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
+                    ps_err *err);
+void coll_view_free(coll_view *v);
+
+/* Ring channels (rings side by side) for spec on nw; see coll_cost.c. */
+int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
+                           const coll_view *v);
+
+/* The cost model of algo for a checked spec (coll_predict without the
+ * check); err may be NULL. Fails when algo does not apply. */
+int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
+                      int algo, double *seconds, int32_t *chunks, ps_err *err);
+
+/* auto: the candidate with the lowest predicted time (ties: list order). */
+int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
+                     int *algo, double *pred, int32_t *chunks, ps_err *err);
+
+/* Data mode: fills the inputs into buf (N x n), replays g's recorded
+ * transfers, checks every rank's result and points res's outputs into buf
+ * (res->store_ owns it). Fails with the first wrong element. */
+int coll_verify_run(const coll_spec *spec, const coll_view *v, coll_gen *g,
+                    float *buf, coll_result *res, ps_err *err);
+
+#endif

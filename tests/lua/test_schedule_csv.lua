@@ -1,0 +1,66 @@
+-- PyTorch schedule CSV files (ps.schedule.load_pytorch): files in the form
+-- PipelineScheduleMulti._dump_csv writes (csv.writer, None as empty
+-- cells), comm cells, overlapped F/B cells, and errors naming line and cell.
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local t = require "harness"
+local ps = require "pipesim"
+
+local function layers(n, f)
+  local l = {}
+  for i = 1, n do l[i] = { fwd_time = f, act_bytes = 1 } end
+  return l
+end
+local function run(order, info, extra)
+  local spec = { layers = layers(info.stages * info.virtual_stages, 0.5 / info.virtual_stages),
+                 schedule = order, stages = info.stages, virtual_stages = info.virtual_stages,
+                 microbatches = info.microbatches, chunk_placement = info.chunk_placement,
+                 p2p = "pytorch", record = "none" }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return ps.run(spec)
+end
+
+-- ZB-V as PyTorch dumps it (ranks start with idle cells): the V placement
+-- is recognised and the run equals the built-in zbv
+local order, info = ps.schedule.load_pytorch("tests/data/zbv_p4_m8.csv")
+t.eq(info.stages, 4)
+t.eq(info.virtual_stages, 2)
+t.eq(info.microbatches, 8)
+t.eq(info.chunk_placement, "v")
+t.eq(order[1][8], "F0.c1")
+t.eq(order[1][9], "B0.c1") -- I is the input-gradient B of a unit with a W
+t.eq(order[1][10], "W0.c1")
+local from_csv = run(order, info)
+local builtin = ps.run{ layers = layers(8, 0.25), stages = 4, virtual_stages = 2,
+                        microbatches = 8, schedule = "zbv", record = "none" }
+t.near(from_csv.makespan, builtin.makespan, 1e-9, "zbv from its CSV")
+
+-- interleaved zero bubble with its inserted bubbles (empty cells)
+order, info = ps.schedule.load_pytorch("tests/data/interleaved_zb_p3_v2_m3.csv", { stages = 3 })
+t.eq(info.chunk_placement, "loop")
+from_csv = run(order, info)
+builtin = ps.run{ layers = layers(6, 0.25), stages = 3, virtual_stages = 2, microbatches = 3,
+                  schedule = "interleaved_zb", record = "none" }
+t.near(from_csv.makespan, builtin.makespan, 1e-9, "interleaved_zb from its CSV")
+
+-- DualPipeV's dump: overlapped F/B cells run their sub-actions in order,
+-- full backwards (B) beside I/W pairs
+order, info = ps.schedule.load_pytorch("tests/data/dualpipev_p2_m4.csv")
+t.eq(info.chunk_placement, "v")
+t.eq(order[1][8], "F3")
+t.eq(order[1][9], "B1.c1")
+from_csv = run(order, info)
+t.check(from_csv.makespan > 0, "dualpipev runs")
+
+-- errors name the file, line and cell
+local dir = "tests/data/"
+t.raises(function() ps.schedule.load_pytorch(dir .. "bad_action.csv") end,
+  "tests/data/bad_action.csv:2: cell 3: bad action '1Q1'")
+t.raises(function() ps.schedule.load_pytorch("tests/data/zbv_p4_m8.csv", { stages = 2 }) end,
+  "tests/data/zbv_p4_m8.csv: 4 rows but 2 pipeline ranks (stages)")
+t.raises(function() ps.schedule.load_pytorch(dir .. "i_without_w.csv") end,
+  "tests/data/i_without_w.csv:1: cell 3: 0I1 has no 0W1")
+t.raises(function() ps.schedule.load_pytorch(dir .. "missing.csv") end, "cannot open")
+t.raises(function() ps.schedule.load_pytorch("tests/data/zbv_p4_m8.csv", { ranks = 2 }) end,
+  "unknown field 'ranks'")
+
+t.done()

@@ -740,4 +740,6 @@ void bind_register_run(lua_State *L)
     lua_setfield(L, -2, "run");
     lua_pushcfunction(L, core_check_run);
     lua_setfield(L, -2, "check_run");
+    lua_pushinteger(L, MAX_LAYERS);
+    lua_setfield(L, -2, "max_layers");
 }

@@ -171,8 +171,9 @@ extern const char *const bind_fields_fault[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);
-/* Sets core.check_fields(t, path, known), core.suggest(word, known) and
- * core.fields in the table at the top. */
+/* Sets core.check_fields(t, path, known), core.suggest(word, known),
+ * core.check_int(v, name, lo, hi) and core.fields in the table at the
+ * top. */
 void bind_register_check(lua_State *L);
 
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer

@@ -503,6 +503,18 @@ static int core_check_fields(lua_State *L)
     return 0;
 }
 
+/* core.check_int(v, name, lo, hi) -> v as an integer, or raises "field
+ * 'name' must be an integer in lo..hi, got v": the Lua modules' integer
+ * fields get the binding's check and message. */
+static int core_check_int(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 2);
+    long long lo = luaL_checkinteger(L, 3), hi = luaL_checkinteger(L, 4), v;
+    bind_check_int(L, 1, name, lo, hi, &v);
+    lua_pushinteger(L, (lua_Integer)v);
+    return 1;
+}
+
 static int core_suggest(lua_State *L)
 {
     const char *word = luaL_checkstring(L, 1);
@@ -521,6 +533,8 @@ void bind_register_check(lua_State *L)
     lua_setfield(L, -2, "check_fields");
     lua_pushcfunction(L, core_suggest);
     lua_setfield(L, -2, "suggest");
+    lua_pushcfunction(L, core_check_int);
+    lua_setfield(L, -2, "check_int");
     bind_push_fields(L);
     lua_setfield(L, -2, "fields");
 }

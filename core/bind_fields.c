@@ -85,6 +85,8 @@ const char *const bind_fields_layer[] = {
     "recompute_time",
     "shape",
     "shared_params",
+    "tp_comm_time",
+    "tp_exposed_time",
     NULL,
 };
 
@@ -155,6 +157,7 @@ const char *const bind_fields_collective[] = {
     "recv_timeout",
     "root",
     "seed",
+    "slots",
     "verify",
     NULL,
 };

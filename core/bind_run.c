@@ -84,6 +84,9 @@ static const struct layer_num {
      -1},
     {"recompute_time", offsetof(pipe_layer, recompute_time), UNIT_SECONDS, -1},
     {"kept_bytes", offsetof(pipe_layer, kept_bytes), UNIT_BYTES, -1},
+    {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
+    {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
+     -1},
     {"shared_params", (size_t)-1, UNIT_FLOP, 0}, /* checked, not read */
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
@@ -737,4 +740,6 @@ void bind_register_run(lua_State *L)
     lua_setfield(L, -2, "run");
     lua_pushcfunction(L, core_check_run);
     lua_setfield(L, -2, "check_run");
+    lua_pushinteger(L, MAX_LAYERS);
+    lua_setfield(L, -2, "max_layers");
 }

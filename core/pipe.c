@@ -307,6 +307,8 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
             st.w_bytes +=
                 l->bwd_weight_bytes >= 0 ? l->bwd_weight_bytes : l->act_bytes;
             row.params += l->params;
+            row.tp_comm += l->tp_comm_time > 0 ? l->tp_comm_time : 0;
+            row.tp_exposed += l->tp_exposed_time > 0 ? l->tp_exposed_time : 0;
             row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
         }
         const pipe_layer *in = &cfg->layers[first];
@@ -434,10 +436,23 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
         ctx->capacity[k] = cap > 0 ? cap : 0;
         unknown |= fits == REC_FITS_UNKNOWN;
         res->nover += fits == REC_FITS_NO;
-        ctx->rank_rows[k] = (rec_rank){
-            cr,           ctx->busy[k],   b,       ctx->static_mem[k],
-            ctx->peak[k], ctx->t_peak[k], exposed, cap,
-            fits};
+        ctx->rank_rows[k] = (rec_rank){cr,
+                                       ctx->busy[k],
+                                       b,
+                                       ctx->static_mem[k],
+                                       ctx->peak[k],
+                                       ctx->t_peak[k],
+                                       exposed,
+                                       cap,
+                                       fits,
+                                       0,
+                                       0};
+        /* TP collectives of the rank's chunks, every microbatch */
+        for (int32_t c = 0; c < cfg->v; c++) {
+            const rec_stage *row = &ctx->stage_rows[c * cfg->p + k % cfg->p];
+            ctx->rank_rows[k].tp_comm += cfg->m * row->tp_comm;
+            ctx->rank_rows[k].tp_exposed += cfg->m * row->tp_exposed;
+        }
     }
     res->fits = res->nover > 0 ? REC_FITS_NO
                 : unknown      ? REC_FITS_UNKNOWN

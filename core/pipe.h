@@ -39,6 +39,10 @@ typedef struct pipe_layer {
      * for layers that do not say (parallel.lua: Megatron's per-block
      * checkpoints, embedding and head not recomputed). */
     double recompute_time, kept_bytes;
+    /* Tensor-parallel collectives per microbatch in this layer's F, B and
+     * R (seconds, recorded only: parallel.lua has put the exposed part in
+     * the layer's times), and the part on the compute stream; < 0: 0. */
+    double tp_comm_time, tp_exposed_time;
 } pipe_layer;
 
 typedef struct pipe_config {

@@ -66,14 +66,14 @@ static const char schema_sql[] =
     "  stage INTEGER NOT NULL, rank INTEGER, chunk INTEGER,\n"
     "  first_layer INTEGER, last_layer INTEGER, fwd_flops REAL,\n"
     "  params REAL, fwd_time REAL, bwd_time REAL, act_bytes REAL,\n"
-    "  out_bytes REAL, exposed_comm REAL,\n"
+    "  out_bytes REAL, exposed_comm REAL, tp_comm REAL, tp_exposed REAL,\n"
     "  PRIMARY KEY (run, stage));\n"
     "CREATE TABLE rank_stat(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, busy REAL, bubble REAL,\n"
     "  static_memory REAL, peak_memory REAL, t_peak REAL,\n"
     "  exposed_comm REAL, capacity REAL,\n"
-    "  fits INTEGER CHECK (fits IN (0, 1)),\n"
+    "  fits INTEGER CHECK (fits IN (0, 1)), tp_comm REAL, tp_exposed REAL,\n"
     "  PRIMARY KEY (run, rank));\n"
     "CREATE TABLE collective(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
@@ -111,6 +111,16 @@ static const char migrate_v3_sql[] =
     "ALTER TABLE run ADD COLUMN recompute TEXT;\n"
     "PRAGMA user_version = 3;\n";
 
+/* Version 3 -> 4: the tensor-parallel communication per stage and rank
+ * (NULL for old runs), the last columns in both forms (CREATE TABLE lists
+ * them before its PRIMARY KEY clause, which is not a column). */
+static const char migrate_v4_sql[] =
+    "ALTER TABLE stage ADD COLUMN tp_comm REAL;\n"
+    "ALTER TABLE stage ADD COLUMN tp_exposed REAL;\n"
+    "ALTER TABLE rank_stat ADD COLUMN tp_comm REAL;\n"
+    "ALTER TABLE rank_stat ADD COLUMN tp_exposed REAL;\n"
+    "PRAGMA user_version = 4;\n";
+
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
     "stage", "rank_stat", "collective", "link",
@@ -142,12 +152,13 @@ static const char *const stmt_sql[NSTMT] = {
                "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
-                 "act_bytes, out_bytes, exposed_comm) VALUES (?1, ?2, ?3, ?4, "
-                 "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 "act_bytes, out_bytes, exposed_comm, tp_comm, tp_exposed) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                 "?13, ?14, ?15)",
     [ST_RANK] = "INSERT INTO rank_stat(run, rank, busy, bubble, "
                 "static_memory, peak_memory, t_peak, exposed_comm, "
-                "capacity, fits) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "capacity, fits, tp_comm, tp_exposed) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
                 "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
@@ -457,7 +468,7 @@ rec_db *rec_open(const char *path, ps_err *err)
         ps_errf(err, "%s: not a pipesim database", path);
         goto fail;
     }
-    if (version != 0 && version != 1 && version != 2 &&
+    if (version != 0 && version != 1 && version != 2 && version != 3 &&
         version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
@@ -493,7 +504,7 @@ rec_db *rec_open(const char *path, ps_err *err)
         if (exec_sql(db, "COMMIT", err))
             goto fail;
     }
-    if (version == 1 || version == 2) {
+    if (version >= 1 && version < REC_SCHEMA_VERSION) {
         /* upgrade in place, once: a second writer that waited for the lock
          * finds the current version and does nothing */
         if (exec_sql(db, "BEGIN IMMEDIATE", err))
@@ -503,8 +514,10 @@ rec_db *rec_open(const char *path, ps_err *err)
             goto fail;
         }
         if ((version == 1 && exec_sql(db, migrate_v2_sql, err)) ||
-            ((version == 1 || version == 2) &&
-             exec_sql(db, migrate_v3_sql, err))) {
+            (version >= 1 && version <= 2 &&
+             exec_sql(db, migrate_v3_sql, err)) ||
+            (version >= 1 && version <= 3 &&
+             exec_sql(db, migrate_v4_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
@@ -579,12 +592,15 @@ rec_db *rec_open_read(const char *path, ps_err *err)
         if (inspect(db, &version, &tables, &objects, err))
             goto fail;
     }
-    if ((version == 1 || version == 2) && tables == NTABLES) {
+    if (version >= 1 && version < REC_SCHEMA_VERSION && tables == NTABLES) {
         ps_errf(err,
                 "%s: schema version %d (before the %s columns), this "
                 "pipesim reads %d; writing one run to it upgrades it in "
                 "place (pipesim run SCENARIO -o %s)",
-                path, version, version == 1 ? "memory 'fits'" : "run 'tp'",
+                path, version,
+                version == 1   ? "memory 'fits'"
+                : version == 2 ? "run 'tp'"
+                               : "'tp_comm'",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }
@@ -738,6 +754,8 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 11, s->act_bytes);
         bind_real(st, 12, s->out_bytes);
         bind_real(st, 13, s->exposed_comm);
+        bind_real(st, 14, s->tp_comm);
+        bind_real(st, 15, s->tp_exposed);
         if (step_done(db, st, err))
             return PS_ERR;
     }
@@ -754,6 +772,8 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 8, r->exposed_comm);
         bind_real(st, 9, r->capacity > 0 ? r->capacity : NAN);
         bind_fits(st, 10, r->fits);
+        bind_real(st, 11, r->tp_comm);
+        bind_real(st, 12, r->tp_exposed);
         if (step_done(db, st, err))
             return PS_ERR;
     }

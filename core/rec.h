@@ -17,9 +17,13 @@
  *   memory(run, rank, t, bytes)   rank's total bytes after each change; the
  *       first row per rank is the static baseline at t = 0.
  *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
- *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm)
+ *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm,
+ *         tp_comm, tp_exposed)
+ *       tp_comm: seconds of tensor-parallel collectives per microbatch in
+ *       the stage's F, B and R; tp_exposed the part on the compute stream
  *   rank_stat(run, rank, busy, bubble, static_memory, peak_memory, t_peak,
- *             exposed_comm, capacity, fits)
+ *             exposed_comm, capacity, fits, tp_comm, tp_exposed)
+ *       tp_comm, tp_exposed: the same over the whole step on the rank
  *       written at every recording level, so the views work for summary runs;
  *       capacity is the device's memory in bytes (NULL: unknown), fits
  *       peak_memory <= capacity as 1/0 (NULL: unknown).
@@ -59,7 +63,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 3
+#define REC_SCHEMA_VERSION 4
 /* How long a writer waits for another process's lock before giving up. */
 #define REC_BUSY_LIMIT_S 120
 /* How long a reader waits for a writer to create an empty file's tables. */
@@ -97,6 +101,10 @@ typedef struct rec_stage {
     int32_t stage, rank, chunk, first_layer, last_layer;
     double fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes;
     double exposed_comm; /* gradient sync wait after compute; NAN: none */
+    /* tensor-parallel collectives per microbatch in this stage's F, B and
+     * R, seconds, and the part on the compute stream (all of it unless
+     * tp_overlap); 0 without TP */
+    double tp_comm, tp_exposed;
 } rec_stage;
 
 typedef struct rec_rank {
@@ -105,6 +113,10 @@ typedef struct rec_rank {
     double exposed_comm; /* NAN when the run has no gradient sync */
     double capacity;     /* device memory in bytes; 0 or NAN: unknown */
     enum rec_fits fits;  /* peak_memory <= capacity */
+    /* tensor-parallel collectives in the step on this rank (all
+     * microbatches and chunks), seconds, and the part on the compute
+     * stream */
+    double tp_comm, tp_exposed;
 } rec_rank;
 
 typedef struct rec_collective {

@@ -93,19 +93,23 @@ $VG "$BIN" report "$TMP/over.db" 4 >/dev/null 2>"$TMP/over.err"
 # a schema version 1 file (before the fits columns): readers say how to
 # upgrade it, a writer upgrades it in place and old runs stay unknown
 cp "$TMP/over.db" "$TMP/v1.db"
-sqlite3 "$TMP/v1.db" "ALTER TABLE run DROP COLUMN tp; ALTER TABLE run DROP COLUMN sequence_parallel;
+sqlite3 "$TMP/v1.db" "ALTER TABLE stage DROP COLUMN tp_comm; ALTER TABLE stage DROP COLUMN tp_exposed;
+    ALTER TABLE rank_stat DROP COLUMN tp_comm; ALTER TABLE rank_stat DROP COLUMN tp_exposed;
+    ALTER TABLE run DROP COLUMN tp; ALTER TABLE run DROP COLUMN sequence_parallel;
     ALTER TABLE run DROP COLUMN recompute;
     ALTER TABLE run DROP COLUMN fits; ALTER TABLE rank_stat DROP COLUMN fits;
     ALTER TABLE rank_stat DROP COLUMN capacity; PRAGMA user_version = 1"
-expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 3; writing one run to it upgrades it in place"
+expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 4; writing one run to it upgrades it in place"
 $VG "$BIN" run "$TMP/over.lua" -o "$TMP/v1.db" >"$TMP/v1.out" 2>/dev/null && grep -q "4 runs added to $TMP/v1.db (8 in all" "$TMP/v1.out" && ok || bad "upgrade run: $(cat "$TMP/v1.out")"
 got=$(sqlite3 "$TMP/v1.db" "PRAGMA user_version; SELECT group_concat(coalesce(fits, 'NULL'), ',') FROM (SELECT fits FROM run ORDER BY id)")
-[ "$got" = "3
+[ "$got" = "4
 NULL,NULL,NULL,NULL,0,0,NULL,1" ] && ok || bad "upgraded v1: $got"
 [ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" = \
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" ] && ok || bad "upgraded columns differ from a new file's"
 [ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
+[ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('stage')")" = \
+  "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('stage')")" ] && ok || bad "upgraded stage columns differ from a new file's"
 
 # report: table of runs, one run's Gantt, a missing run
 $VG "$BIN" report "$TMP/args.db" >"$TMP/rep" 2>&1 && grep -q "x=y" "$TMP/rep" && ok || bad "report table: $(cat "$TMP/rep")"
@@ -172,6 +176,8 @@ tamper stage_matches_partition.sql "$TMP/inv.db" "UPDATE stage SET last_layer = 
 tamper stage_matches_partition.sql "$TMP/inv.db" "UPDATE run SET params = json_remove(params, '\$.partition') WHERE id = 1"
 tamper transfer_ends_after_start.sql "$TMP/inv.db" "UPDATE transfer SET t_end = t_start - 1 WHERE rowid = (SELECT min(rowid) FROM transfer)"
 tamper transfer_ends_after_start.sql "$TMP/inv.db" "DELETE FROM transfer WHERE run = 2"
+tamper tp_comm_in_range.sql "$TMP/inv.db" "UPDATE stage SET tp_comm = 1 WHERE run = 1 AND stage = 0"
+tamper tp_comm_in_range.sql "$TMP/inv.db" "UPDATE rank_stat SET tp_exposed = NULL WHERE run = 2"
 
 # a failing scenario: one line, file:line, non-zero
 printf 'local ps = require "pipesim"\nps.run{ stages = 2 }\n' >"$TMP/bad.lua"

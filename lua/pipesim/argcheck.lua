@@ -66,6 +66,15 @@ function M.known_fields(t, allowed, what)
     if not ok then error(err, 0) end
 end
 
+-- v as an integer in lo..hi (an integral float is an integer), else
+-- "<what>: field '<name>' must be an integer in lo..hi, got <v>": the
+-- binding's check and message (core/bind_check.c).
+function M.int(v, what, name, lo, hi)
+    local ok, res = pcall(core.check_int, v, name, lo, hi)
+    if not ok then error(what and (what .. ": " .. res) or res, 0) end
+    return res
+end
+
 -- The closest name in known (a set or a list) to word, or nil.
 function M.suggest(word, known)
     return core.suggest(word, known)

@@ -15,8 +15,9 @@ local RECOMPUTE = { none = true, selective = true, full = true }
 local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time = true,
                      bwd_time = true, bwd_input_time = true, bwd_weight_time = true,
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
-                     recompute_time = true, kept_bytes = true,
-                     bwd_weight_bytes = true, bwd_input_flops = true, bwd_weight_flops = true }
+                     recompute_time = true, kept_bytes = true, tp_comm_time = true,
+                     tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
+                     bwd_weight_flops = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
@@ -237,19 +238,24 @@ local function lower_layer(l, o, dev, cost)
             -- collective with the GEMM next to it (userbuffers), so a
             -- block's communication hides behind its GEMMs: a pass costs
             -- max(its GEMMs, its collectives) + its other work. Modelled
-            -- per pass with the GEMM share of the pass.
+            -- per pass with the GEMM share of the pass (the backward's
+            -- data- and weight-gradient GEMMs both), the exposed rest in F
+            -- and B.
             local gf, gb = 0, 0
             for _, p in ipairs(rf.parts or {}) do
                 if p.flops and p.pass == "F" then gf = gf + p.time end
-                if p.flops and p.pass == "B" then gb = gb + p.time end
+                if p.flops and p.pass ~= "F" then gb = gb + p.time end
             end
-            f = f + math.max(0, cf - gf)
+            out.tp_exposed_fwd = math.max(0, cf - gf)
+            out.tp_comm_exposed = out.tp_exposed_fwd + math.max(0, cb - gb)
+            f = f + out.tp_exposed_fwd
             bi = bi + math.max(0, cb - gb)
-            out.tp_comm_exposed = math.max(0, cf - gf) + math.max(0, cb - gb)
         else
             f, bi = f + cf, bi + cb
+            out.tp_exposed_fwd = cf
             out.tp_comm_exposed = cf + cb
         end
+        out.tp_comm_time, out.tp_exposed_time = cf + cb, out.tp_comm_exposed
         out.fwd_time, out.bwd_input_time, out.bwd_weight_time = f, bi, bw
         out.bwd_time = bi + bw
         out.attention_core = rf.attention_core
@@ -390,6 +396,11 @@ function M.finish(plan, partition, args, dev, spec)
                     if o.method == "block" then recomputed = nb < o.k else recomputed = true end
                     if recomputed then
                         c.recompute_time = l.fwd_time -- nil: the core's forward
+                        -- R repeats the forward's collectives
+                        if l.tp_comm_time then
+                            c.tp_comm_time = l.tp_comm_time + l.tp_comm_fwd
+                            c.tp_exposed_time = l.tp_exposed_time + l.tp_exposed_fwd
+                        end
                         local first = o.method == "block" or nb % o.k == 0
                         c.kept_bytes = first and M.block_kept_bytes(s, o.tp, o.sp) or 0
                     else
@@ -413,7 +424,11 @@ function M.finish(plan, partition, args, dev, spec)
         -- most loaded rank's (the step ends when the slowest is done)
         local most = 0
         for _, p in pairs(stage_params) do most = math.max(most, p) end
-        args.optimizer_time = roofline.optimizer_time(dev, most)
+        local dtype
+        for _, l in ipairs(spec.layers) do
+            if type(l) == "table" and l.shape then dtype = l.shape.dtype; break end
+        end
+        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
     end
     if plan.ranks then
         args.ranks = plan.ranks

@@ -127,7 +127,7 @@ H.raises(function() models.transformer { layers = 2, hidden = 64, heads = 5, seq
 H.raises(function() models.transformer { layers = 2, hidden = 64, heads = 4, kv_heads = 3, seq = 8, vocab = 10 } end,
     "heads (4) is not a multiple of kv_heads (3)")
 H.raises(function() models.transformer { layers = 0, hidden = 64, heads = 4, seq = 8, vocab = 10 } end,
-    "layers must be a positive integer")
+    "transformer: field 'layers' must be an integer in 1..16777216, got 0")
 H.raises(function() models.preset("toy", { dtype = "fp8" }) end, "unknown dtype 'fp8'")
 H.raises(function() models.transformer { layers = 1, hidden = 64, heads = 4, seq = 8, vocab = 10, swiglu = "yes" } end,
     "swiglu must be a boolean")

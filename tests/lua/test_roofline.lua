@@ -69,7 +69,8 @@ H.near(bs.bwd_input - b.bwd_input,
     "selective: B + the attention core's forward")
 
 -- optimizer: 30 bytes per parameter at HBM speed
-H.near(roofline.optimizer_time(dev, 1e9), 30e9 / bw, 1e-12, "Adam step: 30 B per parameter")
+H.near(roofline.optimizer_time(dev, 1e9), 38e9 / bw, 1e-12, "Megatron's bf16 step: 38 B per parameter")
+H.near(roofline.optimizer_time(dev, 1e9, "fp16"), 46e9 / bw, 1e-12, "fp16: + unscale, 46 B")
 
 -- ps.run on one rank, one microbatch: makespan = sum of the layers'
 -- roofline forward + backward + the optimizer step, exactly

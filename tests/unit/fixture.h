@@ -159,14 +159,17 @@ static inline int fixture_run(fixture *fx, const char *schedule, int p, int m,
                                   fx->mem[r].t_peak,
                                   NAN,
                                   NAN,
-                                  REC_FITS_UNKNOWN};
+                                  REC_FITS_UNKNOWN,
+                                  0,
+                                  0};
         peak = fx->mem[r].peak > peak ? fx->mem[r].peak : peak;
         busy_max = busy > busy_max ? busy : busy_max;
         busy_sum += busy;
     }
     for (int s = 0; s < P; s++)
-        fx->stages[s] = (rec_stage){s,   s % p, s / p, 2 * s, 2 * s + 1, 1e12,
-                                    1e6, f,     b,     act,   64,        NAN};
+        fx->stages[s] =
+            (rec_stage){s, s % p, s / p, 2 * s, 2 * s + 1, 1e12, 1e6,
+                        f, b,     act,   64,    NAN,       0,    0};
     fx->run = (rec_run){
         .kind = "pipeline",
         .name = schedule,

@@ -231,7 +231,7 @@ static void test_commit_per_run(void)
     CHECK(db != NULL && rd != NULL);
     rec_db *other = rec_open("commit.db", &err);
     CHECK(other != NULL);
-    rec_rank rk = {0, 1, 0, 0, 0, 0, 0, 0, REC_FITS_UNKNOWN};
+    rec_rank rk = {0, 1, 0, 0, 0, 0, 0, 0, REC_FITS_UNKNOWN, 0, 0};
     rec_run r = {.kind = "pipeline",
                  .name = "sweep",
                  .schedule = "1f1b",
@@ -296,9 +296,9 @@ static void test_open_errors(void)
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 3");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 4");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 3");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 4");
 
     /* an empty file (touch results/x.db) is a fresh database */
     f = fopen("empty.db", "w");

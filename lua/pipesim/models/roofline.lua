@@ -200,14 +200,26 @@ function M.head(s, dev, opt)
     }
 end
 
--- Adam with mixed precision (Megatron's DistributedOptimizer /
--- FusedAdam): per parameter it reads the fp32 gradient, master weight and
--- both moments (16 B) and writes master, moments and the 16-bit weight
--- (14 B): 30 bytes of HBM traffic. ZeRO-1 divides by d in the core.
-M.ADAM_BYTES = 30
+-- The optimizer step as Megatron-LM's MixedPrecisionOptimizer.step runs
+-- it (megatron/core/optimizer/optimizer.py), bytes of HBM traffic per
+-- parameter of the rank (gradients in fp32 main_grad, fused into the
+-- weight-gradient GEMMs):
+--   fp16 only: _unscale_main_grads_and_check_for_nan, read + write 4 + 4
+--   clip_grad_norm's norm (multi_tensor_l2norm), read 4 (the rescale runs
+--     only when the norm exceeds the clip value, not counted)
+--   Adam (fused): read the fp32 master weight, gradient and both moments,
+--     write master and moments: 16 + 12
+--   _copy_main_params_to_model_params: read 4, write the 16-bit weight 2
+-- 38 bytes with bf16 (no loss scaling), 46 with fp16; fp32 training keeps no
+-- master copy: norm 4 + Adam 28 = 32. ZeRO-1 divides by d in the core.
+function M.optimizer_bytes(dtype)
+    if dtype == "fp32" then return 32 end
+    return (dtype == "fp16" and 8 or 0) + 4 + 28 + 6
+end
 
-function M.optimizer_time(dev, params)
-    return M.mem_time(dev, params * M.ADAM_BYTES, params * 12)
+function M.optimizer_time(dev, params, dtype)
+    local by = M.optimizer_bytes(dtype or "bf16")
+    return M.mem_time(dev, params * by, params * 12)
 end
 
 M.DTYPE_BYTES = DTYPE_BYTES

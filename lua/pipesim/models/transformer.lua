@@ -5,6 +5,7 @@
 -- the block reduces exactly to the published closed forms, and the tests
 -- check that.
 local check = require "pipesim.argcheck"
+local core = require "pipesim.core"
 
 local M = {}
 
@@ -45,7 +46,8 @@ local function normalize(c)
     local function int(k, d)
         local v = default(c[k], d)
         if v == nil then check.fail("transformer: missing field '%s'", k) end
-        s[k] = check.posint(v, "transformer: " .. k)
+        -- as many layers as ps.run takes; other sizes up to 2^53 (exact)
+        s[k] = check.int(v, "transformer", k, 1, k == "layers" and core.max_layers or 1 << 53)
     end
     int("layers"); int("hidden"); int("heads"); int("seq"); int("vocab")
     int("microbatch", 1)

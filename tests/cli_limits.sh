@@ -35,6 +35,8 @@ done
 # --- --timeout: a Lua loop, a loop in a coroutine, a huge simulation ---
 printf 'local n = 0\nwhile true do n = n + 1 end\n' >"$TMP/spin.lua"
 expect_fail "run $TMP/spin.lua -o $TMP/spin.db --timeout 0.5" "spin.lua:2: time limit of 0.5 s reached"
+# limits hold with --unsafe too
+expect_fail "run --unsafe $TMP/spin.lua -o $TMP/spin.db --timeout 0.5" "spin.lua:2: time limit of 0.5 s reached"
 # a scenario's pcall does not get past the limit
 cat >"$TMP/spin_co.lua" <<'LUA'
 local spin = coroutine.wrap(function() while true do end end)

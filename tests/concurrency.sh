@@ -27,7 +27,7 @@ local a = ps.args
 io.stdout:setvbuf("line")
 local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
 for i = 1, a.runs do
-    local r = ps.run{ layers = l, stages = 2, microbatches = 4, name = a.name,
+    local r = ps.run{ layers = l, stages = 2, microbatches = a.mb or 4, name = a.name,
         record = a.record or "summary" }
     print(r.id)
     if i == a.pause_after then
@@ -38,8 +38,9 @@ for i = 1, a.runs do
 end
 LUA
 
-# ids FILE: the run ids a writer printed
-ids() { grep -E '^[0-9]+$' "$1"; }
+# ids FILE: the run ids a writer printed (none while a background writer has
+# not yet created its output file)
+ids() { grep -E '^[0-9]+$' "$1" 2>/dev/null; }
 
 # wait_ids FILE N: waits (at most ~30 s) until FILE holds N printed ids
 wait_ids() {
@@ -53,14 +54,17 @@ wait_ids() {
 
 q() { sqlite3 -bail "$DB" "$1" 2>&1; }
 
-# check_complete LABEL: integrity_check ok; every run has its 2 stage and
-# 2 rank_stat rows (no half-written run), and at the events level 16 events
+# check_complete LABEL [EVENTS]: integrity_check ok; every run has its 2
+# stage and 2 rank_stat rows (no half-written run) and, at the events level,
+# EVENTS (default 16) event rows and half as many transfers
 check_complete() {
+    ev=${2:-16}
     [ "$(q 'PRAGMA integrity_check')" = ok ] && ok || bad "$1: integrity_check: $(q 'PRAGMA integrity_check' | head -n 3)"
     partial=$(q "SELECT count(*) FROM run r WHERE
         (SELECT count(*) FROM stage WHERE run = r.id) <> 2 OR
         (SELECT count(*) FROM rank_stat WHERE run = r.id) <> 2 OR
-        (SELECT count(*) FROM event WHERE run = r.id) NOT IN (0, 16)")
+        (SELECT count(*) FROM event WHERE run = r.id) NOT IN (0, $ev) OR
+        (SELECT count(*) FROM transfer WHERE run = r.id) NOT IN (0, $ev / 2)")
     [ "$partial" = 0 ] && ok || bad "$1: $partial runs with missing rows"
 }
 
@@ -76,6 +80,11 @@ pids=""
 for w in 1 2 3 4 5 6 7 8; do
     $VG "$BIN" run "$D/writer.lua" -o "$DB" -D runs=$RUNS -D name=w$w >"$D/w$w.out" 2>&1 &
     pids="$pids $!"
+done
+# readers meanwhile: the runs committed so far, without waiting or failing
+for r in 1 2 3; do
+    $VG "$BIN" report "$DB" >"$D/report.out" 2>&1 && grep -q pauser "$D/report.out" && ok ||
+        bad "report while 8 writers write: $(head -n 3 "$D/report.out")"
 done
 w=0
 for pid in $pids; do
@@ -98,19 +107,20 @@ want="pauser=2 w1=$RUNS w2=$RUNS w3=$RUNS w4=$RUNS w5=$RUNS w6=$RUNS w7=$RUNS w8
 check_complete "eight writers"
 
 # --- kill -9 mid-sweep ------------------------------------------------------
-# An events-level sweep (16 event rows per run) is killed once it has printed
-# 300 ids (more than the 256 runs pipesim once kept in one open transaction):
-# the file must be intact, hold every printed id, and a new writer must get
-# new ids.
+# An events-level sweep (256 microbatches: 1024 event and 512 transfer rows
+# per run, so the kill often lands inside a run's transaction) is killed once
+# it has printed 300 ids (more than the 256 runs pipesim once kept in one
+# open transaction): the file must be intact, hold every printed id, and a
+# new writer must get new ids.
 DB="$D/killed.db"
-$VG "$BIN" run "$D/writer.lua" -o "$DB" -D runs=1000000 -D name=killed -D record=events \
+$VG "$BIN" run "$D/writer.lua" -o "$DB" -D runs=1000000 -D name=killed -D record=events -D mb=256 \
     >"$D/killed.out" 2>&1 &
 victim=$!
 wait_ids "$D/killed.out" $((RUNS + 1)) || bad "the sweep to kill printed no ids: $(head -n 3 "$D/killed.out")"
 kill -9 "$victim"
 wait "$victim" 2>/dev/null
 printed=$(ids "$D/killed.out" | sort -n | tail -n 1)
-check_complete "after kill -9"
+check_complete "after kill -9" 1024
 list=$(ids "$D/killed.out" | paste -sd, -)
 n=$(ids "$D/killed.out" | wc -l)
 kept=$(q "SELECT count(*) FROM run WHERE name = 'killed' AND id IN ($list)")
@@ -119,7 +129,7 @@ if $VG "$BIN" run "$D/writer.lua" -o "$DB" -D runs=5 -D name=after >"$D/after.ou
     bad "writing after kill -9: $(grep -v '^[0-9]' "$D/after.out" | head -n 3)"; fi
 [ "$(ids "$D/after.out" | head -n 1)" -gt "$printed" ] 2>/dev/null && ok ||
     bad "ids after kill -9 reuse printed ones: $(ids "$D/after.out" | head -n 1) <= $printed"
-check_complete "after kill -9 and more runs"
+check_complete "after kill -9 and more runs" 1024
 
 # --- readers and writers racing to create the file --------------------------
 # Two writers and `pipesim report` start together on a file that does not

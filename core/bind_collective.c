@@ -276,6 +276,7 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
     set_number(L, "busbw", res->busbw);
     set_integer(L, "chunks", res->chunks);
     set_integer(L, "channels", res->channels);
+    set_integer(L, "slots", res->slots);
     set_integer(L, "transfers", res->transfers);
     set_integer(L, "steps", res->steps);
     lua_createtable(L, res->nranks, 0);
@@ -324,6 +325,7 @@ static int core_collective(lua_State *L)
                              "reduce_scatter, allgather, broadcast, reduce)");
     if (coll_parse_op(opn, &spec.op, &err))
         return bind_raise(L, &err);
+    opn = coll_op_name(spec.op); /* nccl-tests' names are aliases */
     const char *algn = bind_string(L, 1, "algorithm");
     if (coll_parse_algo(spec.op, algn ? algn : "auto", &spec.algorithm, &err))
         return bind_raise(L, &err);
@@ -355,6 +357,9 @@ static int core_collective(lua_State *L)
     bind_int(L, 1, "root", 0, INT32_MAX, &root);
     bind_int(L, 1, "chunks", 1, 1 << 20, &chunks);
     bind_int(L, 1, "ranks_per_node", 1, 1 << 20, &rpn);
+    long long slots = 0;
+    bind_int(L, 1, "slots", 1, COLL_NCCL_STEPS, &slots);
+    spec.slots = (int32_t)slots;
     spec.root = (int32_t)root;
     spec.chunks = (int32_t)chunks;
     spec.ranks_per_node =

@@ -157,6 +157,7 @@ const char *const bind_fields_collective[] = {
     "recv_timeout",
     "root",
     "seed",
+    "slots",
     "verify",
     NULL,
 };

@@ -62,10 +62,15 @@ double coll_busbw_factor(enum coll_op op, int32_t n)
     }
 }
 
+/* nccl-tests' binary names (all_reduce_perf, ...) without "_perf". */
+static const char *const nccl_tests_names[COLL_NOPS] = {
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"};
+
 int coll_parse_op(const char *name, enum coll_op *op, ps_err *err)
 {
     for (int i = 0; i < COLL_NOPS; i++)
-        if (name && strcmp(name, coll_op_names_[i]) == 0) {
+        if (name && (strcmp(name, coll_op_names_[i]) == 0 ||
+                     strcmp(name, nccl_tests_names[i]) == 0)) {
             *op = (enum coll_op)i;
             return PS_OK;
         }
@@ -73,6 +78,13 @@ int coll_parse_op(const char *name, enum coll_op *op, ps_err *err)
                    "unknown collective op '%s' (expected allreduce, "
                    "reduce_scatter, allgather, broadcast, reduce)",
                    name ? name : "");
+}
+
+int32_t coll_default_slots(int algo)
+{
+    /* the pipelined model is NCCL's; the other generators are textbook
+     * algorithms that run step by step */
+    return algo == COLL_RING ? COLL_NCCL_STEPS : 1;
 }
 
 /* "ring, tree, ..., auto" for op into buf. */
@@ -175,6 +187,15 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
     if (spec->chunks < 0)
         return ps_errf(err, "%s: chunks must be positive, got %d", opn,
                        (int)spec->chunks);
+    if (spec->slots < 0 || spec->slots > COLL_NCCL_STEPS)
+        return ps_errf(err, "%s: slots must be 1 to %d, got %d", opn,
+                       COLL_NCCL_STEPS, (int)spec->slots);
+    if (spec->slots > 1 && spec->algorithm != COLL_AUTO &&
+        spec->algorithm != COLL_RING)
+        return ps_errf(err,
+                       "%s: slots = %d applies to ring only (%s runs step "
+                       "by step: slots = 1)",
+                       opn, (int)spec->slots, coll_algo_name(spec->algorithm));
     v->n = spec->bytes / 4;
     return PS_OK;
 }
@@ -195,8 +216,8 @@ void coll_view_free(coll_view *v)
 static int reserve(coll_gen *g, enum coll_op op, int algo, int32_t root,
                    int32_t rpn, int32_t chunks)
 {
-    int32_t N = g->N;
-    g->ops = calloc((size_t)N, sizeof *g->ops);
+    int32_t N = g->N, nl = g->N * g->chan_lanes;
+    g->ops = calloc((size_t)nl, sizeof *g->ops);
     g->next_msg = calloc((size_t)N, sizeof *g->next_msg);
     if (!g->ops || !g->next_msg)
         return -1;
@@ -214,14 +235,14 @@ static int reserve(coll_gen *g, enum coll_op op, int algo, int32_t root,
     }
     if (g->append) {
         /* lanes that already hold a training step's ops grow in place */
-        for (int32_t i = 0; i < N; i++)
+        for (int32_t i = 0; i < nl; i++)
             if (prog_grow(g->ps, g->lane[i], g->ops[i]))
                 return -1;
     } else {
         int64_t *count = calloc((size_t)g->ps->nlanes + 1, sizeof *count);
         if (!count)
             return -1;
-        for (int32_t i = 0; i < N; i++)
+        for (int32_t i = 0; i < nl; i++)
             count[g->lane[i]] = g->ops[i];
         int rc = prog_reserve(g->ps, count);
         free(count);
@@ -261,12 +282,27 @@ static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
     return coll_cost_predict(spec, nw, v, *algo, pred, chunks, err);
 }
 
-/* Emits algo into g's lanes (set up by the caller): the channel count, the
- * counting pass that reserves room, then the ops. -1 when out of memory. */
-static int emit(coll_gen *g, const coll_spec *spec, const net *nw,
-                const coll_view *v, int algo, int32_t chunks)
+/* The channel count, the slots and the lanes per position of algo. A
+ * pipelined ring of several channels runs each channel in a lane of its
+ * own on every rank, as NCCL runs each channel in its own thread block:
+ * in one lane a rank would wait in every step for all its channels'
+ * receives, one of which crosses the node boundary, and the channels'
+ * latencies would add up step by step again. Inside a training step
+ * (coll_append) the collective has the one lane it is given. */
+static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
+                 const coll_view *v, int algo, int own_lanes)
 {
     g->channels = algo == COLL_RING ? coll_ring_channels(spec, nw, v) : 1;
+    g->slots = coll_slots(spec, algo);
+    g->chan_lanes = own_lanes && g->slots > 1 ? g->channels : 1;
+    g->chan = 0;
+}
+
+/* Emits algo into g's lanes (set up by the caller after plan): the
+ * counting pass that reserves room, then the ops. -1 when out of memory. */
+static int emit(coll_gen *g, const coll_spec *spec, const coll_view *v,
+                int algo, int32_t chunks)
+{
     if (!g->oom &&
         reserve(g, spec->op, algo, v->root, spec->ranks_per_node, chunks))
         g->oom = 1;
@@ -318,9 +354,11 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
             goto fail;
         }
     }
+    plan(&g, spec, nw, &v, algo, 1);
+    size_t nl = (size_t)N * (size_t)g.chan_lanes;
     res->bytes_sent = calloc((size_t)N, sizeof *res->bytes_sent);
-    g.lane = malloc((size_t)N * sizeof *g.lane);
-    g.last_step = malloc((size_t)N * sizeof *g.last_step);
+    g.lane = malloc(nl * sizeof *g.lane);
+    g.last_step = malloc(nl * sizeof *g.last_step);
     if (!res->bytes_sent || !g.lane || !g.last_step) {
         rc = ps_errf(err, "out of memory");
         goto fail;
@@ -332,13 +370,13 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     g.n = v.n;
     g.sent = res->bytes_sent;
     g.record = buf != NULL;
-    for (int32_t i = 0; i < N; i++) {
-        g.lane[i] = prog_add_lane(ps, v.rank[i]);
+    for (size_t i = 0; i < nl; i++) {
+        g.lane[i] = prog_add_lane(ps, v.rank[i % (size_t)N]);
         g.last_step[i] = -1;
         if (g.lane[i] < 0)
             g.oom = 1;
     }
-    if (emit(&g, spec, nw, &v, algo, chunks)) {
+    if (emit(&g, spec, &v, algo, chunks)) {
         rc = ps_errf(err, "out of memory generating the programs");
         goto fail;
     }
@@ -353,6 +391,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     res->algorithm = algo;
     res->chunks = chunks;
     res->channels = g.channels;
+    res->slots = g.slots;
     res->predicted = pred;
     res->time = er.makespan;
     res->nranks = N;
@@ -408,6 +447,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.rank = v.rank;
     g.N = N;
     g.n = v.n;
+    plan(&g, spec, nw, &v, algo, 0);
     g.sent = calloc((size_t)N, sizeof *g.sent);
     g.lane = malloc((size_t)N * sizeof *g.lane);
     g.last_step = malloc((size_t)N * sizeof *g.last_step);
@@ -417,7 +457,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
         g.lane[i] = lanes[i];
         g.last_step[i] = -1; /* never batched with the lane's earlier ops */
     }
-    rc = emit(&g, spec, nw, &v, algo, chunks)
+    rc = emit(&g, spec, &v, algo, chunks)
              ? ps_errf(err, "out of memory generating a collective")
              : PS_OK;
     if (used)

@@ -15,7 +15,16 @@
  * of one step form one PROG_BATCH batch (tag = step, kind PROG_COLL), so a
  * rank enters step s+1 only when its step-s transfers are done, and no
  * schedule deadlocks under rendezvous: a message of step s is matched by
- * its peer's step-s batch. Ranks are not globally synchronised per step. */
+ * its peer's step-s batch. Ranks are not globally synchronised per step.
+ *
+ * Slots (spec.slots): NCCL keeps NCCL_STEPS = 8 chunks in flight per
+ * channel and connection (src/include/device.h; the FIFO of
+ * src/device/prims_simple.h), so a sender does not wait for its receiver
+ * to reach the same step. With slots > 1 a step's SENDs are posted with
+ * PROG_EARLY | PROG_NOWAIT (the receiver's slot is free) and a rank waits
+ * only for its receives: a chunk pays the latency of each hop along its
+ * path instead of every step waiting for the slowest hop of the ring.
+ * slots = 1 is the lockstep model (rendezvous per step). */
 #ifndef PS_COLL_H
 #define PS_COLL_H
 
@@ -48,6 +57,9 @@ enum coll_algo {
     COLL_AUTO = -1
 };
 
+/* NCCL_STEPS (src/include/device.h, NCCL 2.30): slots per connection. */
+#define COLL_NCCL_STEPS 8
+
 enum coll_data {
     COLL_DATA_NONE,   /* timing only */
     COLL_DATA_RANDOM, /* uniform in [-1, 1) from `seed` */
@@ -68,6 +80,10 @@ typedef struct coll_spec {
                                share a node; 0 = unknown */
     int32_t chunks;         /* pipeline, double_binary_tree: 0 = the count
                                that minimises the cost model */
+    int32_t slots;          /* chunks in flight per connection: 1 lockstep,
+                               > 1 pipelined (see above); 0 = the default,
+                               COLL_NCCL_STEPS for NCCL's algorithms (ring),
+                               1 for the others */
     enum eng_p2p p2p;
     enum coll_data data;
     double (*data_fn)(void *ctx, int32_t rank, int64_t i);
@@ -81,6 +97,7 @@ typedef struct coll_result {
     int32_t chunks;   /* pipeline / double_binary_tree chunk count, else 1 */
     int32_t channels; /* ring: rings run side by side (NCCL's channels, see
                          coll_predict), else 1 */
+    int32_t slots;    /* the slots it ran with (spec's, or the default) */
     double predicted; /* its cost-model time, seconds */
     double time;      /* simulated makespan, seconds */
     double algbw;     /* bytes / time (0 when time is 0), B/s */
@@ -132,13 +149,18 @@ int coll_predict(const coll_spec *spec, const net *nw, int algo,
 const char *coll_op_name(enum coll_op op);
 const char *coll_algo_name(int algo);
 
-/* Parses an op name. Fails with "unknown collective op 'allreduc'
- * (expected allreduce, reduce_scatter, allgather, broadcast, reduce)". */
+/* Parses an op name; nccl-tests' names (all_reduce, reduce_scatter,
+ * all_gather, broadcast, reduce: the binaries' names without _perf) are
+ * accepted too. Fails with "unknown collective op 'allreduc' (expected
+ * allreduce, reduce_scatter, allgather, broadcast, reduce)". */
 int coll_parse_op(const char *name, enum coll_op *op, ps_err *err);
 
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
  * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */
 int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);
+
+/* The slots algo runs with when spec asks for 0 (the default). */
+int32_t coll_default_slots(int algo);
 
 /* 1 when algo is one of op's algorithms. */
 int coll_algo_applies(enum coll_op op, int algo);

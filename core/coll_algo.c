@@ -13,11 +13,12 @@
 static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
                  int32_t msg, double bytes, int32_t step)
 {
-    prog_lane *lane = &g->ps->lanes[g->lane[pos]];
-    assert(step >= g->last_step[pos]);
-    if (g->last_step[pos] == step) /* same step: batch with the one before */
+    int32_t sl = coll_slot(g, pos);
+    prog_lane *lane = &g->ps->lanes[g->lane[sl]];
+    assert(step >= g->last_step[sl]);
+    if (g->last_step[sl] == step) /* same step: batch with the one before */
         lane->ops[lane->n - 1].flags |= PROG_BATCH;
-    g->last_step[pos] = step;
+    g->last_step[sl] = step;
     prog_op op = {.bytes = bytes,
                   .msg = msg,
                   .peer = peer,
@@ -25,6 +26,8 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
                   .tag = step,
                   .type = (uint8_t)type,
                   .kind = PROG_COLL};
+    if (type == PROG_SEND && g->slots > 1) /* the receiver's slot is free */
+        op.flags = PROG_EARLY | PROG_NOWAIT;
     if (lane->n < lane->cap) {
         /* Step-major generation writes to every lane in turn, so each
          * store would wait for its line; ask for the line this lane's
@@ -32,7 +35,7 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
          * written. A hint: out-of-range addresses do not fault. */
         __builtin_prefetch(lane->ops + lane->n + 4, 1);
         lane->ops[lane->n++] = op;
-    } else if (prog_push(g->ps, g->lane[pos], &op))
+    } else if (prog_push(g->ps, g->lane[sl], &op))
         g->oom = 1;
 }
 
@@ -42,8 +45,8 @@ void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
     if (step + 1 > g->nsteps)
         g->nsteps = step + 1;
     if (g->counting) {
-        g->ops[src]++;
-        g->ops[dst]++;
+        g->ops[coll_slot(g, src)]++;
+        g->ops[coll_slot(g, dst)]++;
         g->next_msg[src]++;
         return;
     }
@@ -161,6 +164,7 @@ static int32_t ring_channels(coll_gen *g, enum coll_op op, int32_t rpn,
         for (int32_t k = 0; k + 1 < N; k++, s++)
             for (int32_t c = 0; c < C; c++) {
                 const int32_t *m = mem + (size_t)c * N;
+                g->chan = c;
                 const int64_t *lo = blo + (size_t)c * N;
                 const int64_t *cnt = bcnt + (size_t)c * N;
                 for (int32_t r = 0; r < N; r++) {
@@ -171,6 +175,7 @@ static int32_t ring_channels(coll_gen *g, enum coll_op op, int32_t rpn,
             }
     }
 done:
+    g->chan = 0;
     free(mem);
     free(blo);
     free(bcnt);

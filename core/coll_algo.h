@@ -22,14 +22,20 @@ typedef struct coll_gen {
     int32_t N;
     int64_t n;          /* elements */
     int32_t channels;   /* ring: channels (coll_ring_start); 1 = one ring */
-    int32_t *lane;      /* position -> lane */
-    int32_t *last_step; /* position -> step of its last op, -1 */
+    int32_t slots;      /* > 1: sends do not wait for the receiver (coll.h,
+                           "Slots"); 1: lockstep */
+    int32_t chan_lanes; /* lanes per position: channels of a pipelined ring
+                           each have their own (coll.c plan), else 1 */
+    int32_t chan;       /* the channel being emitted (ring_channels) */
+    int32_t *lane;      /* lane slot -> lane; slot = position, + chan N
+                           with channel lanes (coll_slot) */
+    int32_t *last_step; /* lane slot -> step of its last op, -1 */
     double *sent;       /* position -> bytes sent */
     int32_t nsteps;     /* 1 + highest step emitted */
     int64_t transfers;
     int counting;      /* first pass: only count ops and sends */
     int append;        /* lanes hold other ops already (coll_append) */
-    int64_t *ops;      /* position -> ops (counting pass) */
+    int64_t *ops;      /* lane slot -> ops (counting pass) */
     int32_t *next_msg; /* position -> next message id of its sends: ids are
                           handed out sender by sender so that prog_seal and
                           the engine walk them in lane order (cache
@@ -39,6 +45,12 @@ typedef struct coll_gen {
     int64_t nx, xcap;
     int oom;
 } coll_gen;
+
+/* The lane slot of position pos for the channel being emitted. */
+static inline int32_t coll_slot(const coll_gen *g, int32_t pos)
+{
+    return g->chan_lanes > 1 ? pos + g->chan * g->N : pos;
+}
 
 /* Element range of shard i when n elements are split over parts. */
 static inline int64_t coll_seg_lo(int64_t n, int32_t parts, int32_t i)

@@ -232,26 +232,36 @@ static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
     return rc;
 }
 
-/* One step of the ring (C channels, coll_algo.c ring_channels), every flow
- * carrying a block of T / (C N) bytes. All steps of a ring are alike, so
- * the ring takes steps x this. On a cluster with one NIC per channel and
- * FAIR sharing this is exact for even blocks: a GPU sends C - 1 blocks to
- * its node neighbour over its NVLink uplink (the channel it leaves the node
- * in goes through its NIC instead) and each NIC carries one channel per
- * direction, so a step takes
- *   max(a_in + (C - 1) T / (C N b_in), a_out + T / (C N b_out)),
- * against a_out + T / (N b_out) for one ring: the inter-node term shrinks
- * C-fold until NVLink, which carries (C - 1) / C of the data, is the
- * bottleneck (busbw -> min(b_in C / (C - 1), C b_out) as T grows). */
+/* The ring's `steps` steps (C channels, coll_algo.c ring_channels), every
+ * flow carrying a block of T / (C N) bytes, all C N flows costed as running
+ * at once (flows_ab). Lockstep (slots = 1): all steps are alike and each
+ * waits for the slowest hop, so the ring takes steps x the slowest flow.
+ * Pipelined (slots > 1, coll.h "Slots"): a rank sends step s once it has
+ * received step s - 1, so the last block to land has crossed `steps`
+ * consecutive hops, each at its own latency, while the narrowest hop moves
+ * a block every step: the ring takes the largest sum of `steps`
+ * consecutive hop latencies plus steps x the slowest block time, O(C N). On a
+ * cluster with one NIC per channel and FAIR sharing this is exact for even
+ * blocks: a GPU sends C - 1 blocks to its node neighbour over its NVLink uplink
+ * (the channel it leaves the node in goes through its NIC instead) and each NIC
+ * carries one channel per direction, so a step takes max(a_in + (C - 1) T / (C
+ * N b_in), a_out + T / (C N b_out)), against a_out + T / (N b_out) for one
+ * ring: the inter-node term shrinks C-fold until NVLink, which carries (C - 1)
+ * / C of the data, is the bottleneck (busbw -> min(b_in C / (C - 1), C b_out)
+ * as T grows). */
 static int ring_step(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
-                     double T, double *t)
+                     double T, int32_t steps, int32_t slots, double *t)
 {
     int32_t N = v->N;
     int64_t nf = (int64_t)C * N;
-    int32_t *src = malloc(((size_t)nf + 1) * sizeof *src);
-    int32_t *dst = malloc(((size_t)nf + 1) * sizeof *dst);
+    int32_t *src = calloc((size_t)nf + 1, sizeof *src);
+    int32_t *dst = calloc((size_t)nf + 1, sizeof *dst);
+    double *lat = malloc(((size_t)nf + 1) * sizeof *lat);
+    double *bw = malloc(((size_t)nf + 1) * sizeof *bw);
+    double *pre = malloc(((size_t)2 * N + 1) * sizeof *pre);
     int rc = -1;
-    if (src && dst) {
+    *t = 0;
+    if (src && dst && lat && bw && pre) {
         for (int32_t c = 0; c < C; c++) {
             int32_t st = C > 1 ? coll_ring_start(rpn, C, c) : 0;
             for (int32_t k = 0; k < N; k++) {
@@ -262,10 +272,42 @@ static int ring_step(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
                 dst[(int64_t)c * N + k] = v->rank[b];
             }
         }
-        rc = step_time(nw, src, dst, nf, T / ((double)C * N), t);
+        rc = flows_ab(nw, src, dst, nf, lat, bw);
+    }
+    double x = T / ((double)C * N); /* a block */
+    for (int32_t c = 0; c < C && rc == 0; c++) {
+        const double *l = lat + (int64_t)c * N, *b = bw + (int64_t)c * N;
+        if (slots <= 1) { /* lockstep: every step waits for the slowest */
+            for (int32_t k = 0; k < N; k++)
+                if ((l[k] + x / b[k]) * steps > *t)
+                    *t = (l[k] + x / b[k]) * steps;
+            continue;
+        }
+        /* pipelined: the last block to land at member j + 1 crossed the
+         * `steps` hops before it, each paying its own latency (hops
+         * j - steps + 1 .. j, cyclic, from prefix sums over the doubled
+         * ring); the bandwidth terms do not add up along the path but
+         * queue on the narrowest hop, which carries a block every step */
+        double slow = 0;
+        pre[0] = 0;
+        for (int32_t k = 0; k < 2 * N; k++)
+            pre[k + 1] = pre[k] + l[k % N];
+        for (int32_t k = 0; k < N; k++)
+            if (x / b[k] > slow)
+                slow = x / b[k];
+        int32_t q = steps / N, r = steps % N;
+        for (int32_t j = 0; j < N; j++) {
+            int32_t end = j + N + 1; /* hop j in the second copy, inclusive */
+            double s = q * pre[N] + (pre[end] - pre[end - r]) + steps * slow;
+            if (s > *t)
+                *t = s;
+        }
     }
     free(src);
     free(dst);
+    free(lat);
+    free(bw);
+    free(pre);
     return rc;
 }
 
@@ -495,13 +537,15 @@ int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
     double c = 1;
     double t = 0;
     switch (algo) {
-    case COLL_RING:
+    case COLL_RING: {
+        int32_t steps = (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
         if (topo)
-            oom = ring_step(nw, v, rpn, coll_ring_channels(spec, nw, v), T, &t);
-        else
-            t = a + T / (Nd * b);
-        t *= (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
+            oom = ring_step(nw, v, rpn, coll_ring_channels(spec, nw, v), T,
+                            steps, coll_slots(spec, algo), &t);
+        else /* every hop alike: pipelining saves nothing */
+            t = steps * (a + T / (Nd * b));
         break;
+    }
     case COLL_TREE:
         if (topo) {
             double up = 0, down = 0;

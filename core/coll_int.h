@@ -29,6 +29,15 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
                     ps_err *err);
 void coll_view_free(coll_view *v);
 
+/* The slots algo runs with for spec: spec's for the ring, else 1 (auto
+ * may pick an algorithm that runs step by step), 0 = the default. */
+static inline int32_t coll_slots(const coll_spec *spec, int algo)
+{
+    if (algo != COLL_RING)
+        return 1;
+    return spec->slots ? spec->slots : coll_default_slots(algo);
+}
+
 /* Ring channels (rings side by side) for spec on nw; see coll_cost.c. */
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
                            const coll_view *v);

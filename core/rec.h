@@ -67,10 +67,16 @@
 #include "prog.h"
 
 #define REC_SCHEMA_VERSION 4
-/* How long a writer waits for another process's lock before giving up. */
+/* How long a writer waits for another process's lock before giving up.
+ * Both waits can be shortened at build time (make fuzz does: a damaged
+ * file must not cost each input seconds). */
+#ifndef REC_BUSY_LIMIT_S
 #define REC_BUSY_LIMIT_S 120
+#endif
 /* How long a reader waits for a writer to create an empty file's tables. */
+#ifndef REC_CREATE_WAIT_S
 #define REC_CREATE_WAIT_S 5
+#endif
 
 typedef struct rec_db rec_db;
 

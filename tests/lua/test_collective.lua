@@ -258,6 +258,7 @@ do
   t.eq(r.algorithm, "hierarchical", "ranks_per_node on a mesh")
 end
 
+-- Lockstep rings (slots = 1, the model before slot pipelining):
 -- 4 DGX-like nodes x 8 GPUs, one NIC per GPU: rings run 8 channels, one
 -- per NIC, so ring allreduce gets 8 NICs of inter-node bandwidth and beats
 -- the trees at large sizes, as NCCL does; the cost models follow the
@@ -269,10 +270,10 @@ do
                         intra = { bandwidth = "300 GB/s", latency = "2 us" },
                         inter = { bandwidth = "400 Gb/s", latency = "5 us" } }
   local T = "1 GB"
-  local auto = coll(c, "allreduce", "auto", T)
+  local auto = coll(c, "allreduce", "auto", T, { slots = 1 })
   t.eq(auto.algorithm, "ring", "auto at 1 GB on 4 x 8")
   t.eq(auto.channels, 8)
-  local ring = coll(c, "allreduce", "ring", T)
+  local ring = coll(c, "allreduce", "ring", T, { slots = 1 })
   local dbt = coll(c, "allreduce", "double_binary_tree", T)
   local tree = coll(c, "allreduce", "tree", T)
   t.check(ring.time < dbt.time, string.format("ring %g < dbt %g", ring.time, dbt.time))
@@ -294,10 +295,63 @@ do
   t.eq(coll(c, "allreduce", "tree", "1 MB").channels, 1)
   -- both sides of the crossover
   local below, above = 2900000, 2950000
-  t.eq(coll(c, "allreduce", "auto", below).algorithm, "tree", "auto below")
-  t.eq(coll(c, "allreduce", "auto", above).algorithm, "ring", "auto above")
-  t.check(coll(c, "allreduce", "tree", below).time < coll(c, "allreduce", "ring", below).time)
-  t.check(coll(c, "allreduce", "ring", above).time < coll(c, "allreduce", "tree", above).time)
+  t.eq(coll(c, "allreduce", "auto", below, { slots = 1 }).algorithm, "tree", "auto below")
+  t.eq(coll(c, "allreduce", "auto", above, { slots = 1 }).algorithm, "ring", "auto above")
+  t.check(coll(c, "allreduce", "tree", below).time < coll(c, "allreduce", "ring", below, { slots = 1 }).time)
+  t.check(coll(c, "allreduce", "ring", above, { slots = 1 }).time < coll(c, "allreduce", "tree", above).time)
+end
+
+-- Slot pipelining (the default for ring): 2 nodes x 8 GPUs, 8 channels,
+-- intra-node hops 2 us, inter-node hops 5 us. Each channel's ring crosses
+-- the node boundary twice per cycle of 16 hops; the last block of an
+-- allreduce crosses 30 consecutive hops: one cycle and 14 more, which
+-- cover both boundaries (8 apart), so 4 inter-node and 26 intra-node
+-- latencies. The bandwidth term is 30 blocks on the narrowest hop: a GPU's
+-- NVLink uplink carries 7 channels (the 8th leaves through its NIC), so a
+-- block of T / 128 bytes gets 300 GB/s / 7. Lockstep (slots = 1) pays the
+-- inter-node latency in every step instead: 30 x 5 us = 150 us at 8 B.
+do
+  local c = ps.cluster{ nodes = 2, gpus_per_node = 8, nics_per_node = 8,
+                        intra = { bandwidth = "300 GB/s", latency = "2 us" },
+                        inter = { bandwidth = "400 Gb/s", latency = "5 us" } }
+  for _, T in ipairs{ 512, 4096, 65536 } do
+    local r = coll(c, "allreduce", "ring", T)
+    t.eq(r.slots, 8, "ring default slots")
+    t.eq(r.channels, 8)
+    local lat = 4 * 5e-6 + 26 * 2e-6
+    local hand = lat + 30 * (T / 128) / (300e9 / 7)
+    t.near(r.predicted, hand, 1e-12, "pipelined ring model, T = " .. T)
+    -- the channels' flows do not all overlap in the simulation, so it can
+    -- only be faster than the model's all-at-once sharing
+    t.check(r.time >= lat - 1e-15 and r.time <= hand * (1 + 1e-12),
+      string.format("pipelined ring %g in [%g, %g]", r.time, lat, hand))
+    local one = coll(c, "allreduce", "ring", T, { slots = 1 })
+    t.eq(one.slots, 1)
+    t.near(one.time, 30 * (5e-6 + (T / 128) / 50e9), 1e-9, "one slot: lockstep")
+    t.near(one.predicted, one.time, 1e-9)
+  end
+  -- lockstep at 8 B, as the issue measured it: 30 x 5 us
+  t.near(coll(c, "allreduce", "ring", 8, { slots = 1 }).time, 150e-6, 1e-3)
+  t.near(coll(c, "allreduce", "ring", 8).time, 72e-6, 1e-3)
+  -- reduce_scatter and allgather: 15 hops, one cycle less one: 2 boundaries
+  local rs = coll(c, "reduce_scatter", "ring", 512)
+  t.near(rs.predicted, 2 * 5e-6 + 13 * 2e-6 + 15 * 4 / (300e9 / 7), 1e-12,
+    "pipelined reduce_scatter")
+  -- data mode: the same result as lockstep
+  local d = coll(c, "allreduce", "ring", 4096, { verify = true })
+  t.eq(d.verified, true, "pipelined ring data mode")
+  -- slots on an algorithm that runs step by step
+  t.raises(function() coll(c, "allreduce", "tree", 512, { slots = 8 }) end,
+    "slots = 8 applies to ring only")
+  t.raises(function() coll(c, "allreduce", "ring", 512, { slots = 9 }) end,
+    "slots")
+  -- nccl-tests' names
+  for alias, op in pairs{ all_reduce = "allreduce", all_gather = "allgather",
+                          reduce_scatter = "reduce_scatter" } do
+    local r = coll(c, alias, "ring", 4096)
+    t.eq(r.op, op, "alias " .. alias)
+    t.near(r.time, coll(c, op, "ring", 4096).time, 1e-12)
+  end
 end
 
 -- a straggler: per-rank device override on every form

@@ -321,7 +321,8 @@ static void test_ring_channels(void)
         coll_spec s = {.op = COLL_ALLREDUCE,
                        .algorithm = COLL_RING,
                        .bytes = T,
-                       .ranks_per_node = g};
+                       .ranks_per_node = g,
+                       .slots = 1};
         coll_result r;
         CHECK_INT(coll_run(&s, c.nw, c.eng, c.ps, &r, &err), 0);
         int32_t C = nics;

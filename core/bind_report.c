@@ -15,10 +15,16 @@ static int core_report(lua_State *L)
 {
     const char *path = luaL_optstring(L, 1, NULL);
     lua_Integer run = luaL_optinteger(L, 2, 0);
-    lua_Integer width = luaL_optinteger(L, 3, 100);
-    if (width < 20 || width > 10000) /* checked before it is an int */
-        return luaL_error(L, "width must be an integer in 20..10000, got %I",
-                          width);
+    lua_Integer width = 100;
+    if (!lua_isnoneornil(L, 3)) { /* checked in 64 bits before it is an int */
+        int ok;
+        width = lua_tointegerx(L, 3, &ok);
+        if (!ok || lua_type(L, 3) != LUA_TNUMBER || width < 20 || width > 10000)
+            return luaL_error(L,
+                              "width must be an integer in 20..10000, "
+                              "got %s",
+                              bind_show(L, 3));
+    }
     rec_db *db = bind_database(L, path);
     ps_err err;
     if (rec_flush(db, &err))

@@ -71,6 +71,22 @@ H.check(r.peak_memory[1] < 80e9, "GPT-3 175B, TP 8 PP 8 DP 16, SP + selective fi
     .. ps.bytes(r.peak_memory[1]))
 H.eq(r.tp, 8)
 
+-- peak activations of the first stage = Megatron's compute_activation_memory
+-- (theoretical_memory_usage.py, SP + selective, 1F1B: 34sbh per layer for
+-- all L layers, since pp microbatches are in flight on the first stage, the
+-- embedding's dropout mask sbh and its 8sb token input per microbatch in
+-- flight, all / tp); pipesim does not count the 8 bytes of token ids
+local c8 = ps.cluster(ps.clusters.dgx("H100", 8))
+local r1 = ps.run(ps.models.megatron { num_layers = 96, hidden_size = 12288,
+    num_attention_heads = 96, seq_length = 2048, vocab_size = 51200, bf16 = true,
+    micro_batch_size = 1, global_batch_size = 64, world_size = 64,
+    tensor_model_parallel_size = 8, pipeline_model_parallel_size = 8, sequence_parallel = true,
+    recompute_granularity = "selective", cluster = c8, record = "none" })
+local sbh = 2048 * 12288
+local megatron_act = (34 * sbh * 96 + 8 * 2048 * 8 + sbh * 8) / 8
+H.near(r1.peak_memory[1] - r1.static_memory[1], megatron_act, 1e-5,
+    "first-stage activations = Megatron's theoretical_memory_usage.py")
+
 H.raises(function() ps.models.megatron { hidden_size = 1, num_attention_heads = 1,
     seq_length = 1, vocab_size = 1 } end, "megatron: missing flag 'num_layers'")
 H.raises(function() ps.models.megatron { num_layers = 4, hidden_size = 256,

@@ -123,4 +123,51 @@ local ck = ps.run{ cluster = one, layers = layers, stages = 2, microbatches = 8,
 H.eq(ck.peak_memory[1], peak.full, "checkpoint = true is recompute = 'full'")
 H.eq(ck.recompute, "full")
 
+-- a TP group larger than a node is costed on the links it crosses: the
+-- same event-simulated ring on its 16 ranks, slower than inside one node
+local two = ps.cluster(ps.clusters.dgx("A100", 2))
+local big = ps.models.transformer { layers = 2, hidden = 1024, heads = 16, seq = 512, vocab = 1024 }
+local r16 = ps.run{ cluster = two, layers = big, stages = 1, microbatches = 1, tp = 16,
+    record = "none" }
+local r8 = ps.run{ cluster = two, layers = big, stages = 1, microbatches = 1, tp = 8,
+    record = "none" }
+local all16 = {}
+for k = 0, 15 do all16[#all16 + 1] = k end
+local ar16 = ps.collective{ cluster = two, op = "allreduce", algorithm = "ring",
+    bytes = 2 * 512 * 1024, ranks = all16, record = "none" }
+H.near(r16.tp_comm.fwd, 2 * ar16.time, 1e-12, "tp = 16 over two nodes: the ring on its 16 ranks")
+H.check(r16.tp_comm.fwd > r8.tp_comm.fwd, "crossing the NICs costs more than NVLink")
+
+-- tp_overlap: the collectives hide behind the GEMMs, never more than all
+local ro = ps.run{ cluster = one, layers = layers, stages = 2, microbatches = 8, tp = 4,
+    tp_overlap = true, record = "none" }
+local rb = ps.run{ cluster = one, layers = layers, stages = 2, microbatches = 8, tp = 4,
+    record = "none" }
+H.check(ro.tp_comm.exposed < rb.tp_comm.exposed and ro.tp_comm.exposed >= 0,
+    string.format("tp_overlap exposes %.3g s of %.3g s", ro.tp_comm.exposed, rb.tp_comm.exposed))
+H.near(rb.tp_comm.exposed, rb.tp_comm.fwd + rb.tp_comm.bwd, 1e-12, "blocking: all exposed")
+H.check(ro.makespan < rb.makespan, "tp_overlap shortens the step")
+
+-- recompute methods (Megatron's --recompute-method): uniform with k = 2
+-- keeps half the checkpoints of k = 1; block with k = 1 recomputes one
+-- block per stage and keeps the others whole
+local deep = ps.models.transformer { layers = 8, hidden = 1024, heads = 16, seq = 512,
+    vocab = 1024, microbatch = 2, dtype = "fp16" }
+local function peak(extra)
+    local spec = { cluster = one, layers = deep, stages = 2, microbatches = 8, tp = 4,
+        sequence_parallel = true, recompute = "full", record = "none", partition = { 5, 5 } }
+    for k, v in pairs(extra) do spec[k] = v end
+    local x = ps.run(spec)
+    return x.peak_memory[1], x.makespan
+end
+local u1, tu1 = peak {}
+local u2 = peak { recompute_layers = 2 }
+local b1, tb1 = peak { recompute_method = "block", recompute_layers = 1 }
+local b4, tb4 = peak { recompute_method = "block", recompute_layers = 4 }
+H.check(u1 < b1, "block k = 1 keeps more than uniform k = 1")
+H.eq(b4, u1, "block with every block of the stage = uniform k = 1")
+H.near(tb4, tu1, 1e-12, "and the same recompute time")
+H.check(tb1 < tu1, "recomputing fewer blocks is faster")
+H.check(u2 ~= u1, "uniform k = 2 differs from k = 1 (fewer checkpoints, larger units)")
+
 H.done()

@@ -1,0 +1,191 @@
+/* Data-parallel lowering (dp.c): the bucket plan (reverse layer order, a
+ * smaller first bucket, the fraction of the last backward at which each is
+ * ready), the split of the last backward, the lanes and signals added, the
+ * optimizer step, ZeRO-1's division of it, and dp_exposed. Expected values
+ * are worked out by hand in the comments. */
+#include <stdlib.h>
+
+#include "coll.h"
+#include "dp.h"
+#include "harness.h"
+#include "net.h"
+#include "prog.h"
+
+/* One stage of two layers: layer 0 has 100 parameters, layer 1 has 300, 2
+ * gradient bytes each, 1 s of backward each. Walked last layer first with a
+ * 100-byte first bucket and 400-byte buckets:
+ *   layer 1 (600 B over [0, 1] s of the backward):
+ *     bucket 0: 100 B, ready at 100/600 of layer 1 -> (1/6)/2 = 1/12
+ *     bucket 1: 400 B, ready at 500/600 of layer 1 -> (5/6)/2 = 5/12
+ *     100 B carried over
+ *   layer 0 (200 B): bucket 2: 100 + 200 = 300 B, ready at the end (1).
+ * With the backward 2 s long, the pieces are 1/6, 2/3 and 7/6 s. */
+static const int32_t first[1] = {0}, count[1] = {2};
+static const double layer_params[2] = {100, 300}, layer_bwd[2] = {1, 1};
+static const int32_t rank_of[2] = {0, 1};
+
+static dp_config config(int32_t d, int overlap, int zero)
+{
+    dp_config c = {0};
+    c.p = 1;
+    c.v = 1;
+    c.d = d;
+    c.rank_of = rank_of;
+    c.first = first;
+    c.count = count;
+    c.layer_params = layer_params;
+    c.layer_bwd = layer_bwd;
+    c.grad_bytes = 2;
+    c.weight_bytes = 2;
+    c.bucket_bytes = 400;
+    c.first_bucket_bytes = 100;
+    c.algorithm = COLL_RING;
+    c.overlap = overlap;
+    c.zero = zero;
+    c.optimizer_seconds = 0.5;
+    return c;
+}
+
+/* d replicas of F (1 s, +8 B) then B (2 s, -8 B) on stage 0. */
+static prog_set *replicas(int32_t d)
+{
+    prog_set *ps = prog_new(d);
+    for (int32_t j = 0; j < d; j++) {
+        int32_t l = prog_add_lane(ps, j);
+        prog_op f = prog_compute(PROG_F, 0, 0, 0, 1, 8);
+        prog_op b = prog_compute(PROG_B, 0, 0, 0, 2, -8);
+        CHECK_INT(prog_push(ps, l, &f), PS_OK);
+        CHECK_INT(prog_push(ps, l, &b), PS_OK);
+    }
+    return ps;
+}
+
+static net *mesh(int32_t n)
+{
+    ps_err err;
+    net *nw = net_new(n);
+    CHECK_INT(net_set_mesh(nw, 1e9, 1e-6, &err), PS_OK);
+    CHECK_INT(net_finalize(nw, &err), PS_OK);
+    return nw;
+}
+
+int main(void)
+{
+    ps_err err;
+    net *nw = mesh(2);
+
+    /* overlap: F, B(1/6), SIG, B(2/3), SIG, B(7/6), SIG, WAIT, OPT */
+    dp_config c = config(2, 1, 0);
+    prog_set *ps = replicas(2);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_OK);
+    CHECK_INT(ps->nlanes, 4); /* 2 compute + 2 communication lanes */
+    const prog_lane *l0 = &ps->lanes[0];
+    CHECK_INT(l0->n, 9);
+    if (l0->n == 9) {
+        const int want_type[9] = {PROG_COMPUTE, PROG_COMPUTE, PROG_SIGNAL,
+                                  PROG_COMPUTE, PROG_SIGNAL,  PROG_COMPUTE,
+                                  PROG_SIGNAL,  PROG_WAIT,    PROG_COMPUTE};
+        for (int i = 0; i < 9; i++)
+            CHECK_INT(l0->ops[i].type, want_type[i]);
+        CHECK_NEAR(l0->ops[1].seconds, 2.0 / 12);
+        CHECK_NEAR(l0->ops[3].seconds, 2.0 * 4 / 12);
+        CHECK_NEAR(l0->ops[5].seconds, 2.0 * 7 / 12);
+        /* activations are freed when the whole backward ends */
+        CHECK(l0->ops[1].mem == 0 && l0->ops[3].mem == 0);
+        CHECK(l0->ops[5].mem == -8);
+        CHECK_INT(l0->ops[8].kind, PROG_OPT);
+        CHECK(l0->ops[8].seconds == 0.5);
+        /* replica 0's ready signals are 0, 1, 2; synced is 3 */
+        CHECK_INT(l0->ops[2].msg, 0);
+        CHECK_INT(l0->ops[4].msg, 1);
+        CHECK_INT(l0->ops[6].msg, 2);
+        CHECK_INT(l0->ops[7].msg, 3);
+    }
+    /* replica 1 uses signals 5..8 (5 per replica: 3 ready, synced, updated) */
+    CHECK_INT(ps->nsignals, 10);
+    CHECK_INT(ps->lanes[1].ops[2].msg, 5);
+    /* communication lane of replica 0: WAIT(ready 0) first, SIGNAL(synced)
+     * last, and every transfer tagged with its bucket */
+    const prog_lane *cl = &ps->lanes[2];
+    CHECK_INT(cl->rank, 0);
+    CHECK_INT(ps->lanes[3].rank, 1);
+    CHECK_INT(cl->ops[0].type, PROG_WAIT);
+    CHECK_INT(cl->ops[0].msg, 0);
+    CHECK_INT(cl->ops[cl->n - 1].type, PROG_SIGNAL);
+    CHECK_INT(cl->ops[cl->n - 1].msg, 3);
+    int waits = 0, sends = 0, badtag = 0, bucket = -1;
+    for (int32_t i = 0; i < cl->n; i++) {
+        if (cl->ops[i].type == PROG_WAIT)
+            bucket = waits++;
+        if (cl->ops[i].type == PROG_SEND) {
+            sends++;
+            badtag += cl->ops[i].tag != bucket;
+        }
+    }
+    CHECK_INT(waits, 3);
+    CHECK(sends >= 3);
+    CHECK_INT(badtag, 0);
+    CHECK_INT(prog_seal(ps, &err), PS_OK);
+
+    /* dp_exposed: OPT start minus WAIT(synced) start, set by hand */
+    double exposed[2] = {-1, -1};
+    ps->lanes[0].ops[7].t_start = 5;
+    ps->lanes[0].ops[8].t_start = 7.5;
+    ps->lanes[1].ops[7].t_start = 6;
+    ps->lanes[1].ops[8].t_start = 6;
+    dp_exposed(&c, ps, exposed);
+    CHECK(exposed[0] == 2.5);
+    CHECK(exposed[1] == 0);
+    prog_free(ps);
+
+    /* no overlap: F, B (whole), SIG x3, WAIT, OPT */
+    c = config(2, 0, 0);
+    ps = replicas(2);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_OK);
+    CHECK_INT(ps->lanes[0].n, 7);
+    CHECK(ps->lanes[0].ops[1].seconds == 2);
+    CHECK_INT(ps->lanes[0].ops[2].type, PROG_SIGNAL);
+    CHECK_INT(ps->lanes[0].ops[5].type, PROG_WAIT);
+    CHECK_INT(ps->lanes[0].ops[6].kind, PROG_OPT);
+    prog_free(ps);
+
+    /* ZeRO-1: the optimizer updates 1/d of the parameters, then
+     * SIGNAL(updated) ends the lane */
+    c = config(2, 1, 1);
+    ps = replicas(2);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_OK);
+    const prog_lane *z = &ps->lanes[0];
+    CHECK_INT(z->n, 10);
+    CHECK_INT(z->ops[8].kind, PROG_OPT);
+    CHECK(z->ops[8].seconds == 0.25);
+    CHECK_INT(z->ops[9].type, PROG_SIGNAL);
+    CHECK_INT(z->ops[9].msg, 4);
+    prog_free(ps);
+
+    /* one replica: no sync, the OPT appended alone */
+    c = config(1, 1, 0);
+    ps = replicas(1);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_OK);
+    CHECK_INT(ps->nlanes, 1);
+    CHECK_INT(ps->lanes[0].n, 3);
+    CHECK_INT(ps->lanes[0].ops[1].type, PROG_COMPUTE);
+    CHECK(ps->lanes[0].ops[1].seconds == 2);
+    CHECK_INT(ps->lanes[0].ops[2].kind, PROG_OPT);
+    prog_free(ps);
+
+    /* bad settings fail, named */
+    c = config(2, 1, 0);
+    c.bucket_bytes = 0;
+    ps = replicas(2);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_ERR);
+    CHECK_HAS(err.msg, "bucket sizes must be positive");
+    prog_free(ps);
+    c = config(2, 1, 0);
+    ps = replicas(1);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_ERR);
+    CHECK_HAS(err.msg, "expected 2 compute lanes, found 1");
+    prog_free(ps);
+
+    net_free(nw);
+    return harness_done();
+}

@@ -76,6 +76,12 @@ sh tests/run_sql.sh tests/sql "$TMP"/scenario-*.db >"$TMP/sql.out" 2>&1
 grep -E '^FAIL' "$TMP/sql.out"
 add_counts "$TMP/sql.out"
 
+echo "== canned queries"
+# tests/run_queries.sh: results/queries/*.sql against expected rows
+BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/run_queries.sh >"$TMP/queries-check.out" 2>&1
+grep -E '^FAIL|^[-+]' "$TMP/queries-check.out"
+add_counts "$TMP/queries-check.out"
+
 echo "== error messages"
 BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/run_errors.sh tests/errors >"$TMP/errors.out" 2>&1
 grep -E '^FAIL' "$TMP/errors.out"

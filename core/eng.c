@@ -14,10 +14,6 @@
 
 #include "limit.h"
 
-/* NET_EVENT (net.h) is the third type. EV_TIMEOUT: recv_timeout of lane id,
- * version = the lane's wait_seq when it blocked. */
-enum { EV_COMPUTE = 1, EV_TIMEOUT = 3 };
-
 enum lane_state {
     LANE_READY,
     LANE_COMPUTING,
@@ -41,7 +37,7 @@ typedef struct lane_rt {
     int32_t batch_end;    /* blocked in a batch: first op after it */
     int32_t pending;      /* incomplete ops of the current batch */
     int32_t next;         /* next lane in a device or signal wait list */
-    uint32_t wait_seq;    /* counts blocked batches, for EV_TIMEOUT */
+    uint32_t wait_seq;    /* counts blocked batches, for EQ_TIMEOUT */
     uint32_t expired;     /* wait_seq whose timeout expired (e->expired) */
     int32_t expired_next; /* next lane in e->expired */
     uint8_t state;        /* enum lane_state */
@@ -299,7 +295,7 @@ static void advance(eng_sim *e, int32_t l, double now)
                                                              now, op->seconds)
                                      : op->seconds);
             lr->state = LANE_COMPUTING;
-            if (eq_push(&e->q, op->t_end, EV_COMPUTE, l, 0))
+            if (eq_push(&e->q, op->t_end, EQ_COMPUTE, l, 0))
                 e->oom = 1;
             e->ops++;
             return;
@@ -345,7 +341,7 @@ static void advance(eng_sim *e, int32_t l, double now)
             lr->state = LANE_WAIT_BATCH;
             if (e->fp && isfinite(e->fp->recv_timeout)) {
                 lr->wait_seq++;
-                if (eq_push(&e->q, now + e->fp->recv_timeout, EV_TIMEOUT, l,
+                if (eq_push(&e->q, now + e->fp->recv_timeout, EQ_TIMEOUT, l,
                             lr->wait_seq))
                     e->oom = 1;
             }
@@ -496,7 +492,7 @@ static int deadline(eng_sim *e, int32_t l, double now, ps_err *err)
     return ps_errf(err, "%s", buf);
 }
 
-/* An EV_TIMEOUT popped at now: when its lane still waits on the same
+/* An EQ_TIMEOUT popped at now: when its lane still waits on the same
  * batch, the lane joins the expired list. Stale ones are dropped. */
 static void timeout(eng_sim *e, const eq_event *ev, double now)
 {
@@ -588,9 +584,9 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
                            (long long)events);
         now = ev.t;
-        if (ev.type == EV_COMPUTE) {
+        if (ev.type == EQ_COMPUTE) {
             compute_done(e, ev.id);
-        } else if (ev.type == EV_TIMEOUT) {
+        } else if (ev.type == EQ_TIMEOUT) {
             timeout(e, &ev, now);
             continue; /* changes nothing: not the run's last event */
         } else {

@@ -15,10 +15,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Event types: the one number space of eq_event.type, owned here so that
+ * no two modules pushing into the same queue pick the same number. The
+ * engine (eng.c) pushes EQ_COMPUTE and EQ_TIMEOUT and hands every EQ_NET
+ * back to the network (net_flow.c, net_event), which pushes it. 0 is left
+ * to tests that use the queue alone. */
+enum eq_type {
+    EQ_COMPUTE = 1, /* a compute op ends; id = its lane */
+    EQ_NET = 2,     /* a network transfer or flow phase ends (net.h) */
+    EQ_TIMEOUT = 3  /* recv_timeout of lane id; version = the lane's
+                       wait_seq when it blocked */
+};
+
 typedef struct eq_event {
     double t;         /* when it happens, seconds */
     uint64_t seq;     /* push order, breaks ties in t */
-    int32_t type;     /* owner-defined event type */
+    int32_t type;     /* enum eq_type */
     int32_t id;       /* owner-defined subject (lane, message, flow) */
     uint32_t version; /* for lazy cancellation: stale when it differs */
 } eq_event;

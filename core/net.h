@@ -43,9 +43,8 @@ typedef struct net net;
 
 enum net_sharing { NET_FIFO, NET_FAIR };
 
-/* Event type the network pushes into the engine's queue; the engine hands
- * every event of this type back to net_event. */
-#define NET_EVENT 2
+/* The network pushes its events into the engine's queue as EQ_NET (eq.h,
+ * which owns the event types); the engine hands each back to net_event. */
 
 typedef struct net_link_info {
     int32_t a, b;     /* from node, to node */
@@ -171,7 +170,7 @@ void net_begin(net *nw, eq *q);
 int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
               double now, double *t_begin);
 
-/* Handles one NET_EVENT popped from the queue. Returns the id of the
+/* Handles one EQ_NET event popped from the queue. Returns the id of the
  * transfer that has arrived, or -1 when the event is stale or internal (a
  * FAIR flow whose data phase ended and whose latency is still running).
  * FAIR: same cost as net_start when a data phase ends; O(1) otherwise. */

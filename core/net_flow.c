@@ -282,7 +282,7 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
         nw->ls[l].busy += end - start;
     }
     *t_begin = start;
-    return eq_push(nw->q, end, NET_EVENT, id, 0);
+    return eq_push(nw->q, end, EQ_NET, id, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -440,7 +440,7 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
         f->updated = now;
         f->rate = f->new_rate;
         f->version++;
-        if (eq_push(nw->q, now + f->remaining / f->rate, NET_EVENT, fi,
+        if (eq_push(nw->q, now + f->remaining / f->rate, EQ_NET, fi,
                     f->version))
             return -1;
     }
@@ -476,7 +476,7 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
     *t_begin = now;
     if (!(bytes > 0)) { /* nothing to share: only the latency */
         f->state = FLOW_LATENCY;
-        return eq_push(nw->q, now + lat, NET_EVENT, fi, f->version);
+        return eq_push(nw->q, now + lat, EQ_NET, fi, f->version);
     }
     f->state = FLOW_DATA;
     int32_t h = nw->max_hops;
@@ -522,7 +522,7 @@ static int32_t data_done(net *nw, int32_t fi, double now)
     f->version++;
     if (f->latency > 0) {
         f->state = FLOW_LATENCY;
-        if (eq_push(nw->q, now + f->latency, NET_EVENT, fi, f->version))
+        if (eq_push(nw->q, now + f->latency, EQ_NET, fi, f->version))
             nw->oom = 1;
         return -1;
     }

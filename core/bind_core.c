@@ -66,6 +66,8 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     if (!path) {
         path = s->s.default_db;
         s->default_used = 1;
+    } else {
+        bind_sandbox_db(L, path);
     }
     lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
     lua_getfield(L, -1, path);

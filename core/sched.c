@@ -21,9 +21,9 @@
 #define MAX_ACTIONS (INT32_MAX / 4)
 
 static const char *const names[] = {
-    "gpipe",          "1f1b",  "interleaved", "custom",
-    "zb_h1",          "zb_h2", "looped_bfs",  "interleaved_pytorch",
-    "interleaved_zb", "zbv",   "forward_only"};
+    "gpipe",          "1f1b",  "interleaved",  "custom",
+    "zb_h1",          "zb_h2", "looped_bfs",   "interleaved_pytorch",
+    "interleaved_zb", "zbv",   "forward_only", "dualpipev"};
 #define NKINDS ((int)(sizeof names / sizeof names[0]))
 
 /* PyTorch's class names (get_schedule_class, case-insensitive). */
@@ -38,12 +38,13 @@ static const struct {
     {"scheduleloopedbfs", SCHED_LOOPED_BFS},
     {"scheduleinterleavedzerobubble", SCHED_INTERLEAVED_ZB},
     {"schedulezbvzerobubble", SCHED_ZBV},
+    {"scheduledualpipev", SCHED_DUALPIPEV},
 };
 
 static int is_pytorch(enum sched_kind k)
 {
     return k == SCHED_LOOPED_BFS || k == SCHED_INTERLEAVED_PT ||
-           k == SCHED_INTERLEAVED_ZB || k == SCHED_ZBV;
+           k == SCHED_INTERLEAVED_ZB || k == SCHED_ZBV || k == SCHED_DUALPIPEV;
 }
 
 static int same_nocase(const char *a, const char *b)
@@ -71,7 +72,8 @@ int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
     return ps_errf(err,
                    "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
                    "interleaved, zb_h1, zb_h2, looped_bfs, "
-                   "interleaved_pytorch, interleaved_zb, zbv, forward_only, "
+                   "interleaved_pytorch, interleaved_zb, zbv, dualpipev, "
+                   "forward_only, "
                    "a PyTorch class name or a list of actions per rank)",
                    name ? name : "(null)");
 }
@@ -83,7 +85,7 @@ const char *sched_name(enum sched_kind kind)
 
 enum sched_placement sched_default_placement(enum sched_kind kind)
 {
-    return kind == SCHED_ZBV ? SCHED_V : SCHED_LOOP;
+    return kind == SCHED_ZBV || kind == SCHED_DUALPIPEV ? SCHED_V : SCHED_LOOP;
 }
 
 /* Writes "F3" or "B3.c1" (the chunk only when nonzero, as prog_describe). */
@@ -257,17 +259,26 @@ int sched_check(const sched_spec *s, ps_err *err)
                        (int)s->v);
     if ((unsigned)s->placement > SCHED_V)
         return ps_errf(err, "unknown chunk placement %d", (int)s->placement);
-    if (s->kind == SCHED_ZBV && s->placement != SCHED_V)
-        return ps_errf(err, "zbv schedule needs chunk_placement 'v' "
-                            "(PyTorch's ScheduleZBVZeroBubble places stages "
-                            "in a V)");
-    if (s->kind == SCHED_ZBV && s->v != 2)
+    int vshape = s->kind == SCHED_ZBV || s->kind == SCHED_DUALPIPEV;
+    if (vshape && s->placement != SCHED_V)
         return ps_errf(err,
-                       "zbv schedule needs exactly 2 chunks per rank "
+                       "%s schedule needs chunk_placement 'v' (PyTorch's "
+                       "%s places stages in a V)",
+                       sched_name(s->kind),
+                       s->kind == SCHED_ZBV ? "ScheduleZBVZeroBubble"
+                                            : "ScheduleDualPipeV");
+    if (vshape && s->v != 2)
+        return ps_errf(err,
+                       "%s schedule needs exactly 2 chunks per rank "
                        "(virtual_stages 2), got %d",
-                       (int)s->v);
-    if (s->placement == SCHED_V && s->kind != SCHED_ZBV &&
-        s->kind != SCHED_CUSTOM)
+                       sched_name(s->kind), (int)s->v);
+    if (s->kind == SCHED_DUALPIPEV && s->m < 2 * s->p)
+        return ps_errf(err,
+                       "dualpipev schedule needs at least as many "
+                       "microbatches as stages (%d), got %d, as PyTorch's "
+                       "ScheduleDualPipeV requires",
+                       (int)(2 * s->p), (int)s->m);
+    if (s->placement == SCHED_V && !vshape && s->kind != SCHED_CUSTOM)
         return ps_errf(err,
                        "%s schedule runs on chunk_placement 'loop', not 'v'",
                        sched_name(s->kind));
@@ -465,7 +476,7 @@ int sched_splits(const sched_spec *s)
 {
     if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2 ||
         s->kind == SCHED_INTERLEAVED_ZB || s->kind == SCHED_ZBV ||
-        builtin_split(s))
+        s->kind == SCHED_DUALPIPEV || builtin_split(s))
         return 1;
     if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
         return 0;
@@ -508,6 +519,7 @@ static int order_rank(const sched_spec *s, int32_t rank, order *o)
     case SCHED_INTERLEAVED_PT:
     case SCHED_INTERLEAVED_ZB:
     case SCHED_ZBV:
+    case SCHED_DUALPIPEV:
     case SCHED_FORWARD_ONLY: {
         int32_t cap = 3 * s->m * s->v, n = 0;
         sched_action *a = malloc((size_t)cap * sizeof *a);

@@ -42,7 +42,8 @@ enum sched_kind {
     SCHED_INTERLEAVED_PT, /* ScheduleInterleaved1F1B: m need not divide */
     SCHED_INTERLEAVED_ZB, /* ScheduleInterleavedZeroBubble (ZB1P) */
     SCHED_ZBV,            /* ScheduleZBVZeroBubble, V placement */
-    SCHED_FORWARD_ONLY    /* inference: forwards only */
+    SCHED_FORWARD_ONLY,   /* inference: forwards only */
+    SCHED_DUALPIPEV       /* ScheduleDualPipeV (DeepSeek), V placement */
 };
 
 /* Where chunk c of rank r sits in the model: SCHED_LOOP (Megatron-LM,
@@ -120,7 +121,8 @@ typedef struct sched_spec {
 int sched_parse(const char *name, enum sched_kind *out, ps_err *err);
 const char *sched_name(enum sched_kind kind);
 
-/* The placement a schedule needs: SCHED_V for zbv, SCHED_LOOP otherwise. */
+/* The placement a schedule needs: SCHED_V for zbv and dualpipev,
+ * SCHED_LOOP otherwise. */
 enum sched_placement sched_default_placement(enum sched_kind kind);
 
 /* Does the schedule post communication the PyTorch way (pytorch_p2p, W

@@ -144,6 +144,108 @@ static void zbv(const sched_spec *s, int32_t r, out *o)
 #undef PUT
 }
 
+/* ScheduleDualPipeV._calculate_single_rank_operations (after DeepSeek's
+ * DualPipeV), on the V placement: chunk 0 is stage r, chunk 1 stage
+ * 2p - 1 - r. Counters per chunk: F, I (shared with full backwards) and
+ * W; an I queues its W, which add_weight_action_if_pending emits oldest
+ * first. An overlapped F/B pair (OVERLAP_F_B with sub-actions F and a
+ * full B) is written as its two actions, F first: PyTorch's runtime runs
+ * the sub-actions in that order unless an overlap function is
+ * registered. */
+typedef struct dpv {
+    out *o;
+    int32_t f[2], b[2], w[2];
+    int32_t *qc, *qm; /* weight queue, FIFO */
+    int32_t qhead, qtail;
+} dpv;
+
+static void dpv_f(dpv *d, int c)
+{
+    put(d->o, PROG_F, c, d->f[c]++);
+}
+
+static void dpv_b(dpv *d, int c, int split)
+{
+    int32_t mb = d->b[c]++;
+    put(d->o, PROG_B, c, mb);
+    if (split) {
+        d->qc[d->qtail] = c;
+        d->qm[d->qtail++] = mb;
+    } else {
+        d->w[c]++; /* increment_backward_counts */
+    }
+}
+
+static void dpv_overlap(dpv *d, int fc, int bc)
+{
+    dpv_f(d, fc);
+    dpv_b(d, bc, 0);
+}
+
+static void dpv_w(dpv *d)
+{
+    if (d->qhead == d->qtail)
+        return;
+    int32_t c = d->qc[d->qhead], mb = d->qm[d->qhead++];
+    put(d->o, PROG_W, c, mb);
+    d->w[c]++;
+}
+
+static int dualpipev(const sched_spec *s, int32_t r, out *o)
+{
+    int32_t p = s->p, m = s->m;
+    dpv d = {o, {0, 0}, {0, 0}, {0, 0}, NULL, NULL, 0, 0};
+    d.qc = malloc((size_t)(4 * m + 1) * sizeof *d.qc);
+    d.qm = malloc((size_t)(4 * m + 1) * sizeof *d.qm);
+    if (!d.qc || !d.qm) {
+        free(d.qc);
+        free(d.qm);
+        return -1;
+    }
+    for (int32_t i = 0; i < (p - r - 1) * 2; i++) /* step 1: F0 */
+        dpv_f(&d, 0);
+    for (int32_t i = 0; i < r + 1; i++) { /* step 2: F0 F1 */
+        dpv_f(&d, 0);
+        dpv_f(&d, 1);
+    }
+    for (int32_t i = 0; i < p - r - 1; i++) { /* step 3: I1 W F1 */
+        dpv_b(&d, 1, 1);
+        dpv_w(&d);
+        dpv_f(&d, 1);
+    }
+    for (int32_t i = 0; i < m - 2 * p + r + 1; i++) { /* step 4 */
+        if (i == 0 && r == p - 1) { /* not overlapped, a smaller bubble */
+            dpv_f(&d, 0);
+            dpv_b(&d, 1, 0);
+        } else {
+            dpv_overlap(&d, 0, 1);
+        }
+        dpv_overlap(&d, 1, 0);
+    }
+    for (int32_t i = 0; i < p - r - 1; i++) { /* step 5: B1, F1B0 */
+        dpv_b(&d, 1, 0);
+        dpv_overlap(&d, 1, 0);
+    }
+    int zb = 0, n6 = r + 1; /* step 6: B1 B0, zero bubble from the middle */
+    for (int32_t i = 0; i < n6; i++) {
+        if (i == n6 / 2 && r % 2 == 1)
+            zb = 1;
+        dpv_b(&d, 1, zb);
+        if (i == n6 / 2 && r % 2 == 0)
+            zb = 1;
+        dpv_b(&d, 0, zb);
+    }
+    for (int32_t i = 0; i < p - r - 1; i++) { /* step 7: W B0 */
+        dpv_w(&d);
+        dpv_b(&d, 0, zb);
+    }
+    for (int32_t i = 0; i < r + 1; i++) /* step 8: W */
+        dpv_w(&d);
+    free(d.qc);
+    free(d.qm);
+    return 0;
+}
+
 int sched_pt_order(const sched_spec *s, int32_t rank, sched_action *a,
                    int32_t max, int32_t *n)
 {
@@ -156,6 +258,10 @@ int sched_pt_order(const sched_spec *s, int32_t rank, sched_action *a,
             return -1;
         break;
     case SCHED_ZBV: zbv(s, rank, &o); break;
+    case SCHED_DUALPIPEV:
+        if (dualpipev(s, rank, &o))
+            return -1;
+        break;
     default: /* SCHED_FORWARD_ONLY */
         for (int32_t mb = 0; mb < s->m; mb++)
             put(&o, PROG_F, 0, mb);

@@ -1,7 +1,8 @@
 /* PyTorch's pipeline schedules (torch/distributed/pipelining/schedules.py):
  * the per-rank compute orders of ScheduleLoopedBFS,
- * ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble and
- * ScheduleZBVZeroBubble, and a forward-only order. Internal to sched.c. */
+ * ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble,
+ * ScheduleZBVZeroBubble and ScheduleDualPipeV, and a forward-only order.
+ * Internal to sched.c. */
 #ifndef PS_SCHED_PT_H
 #define PS_SCHED_PT_H
 

@@ -33,7 +33,7 @@ local models = {
 local schedules = {
   { "gpipe", 1 }, { "1f1b", 1 }, { "1f1b", 1, true }, { "interleaved", 2 },
   { "looped_bfs", 2 }, { "zb_h1", 1 }, { "zb_h2", 1 }, { "interleaved_zb", 2 },
-  { "zbv", 2 },
+  { "zbv", 2 }, { "dualpipev", 2 },
 }
 
 for _, md in ipairs(models) do

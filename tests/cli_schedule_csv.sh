@@ -21,7 +21,7 @@ local c = ps.cluster{ ranks = 4, link = { bandwidth = "1 GB/s", latency = "1 us"
 for _, s in ipairs{ { "gpipe", 1 }, { "1f1b", 1 }, { "1f1b", 1, true }, { "1f1b", 1, false, true },
                     { "interleaved", 2 }, { "zb_h1", 1 }, { "zb_h2", 1 }, { "looped_bfs", 2 },
                     { "interleaved_pytorch", 2 }, { "interleaved_zb", 2 }, { "zbv", 2 },
-                    { "forward_only", 1 } } do
+                    { "forward_only", 1 }, { "dualpipev", 2 } } do
   ps.run{ name = s[1], cluster = c, layers = layers(4 * s[2]), stages = 4,
           virtual_stages = s[2], microbatches = 8, schedule = s[1],
           split_backward = s[3], checkpoint = s[4] }
@@ -43,7 +43,7 @@ rm -f "$TMP/csv_all.db"
 $VG "$BIN" run "$TMP/csv_all.lua" -o "$TMP/csv_all.db" >/dev/null 2>"$TMP/csv.err" && ok ||
     bad "recording the schedules: $(cat "$TMP/csv.err")"
 n=$(sqlite3 "$TMP/csv_all.db" "SELECT count(*) FROM run" 2>&1)
-[ "$n" = 12 ] && ok || bad "expected 12 runs, got $n"
+[ "$n" = 13 ] && ok || bad "expected 13 runs, got $n"
 id=1
 while [ "$id" -le "$n" ]; do
     name=$(sqlite3 "$TMP/csv_all.db" "SELECT name FROM run WHERE id = $id")
@@ -64,7 +64,7 @@ while [ "$id" -le "$n" ]; do
     # PyTorch's); the Megatron-style ones pair theirs, and with costly
     # links that takes longer
     case $id in
-    3 | 6 | 7 | 8 | 9 | 10 | 11)
+    3 | 6 | 7 | 8 | 9 | 10 | 11 | 13)
         a=$(sqlite3 "$TMP/csv_all.db" "SELECT printf('%.12g', makespan) FROM run WHERE id = $id")
         b=$(sqlite3 "$TMP/csv_back.db" "SELECT printf('%.12g', makespan) FROM run WHERE id = 1")
         [ "$a" = "$b" ] && ok || bad "makespan of $name: $a built in, $b from its CSV"

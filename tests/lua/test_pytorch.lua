@@ -24,6 +24,15 @@ r = ps.run{ layers = layers(8, 0.5, true), stages = 4, virtual_stages = 2,
 for k = 1, 4 do t.near(r.static_memory[k], 2 * (k - 1) + 4) end
 t.near(r.makespan, 2 * 8 * 1.5 + 3 * 0.5, 1e-9, "interleaved_zb makespan")
 
+-- DualPipeV on the V placement (F and B of an overlapped pair in turn)
+r = ps.run{ layers = layers(8, 0.5, true), stages = 4, virtual_stages = 2,
+            microbatches = 8, schedule = "ScheduleDualPipeV", memory = one, record = "none" }
+for k = 1, 4 do t.near(r.static_memory[k], 7) end
+t.eq(r.schedule, "dualpipev")
+t.raises(function() ps.run{ layers = layers(8), stages = 4, virtual_stages = 2,
+  microbatches = 6, schedule = "dualpipev", record = "none" } end,
+  "dualpipev schedule needs at least as many microbatches as stages (8), got 6")
+
 -- PyTorch's class names, case-insensitively
 for _, name in ipairs{ "ScheduleGPipe", "Schedule1F1B", "scheduleinterleaved1f1b",
                        "ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble" } do

@@ -100,6 +100,25 @@ typedef struct pt_case {
  * inputs: _calculate_single_rank_operations of each class (plus
  * _add_bubbles_to_actions for the interleaved zero bubble one). */
 static const pt_case pt_cases[] = {
+    /* ScheduleDualPipeV, each OVERLAP_F_B written as its F then its B */
+    {"dualpipev",
+     2,
+     2,
+     4,
+     {"0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B0 3B2 3F3 0B1 3B3 0I2 0W2 "
+      "0I3 0W3",
+      "1F0 2F0 1F1 2F1 1F2 2B0 2F2 1B0 1F3 2B1 2F3 1B1 2B2 1B2 2I3 1I3 2W3 "
+      "1W3"}},
+    {"dualpipev",
+     3,
+     2,
+     7,
+     {"0F0 0F1 0F2 0F3 0F4 5F0 5I0 5W0 5F1 5I1 5W1 5F2 0F5 5B2 5F3 0B0 0F6 "
+      "5B3 5F4 0B1 5B4 5F5 0B2 5B5 5F6 0B3 5B6 0I4 0W4 0I5 0W5 0I6 0W6",
+      "1F0 1F1 1F2 4F0 1F3 4F1 4I0 4W0 4F2 1F4 4B1 4F3 1B0 1F5 4B2 4F4 1B1 "
+      "1F6 4B3 4F5 1B2 4B4 4F6 1B3 4B5 1B4 4I6 1I5 4W6 1I6 1W5 1W6",
+      "2F0 3F0 2F1 3F1 2F2 3F2 2F3 3B0 3F3 2B0 2F4 3B1 3F4 2B1 2F5 3B2 3F5 "
+      "2B2 2F6 3B3 3F6 2B3 3B4 2B4 3B5 2I5 3I6 2I6 2W5 3W6 2W6"}},
     {"looped_bfs",
      3,
      2,
@@ -253,8 +272,8 @@ static void check_w_after_b(const prog_set *ps, int m)
 static void test_all_run(void)
 {
     static const enum sched_kind kinds[] = {
-        SCHED_LOOPED_BFS, SCHED_INTERLEAVED_PT, SCHED_INTERLEAVED_ZB, SCHED_ZBV,
-        SCHED_FORWARD_ONLY};
+        SCHED_LOOPED_BFS, SCHED_INTERLEAVED_PT, SCHED_INTERLEAVED_ZB,
+        SCHED_ZBV,        SCHED_FORWARD_ONLY,   SCHED_DUALPIPEV};
     costs(1, 1, 0.5);
     ps_err err;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
@@ -414,6 +433,11 @@ static void test_placement(void)
     CHECK_STR(err.msg,
               "interleaved_pytorch schedule runs on chunk_placement 'loop', "
               "not 'v'");
+    s = spec(SCHED_DUALPIPEV, 4, 2, 7);
+    CHECK_INT(sched_check(&s, &err), PS_ERR);
+    CHECK_STR(err.msg, "dualpipev schedule needs at least as many "
+                       "microbatches as stages (8), got 7, as PyTorch's "
+                       "ScheduleDualPipeV requires");
     s = spec(SCHED_INTERLEAVED_ZB, 2, 2, 5);
     CHECK_INT(sched_check(&s, &err), PS_ERR);
     CHECK_STR(err.msg, "interleaved_zb schedule needs microbatches (5) to be "
@@ -442,7 +466,8 @@ static void test_aliases(void)
               {"ScheduleInterleavedZeroBubble", SCHED_INTERLEAVED_ZB},
               {"ScheduleZBVZeroBubble", SCHED_ZBV},
               {"zbv", SCHED_ZBV},
-              {"forward_only", SCHED_FORWARD_ONLY}};
+              {"forward_only", SCHED_FORWARD_ONLY},
+              {"ScheduleDualPipeV", SCHED_DUALPIPEV}};
     ps_err err;
     for (size_t i = 0; i < sizeof al / sizeof al[0]; i++) {
         enum sched_kind k = SCHED_CUSTOM;

@@ -102,7 +102,8 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(filter-out -Werror,$(WARN)) \
-                -g -O1 $(FUZZ_SAN) -DPS_VERSION='"$(shell cat VERSION)"'
+                -g -O1 $(FUZZ_SAN) -DPS_VERSION='"$(shell cat VERSION)"' \
+                -DREC_CREATE_WAIT_S=0 -DREC_BUSY_LIMIT_S=1
 FUZZ_CORE_OBJ := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BIN     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 .SECONDARY: $(FUZZ_CORE_OBJ)

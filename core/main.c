@@ -240,7 +240,7 @@ static int cmd_run(int argc, char **argv)
     bind_session s = {o.db, o.scenario, o.defs, o.ndefs};
     bind_setup(L, luadir, &s);
     if (!o.unsafe)
-        bind_sandbox(L, luadir, o.scenario);
+        bind_sandbox(L, luadir, o.scenario, o.db);
     ps_err err;
     int rc = bind_limits(L, luadir, o.timeout, &err);
     if (rc)

@@ -1,4 +1,6 @@
-/* The recorder: schema, per-run transactions and the read API over SQLite.
+/* The recorder: opening a database for writing, and the write path, one
+ * transaction per run. The schema and its migrations are in rec_schema.c,
+ * the read API in rec_read.c; rec_impl.h holds what the three share.
  *
  * Every statement on the write path is prepared once per rec_db and reset
  * after each use, so a run costs only bind + step per row. Each run is one
@@ -18,130 +20,11 @@
 #include <sqlite3.h>
 
 #include "mem.h"
-
-/* ------------------------------------------------------------------ */
-/* Schema                                                              */
-/* ------------------------------------------------------------------ */
-
-/* Per-run tables carry an index on run: reports and the views always
- * select one run, and run ids only grow, so each index insert appends at
- * the right edge of its b-tree. Measured with tests/bench/rec_speed.c (1F1B,
- * p = 64, m = 1024, 391k rows): 0.19 s without the indexes, 0.28 s with
- * them, so they are created with the schema rather than lazily. */
-static const char schema_sql[] =
-    "CREATE TABLE run(\n"
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
-    "  kind TEXT NOT NULL CHECK (kind IN ('pipeline', 'collective')),\n"
-    "  name TEXT NOT NULL,\n"
-    "  schedule TEXT,\n"
-    "  stages INTEGER, microbatches INTEGER, virtual_stages INTEGER,\n"
-    "  dp INTEGER,\n"
-    "  makespan REAL, bubble REAL, closed_form_bubble REAL,\n"
-    "  imbalance REAL, peak_memory REAL,\n"
-    "  p2p TEXT, params TEXT,\n"
-    "  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),\n"
-    "  error TEXT,\n"
-    "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
-    "'now')),\n"
-    "  fits INTEGER CHECK (fits IN (0, 1)),\n"
-    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT);\n"
-    "CREATE TABLE event(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
-    "  stage INTEGER, chunk INTEGER, mb INTEGER,\n"
-    "  t_start REAL NOT NULL, t_end REAL NOT NULL);\n"
-    "CREATE INDEX event_run ON event(run);\n"
-    "CREATE TABLE transfer(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  src INTEGER NOT NULL, dst INTEGER NOT NULL, bytes REAL NOT NULL,\n"
-    "  t_start REAL NOT NULL, t_end REAL NOT NULL, kind TEXT NOT NULL,\n"
-    "  mb INTEGER, tag INTEGER);\n"
-    "CREATE INDEX transfer_run ON transfer(run);\n"
-    "CREATE TABLE memory(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  rank INTEGER NOT NULL, t REAL NOT NULL, bytes REAL NOT NULL);\n"
-    "CREATE INDEX memory_run ON memory(run);\n"
-    "CREATE TABLE stage(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  stage INTEGER NOT NULL, rank INTEGER, chunk INTEGER,\n"
-    "  first_layer INTEGER, last_layer INTEGER, fwd_flops REAL,\n"
-    "  params REAL, fwd_time REAL, bwd_time REAL, act_bytes REAL,\n"
-    "  out_bytes REAL, exposed_comm REAL, tp_comm REAL, tp_exposed REAL,\n"
-    "  PRIMARY KEY (run, stage));\n"
-    "CREATE TABLE rank_stat(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  rank INTEGER NOT NULL, busy REAL, bubble REAL,\n"
-    "  static_memory REAL, peak_memory REAL, t_peak REAL,\n"
-    "  exposed_comm REAL, capacity REAL,\n"
-    "  fits INTEGER CHECK (fits IN (0, 1)), tp_comm REAL, tp_exposed REAL,\n"
-    "  PRIMARY KEY (run, rank));\n"
-    "CREATE TABLE collective(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  op TEXT NOT NULL, algorithm TEXT NOT NULL, ranks INTEGER,\n"
-    "  bytes REAL, time REAL, algbw REAL, busbw REAL);\n"
-    "CREATE INDEX collective_run ON collective(run);\n"
-    "CREATE TABLE link(\n"
-    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
-    "  src INTEGER NOT NULL, dst INTEGER NOT NULL, bandwidth REAL,\n"
-    "  latency REAL, bytes REAL, busy REAL);\n"
-    "CREATE INDEX link_run ON link(run);\n"
-    /* rank_stat is written at every level, so the views work for summary
-     * runs too; the fraction is the front end's own figure, not
-     * recomputed here, so that the view and ps.run agree bit for bit */
-    "CREATE VIEW bubble(run, rank, busy, makespan, fraction) AS\n"
-    "  SELECT s.run, s.rank, s.busy, r.makespan, s.bubble\n"
-    "  FROM rank_stat s JOIN run r ON r.id = s.run;\n"
-    "CREATE VIEW memory_peak(run, rank, peak, t_peak) AS\n"
-    "  SELECT run, rank, peak_memory, t_peak FROM rank_stat;\n";
-
-/* Version 1 -> 2: the memory verdicts, appended as CREATE TABLE above
- * has them last, so an upgraded file and a new one have the same columns
- * in the same order. Old runs keep NULL (unknown). */
-static const char migrate_v2_sql[] =
-    "ALTER TABLE run ADD COLUMN fits INTEGER CHECK (fits IN (0, 1));\n"
-    "ALTER TABLE rank_stat ADD COLUMN capacity REAL;\n"
-    "ALTER TABLE rank_stat ADD COLUMN fits INTEGER CHECK (fits IN (0, 1));\n"
-    "PRAGMA user_version = 2;\n";
-
-/* Version 2 -> 3: the tensor-parallel layout of a run (NULL for old runs
- * and for collectives), appended last as CREATE TABLE has it. */
-static const char migrate_v3_sql[] =
-    "ALTER TABLE run ADD COLUMN tp INTEGER;\n"
-    "ALTER TABLE run ADD COLUMN sequence_parallel INTEGER;\n"
-    "ALTER TABLE run ADD COLUMN recompute TEXT;\n"
-    "PRAGMA user_version = 3;\n";
-
-/* Version 3 -> 4: the tensor-parallel communication per stage and rank
- * (NULL for old runs), the last columns in both forms (CREATE TABLE lists
- * them before its PRIMARY KEY clause, which is not a column). */
-static const char migrate_v4_sql[] =
-    "ALTER TABLE stage ADD COLUMN tp_comm REAL;\n"
-    "ALTER TABLE stage ADD COLUMN tp_exposed REAL;\n"
-    "ALTER TABLE rank_stat ADD COLUMN tp_comm REAL;\n"
-    "ALTER TABLE rank_stat ADD COLUMN tp_exposed REAL;\n"
-    "PRAGMA user_version = 4;\n";
-
-static const char *const table_names[] = {
-    "run",   "event",     "transfer",   "memory",
-    "stage", "rank_stat", "collective", "link",
-};
-#define NTABLES ((int)(sizeof table_names / sizeof table_names[0]))
+#include "rec_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Handle                                                              */
 /* ------------------------------------------------------------------ */
-
-enum stmt_id {
-    ST_RUN,
-    ST_STAGE,
-    ST_RANK,
-    ST_COLL,
-    ST_LINK,
-    ST_BEGIN,
-    ST_COMMIT,
-    ST_ROLLBACK,
-    NSTMT
-};
 
 static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
@@ -171,14 +54,6 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_ROLLBACK] = "ROLLBACK",
 };
 
-/* The timeline tables take REC_ROWS rows per INSERT: one statement
- * execution (cursor open, seek, close) per 64 rows instead of per row.
- * The statement is INSERT ... SELECT ?1, * FROM (VALUES (...), ...) LIMIT
- * ?L, so the same statement also writes the last, partial group. */
-#define REC_ROWS 64
-
-enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
-
 static const struct {
     const char *table; /* "name(columns)"; the first column is run */
     int ncols;         /* columns after run */
@@ -192,35 +67,7 @@ static const struct {
     [ROWS_MEMORY] = {"memory(run, rank, t, bytes)", 3},
 };
 
-typedef struct rowbuf {
-    sqlite3_stmt *st;
-    int ncols;
-    int n; /* rows bound and not yet inserted */
-} rowbuf;
-
-struct rec_db {
-    sqlite3 *db;
-    char *path;
-    int readonly;
-    double busy_since; /* when the current wait for a lock began */
-    uint64_t rng;      /* jitter of the busy handler's sleeps */
-    sqlite3_stmt *st[NSTMT];
-    rowbuf rows[NROWS];
-    mem_rank *mem; /* scratch for mem_ledger, mem_cap entries */
-    int32_t mem_cap;
-    net_link_info *links; /* scratch for net_links, links_cap entries */
-    int32_t links_cap;
-};
-
-struct rec_query {
-    rec_db *db;
-    sqlite3_stmt *st;
-};
-
-/* Fills err with "PATH: what: why", why being SQLite's message. The SQL
- * stays out: it is pipesim's, not the user's, and a 64-row INSERT runs to
- * kilobytes. A lock given up on says how long it was waited for. */
-static int sql_fail(rec_db *db, const char *what, ps_err *err)
+int rec_sql_fail(rec_db *db, const char *what, ps_err *err)
 {
     if (db->busy_since < 0) {
         db->busy_since = 0;
@@ -240,10 +87,10 @@ static int step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return PS_OK;
-    return sql_fail(db, "run not recorded", err);
+    return rec_sql_fail(db, "run not recorded", err);
 }
 
-static double monotonic(void)
+double rec_monotonic(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -255,7 +102,7 @@ static double monotonic(void)
  * released (a run's transaction takes about 100 us), the cap keeps every
  * waiter trying often enough to get its turn among 8 busy writers, and the
  * jitter keeps waiters from retrying in lock step. */
-static void backoff(rec_db *db, int tries)
+void rec_backoff(rec_db *db, int tries)
 {
     long d = 50L << (tries < 7 ? tries : 7);
     if (d > 5000)
@@ -272,17 +119,17 @@ static void backoff(rec_db *db, int tries)
  * returning 0 gives up with SQLITE_BUSY. SQLite's own busy_timeout polls
  * at up to 100 ms, so with 8 writers a waiter keeps losing the lock to
  * the ones that poll sooner and gives up (8 x 12000 runs killed 7 of 8). */
-static int busy_handler(void *ctx, int tries)
+int rec_busy_handler(void *ctx, int tries)
 {
     rec_db *db = ctx;
-    double t = monotonic();
+    double t = rec_monotonic();
     if (tries == 0)
         db->busy_since = t;
     else if (t - db->busy_since >= REC_BUSY_LIMIT_S) {
-        db->busy_since = -1; /* gave up: sql_fail says so */
+        db->busy_since = -1; /* gave up: rec_sql_fail says so */
         return 0;
     }
-    backoff(db, tries);
+    rec_backoff(db, tries);
     return 1;
 }
 
@@ -291,22 +138,22 @@ static int busy_handler(void *ctx, int tries)
  * second process opening it meanwhile as SQLITE_BUSY without calling the
  * busy handler (PRAGMA journal_mode = WAL failed in 2 of 400 writers
  * racing to create a file), so busy is retried here too. */
-static int exec_sql(rec_db *db, const char *sql, ps_err *err)
+int rec_exec_sql(rec_db *db, const char *sql, ps_err *err)
 {
-    double t0 = monotonic();
+    double t0 = rec_monotonic();
     for (int tries = 0;; tries++) {
         int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
         if (rc == SQLITE_OK)
             return PS_OK;
         if ((rc & 0xff) != SQLITE_BUSY)
             break;
-        if (monotonic() - t0 >= REC_BUSY_LIMIT_S) {
+        if (rec_monotonic() - t0 >= REC_BUSY_LIMIT_S) {
             db->busy_since = -1;
             break;
         }
-        backoff(db, tries);
+        rec_backoff(db, tries);
     }
-    return sql_fail(db, "cannot set up the database", err);
+    return rec_sql_fail(db, "cannot set up the database", err);
 }
 
 /* Prepares the REC_ROWS-row INSERT for table (see REC_ROWS). */
@@ -330,7 +177,7 @@ static int prepare_rows(rec_db *db, rowbuf *rb, const char *table, int ncols,
     int rc = PS_OK;
     if (sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &rb->st,
                            NULL) != SQLITE_OK)
-        rc = sql_fail(db, "cannot prepare the inserts", err);
+        rc = rec_sql_fail(db, "cannot prepare the inserts", err);
     rb->ncols = ncols;
     rb->n = 0;
     free(sql);
@@ -359,7 +206,7 @@ static inline int rows_next(rec_db *db, rowbuf *rb, ps_err *err)
     return ++rb->n == REC_ROWS ? rows_flush(db, rb, err) : PS_OK;
 }
 
-static void free_handle(rec_db *db)
+void rec_free_handle(rec_db *db)
 {
     for (int i = 0; i < NSTMT; i++)
         sqlite3_finalize(db->st[i]);
@@ -372,7 +219,7 @@ static void free_handle(rec_db *db)
     free(db);
 }
 
-static rec_db *new_handle(const char *path, ps_err *err)
+rec_db *rec_new_handle(const char *path, ps_err *err)
 {
     rec_db *db = calloc(1, sizeof *db);
     if (db)
@@ -382,37 +229,9 @@ static rec_db *new_handle(const char *path, ps_err *err)
         ps_errf(err, "%s: out of memory", path);
         return NULL;
     }
-    db->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(monotonic() * 1e9) ^
+    db->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(rec_monotonic() * 1e9) ^
               0x9e3779b97f4a7c15u;
     return db;
-}
-
-/* user_version and the number of pipesim tables present; fails when the
- * file is not SQLite at all. */
-static int inspect(rec_db *db, int *version, int *tables, int *objects,
-                   ps_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    static const char sql[] =
-        "SELECT (SELECT user_version FROM pragma_user_version), "
-        "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
-        "IN ('run', 'event', 'transfer', 'memory', 'stage', 'rank_stat', "
-        "'collective', 'link')), (SELECT count(*) FROM sqlite_master)";
-    if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        int code = sqlite3_errcode(db->db) & 0xff;
-        int rc = code == SQLITE_NOTADB
-                     ? ps_errf(err, "%s: not a pipesim database (%s)", db->path,
-                               sqlite3_errmsg(db->db))
-                     : sql_fail(db, "cannot read", err);
-        sqlite3_finalize(st);
-        return rc;
-    }
-    *version = sqlite3_column_int(st, 0);
-    *tables = sqlite3_column_int(st, 1);
-    *objects = sqlite3_column_int(st, 2);
-    sqlite3_finalize(st);
-    return PS_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -446,7 +265,7 @@ rec_db *rec_open(const char *path, ps_err *err)
 {
     if (check_parent(path, err))
         return NULL;
-    rec_db *db = new_handle(path, err);
+    rec_db *db = rec_new_handle(path, err);
     if (!db)
         return NULL;
     /* NOMUTEX: a rec_db is used from one thread at a time, so
@@ -455,75 +274,14 @@ rec_db *rec_open(const char *path, ps_err *err)
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                             SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
-        sql_fail(db, "cannot open", err);
+        rec_sql_fail(db, "cannot open", err);
         goto fail;
     }
     /* Sweeps may write one file from several processes: wait for the
      * lock rather than fail at once. */
-    sqlite3_busy_handler(db->db, busy_handler, db);
-    int version, tables, objects;
-    if (inspect(db, &version, &tables, &objects, err))
+    sqlite3_busy_handler(db->db, rec_busy_handler, db);
+    if (rec_schema_prepare(db, err))
         goto fail;
-    if (version == 0 && objects > 0) {
-        ps_errf(err, "%s: not a pipesim database", path);
-        goto fail;
-    }
-    if (version != 0 && version != 1 && version != 2 && version != 3 &&
-        version != REC_SCHEMA_VERSION) {
-        ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
-                version, REC_SCHEMA_VERSION);
-        goto fail;
-    }
-    if (version != 0 && tables != NTABLES) {
-        ps_errf(err, "%s: not a pipesim database (tables missing)", path);
-        goto fail;
-    }
-    /* WAL with synchronous=NORMAL: a commit is an append to the log with
-     * no fsync. A killed process loses nothing it committed (the log is in
-     * the OS's page cache, and the next opener replays it); on power loss
-     * or an OS crash the database stays consistent but the last commits
-     * may be lost. Readers and the writer do not block each other. */
-    if (exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
-        exec_sql(db, "PRAGMA synchronous = NORMAL", err))
-        goto fail;
-    if (version == 0) {
-        /* An empty file: create the schema atomically, so that a second
-         * process opening the same new file sees all of it or none. */
-        char ver[64];
-        snprintf(ver, sizeof ver, "PRAGMA user_version = %d",
-                 REC_SCHEMA_VERSION);
-        if (exec_sql(db, "BEGIN IMMEDIATE", err))
-            goto fail;
-        if (inspect(db, &version, &tables, &objects, err))
-            goto fail;
-        if (version == 0 &&
-            (exec_sql(db, schema_sql, err) || exec_sql(db, ver, err))) {
-            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-            goto fail;
-        }
-        if (exec_sql(db, "COMMIT", err))
-            goto fail;
-    }
-    if (version >= 1 && version < REC_SCHEMA_VERSION) {
-        /* upgrade in place, once: a second writer that waited for the lock
-         * finds the current version and does nothing */
-        if (exec_sql(db, "BEGIN IMMEDIATE", err))
-            goto fail;
-        if (inspect(db, &version, &tables, &objects, err)) {
-            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-            goto fail;
-        }
-        if ((version == 1 && exec_sql(db, migrate_v2_sql, err)) ||
-            (version >= 1 && version <= 2 &&
-             exec_sql(db, migrate_v3_sql, err)) ||
-            (version >= 1 && version <= 3 &&
-             exec_sql(db, migrate_v4_sql, err))) {
-            sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-            goto fail;
-        }
-        if (exec_sql(db, "COMMIT", err))
-            goto fail;
-    }
     /* Test only (tests/concurrency.sh): caps the database at N pages, so that
      * a full disk can be simulated without root or a small file system;
      * SQLite then fails the write with SQLITE_FULL as on a full disk. */
@@ -532,14 +290,14 @@ rec_db *rec_open(const char *path, ps_err *err)
         char pragma[96];
         snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %ld",
                  strtol(max_pages, NULL, 10));
-        if (exec_sql(db, pragma, err))
+        if (rec_exec_sql(db, pragma, err))
             goto fail;
     }
     for (int i = 0; i < NSTMT; i++) {
         if (sqlite3_prepare_v3(db->db, stmt_sql[i], -1,
                                SQLITE_PREPARE_PERSISTENT, &db->st[i],
                                NULL) != SQLITE_OK) {
-            sql_fail(db, "cannot prepare the inserts", err);
+            rec_sql_fail(db, "cannot prepare the inserts", err);
             goto fail;
         }
     }
@@ -549,89 +307,8 @@ rec_db *rec_open(const char *path, ps_err *err)
             goto fail;
     return db;
 fail:
-    free_handle(db);
+    rec_free_handle(db);
     return NULL;
-}
-
-rec_db *rec_open_read(const char *path, ps_err *err)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        if (errno == ENOENT)
-            ps_errf(err, "%s: no such file", path);
-        else
-            ps_errf(err, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    rec_db *db = new_handle(path, err);
-    if (!db)
-        return NULL;
-    db->readonly = 1;
-    if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READONLY, NULL) !=
-        SQLITE_OK) {
-        sql_fail(db, "cannot open", err);
-        goto fail;
-    }
-    sqlite3_busy_handler(db->db, busy_handler, db);
-    int version, tables, objects;
-    if (inspect(db, &version, &tables, &objects, err))
-        goto fail;
-    /* An empty database is one a writer has just created and not yet
-     * given its schema (rec_open creates it in one transaction right
-     * after): wait for it rather than call it foreign. */
-    double t0 = monotonic();
-    for (int tries = 0; version == 0 && objects == 0; tries++) {
-        if (monotonic() - t0 >= REC_CREATE_WAIT_S) {
-            ps_errf(err,
-                    "%s: empty database, not yet a pipesim database (no "
-                    "writer created its tables within %d s)",
-                    path, REC_CREATE_WAIT_S);
-            goto fail;
-        }
-        backoff(db, tries);
-        if (inspect(db, &version, &tables, &objects, err))
-            goto fail;
-    }
-    if (version >= 1 && version < REC_SCHEMA_VERSION && tables == NTABLES) {
-        ps_errf(err,
-                "%s: schema version %d (before the %s columns), this "
-                "pipesim reads %d; writing one run to it upgrades it in "
-                "place (pipesim run SCENARIO -o %s)",
-                path, version,
-                version == 1   ? "memory 'fits'"
-                : version == 2 ? "run 'tp'"
-                               : "'tp_comm'",
-                REC_SCHEMA_VERSION, path);
-        goto fail;
-    }
-    if (version != 0 && version != REC_SCHEMA_VERSION && tables == NTABLES) {
-        ps_errf(err, "%s: schema version %d, this pipesim reads %d", path,
-                version, REC_SCHEMA_VERSION);
-        goto fail;
-    }
-    if (version != REC_SCHEMA_VERSION || tables != NTABLES) {
-        ps_errf(err, "%s: not a pipesim database", path);
-        goto fail;
-    }
-    return db;
-fail:
-    free_handle(db);
-    return NULL;
-}
-
-int rec_run_count(rec_db *db, int64_t *n, ps_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM run", -1, &st, NULL) !=
-            SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        return sql_fail(db, "counting runs", err);
-    }
-    *n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return PS_OK;
 }
 
 int rec_flush(rec_db *db, ps_err *err)
@@ -646,7 +323,7 @@ int rec_close(rec_db *db, ps_err *err)
     if (!db)
         return PS_OK;
     (void)err; /* every run was committed by its rec_write */
-    free_handle(db);
+    rec_free_handle(db);
     return PS_OK;
 }
 
@@ -952,83 +629,4 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     }
     *run_id = id;
     return PS_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* Reading                                                             */
-/* ------------------------------------------------------------------ */
-
-const char *rec_path(const rec_db *db)
-{
-    return db->path;
-}
-
-rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err)
-{
-    rec_query *q = calloc(1, sizeof *q);
-    if (!q) {
-        ps_errf(err, "%s: out of memory", db->path);
-        return NULL;
-    }
-    q->db = db;
-    if (sqlite3_prepare_v2(db->db, sql, -1, &q->st, NULL) != SQLITE_OK) {
-        sql_fail(db, "cannot read", err);
-        sqlite3_finalize(q->st);
-        free(q);
-        return NULL;
-    }
-    return q;
-}
-
-int rec_query_bind_int(rec_query *q, int index, int64_t value)
-{
-    return sqlite3_bind_int64(q->st, index, value) == SQLITE_OK ? PS_OK
-                                                                : PS_ERR;
-}
-
-int rec_query_bind_text(rec_query *q, int index, const char *value)
-{
-    return sqlite3_bind_text(q->st, index, value, -1, SQLITE_TRANSIENT) ==
-                   SQLITE_OK
-               ? PS_OK
-               : PS_ERR;
-}
-
-int rec_query_step(rec_query *q, ps_err *err)
-{
-    int rc = sqlite3_step(q->st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    if (rc == SQLITE_DONE)
-        return 0;
-    return sql_fail(q->db, "cannot read", err);
-}
-
-int rec_query_isnull(rec_query *q, int col)
-{
-    return sqlite3_column_type(q->st, col) == SQLITE_NULL;
-}
-
-int64_t rec_query_int(rec_query *q, int col)
-{
-    return sqlite3_column_int64(q->st, col);
-}
-
-double rec_query_double(rec_query *q, int col)
-{
-    return sqlite3_column_double(q->st, col);
-}
-
-const char *rec_query_text(rec_query *q, int col)
-{
-    const unsigned char *s = sqlite3_column_text(q->st, col);
-    return s ? (const char *)s : "";
-}
-
-void rec_query_free(rec_query *q)
-{
-    if (!q)
-        return;
-    sqlite3_finalize(q->st);
-    free(q);
 }

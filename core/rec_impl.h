@@ -1,0 +1,90 @@
+/* Internal to the recorder (rec.c, rec_schema.c, rec_read.c); not a
+ * public header: nothing outside core/rec*.c includes it. The handle's
+ * record, the prepared statements' ids, and the SQL helpers the three files
+ * share (errors, the busy handler and its back-off, setup statements). */
+#ifndef PS_REC_IMPL_H
+#define PS_REC_IMPL_H
+
+#include <sqlite3.h>
+
+#include "mem.h"
+#include "net.h"
+#include "rec.h"
+
+/* The pipesim tables (rec_schema.c lists them). */
+#define REC_NTABLES 8
+
+enum stmt_id {
+    ST_RUN,
+    ST_STAGE,
+    ST_RANK,
+    ST_COLL,
+    ST_LINK,
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    NSTMT
+};
+
+/* The timeline tables take REC_ROWS rows per INSERT: one statement
+ * execution (cursor open, seek, close) per 64 rows instead of per row.
+ * The statement is INSERT ... SELECT ?1, * FROM (VALUES (...), ...) LIMIT
+ * ?L, so the same statement also writes the last, partial group. */
+#define REC_ROWS 64
+
+enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
+
+typedef struct rowbuf {
+    sqlite3_stmt *st;
+    int ncols;
+    int n; /* rows bound and not yet inserted */
+} rowbuf;
+
+struct rec_db {
+    sqlite3 *db;
+    char *path;
+    int readonly;
+    double busy_since; /* when the current wait for a lock began */
+    uint64_t rng;      /* jitter of the busy handler's sleeps */
+    sqlite3_stmt *st[NSTMT];
+    rowbuf rows[NROWS];
+    mem_rank *mem; /* scratch for mem_ledger, mem_cap entries */
+    int32_t mem_cap;
+    net_link_info *links; /* scratch for net_links, links_cap entries */
+    int32_t links_cap;
+};
+
+struct rec_query {
+    rec_db *db;
+    sqlite3_stmt *st;
+};
+
+/* Fills err with "PATH: what: why", why being SQLite's message, and returns
+ * PS_ERR. The SQL stays out: it is pipesim's, not the user's, and a 64-row
+ * INSERT runs to kilobytes. A lock given up on says how long it was waited
+ * for. */
+int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
+/* CLOCK_MONOTONIC in seconds. */
+double rec_monotonic(void);
+/* Sleeps before lock retry number tries (jittered, capped; see rec.c). */
+void rec_backoff(rec_db *db, int tries);
+/* SQLite's busy handler for every rec_db (ctx is the rec_db). */
+int rec_busy_handler(void *ctx, int tries);
+/* Runs setup statements that return no rows, retrying busy; PS_ERR with
+ * the message in err. */
+int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
+/* A handle for path with nothing open (NULL and err filled when out of
+ * memory), and its release with everything it holds. */
+rec_db *rec_new_handle(const char *path, ps_err *err);
+void rec_free_handle(rec_db *db);
+
+/* rec_schema.c: user_version and the number of pipesim tables and of all
+ * objects present; fails when the file is not SQLite at all. */
+int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
+                ps_err *err);
+/* rec_schema.c: for a writer, after opening: refuses a foreign file or an
+ * unknown version, switches to WAL, creates the schema in an empty file
+ * and upgrades an old one in place, each atomically. */
+int rec_schema_prepare(rec_db *db, ps_err *err);
+
+#endif

@@ -1,6 +1,19 @@
 /* Error reporting shared by every core module: a code and a one-line message.
- * Fallible functions return 0 on success or PS_ERR after filling the caller's
- * ps_err (which may be NULL when the caller does not care why). */
+ *
+ * The rule, one for the whole core:
+ *   - A function that takes a `ps_err *err` reports failure with a message:
+ *     it returns PS_ERR (a pointer-returning one, NULL) after filling err,
+ *     by ps_errf or by passing on the err its failed callee filled. err may
+ *     be NULL when the caller does not care why. It never returns a bare -1.
+ *   - A function without one cannot say why, so it fails in exactly one way
+ *     its caller can word: out of memory (or, for a lookup, "not found").
+ *     It returns -1 (an id-returning one, a negative id; a pointer, NULL)
+ *     and the caller that has an err writes the message. These are the
+ *     per-event and allocation helpers (eq_push, prog_push, net_start, the
+ *     grow functions), which must not format strings.
+ *   - PS_OK is 0 and PS_ERR is -1, so `if (f(...))` tests either kind.
+ *   - Lua C functions raise Lua errors (luaL_error) instead, and the CLI's
+ *     commands (main.c) return exit statuses. */
 #ifndef PS_ERR_H
 #define PS_ERR_H
 

@@ -7,6 +7,7 @@
 #include <lua.h>
 #include <lualib.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +50,17 @@ static const char usage[] =
     "  pipesim export results/demo.db 2 --format chrome -o trace.json\n"
     "  sqlite3 results/demo.db < results/queries/bubble_per_rank.sql\n";
 
-/* Errors go through ps_print_error: one line whatever they quote. */
-static int fail(const char *fmt, const char *a, const char *b)
+/* Errors go through ps_print_error: one line whatever they quote. Returns
+ * the exit status 1 (main.c's convention: commands return exit statuses,
+ * see err.h). */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
 {
     char msg[8192];
-    snprintf(msg, sizeof msg, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     ps_print_error(msg);
     return 1;
 }
@@ -135,13 +142,12 @@ static int parse_run(int argc, char **argv, run_opts *o)
         if (strcmp(a, "-o") == 0 || strcmp(a, "-D") == 0 ||
             strcmp(a, "--timeout") == 0 || strcmp(a, "--max-memory") == 0) {
             if (!has_value)
-                return fail("run: %s needs a value (see pipesim --help)", a,
-                            "");
+                return fail("run: %s needs a value (see pipesim --help)", a);
         }
         if (strcmp(a, "-o") == 0) {
             o->db = argv[++i];
             if (!*o->db)
-                return fail("run: -o: the database path is empty", "", "");
+                return fail("run: -o: the database path is empty");
         } else if (strcmp(a, "--unsafe") == 0) {
             o->unsafe = 1;
         } else if (strcmp(a, "--timeout") == 0) {
@@ -153,17 +159,17 @@ static int parse_run(int argc, char **argv, run_opts *o)
                 o->timeout > 1e9)
                 return fail("run: --timeout %s: expected a number of seconds "
                             "> 0",
-                            v, "");
+                            v);
         } else if (strcmp(a, "--max-memory") == 0) {
             const char *v = argv[++i];
             double bytes;
             ps_err err;
             if (unit_parse(v, UNIT_BYTES, &bytes, &err))
-                return fail("run: --max-memory: %s", err.msg, "");
+                return fail("run: --max-memory: %s", err.msg);
             if (!(bytes >= 1 << 20) || bytes > 0x1p62)
                 return fail("run: --max-memory %s: expected a size of at "
                             "least 1 MiB, such as 64MiB or 12GiB",
-                            v, "");
+                            v);
             o->max_memory = (size_t)bytes;
         } else if (strncmp(a, "-D", 2) == 0) {
             const char *d = a[2] ? a + 2 : argv[++i];
@@ -171,10 +177,10 @@ static int parse_run(int argc, char **argv, run_opts *o)
             if (!sep || sep == d)
                 return fail("run: -D %s: expected key=value with a "
                             "non-empty key",
-                            d, "");
+                            d);
             o->defs[o->ndefs++] = d;
         } else if (a[0] == '-') {
-            return fail("run: unknown option '%s' (see pipesim --help)", a, "");
+            return fail("run: unknown option '%s' (see pipesim --help)", a);
         } else if (!o->scenario) {
             o->scenario = a;
         } else {
@@ -184,8 +190,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
     }
     if (!o->scenario)
         return fail("run: no scenario given (usage: pipesim run "
-                    "SCENARIO.lua)",
-                    "", "");
+                    "SCENARIO.lua)");
     if (access(o->scenario, R_OK) != 0)
         return fail("%s: %s", o->scenario, strerror(errno));
     return 0;
@@ -212,7 +217,7 @@ static int cmd_run(int argc, char **argv)
     run_opts o = {0};
     o.defs = calloc((size_t)argc + 1, sizeof *o.defs);
     if (!o.defs)
-        return fail("out of memory", "", "");
+        return fail("out of memory");
     if (parse_run(argc, argv, &o)) {
         free(o.defs);
         return 1;
@@ -234,7 +239,7 @@ static int cmd_run(int argc, char **argv)
     lua_State *L = bind_newstate();
     if (!L) {
         free(o.defs);
-        return fail("cannot create a Lua state", "", "");
+        return fail("cannot create a Lua state");
     }
     luaL_openlibs(L);
     bind_session s = {o.db, o.scenario, o.defs, o.ndefs};
@@ -297,33 +302,31 @@ static int cmd_report(int argc, char **argv)
             if (i + 1 >= argc || !*argv[i + 1] || *wend || w < 1 || w > 100000)
                 return fail("report: --width %s: expected a number of "
                             "columns",
-                            i + 1 < argc ? argv[i + 1] : "(missing)", "");
+                            i + 1 < argc ? argv[i + 1] : "(missing)");
             width = (int)w;
             i++;
         } else if (argv[i][0] == '-')
-            return fail("report: unknown option '%s'", argv[i], "");
+            return fail("report: unknown option '%s'", argv[i]);
         else if (!dbpath)
             dbpath = argv[i];
         else if (!run)
             run = argv[i];
         else
-            return fail("report: unexpected argument '%s'", argv[i], "");
+            return fail("report: unexpected argument '%s'", argv[i]);
     }
     if (!dbpath)
         return fail("report: no database given (usage: pipesim report DB "
-                    "[RUN])",
-                    "", "");
+                    "[RUN])");
     char *end;
     long long id = run ? strtoll(run, &end, 10) : 0;
     if (run && (*end || id < 1))
-        return fail("report: run id must be a positive integer, got '%s'", run,
-                    "");
+        return fail("report: run id must be a positive integer, got '%s'", run);
     if (width < 40)
         width = 40;
     ps_err err;
     rec_db *db = rec_open_read(dbpath, &err);
     if (!db)
-        return fail("%s", err.msg, "");
+        return fail("%s", err.msg);
     int rc = run ? (csv ? report_run_csv(db, id, stdout, &err)
                         : report_run(db, id, stdout, width, &err))
                  : report_runs(db, stdout, csv, &err);
@@ -337,7 +340,7 @@ static int cmd_report(int argc, char **argv)
         rc = report_warnings(db, run ? id : 0, stderr, REPORT_WARN_RUNS, &err);
     rec_close(db, NULL);
     if (rc)
-        return fail("%s", err.msg, "");
+        return fail("%s", err.msg);
     return 0;
 }
 
@@ -358,7 +361,7 @@ static int checked_stdout(int rc)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return fail("no command (try pipesim --help)", "", "");
+        return fail("no command (try pipesim --help)");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
         strcmp(cmd, "help") == 0) {
@@ -377,5 +380,5 @@ int main(int argc, char **argv)
         return export_main(argc - 2, argv + 2);
     return fail("unknown command '%s' (expected run, report or export; try "
                 "pipesim --help)",
-                cmd, "");
+                cmd);
 }

@@ -211,14 +211,14 @@ static int build_adjacency(const net *nw, adjacency *adj)
     adj->off = calloc((size_t)nw->nnodes + 1, sizeof *adj->off);
     adj->link = malloc(((size_t)nw->nlinks + 1) * sizeof *adj->link);
     if (!adj->off || !adj->link)
-        return PS_ERR;
+        return -1;
     for (int32_t i = 0; i < nw->nlinks; i++)
         adj->off[nw->links[i].a + 1]++;
     for (int32_t i = 0; i < nw->nnodes; i++)
         adj->off[i + 1] += adj->off[i];
     int32_t *fill = malloc(((size_t)nw->nnodes + 1) * sizeof *fill);
     if (!fill)
-        return PS_ERR;
+        return -1;
     memcpy(fill, adj->off, (size_t)nw->nnodes * sizeof *fill);
     for (int32_t i = 0; i < nw->nlinks; i++)
         adj->link[fill[nw->links[i].a]++] = i;
@@ -235,7 +235,7 @@ static int build_adjacency(const net *nw, adjacency *adj)
             adj->link[j] = v;
         }
     }
-    return PS_OK;
+    return 0;
 }
 
 static int cmp_link_target(const void *pa, const void *pb, void *ctx)

@@ -26,10 +26,17 @@ void bind_setup(lua_State *L, const char *luadir, const bind_session *s);
  * configuration file (README "Safety and limits"): no os.execute, io.popen,
  * file writes, native modules, binary chunks or debug functions beyond
  * traceback; require, loadfile and dofile read Lua text from luadir and the
- * scenario's directory only. A refused call raises "x.lua:3: os.execute is
- * not allowed in a sandboxed scenario (run with --unsafe to allow it)".
- * Call after luaL_openlibs and bind_setup; `--unsafe` skips it. */
-void bind_sandbox(lua_State *L, const char *luadir, const char *scenario);
+ * scenario's directory only; databases (ps.run{db = ...}) go to the working
+ * directory, the scenario's or db's (the session's). A refused call raises
+ * "x.lua:3: os.execute is not allowed in a sandboxed scenario (run with
+ * --unsafe to allow it)". Call after luaL_openlibs and bind_setup; `--unsafe`
+ * skips it. */
+void bind_sandbox(lua_State *L, const char *luadir, const char *scenario,
+                  const char *db);
+/* Raises unless a sandboxed scenario may write the database at path (see
+ * bind_sandbox: its directory must be the working directory, the
+ * scenario's, db's, or below one of them); does nothing with --unsafe. */
+void bind_sandbox_db(lua_State *L, const char *path);
 
 /* Loads the scenario file like luaL_loadfile; sandboxed, as text only, with
  * a message naming --unsafe for a precompiled file. [-0, +1] */

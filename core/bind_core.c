@@ -66,6 +66,8 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     if (!path) {
         path = s->s.default_db;
         s->default_used = 1;
+    } else {
+        bind_sandbox_db(L, path);
     }
     lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
     lua_getfield(L, -1, path);
@@ -194,8 +196,8 @@ static int core_scenario(lua_State *L)
 
 static int core_parse(lua_State *L)
 {
-    static const char *const kinds[] = {"time", "bytes",     "bandwidth",
-                                        "flop", "flop_rate", NULL};
+    static const char *const kinds[] = {
+        "time", "bytes", "bandwidth", "flop", "flop_rate", "ratio", NULL};
     int kind = luaL_checkoption(L, 2, NULL, kinds);
     if (lua_type(L, 1) == LUA_TNUMBER) {
         lua_settop(L, 1);

@@ -16,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#define ALLOWED_KEY "pipesim.sandbox.dirs" /* registry: array of real dirs */
+#define ALLOWED_KEY "pipesim.sandbox.dirs"   /* registry: array of real dirs */
+#define DB_DIRS_KEY "pipesim.sandbox.dbdirs" /* where databases may go */
 #define UNSAFE_HINT                                                            \
     "is not allowed in a sandboxed scenario (run with --unsafe to allow it)"
 
@@ -64,16 +66,13 @@ static void refuse_field(lua_State *L, int idx, const char *prefix,
 
 /* --- where Lua files may come from --- */
 
-/* 1 when path resolves (symlinks and ".." included) inside one of the
- * allowed directories. */
-static int path_allowed(lua_State *L, const char *path)
+/* 1 when real (a resolved path) lies inside one of the directories listed
+ * under registry[key]. */
+static int real_inside(lua_State *L, const char *real, const char *key)
 {
-    char real[PATH_MAX];
-    if (!realpath(path, real))
-        return 0;
     size_t rl = strlen(real);
     int ok = 0;
-    lua_getfield(L, LUA_REGISTRYINDEX, ALLOWED_KEY);
+    lua_getfield(L, LUA_REGISTRYINDEX, key);
     lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; !ok && i <= n; i++) {
         lua_rawgeti(L, -1, i);
@@ -85,6 +84,14 @@ static int path_allowed(lua_State *L, const char *path)
     }
     lua_pop(L, 1);
     return ok;
+}
+
+/* 1 when path resolves (symlinks and ".." included) inside one of the
+ * directories Lua files may come from. */
+static int path_allowed(lua_State *L, const char *path)
+{
+    char real[PATH_MAX];
+    return realpath(path, real) && real_inside(L, real, ALLOWED_KEY);
 }
 
 /* 1 when the file holds a precompiled chunk (after an optional first line
@@ -317,31 +324,89 @@ static void wrap_field(lua_State *L, int idx, const char *name,
     lua_setfield(L, idx, name);
 }
 
-/* [-0, +0] appends the real path of dir to the allowed list. */
-static void allow_dir(lua_State *L, const char *dir)
+/* A database path of ps.run{db = ...}: it must resolve inside the working
+ * directory, the scenario's or the session database's (or below one).
+ * Raises, without a position (the Lua layer adds the scenario's). */
+void bind_sandbox_db(lua_State *L, const char *path)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, DB_DIRS_KEY);
+    int sandboxed = lua_istable(L, -1);
+    lua_pop(L, 1);
+    if (!sandboxed)
+        return;
+    char real[PATH_MAX];
+    struct stat st;
+    int ok;
+    if (realpath(path, real)) {
+        ok = real_inside(L, real, DB_DIRS_KEY); /* symlinks resolved */
+    } else if (lstat(path, &st) == 0) {
+        ok = 0; /* a dangling symlink: SQLite would create its target */
+    } else {
+        const char *slash = strrchr(path, '/');
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path + 1) : 1,
+                 slash ? path : ".");
+        if (!realpath(dir, real))
+            return; /* a missing directory: rec_open says so */
+        size_t n = strlen(real);
+        if (n + 1 < sizeof real && real[n - 1] != '/') {
+            real[n] = '/'; /* the directory itself is inside itself */
+            real[n + 1] = '\0';
+        }
+        ok = real_inside(L, real, DB_DIRS_KEY);
+    }
+    if (!ok) {
+        lua_pushfstring(
+            L,
+            "db '%s' (outside the working directory and the "
+            "scenario's and -o database's directories) " UNSAFE_HINT,
+            path);
+        lua_error(L);
+    }
+}
+
+/* [-0, +0] appends the real path of dir to the list under key. */
+static void allow_in(lua_State *L, const char *key, const char *dir)
 {
     char real[PATH_MAX];
     if (!realpath(dir, real))
         return;
-    lua_getfield(L, LUA_REGISTRYINDEX, ALLOWED_KEY);
+    lua_getfield(L, LUA_REGISTRYINDEX, key);
     lua_pushstring(L, real);
     lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
     lua_pop(L, 1);
 }
 
-void bind_sandbox(lua_State *L, const char *luadir, const char *scenario)
+static void allow_dir(lua_State *L, const char *dir)
+{
+    allow_in(L, ALLOWED_KEY, dir);
+}
+
+/* [-0, +0] the directory part of path ("." without one) */
+static void allow_parent(lua_State *L, const char *key, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        allow_in(L, key, ".");
+        return;
+    }
+    lua_pushlstring(L, path, (size_t)(slash - path + 1));
+    allow_in(L, key, lua_tostring(L, -1));
+    lua_pop(L, 1);
+}
+
+void bind_sandbox(lua_State *L, const char *luadir, const char *scenario,
+                  const char *db)
 {
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, ALLOWED_KEY);
     allow_dir(L, luadir);
-    const char *slash = strrchr(scenario, '/');
-    if (slash) {
-        lua_pushlstring(L, scenario, (size_t)(slash - scenario + 1));
-        allow_dir(L, lua_tostring(L, -1));
-        lua_pop(L, 1);
-    } else {
-        allow_dir(L, ".");
-    }
+    allow_parent(L, ALLOWED_KEY, scenario);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, DB_DIRS_KEY);
+    allow_in(L, DB_DIRS_KEY, ".");
+    allow_parent(L, DB_DIRS_KEY, scenario);
+    allow_parent(L, DB_DIRS_KEY, db);
 
     lua_pushglobaltable(L);
     wrap_field(L, -1, "load", sb_load);

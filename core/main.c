@@ -35,8 +35,8 @@ static const char usage[] =
     "           writes or binary chunks); --unsafe lifts the sandbox.\n"
     "           --timeout bounds the wall-clock time of the run (default:\n"
     "           none), --max-memory the memory of Lua and the simulator\n"
-    "           (default: half of physical memory). Ctrl-C or SIGTERM\n"
-    "           keeps the finished runs and exits 130 or 143.\n"
+    "           (default: half of physical or cgroup memory). Ctrl-C or\n"
+    "           SIGTERM keeps the finished runs and exits 130 or 143.\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
     "           --csv: the table as CSV, or with RUN one line per rank.\n"
@@ -240,7 +240,7 @@ static int cmd_run(int argc, char **argv)
     bind_session s = {o.db, o.scenario, o.defs, o.ndefs};
     bind_setup(L, luadir, &s);
     if (!o.unsafe)
-        bind_sandbox(L, luadir, o.scenario);
+        bind_sandbox(L, luadir, o.scenario, o.db);
     ps_err err;
     int rc = bind_limits(L, luadir, o.timeout, &err);
     if (rc)

@@ -49,7 +49,10 @@
  * exit or longjmp from the handler), then rec_close. Nothing is pending
  * between rec_write calls, so every run whose id was returned is kept and a
  * run whose simulation was cut short, never passed to rec_write, leaves no
- * rows.
+ * rows. A rec_write waiting for another process's lock keeps waiting
+ * through a signal (its sleeps just end early); exiting from a second
+ * signal's default action is safe: SQLite rolls the open transaction back
+ * when the file is next opened.
  *
  * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
  * upgrades a version 1 file in place (old runs get NULL: unknown), readers

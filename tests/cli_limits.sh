@@ -132,6 +132,21 @@ signal() {
 signal INT 130
 signal TERM 143
 
+# --- databases a sandboxed scenario may write ---
+mkdir -p "$TMP/dbs/scen" "$TMP/dbs/out" "$TMP/dbs/elsewhere"
+cat >"$TMP/dbs/scen/db.lua" <<LUA
+local ps = require "pipesim"
+local l = { { fwd_time = 1 }, { fwd_time = 1 } }
+for _, db in ipairs{ "$TMP/dbs/scen/a.db", "$TMP/dbs/out/b.db", "$TMP/dbs/elsewhere/c.db" } do
+  ps.run{ layers = l, stages = 2, microbatches = 2, db = db }
+end
+LUA
+expect_fail "run $TMP/dbs/scen/db.lua -o $TMP/dbs/out/main.db" "db.lua:4: ps.run: db '$TMP/dbs/elsewhere/c.db' (outside the working directory and the scenario's and -o database's directories) is not allowed in a sandboxed scenario"
+[ -f "$TMP/dbs/scen/a.db" ] && [ -f "$TMP/dbs/out/b.db" ] && [ ! -f "$TMP/dbs/elsewhere/c.db" ] && ok ||
+    bad "sandboxed db paths: $(ls -R "$TMP/dbs")"
+$VG "$BIN" run --unsafe "$TMP/dbs/scen/db.lua" -o "$TMP/dbs/out/main.db" >/dev/null 2>&1 &&
+    [ -f "$TMP/dbs/elsewhere/c.db" ] && ok || bad "--unsafe db elsewhere"
+
 # --- options and output ---
 printf 'local ps = require "pipesim"\nps.run{ layers = { { fwd_time = 1 }, { fwd_time = 1 } }, stages = 2, microbatches = 4 }\n' >"$TMP/two.lua"
 if $VG "$BIN" run "$TMP/two.lua" -o '' >"$TMP/lim.out" 2>&1; then bad "-o '' accepted"; else

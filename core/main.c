@@ -2,6 +2,7 @@
  * Every failure prints exactly one line "pipesim: <message>" on stderr and
  * exits non-zero. */
 #include <errno.h>
+#include <getopt.h>
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
@@ -131,27 +132,36 @@ typedef struct run_opts {
     size_t max_memory; /* bytes */
 } run_opts;
 
-/* Fills o from the arguments of `pipesim run`; returns 0, or 1 after
- * printing the one-line error. */
+/* Fills o from the arguments of `pipesim run` (argv[0] is "run", as
+ * getopt_long wants a program name there); returns 0, or 1 after printing
+ * the one-line error. getopt_long: options and the scenario in any order,
+ * "-Dk=v" or "-D k=v", "--" ends the options; its own messages are off
+ * (opterr = 0) so that every error is pipesim's one line. */
 static int parse_run(int argc, char **argv, run_opts *o)
 {
+    enum { OPT_UNSAFE = 256, OPT_TIMEOUT, OPT_MAX_MEMORY };
+    static const struct option longopts[] = {
+        {"unsafe", no_argument, NULL, OPT_UNSAFE},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        {NULL, 0, NULL, 0},
+    };
     o->max_memory = limit_default_memory();
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int has_value = i + 1 < argc;
-        if (strcmp(a, "-o") == 0 || strcmp(a, "-D") == 0 ||
-            strcmp(a, "--timeout") == 0 || strcmp(a, "--max-memory") == 0) {
-            if (!has_value)
-                return fail("run: %s needs a value (see pipesim --help)", a);
-        }
-        if (strcmp(a, "-o") == 0) {
-            o->db = argv[++i];
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:D:", longopts, NULL)) != -1) {
+        /* the option as typed, for messages */
+        const char *a = optind > 1 ? argv[optind - 1] : "";
+        switch (c) {
+        case 'o':
+            o->db = optarg;
             if (!*o->db)
                 return fail("run: -o: the database path is empty");
-        } else if (strcmp(a, "--unsafe") == 0) {
-            o->unsafe = 1;
-        } else if (strcmp(a, "--timeout") == 0) {
-            const char *v = argv[++i];
+            break;
+        case OPT_UNSAFE: o->unsafe = 1; break;
+        case OPT_TIMEOUT: {
+            const char *v = optarg;
             char *end;
             errno = 0;
             o->timeout = strtod(v, &end);
@@ -160,8 +170,10 @@ static int parse_run(int argc, char **argv, run_opts *o)
                 return fail("run: --timeout %s: expected a number of seconds "
                             "> 0",
                             v);
-        } else if (strcmp(a, "--max-memory") == 0) {
-            const char *v = argv[++i];
+            break;
+        }
+        case OPT_MAX_MEMORY: {
+            const char *v = optarg;
             double bytes;
             ps_err err;
             if (unit_parse(v, UNIT_BYTES, &bytes, &err))
@@ -171,22 +183,36 @@ static int parse_run(int argc, char **argv, run_opts *o)
                             "least 1 MiB, such as 64MiB or 12GiB",
                             v);
             o->max_memory = (size_t)bytes;
-        } else if (strncmp(a, "-D", 2) == 0) {
-            const char *d = a[2] ? a + 2 : argv[++i];
+            break;
+        }
+        case 'D': {
+            const char *d = optarg;
             const char *sep = strchr(d, '=');
             if (!sep || sep == d)
                 return fail("run: -D %s: expected key=value with a "
                             "non-empty key",
                             d);
             o->defs[o->ndefs++] = d;
-        } else if (a[0] == '-') {
-            return fail("run: unknown option '%s' (see pipesim --help)", a);
-        } else if (!o->scenario) {
-            o->scenario = a;
-        } else {
-            return fail("run: more than one scenario ('%s' and '%s')",
-                        o->scenario, a);
+            break;
         }
+        case ':': /* optopt: the short option, or a long one's OPT_ value */
+            if (optopt && optopt < 256)
+                return fail("run: -%c needs a value (see pipesim --help)",
+                            optopt);
+            return fail("run: %s needs a value (see pipesim --help)", a);
+        default:
+            if (optopt && optopt < 256)
+                return fail("run: unknown option '-%c' (see pipesim --help)",
+                            optopt);
+            return fail("run: unknown option '%s' (see pipesim --help)", a);
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!o->scenario)
+            o->scenario = argv[i];
+        else
+            return fail("run: more than one scenario ('%s' and '%s')",
+                        o->scenario, argv[i]);
     }
     if (!o->scenario)
         return fail("run: no scenario given (usage: pipesim run "
@@ -373,7 +399,7 @@ int main(int argc, char **argv)
         return checked_stdout(0);
     }
     if (strcmp(cmd, "run") == 0)
-        return checked_stdout(cmd_run(argc - 2, argv + 2));
+        return checked_stdout(cmd_run(argc - 1, argv + 1)); /* argv[0] "run" */
     if (strcmp(cmd, "report") == 0)
         return checked_stdout(cmd_report(argc - 2, argv + 2));
     if (strcmp(cmd, "export") == 0)

@@ -153,7 +153,7 @@ static void read_device(lua_State *L, int idx, const char *path, double *flops,
                       UNIT_FLOP_RATE, 0, 1, flops);
     if (bind_quantity_min(L, idx,
                           bind_join(name, sizeof name, path, "efficiency"),
-                          UNIT_FLOP, 0, 1, eff) &&
+                          UNIT_RATIO, 0, 1, eff) &&
         !(*eff <= 1)) {
         lua_getfield(L, idx, "efficiency");
         bind_field_error(L, name, "must be in (0, 1]", -1);
@@ -453,7 +453,7 @@ static int core_cluster(lua_State *L)
                               (lua_Integer)nodes, (lua_Integer)g,
                               (lua_Integer)(nodes * g), MAX_RANKS);
         bind_int(L, 1, "nics_per_node", 1, g, &nics);
-        if (bind_quantity_min(L, 1, "oversubscription", UNIT_FLOP, 1, 0,
+        if (bind_quantity_min(L, 1, "oversubscription", UNIT_RATIO, 1, 0,
                               &nc.oversubscription) &&
             !(nc.oversubscription >= 1))
             return luaL_error(L, "field 'oversubscription' must be >= 1");

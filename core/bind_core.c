@@ -196,8 +196,8 @@ static int core_scenario(lua_State *L)
 
 static int core_parse(lua_State *L)
 {
-    static const char *const kinds[] = {"time", "bytes",     "bandwidth",
-                                        "flop", "flop_rate", NULL};
+    static const char *const kinds[] = {
+        "time", "bytes", "bandwidth", "flop", "flop_rate", "ratio", NULL};
     int kind = luaL_checkoption(L, 2, NULL, kinds);
     if (lua_type(L, 1) == LUA_TNUMBER) {
         lua_settop(L, 1);

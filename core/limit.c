@@ -148,12 +148,34 @@ size_t limit_memory(void)
     return budget;
 }
 
+/* The memory limit of the process's cgroup (a container's), or 0 when
+ * there is none: cgroup v2's memory.max ("max" when unlimited), else v1's
+ * memory.limit_in_bytes (a huge number when unlimited). */
+static size_t cgroup_limit(void)
+{
+    static const char *const files[] = {
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    };
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        if (!f)
+            continue;
+        unsigned long long v = 0;
+        int n = fscanf(f, "%llu", &v);
+        fclose(f);
+        return n == 1 && v > 0 && v < ((size_t)-1) / 2 ? (size_t)v : 0;
+    }
+    return 0;
+}
+
 size_t limit_default_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0)
         return 0;
-    return (size_t)pages / 2 * (size_t)page;
+    size_t phys = (size_t)pages * (size_t)page, cg = cgroup_limit();
+    return (cg && cg < phys ? cg : phys) / 2;
 }
 
 size_t limit_used(void)

@@ -49,7 +49,8 @@ int limit_has_where(void);
 /* --- memory --- */
 
 /* The budget in bytes (0: none). limit_default_memory is half of the
- * machine's physical memory. */
+ * machine's physical memory, or of the cgroup's (a container's) limit when
+ * that is lower. */
 void limit_set_memory(size_t bytes);
 size_t limit_memory(void);
 size_t limit_default_memory(void);

@@ -62,6 +62,7 @@ static const struct unit_def units[] = {
     {"TFLOP/s", UNIT_FLOP_RATE, 1e12},
     {"PFLOPS", UNIT_FLOP_RATE, 1e15},
     {"PFLOP/s", UNIT_FLOP_RATE, 1e15},
+    {"%", UNIT_RATIO, 0.01},
 };
 
 /* "989 TFLOPs" is how datasheets and papers often write a rate, and
@@ -82,6 +83,7 @@ const char *unit_kind_name(enum unit_kind kind)
     case UNIT_BANDWIDTH: return "bandwidth";
     case UNIT_FLOP: return "flop count";
     case UNIT_FLOP_RATE: return "flop rate";
+    case UNIT_RATIO: return "number";
     }
     return "quantity";
 }
@@ -94,6 +96,7 @@ const char *unit_example(enum unit_kind kind)
     case UNIT_BANDWIDTH: return "\"50 GB/s\" or \"400 Gb/s\"";
     case UNIT_FLOP: return "\"3.5 TFLOP\"";
     case UNIT_FLOP_RATE: return "\"312 TFLOPS\"";
+    case UNIT_RATIO: return "0.5 or \"50%\"";
     }
     return "";
 }

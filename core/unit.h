@@ -13,7 +13,8 @@ enum unit_kind {
     UNIT_BYTES,     /* B, KB, MB, GB, TB, KiB, MiB, GiB, TiB */
     UNIT_BANDWIDTH, /* B/s and bit/s forms: GB/s, GiB/s, Gb/s, Gbps */
     UNIT_FLOP,      /* FLOP, GFLOP, TFLOP, PFLOP (a count) */
-    UNIT_FLOP_RATE  /* FLOPS, FLOP/s, TFLOPS, TFLOP/s, ... */
+    UNIT_FLOP_RATE, /* FLOPS, FLOP/s, TFLOPS, TFLOP/s, ... */
+    UNIT_RATIO      /* a plain number, or a percentage: "50%" is 0.5 */
     /* FLOPs, GFLOPs, TFLOPs, PFLOPs are either, as the field wants */
 };
 

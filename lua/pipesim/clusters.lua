@@ -25,6 +25,13 @@ local GiB = 2 ^ 30
 --              Learning Engineering, compute/accelerator/README.md, BF16
 --              table: A100 SXM 271.2/312 = 86.9%, H100 SXM 794.5/989 =
 --              80.3% ("H200 is the same"), B200 SXM 1745/2250 = 77.6%.
+--              A100 instead: 230/312 = 73.7%, fp16 8192^3 `a @ b` on an A100
+--              80GB in NGC's PyTorch 22.07 container (mli/transformers-
+--              benchmarks, README "MatMul FP32 / FP16 116 / 230", from
+--              micro_bench.ipynb): a fixed large shape on the cuBLAS 11 of
+--              the 2021-22 Megatron-LM runs, where MAMF (271.2) is the best
+--              of a shape search on 2024-25 software, a ceiling few fixed
+--              shapes reach.
 --   gemm_overhead  seconds a GEMM costs beyond FLOPs/(peak x gemm_max):
 --              launch, ramp and wave tail. From XLA's measured H100 matmul
 --              table (openxla xla/service/gpu/model/matmul_interpolator_
@@ -57,7 +64,7 @@ local DEVICES = {
         -- 19.5 TFLOPS FP32, 80GB HBM2e at 2039 GB/s (nvidia-smi: 81920 MiB
         -- = 80 GiB).
         flops = 312e12, memory = 80 * GiB, efficiency = 0.5,
-        vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 0.869,
+        vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 230 / 312,
         -- NVLink 3: 12 links x 50 GB/s = 600 GB/s total, both directions
         -- added; 300 GB/s per direction.
         nvlink = 300e9, nvlink_efficiency = 200 / 300,
@@ -68,9 +75,9 @@ local DEVICES = {
     a100_40 = {
         name = "A100 40GB SXM",
         -- NVIDIA A100 datasheet: same compute as the 80GB part; 40GB HBM2
-        -- at 1555 GB/s. MAMF measured on the SXM part (same chip).
+        -- at 1555 GB/s; the 80GB part's matmul figure (same chip).
         flops = 312e12, memory = 40 * GiB, efficiency = 0.5,
-        vector_flops = 19.5e12, hbm_bandwidth = 1555e9, gemm_max = 0.869,
+        vector_flops = 19.5e12, hbm_bandwidth = 1555e9, gemm_max = 230 / 312,
         nvlink = 300e9, nvlink_efficiency = 200 / 300, nic = 200e9 / 8, nics = 8,
     },
     h100 = {

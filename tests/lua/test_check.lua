@@ -133,4 +133,17 @@ do
     "missing field 'stages'")
 end
 
+-- 9. Fractions are plain numbers or percentages.
+do
+  t.near(ps.parse("45%", "ratio"), 0.45, 1e-15, "45%")
+  t.eq(ps.parse("0.45", "ratio"), 0.45, "a bare number")
+  local function step(eff)
+    local c = ps.cluster{ ranks = 2, device = { flops = "100 TFLOPS", efficiency = eff } }
+    local l = { { fwd_flops = "1 TFLOP" }, { fwd_flops = "1 TFLOP" } }
+    return ps.run{ cluster = c, layers = l, stages = 2, microbatches = 2, record = "none" }.makespan
+  end
+  t.near(step("50%"), step(0.5), 1e-12, "efficiency 50% is 0.5")
+  t.raises(function() ps.parse("5 us", "ratio") end, "'5 us' is a time, expected a number")
+end
+
 t.done()

@@ -16,6 +16,14 @@ H.near(d.intra.bandwidth, 200e9, 1e-15, "NVLink 3: 300 GB/s per direction, NCCL 
 H.eq(d.inter.bandwidth, 25e9, "HDR 200 Gb/s")
 H.eq(d.intra.latency, 2e-6); H.eq(d.inter.latency, 5e-6)
 H.eq(d.device.flops, 312e12)
+-- A100 GEMM ceiling: 230 TFLOPS, fp16 8192^3 on an A100 80GB (PyTorch
+-- 22.07; mli/transformers-benchmarks); the preset reproduces it: 2*8192^3
+-- FLOPs at 230e12 plus the 5.5 us overhead
+H.near(a.gemm_max, 230 / 312, 1e-15, "A100 gemm_max")
+H.eq(clusters.device("A100 40GB").gemm_max, a.gemm_max, "same chip")
+local f8k = 2 * 8192 ^ 3
+H.near(clusters.gemm_efficiency(a, 8192, 8192, 8192) * a.flops,
+    f8k / (f8k / 230e12 + 5.5e-6), 1e-12, "8192^3 on A100")
 local d2 = clusters.dgx("dgx-h100", 2, { inter = { latency = 8e-6 } })
 H.near(d2.intra.bandwidth, 370e9, 1e-15, "NCCL: 370 GB/s effective of 450"); H.eq(d2.inter.bandwidth, 50e9)
 H.eq(d2.inter.latency, 8e-6, "nested override"); H.eq(d2.inter.bandwidth, 50e9, "rest kept")

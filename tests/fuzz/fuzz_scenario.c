@@ -1,8 +1,10 @@
 /* libFuzzer target: the scenario front end. The input decodes into a Lua
  * table (field names from pipesim's vocabulary or raw bytes; values nil,
  * booleans, integers near every limit, NaN and infinities, quantity strings,
- * nested tables, functions) handed to ps.run, ps.cluster or ps.collective
- * under pcall in a Lua state (fuzz_state: kept for 64 inputs). Checks:
+ * nested tables, functions) handed to ps.run, ps.cluster, ps.collective,
+ * ps.models.transformer, ps.models.preset or ps.clusters.dgx (whose
+ * results are run in turn), under pcall in a Lua state (fuzz_state: kept
+ * for 64 inputs). Checks:
  * every failure is a message (a non-empty string: the CLI prints it as one
  * line, control characters escaped), a run's makespan is a number >= 0,
  * and a crash, leak or hang is a failure too.
@@ -38,7 +40,11 @@ static const char *const keys[] = {
     /* ps.collective, faults */
     "op", "bytes", "root", "verify", "data", "seed", "candidates", "chunks",
     "ranks_per_node", "rank", "stall", "slow", "from", "down", "at", "hidden",
-    "seq", "heads", "vocab", "batch"};
+    "seq", "heads", "vocab", "batch",
+    /* models (ps.models.transformer shapes, presets) */
+    "microbatch", "kv_heads", "head_dim", "ffn_hidden", "dtype", "swiglu",
+    "tied", "bias", "norm", "position", "max_positions", "dropout",
+    "flash_attention"};
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static const char *const strings[] = {"1f1b",
@@ -218,7 +224,8 @@ static const char driver[] =
     "  dp = 1, tp = 1, ranks = 1, nodes = 1, gpus_per_node = 1, chunks = 1,\n"
     "  nics_per_node = 1, recompute_layers = 1, ranks_per_node = 1,\n"
     "  root = 1, buckets = 1, seq = 1, hidden = 1, heads = 1, vocab = 1,\n"
-    "  batch = 1, seed = 1 }\n"
+    "  batch = 1, seed = 1, layers = 1, microbatch = 1, kv_heads = 1,\n"
+    "  ffn_hidden = 1, head_dim = 1, max_positions = 1 }\n"
     "local function tame(t, depth, seen)\n"
     "  if type(t) ~= 'table' or depth > 5 or seen[t] then return end\n"
     "  seen[t] = true\n"
@@ -238,7 +245,37 @@ static const char driver[] =
     "  assert(not res:find('instruction budget'), what .. ': ' .. res)\n"
     "end\n"
     "local SHOW = os.getenv('PIPESIM_FUZZ_SHOW')\n"
-    "return function(kind, spec)\n"
+    "local PRESETS, DEVICES = ps.models.presets(), ps.clusters.devices()\n"
+    "-- kinds 3..5: a model from a random shape, a preset with random\n"
+    "-- overrides, a DGX cluster with random overrides; what is accepted\n"
+    "-- is run (2 stages, 2 microbatches) or gets an allreduce\n"
+    "local function models(kind, spec, pick)\n"
+    "  local ok, res\n"
+    "  if kind == 5 then\n"
+    "    ok, res = pcall(ps.clusters.dgx, DEVICES[pick % #DEVICES + 1],\n"
+    "                    1 + pick % 3, spec)\n"
+    "    one_line(ok, res, 'ps.clusters.dgx')\n"
+    "    if not ok then return end\n"
+    "    ok, res = pcall(ps.cluster, res)\n"
+    "    one_line(ok, res, 'ps.cluster')\n"
+    "    if not ok then return end\n"
+    "    ok, res = pcall(ps.collective, { cluster = res, op = 'allreduce',\n"
+    "      bytes = 4096, record = 'none' })\n"
+    "    one_line(ok, res, 'ps.collective')\n"
+    "    return\n"
+    "  end\n"
+    "  if kind == 3 then ok, res = pcall(ps.models.transformer, spec)\n"
+    "  else ok, res = pcall(ps.models.preset,\n"
+    "                       PRESETS[pick % #PRESETS + 1], spec) end\n"
+    "  one_line(ok, res, 'ps.models')\n"
+    "  if SHOW then print(kind, ok, ok and #res or res) end\n"
+    "  if not ok or type(res) ~= 'table' or #res > 4096 then return end\n"
+    "  local c = ps.cluster(ps.clusters.dgx(DEVICES[pick % #DEVICES + 1], 1))\n"
+    "  ok, res = pcall(ps.run, { layers = res, stages = math.min(#res, 2),\n"
+    "    microbatches = 2, cluster = c, record = 'none' })\n"
+    "  one_line(ok, res, 'ps.run')\n"
+    "end\n"
+    "return function(kind, spec, pick)\n"
     "  tame(spec, 0, {})\n"
     "  if kind == 2 and (spec.verify or spec.data) then\n"
     "    local b = spec.bytes\n"
@@ -252,6 +289,7 @@ static const char driver[] =
     "    one_line(ok, c, 'ps.cluster')\n"
     "    if ok then spec.cluster = c end\n"
     "  end\n"
+    "  if kind >= 3 then return models(kind, spec, pick) end\n"
     "  local fn = ({ ps.run, ps.cluster, ps.collective })[kind + 1]\n"
     "  local ok, res = pcall(fn, spec)\n"
     "  if SHOW then print(kind, ok, ok and (res.makespan or res.time or\n"
@@ -315,11 +353,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static fuzz_state fs = {.uses = 64};
     fuzz_in in = {data, size};
     lua_State *L = fuzz_state_get(&fs, "scenario.db", driver);
-    int kind = (int)(fuzz_byte(&in) % 3);
+    int kind = (int)(fuzz_byte(&in) % 6);
     lua_pushinteger(L, kind);
     push_table(L, &in, 0);
-    shape(L, &in, kind);
-    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+    if (kind < 3)
+        shape(L, &in, kind);
+    lua_pushinteger(L, (lua_Integer)fuzz_byte(&in));
+    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
         fprintf(stderr, "scenario: %s\n", lua_tostring(L, -1));
         abort();
     }

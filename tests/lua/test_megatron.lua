@@ -33,6 +33,14 @@ H.eq(ov.grad_sync, { bucket = 64e6 * 4, first_bucket = 64e6 * 4, overlap = true 
     "--overlap-grad-reduce: buckets of max(40M, 1M x dp) fp32 elements")
 H.eq(run.memory, { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
     "16-bit weight, fp32 main gradient, Adam's fp32 master and moments")
+-- fp16: the gradient buffer (and the data-parallel all-reduce) is fp16
+-- unless --accumulate-allreduce-grads-in-fp32; bf16 forces fp32
+local f16 = { num_layers = 4, hidden_size = 256, num_attention_heads = 8, seq_length = 128,
+    vocab_size = 1000, world_size = 4, fp16 = true }
+H.eq(ps.models.megatron(f16).memory, { weight_bytes = 2, grad_bytes = 2, optimizer_bytes = 12 },
+    "fp16: 16-bit gradient buffer")
+f16.accumulate_allreduce_grads_in_fp32 = true
+H.eq(ps.models.megatron(f16).memory.grad_bytes, 4, "fp16 + accumulate in fp32")
 -- Megatron's defaults: fp32, no recompute, 1F1B, 4h MLP
 local plain = ps.models.megatron { num_layers = 4, hidden_size = 256, num_attention_heads = 8,
     seq_length = 128, vocab_size = 1000 }

@@ -26,6 +26,7 @@ local FLAGS = {
     num_layers_per_virtual_pipeline_stage = true, sequence_parallel = true,
     recompute_granularity = true, recompute_method = true, recompute_num_layers = true,
     use_distributed_optimizer = true, overlap_grad_reduce = true,
+    accumulate_allreduce_grads_in_fp32 = true,
     -- pipesim
     cluster = true, name = true, record = true, db = true, schedule = true,
     grad_sync = true, tp_overlap = true, optimizer_time = true,
@@ -163,9 +164,18 @@ function M.build(a)
     -- bytes per parameter (Megatron's theoretical_memory_usage.py: 18 =
     -- 16-bit weight 2 + fp32 main gradient 4 + Adam's fp32 master weight
     -- and moments 12, the last sharded by the distributed optimizer);
-    -- fp32 training keeps no separate master copy: 4 + 4 + 8
+    -- fp32 training keeps no separate master copy: 4 + 4 + 8.
+    -- The gradient buffer, which the data-parallel reduction moves, is
+    -- fp32 only with --accumulate-allreduce-grads-in-fp32, a store_true
+    -- flag that arguments.py forces on for bf16 alone ("bfloat16 requires
+    -- gradient accumulation and all-reduce to be done in fp32"); with fp16
+    -- the DDP buffer takes the parameter's dtype (grad_dtype = torch.float
+    -- if accumulate_allreduce_grads_in_fp32 else param.dtype), 2 bytes.
+    -- (Its fp32 copy for the optimizer lives only during the step, after
+    -- the activations are freed: not charged.)
+    local fp32_grads = dtype ~= "fp16" or bool(a, "accumulate_allreduce_grads_in_fp32", false)
     local memory = dtype == "fp32" and { weight_bytes = 4, grad_bytes = 4, optimizer_bytes = 8 }
-        or { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 }
+        or { weight_bytes = 2, grad_bytes = fp32_grads and 4 or 2, optimizer_bytes = 12 }
     -- gradient sync (Megatron-Core's DistributedDataParallel): without
     -- --overlap-grad-reduce (the default) all gradients are reduced in one
     -- go after the backward; with it, in buckets of max(40M, 1M x dp)

@@ -49,7 +49,7 @@ local function narayanan_flops(B, l, h)
     return 96.0 * B * SEQ * l * h * h * (1 + SEQ / (6 * h) + VOCAB / (16 * l * h)) -- floats: no overflow
 end
 
-local rows, errs = {}, { K = {}, N = {} }
+local errs = { K = {}, N = {} }
 print(string.format("%-6s %-3s %-22s %9s %9s %8s", "model", "src", "tp/pp/dp/v, mode",
     "published", "pipesim", "error"))
 for _, c in ipairs(CASES) do
@@ -73,7 +73,6 @@ for _, c in ipairs(CASES) do
     errs[src][#errs[src] + 1] = err
     local layout = string.format("%d/%d/%d/%d, %s", tp, pp, run.dp, v,
         mode == "sel" and "SP+selective" or "full")
-    rows[#rows + 1] = { name, src, layout, secs, r.makespan, err }
     print(string.format("%-6s %-3s %-22s %8.2fs %8.2fs %+7.1f%%", name, src, layout, secs,
         r.makespan, 100 * err))
 end

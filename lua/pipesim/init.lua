@@ -303,7 +303,8 @@ function ps.run(spec)
   -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
   -- roofline, one core rank per TP group.
   local plan, pspec, dev
-  local ok, layers = true, spec.layers
+  local ok
+  local layers = spec.layers
   if parallel.applies(spec) then
     local c = spec.cluster
     dev = type(c) == "userdata" and ROOFLINE[c] or nil

@@ -174,7 +174,7 @@ end
 
 local function f(rank, i) return (rank + 1) * 1000 + i % 7 end
 
-local function expected(op, ranks, root, n, k, e) -- k-th listed, element e
+local function expected(op, ranks, root, n, _k, e) -- k-th listed, element e
   if op == "broadcast" then return f(root, e) end
   if op == "allgather" then
     for j = 1, #ranks do

@@ -153,17 +153,17 @@ H.check(ro.makespan < rb.makespan, "tp_overlap shortens the step")
 -- block per stage and keeps the others whole
 local deep = ps.models.transformer { layers = 8, hidden = 1024, heads = 16, seq = 512,
     vocab = 1024, microbatch = 2, dtype = "fp16" }
-local function peak(extra)
+local function peak_with(extra)
     local spec = { cluster = one, layers = deep, stages = 2, microbatches = 8, tp = 4,
         sequence_parallel = true, recompute = "full", record = "none", partition = { 5, 5 } }
     for k, v in pairs(extra) do spec[k] = v end
     local x = ps.run(spec)
     return x.peak_memory[1], x.makespan
 end
-local u1, tu1 = peak {}
-local u2 = peak { recompute_layers = 2 }
-local b1, tb1 = peak { recompute_method = "block", recompute_layers = 1 }
-local b4, tb4 = peak { recompute_method = "block", recompute_layers = 4 }
+local u1, tu1 = peak_with {}
+local u2 = peak_with { recompute_layers = 2 }
+local b1, tb1 = peak_with { recompute_method = "block", recompute_layers = 1 }
+local b4, tb4 = peak_with { recompute_method = "block", recompute_layers = 4 }
 H.check(u1 < b1, "block k = 1 keeps more than uniform k = 1")
 H.eq(b4, u1, "block with every block of the stage = uniform k = 1")
 H.near(tb4, tu1, 1e-12, "and the same recompute time")

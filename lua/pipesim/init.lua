@@ -122,6 +122,9 @@ end
 -- traffic on the NICs); parallel.lua puts it on the compute stream.
 local TP_COST = setmetatable({}, { __mode = "k" })
 
+-- Lowered model layers per cluster (parallel.prepare's memo).
+local LOWERED = setmetatable({}, { __mode = "k" })
+
 local function tp_cost(cluster)
   local cache = TP_COST[cluster]
   if not cache then cache = {}; TP_COST[cluster] = cache end
@@ -307,8 +310,13 @@ function ps.run(spec)
   if parallel.applies(spec) then
     local c = spec.cluster
     dev = type(c) == "userdata" and ROOFLINE[c] or nil
+    local memo
+    if type(c) == "userdata" then
+      memo = LOWERED[c]
+      if not memo then memo = {}; LOWERED[c] = memo end
+    end
     ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
-      type(c) == "userdata" and c.ranks or nil)
+      type(c) == "userdata" and c.ranks or nil, memo)
     if not ok then error("ps.run: " .. plan, 2) end
     layers = plan.layers
     pspec = {}

@@ -322,7 +322,8 @@ static int core_collective(lua_State *L)
     const char *opn = bind_string(L, 1, "op");
     if (!opn)
         return luaL_error(L, "missing field 'op' (allreduce, "
-                             "reduce_scatter, allgather, broadcast, reduce)");
+                             "reduce_scatter, allgather, broadcast, reduce, "
+                             "alltoall, sendrecv)");
     if (coll_parse_op(opn, &spec.op, &err))
         return bind_raise(L, &err);
     opn = coll_op_name(spec.op); /* nccl-tests' names are aliases */

@@ -12,11 +12,13 @@
 #include "coll_int.h"
 
 const char *const coll_op_names_[COLL_NOPS] = {
-    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"};
+    "allreduce", "reduce_scatter", "allgather", "broadcast",
+    "reduce",    "alltoall",       "sendrecv"};
 
 static const char *const algo_names[COLL_NALGOS] = {
-    "ring",   "tree",         "double_binary_tree", "halving_doubling",
-    "direct", "hierarchical", "pipeline",           "scatter_allgather"};
+    "ring",    "tree",         "double_binary_tree", "halving_doubling",
+    "direct",  "hierarchical", "pipeline",           "scatter_allgather",
+    "pairwise"};
 
 /* Algorithms per op, in the order they are listed and tried by auto (ties
  * go to the earlier one). */
@@ -28,6 +30,8 @@ const int coll_op_algos_[COLL_NOPS][7] = {
     [COLL_ALLGATHER] = {COLL_RING, COLL_HALVING_DOUBLING, COLL_DIRECT, -1},
     [COLL_BROADCAST] = {COLL_TREE, COLL_PIPELINE, COLL_SCATTER_ALLGATHER, -1},
     [COLL_REDUCE] = {COLL_TREE, -1},
+    [COLL_ALLTOALL] = {COLL_DIRECT, COLL_PAIRWISE, -1},
+    [COLL_SENDRECV] = {COLL_DIRECT, -1},
 };
 
 const char *coll_op_name(enum coll_op op)
@@ -57,14 +61,16 @@ double coll_busbw_factor(enum coll_op op, int32_t n)
     switch (op) {
     case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
     case COLL_REDUCE_SCATTER:
-    case COLL_ALLGATHER: return (double)(n - 1) / n;
+    case COLL_ALLGATHER:
+    case COLL_ALLTOALL: return (double)(n - 1) / n;
     default: return 1;
     }
 }
 
 /* nccl-tests' binary names (all_reduce_perf, ...) without "_perf". */
 static const char *const nccl_tests_names[COLL_NOPS] = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"};
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast",
+    "reduce",     "alltoall",       "sendrecv"};
 
 int coll_parse_op(const char *name, enum coll_op *op, ps_err *err)
 {
@@ -76,7 +82,8 @@ int coll_parse_op(const char *name, enum coll_op *op, ps_err *err)
         }
     return ps_errf(err,
                    "unknown collective op '%s' (expected allreduce, "
-                   "reduce_scatter, allgather, broadcast, reduce)",
+                   "reduce_scatter, allgather, broadcast, reduce, alltoall, "
+                   "sendrecv)",
                    name ? name : "");
 }
 
@@ -187,6 +194,11 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
     if (spec->chunks < 0)
         return ps_errf(err, "%s: chunks must be positive, got %d", opn,
                        (int)spec->chunks);
+    if (spec->op == COLL_ALLTOALL && spec->bytes % (4 * (int64_t)v->N))
+        return ps_errf(err,
+                       "alltoall: bytes must split into %d equal blocks of "
+                       "float32 elements (a multiple of %lld), got %lld",
+                       (int)v->N, 4 * (long long)v->N, (long long)spec->bytes);
     if (spec->slots < 0 || spec->slots > COLL_NCCL_STEPS)
         return ps_errf(err, "%s: slots must be 1 to %d, got %d", opn,
                        COLL_NCCL_STEPS, (int)spec->slots);
@@ -341,14 +353,16 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
                          coll_op_names_[spec->op]);
             goto fail;
         }
-        if ((double)N * (double)v.n > 1e9) {
+        /* out of place: a send and a receive buffer per rank */
+        int64_t stride = coll_stride(spec->op, v.n);
+        if ((double)N * (double)stride > 1e9) {
             rc = ps_errf(err,
                          "%s: data mode would hold %d x %lld floats; use a "
                          "smaller size",
                          coll_op_names_[spec->op], (int)N, (long long)v.n);
             goto fail;
         }
-        buf = malloc(((size_t)N * (size_t)v.n + 1) * sizeof *buf);
+        buf = malloc(((size_t)N * (size_t)stride + 1) * sizeof *buf);
         if (!buf) {
             rc = ps_errf(err, "out of memory for data mode");
             goto fail;

@@ -10,6 +10,12 @@
  * allgather starts with shard i on the i-th rank and ends with the array on
  * all. busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for reduce_scatter
  * and allgather, x 1 for broadcast and reduce (nccl-tests' "bus bandwidth").
+ * alltoall and sendrecv are out of place, as in nccl-tests: alltoall's
+ * `bytes` is each rank's send buffer, split into N equal blocks (it must
+ * divide evenly), block j going to the j-th listed rank, which keeps it as
+ * block i of its receive buffer (busbw factor (n-1)/n); sendrecv sends the
+ * whole buffer to the next listed rank and receives the previous one's
+ * (rank i + 1 and i - 1 mod N, src/sendrecv.cu; factor 1).
  *
  * Every algorithm is a sequence of global steps; each rank's SENDs and RECVs
  * of one step form one PROG_BATCH batch (tag = step, kind PROG_COLL), so a
@@ -41,6 +47,8 @@ enum coll_op {
     COLL_ALLGATHER,
     COLL_BROADCAST,
     COLL_REDUCE,
+    COLL_ALLTOALL,
+    COLL_SENDRECV,
     COLL_NOPS
 };
 
@@ -49,10 +57,12 @@ enum coll_algo {
     COLL_TREE,               /* binomial: allreduce, broadcast, reduce */
     COLL_DOUBLE_BINARY_TREE, /* allreduce (NCCL's two trees, chunked) */
     COLL_HALVING_DOUBLING,   /* allreduce, reduce_scatter, allgather */
-    COLL_DIRECT,             /* allreduce, reduce_scatter, allgather */
+    COLL_DIRECT,             /* allreduce, reduce_scatter, allgather,
+                                alltoall, sendrecv */
     COLL_HIERARCHICAL,       /* allreduce; needs ranks_per_node */
     COLL_PIPELINE,           /* broadcast: chunked chain */
     COLL_SCATTER_ALLGATHER,  /* broadcast */
+    COLL_PAIRWISE,           /* alltoall: N-1 steps, one peer each */
     COLL_NALGOS,
     COLL_AUTO = -1
 };
@@ -152,7 +162,8 @@ const char *coll_algo_name(int algo);
 /* Parses an op name; nccl-tests' names (all_reduce, reduce_scatter,
  * all_gather, broadcast, reduce: the binaries' names without _perf) are
  * accepted too. Fails with "unknown collective op 'allreduc' (expected
- * allreduce, reduce_scatter, allgather, broadcast, reduce)". */
+ * allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall,
+ * sendrecv)". */
 int coll_parse_op(const char *name, enum coll_op *op, ps_err *err);
 
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with

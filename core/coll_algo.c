@@ -39,8 +39,8 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
         g->oom = 1;
 }
 
-void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
-               int64_t cnt, int add)
+static void emit(coll_gen *g, int32_t step, int32_t src, int32_t dst,
+                 int64_t lo, int64_t cnt, int64_t dlo, int add)
 {
     if (step + 1 > g->nsteps)
         g->nsteps = step + 1;
@@ -70,7 +70,19 @@ void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
         g->x = x;
         g->xcap = cap;
     }
-    g->x[g->nx++] = (coll_xfer){lo, cnt, step, src, dst, add};
+    g->x[g->nx++] = (coll_xfer){lo, cnt, dlo, step, src, dst, add};
+}
+
+void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
+               int64_t cnt, int add)
+{
+    emit(g, step, src, dst, lo, cnt, lo, add);
+}
+
+void coll_emit_to(coll_gen *g, int32_t step, int32_t src, int32_t dst,
+                  int64_t lo, int64_t cnt, int64_t dlo)
+{
+    emit(g, step, src, dst, lo, cnt, dlo, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -330,6 +342,48 @@ static int32_t direct(coll_gen *g, enum coll_op op, int32_t s0)
 }
 
 /* ------------------------------------------------------------------ */
+/* All-to-all and send/recv (out of place: receive buffer at n)        */
+
+/* alltoall, direct: every position sends block j to position j at once
+ * (NCCL's alltoall: a group of N - 1 sends and receives). One step. */
+static int32_t alltoall_direct(coll_gen *g, int32_t s0)
+{
+    int32_t N = g->N;
+    int64_t b = g->n / N;
+    for (int32_t i = 0; i < N; i++)
+        for (int32_t k = 1; k < N; k++) {
+            int32_t j = (i + k) % N;
+            coll_emit_to(g, s0, i, j, (int64_t)j * b, b, g->n + i * b);
+        }
+    return 1;
+}
+
+/* alltoall, pairwise: in step k (1 .. N - 1) position i sends block
+ * i + k to position i + k and receives from i - k (MPICH's pairwise
+ * exchange, Thakur et al. 2005): one peer per step, no incast. */
+static int32_t alltoall_pairwise(coll_gen *g, int32_t s0)
+{
+    int32_t N = g->N;
+    int64_t b = g->n / N;
+    for (int32_t k = 1; k < N; k++)
+        for (int32_t i = 0; i < N; i++) {
+            int32_t j = (i + k) % N;
+            coll_emit_to(g, s0 + k - 1, i, j, (int64_t)j * b, b, g->n + i * b);
+        }
+    return N - 1;
+}
+
+/* sendrecv: position i sends its buffer to i + 1 (nccl-tests'
+ * sendrecv_perf ring). One step. */
+static int32_t sendrecv(coll_gen *g, int32_t s0)
+{
+    int32_t N = g->N;
+    for (int32_t i = 0; i < N; i++)
+        coll_emit_to(g, s0, i, (i + 1) % N, 0, g->n, g->n);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
 /* NCCL's double binary tree                                           */
 
 /* Parent of r in NCCL's binary tree over n ranks (ncclGetBtree): the
@@ -532,6 +586,11 @@ int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
         return 0;
     if (algo == COLL_RING && g->channels > 1)
         return ring_channels(g, op, rpn, g->channels);
+    if (op == COLL_ALLTOALL)
+        return algo == COLL_PAIRWISE ? alltoall_pairwise(g, 0)
+                                     : alltoall_direct(g, 0);
+    if (op == COLL_SENDRECV)
+        return sendrecv(g, 0);
     int32_t *all = NULL;
     if (algo == COLL_RING) {
         all = malloc((size_t)N * sizeof *all);

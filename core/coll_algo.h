@@ -10,7 +10,10 @@
 
 /* One transfer as the data replay needs it. */
 typedef struct coll_xfer {
-    int64_t lo, cnt; /* element range, the same on both sides */
+    int64_t lo, cnt; /* element range at the sender */
+    int64_t dlo;     /* where it lands at the receiver: lo, or for the
+                        out-of-place ops an offset in the receive buffer
+                        (n + ..., coll_stride) */
     int32_t step;
     int32_t src, dst; /* positions */
     int32_t add;      /* 1: receiver adds, 0: receiver copies */
@@ -76,6 +79,11 @@ static inline int32_t coll_ring_start(int32_t rpn, int32_t C, int32_t c)
  * step `step`; steps of one position must not decrease. */
 void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,
                int64_t cnt, int add);
+
+/* coll_emit for out-of-place ops: the receiver keeps the elements at
+ * dlo of its buffer (a copy). */
+void coll_emit_to(coll_gen *g, int32_t step, int32_t src, int32_t dst,
+                  int64_t lo, int64_t cnt, int64_t dlo);
 
 /* Generates algo for op; chunks for the chunked ones. root and rpn are a
  * position and a ranks-per-node count. Returns the number of steps. */

@@ -502,6 +502,50 @@ done:
     return rc;
 }
 
+/* alltoall (direct: all N(N-1) flows of T/N at once; pairwise: N-1 steps
+ * of N flows, i to i + k) and sendrecv (N flows of T, i to i + 1), each
+ * step costed from its flows (flows_ab). O(N^2) route lookups for
+ * alltoall. Returns 0, or -1 when out of memory. */
+static int copies_cost(const net *nw, const coll_view *v, enum coll_op op,
+                       int algo, double T, double *t)
+{
+    int32_t N = v->N;
+    int64_t cap =
+        op == COLL_ALLTOALL && algo == COLL_DIRECT ? (int64_t)N * (N - 1) : N;
+    int32_t *src = calloc((size_t)cap + 1, sizeof *src);
+    int32_t *dst = calloc((size_t)cap + 1, sizeof *dst);
+    int rc = src && dst ? 0 : -1;
+    *t = 0;
+    if (rc == 0 && op == COLL_SENDRECV) {
+        for (int32_t i = 0; i < N; i++) {
+            src[i] = v->rank[i];
+            dst[i] = v->rank[(i + 1) % N];
+        }
+        rc = step_time(nw, src, dst, N, T, t);
+    } else if (rc == 0 && algo == COLL_DIRECT) {
+        int64_t f = 0;
+        for (int32_t i = 0; i < N; i++)
+            for (int32_t k = 1; k < N; k++, f++) {
+                src[f] = v->rank[i];
+                dst[f] = v->rank[(i + k) % N];
+            }
+        rc = step_time(nw, src, dst, f, T / N, t);
+    } else {
+        for (int32_t k = 1; k < N && rc == 0; k++) {
+            for (int32_t i = 0; i < N; i++) {
+                src[i] = v->rank[i];
+                dst[i] = v->rank[(i + k) % N];
+            }
+            double st;
+            rc = step_time(nw, src, dst, N, T / N, &st);
+            *t += st;
+        }
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
                       int algo, double *seconds, int32_t *chunks, ps_err *err)
 {
@@ -536,6 +580,18 @@ int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
     double lp2 = ceil_log2(p2), fold = p2 < N;
     double c = 1;
     double t = 0;
+    if (op == COLL_ALLTOALL || op == COLL_SENDRECV) {
+        if (topo)
+            oom = copies_cost(nw, v, op, algo, T, &t);
+        else if (op == COLL_SENDRECV)
+            t = a + T / b;
+        else /* a link per pair: direct is one step, pairwise N - 1 */
+            t = (algo == COLL_PAIRWISE ? N - 1 : 1) * (a + T / (Nd * b));
+        if (oom)
+            return ps_errf(err, "out of memory");
+        *seconds = t;
+        return PS_OK;
+    }
     switch (algo) {
     case COLL_RING: {
         int32_t steps = (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);

@@ -38,6 +38,13 @@ static inline int32_t coll_slots(const coll_spec *spec, int algo)
     return spec->slots ? spec->slots : coll_default_slots(algo);
 }
 
+/* Floats per rank in the data-mode buffer: the array, and for the ops
+ * that are out of place (alltoall, sendrecv) a receive buffer after it. */
+static inline int64_t coll_stride(enum coll_op op, int64_t n)
+{
+    return op == COLL_ALLTOALL || op == COLL_SENDRECV ? 2 * n : n;
+}
+
 /* Ring channels (rings side by side) for spec on nw; see coll_cost.c. */
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
                            const coll_view *v);

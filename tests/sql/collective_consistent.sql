@@ -1,6 +1,7 @@
 -- Invariant: a collective run's row agrees with its collective row: time =
 -- makespan, algbw = bytes / time, busbw = algbw x nccl-tests' factor
--- (2(n-1)/n allreduce, (n-1)/n reduce_scatter and allgather, 1 otherwise),
+-- (2(n-1)/n allreduce, (n-1)/n reduce_scatter, allgather and alltoall, 1
+-- otherwise: broadcast, reduce, sendrecv),
 -- up to 1e-9 relative; its transfers lie within [0, time]. Every ok
 -- collective run has exactly one collective row, and one recorded with
 -- events that moves bytes between ranks has transfer rows.
@@ -15,6 +16,7 @@ WHERE r.kind = 'collective' AND r.status = 'ok'
                WHEN 'allreduce' THEN 2.0 * (c.ranks - 1) / c.ranks
                WHEN 'reduce_scatter' THEN 1.0 * (c.ranks - 1) / c.ranks
                WHEN 'allgather' THEN 1.0 * (c.ranks - 1) / c.ranks
+               WHEN 'alltoall' THEN 1.0 * (c.ranks - 1) / c.ranks
                ELSE 1.0 END) > 1e-9 * c.busbw)
 UNION ALL
 SELECT t.run, 'transfer', t.src, t.t_start, t.t_end, NULL, NULL

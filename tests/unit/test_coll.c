@@ -507,7 +507,7 @@ static void test_errors(void)
     CHECK_INT(coll_parse_op("allreduc", &op, &err), PS_ERR);
     CHECK_STR(err.msg, "unknown collective op 'allreduc' (expected "
                        "allreduce, reduce_scatter, allgather, broadcast, "
-                       "reduce)");
+                       "reduce, alltoall, sendrecv)");
     CHECK_INT(coll_parse_op("reduce_scatter", &op, &err), 0);
     CHECK_INT(op, COLL_REDUCE_SCATTER);
     CHECK_INT(coll_parse_algo(COLL_ALLREDUCE, "pipeline", &algo, &err), PS_ERR);

@@ -78,7 +78,9 @@ double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
 {
     switch (kind) {
     case SCHED_GPIPE:
-    case SCHED_1F1B: return (double)(p - 1) / (double)(m + p - 1);
+    case SCHED_1F1B:
+    /* inference: each rank idles (p-1)F of (m+p-1)F */
+    case SCHED_FORWARD_ONLY: return (double)(p - 1) / (double)(m + p - 1);
     case SCHED_INTERLEAVED: return (double)(p - 1) / ((double)v * m + p - 1);
     default: return NAN;
     }

@@ -435,6 +435,12 @@ end
 
 ps.parse = core.parse
 
+-- ps.nccl_tests{ op = "all_reduce", cluster = c, b = 8, e = "8G", f = 2,
+-- g = 8 }: nccl-tests' size sweep and table (lua/pipesim/nccl_tests.lua).
+function ps.nccl_tests(spec)
+  return require("pipesim.nccl_tests").run(ps, spec)
+end
+
 -- ps.progress(false) silences the progress line a long sweep draws on a
 -- terminal (it is on by default when stderr is a terminal, off otherwise).
 function ps.progress(on)

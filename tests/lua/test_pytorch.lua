@@ -80,6 +80,8 @@ t.near(r.makespan, 4 * 3, 1e-9, "a V walks the four stages in turn")
 r = ps.run{ layers = layers(4), stages = 4, microbatches = 8, schedule = "forward_only",
             memory = one, record = "none" }
 t.near(r.makespan, 11, 1e-9)
+t.near(r.closed_form_bubble, 3 / 11, 1e-9, "forward-only closed form (p-1)/(m+p-1)")
+t.near(r.bubble, 3 / 11, 1e-9)
 for k = 1, 4 do t.near(r.peak_memory[k], r.static_memory[k]) end
 r = ps.run{ layers = layers(2), stages = 2, microbatches = 2, record = "none",
             schedule = { { "F0", "F1" }, { "F0", "F1" } } }

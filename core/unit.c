@@ -184,6 +184,8 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
                                "(e.g. %s)",
                                text, unit_kind_name(kind), unit_example(kind));
             *out = v * either_units[i].scale;
+            if (!isfinite(*out)) /* "1e308 PFLOPs", as above */
+                return ps_errf(err, "'%s' is not a finite number", text);
             return PS_OK;
         }
     }

@@ -122,6 +122,9 @@ end
 -- traffic on the NICs); parallel.lua puts it on the compute stream.
 local TP_COST = setmetatable({}, { __mode = "k" })
 
+-- Lowered model layers per cluster (parallel.prepare's memo).
+local LOWERED = setmetatable({}, { __mode = "k" })
+
 local function tp_cost(cluster)
   local cache = TP_COST[cluster]
   if not cache then cache = {}; TP_COST[cluster] = cache end
@@ -308,8 +311,13 @@ function ps.run(spec)
   if parallel.applies(spec) then
     local c = spec.cluster
     dev = type(c) == "userdata" and ROOFLINE[c] or nil
+    local memo
+    if type(c) == "userdata" then
+      memo = LOWERED[c]
+      if not memo then memo = {}; LOWERED[c] = memo end
+    end
     ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
-      type(c) == "userdata" and c.ranks or nil)
+      type(c) == "userdata" and c.ranks or nil, memo)
     if not ok then error("ps.run: " .. plan, 2) end
     layers = plan.layers
     pspec = {}
@@ -427,6 +435,12 @@ function ps.seconds(t)
 end
 
 ps.parse = core.parse
+
+-- ps.nccl_tests{ op = "all_reduce", cluster = c, b = 8, e = "8G", f = 2,
+-- g = 8 }: nccl-tests' size sweep and table (lua/pipesim/nccl_tests.lua).
+function ps.nccl_tests(spec)
+  return require("pipesim.nccl_tests").run(ps, spec)
+end
 
 -- ps.progress(false) silences the progress line a long sweep draws on a
 -- terminal (it is on by default when stderr is a terminal, off otherwise).

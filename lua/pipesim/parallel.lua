@@ -270,12 +270,61 @@ local function lower_layer(l, o, dev, cost)
     return out
 end
 
--- prepare(spec, dev, cost) -> plan: { options, layers (for the core and
--- the partition), ranks (core ranks, one per TP group) or nil, groups }.
--- dev: roofline device or nil; cost(op, bytes, ranks): a TP collective's
--- time on the listed cluster ranks. Plain layers (no shape) pass through
+-- Lowering a model layer evaluates the roofline (tens of microseconds a
+-- layer), and a sweep lowers the same layers run after run. So lowered
+-- layers are memoised in `memo`, a table the caller keeps per cluster
+-- (the device and the TP collective costs belong to it): under the
+-- layer's shape table, checked against a signature of the shape's values
+-- (a shape changed in place is lowered anew, never served stale), then
+-- under the options and TP group, then under the layer table itself (weak
+-- keys), checked against the layer's own figures. A hit allocates nothing;
+-- the lowered tables are read, never changed, by ps.run.
+local LAYER_FIGURES = { "kind", "name", "fwd_time", "bwd_time", "out_bytes", "fwd_flops",
+                        "bwd_flops", "shared_params" }
+
+local function shape_signature(s)
+    local parts = {}
+    for k, v in pairs(s) do parts[#parts + 1] = tostring(k) .. "=" .. tostring(v) end
+    table.sort(parts)
+    return table.concat(parts, ";")
+end
+
+local function lower_memoised(memo, l, o, dev, cost, okey, sigs)
+    if not memo then return lower_layer(l, o, dev, cost) end
+    local sh = l.shape
+    local sig = sigs[sh]
+    if not sig then sig = shape_signature(sh); sigs[sh] = sig end
+    local entry = memo[sh]
+    if not entry or entry.sig ~= sig then
+        entry = { sig = sig, by_options = {} }
+        memo[sh] = entry
+    end
+    local per_layer = entry.by_options[okey]
+    if not per_layer then
+        per_layer = setmetatable({}, { __mode = "k" })
+        entry.by_options[okey] = per_layer
+    end
+    local hit = per_layer[l]
+    if hit then
+        for _, f in ipairs(LAYER_FIGURES) do
+            if hit.figures[f] ~= l[f] then hit = nil; break end
+        end
+        if hit then return hit.out end
+    end
+    local out = lower_layer(l, o, dev, cost)
+    local figures = {}
+    for _, f in ipairs(LAYER_FIGURES) do figures[f] = l[f] end
+    per_layer[l] = { figures = figures, out = out }
+    return out
+end
+
+-- prepare(spec, dev, cost, nranks, memo) -> plan: { options, layers (for
+-- the core and the partition), ranks (core ranks, one per TP group) or
+-- nil, groups }. dev: roofline device or nil; cost(op, bytes, ranks): a TP
+-- collective's time on the listed cluster ranks; memo: a table kept per
+-- cluster for lowered layers, or nil. Plain layers (no shape) pass through
 -- unchanged at tp = 1 and are an error at tp > 1.
-function M.prepare(spec, dev, cost, nranks)
+function M.prepare(spec, dev, cost, nranks, memo)
     local o = M.options(spec)
     local t, p, d = o.tp, spec.stages, spec.dp or 1
     local plan = { o = o }
@@ -326,6 +375,9 @@ function M.prepare(spec, dev, cost, nranks)
     end
     local layers = {}
     local checked = {}
+    local sigs = {} -- shape signatures, once per shape and run
+    local okey = memo and string.format("%d|%s|%s|%s|%s", t, tostring(o.sp), o.recompute,
+        tostring(o.overlap), group and table.concat(group, ",") or "")
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
@@ -342,7 +394,7 @@ function M.prepare(spec, dev, cost, nranks)
             checked[sh] = true
         end
         if l.shape ~= nil then
-            local ok, res = pcall(lower_layer, l, o, dev, tcost)
+            local ok, res = pcall(lower_memoised, memo, l, o, dev, tcost, okey, sigs)
             if not ok then error(res, 0) end
             layers[i] = res
         else
@@ -355,6 +407,21 @@ function M.prepare(spec, dev, cost, nranks)
     end
     plan.layers = layers
     return plan
+end
+
+-- The fields of a lowered layer the core reads, kept per lowered layer
+-- (weak keys): lowered layers are memoised across runs, and so are their
+-- views. Full recompute changes a view, so it takes a copy.
+local CORE_VIEW = setmetatable({}, { __mode = "k" })
+
+local function core_view(l)
+    local c = CORE_VIEW[l]
+    if not c then
+        c = {}
+        for k, v in pairs(l) do if CORE_LAYER[k] then c[k] = v end end
+        CORE_VIEW[l] = c
+    end
+    return c
 end
 
 -- finish(plan, partition, args, dev): with the partition known, marks the
@@ -382,11 +449,14 @@ function M.finish(plan, partition, args, dev, spec)
         local p = 0
         for i = at + 1, at + count do
             local l = layers[i]
-            local c = {}
+            local c
             if spec.layers[i].shape == nil then
                 c = l -- a plain layer goes to the core as the user wrote it
+            elseif full then
+                c = {}
+                for k, v in pairs(core_view(l)) do c[k] = v end
             else
-                for k, v in pairs(l) do if CORE_LAYER[k] then c[k] = v end end
+                c = core_view(l)
             end
             p = p + (tonumber(l.params) or 0)
             if full and spec.layers[i].shape ~= nil then

@@ -4,7 +4,11 @@
  * (each function names its source); sched_lower is shared by all of them and
  * by custom orders, so a schedule differs from another only in its order.
  * Invariant: every F, R and B of one (chunk, microbatch) lives on one rank and
- * the memory deltas of one microbatch's ops sum to zero. */
+ * the memory deltas of one microbatch's ops sum to zero.
+ * The file stays whole for now (about 830 lines): sched_lower drives the
+ * order generators through the private order buffer (order_rank, order),
+ * so moving the lowering to a file of its own first needs that buffer in
+ * an internal header. */
 #include "sched.h"
 
 #include <assert.h>

@@ -89,7 +89,14 @@ static void custom(const uint8_t *data, size_t size)
         stages[i] = (sched_stage){1, 2, 1, 100, 10, 8, 0.5, 50};
     for (int r = 0; r < MAXP; r++)
         ptr[r] = lists[r];
-    sched_spec s = {SCHED_CUSTOM, p, v, m, checkpoint, stages, NULL, ptr, n, 0};
+    sched_spec s = {.kind = SCHED_CUSTOM,
+                    .p = p,
+                    .v = v,
+                    .m = m,
+                    .checkpoint = checkpoint,
+                    .stages = stages,
+                    .custom = ptr,
+                    .ncustom = n};
     if (sched_check(&s, &err))
         return;
     prog_set *ps = prog_new(p);

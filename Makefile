@@ -61,7 +61,7 @@ $(BIN): $(CORE_OBJ) $(BUILD)/core/main.o
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/harness.h $(CORE_OBJ)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Itests/unit $< $(CORE_OBJ) -o $@ $(LDLIBS)

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "mem.h"
 #include "sched.h"
+#include "sched_fixture.h"
 
 #include <stdlib.h>
 
@@ -33,31 +34,6 @@ static sched_spec spec(enum sched_kind kind, int p, int v, int m)
                         0,
                         sched_default_placement(kind),
                         0};
-}
-
-typedef struct outcome {
-    int rc;
-    ps_err err;
-    eng_result res;
-    prog_set *ps; /* caller frees */
-} outcome;
-
-static outcome run(const sched_spec *s, enum eng_p2p mode)
-{
-    outcome o = {0};
-    o.ps = prog_new(s->p);
-    net *nw = net_new(s->p);
-    eng_sim *e = eng_new();
-    o.rc = net_set_mesh(nw, 1e30, 0, &o.err);
-    if (!o.rc)
-        o.rc = sched_lower(s, o.ps, &o.err);
-    if (!o.rc)
-        o.rc = prog_seal(o.ps, &o.err);
-    if (!o.rc)
-        o.rc = eng_run(e, o.ps, nw, mode, &o.res, &o.err);
-    eng_free(e);
-    net_free(nw);
-    return o;
 }
 
 /* Rank r's order in PyTorch's action notation: global stage, F / I (B of
@@ -284,7 +260,7 @@ static void test_all_run(void)
                     if (sched_check(&s, &err))
                         continue;
                     for (int mode = 0; mode < 2; mode++) {
-                        outcome o = run(&s, (enum eng_p2p)mode);
+                        outcome o = run_free(&s, (enum eng_p2p)mode);
                         CHECK_INT(o.rc, 0);
                         if (o.rc)
                             printf("  %s p=%d v=%d m=%d: %s\n",
@@ -314,7 +290,7 @@ static void test_pt_closed_forms(void)
             for (int k = 2; k <= 4; k++) {
                 int m = k * p;
                 sched_spec s = spec(SCHED_ZBV, p, 2, m);
-                outcome o = run(&s, (enum eng_p2p)mode);
+                outcome o = run_free(&s, (enum eng_p2p)mode);
                 CHECK_NEAR(o.res.makespan, 2 * m * 1.5 + (p - 1) * 0.5);
                 ps_err err;
                 mem_rank mr[8];
@@ -323,15 +299,15 @@ static void test_pt_closed_forms(void)
                     CHECK_NEAR(mr[r].peak, 2 * p);
                 prog_free(o.ps);
                 s = spec(SCHED_INTERLEAVED_ZB, p, 2, m);
-                o = run(&s, (enum eng_p2p)mode);
+                o = run_free(&s, (enum eng_p2p)mode);
                 CHECK_NEAR(o.res.makespan, 2 * m * 1.5 + (p - 1) * 0.5);
                 prog_free(o.ps);
                 s = spec(SCHED_LOOPED_BFS, p, 2, m);
-                o = run(&s, (enum eng_p2p)mode);
+                o = run_free(&s, (enum eng_p2p)mode);
                 CHECK_NEAR(o.res.makespan, 2 * m * 1.5 + (p - 1) * 1.5);
                 prog_free(o.ps);
                 s = spec(SCHED_INTERLEAVED_PT, p, 2, m);
-                o = run(&s, (enum eng_p2p)mode);
+                o = run_free(&s, (enum eng_p2p)mode);
                 CHECK_NEAR(o.res.makespan, 2 * m * 1.5 + (p - 1) * 1.5);
                 prog_free(o.ps);
             }
@@ -340,7 +316,7 @@ static void test_pt_closed_forms(void)
         for (int m = 1; m <= 9; m += 4) {
             costs(1, 0, 0);
             sched_spec s = spec(SCHED_FORWARD_ONLY, p, 1, m);
-            outcome o = run(&s, ENG_RENDEZVOUS);
+            outcome o = run_free(&s, ENG_RENDEZVOUS);
             CHECK_NEAR(o.res.makespan, m + p - 1.0);
             ps_err err;
             mem_rank mr[8];
@@ -367,13 +343,13 @@ static void test_looped_bfs_custom(void)
     sched_spec c = spec(SCHED_CUSTOM, 2, 2, 4);
     c.custom = pl;
     c.ncustom = n;
-    outcome o = run(&c, ENG_RENDEZVOUS);
+    outcome o = run_free(&c, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, PS_ERR);
     CHECK(strstr(o.err.msg, "deadlock") != NULL);
     prog_free(o.ps);
     c.pytorch_p2p = 1;
-    o = run(&c, ENG_RENDEZVOUS);
-    outcome ob = run(&b, ENG_RENDEZVOUS);
+    o = run_free(&c, ENG_RENDEZVOUS);
+    outcome ob = run_free(&b, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     CHECK_NEAR(o.res.makespan, ob.res.makespan);
     prog_free(o.ps);
@@ -389,7 +365,7 @@ static void test_looped_bfs_custom(void)
     c.custom = zp;
     c.ncustom = zn;
     c.pytorch_p2p = 1;
-    o = run(&c, ENG_RENDEZVOUS);
+    o = run_free(&c, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     prog_free(o.ps);
     /* forward-only custom lists are accepted */
@@ -400,7 +376,7 @@ static void test_looped_bfs_custom(void)
     c.custom = fl;
     c.ncustom = fn;
     costs(1, 0, 0);
-    o = run(&c, ENG_RENDEZVOUS);
+    o = run_free(&c, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     CHECK_NEAR(o.res.makespan, 3);
     prog_free(o.ps);
@@ -445,7 +421,7 @@ static void test_placement(void)
                        "p)), as PyTorch requires");
     /* the tip of the V stays on rank p-1: no transfer there */
     s = spec(SCHED_ZBV, 2, 2, 2);
-    outcome o = run(&s, ENG_RENDEZVOUS);
+    outcome o = run_free(&s, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     int sends = 0;
     for (int32_t i = 0; i < o.ps->lanes[1].n; i++)

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "mem.h"
 #include "sched.h"
+#include "sched_fixture.h"
 
 #include <stdlib.h>
 
@@ -24,74 +25,6 @@ static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
     return (sched_spec){kind, p,    v,    m, 0,          stages,
                         NULL, NULL, NULL, 0, SCHED_LOOP, 0};
-}
-
-typedef struct outcome {
-    int rc;
-    ps_err err;
-    eng_result res;
-    prog_set *ps; /* caller frees */
-} outcome;
-
-/* Lowers s onto a mesh of p ranks (bandwidth bw, latency lat) and runs it. */
-static outcome run(const sched_spec *s, enum eng_p2p mode, double bw,
-                   double lat)
-{
-    outcome o = {0};
-    o.ps = prog_new(s->p);
-    net *nw = net_new(s->p);
-    eng_sim *e = eng_new();
-    o.rc = net_set_mesh(nw, bw, lat, &o.err);
-    if (!o.rc)
-        o.rc = sched_lower(s, o.ps, &o.err);
-    if (!o.rc)
-        o.rc = prog_seal(o.ps, &o.err);
-    if (!o.rc)
-        o.rc = eng_run(e, o.ps, nw, mode, &o.res, &o.err);
-    eng_free(e);
-    net_free(nw);
-    return o;
-}
-
-static outcome run_free(const sched_spec *s, enum eng_p2p mode)
-{
-    return run(s, mode, 1e30, 0);
-}
-
-/* Mean over lanes of (makespan - busy) / makespan. */
-static double bubble(const prog_set *ps, double makespan)
-{
-    double sum = 0;
-    for (int32_t l = 0; l < ps->nlanes; l++) {
-        double busy = 0;
-        for (int32_t i = 0; i < ps->lanes[l].n; i++)
-            if (ps->lanes[l].ops[i].type == PROG_COMPUTE)
-                busy += ps->lanes[l].ops[i].seconds;
-        sum += (makespan - busy) / makespan;
-    }
-    return sum / ps->nlanes;
-}
-
-/* The order of rank r as "F0 F1 B0.c1 ...". */
-static const char *order_str(const sched_spec *s, int r)
-{
-    static char buf[4096];
-    static sched_action a[512];
-    static ps_err err;
-    int32_t n = 0;
-    if (sched_order(s, r, a, 512, &n, &err))
-        return err.msg;
-    int len = 0;
-    buf[0] = '\0';
-    for (int32_t i = 0; i < n; i++) {
-        len +=
-            snprintf(buf + len, sizeof buf - (size_t)len, "%s%c%d",
-                     i ? " " : "", prog_kind_letter(a[i].kind), (int)a[i].mb);
-        if (a[i].chunk > 0)
-            len += snprintf(buf + len, sizeof buf - (size_t)len, ".c%d",
-                            (int)a[i].chunk);
-    }
-    return buf;
 }
 
 static const char *mode_name(int mode)
@@ -304,12 +237,12 @@ static void test_comm_cost(void)
     for (int j = 0; j < 3; j++) {
         int p = 4, m = ms[j];
         sched_spec s = spec(SCHED_GPIPE, p, 1, m);
-        outcome o = run(&s, ENG_EAGER, bw, lat);
+        outcome o = run_mesh(&s, ENG_EAGER, bw, lat);
         CHECK_INT(o.rc, 0);
         CHECK_NEAR(o.res.makespan, 3.0 * (m + p - 1) + 2 * (p - 1) * c);
         CHECK_INT(o.res.transfers, 2 * (p - 1) * m);
         prog_free(o.ps);
-        o = run(&s, ENG_RENDEZVOUS, bw, lat);
+        o = run_mesh(&s, ENG_RENDEZVOUS, bw, lat);
         CHECK_INT(o.rc, 0);
         CHECK_NEAR(o.res.makespan, 3.0 * (m + p - 1) + 2 * (m + p - 2) * c);
         prog_free(o.ps);
@@ -387,8 +320,8 @@ static void test_all_complete(void)
                                 sched_spec s =
                                     spec((enum sched_kind)kind, p, v, m);
                                 s.checkpoint = ck;
-                                outcome o = run(&s, (enum eng_p2p)mode, 1e6,
-                                                cost ? 1e-3 : 0);
+                                outcome o = run_mesh(&s, (enum eng_p2p)mode,
+                                                     1e6, cost ? 1e-3 : 0);
                                 int bad = o.rc ? 1 : check_run(&s, o.ps);
                                 runs++;
                                 if (bad) {
@@ -685,7 +618,7 @@ static void test_1f1b_batches(void)
 {
     uniform(1, 2, 8);
     sched_spec s = spec(SCHED_1F1B, 4, 1, 8);
-    outcome o = run(&s, ENG_RENDEZVOUS, 1e3, 0.01);
+    outcome o = run_mesh(&s, ENG_RENDEZVOUS, 1e3, 0.01);
     CHECK_INT(o.rc, 0);
     int paired = 0;
     for (int32_t l = 0; l < o.ps->nlanes; l++) {

@@ -6,6 +6,7 @@
 #include "mem.h"
 #include "pipe.h"
 #include "sched.h"
+#include "sched_fixture.h"
 
 #include <stdlib.h>
 
@@ -25,66 +26,6 @@ static sched_spec spec(enum sched_kind kind, int p, int m)
 {
     return (sched_spec){kind, p,    1,    m, 0,          stages,
                         NULL, NULL, NULL, 0, SCHED_LOOP, 0};
-}
-
-typedef struct outcome {
-    int rc;
-    ps_err err;
-    eng_result res;
-    prog_set *ps; /* caller frees */
-} outcome;
-
-static outcome run(const sched_spec *s, enum eng_p2p mode)
-{
-    outcome o = {0};
-    o.ps = prog_new(s->p);
-    net *nw = net_new(s->p);
-    eng_sim *e = eng_new();
-    o.rc = net_set_mesh(nw, 1e30, 0, &o.err);
-    if (!o.rc)
-        o.rc = sched_lower(s, o.ps, &o.err);
-    if (!o.rc)
-        o.rc = prog_seal(o.ps, &o.err);
-    if (!o.rc)
-        o.rc = eng_run(e, o.ps, nw, mode, &o.res, &o.err);
-    eng_free(e);
-    net_free(nw);
-    return o;
-}
-
-/* Mean over lanes of (makespan - busy) / makespan. */
-static double bubble(const prog_set *ps, double makespan)
-{
-    double sum = 0;
-    for (int32_t l = 0; l < ps->nlanes; l++) {
-        double busy = 0;
-        for (int32_t i = 0; i < ps->lanes[l].n; i++)
-            if (ps->lanes[l].ops[i].type == PROG_COMPUTE)
-                busy += ps->lanes[l].ops[i].seconds;
-        sum += (makespan - busy) / makespan;
-    }
-    return sum / ps->nlanes;
-}
-
-static const char *order_str(const sched_spec *s, int r)
-{
-    static char buf[4096];
-    static sched_action a[512];
-    static ps_err err;
-    int32_t n = 0;
-    if (sched_order(s, r, a, 512, &n, &err))
-        return err.msg;
-    int len = 0;
-    buf[0] = '\0';
-    for (int32_t i = 0; i < n; i++) {
-        len +=
-            snprintf(buf + len, sizeof buf - (size_t)len, "%s%c%d",
-                     i ? " " : "", prog_kind_letter(a[i].kind), (int)a[i].mb);
-        if (a[i].chunk > 0)
-            len += snprintf(buf + len, sizeof buf - (size_t)len, ".c%d",
-                            (int)a[i].chunk);
-    }
-    return buf;
 }
 
 typedef struct zb_case {
@@ -180,7 +121,7 @@ static void test_reference_orders(void)
             CHECK_STR(order_str(&s, r), z->orders[r]);
         /* and they run, in both p2p modes */
         for (int mode = 0; mode < 2; mode++) {
-            outcome o = run(&s, (enum eng_p2p)mode);
+            outcome o = run_free(&s, (enum eng_p2p)mode);
             CHECK_INT(o.rc, 0);
             prog_free(o.ps);
         }
@@ -189,7 +130,7 @@ static void test_reference_orders(void)
 
 static double makespan_of(const sched_spec *s, enum eng_p2p mode)
 {
-    outcome o = run(s, mode);
+    outcome o = run_free(s, mode);
     CHECK_INT(o.rc, 0);
     if (o.rc)
         printf("  %s p=%d m=%d: %s\n", sched_name(s->kind), (int)s->p,
@@ -244,7 +185,7 @@ static void test_zb_closed_form(void)
         sched_spec s = spec(SCHED_ZB_H1, p, m);
         double h1 = makespan_of(&s, ENG_RENDEZVOUS) - 3.0 * m;
         s.kind = SCHED_1F1B; /* B runs B + W = 2 s as one backward */
-        outcome o = run(&s, ENG_RENDEZVOUS);
+        outcome o = run_free(&s, ENG_RENDEZVOUS);
         CHECK_NEAR(h1, (o.res.makespan - 3.0 * m) / 3);
         prog_free(o.ps);
     }
@@ -267,7 +208,7 @@ static void test_zb_closed_form(void)
 
 static void peaks(const sched_spec *s, mem_rank *out)
 {
-    outcome o = run(s, ENG_RENDEZVOUS);
+    outcome o = run_free(s, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     ps_err err;
     CHECK_INT(mem_ledger(o.ps, NULL, out, NULL, NULL, &err), 0);
@@ -361,8 +302,8 @@ static void test_custom_w(void)
     c.custom = pl;
     c.ncustom = n;
     for (int mode = 0; mode < 2; mode++) {
-        outcome a1 = run(&h, (enum eng_p2p)mode),
-                a2 = run(&c, (enum eng_p2p)mode);
+        outcome a1 = run_free(&h, (enum eng_p2p)mode),
+                a2 = run_free(&c, (enum eng_p2p)mode);
         CHECK_INT(a2.rc, 0);
         CHECK_NEAR(a2.res.makespan, a1.res.makespan);
         CHECK_NEAR(a2.res.makespan, 6 * 3 + 2 * 1);
@@ -380,7 +321,7 @@ static void test_custom_w(void)
     sched_spec u = spec(SCHED_CUSTOM, 1, 2);
     u.custom = ol;
     u.ncustom = on;
-    outcome o = run(&u, ENG_RENDEZVOUS);
+    outcome o = run_free(&u, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     CHECK_NEAR(o.res.makespan, 6);
     prog_free(o.ps);

@@ -2,26 +2,8 @@
 # Command-line contract: help, version, exit codes, one-line errors, -D.
 # Env from tests/run.sh: BIN, TMP, VG.
 set -u
-P=0
-F=0
-ok() { P=$((P + 1)); }
-bad() { F=$((F + 1)); echo "FAIL cli: $*"; }
-
-# expect_fail "ARGS" "substring": non-zero exit, one stderr line with it
-expect_fail() {
-    args=$1 want=$2
-    # shellcheck disable=SC2086
-    if $VG "$BIN" $args >"$TMP/cli.stdout" 2>"$TMP/cli.stderr"; then
-        bad "pipesim $args exited 0"
-        return
-    fi
-    lines=$(wc -l <"$TMP/cli.stderr")
-    got=$(cat "$TMP/cli.stderr")
-    case "$got" in
-    "pipesim: "*"$want"*) [ "$lines" -eq 1 ] && ok || bad "pipesim $args: $lines lines: $got" ;;
-    *) bad "pipesim $args: got '$got', want 'pipesim: ...$want...'" ;;
-    esac
-}
+SUITE=cli OUT=cli
+. tests/lib_cli.sh
 
 $VG "$BIN" --help >"$TMP/help" 2>&1 && grep -q "pipesim run SCENARIO.lua" "$TMP/help" && ok || bad "--help"
 grep -q -- "--unsafe" "$TMP/help" && ok || bad "--help lists --unsafe"

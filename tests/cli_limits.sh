@@ -6,26 +6,8 @@
 # tests end quickly, and each check holds whenever the stop lands.
 # Env from tests/run.sh: BIN, TMP, VG.
 set -u
-P=0
-F=0
-ok() { P=$((P + 1)); }
-bad() { F=$((F + 1)); echo "FAIL cli_limits: $*"; }
-
-# expect_fail "ARGS" "substring": non-zero exit, one stderr line with it
-expect_fail() {
-    args=$1 want=$2
-    # shellcheck disable=SC2086
-    if $VG "$BIN" $args >"$TMP/lim.stdout" 2>"$TMP/lim.stderr"; then
-        bad "pipesim $args exited 0"
-        return
-    fi
-    lines=$(wc -l <"$TMP/lim.stderr")
-    got=$(cat "$TMP/lim.stderr")
-    case "$got" in
-    "pipesim: "*"$want"*) [ "$lines" -eq 1 ] && ok || bad "pipesim $args: $lines lines: $got" ;;
-    *) bad "pipesim $args: got '$got', want 'pipesim: ...$want...'" ;;
-    esac
-}
+SUITE=cli_limits OUT=lim
+. tests/lib_cli.sh
 
 "$BIN" --help >"$TMP/lim.help" 2>&1
 for o in --timeout --max-memory --unsafe; do

@@ -5,10 +5,8 @@
 # exports the same file; and the export's own errors.
 # Env from tests/run.sh: BIN, TMP, VG.
 set -u
-P=0
-F=0
-ok() { P=$((P + 1)); }
-bad() { F=$((F + 1)); echo "FAIL cli_schedule_csv: $*"; }
+SUITE=cli_schedule_csv OUT=csv
+. tests/lib_cli.sh
 
 cat >"$TMP/csv_all.lua" <<'LUA'
 local ps = require "pipesim"

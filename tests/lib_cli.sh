@@ -1,0 +1,24 @@
+# Sourced by the command-line suites (tests/cli*.sh): pass/fail counters and
+# expect_fail. The suite sets SUITE (its name in FAIL lines) and OUT (the
+# prefix of the files $TMP/$OUT.stdout and $TMP/$OUT.stderr) first.
+# Env from tests/run.sh: BIN, TMP, VG.
+P=0
+F=0
+ok() { P=$((P + 1)); }
+bad() { F=$((F + 1)); echo "FAIL $SUITE: $*"; }
+
+# expect_fail "ARGS" "substring": non-zero exit, one stderr line with it
+expect_fail() {
+    args=$1 want=$2
+    # shellcheck disable=SC2086
+    if $VG "$BIN" $args >"$TMP/$OUT.stdout" 2>"$TMP/$OUT.stderr"; then
+        bad "pipesim $args exited 0"
+        return
+    fi
+    lines=$(wc -l <"$TMP/$OUT.stderr")
+    got=$(cat "$TMP/$OUT.stderr")
+    case "$got" in
+    "pipesim: "*"$want"*) [ "$lines" -eq 1 ] && ok || bad "pipesim $args: $lines lines: $got" ;;
+    *) bad "pipesim $args: got '$got', want 'pipesim: ...$want...'" ;;
+    esac
+}

@@ -50,6 +50,29 @@ static int grow(void *p, int32_t n, int32_t *cap, size_t sz)
     return 0;
 }
 
+/* The rows of one table for run r: prepares sql (whose ?1 is the run id)
+ * and binds it. NULL on failure, with the message in err. */
+static rec_query *run_rows(rec_db *db, const export_run *r, const char *sql,
+                           ps_err *err)
+{
+    rec_query *q = rec_query_new(db, sql, err);
+    if (q)
+        rec_query_bind_int(q, 1, r->id);
+    return q;
+}
+
+/* Steps q and makes room for one more element of the array *p (n in use,
+ * *cap allocated, elements of sz bytes): 1 a row is ready and has a slot,
+ * 0 no more rows, PS_ERR failed (message in err). */
+static int next_row(rec_query *q, const export_run *r, void *p, int32_t n,
+                    int32_t *cap, size_t sz, ps_err *err)
+{
+    int rc = rec_query_step(q, err);
+    if (rc == 1 && grow(p, n, cap, sz))
+        return ps_errf(err, "run %lld: out of memory", (long long)r->id);
+    return rc;
+}
+
 static char *dupstr(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -115,21 +138,17 @@ static int load_header(rec_db *db, int64_t id, export_run *r, ps_err *err)
 /* Row loaders: each runs one query for run id and appends its rows. */
 static int load_events(rec_db *db, export_run *r, ps_err *err)
 {
-    rec_query *q = rec_query_new(
-        db,
+    rec_query *q = run_rows(
+        db, r,
         "SELECT rank, kind, stage, chunk, mb, t_start, t_end FROM event "
         "WHERE run = ?1 ORDER BY rank, t_start, rowid",
         err);
     if (!q)
         return PS_ERR;
-    rec_query_bind_int(q, 1, r->id);
     int32_t cap = 0;
     int rc;
-    while ((rc = rec_query_step(q, err)) == 1) {
-        if (grow(&r->ev, r->nev, &cap, sizeof *r->ev)) {
-            rc = ps_errf(err, "run %lld: out of memory", (long long)r->id);
-            break;
-        }
+    while ((rc = next_row(q, r, &r->ev, r->nev, &cap, sizeof *r->ev, err)) ==
+           1) {
         export_event *e = &r->ev[r->nev++];
         e->rank = (int32_t)rec_query_int(q, 0);
         snprintf(e->kind, sizeof e->kind, "%s", rec_query_text(q, 1));
@@ -146,20 +165,16 @@ static int load_events(rec_db *db, export_run *r, ps_err *err)
 static int load_transfers(rec_db *db, export_run *r, ps_err *err)
 {
     rec_query *q =
-        rec_query_new(db,
-                      "SELECT src, dst, bytes, t_start, t_end, kind, mb, tag "
-                      "FROM transfer WHERE run = ?1 ORDER BY t_start, rowid",
-                      err);
+        run_rows(db, r,
+                 "SELECT src, dst, bytes, t_start, t_end, kind, mb, tag "
+                 "FROM transfer WHERE run = ?1 ORDER BY t_start, rowid",
+                 err);
     if (!q)
         return PS_ERR;
-    rec_query_bind_int(q, 1, r->id);
     int32_t cap = 0;
     int rc;
-    while ((rc = rec_query_step(q, err)) == 1) {
-        if (grow(&r->tr, r->ntr, &cap, sizeof *r->tr)) {
-            rc = ps_errf(err, "run %lld: out of memory", (long long)r->id);
-            break;
-        }
+    while ((rc = next_row(q, r, &r->tr, r->ntr, &cap, sizeof *r->tr, err)) ==
+           1) {
         export_transfer *t = &r->tr[r->ntr++];
         t->src = (int32_t)rec_query_int(q, 0);
         t->dst = (int32_t)rec_query_int(q, 1);
@@ -176,20 +191,16 @@ static int load_transfers(rec_db *db, export_run *r, ps_err *err)
 
 static int load_memory(rec_db *db, export_run *r, ps_err *err)
 {
-    rec_query *q = rec_query_new(db,
-                                 "SELECT rank, t, bytes FROM memory "
-                                 "WHERE run = ?1 ORDER BY rank, t, rowid",
-                                 err);
+    rec_query *q = run_rows(db, r,
+                            "SELECT rank, t, bytes FROM memory "
+                            "WHERE run = ?1 ORDER BY rank, t, rowid",
+                            err);
     if (!q)
         return PS_ERR;
-    rec_query_bind_int(q, 1, r->id);
     int32_t cap = 0;
     int rc;
-    while ((rc = rec_query_step(q, err)) == 1) {
-        if (grow(&r->mem, r->nmem, &cap, sizeof *r->mem)) {
-            rc = ps_errf(err, "run %lld: out of memory", (long long)r->id);
-            break;
-        }
+    while ((rc = next_row(q, r, &r->mem, r->nmem, &cap, sizeof *r->mem, err)) ==
+           1) {
         export_mem *m = &r->mem[r->nmem++];
         m->rank = (int32_t)rec_query_int(q, 0);
         m->t = rec_query_double(q, 1);
@@ -203,26 +214,22 @@ static int load_memory(rec_db *db, export_run *r, ps_err *err)
  * rank_stat's busy and bubble (computed from the events when absent). */
 static int load_ranks(rec_db *db, export_run *r, ps_err *err)
 {
-    rec_query *q = rec_query_new(
-        db,
-        "WITH k(rank) AS (SELECT rank FROM rank_stat WHERE run = ?1 "
-        "UNION SELECT rank FROM event WHERE run = ?1 "
-        "UNION SELECT src FROM transfer WHERE run = ?1 "
-        "UNION SELECT dst FROM transfer WHERE run = ?1 "
-        "UNION SELECT rank FROM memory WHERE run = ?1) "
-        "SELECT k.rank, s.busy, s.bubble FROM k LEFT JOIN rank_stat s "
-        "ON s.run = ?1 AND s.rank = k.rank ORDER BY k.rank",
-        err);
+    rec_query *q =
+        run_rows(db, r,
+                 "WITH k(rank) AS (SELECT rank FROM rank_stat WHERE run = ?1 "
+                 "UNION SELECT rank FROM event WHERE run = ?1 "
+                 "UNION SELECT src FROM transfer WHERE run = ?1 "
+                 "UNION SELECT dst FROM transfer WHERE run = ?1 "
+                 "UNION SELECT rank FROM memory WHERE run = ?1) "
+                 "SELECT k.rank, s.busy, s.bubble FROM k LEFT JOIN rank_stat s "
+                 "ON s.run = ?1 AND s.rank = k.rank ORDER BY k.rank",
+                 err);
     if (!q)
         return PS_ERR;
-    rec_query_bind_int(q, 1, r->id);
     int32_t cap = 0;
     int rc;
-    while ((rc = rec_query_step(q, err)) == 1) {
-        if (grow(&r->ranks, r->nranks, &cap, sizeof *r->ranks)) {
-            rc = ps_errf(err, "run %lld: out of memory", (long long)r->id);
-            break;
-        }
+    while ((rc = next_row(q, r, &r->ranks, r->nranks, &cap, sizeof *r->ranks,
+                          err)) == 1) {
         export_rank *k = &r->ranks[r->nranks++];
         k->rank = (int32_t)rec_query_int(q, 0);
         k->busy = col_real(q, 1);

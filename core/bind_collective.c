@@ -372,6 +372,8 @@ static int core_collective(lua_State *L)
     spec.p2p = read_p2p(L);
     enum rec_level level;
     int recording = read_record(L, &level);
+    /* only event rows read the programs back */
+    spec.stream = !recording || level != REC_EVENTS;
 
     /* data mode */
     int verify = 0;

@@ -14,8 +14,7 @@ static double scalar(rec_db *db, const char *sql)
 {
     ps_err err;
     rec_query *q = rec_query_new(db, sql, &err);
-    double v = q && rec_query_step(q, &err) == 1 ? rec_query_double(q, 0)
-                                                 : NAN;
+    double v = q && rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
     rec_query_free(q);
     return v;
 }

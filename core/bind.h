@@ -18,6 +18,8 @@ typedef struct bind_session {
     const char *scenario;    /* the script's path, for messages */
     const char *const *defs; /* "key=value" from -D, ndefs of them */
     int ndefs;
+    int jobs;             /* --jobs: worker processes for ps.sweep, >= 1 */
+    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
 } bind_session;
 
 /* Prepares L: package.path gains luadir/?.lua and luadir/?/init.lua, and
@@ -74,6 +76,7 @@ extern const luaL_Reg bind_run_funcs[];        /* run, check_run */
 extern const luaL_Reg bind_collective_funcs[]; /* collective */
 extern const luaL_Reg bind_report_funcs[];     /* report */
 extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
+extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
 
 /* Layer tables of core.run hold at most this many layers (int32 counts);
  * core.max_layers for the Lua side. */
@@ -199,6 +202,13 @@ void *bind_context(lua_State *L, const char *key, void *(*make)(void),
  * back into the table. NULL when absent. */
 const char *bind_params_json(lua_State *L, int idx);
 
+/* Field meta of the table at idx (init.lua's: sweep, point JSON, tags
+ * JSON, model, batch shape; core/bind_sweep.c) into *m, with the session's
+ * scenario version; *m is zeroed when the field is absent. The strings
+ * stay valid while the table is alive. */
+struct rec_meta;
+void bind_meta(lua_State *L, int idx, struct rec_meta *m);
+
 /* The known fields of each table (core/bind_fields.c). */
 extern const char *const bind_fields_run[];
 extern const char *const bind_fields_memory[];
@@ -210,6 +220,7 @@ extern const char *const bind_fields_link[];
 extern const char *const bind_fields_links_entry[];
 extern const char *const bind_fields_collective[];
 extern const char *const bind_fields_fault[];
+extern const char *const bind_fields_meta[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);
@@ -226,5 +237,14 @@ struct rec_db *bind_database(lua_State *L, const char *path);
 void bind_count_run(lua_State *L);
 /* Called after every simulated run: may redraw the progress line. */
 void bind_progress(lua_State *L);
+/* A sweep's progress: done of total points, with the rate and the time
+ * left (drawn as bind_progress is); total 0 ends the sweep's line. */
+void bind_progress_sweep(lua_State *L, long done, long total);
+/* The session bind_setup was given (NULL before it). */
+const bind_session *bind_get_session(lua_State *L);
+
+/* --- sweeps (core/bind_sweep.c) --- */
+/* 1 when the scenario has called ps.sweep (--shard needs one). */
+int bind_sweeps_run(lua_State *L);
 
 #endif

@@ -329,6 +329,7 @@ static int core_collective(lua_State *L)
     spec.faults = bind_faults(L, 1, cl->nranks, 0);
     rc.name = bind_string(L, 1, "name");
     rc.params_json = bind_params_json(L, 1);
+    bind_meta(L, 1, &rc.meta);
     if (recording)
         rc.db = bind_database(L, bind_string(L, 1, "db"));
 

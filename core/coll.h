@@ -149,6 +149,7 @@ typedef struct coll_rec {
     const char *params_json; /* run.params, may be NULL */
     rec_db *db;              /* NULL: nothing recorded */
     enum rec_level level;
+    rec_meta meta; /* sweep, point, tags ... (rec.h) */
     /* When set, called once coll_run has returned: a failure of the data
      * function (data_fn cannot fail coll_run) as PS_ERR with err set; it
      * replaces coll_run's own outcome. */

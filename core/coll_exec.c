@@ -92,6 +92,7 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
         .params_json = rc->params_json,
         .status = error ? "failed" : "ok",
         .error = error,
+        .meta = rc->meta,
     };
     rec_collective row = {
         .op = coll_op_name(spec->op),

@@ -578,6 +578,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .status = error ? "failed" : "ok",
         .error = error,
         .fits = error ? REC_FITS_UNKNOWN : res->fits,
+        .meta = cfg->meta,
     };
     rec_payload pl = {
         .run = &run,

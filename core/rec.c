@@ -30,9 +30,11 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
                "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
-               "sequence_parallel, recompute) "
+               "sequence_parallel, recompute, sweep, point, point_index, tags, "
+               "model, seq_length, micro_batch, global_batch, scenario) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+               "?25, ?26, ?27, ?28, ?29)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
                  "act_bytes, out_bytes, exposed_comm, tp_comm, tp_exposed) "
@@ -379,6 +381,29 @@ static void bind_index(sqlite3_stmt *st, int i, int64_t v)
         sqlite3_bind_int64(st, i, v);
 }
 
+/* A positive count, or NULL for 0 (unknown). */
+static void bind_count(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* The sweep columns, from parameter i on (run.sweep ... run.scenario). */
+static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
+{
+    bind_text(st, i, m->sweep);
+    bind_text(st, i + 1, m->point);
+    bind_index(st, i + 2, m->point ? m->point_index : -1);
+    bind_text(st, i + 3, m->tags);
+    bind_text(st, i + 4, m->model);
+    bind_count(st, i + 5, m->seq_length);
+    bind_count(st, i + 6, m->micro_batch);
+    bind_count(st, i + 7, m->global_batch);
+    bind_text(st, i + 8, m->scenario);
+}
+
 static const char *event_kind(unsigned kind)
 {
     static const char *const names[] = {"F", "B", "W", "R", "OPT", "COLL"};
@@ -422,6 +447,7 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
         sqlite3_bind_null(st, 19);
         sqlite3_bind_null(st, 20);
     }
+    bind_meta(st, 21, &r->meta);
     if (step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);

@@ -27,7 +27,10 @@ static const char schema_sql[] =
     "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
     "'now')),\n"
     "  fits INTEGER CHECK (fits IN (0, 1)),\n"
-    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT);\n"
+    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT,\n"
+    "  sweep TEXT, point TEXT, point_index INTEGER, tags TEXT, model TEXT,\n"
+    "  seq_length INTEGER, micro_batch INTEGER, global_batch INTEGER,\n"
+    "  scenario TEXT);\n"
     "CREATE TABLE event(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
@@ -103,6 +106,21 @@ static const char migrate_v4_sql[] =
     "ALTER TABLE rank_stat ADD COLUMN tp_comm REAL;\n"
     "ALTER TABLE rank_stat ADD COLUMN tp_exposed REAL;\n"
     "PRAGMA user_version = 4;\n";
+
+/* Version 4 -> 5: a run's sweep, point and tags, its model's name and
+ * batch shape, and the scenario version (NULL for old runs), appended
+ * last as CREATE TABLE has them. */
+static const char migrate_v5_sql[] =
+    "ALTER TABLE run ADD COLUMN sweep TEXT;\n"
+    "ALTER TABLE run ADD COLUMN point TEXT;\n"
+    "ALTER TABLE run ADD COLUMN point_index INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN tags TEXT;\n"
+    "ALTER TABLE run ADD COLUMN model TEXT;\n"
+    "ALTER TABLE run ADD COLUMN seq_length INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN micro_batch INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN global_batch INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN scenario TEXT;\n"
+    "PRAGMA user_version = 5;\n";
 
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
@@ -192,7 +210,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         return PS_ERR;
     }
     if (version != 0 && version != 1 && version != 2 && version != 3 &&
-        version != REC_SCHEMA_VERSION) {
+        version != 4 && version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         return PS_ERR;
@@ -234,7 +252,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 2 &&
              rec_exec_sql(db, migrate_v3_sql, err)) ||
             (version >= 1 && version <= 3 &&
-             rec_exec_sql(db, migrate_v4_sql, err))) {
+             rec_exec_sql(db, migrate_v4_sql, err)) ||
+            (version >= 1 && version <= 4 &&
+             rec_exec_sql(db, migrate_v5_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

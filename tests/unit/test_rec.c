@@ -296,9 +296,9 @@ static void test_open_errors(void)
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 4");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 5");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 4");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 5");
 
     /* a file of this version whose table was dropped behind pipesim's
      * back: the writer trusts the version (one header read, no schema

@@ -135,4 +135,5 @@ void bind_register_sweep(lua_State *L)
         {NULL, NULL},
     };
     luaL_setfuncs(L, funcs, 0);
+    bind_register_pool(L);
 }

@@ -475,7 +475,7 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
 /* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
  * by jobs worker processes; raises the first failing point's error after
  * recording the runs before it, as --jobs 1 does. */
-static int core_sweep_map(lua_State *L)
+int bind_sweep_map(lua_State *L)
 {
     lua_Integer n = luaL_checkinteger(L, 1);
     lua_Integer jobs = luaL_checkinteger(L, 2);
@@ -496,7 +496,11 @@ static int core_sweep_map(lua_State *L)
     pool *p = lua_newuserdatauv(L, sizeof *p, 0); /* 4 */
     memset(p, 0, sizeof *p);
     p->done_fd = -1;
-    luaL_setmetatable(L, POOL_TYPE);
+    if (luaL_newmetatable(L, POOL_TYPE)) {
+        lua_pushcfunction(L, pool_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
     const char *tmp = getenv("TMPDIR");
     snprintf(p->dir, sizeof p->dir, "%s/pipesim-sweep.XXXXXX",
              tmp && *tmp ? tmp : "/tmp");
@@ -592,15 +596,4 @@ static int core_sweep_map(lua_State *L)
         return bind_raise(L, &err);
     lua_settop(L, 5);
     return 1;
-}
-
-void bind_register_pool(lua_State *L)
-{
-    if (luaL_newmetatable(L, POOL_TYPE)) {
-        lua_pushcfunction(L, pool_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, core_sweep_map);
-    lua_setfield(L, -2, "sweep_map");
 }

@@ -157,10 +157,52 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
     return PS_OK;
 }
 
+/* The file's user_version alone, from its header: no schema parse. */
+static int read_version(rec_db *db, int *version, ps_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->db, "PRAGMA user_version", -1, &st, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        int code = sqlite3_errcode(db->db) & 0xff;
+        int rc = code == SQLITE_NOTADB
+                     ? ps_errf(err, "%s: not a pipesim database (%s)", db->path,
+                               sqlite3_errmsg(db->db))
+                     : rec_sql_fail(db, "cannot read", err);
+        sqlite3_finalize(st);
+        return rc;
+    }
+    *version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return PS_OK;
+}
+
+/* WAL with synchronous=NORMAL: a commit is an append to the log with no
+ * fsync. A killed process loses nothing it committed (the log is in the
+ * OS's page cache, and the next opener replays it); on power loss or an OS
+ * crash the database stays consistent but the last commits may be lost.
+ * Readers and the writer do not block each other. On a file already in
+ * WAL mode both are no-ops that read the header. */
+static int set_journal(rec_db *db, ps_err *err)
+{
+    return rec_exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
+                   rec_exec_sql(db, "PRAGMA synchronous = NORMAL", err)
+               ? PS_ERR
+               : PS_OK;
+}
+
 int rec_schema_prepare(rec_db *db, ps_err *err)
 {
     const char *path = db->path;
-    int version, tables, objects;
+    int version = 0, tables = 0, objects = 0;
+    /* The common case, a file this pipesim made: the header's version is
+     * the whole check (a file whose tables were dropped behind its back
+     * fails at the first INSERT with SQLite's "no such table"), so a run
+     * in a new process parses the schema once, for its first INSERT. */
+    if (read_version(db, &version, err))
+        return PS_ERR;
+    if (version == REC_SCHEMA_VERSION)
+        return set_journal(db, err);
     if (rec_inspect(db, &version, &tables, &objects, err))
         return PS_ERR;
     if (version == 0 && objects > 0) {
@@ -177,13 +219,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         ps_errf(err, "%s: not a pipesim database (tables missing)", path);
         return PS_ERR;
     }
-    /* WAL with synchronous=NORMAL: a commit is an append to the log with
-     * no fsync. A killed process loses nothing it committed (the log is in
-     * the OS's page cache, and the next opener replays it); on power loss
-     * or an OS crash the database stays consistent but the last commits
-     * may be lost. Readers and the writer do not block each other. */
-    if (rec_exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
-        rec_exec_sql(db, "PRAGMA synchronous = NORMAL", err))
+    if (set_journal(db, err))
         return PS_ERR;
     if (version == 0) {
         /* An empty file: create the schema atomically, so that a second

@@ -15,6 +15,8 @@ typedef struct bind_session {
     const char *scenario;    /* the script's path, for messages */
     const char *const *defs; /* "key=value" from -D, ndefs of them */
     int ndefs;
+    int jobs;             /* --jobs: worker processes for ps.sweep, >= 1 */
+    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
 } bind_session;
 
 /* Prepares L: package.path gains luadir/?.lua and luadir/?/init.lua, and
@@ -164,6 +166,13 @@ const struct fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
  * back into the table. NULL when absent. */
 const char *bind_params_json(lua_State *L, int idx);
 
+/* Field meta of the table at idx (init.lua's: sweep, point JSON, tags
+ * JSON, model, batch shape; core/bind_sweep.c) into *m, with the session's
+ * scenario version; *m is zeroed when the field is absent. The strings
+ * stay valid while the table is alive. */
+struct rec_meta;
+void bind_meta(lua_State *L, int idx, struct rec_meta *m);
+
 /* The known fields of each table (core/bind_fields.c). */
 extern const char *const bind_fields_run[];
 extern const char *const bind_fields_memory[];
@@ -175,6 +184,7 @@ extern const char *const bind_fields_link[];
 extern const char *const bind_fields_links_entry[];
 extern const char *const bind_fields_collective[];
 extern const char *const bind_fields_fault[];
+extern const char *const bind_fields_meta[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);
@@ -195,5 +205,15 @@ struct rec_db *bind_database(lua_State *L, const char *path);
 void bind_count_run(lua_State *L);
 /* Called after every simulated run: may redraw the progress line. */
 void bind_progress(lua_State *L);
+/* A sweep's progress: done of total points, with the rate and the time
+ * left (drawn as bind_progress is); total 0 ends the sweep's line. */
+void bind_progress_sweep(lua_State *L, long done, long total);
+/* The session bind_setup was given (NULL before it). */
+const bind_session *bind_get_session(lua_State *L);
+
+/* --- sweeps (core/bind_sweep.c) --- */
+void bind_register_sweep(lua_State *L);
+/* 1 when the scenario has called ps.sweep (--shard needs one). */
+int bind_sweeps_run(lua_State *L);
 
 #endif

@@ -399,6 +399,8 @@ static int core_collective(lua_State *L)
     spec.faults = bind_faults(L, 1, cl->nranks, 0);
     const char *name = bind_string(L, 1, "name");
     const char *params = bind_params_json(L, 1);
+    rec_meta meta;
+    bind_meta(L, 1, &meta);
     rec_db *db = NULL;
     if (recording)
         db = bind_database(L, bind_string(L, 1, "db"));
@@ -452,6 +454,7 @@ static int core_collective(lua_State *L)
             .params_json = params,
             .status = rc ? "failed" : "ok",
             .error = error,
+            .meta = meta,
         };
         rec_collective row = {
             .op = opn,

@@ -32,6 +32,8 @@ typedef struct session {
     int progress;       /* 1: on when stderr is a terminal, 0: off */
     int progress_shown; /* a progress line is on screen */
     double started, last_shown;
+    long sweep_total; /* points of the sweep in progress, 0: none */
+    double sweep_started;
 } session;
 
 static session *get_session(lua_State *L)
@@ -103,6 +105,12 @@ static double monotonic(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+const bind_session *bind_get_session(lua_State *L)
+{
+    session *s = get_session(L);
+    return s ? &s->s : NULL;
+}
+
 /* A sweep of many runs shows "pipesim: 1200 runs, 9800 runs/s" on stderr,
  * redrawn at most 5 times a second, once it has run for a second; only when
  * stderr is a terminal, so logs and tests see nothing. */
@@ -112,6 +120,8 @@ void bind_progress(lua_State *L)
     double t = monotonic();
     if (s->simulated++ == 0)
         s->started = t;
+    if (s->sweep_total > 0) /* the sweep's line says more */
+        return;
     if (!s->progress || t - s->started < 1.0 || t - s->last_shown < 0.2)
         return;
     s->last_shown = t;
@@ -127,6 +137,33 @@ static void progress_done(session *s)
         fputc('\n', stderr);
         s->progress_shown = 0;
     }
+}
+
+/* "pipesim: 1200/20000 points, 9800 points/s, 2 s left", redrawn as
+ * bind_progress's line is; the rate is over the sweep so far. */
+void bind_progress_sweep(lua_State *L, long done, long total)
+{
+    session *s = get_session(L);
+    double t = monotonic();
+    if (total <= 0) {
+        s->sweep_total = 0;
+        progress_done(s);
+        return;
+    }
+    if (s->sweep_total != total || done == 0) {
+        s->sweep_total = total;
+        s->sweep_started = t;
+        return;
+    }
+    double dt = t - s->sweep_started;
+    if (!s->progress || dt < 1.0 || (t - s->last_shown < 0.2 && done < total))
+        return;
+    s->last_shown = t;
+    s->progress_shown = 1;
+    double rate = (double)done / dt;
+    fprintf(stderr, "\rpipesim: %ld/%ld points, %.0f points/s, %.0f s left ",
+            done, total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
+    fflush(stderr);
 }
 
 /* core.progress(on): turns the progress line on (when stderr is a
@@ -227,6 +264,7 @@ int bind_open_core(lua_State *L)
     bind_register_report(L);
     bind_register_collective(L);
     bind_register_check(L);
+    bind_register_sweep(L);
     return 1;
 }
 

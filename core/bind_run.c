@@ -664,6 +664,7 @@ static int core_run(lua_State *L)
     cfg.faults = bind_faults(L, 1, cl->nranks, 1);
 
     cfg.params_json = bind_params_json(L, 1);
+    bind_meta(L, 1, &cfg.meta);
     rec_db *db = NULL;
     if (recording) {
         const char *path = bind_string(L, 1, "db");

@@ -403,15 +403,12 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
                        const dp_config *dc, pipe_result *res)
 {
     int32_t n = cfg->p * cfg->dp;
-    /* compute lanes come first, one per rank, index j * p + r */
-    for (int32_t l = 0; l < n; l++) {
-        const prog_lane *lane = &ctx->ps->lanes[l];
-        double busy = 0;
-        for (int32_t i = 0; i < lane->n; i++)
-            if (lane->ops[i].type == PROG_COMPUTE)
-                busy += lane->ops[i].t_end - lane->ops[i].t_start;
-        ctx->busy[l] = busy;
-    }
+    /* compute lanes come first, one per rank, index j * p + r; the
+     * engine summed their compute time as the ops ended */
+    eng_stats es;
+    eng_stats_of(ctx->eng, &es);
+    for (int32_t l = 0; l < n; l++)
+        ctx->busy[l] = es.busy[l];
     int synced = cfg->dp > 1;
     if (synced)
         dp_exposed(dc, ctx->ps, ctx->exposed);
@@ -522,6 +519,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .status = error ? "failed" : "ok",
         .error = error,
         .fits = error ? REC_FITS_UNKNOWN : res->fits,
+        .meta = cfg->meta,
     };
     rec_payload pl = {
         .run = &run,
@@ -657,12 +655,23 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
             fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
         }
         eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
+        eng_set_memory(ctx->eng, ctx->rank_static);
         rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
         eng_set_faults(ctx->eng, NULL);
+        eng_set_memory(ctx->eng, NULL);
     }
-    if (rc == PS_OK)
-        rc =
-            mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL, err);
+    if (rc == PS_OK) {
+        /* the ledger as the engine kept it online; mem_ledger's own order
+         * when a rank's changes came from several lanes (eng.h) */
+        eng_stats es;
+        eng_stats_of(ctx->eng, &es);
+        if (es.mem_merged)
+            rc = mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
+                            err);
+        else
+            memcpy(ctx->ledger, es.mem,
+                   (size_t)ctx->ps->nranks * sizeof *ctx->ledger);
+    }
     if (rc == PS_OK) {
         fill_stats(ctx, cfg, &dc, res);
         /* a slow or stalled rank, a failed link: not the closed form */

@@ -84,6 +84,7 @@ typedef struct pipe_config {
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
     const char *params_json;  /* recorded as run.params, may be NULL */
+    rec_meta meta;            /* run.sweep, point, tags, model ... */
     const fault_plan *faults; /* fault.h; NULL: none */
 } pipe_config;
 

@@ -153,20 +153,16 @@ local LAYER_UNITS = {
 
 -- Layers with unit strings turned into numbers (a new table only when a
 -- layer has strings, so models built from numbers pass through as is).
+-- core.check_run has checked every layer and its unit strings (the one
+-- owner of those rules), so nothing here fails.
 local function normalize_layers(layers)
   local out
   for i, l in ipairs(layers) do
-    if type(l) ~= "table" then
-      error(string.format("layers[%d] must be a table, got %s", i, type(l)), 0)
-    end
     local copy
     for k, kind in pairs(LAYER_UNITS) do
       local v = l[k]
       if type(v) == "string" then
-        local ok, n = pcall(core.parse, v, kind)
-        if not ok then
-          error(string.format("layers[%d]: field '%s': %s", i, k, n), 0)
-        end
+        local n = core.parse(v, kind)
         if not copy then
           copy = {}
           for kk, vv in pairs(l) do copy[kk] = vv end
@@ -184,16 +180,16 @@ end
 
 -- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
 -- for rank r; nil entries unknown): the cluster rank it runs on by
--- core/bind_run.c's placement (`ranks`, else "dp_inner" rank r * dp + j or
--- "pp_inner" j * p + r for replica j), the slowest replica's device when
--- dp > 1 (a stage's replicas all wait for the slowest at the gradient
--- sync). Without a cluster every rate is unknown (measured times only).
+-- core/pipe.c's placement (pipe_place: `ranks`, else "dp_inner" rank
+-- r * dp + j or "pp_inner" j * p + r for replica j), the slowest replica's
+-- device when dp > 1 (a stage's replicas all wait for the slowest at the
+-- gradient sync). Without a cluster every rate is unknown (measured times
+-- only). core.check_run has checked stages and dp.
 local function stage_rates(spec)
   local c = spec.cluster
   if type(c) ~= "userdata" then return nil end
   local all = c.flops_rates
   local p, dp = spec.stages, spec.dp or 1
-  if math.type(dp) ~= "integer" or dp < 1 then dp = 1 end
   local ranks = type(spec.ranks) == "table" and spec.ranks or nil
   local rates = {}
   for r = 0, p - 1 do
@@ -378,8 +374,7 @@ local function prepare_run(spec)
   end
   local p = spec.partition
   if p == "params" or p == "flops" or p == "time" then
-    ok, layers = pcall(normalize_layers, layers)
-    if not ok then error("ps.run: " .. layers, 0) end
+    layers = normalize_layers(layers)
   end
   local partition
   ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)

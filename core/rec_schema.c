@@ -61,7 +61,7 @@ static const char schema_sql[] =
     "CREATE TABLE collective(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  op TEXT NOT NULL, algorithm TEXT NOT NULL, ranks INTEGER,\n"
-    "  bytes REAL, time REAL, algbw REAL, busbw REAL);\n"
+    "  bytes REAL, time REAL, algbw REAL, busbw REAL, protocol TEXT);\n"
     "CREATE INDEX collective_run ON collective(run);\n"
     "CREATE TABLE link(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
@@ -103,6 +103,12 @@ static const char migrate_v4_sql[] =
     "ALTER TABLE rank_stat ADD COLUMN tp_comm REAL;\n"
     "ALTER TABLE rank_stat ADD COLUMN tp_exposed REAL;\n"
     "PRAGMA user_version = 4;\n";
+
+/* Version 4 -> 5: the NCCL protocol a collective ran with (NULL for old
+ * runs), appended last as CREATE TABLE has it. */
+static const char migrate_v5_sql[] =
+    "ALTER TABLE collective ADD COLUMN protocol TEXT;\n"
+    "PRAGMA user_version = 5;\n";
 
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
@@ -150,7 +156,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         return PS_ERR;
     }
     if (version != 0 && version != 1 && version != 2 && version != 3 &&
-        version != REC_SCHEMA_VERSION) {
+        version != 4 && version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         return PS_ERR;
@@ -198,7 +204,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 2 &&
              rec_exec_sql(db, migrate_v3_sql, err)) ||
             (version >= 1 && version <= 3 &&
-             rec_exec_sql(db, migrate_v4_sql, err))) {
+             rec_exec_sql(db, migrate_v4_sql, err)) ||
+            (version >= 1 && version <= 4 &&
+             rec_exec_sql(db, migrate_v5_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

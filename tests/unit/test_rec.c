@@ -125,7 +125,8 @@ static void test_levels_and_views(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory_peak WHERE run = 2"), 4);
 
     /* a collective run at summary level */
-    rec_collective coll = {"allreduce", "ring", 4, 1e9, 0.5, 2e9, 3e9};
+    rec_collective coll = {"allreduce", "ring", 4,   1e9,
+                           0.5,         2e9,    3e9, "simple"};
     rec_run cr = {.kind = "collective",
                   .name = "ring",
                   .stages = 4,
@@ -296,9 +297,9 @@ static void test_open_errors(void)
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 4");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 5");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 4");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 5");
 
     /* an empty file (touch results/x.db) is a fresh database */
     f = fopen("empty.db", "w");

@@ -39,6 +39,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BIN      := $(BUILD)/pipesim
 BENCH    := $(BUILD)/bench
+REC_BENCH := $(BUILD)/rec_bench
 
 .PHONY: all deps demo test unit bench stress clean format format-check \
         fuzz fuzz-deps
@@ -70,6 +71,10 @@ $(BENCH): tests/bench/bench.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
 
+$(REC_BENCH): tests/bench/rec_bench.c $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
+
 unit: deps $(UNIT_BIN)
 
 demo: all
@@ -79,8 +84,10 @@ demo: all
 test: all unit
 	@BUILD=$(BUILD) VALGRIND="$(VALGRIND)" sh tests/run.sh
 
-bench: deps $(BIN) $(BENCH)
+bench: deps $(BIN) $(BENCH) $(REC_BENCH)
 	@$(BENCH)
+	@echo
+	@$(REC_BENCH)
 	@rm -f /tmp/pipesim-sweep.db /tmp/pipesim-sweep.db-wal /tmp/pipesim-sweep.db-shm
 	$(BIN) run --unsafe tests/bench/sweep.lua -o /tmp/pipesim-sweep.db
 	@echo

@@ -5,9 +5,12 @@
 #ifndef PS_BIND_H
 #define PS_BIND_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
+#include "eng.h"
 #include "err.h"
+#include "rec.h"
 
 /* Session settings for one scenario run. */
 typedef struct bind_session {
@@ -15,6 +18,8 @@ typedef struct bind_session {
     const char *scenario;    /* the script's path, for messages */
     const char *const *defs; /* "key=value" from -D, ndefs of them */
     int ndefs;
+    int jobs;             /* --jobs: worker processes for ps.sweep, >= 1 */
+    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
 } bind_session;
 
 /* Prepares L: package.path gains luadir/?.lua and luadir/?/init.lua, and
@@ -63,13 +68,29 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err);
 
 /* --- shared by the bind_*.c files --- */
 
-/* Opens "pipesim.core": registers every binding area into the table at the
- * top of the stack. */
-int bind_open_core(lua_State *L);
-void bind_register_cluster(lua_State *L);
-void bind_register_run(lua_State *L);
-void bind_register_report(lua_State *L);
-void bind_register_collective(lua_State *L);
+/* The functions of each Lua-visible area of "pipesim.core", registered
+ * by bind_open.c (the one file that knows every area). */
+extern const luaL_Reg bind_core_funcs[];       /* bind_core.c: args, ... */
+extern const luaL_Reg bind_cluster_funcs[];    /* cluster */
+extern const luaL_Reg bind_run_funcs[];        /* run, check_run */
+extern const luaL_Reg bind_collective_funcs[]; /* collective */
+extern const luaL_Reg bind_report_funcs[];     /* report */
+extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
+extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
+
+/* Layer tables of core.run hold at most this many layers (int32 counts);
+ * core.max_layers for the Lua side. */
+#define BIND_MAX_LAYERS (1 << 24)
+/* Raises unless every layer field core.run reads is in bind_fields_layer
+ * (else a field could be read and still be reported as unknown). */
+void bind_check_layer_fields(lua_State *L);
+
+/* Makes the session of bind_setup (registry state every area reads). */
+void bind_session_new(lua_State *L, const bind_session *bs);
+
+/* [-0, +0] Sets the metatable tname on the value on top, creating it
+ * with the methods in meta (luaL_setfuncs) on first use. */
+void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta);
 
 /* --- the checking vocabulary (core/bind_check.c) ---
  * Every table the binding reads is checked against the list of its known
@@ -159,10 +180,34 @@ struct fault_plan;
 const struct fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
                                      int compute);
 
+/* Field `p2p` of the table at idx: "rendezvous" (nil) or "eager"; with
+ * pytorch non-NULL also "pytorch" (rendezvous transfers posted the way
+ * PyTorch's _PipelineScheduleRuntime posts them, sched_spec.pytorch_p2p),
+ * which sets *pytorch. Raises "field 'p2p': unknown mode 'x' (expected
+ * ...)". */
+enum eng_p2p bind_p2p(lua_State *L, int idx, int *pytorch);
+/* Field `record` of the table at idx: "events" (nil) or "summary" into
+ * *level and returns 1; "none" returns 0 (no database at all). Raises on
+ * any other value. */
+int bind_record(lua_State *L, int idx, enum rec_level *level);
+
+/* The object kept in the registry slot key, made by make() on first use
+ * (and again after its __gc was called by hand); the slot's userdata frees
+ * it with drop() when the state closes. Raises on out of memory. */
+void *bind_context(lua_State *L, const char *key, void *(*make)(void),
+                   void (*drop)(void *));
+
 /* Field params_json of the table at idx: a string, or a function (the Lua
  * layer's, called once every field is checked) whose result is stored
  * back into the table. NULL when absent. */
 const char *bind_params_json(lua_State *L, int idx);
+
+/* Field meta of the table at idx (init.lua's: sweep, point JSON, tags
+ * JSON, model, batch shape; core/bind_sweep.c) into *m, with the session's
+ * scenario version; *m is zeroed when the field is absent. The strings
+ * stay valid while the table is alive. */
+struct rec_meta;
+void bind_meta(lua_State *L, int idx, struct rec_meta *m);
 
 /* The known fields of each table (core/bind_fields.c). */
 extern const char *const bind_fields_run[];
@@ -175,13 +220,10 @@ extern const char *const bind_fields_link[];
 extern const char *const bind_fields_links_entry[];
 extern const char *const bind_fields_collective[];
 extern const char *const bind_fields_fault[];
+extern const char *const bind_fields_meta[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);
-/* Sets core.check_fields(t, path, known), core.suggest(word, known),
- * core.check_int(v, name, lo, hi) and core.fields in the table at the
- * top. */
-void bind_register_check(lua_State *L);
 
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
  * adds the scenario's); once a stop is requested (limit.h), the stop's
@@ -195,5 +237,14 @@ struct rec_db *bind_database(lua_State *L, const char *path);
 void bind_count_run(lua_State *L);
 /* Called after every simulated run: may redraw the progress line. */
 void bind_progress(lua_State *L);
+/* A sweep's progress: done of total points, with the rate and the time
+ * left (drawn as bind_progress is); total 0 ends the sweep's line. */
+void bind_progress_sweep(lua_State *L, long done, long total);
+/* The session bind_setup was given (NULL before it). */
+const bind_session *bind_get_session(lua_State *L);
+
+/* --- sweeps (core/bind_sweep.c) --- */
+/* 1 when the scenario has called ps.sweep (--shard needs one). */
+int bind_sweeps_run(lua_State *L);
 
 #endif

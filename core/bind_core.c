@@ -32,6 +32,8 @@ typedef struct session {
     int progress;       /* 1: on when stderr is a terminal, 0: off */
     int progress_shown; /* a progress line is on screen */
     double started, last_shown;
+    long sweep_total; /* points of the sweep in progress, 0: none */
+    double sweep_started;
 } session;
 
 static session *get_session(lua_State *L)
@@ -80,7 +82,8 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     db_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->db = NULL;
     h->path = NULL;
-    luaL_setmetatable(L, DB_TYPE);
+    static const luaL_Reg meta[] = {{"__gc", db_gc}, {NULL, NULL}};
+    bind_setmetatable(L, DB_TYPE, meta);
     ps_err err;
     h->db = rec_open(path, &err);
     if (!h->db)
@@ -89,6 +92,45 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     lua_setfield(L, -2, path);
     lua_pop(L, 1);
     return h->db;
+}
+
+/* A registry object: the pointer and how to free it. */
+typedef struct ctx_box {
+    void *p;
+    void (*drop)(void *);
+} ctx_box;
+
+#define CTX_TYPE "pipesim.ctx"
+
+static int ctx_gc(lua_State *L)
+{
+    ctx_box *b = luaL_checkudata(L, 1, CTX_TYPE);
+    if (b->p)
+        b->drop(b->p);
+    b->p = NULL;
+    return 0;
+}
+
+void *bind_context(lua_State *L, const char *key, void *(*make)(void),
+                   void (*drop)(void *))
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TUSERDATA) {
+        ctx_box *b = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        if (b->p) /* NULL when its __gc was called by hand: make a new one */
+            return b->p;
+    } else {
+        lua_pop(L, 1);
+    }
+    ctx_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+    b->p = NULL;
+    b->drop = drop;
+    static const luaL_Reg meta[] = {{"__gc", ctx_gc}, {NULL, NULL}};
+    bind_setmetatable(L, CTX_TYPE, meta);
+    if (!(b->p = make()))
+        luaL_error(L, "out of memory");
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+    return b->p;
 }
 
 void bind_count_run(lua_State *L)
@@ -103,6 +145,12 @@ static double monotonic(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+const bind_session *bind_get_session(lua_State *L)
+{
+    session *s = get_session(L);
+    return s ? &s->s : NULL;
+}
+
 /* A sweep of many runs shows "pipesim: 1200 runs, 9800 runs/s" on stderr,
  * redrawn at most 5 times a second, once it has run for a second; only when
  * stderr is a terminal, so logs and tests see nothing. */
@@ -112,6 +160,8 @@ void bind_progress(lua_State *L)
     double t = monotonic();
     if (s->simulated++ == 0)
         s->started = t;
+    if (s->sweep_total > 0) /* the sweep's line says more */
+        return;
     if (!s->progress || t - s->started < 1.0 || t - s->last_shown < 0.2)
         return;
     s->last_shown = t;
@@ -127,6 +177,33 @@ static void progress_done(session *s)
         fputc('\n', stderr);
         s->progress_shown = 0;
     }
+}
+
+/* "pipesim: 1200/20000 points, 9800 points/s, 2 s left", redrawn as
+ * bind_progress's line is; the rate is over the sweep so far. */
+void bind_progress_sweep(lua_State *L, long done, long total)
+{
+    session *s = get_session(L);
+    double t = monotonic();
+    if (total <= 0) {
+        s->sweep_total = 0;
+        progress_done(s);
+        return;
+    }
+    if (s->sweep_total != total || done == 0) {
+        s->sweep_total = total;
+        s->sweep_started = t;
+        return;
+    }
+    double dt = t - s->sweep_started;
+    if (!s->progress || dt < 1.0 || (t - s->last_shown < 0.2 && done < total))
+        return;
+    s->last_shown = t;
+    s->progress_shown = 1;
+    double rate = (double)done / dt;
+    fprintf(stderr, "\rpipesim: %ld/%ld points, %.0f points/s, %.0f s left ",
+            done, total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
+    fflush(stderr);
 }
 
 /* core.progress(on): turns the progress line on (when stderr is a
@@ -212,25 +289,20 @@ static int core_parse(lua_State *L)
     return 1;
 }
 
-int bind_open_core(lua_State *L)
+const luaL_Reg bind_core_funcs[] = {
+    {"args", core_args},   {"scenario", core_scenario},
+    {"parse", core_parse}, {"progress", core_progress},
+    {NULL, NULL},
+};
+
+void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
 {
-    static const luaL_Reg funcs[] = {
-        {"args", core_args},   {"scenario", core_scenario},
-        {"parse", core_parse}, {"progress", core_progress},
-        {NULL, NULL},
-    };
-    luaL_newlib(L, funcs);
-    lua_pushstring(L, PS_VERSION);
-    lua_setfield(L, -2, "version");
-    bind_register_cluster(L);
-    bind_register_run(L);
-    bind_register_report(L);
-    bind_register_collective(L);
-    bind_register_check(L);
-    return 1;
+    if (luaL_newmetatable(L, tname))
+        luaL_setfuncs(L, meta, 0);
+    lua_setmetatable(L, -2);
 }
 
-void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
+void bind_session_new(lua_State *L, const bind_session *bs)
 {
     session *s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
@@ -239,21 +311,4 @@ void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
     lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
-    if (luaL_newmetatable(L, DB_TYPE)) {
-        lua_pushcfunction(L, db_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    lua_pushcfunction(L, bind_open_core);
-    lua_setfield(L, -2, "pipesim.core");
-    lua_pop(L, 1);
-
-    lua_getglobal(L, "package");
-    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
-    lua_getfield(L, -2, "path");
-    lua_concat(L, 2);
-    lua_setfield(L, -2, "path");
-    lua_pop(L, 1);
 }

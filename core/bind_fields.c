@@ -21,6 +21,7 @@ const char *const bind_fields_run[] = {
     "grad_sync",
     "layers",
     "memory",
+    "meta",
     "microbatches",
     "name",
     "optimizer_time",
@@ -38,6 +39,7 @@ const char *const bind_fields_run[] = {
     "sequence_parallel",
     "split_backward",
     "stages",
+    "tags",
     "tp",
     "tp_overlap",
     "virtual_stages",
@@ -147,6 +149,7 @@ const char *const bind_fields_collective[] = {
     "data",
     "db",
     "faults",
+    "meta",
     "name",
     "op",
     "p2p",
@@ -159,7 +162,23 @@ const char *const bind_fields_collective[] = {
     "root",
     "seed",
     "slots",
+    "tags",
     "verify",
+    NULL,
+};
+
+/* ps.run's and ps.collective's meta = {...}: added by init.lua (from
+ * tags, the model's shape and the enclosing ps.sweep), read by
+ * core/bind_sweep.c into rec_meta */
+const char *const bind_fields_meta[] = {
+    "global_batch",
+    "micro_batch",
+    "model",
+    "point",
+    "point_index",
+    "seq_length",
+    "sweep",
+    "tags",
     NULL,
 };
 
@@ -191,6 +210,7 @@ static const struct {
     {"links_entry", bind_fields_links_entry},
     {"collective", bind_fields_collective},
     {"fault", bind_fields_fault},
+    {"meta", bind_fields_meta},
 };
 
 void bind_push_fields(lua_State *L)

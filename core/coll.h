@@ -40,6 +40,7 @@
 #include "err.h"
 #include "net.h"
 #include "prog.h"
+#include "rec.h"
 
 enum coll_op {
     COLL_ALLREDUCE,
@@ -160,6 +161,44 @@ typedef struct coll_result {
 int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
              coll_result *res, ps_err *err);
 
+/* --- a collective as a recorded run (coll_exec.c) --- */
+
+/* A context keeps the engine and the program set across collectives, so
+ * that a sweep of them allocates only when a run is bigger than every run
+ * before it. coll_ctx_free(NULL) is a no-op. */
+typedef struct coll_ctx coll_ctx;
+coll_ctx *coll_ctx_new(void);
+void coll_ctx_free(coll_ctx *ctx);
+
+/* How coll_exec records a run, and what it tells back. */
+typedef struct coll_rec {
+    const char *name;        /* NULL: "<op> <algorithm>" */
+    const char *params_json; /* run.params, may be NULL */
+    rec_db *db;              /* NULL: nothing recorded */
+    enum rec_level level;
+    rec_meta meta; /* sweep, point, tags ... (rec.h) */
+    /* When set, called once coll_run has returned: a failure of the data
+     * function (data_fn cannot fail coll_run) as PS_ERR with err set; it
+     * replaces coll_run's own outcome. */
+    int (*data_error)(void *data_ctx, ps_err *err);
+    /* out: the run id (0: not recorded) and the name used */
+    int64_t id;
+    const char *used_name;
+    char name_buf[64];
+} coll_rec;
+
+/* Runs one collective on ctx's engine and programs (coll_run) as a run of
+ * kind 'collective': when rc->db is given, its run row and collective row
+ * (at REC_EVENTS also its transfers and links). Any failure once the spec
+ * is read (bad input, a run failure, a wrong result, the data function's)
+ * is recorded, when rc->db is given, as a run row with status 'failed' and
+ * the message, and returned; if recording it fails too, the message says
+ * so. A run cut short by a stop (limit.h) leaves no rows. Fails without
+ * running, and without rows, when ctx is already inside coll_exec (a data
+ * function that runs a collective). res as coll_run. */
+int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
+              coll_result *res, ps_err *err);
+
 /* Appends the collective described by spec to existing lanes of ps
  * (lanes[i] runs on the i-th listed rank) instead of running it: the
  * gradient sync of a training step is a collective inside larger programs.
@@ -206,6 +245,19 @@ int coll_algo_has_proto(int algo);
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
  * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */
 int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);
+
+/* The algorithms `auto` chooses from when the caller names none: for
+ * allreduce ring and tree, the pair NCCL's tuner picks between
+ * (ncclTopoTuneModel, src/graph/tuning.cc); 0 (every algorithm of the op
+ * that applies) for the others. */
+unsigned coll_default_candidates(enum coll_op op);
+
+/* ranks_per_node for hierarchical collectives when the caller gives none:
+ * gpus_per_node when the n listed ranks (NULL: every rank of the
+ * cluster) are whole nodes, each node's GPUs in order; else 0 (does not
+ * apply). */
+int32_t coll_whole_nodes(int32_t gpus_per_node, const int32_t *ranks,
+                         int32_t n);
 
 /* The slots algo runs with when spec asks for 0 (the default). */
 int32_t coll_default_slots(int algo);

@@ -66,6 +66,15 @@ struct eng_sim {
     wait_list *signal_wait;
     int32_t signal_wait_cap;
     int32_t ready_head, ready_n;
+    /* online statistics (eng_stats) */
+    double *busy; /* per lane */
+    int32_t busy_cap;
+    mem_rank *mem;     /* per rank */
+    int32_t *mem_lane; /* per rank: the lane of its last change, -1 */
+    int32_t mem_cap, mem_lane_cap;
+    int mem_merged;
+    const double *static_bytes;
+    eng_sink sink;
     /* the run in progress */
     prog_set *ps;
     net *nw;
@@ -95,10 +104,33 @@ void eng_set_faults(eng_sim *e, const fault_plan *fp)
     e->fp = fp;
 }
 
+void eng_set_sink(eng_sim *e, const eng_sink *sink)
+{
+    if (sink)
+        e->sink = *sink;
+    else
+        memset(&e->sink, 0, sizeof e->sink);
+}
+
+void eng_set_memory(eng_sim *e, const double *static_bytes)
+{
+    e->static_bytes = static_bytes;
+}
+
+void eng_stats_of(const eng_sim *e, eng_stats *out)
+{
+    out->busy = e->busy;
+    out->mem = e->mem;
+    out->mem_merged = e->mem_merged;
+}
+
 void eng_free(eng_sim *e)
 {
     if (!e)
         return;
+    limit_free(e->busy);
+    limit_free(e->mem);
+    limit_free(e->mem_lane);
     eq_free(&e->q);
     limit_free(e->lane);
     limit_free(e->msg);
@@ -152,8 +184,19 @@ static int size_arrays(eng_sim *e, const prog_set *ps)
                 sizeof *e->device_wait) ||
         reserve((void **)&e->raised, &e->raised_cap, ps->nsignals, 1) ||
         reserve((void **)&e->signal_wait, &e->signal_wait_cap, ps->nsignals,
-                sizeof *e->signal_wait))
+                sizeof *e->signal_wait) ||
+        reserve((void **)&e->busy, &e->busy_cap, ps->nlanes, sizeof *e->busy) ||
+        reserve((void **)&e->mem, &e->mem_cap, ps->nranks, sizeof *e->mem) ||
+        reserve((void **)&e->mem_lane, &e->mem_lane_cap, ps->nranks,
+                sizeof *e->mem_lane))
         return -1;
+    memset(e->busy, 0, ((size_t)ps->nlanes + 1) * sizeof *e->busy);
+    e->mem_merged = 0;
+    for (int32_t r = 0; r < ps->nranks; r++) {
+        double st = e->static_bytes ? e->static_bytes[r] : 0;
+        e->mem[r] = (mem_rank){st, st, 0, st};
+        e->mem_lane[r] = -1;
+    }
     memset(e->lane, 0, ((size_t)ps->nlanes + 1) * sizeof *e->lane);
     memset(e->msg, 0, (size_t)ps->nmsgs + 1);
     memset(e->raised, 0, (size_t)ps->nsignals + 1);
@@ -165,6 +208,34 @@ static int size_arrays(eng_sim *e, const prog_set *ps)
         e->signal_wait[s] = (wait_list){-1, -1};
     e->ready_head = e->ready_n = 0;
     return 0;
+}
+
+/* Op op of lane l has its final times: the completion hook. */
+static inline void done(eng_sim *e, int32_t l, const prog_op *op)
+{
+    if (!e->sink.op_done)
+        return;
+    const prog_lane *lane = &e->ps->lanes[l];
+    eng_done d = {op, op - lane->ops, l, lane->rank};
+    e->sink.op_done(e->sink.ctx, &d);
+}
+
+/* A memory change of lane l's rank at t (mem_ledger's apply). */
+static void mem_apply(eng_sim *e, int32_t l, double t, double delta)
+{
+    int32_t r = e->ps->lanes[l].rank;
+    mem_rank *m = &e->mem[r];
+    if (e->mem_lane[r] != l) {
+        e->mem_merged |= e->mem_lane[r] >= 0;
+        e->mem_lane[r] = l;
+    }
+    m->final += delta;
+    if (m->final > m->peak) {
+        m->peak = m->final;
+        m->t_peak = t;
+    }
+    if (e->sink.mem_change)
+        e->sink.mem_change(e->sink.ctx, r, t, m->final);
 }
 
 static void make_ready(eng_sim *e, int32_t lane)
@@ -217,8 +288,9 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
         e->oom = 1;
 }
 
-/* Posts one SEND or RECV; returns 1 when it is complete already. */
-static int post(eng_sim *e, prog_op *op, double now)
+/* Posts one SEND or RECV of lane l; returns 1 when it is complete
+ * already. */
+static int post(eng_sim *e, int32_t l, prog_op *op, double now)
 {
     int32_t id = op->msg;
     uint8_t *st = &e->msg[id];
@@ -236,6 +308,7 @@ static int post(eng_sim *e, prog_op *op, double now)
     *st |= MSG_RECV_POSTED;
     if (*st & MSG_ARRIVED) {
         op->t_end = now;
+        done(e, l, op);
         return 1;
     }
     if (e->p2p == ENG_RENDEZVOUS && (*st & MSG_SEND_POSTED) &&
@@ -264,10 +337,13 @@ static void arrived(eng_sim *e, int32_t id, double now)
     }
     e->msg[id] |= MSG_ARRIVED;
     send->t_end = now;
+    done(e, m->send_lane, send);
     if (e->p2p == ENG_RENDEZVOUS && !(send->flags & PROG_NOWAIT))
         complete_one(e, m->send_lane);
     if (e->msg[id] & MSG_RECV_POSTED) {
-        e->ps->lanes[m->recv_lane].ops[m->recv_op].t_end = now;
+        prog_op *recv = &e->ps->lanes[m->recv_lane].ops[m->recv_op];
+        recv->t_end = now;
+        done(e, m->recv_lane, recv);
         complete_one(e, m->recv_lane);
     }
 }
@@ -295,6 +371,8 @@ static void advance(eng_sim *e, int32_t l, double now)
                                                              now, op->seconds)
                                      : op->seconds);
             lr->state = LANE_COMPUTING;
+            if (op->mem > 0)
+                mem_apply(e, l, now, op->mem);
             if (eq_push(&e->q, op->t_end, EQ_COMPUTE, l, 0))
                 e->oom = 1;
             e->ops++;
@@ -302,9 +380,12 @@ static void advance(eng_sim *e, int32_t l, double now)
         case PROG_SIGNAL: {
             e->raised[op->msg] = 1;
             op->t_start = op->t_end = now;
+            done(e, l, op);
             int32_t w;
             while ((w = wake_one(e, &e->signal_wait[op->msg])) >= 0) {
-                e->ps->lanes[w].ops[e->lane[w].pc].t_end = now;
+                prog_op *wop = &e->ps->lanes[w].ops[e->lane[w].pc];
+                wop->t_end = now;
+                done(e, w, wop);
                 e->lane[w].pc++;
                 make_ready(e, w);
             }
@@ -320,13 +401,14 @@ static void advance(eng_sim *e, int32_t l, double now)
                 return;
             }
             op->t_end = now;
+            done(e, l, op);
             lr->pc++;
             e->ops++;
             continue;
         default: { /* a batch of SEND/RECV */
             int32_t i = lr->pc, pending = 0;
             for (;;) {
-                pending += !post(e, &lane->ops[i], now);
+                pending += !post(e, l, &lane->ops[i], now);
                 e->ops++;
                 if (!(lane->ops[i].flags & PROG_BATCH))
                     break;
@@ -367,6 +449,11 @@ static void run_ready(eng_sim *e, double now)
 static void compute_done(eng_sim *e, int32_t l)
 {
     prog_lane *lane = &e->ps->lanes[l];
+    const prog_op *op = &lane->ops[e->lane[l].pc];
+    e->busy[l] += op->t_end - op->t_start;
+    if (op->mem < 0)
+        mem_apply(e, l, op->t_end, op->mem);
+    done(e, l, op);
     e->device[lane->rank] = -1;
     int32_t w = wake_one(e, &e->device_wait[lane->rank]);
     if (w >= 0)

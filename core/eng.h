@@ -31,6 +31,7 @@
 
 #include "err.h"
 #include "fault.h"
+#include "mem.h"
 #include "net.h"
 #include "prog.h"
 
@@ -53,6 +54,67 @@ void eng_free(eng_sim *e);
 /* Applies fp (borrowed; NULL: none, the default) to every following
  * eng_run until changed. */
 void eng_set_faults(eng_sim *e, const fault_plan *fp);
+
+/* The completion hook. The engine calls op_done once per op, when the op's
+ * times are final, in the order that happens (event order, not lane
+ * order):
+ *   COMPUTE  when it ends;
+ *   SEND     when its bytes have arrived (t_start: transfer start, t_end:
+ *            arrival), also for eager and NOWAIT sends whose lane moved on;
+ *   RECV     when it completes (t_start: post, t_end: completion);
+ *   SIGNAL   when raised; WAIT when released.
+ * A message lost on a failed link never completes and is not reported.
+ * d and d->op are borrowed for the call only (a generated lane's op exists
+ * only while it runs): copy what you keep. mem_change, when set, receives
+ * every change of a rank's memory ledger as the engine applies it (see
+ * eng_set_memory; the baseline is not reported: it is the static bytes at
+ * t = 0), in time order per rank. Both run on the per-event path: no SQL,
+ * no Lua, no allocation per call (append to a buffer that is flushed in
+ * batches). A failed run has reported the ops completed before it failed. */
+typedef struct eng_done {
+    const prog_op *op; /* type, kind, stage/tag, mb, chunk, bytes, t_start,
+                          t_end as in prog.h */
+    int64_t index;     /* its position in its lane (0, 1, ...) */
+    int32_t lane;
+    int32_t rank; /* the lane's rank; for SEND the source, op->peer the
+                     destination; for RECV the destination */
+} eng_done;
+
+typedef struct eng_sink {
+    void (*op_done)(void *ctx, const eng_done *d); /* or NULL */
+    void (*mem_change)(void *ctx, int32_t rank, double t,
+                       double bytes); /* or NULL */
+    void *ctx;
+} eng_sink;
+
+/* Applies sink (copied; NULL: none, the default) to every following
+ * eng_run until changed. */
+void eng_set_sink(eng_sim *e, const eng_sink *sink);
+
+/* Online statistics, kept by every run as ops complete (no second pass
+ * over the executed programs):
+ *   busy[lane]  seconds of the lane's COMPUTE ops, summed in lane order;
+ *   mem[rank]   the memory ledger of mem.h (static bytes from
+ *               eng_set_memory, allocations when a COMPUTE op with mem > 0
+ *               starts, frees when one with mem < 0 ends), exactly what
+ *               mem_ledger computes when each rank's memory changes come
+ *               from one lane;
+ *   mem_merged  1 when some rank's changes came from more than one lane:
+ *               mem_ledger then orders simultaneous changes its own way
+ *               (frees first), so callers wanting its figures bit for bit
+ *               call it instead.
+ * Valid after eng_run until the next one; the arrays belong to e. */
+typedef struct eng_stats {
+    const double *busy;
+    const mem_rank *mem;
+    int mem_merged;
+} eng_stats;
+
+/* Static bytes per rank (borrowed, ps->nranks entries; NULL: 0) for the
+ * ledger of the following eng_run calls. */
+void eng_set_memory(eng_sim *e, const double *static_bytes);
+
+void eng_stats_of(const eng_sim *e, eng_stats *out);
 
 /* Runs ps (sealed with prog_seal) on nw, whose rank count must equal
  * ps->nranks. Writes op times into ps and a summary into *res. Fails on a

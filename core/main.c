@@ -18,6 +18,7 @@
 #include "bind.h"
 #include "export.h"
 #include "limit.h"
+#include "plot.h"
 #include "rec.h"
 #include "report.h"
 #include "unit.h"
@@ -25,9 +26,14 @@
 static const char usage[] =
     "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
     "                   [--timeout SECONDS] [--max-memory SIZE]\n"
+    "                   [--jobs N] [--shard K/N]\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
     "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
+    "       pipesim plot DB --x COLUMN --y COLUMN [--by COLUMN] [--where SQL]\n"
+    "                    [--dashed COLUMN] [--agg min|max|mean] [--log "
+    "x|y|xy]\n"
+    "                    [--format svg|csv] [-o FILE]\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -39,11 +45,17 @@ static const char usage[] =
     "           none), --max-memory the memory of Lua and the simulator\n"
     "           (default: half of physical or cgroup memory). Ctrl-C or\n"
     "           SIGTERM keeps the finished runs and exits 130 or 143.\n"
+    "           --jobs N evaluates each ps.sweep's points in N worker\n"
+    "           processes (default: the number of cores); the rows are\n"
+    "           those of --jobs 1. --shard K/N runs only the points whose\n"
+    "           index is K modulo N (K from 0), for pipesim merge.\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
     "           --csv: the table as CSV, or with RUN one line per rank.\n"
     "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
     "           chart with memory curves; --compare stacks runs.\n"
+    "  plot     a line chart of one recorded column or sweep coordinate\n"
+    "           against another, one line per --by group (README, Plots).\n"
     "\n"
     "Examples:\n"
     "  pipesim run scenarios/demo.lua\n"
@@ -128,9 +140,46 @@ typedef struct run_opts {
     const char **defs; /* -D key=value, ndefs of them */
     int ndefs;
     int unsafe;
-    double timeout;    /* seconds; 0: none */
-    size_t max_memory; /* bytes */
+    double timeout;       /* seconds; 0: none */
+    size_t max_memory;    /* bytes */
+    int jobs;             /* --jobs, >= 1 */
+    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
 } run_opts;
+
+/* A decimal integer in lo..hi, the whole string. */
+static int parse_int(const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* --shard K/N: 0 <= K < N. */
+static int parse_shard(const char *v, run_opts *o)
+{
+    const char *slash = strchr(v, '/');
+    char k[32];
+    long kk, nn;
+    if (!slash || (size_t)(slash - v) >= sizeof k)
+        return fail("run: --shard %s: expected K/N, such as 0/4", v);
+    memcpy(k, v, (size_t)(slash - v));
+    k[slash - v] = '\0';
+    if (parse_int(k, 0, INT_MAX, &kk) || parse_int(slash + 1, 1, INT_MAX, &nn))
+        return fail("run: --shard %s: expected K/N with integers K >= 0 and "
+                    "N >= 1, such as 0/4",
+                    v);
+    if (kk >= nn)
+        return fail("run: --shard %s: K must be in 0..%ld (shards are "
+                    "numbered from 0), got %ld",
+                    v, nn - 1, kk);
+    o->shard_k = (int)kk;
+    o->shard_n = (int)nn;
+    return 0;
+}
 
 /* Fills o from the arguments of `pipesim run` (argv[0] is "run", as
  * getopt_long wants a program name there); returns 0, or 1 after printing
@@ -139,14 +188,18 @@ typedef struct run_opts {
  * (opterr = 0) so that every error is pipesim's one line. */
 static int parse_run(int argc, char **argv, run_opts *o)
 {
-    enum { OPT_UNSAFE = 256, OPT_TIMEOUT, OPT_MAX_MEMORY };
+    enum { OPT_UNSAFE = 256, OPT_TIMEOUT, OPT_MAX_MEMORY, OPT_JOBS, OPT_SHARD };
     static const struct option longopts[] = {
         {"unsafe", no_argument, NULL, OPT_UNSAFE},
+        {"jobs", required_argument, NULL, OPT_JOBS},
+        {"shard", required_argument, NULL, OPT_SHARD},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
         {NULL, 0, NULL, 0},
     };
     o->max_memory = limit_default_memory();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cores >= 1 ? (cores < 256 ? (int)cores : 256) : 1;
     opterr = 0;
     optind = 1;
     int c;
@@ -160,6 +213,19 @@ static int parse_run(int argc, char **argv, run_opts *o)
                 return fail("run: -o: the database path is empty");
             break;
         case OPT_UNSAFE: o->unsafe = 1; break;
+        case OPT_JOBS: {
+            long n;
+            if (parse_int(optarg, 1, 1024, &n))
+                return fail("run: --jobs %s: expected a number of worker "
+                            "processes in 1..1024",
+                            optarg);
+            o->jobs = (int)n;
+            break;
+        }
+        case OPT_SHARD:
+            if (parse_shard(optarg, o))
+                return 1;
+            break;
         case OPT_TIMEOUT: {
             const char *v = optarg;
             char *end;
@@ -268,7 +334,8 @@ static int cmd_run(int argc, char **argv)
         return fail("cannot create a Lua state");
     }
     luaL_openlibs(L);
-    bind_session s = {o.db, o.scenario, o.defs, o.ndefs};
+    bind_session s = {o.db,   o.scenario, o.defs,   o.ndefs,
+                      o.jobs, o.shard_k,  o.shard_n};
     bind_setup(L, luadir, &s);
     if (!o.unsafe)
         bind_sandbox(L, luadir, o.scenario, o.db);
@@ -278,6 +345,10 @@ static int cmd_run(int argc, char **argv)
         ps_print_error(err.msg);
     else
         rc = run_scenario(L, &o);
+    if (rc == 0 && o.shard_n > 0 && !bind_sweeps_run(L))
+        rc = fail("%s: --shard %d/%d needs a ps.sweep, and the scenario "
+                  "runs none (its runs are not divided among shards)",
+                  o.scenario, o.shard_k, o.shard_n);
     bind_limits_end(L);
     long runs = 0;
     const char *path = NULL;
@@ -404,7 +475,10 @@ int main(int argc, char **argv)
         return checked_stdout(cmd_report(argc - 2, argv + 2));
     if (strcmp(cmd, "export") == 0)
         return export_main(argc - 2, argv + 2);
-    return fail("unknown command '%s' (expected run, report or export; try "
-                "pipesim --help)",
-                cmd);
+    if (strcmp(cmd, "plot") == 0)
+        return plot_main(argc - 2, argv + 2);
+    return fail(
+        "unknown command '%s' (expected run, report, export or plot; try "
+        "pipesim --help)",
+        cmd);
 }

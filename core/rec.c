@@ -30,9 +30,11 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
                "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
-               "sequence_parallel, recompute) "
+               "sequence_parallel, recompute, sweep, point, point_index, tags, "
+               "model, seq_length, micro_batch, global_batch, scenario) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+               "?25, ?26, ?27, ?28, ?29)",
     [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
                  "last_layer, fwd_flops, params, fwd_time, bwd_time, "
                  "act_bytes, out_bytes, exposed_comm, tp_comm, tp_exposed) "
@@ -188,6 +190,29 @@ static int prepare_rows(rec_db *db, rowbuf *rb, const char *table, int ncols,
     return rc;
 }
 
+/* The write-path statement id, prepared on first use: a summary run never
+ * pays for the timeline's 64-row INSERTs (about 1.5 ms to prepare the
+ * three), a pipeline never for the collective row. NULL with err filled
+ * when SQLite cannot prepare it. */
+static sqlite3_stmt *stmt(rec_db *db, enum stmt_id id, ps_err *err)
+{
+    if (!db->st[id] &&
+        sqlite3_prepare_v3(db->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                           &db->st[id], NULL) != SQLITE_OK)
+        rec_sql_fail(db, "cannot prepare the inserts", err);
+    return db->st[id];
+}
+
+/* The REC_ROWS-row INSERT of a timeline table, prepared on first use. */
+static rowbuf *rows(rec_db *db, enum rows_id id, ps_err *err)
+{
+    rowbuf *rb = &db->rows[id];
+    if (!rb->st &&
+        prepare_rows(db, rb, rows_def[id].table, rows_def[id].ncols, err))
+        return NULL;
+    return rb;
+}
+
 /* Index of the first parameter of the next row. */
 static inline int rows_base(const rowbuf *rb)
 {
@@ -297,18 +322,6 @@ rec_db *rec_open(const char *path, ps_err *err)
         if (rec_exec_sql(db, pragma, err))
             goto fail;
     }
-    for (int i = 0; i < NSTMT; i++) {
-        if (sqlite3_prepare_v3(db->db, stmt_sql[i], -1,
-                               SQLITE_PREPARE_PERSISTENT, &db->st[i],
-                               NULL) != SQLITE_OK) {
-            rec_sql_fail(db, "cannot prepare the inserts", err);
-            goto fail;
-        }
-    }
-    for (int i = 0; i < NROWS; i++)
-        if (prepare_rows(db, &db->rows[i], rows_def[i].table, rows_def[i].ncols,
-                         err))
-            goto fail;
     return db;
 fail:
     rec_free_handle(db);
@@ -369,6 +382,29 @@ static void bind_index(sqlite3_stmt *st, int i, int64_t v)
         sqlite3_bind_int64(st, i, v);
 }
 
+/* A positive count, or NULL for 0 (unknown). */
+static void bind_count(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* The sweep columns, from parameter i on (run.sweep ... run.scenario). */
+static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
+{
+    bind_text(st, i, m->sweep);
+    bind_text(st, i + 1, m->point);
+    bind_index(st, i + 2, m->point ? m->point_index : -1);
+    bind_text(st, i + 3, m->tags);
+    bind_text(st, i + 4, m->model);
+    bind_count(st, i + 5, m->seq_length);
+    bind_count(st, i + 6, m->micro_batch);
+    bind_count(st, i + 7, m->global_batch);
+    bind_text(st, i + 8, m->scenario);
+}
+
 static const char *event_kind(unsigned kind)
 {
     static const char *const names[] = {"F", "B", "W", "R", "OPT", "COLL"};
@@ -383,7 +419,9 @@ static const char *transfer_kind(unsigned kind)
 
 static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
 {
-    sqlite3_stmt *st = db->st[ST_RUN];
+    sqlite3_stmt *st = stmt(db, ST_RUN, err);
+    if (!st)
+        return PS_ERR;
     bind_text(st, 1, r->kind);
     bind_text(st, 2, r->name);
     bind_text(st, 3, r->schedule);
@@ -410,6 +448,7 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
         sqlite3_bind_null(st, 19);
         sqlite3_bind_null(st, 20);
     }
+    bind_meta(st, 21, &r->meta);
     if (step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);
@@ -419,7 +458,9 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
 static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
                          ps_err *err)
 {
-    sqlite3_stmt *st = db->st[ST_STAGE];
+    sqlite3_stmt *st = p->nstages > 0 ? stmt(db, ST_STAGE, err) : NULL;
+    if (p->nstages > 0 && !st)
+        return PS_ERR;
     for (int32_t i = 0; i < p->nstages && p->stages; i++) {
         const rec_stage *s = &p->stages[i];
         sqlite3_bind_int64(st, 1, id);
@@ -440,7 +481,9 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (step_done(db, st, err))
             return PS_ERR;
     }
-    st = db->st[ST_RANK];
+    st = p->nranks > 0 ? stmt(db, ST_RANK, err) : NULL;
+    if (p->nranks > 0 && !st)
+        return PS_ERR;
     for (int32_t i = 0; i < p->nranks && p->ranks; i++) {
         const rec_rank *r = &p->ranks[i];
         sqlite3_bind_int64(st, 1, id);
@@ -461,7 +504,8 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
     int32_t ncoll = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
     for (int32_t k = 0; k < ncoll; k++) {
         const rec_collective *c = &p->collective[k];
-        st = db->st[ST_COLL];
+        if (!(st = stmt(db, ST_COLL, err)))
+            return PS_ERR;
         sqlite3_bind_int64(st, 1, id);
         bind_text(st, 2, c->op);
         bind_text(st, 3, c->algorithm);
@@ -479,7 +523,9 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
 
 static int write_ops(rec_db *db, const prog_set *ps, int64_t id, ps_err *err)
 {
-    rowbuf *ev = &db->rows[ROWS_EVENT], *tr = &db->rows[ROWS_TRANSFER];
+    rowbuf *ev = rows(db, ROWS_EVENT, err), *tr = rows(db, ROWS_TRANSFER, err);
+    if (!ev || !tr)
+        return PS_ERR;
     sqlite3_bind_int64(ev->st, 1, id);
     sqlite3_bind_int64(tr->st, 1, id);
     for (int32_t l = 0; l < ps->nlanes; l++) {
@@ -552,12 +598,15 @@ static int write_memory(rec_db *db, const rec_payload *p, int64_t id,
         db->mem_cap = ps->nranks;
     }
     mem_ctx c = {db, err, PS_OK};
-    sqlite3_bind_int64(db->rows[ROWS_MEMORY].st, 1, id);
+    rowbuf *rb = rows(db, ROWS_MEMORY, err);
+    if (!rb)
+        return PS_ERR;
+    sqlite3_bind_int64(rb->st, 1, id);
     if (mem_ledger(ps, p->static_memory, db->mem, mem_row, &c, err))
         return PS_ERR;
     if (c.rc)
         return PS_ERR;
-    return rows_flush(db, &db->rows[ROWS_MEMORY], err);
+    return rows_flush(db, rb, err);
 }
 
 static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
@@ -571,7 +620,9 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
         db->links_cap = n;
     }
     n = net_links(nw, db->links, n);
-    sqlite3_stmt *st = db->st[ST_LINK];
+    sqlite3_stmt *st = stmt(db, ST_LINK, err);
+    if (!st)
+        return PS_ERR;
     sqlite3_bind_int64(st, 1, id);
     for (int32_t i = 0; i < n; i++) {
         const net_link_info *l = &db->links[i];
@@ -614,13 +665,14 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         return ps_errf(err, "%s: opened read-only", db->path);
     if (!p->run)
         return ps_errf(err, "%s: run without a run record", db->path);
-    if (step_done(db, db->st[ST_BEGIN], err))
+    sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
+    sqlite3_stmt *commit = begin ? stmt(db, ST_COMMIT, err) : NULL;
+    if (!commit || step_done(db, begin, err))
         return PS_ERR;
     for (int i = 0; i < NROWS; i++)
         db->rows[i].n = 0; /* rows bound by a run that failed */
     int64_t id = 0;
-    if (write_body(db, p, level, &id, err) ||
-        step_done(db, db->st[ST_COMMIT], err)) {
+    if (write_body(db, p, level, &id, err) || step_done(db, commit, err)) {
         if (err && (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL) {
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len,
@@ -629,7 +681,11 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         /* SQLite may have rolled back already (disk full, I/O error) */
         if (!sqlite3_get_autocommit(db->db)) {
             ps_err ignored;
-            step_done(db, db->st[ST_ROLLBACK], &ignored);
+            sqlite3_stmt *rollback = stmt(db, ST_ROLLBACK, &ignored);
+            if (rollback)
+                step_done(db, rollback, &ignored);
+            else
+                sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
         }
         return PS_ERR;
     }

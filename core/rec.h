@@ -5,11 +5,20 @@
  *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
  *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
  *       params, status, error, created, fits, tp, sequence_parallel,
- *       recompute)
+ *       recompute, sweep, point, point_index, tags, model, seq_length,
+ *       micro_batch, global_batch, scenario)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
  *       status 'ok' | 'failed' (error holds the message); fits 1 when every
  *       rank's peak memory is within its device's capacity, 0 when one is
  *       not, NULL when a capacity is unknown (or for collectives).
+ *       sweep: the ps.sweep's name, point its coordinates (JSON object),
+ *       point_index its 0-based place in the sweep's point order (all NULL
+ *       outside sweeps); tags the user's ps.run{ tags = ... } (JSON);
+ *       model the preset's name, seq_length, micro_batch (sequences) and
+ *       global_batch (micro_batch x microbatches x dp) when the layers come
+ *       from ps.models (NULL otherwise); scenario the version of the script
+ *       and -D arguments that made the run ("fnv1a64:..." of their text),
+ *       which pipesim merge compares.
  *   event(run, rank, kind, stage, chunk, mb, t_start, t_end)
  *       one row per compute op; kind 'F','B','W','R','OPT'.
  *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag)
@@ -59,6 +68,7 @@
  * signal's default action is safe: SQLite rolls the open transaction back
  * when the file is next opened.
  *
+ * Version 5 added the sweep columns of run (sweep ... scenario).
  * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
  * upgrades a version 1 file in place (old runs get NULL: unknown), readers
  * ask for that upgrade. */
@@ -71,7 +81,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 5
+#define REC_SCHEMA_VERSION 6
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -89,6 +99,15 @@ enum rec_level { REC_SUMMARY, REC_EVENTS };
 
 /* A memory verdict; 0 (the zero of a struct) is unknown, stored as NULL. */
 enum rec_fits { REC_FITS_UNKNOWN = 0, REC_FITS_YES, REC_FITS_NO };
+
+/* A run's place in a sweep and its descriptive columns; NULL strings and
+ * counts <= 0 are stored as NULL. point_index counts only when point is
+ * set. */
+typedef struct rec_meta {
+    const char *sweep, *point, *tags, *model, *scenario;
+    int64_t point_index;
+    int64_t seq_length, micro_batch, global_batch;
+} rec_meta;
 
 typedef struct rec_run {
     const char *kind; /* "pipeline" or "collective" */
@@ -109,6 +128,7 @@ typedef struct rec_run {
     const char *status;        /* "ok" or "failed" */
     const char *error;         /* NULL unless failed */
     enum rec_fits fits;        /* every rank within its device's memory */
+    rec_meta meta;             /* sweep, point, tags, model ... */
 } rec_run;
 
 typedef struct rec_stage {

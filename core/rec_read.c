@@ -55,7 +55,9 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 path, version,
                 version == 1   ? "memory 'fits'"
                 : version == 2 ? "run 'tp'"
-                               : "'tp_comm'",
+                : version == 3 ? "'tp_comm'"
+                : version == 4 ? "run 'sweep'"
+                               : "collective 'protocol'",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }

@@ -27,7 +27,10 @@ static const char schema_sql[] =
     "  created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', "
     "'now')),\n"
     "  fits INTEGER CHECK (fits IN (0, 1)),\n"
-    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT);\n"
+    "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT,\n"
+    "  sweep TEXT, point TEXT, point_index INTEGER, tags TEXT, model TEXT,\n"
+    "  seq_length INTEGER, micro_batch INTEGER, global_batch INTEGER,\n"
+    "  scenario TEXT);\n"
     "CREATE TABLE event(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  rank INTEGER NOT NULL, kind TEXT NOT NULL,\n"
@@ -104,11 +107,26 @@ static const char migrate_v4_sql[] =
     "ALTER TABLE rank_stat ADD COLUMN tp_exposed REAL;\n"
     "PRAGMA user_version = 4;\n";
 
-/* Version 4 -> 5: the NCCL protocol a collective ran with (NULL for old
- * runs), appended last as CREATE TABLE has it. */
+/* Version 4 -> 5: a run's sweep, point and tags, its model's name and
+ * batch shape, and the scenario version (NULL for old runs), appended
+ * last as CREATE TABLE has them. */
 static const char migrate_v5_sql[] =
-    "ALTER TABLE collective ADD COLUMN protocol TEXT;\n"
+    "ALTER TABLE run ADD COLUMN sweep TEXT;\n"
+    "ALTER TABLE run ADD COLUMN point TEXT;\n"
+    "ALTER TABLE run ADD COLUMN point_index INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN tags TEXT;\n"
+    "ALTER TABLE run ADD COLUMN model TEXT;\n"
+    "ALTER TABLE run ADD COLUMN seq_length INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN micro_batch INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN global_batch INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN scenario TEXT;\n"
     "PRAGMA user_version = 5;\n";
+
+/* Version 5 -> 6: the NCCL protocol a collective ran with (NULL for old
+ * runs), appended last as CREATE TABLE has it. */
+static const char migrate_v6_sql[] =
+    "ALTER TABLE collective ADD COLUMN protocol TEXT;\n"
+    "PRAGMA user_version = 6;\n";
 
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
@@ -145,10 +163,52 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
     return PS_OK;
 }
 
+/* The file's user_version alone, from its header: no schema parse. */
+static int read_version(rec_db *db, int *version, ps_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->db, "PRAGMA user_version", -1, &st, NULL) !=
+            SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        int code = sqlite3_errcode(db->db) & 0xff;
+        int rc = code == SQLITE_NOTADB
+                     ? ps_errf(err, "%s: not a pipesim database (%s)", db->path,
+                               sqlite3_errmsg(db->db))
+                     : rec_sql_fail(db, "cannot read", err);
+        sqlite3_finalize(st);
+        return rc;
+    }
+    *version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return PS_OK;
+}
+
+/* WAL with synchronous=NORMAL: a commit is an append to the log with no
+ * fsync. A killed process loses nothing it committed (the log is in the
+ * OS's page cache, and the next opener replays it); on power loss or an OS
+ * crash the database stays consistent but the last commits may be lost.
+ * Readers and the writer do not block each other. On a file already in
+ * WAL mode both are no-ops that read the header. */
+static int set_journal(rec_db *db, ps_err *err)
+{
+    return rec_exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
+                   rec_exec_sql(db, "PRAGMA synchronous = NORMAL", err)
+               ? PS_ERR
+               : PS_OK;
+}
+
 int rec_schema_prepare(rec_db *db, ps_err *err)
 {
     const char *path = db->path;
-    int version, tables, objects;
+    int version = 0, tables = 0, objects = 0;
+    /* The common case, a file this pipesim made: the header's version is
+     * the whole check (a file whose tables were dropped behind its back
+     * fails at the first INSERT with SQLite's "no such table"), so a run
+     * in a new process parses the schema once, for its first INSERT. */
+    if (read_version(db, &version, err))
+        return PS_ERR;
+    if (version == REC_SCHEMA_VERSION)
+        return set_journal(db, err);
     if (rec_inspect(db, &version, &tables, &objects, err))
         return PS_ERR;
     if (version == 0 && objects > 0) {
@@ -156,7 +216,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         return PS_ERR;
     }
     if (version != 0 && version != 1 && version != 2 && version != 3 &&
-        version != 4 && version != REC_SCHEMA_VERSION) {
+        version != 4 && version != 5 && version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         return PS_ERR;
@@ -165,13 +225,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         ps_errf(err, "%s: not a pipesim database (tables missing)", path);
         return PS_ERR;
     }
-    /* WAL with synchronous=NORMAL: a commit is an append to the log with
-     * no fsync. A killed process loses nothing it committed (the log is in
-     * the OS's page cache, and the next opener replays it); on power loss
-     * or an OS crash the database stays consistent but the last commits
-     * may be lost. Readers and the writer do not block each other. */
-    if (rec_exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
-        rec_exec_sql(db, "PRAGMA synchronous = NORMAL", err))
+    if (set_journal(db, err))
         return PS_ERR;
     if (version == 0) {
         /* An empty file: create the schema atomically, so that a second
@@ -206,7 +260,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 3 &&
              rec_exec_sql(db, migrate_v4_sql, err)) ||
             (version >= 1 && version <= 4 &&
-             rec_exec_sql(db, migrate_v5_sql, err))) {
+             rec_exec_sql(db, migrate_v5_sql, err)) ||
+            (version >= 1 && version <= 5 &&
+             rec_exec_sql(db, migrate_v6_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

@@ -153,20 +153,16 @@ local LAYER_UNITS = {
 
 -- Layers with unit strings turned into numbers (a new table only when a
 -- layer has strings, so models built from numbers pass through as is).
+-- core.check_run has checked every layer and its unit strings (the one
+-- owner of those rules), so nothing here fails.
 local function normalize_layers(layers)
   local out
   for i, l in ipairs(layers) do
-    if type(l) ~= "table" then
-      error(string.format("layers[%d] must be a table, got %s", i, type(l)), 0)
-    end
     local copy
     for k, kind in pairs(LAYER_UNITS) do
       local v = l[k]
       if type(v) == "string" then
-        local ok, n = pcall(core.parse, v, kind)
-        if not ok then
-          error(string.format("layers[%d]: field '%s': %s", i, k, n), 0)
-        end
+        local n = core.parse(v, kind)
         if not copy then
           copy = {}
           for kk, vv in pairs(l) do copy[kk] = vv end
@@ -184,16 +180,16 @@ end
 
 -- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
 -- for rank r; nil entries unknown): the cluster rank it runs on by
--- core/bind_run.c's placement (`ranks`, else "dp_inner" rank r * dp + j or
--- "pp_inner" j * p + r for replica j), the slowest replica's device when
--- dp > 1 (a stage's replicas all wait for the slowest at the gradient
--- sync). Without a cluster every rate is unknown (measured times only).
+-- core/pipe.c's placement (pipe_place: `ranks`, else "dp_inner" rank
+-- r * dp + j or "pp_inner" j * p + r for replica j), the slowest replica's
+-- device when dp > 1 (a stage's replicas all wait for the slowest at the
+-- gradient sync). Without a cluster every rate is unknown (measured times
+-- only). core.check_run has checked stages and dp.
 local function stage_rates(spec)
   local c = spec.cluster
   if type(c) ~= "userdata" then return nil end
   local all = c.flops_rates
   local p, dp = spec.stages, spec.dp or 1
-  if math.type(dp) ~= "integer" or dp < 1 then dp = 1 end
   local ranks = type(spec.ranks) == "table" and spec.ranks or nil
   local rates = {}
   for r = 0, p - 1 do
@@ -278,7 +274,7 @@ end
 local function params_json(spec, partition)
   local p = {}
   for k, v in pairs(spec) do
-    if k ~= "layers" and k ~= "cluster" then p[k] = v end
+    if k ~= "layers" and k ~= "cluster" and k ~= "tags" then p[k] = v end
   end
   p.partition = partition
   p.layers = #spec.layers
@@ -290,8 +286,60 @@ local function params_json(spec, partition)
   return table.concat(json(p, {}))
 end
 
+-- The sweep's place of a run in progress (lua/pipesim/sweep.lua sets it
+-- around each point): { sweep = name, point = JSON, point_index = i }.
+local SWEEP_AT = nil
+-- Under --shard K/N with K > 0, runs outside a sweep are simulated but not
+-- recorded: shard 0 records them, so that merging the shards gives each
+-- run once.
+local _, SHARD_K = core.sweep_info()
+
+-- tags = { model = "llama3-70b", gbs = 1024 }: names to strings, numbers
+-- or booleans, recorded as JSON in run.tags.
+local function tags_json(fn, tags)
+  if tags == nil then return nil end
+  if type(tags) ~= "table" then
+    error(string.format("%s: field 'tags' must be a table of names to strings, numbers " ..
+      "or booleans, got %s", fn, check.show(tags)), 4)
+  end
+  for k, v in pairs(tags) do
+    local t = type(v)
+    if type(k) ~= "string" or not (t == "string" or t == "number" or t == "boolean") then
+      error(string.format("%s: field 'tags.%s' must be a string, number or boolean, got %s",
+        fn, tostring(k), t == "table" and "a table" or check.show(v)), 4)
+    end
+  end
+  return table.concat(json(tags, {}))
+end
+
+-- meta for the core (core/bind_sweep.c): the sweep's place, the tags and,
+-- for layers from ps.models, the model's name and batch shape
+-- (global batch = micro-batch size x microbatches x dp, as Megatron-LM's
+-- --global-batch-size = --micro-batch-size x num_microbatches x dp).
+local function run_meta(fn, spec)
+  local m = {}
+  if SWEEP_AT then
+    m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
+  end
+  m.tags = tags_json(fn, spec.tags)
+  local l1 = type(spec.layers) == "table" and spec.layers[1]
+  local shape = type(l1) == "table" and type(l1.shape) == "table" and l1.shape
+  if shape then
+    m.model = type(shape.name) == "string" and shape.name or nil
+    m.seq_length = math.tointeger(shape.seq)
+    m.micro_batch = math.tointeger(shape.microbatch)
+    local mb, dp = math.tointeger(spec.microbatches), math.tointeger(spec.dp or 1)
+    if m.micro_batch and mb and dp then m.global_batch = m.micro_batch * mb * dp end
+  end
+  return m
+end
+
+-- The sweep module's hooks into ps.run and ps.collective.
+local function set_sweep_at(at) SWEEP_AT = at end
+
 function ps.run(spec)
   expect_table("ps.run", spec)
+  if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
   check_live("ps.run", spec.cluster)
   -- the binding checks the fields read below (names at the top, counts,
   -- every layer) before anything is computed from them; core.run checks
@@ -327,8 +375,7 @@ function ps.run(spec)
   end
   local p = spec.partition
   if p == "params" or p == "flops" or p == "time" then
-    ok, layers = pcall(normalize_layers, layers)
-    if not ok then error("ps.run: " .. layers, 2) end
+    layers = normalize_layers(layers)
   end
   local partition
   ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
@@ -350,6 +397,8 @@ function ps.run(spec)
   -- called by core.run once every field is checked (a table inside
   -- itself is an unknown field or a bad value before it reaches json)
   args.params_json = function() return params_json(spec, partition) end
+  args.meta = run_meta("ps.run", spec)
+  if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
   local r = call("ps.run", core.run, args)
   r.db = spec.db
   if plan then parallel.annotate(r, plan) end
@@ -364,7 +413,7 @@ end
 local function collective_params(spec)
   local p = {}
   for k, v in pairs(spec) do
-    if k ~= "cluster" and k ~= "data" then p[k] = v end
+    if k ~= "cluster" and k ~= "data" and k ~= "tags" then p[k] = v end
   end
   if type(spec.bytes) == "string" then
     local ok, n = pcall(core.parse, spec.bytes, "bytes")
@@ -384,9 +433,12 @@ end
 
 function ps.collective(spec)
   expect_table("ps.collective", spec)
+  if spec.meta ~= nil then error("ps.collective: unknown field 'meta'", 2) end
   check_live("ps.collective", spec.cluster)
   local args = {}
   for k, v in pairs(spec) do args[k] = v end
+  args.meta = run_meta("ps.collective", spec)
+  if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
   -- called by core.collective once every field is checked
   args.params_json = function() return collective_params(spec) end
   local r = call("ps.collective", core.collective, args)
@@ -440,6 +492,12 @@ ps.parse = core.parse
 -- g = 8 }: nccl-tests' size sweep and table (lua/pipesim/nccl_tests.lua).
 function ps.nccl_tests(spec)
   return require("pipesim.nccl_tests").run(ps, spec)
+end
+
+-- ps.sweep{ name =, space = {...} | points = {...}, run = function(point)
+-- return a ps.run table end }: lua/pipesim/sweep.lua.
+function ps.sweep(spec)
+  return require("pipesim.sweep").run(ps, spec, { json = json, at = set_sweep_at })
 end
 
 -- ps.progress(false) silences the progress line a long sweep draws on a

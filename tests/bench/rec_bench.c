@@ -1,0 +1,263 @@
+/* make bench, the recorder (issue 12): what one summary run costs a fresh
+ * process (open a new or an existing file, write, close, count the runs as
+ * `pipesim run` does), and full event recording's rows per second and
+ * database bytes per timeline row (event + transfer + memory).
+ * Medians of several repetitions in this one process. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "pipe.h"
+#include "rec.h"
+#include "sched.h"
+
+#define REPS 7
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(const ps_err *err)
+{
+    fprintf(stderr, "rec_bench: %s\n", err->msg);
+    exit(1);
+}
+
+static void remove_db(const char *path)
+{
+    char side[128];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+static double file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (double)sb.st_size : 0;
+}
+
+static int64_t count(rec_db *db, const char *sql, int64_t run)
+{
+    ps_err err;
+    rec_query *q = rec_query_new(db, sql, &err);
+    if (!q)
+        die(&err);
+    rec_query_bind_int(q, 1, run);
+    int64_t n = rec_query_step(q, &err) == 1 ? rec_query_int(q, 0) : -1;
+    rec_query_free(q);
+    return n;
+}
+
+/* One 4-stage summary run as a sweep writes it. */
+static void summary_payload(rec_payload *p, rec_run *r, rec_stage *stages,
+                            rec_rank *ranks)
+{
+    for (int32_t i = 0; i < 4; i++) {
+        stages[i] = (rec_stage){i,   i,   0,   8 * i, 8 * i + 7, 1e12, 1e8,
+                                0.1, 0.2, 1e9, 1e6, NAN,       0,    0};
+        ranks[i] = (rec_rank){i,   0.8, 0.2, 1e9, 2e9, 0.5, NAN, NAN,
+                              0, 0,   0};
+    }
+    *r = (rec_run){.kind = "pipeline",
+                   .name = "bench",
+                   .schedule = "1f1b",
+                   .p2p = "rendezvous",
+                   .stages = 4,
+                   .microbatches = 8,
+                   .virtual_stages = 1,
+                   .dp = 1,
+                   .tp = 1,
+                   .recompute = "none",
+                   .makespan = 1.0,
+                   .bubble = 0.2,
+                   .closed_form_bubble = 0.2,
+                   .imbalance = 1.0,
+                   .peak_memory = 2e9,
+                   .params_json = "{\"stages\": 4}",
+                   .status = "ok"};
+    *p = (rec_payload){.run = r,
+                       .stages = stages,
+                       .nstages = 4,
+                       .ranks = ranks,
+                       .nranks = 4};
+}
+
+/* open + write + close + reopen to count: what `pipesim run` does for a
+ * scenario of one summary run, on a new file (fresh) or an existing one. */
+static void bench_fixed(int fresh)
+{
+    char path[] = "/tmp/pipesim-recbench-fixed.db";
+    rec_payload p;
+    rec_run r;
+    rec_stage stages[4];
+    rec_rank ranks[4];
+    summary_payload(&p, &r, stages, ranks);
+    double t_open[REPS], t_write[REPS], t_close[REPS], t_count[REPS],
+        t_all[REPS];
+    ps_err err;
+    remove_db(path);
+    for (int i = 0; i < REPS; i++) {
+        if (fresh)
+            remove_db(path);
+        double t0 = now();
+        rec_db *db = rec_open(path, &err);
+        if (!db)
+            die(&err);
+        double t1 = now();
+        int64_t id, n;
+        if (rec_write(db, &p, REC_SUMMARY, &id, &err))
+            die(&err);
+        double t2 = now();
+        if (rec_close(db, &err))
+            die(&err);
+        double t3 = now();
+        db = rec_open_read(path, &err);
+        if (!db || rec_run_count(db, &n, &err))
+            die(&err);
+        rec_close(db, NULL);
+        double t4 = now();
+        t_open[i] = t1 - t0;
+        t_write[i] = t2 - t1;
+        t_close[i] = t3 - t2;
+        t_count[i] = t4 - t3;
+        t_all[i] = t4 - t0;
+    }
+    remove_db(path);
+    printf("%-28s %8.2f %8.2f %8.2f %8.2f %8.2f\n",
+           fresh ? "summary run, new file" : "summary run, existing file",
+           1e3 * median(t_open, REPS), 1e3 * median(t_write, REPS),
+           1e3 * median(t_close, REPS), 1e3 * median(t_count, REPS),
+           1e3 * median(t_all, REPS));
+}
+
+/* A 1F1B step with full recording: rows per second of the recording alone
+ * (the step with a database minus the step without) and database bytes per
+ * timeline row, the file checkpointed and closed. */
+static void bench_events(int32_t p, int32_t m)
+{
+    int32_t nlayers = p;
+    pipe_layer *layers = calloc((size_t)nlayers, sizeof *layers);
+    int32_t *partition = calloc((size_t)nlayers, sizeof *partition);
+    double *rate = calloc((size_t)p, sizeof *rate);
+    for (int32_t i = 0; i < nlayers; i++) {
+        layers[i] = (pipe_layer){.fwd_flops = -1,
+                                 .bwd_flops = -1,
+                                 .fwd_time = 1e-3,
+                                 .bwd_time = -1,
+                                 .params = 1e6,
+                                 .act_bytes = 1e8,
+                                 .out_bytes = 1e6,
+                                 .in_bytes = -1,
+                                 .bwd_input_flops = -1,
+                                 .bwd_weight_flops = -1,
+                                 .bwd_input_time = -1,
+                                 .bwd_weight_time = -1,
+                                 .bwd_weight_bytes = -1,
+                                 .recompute_time = -1,
+                                 .kept_bytes = -1};
+        partition[i] = 1;
+    }
+    for (int32_t r = 0; r < p; r++)
+        rate[r] = 1e15;
+    net *nw = net_new(p);
+    ps_err err;
+    if (net_set_mesh(nw, 50e9, 5e-6, &err) || net_finalize(nw, &err))
+        die(&err);
+    pipe_config cfg = {.name = "bench",
+                       .schedule = SCHED_1F1B,
+                       .schedule_name = "1f1b",
+                       .p = p,
+                       .v = 1,
+                       .m = m,
+                       .p2p = ENG_RENDEZVOUS,
+                       .record = REC_EVENTS,
+                       .layers = layers,
+                       .nlayers = nlayers,
+                       .partition = partition,
+                       .dp = 1,
+                       .device_rate = rate,
+                       .weight_bytes = 2,
+                       .grad_bytes = 2,
+                       .optimizer_bytes = 12};
+    pipe_ctx *ctx = pipe_ctx_new();
+    pipe_result res;
+    double t_off[REPS], t_on[REPS], bytes[REPS];
+    int64_t rows = 0;
+    const char *path = "/tmp/pipesim-recbench-events.db";
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        if (pipe_run(ctx, &cfg, nw, NULL, &res, &err))
+            die(&err);
+        t_off[i] = now() - t0;
+    }
+    for (int i = 0; i < REPS; i++) {
+        remove_db(path);
+        rec_db *db = rec_open(path, &err);
+        if (!db)
+            die(&err);
+        double empty = file_size(path);
+        double t0 = now();
+        if (pipe_run(ctx, &cfg, nw, db, &res, &err))
+            die(&err);
+        t_on[i] = now() - t0;
+        rec_close(db, NULL);
+        db = rec_open_read(path, &err);
+        if (!db)
+            die(&err);
+        rows = count(db, "SELECT count(*) FROM event WHERE run = ?1", res.id) +
+               count(db, "SELECT count(*) FROM transfer WHERE run = ?1",
+                     res.id) +
+               count(db, "SELECT count(*) FROM memory WHERE run = ?1", res.id);
+        rec_close(db, NULL);
+        bytes[i] = file_size(path) - empty;
+    }
+    remove_db(path);
+    double off = median(t_off, REPS), on = median(t_on, REPS);
+    printf("1f1b p=%d m=%-6d %10lld %9.3f %9.3f %9.2f %9.2f %8.1f\n", p, m,
+           (long long)rows, off, on, (double)rows / on / 1e6,
+           (double)rows / (on - off) / 1e6, median(bytes, REPS) / (double)rows);
+    pipe_ctx_free(ctx);
+    net_free(nw);
+    free(layers);
+    free(partition);
+    free(rate);
+}
+
+int main(int argc, char **argv)
+{
+    int32_t m = argc > 1 ? atoi(argv[1]) : 1024;
+    printf("recorder fixed cost, ms (median of %d)\n", REPS);
+    printf("%-28s %8s %8s %8s %8s %8s\n", "case", "open", "write", "close",
+           "count", "total");
+    bench_fixed(1);
+    bench_fixed(0);
+    printf("\nfull event recording (median of %d; rows: event + transfer + "
+           "memory; 'rec' = on - off)\n",
+           REPS);
+    printf("%-19s %10s %9s %9s %9s %9s %8s\n", "case", "rows", "off s", "on s",
+           "Mrows/s", "rec Mr/s", "B/row");
+    bench_events(64, m);
+    return 0;
+}

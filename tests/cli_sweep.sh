@@ -1,0 +1,54 @@
+#!/bin/sh
+# ps.sweep and its database columns (run.sweep, point, point_index, tags,
+# model, seq_length, micro_batch, global_batch, scenario), the schema 4 -> 5
+# upgrade, --jobs (rows identical to --jobs 1), --shard and pipesim merge.
+# Env from tests/run.sh: BIN, TMP, VG.
+set -u
+SUITE=cli_sweep
+OUT=sweep
+. tests/lib_cli.sh
+S=tests/data/sweep_small.lua
+q() { sqlite3 "$1" "$2"; }
+
+# --- the columns
+$VG "$BIN" run $S -o "$TMP/sw1.db" --jobs 1 >"$TMP/sw1.out" 2>&1 && ok || bad "sweep run: $(cat "$TMP/sw1.out")"
+got=$(q "$TMP/sw1.db" "SELECT group_concat(coalesce(sweep, '-') || ':' || coalesce(point_index, '-'), ',') FROM run")
+[ "$got" = "-:-,small:0,small:1,small:2,small:3,small:4,small:5,-:-" ] && ok || bad "sweep and point_index: $got"
+got=$(q "$TMP/sw1.db" "SELECT point FROM run WHERE point_index = 1")
+[ "$got" = '{"microbatches":4,"schedule":"gpipe"}' ] && ok || bad "point JSON: $got"
+got=$(q "$TMP/sw1.db" "SELECT json_extract(point, '\$.schedule'), microbatches, schedule FROM run WHERE point_index = 3")
+[ "$got" = "gpipe|8|gpipe" ] && ok || bad "json_extract of the point: $got"
+got=$(q "$TMP/sw1.db" "SELECT json_extract(tags, '\$.gbs'), json_extract(tags, '\$.team') FROM run WHERE point_index = 0")
+[ "$got" = "1024|infra" ] && ok || bad "tags: $got"
+# Megatron-LM: global batch = micro-batch size x microbatches x dp
+got=$(q "$TMP/sw1.db" "SELECT model, seq_length, micro_batch, global_batch FROM run WHERE point_index = 5")
+[ "$got" = "llama2-7b|4096|2|64" ] && ok || bad "model and batch shape: $got"
+got=$(q "$TMP/sw1.db" "SELECT count(DISTINCT scenario), min(scenario) LIKE 'fnv1a64:%' FROM run")
+[ "$got" = "1|1" ] && ok || bad "one scenario version: $got"
+got=$(q "$TMP/sw1.db" "SELECT tags IS NULL AND point IS NULL FROM run WHERE name = 'before'")
+[ "$got" = "1" ] && ok || bad "a run outside the sweep has no point or tags: $got"
+
+# --- a schema 4 file: readers say how to upgrade, a writer upgrades it
+cp "$TMP/sw1.db" "$TMP/v4.db"
+q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN point;
+    ALTER TABLE run DROP COLUMN point_index; ALTER TABLE run DROP COLUMN tags;
+    ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
+    ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
+    ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
+    PRAGMA user_version = 4"
+expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 6"
+$VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"
+got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM run")
+[ "$got" = "6
+16|6" ] && ok || bad "upgraded v4: $got"
+[ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
+  "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
+
+# --- --shard and --jobs errors
+expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"
+expect_fail "run $S -o $TMP/e.db --shard 1" "run: --shard 1: expected K/N, such as 0/4"
+expect_fail "run $S -o $TMP/e.db --shard 0/0" "run: --shard 0/0: expected K/N with integers K >= 0 and N >= 1"
+expect_fail "run $S -o $TMP/e.db --jobs 0" "run: --jobs 0: expected a number of worker processes in 1..1024"
+expect_fail "run tests/lua/test_fits.lua -o $TMP/e.db --shard 0/2" "tests/lua/test_fits.lua: --shard 0/2 needs a ps.sweep, and the scenario runs none"
+
+echo "$P passed, $F failed"

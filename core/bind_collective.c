@@ -306,6 +306,8 @@ static int core_collective(lua_State *L)
     spec.p2p = bind_p2p(L, 1, NULL);
     coll_rec rc = {0};
     int recording = bind_record(L, 1, &rc.level);
+    /* only event rows read the programs back */
+    spec.stream = !recording || rc.level != REC_EVENTS;
 
     /* data mode */
     int verify = 0;

@@ -10,6 +10,7 @@
 
 #include "coll_algo.h"
 #include "coll_int.h"
+#include "gen_coll.h"
 
 const char *const coll_op_names_[COLL_NOPS] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast",
@@ -416,18 +417,28 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if (g.lane[i] < 0)
             g.oom = 1;
     }
-    if (emit(&g, spec, &v, algo, chunks)) {
-        rc = ps_errf(err, "out of memory generating the programs");
-        goto fail;
-    }
     eng_result er;
-    if ((rc = prog_seal(ps, err)))
-        goto fail;
-    eng_set_faults(eng, spec->faults);
-    rc = eng_run(eng, ps, nw, spec->p2p, &er, err);
-    eng_set_faults(eng, NULL);
-    if (rc)
-        goto fail;
+    if (spec->stream && !buf && !spec->faults &&
+        gen_coll_applies(spec->op, algo, g.channels, N, v.n)) {
+        /* streamed: no programs in ps (the lanes added above are empty) */
+        rc = gen_coll_run(spec->op, algo, v.rank, N, v.n, g.slots, spec->p2p,
+                          nw, eng, &er, res->bytes_sent, &g.transfers,
+                          &g.nsteps, err);
+        if (rc)
+            goto fail;
+    } else {
+        if (emit(&g, spec, &v, algo, chunks)) {
+            rc = ps_errf(err, "out of memory generating the programs");
+            goto fail;
+        }
+        if ((rc = prog_seal(ps, err)))
+            goto fail;
+        eng_set_faults(eng, spec->faults);
+        rc = eng_run(eng, ps, nw, spec->p2p, &er, err);
+        eng_set_faults(eng, NULL);
+        if (rc)
+            goto fail;
+    }
     res->algorithm = algo;
     res->protocol = proto;
     res->chunks = chunks;

@@ -127,6 +127,9 @@ typedef struct coll_spec {
     void *data_ctx;
     uint64_t seed;
     const fault_plan *faults; /* coll_run only (fault.h); NULL: none */
+    int stream; /* coll_run: 1 when the caller reads no programs back from
+                   ps (no event rows): the ring then runs as a generator
+                   (gen_coll.h) in O(ranks) memory and ps is left empty */
 } coll_spec;
 
 typedef struct coll_result {

@@ -407,7 +407,8 @@ static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
 
 static const char *event_kind(unsigned kind)
 {
-    static const char *const names[] = {"F", "B", "W", "R", "OPT", "COLL"};
+    static const char *const names[] = {"F",   "B",    "W",    "R",
+                                        "OPT", "COLL", "FB.F", "FB.B"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

@@ -156,6 +156,7 @@ const char *const bind_fields_collective[] = {
     "op",
     "p2p",
     "params_json",
+    "protocol",
     "ranks",
     "ranks_per_node",
     "record",

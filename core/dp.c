@@ -206,7 +206,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     for (int32_t j = 0; j < c->d; j++)
         before[j] = ps->lanes[lanes[j]].n;
     int used;
-    int rc = coll_append(ps, nw, &spec, lanes, &used, err);
+    int rc = coll_append(ps, nw, &spec, lanes, &used, NULL, err);
     for (int32_t j = 0; j < c->d && rc == PS_OK; j++) {
         prog_lane *lane = &ps->lanes[lanes[j]];
         for (int32_t i = before[j]; i < lane->n; i++)

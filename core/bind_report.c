@@ -8,7 +8,7 @@
 #include "rec.h"
 #include "report.h"
 
-/* core.report(db_path_or_nil, run_id_or_nil, width) -> text, warnings:
+/* [-0, +2] core.report(db_path_or_nil, run_id_or_nil, width) -> text, warnings:
  * the report, and the memory warning lines of the run (or of every run,
  * at most REPORT_WARN_RUNS lines), "" when there are none */
 static int core_report(lua_State *L)

@@ -15,7 +15,7 @@ static int core_report(lua_State *L)
 {
     const char *path = luaL_optstring(L, 1, NULL);
     lua_Integer run = luaL_optinteger(L, 2, 0);
-    lua_Integer width = 100;
+    lua_Integer width = REPORT_WIDTH;
     if (!lua_isnoneornil(L, 3)) { /* checked in 64 bits before it is an int */
         int ok;
         width = lua_tointegerx(L, 3, &ok);

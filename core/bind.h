@@ -5,9 +5,12 @@
 #ifndef PS_BIND_H
 #define PS_BIND_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
+#include "eng.h"
 #include "err.h"
+#include "rec.h"
 
 /* Session settings for one scenario run. */
 typedef struct bind_session {
@@ -65,13 +68,29 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err);
 
 /* --- shared by the bind_*.c files --- */
 
-/* Opens "pipesim.core": registers every binding area into the table at the
- * top of the stack. */
-int bind_open_core(lua_State *L);
-void bind_register_cluster(lua_State *L);
-void bind_register_run(lua_State *L);
-void bind_register_report(lua_State *L);
-void bind_register_collective(lua_State *L);
+/* The functions of each Lua-visible area of "pipesim.core", registered
+ * by bind_open.c (the one file that knows every area). */
+extern const luaL_Reg bind_core_funcs[];       /* bind_core.c: args, ... */
+extern const luaL_Reg bind_cluster_funcs[];    /* cluster */
+extern const luaL_Reg bind_run_funcs[];        /* run, check_run */
+extern const luaL_Reg bind_collective_funcs[]; /* collective */
+extern const luaL_Reg bind_report_funcs[];     /* report */
+extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
+extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
+
+/* Layer tables of core.run hold at most this many layers (int32 counts);
+ * core.max_layers for the Lua side. */
+#define BIND_MAX_LAYERS (1 << 24)
+/* Raises unless every layer field core.run reads is in bind_fields_layer
+ * (else a field could be read and still be reported as unknown). */
+void bind_check_layer_fields(lua_State *L);
+
+/* Makes the session of bind_setup (registry state every area reads). */
+void bind_session_new(lua_State *L, const bind_session *bs);
+
+/* [-0, +0] Sets the metatable tname on the value on top, creating it
+ * with the methods in meta (luaL_setfuncs) on first use. */
+void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta);
 
 /* --- the checking vocabulary (core/bind_check.c) ---
  * Every table the binding reads is checked against the list of its known
@@ -161,6 +180,23 @@ struct fault_plan;
 const struct fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
                                      int compute);
 
+/* Field `p2p` of the table at idx: "rendezvous" (nil) or "eager"; with
+ * pytorch non-NULL also "pytorch" (rendezvous transfers posted the way
+ * PyTorch's _PipelineScheduleRuntime posts them, sched_spec.pytorch_p2p),
+ * which sets *pytorch. Raises "field 'p2p': unknown mode 'x' (expected
+ * ...)". */
+enum eng_p2p bind_p2p(lua_State *L, int idx, int *pytorch);
+/* Field `record` of the table at idx: "events" (nil) or "summary" into
+ * *level and returns 1; "none" returns 0 (no database at all). Raises on
+ * any other value. */
+int bind_record(lua_State *L, int idx, enum rec_level *level);
+
+/* The object kept in the registry slot key, made by make() on first use
+ * (and again after its __gc was called by hand); the slot's userdata frees
+ * it with drop() when the state closes. Raises on out of memory. */
+void *bind_context(lua_State *L, const char *key, void *(*make)(void),
+                   void (*drop)(void *));
+
 /* Field params_json of the table at idx: a string, or a function (the Lua
  * layer's, called once every field is checked) whose result is stored
  * back into the table. NULL when absent. */
@@ -188,10 +224,6 @@ extern const char *const bind_fields_meta[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);
-/* Sets core.check_fields(t, path, known), core.suggest(word, known),
- * core.check_int(v, name, lo, hi) and core.fields in the table at the
- * top. */
-void bind_register_check(lua_State *L);
 
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
  * adds the scenario's); once a stop is requested (limit.h), the stop's
@@ -211,9 +243,14 @@ void bind_progress_sweep(lua_State *L, long done, long total);
 /* The session bind_setup was given (NULL before it). */
 const bind_session *bind_get_session(lua_State *L);
 
-/* --- sweeps (core/bind_sweep.c) --- */
-void bind_register_sweep(lua_State *L);
+/* --- sweeps (core/bind_sweep.c; the worker pool in core/bind_pool.c) --- */
+/* core.sweep_map(n, jobs, eval) (bind_pool.c). */
+int bind_sweep_map(lua_State *L);
 /* 1 when the scenario has called ps.sweep (--shard needs one). */
 int bind_sweeps_run(lua_State *L);
+/* In a sweep's worker process: the database the worker records path's
+ * runs in (path NULL: the session's), which the writer copies from; raises
+ * as bind_database does. NULL in any other process. */
+struct rec_db *bind_sweep_database(lua_State *L, const char *path);
 
 #endif

@@ -449,6 +449,44 @@ const char *bind_string(lua_State *L, int idx, const char *name)
     return s;
 }
 
+enum eng_p2p bind_p2p(lua_State *L, int idx, int *pytorch)
+{
+    const char *p2p = bind_string(L, idx, "p2p");
+    if (pytorch)
+        *pytorch = 0;
+    if (!p2p || strcmp(p2p, "rendezvous") == 0)
+        return ENG_RENDEZVOUS;
+    if (strcmp(p2p, "eager") == 0)
+        return ENG_EAGER;
+    if (pytorch && strcmp(p2p, "pytorch") == 0) {
+        *pytorch = 1;
+        return ENG_RENDEZVOUS;
+    }
+    luaL_error(L, "field 'p2p': unknown mode '%s' (expected %s)", p2p,
+               pytorch ? "rendezvous, eager or pytorch"
+                       : "rendezvous or eager");
+    return ENG_RENDEZVOUS;
+}
+
+int bind_record(lua_State *L, int idx, enum rec_level *level)
+{
+    const char *r = bind_string(L, idx, "record");
+    *level = REC_EVENTS;
+    if (!r || strcmp(r, "events") == 0)
+        return 1;
+    if (strcmp(r, "summary") == 0) {
+        *level = REC_SUMMARY;
+        return 1;
+    }
+    if (strcmp(r, "none") == 0)
+        return 0;
+    luaL_error(L,
+               "field 'record': unknown level '%s' (expected events, "
+               "summary or none)",
+               r);
+    return 0;
+}
+
 const char *bind_params_json(lua_State *L, int idx)
 {
     idx = lua_absindex(L, idx);
@@ -527,14 +565,9 @@ static int core_suggest(lua_State *L)
     return 1;
 }
 
-void bind_register_check(lua_State *L)
-{
-    lua_pushcfunction(L, core_check_fields);
-    lua_setfield(L, -2, "check_fields");
-    lua_pushcfunction(L, core_suggest);
-    lua_setfield(L, -2, "suggest");
-    lua_pushcfunction(L, core_check_int);
-    lua_setfield(L, -2, "check_int");
-    bind_push_fields(L);
-    lua_setfield(L, -2, "fields");
-}
+const luaL_Reg bind_check_funcs[] = {
+    {"check_fields", core_check_fields},
+    {"suggest", core_suggest},
+    {"check_int", core_check_int},
+    {NULL, NULL},
+};

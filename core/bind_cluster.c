@@ -114,7 +114,13 @@ static bind_cluster *new_cluster(lua_State *L, int32_t n)
 {
     bind_cluster *c = lua_newuserdatauv(L, sizeof *c, 1);
     memset(c, 0, sizeof *c);
-    luaL_setmetatable(L, BIND_CLUSTER_TYPE);
+    static const luaL_Reg meta[] = {
+        {"__gc", cluster_gc},
+        {"__tostring", cluster_tostring},
+        {"__index", cluster_index},
+        {NULL, NULL},
+    };
+    bind_setmetatable(L, BIND_CLUSTER_TYPE, meta);
     c->nranks = n;
     c->gpus_per_node = 1;
     c->nodes = n;
@@ -496,18 +502,7 @@ static int core_cluster(lua_State *L)
     return 1;
 }
 
-void bind_register_cluster(lua_State *L)
-{
-    if (luaL_newmetatable(L, BIND_CLUSTER_TYPE)) {
-        static const luaL_Reg meta[] = {
-            {"__gc", cluster_gc},
-            {"__tostring", cluster_tostring},
-            {"__index", cluster_index},
-            {NULL, NULL},
-        };
-        luaL_setfuncs(L, meta, 0);
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, core_cluster);
-    lua_setfield(L, -2, "cluster");
-}
+const luaL_Reg bind_cluster_funcs[] = {
+    {"cluster", core_cluster},
+    {NULL, NULL},
+};

@@ -18,51 +18,20 @@
 #include "rec.h"
 #include "unit.h"
 
-#define CTX_TYPE "pipesim.coll_ctx"         /* metatable */
 #define CTX_KEY "pipesim.coll_ctx.instance" /* registry slot of the one ctx */
 #define RES_TYPE "pipesim.coll_result"
 
 /* Outputs come back to Lua up to this many elements per rank. */
 #define MAX_LUA_OUTPUTS 65536
 
-typedef struct coll_ctx {
-    eng_sim *eng;
-    prog_set *ps;
-    int busy; /* inside coll_run: a data function must not start another */
-} coll_ctx;
-
-static int ctx_gc(lua_State *L)
+static void *ctx_make(void)
 {
-    coll_ctx *c = luaL_checkudata(L, 1, CTX_TYPE);
-    eng_free(c->eng);
-    prog_free(c->ps);
-    c->eng = NULL;
-    c->ps = NULL;
-    return 0;
+    return coll_ctx_new();
 }
 
-static coll_ctx *get_ctx(lua_State *L)
+static void ctx_drop(void *ctx)
 {
-    /* not CTX_TYPE: that slot holds the metatable luaL_checkudata needs */
-    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
-        coll_ctx *c = lua_touserdata(L, -1);
-        lua_pop(L, 1);
-        if (c->eng && c->ps) /* else its __gc was called by hand */
-            return c;
-    } else {
-        lua_pop(L, 1);
-    }
-    coll_ctx *c = lua_newuserdatauv(L, sizeof *c, 0);
-    c->eng = NULL;
-    c->ps = NULL;
-    c->busy = 0;
-    luaL_setmetatable(L, CTX_TYPE);
-    c->eng = eng_new();
-    c->ps = prog_new(1);
-    if (!c->eng || !c->ps)
-        luaL_error(L, "out of memory");
-    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
-    return c;
+    coll_ctx_free(ctx);
 }
 
 static int res_gc(lua_State *L)
@@ -78,6 +47,7 @@ typedef struct data_ctx {
     lua_State *L;
     int fn;       /* stack index of the Lua function */
     int failed;   /* 1: msg holds the error; 2: the error is on the stack */
+    int err_idx;  /* failed == 2: its stack index */
     int32_t rank; /* of the failing call */
     long long i;
     char msg[160];
@@ -98,6 +68,7 @@ static double data_trampoline(void *vctx, int32_t rank, int64_t i)
     c->i = (long long)i;
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
         c->failed = 2; /* keep the error object on the stack */
+        c->err_idx = lua_gettop(L);
         return 0;
     }
     int isnum;
@@ -111,42 +82,24 @@ static double data_trampoline(void *vctx, int32_t rank, int64_t i)
     return isnum ? v : 0;
 }
 
+/* coll_rec.data_error: the trampoline's failure as the run's error. The
+ * Lua error object stays on the stack (at err_idx) until core_collective
+ * returns. */
+static int data_error(void *vctx, ps_err *err)
+{
+    data_ctx *c = vctx;
+    if (c->failed == 2)
+        return ps_errf(err, "field 'data': data(%d, %d) failed: %s",
+                       (int)c->rank, (int)c->i,
+                       luaL_tolstring(c->L, c->err_idx, NULL));
+    if (c->failed == 1)
+        return ps_errf(err, "field 'data': data(%d, %d) %s", (int)c->rank,
+                       (int)c->i, c->msg);
+    return PS_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Fields                                                              */
-
-static enum eng_p2p read_p2p(lua_State *L)
-{
-    const char *p2p = bind_string(L, 1, "p2p");
-    if (!p2p || strcmp(p2p, "rendezvous") == 0)
-        return ENG_RENDEZVOUS;
-    if (strcmp(p2p, "eager") == 0)
-        return ENG_EAGER;
-    luaL_error(L,
-               "field 'p2p': unknown mode '%s' (expected rendezvous or "
-               "eager)",
-               p2p);
-    return ENG_RENDEZVOUS;
-}
-
-/* record: "events" (default), "summary", or "none" (returns 0). */
-static int read_record(lua_State *L, enum rec_level *level)
-{
-    const char *r = bind_string(L, 1, "record");
-    *level = REC_EVENTS;
-    if (!r || strcmp(r, "events") == 0)
-        return 1;
-    if (strcmp(r, "summary") == 0) {
-        *level = REC_SUMMARY;
-        return 1;
-    }
-    if (strcmp(r, "none") == 0)
-        return 0;
-    luaL_error(L,
-               "field 'record': unknown level '%s' (expected events, "
-               "summary or none)",
-               r);
-    return 0;
-}
 
 /* The listed ranks into a userdata array left on the stack; NULL (and
  * *n = 0) when the field is absent. */
@@ -177,17 +130,14 @@ static int32_t *read_ranks(lua_State *L, int32_t *n)
     return r;
 }
 
-/* Auto's candidates: "all", a list of names, or (nil) the default: for
- * allreduce ring and tree, the pair NCCL's tuner chooses between
- * (ncclTopoTuneModel, src/graph/tuning.cc); every applicable algorithm for
- * the other ops. */
+/* Auto's candidates: "all" (0), a list of names, or (nil) coll's
+ * default. */
 static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
 {
     int t = lua_getfield(L, 1, "candidates");
     unsigned mask = 0;
     if (t == LUA_TNIL) {
-        if (op == COLL_ALLREDUCE)
-            mask = 1u << COLL_RING | 1u << COLL_TREE;
+        mask = coll_default_candidates(op);
     } else if (algo != COLL_AUTO) {
         luaL_error(L, "field 'candidates' only applies to algorithm = "
                       "\"auto\"");
@@ -220,26 +170,6 @@ static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
     return mask;
 }
 
-/* ranks_per_node for hierarchical allreduce: the cluster's gpus_per_node
- * when the listed ranks are whole nodes, each node's GPUs in order; else 0
- * (hierarchical does not apply). */
-static int32_t whole_nodes(const bind_cluster *cl, const int32_t *ranks,
-                           int32_t n)
-{
-    int32_t g = cl->gpus_per_node;
-    if (g < 2)
-        return 0;
-    if (!ranks)
-        return g;
-    if (n % g)
-        return 0;
-    for (int32_t i = 0; i < n; i += g)
-        for (int32_t l = 0; l < g; l++)
-            if (ranks[i] % g != 0 || ranks[i + l] != ranks[i] + l)
-                return 0;
-    return g;
-}
-
 /* ------------------------------------------------------------------ */
 /* Result                                                              */
 
@@ -268,6 +198,8 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
     lua_setfield(L, -2, "op");
     lua_pushstring(L, coll_algo_name(res->algorithm));
     lua_setfield(L, -2, "algorithm");
+    lua_pushstring(L, coll_proto_name(res->protocol));
+    lua_setfield(L, -2, "protocol");
     set_integer(L, "bytes", bytes);
     set_integer(L, "ranks", res->nranks);
     set_number(L, "time", res->time);
@@ -307,6 +239,9 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
 /* ------------------------------------------------------------------ */
 /* core.collective                                                     */
 
+/* [-0, +1] core.collective(spec): reads spec into a coll_spec and a
+ * coll_rec, runs and records it through coll_exec, pushes the result
+ * table. */
 static int core_collective(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -326,11 +261,13 @@ static int core_collective(lua_State *L)
                              "alltoall, sendrecv)");
     if (coll_parse_op(opn, &spec.op, &err))
         return bind_raise(L, &err);
-    opn = coll_op_name(spec.op); /* nccl-tests' names are aliases */
     const char *algn = bind_string(L, 1, "algorithm");
     if (coll_parse_algo(spec.op, algn ? algn : "auto", &spec.algorithm, &err))
         return bind_raise(L, &err);
     spec.candidates = read_candidates(L, spec.op, spec.algorithm);
+    const char *proton = bind_string(L, 1, "protocol");
+    if (proton && coll_parse_proto(proton, &spec.protocol, &err))
+        return luaL_error(L, "field 'protocol': %s", err.msg);
 
     if (lua_getfield(L, 1, "bytes") == LUA_TNIL)
         return luaL_error(L, "missing field 'bytes' (the whole array, e.g. "
@@ -364,14 +301,13 @@ static int core_collective(lua_State *L)
     spec.root = (int32_t)root;
     spec.chunks = (int32_t)chunks;
     spec.ranks_per_node =
-        rpn > 0 ? (int32_t)rpn : whole_nodes(cl, ranks, nranks);
-    if (spec.algorithm == COLL_HIERARCHICAL && spec.ranks_per_node < 1)
-        return luaL_error(L, "algorithm 'hierarchical' needs nodes: a cluster "
-                             "with gpus_per_node > 1 and ranks that are whole "
-                             "nodes in order (or set ranks_per_node)");
-    spec.p2p = read_p2p(L);
-    enum rec_level level;
-    int recording = read_record(L, &level);
+        rpn > 0 ? (int32_t)rpn
+                : coll_whole_nodes(cl->gpus_per_node, ranks, nranks);
+    spec.p2p = bind_p2p(L, 1, NULL);
+    coll_rec rc = {0};
+    int recording = bind_record(L, 1, &rc.level);
+    /* only event rows read the programs back */
+    spec.stream = !recording || rc.level != REC_EVENTS;
 
     /* data mode */
     int verify = 0;
@@ -390,6 +326,7 @@ static int core_collective(lua_State *L)
         spec.data = COLL_DATA_FN;
         spec.data_fn = data_trampoline;
         spec.data_ctx = &dc;
+        rc.data_error = data_error;
     } else {
         lua_pop(L, 1);
         if (verify)
@@ -397,113 +334,33 @@ static int core_collective(lua_State *L)
     }
     spec.seed = (uint64_t)seed;
     spec.faults = bind_faults(L, 1, cl->nranks, 0);
-    const char *name = bind_string(L, 1, "name");
-    const char *params = bind_params_json(L, 1);
-    rec_meta meta;
-    bind_meta(L, 1, &meta);
-    rec_db *db = NULL;
+    rc.name = bind_string(L, 1, "name");
+    rc.params_json = bind_params_json(L, 1);
+    bind_meta(L, 1, &rc.meta);
     if (recording)
-        db = bind_database(L, bind_string(L, 1, "db"));
+        rc.db = bind_database(L, bind_string(L, 1, "db"));
 
-    coll_ctx *ctx = get_ctx(L);
-    if (ctx->busy)
-        return luaL_error(L, "a data function cannot run a collective");
+    coll_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
     coll_result *res = lua_newuserdatauv(L, sizeof *res, 0);
     memset(res, 0, sizeof *res);
-    luaL_setmetatable(L, RES_TYPE);
+    static const luaL_Reg meta[] = {{"__gc", res_gc}, {NULL, NULL}};
+    bind_setmetatable(L, RES_TYPE, meta);
     luaL_checkstack(L, 8, "data function");
 
-    ctx->busy = 1;
-    int rc = coll_run(&spec, cl->nw, ctx->eng, ctx->ps, res, &err);
-    ctx->busy = 0;
-    int top = lua_gettop(L); /* the data function's error, if any */
+    int status = coll_exec(ctx, &spec, cl->nw, &rc, res, &err);
     bind_progress(L);
-    if (dc.failed == 2)
-        rc = ps_errf(&err, "field 'data': data(%d, %d) failed: %s",
-                     (int)dc.rank, (int)dc.i, luaL_tolstring(L, top, NULL));
-    else if (dc.failed == 1)
-        rc = ps_errf(&err, "field 'data': data(%d, %d) %s", (int)dc.rank,
-                     (int)dc.i, dc.msg);
-
-    char defname[64];
-    if (!name) {
-        snprintf(defname, sizeof defname, "%s %s", opn,
-                 rc ? (algn ? algn : "auto") : coll_algo_name(res->algorithm));
-        name = defname;
-    }
-    int64_t id = 0;
-    if (rc && limit_stopped())
-        return bind_raise_stop(L); /* cut short: no rows (limit.h) */
-    if (db) {
-        /* a failed collective leaves a failed run row, as a failed
-         * pipeline does (README, "The results database") */
-        const char *error = rc ? err.msg : NULL;
-        rec_run run = {
-            .kind = "collective",
-            .name = name,
-            .p2p = spec.p2p == ENG_EAGER ? "eager" : "rendezvous",
-            .stages = 0,
-            .microbatches = 0,
-            .virtual_stages = 0,
-            .dp = rc ? (ranks ? nranks : cl->nranks) : res->nranks,
-            .makespan = rc ? NAN : res->time,
-            .bubble = NAN,
-            .closed_form_bubble = NAN,
-            .imbalance = NAN,
-            .peak_memory = NAN,
-            .params_json = params,
-            .status = rc ? "failed" : "ok",
-            .error = error,
-            .meta = meta,
-        };
-        rec_collective row = {
-            .op = opn,
-            .algorithm = coll_algo_name(res->algorithm),
-            .ranks = res->nranks,
-            .bytes = (double)spec.bytes,
-            .time = res->time,
-            .algbw = res->algbw,
-            .busbw = res->busbw,
-        };
-        rec_payload pl = {
-            .run = &run,
-            .collective = rc ? NULL : &row,
-            .progs = ctx->ps,
-            .network = cl->nw,
-        };
-        ps_err rec_err;
-        if (rec_write(db, &pl, rc ? REC_SUMMARY : level, &id, &rec_err)) {
-            if (!rc)
-                return bind_raise(L, &rec_err);
-            char msg[sizeof err.msg];
-            memcpy(msg, err.msg, sizeof msg);
-            ps_errf(&err, "%s (and recording the failure failed: %s)", msg,
-                    rec_err.msg);
-        } else {
-            bind_count_run(L);
-        }
-    }
-    if (rc)
+    if (rc.id > 0)
+        bind_count_run(L);
+    if (status)
         return bind_raise(L, &err);
     int64_t n = spec.bytes / 4;
-    push_result(L, res, opn, name, id, spec.bytes,
+    push_result(L, res, coll_op_name(spec.op), rc.used_name, rc.id, spec.bytes,
                 spec.data == COLL_DATA_FN && n <= MAX_LUA_OUTPUTS);
     coll_result_free(res); /* early; __gc finds it freed */
     return 1;
 }
 
-void bind_register_collective(lua_State *L)
-{
-    if (luaL_newmetatable(L, CTX_TYPE)) {
-        lua_pushcfunction(L, ctx_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    if (luaL_newmetatable(L, RES_TYPE)) {
-        lua_pushcfunction(L, res_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, core_collective);
-    lua_setfield(L, -2, "collective");
-}
+const luaL_Reg bind_collective_funcs[] = {
+    {"collective", core_collective},
+    {NULL, NULL},
+};

@@ -65,6 +65,9 @@ static int db_gc(lua_State *L)
 struct rec_db *bind_database(lua_State *L, const char *path)
 {
     session *s = get_session(L);
+    rec_db *worker = bind_sweep_database(L, path); /* a sweep's worker */
+    if (worker)
+        return worker;
     if (!path) {
         path = s->s.default_db;
         s->default_used = 1;
@@ -82,7 +85,8 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     db_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->db = NULL;
     h->path = NULL;
-    luaL_setmetatable(L, DB_TYPE);
+    static const luaL_Reg meta[] = {{"__gc", db_gc}, {NULL, NULL}};
+    bind_setmetatable(L, DB_TYPE, meta);
     ps_err err;
     h->db = rec_open(path, &err);
     if (!h->db)
@@ -91,6 +95,45 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     lua_setfield(L, -2, path);
     lua_pop(L, 1);
     return h->db;
+}
+
+/* A registry object: the pointer and how to free it. */
+typedef struct ctx_box {
+    void *p;
+    void (*drop)(void *);
+} ctx_box;
+
+#define CTX_TYPE "pipesim.ctx"
+
+static int ctx_gc(lua_State *L)
+{
+    ctx_box *b = luaL_checkudata(L, 1, CTX_TYPE);
+    if (b->p)
+        b->drop(b->p);
+    b->p = NULL;
+    return 0;
+}
+
+void *bind_context(lua_State *L, const char *key, void *(*make)(void),
+                   void (*drop)(void *))
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TUSERDATA) {
+        ctx_box *b = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        if (b->p) /* NULL when its __gc was called by hand: make a new one */
+            return b->p;
+    } else {
+        lua_pop(L, 1);
+    }
+    ctx_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+    b->p = NULL;
+    b->drop = drop;
+    static const luaL_Reg meta[] = {{"__gc", ctx_gc}, {NULL, NULL}};
+    bind_setmetatable(L, CTX_TYPE, meta);
+    if (!(b->p = make()))
+        luaL_error(L, "out of memory");
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+    return b->p;
 }
 
 void bind_count_run(lua_State *L)
@@ -249,26 +292,20 @@ static int core_parse(lua_State *L)
     return 1;
 }
 
-int bind_open_core(lua_State *L)
+const luaL_Reg bind_core_funcs[] = {
+    {"args", core_args},   {"scenario", core_scenario},
+    {"parse", core_parse}, {"progress", core_progress},
+    {NULL, NULL},
+};
+
+void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
 {
-    static const luaL_Reg funcs[] = {
-        {"args", core_args},   {"scenario", core_scenario},
-        {"parse", core_parse}, {"progress", core_progress},
-        {NULL, NULL},
-    };
-    luaL_newlib(L, funcs);
-    lua_pushstring(L, PS_VERSION);
-    lua_setfield(L, -2, "version");
-    bind_register_cluster(L);
-    bind_register_run(L);
-    bind_register_report(L);
-    bind_register_collective(L);
-    bind_register_check(L);
-    bind_register_sweep(L);
-    return 1;
+    if (luaL_newmetatable(L, tname))
+        luaL_setfuncs(L, meta, 0);
+    lua_setmetatable(L, -2);
 }
 
-void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
+void bind_session_new(lua_State *L, const bind_session *bs)
 {
     session *s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
@@ -277,21 +314,4 @@ void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
     lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
-    if (luaL_newmetatable(L, DB_TYPE)) {
-        lua_pushcfunction(L, db_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    lua_pushcfunction(L, bind_open_core);
-    lua_setfield(L, -2, "pipesim.core");
-    lua_pop(L, 1);
-
-    lua_getglobal(L, "package");
-    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", luadir, luadir);
-    lua_getfield(L, -2, "path");
-    lua_concat(L, 2);
-    lua_setfield(L, -2, "path");
-    lua_pop(L, 1);
 }

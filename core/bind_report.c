@@ -58,8 +58,7 @@ static int core_report(lua_State *L)
     return 2;
 }
 
-void bind_register_report(lua_State *L)
-{
-    lua_pushcfunction(L, core_report);
-    lua_setfield(L, -2, "report");
-}
+const luaL_Reg bind_report_funcs[] = {
+    {"report", core_report},
+    {NULL, NULL},
+};

@@ -16,49 +16,34 @@
 #include "pipe.h"
 #include "unit.h"
 
-#define CTX_TYPE "pipesim.pipe_ctx"         /* metatable name */
-#define MAX_RANKS (1 << 20)                 /* as in ps.cluster (net.h) */
-#define MAX_LAYERS (1 << 24)                /* keeps layer counts in int32 */
+#define MAX_RANKS (1 << 20) /* as in ps.cluster (net.h) */
+#define MAX_LAYERS BIND_MAX_LAYERS
 #define CTX_KEY "pipesim.pipe_ctx.instance" /* registry slot of the ctx */
 
-static int ctx_gc(lua_State *L)
+static void *ctx_make(void)
 {
-    pipe_ctx **c = luaL_checkudata(L, 1, CTX_TYPE);
-    pipe_ctx_free(*c);
-    *c = NULL;
-    return 0;
+    return pipe_ctx_new();
 }
 
-static pipe_ctx *get_ctx(lua_State *L)
+static void ctx_drop(void *ctx)
 {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
-        pipe_ctx *c = *(pipe_ctx **)lua_touserdata(L, -1);
-        lua_pop(L, 1);
-        if (c) /* NULL when its __gc was called by hand: make a new one */
-            return c;
-    } else {
-        lua_pop(L, 1);
-    }
-    pipe_ctx **c = lua_newuserdatauv(L, sizeof *c, 0);
-    *c = NULL;
-    luaL_setmetatable(L, CTX_TYPE);
-    *c = pipe_ctx_new();
-    if (!*c)
-        luaL_error(L, "out of memory");
-    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
-    return *c;
+    pipe_ctx_free(ctx);
 }
 
+/* [-0, +1] n zeroed elements of size bytes in a userdata left on the
+ * stack: freed by the collector, so an error raised half way leaks
+ * nothing. */
 static void *scratch(lua_State *L, size_t n, size_t size)
 {
     void *p = lua_newuserdatauv(L, n * size + 1, 0);
     memset(p, 0, n * size + 1);
-    return p; /* stays on the stack until core_run returns */
+    return p;
 }
 
 /* The numeric layer fields the core reads, each a finite number >= 0
  * (units allowed) into its pipe_layer slot; def when absent. Every key here
- * is in bind_fields_layer (bind_register_run checks that at start-up);
+ * is in bind_fields_layer (bind_check_layer_fields checks that at
+ * start-up);
  * that list also holds fields the core accepts without reading (kind,
  * shape, shared_params: the model's). */
 static const struct layer_num {
@@ -139,27 +124,6 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
         luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
-/* "pytorch": rendezvous transfers posted the way PyTorch's
- * _PipelineScheduleRuntime posts them (sched_spec.pytorch_p2p). */
-static enum eng_p2p read_p2p(lua_State *L, int idx, int *pytorch)
-{
-    const char *p2p = bind_string(L, idx, "p2p");
-    *pytorch = 0;
-    if (!p2p || strcmp(p2p, "rendezvous") == 0)
-        return ENG_RENDEZVOUS;
-    if (strcmp(p2p, "eager") == 0)
-        return ENG_EAGER;
-    if (strcmp(p2p, "pytorch") == 0) {
-        *pytorch = 1;
-        return ENG_RENDEZVOUS;
-    }
-    luaL_error(L,
-               "field 'p2p': unknown mode '%s' (expected rendezvous, eager "
-               "or pytorch)",
-               p2p);
-    return ENG_RENDEZVOUS;
-}
-
 /* chunk_placement: "loop" or "v"; default the schedule's own. */
 static enum sched_placement read_placement(lua_State *L, int idx,
                                            enum sched_kind kind)
@@ -176,26 +140,6 @@ static enum sched_placement read_placement(lua_State *L, int idx,
                "loop or v)",
                pl);
     return SCHED_LOOP;
-}
-
-/* record: "events" (default), "summary", or "none" (no database at all). */
-static int read_record(lua_State *L, int idx, enum rec_level *level)
-{
-    const char *r = bind_string(L, idx, "record");
-    *level = REC_EVENTS;
-    if (!r || strcmp(r, "events") == 0)
-        return 1;
-    if (strcmp(r, "summary") == 0) {
-        *level = REC_SUMMARY;
-        return 1;
-    }
-    if (strcmp(r, "none") == 0)
-        return 0;
-    luaL_error(L,
-               "field 'record': unknown level '%s' (expected events, "
-               "summary or none)",
-               r);
-    return 0;
 }
 
 /* A custom schedule: one list of action strings per pipeline rank. */
@@ -249,16 +193,9 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
 }
 
 /* grad_sync = { bucket, first_bucket, algorithm, overlap }, zero,
- * optimizer_time. Defaults: PyTorch DDP's 25 MiB buckets and 1 MiB first
- * bucket (torch.nn.parallel.DistributedDataParallel bucket_cap_mb and
- * dist._DEFAULT_FIRST_BUCKET_BYTES), auto algorithm, overlap on. */
-static void read_grad_sync(lua_State *L, pipe_config *cfg,
-                           const bind_cluster *cl)
+ * optimizer_time, over pipe_config_init's defaults. */
+static void read_grad_sync(lua_State *L, pipe_config *cfg)
 {
-    cfg->bucket_bytes = 25.0 * 1024 * 1024;
-    cfg->first_bucket_bytes = 1.0 * 1024 * 1024;
-    cfg->grad_algorithm = COLL_AUTO;
-    cfg->overlap = 1;
     if (bind_table(L, 1, "grad_sync",
                    "such as { bucket = \"25 MB\", overlap = true }")) {
         int t = lua_gettop(L);
@@ -275,32 +212,12 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg,
             luaL_error(L, "field 'grad_sync.algorithm': %s", err.msg);
         lua_pop(L, 1);
     }
-    /* the reduction runs on the network like NCCL: NCCL's tuner picks
-     * between ring and tree for allreduce (ncclTopoTuneModel) */
-    if (cfg->grad_algorithm == COLL_AUTO)
-        cfg->grad_candidates = (1u << COLL_RING) | (1u << COLL_TREE);
     long long zero = 0;
     bind_int(L, 1, "zero", 0, 1, &zero); /* ZeRO stage 1 or none */
     cfg->zero = (int)zero;
     cfg->optimizer_seconds = 0;
     bind_quantity_min(L, 1, "optimizer_time", UNIT_SECONDS, 0, 0,
                       &cfg->optimizer_seconds);
-    /* a data-parallel group that is whole nodes can use hierarchical
-     * collectives */
-    int32_t g = cl->gpus_per_node;
-    cfg->ranks_per_node = 0;
-    if (g > 1 && cfg->dp % g == 0) {
-        int aligned = 1;
-        for (int32_t r = 0; r < cfg->p && aligned; r++)
-            for (int32_t j = 0; j < cfg->dp; j++)
-                if (cfg->rank_of[j * cfg->p + r] !=
-                    cfg->rank_of[r] + j) /* consecutive ranks */
-                    aligned = 0;
-        for (int32_t r = 0; r < cfg->p && aligned; r++)
-            aligned = cfg->rank_of[r] % g == 0;
-        if (aligned)
-            cfg->ranks_per_node = g;
-    }
 }
 
 static void push_ints(lua_State *L, const int32_t *v, int32_t n)
@@ -490,7 +407,8 @@ static int core_check_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
-    pipe_config cfg = {0};
+    pipe_config cfg;
+    pipe_config_init(&cfg);
     int uses_flops;
     lua_pushnil(L); /* no kept list: this call reads every layer */
     lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
@@ -500,10 +418,13 @@ static int core_check_run(lua_State *L)
     return 0;
 }
 
+/* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
+ * it through pipe_run, pushes the result table. */
 static int core_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    pipe_config cfg = {0};
+    pipe_config cfg;
+    pipe_config_init(&cfg);
     int uses_flops = 0;
     read_shape(L, &cfg, &uses_flops); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
@@ -513,8 +434,8 @@ static int core_run(lua_State *L)
     bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
     cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
-    cfg.p2p = read_p2p(L, 1, &cfg.pytorch_p2p);
-    int recording = read_record(L, 1, &cfg.record);
+    cfg.p2p = bind_p2p(L, 1, &cfg.pytorch_p2p);
+    int recording = bind_record(L, 1, &cfg.record);
 
     /* schedule */
     const sched_action **orders = NULL;
@@ -550,11 +471,15 @@ static int core_run(lua_State *L)
         cfg.schedule_name = sched_name(cfg.schedule);
     }
     cfg.placement = read_placement(L, 1, cfg.schedule);
+    /* overlapped FB actions (sched_fb_time): a measured time, or the
+     * share of the shorter action that is not hidden (1: none is) */
+    cfg.fb_interference = 1;
+    cfg.fb_given = bind_quantity_min(L, 1, "overlap_fb", UNIT_SECONDS, 0, 1,
+                                     &cfg.overlap_fb) |
+                   bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,
+                                     &cfg.fb_interference);
 
     /* memory accounting per parameter */
-    cfg.weight_bytes = 2;
-    cfg.grad_bytes = 2;
-    cfg.optimizer_bytes = 12;
     if (bind_table(L, 1, "memory",
                    "of bytes per parameter such as { weight_bytes = 2 }")) {
         int t = lua_gettop(L);
@@ -631,22 +556,12 @@ static int core_run(lua_State *L)
         }
     } else {
         lua_pushnil(L); /* popped below, like the list */
-        /* Megatron-LM orders ranks tp-cp-ep-dp-pp (parallel_state,
-         * RankGenerator): data-parallel peers are adjacent, inside a node,
-         * and the pipeline spans nodes. "pp_inner" is the reverse. */
         const char *placement = bind_string(L, 1, "placement");
-        int pp_inner = 0;
-        if (placement && strcmp(placement, "pp_inner") == 0)
-            pp_inner = 1;
-        else if (placement && strcmp(placement, "dp_inner") != 0)
-            return luaL_error(L,
-                              "field 'placement': unknown placement '%s' "
-                              "(expected dp_inner or pp_inner)",
-                              placement);
-        for (int32_t j = 0; j < cfg.dp; j++)
-            for (int32_t r = 0; r < cfg.p; r++)
-                rank_of[j * cfg.p + r] =
-                    pp_inner ? j * cfg.p + r : r * cfg.dp + j;
+        enum pipe_order order = PIPE_DP_INNER;
+        ps_err err;
+        if (placement && pipe_parse_order(placement, &order, &err))
+            return luaL_error(L, "field 'placement': %s", err.msg);
+        pipe_place(order, cfg.p, cfg.dp, rank_of);
     }
     lua_pop(L, 1);
     cfg.rank_of = rank_of;
@@ -657,7 +572,8 @@ static int core_run(lua_State *L)
                                      "device flops (set cluster.device.flops "
                                      "or give fwd_time)");
     }
-    read_grad_sync(L, &cfg, cl);
+    read_grad_sync(L, &cfg);
+    cfg.gpus_per_node = cl->gpus_per_node;
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 
@@ -672,7 +588,8 @@ static int core_run(lua_State *L)
     }
     pipe_result res;
     ps_err err;
-    int rc = pipe_run(get_ctx(L), &cfg, cl->nw, db, &res, &err);
+    pipe_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
+    int rc = pipe_run(ctx, &cfg, cl->nw, db, &res, &err);
     if (db && res.id > 0)
         bind_count_run(L);
     bind_progress(L);
@@ -720,10 +637,14 @@ static int core_run(lua_State *L)
     return 1;
 }
 
-void bind_register_run(lua_State *L)
+const luaL_Reg bind_run_funcs[] = {
+    {"run", core_run},
+    {"check_run", core_check_run},
+    {NULL, NULL},
+};
+
+void bind_check_layer_fields(lua_State *L)
 {
-    /* read_layer's fields must be known ones, or a layer's field could be
-     * read and still be reported as unknown */
     for (size_t f = 0; f < NLAYER_NUMS; f++) {
         const char *const *k = bind_fields_layer;
         while (*k && strcmp(*k, layer_nums[f].key) != 0)
@@ -732,15 +653,4 @@ void bind_register_run(lua_State *L)
             luaL_error(L, "internal: layer field '%s' not in bind_fields_layer",
                        layer_nums[f].key);
     }
-    if (luaL_newmetatable(L, CTX_TYPE)) {
-        lua_pushcfunction(L, ctx_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, core_run);
-    lua_setfield(L, -2, "run");
-    lua_pushcfunction(L, core_check_run);
-    lua_setfield(L, -2, "check_run");
-    lua_pushinteger(L, MAX_LAYERS);
-    lua_setfield(L, -2, "max_layers");
 }

@@ -126,13 +126,10 @@ static int core_sweep_progress(lua_State *L)
     return 0;
 }
 
-void bind_register_sweep(lua_State *L)
-{
-    static const luaL_Reg funcs[] = {
-        {"sweep_info", core_sweep_info},
-        {"sweep_begin", core_sweep_begin},
-        {"sweep_progress", core_sweep_progress},
-        {NULL, NULL},
-    };
-    luaL_setfuncs(L, funcs, 0);
-}
+const luaL_Reg bind_sweep_funcs[] = {
+    {"sweep_info", core_sweep_info},
+    {"sweep_begin", core_sweep_begin},
+    {"sweep_progress", core_sweep_progress},
+    {"sweep_map", bind_sweep_map},
+    {NULL, NULL},
+};

@@ -40,6 +40,7 @@
 #include "err.h"
 #include "net.h"
 #include "prog.h"
+#include "rec.h"
 
 enum coll_op {
     COLL_ALLREDUCE,
@@ -54,8 +55,11 @@ enum coll_op {
 
 enum coll_algo {
     COLL_RING,               /* allreduce, reduce_scatter, allgather */
-    COLL_TREE,               /* binomial: allreduce, broadcast, reduce */
-    COLL_DOUBLE_BINARY_TREE, /* allreduce (NCCL's two trees, chunked) */
+    COLL_TREE,               /* allreduce: NCCL's tree (a chain inside each
+                                node, a double binary tree across nodes,
+                                chunked; coll_tree_build) */
+    COLL_DOUBLE_BINARY_TREE, /* allreduce (NCCL's two trees over all
+                                ranks, chunked) */
     COLL_HALVING_DOUBLING,   /* allreduce, reduce_scatter, allgather */
     COLL_DIRECT,             /* allreduce, reduce_scatter, allgather,
                                 alltoall, sendrecv */
@@ -63,8 +67,27 @@ enum coll_algo {
     COLL_PIPELINE,           /* broadcast: chunked chain */
     COLL_SCATTER_ALLGATHER,  /* broadcast */
     COLL_PAIRWISE,           /* alltoall: N-1 steps, one peer each */
+    COLL_BINOMIAL_TREE,      /* allreduce, broadcast, reduce: binomial over
+                                all ranks, whole array per step */
+    COLL_NVLS,               /* allreduce on one NVSwitch node with NVLink
+                                SHARP (the switch reduces) */
     COLL_NALGOS,
     COLL_AUTO = -1
+};
+
+/* NCCL's protocols (src/include/device.h): LL (8-byte lines, a 4-byte flag
+ * beside each 4 bytes of data), LL128 (128-byte lines, 8 bytes of flags)
+ * and Simple (bulk data, then a flag after a memory fence). COLL_PROTO_NONE
+ * is no protocol at all: transfers carry the payload and pay the links'
+ * latency, the model of the textbook algorithms (and the default). See
+ * coll_proto.c for how a protocol changes the simulated transfers. */
+enum coll_proto {
+    COLL_PROTO_NONE,
+    COLL_LL,
+    COLL_LL128,
+    COLL_SIMPLE,
+    COLL_NPROTOS,
+    COLL_PROTO_AUTO = -1
 };
 
 /* NCCL_STEPS (src/include/device.h, NCCL 2.30): slots per connection. */
@@ -94,16 +117,24 @@ typedef struct coll_spec {
                                > 1 pipelined (see above); 0 = the default,
                                COLL_NCCL_STEPS for NCCL's algorithms (ring),
                                1 for the others */
+    int protocol;           /* enum coll_proto, or COLL_PROTO_AUTO: with
+                               algorithm auto, the (algorithm, protocol)
+                               pair of lowest predicted time over NCCL's
+                               algorithms (ring, tree, nvls) */
     enum eng_p2p p2p;
     enum coll_data data;
     double (*data_fn)(void *ctx, int32_t rank, int64_t i);
     void *data_ctx;
     uint64_t seed;
     const fault_plan *faults; /* coll_run only (fault.h); NULL: none */
+    int stream; /* coll_run: 1 when the caller reads no programs back from
+                   ps (no event rows): the ring then runs as a generator
+                   (gen_coll.h) in O(ranks) memory and ps is left empty */
 } coll_spec;
 
 typedef struct coll_result {
     int algorithm;    /* the one that ran (auto's choice) */
+    int protocol;     /* the protocol it ran with (auto's choice) */
     int32_t chunks;   /* pipeline / double_binary_tree chunk count, else 1 */
     int32_t channels; /* ring: rings run side by side (NCCL's channels, see
                          coll_predict), else 1 */
@@ -133,14 +164,52 @@ typedef struct coll_result {
 int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
              coll_result *res, ps_err *err);
 
+/* --- a collective as a recorded run (coll_exec.c) --- */
+
+/* A context keeps the engine and the program set across collectives, so
+ * that a sweep of them allocates only when a run is bigger than every run
+ * before it. coll_ctx_free(NULL) is a no-op. */
+typedef struct coll_ctx coll_ctx;
+coll_ctx *coll_ctx_new(void);
+void coll_ctx_free(coll_ctx *ctx);
+
+/* How coll_exec records a run, and what it tells back. */
+typedef struct coll_rec {
+    const char *name;        /* NULL: "<op> <algorithm>" */
+    const char *params_json; /* run.params, may be NULL */
+    rec_db *db;              /* NULL: nothing recorded */
+    enum rec_level level;
+    rec_meta meta; /* sweep, point, tags ... (rec.h) */
+    /* When set, called once coll_run has returned: a failure of the data
+     * function (data_fn cannot fail coll_run) as PS_ERR with err set; it
+     * replaces coll_run's own outcome. */
+    int (*data_error)(void *data_ctx, ps_err *err);
+    /* out: the run id (0: not recorded) and the name used */
+    int64_t id;
+    const char *used_name;
+    char name_buf[64];
+} coll_rec;
+
+/* Runs one collective on ctx's engine and programs (coll_run) as a run of
+ * kind 'collective': when rc->db is given, its run row and collective row
+ * (at REC_EVENTS also its transfers and links). Any failure once the spec
+ * is read (bad input, a run failure, a wrong result, the data function's)
+ * is recorded, when rc->db is given, as a run row with status 'failed' and
+ * the message, and returned; if recording it fails too, the message says
+ * so. A run cut short by a stop (limit.h) leaves no rows. Fails without
+ * running, and without rows, when ctx is already inside coll_exec (a data
+ * function that runs a collective). res as coll_run. */
+int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
+              coll_result *res, ps_err *err);
+
 /* Appends the collective described by spec to existing lanes of ps
  * (lanes[i] runs on the i-th listed rank) instead of running it: the
  * gradient sync of a training step is a collective inside larger programs.
  * Message ids come after those ps has handed out; data mode is ignored.
- * *used receives the algorithm (auto's choice). Fails like coll_run on bad
- * input. */
+ * *used receives the algorithm (auto's choice) and *proto, when not NULL,
+ * the protocol. Fails like coll_run on bad input. */
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
-                const int32_t *lanes, int *used, ps_err *err);
+                const int32_t *lanes, int *used, int *proto, ps_err *err);
 
 /* Frees what coll_run allocated in res; harmless on a zeroed or freed res. */
 void coll_result_free(coll_result *res);
@@ -166,9 +235,32 @@ const char *coll_algo_name(int algo);
  * sendrecv)". */
 int coll_parse_op(const char *name, enum coll_op *op, ps_err *err);
 
+/* "none", "ll", "ll128", "simple", "auto". */
+const char *coll_proto_name(int proto);
+
+/* Parses a protocol name. Fails with "unknown protocol 'l' (expected ll,
+ * ll128, simple, auto, none)". */
+int coll_parse_proto(const char *name, int *proto, ps_err *err);
+
+/* 1 when algo runs with NCCL's protocols (ring, tree, nvls). */
+int coll_algo_has_proto(int algo);
+
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
  * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */
 int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);
+
+/* The algorithms `auto` chooses from when the caller names none: for
+ * allreduce ring and tree, the pair NCCL's tuner picks between
+ * (ncclTopoTuneModel, src/graph/tuning.cc); 0 (every algorithm of the op
+ * that applies) for the others. */
+unsigned coll_default_candidates(enum coll_op op);
+
+/* ranks_per_node for hierarchical collectives when the caller gives none:
+ * gpus_per_node when the n listed ranks (NULL: every rank of the
+ * cluster) are whole nodes, each node's GPUs in order; else 0 (does not
+ * apply). */
+int32_t coll_whole_nodes(int32_t gpus_per_node, const int32_t *ranks,
+                         int32_t n);
 
 /* The slots algo runs with when spec asks for 0 (the default). */
 int32_t coll_default_slots(int algo);

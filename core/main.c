@@ -18,6 +18,7 @@
 #include "bind.h"
 #include "export.h"
 #include "limit.h"
+#include "plot.h"
 #include "rec.h"
 #include "report.h"
 #include "unit.h"
@@ -29,6 +30,10 @@ static const char usage[] =
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
     "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
+    "       pipesim plot DB --x COLUMN --y COLUMN [--by COLUMN] [--where SQL]\n"
+    "                    [--dashed COLUMN] [--agg min|max|mean] [--log "
+    "x|y|xy]\n"
+    "                    [--format svg|csv] [-o FILE]\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -49,6 +54,8 @@ static const char usage[] =
     "           --csv: the table as CSV, or with RUN one line per rank.\n"
     "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
     "           chart with memory curves; --compare stacks runs.\n"
+    "  plot     a line chart of one recorded column or sweep coordinate\n"
+    "           against another, one line per --by group (README, Plots).\n"
     "\n"
     "Examples:\n"
     "  pipesim run scenarios/demo.lua\n"
@@ -468,7 +475,10 @@ int main(int argc, char **argv)
         return checked_stdout(cmd_report(argc - 2, argv + 2));
     if (strcmp(cmd, "export") == 0)
         return export_main(argc - 2, argv + 2);
-    return fail("unknown command '%s' (expected run, report or export; try "
-                "pipesim --help)",
-                cmd);
+    if (strcmp(cmd, "plot") == 0)
+        return plot_main(argc - 2, argv + 2);
+    return fail(
+        "unknown command '%s' (expected run, report, export or plot; try "
+        "pipesim --help)",
+        cmd);
 }

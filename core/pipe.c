@@ -73,6 +73,65 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx);
 }
 
+void pipe_config_init(pipe_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->schedule = SCHED_1F1B;
+    cfg->p = cfg->v = cfg->m = cfg->dp = cfg->tp = 1;
+    cfg->p2p = ENG_RENDEZVOUS;
+    cfg->record = REC_EVENTS;
+    cfg->placement = sched_default_placement(SCHED_1F1B);
+    cfg->weight_bytes = 2;
+    cfg->grad_bytes = 2;
+    cfg->optimizer_bytes = 12;
+    cfg->bucket_bytes = 25.0 * 1024 * 1024;
+    cfg->first_bucket_bytes = 1.0 * 1024 * 1024;
+    cfg->grad_algorithm = COLL_AUTO;
+    cfg->overlap = 1;
+}
+
+int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err)
+{
+    if (strcmp(name, "dp_inner") == 0)
+        *order = PIPE_DP_INNER;
+    else if (strcmp(name, "pp_inner") == 0)
+        *order = PIPE_PP_INNER;
+    else
+        return ps_errf(err,
+                       "unknown placement '%s' (expected dp_inner or "
+                       "pp_inner)",
+                       name);
+    return PS_OK;
+}
+
+void pipe_place(enum pipe_order order, int32_t p, int32_t dp, int32_t *rank_of)
+{
+    for (int32_t j = 0; j < dp; j++)
+        for (int32_t r = 0; r < p; r++)
+            rank_of[j * p + r] =
+                order == PIPE_PP_INNER ? j * p + r : r * dp + j;
+}
+
+/* gpus_per_node when every data-parallel group (the replicas of one
+ * pipeline rank) is whole nodes, each node's GPUs in order; else 0. */
+static int32_t whole_nodes(const pipe_config *cfg)
+{
+    int32_t g = cfg->gpus_per_node;
+    if (g < 2 || cfg->dp % g != 0)
+        return 0;
+    for (int32_t r = 0; r < cfg->p; r++) {
+        int32_t first = cfg->rank_of ? cfg->rank_of[r] : r;
+        if (first % g != 0)
+            return 0;
+        for (int32_t j = 0; j < cfg->dp; j++) {
+            int32_t k = j * cfg->p + r;
+            if ((cfg->rank_of ? cfg->rank_of[k] : k) != first + j)
+                return 0; /* not consecutive ranks */
+        }
+    }
+    return g;
+}
+
 double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
                                int32_t m)
 {
@@ -600,6 +659,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .split = cfg->split_backward,
         .placement = cfg->placement,
         .pytorch_p2p = cfg->pytorch_p2p,
+        .overlap_fb = cfg->overlap_fb,
+        .fb_interference = cfg->fb_interference,
+        .fb_given = cfg->fb_given,
     };
     if (sched_check(&spec, err))
         return PS_ERR;
@@ -637,11 +699,14 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .bucket_bytes = cfg->bucket_bytes,
         .first_bucket_bytes = cfg->first_bucket_bytes,
         .algorithm = cfg->grad_algorithm,
-        .candidates = cfg->grad_candidates,
+        /* the reduction runs on the network like NCCL's */
+        .candidates = cfg->grad_algorithm == COLL_AUTO && !cfg->grad_candidates
+                          ? coll_default_candidates(COLL_ALLREDUCE)
+                          : cfg->grad_candidates,
         .overlap = cfg->overlap,
         .zero = zero,
         .optimizer_seconds = cfg->optimizer_seconds,
-        .ranks_per_node = cfg->ranks_per_node,
+        .ranks_per_node = whole_nodes(cfg),
     };
     int rc = PS_OK;
     if (cfg->dp > 1 || cfg->optimizer_seconds > 0)

@@ -54,6 +54,8 @@ typedef struct pipe_config {
     int split_backward; /* built-in schedules: W right after each B */
     enum sched_placement placement; /* model stage <-> (rank, chunk) */
     int pytorch_p2p; /* p2p = "pytorch": sched_spec.pytorch_p2p */
+    double overlap_fb, fb_interference; /* sched_spec's FB timing */
+    int fb_given;
     enum eng_p2p p2p;
     enum rec_level record;
     const pipe_layer *layers;
@@ -76,10 +78,12 @@ typedef struct pipe_config {
     /* gradient sync between replicas (dp.h); used when dp > 1 */
     double bucket_bytes, first_bucket_bytes;
     int grad_algorithm;       /* enum coll_algo or COLL_AUTO */
-    unsigned grad_candidates; /* for COLL_AUTO, 0: the op's defaults */
+    unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll.h) */
     int overlap;              /* start buckets as the backward makes them */
     int zero;                 /* ZeRO stage 1: 0 or 1 */
-    int32_t ranks_per_node;   /* for hierarchical collectives, 0 unknown */
+    /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
+     * that is whole nodes gets hierarchical collectives */
+    int32_t gpus_per_node;
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
@@ -110,6 +114,30 @@ typedef struct pipe_result {
     int32_t nover;
     eng_result eng;
 } pipe_result;
+
+/* How replicas are laid out on cluster ranks when no list is given. */
+enum pipe_order {
+    /* Megatron-LM's order tp-cp-ep-dp-pp (parallel_state.RankGenerator):
+     * data-parallel peers adjacent (rank r * dp + j), inside a node, the
+     * pipeline across nodes */
+    PIPE_DP_INNER,
+    PIPE_PP_INNER /* the reverse: replica j's pipeline is j * p .. */
+};
+
+/* Sets every field to its default: what a scenario gets for a field it
+ * leaves out (README, "ps.run"). Bytes per parameter 2 + 2 + 12 (bf16
+ * weights and gradients, fp32 Adam state with master weights: ZeRO paper,
+ * Rajbhandari et al. 2020, section 3.1); PyTorch DDP's buckets (25 MiB
+ * bucket_cap_mb and 1 MiB dist._DEFAULT_FIRST_BUCKET_BYTES); NCCL's auto
+ * algorithm; overlap on; p = v = m = dp = tp = 1; 1F1B. */
+void pipe_config_init(pipe_config *cfg);
+
+/* Parses "dp_inner" / "pp_inner". Fails with "unknown placement 'x'
+ * (expected dp_inner or pp_inner)". */
+int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err);
+
+/* Fills rank_of (p * dp entries, index j * p + r) with order's layout. */
+void pipe_place(enum pipe_order order, int32_t p, int32_t dp, int32_t *rank_of);
 
 /* A context keeps the engine, programs and buffers across runs so that a
  * sweep allocates only when a run is bigger than every run before it.

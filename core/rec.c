@@ -45,7 +45,8 @@ static const char *const stmt_sql[NSTMT] = {
                 "capacity, fits, tp_comm, tp_exposed) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
-                "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "time, algbw, busbw, protocol) VALUES (?1, ?2, ?3, ?4, ?5, "
+                "?6, ?7, ?8, ?9)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
                 "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_SPAN] = "INSERT INTO span(run, event_first, event_last, "
@@ -414,7 +415,8 @@ static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
 /* event.kind by code: the code is the op's enum prog_kind, the name what
  * the event view shows (rows of the event_kind table, kept in step by
  * ensure_kinds). */
-static const char *const event_kinds[] = {"F", "B", "W", "R", "OPT", "COLL"};
+static const char *const event_kinds[] = {"F",   "B",    "W",    "R",
+                                          "OPT", "COLL", "FB.F", "FB.B"};
 #define NEVENT_KINDS (int)(sizeof event_kinds / sizeof event_kinds[0])
 
 /* transfer.kind by code: what a SEND moves, from the kind of the op it
@@ -536,8 +538,9 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (step_done(db, st, err))
             return PS_ERR;
     }
-    if (p->collective) {
-        const rec_collective *c = p->collective;
+    int32_t ncoll = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
+    for (int32_t k = 0; k < ncoll; k++) {
+        const rec_collective *c = &p->collective[k];
         if (!(st = stmt(db, ST_COLL, err)))
             return PS_ERR;
         sqlite3_bind_int64(st, 1, id);
@@ -548,6 +551,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 6, c->time);
         bind_real(st, 7, c->algbw);
         bind_real(st, 8, c->busbw);
+        bind_text(st, 9, c->protocol);
         if (step_done(db, st, err))
             return PS_ERR;
     }

@@ -25,7 +25,7 @@
  *       kind 'act' (forward activation), 'grad' (its gradient), 'coll'.
  *   memory(run, rank, t, bytes, rowid)   rank's total bytes after each
  *       change; the first row per rank is the static baseline at t = 0.
- *   These three are views (version 6): the rows are in event_row,
+ *   These three are views (version 7): the rows are in event_row,
  *   transfer_row and memory_row (no run column, kind as a code of
  *   event_kind / transfer_kind), span(run, event_first, event_last, ...)
  *   holds each events-level run's rowid range in each; rowid is the row's
@@ -41,7 +41,12 @@
  *       written at every recording level, so the views work for summary runs;
  *       capacity is the device's memory in bytes (NULL: unknown), fits
  *       peak_memory <= capacity as 1/0 (NULL: unknown).
- *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw)
+ *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw,
+ *              protocol)
+ *       one row per collective run, and per gradient-sync bucket of a
+ *       pipeline run (its data-parallel group; time from its first op's
+ *       start to its last op's end); protocol: NCCL's (ll, ll128, simple)
+ *       or none
  *   link(run, src, dst, bandwidth, latency, bytes, busy)
  * Views:
  *   bubble(run, rank, busy, makespan, fraction)
@@ -68,8 +73,9 @@
  * signal's default action is safe: SQLite rolls the open transaction back
  * when the file is next opened.
  *
- * Version 5 added the sweep columns of run (sweep ... scenario); version
- * 6 moved the timeline into rowid spans (same views, in-place upgrade).
+ * Version 5 added the sweep columns of run (sweep ... scenario), 6
+ * collective.protocol; version 7 moved the timeline into rowid spans (same
+ * views, in-place upgrade).
  * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
  * upgrades a version 1 file in place (old runs get NULL: unknown), readers
  * ask for that upgrade. */
@@ -82,7 +88,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 6
+#define REC_SCHEMA_VERSION 7
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -158,6 +164,7 @@ typedef struct rec_collective {
     const char *op, *algorithm;
     int32_t ranks;
     double bytes, time, algbw, busbw;
+    const char *protocol; /* NULL: none recorded */
 } rec_collective;
 
 /* What one run contributes; NULL/0 fields are skipped. */
@@ -167,7 +174,8 @@ typedef struct rec_payload {
     int32_t nstages;
     const rec_rank *ranks;
     int32_t nranks;
-    const rec_collective *collective;
+    const rec_collective *collective; /* ncollectives rows */
+    int32_t ncollectives;             /* 0 with collective set: 1 */
     /* REC_EVENTS only: the executed programs, each rank's static memory
      * (indexed by rank) for the memory rows, and the network for link rows */
     const prog_set *progs;
@@ -197,6 +205,31 @@ int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
 /* Nothing to do: rec_write commits each run. Kept for callers that mark
  * "everything so far must be visible to other connections" points. */
 int rec_flush(rec_db *db, ps_err *err);
+
+/* --- copying runs between databases (rec_copy.c): a sweep's workers hand
+ * their runs to the one writer this way, and pipesim merge is made of it */
+
+typedef struct rec_copy rec_copy;
+
+/* Attaches the pipesim database at path to db (outside a transaction) and
+ * prepares the copy of every table with a run column; fails when the file
+ * cannot be read or is not of this schema version. rec_copy_free detaches
+ * it; rec_copy_free(NULL) is a no-op. */
+rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err);
+void rec_copy_free(rec_copy *c);
+/* Copies the source's runs with ids first..last, in id order, and all
+ * their rows (in the source's row order) into db, as new runs whose ids
+ * follow db's last one: *offset = new id - old id for each. Run it inside
+ * rec_begin ... rec_commit; ids in first..last should be consecutive, or
+ * the gaps are kept. */
+int rec_copy_runs(rec_copy *c, int64_t first, int64_t last, int64_t *offset,
+                  ps_err *err);
+/* A write transaction for copies (BEGIN IMMEDIATE, waiting for another
+ * writer as rec_write does); rec_commit rolls back when it fails;
+ * rec_rollback is harmless outside a transaction. */
+int rec_begin(rec_db *db, ps_err *err);
+int rec_commit(rec_db *db, ps_err *err);
+void rec_rollback(rec_db *db);
 
 /* --- reading, for report and export --- */
 

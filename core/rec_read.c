@@ -57,6 +57,7 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 : version == 2 ? "the run 'tp' columns"
                 : version == 3 ? "the 'tp_comm' columns"
                 : version == 4 ? "the run 'sweep' columns"
+                : version == 5 ? "the collective 'protocol' columns"
                                : "the timeline's rowid spans",
                 REC_SCHEMA_VERSION, path);
         goto fail;

@@ -105,84 +105,108 @@
                                                               "OLD.rowid;\n"                                                             \
                                                               "END;\n"
 
-#define TRANSFER_VIEW_SQL                                                                                                                              \
-    "CREATE VIEW transfer(run, src, dst, bytes, t_start, t_end, kind, mb,\n"                                                                           \
-    "  tag, rowid) AS\n"                                                                                                                               \
-    "  SELECT s.run, x.src, x.dst, x.bytes, x.t_start, x.t_end,\n"                                                                                     \
-    "    coalesce(k.name, x.kind), x.mb, x.tag, x.rowid\n"                                                                                             \
-    "  FROM span s CROSS JOIN transfer_row x\n"                                                                                                        \
-    "    ON x.rowid BETWEEN s.transfer_first AND s.transfer_last\n"                                                                                    \
-    "  LEFT JOIN transfer_kind k ON k.code = x.kind;\n"                                                                                                \
-    "CREATE TRIGGER transfer_insert INSTEAD OF INSERT ON transfer "                                                                                    \
-    "BEGIN\n" APPEND_CHECK("transfer") "  INSERT INTO transfer_row(src, dst, "                                                                         \
-                                       "bytes, t_start, t_end, kind, mb,\n"                                                                            \
-                                       "    tag) VALUES (NEW.src, NEW.dst, "                                                                           \
-                                       "NEW.bytes, NEW.t_start, NEW.t_end,\n"                                                                          \
-                                       "    " KIND_CODE("transfer", "NEW."                                                                             \
-                                                                    "kind") ", NEW.mb, NEW.tag);\n" SPAN_EXTEND(                                       \
-                                           "transfer") "END;\n"                                                                                        \
-                                                       "CREATE TRIGGER "                                                                               \
-                                                       "transfer_update "                                                                              \
-                                                       "INSTEAD OF UPDATE ON "                                                                         \
-                                                       "transfer "                                                                                     \
-                                                       "BEGIN\n" MOVE_CHECK(                                                                           \
-                                                           "transfer") "  "                                                                            \
-                                                                       "UPDAT"                                                                         \
-                                                                       "E "                                                                            \
-                                                                       "trans"                                                                         \
-                                                                       "fer_"                                                                          \
-                                                                       "row "                                                                          \
-                                                                       "SET "                                                                          \
-                                                                       "src "                                                                          \
-                                                                       "= "                                                                            \
-                                                                       "NEW."                                                                          \
-                                                                       "src, "                                                                         \
-                                                                       "dst "                                                                          \
-                                                                       "= "                                                                            \
-                                                                       "NEW."                                                                          \
-                                                                       "dst, "                                                                         \
-                                                                       "bytes"                                                                         \
-                                                                       " = "                                                                           \
-                                                                       "NEW."                                                                          \
-                                                                       "bytes"                                                                         \
-                                                                       ", "                                                                            \
-                                                                       "t_"                                                                            \
-                                                                       "start"                                                                         \
-                                                                       " = "                                                                           \
-                                                                       "NEW."                                                                          \
-                                                                       "t_"                                                                            \
-                                                                       "start"                                                                         \
-                                                                       ", "                                                                            \
-                                                                       "t_"                                                                            \
-                                                                       "end "                                                                          \
-                                                                       "= "                                                                            \
-                                                                       "NEW."                                                                          \
-                                                                       "t_"                                                                            \
-                                                                       "end, "                                                                         \
-                                                                       "kind "                                                                         \
-                                                                       "="                                                                             \
-                                                                       " " KIND_CODE(                                                                  \
-                                                                           "t"                                                                         \
-                                                                           "r"                                                                         \
-                                                                           "a"                                                                         \
-                                                                           "n"                                                                         \
-                                                                           "s"                                                                         \
-                                                                           "f"                                                                         \
-                                                                           "e"                                                                         \
-                                                                           "r",                                                                        \
-                                                                           "N"                                                                         \
-                                                                           "E"                                                                         \
-                                                                           "W"                                                                         \
-                                                                           "."                                                                         \
-                                                                           "k"                                                                         \
-                                                                           "i"                                                                         \
-                                                                           "n"                                                                         \
-                                                                           "d") ", mb = NEW.mb, tag = NEW.tag\n"                                       \
-                                                                                "  WHERE rowid = OLD.rowid;\n"                                         \
-                                                                                "END;\n"                                                               \
-                                                                                "CREATE TRIGGER transfer_delete INSTEAD OF DELETE ON transfer BEGIN\n" \
-                                                                                "  DELETE FROM transfer_row WHERE rowid = OLD.rowid;\n"                \
-                                                                                "END;\n"
+#define TRANSFER_VIEW_SQL                                                                                                                                                \
+    "CREATE VIEW transfer(run, src, dst, bytes, t_start, t_end, kind, mb,\n"                                                                                             \
+    "  tag, rowid) AS\n"                                                                                                                                                 \
+    "  SELECT s.run, x.src, x.dst, x.bytes, x.t_start, x.t_end,\n"                                                                                                       \
+    "    coalesce(k.name, x.kind), x.mb, x.tag, x.rowid\n"                                                                                                               \
+    "  FROM span s CROSS JOIN transfer_row x\n"                                                                                                                          \
+    "    ON x.rowid BETWEEN s.transfer_first AND s.transfer_last\n"                                                                                                      \
+    "  LEFT JOIN transfer_kind k ON k.code = x.kind;\n"                                                                                                                  \
+    "CREATE TRIGGER transfer_insert INSTEAD OF INSERT ON transfer "                                                                                                      \
+    "BEGIN\n" APPEND_CHECK(                                                                                                                                              \
+        "transfer") "  INSERT INTO transfer_row(src, dst, "                                                                                                              \
+                    "bytes, t_start, t_end, kind, mb,\n"                                                                                                                 \
+                    "    tag) VALUES (NEW.src, NEW.dst, "                                                                                                                \
+                    "NEW.bytes, NEW.t_start, NEW.t_end,\n"                                                                                                               \
+                    "    " KIND_CODE(                                                                                                                                    \
+                        "transfer",                                                                                                                                      \
+                        "NEW."                                                                                                                                           \
+                        "kind") ", NEW.mb, NEW.tag);\n" SPAN_EXTEND("transfe"                                                                                            \
+                                                                    "r") "END"                                                                                           \
+                                                                         ";\n"                                                                                           \
+                                                                         "CRE"                                                                                           \
+                                                                         "ATE"                                                                                           \
+                                                                         " TR"                                                                                           \
+                                                                         "IGG"                                                                                           \
+                                                                         "ER "                                                                                           \
+                                                                         "tra"                                                                                           \
+                                                                         "nsf"                                                                                           \
+                                                                         "er_"                                                                                           \
+                                                                         "upd"                                                                                           \
+                                                                         "ate"                                                                                           \
+                                                                         " "                                                                                             \
+                                                                         "INS"                                                                                           \
+                                                                         "TEA"                                                                                           \
+                                                                         "D "                                                                                            \
+                                                                         "OF "                                                                                           \
+                                                                         "UPD"                                                                                           \
+                                                                         "ATE"                                                                                           \
+                                                                         " ON"                                                                                           \
+                                                                         " "                                                                                             \
+                                                                         "tra"                                                                                           \
+                                                                         "nsf"                                                                                           \
+                                                                         "er "                                                                                           \
+                                                                         "BEG"                                                                                           \
+                                                                         "IN"                                                                                            \
+                                                                         "\n" MOVE_CHECK(                                                                                \
+                                                                             "transfer") "  "                                                                            \
+                                                                                         "UPDAT"                                                                         \
+                                                                                         "E "                                                                            \
+                                                                                         "trans"                                                                         \
+                                                                                         "fer_"                                                                          \
+                                                                                         "row "                                                                          \
+                                                                                         "SET "                                                                          \
+                                                                                         "src "                                                                          \
+                                                                                         "= "                                                                            \
+                                                                                         "NEW."                                                                          \
+                                                                                         "src, "                                                                         \
+                                                                                         "dst "                                                                          \
+                                                                                         "= "                                                                            \
+                                                                                         "NEW."                                                                          \
+                                                                                         "dst, "                                                                         \
+                                                                                         "bytes"                                                                         \
+                                                                                         " = "                                                                           \
+                                                                                         "NEW."                                                                          \
+                                                                                         "bytes"                                                                         \
+                                                                                         ", "                                                                            \
+                                                                                         "t_"                                                                            \
+                                                                                         "start"                                                                         \
+                                                                                         " = "                                                                           \
+                                                                                         "NEW."                                                                          \
+                                                                                         "t_"                                                                            \
+                                                                                         "start"                                                                         \
+                                                                                         ", "                                                                            \
+                                                                                         "t_"                                                                            \
+                                                                                         "end "                                                                          \
+                                                                                         "= "                                                                            \
+                                                                                         "NEW."                                                                          \
+                                                                                         "t_"                                                                            \
+                                                                                         "end, "                                                                         \
+                                                                                         "kind "                                                                         \
+                                                                                         "="                                                                             \
+                                                                                         " " KIND_CODE(                                                                  \
+                                                                                             "t"                                                                         \
+                                                                                             "r"                                                                         \
+                                                                                             "a"                                                                         \
+                                                                                             "n"                                                                         \
+                                                                                             "s"                                                                         \
+                                                                                             "f"                                                                         \
+                                                                                             "e"                                                                         \
+                                                                                             "r",                                                                        \
+                                                                                             "N"                                                                         \
+                                                                                             "E"                                                                         \
+                                                                                             "W"                                                                         \
+                                                                                             "."                                                                         \
+                                                                                             "k"                                                                         \
+                                                                                             "i"                                                                         \
+                                                                                             "n"                                                                         \
+                                                                                             "d") ", mb = NEW.mb, tag = NEW.tag\n"                                       \
+                                                                                                  "  WHERE rowid = OLD.rowid;\n"                                         \
+                                                                                                  "END;\n"                                                               \
+                                                                                                  "CREATE TRIGGER transfer_delete INSTEAD OF DELETE ON transfer BEGIN\n" \
+                                                                                                  "  DELETE FROM transfer_row WHERE rowid = OLD.rowid;\n"                \
+                                                                                                  "END;\n"
 
 #define MEMORY_VIEW_SQL                                                        \
     "CREATE VIEW memory(run, rank, t, bytes, rowid) AS\n"                      \
@@ -250,7 +274,7 @@ static const char schema_tail_sql[] =
     "CREATE TABLE collective(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  op TEXT NOT NULL, algorithm TEXT NOT NULL, ranks INTEGER,\n"
-    "  bytes REAL, time REAL, algbw REAL, busbw REAL);\n"
+    "  bytes REAL, time REAL, algbw REAL, busbw REAL, protocol TEXT);\n"
     "CREATE INDEX collective_run ON collective(run);\n"
     "CREATE TABLE link(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
@@ -308,72 +332,55 @@ static const char migrate_v5_sql[] =
     "ALTER TABLE run ADD COLUMN scenario TEXT;\n"
     "PRAGMA user_version = 5;\n";
 
-/* Version 5 -> 6: the timeline in rowid spans (TIMELINE_TABLES_SQL):
+/* Version 5 -> 6: the NCCL protocol a collective ran with (NULL for old
+ * runs), appended last as CREATE TABLE has it. */
+static const char migrate_v6_sql[] =
+    "ALTER TABLE collective ADD COLUMN protocol TEXT;\n"
+    "PRAGMA user_version = 6;\n";
+
+/* Version 6 -> 7: the timeline in rowid spans (TIMELINE_TABLES_SQL):
  * the rows of event, transfer and memory are copied run by run, in their
  * recording order, so each run's rows get one contiguous range, then the
  * tables (and their run indexes) give way to the views of the same names.
- * Kinds a version 5 file holds that the kind tables lack stay as text. */
+ * Kinds an older file holds that the kind tables lack stay as text. */
 #define SPAN_OF(tbl)                                                           \
     "INSERT INTO span(run, " tbl "_first, " tbl "_last)\n"                     \
     "  SELECT run, min(n), max(n) FROM (SELECT run, row_number() OVER\n"       \
     "  (ORDER BY run, rowid) AS n FROM " tbl ") WHERE true GROUP BY run\n"     \
     "  ON CONFLICT(run) DO UPDATE SET " tbl "_first = excluded." tbl           \
     "_first, " tbl "_last = excluded." tbl "_last;\n"
-static const char migrate_v6_sql[] = TIMELINE_TABLES_SQL
+/* clang-format off */
+static const char migrate_v7_sql[] =
+    TIMELINE_TABLES_SQL
     "INSERT INTO event_row(rank, kind, stage, chunk, mb, t_start, t_end)\n"
-    "  SELECT rank, " KIND_CODE(
-        "event",
-        "event.kind") ", stage, chunk, mb,\n"
-                      "  t_start, t_end FROM event ORDER BY run, "
-                      "rowid;\n" SPAN_OF(
-                          "event") "INSERT INTO transfer_row(src, dst, bytes, "
-                                   "t_start, t_end, kind, mb, tag)\n"
-                                   "  SELECT src, dst, bytes, t_start, "
-                                   "t_end, " KIND_CODE(
-                                       "transfer",
-                                       "transfer.kind") ", mb, tag\n"
-                                                        "  FROM transfer ORDER "
-                                                        "BY run, "
-                                                        "rowid;\n" SPAN_OF(
-                                                            "transfer") "INSERT"
-                                                                        " INTO "
-                                                                        "memory"
-                                                                        "_row("
-                                                                        "rank, "
-                                                                        "t, "
-                                                                        "bytes)"
-                                                                        "\n"
-                                                                        "  "
-                                                                        "SELECT"
-                                                                        " rank,"
-                                                                        " t, "
-                                                                        "bytes "
-                                                                        "FROM "
-                                                                        "memory"
-                                                                        " ORDER"
-                                                                        " BY "
-                                                                        "run, "
-                                                                        "rowid;"
-                                                                        "\n" SPAN_OF(
-                                                                            "me"
-                                                                            "mo"
-                                                                            "r"
-                                                                            "y") "DROP TABLE event;\n"
-                                                                                 "DROP TABLE transfer;\n"
-                                                                                 "DROP TABLE memory;\n";
+    "  SELECT rank, " KIND_CODE("event", "event.kind") ", stage, chunk,\n"
+    "  mb, t_start, t_end FROM event ORDER BY run, rowid;\n"
+    SPAN_OF("event")
+    "INSERT INTO transfer_row(src, dst, bytes, t_start, t_end, kind, mb,\n"
+    "  tag) SELECT src, dst, bytes, t_start, t_end, "
+    KIND_CODE("transfer", "transfer.kind") ", mb, tag\n"
+    "  FROM transfer ORDER BY run, rowid;\n"
+    SPAN_OF("transfer")
+    "INSERT INTO memory_row(rank, t, bytes)\n"
+    "  SELECT rank, t, bytes FROM memory ORDER BY run, rowid;\n"
+    SPAN_OF("memory")
+    "DROP TABLE event;\n"
+    "DROP TABLE transfer;\n"
+    "DROP TABLE memory;\n";
+/* clang-format on */
 
-/* A new file's schema and the version 6 upgrade, each run in order (C
+/* A new file's schema and the version 7 upgrade, each run in order (C
  * caps one string literal at 4095 bytes). */
 static const char *const schema_sql[] = {
     schema_head_sql, EVENT_VIEW_SQL,  TRANSFER_VIEW_SQL,
     MEMORY_VIEW_SQL, schema_tail_sql, NULL,
 };
-static const char *const upgrade_v6_sql[] = {
-    migrate_v6_sql,
+static const char *const upgrade_v7_sql[] = {
+    migrate_v7_sql,
     EVENT_VIEW_SQL,
     TRANSFER_VIEW_SQL,
     MEMORY_VIEW_SQL,
-    "PRAGMA user_version = 6",
+    "PRAGMA user_version = 7",
     NULL,
 };
 
@@ -421,7 +428,7 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
     return PS_OK;
 }
 
-/* 1 when event is still a table (the layout before version 6), 0 when
+/* 1 when event is still a table (the layout before version 7), 0 when
  * it is already the view (a file whose other columns were taken back to
  * an older version by hand: only those are upgraded). */
 static int timeline_is_tables(rec_db *db)
@@ -535,10 +542,12 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
              rec_exec_sql(db, migrate_v4_sql, err)) ||
             (version >= 1 && version <= 4 &&
              rec_exec_sql(db, migrate_v5_sql, err)) ||
-            (version >= 1 && version <= 5 && timeline_is_tables(db) &&
-             exec_all(db, upgrade_v6_sql, err)) ||
             (version >= 1 && version <= 5 &&
-             rec_exec_sql(db, "PRAGMA user_version = 6", err))) {
+             rec_exec_sql(db, migrate_v6_sql, err)) ||
+            (version >= 1 && version <= 6 && timeline_is_tables(db) &&
+             exec_all(db, upgrade_v7_sql, err)) ||
+            (version >= 1 && version <= 6 &&
+             rec_exec_sql(db, "PRAGMA user_version = 7", err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

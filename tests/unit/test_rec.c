@@ -122,7 +122,7 @@ static void test_timeline_upgrade(void)
         "CREATE INDEX event_run ON event(run)",
         "CREATE INDEX transfer_run ON transfer(run)",
         "CREATE INDEX memory_run ON memory(run)",
-        "PRAGMA user_version = 5",
+        "PRAGMA user_version = 6",
         NULL,
     };
     CHECK(exec_each(db, to_v5));
@@ -133,8 +133,8 @@ static void test_timeline_upgrade(void)
 
     db = rec_open_read("v5.db", &err);
     CHECK(db == NULL);
-    CHECK_HAS(err.msg, "schema version 5 (before the timeline's rowid "
-                       "spans), this pipesim reads 6; writing one run to it "
+    CHECK_HAS(err.msg, "schema version 6 (before the timeline's rowid "
+                       "spans), this pipesim reads 7; writing one run to it "
                        "upgrades it in place");
     db = rec_open("v5.db", &err); /* the upgrade */
     CHECK(db != NULL);
@@ -142,7 +142,7 @@ static void test_timeline_upgrade(void)
         fixture_free(&fx);
         return;
     }
-    CHECK_INT(scalar(db, "PRAGMA user_version"), 6);
+    CHECK_INT(scalar(db, "PRAGMA user_version"), 7);
     CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = "
                          "'view' AND name IN ('event', 'transfer', 'memory')"),
               3);
@@ -277,7 +277,8 @@ static void test_levels_and_views(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory_peak WHERE run = 2"), 4);
 
     /* a collective run at summary level */
-    rec_collective coll = {"allreduce", "ring", 4, 1e9, 0.5, 2e9, 3e9};
+    rec_collective coll = {"allreduce", "ring", 4,   1e9,
+                           0.5,         2e9,    3e9, "simple"};
     rec_run cr = {.kind = "collective",
                   .name = "ring",
                   .stages = 4,
@@ -443,14 +444,14 @@ static void test_open_errors(void)
     /* a newer pipesim's file */
     unlink("newer.db");
     db = rec_open("newer.db", &err);
-    q = rec_query_new(db, "PRAGMA user_version = 7", &err);
+    q = rec_query_new(db, "PRAGMA user_version = 8", &err);
     CHECK_INT(rec_query_step(q, &err), 0);
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 6");
+    CHECK_STR(err.msg, "newer.db: schema version 8, this pipesim writes 7");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 6");
+    CHECK_STR(err.msg, "newer.db: schema version 8, this pipesim reads 7");
 
     /* a file of this version whose table was dropped behind pipesim's
      * back: the writer trusts the version (one header read, no schema

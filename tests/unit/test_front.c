@@ -1,0 +1,114 @@
+/* The front ends' own policy and run life cycle (issue 11: the binding
+ * only translates): pipe_config_init's defaults, pipe_place's rank orders,
+ * auto's default candidates, coll_whole_nodes, and coll_exec recording a
+ * collective's rows itself, a failed one as a failed run row. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "coll.h"
+#include "harness.h"
+#include "pipe.h"
+#include "rec.h"
+
+static double scalar(rec_db *db, const char *sql)
+{
+    ps_err err;
+    rec_query *q = rec_query_new(db, sql, &err);
+    double v = q && rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
+    rec_query_free(q);
+    return v;
+}
+
+static void test_pipe_defaults(void)
+{
+    pipe_config c;
+    pipe_config_init(&c);
+    /* ZeRO paper's 2 + 2 + 12 bytes, PyTorch DDP's buckets */
+    CHECK_NEAR(c.weight_bytes + c.grad_bytes + c.optimizer_bytes, 16);
+    CHECK_NEAR(c.bucket_bytes, 25.0 * 1024 * 1024);
+    CHECK_NEAR(c.first_bucket_bytes, 1024 * 1024);
+    CHECK_INT(c.grad_algorithm, COLL_AUTO);
+    CHECK_INT(c.overlap, 1);
+    CHECK_INT(c.p * c.v * c.m * c.dp, 1);
+}
+
+static void test_pipe_place(void)
+{
+    int32_t r[6];
+    pipe_place(PIPE_DP_INNER, 3, 2, r); /* replicas adjacent: r * dp + j */
+    CHECK_INT(r[0], 0);
+    CHECK_INT(r[1], 2);
+    CHECK_INT(r[2], 4);
+    CHECK_INT(r[3], 1);
+    CHECK_INT(r[5], 5);
+    pipe_place(PIPE_PP_INNER, 3, 2, r); /* replica j's pipeline j * p + r */
+    CHECK_INT(r[3], 3);
+    CHECK_INT(r[1], 1);
+    enum pipe_order o;
+    ps_err err;
+    CHECK_INT(pipe_parse_order("pp_inner", &o, &err), 0);
+    CHECK_INT(o, PIPE_PP_INNER);
+    CHECK_INT(pipe_parse_order("inner", &o, &err), PS_ERR);
+    CHECK_STR(err.msg,
+              "unknown placement 'inner' (expected dp_inner or pp_inner)");
+}
+
+static void test_coll_defaults(void)
+{
+    CHECK_INT(coll_default_candidates(COLL_ALLREDUCE),
+              1u << COLL_RING | 1u << COLL_TREE);
+    CHECK_INT(coll_default_candidates(COLL_BROADCAST), 0);
+    const int32_t whole[4] = {4, 5, 6, 7}, split[4] = {2, 3, 4, 5};
+    CHECK_INT(coll_whole_nodes(4, whole, 4), 4);
+    CHECK_INT(coll_whole_nodes(4, split, 4), 0);
+    CHECK_INT(coll_whole_nodes(4, NULL, 0), 4);
+    CHECK_INT(coll_whole_nodes(1, whole, 4), 0);
+}
+
+static void test_coll_exec_records(void)
+{
+    ps_err err;
+    unlink("front.db");
+    rec_db *db = rec_open("front.db", &err);
+    net *nw = net_new(4);
+    coll_ctx *ctx = coll_ctx_new();
+    CHECK(db && nw && ctx);
+    if (!db || !nw || !ctx)
+        goto out;
+    CHECK_INT(net_set_mesh(nw, 1e9, 1e-6, &err), 0);
+    coll_spec spec = {.op = COLL_ALLREDUCE,
+                      .algorithm = COLL_RING,
+                      .bytes = 4096,
+                      .p2p = ENG_RENDEZVOUS};
+    coll_rec rc = {.db = db, .level = REC_EVENTS};
+    coll_result res;
+    CHECK_INT(coll_exec(ctx, &spec, nw, &rc, &res, &err), 0);
+    CHECK_INT(rc.id, 1);
+    CHECK_STR(rc.used_name, "allreduce ring");
+    CHECK_NEAR(scalar(db, "SELECT time FROM collective WHERE run = 1"),
+               res.time);
+    CHECK(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1") > 0);
+    coll_result_free(&res);
+    /* a failure after the spec is read: a failed run row, no collective */
+    spec.algorithm = COLL_HIERARCHICAL;
+    CHECK_INT(coll_exec(ctx, &spec, nw, &rc, &res, &err), PS_ERR);
+    CHECK_INT(rc.id, 2);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run WHERE id = 2 AND "
+                         "status = 'failed' AND error LIKE '%needs nodes%'"),
+              1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM collective WHERE run = 2"), 0);
+out:
+    coll_ctx_free(ctx);
+    net_free(nw);
+    rec_close(db, NULL);
+    unlink("front.db");
+}
+
+int main(void)
+{
+    test_pipe_defaults();
+    test_pipe_place();
+    test_coll_defaults();
+    test_coll_exec_records();
+    return harness_done();
+}

@@ -9,6 +9,7 @@
 
 #include "coll.h"
 #include "dp.h"
+#include "gen_pipe.h"
 #include "limit.h"
 #include "mem.h"
 
@@ -422,6 +423,10 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
     return PS_OK;
 }
 
+/* Stage times equal within this relative difference count as uniform: the
+ * sums of a partition's layer times differ in their last bits. */
+#define UNIFORM_REL_TOL 1e-12
+
 /* Uniform: every stage the same forward and backward time and every stage
  * boundary free (zero bytes over zero latency or infinite bandwidth). */
 static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
@@ -431,9 +436,9 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
     const sched_stage *s0 = &ctx->stages[0];
     for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
         const sched_stage *x = &ctx->stages[s];
-        if (fabs(x->fwd - s0->fwd) > 1e-12 * s0->fwd ||
-            fabs(x->bwd - s0->bwd) > 1e-12 * s0->bwd ||
-            fabs(x->wgt - s0->wgt) > 1e-12 * s0->wgt)
+        if (fabs(x->fwd - s0->fwd) > UNIFORM_REL_TOL * s0->fwd ||
+            fabs(x->bwd - s0->bwd) > UNIFORM_REL_TOL * s0->bwd ||
+            fabs(x->wgt - s0->wgt) > UNIFORM_REL_TOL * s0->wgt)
             return 0;
     }
     for (int32_t s = 0; s < nstages; s++) {
@@ -596,8 +601,9 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
- * rows are complete (a failed run records them when they are). */
-static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+ * rows are complete (a failed run records them when they are). events:
+ * event rows will be written, which read the programs back. */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
                     pipe_result *res, int *built, ps_err *err)
 {
     res->closed_form_bubble = NAN;
@@ -680,8 +686,17 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
+    /* without event rows, data parallelism or faults nothing reads the
+     * programs back: the built-in schedules then stream, generated as the
+     * engine runs (gen_pipe.h), and ps stays empty */
+    int streamed = !events && cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
+                   !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
-    for (int32_t j = 0; j < cfg->dp; j++) {
+    if (streamed) { /* one replica: sched_lower's j = 0 */
+        spec.stages = ctx->stages;
+        spec.rank_of = cfg->rank_of;
+    }
+    for (int32_t j = 0; j < cfg->dp && !streamed; j++) {
         /* each replica's pipeline is the same schedule on its own ranks,
          * timed on their devices */
         spec.stages = ctx->stages + (size_t)j * nstages;
@@ -723,9 +738,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .ranks_per_node = whole_nodes(cfg),
     };
     int rc = PS_OK;
-    if (cfg->dp > 1 || cfg->optimizer_seconds > 0)
+    if (!streamed && (cfg->dp > 1 || cfg->optimizer_seconds > 0))
         rc = dp_lower(&dc, ctx->ps, nw, err);
-    if (rc == PS_OK)
+    if (rc == PS_OK && !streamed)
         rc = prog_seal(ctx->ps, err);
     if (rc == PS_OK) {
         fault_plan fp;
@@ -735,7 +750,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         }
         eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
         eng_set_memory(ctx->eng, ctx->rank_static);
-        rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+        rc = streamed
+                 ? gen_pipe_run(&spec, nw, cfg->p2p, ctx->eng, &res->eng, err)
+                 : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
         eng_set_faults(ctx->eng, NULL);
         eng_set_memory(ctx->eng, NULL);
     }
@@ -780,7 +797,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
 {
     memset(res, 0, sizeof *res);
     int built = 0;
-    int rc = simulate(ctx, cfg, nw, res, &built, err);
+    int rc = simulate(ctx, cfg, nw, db && cfg->record == REC_EVENTS, res,
+                      &built, err);
     /* a run cut short by a signal or a limit leaves no rows: the whole
      * scenario stops there (limit.h) */
     if (!db || (rc != PS_OK && limit_stopped()))

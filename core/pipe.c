@@ -423,6 +423,10 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
     return PS_OK;
 }
 
+/* Stage times equal within this relative difference count as uniform: the
+ * sums of a partition's layer times differ in their last bits. */
+#define UNIFORM_REL_TOL 1e-12
+
 /* Uniform: every stage the same forward and backward time and every stage
  * boundary free (zero bytes over zero latency or infinite bandwidth). */
 static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
@@ -432,9 +436,9 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
     const sched_stage *s0 = &ctx->stages[0];
     for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
         const sched_stage *x = &ctx->stages[s];
-        if (fabs(x->fwd - s0->fwd) > 1e-12 * s0->fwd ||
-            fabs(x->bwd - s0->bwd) > 1e-12 * s0->bwd ||
-            fabs(x->wgt - s0->wgt) > 1e-12 * s0->wgt)
+        if (fabs(x->fwd - s0->fwd) > UNIFORM_REL_TOL * s0->fwd ||
+            fabs(x->bwd - s0->bwd) > UNIFORM_REL_TOL * s0->bwd ||
+            fabs(x->wgt - s0->wgt) > UNIFORM_REL_TOL * s0->wgt)
             return 0;
     }
     for (int32_t s = 0; s < nstages; s++) {

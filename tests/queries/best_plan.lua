@@ -10,7 +10,7 @@
 -- out one rounding step below 1F1B mb 2 full's with the DGX hop latencies
 -- of issue 14 (0.6 / 2.7 us), so the query counts 4.
 local ps = require "pipesim"
-ps.search{ name = "plan", model = { layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 },
+ps.search{ name = "plan", model = { name = "gpt-4l", layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 },
            cluster = ps.cluster(ps.clusters.dgx("A100", 1)), gpus = 2, global_batch = 8,
            space = { pp = { 2 }, microbatch = { 1, 2 }, schedule = { "1f1b", "gpipe" },
                      recompute = { "none", "full" } }, prune = "none" }

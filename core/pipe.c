@@ -9,6 +9,7 @@
 
 #include "coll.h"
 #include "dp.h"
+#include "gen_pipe.h"
 #include "limit.h"
 #include "mem.h"
 
@@ -233,7 +234,7 @@ static int32_t cluster_rank(const pipe_config *cfg, int32_t r, int32_t j)
 /* Pipeline rank of model stage s under the run's chunk placement. */
 static int32_t stage_rank(const pipe_config *cfg, int32_t s)
 {
-    return sched_rank_of(cfg->placement, cfg->p, s);
+    return sched_place_rank(cfg->placement, cfg->place, cfg->p, s);
 }
 
 static double layer_fwd(const pipe_layer *l, double rate)
@@ -351,7 +352,7 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
         rec_stage row = {0};
         row.stage = s;
         row.rank = stage_rank(cfg, s);
-        row.chunk = s / cfg->p;
+        row.chunk = sched_place_chunk(cfg->placement, cfg->place, cfg->p, s);
         row.first_layer = first;
         row.last_layer = first + count - 1;
         for (int32_t i = first; i < first + count; i++) {
@@ -507,7 +508,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
                                        0};
         /* TP collectives of the rank's chunks, every microbatch */
         for (int32_t c = 0; c < cfg->v; c++) {
-            const rec_stage *row = &ctx->stage_rows[c * cfg->p + k % cfg->p];
+            const rec_stage *row = &ctx->stage_rows[sched_place_stage(
+                cfg->placement, cfg->place, cfg->p, cfg->v, c, k % cfg->p)];
             ctx->rank_rows[k].tp_comm += cfg->m * row->tp_comm;
             ctx->rank_rows[k].tp_exposed += cfg->m * row->tp_exposed;
         }
@@ -594,8 +596,9 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
- * rows are complete (a failed run records them when they are). */
-static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+ * rows are complete (a failed run records them when they are). events:
+ * event rows will be written, which read the programs back. */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
                     pipe_result *res, int *built, ps_err *err)
 {
     res->closed_form_bubble = NAN;
@@ -658,6 +661,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .ncustom = cfg->ncustom,
         .split = cfg->split_backward,
         .placement = cfg->placement,
+        .place = cfg->place,
         .pytorch_p2p = cfg->pytorch_p2p,
         .overlap_fb = cfg->overlap_fb,
         .fb_interference = cfg->fb_interference,
@@ -666,8 +670,17 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
+    /* without event rows, data parallelism or faults nothing reads the
+     * programs back: the built-in schedules then stream, generated as the
+     * engine runs (gen_pipe.h), and ps stays empty */
+    int streamed = !events && cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
+                   !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
-    for (int32_t j = 0; j < cfg->dp; j++) {
+    if (streamed) { /* one replica: sched_lower's j = 0 */
+        spec.stages = ctx->stages;
+        spec.rank_of = cfg->rank_of;
+    }
+    for (int32_t j = 0; j < cfg->dp && !streamed; j++) {
         /* each replica's pipeline is the same schedule on its own ranks,
          * timed on their devices */
         spec.stages = ctx->stages + (size_t)j * nstages;
@@ -709,9 +722,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .ranks_per_node = whole_nodes(cfg),
     };
     int rc = PS_OK;
-    if (cfg->dp > 1 || cfg->optimizer_seconds > 0)
+    if (!streamed && (cfg->dp > 1 || cfg->optimizer_seconds > 0))
         rc = dp_lower(&dc, ctx->ps, nw, err);
-    if (rc == PS_OK)
+    if (rc == PS_OK && !streamed)
         rc = prog_seal(ctx->ps, err);
     if (rc == PS_OK) {
         fault_plan fp;
@@ -721,7 +734,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         }
         eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
         eng_set_memory(ctx->eng, ctx->rank_static);
-        rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+        rc = streamed
+                 ? gen_pipe_run(&spec, nw, cfg->p2p, ctx->eng, &res->eng, err)
+                 : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
         eng_set_faults(ctx->eng, NULL);
         eng_set_memory(ctx->eng, NULL);
     }
@@ -766,7 +781,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
 {
     memset(res, 0, sizeof *res);
     int built = 0;
-    int rc = simulate(ctx, cfg, nw, res, &built, err);
+    int rc = simulate(ctx, cfg, nw, db && cfg->record == REC_EVENTS, res,
+                      &built, err);
     /* a run cut short by a signal or a limit leaves no rows: the whole
      * scenario stops there (limit.h) */
     if (!db || (rc != PS_OK && limit_stopped()))

@@ -244,10 +244,13 @@ static int order_runs(runs *rs, const char *const *in, int n, ps_err *err)
         mrun *m = &rs->r[i];
         if (m->input == skel)
             continue;
-        int64_t *at = m->sweep ? names_find(&place, m->sweep) : NULL;
+        if (!m->sweep) {
+            m->segment = ++late;
+            continue;
+        }
+        int64_t *at = names_find(&place, m->sweep);
         if (!at)
-            at = m->sweep ? names_add(&place, m->sweep, ++late)
-                          : &(int64_t){++late};
+            at = names_add(&place, m->sweep, ++late);
         if (!at)
             rc = ps_errf(err, "merge: out of memory");
         else

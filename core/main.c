@@ -393,7 +393,7 @@ static int cmd_run(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     const char *dbpath = NULL, *run = NULL;
-    int csv = 0, width = 100;
+    int csv = 0, width = REPORT_WIDTH;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--csv") == 0) {
             csv = 1;

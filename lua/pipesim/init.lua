@@ -530,7 +530,7 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width or 100)
+  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width)
   if not ok then error("ps.show: " .. tostring(text), 2) end
   io.write(text)
   if warnings ~= "" then

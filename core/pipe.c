@@ -511,9 +511,10 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
                                        0,
                                        0};
         /* TP collectives of the rank's chunks, every microbatch */
-        for (int32_t c = 0; c < cfg->v; c++) {
+        for (int32_t c = 0; c < sched_chunks(cfg->schedule, cfg->v); c++) {
             const rec_stage *row = &ctx->stage_rows[sched_place_stage(
-                cfg->placement, cfg->place, cfg->p, cfg->v, c, k % cfg->p)];
+                cfg->placement, cfg->place, cfg->p,
+                sched_chunks(cfg->schedule, cfg->v), c, k % cfg->p)];
             ctx->rank_rows[k].tp_comm += cfg->m * row->tp_comm;
             ctx->rank_rows[k].tp_exposed += cfg->m * row->tp_exposed;
         }
@@ -611,6 +612,12 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1 || cfg->dp < 1)
         return ps_errf(err, "stages, virtual_stages, microbatches and dp must "
                             "be at least 1");
+    if (cfg->schedule == SCHED_DUALPIPE && cfg->v != 1)
+        return ps_errf(err,
+                       "dualpipe schedule holds each of the %d stages twice "
+                       "(two copies, not model chunks): leave virtual_stages "
+                       "at 1 (got %d)",
+                       (int)cfg->p, (int)cfg->v);
     int32_t n = cfg->p * cfg->dp;
     if (n > nranks)
         return ps_errf(err,
@@ -644,9 +651,14 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
         ctx->rank_static[r] = 0;
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
-        for (int32_t j = 0; j < cfg->dp; j++)
+        for (int32_t j = 0; j < cfg->dp; j++) {
             ctx->rank_static[cluster_rank(cfg, stage_rank(cfg, s), j)] +=
                 ctx->stage_rows[s].params * per_param;
+            /* DualPipe: the second copy, on rank p - 1 - s (2x params) */
+            if (cfg->schedule == SCHED_DUALPIPE)
+                ctx->rank_static[cluster_rank(cfg, cfg->p - 1 - s, j)] +=
+                    ctx->stage_rows[s].params * per_param;
+        }
         double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
         tsum += t;
         if (t > tmax)
@@ -657,7 +669,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     sched_spec spec = {
         .kind = cfg->schedule,
         .p = cfg->p,
-        .v = cfg->v,
+        .v = sched_chunks(cfg->schedule, cfg->v),
         .m = cfg->m,
         .checkpoint = cfg->checkpoint,
         .stages = ctx->stages,
@@ -704,7 +716,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     }
     dp_config dc = {
         .p = cfg->p,
-        .v = cfg->v,
+        .v = sched_chunks(cfg->schedule, cfg->v),
         .d = cfg->dp,
         .rank_of = cfg->rank_of ? cfg->rank_of : identity,
         .first = ctx->stage_first,

@@ -5,8 +5,10 @@
 #   6 binding        bind_*
 #   5 readers        report, export*, plot*, merge, dbcheck
 #   4 front ends     pipe, sched*, dp, coll*, gen_coll, gen_pipe
-#   3 engine         eng*
-#   2 recorder       rec*
+#   3 recorder       rec* (implements the engine's completion hook, so
+#                    it includes eng.h; the engine calls it through
+#                    eng_sink at run time and never includes rec.h)
+#   2 engine         eng*
 #   1 model          prog, net*, mem, eq, fault, gen (what engine and
 #                    recorder both read: programs, network, ledger)
 #   0 base           err, unit, limit
@@ -21,8 +23,8 @@ layer() {
     bind*) echo 6 ;;
     report | export* | plot* | merge | dbcheck) echo 5 ;;
     pipe | sched* | dp | coll* | gen_coll | gen_pipe) echo 4 ;;
-    eng*) echo 3 ;;
-    rec*) echo 2 ;;
+    rec*) echo 3 ;;
+    eng*) echo 2 ;;
     prog | net* | mem | eq | fault | gen) echo 1 ;;
     err | unit | limit) echo 0 ;;
     *) echo "" ;;

@@ -118,6 +118,9 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
 	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
 	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
+	@echo
+	@echo "streaming engine, whole process (issue 12; tests/bench/whole_process.sh):"
+	@sh tests/bench/whole_process.sh $(BIN)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "bind_nccl_tests.h"
 #include "export.h"
 #include "limit.h"
 #include "merge.h"
@@ -36,6 +37,9 @@ static const char usage[] =
     "x|y|xy]\n"
     "                    [--format svg|csv] [-o FILE]\n"
     "       pipesim merge OUT.db PART.db...\n"
+    "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
+    "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
+    "                    [--algorithm A] [--protocol P] [--db DB]\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -58,6 +62,10 @@ static const char usage[] =
     "           chart with memory curves; --compare stacks runs.\n"
     "  plot     a line chart of one recorded column or sweep coordinate\n"
     "           against another, one line per --by group (README, Plots).\n"
+    "  nccl-tests  nccl-tests' table (all_reduce_perf ...) on a simulated\n"
+    "           cluster: a DGX preset (h100, h100:4 for 4 nodes) or a Lua\n"
+    "           file returning a cluster; each size is recorded in DB\n"
+    "           (default results/nccl_tests.db).\n"
     "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
     "           runs renumbered in point order as if run unsharded.\n"
     "\n"
@@ -530,8 +538,12 @@ int main(int argc, char **argv)
         return plot_main(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0)
         return checked_stdout(cmd_merge(argc - 2, argv + 2));
-    return fail(
-        "unknown command '%s' (expected run, report, export, plot or merge; "
-        "try pipesim --help)",
-        cmd);
+    if (strcmp(cmd, "nccl-tests") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
+    }
+    return fail("unknown command '%s' (expected run, report, export, plot, "
+                "merge or nccl-tests; try pipesim --help)",
+                cmd);
 }

@@ -239,7 +239,7 @@ static void bench_allreduce(int32_t n, int reps)
                        .imbalance = NAN,
                        .peak_memory = NAN,
                        .status = "ok"};
-        rec_collective row = {"allreduce", "ring",    n,        1e9,
+        rec_collective row = {"allreduce", "ring",    n,         1e9,
                               res.time,    res.algbw, res.busbw, NULL};
         rec_payload pl = {
             .run = &run, .collective = &row, .progs = ps, .network = nw};
@@ -270,10 +270,26 @@ static void bench_summary_writes(int32_t runs)
     rec_stage stages[4];
     rec_rank ranks[4];
     for (int32_t i = 0; i < 4; i++) {
-        stages[i] = (rec_stage){i,    i,    0,    8 * i, 8 * i + 7, 1e12,
-                                1e8,  1e-3, 2e-3, 1e8,   1e6,       NAN};
-        ranks[i] = (rec_rank){i,   0.8, 0.2, 1e9, 2e9, 0.5, NAN, NAN,
-                              REC_FITS_UNKNOWN};
+        stages[i] = (rec_stage){.stage = i,
+                                .rank = i,
+                                .first_layer = 8 * i,
+                                .last_layer = 8 * i + 7,
+                                .fwd_flops = 1e12,
+                                .params = 1e8,
+                                .fwd_time = 1e-3,
+                                .bwd_time = 2e-3,
+                                .act_bytes = 1e8,
+                                .out_bytes = 1e6,
+                                .exposed_comm = NAN};
+        ranks[i] = (rec_rank){.rank = i,
+                              .busy = 0.8,
+                              .bubble = 0.2,
+                              .static_memory = 1e9,
+                              .peak_memory = 2e9,
+                              .t_peak = 0.5,
+                              .exposed_comm = NAN,
+                              .capacity = NAN,
+                              .fits = REC_FITS_UNKNOWN};
     }
     rec_run r = {.kind = "pipeline",
                  .name = "sweep",

@@ -198,6 +198,8 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
     lua_setfield(L, -2, "op");
     lua_pushstring(L, coll_algo_name(res->algorithm));
     lua_setfield(L, -2, "algorithm");
+    lua_pushstring(L, coll_proto_name(res->protocol));
+    lua_setfield(L, -2, "protocol");
     set_integer(L, "bytes", bytes);
     set_integer(L, "ranks", res->nranks);
     set_number(L, "time", res->time);
@@ -263,6 +265,9 @@ static int core_collective(lua_State *L)
     if (coll_parse_algo(spec.op, algn ? algn : "auto", &spec.algorithm, &err))
         return bind_raise(L, &err);
     spec.candidates = read_candidates(L, spec.op, spec.algorithm);
+    const char *proton = bind_string(L, 1, "protocol");
+    if (proton && coll_parse_proto(proton, &spec.protocol, &err))
+        return luaL_error(L, "field 'protocol': %s", err.msg);
 
     if (lua_getfield(L, 1, "bytes") == LUA_TNIL)
         return luaL_error(L, "missing field 'bytes' (the whole array, e.g. "
@@ -301,6 +306,8 @@ static int core_collective(lua_State *L)
     spec.p2p = bind_p2p(L, 1, NULL);
     coll_rec rc = {0};
     int recording = bind_record(L, 1, &rc.level);
+    /* only event rows read the programs back */
+    spec.stream = !recording || rc.level != REC_EVENTS;
 
     /* data mode */
     int verify = 0;

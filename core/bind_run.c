@@ -471,6 +471,13 @@ static int core_run(lua_State *L)
         cfg.schedule_name = sched_name(cfg.schedule);
     }
     cfg.placement = read_placement(L, 1, cfg.schedule);
+    /* overlapped FB actions (sched_fb_time): a measured time, or the
+     * share of the shorter action that is not hidden (1: none is) */
+    cfg.fb_interference = 1;
+    cfg.fb_given = bind_quantity_min(L, 1, "overlap_fb", UNIT_SECONDS, 0, 1,
+                                     &cfg.overlap_fb) |
+                   bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,
+                                     &cfg.fb_interference);
 
     /* memory accounting per parameter */
     if (bind_table(L, 1, "memory",

@@ -10,26 +10,35 @@
 
 #include "coll_algo.h"
 #include "coll_int.h"
+#include "gen_coll.h"
 
 const char *const coll_op_names_[COLL_NOPS] = {
     "allreduce", "reduce_scatter", "allgather", "broadcast",
     "reduce",    "alltoall",       "sendrecv"};
 
-static const char *const algo_names[COLL_NALGOS] = {
-    "ring",    "tree",         "double_binary_tree", "halving_doubling",
-    "direct",  "hierarchical", "pipeline",           "scatter_allgather",
-    "pairwise"};
+static const char *const algo_names[COLL_NALGOS] = {"ring",
+                                                    "tree",
+                                                    "double_binary_tree",
+                                                    "halving_doubling",
+                                                    "direct",
+                                                    "hierarchical",
+                                                    "pipeline",
+                                                    "scatter_allgather",
+                                                    "pairwise",
+                                                    "binomial_tree",
+                                                    "nvls"};
 
 /* Algorithms per op, in the order they are listed and tried by auto (ties
  * go to the earlier one). */
-const int coll_op_algos_[COLL_NOPS][7] = {
-    [COLL_ALLREDUCE] = {COLL_RING, COLL_TREE, COLL_DOUBLE_BINARY_TREE,
-                        COLL_HALVING_DOUBLING, COLL_DIRECT, COLL_HIERARCHICAL,
-                        -1},
+const int coll_op_algos_[COLL_NOPS][COLL_MAX_OP_ALGOS] = {
+    [COLL_ALLREDUCE] = {COLL_RING, COLL_TREE, COLL_BINOMIAL_TREE,
+                        COLL_DOUBLE_BINARY_TREE, COLL_HALVING_DOUBLING,
+                        COLL_DIRECT, COLL_HIERARCHICAL, -1},
     [COLL_REDUCE_SCATTER] = {COLL_RING, COLL_HALVING_DOUBLING, COLL_DIRECT, -1},
     [COLL_ALLGATHER] = {COLL_RING, COLL_HALVING_DOUBLING, COLL_DIRECT, -1},
-    [COLL_BROADCAST] = {COLL_TREE, COLL_PIPELINE, COLL_SCATTER_ALLGATHER, -1},
-    [COLL_REDUCE] = {COLL_TREE, -1},
+    [COLL_BROADCAST] = {COLL_BINOMIAL_TREE, COLL_PIPELINE,
+                        COLL_SCATTER_ALLGATHER, -1},
+    [COLL_REDUCE] = {COLL_BINOMIAL_TREE, -1},
     [COLL_ALLTOALL] = {COLL_DIRECT, COLL_PAIRWISE, -1},
     [COLL_SENDRECV] = {COLL_DIRECT, -1},
 };
@@ -199,6 +208,15 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
                        "alltoall: bytes must split into %d equal blocks of "
                        "float32 elements (a multiple of %lld), got %lld",
                        (int)v->N, 4 * (long long)v->N, (long long)spec->bytes);
+    if (spec->protocol < COLL_PROTO_AUTO || spec->protocol >= COLL_NPROTOS)
+        return ps_errf(err, "%s: unknown protocol %d", opn, spec->protocol);
+    if (spec->protocol != COLL_PROTO_NONE && spec->algorithm != COLL_AUTO &&
+        !coll_algo_has_proto(spec->algorithm))
+        return ps_errf(err,
+                       "%s: protocol '%s' applies to ring and tree (NCCL's "
+                       "algorithms), not %s",
+                       opn, coll_proto_name(spec->protocol),
+                       coll_algo_name(spec->algorithm));
     if (spec->slots < 0 || spec->slots > COLL_NCCL_STEPS)
         return ps_errf(err, "%s: slots must be 1 to %d, got %d", opn,
                        COLL_NCCL_STEPS, (int)spec->slots);
@@ -281,17 +299,25 @@ void coll_result_free(coll_result *res)
     res->store_ = NULL;
 }
 
-/* The algorithm to run (spec's, or auto's choice), its prediction and its
- * chunk count. */
+/* The algorithm and protocol to run (spec's, or auto's choice), its
+ * prediction and its chunk count. */
 static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
-                int *algo, double *pred, int32_t *chunks, ps_err *err)
+                int *algo, int *proto, double *pred, int32_t *chunks,
+                ps_err *err)
 {
     *algo = spec->algorithm;
+    *proto = spec->protocol;
     *chunks = 1;
     *pred = 0;
     if (*algo == COLL_AUTO)
-        return coll_cost_choose(spec, nw, v, algo, pred, chunks, err);
-    return coll_cost_predict(spec, nw, v, *algo, pred, chunks, err);
+        return coll_cost_choose(spec, nw, v, algo, proto, pred, chunks, err);
+    if (*proto == COLL_PROTO_AUTO) { /* the algorithm's best protocol */
+        coll_spec one = *spec;
+        one.candidates = 1u << *algo;
+        return coll_cost_choose(&one, nw, v, algo, proto, pred, chunks, err);
+    }
+    return coll_cost_predict_proto(spec, nw, v, *algo, *proto, pred, chunks,
+                                   err);
 }
 
 /* The channel count, the slots and the lanes per position of algo. A
@@ -340,11 +366,11 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     coll_gen g;
     memset(&g, 0, sizeof g);
     float *buf = NULL;
-    int algo;
+    int algo, proto;
     int32_t chunks;
     double pred;
     int rc = coll_check_spec(spec, nw, &v, err);
-    if (rc || (rc = pick(spec, nw, &v, &algo, &pred, &chunks, err)))
+    if (rc || (rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err)))
         goto fail;
     int32_t N = v.N;
     if (spec->data != COLL_DATA_NONE) {
@@ -369,6 +395,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         }
     }
     plan(&g, spec, nw, &v, algo, 1);
+    g.wire = coll_proto_wire(proto);
     size_t nl = (size_t)N * (size_t)g.chan_lanes;
     res->bytes_sent = calloc((size_t)N, sizeof *res->bytes_sent);
     g.lane = malloc(nl * sizeof *g.lane);
@@ -390,28 +417,43 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         if (g.lane[i] < 0)
             g.oom = 1;
     }
-    if (emit(&g, spec, &v, algo, chunks)) {
-        rc = ps_errf(err, "out of memory generating the programs");
-        goto fail;
-    }
     eng_result er;
-    if ((rc = prog_seal(ps, err)))
-        goto fail;
-    eng_set_faults(eng, spec->faults);
-    rc = eng_run(eng, ps, nw, spec->p2p, &er, err);
-    eng_set_faults(eng, NULL);
-    if (rc)
-        goto fail;
+    if (spec->stream && !buf && !spec->faults &&
+        gen_coll_applies(spec->op, algo, g.channels, N, v.n)) {
+        /* streamed: no programs in ps (the lanes added above are empty) */
+        rc = gen_coll_run(spec->op, algo, v.rank, N, v.n, g.slots, spec->p2p,
+                          nw, eng, &er, res->bytes_sent, &g.transfers,
+                          &g.nsteps, err);
+        if (rc)
+            goto fail;
+    } else {
+        if (emit(&g, spec, &v, algo, chunks)) {
+            rc = ps_errf(err, "out of memory generating the programs");
+            goto fail;
+        }
+        if ((rc = prog_seal(ps, err)))
+            goto fail;
+        eng_set_faults(eng, spec->faults);
+        rc = eng_run(eng, ps, nw, spec->p2p, &er, err);
+        eng_set_faults(eng, NULL);
+        if (rc)
+            goto fail;
+    }
     res->algorithm = algo;
+    res->protocol = proto;
     res->chunks = chunks;
     res->channels = g.channels;
     res->slots = g.slots;
     res->predicted = pred;
-    res->time = er.makespan;
+    /* the protocol's fixed latency (coll_proto.c) is not simulated: it is
+     * added to the makespan in closed form */
+    res->time =
+        er.makespan +
+        (spec->bytes > 0 ? coll_proto_overhead(spec, N, algo, proto) : 0);
     res->nranks = N;
     res->transfers = g.transfers;
     res->steps = g.nsteps;
-    res->algbw = er.makespan > 0 ? (double)spec->bytes / er.makespan : 0;
+    res->algbw = res->time > 0 ? (double)spec->bytes / res->time : 0;
     res->busbw = res->algbw * coll_busbw_factor(spec->op, N);
     if (buf) {
         res->outputs = calloc((size_t)N, sizeof *res->outputs);
@@ -440,18 +482,18 @@ fail:
 /* Appending to existing programs (gradient sync inside a training step) */
 
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
-                const int32_t *lanes, int *used, ps_err *err)
+                const int32_t *lanes, int *used, int *used_proto, ps_err *err)
 {
     coll_view v;
     coll_gen g;
     memset(&g, 0, sizeof g);
-    int algo;
+    int algo, proto;
     int32_t chunks;
     double pred;
     int rc = coll_check_spec(spec, nw, &v, err);
     if (rc)
         return rc;
-    if ((rc = pick(spec, nw, &v, &algo, &pred, &chunks, err))) {
+    if ((rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err))) {
         coll_view_free(&v);
         return rc;
     }
@@ -462,6 +504,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.N = N;
     g.n = v.n;
     plan(&g, spec, nw, &v, algo, 0);
+    g.wire = coll_proto_wire(proto);
     g.sent = calloc((size_t)N, sizeof *g.sent);
     g.lane = malloc((size_t)N * sizeof *g.lane);
     g.last_step = malloc((size_t)N * sizeof *g.last_step);
@@ -476,6 +519,8 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
              : PS_OK;
     if (used)
         *used = algo;
+    if (used_proto)
+        *used_proto = proto;
     free(g.sent);
     gen_free(&g);
     coll_view_free(&v);

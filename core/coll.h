@@ -55,8 +55,11 @@ enum coll_op {
 
 enum coll_algo {
     COLL_RING,               /* allreduce, reduce_scatter, allgather */
-    COLL_TREE,               /* binomial: allreduce, broadcast, reduce */
-    COLL_DOUBLE_BINARY_TREE, /* allreduce (NCCL's two trees, chunked) */
+    COLL_TREE,               /* allreduce: NCCL's tree (a chain inside each
+                                node, a double binary tree across nodes,
+                                chunked; coll_tree_build) */
+    COLL_DOUBLE_BINARY_TREE, /* allreduce (NCCL's two trees over all
+                                ranks, chunked) */
     COLL_HALVING_DOUBLING,   /* allreduce, reduce_scatter, allgather */
     COLL_DIRECT,             /* allreduce, reduce_scatter, allgather,
                                 alltoall, sendrecv */
@@ -64,8 +67,27 @@ enum coll_algo {
     COLL_PIPELINE,           /* broadcast: chunked chain */
     COLL_SCATTER_ALLGATHER,  /* broadcast */
     COLL_PAIRWISE,           /* alltoall: N-1 steps, one peer each */
+    COLL_BINOMIAL_TREE,      /* allreduce, broadcast, reduce: binomial over
+                                all ranks, whole array per step */
+    COLL_NVLS,               /* allreduce on one NVSwitch node with NVLink
+                                SHARP (the switch reduces) */
     COLL_NALGOS,
     COLL_AUTO = -1
+};
+
+/* NCCL's protocols (src/include/device.h): LL (8-byte lines, a 4-byte flag
+ * beside each 4 bytes of data), LL128 (128-byte lines, 8 bytes of flags)
+ * and Simple (bulk data, then a flag after a memory fence). COLL_PROTO_NONE
+ * is no protocol at all: transfers carry the payload and pay the links'
+ * latency, the model of the textbook algorithms (and the default). See
+ * coll_proto.c for how a protocol changes the simulated transfers. */
+enum coll_proto {
+    COLL_PROTO_NONE,
+    COLL_LL,
+    COLL_LL128,
+    COLL_SIMPLE,
+    COLL_NPROTOS,
+    COLL_PROTO_AUTO = -1
 };
 
 /* NCCL_STEPS (src/include/device.h, NCCL 2.30): slots per connection. */
@@ -95,16 +117,24 @@ typedef struct coll_spec {
                                > 1 pipelined (see above); 0 = the default,
                                COLL_NCCL_STEPS for NCCL's algorithms (ring),
                                1 for the others */
+    int protocol;           /* enum coll_proto, or COLL_PROTO_AUTO: with
+                               algorithm auto, the (algorithm, protocol)
+                               pair of lowest predicted time over NCCL's
+                               algorithms (ring, tree, nvls) */
     enum eng_p2p p2p;
     enum coll_data data;
     double (*data_fn)(void *ctx, int32_t rank, int64_t i);
     void *data_ctx;
     uint64_t seed;
     const fault_plan *faults; /* coll_run only (fault.h); NULL: none */
+    int stream; /* coll_run: 1 when the caller reads no programs back from
+                   ps (no event rows): the ring then runs as a generator
+                   (gen_coll.h) in O(ranks) memory and ps is left empty */
 } coll_spec;
 
 typedef struct coll_result {
     int algorithm;    /* the one that ran (auto's choice) */
+    int protocol;     /* the protocol it ran with (auto's choice) */
     int32_t chunks;   /* pipeline / double_binary_tree chunk count, else 1 */
     int32_t channels; /* ring: rings run side by side (NCCL's channels, see
                          coll_predict), else 1 */
@@ -176,10 +206,10 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
  * (lanes[i] runs on the i-th listed rank) instead of running it: the
  * gradient sync of a training step is a collective inside larger programs.
  * Message ids come after those ps has handed out; data mode is ignored.
- * *used receives the algorithm (auto's choice). Fails like coll_run on bad
- * input. */
+ * *used receives the algorithm (auto's choice) and *proto, when not NULL,
+ * the protocol. Fails like coll_run on bad input. */
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
-                const int32_t *lanes, int *used, ps_err *err);
+                const int32_t *lanes, int *used, int *proto, ps_err *err);
 
 /* Frees what coll_run allocated in res; harmless on a zeroed or freed res. */
 void coll_result_free(coll_result *res);
@@ -204,6 +234,16 @@ const char *coll_algo_name(int algo);
  * allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall,
  * sendrecv)". */
 int coll_parse_op(const char *name, enum coll_op *op, ps_err *err);
+
+/* "none", "ll", "ll128", "simple", "auto". */
+const char *coll_proto_name(int proto);
+
+/* Parses a protocol name. Fails with "unknown protocol 'l' (expected ll,
+ * ll128, simple, auto, none)". */
+int coll_parse_proto(const char *name, int *proto, ps_err *err);
+
+/* 1 when algo runs with NCCL's protocols (ring, tree, nvls). */
+int coll_algo_has_proto(int algo);
 
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
  * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */

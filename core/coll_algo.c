@@ -53,9 +53,10 @@ static void emit(coll_gen *g, int32_t step, int32_t src, int32_t dst,
     if (g->oom)
         return;
     double bytes = (double)cnt * 4;
+    double wire = g->wire > 0 ? bytes * g->wire : bytes; /* protocol */
     int32_t msg = g->next_msg[src]++;
-    push(g, src, PROG_SEND, g->rank[dst], msg, bytes, step);
-    push(g, dst, PROG_RECV, g->rank[src], msg, bytes, step);
+    push(g, src, PROG_SEND, g->rank[dst], msg, wire, step);
+    push(g, dst, PROG_RECV, g->rank[src], msg, wire, step);
     g->sent[src] += bytes;
     g->transfers++;
     if (!g->record)
@@ -449,12 +450,69 @@ int coll_dtree(int32_t N, int32_t *parent, int32_t *depth, int32_t *height,
     return 0;
 }
 
+/* Depths and heights of two trees given by parent (2N entries), and the
+ * greatest depth *H (coll_dtree's outputs). */
+static void tree_shape(int32_t N, const int32_t *parent, int32_t *depth,
+                       int32_t *height, int32_t *H)
+{
+    *H = 0;
+    memset(height, 0, (size_t)N * 2 * sizeof *height);
+    for (int32_t t = 0; t < 2; t++) {
+        const int32_t *par = parent + t * N;
+        int32_t *dep = depth + t * N, *hei = height + t * N;
+        for (int32_t v = 0; v < N; v++) {
+            int32_t d = 0;
+            for (int32_t u = v; par[u] >= 0; u = par[u]) {
+                d++;
+                if (hei[par[u]] < d)
+                    hei[par[u]] = d;
+            }
+            dep[v] = d;
+            if (d > *H)
+                *H = d;
+        }
+    }
+}
+
+int coll_tree_build(int32_t N, int32_t rpn, int32_t *parent, int32_t *depth,
+                    int32_t *height, int32_t *H)
+{
+    if (rpn < 2 || N % rpn || N == rpn) {
+        if (rpn >= 2 && N == rpn) { /* one node: the chain alone */
+            for (int32_t t = 0; t < 2; t++)
+                for (int32_t v = 0; v < N; v++)
+                    parent[t * N + v] = t == 0 ? v - 1 : v + 1 < N ? v + 1 : -1;
+            tree_shape(N, parent, depth, height, H);
+            return 0;
+        }
+        return coll_dtree(N, parent, depth, height, H);
+    }
+    int32_t m = N / rpn;
+    for (int32_t t = 0; t < 2; t++)
+        for (int32_t node = 0; node < m; node++) {
+            int32_t pn = dtree_parent(m, t, node);
+            int32_t head = t == 0 ? 0 : rpn - 1;
+            for (int32_t l = 0; l < rpn; l++) {
+                int32_t v = node * rpn + l, p;
+                if (l == head)
+                    p = pn < 0 ? -1 : pn * rpn + head;
+                else
+                    p = node * rpn + (t == 0 ? l - 1 : l + 1);
+                parent[t * N + v] = p;
+            }
+        }
+    tree_shape(N, parent, depth, height, H);
+    return 0;
+}
+
 /* Two trees, each reducing then broadcasting half of the array in `chunks`
  * pipelined chunks: node v sends chunk c to its parent in step c + h(v)
  * (h: height of its subtree) and receives the reduced chunk c from its
  * parent in step c + H + d(v) - 1 (H: tree height, d: depth). Steps:
- * chunks + 2H - 1. */
-static int32_t double_binary_tree(coll_gen *g, int32_t chunks, int32_t s0)
+ * chunks + 2H - 1. The trees are NCCL's double binary tree over all
+ * positions (rpn = 0) or NCCL's tree over nodes of rpn (coll_tree_build). */
+static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t chunks,
+                                  int32_t s0)
 {
     int32_t N = g->N;
     int32_t *parent = malloc((size_t)N * 2 * sizeof *parent);
@@ -465,7 +523,10 @@ static int32_t double_binary_tree(coll_gen *g, int32_t chunks, int32_t s0)
         g->oom = 1;
         goto done;
     }
-    coll_dtree(N, parent, depth, height, &H);
+    if (rpn)
+        coll_tree_build(N, rpn, parent, depth, height, &H);
+    else
+        coll_dtree(N, parent, depth, height, &H);
     int64_t half[2] = {g->n / 2, g->n - g->n / 2};
     int64_t base[2] = {0, g->n / 2};
     int32_t steps = chunks + 2 * H - 1;
@@ -609,13 +670,18 @@ int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
         if (op != COLL_REDUCE_SCATTER)
             s += ring_ag(g, all, N, 0, g->n, s);
         break;
-    case COLL_TREE:
+    case COLL_BINOMIAL_TREE:
         if (op != COLL_BROADCAST)
             s += tree_reduce(g, op == COLL_REDUCE ? root : 0, s);
         if (op != COLL_REDUCE)
             s += tree_bcast(g, op == COLL_BROADCAST ? root : 0, s);
         break;
-    case COLL_DOUBLE_BINARY_TREE: s = double_binary_tree(g, chunks, 0); break;
+    case COLL_TREE:
+        s = double_binary_tree(g, rpn < 2 ? 1 : rpn, chunks, 0);
+        break;
+    case COLL_DOUBLE_BINARY_TREE:
+        s = double_binary_tree(g, 0, chunks, 0);
+        break;
     case COLL_HALVING_DOUBLING: s = halving_doubling(g, op, 0); break;
     case COLL_DIRECT: s = direct(g, op, 0); break;
     case COLL_HIERARCHICAL: s = hierarchical(g, rpn, 0); break;

@@ -27,6 +27,8 @@ typedef struct coll_gen {
     int32_t channels;   /* ring: channels (coll_ring_start); 1 = one ring */
     int32_t slots;      /* > 1: sends do not wait for the receiver (coll.h,
                            "Slots"); 1: lockstep */
+    double wire;        /* bytes on the wire per payload byte (the
+                           protocol's, coll_proto_wire); 0 = 1 */
     int32_t chan_lanes; /* lanes per position: channels of a pipelined ring
                            each have their own (coll.c plan), else 1 */
     int32_t chan;       /* the channel being emitted (ring_channels) */
@@ -97,6 +99,17 @@ int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
  * 2N entries. O(N log N). Returns 0. */
 int coll_dtree(int32_t N, int32_t *parent, int32_t *depth, int32_t *height,
                int32_t *H);
+
+/* NCCL's tree (ncclTopoPreset's tree pattern with ncclGetDtree across
+ * nodes): nodes of rpn consecutive positions; inside a node a chain, local
+ * 0 <- 1 <- ... <- rpn - 1 in tree 0 (head local 0) and the reverse in
+ * tree 1 (head rpn - 1, so that the two trees load both directions of the
+ * NVLink chain), and the heads joined across nodes by NCCL's double binary
+ * tree over the nodes. One node: the chain alone. rpn < 2 or positions that
+ * are not whole nodes: one rank per node, i.e. coll_dtree. Outputs as
+ * coll_dtree's. Returns 0. */
+int coll_tree_build(int32_t N, int32_t rpn, int32_t *parent, int32_t *depth,
+                    int32_t *height, int32_t *H);
 
 /* Depth of the deepest node of NCCL's binary tree over n ranks. */
 int32_t coll_btree_depth(int32_t n);

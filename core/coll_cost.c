@@ -400,7 +400,7 @@ static int64_t envelope(const double *lat, const double *bw, int64_t n,
  * trees run at once. The sum over the k + 2H - 1 steps is minimised over
  * k <= kmax (or taken at spec's k). O(N H^2 log N + kmax H^2) for the
  * O(H^2) ranges. */
-static int dbt_cost(const net *nw, const coll_view *v, double T,
+static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, double T,
                     int32_t fixed_k, double *t, int32_t *best)
 {
     int32_t N = v->N, H = 0;
@@ -418,7 +418,10 @@ static int dbt_cost(const net *nw, const coll_view *v, double T,
     int rc = -1;
     if (!par || !hei || !src || !dst || !lat || !bw)
         goto done;
-    coll_dtree(N, par, dep, hei, &H);
+    if (rpn)
+        coll_tree_build(N, rpn, par, dep, hei, &H);
+    else
+        coll_dtree(N, par, dep, hei, &H);
     int32_t W = 2 * H; /* offsets 0 .. 2H - 1 */
     first = calloc((size_t)W + 2, sizeof *first);
     rfirst = malloc(((size_t)W * W + 1) * sizeof *rfirst);
@@ -546,12 +549,14 @@ static int copies_cost(const net *nw, const coll_view *v, enum coll_op op,
     return rc;
 }
 
-int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
-                      int algo, double *seconds, int32_t *chunks, ps_err *err)
+/* The cost of algo moving T bytes on the wire (the payload times the
+ * protocol's wire factor). */
+static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
+                   int algo, double T, double *seconds, int32_t *chunks,
+                   ps_err *err)
 {
     enum coll_op op = spec->op;
     int32_t N = v->N;
-    double T = (double)spec->bytes;
     *chunks = 1;
     if (!coll_algo_applies(op, algo))
         return ps_errf(err, "%s has no algorithm '%s'", coll_op_names_[op],
@@ -602,7 +607,7 @@ int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
             t = steps * (a + T / (Nd * b));
         break;
     }
-    case COLL_TREE:
+    case COLL_BINOMIAL_TREE:
         if (topo) {
             double up = 0, down = 0;
             int32_t r = op == COLL_ALLREDUCE ? 0 : v->root;
@@ -615,11 +620,23 @@ int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
             t = lg * (a + T / b) * (op == COLL_ALLREDUCE ? 2 : 1);
         }
         break;
+    case COLL_TREE:
     case COLL_DOUBLE_BINARY_TREE: {
-        /* chunks + 2D - 1 steps of a chunk of half the array */
+        /* chunks + 2D - 1 steps of a chunk of half the array; NCCL's tree
+         * on nodes of rpn (one rank per node without them) */
+        int32_t trpn = algo == COLL_TREE ? (rpn < 2 ? 1 : rpn) : 0;
         double fixed = 2.0 * coll_btree_depth(N) - 1;
+        if (trpn > 1) {
+            int32_t H = 0;
+            int32_t *buf = malloc((size_t)N * 6 * sizeof *buf);
+            if (!buf)
+                return ps_errf(err, "out of memory");
+            coll_tree_build(N, trpn, buf, buf + 2 * N, buf + 4 * N, &H);
+            free(buf);
+            fixed = 2.0 * H - 1;
+        }
         if (topo) {
-            oom = dbt_cost(nw, v, T, spec->chunks, &t, chunks);
+            oom = dbt_cost(nw, v, trpn, T, spec->chunks, &t, chunks);
         } else if (spec->chunks) {
             *chunks = spec->chunks;
             t = (*chunks + fixed) * (a + T / (2.0 * *chunks * b));
@@ -672,38 +689,83 @@ int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
     return PS_OK;
 }
 
+int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
+                      int algo, double *seconds, int32_t *chunks, ps_err *err)
+{
+    return predict(spec, nw, v, algo, (double)spec->bytes, seconds, chunks,
+                   err);
+}
+
+int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
+                            const coll_view *v, int algo, int proto,
+                            double *seconds, int32_t *chunks, ps_err *err)
+{
+    if (proto > COLL_PROTO_NONE && !coll_algo_has_proto(algo))
+        return ps_errf(err,
+                       "%s: protocol '%s' applies to ring and tree (NCCL's "
+                       "algorithms), not %s",
+                       coll_op_names_[spec->op], coll_proto_name(proto),
+                       coll_algo_name(algo));
+    int rc =
+        predict(spec, nw, v, algo, (double)spec->bytes * coll_proto_wire(proto),
+                seconds, chunks, err);
+    if (rc == PS_OK && spec->bytes > 0)
+        *seconds += coll_proto_overhead(spec, v->N, algo, proto);
+    return rc;
+}
+
 int coll_predict(const coll_spec *spec, const net *nw, int algo,
                  double *seconds, int32_t *chunks, ps_err *err)
 {
     coll_view v;
     int rc = coll_check_spec(spec, nw, &v, err);
-    if (rc == PS_OK)
-        rc = coll_cost_predict(spec, nw, &v, algo, seconds, chunks, err);
+    if (rc == PS_OK && spec->protocol == COLL_PROTO_AUTO) {
+        int p = COLL_PROTO_AUTO, a = algo;
+        coll_spec one = *spec;
+        one.candidates = 1u << algo;
+        rc = coll_cost_choose(&one, nw, &v, &a, &p, seconds, chunks, err);
+    } else if (rc == PS_OK) {
+        rc = coll_cost_predict_proto(spec, nw, &v, algo, spec->protocol,
+                                     seconds, chunks, err);
+    }
     coll_view_free(&v);
     return rc;
 }
 
-/* auto: the candidate with the lowest predicted time (ties: list order). */
 int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
-                     int *algo, double *pred, int32_t *chunks, ps_err *err)
+                     int *algo, int *proto, double *pred, int32_t *chunks,
+                     ps_err *err)
 {
+    int want = *proto;
     *algo = -1;
     *pred = INFINITY;
     for (const int *a = coll_op_algos_[spec->op]; *a >= 0; a++) {
         if (spec->candidates && !(spec->candidates & (1u << *a)))
             continue;
-        double t;
-        int32_t k;
-        if (coll_cost_predict(spec, nw, v, *a, &t, &k, NULL))
-            continue; /* does not apply here (hierarchical without nodes) */
-        if (t < *pred) {
-            *pred = t;
-            *algo = *a;
-            *chunks = k;
+        if (want != COLL_PROTO_NONE && !coll_algo_has_proto(*a))
+            continue;
+        int p0 = want == COLL_PROTO_AUTO ? COLL_LL : want;
+        int p1 = want == COLL_PROTO_AUTO ? COLL_SIMPLE : want;
+        for (int p = p0; p <= p1; p++) {
+            double t;
+            int32_t k;
+            if (coll_cost_predict_proto(spec, nw, v, *a, p, &t, &k, NULL))
+                continue; /* does not apply here (hierarchical without
+                             nodes) */
+            if (t < *pred) {
+                *pred = t;
+                *algo = *a;
+                *proto = p;
+                *chunks = k;
+            }
         }
     }
     if (*algo < 0)
-        return ps_errf(err, "%s: no candidate algorithm applies",
+        return ps_errf(err,
+                       want == COLL_PROTO_NONE
+                           ? "%s: no candidate algorithm applies"
+                           : "%s: no candidate algorithm has protocols "
+                             "(ring, tree)",
                        coll_op_names_[spec->op]);
     return PS_OK;
 }

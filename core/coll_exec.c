@@ -97,6 +97,7 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
     rec_collective row = {
         .op = coll_op_name(spec->op),
         .algorithm = coll_algo_name(res->algorithm),
+        .protocol = coll_proto_name(res->protocol),
         .ranks = res->nranks,
         .bytes = (double)spec->bytes,
         .time = res->time,

@@ -12,7 +12,8 @@
 /* Op names, and algorithms per op in the order they are listed and tried
  * by auto (ties go to the earlier one), each list ending in -1. */
 extern const char *const coll_op_names_[COLL_NOPS];
-extern const int coll_op_algos_[COLL_NOPS][7];
+#define COLL_MAX_OP_ALGOS 10
+extern const int coll_op_algos_[COLL_NOPS][COLL_MAX_OP_ALGOS];
 
 /* A checked view of the spec: positions, root position, element count. */
 typedef struct coll_view {
@@ -54,9 +55,30 @@ int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
                       int algo, double *seconds, int32_t *chunks, ps_err *err);
 
-/* auto: the candidate with the lowest predicted time (ties: list order). */
+/* The cost model of (algo, proto): coll_cost_predict on the protocol's
+ * wire bytes plus its fixed latency (coll_proto_overhead). */
+int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
+                            const coll_view *v, int algo, int proto,
+                            double *seconds, int32_t *chunks, ps_err *err);
+
+/* auto: the candidate (algorithm, protocol) with the lowest predicted time
+ * (ties: list order, protocols LL, LL128, Simple). *proto is in and out:
+ * COLL_PROTO_AUTO tries each protocol of the algorithms that have them
+ * (others are not candidates), a protocol is tried with those algorithms
+ * only, COLL_PROTO_NONE keeps today's candidates. */
 int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
-                     int *algo, double *pred, int32_t *chunks, ps_err *err);
+                     int *algo, int *proto, double *pred, int32_t *chunks,
+                     ps_err *err);
+
+/* Protocols (coll_proto.c): wire bytes per payload byte; nodes NCCL's
+ * model sees (N / ranks_per_node, or N); the latency a protocol adds to a
+ * simulated collective; NCCL's own latency prediction. Seconds. */
+double coll_proto_wire(int proto);
+int32_t coll_proto_nodes(const coll_spec *spec, int32_t N);
+double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
+                           int proto);
+double coll_proto_nccl_latency(const coll_spec *spec, int32_t N, int algo,
+                               int proto);
 
 /* Data mode: fills the inputs into buf (N x n), replays g's recorded
  * transfers, checks every rank's result and points res's outputs into buf

@@ -74,12 +74,13 @@ static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
     return 0;
 }
 
-/* A gradient-producing op: a backward, or with a split backward the W
- * (weight gradient) that follows every B of its unit. */
+/* A gradient-producing op: a backward (also the backward half of an
+ * overlapped FB), or with a split backward the W (weight gradient) that
+ * follows every B of its unit. */
 static int is_grad_op(const prog_op *op)
 {
     return op->type == PROG_COMPUTE &&
-           (op->kind == PROG_B || op->kind == PROG_W);
+           (op->kind == PROG_B || op->kind == PROG_W || op->kind == PROG_FB_B);
 }
 
 /* last[c]: index of the lane's last backward of chunk c (c < v), or -1.
@@ -205,7 +206,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     for (int32_t j = 0; j < c->d; j++)
         before[j] = ps->lanes[lanes[j]].n;
     int used;
-    int rc = coll_append(ps, nw, &spec, lanes, &used, err);
+    int rc = coll_append(ps, nw, &spec, lanes, &used, NULL, err);
     for (int32_t j = 0; j < c->d && rc == PS_OK; j++) {
         prog_lane *lane = &ps->lanes[lanes[j]];
         for (int32_t i = before[j]; i < lane->n; i++)

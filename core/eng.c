@@ -12,17 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_impl.h"
 #include "limit.h"
-
-enum lane_state {
-    LANE_READY,
-    LANE_COMPUTING,
-    LANE_WAIT_DEVICE,
-    LANE_WAIT_BATCH,
-    LANE_WAIT_SIGNAL,
-    LANE_STALLED, /* its rank stalled (fault.h): it starts nothing more */
-    LANE_DONE
-};
 
 enum msg_state_bits {
     MSG_SEND_POSTED = 1,
@@ -32,7 +23,7 @@ enum msg_state_bits {
     MSG_LOST = 16 /* on a link that is down (fault.h): never arrives */
 };
 
-typedef struct lane_rt {
+struct lane_rt {
     int32_t pc;           /* next op (the running or blocked one) */
     int32_t batch_end;    /* blocked in a batch: first op after it */
     int32_t pending;      /* incomplete ops of the current batch */
@@ -41,54 +32,6 @@ typedef struct lane_rt {
     uint32_t expired;     /* wait_seq whose timeout expired (e->expired) */
     int32_t expired_next; /* next lane in e->expired */
     uint8_t state;        /* enum lane_state */
-} lane_rt;
-
-typedef struct wait_list {
-    int32_t head, tail;
-} wait_list;
-
-struct eng_sim {
-    eq q;
-    /* per-run arrays; each has its own capacity so a failed grow leaves
-     * every array consistent with its capacity */
-    lane_rt *lane;
-    int32_t lane_cap;
-    int32_t *ready; /* ring of lanes to advance */
-    int32_t ready_cap;
-    uint8_t *msg;
-    int32_t msg_cap;
-    int32_t *device; /* per rank: lane computing, or -1 */
-    int32_t device_cap;
-    wait_list *device_wait;
-    int32_t device_wait_cap;
-    uint8_t *raised;
-    int32_t raised_cap;
-    wait_list *signal_wait;
-    int32_t signal_wait_cap;
-    int32_t ready_head, ready_n;
-    /* online statistics (eng_stats) */
-    double *busy; /* per lane */
-    int32_t busy_cap;
-    mem_rank *mem;     /* per rank */
-    int32_t *mem_lane; /* per rank: the lane of its last change, -1 */
-    int32_t mem_cap, mem_lane_cap;
-    int mem_merged;
-    const double *static_bytes;
-    eng_sink sink;
-    /* the run in progress */
-    prog_set *ps;
-    net *nw;
-    enum eng_p2p p2p;
-    int64_t transfers;
-    int64_t ops;
-    int oom;
-    const fault_plan *fp; /* NULL: no faults, no deadline */
-    /* lanes whose recv_timeout expired at expired_t, linked through
-     * lane_rt.expired_next (not next: a lane may move on and join a wait
-     * list during the instant), -1 if none; they fail once every other
-     * event of that instant has run */
-    int32_t expired, expired_tail;
-    double expired_t;
 };
 
 eng_sim *eng_new(void)
@@ -128,6 +71,7 @@ void eng_free(eng_sim *e)
 {
     if (!e)
         return;
+    eng_cursor_free_(e);
     limit_free(e->busy);
     limit_free(e->mem);
     limit_free(e->mem_lane);
@@ -142,9 +86,7 @@ void eng_free(eng_sim *e)
     free(e);
 }
 
-/* Grows *p to hold n + 1 elements of size sz; *cap counts elements and is
- * only updated on success. */
-static int reserve(void **p, int32_t *cap, int32_t n, size_t sz)
+int eng_reserve_(void **p, int32_t *cap, int32_t n, size_t sz)
 {
     if (n < *cap)
         return 0;
@@ -172,41 +114,48 @@ static int reserve_big(uint8_t **p, int32_t *cap, int32_t n)
     return 0;
 }
 
-static int size_arrays(eng_sim *e, const prog_set *ps)
+int eng_begin_stats_(eng_sim *e, int32_t nlanes, int32_t nranks)
 {
-    if (reserve((void **)&e->lane, &e->lane_cap, ps->nlanes, sizeof *e->lane) ||
-        reserve((void **)&e->ready, &e->ready_cap, ps->nlanes,
-                sizeof *e->ready) ||
-        reserve_big(&e->msg, &e->msg_cap, ps->nmsgs) ||
-        reserve((void **)&e->device, &e->device_cap, ps->nranks,
-                sizeof *e->device) ||
-        reserve((void **)&e->device_wait, &e->device_wait_cap, ps->nranks,
-                sizeof *e->device_wait) ||
-        reserve((void **)&e->raised, &e->raised_cap, ps->nsignals, 1) ||
-        reserve((void **)&e->signal_wait, &e->signal_wait_cap, ps->nsignals,
-                sizeof *e->signal_wait) ||
-        reserve((void **)&e->busy, &e->busy_cap, ps->nlanes, sizeof *e->busy) ||
-        reserve((void **)&e->mem, &e->mem_cap, ps->nranks, sizeof *e->mem) ||
-        reserve((void **)&e->mem_lane, &e->mem_lane_cap, ps->nranks,
-                sizeof *e->mem_lane))
+    if (eng_reserve_((void **)&e->ready, &e->ready_cap, nlanes,
+                     sizeof *e->ready) ||
+        eng_reserve_((void **)&e->device, &e->device_cap, nranks,
+                     sizeof *e->device) ||
+        eng_reserve_((void **)&e->device_wait, &e->device_wait_cap, nranks,
+                     sizeof *e->device_wait) ||
+        eng_reserve_((void **)&e->busy, &e->busy_cap, nlanes,
+                     sizeof *e->busy) ||
+        eng_reserve_((void **)&e->mem, &e->mem_cap, nranks, sizeof *e->mem) ||
+        eng_reserve_((void **)&e->mem_lane, &e->mem_lane_cap, nranks,
+                     sizeof *e->mem_lane))
         return -1;
-    memset(e->busy, 0, ((size_t)ps->nlanes + 1) * sizeof *e->busy);
+    memset(e->busy, 0, ((size_t)nlanes + 1) * sizeof *e->busy);
     e->mem_merged = 0;
-    for (int32_t r = 0; r < ps->nranks; r++) {
+    for (int32_t r = 0; r < nranks; r++) {
         double st = e->static_bytes ? e->static_bytes[r] : 0;
         e->mem[r] = (mem_rank){st, st, 0, st};
         e->mem_lane[r] = -1;
-    }
-    memset(e->lane, 0, ((size_t)ps->nlanes + 1) * sizeof *e->lane);
-    memset(e->msg, 0, (size_t)ps->nmsgs + 1);
-    memset(e->raised, 0, (size_t)ps->nsignals + 1);
-    for (int32_t r = 0; r < ps->nranks; r++) {
         e->device[r] = -1;
         e->device_wait[r] = (wait_list){-1, -1};
     }
+    e->ready_head = e->ready_n = 0;
+    return 0;
+}
+
+static int size_arrays(eng_sim *e, const prog_set *ps)
+{
+    if (eng_reserve_((void **)&e->lane, &e->lane_cap, ps->nlanes,
+                     sizeof *e->lane) ||
+        reserve_big(&e->msg, &e->msg_cap, ps->nmsgs) ||
+        eng_reserve_((void **)&e->raised, &e->raised_cap, ps->nsignals, 1) ||
+        eng_reserve_((void **)&e->signal_wait, &e->signal_wait_cap,
+                     ps->nsignals, sizeof *e->signal_wait) ||
+        eng_begin_stats_(e, ps->nlanes, ps->nranks))
+        return -1;
+    memset(e->lane, 0, ((size_t)ps->nlanes + 1) * sizeof *e->lane);
+    memset(e->msg, 0, (size_t)ps->nmsgs + 1);
+    memset(e->raised, 0, (size_t)ps->nsignals + 1);
     for (int32_t s = 0; s < ps->nsignals; s++)
         e->signal_wait[s] = (wait_list){-1, -1};
-    e->ready_head = e->ready_n = 0;
     return 0;
 }
 
@@ -218,24 +167,6 @@ static inline void done(eng_sim *e, int32_t l, const prog_op *op)
     const prog_lane *lane = &e->ps->lanes[l];
     eng_done d = {op, op - lane->ops, l, lane->rank};
     e->sink.op_done(e->sink.ctx, &d);
-}
-
-/* A memory change of lane l's rank at t (mem_ledger's apply). */
-static void mem_apply(eng_sim *e, int32_t l, double t, double delta)
-{
-    int32_t r = e->ps->lanes[l].rank;
-    mem_rank *m = &e->mem[r];
-    if (e->mem_lane[r] != l) {
-        e->mem_merged |= e->mem_lane[r] >= 0;
-        e->mem_lane[r] = l;
-    }
-    m->final += delta;
-    if (m->final > m->peak) {
-        m->peak = m->final;
-        m->t_peak = t;
-    }
-    if (e->sink.mem_change)
-        e->sink.mem_change(e->sink.ctx, r, t, m->final);
 }
 
 static void make_ready(eng_sim *e, int32_t lane)
@@ -372,7 +303,7 @@ static void advance(eng_sim *e, int32_t l, double now)
                                      : op->seconds);
             lr->state = LANE_COMPUTING;
             if (op->mem > 0)
-                mem_apply(e, l, now, op->mem);
+                eng_mem_apply_(e, l, lane->rank, now, op->mem);
             if (eq_push(&e->q, op->t_end, EQ_COMPUTE, l, 0))
                 e->oom = 1;
             e->ops++;
@@ -452,7 +383,7 @@ static void compute_done(eng_sim *e, int32_t l)
     const prog_op *op = &lane->ops[e->lane[l].pc];
     e->busy[l] += op->t_end - op->t_start;
     if (op->mem < 0)
-        mem_apply(e, l, op->t_end, op->mem);
+        eng_mem_apply_(e, l, lane->rank, op->t_end, op->mem);
     done(e, l, op);
     e->device[lane->rank] = -1;
     int32_t w = wake_one(e, &e->device_wait[lane->rank]);

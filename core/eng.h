@@ -31,6 +31,7 @@
 
 #include "err.h"
 #include "fault.h"
+#include "gen.h"
 #include "mem.h"
 #include "net.h"
 #include "prog.h"
@@ -126,5 +127,15 @@ void eng_stats_of(const eng_sim *e, eng_stats *out);
  * events). */
 int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             eng_result *res, ps_err *err);
+
+/* The cursor path: runs the generated program g (gen.h) on nw, whose rank
+ * count must equal g->nranks, with eng_run's semantics and event order, so
+ * a generator and the array of the same program give the same times bit
+ * for bit. Op times reach the caller only through the sink (eng_set_sink)
+ * and the statistics (eng_stats_of); faults and recv_timeout do not apply
+ * (run those as arrays). Fails on a deadlock, a generator that breaks
+ * gen.h's contract, out of memory or a stop, like eng_run. */
+int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
+                eng_result *res, ps_err *err);
 
 #endif

@@ -3,7 +3,9 @@
  * and PipelineScheduleMulti._dump_csv writes (csv.writer, one row per
  * pipeline rank, "\r\n" line ends): actions "<stage><type><microbatch>"
  * with the global stage index and F (forward), I (input-gradient backward
- * of a unit that has a W), W (weight gradient), B (full backward). */
+ * of a unit that has a W), W (weight gradient), B (full backward); an
+ * overlapped FB (its FB.F and FB.B rows) as "(0F3;3B1)OVERLAP_F_B", the
+ * repr of PyTorch's _Action with sub_actions. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +16,8 @@ static int is_compute(const export_event *e)
 {
     return e->stage >= 0 && e->mb >= 0 &&
            (strcmp(e->kind, "F") == 0 || strcmp(e->kind, "B") == 0 ||
-            strcmp(e->kind, "W") == 0);
+            strcmp(e->kind, "W") == 0 || strcmp(e->kind, "FB.F") == 0 ||
+            strcmp(e->kind, "FB.B") == 0);
 }
 
 /* Does rank's event list [lo, hi) hold a W of (stage, mb)? */
@@ -80,11 +83,17 @@ int export_pytorch_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
                 strcmp(prev->kind, e->kind) == 0)
                 continue;
             prev = e;
-            char k = e->kind[0];
+            int fb_f = strcmp(e->kind, "FB.F") == 0;
+            int fb_b = strcmp(e->kind, "FB.B") == 0;
+            char k = fb_f ? 'F' : fb_b ? 'B' : e->kind[0];
             if (k == 'B' && has_w(&r, lo[s], hi[s], e->stage, e->mb))
                 k = 'I';
-            fprintf(out, "%s%d%c%d", cells++ ? "," : "", (int)e->stage, k,
-                    (int)e->mb);
+            /* an FB's forward half opens the cell, its backward closes it */
+            fprintf(out, "%s%s%d%c%d%s", cells++ && !fb_b ? "," : "",
+                    fb_f   ? "("
+                    : fb_b ? ";"
+                           : "",
+                    (int)e->stage, k, (int)e->mb, fb_b ? ")OVERLAP_F_B" : "");
         }
         fputs("\r\n", out);
     }

@@ -170,6 +170,19 @@ void net_begin(net *nw, eq *q);
 int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
               double now, double *t_begin);
 
+/* For callers that start many transfers between the same two ranks (the
+ * engine's cursor path keeps one per channel): a handle of the pair's
+ * run-time state, valid until the next net_begin, so that net_start_pair
+ * skips the lookup (for a FIFO mesh, the hash of the pair's state slot).
+ * NET_NO_PAIR when there is nothing to cache (net_start_pair then does
+ * what net_start does); -1 when out of memory. */
+#define NET_NO_PAIR (-2)
+int32_t net_pair(net *nw, int32_t src, int32_t dst);
+
+/* net_start with a handle from net_pair(nw, src, dst). */
+int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
+                   double bytes, double now, double *t_begin);
+
 /* Handles one EQ_NET event popped from the queue. Returns the id of the
  * transfer that has arrived, or -1 when the event is stale or internal (a
  * FAIR flow whose data phase ended and whose latency is still running).

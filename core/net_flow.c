@@ -258,11 +258,16 @@ void net_begin(net *nw, eq *q)
     }
 }
 
+/* pair: a mesh slot from net_pair, or -1 to look it up */
 static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
-                      double bytes, double now, double *t_begin)
+                      double bytes, double now, double *t_begin, int32_t pair)
 {
     const int32_t *links;
-    int32_t one = -1, len = run_route(nw, src, dst, &links, &one);
+    int32_t one = pair, len = 1;
+    if (pair >= 0 && nw->mesh)
+        links = &one;
+    else
+        len = run_route(nw, src, dst, &links, &one);
     if (len == 1 && links[0] < 0)
         return -1; /* out of memory for a mesh slot */
     double start = now, lat = 0, bw = INFINITY;
@@ -538,8 +543,26 @@ int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
     if (nw->oom)
         return -1;
     if (net_sharing_of(nw) == NET_FIFO)
-        return start_fifo(nw, id, src, dst, bytes, now, t_begin);
+        return start_fifo(nw, id, src, dst, bytes, now, t_begin, -1);
     return start_fair(nw, id, src, dst, bytes, now, t_begin);
+}
+
+int32_t net_pair(net *nw, int32_t src, int32_t dst)
+{
+    if (nw->oom)
+        return -1;
+    return nw->mesh && net_sharing_of(nw) == NET_FIFO ? mesh_slot(nw, src, dst)
+                                                      : NET_NO_PAIR;
+}
+
+int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
+                   double bytes, double now, double *t_begin)
+{
+    if (nw->oom)
+        return -1;
+    if (pair >= 0)
+        return start_fifo(nw, id, src, dst, bytes, now, t_begin, pair);
+    return net_start(nw, id, src, dst, bytes, now, t_begin);
 }
 
 int32_t net_event(net *nw, const eq_event *ev)

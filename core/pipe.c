@@ -659,6 +659,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .split = cfg->split_backward,
         .placement = cfg->placement,
         .pytorch_p2p = cfg->pytorch_p2p,
+        .overlap_fb = cfg->overlap_fb,
+        .fb_interference = cfg->fb_interference,
+        .fb_given = cfg->fb_given,
     };
     if (sched_check(&spec, err))
         return PS_ERR;

@@ -54,6 +54,8 @@ typedef struct pipe_config {
     int split_backward; /* built-in schedules: W right after each B */
     enum sched_placement placement; /* model stage <-> (rank, chunk) */
     int pytorch_p2p; /* p2p = "pytorch": sched_spec.pytorch_p2p */
+    double overlap_fb, fb_interference; /* sched_spec's FB timing */
+    int fb_given;
     enum eng_p2p p2p;
     enum rec_level record;
     const pipe_layer *layers;

@@ -224,7 +224,7 @@ int64_t prog_count(const prog_set *ps)
 
 char prog_kind_letter(enum prog_kind kind)
 {
-    static const char letters[] = "FBWROC";
+    static const char letters[] = "FBWROCFB"; /* FB halves: F, B */
     return (unsigned)kind < sizeof letters - 1 ? letters[kind] : '?';
 }
 

@@ -27,8 +27,20 @@ enum prog_type {
 };
 
 /* Compute kinds; SEND/RECV reuse them to say what is moved (F: activation,
- * B: gradient of an activation, COLL: collective payload). */
-enum prog_kind { PROG_F, PROG_B, PROG_W, PROG_R, PROG_OPT, PROG_COLL };
+ * B: gradient of an activation, COLL: collective payload). An overlapped
+ * forward-backward (DualPipe's F&B, sched.h) is two back-to-back ops:
+ * FB_F, the forward's share (allocates its activations at the start), and
+ * FB_B, the backward's share (frees at the end). */
+enum prog_kind {
+    PROG_F,
+    PROG_B,
+    PROG_W,
+    PROG_R,
+    PROG_OPT,
+    PROG_COLL,
+    PROG_FB_F,
+    PROG_FB_B
+};
 
 #define PROG_BATCH 0x1u /* SEND/RECV: posted together with the next op */
 #define PROG_NOWAIT                                                            \

@@ -45,7 +45,8 @@ static const char *const stmt_sql[NSTMT] = {
                 "capacity, fits, tp_comm, tp_exposed) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
-                "time, algbw, busbw) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "time, algbw, busbw, protocol) VALUES (?1, ?2, ?3, ?4, ?5, "
+                "?6, ?7, ?8, ?9)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
                 "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     /* IMMEDIATE takes the write lock up front: a deferred transaction
@@ -406,7 +407,8 @@ static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
 
 static const char *event_kind(unsigned kind)
 {
-    static const char *const names[] = {"F", "B", "W", "R", "OPT", "COLL"};
+    static const char *const names[] = {"F",   "B",    "W",    "R",
+                                        "OPT", "COLL", "FB.F", "FB.B"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -500,8 +502,9 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (step_done(db, st, err))
             return PS_ERR;
     }
-    if (p->collective) {
-        const rec_collective *c = p->collective;
+    int32_t ncoll = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
+    for (int32_t k = 0; k < ncoll; k++) {
+        const rec_collective *c = &p->collective[k];
         if (!(st = stmt(db, ST_COLL, err)))
             return PS_ERR;
         sqlite3_bind_int64(st, 1, id);
@@ -512,6 +515,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 6, c->time);
         bind_real(st, 7, c->algbw);
         bind_real(st, 8, c->busbw);
+        bind_text(st, 9, c->protocol);
         if (step_done(db, st, err))
             return PS_ERR;
     }

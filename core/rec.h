@@ -36,7 +36,12 @@
  *       written at every recording level, so the views work for summary runs;
  *       capacity is the device's memory in bytes (NULL: unknown), fits
  *       peak_memory <= capacity as 1/0 (NULL: unknown).
- *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw)
+ *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw,
+ *              protocol)
+ *       one row per collective run, and per gradient-sync bucket of a
+ *       pipeline run (its data-parallel group; time from its first op's
+ *       start to its last op's end); protocol: NCCL's (ll, ll128, simple)
+ *       or none
  *   link(run, src, dst, bandwidth, latency, bytes, busy)
  * Views:
  *   bubble(run, rank, busy, makespan, fraction)
@@ -76,7 +81,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 5
+#define REC_SCHEMA_VERSION 6
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -152,6 +157,7 @@ typedef struct rec_collective {
     const char *op, *algorithm;
     int32_t ranks;
     double bytes, time, algbw, busbw;
+    const char *protocol; /* NULL: none recorded */
 } rec_collective;
 
 /* What one run contributes; NULL/0 fields are skipped. */
@@ -161,7 +167,8 @@ typedef struct rec_payload {
     int32_t nstages;
     const rec_rank *ranks;
     int32_t nranks;
-    const rec_collective *collective;
+    const rec_collective *collective; /* ncollectives rows */
+    int32_t ncollectives;             /* 0 with collective set: 1 */
     /* REC_EVENTS only: the executed programs, each rank's static memory
      * (indexed by rank) for the memory rows, and the network for link rows */
     const prog_set *progs;

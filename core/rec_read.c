@@ -56,7 +56,8 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 version == 1   ? "memory 'fits'"
                 : version == 2 ? "run 'tp'"
                 : version == 3 ? "'tp_comm'"
-                               : "run 'sweep'",
+                : version == 4 ? "run 'sweep'"
+                               : "collective 'protocol'",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }

@@ -64,7 +64,7 @@ static const char schema_sql[] =
     "CREATE TABLE collective(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  op TEXT NOT NULL, algorithm TEXT NOT NULL, ranks INTEGER,\n"
-    "  bytes REAL, time REAL, algbw REAL, busbw REAL);\n"
+    "  bytes REAL, time REAL, algbw REAL, busbw REAL, protocol TEXT);\n"
     "CREATE INDEX collective_run ON collective(run);\n"
     "CREATE TABLE link(\n"
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
@@ -121,6 +121,12 @@ static const char migrate_v5_sql[] =
     "ALTER TABLE run ADD COLUMN global_batch INTEGER;\n"
     "ALTER TABLE run ADD COLUMN scenario TEXT;\n"
     "PRAGMA user_version = 5;\n";
+
+/* Version 5 -> 6: the NCCL protocol a collective ran with (NULL for old
+ * runs), appended last as CREATE TABLE has it. */
+static const char migrate_v6_sql[] =
+    "ALTER TABLE collective ADD COLUMN protocol TEXT;\n"
+    "PRAGMA user_version = 6;\n";
 
 static const char *const table_names[] = {
     "run",   "event",     "transfer",   "memory",
@@ -210,7 +216,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         return PS_ERR;
     }
     if (version != 0 && version != 1 && version != 2 && version != 3 &&
-        version != 4 && version != REC_SCHEMA_VERSION) {
+        version != 4 && version != 5 && version != REC_SCHEMA_VERSION) {
         ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
                 version, REC_SCHEMA_VERSION);
         return PS_ERR;
@@ -254,7 +260,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 3 &&
              rec_exec_sql(db, migrate_v4_sql, err)) ||
             (version >= 1 && version <= 4 &&
-             rec_exec_sql(db, migrate_v5_sql, err))) {
+             rec_exec_sql(db, migrate_v5_sql, err)) ||
+            (version >= 1 && version <= 5 &&
+             rec_exec_sql(db, migrate_v6_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

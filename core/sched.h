@@ -66,10 +66,20 @@ static inline int32_t sched_rank_of(enum sched_placement pl, int32_t p,
     return pl == SCHED_V && ((s / p) & 1) ? p - 1 - s % p : s % p;
 }
 
+/* kind SCHED_FB is an overlapped forward-backward (DeepSeek's DualPipe
+ * "F&B", PyTorch's OVERLAP_F_B): the forward of (chunk, mb) and the
+ * backward of (bchunk, bmb) run at once on the rank. Its duration is
+ * sched_spec.overlap_fb, or max(F, B) + fb_interference * min(F, B); it
+ * allocates what the F allocates when it starts and frees what the B frees
+ * when it ends. Other kinds leave bchunk and bmb 0. */
+#define SCHED_FB PROG_FB_F
+
 typedef struct sched_action {
-    uint8_t kind;  /* PROG_F, PROG_B, PROG_W, PROG_R */
-    int16_t chunk; /* model chunk on the rank, 0 .. v-1 */
-    int32_t mb;    /* microbatch, 0 .. m-1 */
+    uint8_t kind;   /* PROG_F, PROG_B, PROG_W, PROG_R or SCHED_FB */
+    int16_t chunk;  /* model chunk on the rank, 0 .. v-1 */
+    int32_t mb;     /* microbatch, 0 .. m-1 */
+    int16_t bchunk; /* SCHED_FB: the backward's chunk and microbatch */
+    int32_t bmb;
 } sched_action;
 
 /* Costs of one model stage (one chunk of one rank) per microbatch. */
@@ -111,6 +121,12 @@ typedef struct sched_spec {
      * transfer starts when the send is posted) and waited on right before
      * the compute that needs them. Also implied by W (see above). */
     int pytorch_p2p;
+    /* overlapped FB actions (SCHED_FB): seconds of each, or 0 to take
+     * max(F, B) + fb_interference * min(F, B). fb_interference is in
+     * [0, 1]; 1 (no gain) when the spec leaves fb_given 0. */
+    double overlap_fb;
+    double fb_interference;
+    int fb_given; /* overlap_fb or fb_interference set by the user */
 } sched_spec;
 
 /* "gpipe" (alias "afab"), "1f1b", "interleaved", "zb_h1", "zb_h2",
@@ -129,8 +145,9 @@ enum sched_placement sched_default_placement(enum sched_kind kind);
  * actions, or a PyTorch schedule)? */
 int sched_async(const sched_spec *s);
 
-/* Parses "F3", "B0", "W0", "R2", "F3.c1" (chunk 1) into *out, checking
- * mb < m and chunk < v. */
+/* Parses "F3", "B0", "W0", "R2", "F3.c1" (chunk 1) and the overlapped
+ * "FB3/1" (forward of 3 with the backward of 1; "FB3.c1/1.c0" with
+ * chunks) into *out, checking mb < m and chunk < v. */
 int sched_parse_action(const char *text, int32_t m, int32_t v,
                        sched_action *out, ps_err *err);
 
@@ -140,13 +157,20 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
  * its B). */
 int sched_check(const sched_spec *s, ps_err *err);
 
+/* Does the schedule run overlapped FB actions (dualpipev, custom lists
+ * holding an FB)? */
+int sched_overlaps(const sched_spec *s);
+
+/* Seconds of an overlapped FB whose forward takes f and backward b. */
+double sched_fb_time(const sched_spec *s, double f, double b);
+
 /* Does the schedule split its backwards (W actions somewhere)? */
 int sched_splits(const sched_spec *s);
 
 /* The compute order of pipeline rank `rank`: writes up to max actions to
  * out and their count to *n (the count is 2*m*v, plus m*v with
- * checkpointing, where R precedes each B, plus m*v with W; at most
- * 4*m*v). */
+ * checkpointing, where R precedes each B, plus m*v with W, less one per
+ * FB; at most 4*m*v). */
 int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
                 int32_t max, int32_t *n, ps_err *err);
 

@@ -15,7 +15,8 @@ typedef struct out {
 static void put(out *o, uint8_t kind, int32_t chunk, int32_t mb)
 {
     if (o->n < o->max)
-        o->a[o->n] = (sched_action){kind, (int16_t)chunk, mb};
+        o->a[o->n] =
+            (sched_action){.kind = kind, .chunk = (int16_t)chunk, .mb = mb};
     o->n++;
 }
 
@@ -149,9 +150,9 @@ static void zbv(const sched_spec *s, int32_t r, out *o)
  * 2p - 1 - r. Counters per chunk: F, I (shared with full backwards) and
  * W; an I queues its W, which add_weight_action_if_pending emits oldest
  * first. An overlapped F/B pair (OVERLAP_F_B with sub-actions F and a
- * full B) is written as its two actions, F first: PyTorch's runtime runs
- * the sub-actions in that order unless an overlap function is
- * registered. */
+ * full B) is one FB action; its duration model is sched_fb_time's (by
+ * default F + B, what PyTorch's runtime does when no overlap function is
+ * registered: the sub-actions one after the other). */
 typedef struct dpv {
     out *o;
     int32_t f[2], b[2], w[2];
@@ -176,10 +177,19 @@ static void dpv_b(dpv *d, int c, int split)
     }
 }
 
+/* OVERLAP_F_B: one FB action (sched.h), a full backward */
 static void dpv_overlap(dpv *d, int fc, int bc)
 {
-    dpv_f(d, fc);
-    dpv_b(d, bc, 0);
+    if (d->o->n < d->o->max)
+        d->o->a[d->o->n] = (sched_action){.kind = SCHED_FB,
+                                          .chunk = (int16_t)fc,
+                                          .mb = d->f[fc],
+                                          .bchunk = (int16_t)bc,
+                                          .bmb = d->b[bc]};
+    d->o->n++;
+    d->f[fc]++;
+    d->b[bc]++;
+    d->w[bc]++; /* increment_backward_counts */
 }
 
 static void dpv_w(dpv *d)

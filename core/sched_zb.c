@@ -282,7 +282,7 @@ int sched_zb_orders(const sched_spec *s, sched_action *out)
         static const uint8_t kinds[3] = {PROG_F, PROG_B, PROG_W};
         for (int32_t k = 0; k < n; k++)
             out[j * 3 * M + k] =
-                (sched_action){kinds[nodes[k].type], 0, nodes[k].mb};
+                (sched_action){.kind = kinds[nodes[k].type], .mb = nodes[k].mb};
     }
     free(cost);
     free(ibuf);

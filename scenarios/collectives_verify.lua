@@ -15,11 +15,12 @@
 local ps = require "pipesim"
 
 local ALGOS = {
-  { "allreduce", { "ring", "tree", "double_binary_tree", "halving_doubling", "direct" } },
+  { "allreduce", { "ring", "tree", "binomial_tree", "double_binary_tree", "halving_doubling",
+                   "direct" } },
   { "reduce_scatter", { "ring", "halving_doubling", "direct" } },
   { "allgather", { "ring", "halving_doubling", "direct" } },
-  { "broadcast", { "tree", "pipeline", "scatter_allgather" } },
-  { "reduce", { "tree" } },
+  { "broadcast", { "binomial_tree", "pipeline", "scatter_allgather" } },
+  { "reduce", { "binomial_tree" } },
 }
 local COUNTS = { 1, 3, 5, 8 }
 local ELEMENTS = { 37, 3 }
@@ -104,6 +105,17 @@ for _, ranks in ipairs{ { 0, 1, 2, 3, 4, 5, 6, 7 }, { 4, 5, 6, 7 } } do
 end
 print(string.format("%-15s %-19s pass  8x37 8x3 4x37 4x3 (2 nodes x 4 GPUs)",
   "allreduce", "hierarchical"))
+-- NCCL's tree on whole nodes (chains inside, the double binary tree across)
+-- and on one node (a chain), with a protocol (its wire bytes carry the same
+-- elements)
+for _, ranks in ipairs{ { 0, 1, 2, 3, 4, 5, 6, 7 }, { 4, 5, 6, 7 } } do
+  for _, n in ipairs(ELEMENTS) do
+    check("allreduce", "tree", nodes, ranks, n)
+    total = total + 1
+  end
+end
+print(string.format("%-15s %-19s pass  8x37 8x3 4x37 4x3 (2 nodes x 4 GPUs)",
+  "allreduce", "tree"))
 
 -- random inputs: the tolerance check |got - ref| <= N eps sum |x|
 for _, algo in ipairs(ALGOS[1][2]) do

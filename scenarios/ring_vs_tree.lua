@@ -24,9 +24,10 @@ local quick = ps.args.quick
 local started = os.clock()
 local KiB = 1024
 
-local ALGOS = { "ring", "tree", "double_binary_tree", "halving_doubling",
+local ALGOS = { "ring", "tree", "binomial_tree", "double_binary_tree", "halving_doubling",
                 "direct", "hierarchical" }
-local SHORT = { ring = "ring", tree = "tree", double_binary_tree = "dbtree",
+local SHORT = { ring = "ring", tree = "tree", binomial_tree = "binomial",
+                double_binary_tree = "dbtree",
                 halving_doubling = "halv-doub", direct = "direct",
                 hierarchical = "hier" }
 
@@ -66,7 +67,7 @@ end
 local function simulated_crossover(c, lo, hi)
   local function ring_wins(b)
     return allreduce(c, "ring", b, "none").time
-      <= allreduce(c, "tree", b, "none").time
+      <= allreduce(c, "binomial_tree", b, "none").time
   end
   local unit = 4 * c.ranks
   lo, hi = lo // unit, -(-hi // unit)
@@ -81,7 +82,7 @@ end
 -- give the lines and their intersection.
 local function model_crossover(c, t1, t2)
   local r1, r2 = allreduce(c, "ring", t1, "none"), allreduce(c, "ring", t2, "none")
-  local g1, g2 = allreduce(c, "tree", t1, "none"), allreduce(c, "tree", t2, "none")
+  local g1, g2 = allreduce(c, "binomial_tree", t1, "none"), allreduce(c, "binomial_tree", t2, "none")
   local rb = (r2.predicted - r1.predicted) / (t2 - t1)
   local gb = (g2.predicted - g1.predicted) / (t2 - t1)
   local ra, ga = r1.predicted - rb * t1, g1.predicted - gb * t1
@@ -116,7 +117,7 @@ for _, c in ipairs(topologies) do
       line = line .. string.format(" %11s%s", ps.seconds(r.time), a == auto and "*" or " ")
     end
     print(line .. string.format("   %-6s  %s", SHORT[auto], SHORT[best]))
-    if t.tree < t.ring then
+    if t.binomial_tree < t.ring then
       prev_tree = bytes
     elseif prev_tree and not crossed then
       crossed = { prev_tree, bytes }

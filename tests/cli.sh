@@ -85,11 +85,12 @@ sqlite3 "$TMP/v1.db" "ALTER TABLE stage DROP COLUMN tp_comm; ALTER TABLE stage D
     ALTER TABLE run DROP COLUMN point_index; ALTER TABLE run DROP COLUMN tags;
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
-    ALTER TABLE run DROP COLUMN scenario; PRAGMA user_version = 1"
-expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 5; writing one run to it upgrades it in place"
+    ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
+    PRAGMA user_version = 1"
+expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 6; writing one run to it upgrades it in place"
 $VG "$BIN" run "$TMP/over.lua" -o "$TMP/v1.db" >"$TMP/v1.out" 2>/dev/null && grep -q "4 runs added to $TMP/v1.db (8 in all" "$TMP/v1.out" && ok || bad "upgrade run: $(cat "$TMP/v1.out")"
 got=$(sqlite3 "$TMP/v1.db" "PRAGMA user_version; SELECT group_concat(coalesce(fits, 'NULL'), ',') FROM (SELECT fits FROM run ORDER BY id)")
-[ "$got" = "5
+[ "$got" = "6
 NULL,NULL,NULL,NULL,0,0,NULL,1" ] && ok || bad "upgraded v1: $got"
 [ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" = \
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" ] && ok || bad "upgraded columns differ from a new file's"
@@ -97,6 +98,8 @@ NULL,NULL,NULL,NULL,0,0,NULL,1" ] && ok || bad "upgraded v1: $got"
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
 [ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('stage')")" = \
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('stage')")" ] && ok || bad "upgraded stage columns differ from a new file's"
+[ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('collective')")" = \
+  "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('collective')")" ] && ok || bad "upgraded collective columns differ from a new file's"
 
 # report: table of runs, one run's Gantt, a missing run
 $VG "$BIN" report "$TMP/args.db" >"$TMP/rep" 2>&1 && grep -q "x=y" "$TMP/rep" && ok || bad "report table: $(cat "$TMP/rep")"
@@ -234,10 +237,15 @@ echo "$best" | grep -q "^gpt3-xl,[0-9]*,${fastest%%,*},[a-z]*,$(echo "${fastest#
 if $VG "$BIN" run scenarios/ring_vs_tree.lua -o "$TMP/rvt.db" -D quick=1 >"$TMP/rvt.out" 2>&1; then ok; else
     bad "ring_vs_tree: $(tail -n 3 "$TMP/rvt.out")"; fi
 sqlite3 -separator ' ' "$TMP/rvt.db" <results/queries/crossover.sql >"$TMP/cross" 2>&1
-grep -q '^allreduce 8 8 ranks, mesh 25 GB/s 5 us tree 16384 262144$' "$TMP/cross" && ok ||
+grep -q '^allreduce 8 8 ranks, mesh 25 GB/s 5 us binomial_tree 16384 262144$' "$TMP/cross" && ok ||
     bad "crossover.sql: $(head -n 5 "$TMP/cross")"
 printf 'local ps = require "pipesim"\nlocal c = ps.cluster{ ranks = 4, link = { bandwidth = "25 GB/s", latency = "5 us" } }\nps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = "1 MB" }\n' >"$TMP/coll.lua"
 $VG "$BIN" run "$TMP/coll.lua" -o "$TMP/coll.db" >/dev/null 2>&1 && ok || bad "collective run"
+# the protocol auto chose is recorded beside the algorithm
+printf 'local ps = require "pipesim"\nlocal c = ps.cluster(ps.clusters.dgx("h100", 2))\nps.collective{ cluster = c, op = "allreduce", protocol = "auto", bytes = 8 }\nps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = 8 }\n' >"$TMP/proto.lua"
+$VG "$BIN" run "$TMP/proto.lua" -o "$TMP/proto.db" >/dev/null 2>&1 && ok || bad "protocol run"
+got=$(sqlite3 "$TMP/proto.db" "SELECT group_concat(algorithm || '/' || protocol, ' ') FROM collective")
+[ "$got" = "tree/ll ring/none" ] && ok || bad "collective.protocol: $got"
 [ "$(sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | wc -l)" -eq 4 ] && ok ||
     bad "link_utilisation.sql: $(sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | head -n 3)"
 sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | grep -q '|100.00%|' && ok ||

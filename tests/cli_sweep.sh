@@ -34,11 +34,12 @@ q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN p
     ALTER TABLE run DROP COLUMN point_index; ALTER TABLE run DROP COLUMN tags;
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
-    ALTER TABLE run DROP COLUMN scenario; PRAGMA user_version = 4"
-expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 5"
+    ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
+    PRAGMA user_version = 4"
+expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 6"
 $VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"
 got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM run")
-[ "$got" = "5
+[ "$got" = "6
 16|6" ] && ok || bad "upgraded v4: $got"
 [ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"

@@ -6,8 +6,9 @@
 -- gradient), B (full backward); empty cells are idle time steps. Comm and
 -- FSDP actions (SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD,
 -- REDUCE_GRAD) are read and skipped: pipesim inserts its own transfers.
--- An overlapped "(0F3;3B1)OVERLAP_F_B" runs its sub-actions in order, as
--- the runtime does without a registered overlap function.
+-- An overlapped "(0F3;3B1)OVERLAP_F_B" becomes one FB action ("FB3/1.c1"),
+-- timed by overlap_fb / fb_interference (README "Overlapped forward and
+-- backward").
 -- `pipesim export DB RUN --format pytorch-csv` writes the format.
 local check = require "pipesim.argcheck"
 
@@ -58,11 +59,22 @@ local function load_pytorch(path, opts)
                 subs = {}
                 for s in inner:gmatch("[^;]+") do subs[#subs + 1] = s:match("^%s*(.-)%s*$") end
             end
-            for _, sub in ipairs(subs) do
+            if inner and #subs ~= 2 then
+                check.fail("%s: bad action '%s' (OVERLAP_F_B holds a forward and a backward,"
+                    .. " as in (0F3;3B1)OVERLAP_F_B)", where, cell)
+            end
+            for i, sub in ipairs(subs) do
                 if sub ~= "" then
                     local stage, kind, mb = parse_action(sub)
+                    local want = i == 1 and { F = true } or { B = true, I = true }
+                    if inner and stage and not want[kind] then
+                        check.fail("%s: bad action '%s' (OVERLAP_F_B holds a forward, then a"
+                            .. " backward, as in (0F3;3B1)OVERLAP_F_B)", where, cell)
+                    end
                     if stage then
-                        acts[#acts + 1] = { stage = stage, kind = kind, mb = mb, where = where }
+                        -- the halves of one FB carry the same overlap mark
+                        acts[#acts + 1] = { stage = stage, kind = kind, mb = mb, where = where,
+                                            overlap = inner and i or nil }
                     elseif not kind then
                         check.fail("%s: bad action '%s' (expected <stage><F|I|B|W><microbatch>"
                             .. " such as 0F0 or 1I0, a comm action or an empty cell)", where, sub)
@@ -126,10 +138,16 @@ local function load_pytorch(path, opts)
     local order = {}
     for r, acts in ipairs(rows) do
         local list = {}
-        for _, a in ipairs(acts) do
-            local kind = a.kind == "I" and "B" or a.kind
+        local function unit(a)
             local c = a.stage // p
-            list[#list + 1] = kind .. a.mb .. (c > 0 and (".c" .. c) or "")
+            return a.mb .. (c > 0 and (".c" .. c) or "")
+        end
+        for i, a in ipairs(acts) do
+            if a.overlap == 1 then -- FB<f>/<b>, sched.h's overlapped action
+                list[#list + 1] = "FB" .. unit(a) .. "/" .. unit(acts[i + 1])
+            elseif a.overlap ~= 2 then
+                list[#list + 1] = (a.kind == "I" and "B" or a.kind) .. unit(a)
+            end
         end
         order[r] = list
     end

@@ -2,15 +2,16 @@
 -- ranks, topology) and every tree-like algorithm, the largest message size
 -- at which it was faster than ring, and the next size swept, where ring
 -- was at least as fast. "Tree-like" means the latency-optimised
--- algorithms, log2(N) steps of the whole array: tree (binomial) and
--- double_binary_tree; edit the tree_like table below to change that. The
+-- algorithms: tree (NCCL's), binomial_tree (log2(N) steps of the whole
+-- array) and double_binary_tree; edit the tree_like table below to change that. The
 -- topology is run.params' "topology" key (ps.collective stores the
 -- cluster's name there); only runs at the same op, ranks, topology and
 -- size are compared, taking the fastest run of each algorithm.
 -- On a mesh every rank has N - 1 independent ports, so double_binary_tree
 -- can beat ring at every size: then ring_wins_from is NULL.
 -- Usage: sqlite3 -header -column results/ring_vs_tree.db < results/queries/crossover.sql
-WITH tree_like(algorithm) AS (VALUES ('tree'), ('double_binary_tree')),
+WITH tree_like(algorithm) AS (VALUES ('tree'), ('binomial_tree'),
+                                    ('double_binary_tree')),
 times AS (
     SELECT c.op, c.ranks, json_extract(r.params, '$.topology') AS topology,
            c.bytes, c.algorithm, min(c.time) AS time

@@ -240,7 +240,7 @@ static void bench_allreduce(int32_t n, int reps)
                        .peak_memory = NAN,
                        .status = "ok"};
         rec_collective row = {"allreduce", "ring",    n,        1e9,
-                              res.time,    res.algbw, res.busbw};
+                              res.time,    res.algbw, res.busbw, NULL};
         rec_payload pl = {
             .run = &run, .collective = &row, .progs = ps, .network = nw};
         int64_t id;

@@ -46,12 +46,12 @@ for _, N in ipairs{ 2, 3, 4, 5, 8, 16 } do
   r = coll(c, "allgather", "ring", T)
   t.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring allgather N=" .. N)
   t.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "allgather busbw factor")
-  r = coll(c, "broadcast", "tree", T)
+  r = coll(c, "broadcast", "binomial_tree", T)
   t.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast N=" .. N)
   t.near(r.busbw, r.algbw, 1e-9, "broadcast busbw factor")
-  r = coll(c, "broadcast", "tree", T, { root = N - 1 })
+  r = coll(c, "broadcast", "binomial_tree", T, { root = N - 1 })
   t.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast, last root")
-  r = coll(c, "allreduce", "tree", T)
+  r = coll(c, "allreduce", "binomial_tree", T)
   t.near(r.time, 2 * L * (a + T / b), 1e-9, "tree allreduce N=" .. N)
   if N & (N - 1) == 0 then
     r = coll(c, "allreduce", "halving_doubling", T)
@@ -78,10 +78,10 @@ do
   t.eq(r.ranks, 3)
   t.near(r.time, 2 * 2 * (ALPHA + 4 * 3000 / (3 * BETA)))
   t.near(r.bytes_sent[1], 2 * 4 * 3000 * 2 / 3)
-  r = coll(c, "broadcast", "tree", 4000, { ranks = { 6, 2, 5 } })
+  r = coll(c, "broadcast", "binomial_tree", 4000, { ranks = { 6, 2, 5 } })
   t.near(r.bytes_sent[1], 2 * 4000, 1e-9, "root 6 (the first listed) sends twice")
   t.eq(r.bytes_sent[3], 0)
-  r = coll(c, "broadcast", "tree", 4000, { ranks = { 6, 2, 5 }, root = 5 })
+  r = coll(c, "broadcast", "binomial_tree", 4000, { ranks = { 6, 2, 5 }, root = 5 })
   t.near(r.bytes_sent[3], 2 * 4000, 1e-9, "root 5 is listed third")
 end
 
@@ -101,7 +101,7 @@ do
   local r = coll(c, "allgather", "direct", 3 * x)
   t.near(r.time, 2 * lat + x / (B / 2), 1e-9, "two flows share a link")
   -- a lone flow (broadcast to one peer) has the whole link
-  r = coll(c, "broadcast", "tree", x, { ranks = { 0, 2 } })
+  r = coll(c, "broadcast", "binomial_tree", x, { ranks = { 0, 2 } })
   t.near(r.time, 2 * lat + x / B, 1e-9, "a lone flow")
   -- duplex = false: one direction only; a ring needs the way back
   local ring = ps.cluster{ ranks = 3, links = {
@@ -111,7 +111,7 @@ do
   t.near(r.time, 2 * x / B, 1e-9, "unidirectional ring")
   -- 0 -> 2 goes the long way round, 0 -> 1 -> 2: routes are cut-through
   -- (sum of latencies + bytes / bottleneck), so two hops cost one x / B
-  r = coll(ring, "broadcast", "tree", x, { ranks = { 0, 2 } })
+  r = coll(ring, "broadcast", "binomial_tree", x, { ranks = { 0, 2 } })
   t.near(r.time, x / B, 1e-9, "0 -> 2 over two links")
   t.eq(r.transfers, 1)
   -- declared switches keep their order
@@ -120,14 +120,18 @@ do
   t.eq(d.switches.a, 2); t.eq(d.switches.b, 3)
 end
 
--- auto on 8 ranks, alpha = 5 us, beta = 25 GB/s: tree for 1 KB, ring for
--- 256 MB, and the switch where 2(N-1)(a + T/(N b)) = 2 L (a + T/b)
+-- auto between ring and binomial_tree on 8 ranks, alpha = 5 us, beta = 25
+-- GB/s: the tree for 1 KB, ring for 256 MB, and the switch where 2(N-1)(a +
+-- T/(N b)) = 2 L (a + T/b)
 do
+  local RB = { "ring", "binomial_tree" }
   local N, c, a, b = 8, mesh(8), ALPHA, BETA
   local L = log2ceil(N)
-  local r = ps.collective{ cluster = c, op = "allreduce", bytes = "1 KB", record = "none" }
-  t.eq(r.algorithm, "tree", "auto at 1 KB")
-  r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none" }
+  local r = ps.collective{ cluster = c, op = "allreduce", bytes = "1 KB", record = "none",
+                     candidates = RB }
+  t.eq(r.algorithm, "binomial_tree", "auto at 1 KB")
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
+                     candidates = RB }
   t.eq(r.algorithm, "ring", "auto at 256 MB")
   local ring = function(T) return 2 * (N - 1) * (a + T / (N * b)) end
   local tree = function(T) return 2 * L * (a + T / b) end
@@ -135,23 +139,25 @@ do
   t.near(ring(cross), tree(cross), 1e-12, "the formulas cross here")
   local below = math.floor(cross / 4) * 4
   local above = below + 4
-  r = ps.collective{ cluster = c, op = "allreduce", bytes = below, record = "none" }
-  t.eq(r.algorithm, "tree", "just below the crossover (" .. below .. " B)")
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = below, record = "none",
+                     candidates = RB }
+  t.eq(r.algorithm, "binomial_tree", "just below the crossover (" .. below .. " B)")
   t.near(r.predicted, tree(below))
   t.near(r.time, tree(below), 1e-9, "simulated = formula")
-  r = ps.collective{ cluster = c, op = "allreduce", bytes = above, record = "none" }
+  r = ps.collective{ cluster = c, op = "allreduce", bytes = above, record = "none",
+                     candidates = RB }
   t.eq(r.algorithm, "ring", "just above the crossover (" .. above .. " B)")
   t.near(r.time, ring(above), 1e-9, "simulated = formula")
   -- candidates widen or narrow the choice
   r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
                      candidates = "all" }
-  t.check(r.algorithm ~= "tree", "all candidates at 256 MB: " .. r.algorithm)
+  t.check(r.algorithm ~= "binomial_tree", "all candidates at 256 MB: " .. r.algorithm)
   r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
-                     candidates = { "tree", "halving_doubling" } }
+                     candidates = { "binomial_tree", "halving_doubling" } }
   t.eq(r.algorithm, "halving_doubling")
   -- other ops consider every algorithm that applies
   r = ps.collective{ cluster = c, op = "broadcast", bytes = "256 MB", record = "none" }
-  t.check(r.algorithm ~= "tree", "broadcast auto at 256 MB: " .. r.algorithm)
+  t.check(r.algorithm ~= "binomial_tree", "broadcast auto at 256 MB: " .. r.algorithm)
   t.check(r.chunks >= 1)
 end
 
@@ -159,11 +165,11 @@ end
 -- outputs[k][i + 1] is the k-th listed rank's element i (its shard for
 -- reduce_scatter, the root's array for reduce)
 local ALGOS = {
-  allreduce = { "ring", "tree", "double_binary_tree", "halving_doubling", "direct" },
+  allreduce = { "ring", "binomial_tree", "double_binary_tree", "halving_doubling", "direct" },
   reduce_scatter = { "ring", "halving_doubling", "direct" },
   allgather = { "ring", "halving_doubling", "direct" },
-  broadcast = { "tree", "pipeline", "scatter_allgather" },
-  reduce = { "tree" },
+  broadcast = { "binomial_tree", "pipeline", "scatter_allgather" },
+  reduce = { "binomial_tree" },
 }
 local OPS = { "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce" }
 
@@ -236,9 +242,9 @@ do
   t.eq(c.nics_per_node, 2); t.eq(c.topology, "hierarchical")
   t.eq(c.name, "2 nodes x 4 gpus"); t.eq(c.sharing, "fair"); t.eq(c.flops_rate, 1e15)
   local x = 4e6
-  local r = coll(c, "broadcast", "tree", x, { ranks = { 0, 1 } })
+  local r = coll(c, "broadcast", "binomial_tree", x, { ranks = { 0, 1 } })
   t.near(r.time, 2e-6 + x / 300e9, 1e-9, "inside a node")
-  r = coll(c, "broadcast", "tree", x, { ranks = { 1, 5 } })
+  r = coll(c, "broadcast", "binomial_tree", x, { ranks = { 1, 5 } })
   t.near(r.time, 5e-6 + x / 50e9, 1e-9, "across nodes")
   r = coll(c, "allreduce", "hierarchical", 4 * 8 * 100, { data = f })
   t.eq(r.algorithm, "hierarchical")
@@ -275,7 +281,7 @@ do
   t.eq(auto.channels, 8)
   local ring = coll(c, "allreduce", "ring", T, { slots = 1 })
   local dbt = coll(c, "allreduce", "double_binary_tree", T)
-  local tree = coll(c, "allreduce", "tree", T)
+  local tree = coll(c, "allreduce", "binomial_tree", T)
   t.check(ring.time < dbt.time, string.format("ring %g < dbt %g", ring.time, dbt.time))
   t.check(ring.time < tree.time)
   -- a step: max(2 us + 7 B / 300 GB/s, 5 us + B / 50 GB/s), B = T / 256;
@@ -292,13 +298,16 @@ do
   local order = {}
   for i = 1, 32 do order[i] = (i * 9) % 32 end
   t.eq(coll(c, "allreduce", "ring", "1 MB", { ranks = order }).channels, 1)
-  t.eq(coll(c, "allreduce", "tree", "1 MB").channels, 1)
+  t.eq(coll(c, "allreduce", "binomial_tree", "1 MB").channels, 1)
   -- both sides of the crossover
   local below, above = 2900000, 2950000
-  t.eq(coll(c, "allreduce", "auto", below, { slots = 1 }).algorithm, "tree", "auto below")
-  t.eq(coll(c, "allreduce", "auto", above, { slots = 1 }).algorithm, "ring", "auto above")
-  t.check(coll(c, "allreduce", "tree", below).time < coll(c, "allreduce", "ring", below, { slots = 1 }).time)
-  t.check(coll(c, "allreduce", "ring", above, { slots = 1 }).time < coll(c, "allreduce", "tree", above).time)
+  local RB = { "ring", "binomial_tree" }
+  t.eq(coll(c, "allreduce", "auto", below, { slots = 1, candidates = RB }).algorithm,
+       "binomial_tree", "auto below")
+  t.eq(coll(c, "allreduce", "auto", above, { slots = 1, candidates = RB }).algorithm,
+       "ring", "auto above")
+  t.check(coll(c, "allreduce", "binomial_tree", below).time < coll(c, "allreduce", "ring", below, { slots = 1 }).time)
+  t.check(coll(c, "allreduce", "ring", above, { slots = 1 }).time < coll(c, "allreduce", "binomial_tree", above).time)
 end
 
 -- Slot pipelining (the default for ring): 2 nodes x 8 GPUs, 8 channels,
@@ -341,7 +350,7 @@ do
   local d = coll(c, "allreduce", "ring", 4096, { verify = true })
   t.eq(d.verified, true, "pipelined ring data mode")
   -- slots on an algorithm that runs step by step
-  t.raises(function() coll(c, "allreduce", "tree", 512, { slots = 8 }) end,
+  t.raises(function() coll(c, "allreduce", "binomial_tree", 512, { slots = 8 }) end,
     "slots = 8 applies to ring only")
   t.raises(function() coll(c, "allreduce", "ring", 512, { slots = 9 }) end,
     "slots")
@@ -446,13 +455,13 @@ local c4 = mesh(4)
 t.raises(function() coll(c4, "allreduc", "ring", 4) end,
   "unknown collective op 'allreduc' (expected allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall, sendrecv)")
 t.raises(function() coll(c4, "broadcast", "ring", 4) end,
-  "unknown broadcast algorithm 'ring' (expected tree, pipeline, scatter_allgather, auto)")
+  "unknown broadcast algorithm 'ring' (expected binomial_tree, pipeline, scatter_allgather, auto)")
 t.raises(function() coll(c4, "allreduce", "ring", -4) end,
   "allreduce: bytes must be zero or positive, got -4")
 t.raises(function() coll(c4, "allreduce", "ring", 6) end, "bytes must be a multiple of 4")
 t.raises(function() coll(c4, "allreduce", "ring", 4, { ranks = { 0, 9 } }) end,
   "allreduce: rank 9 is not in the cluster (ranks 0..3)")
-t.raises(function() coll(c4, "reduce", "tree", 4, { ranks = { 0, 1 }, root = 2 }) end,
+t.raises(function() coll(c4, "reduce", "binomial_tree", 4, { ranks = { 0, 1 }, root = 2 }) end,
   "reduce: root 2 is not among the ranks")
 t.raises(function() coll(c4, "allreduce", "ring", "1.5 B") end, "whole number of bytes")
 t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, candidates = { "rign" } } end,

@@ -37,11 +37,11 @@ end
 -- a link: transfers and link rows; data parallelism: exposed gradient sync
 ps.run{ name = "dp/1f1b", cluster = linked, layers = layers, stages = 2,
         microbatches = 4, schedule = "1f1b", dp = 2, record = "events" }
--- ring vs tree allreduce on the 4-rank mesh: tree (log2 4 = 2 steps each
+-- ring vs binomial_tree allreduce on the 4-rank mesh: binomial_tree (log2 4 = 2 steps each
 -- way of the whole array) wins at 1 KiB, ring (2 (N - 1) steps of 1/N of
 -- it) from 16 MiB
 for _, b in ipairs{ 1024, 16 * 1024 * 1024 } do
-  for _, a in ipairs{ "ring", "tree" } do
+  for _, a in ipairs{ "ring", "binomial_tree" } do
     ps.collective{ cluster = linked, op = "allreduce", algorithm = a,
                    bytes = b, name = "ar/" .. a, record = "summary" }
   end

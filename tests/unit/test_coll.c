@@ -71,15 +71,18 @@ static void test_closed_forms(void)
         CHECK_NEAR(run_time(&c, COLL_ALLGATHER, COLL_RING, (int64_t)T, &r),
                    (N - 1) * (a + T / (N * b)));
         coll_result_free(&r);
-        CHECK_NEAR(run_time(&c, COLL_BROADCAST, COLL_TREE, (int64_t)T, &r),
-                   lg * (a + T / b));
+        CHECK_NEAR(
+            run_time(&c, COLL_BROADCAST, COLL_BINOMIAL_TREE, (int64_t)T, &r),
+            lg * (a + T / b));
         CHECK_NEAR(r.busbw, r.algbw);
         coll_result_free(&r);
-        CHECK_NEAR(run_time(&c, COLL_REDUCE, COLL_TREE, (int64_t)T, &r),
-                   lg * (a + T / b));
+        CHECK_NEAR(
+            run_time(&c, COLL_REDUCE, COLL_BINOMIAL_TREE, (int64_t)T, &r),
+            lg * (a + T / b));
         coll_result_free(&r);
-        CHECK_NEAR(run_time(&c, COLL_ALLREDUCE, COLL_TREE, (int64_t)T, &r),
-                   2 * lg * (a + T / b));
+        CHECK_NEAR(
+            run_time(&c, COLL_ALLREDUCE, COLL_BINOMIAL_TREE, (int64_t)T, &r),
+            2 * lg * (a + T / b));
         CHECK_NEAR(r.predicted, r.time);
         coll_result_free(&r);
         if ((N & (N - 1)) == 0) {
@@ -124,7 +127,7 @@ static double small_int(void *u, int32_t rank, int64_t i)
 
 static const int ops_algos[][2] = {
     {COLL_ALLREDUCE, COLL_RING},
-    {COLL_ALLREDUCE, COLL_TREE},
+    {COLL_ALLREDUCE, COLL_BINOMIAL_TREE},
     {COLL_ALLREDUCE, COLL_DOUBLE_BINARY_TREE},
     {COLL_ALLREDUCE, COLL_HALVING_DOUBLING},
     {COLL_ALLREDUCE, COLL_DIRECT},
@@ -135,10 +138,10 @@ static const int ops_algos[][2] = {
     {COLL_ALLGATHER, COLL_RING},
     {COLL_ALLGATHER, COLL_HALVING_DOUBLING},
     {COLL_ALLGATHER, COLL_DIRECT},
-    {COLL_BROADCAST, COLL_TREE},
+    {COLL_BROADCAST, COLL_BINOMIAL_TREE},
     {COLL_BROADCAST, COLL_PIPELINE},
     {COLL_BROADCAST, COLL_SCATTER_ALLGATHER},
-    {COLL_REDUCE, COLL_TREE},
+    {COLL_REDUCE, COLL_BINOMIAL_TREE},
 };
 
 /* 1 (and a message) when an output of r, run with small_int inputs on the
@@ -446,8 +449,8 @@ static void test_auto(void)
 {
     int32_t N = 8;
     ctx c = mesh(N, BETA, ALPHA);
-    unsigned rt = 1u << COLL_RING | 1u << COLL_TREE;
-    CHECK_STR(coll_algo_name(auto_pick(&c, 1024, rt)), "tree");
+    unsigned rt = 1u << COLL_RING | 1u << COLL_BINOMIAL_TREE;
+    CHECK_STR(coll_algo_name(auto_pick(&c, 1024, rt)), "binomial_tree");
     CHECK_STR(coll_algo_name(auto_pick(&c, 256 << 20, rt)), "ring");
     /* ring 2(N-1)(a + T/(N b)) = tree 2L(a + T/b), L = ceil(log2 N):
      * T* = (N-1-L) a b / (L - (N-1)/N) */
@@ -456,16 +459,16 @@ static void test_auto(void)
     int64_t below = (int64_t)floor(cross / 4) * 4;
     int64_t above = below + 4;
     CHECK(below < cross && above > cross);
-    CHECK_STR(coll_algo_name(auto_pick(&c, below, rt)), "tree");
+    CHECK_STR(coll_algo_name(auto_pick(&c, below, rt)), "binomial_tree");
     CHECK_STR(coll_algo_name(auto_pick(&c, above, rt)), "ring");
     /* the simulated times cross there too */
     coll_result r1, r2;
-    run_time(&c, COLL_ALLREDUCE, COLL_TREE, below, &r1);
+    run_time(&c, COLL_ALLREDUCE, COLL_BINOMIAL_TREE, below, &r1);
     run_time(&c, COLL_ALLREDUCE, COLL_RING, below, &r2);
     CHECK(r1.time <= r2.time);
     coll_result_free(&r1);
     coll_result_free(&r2);
-    run_time(&c, COLL_ALLREDUCE, COLL_TREE, above, &r1);
+    run_time(&c, COLL_ALLREDUCE, COLL_BINOMIAL_TREE, above, &r1);
     run_time(&c, COLL_ALLREDUCE, COLL_RING, above, &r2);
     CHECK(r1.time >= r2.time);
     coll_result_free(&r1);
@@ -512,11 +515,11 @@ static void test_errors(void)
     CHECK_INT(op, COLL_REDUCE_SCATTER);
     CHECK_INT(coll_parse_algo(COLL_ALLREDUCE, "pipeline", &algo, &err), PS_ERR);
     CHECK_STR(err.msg, "unknown allreduce algorithm 'pipeline' (expected "
-                       "ring, tree, double_binary_tree, halving_doubling, "
-                       "direct, hierarchical, auto)");
+                       "ring, tree, binomial_tree, double_binary_tree, "
+                       "halving_doubling, direct, hierarchical, auto)");
     CHECK_INT(coll_parse_algo(COLL_BROADCAST, "rign", &algo, &err), PS_ERR);
-    CHECK_STR(err.msg, "unknown broadcast algorithm 'rign' (expected tree, "
-                       "pipeline, scatter_allgather, auto)");
+    CHECK_STR(err.msg, "unknown broadcast algorithm 'rign' (expected "
+                       "binomial_tree, pipeline, scatter_allgather, auto)");
     CHECK_INT(coll_parse_algo(COLL_BROADCAST, "auto", &algo, &err), 0);
     CHECK_INT(algo, COLL_AUTO);
 
@@ -540,17 +543,17 @@ static void test_errors(void)
     CHECK_STR(err.msg, "allreduce: rank 0 is listed twice");
     ranks[1] = 2;
     s.op = COLL_BROADCAST;
-    s.algorithm = COLL_TREE;
+    s.algorithm = COLL_BINOMIAL_TREE;
     s.root = 3;
     CHECK_INT(coll_run(&s, c.nw, c.eng, c.ps, &r, &err), PS_ERR);
     CHECK_STR(err.msg, "broadcast: root 3 is not among the ranks");
     s.algorithm = COLL_RING;
     s.root = 2;
     CHECK_INT(coll_run(&s, c.nw, c.eng, c.ps, &r, &err), PS_ERR);
-    CHECK_STR(err.msg, "broadcast has no algorithm 'ring' (expected tree, "
-                       "pipeline, scatter_allgather, auto)");
+    CHECK_STR(err.msg, "broadcast has no algorithm 'ring' (expected "
+                       "binomial_tree, pipeline, scatter_allgather, auto)");
     /* N = 1 and bytes = 0: no transfers, zero time */
-    s.algorithm = COLL_TREE;
+    s.algorithm = COLL_BINOMIAL_TREE;
     s.nranks = 1;
     ranks[0] = 2;
     CHECK_INT(coll_run(&s, c.nw, c.eng, c.ps, &r, &err), 0);

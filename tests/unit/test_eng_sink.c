@@ -53,8 +53,7 @@ static void one(enum sched_kind kind, int v, enum eng_p2p p2p)
     for (int i = 0; i < P * v; i++)
         st[i] =
             (sched_stage){1.0 + 0.1 * i, 2.0, 1.0, 1e6 + i, 1e5, 1e3, 0.5, 3e5};
-    sched_spec spec = {kind, P,    v,    M, 0,          st,
-                       NULL, NULL, NULL, 0, SCHED_LOOP, 0};
+    sched_spec spec = {.kind = kind, .p = P, .v = v, .m = M, .stages = st};
     spec.placement = sched_default_placement(kind);
     prog_set *ps = prog_new(P);
     net *nw = net_new(P);

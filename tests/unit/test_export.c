@@ -328,7 +328,7 @@ static int write_collective(rec_db *db, ps_err *err)
         rc =
             prog_seal(ps, err) || eng_run(e, ps, nw, ENG_RENDEZVOUS, &res, err);
     double statics[2] = {1e6, 1e6};
-    rec_collective coll = {"allreduce", "ring", 2, 1e6, 0, 0, 0};
+    rec_collective coll = {"allreduce", "ring", 2, 1e6, 0, 0, 0, NULL};
     rec_run run = {.kind = "collective",
                    .name = "ring allreduce",
                    .p2p = "rendezvous",

@@ -22,18 +22,12 @@ static void costs(double f, double b, double w)
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){kind,
-                        p,
-                        v,
-                        m,
-                        0,
-                        stages,
-                        NULL,
-                        NULL,
-                        NULL,
-                        0,
-                        sched_default_placement(kind),
-                        0};
+    return (sched_spec){.kind = kind,
+                        .p = p,
+                        .v = v,
+                        .m = m,
+                        .stages = stages,
+                        .placement = sched_default_placement(kind)};
 }
 
 /* Rank r's order in PyTorch's action notation: global stage, F / I (B of
@@ -61,6 +55,11 @@ static const char *pt_str(const sched_spec *s, int r)
                         i ? " " : "",
                         (int)sched_stage_of(s->placement, s->p, a[i].chunk, r),
                         k, (int)a[i].mb);
+        if (a[i].kind == SCHED_FB) /* OVERLAP_F_B: its F, then its B */
+            len += snprintf(
+                buf + len, sizeof buf - (size_t)len, " %dB%d",
+                (int)sched_stage_of(s->placement, s->p, a[i].bchunk, r),
+                (int)a[i].bmb);
     }
     return buf;
 }
@@ -369,7 +368,7 @@ static void test_looped_bfs_custom(void)
     CHECK_INT(o.rc, 0);
     prog_free(o.ps);
     /* forward-only custom lists are accepted */
-    sched_action f0[2] = {{PROG_F, 0, 0}, {PROG_F, 0, 1}};
+    sched_action f0[2] = {{.kind = PROG_F, .mb = 0}, {.kind = PROG_F, .mb = 1}};
     const sched_action *fl[2] = {f0, f0};
     int32_t fn[2] = {2, 2};
     c = spec(SCHED_CUSTOM, 2, 1, 2);

@@ -125,7 +125,8 @@ static void test_levels_and_views(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory_peak WHERE run = 2"), 4);
 
     /* a collective run at summary level */
-    rec_collective coll = {"allreduce", "ring", 4, 1e9, 0.5, 2e9, 3e9};
+    rec_collective coll = {"allreduce", "ring", 4,   1e9,
+                           0.5,         2e9,    3e9, "simple"};
     rec_run cr = {.kind = "collective",
                   .name = "ring",
                   .stages = 4,
@@ -296,9 +297,9 @@ static void test_open_errors(void)
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 5");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 6");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 5");
+    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 6");
 
     /* a file of this version whose table was dropped behind pipesim's
      * back: the writer trusts the version (one header read, no schema

@@ -23,8 +23,12 @@ static void uniform(double fwd, double bwd, double out)
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){kind, p,    v,    m, 0,          stages,
-                        NULL, NULL, NULL, 0, SCHED_LOOP, 0};
+    return (sched_spec){.kind = kind,
+                        .p = p,
+                        .v = v,
+                        .m = m,
+                        .stages = stages,
+                        .placement = SCHED_LOOP};
 }
 
 static const char *mode_name(int mode)
@@ -547,8 +551,8 @@ static void test_parse(void)
         const char *msg;
     } bad[] = {
         {"X3", 4, 1,
-         "bad action 'X3': expected F, B, W or R, a microbatch and optionally "
-         "a chunk, as in F3 or B0.c1"},
+         "bad action 'X3': expected F, B, W, R or FB, a microbatch and "
+         "optionally a chunk, as in F3, B0.c1 or FB3/1"},
         {"F", 4, 1, "bad action 'F': expected a microbatch after F"},
         {"F9", 4, 1, "action 'F9': microbatch 9 out of range 0..3"},
         {"F1.c3", 4, 2, "action 'F1.c3': chunk 3 out of range 0..1"},

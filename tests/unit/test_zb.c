@@ -24,8 +24,12 @@ static void costs(double f, double b, double w, double wb)
 
 static sched_spec spec(enum sched_kind kind, int p, int m)
 {
-    return (sched_spec){kind, p,    1,    m, 0,          stages,
-                        NULL, NULL, NULL, 0, SCHED_LOOP, 0};
+    return (sched_spec){.kind = kind,
+                        .p = p,
+                        .v = 1,
+                        .m = m,
+                        .stages = stages,
+                        .placement = SCHED_LOOP};
 }
 
 typedef struct zb_case {
@@ -287,8 +291,9 @@ static void test_custom_w(void)
     CHECK_INT(a.kind, PROG_W);
     CHECK_INT(a.chunk, 1);
     CHECK_INT(sched_parse_action("X1", 4, 1, &a, &err), PS_ERR);
-    CHECK_STR(err.msg, "bad action 'X1': expected F, B, W or R, a microbatch "
-                       "and optionally a chunk, as in F3 or B0.c1");
+    CHECK_STR(err.msg, "bad action 'X1': expected F, B, W, R or FB, a "
+                       "microbatch and optionally a chunk, as in F3, B0.c1 "
+                       "or FB3/1");
 
     /* ZB-H1's own order given as a custom list runs the same */
     costs(1, 1, 1, 0.5);

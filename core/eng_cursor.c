@@ -1,0 +1,509 @@
+/* Engine, cursor path: runs a generated program (gen.h) with the array
+ * path's semantics and event order (eng.c), so both give the same times
+ * bit for bit. A lane holds its current op or batch in a small buffer and
+ * asks the generator for the next one when it moves on; messages match by
+ * channel sequence numbers through per-channel FIFO queues of posts not yet
+ * met; a message in flight is one record from a pool (free list), released
+ * when both sides are complete. Memory: O(lanes x max_batch + channels +
+ * messages in flight), never O(ops). No faults and no recv_timeout here:
+ * callers run those as arrays. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng.h"
+#include "eng_impl.h"
+#include "limit.h"
+
+#define CHAN_NO_PAIR INT32_MIN
+
+enum cmsg_bits {
+    CM_SEND_POSTED = 1,
+    CM_RECV_POSTED = 2,
+    CM_STARTED = 4,
+    CM_ARRIVED = 8
+};
+
+/* One message from its first post to its completion. The SEND is copied
+ * here: an eager or NOWAIT send completes for its lane, which moves on,
+ * before its bytes arrive. */
+typedef struct cmsg {
+    prog_op send;
+    int64_t send_index;
+    int32_t send_lane, send_rank;
+    int32_t recv_lane, recv_slot; /* the RECV sits in its lane's buffer */
+    int32_t next;                 /* channel queue or free list */
+    int32_t chan;                 /* its channel */
+    uint8_t st;                   /* enum cmsg_bits */
+} cmsg;
+
+/* Posts of one channel not yet met by the other side, oldest first; all
+ * of one side (a post of the other side meets the oldest). */
+typedef struct chan {
+    int32_t head, tail;
+    int32_t pair;  /* net_pair of its ranks, CHAN_NO_PAIR before the first
+                      transfer */
+    uint8_t sends; /* 1: the queue holds SENDs, 0: RECVs */
+} chan;
+
+typedef struct clane {
+    int64_t index; /* ops handed out so far */
+    int32_t rank;
+    int32_t pending; /* incomplete ops of the current batch */
+    int32_t next;    /* device wait list */
+    int32_t nbuf;    /* ops of the current batch or compute op, 0: none */
+    uint8_t state;   /* enum lane_state */
+} clane;
+
+struct eng_cursor {
+    clane *lane;
+    int32_t lane_cap;
+    prog_op *buf; /* max_batch per lane */
+    int64_t *bidx;
+    int64_t buf_cap;
+    unsigned char *state;
+    size_t state_cap;
+    chan *chan;
+    int32_t chan_cap;
+    cmsg *msg;
+    int32_t msg_cap, msg_used, free_msg;
+    /* the run */
+    const gen_prog *g;
+    int32_t B; /* max_batch */
+    int bad;   /* the generator broke its contract: message in err */
+    char bad_msg[160];
+};
+
+void eng_cursor_free_(eng_sim *e)
+{
+    eng_cursor *c = e->cur;
+    if (!c)
+        return;
+    limit_free(c->lane);
+    limit_free(c->buf);
+    limit_free(c->bidx);
+    limit_free(c->state);
+    limit_free(c->chan);
+    limit_free(c->msg);
+    free(c);
+    e->cur = NULL;
+}
+
+static int size_cursor(eng_sim *e, const gen_prog *g)
+{
+    if (!e->cur && !(e->cur = calloc(1, sizeof *e->cur)))
+        return -1;
+    eng_cursor *c = e->cur;
+    int64_t nb = (int64_t)g->nlanes * g->max_batch;
+    size_t sb = (size_t)g->nlanes * g->state_bytes;
+    if (eng_reserve_((void **)&c->lane, &c->lane_cap, g->nlanes,
+                     sizeof *c->lane) ||
+        eng_reserve_((void **)&c->chan, &c->chan_cap, g->nchannels,
+                     sizeof *c->chan))
+        return -1;
+    if (nb + 1 > c->buf_cap) {
+        limit_free(c->buf);
+        limit_free(c->bidx);
+        c->buf_cap = 0;
+        c->buf = limit_malloc((size_t)(nb + 1) * sizeof *c->buf);
+        c->bidx = limit_malloc((size_t)(nb + 1) * sizeof *c->bidx);
+        if (!c->buf || !c->bidx)
+            return -1;
+        c->buf_cap = nb + 1;
+    }
+    if (sb + 1 > c->state_cap) {
+        limit_free(c->state);
+        c->state_cap = 0;
+        if (!(c->state = limit_malloc(sb + 1)))
+            return -1;
+        c->state_cap = sb + 1;
+    }
+    memset(c->state, 0, sb);
+    for (int32_t l = 0; l < g->nlanes; l++)
+        c->lane[l] = (clane){0, g->rank(g, l), 0, -1, 0, LANE_READY};
+    for (int32_t k = 0; k < g->nchannels; k++)
+        c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, 0};
+    c->msg_used = 0;
+    c->free_msg = -1;
+    c->g = g;
+    c->B = g->max_batch;
+    c->bad = 0;
+    return eng_begin_stats_(e, g->nlanes, g->nranks);
+}
+
+static int32_t msg_alloc(eng_sim *e)
+{
+    eng_cursor *c = e->cur;
+    int32_t m = c->free_msg;
+    if (m >= 0) {
+        c->free_msg = c->msg[m].next;
+        return m;
+    }
+    if (c->msg_used == c->msg_cap) {
+        /* geometric: the pool grows to the most messages in flight once */
+        if (c->msg_cap > INT32_MAX / 2) {
+            e->oom = 1;
+            return -1;
+        }
+        int32_t cap = c->msg_cap ? c->msg_cap * 2 : 1024;
+        cmsg *p = limit_realloc(c->msg, (size_t)cap * sizeof *p);
+        if (!p) {
+            e->oom = 1;
+            return -1;
+        }
+        c->msg = p;
+        c->msg_cap = cap;
+    }
+    return c->msg_used++;
+}
+
+static void msg_release(eng_cursor *c, int32_t m)
+{
+    c->msg[m].next = c->free_msg;
+    c->free_msg = m;
+}
+
+/* The message a post of the given side on channel k belongs to: the
+ * oldest post of the other side, or a new record queued on k. */
+static int32_t match(eng_sim *e, int32_t k, int send)
+{
+    eng_cursor *c = e->cur;
+    chan *ch = &c->chan[k];
+    if (ch->head >= 0 && ch->sends != send) {
+        int32_t m = ch->head;
+        ch->head = c->msg[m].next;
+        if (ch->head < 0)
+            ch->tail = -1;
+        return m;
+    }
+    int32_t m = msg_alloc(e);
+    if (m < 0)
+        return -1;
+    c->msg[m].st = 0;
+    c->msg[m].next = -1;
+    c->msg[m].chan = k;
+    if (ch->tail >= 0)
+        c->msg[ch->tail].next = m;
+    else
+        ch->head = m;
+    ch->tail = m;
+    ch->sends = (uint8_t)send;
+    return m;
+}
+
+static inline void done(eng_sim *e, int32_t l, const prog_op *op, int64_t idx)
+{
+    if (!e->sink.op_done)
+        return;
+    eng_done d = {op, idx, l, e->cur->lane[l].rank};
+    e->sink.op_done(e->sink.ctx, &d);
+}
+
+static void make_ready(eng_sim *e, int32_t l)
+{
+    int32_t cap = e->cur->g->nlanes + 1, i = e->ready_head + e->ready_n;
+    e->ready[i >= cap ? i - cap : i] = l;
+    e->ready_n++;
+    e->cur->lane[l].state = LANE_READY;
+}
+
+static void start_transfer(eng_sim *e, int32_t m, double now)
+{
+    cmsg *x = &e->cur->msg[m];
+    chan *ch = &e->cur->chan[x->chan];
+    x->st |= CM_STARTED;
+    e->transfers++;
+    if (ch->pair == CHAN_NO_PAIR)
+        ch->pair = net_pair(e->nw, x->send_rank, x->send.peer);
+    if (ch->pair == -1 ||
+        net_start_pair(e->nw, ch->pair, m, x->send_rank, x->send.peer,
+                       x->send.bytes, now, &x->send.t_start))
+        e->oom = 1;
+}
+
+static int post_send(eng_sim *e, int32_t l, const prog_op *op, int64_t idx,
+                     double now)
+{
+    int32_t m = match(e, op->msg, 1);
+    if (m < 0)
+        return 1;
+    cmsg *x = &e->cur->msg[m];
+    x->send = *op;
+    x->send_index = idx;
+    x->send_lane = l;
+    x->send_rank = e->cur->lane[l].rank;
+    x->st |= CM_SEND_POSTED;
+    if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
+        start_transfer(e, m, now);
+        return 1;
+    }
+    if (x->st & CM_RECV_POSTED)
+        start_transfer(e, m, now);
+    return (op->flags & PROG_NOWAIT) != 0;
+}
+
+static int post_recv(eng_sim *e, int32_t l, int32_t slot, double now)
+{
+    eng_cursor *c = e->cur;
+    prog_op *op = &c->buf[slot];
+    op->t_start = now;
+    int32_t m = match(e, op->msg, 0);
+    if (m < 0)
+        return 1;
+    cmsg *x = &c->msg[m];
+    x->recv_lane = l;
+    x->recv_slot = slot;
+    x->st |= CM_RECV_POSTED;
+    if (x->st & CM_ARRIVED) {
+        op->t_end = now;
+        done(e, l, op, c->bidx[slot]);
+        msg_release(c, m);
+        return 1;
+    }
+    if (e->p2p == ENG_RENDEZVOUS && (x->st & CM_SEND_POSTED) &&
+        !(x->st & CM_STARTED))
+        start_transfer(e, m, now);
+    return 0;
+}
+
+static void complete_one(eng_sim *e, int32_t l)
+{
+    clane *lr = &e->cur->lane[l];
+    if (--lr->pending == 0) {
+        lr->nbuf = 0;
+        make_ready(e, l);
+    }
+}
+
+static void arrived(eng_sim *e, int32_t m, double now)
+{
+    eng_cursor *c = e->cur;
+    cmsg *x = &c->msg[m];
+    x->st |= CM_ARRIVED;
+    x->send.t_end = now;
+    done(e, x->send_lane, &x->send, x->send_index);
+    if (e->p2p == ENG_RENDEZVOUS && !(x->send.flags & PROG_NOWAIT))
+        complete_one(e, x->send_lane);
+    if (x->st & CM_RECV_POSTED) {
+        prog_op *recv = &c->buf[x->recv_slot];
+        recv->t_end = now;
+        done(e, x->recv_lane, recv, c->bidx[x->recv_slot]);
+        complete_one(e, x->recv_lane);
+        msg_release(c, m);
+    }
+}
+
+static void bad(eng_sim *e, int32_t l, const char *why)
+{
+    eng_cursor *c = e->cur;
+    if (!c->bad)
+        snprintf(c->bad_msg, sizeof c->bad_msg,
+                 "generated program: rank %d, op %lld: %s",
+                 (int)c->lane[l].rank, (long long)c->lane[l].index, why);
+    c->bad = 1;
+}
+
+/* Fills lane l's buffer with its next compute op or batch; 0 when the
+ * lane has no more ops. */
+static int fetch(eng_sim *e, int32_t l)
+{
+    eng_cursor *c = e->cur;
+    clane *lr = &c->lane[l];
+    prog_op *b = c->buf + (int64_t)l * c->B;
+    int64_t *bi = c->bidx + (int64_t)l * c->B;
+    void *st = c->state + (size_t)l * c->g->state_bytes;
+    int32_t n = 0;
+    for (;;) {
+        if (!c->g->next(c->g, l, st, &b[n])) {
+            if (n > 0)
+                bad(e, l, "a batch ends the lane");
+            return n > 0 && !c->bad;
+        }
+        bi[n] = lr->index++;
+        uint8_t t = b[n].type;
+        if (t == PROG_SIGNAL || t == PROG_WAIT) {
+            bad(e, l, "signals are not supported");
+            return 0;
+        }
+        if ((t == PROG_SEND || t == PROG_RECV) &&
+            (b[n].msg < 0 || b[n].msg >= c->g->nchannels)) {
+            bad(e, l, "channel out of range");
+            return 0;
+        }
+        int more = t != PROG_COMPUTE && (b[n].flags & PROG_BATCH);
+        n++;
+        if (!more)
+            break;
+        if (n == c->B) {
+            bad(e, l, "a batch longer than max_batch");
+            return 0;
+        }
+    }
+    lr->nbuf = n;
+    return 1;
+}
+
+static void advance(eng_sim *e, int32_t l, double now)
+{
+    eng_cursor *c = e->cur;
+    clane *lr = &c->lane[l];
+    for (;;) {
+        if (lr->nbuf == 0 && !fetch(e, l)) {
+            lr->state = LANE_DONE;
+            return;
+        }
+        int64_t base = (int64_t)l * c->B;
+        prog_op *op = &c->buf[base];
+        if (op->type == PROG_COMPUTE) {
+            if (e->device[lr->rank] >= 0) {
+                lr->next = -1;
+                wait_list *w = &e->device_wait[lr->rank];
+                if (w->tail >= 0)
+                    c->lane[w->tail].next = l;
+                else
+                    w->head = l;
+                w->tail = l;
+                lr->state = LANE_WAIT_DEVICE;
+                return;
+            }
+            e->device[lr->rank] = l;
+            op->t_start = now;
+            op->t_end = now + op->seconds;
+            lr->state = LANE_COMPUTING;
+            if (op->mem > 0)
+                eng_mem_apply_(e, l, lr->rank, now, op->mem);
+            if (eq_push(&e->q, op->t_end, EQ_COMPUTE, l, 0))
+                e->oom = 1;
+            e->ops++;
+            return;
+        }
+        int32_t pending = 0, n = lr->nbuf;
+        for (int32_t i = 0; i < n; i++) {
+            int64_t s = base + i;
+            pending += c->buf[s].type == PROG_SEND
+                           ? !post_send(e, l, &c->buf[s], c->bidx[s], now)
+                           : !post_recv(e, l, (int32_t)s, now);
+            e->ops++;
+        }
+        if (pending == 0) {
+            lr->nbuf = 0;
+            continue;
+        }
+        lr->pending = pending;
+        lr->state = LANE_WAIT_BATCH;
+        return;
+    }
+}
+
+static void compute_done(eng_sim *e, int32_t l)
+{
+    eng_cursor *c = e->cur;
+    clane *lr = &c->lane[l];
+    int64_t base = (int64_t)l * c->B;
+    const prog_op *op = &c->buf[base];
+    e->busy[l] += op->t_end - op->t_start;
+    if (op->mem < 0)
+        eng_mem_apply_(e, l, lr->rank, op->t_end, op->mem);
+    done(e, l, op, c->bidx[base]);
+    e->device[lr->rank] = -1;
+    wait_list *w = &e->device_wait[lr->rank];
+    int32_t next = w->head;
+    if (next >= 0) {
+        w->head = c->lane[next].next;
+        if (w->head < 0)
+            w->tail = -1;
+        make_ready(e, next); /* FIFO: the waiting lane gets the device */
+    }
+    lr->nbuf = 0;
+    make_ready(e, l);
+}
+
+static void run_ready(eng_sim *e, double now)
+{
+    int32_t cap = e->cur->g->nlanes + 1;
+    while (e->ready_n > 0) {
+        int32_t l = e->ready[e->ready_head];
+        if (++e->ready_head == cap)
+            e->ready_head = 0;
+        e->ready_n--;
+        advance(e, l, now);
+    }
+}
+
+static int deadlock(eng_sim *e, double now, ps_err *err)
+{
+    eng_cursor *c = e->cur;
+    char buf[sizeof err->msg];
+    int len = snprintf(buf, sizeof buf, "deadlock at t=%.9g s: ", now);
+    int32_t blocked = 0, shown = 0;
+    for (int32_t l = 0; l < c->g->nlanes; l++) {
+        if (c->lane[l].state == LANE_DONE)
+            continue;
+        blocked++;
+        if (len > (int)sizeof buf - 200)
+            continue;
+        char what[96];
+        prog_describe(&c->buf[(int64_t)l * c->B], what, sizeof what);
+        len += snprintf(buf + len, sizeof buf - (size_t)len,
+                        "%srank %d waits on %s", shown++ ? "; " : "",
+                        (int)c->lane[l].rank, what);
+    }
+    if (shown < blocked)
+        snprintf(buf + len, sizeof buf - (size_t)len, "; and %d more ranks",
+                 (int)(blocked - shown));
+    return ps_errf(err, "%s", buf);
+}
+
+int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
+                eng_result *res, ps_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (net_ranks(nw) != g->nranks)
+        return ps_errf(err, "programs are for %d ranks but the network has %d",
+                       (int)g->nranks, (int)net_ranks(nw));
+    if (g->max_batch < 1 || g->nlanes < 0 || g->nchannels < 0)
+        return ps_errf(err, "generated program: bad shape");
+    if (size_cursor(e, g))
+        return ps_errf(err, "out of memory sizing the engine");
+    e->ps = NULL;
+    e->nw = nw;
+    e->p2p = p2p;
+    e->transfers = e->ops = 0;
+    e->oom = 0;
+    eq_clear(&e->q);
+    net_begin(nw, &e->q);
+    for (int32_t l = 0; l < g->nlanes; l++)
+        make_ready(e, l);
+    run_ready(e, 0);
+    eq_event ev;
+    int64_t events = 0;
+    double now = 0, last = 0;
+    while (!e->oom && !e->cur->bad && eq_pop(&e->q, &ev) == 0) {
+        if ((++events & 4095) == 0 && limit_stopped())
+            return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
+                           (long long)events);
+        now = ev.t;
+        if (ev.type == EQ_COMPUTE) {
+            compute_done(e, ev.id);
+        } else {
+            int32_t id = net_event(nw, &ev);
+            if (id < 0)
+                continue; /* stale or internal (FAIR) */
+            arrived(e, id, now);
+        }
+        last = now;
+        run_ready(e, now);
+    }
+    if (e->cur->bad)
+        return ps_errf(err, "%s", e->cur->bad_msg);
+    if (e->oom)
+        return ps_errf(err, "out of memory during the run");
+    res->makespan = last;
+    res->events = events;
+    res->ops = e->ops;
+    res->transfers = e->transfers;
+    for (int32_t l = 0; l < g->nlanes; l++)
+        if (e->cur->lane[l].state != LANE_DONE)
+            return deadlock(e, last, err);
+    return PS_OK;
+}

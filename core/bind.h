@@ -243,8 +243,14 @@ void bind_progress_sweep(lua_State *L, long done, long total);
 /* The session bind_setup was given (NULL before it). */
 const bind_session *bind_get_session(lua_State *L);
 
-/* --- sweeps (core/bind_sweep.c) --- */
+/* --- sweeps (core/bind_sweep.c; the worker pool in core/bind_pool.c) --- */
+/* core.sweep_map(n, jobs, eval) (bind_pool.c). */
+int bind_sweep_map(lua_State *L);
 /* 1 when the scenario has called ps.sweep (--shard needs one). */
 int bind_sweeps_run(lua_State *L);
+/* In a sweep's worker process: the database the worker records path's
+ * runs in (path NULL: the session's), which the writer copies from; raises
+ * as bind_database does. NULL in any other process. */
+struct rec_db *bind_sweep_database(lua_State *L, const char *path);
 
 #endif

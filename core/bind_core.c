@@ -65,6 +65,9 @@ static int db_gc(lua_State *L)
 struct rec_db *bind_database(lua_State *L, const char *path)
 {
     session *s = get_session(L);
+    rec_db *worker = bind_sweep_database(L, path); /* a sweep's worker */
+    if (worker)
+        return worker;
     if (!path) {
         path = s->s.default_db;
         s->default_used = 1;

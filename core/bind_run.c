@@ -124,20 +124,66 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
         luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
-/* chunk_placement: "loop" or "v"; default the schedule's own. */
+/* chunk_placement: "loop", "v", or a list giving each model stage (in
+ * order, from stage 0) as { rank, chunk }, counted from 0; default the
+ * schedule's own. A list leaves its array (*place) as scratch on the
+ * stack; sched_place_check says whether it is one of the rules. */
 static enum sched_placement read_placement(lua_State *L, int idx,
-                                           enum sched_kind kind)
+                                           const pipe_config *cfg,
+                                           const int32_t **place)
 {
+    *place = NULL;
+    lua_getfield(L, idx, "chunk_placement");
+    int list = lua_istable(L, -1);
+    lua_pop(L, 1);
+    if (list) {
+        int32_t S = cfg->p * cfg->v;
+        lua_getfield(L, idx, "chunk_placement");
+        int t = lua_gettop(L);
+        lua_Integer n = bind_list_len(L, t, "chunk_placement");
+        if (n != S)
+            luaL_error(L,
+                       "field 'chunk_placement': %I entries for %d stages "
+                       "(stages x virtual_stages)",
+                       n, (int)S);
+        int32_t *a = scratch(L, (size_t)S * 2, sizeof *a);
+        lua_insert(L, t); /* the scratch below the list */
+        for (int32_t s = 0; s < S; s++) {
+            lua_geti(L, t + 1, s + 1);
+            int ok = lua_istable(L, -1) && lua_rawlen(L, -1) == 2;
+            for (int k = 0; ok && k < 2; k++) {
+                lua_geti(L, -1, k + 1);
+                int isnum = 0;
+                lua_Integer x = lua_tointegerx(L, -1, &isnum);
+                ok = isnum && x >= INT32_MIN && x <= INT32_MAX;
+                a[2 * s + k] = ok ? (int32_t)x : 0;
+                lua_pop(L, 1);
+            }
+            if (!ok)
+                luaL_error(L,
+                           "field 'chunk_placement': entry %d (stage %d) must "
+                           "be { rank, chunk }, integers from 0",
+                           (int)s + 1, (int)s);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1); /* the list; the scratch stays */
+        enum sched_placement rule;
+        ps_err err;
+        if (sched_place_check(a, cfg->p, cfg->v, &rule, &err))
+            luaL_error(L, "field 'chunk_placement': %s", err.msg);
+        *place = a;
+        return rule;
+    }
     const char *pl = bind_string(L, idx, "chunk_placement");
     if (!pl)
-        return sched_default_placement(kind);
+        return sched_default_placement(cfg->schedule);
     if (strcmp(pl, "loop") == 0)
         return SCHED_LOOP;
     if (strcmp(pl, "v") == 0)
         return SCHED_V;
     luaL_error(L,
                "field 'chunk_placement': unknown placement '%s' (expected "
-               "loop or v)",
+               "loop, v or a list of { rank, chunk } per stage)",
                pl);
     return SCHED_LOOP;
 }
@@ -470,7 +516,7 @@ static int core_run(lua_State *L)
             return luaL_error(L, "field 'schedule': %s", err.msg);
         cfg.schedule_name = sched_name(cfg.schedule);
     }
-    cfg.placement = read_placement(L, 1, cfg.schedule);
+    cfg.placement = read_placement(L, 1, &cfg, &cfg.place);
     /* overlapped FB actions (sched_fb_time): a measured time, or the
      * share of the shorter action that is not hidden (1: none is) */
     cfg.fb_interference = 1;

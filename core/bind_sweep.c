@@ -130,5 +130,6 @@ const luaL_Reg bind_sweep_funcs[] = {
     {"sweep_info", core_sweep_info},
     {"sweep_begin", core_sweep_begin},
     {"sweep_progress", core_sweep_progress},
+    {"sweep_map", bind_sweep_map},
     {NULL, NULL},
 };

@@ -233,7 +233,7 @@ static int32_t cluster_rank(const pipe_config *cfg, int32_t r, int32_t j)
 /* Pipeline rank of model stage s under the run's chunk placement. */
 static int32_t stage_rank(const pipe_config *cfg, int32_t s)
 {
-    return sched_rank_of(cfg->placement, cfg->p, s);
+    return sched_place_rank(cfg->placement, cfg->place, cfg->p, s);
 }
 
 static double layer_fwd(const pipe_layer *l, double rate)
@@ -351,7 +351,7 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
         rec_stage row = {0};
         row.stage = s;
         row.rank = stage_rank(cfg, s);
-        row.chunk = s / cfg->p;
+        row.chunk = sched_place_chunk(cfg->placement, cfg->place, cfg->p, s);
         row.first_layer = first;
         row.last_layer = first + count - 1;
         for (int32_t i = first; i < first + count; i++) {
@@ -507,7 +507,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
                                        0};
         /* TP collectives of the rank's chunks, every microbatch */
         for (int32_t c = 0; c < cfg->v; c++) {
-            const rec_stage *row = &ctx->stage_rows[c * cfg->p + k % cfg->p];
+            const rec_stage *row = &ctx->stage_rows[sched_place_stage(
+                cfg->placement, cfg->place, cfg->p, cfg->v, c, k % cfg->p)];
             ctx->rank_rows[k].tp_comm += cfg->m * row->tp_comm;
             ctx->rank_rows[k].tp_exposed += cfg->m * row->tp_exposed;
         }
@@ -658,6 +659,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .ncustom = cfg->ncustom,
         .split = cfg->split_backward,
         .placement = cfg->placement,
+        .place = cfg->place,
         .pytorch_p2p = cfg->pytorch_p2p,
         .overlap_fb = cfg->overlap_fb,
         .fb_interference = cfg->fb_interference,

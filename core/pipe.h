@@ -53,7 +53,8 @@ typedef struct pipe_config {
     int checkpoint;
     int split_backward; /* built-in schedules: W right after each B */
     enum sched_placement placement; /* model stage <-> (rank, chunk) */
-    int pytorch_p2p; /* p2p = "pytorch": sched_spec.pytorch_p2p */
+    const int32_t *place; /* an explicit chunk_placement (sched_spec.place) */
+    int pytorch_p2p;      /* p2p = "pytorch": sched_spec.pytorch_p2p */
     double overlap_fb, fb_interference; /* sched_spec's FB timing */
     int fb_given;
     enum eng_p2p p2p;

@@ -199,6 +199,31 @@ int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
  * "everything so far must be visible to other connections" points. */
 int rec_flush(rec_db *db, ps_err *err);
 
+/* --- copying runs between databases (rec_copy.c): a sweep's workers hand
+ * their runs to the one writer this way, and pipesim merge is made of it */
+
+typedef struct rec_copy rec_copy;
+
+/* Attaches the pipesim database at path to db (outside a transaction) and
+ * prepares the copy of every table with a run column; fails when the file
+ * cannot be read or is not of this schema version. rec_copy_free detaches
+ * it; rec_copy_free(NULL) is a no-op. */
+rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err);
+void rec_copy_free(rec_copy *c);
+/* Copies the source's runs with ids first..last, in id order, and all
+ * their rows (in the source's row order) into db, as new runs whose ids
+ * follow db's last one: *offset = new id - old id for each. Run it inside
+ * rec_begin ... rec_commit; ids in first..last should be consecutive, or
+ * the gaps are kept. */
+int rec_copy_runs(rec_copy *c, int64_t first, int64_t last, int64_t *offset,
+                  ps_err *err);
+/* A write transaction for copies (BEGIN IMMEDIATE, waiting for another
+ * writer as rec_write does); rec_commit rolls back when it fails;
+ * rec_rollback is harmless outside a transaction. */
+int rec_begin(rec_db *db, ps_err *err);
+int rec_commit(rec_db *db, ps_err *err);
+void rec_rollback(rec_db *db);
+
 /* --- reading, for report and export --- */
 
 /* Opens an existing database read-only; fails with "DB: no such file" or

@@ -49,8 +49,14 @@ enum sched_kind {
 /* Where chunk c of rank r sits in the model: SCHED_LOOP (Megatron-LM,
  * PyTorch's default "loop" style) stage c * p + r; SCHED_V (PyTorch's
  * style="v", ZB-V, DualPipeV; 2 chunks) chunk 0 is stage r and chunk 1
- * stage 2p - 1 - r, so the last stage sits on rank 0 next to the first. */
-enum sched_placement { SCHED_LOOP, SCHED_V };
+ * stage 2p - 1 - r, so the last stage sits on rank 0 next to the first.
+ * SCHED_LIST: any one-to-one map of the p * v stages onto (rank, chunk)
+ * pairs (sched_place_*). The inline rules below are LOOP's and V's. */
+enum sched_placement {
+    SCHED_LOOP,
+    SCHED_V,
+    SCHED_LIST /* sched_spec.place: an explicit map of every stage */
+};
 
 static inline int32_t sched_stage_of(enum sched_placement pl, int32_t p,
                                      int32_t chunk, int32_t rank)
@@ -65,6 +71,24 @@ static inline int32_t sched_rank_of(enum sched_placement pl, int32_t p,
 {
     return pl == SCHED_V && ((s / p) & 1) ? p - 1 - s % p : s % p;
 }
+
+/* The placement of stage s (rank at place[2s], chunk at place[2s + 1] for
+ * SCHED_LIST, place unused otherwise), p ranks, v chunks per rank: the
+ * rank and chunk of stage s, and the stage at (chunk, rank); -1 when
+ * there is none. */
+int32_t sched_place_rank(enum sched_placement pl, const int32_t *place,
+                         int32_t p, int32_t s);
+int32_t sched_place_chunk(enum sched_placement pl, const int32_t *place,
+                          int32_t p, int32_t s);
+int32_t sched_place_stage(enum sched_placement pl, const int32_t *place,
+                          int32_t p, int32_t v, int32_t chunk, int32_t rank);
+
+/* Checks an explicit list (every stage 0 .. p*v-1 on a rank 0..p-1 and
+ * chunk 0..v-1, no (rank, chunk) twice) and says which rule it is:
+ * SCHED_LOOP or SCHED_V when it equals one, else SCHED_LIST. Messages
+ * count stages from 0. */
+int sched_place_check(const int32_t *place, int32_t p, int32_t v,
+                      enum sched_placement *rule, ps_err *err);
 
 /* kind SCHED_FB is an overlapped forward-backward (DeepSeek's DualPipe
  * "F&B", PyTorch's OVERLAP_F_B): the forward of (chunk, mb) and the
@@ -116,6 +140,11 @@ typedef struct sched_spec {
      * split; custom lists split the units that have a W) */
     int split;
     enum sched_placement placement;
+    /* the explicit chunk_placement list (2 p v entries, see
+     * sched_place_rank) when one was given, also when it equals LOOP or V
+     * (placement then says which): a schedule that needs another
+     * placement names the first stage that differs */
+    const int32_t *place;
     /* post communication as PyTorch's _PipelineScheduleRuntime does:
      * sends are isends nobody waits on, receives are posted ahead (the
      * transfer starts when the send is posted) and waited on right before

@@ -4,6 +4,7 @@
  * sched_order and by sched_lower.c before anything is built. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,107 @@ static int check_custom(const sched_spec *s, int32_t r, uint8_t *seen,
     return PS_OK;
 }
 
+int32_t sched_place_rank(enum sched_placement pl, const int32_t *place,
+                         int32_t p, int32_t s)
+{
+    if (pl == SCHED_LIST)
+        return place[2 * s];
+    return sched_rank_of(pl, p, s);
+}
+
+int32_t sched_place_chunk(enum sched_placement pl, const int32_t *place,
+                          int32_t p, int32_t s)
+{
+    return pl == SCHED_LIST ? place[2 * s + 1] : s / p;
+}
+
+int32_t sched_place_stage(enum sched_placement pl, const int32_t *place,
+                          int32_t p, int32_t v, int32_t chunk, int32_t rank)
+{
+    if (pl != SCHED_LIST)
+        return sched_stage_of(pl, p, chunk, rank);
+    for (int32_t s = 0; s < p * v; s++)
+        if (place[2 * s] == rank && place[2 * s + 1] == chunk)
+            return s;
+    return -1;
+}
+
+/* Does the list equal rule (LOOP, or V with 2 chunks) everywhere? */
+static int32_t first_difference(const int32_t *place, int32_t p, int32_t v,
+                                enum sched_placement rule)
+{
+    for (int32_t s = 0; s < p * v; s++)
+        if (place[2 * s] != sched_rank_of(rule, p, s) ||
+            place[2 * s + 1] != s / p)
+            return s;
+    return -1;
+}
+
+int sched_place_check(const int32_t *place, int32_t p, int32_t v,
+                      enum sched_placement *rule, ps_err *err)
+{
+    int32_t S = p * v;
+    uint8_t *used = calloc((size_t)S, 1);
+    if (!used)
+        return ps_errf(err, "out of memory checking chunk_placement");
+    for (int32_t s = 0; s < S; s++) {
+        int32_t r = place[2 * s], c = place[2 * s + 1];
+        if (r < 0 || r >= p || c < 0 || c >= v) {
+            free(used);
+            return ps_errf(err,
+                           "stage %d on rank %d chunk %d, outside ranks "
+                           "0..%d and chunks 0..%d",
+                           (int)s, (int)r, (int)c, (int)p - 1, (int)v - 1);
+        }
+        if (used[r * v + c]++) {
+            free(used);
+            return ps_errf(
+                err,
+                "stage %d on rank %d chunk %d, which stage %d "
+                "holds already",
+                (int)s, (int)r, (int)c,
+                (int)sched_place_stage(SCHED_LIST, place, p, v, c, r));
+        }
+    }
+    free(used);
+    *rule = first_difference(place, p, v, SCHED_LOOP) < 0          ? SCHED_LOOP
+            : v == 2 && first_difference(place, p, v, SCHED_V) < 0 ? SCHED_V
+                                                                   : SCHED_LIST;
+    return PS_OK;
+}
+
+/* An explicit list against the placement the schedule needs (custom
+ * orders take any): names the first stage placed otherwise. */
+static int check_list(const sched_spec *s, ps_err *err)
+{
+    enum sched_placement rule;
+    if (sched_place_check(s->place, s->p, s->v, &rule, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return ps_errf(err, "chunk_placement: %s", why);
+    }
+    if (rule != s->placement)
+        return ps_errf(err,
+                       "chunk_placement list is %s, but placement %d "
+                       "was given with it",
+                       rule == SCHED_LIST ? "explicit" : "a rule",
+                       (int)s->placement);
+    enum sched_placement need = sched_default_placement(s->kind);
+    if (s->kind == SCHED_CUSTOM || rule == need)
+        return PS_OK;
+    if (need == SCHED_V && s->v != 2)
+        return PS_OK; /* the chunk count error below says more */
+    int32_t st = first_difference(s->place, s->p, s->v, need);
+    return ps_errf(err,
+                   "%s schedule needs chunk_placement '%s', but the list "
+                   "places stage %d on rank %d chunk %d ('%s' has it on "
+                   "rank %d chunk %d)",
+                   sched_name(s->kind), need == SCHED_V ? "v" : "loop", (int)st,
+                   (int)s->place[2 * st], (int)s->place[2 * st + 1],
+                   need == SCHED_V ? "v" : "loop",
+                   (int)sched_rank_of(need, s->p, st), (int)(st / s->p));
+}
+
 int sched_check(const sched_spec *s, ps_err *err)
 {
     if (s->p < 1)
@@ -158,8 +260,12 @@ int sched_check(const sched_spec *s, ps_err *err)
                        "chunk_placement 'v' needs 2 chunks per rank "
                        "(virtual_stages 2), got %d",
                        (int)s->v);
-    if ((unsigned)s->placement > SCHED_V)
+    if ((unsigned)s->placement > SCHED_LIST)
         return ps_errf(err, "unknown chunk placement %d", (int)s->placement);
+    if (s->placement == SCHED_LIST && !s->place)
+        return ps_errf(err, "chunk_placement list missing");
+    if (s->place && check_list(s, err))
+        return PS_ERR;
     int vshape = s->kind == SCHED_ZBV || s->kind == SCHED_DUALPIPEV;
     if (vshape && s->placement != SCHED_V)
         return ps_errf(err,

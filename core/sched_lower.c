@@ -14,11 +14,12 @@
 typedef struct lower {
     const sched_spec *s;
     prog_set *ps;
-    int32_t base;   /* first message id of this schedule */
-    int32_t r;      /* pipeline rank being lowered */
-    int async;      /* sends are isends (PROG_NOWAIT) */
-    int fwd_only;   /* no backward at all: F keeps nothing */
-    uint8_t *has_w; /* chunk * m + mb: this rank's order has its W */
+    int32_t base;      /* first message id of this schedule */
+    int32_t r;         /* pipeline rank being lowered */
+    int async;         /* sends are isends (PROG_NOWAIT) */
+    int fwd_only;      /* no backward at all: F keeps nothing */
+    uint8_t *has_w;    /* chunk * m + mb: this rank's order has its W */
+    int32_t *stage_at; /* v entries: the model stage of each chunk of r */
 } lower;
 
 static int32_t cluster_rank(const sched_spec *s, int32_t r)
@@ -45,7 +46,7 @@ static int unit_transfer(const lower *L, int fwd, int32_t chunk, int32_t mb,
 {
     const sched_spec *s = L->s;
     int32_t S = s->p * s->v;
-    int32_t st = sched_stage_of(s->placement, s->p, chunk, L->r);
+    int32_t st = L->stage_at[chunk];
     if (s->p == 1)
         return 0;
     /* F receives from st - 1 and sends to st + 1; B the other way */
@@ -53,7 +54,7 @@ static int unit_transfer(const lower *L, int fwd, int32_t chunk, int32_t mb,
     if (peer_st < 0 || peer_st >= S)
         return 0;
     int32_t b = peer_st < st ? peer_st : st; /* boundary b | b + 1 */
-    int32_t peer_r = sched_rank_of(s->placement, s->p, peer_st);
+    int32_t peer_r = sched_place_rank(s->placement, s->place, s->p, peer_st);
     if (peer_r == L->r)
         return 0;
     int32_t peer = cluster_rank(s, peer_r);
@@ -112,8 +113,7 @@ static void unit_cost(const lower *L, uint8_t kind, int32_t chunk, int32_t mb,
                       double *secs, double *mem)
 {
     const sched_spec *s = L->s;
-    int32_t st = sched_stage_of(s->placement, s->p, chunk, L->r);
-    const sched_stage *g = &s->stages[st];
+    const sched_stage *g = &s->stages[L->stage_at[chunk]];
     double extra = g->act_bytes > g->in_bytes ? g->act_bytes - g->in_bytes : 0;
     double held = s->checkpoint ? g->in_bytes + extra : g->act_bytes;
     double keep = g->w_bytes < held ? g->w_bytes : held;
@@ -145,13 +145,11 @@ static void unit_cost(const lower *L, uint8_t kind, int32_t chunk, int32_t mb,
  * the memory of both actions over the span of one. */
 static int compute(const lower *L, const sched_action *a, prog_op *op)
 {
-    int32_t r = L->r, p = L->s->p;
-    enum sched_placement pl = L->s->placement;
+    const int32_t *st = L->stage_at;
     double secs, mem;
     if (a->kind != SCHED_FB) {
         unit_cost(L, a->kind, a->chunk, a->mb, &secs, &mem);
-        op[0] = prog_compute((enum prog_kind)a->kind,
-                             sched_stage_of(pl, p, a->chunk, r), a->chunk,
+        op[0] = prog_compute((enum prog_kind)a->kind, st[a->chunk], a->chunk,
                              a->mb, secs, mem);
         return 1;
     }
@@ -160,10 +158,9 @@ static int compute(const lower *L, const sched_action *a, prog_op *op)
     unit_cost(L, PROG_B, a->bchunk, a->bmb, &b, &bmem);
     double t = sched_fb_time(L->s, f, b);
     double tf = f + b > 0 ? t * f / (f + b) : t / 2;
-    op[0] = prog_compute(PROG_FB_F, sched_stage_of(pl, p, a->chunk, r),
-                         a->chunk, a->mb, tf, fmem);
-    op[1] = prog_compute(PROG_FB_B, sched_stage_of(pl, p, a->bchunk, r),
-                         a->bchunk, a->bmb, t - tf, bmem);
+    op[0] = prog_compute(PROG_FB_F, st[a->chunk], a->chunk, a->mb, tf, fmem);
+    op[1] =
+        prog_compute(PROG_FB_B, st[a->bchunk], a->bchunk, a->bmb, t - tf, bmem);
     return 2;
 }
 
@@ -265,10 +262,12 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
     sched_action *acts = malloc((size_t)max * sizeof *acts);
     uint8_t *join = malloc((size_t)max);
     uint8_t *has_w = malloc((size_t)s->m * (size_t)s->v);
-    if (!acts || !join || !has_w) {
+    int32_t *stage_at = malloc((size_t)s->v * sizeof *stage_at);
+    if (!acts || !join || !has_w || !stage_at) {
         free(acts);
         free(join);
         free(has_w);
+        free(stage_at);
         return ps_errf(err, "out of memory lowering the schedule");
     }
     sched_action *zb = NULL;
@@ -279,11 +278,13 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
             free(acts);
             free(join);
             free(has_w);
+            free(stage_at);
             free(zb);
             return sched_order_error(s, 0, zrc, err);
         }
     }
-    lower L = {s, ps, ps->nmsgs, 0, sched_async(s), sched_fwd_only(s), has_w};
+    lower L = {s,     ps,      ps->nmsgs, 0, sched_async(s), sched_fwd_only(s),
+               has_w, stage_at};
     ps->nmsgs += (int32_t)nmsg;
     int rc = PS_OK;
     for (int32_t r = 0; r < s->p && rc == PS_OK; r++) {
@@ -297,6 +298,9 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
                        sched_builtin_split(s),
                        zb};
         L.r = r;
+        for (int32_t c = 0; c < s->v; c++)
+            stage_at[c] =
+                sched_place_stage(s->placement, s->place, s->p, s->v, c, r);
         int orc = sched_order_rank(s, r, &o);
         if (orc)
             rc = sched_order_error(s, r, orc, err);
@@ -306,6 +310,7 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
     free(acts);
     free(join);
     free(has_w);
+    free(stage_at);
     free(zb);
     return rc;
 }

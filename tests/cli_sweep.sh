@@ -44,6 +44,48 @@ got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM ru
 [ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
 
+# dump DB: every row of every table in row order (run without its
+# creation time), for comparing databases
+dump() {
+    cols=$(q "$1" "SELECT group_concat(name, ',') FROM pragma_table_info('run') WHERE name <> 'created'")
+    q "$1" "SELECT $cols FROM run ORDER BY rowid"
+    for t in event transfer memory stage rank_stat collective link; do
+        echo "== $t"; q "$1" "SELECT rowid, * FROM $t ORDER BY rowid"
+    done
+}
+
+# --- --jobs N: the rows, run ids and results of --jobs 1
+for args in "" "-D record=events -D op=1"; do
+    rm -f "$TMP"/j*.db*
+    $VG "$BIN" run $S -o "$TMP/j1.db" --jobs 1 $args >"$TMP/j1.out" 2>&1 || bad "jobs 1 $args: $(cat "$TMP/j1.out")"
+    dump "$TMP/j1.db" >"$TMP/j1.dump"
+    [ "$(wc -l <"$TMP/j1.dump")" -gt 20 ] && ok || bad "jobs 1 $args: too few rows to compare"
+    for j in 2 3; do
+        $VG "$BIN" run $S -o "$TMP/j$j.db" --jobs $j $args >"$TMP/j$j.out" 2>&1 || bad "jobs $j $args: $(cat "$TMP/j$j.out")"
+        dump "$TMP/j$j.db" >"$TMP/j$j.dump"
+        cmp -s "$TMP/j1.dump" "$TMP/j$j.dump" && ok || bad "--jobs $j $args: rows differ from --jobs 1: $(diff "$TMP/j1.dump" "$TMP/j$j.dump" | head -5)"
+        grep -v ' added to ' "$TMP/j1.out" >"$TMP/j1.res"
+        grep -v ' added to ' "$TMP/j$j.out" >"$TMP/j$j.res"
+        cmp -s "$TMP/j1.res" "$TMP/j$j.res" && ok || bad "--jobs $j $args: results differ: $(diff "$TMP/j1.res" "$TMP/j$j.res" | head -5)"
+    done
+done
+# runs append: a second --jobs 2 run numbers its runs after the first's
+$VG "$BIN" run $S -o "$TMP/j2.db" --jobs 2 $args >"$TMP/j2b.out" 2>&1
+got=$(head -n 1 "$TMP/j2b.out")
+[ "$got" = "0 $(( $(q "$TMP/j1.db" "SELECT count(*) FROM run") + 2 )) 4 $(head -n 1 "$TMP/j1.out" | cut -d' ' -f4)" ] && ok || bad "appended ids: $got"
+
+# a point that fails: the same message and the same rows before it
+for j in 1 2; do
+    rm -f "$TMP/f$j.db"*
+    $VG "$BIN" run $S -o "$TMP/f$j.db" --jobs $j -D fail_at=1 >/dev/null 2>"$TMP/f$j.err" && bad "fail_at exited 0"
+    dump "$TMP/f$j.db" >"$TMP/f$j.dump"
+done
+grep -q "^pipesim: tests/data/sweep_small.lua:[0-9]*: ps.sweep: 'small' point_index 3 {\"microbatches\":8,\"schedule\":\"gpipe\"}: ps.run: field 'microbatches' must be" "$TMP/f1.err" && ok || bad "failing point: $(cat "$TMP/f1.err")"
+cmp -s "$TMP/f1.err" "$TMP/f2.err" && ok || bad "--jobs 2 failure message: $(cat "$TMP/f2.err")"
+cmp -s "$TMP/f1.dump" "$TMP/f2.dump" && ok || bad "--jobs 2 rows before the failure: $(diff "$TMP/f1.dump" "$TMP/f2.dump" | head -5)"
+[ "$(q "$TMP/f2.db" "SELECT count(*) FROM run")" = 4 ] && ok || bad "runs before the failing point"
+ls "${TMPDIR:-/tmp}" | grep -q "^pipesim-sweep\." && bad "scratch directories left: $(ls "${TMPDIR:-/tmp}" | grep pipesim-sweep)" || ok
+
 # --- --shard and --jobs errors
 expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"
 expect_fail "run $S -o $TMP/e.db --shard 1" "run: --shard 1: expected K/N, such as 0/4"

@@ -2,7 +2,8 @@
 # Expected rows of the canned queries: runs tests/queries/scenario.lua (a
 # small deterministic scenario whose figures are worked out by hand in its
 # comments) and checks that every results/queries/NAME.sql prints exactly
-# tests/queries/NAME.expected (sqlite3 -header -csv). A canned query with
+# tests/queries/NAME.expected (sqlite3 -header -csv); a query with its own
+# scenario tests/queries/NAME.lua is checked on that one's database. A canned query with
 # no expected file fails, as does an expected file with no data rows: a
 # check that compares nothing proves nothing.
 # Env: BIN, TMP, VG. Prints FAIL lines and ends with "N passed, N failed".
@@ -34,7 +35,17 @@ for q in results/queries/*.sql; do
         echo "FAIL $name: $want has no rows"
         continue
     fi
-    if ! sqlite3 -bail -header -csv "$db" <"$q" >"$TMP/query-$name.out" 2>&1; then
+    qdb="$db"
+    if [ -f "tests/queries/$name.lua" ]; then
+        qdb="$TMP/queries-$name.db"
+        rm -f "$qdb" "$qdb-wal" "$qdb-shm"
+        if ! $VG "$BIN" run "tests/queries/$name.lua" -o "$qdb" >"$TMP/queries-$name.out" 2>&1; then
+            F=$((F + 1))
+            echo "FAIL tests/queries/$name.lua: $(tail -n 3 "$TMP/queries-$name.out")"
+            continue
+        fi
+    fi
+    if ! sqlite3 -bail -header -csv "$qdb" <"$q" >"$TMP/query-$name.out" 2>&1; then
         F=$((F + 1))
         echo "FAIL $name: $(head -n 3 "$TMP/query-$name.out")"
     elif diff -u "$want" "$TMP/query-$name.out" >"$TMP/query-$name.diff"; then

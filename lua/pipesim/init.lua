@@ -337,15 +337,14 @@ end
 -- The sweep module's hooks into ps.run and ps.collective.
 local function set_sweep_at(at) SWEEP_AT = at end
 
-function ps.run(spec)
-  expect_table("ps.run", spec)
-  if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
-  check_live("ps.run", spec.cluster)
-  -- the binding checks the fields read below (names at the top, counts,
-  -- every layer) before anything is computed from them; core.run checks
-  -- the rest
+-- Everything ps.run does before the core: field checks, model lowering
+-- (TP, recompute), the partition. Returns the core's table, the TP plan
+-- (or nil) and the partition; raises messages without a position, which
+-- ps.run puts at the scenario's line. ps.search (lua/pipesim/search.lua)
+-- calls it too, to cost a configuration without simulating it.
+local function prepare_run(spec)
   local checked, err = pcall(core.check_run, spec)
-  if not checked then error("ps.run: " .. err, 2) end
+  if not checked then error("ps.run: " .. err, 0) end
   local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
   -- The C core reads unit strings itself; only the weighted partitions
   -- add up layer figures in Lua, so only they need numbers (this keeps a
@@ -366,7 +365,7 @@ function ps.run(spec)
     end
     ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
       type(c) == "userdata" and c.ranks or nil, memo)
-    if not ok then error("ps.run: " .. plan, 2) end
+    if not ok then error("ps.run: " .. plan, 0) end
     layers = plan.layers
     pspec = {}
     for k, val in pairs(spec) do pspec[k] = val end
@@ -379,7 +378,7 @@ function ps.run(spec)
   end
   local partition
   ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
-  if not ok then error("ps.run: " .. partition, 2) end
+  if not ok then error("ps.run: " .. partition, 0) end
   local args = {}
   for k, val in pairs(spec) do args[k] = val end
   args.layers = layers
@@ -388,8 +387,20 @@ function ps.run(spec)
     plan.layers = layers
     -- finish returns nothing: keep `partition` for run.params
     local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec)
-    if not done then error("ps.run: " .. msg, 2) end
+    if not done then error("ps.run: " .. msg, 0) end
   end
+  return args, plan, partition
+end
+
+function ps.run(spec)
+  expect_table("ps.run", spec)
+  if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
+  check_live("ps.run", spec.cluster)
+  -- the binding checks the fields read below (names at the top, counts,
+  -- every layer) before anything is computed from them; core.run checks
+  -- the rest
+  local ok, args, plan, partition = pcall(prepare_run, spec)
+  if not ok then error(args, 2) end
   if args.name == nil then
     args.name = type(spec.schedule) == "table" and "custom"
       or tostring(spec.schedule or "1f1b")
@@ -403,6 +414,15 @@ function ps.run(spec)
   r.db = spec.db
   if plan then parallel.annotate(r, plan) end
   return r
+end
+
+-- ps.search{...}: plan search over TP x PP x DP x v x micro-batch x
+-- schedule x recompute x ZeRO (lua/pipesim/search.lua). It costs
+-- configurations with prepare_run before simulating the promising ones.
+function ps.search(spec)
+  -- not a tail call: errors are raised two frames up, at the scenario
+  local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2 })
+  return res
 end
 
 -- ps.collective: one collective on a cluster (core/bind_collective.c).

@@ -116,10 +116,24 @@ local function load_pytorch(path, opts)
         end
         return true
     end
+    -- a rank's chunks are its stages in ascending order (PyTorch's stage_index_to_group_rank)
+    local chunk_of, count = {}, {}
+    for s = 0, nstages - 1 do
+        local r = rank_of[s]
+        if r == nil then check.fail("%s: no row runs stage %d", path, s) end
+        chunk_of[s] = count[r] or 0
+        count[r] = chunk_of[s] + 1
+    end
+    for r = 0, p - 1 do
+        if count[r] ~= v then
+            check.fail("%s: row %d holds %d stages, expected %d (each row the same number)",
+                       path, r + 1, count[r] or 0, v)
+        end
+    end
     local placement = fits("loop") and "loop" or (v == 2 and fits("v") and "v")
-    if not placement then
-        check.fail("%s: stages are placed neither as loop (stage = chunk * p + rank) nor as v",
-                   path)
+    if not placement then -- an explicit list: { rank, chunk } per stage
+        placement = {}
+        for s = 0, nstages - 1 do placement[s + 1] = { rank_of[s], chunk_of[s] } end
     end
     -- I needs its W and W its I (PyTorch: equal counts per stage)
     local seen = {}
@@ -139,7 +153,7 @@ local function load_pytorch(path, opts)
     for r, acts in ipairs(rows) do
         local list = {}
         local function unit(a)
-            local c = a.stage // p
+            local c = chunk_of[a.stage]
             return a.mb .. (c > 0 and (".c" .. c) or "")
         end
         for i, a in ipairs(acts) do

@@ -228,7 +228,7 @@ function M.run(ps, spec, hooks)
 
   running = true
   local results
-  if jobs > 1 and #mine > 1 and core.sweep_map then
+  if jobs > 1 and #mine > 1 then
     local okm, res = pcall(core.sweep_map, #mine, jobs, eval)
     running = false
     if not okm then error(res, 2) end

@@ -102,6 +102,6 @@ t.raises(function() ps.run{ layers = layers(12), stages = 4, virtual_stages = 3,
   "chunk_placement 'v' needs 2 chunks per rank (virtual_stages 2), got 3")
 t.raises(function() ps.run{ layers = layers(8), stages = 4, virtual_stages = 2,
   microbatches = 8, chunk_placement = "zigzag", record = "none" } end,
-  "field 'chunk_placement': unknown placement 'zigzag' (expected loop or v)")
+  "field 'chunk_placement': unknown placement 'zigzag' (expected loop, v or a list of { rank, chunk } per stage)")
 
 t.done()

@@ -53,6 +53,18 @@ builtin = ps.run{ layers = layers(4, 0.25), stages = 2, virtual_stages = 2, micr
                   schedule = "dualpipev", record = "none" }
 t.near(from_csv.makespan, builtin.makespan, 1e-9, "dualpipev from its CSV")
 
+-- stages placed neither as loop nor as v: an explicit chunk_placement,
+-- a rank's chunks its stages in ascending order; stage 0 runs on rank 1
+order, info = ps.schedule.load_pytorch("tests/data/placement_list_p2.csv")
+t.eq(info.chunk_placement[1][1], 1)
+t.eq(info.chunk_placement[1][2], 0)
+t.eq(info.chunk_placement[3][1], 0)
+t.eq(info.chunk_placement[3][2], 1)
+t.eq(order[1][2], "F0.c1")
+from_csv = run(order, info)
+-- 4 stages of 0.25 one after the other, forward and backward (2 x)
+t.near(from_csv.makespan, 4 * 0.25 * 3, 1e-9, "explicit placement from its CSV")
+
 -- errors name the file, line and cell
 local dir = "tests/data/"
 t.raises(function() ps.schedule.load_pytorch(dir .. "bad_action.csv") end,

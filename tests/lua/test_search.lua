@@ -1,0 +1,105 @@
+-- ps.search: the enumeration's constraints and their drop counts, the
+-- closed-form peak memory equal to the simulated one for the Megatron-order
+-- schedules, the step-time bound below every simulated step, the bound's
+-- pruning finding the same best plan and Pareto front as simulating every
+-- configuration, and the error messages. Runs under `pipesim run`.
+package.path = "tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local ps = require "pipesim"
+
+-- a small GPT on one DGX A100 node (8 GPUs): 8 layers, 8 heads
+local model = { layers = 8, hidden = 512, heads = 8, seq = 512, vocab = 8192, tied = true }
+local node = ps.cluster(ps.clusters.dgx("A100", 1))
+
+local function labels(rows)
+    local out = {}
+    for i, r in ipairs(rows) do out[i] = r.label end
+    return out
+end
+
+-- every configuration simulated
+local space = { tp = { 1, 2 }, pp = { 1, 2, 4 }, virtual_stages = { 1, 2 }, microbatch = { 1, 2 },
+    schedule = { "1f1b", "interleaved", "gpipe" }, recompute = { "none", "selective", "full" },
+    zero = { 0, 1 } }
+local all = ps.search { name = "all", model = model, cluster = node, gpus = 8, global_batch = 16,
+    space = space, prune = "none", record = "none" }
+-- raw: 2 x 3 x 2 x 2 x 3 x 3 x 2 = 432; dp follows from 8 / (tp pp)
+H.eq(all.raw, 432)
+-- virtual stages: v = 2 needs interleaved with pp > 1 (8 / 4 = 2 layers
+-- a stage at pp 4, divisible by 2) and interleaved needs v > 1
+local drops = all.dropped
+-- by hand: per (tp, pp, mb, recompute, zero) 12 of the 18 (v, schedule)
+-- pairs are removed at pp > 1 (v = 2 with 1f1b or gpipe, v = 1 with
+-- interleaved: 3 of 6), all but (v1, 1f1b) and (v1, gpipe) at pp = 1
+-- (4 of 6): 2 tp x 2 mb x 3 rc x 2 zero = 24 groups per pp:
+-- pp 1: 24 x 4 = 96; pp 2, 4: 24 x 3 each = 144; total 240
+H.eq(drops.virtual_stages, 240, "virtual_stages drops")
+H.eq(all.simulated, all.valid, "prune = 'none' simulates every valid configuration")
+local exact_rows, bound_ok = 0, true
+for _, r in ipairs(all.table) do
+    H.eq(r.status, "simulated", r.label)
+    if r.memory_exact then
+        exact_rows = exact_rows + 1
+        H.near(r.memory, r.peak_memory, 1e-9, "closed-form peak = simulated, " .. r.label)
+    end
+    if not (r.bound <= r.step_time * (1 + 1e-12)) then
+        bound_ok = false
+        H.check(false, string.format("bound %.9g above the step %.9g: %s", r.bound, r.step_time, r.label))
+    end
+end
+H.check(bound_ok, "the lower bound is below every simulated step time")
+H.check(exact_rows == all.simulated, "gpipe, 1f1b and interleaved have the exact closed form")
+
+-- pruning by the bound: same best, same front, fewer simulations
+local pruned = ps.search { name = "pruned", model = model, cluster = node, gpus = 8,
+    global_batch = 16, space = space, record = "none" }
+H.eq(pruned.best.label, all.best.label, "bound pruning finds the brute-force best")
+H.eq(pruned.best.step_time, all.best.step_time)
+H.eq(labels(pruned.pareto), labels(all.pareto), "and the same Pareto front")
+H.check(pruned.simulated < all.simulated,
+    string.format("pruning simulates fewer (%d of %d)", pruned.simulated, all.simulated))
+H.eq(pruned.simulated + pruned.pruned, pruned.valid)
+
+-- the front: sorted by memory, each faster than the one before
+for i = 2, #all.pareto do
+    H.check(all.pareto[i].peak_memory >= all.pareto[i - 1].peak_memory and
+        all.pareto[i].step_time < all.pareto[i - 1].step_time, "front is a staircase")
+end
+-- the best is the front's fastest (last) point
+H.eq(all.pareto[#all.pareto].label, all.best.label)
+
+-- memory: a device too small for some drops them before simulation
+local small = ps.cluster(ps.clusters.dgx("A100", 1, { device = { memory = "120 MiB" } }))
+local m = ps.search { model = model, cluster = small, gpus = 8, global_batch = 16,
+    space = { tp = { 1, 2, 4, 8 }, pp = { 1 }, recompute = { "none", "full" } }, prune = "none",
+    record = "none" }
+H.check((m.dropped.memory or 0) > 0, "memory drops counted")
+for _, r in ipairs(m.table) do
+    H.check(r.memory <= 120 * 2 ^ 20 and r.fits, "kept configurations fit: " .. r.label)
+end
+H.eq(m.valid + m.dropped.memory, m.raw, "every raw configuration is kept or dropped once")
+
+-- errors
+local base = { model = model, cluster = node, gpus = 8, global_batch = 16 }
+local function with(t)
+    local s = {}
+    for k, v in pairs(base) do s[k] = v end
+    for k, v in pairs(t) do s[k] = v end
+    return s
+end
+H.raises(function() ps.search(with { space = { microbatchs = { 2 } } }) end,
+    "ps.search: space: unknown field 'microbatchs' (did you mean 'microbatch'?)")
+H.raises(function() ps.search(with { space = {} }) end, "ps.search: empty space")
+H.raises(function() ps.search(with { space = { tp = {} } }) end, "space.tp is an empty list")
+H.raises(function() ps.search(with { space = { zero = { 3 } } }) end, "space.zero[1] must be 0 or 1")
+H.raises(function() ps.search(with { space = { pp = { 3 } } }) end,
+    "no valid configuration: constraint 'gpus' removed the last 1 candidates")
+H.raises(function() ps.search(with { space = { tp = { 8 }, microbatch = { 3 } } }) end,
+    "constraint 'global_batch' removed the last 1 candidates")
+H.raises(function()
+    ps.search { model = model, cluster = small, gpus = 1, global_batch = 16,
+        space = { microbatch = { 16 } } }
+end, "constraint 'memory' removed the last 1 candidates (the smallest, tp1 pp1 dp1 v1 mb16")
+H.raises(function() ps.search(with { space = { tp = { 1 } }, objective = "cost" }) end,
+    "unknown objective 'cost'")
+H.done()

@@ -2,6 +2,7 @@
 # make SAN=address,undefined test   sanitizer build in build-san/
 # make test VALGRIND=1              every test binary under valgrind
 # make WERROR=0                     keep warnings as warnings
+# make RELEASE=1                    -DNDEBUG: asserts compiled out (build-release/)
 # make fuzz [FUZZ_TIME=60]          libFuzzer targets (clang), FUZZ_TIME s each
 
 PKGS      := lua5.4 sqlite3
@@ -10,6 +11,7 @@ CC        ?= cc
 WERROR    ?= 1
 SAN       ?=
 VALGRIND  ?=
+RELEASE   ?=
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wwrite-strings -Wundef -Wvla
@@ -21,11 +23,18 @@ ifneq ($(SAN),)
 BUILD   := build-san
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 OPT     := -O1 -g
+else ifeq ($(RELEASE),1)
+BUILD   := build-release
+SANFLAGS :=
+OPT     := -O2 -g -DNDEBUG
 else
 BUILD   := build
 SANFLAGS :=
 OPT     := -O2 -g
 endif
+# Asserts guard invariants (the engine's lane states, sealed programs):
+# on in the default and sanitizer builds that `make test` and CI run,
+# compiled out by RELEASE=1, so they cost a release build nothing.
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -151,4 +160,4 @@ format-check:
 	clang-format --dry-run -Werror core/*.c core/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-release

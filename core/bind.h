@@ -104,7 +104,9 @@ void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta);
  * "links[2]", "layers[3]", "grad_sync"; a field's name is its table's path
  * and its key joined by '.' ("link.bandwidth", "layers[3].fwd_time"). The
  * readers below take such a name and read its last component from the
- * table at idx. Every reader raises (through luaL_error) on a bad value. */
+ * table at idx. Every reader raises (through luaL_error) on a bad value
+ * and leaves the stack as it found it ([-0, +0]) unless it says
+ * otherwise. */
 
 /* Rejects any key of the table at idx that is not in known (a
  * NULL-terminated list; list entries are spelt "[1]", "[2]"). Reports the

@@ -123,7 +123,7 @@ const char *bind_suggest(const char *word, const char *const *known)
     return best && best_d <= limit && best_d < n ? best : NULL;
 }
 
-/* Pushes the key at idx as a field name: a string as is, an integer as
+/* [-0, +1] Pushes the key at idx as a field name: a string as is, an integer as
  * "[3]" (list entries, which known lists spell that way too). */
 static const char *key_name(lua_State *L, int idx)
 {
@@ -184,6 +184,7 @@ static void unknown_field(lua_State *L, const char *path, const char *k,
     lua_error(L);
 }
 
+/* [-0, +0] */
 void bind_check_fields(lua_State *L, int idx, const char *path,
                        const char *const *known)
 {
@@ -221,6 +222,7 @@ void bind_check_fields(lua_State *L, int idx, const char *path,
 
 /* --- lists --- */
 
+/* [-0, +0] */
 lua_Integer bind_list_len(lua_State *L, int idx, const char *name)
 {
     idx = lua_absindex(L, idx);
@@ -487,6 +489,7 @@ int bind_record(lua_State *L, int idx, enum rec_level *level)
     return 0;
 }
 
+/* [-0, +0] */
 const char *bind_params_json(lua_State *L, int idx)
 {
     idx = lua_absindex(L, idx);
@@ -528,7 +531,7 @@ static const char **known_from_lua(lua_State *L, int idx)
     return k;
 }
 
-/* core.check_fields(t, path, known): raises "<path>: unknown field 'k'
+/* [-0, +0] core.check_fields(t, path, known): raises "<path>: unknown field 'k'
  * (did you mean 'x'?)" for the first key of t (in sorted order, so the
  * message does not depend on table order) not in known (a list or a set of
  * names). */
@@ -541,7 +544,7 @@ static int core_check_fields(lua_State *L)
     return 0;
 }
 
-/* core.check_int(v, name, lo, hi) -> v as an integer, or raises "field
+/* [-0, +1] core.check_int(v, name, lo, hi) -> v as an integer, or raises "field
  * 'name' must be an integer in lo..hi, got v": the Lua modules' integer
  * fields get the binding's check and message. */
 static int core_check_int(lua_State *L)
@@ -553,6 +556,7 @@ static int core_check_int(lua_State *L)
     return 1;
 }
 
+/* [-0, +1] */
 static int core_suggest(lua_State *L)
 {
     const char *word = luaL_checkstring(L, 1);

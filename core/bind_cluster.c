@@ -22,6 +22,7 @@
 #include "bind.h"
 #include "unit.h"
 
+/* [-0, +0] */
 static int cluster_gc(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
@@ -33,8 +34,8 @@ static int cluster_gc(lua_State *L)
     return 0;
 }
 
-/* The cluster at idx, raising "cluster was freed" once its __gc has run
- * (a script can call getmetatable(c).__gc(c) by hand: the userdata stays
+/* [-0, +0] The cluster at idx, raising "cluster was freed" once its __gc has
+ * run (a script can call getmetatable(c).__gc(c) by hand: the userdata stays
  * reachable with its pointers cleared). */
 static bind_cluster *live_cluster(lua_State *L, int idx)
 {
@@ -44,6 +45,7 @@ static bind_cluster *live_cluster(lua_State *L, int idx)
     return c;
 }
 
+/* [-0, +1] */
 static int cluster_tostring(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
@@ -55,6 +57,7 @@ static int cluster_tostring(lua_State *L)
     return 1;
 }
 
+/* [-0, +1] */
 static int cluster_index(lua_State *L)
 {
     bind_cluster *c = live_cluster(L, 1);
@@ -110,6 +113,7 @@ bind_cluster *bind_check_cluster(lua_State *L, int idx)
     return live_cluster(L, idx);
 }
 
+/* [-0, +1] pushes the new cluster userdata */
 static bind_cluster *new_cluster(lua_State *L, int32_t n)
 {
     bind_cluster *c = lua_newuserdatauv(L, sizeof *c, 1);
@@ -133,6 +137,7 @@ static bind_cluster *new_cluster(lua_State *L, int32_t n)
     return c;
 }
 
+/* [-0, +1] */
 bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
 {
     bind_cluster *c = new_cluster(L, n);
@@ -146,7 +151,7 @@ bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
     return c;
 }
 
-/* Reads a device table at idx (path names it in messages): its peak
+/* [-0, +0] Reads a device table at idx (path names it in messages): its peak
  * *flops, *eff and *memory keep their values where the table does not set
  * them, so a per-rank override inherits every field it leaves out
  * (efficiency included). flops > 0, efficiency in (0, 1], memory >= 0. */
@@ -186,7 +191,7 @@ static void check_link_figures(lua_State *L, const char *field, double bw,
     }
 }
 
-/* Reads {bandwidth, latency} from field `field` of the table at idx;
+/* [-0, +0] Reads {bandwidth, latency} from field `field` of the table at idx;
  * bandwidth is required. */
 static void read_link(lua_State *L, int idx, const char *field, double *bw,
                       double *lat)
@@ -211,6 +216,7 @@ static void read_link(lua_State *L, int idx, const char *field, double *bw,
     lua_pop(L, 1);
 }
 
+/* [-0, +0] */
 static int has_field(lua_State *L, int idx, const char *name)
 {
     int t = lua_getfield(L, idx, name);
@@ -218,6 +224,7 @@ static int has_field(lua_State *L, int idx, const char *name)
     return t != LUA_TNIL;
 }
 
+/* [-0, +0] */
 static void read_devices(lua_State *L, bind_cluster *c)
 {
     int top = lua_gettop(L);
@@ -257,6 +264,7 @@ static void read_devices(lua_State *L, bind_cluster *c)
     lua_settop(L, top);
 }
 
+/* [-0, +0] */
 static void build_mesh(lua_State *L, bind_cluster *c)
 {
     double bw = INFINITY, lat = 0;
@@ -296,7 +304,7 @@ static void build_hierarchical(lua_State *L, bind_cluster *c,
              (int)k.gpus_per_node);
 }
 
-/* One endpoint of links[i] (the value at the top): a rank number or a
+/* [-0, +0] One endpoint of links[i] (the value at the top): a rank number or a
  * switch name; names are looked up in (and, without a `switches` list,
  * added to) the table at names. */
 static int32_t endpoint(lua_State *L, bind_cluster *c, int i, int names,
@@ -336,6 +344,7 @@ static int32_t endpoint(lua_State *L, bind_cluster *c, int i, int names,
     return (int32_t)r;
 }
 
+/* [-0, +0] */
 static void build_explicit(lua_State *L, bind_cluster *c, int ud)
 {
     int top = lua_gettop(L);
@@ -423,6 +432,7 @@ static void check_form(lua_State *L, const char *form, const char *const *bad)
 /* The largest cluster: net.h's limit on ranks. */
 #define MAX_RANKS (1 << 20)
 
+/* [-0, +1] ps.cluster(spec) -> the cluster userdata */
 static int core_cluster(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);

@@ -34,6 +34,7 @@ static void ctx_drop(void *ctx)
     coll_ctx_free(ctx);
 }
 
+/* [-0, +0] */
 static int res_gc(lua_State *L)
 {
     coll_result_free(luaL_checkudata(L, 1, RES_TYPE));
@@ -53,8 +54,9 @@ typedef struct data_ctx {
     char msg[160];
 } data_ctx;
 
-/* COLL_DATA_FN callback. After the first failure it returns 0 without
- * calling Lua; the caller raises the error once coll_run has returned. */
+/* [-0, +(0|1)] COLL_DATA_FN callback. After the first failure it returns 0
+ * without calling Lua; the caller raises the error once coll_run has returned.
+ */
 static double data_trampoline(void *vctx, int32_t rank, int64_t i)
 {
     data_ctx *c = vctx;
@@ -101,7 +103,7 @@ static int data_error(void *vctx, ps_err *err)
 /* ------------------------------------------------------------------ */
 /* Fields                                                              */
 
-/* The listed ranks into a userdata array left on the stack; NULL (and
+/* [-0, +1] The listed ranks into a userdata array left on the stack; NULL (and
  * *n = 0) when the field is absent. */
 static int32_t *read_ranks(lua_State *L, int32_t *n)
 {
@@ -130,7 +132,7 @@ static int32_t *read_ranks(lua_State *L, int32_t *n)
     return r;
 }
 
-/* Auto's candidates: "all" (0), a list of names, or (nil) coll's
+/* [-0, +0] Auto's candidates: "all" (0), a list of names, or (nil) coll's
  * default. */
 static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
 {
@@ -173,18 +175,21 @@ static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
 /* ------------------------------------------------------------------ */
 /* Result                                                              */
 
+/* [-0, +0] t[k] = v, t on top */
 static void set_number(lua_State *L, const char *k, double v)
 {
     lua_pushnumber(L, v);
     lua_setfield(L, -2, k);
 }
 
+/* [-0, +0] t[k] = v, t on top */
 static void set_integer(lua_State *L, const char *k, long long v)
 {
     lua_pushinteger(L, (lua_Integer)v);
     lua_setfield(L, -2, k);
 }
 
+/* [-0, +1] pushes the result table */
 static void push_result(lua_State *L, const coll_result *res, const char *op,
                         const char *name, int64_t id, int64_t bytes,
                         int outputs)

@@ -36,6 +36,7 @@ typedef struct session {
     double sweep_started;
 } session;
 
+/* [-0, +0] */
 static session *get_session(lua_State *L)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
@@ -52,6 +53,7 @@ int bind_raise(lua_State *L, const ps_err *err)
     return lua_error(L);
 }
 
+/* [-0, +0] */
 static int db_gc(lua_State *L)
 {
     db_handle *h = luaL_checkudata(L, 1, DB_TYPE);
@@ -62,6 +64,7 @@ static int db_gc(lua_State *L)
     return 0;
 }
 
+/* [-0, +0] */
 struct rec_db *bind_database(lua_State *L, const char *path)
 {
     session *s = get_session(L);
@@ -105,6 +108,7 @@ typedef struct ctx_box {
 
 #define CTX_TYPE "pipesim.ctx"
 
+/* [-0, +0] */
 static int ctx_gc(lua_State *L)
 {
     ctx_box *b = luaL_checkudata(L, 1, CTX_TYPE);
@@ -209,7 +213,7 @@ void bind_progress_sweep(lua_State *L, long done, long total)
     fflush(stderr);
 }
 
-/* core.progress(on): turns the progress line on (when stderr is a
+/* [-0, +0] core.progress(on): turns the progress line on (when stderr is a
  * terminal) or off. */
 static int core_progress(lua_State *L)
 {
@@ -220,6 +224,7 @@ static int core_progress(lua_State *L)
     return 0;
 }
 
+/* [-0, +0] */
 int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
 {
     session *s = get_session(L);
@@ -245,7 +250,7 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
     return rc;
 }
 
-/* -D key=value: numbers become numbers, "true"/"false" booleans. */
+/* [-0, +1] -D key=value: numbers become numbers, "true"/"false" booleans. */
 static void push_args(lua_State *L, const session *s)
 {
     lua_createtable(L, 0, s->s.ndefs);
@@ -261,12 +266,14 @@ static void push_args(lua_State *L, const session *s)
     }
 }
 
+/* [-0, +1] */
 static int core_args(lua_State *L)
 {
     push_args(L, get_session(L));
     return 1;
 }
 
+/* [-0, +1] */
 static int core_scenario(lua_State *L)
 {
     session *s = get_session(L);
@@ -274,6 +281,7 @@ static int core_scenario(lua_State *L)
     return 1;
 }
 
+/* [-0, +1] */
 static int core_parse(lua_State *L)
 {
     static const char *const kinds[] = {

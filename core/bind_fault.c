@@ -11,8 +11,8 @@
 #include "fault.h"
 #include "unit.h"
 
-/* A time field of the fault at idx (path "faults[i]"): "at 2 ms", "2 ms"
- * or seconds; *t keeps its value when the field is nil. Returns 1 when the
+/* [-0, +0] A time field of the fault at idx (path "faults[i]"): "at 2 ms", "2
+ * ms" or seconds; *t keeps its value when the field is nil. Returns 1 when the
  * field is set. */
 static int read_time(lua_State *L, int idx, const char *path, const char *key,
                      double *t)
@@ -35,7 +35,7 @@ static int read_time(lua_State *L, int idx, const char *path, const char *key,
     return type != LUA_TNIL;
 }
 
-/* The rank at the top of the stack, checked in 64 bits, popped. */
+/* [-1, +0] The rank at the top of the stack, checked in 64 bits, popped. */
 static int32_t pop_rank(lua_State *L, const char *name, int32_t nranks)
 {
     long long r;
@@ -44,6 +44,7 @@ static int32_t pop_rank(lua_State *L, const char *name, int32_t nranks)
     return (int32_t)r;
 }
 
+/* [-0, +0] */
 static int has(lua_State *L, int idx, const char *key)
 {
     int set = lua_getfield(L, idx, key) != LUA_TNIL;
@@ -51,6 +52,7 @@ static int has(lua_State *L, int idx, const char *key)
     return set;
 }
 
+/* [-0, +0] */
 static void read_fault(lua_State *L, int idx, int i, int32_t nranks,
                        int compute, fault *f)
 {

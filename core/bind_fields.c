@@ -215,6 +215,7 @@ static const struct {
     {"meta", bind_fields_meta},
 };
 
+/* [-0, +1] */
 void bind_push_fields(lua_State *L)
 {
     int n = (int)(sizeof lists / sizeof lists[0]);

@@ -98,8 +98,8 @@ static void arm(void)
         lua_sethook(r, stop_hook, LUA_MASKCALL | LUA_MASKCOUNT, 1);
 }
 
-/* coroutine.resume and the functions of coroutine.wrap, through which the
- * running coroutine is known to arm(). Upvalue 1 is the original, upvalue
+/* [-n, +m] coroutine.resume and the functions of coroutine.wrap, through which
+ * the running coroutine is known to arm(). Upvalue 1 is the original, upvalue
  * 2 (wrap) the coroutine. */
 static int resume_with(lua_State *L, lua_State *co, int wrapped)
 {

@@ -8,14 +8,14 @@
 #include "rec.h"
 #include "report.h"
 
-/* core.report(db_path_or_nil, run_id_or_nil, width) -> text, warnings:
+/* [-0, +2] core.report(db_path_or_nil, run_id_or_nil, width) -> text, warnings:
  * the report, and the memory warning lines of the run (or of every run,
  * at most REPORT_WARN_RUNS lines), "" when there are none */
 static int core_report(lua_State *L)
 {
     const char *path = luaL_optstring(L, 1, NULL);
     lua_Integer run = luaL_optinteger(L, 2, 0);
-    lua_Integer width = 100;
+    lua_Integer width = REPORT_WIDTH;
     if (!lua_isnoneornil(L, 3)) { /* checked in 64 bits before it is an int */
         int ok;
         width = lua_tointegerx(L, 3, &ok);

@@ -76,8 +76,8 @@ static const struct layer_num {
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 
-/* Reads layers[i] (the table at idx) in one pass over its keys: a sweep
- * reads every layer of every run, and most fields are absent. */
+/* [-0, +0] Reads layers[i] (the table at idx) in one pass over its keys: a
+ * sweep reads every layer of every run, and most fields are absent. */
 static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
 {
     /* "layers[i]" by hand: snprintf costs more than the rest of a layer */
@@ -124,8 +124,8 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
         luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
-/* chunk_placement: "loop", "v", or a list giving each model stage (in
- * order, from stage 0) as { rank, chunk }, counted from 0; default the
+/* [-0, +(0|1)] chunk_placement: "loop", "v", or a list giving each model stage
+ * (in order, from stage 0) as { rank, chunk }, counted from 0; default the
  * schedule's own. A list leaves its array (*place) as scratch on the
  * stack; sched_place_check says whether it is one of the rules. */
 static enum sched_placement read_placement(lua_State *L, int idx,
@@ -188,7 +188,8 @@ static enum sched_placement read_placement(lua_State *L, int idx,
     return SCHED_LOOP;
 }
 
-/* A custom schedule: one list of action strings per pipeline rank. */
+/* [-0, +(p+2)] A custom schedule: one list of action strings per pipeline rank.
+ */
 static void read_custom(lua_State *L, int idx, pipe_config *cfg,
                         const sched_action ***orders, int32_t **counts)
 {
@@ -238,7 +239,7 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
     }
 }
 
-/* grad_sync = { bucket, first_bucket, algorithm, overlap }, zero,
+/* [-0, +0] grad_sync = { bucket, first_bucket, algorithm, overlap }, zero,
  * optimizer_time, over pipe_config_init's defaults. */
 static void read_grad_sync(lua_State *L, pipe_config *cfg)
 {
@@ -266,6 +267,7 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
                       &cfg->optimizer_seconds);
 }
 
+/* [-0, +1] pushes the list */
 static void push_ints(lua_State *L, const int32_t *v, int32_t n)
 {
     lua_createtable(L, n, 0);
@@ -275,6 +277,7 @@ static void push_ints(lua_State *L, const int32_t *v, int32_t n)
     }
 }
 
+/* [-0, +1] pushes the list */
 static void push_array(lua_State *L, const double *v, int32_t n)
 {
     lua_createtable(L, n, 0);
@@ -284,6 +287,7 @@ static void push_array(lua_State *L, const double *v, int32_t n)
     }
 }
 
+/* [-0, +0] t[k] = v (nothing for NaN), t on top */
 static void set_number(lua_State *L, const char *k, double v)
 {
     if (isnan(v))
@@ -319,8 +323,8 @@ static void push_fits(lua_State *L, const pipe_result *res)
     lua_setfield(L, -2, "over_capacity");
 }
 
-/* p x v stages need at least as many layers (p <= 2^20 and v < 2^15: the
- * product fits before it is compared). */
+/* [-0, +0] p x v stages need at least as many layers (p <= 2^20 and v < 2^15:
+ * the product fits before it is compared). */
 static void check_stage_count(lua_State *L, long long p, long long v,
                               int32_t nl)
 {
@@ -341,6 +345,7 @@ static void check_stage_count(lua_State *L, long long p, long long v,
  * { layers table, scratch userdata, uses_flops }. */
 #define CHECKED_KEY "pipesim.checked_layers"
 
+/* [-0, +0] */
 static void keep_checked(lua_State *L, int layers_idx, int scratch_idx,
                          int uses_flops)
 {
@@ -354,9 +359,9 @@ static void keep_checked(lua_State *L, int layers_idx, int scratch_idx,
     lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
 }
 
-/* Pushes the scratch check_run kept for the layer list at layers_idx and
- * returns 1, or returns 0 (nothing pushed). Either way the slot is
- * emptied: a kept list serves one core.run. */
+/* [-0, +(0|1)] Pushes the scratch check_run kept for the layer list at
+ * layers_idx and returns 1, or returns 0 (nothing pushed). Either way the slot
+ * is emptied: a kept list serves one core.run. */
 static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
                          int *uses_flops)
 {
@@ -446,8 +451,8 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
     check_stage_count(L, p, v, nl);
 }
 
-/* core.check_run(spec): raises on the fields read_shape checks, so that
- * init.lua computes the partition and the parallel layout from checked
+/* [-0, +0] core.check_run(spec): raises on the fields read_shape checks, so
+ * that init.lua computes the partition and the parallel layout from checked
  * input; core.run checks them again (cheap next to a run). */
 static int core_check_run(lua_State *L)
 {

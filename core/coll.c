@@ -381,7 +381,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         }
         /* out of place: a send and a receive buffer per rank */
         int64_t stride = coll_stride(spec->op, v.n);
-        if ((double)N * (double)stride > 1e9) {
+        if ((double)N * (double)stride > COLL_DATA_MAX_FLOATS) {
             rc = ps_errf(err,
                          "%s: data mode would hold %d x %lld floats; use a "
                          "smaller size",

@@ -93,6 +93,11 @@ enum coll_proto {
 /* NCCL_STEPS (src/include/device.h, NCCL 2.30): slots per connection. */
 #define COLL_NCCL_STEPS 8
 
+/* Data mode holds every rank's send and receive buffers at once: at most
+ * this many float32 values (4 GB), so a typo in `bytes` fails with a
+ * message instead of exhausting memory. */
+#define COLL_DATA_MAX_FLOATS 1e9
+
 enum coll_data {
     COLL_DATA_NONE,   /* timing only */
     COLL_DATA_RANDOM, /* uniform in [-1, 1) from `seed` */

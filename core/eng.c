@@ -7,6 +7,7 @@
  * happens after eng_run has sized its arrays. */
 #include "eng.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,8 +170,14 @@ static inline void done(eng_sim *e, int32_t l, const prog_op *op)
     e->sink.op_done(e->sink.ctx, &d);
 }
 
+/* Lane states (asserts, free under NDEBUG): a lane is READY only in the
+ * ring, COMPUTING only while it holds its device, waiting in exactly one
+ * wait (device list, signal list or batch); DONE and STALLED are final. */
 static void make_ready(eng_sim *e, int32_t lane)
 {
+    assert(e->lane[lane].state != LANE_DONE &&
+           e->lane[lane].state != LANE_STALLED);
+    assert(e->ready_n < e->ps->nlanes + 1); /* a lane is in the ring once */
     int32_t cap = e->ps->nlanes + 1, i = e->ready_head + e->ready_n;
     e->ready[i >= cap ? i - cap : i] = lane; /* no division per event */
     e->ready_n++;
@@ -202,6 +209,7 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
 {
     const prog_msg *m = &e->ps->msgs[id];
     prog_op *s = &e->ps->lanes[m->send_lane].ops[m->send_op];
+    assert(!(e->msg[id] & MSG_STARTED)); /* a message moves once */
     e->msg[id] |= MSG_STARTED;
     if (e->fp &&
         now >= fault_down_at(e->fp, e->ps->lanes[m->send_lane].rank, s->peer)) {
@@ -225,7 +233,9 @@ static int post(eng_sim *e, int32_t l, prog_op *op, double now)
 {
     int32_t id = op->msg;
     uint8_t *st = &e->msg[id];
+    assert(id >= 0 && id < e->ps->nmsgs); /* prog_seal checked it */
     if (op->type == PROG_SEND) {
+        assert(!(*st & MSG_SEND_POSTED));
         *st |= MSG_SEND_POSTED;
         if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
             start_transfer(e, id, now);
@@ -236,6 +246,7 @@ static int post(eng_sim *e, int32_t l, prog_op *op, double now)
         return (op->flags & PROG_NOWAIT) != 0;
     }
     op->t_start = now;
+    assert(!(*st & MSG_RECV_POSTED));
     *st |= MSG_RECV_POSTED;
     if (*st & MSG_ARRIVED) {
         op->t_end = now;
@@ -251,6 +262,7 @@ static int post(eng_sim *e, int32_t l, prog_op *op, double now)
 static void complete_one(eng_sim *e, int32_t lane)
 {
     lane_rt *lr = &e->lane[lane];
+    assert(lr->state == LANE_WAIT_BATCH && lr->pending > 0);
     if (--lr->pending == 0) {
         lr->pc = lr->batch_end;
         make_ready(e, lane);
@@ -261,6 +273,7 @@ static void arrived(eng_sim *e, int32_t id, double now)
 {
     const prog_msg *m = &e->ps->msgs[id];
     prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
+    assert((e->msg[id] & MSG_STARTED) && !(e->msg[id] & MSG_ARRIVED));
     if (e->fp && now >= fault_down_at(e->fp, e->ps->lanes[m->send_lane].rank,
                                       send->peer)) {
         e->msg[id] |= MSG_LOST; /* in flight when the link went down */
@@ -283,6 +296,7 @@ static void advance(eng_sim *e, int32_t l, double now)
 {
     lane_rt *lr = &e->lane[l];
     prog_lane *lane = &e->ps->lanes[l];
+    assert(lr->state == LANE_READY); /* advanced only from the ring */
     while (lr->pc < lane->n) {
         prog_op *op = &lane->ops[lr->pc];
         if (e->fp && now >= e->fp->rank[lane->rank].stall_at) {
@@ -314,6 +328,7 @@ static void advance(eng_sim *e, int32_t l, double now)
             done(e, l, op);
             int32_t w;
             while ((w = wake_one(e, &e->signal_wait[op->msg])) >= 0) {
+                assert(e->lane[w].state == LANE_WAIT_SIGNAL);
                 prog_op *wop = &e->ps->lanes[w].ops[e->lane[w].pc];
                 wop->t_end = now;
                 done(e, w, wop);
@@ -381,12 +396,14 @@ static void compute_done(eng_sim *e, int32_t l)
 {
     prog_lane *lane = &e->ps->lanes[l];
     const prog_op *op = &lane->ops[e->lane[l].pc];
+    assert(e->lane[l].state == LANE_COMPUTING && e->device[lane->rank] == l);
     e->busy[l] += op->t_end - op->t_start;
     if (op->mem < 0)
         eng_mem_apply_(e, l, lane->rank, op->t_end, op->mem);
     done(e, l, op);
     e->device[lane->rank] = -1;
     int32_t w = wake_one(e, &e->device_wait[lane->rank]);
+    assert(w < 0 || e->lane[w].state == LANE_WAIT_DEVICE);
     if (w >= 0)
         make_ready(e, w); /* FIFO: the waiting lane gets the device first */
     e->lane[l].pc++;

@@ -47,11 +47,12 @@ typedef struct chan {
 } chan;
 
 typedef struct clane {
-    int64_t index; /* ops handed out so far */
+    int64_t index; /* index of the first op in the buffer */
     int32_t rank;
     int32_t pending; /* incomplete ops of the current batch */
     int32_t next;    /* device wait list */
     int32_t nbuf;    /* ops of the current batch or compute op, 0: none */
+    int32_t nops;    /* ops of the last batch fetched */
     uint8_t state;   /* enum lane_state */
 } clane;
 
@@ -59,7 +60,6 @@ struct eng_cursor {
     clane *lane;
     int32_t lane_cap;
     prog_op *buf; /* max_batch per lane */
-    int64_t *bidx;
     int64_t buf_cap;
     unsigned char *state;
     size_t state_cap;
@@ -81,7 +81,6 @@ void eng_cursor_free_(eng_sim *e)
         return;
     limit_free(c->lane);
     limit_free(c->buf);
-    limit_free(c->bidx);
     limit_free(c->state);
     limit_free(c->chan);
     limit_free(c->msg);
@@ -101,13 +100,13 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
         eng_reserve_((void **)&c->chan, &c->chan_cap, g->nchannels,
                      sizeof *c->chan))
         return -1;
+    if (nb >= INT32_MAX) /* cmsg.recv_slot */
+        return -1;
     if (nb + 1 > c->buf_cap) {
         limit_free(c->buf);
-        limit_free(c->bidx);
         c->buf_cap = 0;
         c->buf = limit_malloc((size_t)(nb + 1) * sizeof *c->buf);
-        c->bidx = limit_malloc((size_t)(nb + 1) * sizeof *c->bidx);
-        if (!c->buf || !c->bidx)
+        if (!c->buf)
             return -1;
         c->buf_cap = nb + 1;
     }
@@ -120,7 +119,7 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
     }
     memset(c->state, 0, sb);
     for (int32_t l = 0; l < g->nlanes; l++)
-        c->lane[l] = (clane){0, g->rank(g, l), 0, -1, 0, LANE_READY};
+        c->lane[l] = (clane){0, g->rank(g, l), 0, -1, 0, 0, LANE_READY};
     for (int32_t k = 0; k < g->nchannels; k++)
         c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, 0};
     c->msg_used = 0;
@@ -256,7 +255,7 @@ static int post_recv(eng_sim *e, int32_t l, int32_t slot, double now)
     x->st |= CM_RECV_POSTED;
     if (x->st & CM_ARRIVED) {
         op->t_end = now;
-        done(e, l, op, c->bidx[slot]);
+        done(e, l, op, c->lane[l].index + (slot - (int64_t)l * c->B));
         msg_release(c, m);
         return 1;
     }
@@ -287,7 +286,9 @@ static void arrived(eng_sim *e, int32_t m, double now)
     if (x->st & CM_RECV_POSTED) {
         prog_op *recv = &c->buf[x->recv_slot];
         recv->t_end = now;
-        done(e, x->recv_lane, recv, c->bidx[x->recv_slot]);
+        done(e, x->recv_lane, recv,
+             c->lane[x->recv_lane].index +
+                 (x->recv_slot - (int64_t)x->recv_lane * c->B));
         complete_one(e, x->recv_lane);
         msg_release(c, m);
     }
@@ -299,7 +300,8 @@ static void bad(eng_sim *e, int32_t l, const char *why)
     if (!c->bad)
         snprintf(c->bad_msg, sizeof c->bad_msg,
                  "generated program: rank %d, op %lld: %s",
-                 (int)c->lane[l].rank, (long long)c->lane[l].index, why);
+                 (int)c->lane[l].rank,
+                 (long long)(c->lane[l].index + c->lane[l].nops), why);
     c->bad = 1;
 }
 
@@ -310,32 +312,25 @@ static int fetch(eng_sim *e, int32_t l)
     eng_cursor *c = e->cur;
     clane *lr = &c->lane[l];
     prog_op *b = c->buf + (int64_t)l * c->B;
-    int64_t *bi = c->bidx + (int64_t)l * c->B;
-    void *st = c->state + (size_t)l * c->g->state_bytes;
-    int32_t n = 0;
-    for (;;) {
-        if (!c->g->next(c->g, l, st, &b[n])) {
-            if (n > 0)
-                bad(e, l, "a batch ends the lane");
-            return n > 0 && !c->bad;
-        }
-        bi[n] = lr->index++;
-        uint8_t t = b[n].type;
-        if (t == PROG_SIGNAL || t == PROG_WAIT) {
-            bad(e, l, "signals are not supported");
-            return 0;
-        }
-        if ((t == PROG_SEND || t == PROG_RECV) &&
-            (b[n].msg < 0 || b[n].msg >= c->g->nchannels)) {
-            bad(e, l, "channel out of range");
-            return 0;
-        }
-        int more = t != PROG_COMPUTE && (b[n].flags & PROG_BATCH);
-        n++;
-        if (!more)
-            break;
-        if (n == c->B) {
-            bad(e, l, "a batch longer than max_batch");
+    int32_t n =
+        c->g->next(c->g, l, c->state + (size_t)l * c->g->state_bytes, b);
+    if (n <= 0)
+        return 0;
+    lr->index += lr->nops;
+    lr->nops = n;
+    if (n > c->B) {
+        bad(e, l, "a batch longer than max_batch");
+        return 0;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        uint8_t t = b[i].type;
+        int last = i + 1 == n;
+        if (t == PROG_COMPUTE
+                ? n > 1
+                : (t != PROG_SEND && t != PROG_RECV) ||
+                      (uint32_t)b[i].msg >= (uint32_t)c->g->nchannels ||
+                      (!(b[i].flags & PROG_BATCH)) != last) {
+            bad(e, l, "not an op, a batch or a channel of its program");
             return 0;
         }
     }
@@ -381,7 +376,7 @@ static void advance(eng_sim *e, int32_t l, double now)
         for (int32_t i = 0; i < n; i++) {
             int64_t s = base + i;
             pending += c->buf[s].type == PROG_SEND
-                           ? !post_send(e, l, &c->buf[s], c->bidx[s], now)
+                           ? !post_send(e, l, &c->buf[s], lr->index + i, now)
                            : !post_recv(e, l, (int32_t)s, now);
             e->ops++;
         }
@@ -404,7 +399,7 @@ static void compute_done(eng_sim *e, int32_t l)
     e->busy[l] += op->t_end - op->t_start;
     if (op->mem < 0)
         eng_mem_apply_(e, l, lr->rank, op->t_end, op->mem);
-    done(e, l, op, c->bidx[base]);
+    done(e, l, op, lr->index);
     e->device[lr->rank] = -1;
     wait_list *w = &e->device_wait[lr->rank];
     int32_t next = w->head;

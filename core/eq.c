@@ -44,7 +44,8 @@ static inline int before_nb(const eq_event *a, const eq_event *b)
 
 static inline const eq_event *run_last(const eq *q)
 {
-    return &q->run[(q->head + q->len - 1) % q->run_cap];
+    size_t i = q->head + q->len - 1; /* < 2 run_cap: no division per push */
+    return &q->run[i >= q->run_cap ? i - q->run_cap : i];
 }
 
 /* Appends to the in-order run, growing the ring (unwrapped) when full. */

@@ -50,6 +50,15 @@ int export_pytorch_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
         rc = ps_errf(err, "out of memory");
         goto done;
     }
+    /* a row per rank names the stage of each cell; DualPipe runs every
+     * stage on two ranks, which the format cannot say */
+    if (r.schedule && strcmp(r.schedule, "dualpipe") == 0) {
+        rc = ps_errf(err,
+                     "run %lld: dualpipe runs each stage on two ranks, which "
+                     "PyTorch's schedule CSV cannot hold",
+                     (long long)run);
+        goto done;
+    }
     int32_t *hi = lo + p;
     for (int32_t s = 0; s < p; s++)
         lo[s] = hi[s] = -1;

@@ -34,9 +34,11 @@ struct gen_prog {
     size_t state_bytes; /* cursor state per lane, zeroed before the run */
     /* the rank lane l runs on */
     int32_t (*rank)(const gen_prog *g, int32_t lane);
-    /* writes lane's next op into *op and returns 1, or returns 0 when the
-     * lane has no more; state is the lane's cursor */
-    int (*next)(const gen_prog *g, int32_t lane, void *state, prog_op *op);
+    /* writes lane's next compute op, or its next batch of SEND/RECV ops
+     * (the last without PROG_BATCH, at most max_batch), to ops and returns
+     * how many, or returns 0 when the lane has no more; state is the
+     * lane's cursor. One call per batch: it runs once per op or two. */
+    int (*next)(const gen_prog *g, int32_t lane, void *state, prog_op *ops);
     const void *ctx; /* the generator's parameters */
 };
 

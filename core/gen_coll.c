@@ -40,42 +40,47 @@ static inline int32_t mod(int64_t a, int32_t m)
     return (int32_t)((a % m + m) % m);
 }
 
-/* Op i of position r: step i / 2 holds a SEND to r + 1 and a RECV from
- * r - 1, batched; position 0 emits its SEND first (the emitter walks
- * senders 0 .. N-1, and position N-1's send to 0 comes last), the others
- * their RECV. Reduce-scatter step k sends block r - k - 1, allgather step
- * k block r - k (ring_rs, ring_ag). */
-static int ring_next(const gen_prog *g, int32_t r, void *state, prog_op *op)
+/* Step s of position r: a SEND to r + 1 and a RECV from r - 1, batched;
+ * position 0 emits its SEND first (the emitter walks senders 0 .. N-1,
+ * and position N-1's send to 0 comes last), the others their RECV.
+ * Reduce-scatter step k sends block r - k - 1, allgather step k block
+ * r - k (ring_rs, ring_ag); the block received is the one r - 1 sends. */
+static int ring_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
 {
     const ring *c = g->ctx;
-    int64_t *st = state;
-    int64_t i = *st;
-    if (i >= 2 * (int64_t)c->steps)
+    int32_t *st = state;
+    int32_t s = *st;
+    if (s >= c->steps)
         return 0;
-    *st = i + 1;
-    /* no division on this path: it runs once per op */
-    int32_t s = (int32_t)(i >> 1), N = c->N;
-    int first = (i & 1) == 0;
-    int send = r == 0 ? first : !first;
+    *st = s + 1;
+    /* no division on this path: it runs once per step and lane */
+    int32_t N = c->N;
     int rs = c->rs && s < N - 1;
     int32_t k = rs ? s : s - (c->rs ? N - 1 : 0);
-    int32_t src = send ? r : (r > 0 ? r - 1 : N - 1);
-    int32_t b = src - k - rs; /* >= -N: k <= N - 2 */
-    if (b < 0)
-        b += N;
-    if (b < 0)
-        b += N;
-    int32_t dst = send ? (r + 1 < N ? r + 1 : 0) : src;
-    memset(op, 0, sizeof *op);
-    op->bytes = (double)(c->q + (b < c->rem)) * 4;
-    op->msg = src;
-    op->peer = c->rank[dst];
-    op->tag = s;
-    op->mb = -1;
-    op->type = send ? PROG_SEND : PROG_RECV;
-    op->kind = PROG_COLL;
-    op->flags = (uint8_t)((first ? PROG_BATCH : 0) | (send ? c->sflags : 0));
-    return 1;
+    int32_t prev = r > 0 ? r - 1 : N - 1, next = r + 1 < N ? r + 1 : 0;
+    int32_t bs = r - k - rs, br = prev - k - rs; /* >= -N: k <= N - 2 */
+    bs += bs < 0 ? N : 0;
+    bs += bs < 0 ? N : 0;
+    br += br < 0 ? N : 0;
+    br += br < 0 ? N : 0;
+    prog_op *send = &ops[r != 0], *recv = &ops[r == 0];
+    *send = (prog_op){.bytes = (double)(c->q + (bs < c->rem)) * 4,
+                      .msg = r,
+                      .peer = c->rank[next],
+                      .tag = s,
+                      .mb = -1,
+                      .type = PROG_SEND,
+                      .kind = PROG_COLL,
+                      .flags = c->sflags};
+    *recv = (prog_op){.bytes = (double)(c->q + (br < c->rem)) * 4,
+                      .msg = prev,
+                      .peer = c->rank[prev],
+                      .tag = s,
+                      .mb = -1,
+                      .type = PROG_RECV,
+                      .kind = PROG_COLL};
+    ops[0].flags |= PROG_BATCH;
+    return 2;
 }
 
 int gen_coll_applies(enum coll_op op, int algo, int32_t channels, int32_t N,

@@ -18,6 +18,7 @@
 #include "bind.h"
 #include "export.h"
 #include "limit.h"
+#include "merge.h"
 #include "plot.h"
 #include "rec.h"
 #include "report.h"
@@ -34,6 +35,7 @@ static const char usage[] =
     "                    [--dashed COLUMN] [--agg min|max|mean] [--log "
     "x|y|xy]\n"
     "                    [--format svg|csv] [-o FILE]\n"
+    "       pipesim merge OUT.db PART.db...\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -56,6 +58,8 @@ static const char usage[] =
     "           chart with memory curves; --compare stacks runs.\n"
     "  plot     a line chart of one recorded column or sweep coordinate\n"
     "           against another, one line per --by group (README, Plots).\n"
+    "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
+    "           runs renumbered in point order as if run unsharded.\n"
     "\n"
     "Examples:\n"
     "  pipesim run scenarios/demo.lua\n"
@@ -389,7 +393,7 @@ static int cmd_run(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     const char *dbpath = NULL, *run = NULL;
-    int csv = 0, width = 100;
+    int csv = 0, width = REPORT_WIDTH;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--csv") == 0) {
             csv = 1;
@@ -455,6 +459,27 @@ static int checked_stdout(int rc)
     return rc;
 }
 
+/* pipesim merge OUT.db PART.db... (merge.c) */
+static int cmd_merge(int argc, char **argv)
+{
+    if (argc < 2)
+        return fail("merge: expected OUT.db and at least one shard database "
+                    "(usage: pipesim merge OUT.db PART.db...)");
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] == '-')
+            return fail("merge: unknown option '%s' (usage: pipesim merge "
+                        "OUT.db PART.db...)",
+                        argv[i]);
+    int64_t runs;
+    ps_err err;
+    if (merge_dbs(argv[0], (const char *const *)argv + 1, argc - 1, &runs,
+                  &err))
+        return fail("merge: %s", err.msg);
+    printf("%lld run%s from %d database%s merged into %s\n", (long long)runs,
+           runs == 1 ? "" : "s", argc - 1, argc == 2 ? "" : "s", argv[0]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -477,8 +502,10 @@ int main(int argc, char **argv)
         return export_main(argc - 2, argv + 2);
     if (strcmp(cmd, "plot") == 0)
         return plot_main(argc - 2, argv + 2);
+    if (strcmp(cmd, "merge") == 0)
+        return checked_stdout(cmd_merge(argc - 2, argv + 2));
     return fail(
-        "unknown command '%s' (expected run, report, export or plot; try "
-        "pipesim --help)",
+        "unknown command '%s' (expected run, report, export, plot or merge; "
+        "try pipesim --help)",
         cmd);
 }

@@ -9,6 +9,7 @@
 
 #include "coll.h"
 #include "dp.h"
+#include "gen_pipe.h"
 #include "limit.h"
 #include "mem.h"
 
@@ -422,6 +423,10 @@ static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
     return PS_OK;
 }
 
+/* Stage times equal within this relative difference count as uniform: the
+ * sums of a partition's layer times differ in their last bits. */
+#define UNIFORM_REL_TOL 1e-12
+
 /* Uniform: every stage the same forward and backward time and every stage
  * boundary free (zero bytes over zero latency or infinite bandwidth). */
 static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
@@ -431,9 +436,9 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
     const sched_stage *s0 = &ctx->stages[0];
     for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
         const sched_stage *x = &ctx->stages[s];
-        if (fabs(x->fwd - s0->fwd) > 1e-12 * s0->fwd ||
-            fabs(x->bwd - s0->bwd) > 1e-12 * s0->bwd ||
-            fabs(x->wgt - s0->wgt) > 1e-12 * s0->wgt)
+        if (fabs(x->fwd - s0->fwd) > UNIFORM_REL_TOL * s0->fwd ||
+            fabs(x->bwd - s0->bwd) > UNIFORM_REL_TOL * s0->bwd ||
+            fabs(x->wgt - s0->wgt) > UNIFORM_REL_TOL * s0->wgt)
             return 0;
     }
     for (int32_t s = 0; s < nstages; s++) {
@@ -506,9 +511,10 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
                                        0,
                                        0};
         /* TP collectives of the rank's chunks, every microbatch */
-        for (int32_t c = 0; c < cfg->v; c++) {
+        for (int32_t c = 0; c < sched_chunks(cfg->schedule, cfg->v); c++) {
             const rec_stage *row = &ctx->stage_rows[sched_place_stage(
-                cfg->placement, cfg->place, cfg->p, cfg->v, c, k % cfg->p)];
+                cfg->placement, cfg->place, cfg->p,
+                sched_chunks(cfg->schedule, cfg->v), c, k % cfg->p)];
             ctx->rank_rows[k].tp_comm += cfg->m * row->tp_comm;
             ctx->rank_rows[k].tp_exposed += cfg->m * row->tp_exposed;
         }
@@ -595,8 +601,9 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
- * rows are complete (a failed run records them when they are). */
-static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+ * rows are complete (a failed run records them when they are). events:
+ * event rows will be written, which read the programs back. */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
                     pipe_result *res, int *built, ps_err *err)
 {
     res->closed_form_bubble = NAN;
@@ -605,6 +612,12 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1 || cfg->dp < 1)
         return ps_errf(err, "stages, virtual_stages, microbatches and dp must "
                             "be at least 1");
+    if (cfg->schedule == SCHED_DUALPIPE && cfg->v != 1)
+        return ps_errf(err,
+                       "dualpipe schedule holds each of the %d stages twice "
+                       "(two copies, not model chunks): leave virtual_stages "
+                       "at 1 (got %d)",
+                       (int)cfg->p, (int)cfg->v);
     int32_t n = cfg->p * cfg->dp;
     if (n > nranks)
         return ps_errf(err,
@@ -638,9 +651,14 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         ctx->rank_static[r] = 0;
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
-        for (int32_t j = 0; j < cfg->dp; j++)
+        for (int32_t j = 0; j < cfg->dp; j++) {
             ctx->rank_static[cluster_rank(cfg, stage_rank(cfg, s), j)] +=
                 ctx->stage_rows[s].params * per_param;
+            /* DualPipe: the second copy, on rank p - 1 - s (2x params) */
+            if (cfg->schedule == SCHED_DUALPIPE)
+                ctx->rank_static[cluster_rank(cfg, cfg->p - 1 - s, j)] +=
+                    ctx->stage_rows[s].params * per_param;
+        }
         double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
         tsum += t;
         if (t > tmax)
@@ -651,7 +669,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     sched_spec spec = {
         .kind = cfg->schedule,
         .p = cfg->p,
-        .v = cfg->v,
+        .v = sched_chunks(cfg->schedule, cfg->v),
         .m = cfg->m,
         .checkpoint = cfg->checkpoint,
         .stages = ctx->stages,
@@ -668,8 +686,17 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
+    /* without event rows, data parallelism or faults nothing reads the
+     * programs back: the built-in schedules then stream, generated as the
+     * engine runs (gen_pipe.h), and ps stays empty */
+    int streamed = !events && cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
+                   !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
-    for (int32_t j = 0; j < cfg->dp; j++) {
+    if (streamed) { /* one replica: sched_lower's j = 0 */
+        spec.stages = ctx->stages;
+        spec.rank_of = cfg->rank_of;
+    }
+    for (int32_t j = 0; j < cfg->dp && !streamed; j++) {
         /* each replica's pipeline is the same schedule on its own ranks,
          * timed on their devices */
         spec.stages = ctx->stages + (size_t)j * nstages;
@@ -689,7 +716,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     }
     dp_config dc = {
         .p = cfg->p,
-        .v = cfg->v,
+        .v = sched_chunks(cfg->schedule, cfg->v),
         .d = cfg->dp,
         .rank_of = cfg->rank_of ? cfg->rank_of : identity,
         .first = ctx->stage_first,
@@ -711,9 +738,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .ranks_per_node = whole_nodes(cfg),
     };
     int rc = PS_OK;
-    if (cfg->dp > 1 || cfg->optimizer_seconds > 0)
+    if (!streamed && (cfg->dp > 1 || cfg->optimizer_seconds > 0))
         rc = dp_lower(&dc, ctx->ps, nw, err);
-    if (rc == PS_OK)
+    if (rc == PS_OK && !streamed)
         rc = prog_seal(ctx->ps, err);
     if (rc == PS_OK) {
         fault_plan fp;
@@ -723,7 +750,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         }
         eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
         eng_set_memory(ctx->eng, ctx->rank_static);
-        rc = eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+        rc = streamed
+                 ? gen_pipe_run(&spec, nw, cfg->p2p, ctx->eng, &res->eng, err)
+                 : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
         eng_set_faults(ctx->eng, NULL);
         eng_set_memory(ctx->eng, NULL);
     }
@@ -768,7 +797,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
 {
     memset(res, 0, sizeof *res);
     int built = 0;
-    int rc = simulate(ctx, cfg, nw, res, &built, err);
+    int rc = simulate(ctx, cfg, nw, db && cfg->record == REC_EVENTS, res,
+                      &built, err);
     /* a run cut short by a signal or a limit leaves no rows: the whole
      * scenario stops there (limit.h) */
     if (!db || (rc != PS_OK && limit_stopped()))

@@ -8,6 +8,7 @@
 #endif
 #include "prog.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +310,7 @@ static int pair_ok(const prog_set *ps, int32_t id, ps_err *err)
  * runs (one spare entry, which the engine may prefetch). */
 int prog_seal(prog_set *ps, ps_err *err)
 {
+    assert(ps->nlanes <= ps->lanes_cap && ps->nmsgs >= 0 && ps->nsignals >= 0);
     if (ps->nmsgs >= ps->msgs_cap) {
         limit_free(ps->msgs);
         ps->msgs_cap = 0;
@@ -430,5 +432,8 @@ int prog_seal(prog_set *ps, ps_err *err)
         }
     }
     free(signalled);
+    /* sealed: every message used has both sides, and they agree (the
+     * engine follows these indices unchecked) */
+    assert(rc != PS_OK || (open == 0 && first_bad == ps->nmsgs));
     return rc;
 }

@@ -49,6 +49,9 @@ static const char *const stmt_sql[NSTMT] = {
                 "?6, ?7, ?8, ?9)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
                 "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_SPAN] = "INSERT INTO span(run, event_first, event_last, "
+                "transfer_first, transfer_last, memory_first, memory_last) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     /* IMMEDIATE takes the write lock up front: a deferred transaction
      * that has read would get SQLITE_BUSY_SNAPSHOT when it tries to write
      * after another process committed, which no busy handler can cure */
@@ -58,16 +61,16 @@ static const char *const stmt_sql[NSTMT] = {
 };
 
 static const struct {
-    const char *table; /* "name(columns)"; the first column is run */
-    int ncols;         /* columns after run */
+    const char *table; /* "name(columns)" */
+    int ncols;
 } rows_def[NROWS] = {
-    [ROWS_EVENT] = {"event(run, rank, kind, stage, chunk, mb, t_start, "
+    [ROWS_EVENT] = {"event_row(rank, kind, stage, chunk, mb, t_start, "
                     "t_end)",
                     7},
-    [ROWS_TRANSFER] = {"transfer(run, src, dst, bytes, t_start, t_end, "
-                       "kind, mb, tag)",
+    [ROWS_TRANSFER] = {"transfer_row(src, dst, bytes, t_start, t_end, kind, "
+                       "mb, tag)",
                        8},
-    [ROWS_MEMORY] = {"memory(run, rank, t, bytes)", 3},
+    [ROWS_MEMORY] = {"memory_row(rank, t, bytes)", 3},
 };
 
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err)
@@ -171,8 +174,8 @@ static int prepare_rows(rec_db *db, rowbuf *rb, const char *table, int ncols,
     if (!sql)
         return ps_errf(err, "%s: out of memory", db->path);
     int len =
-        snprintf(sql, cap, "INSERT INTO %s SELECT ?1, * FROM (VALUES ", table);
-    int param = 2;
+        snprintf(sql, cap, "INSERT INTO %s SELECT * FROM (VALUES ", table);
+    int param = 1;
     for (int r = 0; r < REC_ROWS; r++) {
         for (int c = 0; c < ncols; c++)
             len += snprintf(sql + len, cap - (size_t)len, "%s?%d",
@@ -216,7 +219,7 @@ static rowbuf *rows(rec_db *db, enum rows_id id, ps_err *err)
 /* Index of the first parameter of the next row. */
 static inline int rows_base(const rowbuf *rb)
 {
-    return 2 + rb->n * rb->ncols;
+    return 1 + rb->n * rb->ncols;
 }
 
 /* Inserts the rows bound so far. */
@@ -224,9 +227,13 @@ static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
 {
     if (rb->n == 0)
         return PS_OK;
-    sqlite3_bind_int(rb->st, 2 + REC_ROWS * rb->ncols, rb->n);
+    sqlite3_bind_int(rb->st, 1 + REC_ROWS * rb->ncols, rb->n);
+    rb->count += rb->n;
     rb->n = 0;
-    return step_done(db, rb->st, err);
+    if (step_done(db, rb->st, err))
+        return PS_ERR;
+    rb->last = sqlite3_last_insert_rowid(db->db);
+    return PS_OK;
 }
 
 /* Counts the row just bound; inserts a full group. */
@@ -405,17 +412,46 @@ static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
     bind_text(st, i + 8, m->scenario);
 }
 
-static const char *event_kind(unsigned kind)
+/* event.kind by code: the code is the op's enum prog_kind, the name what
+ * the event view shows (rows of the event_kind table, kept in step by
+ * ensure_kinds). */
+static const char *const event_kinds[] = {"F",   "B",    "W",    "R",
+                                          "OPT", "COLL", "FB.F", "FB.B"};
+#define NEVENT_KINDS (int)(sizeof event_kinds / sizeof event_kinds[0])
+
+/* transfer.kind by code: what a SEND moves, from the kind of the op it
+ * serves. */
+enum { XFER_ACT, XFER_GRAD, XFER_COLL };
+static const char *const transfer_kinds[] = {"act", "grad", "coll"};
+
+static int transfer_kind(unsigned kind)
 {
-    static const char *const names[] = {"F",   "B",    "W",    "R",
-                                        "OPT", "COLL", "FB.F", "FB.B"};
-    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+    return kind == PROG_F ? XFER_ACT : kind == PROG_B ? XFER_GRAD : XFER_COLL;
 }
 
-/* What a SEND moves, from the kind of the op it serves. */
-static const char *transfer_kind(unsigned kind)
+/* Adds the kind names a file made by an older pipesim lacks, once per
+ * handle, inside the run's transaction: the schema holds the names of
+ * its day, and a code without a name would show as a number. */
+static int ensure_kinds(rec_db *db, ps_err *err)
 {
-    return kind == PROG_F ? "act" : kind == PROG_B ? "grad" : "coll";
+    if (db->kinds_ok)
+        return PS_OK;
+    char sql[1024];
+    int len = snprintf(sql, sizeof sql,
+                       "INSERT OR IGNORE INTO event_kind "
+                       "VALUES ");
+    for (int i = 0; i < NEVENT_KINDS; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(%d, '%s')",
+                        i ? ", " : "", i, event_kinds[i]);
+    len += snprintf(sql + len, sizeof sql - (size_t)len,
+                    "; INSERT OR IGNORE INTO transfer_kind VALUES ");
+    for (int i = 0; i <= XFER_COLL; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(%d, '%s')",
+                        i ? ", " : "", i, transfer_kinds[i]);
+    if (sqlite3_exec(db->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return rec_sql_fail(db, "run not recorded", err);
+    db->kinds_ok = 1;
+    return PS_OK;
 }
 
 static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
@@ -522,13 +558,11 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
     return PS_OK;
 }
 
-static int write_ops(rec_db *db, const prog_set *ps, int64_t id, ps_err *err)
+static int write_ops(rec_db *db, const prog_set *ps, ps_err *err)
 {
     rowbuf *ev = rows(db, ROWS_EVENT, err), *tr = rows(db, ROWS_TRANSFER, err);
     if (!ev || !tr)
         return PS_ERR;
-    sqlite3_bind_int64(ev->st, 1, id);
-    sqlite3_bind_int64(tr->st, 1, id);
     for (int32_t l = 0; l < ps->nlanes; l++) {
         const prog_lane *lane = &ps->lanes[l];
         for (int32_t i = 0; i < lane->n; i++) {
@@ -537,8 +571,7 @@ static int write_ops(rec_db *db, const prog_set *ps, int64_t id, ps_err *err)
                 sqlite3_stmt *st = ev->st;
                 int b = rows_base(ev);
                 sqlite3_bind_int64(st, b, lane->rank);
-                sqlite3_bind_text(st, b + 1, event_kind(op->kind), -1,
-                                  SQLITE_STATIC);
+                sqlite3_bind_int(st, b + 1, op->kind);
                 bind_index(st, b + 2, op->stage);
                 bind_index(st, b + 3, op->chunk);
                 bind_index(st, b + 4, op->mb);
@@ -554,8 +587,7 @@ static int write_ops(rec_db *db, const prog_set *ps, int64_t id, ps_err *err)
                 sqlite3_bind_double(st, b + 2, op->bytes);
                 sqlite3_bind_double(st, b + 3, op->t_start);
                 sqlite3_bind_double(st, b + 4, op->t_end);
-                sqlite3_bind_text(st, b + 5, transfer_kind(op->kind), -1,
-                                  SQLITE_STATIC);
+                sqlite3_bind_int(st, b + 5, transfer_kind(op->kind));
                 bind_index(st, b + 6, op->mb);
                 bind_index(st, b + 7, op->tag);
                 if (rows_next(db, tr, err))
@@ -587,8 +619,7 @@ static void mem_row(void *vctx, int32_t rank, double t, double bytes)
     c->rc = rows_next(c->db, rb, c->err);
 }
 
-static int write_memory(rec_db *db, const rec_payload *p, int64_t id,
-                        ps_err *err)
+static int write_memory(rec_db *db, const rec_payload *p, ps_err *err)
 {
     const prog_set *ps = p->progs;
     if (ps->nranks > db->mem_cap) {
@@ -602,7 +633,6 @@ static int write_memory(rec_db *db, const rec_payload *p, int64_t id,
     rowbuf *rb = rows(db, ROWS_MEMORY, err);
     if (!rb)
         return PS_ERR;
-    sqlite3_bind_int64(rb->st, 1, id);
     if (mem_ledger(ps, p->static_memory, db->mem, mem_row, &c, err))
         return PS_ERR;
     if (c.rc)
@@ -639,9 +669,33 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
     return PS_OK;
 }
 
-/* Everything of one run, inside the savepoint. The timeline (events,
+/* The run's rowid range in each timeline table (NULLs: no rows). */
+static int write_span(rec_db *db, int64_t id, ps_err *err)
+{
+    sqlite3_stmt *st = stmt(db, ST_SPAN, err);
+    if (!st)
+        return PS_ERR;
+    sqlite3_bind_int64(st, 1, id);
+    for (int i = 0; i < NROWS; i++) {
+        const rowbuf *rb = &db->rows[i];
+        if (rb->count > 0) {
+            sqlite3_bind_int64(st, 2 + 2 * i, rb->last - rb->count + 1);
+            sqlite3_bind_int64(st, 3 + 2 * i, rb->last);
+        } else {
+            sqlite3_bind_null(st, 2 + 2 * i);
+            sqlite3_bind_null(st, 3 + 2 * i);
+        }
+    }
+    return step_done(db, st, err);
+}
+
+/* Everything of one run, inside its transaction. The timeline (events,
  * transfers, memory, links) of a failed run is skipped: ops the engine
- * never reached carry no times and would read as a real schedule. */
+ * never reached carry no times and would read as a real schedule. The
+ * timeline rows go in first, table by table, and the span row last: the
+ * write lock held since BEGIN IMMEDIATE keeps each table's new rowids
+ * contiguous (max(rowid) + 1 on), so count and last rowid give the
+ * range. */
 static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
                       int64_t *id, ps_err *err)
 {
@@ -650,8 +704,8 @@ static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
     int ok = !p->run->status || strcmp(p->run->status, "ok") == 0;
     if (level != REC_EVENTS || !ok)
         return PS_OK;
-    if (p->progs &&
-        (write_ops(db, p->progs, *id, err) || write_memory(db, p, *id, err)))
+    if (p->progs && (ensure_kinds(db, err) || write_ops(db, p->progs, err) ||
+                     write_memory(db, p, err) || write_span(db, *id, err)))
         return PS_ERR;
     if (p->network && write_links(db, p->network, *id, err))
         return PS_ERR;
@@ -670,8 +724,10 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     sqlite3_stmt *commit = begin ? stmt(db, ST_COMMIT, err) : NULL;
     if (!commit || step_done(db, begin, err))
         return PS_ERR;
-    for (int i = 0; i < NROWS; i++)
+    for (int i = 0; i < NROWS; i++) {
         db->rows[i].n = 0; /* rows bound by a run that failed */
+        db->rows[i].count = 0;
+    }
     int64_t id = 0;
     if (write_body(db, p, level, &id, err) || step_done(db, commit, err)) {
         if (err && (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL) {

@@ -19,12 +19,17 @@
  *       from ps.models (NULL otherwise); scenario the version of the script
  *       and -D arguments that made the run ("fnv1a64:..." of their text),
  *       which pipesim merge compares.
- *   event(run, rank, kind, stage, chunk, mb, t_start, t_end)
+ *   event(run, rank, kind, stage, chunk, mb, t_start, t_end, rowid)
  *       one row per compute op; kind 'F','B','W','R','OPT'.
- *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag)
+ *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag, rowid)
  *       kind 'act' (forward activation), 'grad' (its gradient), 'coll'.
- *   memory(run, rank, t, bytes)   rank's total bytes after each change; the
- *       first row per rank is the static baseline at t = 0.
+ *   memory(run, rank, t, bytes, rowid)   rank's total bytes after each
+ *       change; the first row per rank is the static baseline at t = 0.
+ *   These three are views (version 7): the rows are in event_row,
+ *   transfer_row and memory_row (no run column, kind as a code of
+ *   event_kind / transfer_kind), span(run, event_first, event_last, ...)
+ *   holds each events-level run's rowid range in each; rowid is the row's
+ *   id there (recording order). rec_schema.c has the layout and why.
  *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
  *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm,
  *         tp_comm, tp_exposed)
@@ -68,7 +73,9 @@
  * signal's default action is safe: SQLite rolls the open transaction back
  * when the file is next opened.
  *
- * Version 5 added the sweep columns of run (sweep ... scenario).
+ * Version 5 added the sweep columns of run (sweep ... scenario), 6
+ * collective.protocol; version 7 moved the timeline into rowid spans (same
+ * views, in-place upgrade).
  * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
  * upgrades a version 1 file in place (old runs get NULL: unknown), readers
  * ask for that upgrade. */
@@ -81,7 +88,7 @@
 #include "net.h"
 #include "prog.h"
 
-#define REC_SCHEMA_VERSION 6
+#define REC_SCHEMA_VERSION 7
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */

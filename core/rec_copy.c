@@ -3,7 +3,9 @@
  * what pipesim merge (merge.c) is made of. The source is ATTACHed to the
  * destination's connection, so rows move inside SQLite without being read
  * into C; every table with a `run` column is copied, column by column by
- * name, so a table or column the schema gains later is copied too. */
+ * name, so a table or column the schema gains later is copied too. The
+ * timeline tables have no run column: their rows are copied by the
+ * rowid ranges span gives the runs, shifted past the destination's rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,26 @@ struct rec_copy {
     int ntables;
     sqlite3_stmt *copy[MAX_TABLES]; /* [0] copies run rows */
     sqlite3_stmt *next_id;
+    /* the timeline (rec_schema.c): per table the source range of the
+     * runs, the destination's last rowid and the row copy; then the spans */
+    sqlite3_stmt *range[3], *base[3], *rows[3], *span;
 };
+
+/* The timeline tables, copied by rowid range rather than by run; a
+ * table of rec_schema.c without a run column is one of these or a kind
+ * table (the same codes in every file of this schema version). */
+static const char *const timeline[3] = {"event", "transfer", "memory"};
+
+static int is_timeline_table(const char *name)
+{
+    static const char *const names[] = {"event_row",  "transfer_row",
+                                        "memory_row", "span",
+                                        "event_kind", "transfer_kind"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
 
 static int copy_fail(rec_copy *c, const char *what, ps_err *err)
 {
@@ -133,6 +154,8 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
         char table[64];
         snprintf(table, sizeof table, "%s",
                  (const char *)sqlite3_column_text(st, 0));
+        if (is_timeline_table(table))
+            continue;
         if (sqlite3_column_int(st, 1) != 1) {
             ps_errf(err, "%s: table %s has no run column: cannot copy it",
                     db->path, table);
@@ -153,6 +176,41 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
         c->ntables++;
     }
     sqlite3_finalize(st);
+    st = NULL;
+    /* the rows keep their rowid gaps, shifted past the destination's
+     * last row, and each span shifts with them */
+    for (int i = 0; i < 3; i++) {
+        char table[32];
+        snprintf(table, sizeof table, "%s_row", timeline[i]);
+        if (columns(db, table, "", cols, sizeof cols, err))
+            goto fail;
+        snprintf(sql, sizeof sql,
+                 "SELECT min(%s_first), max(%s_last) FROM %s.span WHERE run "
+                 "BETWEEN ?1 AND ?2",
+                 timeline[i], timeline[i], c->alias);
+        if (prepare(c, sql, &c->range[i], err))
+            goto fail;
+        snprintf(sql, sizeof sql, "SELECT coalesce(max(rowid), 0) FROM main.%s",
+                 table);
+        if (prepare(c, sql, &c->base[i], err))
+            goto fail;
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO main.%s(rowid%s) SELECT rowid + ?1%s FROM %s.%s "
+                 "WHERE rowid BETWEEN ?2 AND ?3 ORDER BY rowid",
+                 table, cols, cols, c->alias, table);
+        if (prepare(c, sql, &c->rows[i], err))
+            goto fail;
+    }
+    snprintf(sql, sizeof sql,
+             "INSERT INTO main.span(run, event_first, event_last, "
+             "transfer_first, transfer_last, memory_first, memory_last) "
+             "SELECT run + ?1, event_first + ?2, event_last + ?2, "
+             "transfer_first + ?3, transfer_last + ?3, memory_first + ?4, "
+             "memory_last + ?4 FROM %s.span WHERE run BETWEEN ?5 AND ?6 "
+             "ORDER BY run",
+             c->alias);
+    if (prepare(c, sql, &c->span, err))
+        goto fail;
     return c;
 fail_st:
     sqlite3_finalize(st);
@@ -181,6 +239,47 @@ int rec_copy_runs(rec_copy *c, int64_t first, int64_t last, int64_t *offset,
         if (rc != SQLITE_DONE)
             return copy_fail(c, "cannot copy runs", err);
     }
+    int64_t shift[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        st = c->range[i];
+        sqlite3_bind_int64(st, 1, first);
+        sqlite3_bind_int64(st, 2, last);
+        int rc = sqlite3_step(st);
+        int none =
+            rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
+        int64_t lo = none ? 0 : sqlite3_column_int64(st, 0);
+        int64_t hi = none ? 0 : sqlite3_column_int64(st, 1);
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return copy_fail(c, "cannot copy runs", err);
+        if (none)
+            continue;
+        st = c->base[i];
+        rc = sqlite3_step(st);
+        int64_t base = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return copy_fail(c, "cannot copy runs", err);
+        shift[i] = base + 1 - lo;
+        st = c->rows[i];
+        sqlite3_bind_int64(st, 1, shift[i]);
+        sqlite3_bind_int64(st, 2, lo);
+        sqlite3_bind_int64(st, 3, hi);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return copy_fail(c, "cannot copy runs", err);
+    }
+    st = c->span;
+    sqlite3_bind_int64(st, 1, off);
+    for (int i = 0; i < 3; i++)
+        sqlite3_bind_int64(st, 2 + i, shift[i]);
+    sqlite3_bind_int64(st, 5, first);
+    sqlite3_bind_int64(st, 6, last);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return copy_fail(c, "cannot copy runs", err);
     *offset = off;
     return PS_OK;
 }
@@ -192,6 +291,12 @@ void rec_copy_free(rec_copy *c)
     for (int i = 0; i < MAX_TABLES; i++)
         sqlite3_finalize(c->copy[i]);
     sqlite3_finalize(c->next_id);
+    for (int i = 0; i < 3; i++) {
+        sqlite3_finalize(c->range[i]);
+        sqlite3_finalize(c->base[i]);
+        sqlite3_finalize(c->rows[i]);
+    }
+    sqlite3_finalize(c->span);
     char sql[64];
     snprintf(sql, sizeof sql, "DETACH %s", c->alias);
     sqlite3_exec(c->db->db, sql, NULL, NULL, NULL);

@@ -20,6 +20,7 @@ enum stmt_id {
     ST_RANK,
     ST_COLL,
     ST_LINK,
+    ST_SPAN,
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
@@ -28,8 +29,8 @@ enum stmt_id {
 
 /* The timeline tables take REC_ROWS rows per INSERT: one statement
  * execution (cursor open, seek, close) per 64 rows instead of per row.
- * The statement is INSERT ... SELECT ?1, * FROM (VALUES (...), ...) LIMIT
- * ?L, so the same statement also writes the last, partial group. */
+ * The statement is INSERT ... SELECT * FROM (VALUES (...), ...) LIMIT ?L,
+ * so the same statement also writes the last, partial group. */
 #define REC_ROWS 64
 
 enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
@@ -37,7 +38,9 @@ enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
 typedef struct rowbuf {
     sqlite3_stmt *st;
     int ncols;
-    int n; /* rows bound and not yet inserted */
+    int n;         /* rows bound and not yet inserted */
+    int64_t count; /* rows this run has inserted */
+    int64_t last;  /* the rowid of the last of them */
 } rowbuf;
 
 struct rec_db {
@@ -52,6 +55,7 @@ struct rec_db {
     int32_t mem_cap;
     net_link_info *links; /* scratch for net_links, links_cap entries */
     int32_t links_cap;
+    int kinds_ok; /* the kind tables hold every name of rec.c's lists */
 };
 
 struct rec_query {

@@ -49,15 +49,16 @@ rec_db *rec_open_read(const char *path, ps_err *err)
     }
     if (version >= 1 && version < REC_SCHEMA_VERSION && tables == REC_NTABLES) {
         ps_errf(err,
-                "%s: schema version %d (before the %s columns), this "
+                "%s: schema version %d (before %s), this "
                 "pipesim reads %d; writing one run to it upgrades it in "
                 "place (pipesim run SCENARIO -o %s)",
                 path, version,
-                version == 1   ? "memory 'fits'"
-                : version == 2 ? "run 'tp'"
-                : version == 3 ? "'tp_comm'"
-                : version == 4 ? "run 'sweep'"
-                               : "collective 'protocol'",
+                version == 1   ? "the memory 'fits' columns"
+                : version == 2 ? "the run 'tp' columns"
+                : version == 3 ? "the 'tp_comm' columns"
+                : version == 4 ? "the run 'sweep' columns"
+                : version == 5 ? "the collective 'protocol' columns"
+                               : "the timeline's rowid spans",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }

@@ -29,6 +29,10 @@ int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
 /* The max_runs `pipesim report` and ps.show use for the run table. */
 #define REPORT_WARN_RUNS 10
 
+/* Columns of a report when the caller gives no width (`pipesim report`
+ * without --width, ps.show(r)): the usual wide terminal. */
+#define REPORT_WIDTH 100
+
 /* Writes run's summary line and, when its events were recorded, a Gantt
  * chart: one row per rank, `width` columns wide in total (the timeline
  * gets what the rank label and bubble column leave, at least 20), a time

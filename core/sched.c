@@ -13,13 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched_ds.h"
 #include "sched_pt.h"
 #include "sched_zb.h"
 
 static const char *const names[] = {
     "gpipe",          "1f1b",  "interleaved",  "custom",
     "zb_h1",          "zb_h2", "looped_bfs",   "interleaved_pytorch",
-    "interleaved_zb", "zbv",   "forward_only", "dualpipev"};
+    "interleaved_zb", "zbv",   "forward_only", "dualpipev",
+    "dualpipe"};
 #define NKINDS ((int)(sizeof names / sizeof names[0]))
 
 int sched_known_kind(enum sched_kind kind)
@@ -70,13 +72,14 @@ int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
             return PS_OK;
         }
     }
-    return ps_errf(err,
-                   "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
-                   "interleaved, zb_h1, zb_h2, looped_bfs, "
-                   "interleaved_pytorch, interleaved_zb, zbv, dualpipev, "
-                   "forward_only, "
-                   "a PyTorch class name or a list of actions per rank)",
-                   name ? name : "(null)");
+    return ps_errf(
+        err,
+        "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
+        "interleaved, zb_h1, zb_h2, looped_bfs, "
+        "interleaved_pytorch, interleaved_zb, zbv, dualpipev, dualpipe, "
+        "forward_only, "
+        "a PyTorch class name or a list of actions per rank)",
+        name ? name : "(null)");
 }
 
 const char *sched_name(enum sched_kind kind)
@@ -86,7 +89,9 @@ const char *sched_name(enum sched_kind kind)
 
 enum sched_placement sched_default_placement(enum sched_kind kind)
 {
-    return kind == SCHED_ZBV || kind == SCHED_DUALPIPEV ? SCHED_V : SCHED_LOOP;
+    return kind == SCHED_ZBV || kind == SCHED_DUALPIPEV ? SCHED_V
+           : kind == SCHED_DUALPIPE                     ? SCHED_DUAL
+                                                        : SCHED_LOOP;
 }
 
 static void unit_str(char k, int32_t chunk, int32_t mb, char *buf, size_t size)
@@ -192,7 +197,7 @@ int sched_parse_action(const char *text, int32_t m, int32_t v,
 
 int sched_overlaps(const sched_spec *s)
 {
-    if (s->kind == SCHED_DUALPIPEV)
+    if (s->kind == SCHED_DUALPIPEV || s->kind == SCHED_DUALPIPE)
         return 1;
     if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
         return 0;
@@ -358,7 +363,8 @@ int sched_splits(const sched_spec *s)
 {
     if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2 ||
         s->kind == SCHED_INTERLEAVED_ZB || s->kind == SCHED_ZBV ||
-        s->kind == SCHED_DUALPIPEV || sched_builtin_split(s))
+        s->kind == SCHED_DUALPIPEV || s->kind == SCHED_DUALPIPE ||
+        sched_builtin_split(s))
         return 1;
     if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
         return 0;
@@ -402,10 +408,15 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
     case SCHED_INTERLEAVED_ZB:
     case SCHED_ZBV:
     case SCHED_DUALPIPEV:
+    case SCHED_DUALPIPE:
     case SCHED_FORWARD_ONLY: {
         int32_t cap = 3 * s->m * s->v, n = 0;
         sched_action *a = malloc((size_t)cap * sizeof *a);
-        if (!a || sched_pt_order(s, rank, a, cap, &n)) {
+        int rc = !a ? -1
+                 : s->kind == SCHED_DUALPIPE
+                     ? sched_ds_order(s, rank, a, cap, &n)
+                     : sched_pt_order(s, rank, a, cap, &n);
+        if (rc) {
             free(a);
             return -1;
         }

@@ -43,7 +43,8 @@ enum sched_kind {
     SCHED_INTERLEAVED_ZB, /* ScheduleInterleavedZeroBubble (ZB1P) */
     SCHED_ZBV,            /* ScheduleZBVZeroBubble, V placement */
     SCHED_FORWARD_ONLY,   /* inference: forwards only */
-    SCHED_DUALPIPEV       /* ScheduleDualPipeV (DeepSeek), V placement */
+    SCHED_DUALPIPEV,      /* ScheduleDualPipeV (DeepSeek), V placement */
+    SCHED_DUALPIPE        /* DeepSeek's bidirectional DualPipe (sched_ds.c) */
 };
 
 /* Where chunk c of rank r sits in the model: SCHED_LOOP (Megatron-LM,
@@ -55,8 +56,26 @@ enum sched_kind {
 enum sched_placement {
     SCHED_LOOP,
     SCHED_V,
-    SCHED_LIST /* sched_spec.place: an explicit map of every stage */
+    SCHED_LIST, /* sched_spec.place: an explicit map of every stage */
+    SCHED_DUAL  /* DualPipe: p stages, each on two ranks: chunk 0 of rank
+                   r is stage r (the pipeline from rank 0), chunk 1 stage
+                   p - 1 - r (the one from rank p - 1) */
 };
+
+/* Chunks per rank the schedule runs with v model chunks per rank:
+ * DualPipe's ranks hold two copies of one stage (v is 1), others v. */
+static inline int32_t sched_chunks(enum sched_kind kind, int32_t v)
+{
+    return kind == SCHED_DUALPIPE ? 2 : v;
+}
+
+/* Model stages (entries of sched_spec.stages): p for SCHED_DUAL, whose
+ * chunks are copies, else p * v. */
+static inline int32_t sched_nstages(enum sched_placement pl, int32_t p,
+                                    int32_t v)
+{
+    return pl == SCHED_DUAL ? p : p * v;
+}
 
 static inline int32_t sched_stage_of(enum sched_placement pl, int32_t p,
                                      int32_t chunk, int32_t rank)
@@ -74,8 +93,8 @@ static inline int32_t sched_rank_of(enum sched_placement pl, int32_t p,
 
 /* The placement of stage s (rank at place[2s], chunk at place[2s + 1] for
  * SCHED_LIST, place unused otherwise), p ranks, v chunks per rank: the
- * rank and chunk of stage s, and the stage at (chunk, rank); -1 when
- * there is none. */
+ * rank and chunk of stage s (SCHED_DUAL: of its copy in chunk 0), and the
+ * stage at (chunk, rank); -1 when there is none. */
 int32_t sched_place_rank(enum sched_placement pl, const int32_t *place,
                          int32_t p, int32_t s);
 int32_t sched_place_chunk(enum sched_placement pl, const int32_t *place,

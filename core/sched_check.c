@@ -139,18 +139,22 @@ int32_t sched_place_rank(enum sched_placement pl, const int32_t *place,
 {
     if (pl == SCHED_LIST)
         return place[2 * s];
+    if (pl == SCHED_DUAL)
+        return s;
     return sched_rank_of(pl, p, s);
 }
 
 int32_t sched_place_chunk(enum sched_placement pl, const int32_t *place,
                           int32_t p, int32_t s)
 {
-    return pl == SCHED_LIST ? place[2 * s + 1] : s / p;
+    return pl == SCHED_LIST ? place[2 * s + 1] : pl == SCHED_DUAL ? 0 : s / p;
 }
 
 int32_t sched_place_stage(enum sched_placement pl, const int32_t *place,
                           int32_t p, int32_t v, int32_t chunk, int32_t rank)
 {
+    if (pl == SCHED_DUAL)
+        return chunk == 0 ? rank : p - 1 - rank;
     if (pl != SCHED_LIST)
         return sched_stage_of(pl, p, chunk, rank);
     for (int32_t s = 0; s < p * v; s++)
@@ -260,8 +264,27 @@ int sched_check(const sched_spec *s, ps_err *err)
                        "chunk_placement 'v' needs 2 chunks per rank "
                        "(virtual_stages 2), got %d",
                        (int)s->v);
-    if ((unsigned)s->placement > SCHED_LIST)
+    if ((unsigned)s->placement > SCHED_DUAL)
         return ps_errf(err, "unknown chunk placement %d", (int)s->placement);
+    /* DualPipe.step: assert num_ranks % 2 == 0, num_chunks % 2 == 0 and
+     * num_chunks >= num_ranks * 2 */
+    if ((s->kind == SCHED_DUALPIPE) != (s->placement == SCHED_DUAL))
+        return ps_errf(err, s->kind == SCHED_DUALPIPE
+                                ? "dualpipe schedule places each stage on two "
+                                  "ranks (leave chunk_placement out)"
+                                : "the DualPipe placement serves only the "
+                                  "dualpipe schedule");
+    if (s->kind == SCHED_DUALPIPE && (s->p % 2 || s->v != 2))
+        return ps_errf(err,
+                       "dualpipe schedule needs an even number of stages "
+                       "and 2 chunks per rank, got %d stages, %d chunks",
+                       (int)s->p, (int)s->v);
+    if (s->kind == SCHED_DUALPIPE && (s->m % 2 || s->m < 2 * s->p))
+        return ps_errf(err,
+                       "dualpipe schedule needs an even number of "
+                       "microbatches, at least twice the stages (%d), got "
+                       "%d, as DeepSeek's DualPipe asserts",
+                       (int)(2 * s->p), (int)s->m);
     if (s->placement == SCHED_LIST && !s->place)
         return ps_errf(err, "chunk_placement list missing");
     if (s->place && check_list(s, err))
@@ -327,7 +350,7 @@ int sched_check(const sched_spec *s, ps_err *err)
                        sched_name(s->kind));
     if (!s->stages)
         return ps_errf(err, "no stage costs given");
-    for (int32_t i = 0; i < s->p * s->v; i++) {
+    for (int32_t i = 0; i < sched_nstages(s->placement, s->p, s->v); i++) {
         const sched_stage *st = &s->stages[i];
         if (bad_cost(st->fwd) || bad_cost(st->bwd) || bad_cost(st->recompute) ||
             bad_cost(st->wgt))

@@ -32,7 +32,7 @@ static int32_t cluster_rank(const sched_spec *s, int32_t r)
  * lowering free of lookups: base + (dir * (S - 1) + b) * m + mb. */
 static int32_t msg_id(const lower *L, int backward, int32_t b, int32_t mb)
 {
-    int32_t S = L->s->p * L->s->v;
+    int32_t S = sched_nstages(L->s->placement, L->s->p, L->s->v);
     return L->base + ((backward ? S - 1 : 0) + b) * L->s->m + mb;
 }
 
@@ -45,7 +45,7 @@ static int unit_transfer(const lower *L, int fwd, int32_t chunk, int32_t mb,
                          int send, prog_op *op)
 {
     const sched_spec *s = L->s;
-    int32_t S = s->p * s->v;
+    int32_t S = sched_nstages(s->placement, s->p, s->v);
     int32_t st = L->stage_at[chunk];
     if (s->p == 1)
         return 0;
@@ -54,7 +54,13 @@ static int unit_transfer(const lower *L, int fwd, int32_t chunk, int32_t mb,
     if (peer_st < 0 || peer_st >= S)
         return 0;
     int32_t b = peer_st < st ? peer_st : st; /* boundary b | b + 1 */
-    int32_t peer_r = sched_place_rank(s->placement, s->place, s->p, peer_st);
+    /* DualPipe: each chunk is a pipeline of its own (its microbatches
+     * keep the message ids of the two apart) */
+    int32_t peer_r =
+        s->placement != SCHED_DUAL
+            ? sched_place_rank(s->placement, s->place, s->p, peer_st)
+        : chunk == 0 ? peer_st
+                     : s->p - 1 - peer_st;
     if (peer_r == L->r)
         return 0;
     int32_t peer = cluster_rank(s, peer_r);
@@ -253,7 +259,7 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
                                "pipeline ranks %d and %d both map to rank %d",
                                (int)q, (int)r, (int)c);
     }
-    int32_t S = s->p * s->v;
+    int32_t S = sched_nstages(s->placement, s->p, s->v);
     int64_t nmsg = s->p > 1 ? 2 * (int64_t)(S - 1) * s->m : 0;
     if ((int64_t)ps->nmsgs + nmsg > INT32_MAX)
         return ps_errf(err, "too many messages (%lld)",

@@ -36,10 +36,10 @@ q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN p
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
     PRAGMA user_version = 4"
-expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 6"
+expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 7"
 $VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"
 got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM run")
-[ "$got" = "6
+[ "$got" = "7
 16|6" ] && ok || bad "upgraded v4: $got"
 [ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
@@ -85,6 +85,50 @@ cmp -s "$TMP/f1.err" "$TMP/f2.err" && ok || bad "--jobs 2 failure message: $(cat
 cmp -s "$TMP/f1.dump" "$TMP/f2.dump" && ok || bad "--jobs 2 rows before the failure: $(diff "$TMP/f1.dump" "$TMP/f2.dump" | head -5)"
 [ "$(q "$TMP/f2.db" "SELECT count(*) FROM run")" = 4 ] && ok || bad "runs before the failing point"
 ls "${TMPDIR:-/tmp}" | grep -q "^pipesim-sweep\." && bad "scratch directories left: $(ls "${TMPDIR:-/tmp}" | grep pipesim-sweep)" || ok
+
+# --- --shard K/N and pipesim merge: the shards' union is the unsharded
+# run, row for row, in the same order, whatever the inputs' order
+for n in 1 2 3 7; do
+    rm -f "$TMP"/full.db* "$TMP"/part-*.db* "$TMP"/m.db*
+    $VG "$BIN" run $S -o "$TMP/full.db" -D record=events -D op=1 >/dev/null 2>&1 || bad "unsharded run"
+    k=0
+    while [ $k -lt $n ]; do
+        $VG "$BIN" run $S -o "$TMP/part-$k.db" --shard $k/$n -D record=events -D op=1 >/dev/null 2>"$TMP/shard.err" || bad "shard $k/$n: $(cat "$TMP/shard.err")"
+        k=$((k + 1))
+    done
+    # reversed: the order of the arguments does not matter
+    parts=$(ls "$TMP"/part-*.db | sort -r)
+    # shellcheck disable=SC2086
+    $VG "$BIN" merge "$TMP/m.db" $parts >"$TMP/merge.out" 2>&1 || bad "merge of $n: $(cat "$TMP/merge.out")"
+    dump "$TMP/full.db" >"$TMP/full.dump"
+    dump "$TMP/m.db" >"$TMP/m.dump"
+    [ "$(q "$TMP/full.db" "SELECT count(*) FROM event")" -gt 100 ] && ok || bad "too few events to compare"
+    cmp -s "$TMP/full.dump" "$TMP/m.dump" && ok || bad "merge of $n shards differs from the unsharded run: $(diff "$TMP/full.dump" "$TMP/m.dump" | head -5)"
+done
+# shard 6 of 7 has no point of 6 and records nothing
+grep -q "^11 runs from 6 databases merged into $TMP/m.db" "$TMP/merge.out" && ok || bad "merge output: $(cat "$TMP/merge.out")"
+# a shard's results are its own points
+$VG "$BIN" run $S -o "$TMP/s1.db" --shard 1/2 >"$TMP/s1.out" 2>&1
+[ "$(grep -c '^[0-9]* [0-9]* ' "$TMP/s1.out")" = 3 ] && grep -q "^1 1 4 " "$TMP/s1.out" && ok || bad "shard 1/2 results: $(cat "$TMP/s1.out")"
+[ "$(q "$TMP/s1.db" "SELECT group_concat(point_index) FROM run")" = "1,3,5" ] && ok || bad "shard 1/2 records only its points"
+
+# merge refuses, leaving no output
+rm -f "$TMP"/x*.db*
+$VG "$BIN" run $S -o "$TMP/xa.db" --shard 0/2 -D sweep=alpha >/dev/null 2>&1
+$VG "$BIN" run $S -o "$TMP/xb.db" --shard 1/2 -D sweep=beta >/dev/null 2>&1
+expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xb.db" "merge: $TMP/xa.db holds sweep 'alpha' and $TMP/xb.db sweep 'beta': databases from different sweeps"
+$VG "$BIN" run $S -o "$TMP/xc.db" --shard 1/2 -D sweep=alpha -D record=events >/dev/null 2>&1
+expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xc.db" "merge: $TMP/xc.db comes from another scenario version than $TMP/xa.db ('fnv1a64:"
+cp "$TMP/xa.db" "$TMP/xd.db"
+expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xd.db" "merge: point_index 0 of sweep 'alpha' is in $TMP/xa.db and $TMP/xd.db (the same shard twice"
+cp "$TMP/xa.db" "$TMP/x4.db"
+q "$TMP/x4.db" "ALTER TABLE run DROP COLUMN scenario; PRAGMA user_version = 4"  # enough for the check
+expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/x4.db" "merge: $TMP/x4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads"
+expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xa.db" "merge: $TMP/xa.db is given twice"
+expect_fail "merge $TMP/xo.db $TMP/nosuch.db" "merge: $TMP/nosuch.db: no such file"
+expect_fail "merge $TMP/xo.db" "merge: expected OUT.db and at least one shard database"
+[ ! -e "$TMP/xo.db" ] && [ -z "$(ls "$TMP" | grep '^xo.db')" ] && ok || bad "a refused merge left $(ls "$TMP" | grep '^xo')"
+expect_fail "merge $TMP/xa.db $TMP/xb.db" "merge: $TMP/xa.db exists: merge writes a new database"
 
 # --- --shard and --jobs errors
 expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"

@@ -392,10 +392,62 @@ local function prepare_run(spec)
   return args, plan, partition
 end
 
+-- partition = "search": a local search over stage boundaries (ps.partition
+-- .search), seeded from the "time" split (balanced seconds on each
+-- stage's device; "uniform" when the layers have no time or FLOPs), each
+-- candidate split simulated without recording. Returns a copy of spec with
+-- the split found, and what the search did (r.partition_search).
+local function search_partition(spec)
+  local function with(part)
+    local t = {}
+    for k, val in pairs(spec) do t[k] = val end
+    t.partition = part
+    return t
+  end
+  local ok, args = pcall(prepare_run, with("time"))
+  if not ok then args = prepare_run(with("uniform")) end
+  local seed = args.partition
+  -- per-layer weights for the tie-break: seconds (or FLOPs) of F + B + R
+  local w = {}
+  for i, l in ipairs(args.layers) do
+    local f = tonumber(l.fwd_time) or tonumber(l.fwd_flops) or 0
+    local b = tonumber(l.bwd_time) or tonumber(l.bwd_flops) or 2 * f
+    w[i] = f + b + (args.checkpoint and (tonumber(l.recompute_time) or f) or 0)
+  end
+  local seed_time
+  local function evaluate(counts)
+    local t = with(counts)
+    t.record = "none"
+    local good, a = pcall(prepare_run, t)
+    if not good then return math.huge end
+    a.name = "partition search"
+    a.params_json = function() return "{}" end
+    local ran, r = pcall(core.run, a)
+    local x = ran and r.makespan == r.makespan and r.makespan or math.huge
+    seed_time = seed_time or x
+    return x
+  end
+  local best, step, evals = ps.partition.search(seed, evaluate, w)
+  if step == math.huge then
+    error("ps.run: partition 'search': no split of the layers runs (the seed " ..
+      table.concat(seed, ",") .. " fails too)", 0)
+  end
+  return with(best), { simulations = evals, seed = seed, seed_step_time = seed_time,
+                       partition = best, step_time = step }
+end
+
 function ps.run(spec)
   expect_table("ps.run", spec)
   if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
   check_live("ps.run", spec.cluster)
+  local searched
+  if spec.partition == "search" then
+    local checked, err = pcall(core.check_run, spec)
+    if not checked then error("ps.run: " .. err, 2) end
+    local ok, found, info = pcall(search_partition, spec)
+    if not ok then error(found, 2) end
+    spec, searched = found, info
+  end
   -- the binding checks the fields read below (names at the top, counts,
   -- every layer) before anything is computed from them; core.run checks
   -- the rest
@@ -413,6 +465,8 @@ function ps.run(spec)
   local r = call("ps.run", core.run, args)
   r.db = spec.db
   if plan then parallel.annotate(r, plan) end
+  -- partition = "search": the simulations it used, its seed and result
+  if searched then r.partition_search = searched end
   return r
 end
 
@@ -421,7 +475,8 @@ end
 -- configurations with prepare_run before simulating the promising ones.
 function ps.search(spec)
   -- not a tail call: errors are raised two frames up, at the scenario
-  local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2 })
+  local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2,
+    at = set_sweep_at, json = json })
   return res
 end
 
@@ -475,7 +530,7 @@ function ps.show(r, width)
   if r and not r.id then
     error("ps.show: this run was not recorded (record = \"none\")", 2)
   end
-  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width or 100)
+  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width)
   if not ok then error("ps.show: " .. tostring(text), 2) end
   io.write(text)
   if warnings ~= "" then

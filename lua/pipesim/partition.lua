@@ -184,6 +184,99 @@ M.enumerate = check.public(function(n, p)
 end)
 
 ---------------------------------------------------------------------------
+-- search: local search over stage boundaries (partition = "search")
+---------------------------------------------------------------------------
+
+-- search(seed, evaluate, weights) -> counts, cost, evaluations: a local
+-- search for the contiguous split with the smallest evaluate(counts) (a
+-- step time from simulation; math.huge for a split that cannot run),
+-- starting from `seed` (a balanced split). A move takes one layer from
+-- stage a and gives it to stage b (every boundary between them shifts by
+-- one, so the split stays contiguous); moves are tried bottleneck first
+-- (stages by falling weight sum, their lighter neighbours first) and the
+-- first that improves is taken, until none does. "Improves" is
+-- lexicographic: a smaller step time, or the same step time (to 1e-12
+-- relative) with a smaller sum of squared stage weights, which walks the
+-- search across the plateaus a max-like step time has (moving a layer
+-- between two stages that are not the bottleneck changes nothing else).
+-- Each split is evaluated once (memoised). weights: per-layer costs (e.g.
+-- seconds), or nil for equal weights.
+local function search(seed, evaluate, w)
+    local n, p = 0, #seed
+    for i = 1, p do n = n + seed[i] end
+    w = w or {}
+    local function sums(counts)
+        local out, at = {}, 0
+        for s = 1, p do
+            local x = 0
+            for i = at + 1, at + counts[s] do x = x + (w[i] or 1) end
+            out[s], at = x, at + counts[s]
+        end
+        return out
+    end
+    local function squares(counts)
+        local q = 0
+        for _, x in ipairs(sums(counts)) do q = q + x * x end
+        return q
+    end
+    local seen, evals = {}, 0
+    local function cost(counts)
+        local key = table.concat(counts, ",")
+        local c = seen[key]
+        if c == nil then
+            c = evaluate(counts)
+            evals = evals + 1
+            seen[key] = c
+        end
+        return c
+    end
+    local best = table.move(seed, 1, p, 1, {})
+    local bc, bq = cost(best), squares(best)
+    local function better(c, q)
+        if c < bc * (1 - 1e-12) then return true end
+        return c <= bc * (1 + 1e-12) and q < bq * (1 - 1e-12)
+    end
+    while true do
+        local st = sums(best)
+        local order = {}
+        for s = 1, p do order[s] = s end
+        table.sort(order, function(a, b)
+            if st[a] ~= st[b] then return st[a] > st[b] end
+            return a < b
+        end)
+        local moved = false
+        for _, a in ipairs(order) do
+            if best[a] > 1 then
+                -- receivers: the nearest first (a short shift changes
+                -- fewer stages), lighter first at equal distance
+                local recv = {}
+                for b = 1, p do if b ~= a then recv[#recv + 1] = b end end
+                table.sort(recv, function(x, y)
+                    local dx, dy = math.abs(x - a), math.abs(y - a)
+                    if dx ~= dy then return dx < dy end
+                    if st[x] ~= st[y] then return st[x] < st[y] end
+                    return x < y
+                end)
+                for _, b in ipairs(recv) do
+                    local cand = table.move(best, 1, p, 1, {})
+                    cand[a], cand[b] = cand[a] - 1, cand[b] + 1
+                    local c = cost(cand)
+                    local q = squares(cand)
+                    if better(c, q) then
+                        best, bc, bq, moved = cand, c, q, true
+                        break
+                    end
+                end
+            end
+            if moved then break end
+        end
+        if not moved then break end
+    end
+    return best, bc, evals
+end
+M.search = check.public(search)
+
+---------------------------------------------------------------------------
 -- resolve: the `partition` field of ps.run
 ---------------------------------------------------------------------------
 
@@ -354,7 +447,8 @@ local function explicit(part, layers, p)
     return counts
 end
 
-local NAMED = "'uniform', 'params', 'flops', 'time', a list of layer counts or { first = k, last = k }"
+local NAMED = "'uniform', 'params', 'flops', 'time', 'search', a list of layer counts or " ..
+    "{ first = k, last = k }"
 
 local function resolve(part, layers, p, opts)
     if type(layers) ~= "table" or #layers == 0 then
@@ -399,6 +493,8 @@ local function resolve(part, layers, p, opts)
             at = at + counts[k]
         end
         return counts, w
+    elseif part == "search" then
+        fail("partition 'search' simulates candidate splits: give it to ps.run, not to resolve")
     elseif type(part) == "table" then
         if part.first ~= nil or part.last ~= nil or (next(part) ~= nil and #part == 0) then
             return first_last(part, layers, p)

@@ -6,6 +6,7 @@
 -- only when the bound proves it can neither be the best nor on the Pareto
 -- front (step time against peak memory).
 local check = require "pipesim.argcheck"
+local core = require "pipesim.core"
 local models = require "pipesim.models"
 local megatron = require "pipesim.models.megatron"
 local transformer = require "pipesim.models.transformer"
@@ -86,7 +87,16 @@ local function flags(s, c, spec)
         recompute_method = c.recompute == "full" and "uniform" or nil,
         use_distributed_optimizer = c.zero == 1, schedule = c.schedule,
         cluster = spec.cluster, record = spec.record or "summary", db = spec.db,
+        -- the model's name (run.model): the preset's, or the shape's own
+        name = type(spec.model) == "string" and spec.model or s.name,
     }
+end
+
+-- The point a configuration is recorded as (run.point).
+function M.point(c)
+    return { tp = c.tp, pp = c.pp, dp = c.dp, virtual_stages = c.v, microbatch = c.microbatch,
+             schedule = c.schedule, recompute = c.recompute, zero = c.zero,
+             sequence_parallel = c.sp }
 end
 
 function M.label(c)
@@ -501,41 +511,76 @@ function M.run(ps, spec, hooks)
     end)
     local done = {}
     local simulated, pruned = 0, 0
-    for _, c in ipairs(fits) do
-        local skip = false
-        if prune == "bound" then
-            for _, d in ipairs(done) do
-                if d.fits and d.step_time <= c.bound and d.peak_memory <= c.memory then
-                    skip = true; break
-                end
-            end
+    local jobs, shard_k, shard_n = core.sweep_info()
+    if spec.jobs and spec.jobs < jobs then jobs = spec.jobs end
+    -- with worker processes (ps.sweep's core.sweep_map), a batch of
+    -- configurations at a time: pruning is checked before each batch, so
+    -- a batch may simulate one a sequential search would have skipped,
+    -- never the reverse
+    local batch = (jobs > 1 and core.sweep_map) and 4 * jobs or 1
+    local function dominated(c)
+        if prune ~= "bound" then return false end
+        for _, d in ipairs(done) do
+            if d.fits and d.step_time <= c.bound and d.peak_memory <= c.memory then return true end
         end
-        local row = { index = c.index, tp = c.tp, pp = c.pp, dp = c.dp, virtual_stages = c.v,
+        return false
+    end
+    -- one configuration: recorded as a point of the sweep named after the
+    -- search (run.sweep, run.point as JSON, run.point_index = its place in
+    -- the enumeration from 0); under --shard K/N only shard 0 records, the
+    -- others search alike without recording (init.lua's rule for runs
+    -- outside a sweep)
+    local function simulate(c)
+        if shard_k == 0 then
+            hooks.at { sweep = name, point = table.concat(hooks.json(M.point(c), {})),
+                       point_index = c.index - 1 }
+        end
+        local rok, r = pcall(ps.run, c.run)
+        hooks.at(nil)
+        if not rok then return { failed = tostring(r) } end
+        local peak = 0
+        for _, x in ipairs(r.peak_memory) do peak = math.max(peak, x) end
+        return { makespan = r.makespan, peak = peak, id = r.id, fits = r.fits ~= false,
+                 bubble = r.bubble, peak_memory = r.peak_memory }
+    end
+    local _ = shard_n
+    local i = 1
+    while i <= #fits do
+        local todo = {}
+        while i <= #fits and #todo < batch do
+            local c = fits[i]
+            i = i + 1
+            c.row = { index = c.index, tp = c.tp, pp = c.pp, dp = c.dp, virtual_stages = c.v,
                       microbatch = c.microbatch, microbatches = c.microbatches,
                       schedule = c.schedule, recompute = c.recompute, zero = c.zero,
                       sequence_parallel = c.sp, bound = c.bound, memory = c.memory,
                       memory_exact = c.memory_exact, peaks = c.peaks, label = M.label(c) }
-        if skip then
-            pruned = pruned + 1
-            row.status = "pruned"
-        else
-            local rok, r = pcall(ps.run, c.run)
-            simulated = simulated + 1
-            if not rok then
-                row.status = "failed"
-                row.error = tostring(r)
+            result.table[#result.table + 1] = c.row
+            if dominated(c) then
+                pruned = pruned + 1
+                c.row.status = "pruned"
             else
-                local peak = 0
-                for _, x in ipairs(r.peak_memory) do peak = math.max(peak, x) end
+                todo[#todo + 1] = c
+            end
+        end
+        local outs
+        if #todo > 1 then
+            outs = core.sweep_map(#todo, jobs, function(j) return simulate(todo[j]) end)
+        else
+            outs = { todo[1] and simulate(todo[1]) }
+        end
+        for j, c in ipairs(todo) do
+            local o, row = outs[j], c.row
+            simulated = simulated + 1
+            if o.failed then
+                row.status, row.error = "failed", o.failed
+            else
                 row.status = "simulated"
-                row.step_time, row.peak_memory, row.run = r.makespan, peak, r.id
-                row.rank_peaks = r.peak_memory
-                row.fits = r.fits ~= false
-                row.bubble = r.bubble
+                row.step_time, row.peak_memory, row.run = o.makespan, o.peak, o.id
+                row.rank_peaks, row.fits, row.bubble = o.peak_memory, o.fits, o.bubble
                 done[#done + 1] = row
             end
         end
-        result.table[#result.table + 1] = row
     end
     table.sort(result.table, function(a, b) return a.index < b.index end)
     result.simulated, result.pruned = simulated, pruned

@@ -1,19 +1,23 @@
--- The best plan of each ps.search (lua/pipesim/search.lua), which names its
--- runs "SEARCH/tpT ppP dpD vV mbB SCHEDULE RECOMPUTE zeroZ[ sp]": per
--- search, how many configurations were simulated and how many of them
--- fit in device memory, how many are on the Pareto front of step time
--- against peak memory (no other fitting run is at least as fast and at
--- most as large, one of the two strictly), and the fastest fitting run
--- (ties: the earliest) with its layout, step time, peak memory and bubble.
+-- The best plan of each ps.search (lua/pipesim/search.lua). A search
+-- records each simulated configuration as a point of a sweep named after
+-- it (run.sweep; run.point holds tp, pp, dp, virtual_stages, microbatch,
+-- schedule, recompute, zero, sequence_parallel) and names the run
+-- "SEARCH/tpT ppP dpD vV mbB SCHEDULE RECOMPUTE zeroZ[ sp]". Per search:
+-- how many configurations were simulated and how many fit in device
+-- memory, how many are on the Pareto front of step time against peak
+-- memory (no other fitting run is at least as fast and at most as large,
+-- one of the two strictly), and the fastest fitting run (ties: the
+-- earliest) with its plan, model, microbatch count, step time, peak
+-- memory and bubble.
 -- Usage: sqlite3 -header -column search.db < results/queries/best_plan.sql
 WITH r AS (
-    SELECT id, makespan, peak_memory, bubble, fits, tp, stages, dp, virtual_stages,
-           microbatches, schedule, recompute, params,
-           substr(name, 1, instr(name, '/') - 1) AS search,
+    SELECT id, makespan, peak_memory, bubble, fits, microbatches, model, sweep AS search,
            substr(name, instr(name, '/') + 1) AS plan
     FROM run
-    WHERE kind = 'pipeline' AND status = 'ok'
-      AND name GLOB '*/tp[0-9]* pp[0-9]* dp[0-9]* v[0-9]* mb[0-9]* *'
+    WHERE kind = 'pipeline' AND status = 'ok' AND sweep IS NOT NULL
+      AND json_extract(point, '$.recompute') IS NOT NULL
+      AND json_extract(point, '$.zero') IS NOT NULL
+      AND json_extract(point, '$.microbatch') IS NOT NULL
 ),
 front AS (
     SELECT a.search, count(*) AS n
@@ -38,8 +42,8 @@ SELECT ranked.search,
        coalesce(front.n, 0) AS on_front,
        id AS best_run,
        plan,
+       model,
        microbatches,
-       coalesce(json_extract(params, '$.zero'), 0) AS zero,
        printf('%.6g', makespan) AS step_s,
        printf('%.3f', peak_memory / 1073741824.0) AS peak_gib,
        printf('%.2f%%', 100 * bubble) AS bubble

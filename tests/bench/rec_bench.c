@@ -24,6 +24,13 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -203,14 +210,15 @@ static void bench_events(int32_t p, int32_t m)
                        .optimizer_bytes = 12};
     pipe_ctx *ctx = pipe_ctx_new();
     pipe_result res;
-    double t_off[REPS], t_on[REPS], bytes[REPS];
+    double t_off[REPS], t_on[REPS], c_off[REPS], c_on[REPS], bytes[REPS];
     int64_t rows = 0;
     const char *path = "/tmp/pipesim-recbench-events.db";
     for (int i = 0; i < REPS; i++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu();
         if (pipe_run(ctx, &cfg, nw, NULL, &res, &err))
             die(&err);
         t_off[i] = now() - t0;
+        c_off[i] = cpu() - c0;
     }
     for (int i = 0; i < REPS; i++) {
         remove_db(path);
@@ -218,10 +226,11 @@ static void bench_events(int32_t p, int32_t m)
         if (!db)
             die(&err);
         double empty = file_size(path);
-        double t0 = now();
+        double t0 = now(), c0 = cpu();
         if (pipe_run(ctx, &cfg, nw, db, &res, &err))
             die(&err);
         t_on[i] = now() - t0;
+        c_on[i] = cpu() - c0;
         rec_close(db, NULL);
         db = rec_open_read(path, &err);
         if (!db)
@@ -235,9 +244,11 @@ static void bench_events(int32_t p, int32_t m)
     }
     remove_db(path);
     double off = median(t_off, REPS), on = median(t_on, REPS);
-    printf("1f1b p=%d m=%-6d %10lld %9.3f %9.3f %9.2f %9.2f %8.1f\n", p, m,
-           (long long)rows, off, on, (double)rows / on / 1e6,
-           (double)rows / (on - off) / 1e6, median(bytes, REPS) / (double)rows);
+    double coff = median(c_off, REPS), con = median(c_on, REPS);
+    printf("1f1b p=%d m=%-6d %10lld %9.3f %9.3f %9.2f %9.2f %9.2f %8.1f\n", p,
+           m, (long long)rows, off, on, (double)rows / on / 1e6,
+           (double)rows / (on - off) / 1e6, (double)rows / (con - coff) / 1e6,
+           median(bytes, REPS) / (double)rows);
     pipe_ctx_free(ctx);
     net_free(nw);
     free(layers);
@@ -254,10 +265,10 @@ int main(int argc, char **argv)
     bench_fixed(1);
     bench_fixed(0);
     printf("\nfull event recording (median of %d; rows: event + transfer + "
-           "memory; 'rec' = on - off)\n",
+           "memory; 'rec' = on - off, wall clock and process CPU time)\n",
            REPS);
-    printf("%-19s %10s %9s %9s %9s %9s %8s\n", "case", "rows", "off s", "on s",
-           "Mrows/s", "rec Mr/s", "B/row");
+    printf("%-19s %10s %9s %9s %9s %9s %9s %8s\n", "case", "rows", "off s",
+           "on s", "Mrows/s", "rec Mr/s", "cpu Mr/s", "B/row");
     bench_events(64, m);
     return 0;
 }

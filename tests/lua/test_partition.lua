@@ -126,7 +126,7 @@ H.raises(function() P.resolve({ 5, -1, 6 }, L, 3) end, "partition: stage 1 has -
 H.raises(function() P.resolve({ 5, 5 }, L, 3) end, "partition lists 2 stages but the run has 3")
 H.raises(function() P.resolve({ 5, 2.5, 2.5 }, L, 3) end, "stage 1 count must be an integer")
 H.raises(function() P.resolve("fastest", L, 3) end,
-    "partition must be 'uniform', 'params', 'flops', 'time', a list of layer counts or { first = k, last = k }, got 'fastest'")
+    "partition must be 'uniform', 'params', 'flops', 'time', 'search', a list of layer counts or { first = k, last = k }, got 'fastest'")
 H.raises(function() P.resolve("uniform", L, 11) end, "10 layers cannot fill 11 stages")
 H.raises(function() P.resolve("uniform", {}, 2) end, "the model has no layers")
 

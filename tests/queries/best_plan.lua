@@ -8,7 +8,7 @@
 -- so the front is 1F1B's: mb 2 without recompute (fastest), mb 2 full,
 -- mb 1 full (smallest).
 local ps = require "pipesim"
-ps.search{ name = "plan", model = { layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 },
+ps.search{ name = "plan", model = { name = "gpt-4l", layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 },
            cluster = ps.cluster(ps.clusters.dgx("A100", 1)), gpus = 2, global_batch = 8,
            space = { pp = { 2 }, microbatch = { 1, 2 }, schedule = { "1f1b", "gpipe" },
                      recompute = { "none", "full" } }, prune = "none" }

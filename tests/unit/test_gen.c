@@ -3,15 +3,18 @@
  * the order the engine completed them) equals the array path's bit for
  * bit, and so do makespan, events, transfers and the collective's
  * figures; for every generated collective on a mesh (FIFO) and on a
- * cluster (max-min fair), both p2p modes, lockstep and slotted rings. */
+ * cluster (max-min fair), both p2p modes, lockstep and slotted rings; for
+ * every generated schedule, the busy times and memory ledgers too. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll.h"
 #include "eng.h"
+#include "gen_pipe.h"
 #include "harness.h"
 #include "net.h"
 #include "prog.h"
+#include "sched.h"
 
 typedef struct rec_op {
     prog_op op;
@@ -83,6 +86,62 @@ static void compare(coll_spec *spec, net *nw)
     free(g.v);
 }
 
+/* A schedule lowered to arrays and generated, on nw, with uneven stages
+ * and pipeline ranks scattered over the cluster. */
+static void compare_pipe(enum sched_kind kind, int32_t p, int32_t v, int32_t m,
+                         net *nw, enum eng_p2p p2p)
+{
+    sched_stage st[64];
+    for (int32_t i = 0; i < p * v; i++)
+        st[i] = (sched_stage){1e-3 * (1 + i % 3), 2.1e-3, 1e-3, 1e9 + i, 1e8,
+                              4e6 + 1e5 * i,      3e-4,   0};
+    int32_t rank_of[16];
+    for (int32_t r = 0; r < p; r++)
+        rank_of[r] = (r * 7 + 2) % 16;
+    sched_spec s = {.kind = kind,
+                    .p = p,
+                    .v = v,
+                    .m = m,
+                    .stages = st,
+                    .rank_of = rank_of,
+                    .placement = SCHED_LOOP};
+    CHECK(gen_pipe_applies(&s));
+    double stat[16];
+    for (int i = 0; i < 16; i++)
+        stat[i] = 1e10 * i;
+    stream a = {0}, g = {0};
+    eng_sink sa = {on_done, NULL, &a}, sg = {on_done, NULL, &g};
+    eng_sim *e = eng_new(), *e2 = eng_new();
+    prog_set *ps = prog_new(16);
+    ps_err err;
+    eng_result ra, rg;
+    eng_set_sink(e, &sa);
+    eng_set_memory(e, stat);
+    CHECK_INT(sched_lower(&s, ps, &err), 0);
+    CHECK_INT(prog_seal(ps, &err), 0);
+    CHECK_INT(eng_run(e, ps, nw, p2p, &ra, &err), 0);
+    eng_set_sink(e2, &sg);
+    eng_set_memory(e2, stat);
+    CHECK_INT(gen_pipe_run(&s, nw, p2p, e2, &rg, &err), 0);
+    CHECK(memcmp(&ra, &rg, sizeof ra) == 0);
+    CHECK_INT(g.n, a.n);
+    int64_t diff = -1;
+    for (int64_t i = 0; i < a.n && i < g.n && diff < 0; i++)
+        if (memcmp(&a.v[i], &g.v[i], sizeof a.v[i]) != 0)
+            diff = i;
+    CHECK_INT(diff, -1);
+    eng_stats xa, xg;
+    eng_stats_of(e, &xa);
+    eng_stats_of(e2, &xg);
+    CHECK(memcmp(xa.busy, xg.busy, (size_t)p * sizeof *xa.busy) == 0);
+    CHECK(memcmp(xa.mem, xg.mem, 16 * sizeof *xa.mem) == 0);
+    free(a.v);
+    free(g.v);
+    prog_free(ps);
+    eng_free(e);
+    eng_free(e2);
+}
+
 int main(void)
 {
     static const enum coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER,
@@ -114,6 +173,17 @@ int main(void)
                                           .p2p = (enum eng_p2p)p2p};
                         compare(&spec, nw);
                     }
+        static const int32_t ps_[] = {1, 2, 4, 5}, ms[] = {1, 3, 8, 10};
+        for (int p2p = 0; p2p < 2; p2p++)
+            for (size_t i = 0; i < 4; i++)
+                for (size_t j = 0; j < 4; j++) {
+                    int32_t p = ps_[i], m = ms[j];
+                    compare_pipe(SCHED_GPIPE, p, 1, m, nw, (enum eng_p2p)p2p);
+                    compare_pipe(SCHED_1F1B, p, 1, m, nw, (enum eng_p2p)p2p);
+                    for (int32_t v = 2; v <= 3 && m % p == 0; v++)
+                        compare_pipe(SCHED_INTERLEAVED, p, v, m, nw,
+                                     (enum eng_p2p)p2p);
+                }
         net_free(nw);
     }
     return harness_done();

@@ -36,6 +36,158 @@ static const char *text(rec_db *db, const char *sql, char *buf, size_t size)
     return buf;
 }
 
+/* Runs each statement of sql (NULL-terminated) on db; 1 when all ran. */
+static int exec_each(rec_db *db, const char *const *sql)
+{
+    ps_err err;
+    for (; *sql; sql++) {
+        rec_query *q = rec_query_new(db, *sql, &err);
+        int rc = q ? rec_query_step(q, &err) : PS_ERR;
+        rec_query_free(q);
+        if (rc == PS_ERR) {
+            printf("%s: %s\n", *sql, err.msg);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Every timeline row of the file, in run and recording order, as text. */
+#define DIGEST(cols, table)                                                    \
+    "SELECT count(*) || ':' || group_concat(" cols ", ';') FROM (SELECT * "    \
+    "FROM " table " ORDER BY run, rowid)"
+static const char *const digests[] = {
+    DIGEST("run||','||rank||','||kind||','||ifnull(stage,'-')||','||"
+           "ifnull(chunk,'-')||','||ifnull(mb,'-')||','||t_start||','||t_end",
+           "event"),
+    DIGEST("run||','||src||','||dst||','||bytes||','||t_start||','||t_end||"
+           "','||kind||','||ifnull(mb,'-')||','||ifnull(tag,'-')",
+           "transfer"),
+    DIGEST("run||','||rank||','||t||','||bytes", "memory"),
+};
+
+/* Version 6 keeps the timeline in rowid spans behind views: the views
+ * read as the tables did, a summary run has no span, and a version 5
+ * file (tables with a run column, here with the runs' rows out of run
+ * order and a kind the kind tables do not know) is upgraded in place to
+ * the same rows. */
+static void test_timeline_upgrade(void)
+{
+    ps_err err = {0};
+    unlink("v5.db");
+    rec_db *db = rec_open("v5.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 3);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 2);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 2"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 3"), 24);
+    CHECK_INT(scalar(db, "SELECT min(rowid) FROM event WHERE run = 3"), 25);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 3 AND "
+                         "kind = 'act'"),
+              8);
+    static const char *const to_v5[] = {
+        "CREATE TABLE ev5(run INTEGER NOT NULL, rank INTEGER NOT NULL, "
+        "kind TEXT NOT NULL, stage INTEGER, chunk INTEGER, mb INTEGER, "
+        "t_start REAL NOT NULL, t_end REAL NOT NULL)",
+        "INSERT INTO ev5 SELECT run, rank, kind, stage, chunk, mb, t_start, "
+        "t_end FROM event ORDER BY run DESC, rowid",
+        "CREATE TABLE tr5(run INTEGER NOT NULL, src INTEGER NOT NULL, dst "
+        "INTEGER NOT NULL, bytes REAL NOT NULL, t_start REAL NOT NULL, t_end "
+        "REAL NOT NULL, kind TEXT NOT NULL, mb INTEGER, tag INTEGER)",
+        "INSERT INTO tr5 SELECT run, src, dst, bytes, t_start, t_end, kind, "
+        "mb, tag FROM transfer ORDER BY run DESC, rowid",
+        "CREATE TABLE me5(run INTEGER NOT NULL, rank INTEGER NOT NULL, t REAL "
+        "NOT NULL, bytes REAL NOT NULL)",
+        "INSERT INTO me5 SELECT run, rank, t, bytes FROM memory ORDER BY run "
+        "DESC, rowid",
+        "UPDATE ev5 SET kind = 'ZZ' WHERE run = 1 AND rank = 0 AND mb = 0 AND "
+        "kind = 'B'",
+        "DROP VIEW event",
+        "DROP VIEW transfer",
+        "DROP VIEW memory",
+        "DROP TABLE event_row",
+        "DROP TABLE transfer_row",
+        "DROP TABLE memory_row",
+        "DROP TABLE span",
+        "DROP TABLE event_kind",
+        "DROP TABLE transfer_kind",
+        "ALTER TABLE ev5 RENAME TO event",
+        "ALTER TABLE tr5 RENAME TO transfer",
+        "ALTER TABLE me5 RENAME TO memory",
+        "CREATE INDEX event_run ON event(run)",
+        "CREATE INDEX transfer_run ON transfer(run)",
+        "CREATE INDEX memory_run ON memory(run)",
+        "PRAGMA user_version = 6",
+        NULL,
+    };
+    CHECK(exec_each(db, to_v5));
+    char before[3][8192], after[8192];
+    for (int i = 0; i < 3; i++)
+        text(db, digests[i], before[i], sizeof before[i]);
+    CHECK_INT(rec_close(db, &err), 0);
+
+    db = rec_open_read("v5.db", &err);
+    CHECK(db == NULL);
+    CHECK_HAS(err.msg, "schema version 6 (before the timeline's rowid "
+                       "spans), this pipesim reads 7; writing one run to it "
+                       "upgrades it in place");
+    db = rec_open("v5.db", &err); /* the upgrade */
+    CHECK(db != NULL);
+    if (!db) {
+        fixture_free(&fx);
+        return;
+    }
+    CHECK_INT(scalar(db, "PRAGMA user_version"), 7);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = "
+                         "'view' AND name IN ('event', 'transfer', 'memory')"),
+              3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(text(db, digests[i], after, sizeof after), before[i]);
+        CHECK(strlen(before[i]) > 100);
+    }
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE kind = 'ZZ'"), 1);
+    /* the upgraded file appends: the new run's rows are its own */
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 4);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 4"), 24);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event"), 3 * 24);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 1"),
+              scalar(db, "SELECT count(*) FROM memory WHERE run = 4"));
+    /* scripts still edit through the views: an INSERT extends the last
+     * run's span, and one for an earlier run is refused */
+    static const char *const edits[] = {
+        "INSERT INTO event(run, rank, kind, stage, chunk, mb, t_start, t_end) "
+        "VALUES (4, 0, 'W', 0, 0, 0, 40, 41)",
+        "UPDATE event SET t_end = 42 WHERE run = 4 AND kind = 'W'",
+        "DELETE FROM memory WHERE run = 1 AND rank = 2",
+        NULL,
+    };
+    CHECK(exec_each(db, edits));
+    CHECK_NEAR(scalar(db, "SELECT t_end FROM event WHERE run = 4 AND kind = "
+                          "'W'"),
+               42.0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 4"), 25);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 1 AND rank "
+                         "= 2"),
+              0);
+    rec_query *q = rec_query_new(
+        db,
+        "INSERT INTO event(run, rank, kind, t_start, t_end) VALUES (1, 0, "
+        "'F', 0, 1)",
+        &err);
+    CHECK(q != NULL);
+    CHECK_INT(rec_query_step(q, &err), PS_ERR);
+    CHECK_HAS(err.msg, "event: the rows of a run go in together");
+    rec_query_free(q);
+    CHECK_INT(rec_close(db, &err), 0);
+    fixture_free(&fx);
+}
+
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
@@ -292,14 +444,14 @@ static void test_open_errors(void)
     /* a newer pipesim's file */
     unlink("newer.db");
     db = rec_open("newer.db", &err);
-    q = rec_query_new(db, "PRAGMA user_version = 7", &err);
+    q = rec_query_new(db, "PRAGMA user_version = 8", &err);
     CHECK_INT(rec_query_step(q, &err), 0);
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim writes 6");
+    CHECK_STR(err.msg, "newer.db: schema version 8, this pipesim writes 7");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 7, this pipesim reads 6");
+    CHECK_STR(err.msg, "newer.db: schema version 8, this pipesim reads 7");
 
     /* a file of this version whose table was dropped behind pipesim's
      * back: the writer trusts the version (one header read, no schema
@@ -339,5 +491,6 @@ int main(void)
     test_rollback_and_append();
     test_commit_per_run();
     test_open_errors();
+    test_timeline_upgrade();
     return harness_done();
 }

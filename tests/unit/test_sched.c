@@ -533,7 +533,8 @@ static void test_parse(void)
     CHECK_STR(err.msg,
               "unknown schedule 'foo' (expected gpipe, afab, 1f1b, "
               "interleaved, zb_h1, zb_h2, looped_bfs, interleaved_pytorch, "
-              "interleaved_zb, zbv, dualpipev, forward_only, a PyTorch class "
+              "interleaved_zb, zbv, dualpipev, dualpipe, forward_only, a "
+              "PyTorch class "
               "name or a list of actions per rank)");
     CHECK_STR(sched_name(SCHED_1F1B), "1f1b");
     CHECK_STR(sched_name(SCHED_INTERLEAVED), "interleaved");

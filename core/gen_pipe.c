@@ -1,0 +1,239 @@
+/* Pipeline generators: a lane walks its rank's order (closed forms of
+ * sched.c's order_gpipe, order_1f1b and order_interleaved) step by step as
+ * sched_lower.c's lower_rank does: before each step one batch with the
+ * previous step's sends and this step's receives (for 1F1B's warm-up and
+ * cool-down the sends and receives alone, as Megatron's send_forward /
+ * recv_forward), then the step's compute ops. Channels: the forward
+ * messages across boundary b (stage b to b + 1) are channel b, the
+ * backward ones channel S - 1 + b; every order sends and receives them in
+ * microbatch order, so the k-th send meets the k-th receive. */
+#include "gen_pipe.h"
+
+#include <string.h>
+
+#include "gen.h"
+
+typedef struct act {
+    uint8_t kind; /* PROG_F or PROG_B */
+    int32_t chunk, mb;
+} act;
+
+/* Lane cursor: the step acts[i .. end), the previous one acts[prev .. i),
+ * the next compute op acts[j], and where in the step the lane is. */
+typedef struct pstate {
+    int32_t prev, i, end, j;
+    int32_t phase; /* BATCH, SECOND (the receives of a split batch), OPS */
+} pstate;
+
+enum { BATCH, SECOND, OPS };
+
+typedef struct pipe_gen {
+    const sched_spec *s;
+    int32_t n; /* actions per rank: 2 m v */
+} pipe_gen;
+
+static int32_t cluster_rank(const sched_spec *s, int32_t r)
+{
+    return s->rank_of ? s->rank_of[r] : r;
+}
+
+/* Megatron's get_schedule_table (sched.c virtual_mb). */
+static void virtual_mb(const sched_spec *s, int32_t k, int forward, act *a)
+{
+    int32_t pv = s->p * s->v, in = k % pv;
+    a->chunk = forward ? in / s->p : s->v - 1 - in / s->p;
+    a->mb = k / pv * s->p + in % s->p;
+}
+
+/* Action idx of rank r's order, and whether it joins the step of the
+ * action before it (interleaved's steady F/B pairs). */
+static act action(const sched_spec *s, int32_t r, int32_t idx, int *join)
+{
+    act a = {PROG_F, 0, 0};
+    int32_t m = s->m;
+    *join = 0;
+    if (s->kind == SCHED_GPIPE) {
+        a.kind = idx < m ? PROG_F : PROG_B;
+        a.mb = idx < m ? idx : idx - m;
+    } else if (s->kind == SCHED_1F1B) {
+        int32_t warm = s->p - r - 1 < m ? s->p - r - 1 : m;
+        int32_t steady = m - warm;
+        if (idx < warm) {
+            a.mb = idx;
+        } else if (idx < warm + 2 * steady) {
+            int32_t t = idx - warm;
+            a.kind = t & 1 ? PROG_B : PROG_F;
+            a.mb = t & 1 ? t / 2 : warm + t / 2;
+        } else {
+            a.kind = PROG_B;
+            a.mb = idx - warm - steady;
+        }
+    } else { /* interleaved */
+        int32_t total = m * s->v;
+        int32_t warm = 2 * (s->p - r - 1) + (s->v - 1) * s->p;
+        if (warm > total)
+            warm = total;
+        if (idx < warm) {
+            virtual_mb(s, idx, 1, &a);
+        } else if (idx < 2 * total - warm) {
+            int32_t t = idx - warm;
+            if (t & 1) {
+                a.kind = PROG_B;
+                virtual_mb(s, t / 2, 0, &a);
+                *join = 1;
+            } else {
+                virtual_mb(s, t / 2 + warm, 1, &a);
+            }
+        } else {
+            a.kind = PROG_B;
+            virtual_mb(s, idx - total, 0, &a);
+        }
+    }
+    return a;
+}
+
+/* sched_lower.c's unit_transfer on the loop placement: the SEND of a's
+ * output (send) or the RECV of its input into *op; 0 when there is none. */
+static int transfer(const sched_spec *s, int32_t r, const act *a, int send,
+                    prog_op *op)
+{
+    int32_t S = s->p * s->v, st = a->chunk * s->p + r;
+    if (s->p == 1)
+        return 0;
+    int fwd = a->kind == PROG_F;
+    int32_t peer_st = (fwd != send) ? st - 1 : st + 1;
+    if (peer_st < 0 || peer_st >= S)
+        return 0;
+    int32_t b = peer_st < st ? peer_st : st;
+    int32_t peer = cluster_rank(s, peer_st % s->p);
+    int32_t chan = (fwd ? 0 : S - 1) + b;
+    double bytes = s->stages[b].out_bytes;
+    enum prog_kind kind = fwd ? PROG_F : PROG_B;
+    /* GPipe's isends (sched_lower.c) */
+    unsigned flags = send && s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0;
+    *op = send ? prog_send(peer, chan, bytes, kind, a->mb, flags)
+               : prog_recv(peer, chan, bytes, kind, a->mb, flags);
+    return 1;
+}
+
+/* The batch before step [i, end) into ops: sends of [prev, i), receives
+ * of [i, end); its size, *sends of them sends. */
+static int batch(const pipe_gen *pg, int32_t r, const pstate *p, prog_op *ops,
+                 int *sends)
+{
+    int k = 0, join;
+    for (int32_t x = p->prev; x < p->i; x++) {
+        act a = action(pg->s, r, x, &join);
+        k += transfer(pg->s, r, &a, 1, &ops[k]);
+    }
+    *sends = k;
+    for (int32_t x = p->i; x < p->end; x++) {
+        act a = action(pg->s, r, x, &join);
+        k += transfer(pg->s, r, &a, 0, &ops[k]);
+    }
+    return k;
+}
+
+static void mark_batch(prog_op *ops, int n)
+{
+    for (int x = 0; x + 1 < n; x++)
+        ops[x].flags |= PROG_BATCH;
+}
+
+static int32_t pipe_rank(const gen_prog *g, int32_t lane)
+{
+    return cluster_rank(((const pipe_gen *)g->ctx)->s, lane);
+}
+
+static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
+{
+    const pipe_gen *pg = g->ctx;
+    const sched_spec *s = pg->s;
+    pstate *p = state;
+    int32_t n = pg->n;
+    for (;;) {
+        if (p->phase == BATCH) {
+            int join;
+            p->end = p->i + (p->i < n);
+            while (p->end < n && (action(s, r, p->end, &join), join))
+                p->end++;
+            int sends, k = batch(pg, r, p, ops, &sends);
+            int separate = 0;
+            if (s->kind == SCHED_1F1B && p->i > 0 && p->i < n) {
+                act a = action(s, r, p->i - 1, &join);
+                act b = action(s, r, p->end - 1, &join);
+                separate = a.kind == b.kind;
+            }
+            p->j = p->i;
+            if (separate && sends > 0 && sends < k) {
+                p->phase = SECOND;
+                mark_batch(ops, sends);
+                return sends;
+            }
+            p->phase = OPS;
+            if (k > 0) {
+                mark_batch(ops, k);
+                return k;
+            }
+        } else if (p->phase == SECOND) {
+            int sends, k = batch(pg, r, p, ops, &sends);
+            memmove(ops, ops + sends, (size_t)(k - sends) * sizeof *ops);
+            mark_batch(ops, k - sends);
+            p->phase = OPS;
+            return k - sends;
+        } else {
+            if (p->i == n)
+                return 0;
+            if (p->j < p->end) {
+                int join;
+                act a = action(s, r, p->j++, &join);
+                int32_t st = a.chunk * s->p + r;
+                const sched_stage *c = &s->stages[st];
+                /* sched_lower.c's unit_cost without W or checkpointing */
+                ops[0] = a.kind == PROG_F
+                             ? prog_compute(PROG_F, st, (int16_t)a.chunk, a.mb,
+                                            c->fwd, c->act_bytes)
+                             : prog_compute(PROG_B, st, (int16_t)a.chunk, a.mb,
+                                            c->bwd + c->wgt, -c->act_bytes);
+                return 1;
+            }
+            p->prev = p->i;
+            p->i = p->end;
+            p->phase = BATCH;
+        }
+    }
+}
+
+int gen_pipe_applies(const sched_spec *s)
+{
+    if (gen_force_array())
+        return 0;
+    return (s->kind == SCHED_GPIPE || s->kind == SCHED_1F1B ||
+            s->kind == SCHED_INTERLEAVED) &&
+           s->placement == SCHED_LOOP && !s->split && !s->checkpoint &&
+           !sched_async(s) && (int64_t)2 * s->m * s->v < INT32_MAX;
+}
+
+int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,
+                 eng_result *res, ps_err *err)
+{
+    int32_t nranks = net_ranks(nw);
+    /* sched_lower's checks of the mapping, with its messages */
+    for (int32_t r = 0; r < s->p; r++) {
+        int32_t c = cluster_rank(s, r);
+        if (c < 0 || c >= nranks)
+            return ps_errf(err,
+                           "pipeline rank %d maps to rank %d outside 0..%d",
+                           (int)r, (int)c, (int)nranks - 1);
+        for (int32_t q = 0; q < r; q++)
+            if (cluster_rank(s, q) == c)
+                return ps_errf(err,
+                               "pipeline ranks %d and %d both map to rank %d",
+                               (int)q, (int)r, (int)c);
+    }
+    pipe_gen pg = {s, 2 * s->m * s->v};
+    int32_t S = s->p * s->v;
+    gen_prog g = {nranks,         s->p,      2 * (S - 1), 4,
+                  sizeof(pstate), pipe_rank, pipe_next,   &pg};
+    return eng_run_gen(eng, &g, nw, p2p, res, err);
+}

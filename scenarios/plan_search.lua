@@ -1,0 +1,52 @@
+-- Plan search (README "Plan search"): GPT-3 175B on 1024 A100 80GB GPUs
+-- (128 DGX A100 nodes), global batch 1536 sequences of 2048 tokens (GPT-3's
+-- 3.2M-token batch, Brown et al. 2020 Table 2.1), over TP x PP x v x
+-- micro-batch x schedule x recompute x ZeRO-1: 10,080 raw configurations.
+-- ps.search removes what Megatron-LM would reject, drops what the closed-
+-- form memory model says cannot fit, and simulates the rest in order of a
+-- step-time lower bound, skipping only configurations the bound proves can
+-- be neither the best nor on the Pareto front.
+--   pipesim run scenarios/plan_search.lua -o search.db
+--   pipesim run scenarios/plan_search.lua -D prune=none   (simulate every one)
+--   sqlite3 -header -column search.db < results/queries/best_plan.sql
+-- -D quick=1 (the test suite) searches a small GPT on 4 nodes instead.
+local ps = require "pipesim"
+
+local quick = ps.args.quick
+local spec
+if quick then
+  spec = { name = "gpt-1.7b", model = "gpt-1.7b", cluster = ps.cluster(ps.clusters.dgx("A100", 4)),
+           gpus = 32, global_batch = 64,
+           space = { tp = { 2, 4, 8 }, pp = { 1, 2, 4 }, virtual_stages = { 1, 2 },
+                     microbatch = { 1, 2 }, schedule = { "1f1b", "interleaved" },
+                     recompute = { "selective", "full" }, zero = { 1 } } }
+else
+  spec = { name = "gpt3-175b", model = "gpt3-175b", cluster = ps.cluster(ps.clusters.dgx("A100", 128)),
+           gpus = 1024, global_batch = 1536,
+           space = { tp = { 1, 2, 4, 8 }, pp = { 1, 2, 4, 8, 16, 32, 64 },
+                     virtual_stages = { 1, 2, 3, 4, 6 }, microbatch = { 1, 2, 4, 8 },
+                     schedule = { "1f1b", "interleaved", "gpipe" },
+                     recompute = { "none", "selective", "full" }, zero = { 0, 1 } } }
+end
+spec.prune = ps.args.prune
+spec.jobs = ps.args.jobs
+
+local t0 = os.clock()
+local res = ps.search(spec)
+local secs = os.clock() - t0
+
+print(string.format("%s on %d GPUs, global batch %d: %d raw configurations", spec.name,
+  spec.gpus, spec.global_batch, res.raw))
+local reasons = {}
+for k in pairs(res.dropped) do reasons[#reasons + 1] = k end
+table.sort(reasons)
+for _, k in ipairs(reasons) do print(string.format("  dropped %-15s %6d", k, res.dropped[k])) end
+print(string.format("  valid and fitting %5d: simulated %d, skipped by the bound %d (%.1f s CPU)",
+  res.valid, res.simulated, res.pruned, secs))
+local function row(r)
+  return string.format("  %-48s %8.3f s %8.1f GiB", r.label, r.step_time, r.peak_memory / 2 ^ 30)
+end
+print("best:")
+print(row(res.best))
+print("Pareto front (step time against peak memory):")
+for _, r in ipairs(res.pareto) do print(row(r)) end

@@ -49,6 +49,10 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BIN      := $(BUILD)/pipesim
 BENCH    := $(BUILD)/bench
 REC_BENCH := $(BUILD)/rec_bench
+# The SimGrid side of make bench's comparison, only where pkg-config finds
+# simgrid (Debian's libsimgrid-dev); nothing else needs it, CI neither.
+CXX      ?= c++
+SIMGRID_BENCH := $(if $(shell pkg-config --exists simgrid 2>/dev/null && echo y),$(BUILD)/simgrid_bench)
 
 .PHONY: all deps demo test unit bench stress clean format format-check \
         fuzz fuzz-deps
@@ -80,6 +84,10 @@ $(BENCH): tests/bench/bench.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
 
+$(BUILD)/simgrid_bench: tests/bench/simgrid_bench.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 $(shell pkg-config --cflags simgrid) $< -o $@ $(shell pkg-config --libs simgrid)
+
 $(REC_BENCH): tests/bench/rec_bench.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
@@ -93,10 +101,13 @@ demo: all
 test: all unit
 	@BUILD=$(BUILD) VALGRIND="$(VALGRIND)" sh tests/run.sh
 
-bench: deps $(BIN) $(BENCH) $(REC_BENCH)
+bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@$(BENCH)
 	@echo
 	@$(REC_BENCH)
+	@echo
+	@python3 tests/bench/targets.py $(BUILD) $(SIMGRID_BENCH)
+	@echo
 	@rm -f /tmp/pipesim-sweep.db /tmp/pipesim-sweep.db-wal /tmp/pipesim-sweep.db-shm
 	$(BIN) run --unsafe tests/bench/sweep.lua -o /tmp/pipesim-sweep.db
 	@echo
@@ -107,6 +118,9 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH)
 	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
 	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
 	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
+	@echo
+	@echo "streaming engine, whole process (issue 12; tests/bench/whole_process.sh):"
+	@sh tests/bench/whole_process.sh $(BIN)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:

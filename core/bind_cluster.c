@@ -82,6 +82,8 @@ static int cluster_index(lua_State *L)
         lua_pushinteger(L, c->nodes);
     else if (strcmp(k, "nics_per_node") == 0 && c->nics_per_node > 0)
         lua_pushinteger(L, c->nics_per_node);
+    else if (strcmp(k, "nvls") == 0)
+        lua_pushboolean(L, c->nvls);
     else if (strcmp(k, "topology") == 0)
         lua_pushstring(L, c->topology);
     else if (strcmp(k, "name") == 0)
@@ -440,11 +442,12 @@ static int core_cluster(lua_State *L)
     int hier = has_field(L, 1, "nodes") || has_field(L, 1, "gpus_per_node");
     int expl = has_field(L, 1, "links");
     static const char *const not_mesh[] = {
-        "intra", "inter", "nics_per_node", "oversubscription", "switches",
-        "nodes", NULL};
+        "intra",    "inter", "nics_per_node", "oversubscription",
+        "switches", "nodes", "nvls",          NULL};
     static const char *const not_hier[] = {"link", "links", "switches", NULL};
     static const char *const not_expl[] = {
-        "link", "intra", "inter", "nics_per_node", "oversubscription", NULL};
+        "link", "intra", "inter", "nics_per_node", "oversubscription",
+        "nvls", NULL};
     if (hier)
         check_form(L, "hierarchical (nodes x gpus_per_node)", not_hier);
     else if (expl)
@@ -508,6 +511,9 @@ static int core_cluster(lua_State *L)
     const char *name = bind_string(L, 1, "name");
     if (name)
         snprintf(c->name, sizeof c->name, "%s", name);
+    /* NVLink SHARP in the node switches (NVSwitch 3, DGX H100/H200): the
+     * nvls allreduce (coll.h) */
+    bind_boolean(L, 1, "nvls", &c->nvls);
     lua_settop(L, ud);
     return 1;
 }

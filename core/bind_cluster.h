@@ -17,6 +17,7 @@ typedef struct bind_cluster {
     double *memory;        /* per rank capacity in bytes, 0 = unknown */
     int32_t nodes;         /* nranks / gpus_per_node */
     int32_t nics_per_node; /* hierarchical form, else 0 */
+    int nvls;              /* 1: the node switches have NVLink SHARP */
     const char *topology;  /* "mesh", "hierarchical", "explicit", "ideal" */
     char name[128];        /* label for params JSON and queries */
 } bind_cluster;

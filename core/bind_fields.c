@@ -106,6 +106,7 @@ const char *const bind_fields_cluster[] = {
     "name",
     "nics_per_node",
     "nodes",
+    "nvls",
     "oversubscription",
     "ranks",
     "sharing",

@@ -33,7 +33,7 @@ static const char *const algo_names[COLL_NALGOS] = {"ring",
 const int coll_op_algos_[COLL_NOPS][COLL_MAX_OP_ALGOS] = {
     [COLL_ALLREDUCE] = {COLL_RING, COLL_TREE, COLL_BINOMIAL_TREE,
                         COLL_DOUBLE_BINARY_TREE, COLL_HALVING_DOUBLING,
-                        COLL_DIRECT, COLL_HIERARCHICAL, -1},
+                        COLL_DIRECT, COLL_HIERARCHICAL, COLL_NVLS, -1},
     [COLL_REDUCE_SCATTER] = {COLL_RING, COLL_HALVING_DOUBLING, COLL_DIRECT, -1},
     [COLL_ALLGATHER] = {COLL_RING, COLL_HALVING_DOUBLING, COLL_DIRECT, -1},
     [COLL_BROADCAST] = {COLL_BINOMIAL_TREE, COLL_PIPELINE,
@@ -136,6 +136,33 @@ int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err)
 /* ------------------------------------------------------------------ */
 /* Input checks                                                        */
 
+int coll_nvls_applies(const coll_spec *spec, int32_t N)
+{
+    return spec->nvls && N >= 2 && spec->ranks_per_node == N;
+}
+
+/* Why nvls cannot run spec (the message), or 0. */
+static int err_nvls(const coll_spec *spec, int32_t N, ps_err *err)
+{
+    if (!spec->nvls)
+        return ps_errf(err,
+                       "allreduce: algorithm 'nvls' needs NVSwitches with "
+                       "NVLink SHARP (a cluster with nvls = true, such as "
+                       "ps.clusters.dgx(\"h100\")); this cluster has none");
+    if (!coll_nvls_applies(spec, N))
+        return ps_errf(err,
+                       "allreduce: algorithm 'nvls' runs on the GPUs of one "
+                       "whole node (NCCL uses NVLS across nodes only with "
+                       "CollNet); %d ranks are not one node",
+                       (int)N);
+    if (spec->protocol == COLL_LL || spec->protocol == COLL_LL128)
+        return ps_errf(err,
+                       "allreduce: nvls runs with the simple protocol only, "
+                       "got '%s'",
+                       coll_proto_name(spec->protocol));
+    return 0;
+}
+
 int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
                     ps_err *err)
 {
@@ -213,10 +240,12 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
     if (spec->protocol != COLL_PROTO_NONE && spec->algorithm != COLL_AUTO &&
         !coll_algo_has_proto(spec->algorithm))
         return ps_errf(err,
-                       "%s: protocol '%s' applies to ring and tree (NCCL's "
-                       "algorithms), not %s",
+                       "%s: protocol '%s' applies to ring, tree and nvls "
+                       "(NCCL's algorithms), not %s",
                        opn, coll_proto_name(spec->protocol),
                        coll_algo_name(spec->algorithm));
+    if (spec->algorithm == COLL_NVLS && (err_nvls(spec, v->N, err)))
+        return PS_ERR;
     if (spec->slots < 0 || spec->slots > COLL_NCCL_STEPS)
         return ps_errf(err, "%s: slots must be 1 to %d, got %d", opn,
                        COLL_NCCL_STEPS, (int)spec->slots);
@@ -311,6 +340,8 @@ static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
     *pred = 0;
     if (*algo == COLL_AUTO)
         return coll_cost_choose(spec, nw, v, algo, proto, pred, chunks, err);
+    if (*algo == COLL_NVLS) /* its one protocol */
+        *proto = COLL_SIMPLE;
     if (*proto == COLL_PROTO_AUTO) { /* the algorithm's best protocol */
         coll_spec one = *spec;
         one.candidates = 1u << *algo;
@@ -395,7 +426,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         }
     }
     plan(&g, spec, nw, &v, algo, 1);
-    g.wire = coll_proto_wire(proto);
+    g.wire = coll_wire(algo, proto, N);
     size_t nl = (size_t)N * (size_t)g.chan_lanes;
     res->bytes_sent = calloc((size_t)N, sizeof *res->bytes_sent);
     g.lane = malloc(nl * sizeof *g.lane);
@@ -504,7 +535,7 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.N = N;
     g.n = v.n;
     plan(&g, spec, nw, &v, algo, 0);
-    g.wire = coll_proto_wire(proto);
+    g.wire = coll_wire(algo, proto, N);
     g.sent = calloc((size_t)N, sizeof *g.sent);
     g.lane = malloc((size_t)N * sizeof *g.lane);
     g.last_step = malloc((size_t)N * sizeof *g.last_step);

@@ -122,6 +122,8 @@ typedef struct coll_spec {
                                > 1 pipelined (see above); 0 = the default,
                                COLL_NCCL_STEPS for NCCL's algorithms (ring),
                                1 for the others */
+    int nvls;               /* 1: the node's NVSwitch has NVLink SHARP
+                               (nvls applies) */
     int protocol;           /* enum coll_proto, or COLL_PROTO_AUTO: with
                                algorithm auto, the (algorithm, protocol)
                                pair of lowest predicted time over NCCL's
@@ -247,7 +249,8 @@ const char *coll_proto_name(int proto);
  * ll128, simple, auto, none)". */
 int coll_parse_proto(const char *name, int *proto, ps_err *err);
 
-/* 1 when algo runs with NCCL's protocols (ring, tree, nvls). */
+/* 1 when algo runs with NCCL's protocols (ring, tree, nvls; nvls with
+ * simple only). */
 int coll_algo_has_proto(int algo);
 
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with

@@ -653,6 +653,7 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
             t += fold * (2 * a + T / b + T / (Nd * b));
         break;
     case COLL_DIRECT:
+    case COLL_NVLS: /* its pattern, on scaled bytes (coll_wire) */
         if (direct_contention(nw, v, &c))
             return ps_errf(err, "out of memory");
         t = (a + c * T / (Nd * b)) * (op == COLL_ALLREDUCE ? 2 : 1);
@@ -702,13 +703,17 @@ int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
 {
     if (proto > COLL_PROTO_NONE && !coll_algo_has_proto(algo))
         return ps_errf(err,
-                       "%s: protocol '%s' applies to ring and tree (NCCL's "
-                       "algorithms), not %s",
+                       "%s: protocol '%s' applies to ring, tree and nvls "
+                       "(NCCL's algorithms), not %s",
                        coll_op_names_[spec->op], coll_proto_name(proto),
                        coll_algo_name(algo));
-    int rc =
-        predict(spec, nw, v, algo, (double)spec->bytes * coll_proto_wire(proto),
-                seconds, chunks, err);
+    if (algo == COLL_NVLS && !coll_nvls_applies(spec, v->N))
+        return ps_errf(err, "allreduce: nvls does not apply here");
+    if (algo == COLL_NVLS)
+        proto = COLL_SIMPLE;
+    int rc = predict(spec, nw, v, algo,
+                     (double)spec->bytes * coll_wire(algo, proto, v->N),
+                     seconds, chunks, err);
     if (rc == PS_OK && spec->bytes > 0)
         *seconds += coll_proto_overhead(spec, v->N, algo, proto);
     return rc;
@@ -746,6 +751,13 @@ int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
             continue;
         int p0 = want == COLL_PROTO_AUTO ? COLL_LL : want;
         int p1 = want == COLL_PROTO_AUTO ? COLL_SIMPLE : want;
+        if (*a == COLL_NVLS) { /* simple only, where the switch has it */
+            if (!coll_nvls_applies(spec, v->N) ||
+                (want != COLL_PROTO_AUTO && want != COLL_PROTO_NONE &&
+                 want != COLL_SIMPLE))
+                continue;
+            p0 = p1 = COLL_SIMPLE;
+        }
         for (int p = p0; p <= p1; p++) {
             double t;
             int32_t k;

@@ -43,7 +43,10 @@ void coll_ctx_free(coll_ctx *ctx)
 
 unsigned coll_default_candidates(enum coll_op op)
 {
-    return op == COLL_ALLREDUCE ? 1u << COLL_RING | 1u << COLL_TREE : 0;
+    /* nvls only where it applies (coll_cost_choose skips it elsewhere) */
+    return op == COLL_ALLREDUCE
+               ? 1u << COLL_RING | 1u << COLL_TREE | 1u << COLL_NVLS
+               : 0;
 }
 
 int32_t coll_whole_nodes(int32_t gpus_per_node, const int32_t *ranks, int32_t n)

@@ -70,10 +70,17 @@ int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
                      int *algo, int *proto, double *pred, int32_t *chunks,
                      ps_err *err);
 
+/* 1 when nvls can run spec's N ranks: the cluster has NVLS and they are
+ * one whole node. */
+int coll_nvls_applies(const coll_spec *spec, int32_t N);
+
 /* Protocols (coll_proto.c): wire bytes per payload byte; nodes NCCL's
  * model sees (N / ranks_per_node, or N); the latency a protocol adds to a
  * simulated collective; NCCL's own latency prediction. Seconds. */
 double coll_proto_wire(int proto);
+/* The wire factor of algo with proto on N ranks (nvls: its traffic on the
+ * direct pattern, coll_proto.c). */
+double coll_wire(int algo, int proto, int32_t N);
 int32_t coll_proto_nodes(const coll_spec *spec, int32_t N);
 double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
                            int proto);

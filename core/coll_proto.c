@@ -55,6 +55,25 @@ double coll_proto_wire(int proto)
     }
 }
 
+/* NVLS (NVLink SHARP) allreduce on one node: each GPU reads its shard of
+ * the reduced array from the switch (multimem.ld_reduce: the switch pulls
+ * that shard from every GPU and adds) and writes it back to all
+ * (multimem.st: the switch multicasts), so a GPU's NVLink carries T + T/N
+ * each way, against 2T(N - 1)/N for the ring. pipesim runs it as the
+ * direct allreduce's pattern (a reduce-scatter and an allgather step, each
+ * GPU sending T(N - 1)/N per step) with every transfer scaled to carry that
+ * volume, (N + 1) / (2(N - 1)), and divided by NCCL's nvlsEfficiency for
+ * Hopper, 0.85 (tuning.cc). */
+#define COLL_NVLS_EFFICIENCY 0.85
+
+double coll_wire(int algo, int proto, int32_t N)
+{
+    double w = coll_proto_wire(proto);
+    if (algo == COLL_NVLS && N >= 2)
+        w *= (N + 1.0) / (2.0 * (N - 1)) / COLL_NVLS_EFFICIENCY;
+    return w;
+}
+
 /* ncclTunerConstantsDefaults, microseconds, [LL, LL128, Simple]:
  * baseLatencies (per collective: launch, setup) and hwLatencies (per step)
  * for NVLink and network hops, by algorithm. */

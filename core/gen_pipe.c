@@ -19,10 +19,13 @@ typedef struct act {
 } act;
 
 /* Lane cursor: the step acts[i .. end), the previous one acts[prev .. i),
- * the next compute op acts[j], and where in the step the lane is. */
+ * the next compute op acts[j], and where in the step the lane is; a step
+ * has one action or two (an interleaved F/B pair), kept here so that each
+ * is computed once: cur[] of this step, old[] of the previous one. */
 typedef struct pstate {
     int32_t prev, i, end, j;
     int32_t phase; /* BATCH, SECOND (the receives of a split batch), OPS */
+    act old[2], cur[2];
 } pstate;
 
 enum { BATCH, SECOND, OPS };
@@ -92,6 +95,35 @@ static act action(const sched_spec *s, int32_t r, int32_t idx, int *join)
     return a;
 }
 
+/* prog.c's constructors, inlined: they run once per op */
+static inline prog_op p2p(uint8_t type, int32_t peer, int32_t chan,
+                          double bytes, uint8_t kind, int32_t mb,
+                          unsigned flags)
+{
+    prog_op op = {.bytes = bytes,
+                  .msg = chan,
+                  .peer = peer,
+                  .tag = -1,
+                  .mb = mb,
+                  .type = type,
+                  .kind = kind,
+                  .flags = (uint8_t)flags};
+    return op;
+}
+
+static inline prog_op compute_op(uint8_t kind, int32_t stage, int32_t chunk,
+                                 int32_t mb, double secs, double mem)
+{
+    prog_op op = {.seconds = secs,
+                  .mem = mem,
+                  .stage = stage,
+                  .mb = mb,
+                  .chunk = (int16_t)chunk,
+                  .type = PROG_COMPUTE,
+                  .kind = kind};
+    return op;
+}
+
 /* sched_lower.c's unit_transfer on the loop placement: the SEND of a's
  * output (send) or the RECV of its input into *op; 0 when there is none. */
 static int transfer(const sched_spec *s, int32_t r, const act *a, int send,
@@ -105,14 +137,17 @@ static int transfer(const sched_spec *s, int32_t r, const act *a, int send,
     if (peer_st < 0 || peer_st >= S)
         return 0;
     int32_t b = peer_st < st ? peer_st : st;
-    int32_t peer = cluster_rank(s, peer_st % s->p);
+    /* peer_st % p without a division: the next or previous rank */
+    int32_t peer_r =
+        peer_st < st ? (r > 0 ? r - 1 : s->p - 1) : (r + 1 < s->p ? r + 1 : 0);
+    int32_t peer = cluster_rank(s, peer_r);
     int32_t chan = (fwd ? 0 : S - 1) + b;
     double bytes = s->stages[b].out_bytes;
     enum prog_kind kind = fwd ? PROG_F : PROG_B;
     /* GPipe's isends (sched_lower.c) */
     unsigned flags = send && s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0;
-    *op = send ? prog_send(peer, chan, bytes, kind, a->mb, flags)
-               : prog_recv(peer, chan, bytes, kind, a->mb, flags);
+    *op = p2p(send ? PROG_SEND : PROG_RECV, peer, chan, bytes, (uint8_t)kind,
+              a->mb, flags);
     return 1;
 }
 
@@ -121,16 +156,12 @@ static int transfer(const sched_spec *s, int32_t r, const act *a, int send,
 static int batch(const pipe_gen *pg, int32_t r, const pstate *p, prog_op *ops,
                  int *sends)
 {
-    int k = 0, join;
-    for (int32_t x = p->prev; x < p->i; x++) {
-        act a = action(pg->s, r, x, &join);
-        k += transfer(pg->s, r, &a, 1, &ops[k]);
-    }
+    int k = 0;
+    for (int32_t x = 0; x < p->i - p->prev; x++)
+        k += transfer(pg->s, r, &p->old[x], 1, &ops[k]);
     *sends = k;
-    for (int32_t x = p->i; x < p->end; x++) {
-        act a = action(pg->s, r, x, &join);
-        k += transfer(pg->s, r, &a, 0, &ops[k]);
-    }
+    for (int32_t x = 0; x < p->end - p->i; x++)
+        k += transfer(pg->s, r, &p->cur[x], 0, &ops[k]);
     return k;
 }
 
@@ -153,17 +184,24 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
     int32_t n = pg->n;
     for (;;) {
         if (p->phase == BATCH) {
-            int join;
-            p->end = p->i + (p->i < n);
-            while (p->end < n && (action(s, r, p->end, &join), join))
+            int join = 0;
+            p->end = p->i;
+            if (p->i < n) {
+                p->cur[0] = action(s, r, p->i, &join);
                 p->end++;
-            int sends, k = batch(pg, r, p, ops, &sends);
-            int separate = 0;
-            if (s->kind == SCHED_1F1B && p->i > 0 && p->i < n) {
-                act a = action(s, r, p->i - 1, &join);
-                act b = action(s, r, p->end - 1, &join);
-                separate = a.kind == b.kind;
             }
+            /* only a B after an F joins, so a step has at most two */
+            if (s->kind == SCHED_INTERLEAVED && p->end < n) {
+                act a = action(s, r, p->end, &join);
+                if (join) {
+                    p->cur[1] = a;
+                    p->end++;
+                }
+            }
+            int sends, k = batch(pg, r, p, ops, &sends);
+            int separate = s->kind == SCHED_1F1B && p->i > 0 && p->i < n &&
+                           p->old[p->i - p->prev - 1].kind ==
+                               p->cur[p->end - p->i - 1].kind;
             p->j = p->i;
             if (separate && sends > 0 && sends < k) {
                 p->phase = SECOND;
@@ -185,20 +223,21 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
             if (p->i == n)
                 return 0;
             if (p->j < p->end) {
-                int join;
-                act a = action(s, r, p->j++, &join);
+                act a = p->cur[p->j++ - p->i];
                 int32_t st = a.chunk * s->p + r;
                 const sched_stage *c = &s->stages[st];
                 /* sched_lower.c's unit_cost without W or checkpointing */
                 ops[0] = a.kind == PROG_F
-                             ? prog_compute(PROG_F, st, (int16_t)a.chunk, a.mb,
-                                            c->fwd, c->act_bytes)
-                             : prog_compute(PROG_B, st, (int16_t)a.chunk, a.mb,
-                                            c->bwd + c->wgt, -c->act_bytes);
+                             ? compute_op(PROG_F, st, a.chunk, a.mb, c->fwd,
+                                          c->act_bytes)
+                             : compute_op(PROG_B, st, a.chunk, a.mb,
+                                          c->bwd + c->wgt, -c->act_bytes);
                 return 1;
             }
             p->prev = p->i;
             p->i = p->end;
+            p->old[0] = p->cur[0];
+            p->old[1] = p->cur[1];
             p->phase = BATCH;
         }
     }

@@ -560,9 +560,18 @@ int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
 {
     if (nw->oom)
         return -1;
-    if (pair >= 0)
-        return start_fifo(nw, id, src, dst, bytes, now, t_begin, pair);
-    return net_start(nw, id, src, dst, bytes, now, t_begin);
+    if (pair < 0)
+        return net_start(nw, id, src, dst, bytes, now, t_begin);
+    /* start_fifo on the one mesh link, spelled out: the same arithmetic
+     * in the same order (0 + latency is latency, min(inf, bw) is bw) */
+    lstat *ls = &nw->ls[pair];
+    double start = ls->free_at > now ? ls->free_at : now;
+    double end = start + nw->mesh_lat + bytes / nw->mesh_bw;
+    ls->free_at = end;
+    ls->carried += bytes;
+    ls->busy += end - start;
+    *t_begin = start;
+    return eq_push(nw->q, end, EQ_NET, id, 0);
 }
 
 int32_t net_event(net *nw, const eq_event *ev)

@@ -797,10 +797,21 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
 {
     memset(res, 0, sizeof *res);
     int built = 0;
-    int rc = simulate(ctx, cfg, nw, db && cfg->record == REC_EVENTS, res,
-                      &built, err);
+    /* event and transfer rows are written as the engine completes ops
+     * (rec_stream_begin), in the run's transaction that record() commits */
+    int events = db && cfg->record == REC_EVENTS;
+    eng_sink sink;
+    if (events && rec_stream_begin(db, &sink, err))
+        return PS_ERR;
+    if (events)
+        eng_set_sink(ctx->eng, &sink);
+    int rc = simulate(ctx, cfg, nw, events, res, &built, err);
+    if (events)
+        eng_set_sink(ctx->eng, NULL);
     /* a run cut short by a signal or a limit leaves no rows: the whole
      * scenario stops there (limit.h) */
+    if (db && rc != PS_OK && limit_stopped())
+        rec_stream_cancel(db);
     if (!db || (rc != PS_OK && limit_stopped()))
         return rc;
     if (rc == PS_OK)

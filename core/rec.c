@@ -558,45 +558,62 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
     return PS_OK;
 }
 
+int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err)
+{
+    rowbuf *ev = &db->rows[ROWS_EVENT];
+    sqlite3_stmt *st = ev->st;
+    int b = rows_base(ev);
+    sqlite3_bind_int64(st, b, rank);
+    sqlite3_bind_int(st, b + 1, op->kind);
+    bind_index(st, b + 2, op->stage);
+    bind_index(st, b + 3, op->chunk);
+    bind_index(st, b + 4, op->mb);
+    sqlite3_bind_double(st, b + 5, op->t_start);
+    sqlite3_bind_double(st, b + 6, op->t_end);
+    return rows_next(db, ev, err);
+}
+
+int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err)
+{
+    rowbuf *tr = &db->rows[ROWS_TRANSFER];
+    sqlite3_stmt *st = tr->st;
+    int b = rows_base(tr);
+    sqlite3_bind_int64(st, b, src);
+    sqlite3_bind_int64(st, b + 1, op->peer);
+    sqlite3_bind_double(st, b + 2, op->bytes);
+    sqlite3_bind_double(st, b + 3, op->t_start);
+    sqlite3_bind_double(st, b + 4, op->t_end);
+    sqlite3_bind_int(st, b + 5, transfer_kind(op->kind));
+    bind_index(st, b + 6, op->mb);
+    bind_index(st, b + 7, op->tag);
+    return rows_next(db, tr, err);
+}
+
+int rec_timeline_start(rec_db *db, ps_err *err)
+{
+    if (ensure_kinds(db, err) || !rows(db, ROWS_EVENT, err) ||
+        !rows(db, ROWS_TRANSFER, err) || !rows(db, ROWS_MEMORY, err))
+        return PS_ERR;
+    for (int i = 0; i < NROWS; i++) {
+        db->rows[i].n = 0; /* rows bound by a run that failed */
+        db->rows[i].count = 0;
+    }
+    return PS_OK;
+}
+
 static int write_ops(rec_db *db, const prog_set *ps, ps_err *err)
 {
-    rowbuf *ev = rows(db, ROWS_EVENT, err), *tr = rows(db, ROWS_TRANSFER, err);
-    if (!ev || !tr)
-        return PS_ERR;
     for (int32_t l = 0; l < ps->nlanes; l++) {
         const prog_lane *lane = &ps->lanes[l];
         for (int32_t i = 0; i < lane->n; i++) {
             const prog_op *op = &lane->ops[i];
-            if (op->type == PROG_COMPUTE) {
-                sqlite3_stmt *st = ev->st;
-                int b = rows_base(ev);
-                sqlite3_bind_int64(st, b, lane->rank);
-                sqlite3_bind_int(st, b + 1, op->kind);
-                bind_index(st, b + 2, op->stage);
-                bind_index(st, b + 3, op->chunk);
-                bind_index(st, b + 4, op->mb);
-                sqlite3_bind_double(st, b + 5, op->t_start);
-                sqlite3_bind_double(st, b + 6, op->t_end);
-                if (rows_next(db, ev, err))
-                    return PS_ERR;
-            } else if (op->type == PROG_SEND) {
-                sqlite3_stmt *st = tr->st;
-                int b = rows_base(tr);
-                sqlite3_bind_int64(st, b, lane->rank);
-                sqlite3_bind_int64(st, b + 1, op->peer);
-                sqlite3_bind_double(st, b + 2, op->bytes);
-                sqlite3_bind_double(st, b + 3, op->t_start);
-                sqlite3_bind_double(st, b + 4, op->t_end);
-                sqlite3_bind_int(st, b + 5, transfer_kind(op->kind));
-                bind_index(st, b + 6, op->mb);
-                bind_index(st, b + 7, op->tag);
-                if (rows_next(db, tr, err))
-                    return PS_ERR;
-            }
+            if ((op->type == PROG_COMPUTE &&
+                 rec_event_row(db, lane->rank, op, err)) ||
+                (op->type == PROG_SEND &&
+                 rec_transfer_row(db, lane->rank, op, err)))
+                return PS_ERR;
         }
     }
-    if (rows_flush(db, ev, err) || rows_flush(db, tr, err))
-        return PS_ERR;
     return PS_OK;
 }
 
@@ -696,16 +713,26 @@ static int write_span(rec_db *db, int64_t id, ps_err *err)
  * write lock held since BEGIN IMMEDIATE keeps each table's new rowids
  * contiguous (max(rowid) + 1 on), so count and last rowid give the
  * range. */
+static int run_ok(const rec_payload *p)
+{
+    return !p->run->status || strcmp(p->run->status, "ok") == 0;
+}
+
 static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
-                      int64_t *id, ps_err *err)
+                      int streamed, int64_t *id, ps_err *err)
 {
     if (write_run_row(db, p->run, id, err) || write_summary(db, p, *id, err))
         return PS_ERR;
-    int ok = !p->run->status || strcmp(p->run->status, "ok") == 0;
-    if (level != REC_EVENTS || !ok)
+    if (level != REC_EVENTS || !run_ok(p))
         return PS_OK;
-    if (p->progs && (ensure_kinds(db, err) || write_ops(db, p->progs, err) ||
-                     write_memory(db, p, err) || write_span(db, *id, err)))
+    /* streamed runs (rec_stream.c) have their event and transfer rows in */
+    if (p->progs && !streamed &&
+        (rec_timeline_start(db, err) || write_ops(db, p->progs, err)))
+        return PS_ERR;
+    if ((p->progs || streamed) &&
+        (rows_flush(db, &db->rows[ROWS_EVENT], err) ||
+         rows_flush(db, &db->rows[ROWS_TRANSFER], err) ||
+         (p->progs && write_memory(db, p, err)) || write_span(db, *id, err)))
         return PS_ERR;
     if (p->network && write_links(db, p->network, *id, err))
         return PS_ERR;
@@ -720,16 +747,25 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         return ps_errf(err, "%s: opened read-only", db->path);
     if (!p->run)
         return ps_errf(err, "%s: run without a run record", db->path);
+    /* a streamed timeline (rec_stream_begin) is kept only for an ok run
+     * at the events level; otherwise the run is written afresh */
+    int streamed = db->streaming;
+    if (streamed && (level != REC_EVENTS || !run_ok(p) || db->stream_rc)) {
+        int failed = db->stream_rc;
+        rec_stream_cancel(db);
+        db->stream_rc = PS_OK;
+        if (failed)
+            return ps_errf(err, "%s", db->stream_err.msg);
+        streamed = 0;
+    }
+    db->streaming = 0;
     sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
     sqlite3_stmt *commit = begin ? stmt(db, ST_COMMIT, err) : NULL;
-    if (!commit || step_done(db, begin, err))
+    if (!commit || (!streamed && step_done(db, begin, err)))
         return PS_ERR;
-    for (int i = 0; i < NROWS; i++) {
-        db->rows[i].n = 0; /* rows bound by a run that failed */
-        db->rows[i].count = 0;
-    }
     int64_t id = 0;
-    if (write_body(db, p, level, &id, err) || step_done(db, commit, err)) {
+    if (write_body(db, p, level, streamed, &id, err) ||
+        step_done(db, commit, err)) {
         if (err && (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL) {
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len,

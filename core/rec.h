@@ -198,6 +198,22 @@ int rec_close(rec_db *db, ps_err *err);
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
 
+/* Streaming the timeline (issue 12): rows written as the engine reports
+ * ops complete instead of read back from stored programs. rec_stream_begin
+ * opens the next run's transaction (the write lock is held from here to
+ * that run's rec_write) and fills *sink for eng_set_sink: each COMPUTE op
+ * becomes an event row and each SEND a transfer row, in completion order,
+ * REC_ROWS to an INSERT (no SQL per op). The following rec_write at
+ * REC_EVENTS of an ok run then writes the rest (run, summary, memory rows
+ * from the payload's programs when it has them, links, the spans) and
+ * commits; for a failed run or another level it drops the streamed rows
+ * first. rec_stream_cancel drops them (a run cut short; nothing happens
+ * without an open stream). A row that fails to insert stops the stream and
+ * fails that rec_write with its message. */
+struct eng_sink;
+int rec_stream_begin(rec_db *db, struct eng_sink *sink, ps_err *err);
+void rec_stream_cancel(rec_db *db);
+
 /* *n = the number of runs in the database (committed: rec_write commits
  * every run). */
 int rec_run_count(rec_db *db, int64_t *n, ps_err *err);

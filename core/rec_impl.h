@@ -55,7 +55,10 @@ struct rec_db {
     int32_t mem_cap;
     net_link_info *links; /* scratch for net_links, links_cap entries */
     int32_t links_cap;
-    int kinds_ok; /* the kind tables hold every name of rec.c's lists */
+    int kinds_ok;  /* the kind tables hold every name of rec.c's lists */
+    int streaming; /* rec_stream_begin's transaction is open */
+    int stream_rc; /* the first failure of a streamed row, in stream_err */
+    ps_err stream_err;
 };
 
 struct rec_query {
@@ -81,6 +84,14 @@ int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
  * memory), and its release with everything it holds. */
 rec_db *rec_new_handle(const char *path, ps_err *err);
 void rec_free_handle(rec_db *db);
+
+/* rec.c: before a run's timeline rows (inside its transaction): the kind
+ * names, the row statements and empty row buffers. */
+int rec_timeline_start(rec_db *db, ps_err *err);
+/* rec.c: one event row (a COMPUTE op of rank) or transfer row (a SEND of
+ * src), batched REC_ROWS to an INSERT. */
+int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err);
+int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err);
 
 /* rec_schema.c: user_version and the number of pipesim tables and of all
  * objects present; fails when the file is not SQLite at all. */

@@ -91,6 +91,9 @@ local DEVICES = {
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H100: 8 x ConnectX-7 NDR 400 Gb/s = 50 GB/s per NIC.
         nic = 400e9 / 8, nics = 8,
+        -- third-generation NVSwitch with NVLink SHARP (in-switch
+        -- reduction), which NCCL's NVLS algorithm uses (2.17+)
+        nvls = true,
     },
     h200 = {
         name = "H200 SXM",
@@ -100,8 +103,9 @@ local DEVICES = {
         flops = 989e12, memory = 141e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm_max = 0.803,
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
-        -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100.
-        nic = 400e9 / 8, nics = 8,
+        -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100; the same
+        -- NVSwitch with NVLink SHARP.
+        nic = 400e9 / 8, nics = 8, nvls = true,
     },
     b200 = {
         name = "B200 SXM",
@@ -124,12 +128,16 @@ end
 M.ROOFLINE_FIELDS = { vector_flops = true, hbm_bandwidth = true, gemm_max = true,
                       gemm_overhead = true, mem_efficiency = true }
 
--- Latencies, an assumption: NCCL's own cost model (src/graph/tuning.cc,
--- hwLat) puts one NVLink hop at ~0.5-3.4 us and one network hop at ~2.7-14
--- us depending on protocol; we take 2 us inside a node and 5 us between
--- nodes, for medium and large messages.
-local INTRA_LATENCY = 2e-6
-local INTER_LATENCY = 5e-6
+-- Latencies of one hop, the raw latency a transfer pays with no protocol
+-- synchronisation: NCCL's LL figures (src/graph/tuning.cc
+-- ncclTunerConstantsDefaults hwLatencies, NCCL 2.30.7: NVLink ring LL 0.6
+-- us, network ring LL 2.7 us), LL being the protocol whose only overhead
+-- is the flag in each line; NCCL's LL128 and Simple pay more per step,
+-- which core/coll_proto.c adds for collectives run with them. Datasheets
+-- give no latency; one pair for every GPU type (NVLink 3 and 4, HDR and
+-- NDR NICs alike in NCCL's table). Until issue 14 these were 2 and 5 us.
+local INTRA_LATENCY = 0.6e-6
+local INTER_LATENCY = 2.7e-6
 
 -- Accepted spellings: case, spaces, '-' and '_' are ignored, so "H100",
 -- "h100-sxm", "H100 SXM" and "dgx-h100" are the same device.
@@ -220,6 +228,7 @@ M.dgx = check.public(function(name, nodes, overrides)
         intra = { bandwidth = d.nvlink * d.nvlink_efficiency, latency = INTRA_LATENCY },
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
+        nvls = d.nvls or nil,
     }, overrides, "dgx: overrides", "cluster")
 end)
 

@@ -290,7 +290,7 @@ local function constraints(shape, spec, nodesize)
         { "virtual_stages", "virtual stages need a multi-chunk schedule, pp > 1 and a " ..
             "stage's layers divisible by v (and v > 1 for interleaved)",
           function(c)
-              if c.v == 1 then return c.schedule ~= "interleaved" end
+              if c.v == 1 then return c.schedule ~= "interleaved" and not V_SHAPE[c.schedule] end
               return MULTI_CHUNK[c.schedule] ~= nil and c.pp > 1 and (L // c.pp) % c.v == 0
                   and (not V_SHAPE[c.schedule] or c.v == 2)
           end },
@@ -573,7 +573,10 @@ function M.run(ps, spec, hooks)
             local o, row = outs[j], c.row
             simulated = simulated + 1
             if o.failed then
+                -- a rule of the schedule's own (core/sched.c sched_check)
+                -- that the constraints above do not repeat
                 row.status, row.error = "failed", o.failed
+                result.dropped["ps.run"] = (result.dropped["ps.run"] or 0) + 1
             else
                 row.status = "simulated"
                 row.step_time, row.peak_memory, row.run = o.makespan, o.peak, o.id

@@ -14,7 +14,9 @@ local d = clusters.dgx("A100", 4)
 H.eq(d.nodes, 4); H.eq(d.gpus_per_node, 8); H.eq(d.nics_per_node, 8)
 H.near(d.intra.bandwidth, 200e9, 1e-15, "NVLink 3: 300 GB/s per direction, NCCL moves 200")
 H.eq(d.inter.bandwidth, 25e9, "HDR 200 Gb/s")
-H.eq(d.intra.latency, 2e-6); H.eq(d.inter.latency, 5e-6)
+H.eq(d.intra.latency, 0.6e-6); H.eq(d.inter.latency, 2.7e-6)
+H.eq(d.nvls, nil, "DGX A100: no NVLink SHARP")
+H.eq(clusters.dgx("H100", 2).nvls, true, "DGX H100: NVLink SHARP")
 H.eq(d.device.flops, 312e12)
 -- A100 GEMM ceiling: 230 TFLOPS, fp16 8192^3 on an A100 80GB (PyTorch
 -- 22.07; mli/transformers-benchmarks); the preset reproduces it: 2*8192^3

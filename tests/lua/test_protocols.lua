@@ -66,9 +66,62 @@ do
   t.eq(coll(c, "ring", nil, 8).protocol, "none")
 end
 
+-- NCCL's tree on 4 nodes x 8 GPUs, one chunk: inside a node a chain of 7
+-- hops (tree 0 up to local 0, tree 1 up to local 7), across nodes NCCL's
+-- binary tree over 4 nodes (0 <- 2 <- {1, 3}; tree 1 its mirror), so 2H =
+-- 2 (7 + 2) steps. With NVLink bandwidth out of the way (1e18 B/s) every
+-- step pays its latency, and the inter-node ones also T/2 (half of the
+-- array per tree) over the NIC: node 2's head receives from two children
+-- at once (T/2 at B/2) in the up phase, then forwards to node 0 (T/2 at B);
+-- the way down is the mirror. Each tree has its own NIC (local 0 and local
+-- 7), so: 2 (7 a_in + 2 a_out) + 6 (T/2) / B = 14 a_in + 4 a_out + 3T/B,
+-- NCCL's latency formula 2((ppn - 1) a_in + log2(nodes) a_out) plus the
+-- bandwidth term
+do
+  local a_in, a_out, B, T = 2e-6, 5e-6, 50e9, 1024 * 1024
+  local c4 = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 8,
+    intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
+  local r = coll(c4, "tree", nil, T, { chunks = 1 })
+  t.near(r.time, 14 * a_in + 4 * a_out + 3 * T / B, 1e-6, "tree on 4 x 8 = closed form")
+  t.near(r.predicted, r.time, 1e-6, "tree model on 4 x 8")
+  -- pipelined: more chunks, less time; the model picks the count
+  local auto_k = coll(c4, "tree", nil, T)
+  t.check(auto_k.chunks > 1 and auto_k.time < r.time, "chunks " .. auto_k.chunks)
+  t.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
+  -- one node: the chain alone, 2 (g - 1) steps
+  local c1 = ps.cluster{ nodes = 1, gpus_per_node = 8,
+    intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
+  t.near(coll(c1, "tree", nil, 8, { chunks = 1 }).time, 14 * a_in, 1e-6, "chain on one node")
+end
+
+-- NVLS on one DGX H100 node: the direct pattern (2 steps, one hop each)
+-- carrying T + T/N per GPU each way at NCCL's nvlsEfficiency 0.85, plus
+-- NCCL's NVLS latency (25 us)
+do
+  local c1 = ps.cluster(ps.clusters.dgx("h100", 1))
+  t.eq(c1.nvls, true)
+  local T, n, B, a = 64 * 1024 * 1024, 8, 370e9, 0.6e-6
+  local r = coll(c1, "nvls", nil, T)
+  t.eq(r.protocol, "simple", "nvls runs simple")
+  t.near(r.time, 2 * a + T * (n + 1) / (n * 0.85 * B) + 25e-6, 1e-9, "nvls closed form")
+  t.near(r.predicted, r.time, 1e-9, "nvls model")
+  t.eq(coll(c1, "auto", "auto", T).algorithm, "nvls", "auto takes nvls at 64 MiB")
+  t.eq(coll(c1, "auto", "auto", 8).algorithm ~= "nvls", true, "not at 8 B")
+  -- not a candidate where it does not apply
+  t.eq(coll(ps.cluster(ps.clusters.dgx("a100", 1)), "auto", "auto", T).algorithm, "ring")
+  t.eq(coll(c, "auto", "auto", T).algorithm ~= "nvls", true, "2 nodes: no nvls")
+  t.raises(function() coll(c1, "nvls", "ll", T) end,
+    "allreduce: nvls runs with the simple protocol only, got 'll'")
+  t.raises(function() coll(c, "nvls", nil, T) end,
+    "allreduce: algorithm 'nvls' runs on the GPUs of one whole node (NCCL uses NVLS "
+    .. "across nodes only with CollNet); 16 ranks are not one node")
+  t.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1, 2, 3 } }) end,
+    "4 ranks are not one node")
+end
+
 -- bad input
 t.raises(function() coll(c, "ring", "ll64", 8) end,
   "field 'protocol': unknown protocol 'll64' (expected ll, ll128, simple, auto, none)")
 t.raises(function() coll(c, "halving_doubling", "ll", 8) end,
-  "allreduce: protocol 'll' applies to ring and tree (NCCL's algorithms), not halving_doubling")
+  "allreduce: protocol 'll' applies to ring, tree and nvls (NCCL's algorithms), not halving_doubling")
 t.done()

@@ -50,6 +50,30 @@ end
 H.check(bound_ok, "the lower bound is below every simulated step time")
 H.check(exact_rows == all.simulated, "gpipe, 1f1b and interleaved have the exact closed form")
 
+-- the other schedules: the closed form is a lower bound on the peak, the
+-- step-time bound still holds; V-shape schedules need v = 2, and a rule of
+-- the schedule's own (dualpipev: m >= 2p) is counted under 'ps.run'
+local other = ps.search { name = "other", model = model, cluster = node, gpus = 8,
+    global_batch = 16, space = { tp = { 1, 2 }, pp = { 2, 4 }, virtual_stages = { 1, 2 },
+    microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
+    "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
+local lower_ok = true
+for _, r in ipairs(other.table) do
+    if r.status == "simulated" then
+        H.check(not r.memory_exact, r.label .. ": no exact closed form claimed")
+        if r.memory > r.peak_memory * (1 + 1e-12) or r.bound > r.step_time * (1 + 1e-12) then
+            lower_ok = false
+            H.check(false, string.format("%s: memory %.9g > %.9g or bound %.9g > %.9g", r.label,
+                r.memory, r.peak_memory, r.bound, r.step_time))
+        end
+    else
+        H.check(r.error:find("dualpipev schedule needs at least as many microbatches", 1, true),
+            r.label .. ": " .. tostring(r.error))
+    end
+end
+H.check(lower_ok, "memory and step-time bounds below the simulated values")
+H.eq(other.dropped["ps.run"], 4, "dualpipev's m >= 2p rule, found by ps.run")
+
 -- pruning by the bound: same best, same front, fewer simulations
 local pruned = ps.search { name = "pruned", model = model, cluster = node, gpus = 8,
     global_batch = 16, space = space, record = "none" }

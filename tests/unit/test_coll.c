@@ -516,7 +516,7 @@ static void test_errors(void)
     CHECK_INT(coll_parse_algo(COLL_ALLREDUCE, "pipeline", &algo, &err), PS_ERR);
     CHECK_STR(err.msg, "unknown allreduce algorithm 'pipeline' (expected "
                        "ring, tree, binomial_tree, double_binary_tree, "
-                       "halving_doubling, direct, hierarchical, auto)");
+                       "halving_doubling, direct, hierarchical, nvls, auto)");
     CHECK_INT(coll_parse_algo(COLL_BROADCAST, "rign", &algo, &err), PS_ERR);
     CHECK_STR(err.msg, "unknown broadcast algorithm 'rign' (expected "
                        "binomial_tree, pipeline, scatter_allgather, auto)");

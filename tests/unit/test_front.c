@@ -56,7 +56,7 @@ static void test_pipe_place(void)
 static void test_coll_defaults(void)
 {
     CHECK_INT(coll_default_candidates(COLL_ALLREDUCE),
-              1u << COLL_RING | 1u << COLL_TREE);
+              1u << COLL_RING | 1u << COLL_TREE | 1u << COLL_NVLS);
     CHECK_INT(coll_default_candidates(COLL_BROADCAST), 0);
     const int32_t whole[4] = {4, 5, 6, 7}, split[4] = {2, 3, 4, 5};
     CHECK_INT(coll_whole_nodes(4, whole, 4), 4);

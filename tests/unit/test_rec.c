@@ -188,6 +188,77 @@ static void test_timeline_upgrade(void)
     fixture_free(&fx);
 }
 
+/* The timeline streamed from the engine's completion hook (rec_stream.c)
+ * holds the same rows as the one read back from the programs (in
+ * completion order rather than lane order), with the same spans; a failed
+ * run or a cancel drops the streamed rows and frees the lock. */
+static void test_stream(void)
+{
+    ps_err err = {0};
+    unlink("stream.db");
+    rec_db *db = rec_open("stream.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0); /* run 1 */
+    eng_sim *e = eng_new();
+    eng_sink sink;
+    CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+    eng_set_sink(e, &sink);
+    eng_result res;
+    CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 2);
+    static const char *const same[] = {
+        "SELECT count(*) FROM (SELECT rank, kind, stage, chunk, mb, t_start, "
+        "t_end FROM event WHERE run = 1 EXCEPT SELECT rank, kind, stage, "
+        "chunk, mb, t_start, t_end FROM event WHERE run = 2)",
+        "SELECT count(*) FROM (SELECT src, dst, bytes, t_start, t_end, kind, "
+        "mb, tag FROM transfer WHERE run = 2 EXCEPT SELECT src, dst, bytes, "
+        "t_start, t_end, kind, mb, tag FROM transfer WHERE run = 1)",
+        "SELECT count(*) FROM (SELECT rank, t, bytes FROM memory WHERE run = 1 "
+        "EXCEPT SELECT rank, t, bytes FROM memory WHERE run = 2)",
+    };
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(scalar(db, same[i]), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 2"), 64);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 2"), 48);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 2"), 68);
+    CHECK_INT(scalar(db, "SELECT event_first FROM span WHERE run = 2"), 65);
+    /* completion order: each rank's events in time order */
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event a JOIN event b ON "
+                         "a.run = 2 AND b.run = 2 AND a.rank = b.rank AND "
+                         "a.rowid < b.rowid AND a.t_start > b.t_start"),
+              0);
+
+    /* a failed run drops what was streamed; a cancel too */
+    CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+    eng_set_sink(e, &sink);
+    CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+    fx.run.status = "failed";
+    fx.run.error = "test";
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 3);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 3"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event"), 128);
+    fx.run.status = "ok";
+    fx.run.error = NULL;
+    CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+    eng_set_sink(e, &sink);
+    CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+    rec_stream_cancel(db);
+    rec_stream_cancel(db); /* nothing open: nothing happens */
+    rec_db *other = rec_open("stream.db", &err); /* the lock is free */
+    CHECK_INT(rec_write(other, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(id, 4);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event"), 128);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 2);
+    rec_close(other, &err);
+    eng_free(e);
+    rec_close(db, &err);
+    fixture_free(&fx);
+}
+
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
@@ -492,5 +563,6 @@ int main(void)
     test_commit_per_run();
     test_open_errors();
     test_timeline_upgrade();
+    test_stream();
     return harness_done();
 }

@@ -1,0 +1,48 @@
+/* The recorder's streaming write path (issue 12): the engine's completion
+ * hook (eng_sink, eng.h) turns finished ops into batched event and
+ * transfer rows inside the run's transaction, which rec_write (rec.c)
+ * completes and commits. The per-op path binds values into the prepared
+ * REC_ROWS-row INSERT and steps it once per REC_ROWS rows. */
+#include "eng.h"
+#include "rec_impl.h"
+
+static void stream_op(void *ctx, const eng_done *d)
+{
+    rec_db *db = ctx;
+    if (db->stream_rc || !db->streaming)
+        return;
+    const prog_op *op = d->op;
+    if (op->type == PROG_COMPUTE)
+        db->stream_rc = rec_event_row(db, d->rank, op, &db->stream_err);
+    else if (op->type == PROG_SEND)
+        db->stream_rc = rec_transfer_row(db, d->rank, op, &db->stream_err);
+}
+
+int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
+{
+    if (db->readonly)
+        return ps_errf(err, "%s: opened read-only", db->path);
+    rec_stream_cancel(db);
+    /* BEGIN IMMEDIATE, as rec_write's: the lock before the first row */
+    if (rec_exec_sql(db, "BEGIN IMMEDIATE", err))
+        return PS_ERR;
+    if (rec_timeline_start(db, err)) {
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        return PS_ERR;
+    }
+    db->streaming = 1;
+    db->stream_rc = PS_OK;
+    *sink = (eng_sink){.op_done = stream_op, .mem_change = NULL, .ctx = db};
+    return PS_OK;
+}
+
+void rec_stream_cancel(rec_db *db)
+{
+    if (!db || !db->streaming)
+        return;
+    db->streaming = 0;
+    for (int i = 0; i < NROWS; i++)
+        db->rows[i].n = 0;
+    if (!sqlite3_get_autocommit(db->db))
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""make bench, the targets of issue 12: whole processes (`pipesim run`
+start to exit, as a user sees them), median of several runs, peak RSS per
+process, and the SimGrid comparison measured side by side (pipesim and
+simgrid_bench alternated within one run of this script).
+
+  python3 tests/bench/targets.py BUILD_DIR [SIMGRID_BENCH]
+
+BENCH_BIG=1 adds the 16384-rank ring (537 M transfers); BENCH_REPS=N
+changes the number of runs (default 5; 3 for the large cases)."""
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+SIMGRID = sys.argv[2] if len(sys.argv) > 2 and os.access(sys.argv[2], os.X_OK) else None
+PIPESIM = os.path.join(BUILD, "pipesim")
+REPS = int(os.environ.get("BENCH_REPS", "5"))
+TMP = tempfile.mkdtemp(prefix="pipesim-bench-")
+
+
+def rm_db(path):
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+
+
+# Peak RSS comes from GNU time when it is installed: a child forked from
+# this script starts as a copy of the Python process, whose size its
+# rusage would report instead.
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def run(cmd):
+    """Wall seconds, CPU seconds and peak RSS (MB, or None) of one process."""
+    full = [GNU_TIME, "-f", "rss_kb=%M"] + cmd if GNU_TIME else cmd
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    if status != 0:
+        sys.exit("bench: %s failed: %s" % (" ".join(cmd), err.strip()))
+    rss = [int(x[7:]) / 1024.0 for x in err.split() if x.startswith("rss_kb=")]
+    return wall, ru.ru_utime + ru.ru_stime, rss[-1] if rss else None
+
+
+def pipesim(script, args, db=None):
+    db = db or os.path.join(TMP, "bench.db")
+    cmd = [PIPESIM, "run", "--unsafe", "tests/bench/" + script, "-o", db]
+    for k, v in args.items():
+        cmd += ["-D", "%s=%s" % (k, v)]
+    return cmd
+
+
+def fresh(cmd, db):
+    rm_db(db)
+    return run(cmd)
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+rows = []  # (workload, pipesim s, RSS MB, target, ok, simgrid s, ratio, ratio target, ok)
+
+
+def case(name, script, args, target_s, target_mb=None, simgrid=None, ratio=None, reps=REPS):
+    db = os.path.join(TMP, "case.db")
+    cmd = pipesim(script, args, db)
+    t, mb, tsg = [], [], []
+    for _ in range(reps):
+        w, _, m = fresh(cmd, db)
+        t.append(w)
+        mb.append(m)
+        if simgrid and SIMGRID:
+            tsg.append(run([SIMGRID] + simgrid)[0])
+    ps_s = med(t)
+    ps_mb = max(mb) if None not in mb else None
+    ok = ps_s <= target_s and (target_mb is None or (ps_mb or 0) <= target_mb)
+    tgt = "<= %s s" % target_s + (", <= %d MB" % target_mb if target_mb else "")
+    sg = "%.3f" % med(tsg) if tsg else "-"
+    r = med(tsg) / ps_s if tsg else None
+    rtxt = "%.0fx" % r if r else "-"
+    rok = ("ok" if r >= ratio else "MISSED") if (r and ratio) else "-"
+    rows.append((name, "%.3f" % ps_s, "%.1f" % ps_mb if ps_mb else "-", tgt, "ok" if ok else "MISSED", sg, rtxt,
+                 ">= %dx" % ratio if ratio else "-", rok))
+    print("  %s: pipesim %s s (runs %s), simgrid %s" % (
+        name, "%.3f" % ps_s, ", ".join("%.3f" % x for x in t),
+        ", ".join("%.3f" % x for x in tsg) or "-"), flush=True)
+
+
+def recording(reps=REPS):
+    """Full event recording of the 1F1B p=64 m=1024 step: rows per second
+    of the recording (events-level process minus summary-level process,
+    both into fresh files) and database bytes per timeline row."""
+    ev_db, sm_db = os.path.join(TMP, "ev.db"), os.path.join(TMP, "sm.db")
+    t_ev, t_sm = [], []
+    for _ in range(reps):
+        t_ev.append(fresh(pipesim("pipe_1f1b.lua", {"record": "events"}, ev_db), ev_db)[0])
+        t_sm.append(fresh(pipesim("pipe_1f1b.lua", {"record": "summary"}, sm_db), sm_db)[0])
+    con = sqlite3.connect(ev_db)
+    n = sum(con.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
+            for t in ("event", "transfer", "memory"))
+    con.close()
+    size = os.path.getsize(ev_db) - os.path.getsize(sm_db)
+    rate = n / (med(t_ev) - med(t_sm)) / 1e6
+    bpr = size / n
+    print("  full recording: %d rows, events %.3f s, summary %.3f s" % (n, med(t_ev), med(t_sm)))
+    rows.append(("full event recording (1F1B p=64 m=1024, %d rows)" % n,
+                 "%.2f M rows/s, %.1f B/row" % (rate, bpr), "-", ">= 2 M rows/s, <= 40 B/row",
+                 "ok" if rate >= 2 and bpr <= 40 else "MISSED", "-", "-", "-", "-"))
+
+
+def sweep(runs=20000, reps=3):
+    db = os.path.join(TMP, "sweep.db")
+    t, cpu = [], []
+    for _ in range(reps):
+        w, c, _ = fresh(pipesim("sweep_runs.lua", {"runs": runs}, db), db)
+        t.append(w)
+        cpu.append(c)
+    per_min = runs / med(t) * 60
+    print("  sweep: %d runs, %s s wall, %s s CPU" % (
+        runs, ", ".join("%.2f" % x for x in t), ", ".join("%.2f" % x for x in cpu)))
+    rows.append(("summary sweep (34 layers, 4 stages, m = 8, %d runs)" % runs,
+                 "%.0f runs/min (CPU %.0f)" % (per_min, runs / med(cpu) * 60), "-",
+                 ">= 1000000 runs/min", "ok" if per_min >= 1e6 else "MISSED",
+                 "-", "-", "-", "-"))
+
+
+def main():
+    big = REPS if REPS < 3 else 3
+    print("issue 12 targets (whole processes, median of %d; SimGrid %s)" % (
+        REPS, "side by side" if SIMGRID else "not built: install libsimgrid-dev"), flush=True)
+    case("ring all-reduce 1 GiB, 1024 ranks, summary", "ring.lua", {"ranks": 1024}, 0.08,
+         simgrid=["ring", "1024", str(2**30)], ratio=100, reps=big)
+    case("ring all-reduce 1 GiB, 4096 ranks", "ring.lua", {"ranks": 4096}, 1.5, 64, reps=big)
+    if os.environ.get("BENCH_BIG"):
+        case("ring all-reduce 1 GiB, 16384 ranks", "ring.lua", {"ranks": 16384}, 30, 256,
+             reps=1)
+    case("1F1B p = 64, m = 1024", "pipe_1f1b.lua", {"p": 64, "m": 1024}, 0.03,
+         simgrid=["1f1b", "64", "1024"], ratio=30)
+    case("1F1B p = 128, m = 4096", "pipe_1f1b.lua", {"p": 128, "m": 4096}, 0.2, reps=big)
+    case("interleaved p = 64, v = 4, m = 1024", "pipe_1f1b.lua", {"p": 64, "m": 1024, "v": 4},
+         0.08)
+    recording(big)
+    sweep()
+    head = ("workload", "pipesim s", "RSS MB", "target", "", "SimGrid s", "ratio",
+            "target", "")
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    for f in os.listdir(TMP):
+        os.unlink(os.path.join(TMP, f))
+    os.rmdir(TMP)
+
+
+main()

@@ -6,7 +6,7 @@
 # make fuzz [FUZZ_TIME=60]          libFuzzer targets (clang), FUZZ_TIME s each
 
 PKGS      := lua5.4 sqlite3
-DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3
+DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3 lua-check
 CC        ?= cc
 WERROR    ?= 1
 SAN       ?=
@@ -60,7 +60,7 @@ all: deps $(BIN)
 
 # Installs the Debian build dependencies when pkg-config cannot find them.
 deps:
-	@pkg-config --exists $(PKGS) && command -v sqlite3 >/dev/null && command -v xmllint >/dev/null && command -v python3 >/dev/null || \
+	@pkg-config --exists $(PKGS) && command -v sqlite3 >/dev/null && command -v xmllint >/dev/null && command -v python3 >/dev/null && command -v luacheck >/dev/null || \
 	  { echo "pipesim: installing build dependencies: $(DEB_DEPS)"; \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	    $$SUDO apt-get update -qq && \

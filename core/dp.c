@@ -200,17 +200,50 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     spec.nranks = c->d;
     spec.root = ranks[0];
     spec.ranks_per_node = c->ranks_per_node;
+    spec.nvls = c->nvls;
+    /* NCCL picks the protocol with the algorithm (coll.h); a fixed
+     * textbook algorithm runs without one */
+    spec.protocol =
+        c->algorithm == COLL_AUTO || coll_algo_has_proto(c->algorithm)
+            ? COLL_PROTO_AUTO
+            : COLL_PROTO_NONE;
     int32_t *before = malloc((size_t)c->d * sizeof *before);
     if (!before)
         return ps_errf(err, "out of memory");
     for (int32_t j = 0; j < c->d; j++)
         before[j] = ps->lanes[lanes[j]].n;
-    int used;
-    int rc = coll_append(ps, nw, &spec, lanes, &used, NULL, err);
+    int used, proto;
+    int rc = coll_append(ps, nw, &spec, lanes, &used, &proto, err);
     for (int32_t j = 0; j < c->d && rc == PS_OK; j++) {
         prog_lane *lane = &ps->lanes[lanes[j]];
         for (int32_t i = before[j]; i < lane->n; i++)
             lane->ops[i].tag = tag;
+    }
+    if (rc == PS_OK && c->log) {
+        dp_log *log = c->log;
+        if (log->n == log->cap) {
+            int32_t cap = log->cap ? 2 * log->cap : 16;
+            dp_coll *p = realloc(log->c, (size_t)cap * sizeof *p);
+            if (!p) {
+                free(before);
+                return ps_errf(err, "out of memory");
+            }
+            log->c = p;
+            log->cap = cap;
+        }
+        int32_t *blk = malloc((size_t)c->d * 3 * sizeof *blk);
+        if (!blk) {
+            free(before);
+            return ps_errf(err, "out of memory");
+        }
+        dp_coll *e = &log->c[log->n++];
+        *e = (dp_coll){op,        used, proto,      c->d,
+                       (double)b, blk,  blk + c->d, blk + 2 * c->d};
+        for (int32_t j = 0; j < c->d; j++) {
+            e->lanes[j] = lanes[j];
+            e->lo[j] = before[j];
+            e->hi[j] = ps->lanes[lanes[j]].n;
+        }
     }
     free(before);
     return rc;
@@ -344,4 +377,38 @@ void dp_exposed(const dp_config *c, const prog_set *ps, double *exposed)
                 exposed[l] += end - o->t_end;
         }
     }
+}
+
+void dp_log_clear(dp_log *log)
+{
+    for (int32_t k = 0; k < log->n; k++)
+        free(log->c[k].lanes);
+    log->n = 0;
+}
+
+void dp_log_free(dp_log *log)
+{
+    dp_log_clear(log);
+    free(log->c);
+    log->c = NULL;
+    log->cap = 0;
+}
+
+void dp_log_span(const dp_log *log, const prog_set *ps, int32_t k, double *t0,
+                 double *t1)
+{
+    const dp_coll *e = &log->c[k];
+    *t0 = INFINITY;
+    *t1 = -INFINITY;
+    for (int32_t j = 0; j < e->d; j++) {
+        const prog_lane *lane = &ps->lanes[e->lanes[j]];
+        for (int32_t i = e->lo[j]; i < e->hi[j]; i++) {
+            if (lane->ops[i].t_start < *t0)
+                *t0 = lane->ops[i].t_start;
+            if (lane->ops[i].t_end > *t1)
+                *t1 = lane->ops[i].t_end;
+        }
+    }
+    if (*t1 < *t0)
+        *t0 = *t1 = 0;
 }

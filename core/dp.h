@@ -31,6 +31,30 @@
 #include "net.h"
 #include "prog.h"
 
+/* One gradient-sync collective dp_lower appended, for the `collective`
+ * table: what ran (auto's algorithm and protocol) and where its ops are,
+ * ops lo[j] .. hi[j] - 1 of lane lanes[j] for replica j. */
+typedef struct dp_coll {
+    int op, algorithm, protocol; /* enum coll_op, coll_algo, coll_proto */
+    int32_t d;                   /* replicas taking part */
+    double bytes;
+    int32_t *lanes, *lo, *hi; /* d each, one block owned by the log */
+} dp_coll;
+
+typedef struct dp_log {
+    dp_coll *c;
+    int32_t n, cap;
+} dp_log;
+
+/* Empties log (keeping its array); dp_log_free releases everything. */
+void dp_log_clear(dp_log *log);
+void dp_log_free(dp_log *log);
+
+/* After the engine has run ps: the first start and last end among the ops
+ * of collective k of log. */
+void dp_log_span(const dp_log *log, const prog_set *ps, int32_t k, double *t0,
+                 double *t1);
+
 typedef struct dp_config {
     int32_t p, v, d;        /* pipeline ranks, chunks per rank, replicas */
     const int32_t *rank_of; /* p*d cluster ranks, index j*p + r */
@@ -48,6 +72,9 @@ typedef struct dp_config {
     int zero;                 /* 0 or 1 */
     double optimizer_seconds; /* OPT op of a rank holding all its params */
     int32_t ranks_per_node;   /* for hierarchical algorithms, 0 unknown */
+    int nvls;                 /* the node switches have NVLink SHARP */
+    dp_log *log;              /* NULL, or where dp_lower lists its
+                                 collectives */
 } dp_config;
 
 /* Appends the gradient sync to ps, whose first p*d lanes are the replicas'

@@ -130,7 +130,7 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
     return eng_begin_stats_(e, g->nlanes, g->nranks);
 }
 
-static int32_t msg_alloc(eng_sim *e)
+static inline int32_t msg_alloc(eng_sim *e)
 {
     eng_cursor *c = e->cur;
     int32_t m = c->free_msg;
@@ -156,7 +156,7 @@ static int32_t msg_alloc(eng_sim *e)
     return c->msg_used++;
 }
 
-static void msg_release(eng_cursor *c, int32_t m)
+static inline void msg_release(eng_cursor *c, int32_t m)
 {
     c->msg[m].next = c->free_msg;
     c->free_msg = m;
@@ -164,7 +164,7 @@ static void msg_release(eng_cursor *c, int32_t m)
 
 /* The message a post of the given side on channel k belongs to: the
  * oldest post of the other side, or a new record queued on k. */
-static int32_t match(eng_sim *e, int32_t k, int send)
+static inline int32_t match(eng_sim *e, int32_t k, int send)
 {
     eng_cursor *c = e->cur;
     chan *ch = &c->chan[k];
@@ -198,7 +198,7 @@ static inline void done(eng_sim *e, int32_t l, const prog_op *op, int64_t idx)
     e->sink.op_done(e->sink.ctx, &d);
 }
 
-static void make_ready(eng_sim *e, int32_t l)
+static inline void make_ready(eng_sim *e, int32_t l)
 {
     int32_t cap = e->cur->g->nlanes + 1, i = e->ready_head + e->ready_n;
     e->ready[i >= cap ? i - cap : i] = l;

@@ -172,6 +172,13 @@ static void chrome_slice(FILE *out, const export_run *r, const slice *s,
         fprintf(out, "%s{\"ph\":\"X\",\"cat\":\"compute\",\"name\":",
                 *first ? "" : ",\n");
         json_str(out, name);
+        /* W and the overlapped FB in their own colours: chrome://tracing
+         * reads catapult's reserved colour names; Perfetto colours by the
+         * name, which differs anyway ("W3", "FB:F3") */
+        if (strcmp(e->kind, "W") == 0)
+            fputs(",\"cname\":\"olive\"", out);
+        else if (strncmp(e->kind, "FB.", 3) == 0)
+            fputs(",\"cname\":\"terrible\"", out);
         fprintf(out,
                 ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                 "\"args\":{\"rank\":%d,\"kind\":",

@@ -498,12 +498,18 @@ static void params_hints(export_run *r)
 void export_event_name(const export_run *r, const export_event *e, char *buf,
                        size_t n)
 {
-    if (e->mb < 0)
-        snprintf(buf, n, "%s", e->kind);
-    else if (r->v > 1 && e->chunk >= 0)
-        snprintf(buf, n, "%s%d.c%d", e->kind, (int)e->mb, (int)e->chunk);
+    /* an overlapped FB's halves: "FB:F3", "FB:B1.c1" */
+    char kind[16];
+    if (strncmp(e->kind, "FB.", 3) == 0)
+        snprintf(kind, sizeof kind, "FB:%s", e->kind + 3);
     else
-        snprintf(buf, n, "%s%d", e->kind, (int)e->mb);
+        snprintf(kind, sizeof kind, "%s", e->kind);
+    if (e->mb < 0)
+        snprintf(buf, n, "%s", kind);
+    else if ((r->v > 1 && e->chunk >= 0) || e->chunk > 0)
+        snprintf(buf, n, "%s%d.c%d", kind, (int)e->mb, (int)e->chunk);
+    else
+        snprintf(buf, n, "%s%d", kind, (int)e->mb);
 }
 
 void export_transfer_name(const export_run *r, const export_transfer *t,

@@ -38,9 +38,14 @@ typedef struct op_style {
 } op_style;
 
 static const op_style op_styles[] = {
-    {"F", "forward", "#4e79a7"},     {"B", "backward", "#59a14f"},
-    {"W", "weight grad", "#8cd17d"}, {"R", "recompute", "#b07aa1"},
+    {"F", "forward", "#4e79a7"},
+    {"B", "backward", "#59a14f"},
+    {"W", "weight grad", "#8cd17d"},
+    {"R", "recompute", "#b07aa1"},
     {"OPT", "optimizer", "#9c755f"},
+    /* the two halves of an overlapped FB: one colour, one legend entry */
+    {"FB.F", "overlapped F&B", "#e15759"},
+    {"FB.B", "", "#e15759"},
 };
 #define NSTYLES ((int)(sizeof op_styles / sizeof op_styles[0]))
 static const char other_fill[] = "#bab0ac";
@@ -191,7 +196,10 @@ static void svg_legend(svg_ctx *c, const export_run *runs, int nruns)
     for (int k = 0; k < nruns; k++) {
         for (int32_t i = 0; i < runs[k].nev; i++) {
             int s = style_of(runs[k].ev[i].kind);
+            if (s >= 0 && !op_styles[s].label[0])
+                s--; /* FB.B: listed as FB.F, the entry before it */
             has[s < 0 ? NSTYLES : s] = 1;
+            chunks |= runs[k].ev[i].chunk > 0;
         }
         for (int32_t i = 0; i < runs[k].ntr; i++)
             comm |= runs[k].tr[i].t1 > runs[k].tr[i].t0;
@@ -224,14 +232,16 @@ static void svg_legend(svg_ctx *c, const export_run *runs, int nruns)
         fprintf(out,
                 "<rect class=\"swatch\" x=\"%.1f\" y=\"13\" width=\"12\" "
                 "height=\"12\" rx=\"2\" fill=\"%s\"/>"
-                "<text x=\"%.1f\" y=\"23\" fill=\"%s\">%s</text>\n",
-                x, fill, x + 17, ink, label);
+                "<text x=\"%.1f\" y=\"23\" fill=\"%s\">",
+                x, fill, x + 17, ink);
+        xml_str(out, label); /* "overlapped F&B" */
+        fputs("</text>\n", out);
         x += 17 + 6.4 * (double)strlen(label) + 18;
     }
     if (chunks)
         fprintf(out,
                 "<text x=\"%.1f\" y=\"23\" fill=\"%s\">lighter shade = "
-                "later virtual chunk; labels are microbatches</text>\n",
+                "later chunk; labels are microbatches</text>\n",
                 x + 6, ink2);
     else
         fprintf(out,
@@ -309,8 +319,9 @@ static void svg_op(svg_ctx *c, const export_run *r, const export_event *e,
     FILE *out = c->out;
     int s = style_of(e->kind);
     double f = 0;
-    if (r->v > 1 && e->chunk > 0)
-        f = 0.45 * e->chunk / (r->v - 1);
+    /* DualPipe's runs record v = 1 but two chunks (copies) per rank */
+    if (e->chunk > 0)
+        f = 0.45 * e->chunk / (r->v > 1 ? r->v - 1 : 1);
     char fill[8], name[64], t0[32], t1[32];
     int dark;
     tint(s < 0 ? other_fill : op_styles[s].fill, f, fill, &dark);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "bind_nccl_tests.h"
 #include "export.h"
 #include "limit.h"
 #include "merge.h"
@@ -36,6 +37,9 @@ static const char usage[] =
     "x|y|xy]\n"
     "                    [--format svg|csv] [-o FILE]\n"
     "       pipesim merge OUT.db PART.db...\n"
+    "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
+    "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
+    "                    [--algorithm A] [--protocol P] [--db DB]\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -58,6 +62,10 @@ static const char usage[] =
     "           chart with memory curves; --compare stacks runs.\n"
     "  plot     a line chart of one recorded column or sweep coordinate\n"
     "           against another, one line per --by group (README, Plots).\n"
+    "  nccl-tests  nccl-tests' table (all_reduce_perf ...) on a simulated\n"
+    "           cluster: a DGX preset (h100, h100:4 for 4 nodes) or a Lua\n"
+    "           file returning a cluster; each size is recorded in DB\n"
+    "           (default results/nccl_tests.db).\n"
     "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
     "           runs renumbered in point order as if run unsharded.\n"
     "\n"
@@ -308,34 +316,34 @@ static int run_scenario(lua_State *L, const run_opts *o)
     return 1;
 }
 
+/* One cleanup path (out:): whatever was made so far is freed there. */
 static int cmd_run(int argc, char **argv)
 {
     run_opts o = {0};
+    lua_State *L = NULL;
+    int rc = 1;
+    char dbbuf[PATH_MAX], luadir[PATH_MAX];
     o.defs = calloc((size_t)argc + 1, sizeof *o.defs);
-    if (!o.defs)
-        return fail("out of memory");
-    if (parse_run(argc, argv, &o)) {
-        free(o.defs);
-        return 1;
+    if (!o.defs) {
+        rc = fail("out of memory");
+        goto out;
     }
-    char dbbuf[PATH_MAX];
+    if (parse_run(argc, argv, &o))
+        goto out;
     if (!o.db) {
         default_db(o.scenario, dbbuf, sizeof dbbuf);
         o.db = dbbuf;
     }
     if (make_parent_dirs(o.db)) {
-        free(o.defs);
-        return fail("%s: cannot create its directory: %s", o.db,
-                    strerror(errno));
+        rc = fail("%s: cannot create its directory: %s", o.db, strerror(errno));
+        goto out;
     }
-    char luadir[PATH_MAX];
     find_luadir(luadir, sizeof luadir);
 
     limit_set_memory(o.max_memory);
-    lua_State *L = bind_newstate();
-    if (!L) {
-        free(o.defs);
-        return fail("cannot create a Lua state");
+    if (!(L = bind_newstate())) {
+        rc = fail("cannot create a Lua state");
+        goto out;
     }
     luaL_openlibs(L);
     bind_session s = {o.db,   o.scenario, o.defs,   o.ndefs,
@@ -344,7 +352,7 @@ static int cmd_run(int argc, char **argv)
     if (!o.unsafe)
         bind_sandbox(L, luadir, o.scenario, o.db);
     ps_err err;
-    int rc = bind_limits(L, luadir, o.timeout, &err);
+    rc = bind_limits(L, luadir, o.timeout, &err);
     if (rc)
         ps_print_error(err.msg);
     else
@@ -385,30 +393,56 @@ static int cmd_run(int argc, char **argv)
             printf("%ld run%s added to %s (pipesim report %s)\n", runs,
                    runs == 1 ? "" : "s", path, path);
     }
-    lua_close(L);
+out:
+    if (L)
+        lua_close(L);
     free(o.defs);
     return rc;
 }
 
+/* `pipesim report` accepts widths up to this many columns. */
+#define REPORT_MAX_WIDTH 100000
+
+/* The arguments of `pipesim report` (argv[0] is "report"), by getopt_long
+ * as parse_run's: options and operands in any order, "--" ends the
+ * options, every error one line. */
 static int cmd_report(int argc, char **argv)
 {
+    enum { OPT_CSV = 256, OPT_WIDTH };
+    static const struct option longopts[] = {
+        {"csv", no_argument, NULL, OPT_CSV},
+        {"width", required_argument, NULL, OPT_WIDTH},
+        {NULL, 0, NULL, 0},
+    };
     const char *dbpath = NULL, *run = NULL;
     int csv = 0, width = REPORT_WIDTH;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--csv") == 0) {
-            csv = 1;
-        } else if (strcmp(argv[i], "--width") == 0) {
-            char *wend;
-            long w = i + 1 < argc ? strtol(argv[i + 1], &wend, 10) : 0;
-            if (i + 1 >= argc || !*argv[i + 1] || *wend || w < 1 || w > 100000)
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        const char *a = optind > 1 ? argv[optind - 1] : "";
+        switch (c) {
+        case OPT_CSV: csv = 1; break;
+        case OPT_WIDTH: {
+            long w;
+            if (parse_int(optarg, 1, REPORT_MAX_WIDTH, &w))
                 return fail("report: --width %s: expected a number of "
                             "columns",
-                            i + 1 < argc ? argv[i + 1] : "(missing)");
+                            optarg);
             width = (int)w;
-            i++;
-        } else if (argv[i][0] == '-')
-            return fail("report: unknown option '%s'", argv[i]);
-        else if (!dbpath)
+            break;
+        }
+        case ':':
+            return fail("report: --width (missing): expected a number of "
+                        "columns");
+        default:
+            if (optopt && optopt < 256)
+                return fail("report: unknown option '-%c'", optopt);
+            return fail("report: unknown option '%s'", a);
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!dbpath)
             dbpath = argv[i];
         else if (!run)
             run = argv[i];
@@ -497,15 +531,19 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0)
         return checked_stdout(cmd_run(argc - 1, argv + 1)); /* argv[0] "run" */
     if (strcmp(cmd, "report") == 0)
-        return checked_stdout(cmd_report(argc - 2, argv + 2));
+        return checked_stdout(cmd_report(argc - 1, argv + 1)); /* "report" */
     if (strcmp(cmd, "export") == 0)
         return export_main(argc - 2, argv + 2);
     if (strcmp(cmd, "plot") == 0)
         return plot_main(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0)
         return checked_stdout(cmd_merge(argc - 2, argv + 2));
-    return fail(
-        "unknown command '%s' (expected run, report, export, plot or merge; "
-        "try pipesim --help)",
-        cmd);
+    if (strcmp(cmd, "nccl-tests") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
+    }
+    return fail("unknown command '%s' (expected run, report, export, plot, "
+                "merge or nccl-tests; try pipesim --help)",
+                cmd);
 }

@@ -32,6 +32,7 @@ struct pipe_ctx {
     double *rank_static; /* by cluster rank */
     mem_rank *ledger;    /* by cluster rank */
     int32_t cluster_cap;
+    dp_log grad_log; /* the gradient-sync collectives of the last run */
 };
 
 pipe_ctx *pipe_ctx_new(void)
@@ -54,6 +55,7 @@ void pipe_ctx_free(pipe_ctx *ctx)
         return;
     eng_free(ctx->eng);
     prog_free(ctx->ps);
+    dp_log_free(&ctx->grad_log);
     free(ctx->stages);
     free(ctx->stage_rows);
     free(ctx->stage_bubble);
@@ -587,8 +589,32 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .fits = error ? REC_FITS_UNKNOWN : res->fits,
         .meta = cfg->meta,
     };
+    /* one collective row per gradient-sync bucket and pipeline rank, with
+     * the algorithm and protocol auto chose (rec.h) */
+    int32_t ncoll = error ? 0 : ctx->grad_log.n;
+    rec_collective *coll = calloc((size_t)ncoll + 1, sizeof *coll);
+    if (!coll)
+        return ps_errf(err, "out of memory");
+    for (int32_t k = 0; k < ncoll; k++) {
+        const dp_coll *e = &ctx->grad_log.c[k];
+        double t0, t1;
+        dp_log_span(&ctx->grad_log, ctx->ps, k, &t0, &t1);
+        double t = t1 - t0, algbw = t > 0 ? e->bytes / t : 0;
+        coll[k] = (rec_collective){
+            .op = coll_op_name((enum coll_op)e->op),
+            .algorithm = coll_algo_name(e->algorithm),
+            .ranks = e->d,
+            .bytes = e->bytes,
+            .time = t,
+            .algbw = algbw,
+            .busbw = algbw * coll_busbw_factor((enum coll_op)e->op, e->d),
+            .protocol = coll_proto_name(e->protocol),
+        };
+    }
     rec_payload pl = {
         .run = &run,
+        .collective = ncoll ? coll : NULL,
+        .ncollectives = ncoll,
         .stages = ctx->stage_rows,
         .nstages = with_stages ? cfg->p * cfg->v : 0,
         .ranks = error ? NULL : ctx->rank_rows,
@@ -597,7 +623,10 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .static_memory = ctx->rank_static,
         .network = nw,
     };
-    return rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
+    int rc =
+        rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
+    free(coll);
+    return rc;
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
@@ -736,7 +765,10 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
         .zero = zero,
         .optimizer_seconds = cfg->optimizer_seconds,
         .ranks_per_node = whole_nodes(cfg),
+        .nvls = cfg->nvls,
+        .log = &ctx->grad_log,
     };
+    dp_log_clear(&ctx->grad_log);
     int rc = PS_OK;
     if (!streamed && (cfg->dp > 1 || cfg->optimizer_seconds > 0))
         rc = dp_lower(&dc, ctx->ps, nw, err);

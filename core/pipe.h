@@ -85,6 +85,7 @@ typedef struct pipe_config {
     /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
      * that is whole nodes gets hierarchical collectives */
     int32_t gpus_per_node;
+    int nvls; /* the cluster's node switches have NVLink SHARP (coll.h) */
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;

@@ -435,9 +435,13 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
     return PS_OK;
 }
 
-/* Glyph that fills a compute event of kind; labels are the microbatch. */
+/* Glyph that fills a compute event of kind; labels are the microbatch.
+ * The two halves of an overlapped FB ("FB.F", "FB.B") share '&', the
+ * DeepSeek-V3 report's "F&B". */
 static char glyph(const char *kind)
 {
+    if (strncmp(kind, "FB.", 3) == 0)
+        return '&';
     switch (kind[0]) {
     case 'F': return '-';
     case 'B': return '=';
@@ -458,11 +462,11 @@ static double nice_step(double raw)
 
 /* The axis under the timeline (ticks every ~12 columns) and its labels,
  * the last one carrying the unit. */
-static void print_axis(FILE *out, int indent, int cols, double makespan)
+static void print_axis(FILE *out, int indent, int cols, double t_first,
+                       double dt, double makespan)
 {
     const char *unit;
     double scale = time_unit(makespan, &unit);
-    double dt = makespan / cols;
     /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
      * (a hand-edited database), where the product is infinite, the step
      * NaN and the tick loop never ended */
@@ -480,9 +484,12 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     ticks[cols + 1] = '\0';
     memset(labels, ' ', (size_t)cols + 63);
     labels[cols + 63] = '\0';
-    int end = 0;                      /* first free label column */
+    int end = 0; /* first free label column */
+    double k0 = ceil(t_first / step - 1e-9);
+    if (!isfinite(k0))
+        k0 = 0;
     for (int k = 0; k <= cols; k++) { /* at most a tick per column */
-        double t = k * step, x = t / dt;
+        double t = (k0 + k) * step, x = (t - t_first) / dt;
         if (!(x <= cols + 0.5))
             break;
         int c = (int)lround(x);
@@ -490,7 +497,7 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
         char lab[48];
         int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
         /* the unit goes on the last label that fits */
-        if ((k + 1) * step / dt > cols + 0.5)
+        if (((k0 + k + 1) * step - t_first) / dt > cols + 0.5)
             len = snprintf(lab, sizeof lab, "%.4g %s", t / scale, unit);
         if (c >= end && c + len < cols + 63) {
             memcpy(labels + c, lab, (size_t)len);
@@ -505,33 +512,75 @@ static void print_axis(FILE *out, int indent, int cols, double makespan)
     free(labels);
 }
 
+/* Chunks per rank in the run's events (max chunk + 1), at least 1. */
+static int64_t event_chunks(rec_db *db, int64_t run, ps_err *err)
+{
+    rec_query *q =
+        query(db, "SELECT coalesce(max(chunk), 0) FROM event WHERE run = ?1",
+              run, err);
+    int64_t n = 1;
+    if (q && rec_query_step(q, err) == 1 && !rec_query_isnull(q, 0))
+        n = rec_query_int(q, 0) + 1;
+    rec_query_free(q);
+    return n >= 1 && n <= 64 ? n : 1; /* more would not be readable */
+}
+
+/* One row per rank, or with several chunks one row per (rank, chunk), so
+ * that chunks never share glyphs: "rank 0 c0 |...|". A block is labelled
+ * with its microbatch where the number fits in it (two digits need two
+ * columns). */
 static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
                        int64_t nranks, double makespan, FILE *out, ps_err *err)
 {
     char digits[32];
     int rw = snprintf(digits, sizeof digits, "%lld", (long long)(nranks - 1));
-    int label = 6 + rw; /* "rank N " */
+    int64_t nch = event_chunks(db, run, err);
+    int cw = nch > 1 ? snprintf(digits, sizeof digits, " c%lld",
+                                (long long)(nch - 1))
+                     : 0;
+    int label = 6 + rw + cw; /* "rank N cK " */
     int cols = width - label - 2 - 8;
     if (cols < 20)
         cols = 20;
+    /* columns enough that the shortest block holds its number and one
+     * glyph (two-digit microbatches need three), in up to 4 panels of the
+     * width, one below the other, each a slice of the time axis */
+    int panels = 1;
+    rec_query *w = query(db,
+                         "SELECT min(t_end - t_start), max(mb) FROM event "
+                         "WHERE run = ?1 AND t_end > t_start AND mb >= 0",
+                         run, err);
+    if (w && rec_query_step(w, err) == 1 && !rec_query_isnull(w, 0)) {
+        double shortest = rec_query_double(w, 0);
+        int len = snprintf(digits, sizeof digits, "%lld",
+                           (long long)rec_query_int(w, 1));
+        double need = makespan / shortest * (len + 1);
+        if (need > cols && isfinite(need))
+            panels = need < 4.0 * cols ? (int)ceil(need / cols) : 4;
+    }
+    rec_query_free(w);
+    int pcols = cols; /* columns of one panel */
+    cols *= panels;
     double dt = makespan / cols;
-    char *grid = malloc((size_t)(nranks * cols));
+    int64_t nrows = nranks * nch;
+    char *grid = malloc((size_t)(nrows * cols));
     double *busy = calloc((size_t)nranks, sizeof *busy);
     double *bubble = malloc((size_t)nranks * sizeof *bubble);
-    int kinds[6] = {0}; /* F B R W OPT other seen */
+    static const char seen_glyphs[] = "-=~+#&";
+    int kinds[7] = {0}; /* F B R W OPT FB other seen */
     if (!grid || !busy || !bubble) {
         free(grid);
         free(busy);
         free(bubble);
         return ps_errf(err, "out of memory for the chart");
     }
-    memset(grid, '.', (size_t)(nranks * cols));
+    memset(grid, '.', (size_t)(nrows * cols));
     for (int64_t r = 0; r < nranks; r++)
         bubble[r] = NAN;
     int rc = PS_OK;
     rec_query *q = query(db,
-                         "SELECT rank, kind, mb, t_start, t_end FROM event "
-                         "WHERE run = ?1 ORDER BY rank, t_start",
+                         "SELECT rank, kind, mb, t_start, t_end, chunk FROM "
+                         "event WHERE run = ?1 ORDER BY rank, t_start",
                          run, err);
     if (!q)
         rc = PS_ERR;
@@ -539,12 +588,16 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
         int64_t r = rec_query_int(q, 0);
         if (r < 0 || r >= nranks)
             continue;
+        int64_t c = rec_query_isnull(q, 5) ? 0 : rec_query_int(q, 5);
+        if (c < 0 || c >= nch)
+            c = 0;
         const char *kind = rec_query_text(q, 1);
         double t0 = rec_query_double(q, 3), t1 = rec_query_double(q, 4);
         busy[r] += t1 - t0;
         char g = glyph(kind);
-        kinds[strchr("-=~+#", g) ? strchr("-=~+#", g) - "-=~+#" : 5] = 1;
-        char *row = grid + r * cols;
+        const char *at = strchr(seen_glyphs, g);
+        kinds[at ? at - seen_glyphs : 6] = 1;
+        char *row = grid + (r * nch + c) * cols;
         long c0 = lround(t0 / dt), c1 = lround(t1 / dt);
         c0 = c0 < 0 ? 0 : c0 > cols ? cols : c0;
         c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
@@ -575,23 +628,42 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
         }
         rec_query_free(q);
     }
-    if (rc == PS_OK) {
+    for (int pn = 0; rc == PS_OK && pn < panels; pn++) {
+        if (pn > 0)
+            fputc('\n', out);
         for (int64_t r = 0; r < nranks; r++) {
             double b = isnan(bubble[r]) ? 1 - busy[r] / makespan : bubble[r];
-            fprintf(out, "rank %*lld |%.*s| %5.1f%%\n", rw, (long long)r, cols,
-                    grid + r * cols, 100 * b);
+            for (int64_t c = 0; c < nch; c++) {
+                char tag[32] = "";
+                const char *cells = grid + (r * nch + c) * cols + pn * pcols;
+                if (nch > 1)
+                    snprintf(tag, sizeof tag, " c%-*lld", cw - 2, (long long)c);
+                if (c == 0)
+                    fprintf(out, "rank %*lld%s |%.*s| %5.1f%%\n", rw,
+                            (long long)r, tag, pcols, cells, 100 * b);
+                else
+                    fprintf(out, "     %*s%s |%.*s|\n", rw, "", tag, pcols,
+                            cells);
+            }
         }
-        print_axis(out, label, cols, makespan);
-        char legend[512];
+        print_axis(out, label, pcols, pn * pcols * dt, dt, makespan);
+    }
+    if (rc == PS_OK) {
+        char legend[640];
         snprintf(legend, sizeof legend,
-                 "legend: 3--- forward of microbatch 3, 3=== backward%s%s%s%s, "
-                 ". idle, %% = rank's bubble%s",
+                 "legend: 3--- forward of microbatch 3, 3=== backward%s%s%s%s%s"
+                 ", . idle, %% = rank's bubble%s",
                  kinds[2] ? ", 3~~~ recompute" : "",
-                 kinds[3] ? ", +++ weight gradient" : "",
+                 kinds[3] ? ", 3+++ weight gradient (W)" : "",
                  kinds[4] ? ", ### optimizer" : "",
-                 kinds[5] ? ", *** other" : "",
-                 ri->v > 1 ? ", chunks share glyphs" : "");
+                 kinds[5] ? ", 3&&& overlapped forward and backward (FB: "
+                            "the forward's microbatch on its chunk's row, "
+                            "the backward's on its own)"
+                          : "",
+                 kinds[6] ? ", *** other" : "",
+                 nch > 1 ? ", a row per model chunk (c0, c1, ...)" : "");
         wrap(out, legend, width);
+        (void)ri;
     }
     free(grid);
     free(busy);

@@ -246,6 +246,27 @@ printf 'local ps = require "pipesim"\nlocal c = ps.cluster(ps.clusters.dgx("h100
 $VG "$BIN" run "$TMP/proto.lua" -o "$TMP/proto.db" >/dev/null 2>&1 && ok || bad "protocol run"
 got=$(sqlite3 "$TMP/proto.db" "SELECT group_concat(algorithm || '/' || protocol, ' ') FROM collective")
 [ "$got" = "tree/ll ring/none" ] && ok || bad "collective.protocol: $got"
+# gradient sync inside ps.run: a collective row per bucket and pipeline
+# rank with auto's algorithm and protocol, its time the span of its ops
+cat >"$TMP/gs.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster(ps.clusters.dgx("h100", 1))
+local layers = {}
+for i = 1, 4 do layers[i] = { fwd_time = 0.002, params = 5e7 } end
+ps.run{ name = "dp", cluster = c, layers = layers, stages = 1, microbatches = 2, dp = 8 }
+ps.run{ name = "zero", cluster = ps.cluster(ps.clusters.dgx("a100", 2)), layers = layers,
+        stages = 2, microbatches = 2, dp = 8, zero = 1 }
+LUA
+$VG "$BIN" run "$TMP/gs.lua" -o "$TMP/gs.db" >/dev/null 2>&1 && ok || bad "grad sync run"
+# (DDP's 1 MiB first bucket: ring with LL; 25 MiB buckets: NVLS)
+got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(a, ' ') FROM (SELECT DISTINCT bytes || ':' || op || '/' || algorithm || '/' || protocol AS a FROM collective WHERE run = 1 AND bytes IN (1048576, 26214400) ORDER BY bytes)")
+[ "$got" = "1048576.0:allreduce/ring/ll 26214400.0:allreduce/nvls/simple" ] && ok || bad "grad sync rows (dp on one H100 node): $got"
+got=$(sqlite3 "$TMP/gs.db" "SELECT count(*) = sum(ranks = 8), count(*) = sum(time > 0 AND abs(busbw / algbw - 1.75) < 1e-9), count(*) > 2 FROM collective WHERE run = 1")
+[ "$got" = "1|1|1" ] && ok || bad "grad sync rows: $got"
+got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(DISTINCT op) FROM (SELECT op FROM collective WHERE run = 2 ORDER BY op)")
+[ "$got" = "allgather,reduce_scatter" ] && ok || bad "ZeRO rows: $got"
+[ "$(sqlite3 "$TMP/gs.db" "SELECT count(*) FROM collective WHERE run = 2 AND protocol NOT IN ('ll', 'll128', 'simple')")" -eq 0 ] &&
+    ok || bad "ZeRO protocols: $(sqlite3 "$TMP/gs.db" 'SELECT algorithm, protocol FROM collective WHERE run = 2')"
 [ "$(sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | wc -l)" -eq 4 ] && ok ||
     bad "link_utilisation.sql: $(sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | head -n 3)"
 sqlite3 "$TMP/coll.db" <results/queries/link_utilisation.sql | grep -q '|100.00%|' && ok ||

@@ -149,6 +149,16 @@ $VG "$BIN" report "$TMP/two.db" 1 --csv >"$TMP/run.csv" 2>"$TMP/lim.err" && ok |
 [ "$(wc -l <"$TMP/run.csv")" -eq 3 ] && ok || bad "report RUN --csv: $(wc -l <"$TMP/run.csv") lines"
 expect_fail "report $TMP/two.db 5 --csv" "run 5 not found in $TMP/two.db"
 expect_fail "report $TMP/two.db --width x" "report: --width x: expected a number of columns"
+# getopt_long (issue 11): options before the operands, --width=N, "--"
+$VG "$BIN" report --csv "$TMP/two.db" 1 >"$TMP/run2.csv" 2>"$TMP/lim.err" && cmp -s "$TMP/run.csv" "$TMP/run2.csv" && ok ||
+    bad "report --csv DB RUN differs from report DB RUN --csv: $(cat "$TMP/lim.err")"
+$VG "$BIN" report --width=60 "$TMP/two.db" 1 >"$TMP/w60.txt" 2>"$TMP/lim.err" && ok || bad "report --width=60: $(cat "$TMP/lim.err")"
+[ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$TMP/w60.txt")" -le 60 ] && ok ||
+    bad "report --width=60: lines wider than 60"
+$VG "$BIN" report -- "$TMP/two.db" >/dev/null 2>"$TMP/lim.err" && ok || bad "report -- DB: $(cat "$TMP/lim.err")"
+expect_fail "report $TMP/two.db --width" "report: --width (missing): expected a number of columns"
+expect_fail "report --bogus $TMP/two.db" "report: unknown option '--bogus'"
+expect_fail "report $TMP/two.db 1 2" "report: unexpected argument '2'"
 # output that cannot be written is an error, not exit 0
 if [ -w /dev/full ]; then
     for args in "report $TMP/two.db" "report $TMP/two.db 1" "report $TMP/two.db 1 --csv" "--help"; do

@@ -106,6 +106,22 @@ if [ -f tests/cluster_recipes.sh ]; then
     add_counts "$TMP/recipes.out"
 fi
 
+echo "== include layers"
+# tests/check_includes.sh: core/README.md's map, no include back up
+sh tests/check_includes.sh >"$TMP/includes.out" 2>&1
+grep -E '^FAIL' "$TMP/includes.out"
+add_counts "$TMP/includes.out"
+
+echo "== luacheck"
+# Lua lint (.luacheckrc), fatal: one warning fails the suite (Debian
+# lua-check; make deps installs it)
+if luacheck --no-color -q lua tests/lua scenarios >"$TMP/luacheck.out" 2>&1; then
+    pass
+else
+    cat "$TMP/luacheck.out"
+    fail "luacheck lua tests/lua scenarios"
+fi
+
 if [ -f tests/concurrency.sh ]; then
     echo "== concurrency"
     BIN="$BIN" TMP="$TMP" VG="$VG" sh tests/concurrency.sh >"$TMP/concurrency.out" 2>&1

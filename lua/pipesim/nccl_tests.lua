@@ -15,6 +15,9 @@ local OPS = {
   alltoall = "alltoall", sendrecv = "sendrecv",
 }
 local REDUCES = { allreduce = true, reduce_scatter = true, reduce = true }
+-- the ops NCCL runs with a protocol of its choice (ring or tree): auto's
+-- (algorithm, protocol) pair, as NCCL's tuner picks, unless spec says
+local PROTOCOLS = { allreduce = true, reduce_scatter = true, allgather = true }
 local ROOTED = { broadcast = true, reduce = true }
 
 -- nccl-tests' parsesize: a count with an optional K, M or G (powers of
@@ -132,6 +135,7 @@ function M.run(ps, spec, where)
     local r = ps.collective{
       cluster = c, op = op, bytes = 4 * count, ranks = ranks,
       algorithm = spec.algorithm, slots = spec.slots, db = spec.db,
+      protocol = spec.protocol or (PROTOCOLS[op] and "auto" or nil),
       record = spec.record or "summary",
       name = string.format("nccl-tests %s %d B", spec.op, 4 * count),
     }
@@ -143,13 +147,51 @@ function M.run(ps, spec, where)
       body, body)
     out[#out + 1] = { size = 4 * count, count = count, time = r.time,
                       algbw = r.algbw, busbw = r.busbw, algorithm = r.algorithm,
-                      id = r.id }
+                      protocol = r.protocol, id = r.id }
     sum_bus, nrows = sum_bus + bus, nrows + 1
   end
   P("# Out of bounds values : 0 OK\n")
   P("# Avg bus bandwidth    : %g \n", nrows > 0 and sum_bus / nrows or 0)
   P("#\n")
   return out
+end
+
+-- `pipesim nccl-tests` (core/bind_nccl_tests.c): opts holds the flags as
+-- typed (strings) and cluster, a preset "h100" or "h100:4" (DGX nodes) or
+-- the value a cluster file returned (a ps.cluster or a table for one).
+-- Errors are one line naming the flag.
+function M.cli(ps, opts)
+  local function fail(msg) error("nccl-tests: " .. msg, 0) end
+  local c = opts.cluster
+  if type(c) == "string" then
+    local name, nodes = c:match("^([^:]+):?(%d*)$")
+    if not name then fail("--cluster " .. c .. ": expected PRESET or PRESET:NODES, such as h100:4") end
+    local ok, t = pcall(ps.clusters.dgx, name, nodes ~= "" and tonumber(nodes) or 1)
+    if not ok then
+      fail("--cluster " .. c .. ": " .. tostring(t):gsub("^.-:%d+: ", ""):gsub("^ps%.clusters%.", ""))
+    end
+    c = ps.cluster(t)
+  elseif type(c) == "table" then
+    c = ps.cluster(c)
+  elseif type(c) ~= "userdata" then
+    fail(string.format("--cluster %s: the file must return a cluster (ps.cluster{...} "
+      .. "or a table for one), got %s", opts.cluster_name or "?", type(c)))
+  end
+  local function int_flag(flag, v)
+    if v == nil then return nil end
+    local n = math.tointeger(tonumber(v))
+    if not n then fail(string.format("-%s %s: expected a whole number", flag, v)) end
+    return n
+  end
+  local g, t = int_flag("g", opts.g), int_flag("t", opts.t)
+  if t and t < 1 then fail("-t " .. opts.t .. ": expected at least 1 thread") end
+  if g and t then g = g * t end -- nccl-tests: nThreads x nGpus ranks
+  local spec = { op = opts.op, cluster = c, b = opts.b, e = opts.e, f = int_flag("f", opts.f),
+                 i = opts.i, g = g, algorithm = opts.algorithm, protocol = opts.protocol,
+                 db = opts.db }
+  if opts.f and spec.f == nil then fail("-f " .. opts.f .. ": expected an integer factor >= 2") end
+  local ok, err = pcall(M.run, ps, spec, "nccl-tests")
+  if not ok then error((tostring(err):gsub("^.-:%d+: ", "")), 0) end
 end
 
 return M

@@ -29,6 +29,8 @@ local MULTI_CHUNK = { interleaved = true, looped_bfs = true, interleaved_pytorch
 local V_SHAPE = { zbv = true, dualpipev = true }
 
 local GiB = 2 ^ 30
+-- configurations simulated between two pruning checks (see M.run)
+local BATCH = 8
 
 local function fail(fmt, ...) check.fail("ps.search: " .. fmt, ...) end
 
@@ -513,11 +515,12 @@ function M.run(ps, spec, hooks)
     local simulated, pruned = 0, 0
     local jobs, shard_k, shard_n = core.sweep_info()
     if spec.jobs and spec.jobs < jobs then jobs = spec.jobs end
-    -- with worker processes (ps.sweep's core.sweep_map), a batch of
-    -- configurations at a time: pruning is checked before each batch, so
-    -- a batch may simulate one a sequential search would have skipped,
-    -- never the reverse
-    local batch = (jobs > 1 and core.sweep_map) and 4 * jobs or 1
+    -- configurations in batches of BATCH, in bound order, a batch at a
+    -- time in --jobs worker processes (ps.sweep's core.sweep_map): pruning
+    -- is checked against the batches before, so a batch may simulate one
+    -- that a one-by-one search would have skipped, never the reverse. The
+    -- batch does not depend on --jobs, so neither do the rows recorded.
+    local batch = BATCH
     local function dominated(c)
         if prune ~= "bound" then return false end
         for _, d in ipairs(done) do
@@ -564,10 +567,11 @@ function M.run(ps, spec, hooks)
             end
         end
         local outs
-        if #todo > 1 then
+        if #todo > 1 and jobs > 1 and core.sweep_map then
             outs = core.sweep_map(#todo, jobs, function(j) return simulate(todo[j]) end)
         else
-            outs = { todo[1] and simulate(todo[1]) }
+            outs = {}
+            for j, c in ipairs(todo) do outs[j] = simulate(c) end
         end
         for j, c in ipairs(todo) do
             local o, row = outs[j], c.row

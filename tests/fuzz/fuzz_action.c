@@ -1,7 +1,8 @@
 /* libFuzzer target: the schedule action parser and custom schedules
  * (core/sched.c). Two modes, by the first byte:
  *   odd:  raw parse: 4 + 4 bytes of m and v (any int32), then one action
- *         text and a schedule name; a parsed action must be in range;
+ *         text and a schedule name; a parsed action (FB's backward half
+ *         too) must be in range;
  *   even: a whole custom schedule: p (1..4), m (1..8), v (1..3) and flags
  *         (checkpointing, eager p2p) from the next bytes, then the text:
  *         ranks separated by '|', actions by spaces. Parsed lists go
@@ -36,7 +37,9 @@ static void raw(const uint8_t *data, size_t size)
     if (sched_parse_action(text, m, v, &a, &err) == PS_OK &&
         (a.mb < 0 || a.mb >= m || a.chunk < 0 || a.chunk >= v ||
          (a.kind != PROG_F && a.kind != PROG_B && a.kind != PROG_R &&
-          a.kind != PROG_W))) {
+          a.kind != PROG_W && a.kind != SCHED_FB) ||
+         (a.kind == SCHED_FB &&
+          (a.bmb < 0 || a.bmb >= m || a.bchunk < 0 || a.bchunk >= v)))) {
         fprintf(stderr, "'%s' with m %d v %d parsed out of range\n", text,
                 (int)m, (int)v);
         abort();

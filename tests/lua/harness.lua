@@ -2,6 +2,7 @@
 -- "FAIL file:line: message" line; done() prints "N passed, N failed" last,
 -- which the test runner (tests/run.sh) adds up. It never exits the process,
 -- so the same file runs under lua5.4 and under `pipesim run`.
+-- Every test names it H: `local H = require "harness"`.
 local M = { passed = 0, failed = 0 }
 
 -- The first Lua frame outside this file: the test line that checked. Read

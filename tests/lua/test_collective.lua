@@ -4,7 +4,7 @@
 -- 8), auto and the ring/tree crossover derived from the cost formulas,
 -- cluster forms, straggler overrides, and error messages.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
-local t = require "harness"
+local H = require "harness"
 local ps = require "pipesim"
 
 local ALPHA, BETA = 5e-6, 25e9
@@ -32,30 +32,30 @@ for _, N in ipairs{ 2, 3, 4, 5, 8, 16 } do
   local T = 4 * N * 1000
   local a, b, L = ALPHA, BETA, log2ceil(N)
   local r = coll(c, "allreduce", "ring", T)
-  t.near(r.time, 2 * (N - 1) * (a + T / (N * b)), 1e-9, "ring allreduce N=" .. N)
-  t.eq(#r.bytes_sent, N)
-  for i = 1, N do t.near(r.bytes_sent[i], 2 * T * (N - 1) / N, 1e-9, "ring bytes sent") end
-  t.near(r.predicted, r.time, 1e-9, "ring predicted")
-  t.eq(r.algorithm, "ring")
-  t.eq(r.transfers, 2 * N * (N - 1))
-  t.near(r.algbw, T / r.time)
-  t.near(r.busbw, r.algbw * 2 * (N - 1) / N, 1e-9, "allreduce busbw factor")
+  H.near(r.time, 2 * (N - 1) * (a + T / (N * b)), 1e-9, "ring allreduce N=" .. N)
+  H.eq(#r.bytes_sent, N)
+  for i = 1, N do H.near(r.bytes_sent[i], 2 * T * (N - 1) / N, 1e-9, "ring bytes sent") end
+  H.near(r.predicted, r.time, 1e-9, "ring predicted")
+  H.eq(r.algorithm, "ring")
+  H.eq(r.transfers, 2 * N * (N - 1))
+  H.near(r.algbw, T / r.time)
+  H.near(r.busbw, r.algbw * 2 * (N - 1) / N, 1e-9, "allreduce busbw factor")
   r = coll(c, "reduce_scatter", "ring", T)
-  t.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring reduce_scatter N=" .. N)
-  t.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "reduce_scatter busbw factor")
+  H.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring reduce_scatter N=" .. N)
+  H.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "reduce_scatter busbw factor")
   r = coll(c, "allgather", "ring", T)
-  t.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring allgather N=" .. N)
-  t.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "allgather busbw factor")
+  H.near(r.time, (N - 1) * (a + T / (N * b)), 1e-9, "ring allgather N=" .. N)
+  H.near(r.busbw, r.algbw * (N - 1) / N, 1e-9, "allgather busbw factor")
   r = coll(c, "broadcast", "binomial_tree", T)
-  t.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast N=" .. N)
-  t.near(r.busbw, r.algbw, 1e-9, "broadcast busbw factor")
+  H.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast N=" .. N)
+  H.near(r.busbw, r.algbw, 1e-9, "broadcast busbw factor")
   r = coll(c, "broadcast", "binomial_tree", T, { root = N - 1 })
-  t.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast, last root")
+  H.near(r.time, L * (a + T / b), 1e-9, "binomial broadcast, last root")
   r = coll(c, "allreduce", "binomial_tree", T)
-  t.near(r.time, 2 * L * (a + T / b), 1e-9, "tree allreduce N=" .. N)
+  H.near(r.time, 2 * L * (a + T / b), 1e-9, "tree allreduce N=" .. N)
   if N & (N - 1) == 0 then
     r = coll(c, "allreduce", "halving_doubling", T)
-    t.near(r.time, 2 * L * a + 2 * (N - 1) / N * T / b, 1e-9,
+    H.near(r.time, 2 * L * a + 2 * (N - 1) / N * T / b, 1e-9,
       "halving-doubling N=" .. N)
   end
 end
@@ -64,25 +64,25 @@ end
 do
   local r = ps.collective{ cluster = mesh(4), op = "allreduce", bytes = "1 MB",
                            algorithm = "ring", record = "none" }
-  t.near(r.time, 2 * 3 * (ALPHA + 1e6 / (4 * BETA)))
-  t.eq(r.bytes, 1000000)
-  t.eq(r.ranks, 4)
-  t.eq(r.name, "allreduce ring")
-  t.eq(r.id, nil, "record = none: no id")
+  H.near(r.time, 2 * 3 * (ALPHA + 1e6 / (4 * BETA)))
+  H.eq(r.bytes, 1000000)
+  H.eq(r.ranks, 4)
+  H.eq(r.name, "allreduce ring")
+  H.eq(r.id, nil, "record = none: no id")
 end
 
 -- a subset of ranks: bytes_sent[i] is the i-th listed rank
 do
   local c = mesh(8)
   local r = coll(c, "allreduce", "ring", 4 * 3000, { ranks = { 6, 2, 5 } })
-  t.eq(r.ranks, 3)
-  t.near(r.time, 2 * 2 * (ALPHA + 4 * 3000 / (3 * BETA)))
-  t.near(r.bytes_sent[1], 2 * 4 * 3000 * 2 / 3)
+  H.eq(r.ranks, 3)
+  H.near(r.time, 2 * 2 * (ALPHA + 4 * 3000 / (3 * BETA)))
+  H.near(r.bytes_sent[1], 2 * 4 * 3000 * 2 / 3)
   r = coll(c, "broadcast", "binomial_tree", 4000, { ranks = { 6, 2, 5 } })
-  t.near(r.bytes_sent[1], 2 * 4000, 1e-9, "root 6 (the first listed) sends twice")
-  t.eq(r.bytes_sent[3], 0)
+  H.near(r.bytes_sent[1], 2 * 4000, 1e-9, "root 6 (the first listed) sends twice")
+  H.eq(r.bytes_sent[3], 0)
   r = coll(c, "broadcast", "binomial_tree", 4000, { ranks = { 6, 2, 5 }, root = 5 })
-  t.near(r.bytes_sent[3], 2 * 4000, 1e-9, "root 5 is listed third")
+  H.near(r.bytes_sent[3], 2 * 4000, 1e-9, "root 5 is listed third")
 end
 
 -- shared links, max-min fair: three ranks on one switch, direct allgather.
@@ -94,30 +94,30 @@ do
     { 0, "s", bandwidth = B, latency = lat },
     { 1, "s", bandwidth = B, latency = lat },
     { 2, "s", bandwidth = B, latency = lat } } }
-  t.eq(c.sharing, "fair")
-  t.eq(c.topology, "explicit")
-  t.eq(c.switches.s, 3, "the first switch is node 3, after the ranks")
+  H.eq(c.sharing, "fair")
+  H.eq(c.topology, "explicit")
+  H.eq(c.switches.s, 3, "the first switch is node 3, after the ranks")
   local x = 4e6
   local r = coll(c, "allgather", "direct", 3 * x)
-  t.near(r.time, 2 * lat + x / (B / 2), 1e-9, "two flows share a link")
+  H.near(r.time, 2 * lat + x / (B / 2), 1e-9, "two flows share a link")
   -- a lone flow (broadcast to one peer) has the whole link
   r = coll(c, "broadcast", "binomial_tree", x, { ranks = { 0, 2 } })
-  t.near(r.time, 2 * lat + x / B, 1e-9, "a lone flow")
+  H.near(r.time, 2 * lat + x / B, 1e-9, "a lone flow")
   -- duplex = false: one direction only; a ring needs the way back
   local ring = ps.cluster{ ranks = 3, links = {
     { 0, 1, bandwidth = B, duplex = false }, { 1, 2, bandwidth = B, duplex = false },
     { 2, 0, bandwidth = B, duplex = false } } }
   r = coll(ring, "allgather", "ring", 3 * x)
-  t.near(r.time, 2 * x / B, 1e-9, "unidirectional ring")
+  H.near(r.time, 2 * x / B, 1e-9, "unidirectional ring")
   -- 0 -> 2 goes the long way round, 0 -> 1 -> 2: routes are cut-through
   -- (sum of latencies + bytes / bottleneck), so two hops cost one x / B
   r = coll(ring, "broadcast", "binomial_tree", x, { ranks = { 0, 2 } })
-  t.near(r.time, x / B, 1e-9, "0 -> 2 over two links")
-  t.eq(r.transfers, 1)
+  H.near(r.time, x / B, 1e-9, "0 -> 2 over two links")
+  H.eq(r.transfers, 1)
   -- declared switches keep their order
   local d = ps.cluster{ ranks = 2, switches = { "a", "b" }, links = {
     { 0, "b", bandwidth = B }, { "b", 1, bandwidth = B }, { 0, "a", bandwidth = B } } }
-  t.eq(d.switches.a, 2); t.eq(d.switches.b, 3)
+  H.eq(d.switches.a, 2); H.eq(d.switches.b, 3)
 end
 
 -- auto between ring and binomial_tree on 8 ranks, alpha = 5 us, beta = 25
@@ -129,36 +129,36 @@ do
   local L = log2ceil(N)
   local r = ps.collective{ cluster = c, op = "allreduce", bytes = "1 KB", record = "none",
                      candidates = RB }
-  t.eq(r.algorithm, "binomial_tree", "auto at 1 KB")
+  H.eq(r.algorithm, "binomial_tree", "auto at 1 KB")
   r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
                      candidates = RB }
-  t.eq(r.algorithm, "ring", "auto at 256 MB")
+  H.eq(r.algorithm, "ring", "auto at 256 MB")
   local ring = function(T) return 2 * (N - 1) * (a + T / (N * b)) end
   local tree = function(T) return 2 * L * (a + T / b) end
   local cross = (N - 1 - L) * a * b / (L - (N - 1) / N)
-  t.near(ring(cross), tree(cross), 1e-12, "the formulas cross here")
+  H.near(ring(cross), tree(cross), 1e-12, "the formulas cross here")
   local below = math.floor(cross / 4) * 4
   local above = below + 4
   r = ps.collective{ cluster = c, op = "allreduce", bytes = below, record = "none",
                      candidates = RB }
-  t.eq(r.algorithm, "binomial_tree", "just below the crossover (" .. below .. " B)")
-  t.near(r.predicted, tree(below))
-  t.near(r.time, tree(below), 1e-9, "simulated = formula")
+  H.eq(r.algorithm, "binomial_tree", "just below the crossover (" .. below .. " B)")
+  H.near(r.predicted, tree(below))
+  H.near(r.time, tree(below), 1e-9, "simulated = formula")
   r = ps.collective{ cluster = c, op = "allreduce", bytes = above, record = "none",
                      candidates = RB }
-  t.eq(r.algorithm, "ring", "just above the crossover (" .. above .. " B)")
-  t.near(r.time, ring(above), 1e-9, "simulated = formula")
+  H.eq(r.algorithm, "ring", "just above the crossover (" .. above .. " B)")
+  H.near(r.time, ring(above), 1e-9, "simulated = formula")
   -- candidates widen or narrow the choice
   r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
                      candidates = "all" }
-  t.check(r.algorithm ~= "binomial_tree", "all candidates at 256 MB: " .. r.algorithm)
+  H.check(r.algorithm ~= "binomial_tree", "all candidates at 256 MB: " .. r.algorithm)
   r = ps.collective{ cluster = c, op = "allreduce", bytes = "256 MB", record = "none",
                      candidates = { "binomial_tree", "halving_doubling" } }
-  t.eq(r.algorithm, "halving_doubling")
+  H.eq(r.algorithm, "halving_doubling")
   -- other ops consider every algorithm that applies
   r = ps.collective{ cluster = c, op = "broadcast", bytes = "256 MB", record = "none" }
-  t.check(r.algorithm ~= "binomial_tree", "broadcast auto at 256 MB: " .. r.algorithm)
-  t.check(r.chunks >= 1)
+  H.check(r.algorithm ~= "binomial_tree", "broadcast auto at 256 MB: " .. r.algorithm)
+  H.check(r.chunks >= 1)
 end
 
 -- data mode: integer inputs give exact sums for every op and algorithm;
@@ -203,8 +203,8 @@ for _, N in ipairs{ 1, 3, 5, 8 } do
       for _, algo in ipairs(ALGOS[op]) do
         local root = ranks[#ranks]
         local r = coll(c, op, algo, 4 * n, { ranks = ranks, root = root, data = f })
-        t.eq(r.verified, true)
-        t.eq(#r.outputs, N, op .. " " .. algo .. ": one output per listed rank")
+        H.eq(r.verified, true)
+        H.eq(#r.outputs, N, op .. " " .. algo .. ": one output per listed rank")
         local ok = true
         for k = 1, N do
           local lo, cnt = 0, n
@@ -217,19 +217,19 @@ for _, N in ipairs{ 1, 3, 5, 8 } do
             end
           end
         end
-        t.check(ok, string.format("%s %s N=%d n=%d: exact outputs", op, algo, N, n))
+        H.check(ok, string.format("%s %s N=%d n=%d: exact outputs", op, algo, N, n))
         checked = checked + 1
       end
     end
   end
 end
-t.check(checked == 3 * 4 * 15, "data cases run: " .. checked)
+H.check(checked == 3 * 4 * 15, "data cases run: " .. checked)
 
 -- random inputs checked against a float64 reduction (tolerance), any seed
 for _, algo in ipairs(ALGOS.allreduce) do
   local r = coll(mesh(5), "allreduce", algo, 4 * 1001, { verify = true, seed = 7 })
-  t.eq(r.verified, true, algo .. " verify")
-  t.eq(r.outputs, nil, "verify returns no outputs")
+  H.eq(r.verified, true, algo .. " verify")
+  H.eq(r.outputs, nil, "verify returns no outputs")
 end
 
 -- hierarchical cluster: forms, lone transfers, hierarchical allreduce
@@ -238,30 +238,30 @@ do
                         intra = { bandwidth = "300 GB/s", latency = "2 us" },
                         inter = { bandwidth = "400 Gb/s", latency = "5 us" },
                         device = { flops = "1 PFLOPS" } }
-  t.eq(c.ranks, 8); t.eq(c.nodes, 2); t.eq(c.gpus_per_node, 4)
-  t.eq(c.nics_per_node, 2); t.eq(c.topology, "hierarchical")
-  t.eq(c.name, "2 nodes x 4 gpus"); t.eq(c.sharing, "fair"); t.eq(c.flops_rate, 1e15)
+  H.eq(c.ranks, 8); H.eq(c.nodes, 2); H.eq(c.gpus_per_node, 4)
+  H.eq(c.nics_per_node, 2); H.eq(c.topology, "hierarchical")
+  H.eq(c.name, "2 nodes x 4 gpus"); H.eq(c.sharing, "fair"); H.eq(c.flops_rate, 1e15)
   local x = 4e6
   local r = coll(c, "broadcast", "binomial_tree", x, { ranks = { 0, 1 } })
-  t.near(r.time, 2e-6 + x / 300e9, 1e-9, "inside a node")
+  H.near(r.time, 2e-6 + x / 300e9, 1e-9, "inside a node")
   r = coll(c, "broadcast", "binomial_tree", x, { ranks = { 1, 5 } })
-  t.near(r.time, 5e-6 + x / 50e9, 1e-9, "across nodes")
+  H.near(r.time, 5e-6 + x / 50e9, 1e-9, "across nodes")
   r = coll(c, "allreduce", "hierarchical", 4 * 8 * 100, { data = f })
-  t.eq(r.algorithm, "hierarchical")
-  t.eq(r.outputs[8][1], expected("allreduce", { 0, 1, 2, 3, 4, 5, 6, 7 }, 0, 800, 8, 0))
+  H.eq(r.algorithm, "hierarchical")
+  H.eq(r.outputs[8][1], expected("allreduce", { 0, 1, 2, 3, 4, 5, 6, 7 }, 0, 800, 8, 0))
   r = coll(c, "allreduce", "auto", "64 MB", { candidates = "all" })
-  t.check(r.algorithm ~= nil, "auto over all on a cluster: " .. r.algorithm)
-  t.eq(ps.cluster{ ranks = 8, nodes = 2, gpus_per_node = 4,
+  H.check(r.algorithm ~= nil, "auto over all on a cluster: " .. r.algorithm)
+  H.eq(ps.cluster{ ranks = 8, nodes = 2, gpus_per_node = 4,
                    intra = { bandwidth = 1 }, inter = { bandwidth = 1 } }.ranks, 8)
   local fifo = ps.cluster{ nodes = 2, gpus_per_node = 2, sharing = "fifo", name = "tiny",
                            intra = { bandwidth = 1e9 }, inter = { bandwidth = 1e9 } }
-  t.eq(fifo.sharing, "fifo"); t.eq(fifo.name, "tiny")
-  t.raises(function() coll(c, "allreduce", "hierarchical", 4000, { ranks = { 0, 2, 4, 6 } }) end,
+  H.eq(fifo.sharing, "fifo"); H.eq(fifo.name, "tiny")
+  H.raises(function() coll(c, "allreduce", "hierarchical", 4000, { ranks = { 0, 2, 4, 6 } }) end,
     "algorithm 'hierarchical' needs nodes")
-  t.raises(function() coll(mesh(4), "allreduce", "hierarchical", 4000) end,
+  H.raises(function() coll(mesh(4), "allreduce", "hierarchical", 4000) end,
     "algorithm 'hierarchical' needs nodes")
   r = coll(mesh(4), "allreduce", "hierarchical", 4000, { ranks_per_node = 2 })
-  t.eq(r.algorithm, "hierarchical", "ranks_per_node on a mesh")
+  H.eq(r.algorithm, "hierarchical", "ranks_per_node on a mesh")
 end
 
 -- Lockstep rings (slots = 1, the model before slot pipelining):
@@ -277,37 +277,37 @@ do
                         inter = { bandwidth = "400 Gb/s", latency = "5 us" } }
   local T = "1 GB"
   local auto = coll(c, "allreduce", "auto", T, { slots = 1 })
-  t.eq(auto.algorithm, "ring", "auto at 1 GB on 4 x 8")
-  t.eq(auto.channels, 8)
+  H.eq(auto.algorithm, "ring", "auto at 1 GB on 4 x 8")
+  H.eq(auto.channels, 8)
   local ring = coll(c, "allreduce", "ring", T, { slots = 1 })
   local dbt = coll(c, "allreduce", "double_binary_tree", T)
   local tree = coll(c, "allreduce", "binomial_tree", T)
-  t.check(ring.time < dbt.time, string.format("ring %g < dbt %g", ring.time, dbt.time))
-  t.check(ring.time < tree.time)
+  H.check(ring.time < dbt.time, string.format("ring %g < dbt %g", ring.time, dbt.time))
+  H.check(ring.time < tree.time)
   -- a step: max(2 us + 7 B / 300 GB/s, 5 us + B / 50 GB/s), B = T / 256;
   -- 1e9 / 4 elements make blocks of 976562 or 976563 elements and the
   -- largest sets the pace: 1.6e-8 above the even-block formula
   local B = 1e9 / 256
   local step = math.max(2e-6 + 7 * B / 300e9, 5e-6 + B / 50e9)
-  t.near(ring.time, 62 * step, 1e-7, "8 channels")
-  t.near(ring.predicted, 62 * step, 1e-12, "ring model on 4 x 8")
-  t.near(tree.predicted, tree.time, 1e-9, "tree model on 4 x 8")
-  t.check(math.abs(dbt.predicted / dbt.time - 1) < 0.05,
+  H.near(ring.time, 62 * step, 1e-7, "8 channels")
+  H.near(ring.predicted, 62 * step, 1e-12, "ring model on 4 x 8")
+  H.near(tree.predicted, tree.time, 1e-9, "tree model on 4 x 8")
+  H.check(math.abs(dbt.predicted / dbt.time - 1) < 0.05,
     string.format("dbt model %g vs %g", dbt.predicted, dbt.time))
   -- one ring (ranks not whole nodes in order) crosses each node on one NIC
   local order = {}
   for i = 1, 32 do order[i] = (i * 9) % 32 end
-  t.eq(coll(c, "allreduce", "ring", "1 MB", { ranks = order }).channels, 1)
-  t.eq(coll(c, "allreduce", "binomial_tree", "1 MB").channels, 1)
+  H.eq(coll(c, "allreduce", "ring", "1 MB", { ranks = order }).channels, 1)
+  H.eq(coll(c, "allreduce", "binomial_tree", "1 MB").channels, 1)
   -- both sides of the crossover
   local below, above = 2900000, 2950000
   local RB = { "ring", "binomial_tree" }
-  t.eq(coll(c, "allreduce", "auto", below, { slots = 1, candidates = RB }).algorithm,
+  H.eq(coll(c, "allreduce", "auto", below, { slots = 1, candidates = RB }).algorithm,
        "binomial_tree", "auto below")
-  t.eq(coll(c, "allreduce", "auto", above, { slots = 1, candidates = RB }).algorithm,
+  H.eq(coll(c, "allreduce", "auto", above, { slots = 1, candidates = RB }).algorithm,
        "ring", "auto above")
-  t.check(coll(c, "allreduce", "binomial_tree", below).time < coll(c, "allreduce", "ring", below, { slots = 1 }).time)
-  t.check(coll(c, "allreduce", "ring", above, { slots = 1 }).time < coll(c, "allreduce", "binomial_tree", above).time)
+  H.check(coll(c, "allreduce", "binomial_tree", below).time < coll(c, "allreduce", "ring", below, { slots = 1 }).time)
+  H.check(coll(c, "allreduce", "ring", above, { slots = 1 }).time < coll(c, "allreduce", "binomial_tree", above).time)
 end
 
 -- Slot pipelining (the default for ring): 2 nodes x 8 GPUs, 8 channels,
@@ -325,41 +325,41 @@ do
                         inter = { bandwidth = "400 Gb/s", latency = "5 us" } }
   for _, T in ipairs{ 512, 4096, 65536 } do
     local r = coll(c, "allreduce", "ring", T)
-    t.eq(r.slots, 8, "ring default slots")
-    t.eq(r.channels, 8)
+    H.eq(r.slots, 8, "ring default slots")
+    H.eq(r.channels, 8)
     local lat = 4 * 5e-6 + 26 * 2e-6
     local hand = lat + 30 * (T / 128) / (300e9 / 7)
-    t.near(r.predicted, hand, 1e-12, "pipelined ring model, T = " .. T)
+    H.near(r.predicted, hand, 1e-12, "pipelined ring model, T = " .. T)
     -- the channels' flows do not all overlap in the simulation, so it can
     -- only be faster than the model's all-at-once sharing
-    t.check(r.time >= lat - 1e-15 and r.time <= hand * (1 + 1e-12),
+    H.check(r.time >= lat - 1e-15 and r.time <= hand * (1 + 1e-12),
       string.format("pipelined ring %g in [%g, %g]", r.time, lat, hand))
     local one = coll(c, "allreduce", "ring", T, { slots = 1 })
-    t.eq(one.slots, 1)
-    t.near(one.time, 30 * (5e-6 + (T / 128) / 50e9), 1e-9, "one slot: lockstep")
-    t.near(one.predicted, one.time, 1e-9)
+    H.eq(one.slots, 1)
+    H.near(one.time, 30 * (5e-6 + (T / 128) / 50e9), 1e-9, "one slot: lockstep")
+    H.near(one.predicted, one.time, 1e-9)
   end
   -- lockstep at 8 B, as the issue measured it: 30 x 5 us
-  t.near(coll(c, "allreduce", "ring", 8, { slots = 1 }).time, 150e-6, 1e-3)
-  t.near(coll(c, "allreduce", "ring", 8).time, 72e-6, 1e-3)
+  H.near(coll(c, "allreduce", "ring", 8, { slots = 1 }).time, 150e-6, 1e-3)
+  H.near(coll(c, "allreduce", "ring", 8).time, 72e-6, 1e-3)
   -- reduce_scatter and allgather: 15 hops, one cycle less one: 2 boundaries
   local rs = coll(c, "reduce_scatter", "ring", 512)
-  t.near(rs.predicted, 2 * 5e-6 + 13 * 2e-6 + 15 * 4 / (300e9 / 7), 1e-12,
+  H.near(rs.predicted, 2 * 5e-6 + 13 * 2e-6 + 15 * 4 / (300e9 / 7), 1e-12,
     "pipelined reduce_scatter")
   -- data mode: the same result as lockstep
   local d = coll(c, "allreduce", "ring", 4096, { verify = true })
-  t.eq(d.verified, true, "pipelined ring data mode")
+  H.eq(d.verified, true, "pipelined ring data mode")
   -- slots on an algorithm that runs step by step
-  t.raises(function() coll(c, "allreduce", "binomial_tree", 512, { slots = 8 }) end,
+  H.raises(function() coll(c, "allreduce", "binomial_tree", 512, { slots = 8 }) end,
     "slots = 8 applies to ring only")
-  t.raises(function() coll(c, "allreduce", "ring", 512, { slots = 9 }) end,
+  H.raises(function() coll(c, "allreduce", "ring", 512, { slots = 9 }) end,
     "slots")
   -- nccl-tests' names
   for alias, op in pairs{ all_reduce = "allreduce", all_gather = "allgather",
                           reduce_scatter = "reduce_scatter" } do
     local r = coll(c, alias, "ring", 4096)
-    t.eq(r.op, op, "alias " .. alias)
-    t.near(r.time, coll(c, op, "ring", 4096).time, 1e-12)
+    H.eq(r.op, op, "alias " .. alias)
+    H.near(r.time, coll(c, op, "ring", 4096).time, 1e-12)
   end
 end
 
@@ -373,38 +373,38 @@ for _, N in ipairs{ 1, 2, 3, 4, 8 } do
   local function val(rank, i) return rank * 1000 + i + 0.25 end
   for _, algo in ipairs{ "direct", "pairwise" } do
     local r = coll(c, "alltoall", algo, T, { data = val })
-    t.eq(r.verified, true)
+    H.eq(r.verified, true)
     local steps = algo == "direct" and 1 or N - 1
     if N > 1 then
-      t.near(r.time, steps * (a + T / (N * b)), 1e-9, algo .. " alltoall N=" .. N)
-      t.near(r.predicted, r.time, 1e-9)
-      t.near(r.busbw, r.algbw * (N - 1) / N, 1e-12, "alltoall busbw factor")
+      H.near(r.time, steps * (a + T / (N * b)), 1e-9, algo .. " alltoall N=" .. N)
+      H.near(r.predicted, r.time, 1e-9)
+      H.near(r.busbw, r.algbw * (N - 1) / N, 1e-12, "alltoall busbw factor")
     end
-    t.eq(r.transfers, N * (N - 1))
+    H.eq(r.transfers, N * (N - 1))
     local blk = T / 4 / N
     for i = 0, N - 1 do
-      t.eq(#r.outputs[i + 1], T / 4)
+      H.eq(#r.outputs[i + 1], T / 4)
       for e = 0, T / 4 - 1 do
         local j = e // blk
         local want = val(j, i * blk + e % blk)
         if r.outputs[i + 1][e + 1] ~= want then
-          t.eq(r.outputs[i + 1][e + 1], want,
+          H.eq(r.outputs[i + 1][e + 1], want,
             string.format("%s alltoall N=%d rank %d element %d", algo, N, i, e))
         end
       end
     end
-    for k = 1, N do t.near(r.bytes_sent[k], T * (N - 1) / N, 1e-12) end
+    for k = 1, N do H.near(r.bytes_sent[k], T * (N - 1) / N, 1e-12) end
   end
   local r = coll(c, "sendrecv", "direct", T, { data = val })
   if N > 1 then
-    t.near(r.time, a + T / b, 1e-9, "sendrecv N=" .. N)
-    t.near(r.busbw, r.algbw, 1e-12, "sendrecv busbw factor")
+    H.near(r.time, a + T / b, 1e-9, "sendrecv N=" .. N)
+    H.near(r.busbw, r.algbw, 1e-12, "sendrecv busbw factor")
   end
   for i = 0, N - 1 do
     local from = (i + N - 1) % N
     for e = 0, T / 4 - 1 do
       if r.outputs[i + 1][e + 1] ~= val(from, e) then
-        t.eq(r.outputs[i + 1][e + 1], val(from, e), "sendrecv element")
+        H.eq(r.outputs[i + 1][e + 1], val(from, e), "sendrecv element")
       end
     end
   end
@@ -413,13 +413,13 @@ do -- on a cluster: random inputs checked, both algorithms, auto picks one
   local c = ps.cluster(ps.clusters.dgx("h100", 2))
   for _, algo in ipairs{ "direct", "pairwise", "auto" } do
     local r = coll(c, "alltoall", algo, 16 * 4 * 1000, { verify = true })
-    t.eq(r.verified, true, "alltoall on DGX x2 " .. algo)
-    t.near(r.predicted, r.time, 1e-6, "alltoall model on DGX x2 " .. algo)
+    H.eq(r.verified, true, "alltoall on DGX x2 " .. algo)
+    H.near(r.predicted, r.time, 1e-6, "alltoall model on DGX x2 " .. algo)
   end
-  t.eq(coll(c, "sendrecv", "auto", 4096, { verify = true }).verified, true)
-  t.raises(function() coll(c, "alltoall", "direct", 4 * 17) end,
+  H.eq(coll(c, "sendrecv", "auto", 4096, { verify = true }).verified, true)
+  H.raises(function() coll(c, "alltoall", "direct", 4 * 17) end,
     "alltoall: bytes must split into 16 equal blocks")
-  t.raises(function() coll(c, "alltoall", "ring", 64 * 4) end,
+  H.raises(function() coll(c, "alltoall", "ring", 64 * 4) end,
     "unknown alltoall algorithm 'ring' (expected direct, pairwise, auto)")
 end
 
@@ -435,7 +435,7 @@ for _, spec in ipairs{
   local layers = { { fwd_flops = 1e12 }, { fwd_flops = 1e12 } }
   local r = ps.run{ cluster = c, layers = layers, stages = 2, microbatches = 1, record = "none" }
   -- F0 1 s, F1 2 s, B1 4 s, B0 2 s
-  t.near(r.makespan, 9, 1e-6, "straggler on rank 1")
+  H.near(r.makespan, 9, 1e-6, "straggler on rank 1")
 end
 
 -- recording: run row, collective row, transfers and links at events level
@@ -443,66 +443,66 @@ do
   local c = mesh(4)
   local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = 4000,
                            name = "rec test" }
-  t.check(r.id and r.id > 0, "recorded")
-  t.eq(r.name, "rec test")
+  H.check(r.id and r.id > 0, "recorded")
+  H.eq(r.name, "rec test")
   local s = ps.collective{ cluster = c, op = "allreduce", bytes = 4000, record = "summary" }
-  t.check(s.id > r.id)
-  t.eq(s.name, "allreduce tree")
+  H.check(s.id > r.id)
+  H.eq(s.name, "allreduce tree")
 end
 
 -- bad input
 local c4 = mesh(4)
-t.raises(function() coll(c4, "allreduc", "ring", 4) end,
+H.raises(function() coll(c4, "allreduc", "ring", 4) end,
   "unknown collective op 'allreduc' (expected allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall, sendrecv)")
-t.raises(function() coll(c4, "broadcast", "ring", 4) end,
+H.raises(function() coll(c4, "broadcast", "ring", 4) end,
   "unknown broadcast algorithm 'ring' (expected binomial_tree, pipeline, scatter_allgather, auto)")
-t.raises(function() coll(c4, "allreduce", "ring", -4) end,
+H.raises(function() coll(c4, "allreduce", "ring", -4) end,
   "allreduce: bytes must be zero or positive, got -4")
-t.raises(function() coll(c4, "allreduce", "ring", 6) end, "bytes must be a multiple of 4")
-t.raises(function() coll(c4, "allreduce", "ring", 4, { ranks = { 0, 9 } }) end,
+H.raises(function() coll(c4, "allreduce", "ring", 6) end, "bytes must be a multiple of 4")
+H.raises(function() coll(c4, "allreduce", "ring", 4, { ranks = { 0, 9 } }) end,
   "allreduce: rank 9 is not in the cluster (ranks 0..3)")
-t.raises(function() coll(c4, "reduce", "binomial_tree", 4, { ranks = { 0, 1 }, root = 2 }) end,
+H.raises(function() coll(c4, "reduce", "binomial_tree", 4, { ranks = { 0, 1 }, root = 2 }) end,
   "reduce: root 2 is not among the ranks")
-t.raises(function() coll(c4, "allreduce", "ring", "1.5 B") end, "whole number of bytes")
-t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, candidates = { "rign" } } end,
+H.raises(function() coll(c4, "allreduce", "ring", "1.5 B") end, "whole number of bytes")
+H.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, candidates = { "rign" } } end,
   "field 'candidates': unknown allreduce algorithm 'rign'")
-t.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, byts = 3 } end,
+H.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 4, byts = 3 } end,
   "unknown field 'byts' (did you mean 'bytes'?)")
-t.raises(function() ps.collective{ cluster = {}, op = "allreduce", bytes = 4 } end,
+H.raises(function() ps.collective{ cluster = {}, op = "allreduce", bytes = 4 } end,
   "field 'cluster' must be a cluster made by ps.cluster{...}")
-t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function(r, i)
+H.raises(function() coll(c4, "allreduce", "ring", 16, { data = function(r, i)
   if r == 2 and i == 3 then error("boom") end
   return 1 end }) end, "field 'data': data(2, 3) failed: ")
-t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function() return {} end }) end,
+H.raises(function() coll(c4, "allreduce", "ring", 16, { data = function() return {} end }) end,
   "field 'data': data(0, 0) returned a table, expected a number")
-t.raises(function() coll(c4, "allreduce", "ring", 16, { data = function()
+H.raises(function() coll(c4, "allreduce", "ring", 16, { data = function()
   return coll(c4, "allreduce", "ring", 4).time end }) end,
   "a data function cannot run a collective")
-t.raises(function() ps.cluster{ ranks = 4, links = { { 0, 1, bandwidth = 1 }, { 1, 2, bandwidth = 1 } } } end,
+H.raises(function() ps.cluster{ ranks = 4, links = { { 0, 1, bandwidth = 1 }, { 1, 2, bandwidth = 1 } } } end,
   "ps.cluster: no route from rank 0 to rank 3")
-t.raises(function() ps.cluster{ ranks = 2, switches = { "spine" }, links = {
+H.raises(function() ps.cluster{ ranks = 2, switches = { "spine" }, links = {
   { 0, "spine", bandwidth = 1 }, { 1, "spine", bandwidth = 1 }, { 1, "spine2", bandwidth = 1 } } } end,
   "field 'links[3]': unknown node 'spine2'")
-t.raises(function() ps.cluster{ ranks = 2, links = { { 0, 5, bandwidth = 1 } } } end,
+H.raises(function() ps.cluster{ ranks = 2, links = { { 0, 5, bandwidth = 1 } } } end,
   "field 'links[1]': rank 5 is not in the cluster (ranks 0..1)")
-t.raises(function() ps.cluster{ ranks = 2, links = { { 0, 1, bandwidth = -1 } } } end,
+H.raises(function() ps.cluster{ ranks = 2, links = { { 0, 1, bandwidth = -1 } } } end,
   "field 'links[1].bandwidth' must be positive")
-t.raises(function() ps.cluster{ ranks = 2, links = { { 0, 1 } } } end,
+H.raises(function() ps.cluster{ ranks = 2, links = { { 0, 1 } } } end,
   "missing field 'links[1].bandwidth'")
-t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, intra = { bandwidth = 0 },
+H.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, intra = { bandwidth = 0 },
   inter = { bandwidth = 1 } } end, "field 'intra.bandwidth' must be positive")
-t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, intra = { bandwidth = 1 } } end,
+H.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, intra = { bandwidth = 1 } } end,
   "missing field 'inter'")
-t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, ranks = 5, intra = { bandwidth = 1 },
+H.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, ranks = 5, intra = { bandwidth = 1 },
   inter = { bandwidth = 1 } } end, "field 'ranks' is 5 but nodes x gpus_per_node is 4")
-t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 3,
+H.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 3,
   intra = { bandwidth = 1 }, inter = { bandwidth = 1 } } end,
   "field 'nics_per_node' must be an integer in 1..2, got 3")
-t.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, link = { bandwidth = 1 },
+H.raises(function() ps.cluster{ nodes = 2, gpus_per_node = 2, link = { bandwidth = 1 },
   intra = { bandwidth = 1 }, inter = { bandwidth = 1 } } end,
   "field 'link' does not apply to the hierarchical")
-t.raises(function() ps.cluster{ ranks = 2, sharing = "wfq" } end,
+H.raises(function() ps.cluster{ ranks = 2, sharing = "wfq" } end,
   "field 'sharing': unknown model 'wfq' (expected fifo or fair)")
-t.raises(function() ps.cluster{ ranks = 2, intra = { bandwidth = 1 } } end,
+H.raises(function() ps.cluster{ ranks = 2, intra = { bandwidth = 1 } } end,
   "field 'intra' does not apply to the mesh")
-t.done()
+H.done()

@@ -1,7 +1,7 @@
 -- Data parallelism with gradient sync: hand-computed step times, overlap,
 -- exposed communication, ZeRO-1 memory, placement, bad input.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
-local t = require "harness"
+local H = require "harness"
 local ps = require "pipesim"
 
 local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
@@ -25,14 +25,14 @@ do
   local alone = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
                         microbatches = m, record = "none" }
   local c = ring2(2e8)
-  t.near(r.makespan, alone.makespan + c, 1e-9, "step = pipeline + allreduce")
+  H.near(r.makespan, alone.makespan + c, 1e-9, "step = pipeline + allreduce")
   -- stage 0 finishes its compute last and waits the whole allreduce
-  t.near(r.exposed_comm[1], c, 1e-9, "stage 0 exposed")
-  t.near(r.exposed_comm[3], c, 1e-9, "replica 1 stage 0 exposed")
-  t.eq(r.dp, 2)
-  t.eq(r.rank, { 0, 2, 1, 3 }) -- dp_inner: replicas of a stage adjacent
-  t.eq(#r.peak_memory, 4)
-  t.eq(r.closed_form_bubble, nil)
+  H.near(r.exposed_comm[1], c, 1e-9, "stage 0 exposed")
+  H.near(r.exposed_comm[3], c, 1e-9, "replica 1 stage 0 exposed")
+  H.eq(r.dp, 2)
+  H.eq(r.rank, { 0, 2, 1, 3 }) -- dp_inner: replicas of a stage adjacent
+  H.eq(#r.peak_memory, 4)
+  H.eq(r.closed_form_bubble, nil)
 end
 
 -- 2. Overlap with 4 buckets: only the tail is exposed. One stage, one
@@ -51,17 +51,17 @@ do
   -- ready; only the last one shows: step = 2 + 4 + c
   local g = (0.5 - 2 * alpha) * beta
   local c = ring2(g)
-  t.near(c, 0.5, 1e-12)
+  H.near(c, 0.5, 1e-12)
   local r = overlap_case(g)
-  t.near(r.makespan, 2 + 4 + c, 1e-9, "overlap hides all but the tail")
-  t.near(r.exposed_comm[1], c, 1e-9)
+  H.near(r.makespan, 2 + 4 + c, 1e-9, "overlap hides all but the tail")
+  H.near(r.exposed_comm[1], c, 1e-9)
   -- c = 1.5 s > 1 s: buckets queue on the link; the first starts at 2 + 1
   -- and the others follow back to back: step = 2 + 1 + 4c
   g = (1.5 - 2 * alpha) * beta
   c = ring2(g)
   r = overlap_case(g)
-  t.near(r.makespan, 2 + 1 + 4 * c, 1e-9, "queued buckets")
-  t.near(r.exposed_comm[1], 1 + 4 * c - 4, 1e-9)
+  H.near(r.makespan, 2 + 1 + 4 * c, 1e-9, "queued buckets")
+  H.near(r.exposed_comm[1], 1 + 4 * c - 4, 1e-9)
 end
 
 -- 3. Overlap never loses to no overlap; with a free network dp changes
@@ -74,12 +74,12 @@ do
   local on = ps.run(base)
   base.grad_sync = { overlap = false }
   local off = ps.run(base)
-  t.check(on.makespan <= off.makespan, "overlap helps")
-  t.check(off.exposed_comm[1] > on.exposed_comm[1], "less exposed with overlap")
+  H.check(on.makespan <= off.makespan, "overlap helps")
+  H.check(off.exposed_comm[1] > on.exposed_comm[1], "less exposed with overlap")
   local free = ps.run{ layers = layers, stages = 4, microbatches = 8, dp = 2,
                        record = "none" }
-  t.near(free.makespan, 1.5 * 11)
-  t.near(free.closed_form_bubble, 3 / 11)
+  H.near(free.makespan, 1.5 * 11)
+  H.near(free.closed_form_bubble, 3 / 11)
 end
 
 -- 4. ZeRO-1 divides optimizer state by d: 2 + 2 + 12/d bytes per param.
@@ -88,12 +88,12 @@ do
   for _, d in ipairs{ 2, 4 } do
     local r = ps.run{ cluster = mesh(2 * d), layers = layers, stages = 2,
                       microbatches = 2, dp = d, zero = 1, record = "none" }
-    t.near(r.static_memory[1], 1e9 * (2 + 2 + 12 / d))
+    H.near(r.static_memory[1], 1e9 * (2 + 2 + 12 / d))
     local plain = ps.run{ cluster = mesh(2 * d), layers = layers, stages = 2,
                           microbatches = 2, dp = d, record = "none" }
-    t.near(plain.static_memory[1], 16e9)
+    H.near(plain.static_memory[1], 16e9)
     -- reduce-scatter + all-gather move as much as one allreduce (ring)
-    t.check(r.makespan > 6, "zero still syncs")
+    H.check(r.makespan > 6, "zero still syncs")
   end
 end
 
@@ -102,10 +102,10 @@ do
   local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
   local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 2,
                     dp = 2, placement = "pp_inner", record = "none" }
-  t.eq(r.rank, { 0, 1, 2, 3 })
+  H.eq(r.rank, { 0, 1, 2, 3 })
   r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 2,
               dp = 2, ranks = { 3, 2, 1, 0 }, record = "none" }
-  t.eq(r.rank, { 3, 2, 1, 0 })
+  H.eq(r.rank, { 3, 2, 1, 0 })
 end
 
 -- 6. Recorded: exposed communication per stage and rank, dp in run.
@@ -113,21 +113,21 @@ do
   local layers = { { fwd_time = 1, params = 1e6 }, { fwd_time = 1, params = 1e6 } }
   local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
                     microbatches = 2, dp = 2, name = "dp recorded" }
-  t.check(r.id ~= nil, "recorded")
+  H.check(r.id ~= nil, "recorded")
 end
 
 -- 7. Bad input.
 do
   local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
-  t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
     microbatches = 2, dp = 3 } end, "dp 3 x 2 stages need 6 ranks but the cluster has 4")
-  t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
     microbatches = 2, dp = 2, placement = "diagonal" } end, "unknown placement 'diagonal'")
-  t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
     microbatches = 2, dp = 2, zero = 3 } end, "field 'zero' must be an integer in 0..1, got 3")
-  t.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
     microbatches = 2, dp = 2, grad_sync = { algorithm = "telepathy" } } end,
     "field 'grad_sync.algorithm'")
 end
 
-t.done()
+H.done()

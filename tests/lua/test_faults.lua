@@ -1,7 +1,7 @@
 -- Fault injection (stall, slow, link down) and recv_timeout: makespans
 -- against hand calculations, deadline and deadlock messages, exactly.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
-local t = require "harness"
+local H = require "harness"
 local ps = require "pipesim"
 
 -- uniform stages: forward 1 ms, backward 2 ms, free communication
@@ -25,10 +25,10 @@ end
 for _, p in ipairs{ 2, 4 } do
   for _, m in ipairs{ 1, 4, 8 } do
     local base = run{ stages = p, microbatches = m }
-    t.near(base.makespan, 3 * (m + p - 1) * ms)
+    H.near(base.makespan, 3 * (m + p - 1) * ms)
     local r = run{ stages = p, microbatches = m, faults = { { rank = p - 1, slow = 0.5 } } }
-    t.near(r.makespan, (3 * (p - 1) + 6 * m) * ms, 1e-9, "1f1b slow last stage")
-    t.eq(r.closed_form_bubble, nil, "no closed-form bubble with faults")
+    H.near(r.makespan, (3 * (p - 1) + 6 * m) * ms, 1e-9, "1f1b slow last stage")
+    H.eq(r.closed_form_bubble, nil, "no closed-form bubble with faults")
   end
 end
 
@@ -36,58 +36,58 @@ end
 -- stage runs F0 3-4, B0 4-6, F1 6-7, B1 7-9 ms; from 9 ms on, the 6
 -- remaining pairs take 6 ms each: 9 + 36 + 3 (drain) + ... = 51 ms. From
 -- 8.5 ms the same: B1, running at 8.5, keeps its speed.
-t.near(run{ stages = 4, microbatches = 8,
+H.near(run{ stages = 4, microbatches = 8,
             faults = { { rank = 3, slow = 0.5, from = "9 ms" } } }.makespan, 51 * ms)
-t.near(run{ stages = 4, microbatches = 8,
+H.near(run{ stages = 4, microbatches = 8,
             faults = { { rank = 3, slow = 0.5, from = "8.5 ms" } } }.makespan, 51 * ms)
-t.near(run{ stages = 4, microbatches = 8,
+H.near(run{ stages = 4, microbatches = 8,
             faults = { { rank = 3, slow = 0.5, from = "at 1 s" } } }.makespan, 33 * ms,
        1e-9, "slow after the end changes nothing")
 
 -- GPipe with a slow middle stage (F 2, B 4 ms): sum(F) + (m-1) max(F) +
 -- sum(B) + (m-1) max(B) = 5 + 2(m-1) + 10 + 4(m-1)
 for _, m in ipairs{ 1, 3, 8 } do
-  t.near(run{ stages = 4, microbatches = m, schedule = "gpipe",
+  H.near(run{ stages = 4, microbatches = m, schedule = "gpipe",
               faults = { { rank = 2, slow = 0.5 } } }.makespan,
          (15 + 6 * (m - 1)) * ms, 1e-9, "gpipe slow middle stage")
 end
 -- slow = 0.7 (70% speed) on every stage of 1F1B: the whole step / 0.7
 local all = {}
 for r = 0, 3 do all[#all + 1] = { rank = r, slow = 0.7 } end
-t.near(run{ stages = 4, microbatches = 8, faults = all }.makespan, 33 * ms / 0.7)
+H.near(run{ stages = 4, microbatches = 8, faults = all }.makespan, 33 * ms / 0.7)
 
 -- stall: rank 3 (last stage) runs F0 3-4 ms and B0 4-6 ms (started before
 -- 5 ms: it finishes), then starts nothing. Rank 2 posts send F1 + recv B0
 -- at 4 ms (after its F1, 3-4 ms) and waits: with recv_timeout = 10 ms the
 -- deadline is 4 + 10 = 14 ms.
 local stall = { { rank = 3, stall = "at 5 ms" } }
-t.raises(function() run{ stages = 4, microbatches = 8, faults = stall, recv_timeout = "10 ms" } end,
+H.raises(function() run{ stages = 4, microbatches = 8, faults = stall, recv_timeout = "10 ms" } end,
   "ps.run: deadline at t=14.000 ms: rank 2 waited 10 ms on recv B0 from rank 3 (microbatch 0); rank 3 stalled at 5 ms")
 -- without a timeout: a deadlock report naming the fault and the stalled op
-local msg = t.raises(function() run{ stages = 4, microbatches = 8, faults = stall } end,
+local msg = H.raises(function() run{ stages = 4, microbatches = 8, faults = stall } end,
   "ps.run: deadlock at t=0.006 s (rank 3 stalled at 5 ms): ")
-t.check(msg and msg:find("rank 3 stalled before send B0 to rank 2", 1, true), msg)
+H.check(msg and msg:find("rank 3 stalled before send B0 to rank 2", 1, true), msg)
 -- an op that would start exactly at the stall time does not start
-msg = t.raises(function() run{ stages = 4, microbatches = 8, faults = { { rank = 3, stall = "at 4 ms" } } } end,
+msg = H.raises(function() run{ stages = 4, microbatches = 8, faults = { { rank = 3, stall = "at 4 ms" } } } end,
   "(rank 3 stalled at 4 ms)")
-t.check(msg and msg:find("rank 3 stalled before B0;", 1, true) == nil and
+H.check(msg and msg:find("rank 3 stalled before B0;", 1, true) == nil and
         msg:find("rank 3 stalled before B0", 1, true), msg)
 -- a stall after the rank's last op changes nothing
-t.near(run{ stages = 4, microbatches = 8, faults = { { rank = 3, stall = 1 } } }.makespan, 33 * ms)
+H.near(run{ stages = 4, microbatches = 8, faults = { { rank = 3, stall = 1 } } }.makespan, 33 * ms)
 
 -- recv_timeout alone: a wait of exactly the timeout is on time, a longer
 -- one is not. In a 2-stage pipeline with one microbatch rank 0 waits for
 -- B0 from 1 ms (its F0 done) to 4 ms (rank 1's F0 1-2, B0 2-4 ms).
-t.near(run{ stages = 2, microbatches = 1, recv_timeout = "3 ms" }.makespan, 6 * ms)
-t.raises(function() run{ stages = 2, microbatches = 1, recv_timeout = "2.5 ms" } end,
+H.near(run{ stages = 2, microbatches = 1, recv_timeout = "3 ms" }.makespan, 6 * ms)
+H.raises(function() run{ stages = 2, microbatches = 1, recv_timeout = "2.5 ms" } end,
   "deadline at t=3.500 ms: rank 0 waited 2.5 ms on recv B0 from rank 1 (microbatch 0)")
 
 -- link down on a pipeline before the first transfer: lost both ways
-msg = t.raises(function() run{ stages = 4, microbatches = 2,
+msg = H.raises(function() run{ stages = 4, microbatches = 2,
   faults = { { link = { 2, 1 }, down = 0 } } } end, "(link 2-1 down at 0 s)")
-t.check(msg and msg:find("rank 2 waits on recv F0 from rank 1 (microbatch 0, lost: the link is down)", 1, true), msg)
+H.check(msg and msg:find("rank 2 waits on recv F0 from rank 1 (microbatch 0, lost: the link is down)", 1, true), msg)
 -- a link between two other ranks changes nothing
-t.near(run{ stages = 4, microbatches = 8, faults = { { link = { 0, 2 }, down = 0 } } }.makespan, 33 * ms)
+H.near(run{ stages = 4, microbatches = 8, faults = { { link = { 0, 2 }, down = 0 } } }.makespan, 33 * ms)
 
 -- link down on a ring allreduce: 4 ranks, 4 MB, 1 GB/s, 10 us: each of the
 -- 2(N-1) = 6 steps takes 10 us + 1 MB / 1 GB/s = 1.01 ms. Link 1-2 goes
@@ -97,26 +97,26 @@ t.near(run{ stages = 4, microbatches = 8, faults = { { link = { 0, 2 }, down = 0
 -- first).
 local c = ps.cluster{ ranks = 4, link = { bandwidth = "1 GB/s", latency = "10 us" } }
 local coll = { cluster = c, op = "allreduce", algorithm = "ring", bytes = "4 MB", record = "none" }
-t.near(ps.collective(coll).time, 6 * 1.01 * ms)
+H.near(ps.collective(coll).time, 6 * 1.01 * ms)
 coll.faults = { { link = { 1, 2 }, down = "at 2.5 ms" } }
 coll.recv_timeout = "5 ms"
-t.raises(function() ps.collective(coll) end,
+H.raises(function() ps.collective(coll) end,
   "ps.collective: deadline at t=7.020 ms: rank 2 waited 5 ms on recv collective from rank 1 (step 2, lost: the link is down); link 1-2 down at 2.5 ms")
 -- without the timeout: the deadlock report names the lost step
 coll.recv_timeout = nil
-msg = t.raises(function() ps.collective(coll) end, "(link 1-2 down at 2.5 ms): ")
-t.check(msg and msg:find("rank 2 waits on recv collective from rank 1 (step 2, lost: the link is down)", 1, true), msg)
+msg = H.raises(function() ps.collective(coll) end, "(link 1-2 down at 2.5 ms): ")
+H.check(msg and msg:find("rank 2 waits on recv collective from rank 1 (step 2, lost: the link is down)", 1, true), msg)
 -- a stalled rank in a collective: rank 3 starts nothing from 1.5 ms on, so
 -- rank 0, which receives from it in every step, waits from 2.02 ms (its
 -- step 2) and hits the 1.5 ms deadline at 3.52 ms
 coll.faults = { { rank = 3, stall = "at 1.5 ms" } }
 coll.recv_timeout = "1.5 ms"
-t.raises(function() ps.collective(coll) end,
+H.raises(function() ps.collective(coll) end,
   "ps.collective: deadline at t=3.520 ms: rank 0 waited 1.5 ms on recv collective from rank 3 (step 2); rank 3 stalled at 1.5 ms")
 
 -- the faults are part of the recorded inputs
 local r = ps.run{ layers = layers(2), stages = 2, microbatches = 2, record = "summary",
                   faults = { { rank = 1, slow = 0.5 } } }
-t.check(r.id ~= nil)
+H.check(r.id ~= nil)
 
-t.done()
+H.done()

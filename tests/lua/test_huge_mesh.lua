@@ -2,7 +2,7 @@
 -- indexed in int32, so a 65536-rank mesh segfaulted; now a run pays only
 -- for the pairs it uses. Times match the same runs on a two-rank mesh.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
-local t = require "harness"
+local H = require "harness"
 local ps = require "pipesim"
 
 local link = { bandwidth = "25 GB/s", latency = "5 us" }
@@ -10,15 +10,15 @@ local small = ps.cluster{ ranks = 2, link = link }
 
 for _, n in ipairs{ 65536, 1 << 20 } do
   local big = ps.cluster{ ranks = n, link = link }
-  t.eq(big.ranks, n)
+  H.eq(big.ranks, n)
   -- ring allreduce between the first and the last rank: 2 (a + T / (2 b))
   local r = ps.collective{ cluster = big, op = "allreduce", bytes = "1 MiB",
                            algorithm = "ring", ranks = { 0, n - 1 }, record = "none" }
   local want = 2 * (5e-6 + 1048576 / (2 * 25e9))
-  t.near(r.time, want, 1e-9)
+  H.near(r.time, want, 1e-9)
   local s = ps.collective{ cluster = small, op = "allreduce", bytes = "1 MiB",
                            algorithm = "ring", record = "none" }
-  t.near(r.time, s.time, 1e-12)
+  H.near(r.time, s.time, 1e-12)
 end
 
 -- a pipeline placed on the two ends of a 65536-rank mesh, recorded with
@@ -30,7 +30,7 @@ local a = ps.run{ cluster = big, ranks = { 65535, 0 }, layers = layers,
                   stages = 2, microbatches = 4 }
 local b = ps.run{ cluster = small, ranks = { 1, 0 }, layers = layers,
                   stages = 2, microbatches = 4 }
-t.near(a.makespan, b.makespan, 1e-12)
-t.check(a.makespan > 0)
+H.near(a.makespan, b.makespan, 1e-12)
+H.check(a.makespan > 0)
 
-t.done()
+H.done()

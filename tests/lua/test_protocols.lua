@@ -3,7 +3,7 @@
 -- 2.30.7), auto's (algorithm, protocol) choice, and NCCL's tree
 -- (coll_tree_build) against its closed form.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
-local t = require "harness"
+local H = require "harness"
 local ps = require "pipesim"
 
 local function coll(c, algo, proto, bytes, extra)
@@ -24,35 +24,35 @@ do
   local T = 1024 * 1024
   local none2 = coll(c, "ring", "none", 2 * T)
   local ll = coll(c, "ring", "ll", T)
-  t.eq(ll.protocol, "ll")
-  t.near(ll.time, none2.time + 6.6 * us, 1e-9, "ll = none at 2T + 6.6 us")
-  t.near(ll.predicted, none2.predicted + 6.6 * us, 1e-9, "ll model")
+  H.eq(ll.protocol, "ll")
+  H.near(ll.time, none2.time + 6.6 * us, 1e-9, "ll = none at 2T + 6.6 us")
+  H.near(ll.predicted, none2.predicted + 6.6 * us, 1e-9, "ll model")
   -- LL128: 128-byte lines with 120 bytes of data; base 14 us, and 1.3 us
   -- more than LL per NVLink step, 1.3 us per network step
   local T2 = 120 * 4 * 128 * 10 -- blocks of whole elements either way
   local none = coll(c, "ring", "none", T2 * 128 // 120)
   local ll128 = coll(c, "ring", "ll128", T2)
-  t.near(ll128.time, none.time + (14 + intra * 1.3 + inter * 1.3) * us, 1e-9, "ll128")
+  H.near(ll128.time, none.time + (14 + intra * 1.3 + inter * 1.3) * us, 1e-9, "ll128")
   -- Simple: the payload alone; base 8.4 us, per step 3.4 - 0.6 us (NVLink)
   -- and 14 - 2.7 us (network) over LL's
   none = coll(c, "ring", "none", T)
   local simple = coll(c, "ring", "simple", T)
-  t.near(simple.time, none.time + (8.4 + intra * 2.8 + inter * 11.3) * us, 1e-9, "simple")
+  H.near(simple.time, none.time + (8.4 + intra * 2.8 + inter * 11.3) * us, 1e-9, "simple")
   -- NCCL's tree: 2 ((ppn - 1) intra + log2(nodes) inter) steps
   none = coll(c, "tree", "none", T)
   simple = coll(c, "tree", "simple", T)
-  t.near(simple.time, none.time + (8.4 + 2 * (7 * 3.4 + 1 * 9.0)) * us, 1e-9, "tree simple")
+  H.near(simple.time, none.time + (8.4 + 2 * (7 * 3.4 + 1 * 9.0)) * us, 1e-9, "tree simple")
 end
 
 -- auto: LL for tiny messages, a bandwidth protocol for large ones
 do
   local r = coll(c, "auto", "auto", 8)
-  t.eq(r.protocol, "ll", "auto at 8 B")
+  H.eq(r.protocol, "ll", "auto at 8 B")
   r = coll(c, "auto", "auto", "1 GiB")
-  t.eq(r.algorithm, "ring", "auto at 1 GiB")
-  t.check(r.protocol ~= "ll", "auto at 1 GiB: " .. r.protocol)
+  H.eq(r.algorithm, "ring", "auto at 1 GiB")
+  H.check(r.protocol ~= "ll", "auto at 1 GiB: " .. r.protocol)
   -- a fixed algorithm, the protocol auto
-  t.eq(coll(c, "ring", "auto", 8).protocol, "ll")
+  H.eq(coll(c, "ring", "auto", 8).protocol, "ll")
   -- the choice is the cheapest prediction of all pairs
   local best = math.huge
   for _, a in ipairs{ "ring", "tree" } do
@@ -61,9 +61,9 @@ do
       if x < best then best = x end
     end
   end
-  t.near(coll(c, "auto", "auto", "4 MiB").predicted, best, 1e-12, "auto = min")
+  H.near(coll(c, "auto", "auto", "4 MiB").predicted, best, 1e-12, "auto = min")
   -- no protocol: today's model
-  t.eq(coll(c, "ring", nil, 8).protocol, "none")
+  H.eq(coll(c, "ring", nil, 8).protocol, "none")
 end
 
 -- NCCL's tree on 4 nodes x 8 GPUs, one chunk: inside a node a chain of 7
@@ -82,16 +82,16 @@ do
   local c4 = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 8,
     intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
   local r = coll(c4, "tree", nil, T, { chunks = 1 })
-  t.near(r.time, 14 * a_in + 4 * a_out + 3 * T / B, 1e-6, "tree on 4 x 8 = closed form")
-  t.near(r.predicted, r.time, 1e-6, "tree model on 4 x 8")
+  H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / B, 1e-6, "tree on 4 x 8 = closed form")
+  H.near(r.predicted, r.time, 1e-6, "tree model on 4 x 8")
   -- pipelined: more chunks, less time; the model picks the count
   local auto_k = coll(c4, "tree", nil, T)
-  t.check(auto_k.chunks > 1 and auto_k.time < r.time, "chunks " .. auto_k.chunks)
-  t.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
+  H.check(auto_k.chunks > 1 and auto_k.time < r.time, "chunks " .. auto_k.chunks)
+  H.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
   -- one node: the chain alone, 2 (g - 1) steps
   local c1 = ps.cluster{ nodes = 1, gpus_per_node = 8,
     intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
-  t.near(coll(c1, "tree", nil, 8, { chunks = 1 }).time, 14 * a_in, 1e-6, "chain on one node")
+  H.near(coll(c1, "tree", nil, 8, { chunks = 1 }).time, 14 * a_in, 1e-6, "chain on one node")
 end
 
 -- NVLS on one DGX H100 node: the direct pattern (2 steps, one hop each)
@@ -99,29 +99,29 @@ end
 -- NCCL's NVLS latency (25 us)
 do
   local c1 = ps.cluster(ps.clusters.dgx("h100", 1))
-  t.eq(c1.nvls, true)
+  H.eq(c1.nvls, true)
   local T, n, B, a = 64 * 1024 * 1024, 8, 370e9, 0.6e-6
   local r = coll(c1, "nvls", nil, T)
-  t.eq(r.protocol, "simple", "nvls runs simple")
-  t.near(r.time, 2 * a + T * (n + 1) / (n * 0.85 * B) + 25e-6, 1e-9, "nvls closed form")
-  t.near(r.predicted, r.time, 1e-9, "nvls model")
-  t.eq(coll(c1, "auto", "auto", T).algorithm, "nvls", "auto takes nvls at 64 MiB")
-  t.eq(coll(c1, "auto", "auto", 8).algorithm ~= "nvls", true, "not at 8 B")
+  H.eq(r.protocol, "simple", "nvls runs simple")
+  H.near(r.time, 2 * a + T * (n + 1) / (n * 0.85 * B) + 25e-6, 1e-9, "nvls closed form")
+  H.near(r.predicted, r.time, 1e-9, "nvls model")
+  H.eq(coll(c1, "auto", "auto", T).algorithm, "nvls", "auto takes nvls at 64 MiB")
+  H.eq(coll(c1, "auto", "auto", 8).algorithm ~= "nvls", true, "not at 8 B")
   -- not a candidate where it does not apply
-  t.eq(coll(ps.cluster(ps.clusters.dgx("a100", 1)), "auto", "auto", T).algorithm, "ring")
-  t.eq(coll(c, "auto", "auto", T).algorithm ~= "nvls", true, "2 nodes: no nvls")
-  t.raises(function() coll(c1, "nvls", "ll", T) end,
+  H.eq(coll(ps.cluster(ps.clusters.dgx("a100", 1)), "auto", "auto", T).algorithm, "ring")
+  H.eq(coll(c, "auto", "auto", T).algorithm ~= "nvls", true, "2 nodes: no nvls")
+  H.raises(function() coll(c1, "nvls", "ll", T) end,
     "allreduce: nvls runs with the simple protocol only, got 'll'")
-  t.raises(function() coll(c, "nvls", nil, T) end,
+  H.raises(function() coll(c, "nvls", nil, T) end,
     "allreduce: algorithm 'nvls' runs on the GPUs of one whole node (NCCL uses NVLS "
     .. "across nodes only with CollNet); 16 ranks are not one node")
-  t.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1, 2, 3 } }) end,
+  H.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1, 2, 3 } }) end,
     "4 ranks are not one node")
 end
 
 -- bad input
-t.raises(function() coll(c, "ring", "ll64", 8) end,
+H.raises(function() coll(c, "ring", "ll64", 8) end,
   "field 'protocol': unknown protocol 'll64' (expected ll, ll128, simple, auto, none)")
-t.raises(function() coll(c, "halving_doubling", "ll", 8) end,
+H.raises(function() coll(c, "halving_doubling", "ll", 8) end,
   "allreduce: protocol 'll' applies to ring, tree and nvls (NCCL's algorithms), not halving_doubling")
-t.done()
+H.done()

@@ -37,3 +37,14 @@ void ps_print_error(const char *msg)
     }
     fputc('\n', stderr);
 }
+
+int ps_fail(const char *fmt, ...)
+{
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ps_print_error(msg);
+    return 1;
+}

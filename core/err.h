@@ -38,5 +38,8 @@ void ps_err_clear(ps_err *err);
  * gave) is written as an escape, \n or \xNN. The CLI's only error
  * printer. */
 void ps_print_error(const char *msg);
+/* ps_print_error of a formatted message; returns 1, the exit status
+ * (commands in main.c and export_cli.c return exit statuses). */
+int ps_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -17,18 +17,8 @@ static const char usage[] =
     "Without -o the export goes to stdout. Without --format it follows the\n"
     "extension of FILE (.json: chrome, .svg: svg, .csv: pytorch-csv).\n";
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int fail(const char *fmt, ...)
-{
-    char msg[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ps_print_error(msg);
-    return 1;
-}
+/* one line per failure, exit status 1 (err.h) */
+#define fail ps_fail
 
 /* A run id: a positive integer. */
 static int parse_run(const char *s, int64_t *out)

@@ -77,18 +77,8 @@ static const char usage[] =
 
 /* Errors go through ps_print_error: one line whatever they quote. Returns
  * the exit status 1 (main.c's convention: commands return exit statuses,
- * see err.h). */
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    char msg[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ps_print_error(msg);
-    return 1;
-}
+ * see err.h): ps_fail, shared with export_cli.c. */
+#define fail ps_fail
 
 /* The Lua library directory: $PIPESIM_LUA, else ../lua next to the binary
  * (build/pipesim in a checkout), else the installed PS_LUADIR. */

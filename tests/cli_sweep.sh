@@ -7,6 +7,12 @@ set -u
 SUITE=cli_sweep
 OUT=sweep
 . tests/lib_cli.sh
+# Workers make their scratch directories under TMPDIR: a private one, so the
+# "scratch directories left" check sees only this suite's (other suites and
+# other checkouts may run sweeps in /tmp at the same time).
+TMPDIR="$TMP/sweep-tmpdir"
+mkdir -p "$TMPDIR"
+export TMPDIR
 S=tests/data/sweep_small.lua
 q() { sqlite3 "$1" "$2"; }
 # the workers' scratch directories go under this suite's own TMPDIR, so the
@@ -89,7 +95,7 @@ grep -q "^pipesim: tests/data/sweep_small.lua:[0-9]*: ps.sweep: 'small' point_in
 cmp -s "$TMP/f1.err" "$TMP/f2.err" && ok || bad "--jobs 2 failure message: $(cat "$TMP/f2.err")"
 cmp -s "$TMP/f1.dump" "$TMP/f2.dump" && ok || bad "--jobs 2 rows before the failure: $(diff "$TMP/f1.dump" "$TMP/f2.dump" | head -5)"
 [ "$(q "$TMP/f2.db" "SELECT count(*) FROM run")" = 4 ] && ok || bad "runs before the failing point"
-ls "${TMPDIR:-/tmp}" | grep -q "^pipesim-sweep\." && bad "scratch directories left: $(ls "${TMPDIR:-/tmp}" | grep pipesim-sweep)" || ok
+ls "$TMPDIR" | grep -q "^pipesim-sweep\." && bad "scratch directories left: $(ls "$TMPDIR" | grep pipesim-sweep)" || ok
 
 # --- --shard K/N and pipesim merge: the shards' union is the unsharded
 # run, row for row, in the same order, whatever the inputs' order

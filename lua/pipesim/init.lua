@@ -222,7 +222,11 @@ local function resolve_partition(spec, layers, nstages)
 end
 
 -- JSON text of v appended to out. seen holds the tables being written: a
--- table inside itself is an error, not a stack overflow.
+-- table inside itself is an error, not a stack overflow. Kept in Lua
+-- rather than SQLite's JSON functions (issue 11): the input is a Lua
+-- table, which must be walked here either way, and only the recorder may
+-- call SQLite (core/README.md), so using them would mean a second copy
+-- of this walk in C.
 local function json(v, out, seen)
   local t = type(v)
   if t == "table" then

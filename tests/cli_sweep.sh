@@ -15,6 +15,11 @@ mkdir -p "$TMPDIR"
 export TMPDIR
 S=tests/data/sweep_small.lua
 q() { sqlite3 "$1" "$2"; }
+# the workers' scratch directories go under this suite's own TMPDIR, so the
+# "none left" check below sees only this suite's (other test suites on the
+# machine make their own in /tmp at the same time)
+mkdir -p "$TMP/sweep-scratch"
+export TMPDIR="$TMP/sweep-scratch"
 
 # --- the columns
 $VG "$BIN" run $S -o "$TMP/sw1.db" --jobs 1 >"$TMP/sw1.out" 2>&1 && ok || bad "sweep run: $(cat "$TMP/sw1.out")"

@@ -97,6 +97,15 @@ for c in tests/cli.sh tests/cli_*.sh; do
     add_counts "$TMP/$name.out"
 done
 
+if [ -f tests/cluster_recipes.sh ]; then
+    # the README's GNU parallel recipe (skipped, saying so, without
+    # parallel); .ci/run adds the Slurm one
+    echo "== cluster recipes"
+    BIN="$BIN" TMP="$TMP" sh tests/cluster_recipes.sh >"$TMP/recipes.out" 2>&1
+    grep -E '^FAIL|^skip' "$TMP/recipes.out"
+    add_counts "$TMP/recipes.out"
+fi
+
 echo "== include layers"
 # tests/check_includes.sh: core/README.md's map, no include back up
 sh tests/check_includes.sh >"$TMP/includes.out" 2>&1

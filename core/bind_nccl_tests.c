@@ -30,18 +30,6 @@ typedef struct nt_opts {
     const char *algorithm, *protocol;
 } nt_opts;
 
-static int nt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int nt_fail(const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ps_print_error(msg);
-    return 1;
-}
-
 /* A whole number in [lo, hi] (nccl-tests' -n, -w, -c: accepted, nothing
  * to repeat in a deterministic simulation). */
 static int whole(const char *v, long lo, long hi)
@@ -94,58 +82,58 @@ static int parse(int argc, char **argv, nt_opts *o)
         case 'w':
         case 'c':
             if (!whole(optarg, 0, 1 << 30))
-                return nt_fail("nccl-tests: -%c %s: expected a whole number "
+                return ps_fail("nccl-tests: -%c %s: expected a whole number "
                                "(accepted for nccl-tests' sake: a simulation "
                                "needs no repeats or checks)",
                                c, optarg);
             break;
         case 'o':
             if (strcmp(optarg, "sum") != 0)
-                return nt_fail("nccl-tests: -o %s: pipesim reduces with sum "
+                return ps_fail("nccl-tests: -o %s: pipesim reduces with sum "
                                "only",
                                optarg);
             break;
         case 'd':
             if (strcmp(optarg, "float") != 0)
-                return nt_fail("nccl-tests: -d %s: pipesim moves float only",
+                return ps_fail("nccl-tests: -d %s: pipesim moves float only",
                                optarg);
             break;
         case OPT_CLUSTER: o->cluster = optarg; break;
         case OPT_DB:
             if (!*optarg)
-                return nt_fail("nccl-tests: --db: the database path is empty");
+                return ps_fail("nccl-tests: --db: the database path is empty");
             o->db = optarg;
             break;
         case OPT_ALGO: o->algorithm = optarg; break;
         case OPT_PROTO: o->protocol = optarg; break;
         case ':':
             if (optopt && optopt < 256)
-                return nt_fail("nccl-tests: -%c needs a value", optopt);
-            return nt_fail("nccl-tests: %s needs a value", a);
+                return ps_fail("nccl-tests: -%c needs a value", optopt);
+            return ps_fail("nccl-tests: %s needs a value", a);
         default:
             if (optopt && optopt < 256)
-                return nt_fail("nccl-tests: unknown option '-%c' (expected "
+                return ps_fail("nccl-tests: unknown option '-%c' (expected "
                                "%s)",
                                optopt, NT_FLAGS);
-            return nt_fail("nccl-tests: unknown option '%s' (expected %s)", a,
+            return ps_fail("nccl-tests: unknown option '%s' (expected %s)", a,
                            NT_FLAGS);
         }
     }
     for (int k = optind; k < argc; k++) {
         if (o->op)
-            return nt_fail("nccl-tests: more than one op ('%s' and '%s')",
+            return ps_fail("nccl-tests: more than one op ('%s' and '%s')",
                            o->op, argv[k]);
         o->op = argv[k];
     }
     if (!o->op)
-        return nt_fail("nccl-tests: no op given (usage: pipesim nccl-tests "
+        return ps_fail("nccl-tests: no op given (usage: pipesim nccl-tests "
                        "all_reduce --cluster h100:2 -b 8 -e 8G -f 2)");
     enum coll_op op;
     ps_err err;
     if (coll_parse_op(o->op, &op, &err))
-        return nt_fail("nccl-tests: %s", err.msg);
+        return ps_fail("nccl-tests: %s", err.msg);
     if (!o->cluster)
-        return nt_fail("nccl-tests: missing --cluster (a preset such as h100 "
+        return ps_fail("nccl-tests: missing --cluster (a preset such as h100 "
                        "or h100:4 for 4 nodes, or a Lua file returning a "
                        "cluster)");
     return 0;
@@ -177,16 +165,16 @@ int bind_nccl_tests_main(int argc, char **argv, const char *luadir)
         return 1;
     const char *db = o.db ? o.db : "results/nccl_tests.db";
     if (!o.db && mkdir("results", 0777) != 0 && errno != EEXIST)
-        return nt_fail("results: cannot create the directory: %s",
+        return ps_fail("results: cannot create the directory: %s",
                        strerror(errno));
     size_t len = strlen(o.cluster);
     int file = len > 4 && strcmp(o.cluster + len - 4, ".lua") == 0;
     if (file && access(o.cluster, R_OK) != 0)
-        return nt_fail("nccl-tests: --cluster %s: %s", o.cluster,
+        return ps_fail("nccl-tests: --cluster %s: %s", o.cluster,
                        strerror(errno));
     lua_State *L = bind_newstate();
     if (!L)
-        return nt_fail("cannot create a Lua state");
+        return ps_fail("cannot create a Lua state");
     luaL_openlibs(L);
     bind_session s = {db, file ? o.cluster : "nccl-tests", NULL, 0, 1, 0, 0};
     bind_setup(L, luadir, &s);

@@ -45,18 +45,6 @@ typedef struct ctx {
     ps_err err;
 } ctx;
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    char msg[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    ps_print_error(msg);
-    return 1;
-}
-
 static char *dup_printf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 static char *dup_printf(const char *fmt, ...)
@@ -97,8 +85,8 @@ static int parse_args(int argc, char **argv, plot_opts *o)
         const char *a = argv[i];
         if (a[0] != '-' || !a[1]) {
             if (o->db)
-                return fail("plot: unexpected argument '%s' (%s)", a,
-                            usage_line);
+                return ps_fail("plot: unexpected argument '%s' (%s)", a,
+                               usage_line);
             o->db = a;
             continue;
         }
@@ -114,40 +102,42 @@ static int parse_args(int argc, char **argv, plot_opts *o)
             }
             if (a[n] == '\0') {
                 if (i + 1 >= argc)
-                    return fail("plot: %s needs a value (%s)", a, usage_line);
+                    return ps_fail("plot: %s needs a value (%s)", a,
+                                   usage_line);
                 value = argv[++i];
                 break;
             }
         }
         if (k == nopts)
-            return fail("plot: unknown option '%s' (%s)", a, usage_line);
+            return ps_fail("plot: unknown option '%s' (%s)", a, usage_line);
         if (!*value)
-            return fail("plot: %s: the value is empty", opts[k].name);
+            return ps_fail("plot: %s: the value is empty", opts[k].name);
         *opts[k].slot = value;
     }
     if (!o->db)
-        return fail("plot: no database given (%s)", usage_line);
+        return ps_fail("plot: no database given (%s)", usage_line);
     if (!o->x)
-        return fail("plot: --x is missing: the run column or sweep "
-                    "coordinate along the x axis, such as --x microbatches");
+        return ps_fail("plot: --x is missing: the run column or sweep "
+                       "coordinate along the x axis, such as --x microbatches");
     if (!o->y)
-        return fail("plot: --y is missing: the run column or expression to "
-                    "plot, such as --y makespan");
+        return ps_fail("plot: --y is missing: the run column or expression to "
+                       "plot, such as --y makespan");
     if (o->format && strcmp(o->format, "svg") != 0 &&
         strcmp(o->format, "csv") != 0)
-        return fail("plot: --format %s: expected svg or csv", o->format);
+        return ps_fail("plot: --format %s: expected svg or csv", o->format);
     if (o->agg && strcmp(o->agg, "min") != 0 && strcmp(o->agg, "max") != 0 &&
         strcmp(o->agg, "mean") != 0)
-        return fail("plot: --agg %s: expected min, max or mean", o->agg);
+        return ps_fail("plot: --agg %s: expected min, max or mean", o->agg);
     if (o->log && strcmp(o->log, "x") != 0 && strcmp(o->log, "y") != 0 &&
         strcmp(o->log, "xy") != 0)
-        return fail("plot: --log %s: expected x, y or xy", o->log);
+        return ps_fail("plot: --log %s: expected x, y or xy", o->log);
     const char *units[2] = {o->xunit, o->yunit};
     for (int i = 0; i < 2; i++)
         if (units[i] && plot_unit_parse(units[i]) < 0)
-            return fail("plot: --%cunit %s: expected s, bytes, B/s, fraction "
-                        "or none",
-                        i ? 'y' : 'x', units[i]);
+            return ps_fail(
+                "plot: --%cunit %s: expected s, bytes, B/s, fraction "
+                "or none",
+                i ? 'y' : 'x', units[i]);
     return 0;
 }
 
@@ -605,7 +595,7 @@ static int write_out(const char *path, const char *data, size_t size)
 {
     FILE *f = path ? fopen(path, "wb") : stdout;
     if (!f)
-        return fail("plot: %s: %s", path, strerror(errno));
+        return ps_fail("plot: %s: %s", path, strerror(errno));
     size_t w = fwrite(data, 1, size, f);
     int bad = w != size || ferror(f) || fflush(f) != 0;
     int saved = errno;
@@ -618,8 +608,8 @@ static int write_out(const char *path, const char *data, size_t size)
             remove(path);
         else
             clearerr(stdout);
-        return fail("plot: writing %s: %s", path ? path : "standard output",
-                    strerror(saved));
+        return ps_fail("plot: writing %s: %s", path ? path : "standard output",
+                       strerror(saved));
     }
     return 0;
 }
@@ -644,7 +634,7 @@ int plot_main(int argc, char **argv)
     ctx c = {0};
     c.db = rec_open_read(o.db, &c.err);
     if (!c.db)
-        return fail("plot: %s", c.err.msg);
+        return ps_fail("plot: %s", c.err.msg);
     term t[5] = {
         {"--x", o.x, NULL, ""},         {"--y", o.y, NULL, ""},
         {"--by", o.by, NULL, ""},       {"--dashed", o.dashed, NULL, ""},
@@ -718,7 +708,7 @@ int plot_main(int argc, char **argv)
     rec_close(c.db, NULL);
     if (rc) {
         free(data);
-        return fail("plot: %s", c.err.msg);
+        return ps_fail("plot: %s", c.err.msg);
     }
     rc = write_out(o.out, data, size);
     free(data);

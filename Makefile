@@ -80,7 +80,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(CORE_OBJ)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Itests/unit $< $(CORE_OBJ) -o $@ $(LDLIBS)
 
-$(BENCH): tests/bench/bench.c $(CORE_OBJ)
+$(BENCH): tests/bench/bench.c tests/bench/bench_util.h $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
 
@@ -88,7 +88,7 @@ $(BUILD)/simgrid_bench: tests/bench/simgrid_bench.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 $(shell pkg-config --cflags simgrid) $< -o $@ $(shell pkg-config --libs simgrid)
 
-$(REC_BENCH): tests/bench/rec_bench.c $(CORE_OBJ)
+$(REC_BENCH): tests/bench/rec_bench.c tests/bench/bench_util.h $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore $< $(CORE_OBJ) -o $@ $(LDLIBS)
 

@@ -6,6 +6,7 @@
 -- `pipesim run`.
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 local parallel = require "pipesim.parallel"
 
@@ -175,10 +176,8 @@ H.check(ro.makespan < rb.makespan, "tp_overlap shortens the step")
 local deep = ps.models.transformer { layers = 8, hidden = 1024, heads = 16, seq = 512,
     vocab = 1024, microbatch = 2, dtype = "fp16" }
 local function peak_with(extra)
-    local spec = { cluster = one, layers = deep, stages = 2, microbatches = 8, tp = 4,
-        sequence_parallel = true, recompute = "full", record = "none", partition = { 5, 5 } }
-    for k, v in pairs(extra) do spec[k] = v end
-    local x = ps.run(spec)
+    local x = ps.run(F.with({ cluster = one, layers = deep, stages = 2, microbatches = 8, tp = 4,
+        sequence_parallel = true, recompute = "full", record = "none", partition = { 5, 5 } }, extra))
     return x.peak_memory[1], x.makespan
 end
 local u1, tu1 = peak_with {}

@@ -55,8 +55,8 @@ H.check(exact_rows == all.simulated, "gpipe, 1f1b and interleaved have the exact
 -- the schedule's own (dualpipev: m >= 2p) is counted under 'ps.run'
 local other = ps.search { name = "other", model = model, cluster = node, gpus = 8,
     global_batch = 16, space = { tp = { 1, 2 }, pp = { 2, 4 }, virtual_stages = { 1, 2 },
-    microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
-    "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
+        microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
+            "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
 local lower_ok = true
 for _, r in ipairs(other.table) do
     if r.status == "simulated" then

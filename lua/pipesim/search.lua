@@ -276,43 +276,43 @@ local function constraints(shape, spec, nodesize)
     local seen = {}
     local list = {
         { "gpus", "tp x pp x dp is not the number of GPUs",
-          function(c) return c.tp * c.pp * c.dp == spec.gpus end },
+            function(c) return c.tp * c.pp * c.dp == spec.gpus end },
         { "tp_divides", "tp does not divide the heads, query groups, hidden or ffn size",
-          function(c)
-              return shape.heads % c.tp == 0 and shape.kv_heads % c.tp == 0
+            function(c)
+                return shape.heads % c.tp == 0 and shape.kv_heads % c.tp == 0
                   and shape.hidden % c.tp == 0 and shape.ffn_hidden % c.tp == 0
-          end },
+            end },
         { "tp_in_node", string.format("the TP group does not fit in a node of %d GPUs",
             nodesize or 0),
-          function(c)
-              return spec.tp_in_node == false or not nodesize or nodesize % c.tp == 0
-          end },
+            function(c)
+                return spec.tp_in_node == false or not nodesize or nodesize % c.tp == 0
+            end },
         { "pp_layers", string.format("pp does not divide the %d layers", L),
-          function(c) return L % c.pp == 0 end },
+            function(c) return L % c.pp == 0 end },
         { "virtual_stages", "virtual stages need a multi-chunk schedule, pp > 1 and a " ..
             "stage's layers divisible by v (and v > 1 for interleaved)",
-          function(c)
-              if c.v == 1 then return c.schedule ~= "interleaved" and not V_SHAPE[c.schedule] end
-              return MULTI_CHUNK[c.schedule] ~= nil and c.pp > 1 and (L // c.pp) % c.v == 0
+            function(c)
+                if c.v == 1 then return c.schedule ~= "interleaved" and not V_SHAPE[c.schedule] end
+                return MULTI_CHUNK[c.schedule] ~= nil and c.pp > 1 and (L // c.pp) % c.v == 0
                   and (not V_SHAPE[c.schedule] or c.v == 2)
-          end },
+            end },
         { "global_batch", string.format("dp x microbatch does not divide the global batch %d", B),
-          function(c) return B % (c.dp * c.microbatch) == 0 end },
+            function(c) return B % (c.dp * c.microbatch) == 0 end },
         { "schedule", "interleaved needs the microbatch count to be a multiple of pp",
-          function(c)
-              local m = B // (c.dp * c.microbatch)
-              return c.schedule ~= "interleaved" or m % c.pp == 0
-          end },
+            function(c)
+                local m = B // (c.dp * c.microbatch)
+                return c.schedule ~= "interleaved" or m % c.pp == 0
+            end },
         { "duplicate", "sequence parallelism at tp 1 and ZeRO at dp 1 change nothing: " ..
             "the same configuration is already in the list",
-          function(c)
-              local key = M.label { tp = c.tp, pp = c.pp, dp = c.dp, v = c.v,
-                  microbatch = c.microbatch, schedule = c.schedule, recompute = c.recompute,
-                  zero = c.dp > 1 and c.zero or 0, sp = c.sp }
-              if seen[key] then return false end
-              seen[key] = true
-              return true
-          end },
+            function(c)
+                local key = M.label { tp = c.tp, pp = c.pp, dp = c.dp, v = c.v,
+                    microbatch = c.microbatch, schedule = c.schedule, recompute = c.recompute,
+                    zero = c.dp > 1 and c.zero or 0, sp = c.sp }
+                if seen[key] then return false end
+                seen[key] = true
+                return true
+            end },
     }
     return list
 end

@@ -13,6 +13,6 @@ ps.progress(false)
 local parts = {}
 for counts in ps.partition.enumerate(#layers, 4) do parts[#parts + 1] = counts end
 for i = 1, N do
-  ps.run{ name = "sweep", cluster = cluster, layers = layers, stages = 4, microbatches = 8,
-    schedule = "1f1b", partition = parts[(i - 1) % #parts + 1], record = "summary" }
+    ps.run{ name = "sweep", cluster = cluster, layers = layers, stages = 4, microbatches = 8,
+        schedule = "1f1b", partition = parts[(i - 1) % #parts + 1], record = "summary" }
 end

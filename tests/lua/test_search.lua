@@ -5,6 +5,7 @@
 -- configuration, and the error messages. Runs under `pipesim run`.
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 -- a small GPT on one DGX A100 node (8 GPUs): 8 layers, 8 heads
@@ -55,8 +56,8 @@ H.check(exact_rows == all.simulated, "gpipe, 1f1b and interleaved have the exact
 -- the schedule's own (dualpipev: m >= 2p) is counted under 'ps.run'
 local other = ps.search { name = "other", model = model, cluster = node, gpus = 8,
     global_batch = 16, space = { tp = { 1, 2 }, pp = { 2, 4 }, virtual_stages = { 1, 2 },
-    microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
-    "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
+        microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
+            "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
 local lower_ok = true
 for _, r in ipairs(other.table) do
     if r.status == "simulated" then
@@ -105,12 +106,7 @@ H.eq(m.valid + m.dropped.memory, m.raw, "every raw configuration is kept or drop
 
 -- errors
 local base = { model = model, cluster = node, gpus = 8, global_batch = 16 }
-local function with(t)
-    local s = {}
-    for k, v in pairs(base) do s[k] = v end
-    for k, v in pairs(t) do s[k] = v end
-    return s
-end
+local function with(t) return F.with(base, t) end
 H.raises(function() ps.search(with { space = { microbatchs = { 2 } } }) end,
     "ps.search: space: unknown field 'microbatchs' (did you mean 'microbatch'?)")
 H.raises(function() ps.search(with { space = {} }) end, "ps.search: empty space")

@@ -104,6 +104,24 @@ for _, r in ipairs(m.table) do
 end
 H.eq(m.valid + m.dropped.memory, m.raw, "every raw configuration is kept or dropped once")
 
+-- c:path, the route figures the bound reads: NVLink inside a node (NCCL's
+-- 200 GB/s of A100's NVLink 3, 0.6 us), the NIC between nodes (25 GB/s,
+-- 2.7 us), a mesh's own link per pair, nothing to itself
+do
+    local two = ps.cluster(ps.clusters.dgx("A100", 2))
+    local lat, bw, first, id = two:path(0, 1)
+    H.near(lat, 0.6e-6, 1e-12); H.near(bw, 200e9, 1e-12); H.near(first, 200e9, 1e-12)
+    local lat8, bw8, first8, id8 = two:path(0, 8)
+    H.near(lat8, 2.7e-6, 1e-12); H.near(bw8, 25e9, 1e-12); H.near(first8, 25e9, 1e-12)
+    H.check(math.type(id) == "integer" and math.type(id8) == "integer" and id ~= id8,
+        "inside and across nodes leave on other links")
+    H.eq(table.pack(two:path(3, 3)), { 0, math.huge, n = 4 }, "no route to itself")
+    local mesh = ps.cluster { ranks = 4, link = { bandwidth = "25 GB/s", latency = "5 us" } }
+    local ml, mb, mf, mid = mesh:path(0, 3)
+    H.near(ml, 5e-6, 1e-12); H.eq({ mb, mf }, { 25e9, 25e9 }); H.eq(mid, nil, "a mesh pair: its own link, no id")
+    H.raises(function() mesh:path(0, 4) end, "rank out of range")
+end
+
 -- the bound counts the network: microbatch 0's activations cross each
 -- stage boundary before the last stage starts, and without overlap the
 -- gradient sync (all-reduce, or ZeRO-1's reduce-scatter and all-gather)

@@ -77,13 +77,7 @@ static sched_spec one_rank(const sched_action **lists, int32_t *n)
     l[2] = act("B1", 2, 1);
     lists[0] = l;
     n[0] = 3;
-    return (sched_spec){.kind = SCHED_CUSTOM,
-                        .p = 1,
-                        .v = 1,
-                        .m = 2,
-                        .stages = stages,
-                        .custom = lists,
-                        .ncustom = n};
+    return custom_on(1, 1, 2, stages, lists, n);
 }
 
 /* The FB's two ops on lane 0: FB_F then FB_B. */
@@ -168,14 +162,8 @@ static void test_two_ranks(void)
     int32_t n[2] = {5, 4};
     costs(1, 1, 1, 1);
     for (int py = 0; py < 2; py++) {
-        sched_spec s = {.kind = SCHED_CUSTOM,
-                        .p = 2,
-                        .v = 1,
-                        .m = 3,
-                        .stages = stages,
-                        .custom = lists,
-                        .ncustom = n,
-                        .pytorch_p2p = py};
+        sched_spec s = custom_on(2, 1, 3, stages, lists, n);
+        s.pytorch_p2p = py;
         outcome o = run_free(&s, ENG_RENDEZVOUS);
         CHECK_INT(o.rc, 0);
         int sends = 0, recvs = 0;
@@ -264,13 +252,7 @@ static void test_errors(void)
             l[k] = act(bad[i].acts[k], 2, 1);
         const sched_action *lists[1] = {l};
         int32_t n[1] = {4};
-        sched_spec c = {.kind = SCHED_CUSTOM,
-                        .p = 1,
-                        .v = 1,
-                        .m = 2,
-                        .stages = stages,
-                        .custom = lists,
-                        .ncustom = n};
+        sched_spec c = custom_on(1, 1, 2, stages, lists, n);
         CHECK_INT(sched_check(&c, &err), PS_ERR);
         CHECK_STR(err.msg, bad[i].msg);
     }

@@ -23,12 +23,7 @@ static void uniform(double fwd, double bwd, double out)
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){.kind = kind,
-                        .p = p,
-                        .v = v,
-                        .m = m,
-                        .stages = stages,
-                        .placement = SCHED_LOOP};
+    return spec_on(kind, p, v, m, stages, SCHED_LOOP);
 }
 
 static const char *mode_name(int mode)
@@ -103,18 +98,6 @@ static void test_interleaved_closed_form(void)
                                (p - 1.0) / (v * m + p - 1));
                     prog_free(o.ps);
                 }
-}
-
-/* Peaks in units of one chunk's act_bytes (static memory 0). */
-static void peaks(const sched_spec *s, mem_rank *out)
-{
-    outcome o = run_free(s, ENG_RENDEZVOUS);
-    CHECK_INT(o.rc, 0);
-    ps_err err;
-    CHECK_INT(mem_ledger(o.ps, NULL, out, NULL, NULL, &err), 0);
-    for (int r = 0; r < s->p; r++)
-        CHECK_NEAR(out[r].final, 0);
-    prog_free(o.ps);
 }
 
 static void test_peak_activations(void)

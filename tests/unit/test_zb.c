@@ -24,12 +24,7 @@ static void costs(double f, double b, double w, double wb)
 
 static sched_spec spec(enum sched_kind kind, int p, int m)
 {
-    return (sched_spec){.kind = kind,
-                        .p = p,
-                        .v = 1,
-                        .m = m,
-                        .stages = stages,
-                        .placement = SCHED_LOOP};
+    return spec_on(kind, p, 1, m, stages, SCHED_LOOP);
 }
 
 typedef struct zb_case {
@@ -208,17 +203,6 @@ static void test_zb_closed_form(void)
     CHECK(isnan(pipe_closed_form_split(SCHED_ZB_H2, 4, 7, 1, 1, 1)));
     CHECK(isnan(pipe_closed_form_split(SCHED_ZB_H2, 4, 8, 1, 2, 1)));
     CHECK(isnan(pipe_closed_form_split(SCHED_GPIPE, 4, 8, 1, 1, 1)));
-}
-
-static void peaks(const sched_spec *s, mem_rank *out)
-{
-    outcome o = run_free(s, ENG_RENDEZVOUS);
-    CHECK_INT(o.rc, 0);
-    ps_err err;
-    CHECK_INT(mem_ledger(o.ps, NULL, out, NULL, NULL, &err), 0);
-    for (int r = 0; r < s->p; r++)
-        CHECK_NEAR(out[r].final, 0);
-    prog_free(o.ps);
 }
 
 /* Peak activations in units of one microbatch's (1 byte), W needing wb of

@@ -34,6 +34,16 @@ static inline sched_spec spec_on(enum sched_kind kind, int p, int v, int m,
                         .placement = placement};
 }
 
+/* One action of a custom list, parsed (a parse failure counts as a failed
+ * check). */
+static inline sched_action act(const char *text, int m, int v)
+{
+    sched_action a = {0};
+    ps_err err;
+    CHECK_INT(sched_parse_action(text, m, v, &a, &err), 0);
+    return a;
+}
+
 /* A custom schedule: lists[r] holds n[r] actions of rank r. */
 static inline sched_spec custom_on(int p, int v, int m, sched_stage *stages,
                                    const sched_action **lists, const int32_t *n)

@@ -22,14 +22,6 @@ static void costs(double f, double b, double w, double act)
         stages[i] = (sched_stage){f, b, f, act, act, 0, w, act / 4};
 }
 
-static sched_action act(const char *text, int m, int v)
-{
-    sched_action a = {0};
-    ps_err err;
-    CHECK_INT(sched_parse_action(text, m, v, &a, &err), 0);
-    return a;
-}
-
 static void test_parse(void)
 {
     sched_action a = act("FB3/1", 4, 1);

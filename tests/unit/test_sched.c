@@ -405,15 +405,6 @@ static void test_lowering(void)
 }
 
 /* Custom lists: p = 2, m = 2. */
-static sched_action act(const char *text, int m, int v)
-{
-    sched_action a = {0};
-    ps_err err;
-    if (sched_parse_action(text, m, v, &a, &err))
-        printf("  bad test action %s: %s\n", text, err.msg);
-    return a;
-}
-
 static void test_custom(void)
 {
     uniform(1, 2, 0);

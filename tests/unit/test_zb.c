@@ -255,15 +255,6 @@ static void test_zb_memory(void)
     CHECK(h1[0].peak > 0);
 }
 
-static sched_action act(const char *text, int m, int v)
-{
-    sched_action a = {0};
-    ps_err err;
-    if (sched_parse_action(text, m, v, &a, &err))
-        printf("  bad test action %s: %s\n", text, err.msg);
-    return a;
-}
-
 static void test_custom_w(void)
 {
     ps_err err;

@@ -110,7 +110,9 @@ void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta);
 
 /* Rejects any key of the table at idx that is not in known (a
  * NULL-terminated list; list entries are spelt "[1]", "[2]"). Reports the
- * first unknown key in sorted order with the closest known name. */
+ * first unknown key in sorted order with the closest known name. known
+ * must be a static list: its address keys a set of its names kept in the
+ * registry. */
 void bind_check_fields(lua_State *L, int idx, const char *path,
                        const char *const *known);
 /* Writes into buf the name of field key of the table at path: "bandwidth"

@@ -76,9 +76,41 @@ static const struct layer_num {
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 
+/* Codes of the non-numeric layer keys in the key map (numeric ones map to
+ * their layer_nums index from 1). */
+enum { KEY_NAME = -1, KEY_KIND = -2, KEY_SHAPE = -3 };
+
+/* [-0, +1] The layer keys as a table { key = code }, built once and kept
+ * in the registry under layer_nums' address: a layer's keys then cost one
+ * hash lookup each instead of a strcmp against every name (a sweep reads
+ * every layer of every run). */
+static int layer_key_map(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, layer_nums) == LUA_TTABLE)
+        return lua_gettop(L);
+    lua_pop(L, 1);
+    lua_newtable(L);
+    for (size_t f = 0; f < NLAYER_NUMS; f++) {
+        lua_pushinteger(L, (lua_Integer)f + 1);
+        lua_setfield(L, -2, layer_nums[f].key);
+    }
+    static const struct {
+        const char *key;
+        int code;
+    } other[] = {{"name", KEY_NAME}, {"kind", KEY_KIND}, {"shape", KEY_SHAPE}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        lua_pushinteger(L, other[i].code);
+        lua_setfield(L, -2, other[i].key);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, layer_nums);
+    return lua_gettop(L);
+}
+
 /* [-0, +0] Reads layers[i] (the table at idx) in one pass over its keys: a
- * sweep reads every layer of every run, and most fields are absent. */
-static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
+ * sweep reads every layer of every run, and most fields are absent. map is
+ * the stack index of layer_key_map's table. */
+static void read_layer(lua_State *L, int idx, int i, pipe_layer *l, int map)
 {
     /* "layers[i]" by hand: snprintf costs more than the rest of a layer */
     char path[32] = "layers[", digits[16];
@@ -99,12 +131,16 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->name = NULL;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        const char *k =
-            lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-        size_t f = 0;
-        while (k && f < NLAYER_NUMS && strcmp(k, layer_nums[f].key) != 0)
-            f++;
-        if (k && f < NLAYER_NUMS) {
+        lua_Integer code = 0;
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            lua_pushvalue(L, -2);
+            lua_rawget(L, map);
+            code = lua_tointeger(L, -1); /* 0: not a layer key */
+            lua_pop(L, 1);
+        }
+        const char *k = code ? lua_tostring(L, -2) : NULL;
+        if (code > 0) {
+            size_t f = (size_t)code - 1;
             double v = 0;
             bind_quantity_top(L, path, k, layer_nums[f].kind, 0, 0, &v);
             if (layer_nums[f].off != (size_t)-1)
@@ -113,11 +149,11 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
             continue;
         }
         lua_pop(L, 1);
-        if (k && strcmp(k, "name") == 0)
+        if (code == KEY_NAME)
             l->name = bind_string_in(L, idx, path, "name");
-        else if (k && strcmp(k, "kind") == 0)
+        else if (code == KEY_KIND)
             bind_string_in(L, idx, path, "kind");
-        else if (!k || strcmp(k, "shape") != 0)
+        else if (code != KEY_SHAPE)
             bind_check_fields(L, idx, path, bind_fields_layer); /* raises */
     }
     if (l->fwd_time < 0 && l->fwd_flops < 0)
@@ -438,13 +474,15 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
     int32_t nl = (int32_t)nlayers;
     pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
     *uses_flops = 0;
+    int map = layer_key_map(L);
     for (int32_t i = 0; i < nl; i++) {
         lua_geti(L, layers_idx, i + 1);
-        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
+        read_layer(L, lua_gettop(L), i + 1, &layers[i], map);
         *uses_flops |= layers[i].fwd_time < 0 ||
                        (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
         lua_pop(L, 1);
     }
+    lua_pop(L, 1);             /* the key map */
     lua_remove(L, layers_idx); /* the layer names stay alive in spec */
     cfg->layers = layers;
     cfg->nlayers = nl;

@@ -291,7 +291,8 @@ local function params_json(spec, partition)
 end
 
 -- The sweep's place of a run in progress (lua/pipesim/sweep.lua sets it
--- around each point): { sweep = name, point = JSON, point_index = i }.
+-- around each point): { sweep = name, point = JSON, point_index = i,
+-- memo = prepare_run's memo for a `base` sweep, or nil }.
 local SWEEP_AT = nil
 -- Under --shard K/N with K > 0, runs outside a sweep are simulated but not
 -- recorded: shard 0 records them, so that merging the shards gives each
@@ -341,13 +342,57 @@ end
 -- The sweep module's hooks into ps.run and ps.collective.
 local function set_sweep_at(at) SWEEP_AT = at end
 
+-- The fields parallel.prepare reads besides the layers and the cluster:
+-- a sweep's lowered plans are kept per combination of their values.
+local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
+                      "recompute_method", "recompute_layers", "stages", "dp", "ranks",
+                      "placement" }
+local NIL = {} -- stands for nil in the plan memo's keys
+
+-- The memo entry of a sweep's run table: one per (layers, cluster)
+-- pair, holding the layers read once (sealed, core/bind_run.c) and the
+-- lowered plans. A sweep given as `base` runs no user code between its
+-- points (lua/pipesim/sweep.lua), so tables it shares cannot change
+-- while the memo lives; it is dropped when the sweep ends.
+local function memo_entry(memo, spec)
+    local by_layers = memo[spec.layers]
+    if not by_layers then by_layers = {}; memo[spec.layers] = by_layers end
+    local c = spec.cluster == nil and NIL or spec.cluster
+    local m = by_layers[c]
+    if not m then m = { plans = {} }; by_layers[c] = m end
+    return m
+end
+
+-- The plan memo's slot for spec's PLAN_FIELDS values (a trie on them), or
+-- nil for a value that cannot be a key (NaN).
+local function plan_slot(m, spec)
+    local node = m.plans
+    for _, k in ipairs(PLAN_FIELDS) do
+        local v = spec[k]
+        if v == nil then v = NIL elseif v ~= v then return nil end
+        local nxt = node[v]
+        if not nxt then nxt = {}; node[v] = nxt end
+        node = nxt
+    end
+    return node
+end
+
 -- Everything ps.run does before the core: field checks, model lowering
 -- (TP, recompute), the partition. Returns the core's table, the TP plan
 -- (or nil) and the partition; raises messages without a position, which
 -- ps.run puts at the scenario's line. ps.search (lua/pipesim/search.lua)
--- calls it too, to cost a configuration without simulating it.
-local function prepare_run(spec)
-    local checked, err = pcall(core.check_run, spec)
+-- calls it too, to cost a configuration without simulating it. memo (a
+-- sweep's, or nil): layers checked and lowered once per sweep rather than
+-- per point, with the same results.
+local function prepare_run(spec, memo)
+    local m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
+    local checked, err
+    if m and m.sealed then
+        checked, err = pcall(core.check_run, spec, m.sealed)
+    else
+        checked, err = pcall(core.check_run, spec, m ~= nil)
+        if checked and m then m.sealed = err end
+    end
     if not checked then error("ps.run: " .. err, 0) end
     local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
     -- The C core reads unit strings itself; only the weighted partitions
@@ -356,20 +401,33 @@ local function prepare_run(spec)
     -- Model layers, tensor parallelism and recompute modes are lowered in
     -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
     -- roofline, one core rank per TP group.
-    local plan, pspec, dev
+    local plan, pspec, dev, slot
     local ok
     local layers = spec.layers
-    if parallel.applies(spec) then
+    local applies
+    if m then -- parallel.applies, its scan of the layers done once
+        if m.shaped == nil then m.shaped = parallel.applies { layers = spec.layers } end
+        applies = m.shaped
+        for k in pairs(parallel.FIELDS) do applies = applies or spec[k] ~= nil end
+    else
+        applies = parallel.applies(spec)
+    end
+    if applies then
         local c = spec.cluster
         dev = type(c) == "userdata" and ROOFLINE[c] or nil
-        local memo
-        if type(c) == "userdata" then
-            memo = LOWERED[c]
-            if not memo then memo = {}; LOWERED[c] = memo end
+        slot = m and plan_slot(m, spec)
+        plan = slot and slot.plan
+        if not plan then
+            local lmemo
+            if type(c) == "userdata" then
+                lmemo = LOWERED[c]
+                if not lmemo then lmemo = {}; LOWERED[c] = lmemo end
+            end
+            ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
+                type(c) == "userdata" and c.ranks or nil, lmemo)
+            if not ok then error("ps.run: " .. plan, 0) end
+            if slot then slot.plan, slot.finish = plan, {} end
         end
-        ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
-            type(c) == "userdata" and c.ranks or nil, memo)
-        if not ok then error("ps.run: " .. plan, 0) end
         layers = plan.layers
         pspec = {}
         for k, val in pairs(spec) do pspec[k] = val end
@@ -390,8 +448,11 @@ local function prepare_run(spec)
     if plan then
         plan.layers = layers
         -- finish returns nothing: keep `partition` for run.params
-        local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec)
+        local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec,
+            slot and slot.finish)
         if not done then error("ps.run: " .. msg, 0) end
+    elseif m and layers == spec.layers then
+        args.layers = m.sealed -- the core reads the copy checked above
     end
     return args, plan, partition
 end
@@ -455,7 +516,7 @@ function ps.run(spec)
     -- the binding checks the fields read below (names at the top, counts,
     -- every layer) before anything is computed from them; core.run checks
     -- the rest
-    local ok, args, plan, partition = pcall(prepare_run, spec)
+    local ok, args, plan, partition = pcall(prepare_run, spec, SWEEP_AT and SWEEP_AT.memo)
     if not ok then error(args, 2) end
     if args.name == nil then
         args.name = type(spec.schedule) == "table" and "custom"

@@ -226,52 +226,104 @@ end
 -- rather than SQLite's JSON functions (issue 11): the input is a Lua
 -- table, which must be walked here either way, and only the recorder may
 -- call SQLite (core/README.md), so using them would mean a second copy
--- of this walk in C.
-local function json(v, out, seen)
+-- of this walk in C. Every run's params go through it, so it keeps its
+-- own count of out's entries and remembers each key's quoted form.
+local QKEY, nqkey = {}, 0 -- key -> string.format("%q:", key), at most 4096
+
+local function qkey(k)
+    local q = QKEY[k]
+    if q then return q end
+    q = string.format("%q:", k)
+    if nqkey < 4096 then QKEY[k], nqkey = q, nqkey + 1 end
+    return q
+end
+
+-- Number texts: tostring and "%.17g" go through snprintf, and a sweep's
+-- params repeat the same few numbers, so each text is kept (at most 4096
+-- of each kind). Integers and floats apart: a float key with an integer
+-- value is stored as that integer (2.0 and 2), and 2^60 prints otherwise
+-- as a float; 0.0 and -0.0 are one key, so zero floats are not kept.
+local ITEXT, FTEXT, ntext = {}, {}, 0
+
+local function number_text(v)
+    local int = math.type(v) == "integer"
+    local s = (int and ITEXT or FTEXT)[v]
+    if s then return s end
+    if int then s = tostring(v) else s = string.format("%.17g", v) end
+    if ntext < 8192 and (int or v ~= 0) then
+        (int and ITEXT or FTEXT)[v], ntext = s, ntext + 1
+    end
+    return s
+end
+
+local function escape(c)
+    return string.format("\\u%04x", c:byte())
+end
+
+-- put(v, out, n, seen) -> n: v's text in out[n + 1 ...].
+local function put(v, out, n, seen)
     local t = type(v)
     if t == "table" then
-        seen = seen or {}
         if seen[v] then error("a table contains itself (cyclic tables cannot be recorded)", 0) end
         seen[v] = true
-        if #v > 0 or next(v) == nil then
-            out[#out + 1] = "["
-            for i = 1, #v do
-                if i > 1 then out[#out + 1] = "," end
-                json(v[i], out, seen)
+        local len = #v
+        if len > 0 or next(v) == nil then
+            n = n + 1; out[n] = "["
+            for i = 1, len do
+                if i > 1 then n = n + 1; out[n] = "," end
+                n = put(v[i], out, n, seen)
             end
-            out[#out + 1] = "]"
+            n = n + 1; out[n] = "]"
         else
-            local keys = {}
-            for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-            table.sort(keys)
-            out[#out + 1] = "{"
-            for i, k in ipairs(keys) do
-                if i > 1 then out[#out + 1] = "," end
-                out[#out + 1] = string.format("%q:", k)
-                json(v[k] == nil and v[tonumber(k)] or v[k], out, seen)
+            local keys, nk = {}, 0
+            for k in pairs(v) do
+                nk = nk + 1
+                keys[nk] = type(k) == "string" and k or tostring(k)
             end
-            out[#out + 1] = "}"
+            table.sort(keys)
+            n = n + 1; out[n] = "{"
+            for i = 1, nk do
+                local k = keys[i]
+                if i > 1 then n = n + 1; out[n] = "," end
+                n = n + 1; out[n] = qkey(k)
+                -- a number key is found again from its text
+                local x = v[k]
+                if x == nil then x = v[tonumber(k)] or nil end
+                n = put(x, out, n, seen)
+            end
+            n = n + 1; out[n] = "}"
         end
         seen[v] = nil
     elseif t == "number" then
+        n = n + 1
         if v ~= v or v == math.huge or v == -math.huge then
-            out[#out + 1] = "null"
-        elseif math.type(v) == "integer" then
-            out[#out + 1] = tostring(v)
+            out[n] = "null"
         else
-            out[#out + 1] = string.format("%.17g", v)
+            out[n] = number_text(v)
         end
     elseif t == "string" then
-        out[#out + 1] = '"' .. v:gsub('[%c"\\]', function(c)
-            return string.format("\\u%04x", c:byte())
-        end) .. '"'
+        n = n + 1
+        if v:find('[%c"\\]') then
+            out[n] = '"' .. v:gsub('[%c"\\]', escape) .. '"'
+        else
+            out[n] = '"' .. v .. '"'
+        end
     elseif t == "boolean" then
-        out[#out + 1] = tostring(v)
+        n = n + 1; out[n] = tostring(v)
     else
-        out[#out + 1] = '"' .. tostring(v) .. '"'
+        n = n + 1; out[n] = '"' .. tostring(v) .. '"'
     end
+    return n
+end
+
+local function json(v, out, seen)
+    put(v, out, #out, seen or {})
     return out
 end
+
+-- The cluster's part of run.params, per cluster (a cluster's fields do
+-- not change).
+local CLUSTER_PARAMS = setmetatable({}, { __mode = "k" })
 
 -- The inputs of a run as JSON for run.params (layers summarised: a sweep of
 -- thousands of runs should not store thousands of copies of the model).
@@ -284,8 +336,13 @@ local function params_json(spec, partition)
     p.layers = #spec.layers
     local c = spec.cluster
     if c then
-        p.cluster = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
-                        device = { memory = c.memory, flops_rate = c.flops_rate } }
+        local cp = CLUSTER_PARAMS[c]
+        if not cp then
+            cp = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
+                   device = { memory = c.memory, flops_rate = c.flops_rate } }
+            CLUSTER_PARAMS[c] = cp
+        end
+        p.cluster = cp
     end
     return table.concat(json(p, {}))
 end

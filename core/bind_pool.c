@@ -181,6 +181,11 @@ static worker *get_worker(lua_State *L)
     return w;
 }
 
+int bind_sweep_worker(lua_State *L)
+{
+    return get_worker(L) != NULL;
+}
+
 rec_db *bind_sweep_database(lua_State *L, const char *path)
 {
     worker *w = get_worker(L);

@@ -231,11 +231,19 @@ function M.run(ps, spec, hooks)
     end
 
     running = true
+    -- the points' runs commit in batches (core/bind_sweep.c); ending the
+    -- batches commits them, before any id is returned or an error raised
+    core.sweep_batch(true)
+    local function stop(err)
+        running = false
+        local okb, berr = pcall(core.sweep_batch, false)
+        if err ~= nil then error(err, 3) end
+        if not okb then error(berr, 3) end
+    end
     local results
     if jobs > 1 and #mine > 1 then
         local okm, res = pcall(core.sweep_map, #mine, jobs, eval)
-        running = false
-        if not okm then error(res, 2) end
+        stop(not okm and res or nil)
         results = res
         for j, r in ipairs(results) do
             r.point = points[mine[j] + 1]
@@ -246,15 +254,14 @@ function M.run(ps, spec, hooks)
         for j = 1, #mine do
             local okr, r = pcall(eval, j)
             if not okr then
-                running = false
                 core.sweep_progress(0, 0)
-                error(r, 2)
+                stop(r)
             end
             results[j] = r
             core.sweep_progress(j, #mine)
         end
         core.sweep_progress(0, 0)
-        running = false
+        stop(nil)
     end
     return results
 end

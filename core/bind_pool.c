@@ -206,6 +206,10 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
     d->path = path ? strdup(path) : NULL;
     ps_err err;
     d->db = rec_open(d->file, &err);
+    if (d->db && rec_scratch(d->db, &err)) {
+        rec_close(d->db, NULL);
+        d->db = NULL;
+    }
     if (!d->db || (path && !d->path)) {
         free(d->path);
         rec_close(d->db, NULL);

@@ -434,6 +434,16 @@ void rec_run_rollback(rec_db *db)
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int rec_scratch(rec_db *db, ps_err *err)
+{
+    /* no journal and no syncs: a scratch file nobody reads if its writer
+     * dies (a sweep worker's: the writer copies only finished chunks) */
+    return rec_exec_sql(db, "PRAGMA journal_mode = OFF", err) ||
+                   rec_exec_sql(db, "PRAGMA synchronous = OFF", err)
+               ? PS_ERR
+               : PS_OK;
+}
+
 int rec_flush(rec_db *db, ps_err *err)
 {
     return db ? batch_commit(db, err) : PS_OK;

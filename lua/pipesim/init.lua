@@ -325,9 +325,10 @@ end
 -- not change).
 local CLUSTER_PARAMS = setmetatable({}, { __mode = "k" })
 
--- The inputs of a run as JSON for run.params (layers summarised: a sweep of
--- thousands of runs should not store thousands of copies of the model).
-local function params_json(spec, partition)
+-- The inputs of a run as a table for run.params (layers summarised: a
+-- sweep of thousands of runs should not store thousands of copies of the
+-- model).
+local function params_table(spec, partition)
     local p = {}
     for k, v in pairs(spec) do
         if k ~= "layers" and k ~= "cluster" and k ~= "tags" then p[k] = v end
@@ -344,7 +345,60 @@ local function params_json(spec, partition)
         end
         p.cluster = cp
     end
-    return table.concat(json(p, {}))
+    return p
+end
+
+-- Whether a and b have the same JSON text for certain: the same table
+-- (a sweep's memo lives only while no user code can change one), string or
+-- boolean, or the same number of the same kind (1 and 1.0 print alike but
+-- 2^60 does not; 0.0 and -0.0 are equal and print apart).
+local function same_value(a, b)
+    if a ~= b then return false end
+    if type(a) ~= "number" then return true end
+    return math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+end
+
+-- run.params as JSON. m: a sweep's memo entry (prepare_run), or nil. With
+-- one, the first point's keys in order and each field's text are kept,
+-- and a later point with the same keys encodes only the fields whose
+-- values differ: the same text as json gives, without a sort or a walk
+-- of the unchanged fields per point.
+local function params_json(spec, partition, m)
+    local p = params_table(spec, partition)
+    local pj = m and m.params
+    if not pj then
+        local text = table.concat(json(p, {}))
+        if m and next(p) ~= nil then
+            local keys = {}
+            for k in pairs(p) do keys[#keys + 1] = k end
+            table.sort(keys)
+            local vals, frag = {}, {}
+            for i, k in ipairs(keys) do
+                vals[i] = p[k]
+                frag[i] = qkey(k) .. table.concat(json(p[k], {}))
+            end
+            m.params = { keys = keys, vals = vals, frag = frag, n = #keys }
+        end
+        return text
+    end
+    local keys, vals, frag = pj.keys, pj.vals, pj.frag
+    local n = 0
+    for _ in pairs(p) do n = n + 1 end
+    if n ~= pj.n then return table.concat(json(p, {})) end
+    local out = { "{" }
+    for i = 1, n do
+        local v = p[keys[i]]
+        if v == nil then return table.concat(json(p, {})) end
+        if i > 1 then out[#out + 1] = "," end
+        if same_value(v, vals[i]) then
+            out[#out + 1] = frag[i]
+        else
+            out[#out + 1] = qkey(keys[i])
+            json(v, out)
+        end
+    end
+    out[#out + 1] = "}"
+    return table.concat(out)
 end
 
 -- The sweep's place of a run in progress (lua/pipesim/sweep.lua sets it
@@ -511,7 +565,7 @@ local function prepare_run(spec, memo)
     elseif m and layers == spec.layers then
         args.layers = m.sealed -- the core reads the copy checked above
     end
-    return args, plan, partition
+    return args, plan, partition, m
 end
 
 -- partition = "search": a local search over stage boundaries (ps.partition
@@ -573,7 +627,7 @@ function ps.run(spec)
     -- the binding checks the fields read below (names at the top, counts,
     -- every layer) before anything is computed from them; core.run checks
     -- the rest
-    local ok, args, plan, partition = pcall(prepare_run, spec, SWEEP_AT and SWEEP_AT.memo)
+    local ok, args, plan, partition, m = pcall(prepare_run, spec, SWEEP_AT and SWEEP_AT.memo)
     if not ok then error(args, 2) end
     if args.name == nil then
         args.name = type(spec.schedule) == "table" and "custom"
@@ -581,7 +635,7 @@ function ps.run(spec)
     end
     -- called by core.run once every field is checked (a table inside
     -- itself is an unknown field or a bad value before it reaches json)
-    args.params_json = function() return params_json(spec, partition) end
+    args.params_json = function() return params_json(spec, partition, m) end
     args.meta = run_meta("ps.run", spec)
     if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
     local r = call("ps.run", core.run, args)

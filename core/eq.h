@@ -1,14 +1,21 @@
 /* The event queue, ordered by (time, sequence number). The sequence number
  * is a per-queue counter taken at push, so two events at the same time pop
  * in the order they were pushed and every run is deterministic bit for bit
- * (the libuv timer rule).
+ * (the libuv timer rule). Any correct priority queue on that key pops the
+ * same events in the same order: the structure below is a matter of speed
+ * only.
  *
- * Most events of a simulation are pushed in time order (a transfer or a
- * compute op ends a fixed time after now, and now only grows), so the queue
- * is two structures: a FIFO run that takes every event not earlier than the
- * run's last one, O(1) both ways, and a binary min-heap for the rest,
- * O(log n). Pop takes the earlier of the two heads. Neither allocates once
- * grown to its working size. */
+ * Almost every event of a simulation is pushed as now + d for one of a few
+ * delays d (a compute op of a given cost, a transfer of a given size), and
+ * now only grows, so the events of one delay arrive in time order (IEEE
+ * addition is monotone). The queue therefore keeps up to EQ_RUNS sorted
+ * runs (FIFO ring buffers): a push goes to the run whose last event is the
+ * latest not after it (patience sorting's best fit, which needs as many
+ * runs as the longest run of pending events pushed in decreasing time
+ * order, at most the number of distinct delays in flight), O(runs in use);
+ * only when every run ends later does it go to a binary min-heap,
+ * O(log n). Pop takes the earliest of the runs' heads and the heap's top.
+ * Neither allocates once grown to its working size. */
 #ifndef PS_EQ_H
 #define PS_EQ_H
 
@@ -35,11 +42,22 @@ typedef struct eq_event {
     uint32_t version; /* for lazy cancellation: stale when it differs */
 } eq_event;
 
+/* Most sorted runs kept besides the heap. */
+#define EQ_RUNS 8
+
+/* One sorted run: a ring buffer whose capacity is a power of two. */
+typedef struct eq_run {
+    eq_event *ev;
+    uint32_t head, len, mask; /* mask = capacity - 1; capacity 0: ev NULL */
+    double last;              /* t of its last event while len > 0 */
+} eq_run;
+
 typedef struct eq {
-    eq_event *heap; /* min-heap of the out-of-order events */
+    eq_event *heap; /* min-heap of the events no run could take */
     size_t n, cap;
-    eq_event *run; /* ring buffer of in-order events: head first */
-    size_t head, len, run_cap;
+    eq_run run[EQ_RUNS]; /* run[0 .. nruns) are not empty; the others keep
+                            their buffers for reuse */
+    int nruns;
     uint64_t next_seq;
 } eq;
 
@@ -63,7 +81,7 @@ int eq_peek(const eq *q, eq_event *out);
 
 static inline int eq_empty(const eq *q)
 {
-    return q->n == 0 && q->len == 0;
+    return q->n == 0 && q->nruns == 0;
 }
 
 #endif

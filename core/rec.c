@@ -727,6 +727,17 @@ static int write_ops(rec_db *db, const prog_set *ps, ps_err *err)
     return PS_OK;
 }
 
+int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
+                   ps_err *err)
+{
+    rowbuf *rb = &db->rows[ROWS_MEMORY];
+    int b = rows_base(rb);
+    sqlite3_bind_int64(rb->st, b, rank);
+    sqlite3_bind_double(rb->st, b + 1, t);
+    sqlite3_bind_double(rb->st, b + 2, bytes);
+    return rows_next(db, rb, err);
+}
+
 typedef struct mem_ctx {
     rec_db *db;
     ps_err *err;
@@ -736,16 +747,14 @@ typedef struct mem_ctx {
 static void mem_row(void *vctx, int32_t rank, double t, double bytes)
 {
     mem_ctx *c = vctx;
-    if (c->rc)
-        return;
-    rowbuf *rb = &c->db->rows[ROWS_MEMORY];
-    int b = rows_base(rb);
-    sqlite3_bind_int64(rb->st, b, rank);
-    sqlite3_bind_double(rb->st, b + 1, t);
-    sqlite3_bind_double(rb->st, b + 2, bytes);
-    c->rc = rows_next(c->db, rb, c->err);
+    if (!c->rc)
+        c->rc = rec_memory_row(c->db, rank, t, bytes, c->err);
 }
 
+/* The memory rows of a payload of stored programs that was not streamed
+ * (unit tests and tools holding executed programs): mem_ledger replays
+ * them. A streamed run has its rows from the engine's mem_change as the
+ * ops ran (rec_stream.c), the same rows rank by rank, and no second pass. */
 static int write_memory(rec_db *db, const rec_payload *p, ps_err *err)
 {
     const prog_set *ps = p->progs;
@@ -835,14 +844,17 @@ static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
         return PS_ERR;
     if (level != REC_EVENTS || !run_ok(p))
         return PS_OK;
-    /* streamed runs (rec_stream.c) have their event and transfer rows in */
+    /* streamed runs (rec_stream.c) have their event, transfer and memory
+     * rows in */
     if (p->progs && !streamed &&
         (rec_timeline_start(db, err) || write_ops(db, p->progs, err)))
         return PS_ERR;
     if ((p->progs || streamed) &&
         (rows_flush(db, &db->rows[ROWS_EVENT], err) ||
          rows_flush(db, &db->rows[ROWS_TRANSFER], err) ||
-         (p->progs && write_memory(db, p, err)) || write_span(db, *id, err)))
+         (streamed ? rows_flush(db, &db->rows[ROWS_MEMORY], err)
+                   : write_memory(db, p, err)) ||
+         write_span(db, *id, err)))
         return PS_ERR;
     if (p->network && write_links(db, p->network, *id, err))
         return PS_ERR;

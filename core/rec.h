@@ -177,8 +177,10 @@ typedef struct rec_payload {
     int32_t nranks;
     const rec_collective *collective; /* ncollectives rows */
     int32_t ncollectives;             /* 0 with collective set: 1 */
-    /* REC_EVENTS only: the executed programs, each rank's static memory
-     * (indexed by rank) for the memory rows, and the network for link rows */
+    /* REC_EVENTS only, for a run that was not streamed (rec_stream_begin):
+     * the executed programs and each rank's static memory (indexed by
+     * rank), whose timeline rows are read back from them; and the network
+     * for link rows */
     const prog_set *progs;
     const double *static_memory;
     const net *network;
@@ -219,13 +221,14 @@ int rec_scratch(rec_db *db, ps_err *err);
  * opens the next run's transaction (the write lock is held from here to
  * that run's rec_write) and fills *sink for eng_set_sink: each COMPUTE op
  * becomes an event row and each SEND a transfer row, in completion order,
- * REC_ROWS to an INSERT (no SQL per op). The following rec_write at
- * REC_EVENTS of an ok run then writes the rest (run, summary, memory rows
- * from the payload's programs when it has them, links, the spans) and
- * commits; for a failed run or another level it drops the streamed rows
- * first. rec_stream_cancel drops them (a run cut short; nothing happens
- * without an open stream). A row that fails to insert stops the stream and
- * fails that rec_write with its message. */
+ * and each change of the engine's memory ledger a memory row (each rank's
+ * baseline first), REC_ROWS to an INSERT (no SQL per op). The payload's
+ * programs are then not read. The following rec_write at REC_EVENTS of an
+ * ok run writes the rest (run, summary, links, the spans) and commits; for a
+ * failed run or another level it drops the streamed rows first.
+ * rec_stream_cancel drops them (a run cut short; nothing happens without an
+ * open stream). A row that fails to insert stops the stream and fails that
+ * rec_write with its message. */
 struct eng_sink;
 int rec_stream_begin(rec_db *db, struct eng_sink *sink, ps_err *err);
 void rec_stream_cancel(rec_db *db);

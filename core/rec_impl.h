@@ -108,6 +108,9 @@ int rec_timeline_start(rec_db *db, ps_err *err);
  * src), batched REC_ROWS to an INSERT. */
 int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err);
 int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err);
+/* rec.c: one memory row (rank's total bytes after a change at t). */
+int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
+                   ps_err *err);
 
 /* rec_schema.c: user_version and the number of pipesim tables and of all
  * objects present; fails when the file is not SQLite at all. */

@@ -1,8 +1,9 @@
 /* The recorder's streaming write path (issue 12): the engine's completion
  * hook (eng_sink, eng.h) turns finished ops into batched event and
- * transfer rows inside the run's transaction, which rec_write (rec.c)
- * completes and commits. The per-op path binds values into the prepared
- * REC_ROWS-row INSERT and steps it once per REC_ROWS rows. */
+ * transfer rows and ledger changes into memory rows inside the run's
+ * transaction, which rec_write (rec.c) completes and commits. The per-op path
+ * binds values into the prepared REC_ROWS-row INSERT and steps it once per
+ * REC_ROWS rows. */
 #include "eng.h"
 #include "rec_impl.h"
 
@@ -16,6 +17,15 @@ static void stream_op(void *ctx, const eng_done *d)
         db->stream_rc = rec_event_row(db, d->rank, op, &db->stream_err);
     else if (op->type == PROG_SEND)
         db->stream_rc = rec_transfer_row(db, d->rank, op, &db->stream_err);
+}
+
+/* The engine's ledger as it changes: each rank's baseline first (eng.h),
+ * then its total after every change, in time order per rank. */
+static void stream_mem(void *ctx, int32_t rank, double t, double bytes)
+{
+    rec_db *db = ctx;
+    if (!db->stream_rc && db->streaming)
+        db->stream_rc = rec_memory_row(db, rank, t, bytes, &db->stream_err);
 }
 
 int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
@@ -32,7 +42,8 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
     }
     db->streaming = 1;
     db->stream_rc = PS_OK;
-    *sink = (eng_sink){.op_done = stream_op, .mem_change = NULL, .ctx = db};
+    *sink =
+        (eng_sink){.op_done = stream_op, .mem_change = stream_mem, .ctx = db};
     return PS_OK;
 }
 

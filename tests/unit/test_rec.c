@@ -205,6 +205,7 @@ static void test_stream(void)
     eng_sink sink;
     CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
     eng_set_sink(e, &sink);
+    eng_set_memory(e, fx.static_memory); /* the baselines of the rows */
     eng_result res;
     CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
@@ -225,6 +226,24 @@ static void test_stream(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 2"), 48);
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 2"), 68);
     CHECK_INT(scalar(db, "SELECT event_first FROM span WHERE run = 2"), 65);
+    /* memory rows from the engine's ledger: each rank's baseline first,
+     * then its changes in time order, as mem_ledger has them */
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory m JOIN (SELECT rank, "
+                         "min(rowid) AS first FROM memory WHERE run = 2 GROUP "
+                         "BY rank) f ON m.rowid = f.first WHERE m.t <> 0"),
+              0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory a JOIN memory b ON "
+                         "a.run = 2 AND b.run = 2 AND a.rank = b.rank AND "
+                         "a.rowid < b.rowid AND a.t > b.t"),
+              0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM (SELECT a.rank, a.t, a.bytes, "
+                         "(SELECT count(*) FROM memory c WHERE c.run = 1 AND "
+                         "c.rank = a.rank AND c.rowid < a.rowid) FROM memory "
+                         "a WHERE a.run = 1 EXCEPT SELECT b.rank, b.t, "
+                         "b.bytes, (SELECT count(*) FROM memory d WHERE d.run "
+                         "= 2 AND d.rank = b.rank AND d.rowid < b.rowid) FROM "
+                         "memory b WHERE b.run = 2)"),
+              0);
     /* completion order: each rank's events in time order */
     CHECK_INT(scalar(db, "SELECT count(*) FROM event a JOIN event b ON "
                          "a.run = 2 AND b.run = 2 AND a.rank = b.rank AND "

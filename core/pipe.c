@@ -95,6 +95,26 @@ void pipe_config_init(pipe_config *cfg)
     cfg->overlap = 1;
 }
 
+void pipe_layer_init(pipe_layer *l)
+{
+    *l = (pipe_layer){
+        .fwd_flops = -1,
+        .bwd_flops = -1,
+        .fwd_time = -1,
+        .bwd_time = -1,
+        .in_bytes = -1,
+        .bwd_input_flops = -1,
+        .bwd_weight_flops = -1,
+        .bwd_input_time = -1,
+        .bwd_weight_time = -1,
+        .bwd_weight_bytes = -1,
+        .recompute_time = -1,
+        .kept_bytes = -1,
+        .tp_comm_time = -1,
+        .tp_exposed_time = -1,
+    };
+}
+
 int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err)
 {
     if (strcmp(name, "dp_inner") == 0)

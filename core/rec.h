@@ -206,7 +206,10 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
  * that run's rec_write) and fills *sink for eng_set_sink: each COMPUTE op
  * becomes an event row and each SEND a transfer row, in completion order,
  * and each change of the engine's memory ledger a memory row (each rank's
- * baseline first), REC_ROWS to an INSERT (no SQL per op). The payload's
+ * baseline first), REC_ROWS to an INSERT (no SQL per op; the engine's
+ * thread copies each row into a block that a writer thread inserts,
+ * rec_writer.c; PIPESIM_REC_THREAD=0 binds them on the caller's thread,
+ * the test mode that compares both). The payload's
  * programs are then not read. The following rec_write at REC_EVENTS of an
  * ok run writes the rest (run, summary, links, the spans) and commits; for a
  * failed run or another level it drops the streamed rows first.

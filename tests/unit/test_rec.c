@@ -278,6 +278,47 @@ static void test_stream(void)
     fixture_free(&fx);
 }
 
+/* A full disk while the writer thread inserts a streamed run's rows
+ * (rec_writer.c): that run fails with the full-disk message, nothing of it
+ * remains, and the run before it is kept. */
+static void test_stream_full(void)
+{
+    ps_err err = {0};
+    unlink("full.db");
+    unlink("full.db-wal");
+    unlink("full.db-shm");
+    rec_db *db = rec_open("full.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    char cap[32];
+    snprintf(cap, sizeof cap, "%lld",
+             (long long)scalar(db, "PRAGMA page_count") + 8);
+    rec_close(db, &err);
+    setenv("PIPESIM_TEST_MAX_PAGES", cap, 1);
+    db = rec_open("full.db", &err);
+    unsetenv("PIPESIM_TEST_MAX_PAGES");
+    eng_sim *e = eng_new();
+    eng_sink sink;
+    CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+    eng_set_sink(e, &sink);
+    eng_result res;
+    /* 50 x 180 rows in one run: more than 8 pages */
+    for (int i = 0; i < 50; i++)
+        CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
+    CHECK_INT(id, 0);
+    CHECK_HAS(err.msg, "full.db: run not recorded: database or disk is full "
+                       "(runs recorded before are kept)");
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event_row"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 0);
+    eng_free(e);
+    rec_close(db, &err);
+    fixture_free(&fx);
+}
+
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
@@ -583,5 +624,6 @@ int main(void)
     test_open_errors();
     test_timeline_upgrade();
     test_stream();
+    test_stream_full();
     return harness_done();
 }

@@ -309,6 +309,11 @@ rec_db *rec_open(const char *path, ps_err *err)
     rec_db *db = rec_new_handle(path, err);
     if (!db)
         return NULL;
+    /* a new file is made whole beside the path and linked into place
+     * (rec_schema_create_file: fewer fsyncs); an existing one is opened */
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        rec_schema_create_file(path);
     /* NOMUTEX: a rec_db is used from one thread at a time, so
      * SQLite's per-call locking is pure overhead on the per-row path */
     if (sqlite3_open_v2(path, &db->db,

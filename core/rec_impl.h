@@ -132,6 +132,10 @@ void rec_writer_free(rec_db *db);
  * objects present; fails when the file is not SQLite at all. */
 int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
                 ps_err *err);
+/* rec_schema.c: makes a missing path a complete empty database (schema,
+ * WAL mode) through a scratch file and link(); 1 when path exists now, 0
+ * when the caller should create it in place. */
+int rec_schema_create_file(const char *path);
 /* rec_schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

@@ -5,7 +5,10 @@
  * Runs with cwd = a scratch directory (tests/run.sh). */
 #include "rec.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -540,6 +543,40 @@ static void test_commit_per_run(void)
     CHECK_INT(rec_close(NULL, &err), 0);
 }
 
+/* A new file is built beside its path and linked into place
+ * (rec_schema_create_file): a complete database in WAL mode with the mode
+ * SQLite would give it (0644 less the umask), and no scratch file left. */
+static void test_new_file(void)
+{
+    ps_err err = {0};
+    char dir[] = "/tmp/pipesim-test-rec-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/new.db", dir);
+    rec_db *db = rec_open(path, &err);
+    CHECK(db != NULL);
+    CHECK_INT(scalar(db, "PRAGMA user_version"), REC_SCHEMA_VERSION);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                         "('run', 'event', 'span', 'memory_peak')"),
+              4);
+    char mode[16];
+    CHECK_STR(text(db, "PRAGMA journal_mode", mode, sizeof mode), "wal");
+    rec_close(db, &err);
+    struct stat sb;
+    mode_t mask = umask(0);
+    umask(mask);
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == (0644 & ~mask));
+    DIR *d = opendir(dir);
+    int entries = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        entries += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK_INT(entries, 1); /* new.db alone */
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_open_errors(void)
 {
     ps_err err = {0};
@@ -625,5 +662,6 @@ int main(void)
     test_timeline_upgrade();
     test_stream();
     test_stream_full();
+    test_new_file();
     return harness_done();
 }

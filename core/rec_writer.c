@@ -22,6 +22,10 @@
  * engine waits for a free block (the pool is the backlog, not the run). */
 #define NBLOCKS 128
 
+/* Free blocks a caller waiting for one is woken at (a quarter of the
+ * pool): no wake-up per block when the writer is the slower side. */
+#define WAKE_FREE 32
+
 typedef struct block {
     int32_t table, n;
     rec_row row[REC_ROWS];
@@ -73,7 +77,9 @@ static void *writer_main(void *arg)
         }
         w->free_[w->nfree++] = k;
         w->busy = 0;
-        pthread_cond_signal(&w->done);
+        /* a waiting caller wants WAKE_FREE blocks or an idle writer */
+        if (w->nfree == WAKE_FREE || w->qn == 0)
+            pthread_cond_signal(&w->done);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -144,8 +150,13 @@ rec_row *rec_writer_row(rec_db *db, int table)
     int32_t k = w->cur[table];
     if (k < 0) {
         pthread_mutex_lock(&w->mu);
-        while (w->nfree == 0)
-            pthread_cond_wait(&w->done, &w->mu);
+        if (w->nfree == 0) {
+            pthread_cond_signal(&w->work); /* whatever is queued */
+            while (w->nfree < WAKE_FREE && w->qn > 0)
+                pthread_cond_wait(&w->done, &w->mu);
+            while (w->nfree == 0)
+                pthread_cond_wait(&w->done, &w->mu);
+        }
         k = w->free_[--w->nfree];
         pthread_mutex_unlock(&w->mu);
         w->pool[k].table = table;

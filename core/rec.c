@@ -302,6 +302,24 @@ static int check_parent(const char *path, ps_err *err)
     return rc;
 }
 
+/* Called by SQLite after each commit with the log's size: SQLite's own
+ * autocheckpoint (a PASSIVE checkpoint once the log holds REC_CKPT_FRAMES
+ * frames, inside the commit), except for a streamed run's commit, whose
+ * log is large (a 391k-row run: 3,000 frames, 12 MB, a checkpoint of 0.1
+ * to 0.3 s here, most of it the two fsyncs): the writer thread runs that
+ * one on its own connection once the run is committed (rec_writer.c). */
+static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
+{
+    rec_db *db = ctx;
+    if (frames < db->ckpt_frames)
+        return SQLITE_OK;
+    if (db->defer_ckpt && db->writer)
+        rec_writer_checkpoint(db);
+    else
+        sqlite3_wal_checkpoint(c, name);
+    return SQLITE_OK;
+}
+
 rec_db *rec_open(const char *path, ps_err *err)
 {
     if (check_parent(path, err))
@@ -326,11 +344,18 @@ rec_db *rec_open(const char *path, ps_err *err)
     /* Sweeps may write one file from several processes: wait for the
      * lock rather than fail at once. */
     sqlite3_busy_handler(db->db, rec_busy_handler, db);
+    db->ckpt_frames = REC_CKPT_FRAMES;
+    sqlite3_wal_hook(db->db, wal_hook, db);
     if (rec_schema_prepare(db, err))
         goto fail;
     /* Test only (tests/concurrency.sh): caps the database at N pages, so that
      * a full disk can be simulated without root or a small file system;
      * SQLite then fails the write with SQLITE_FULL as on a full disk. */
+    /* Test only (test_rec.c): checkpoints at N frames instead of
+     * REC_CKPT_FRAMES, so that a small run exercises them. */
+    const char *frames = getenv("PIPESIM_TEST_CKPT_FRAMES");
+    if (frames && *frames)
+        db->ckpt_frames = (int)strtol(frames, NULL, 10);
     const char *max_pages = getenv("PIPESIM_TEST_MAX_PAGES");
     if (max_pages && *max_pages) {
         char pragma[96];
@@ -861,8 +886,11 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     if (!commit || (!streamed && step_done(db, begin, err)))
         return PS_ERR;
     int64_t id = 0;
-    if (write_body(db, p, level, streamed, &id, err) ||
-        step_done(db, commit, err)) {
+    db->defer_ckpt = streamed;
+    int failed = write_body(db, p, level, streamed, &id, err) ||
+                 step_done(db, commit, err);
+    db->defer_ckpt = 0;
+    if (failed) {
         full_note(err, sqlite3_errcode(db->db));
         /* SQLite may have rolled back already (disk full, I/O error) */
         if (!sqlite3_get_autocommit(db->db)) {

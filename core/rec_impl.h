@@ -69,7 +69,9 @@ struct rec_db {
     int writing;        /* rows go to the writer thread (rec_writer.c) */
     int stream_rc;      /* the first failure of a streamed row, in stream_err */
     ps_err stream_err;
-    int rows_code; /* SQLite's code of the last failed timeline insert */
+    int rows_code;   /* SQLite's code of the last failed timeline insert */
+    int defer_ckpt;  /* a streamed run is committing (rec_write) */
+    int ckpt_frames; /* REC_CKPT_FRAMES (a test may lower it) */
 };
 
 struct rec_query {
@@ -127,6 +129,12 @@ void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
+/* Asks the writer for a PASSIVE checkpoint on its own connection (the
+ * caller keeps using its own); rec_writer_free waits for it. */
+void rec_writer_checkpoint(rec_db *db);
+/* The log size (frames) at which a commit asks for a checkpoint: SQLite's
+ * default autocheckpoint, which rec_open replaces (rec.c, wal_hook). */
+#define REC_CKPT_FRAMES 1000
 
 /* rec_schema.c: user_version and the number of pipesim tables and of all
  * objects present; fails when the file is not SQLite at all. */

@@ -41,11 +41,38 @@ struct rec_writer {
     int32_t queue[NBLOCKS], qhead, qn; /* FIFO of filled blocks */
     int32_t cur[NROWS];                /* the caller's block per table, -1 */
     int busy;                          /* the writer is inserting a block */
+    int ckpt;         /* a checkpoint is asked for (rec_writer_checkpoint) */
+    sqlite3 *ckpt_db; /* the writer's own connection for it, or NULL */
     int quit;
     int failed; /* the first failure of an insert, in err; later blocks
                    are dropped */
     ps_err err;
 };
+
+/* A PASSIVE checkpoint (what SQLite's autocheckpoint runs inside the
+ * commit that passes REC_CKPT_FRAMES) on the writer's own connection, so
+ * that rec_write returns once its run is committed and the copy of the
+ * log into the database (and its two fsyncs) overlaps whatever the caller
+ * does next, writing on its own connection included. A checkpoint that
+ * fails or is cut short is harmless: the next one, or the one SQLite runs
+ * when the last connection closes, copies the rest. */
+static void checkpoint(rec_db *db, rec_writer *w)
+{
+    /* a new connection's pager learns that the file is in WAL mode when
+     * it first reads the header: before that a checkpoint does nothing */
+    if (!w->ckpt_db &&
+        (sqlite3_open_v2(db->path, &w->ckpt_db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                         NULL) != SQLITE_OK ||
+         sqlite3_exec(w->ckpt_db, "PRAGMA journal_mode", NULL, NULL, NULL) !=
+             SQLITE_OK)) {
+        sqlite3_close(w->ckpt_db);
+        w->ckpt_db = NULL;
+        return;
+    }
+    sqlite3_wal_checkpoint_v2(w->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+                              NULL);
+}
 
 static void *writer_main(void *arg)
 {
@@ -53,8 +80,18 @@ static void *writer_main(void *arg)
     rec_writer *w = db->writer;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->quit && w->qn == 0)
+        while (!w->quit && w->qn == 0 && !w->ckpt)
             pthread_cond_wait(&w->work, &w->mu);
+        if (w->qn == 0 && w->ckpt) {
+            w->busy = 1;
+            pthread_mutex_unlock(&w->mu);
+            checkpoint(db, w);
+            pthread_mutex_lock(&w->mu);
+            w->ckpt = 0;
+            w->busy = 0;
+            pthread_cond_signal(&w->done);
+            continue;
+        }
         if (w->qn == 0)
             break; /* quit, nothing left */
         int32_t k = w->queue[w->qhead];
@@ -183,7 +220,7 @@ void rec_writer_commit_row(rec_db *db, int table)
  * held). */
 static void wait_idle(rec_writer *w)
 {
-    while (w->qn > 0 || w->busy)
+    while (w->qn > 0 || w->busy || w->ckpt)
         pthread_cond_wait(&w->done, &w->mu);
 }
 
@@ -235,17 +272,27 @@ void rec_writer_discard(rec_db *db)
     pthread_mutex_unlock(&w->mu);
 }
 
+void rec_writer_checkpoint(rec_db *db)
+{
+    rec_writer *w = db->writer;
+    pthread_mutex_lock(&w->mu);
+    w->ckpt = 1;
+    pthread_cond_signal(&w->work);
+    pthread_mutex_unlock(&w->mu);
+}
+
 void rec_writer_free(rec_db *db)
 {
     rec_writer *w = db->writer;
     if (!w)
         return;
-    rec_writer_discard(db);
+    rec_writer_discard(db); /* and a checkpoint in progress */
     pthread_mutex_lock(&w->mu);
     w->quit = 1;
     pthread_cond_signal(&w->work);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+    sqlite3_close(w->ckpt_db);
     pthread_cond_destroy(&w->done);
     pthread_cond_destroy(&w->work);
     pthread_mutex_destroy(&w->mu);

@@ -322,6 +322,43 @@ static void test_stream_full(void)
     fixture_free(&fx);
 }
 
+/* A streamed run whose log passes the checkpoint size (lowered to 100
+ * frames here): the checkpoint runs on the writer thread's own connection
+ * after the commit (rec.c, wal_hook) while the next run streams; every
+ * row is in, and the database file holds the first run once the second
+ * is committed. */
+static void test_stream_checkpoint(void)
+{
+    ps_err err = {0};
+    unlink("ckpt.db");
+    setenv("PIPESIM_TEST_CKPT_FRAMES", "100", 1);
+    rec_db *db = rec_open("ckpt.db", &err);
+    unsetenv("PIPESIM_TEST_CKPT_FRAMES");
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    eng_sim *e = eng_new();
+    eng_sink sink;
+    eng_result res;
+    int64_t id = 0;
+    struct stat sb;
+    for (int run = 1; run <= 2; run++) {
+        CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+        eng_set_sink(e, &sink);
+        /* run 1: 36,000 rows, about 150 pages; run 2: 180 */
+        for (int i = 0; i < (run == 1 ? 200 : 1); i++)
+            CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+        CHECK_INT(id, run);
+    }
+    /* run 2 waited for run 1's checkpoint (rec_writer_drain) */
+    CHECK(stat("ckpt.db", &sb) == 0 && sb.st_size > 100 * 4096);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1"), 200 * 64);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory"), 201 * 68);
+    eng_free(e);
+    rec_close(db, &err);
+    fixture_free(&fx);
+}
+
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
@@ -663,5 +700,6 @@ int main(void)
     test_stream();
     test_stream_full();
     test_new_file();
+    test_stream_checkpoint();
     return harness_done();
 }

@@ -63,6 +63,11 @@
  * processes may write one file; a writer that finds it locked retries with
  * jittered backoff for up to REC_BUSY_LIMIT_S seconds. A run that fails half
  * way (constraint, full disk) is rolled back whole: nothing of it remains.
+ * A path that does not exist yet is made complete (schema, WAL mode) in a
+ * scratch file beside it and linked into place (rec_schema.c), so no
+ * process sees half a schema. The log is checkpointed at 1000 frames as
+ * SQLite would, after a streamed run's commit on the writer thread's own
+ * connection (rec_writer.c) rather than inside it; rec_close waits for it.
  *
  * Interrupts (SIGINT/SIGTERM): let a rec_write in progress return (do not
  * exit or longjmp from the handler), then rec_close. Nothing is pending

@@ -391,13 +391,16 @@ HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l)
     /* gen.h's contract, one pass without branches per op: a lone compute
      * op, or SEND/RECV ops on its channels, PROG_BATCH on all but the
      * last */
-    unsigned wrong = n > c->B;
-    if (n > 1 || b[0].type != PROG_COMPUTE) {
+    unsigned wrong = (unsigned)n > (unsigned)c->B;
+    if (!wrong && (n > 1 || b[0].type != PROG_COMPUTE)) {
         /* PROG_SEND and PROG_RECV are 1 and 2 */
-        for (int32_t i = 0; i < n && !wrong; i++)
+        for (int32_t i = 0; i + 1 < n; i++)
             wrong |= ((unsigned)b[i].type - PROG_SEND > 1u) |
                      ((uint32_t)b[i].msg >= c->nch) |
-                     ((unsigned)(b[i].flags & PROG_BATCH) != (i + 1 < n));
+                     (~b[i].flags & PROG_BATCH);
+        const prog_op *o = &b[n - 1];
+        wrong |= ((unsigned)o->type - PROG_SEND > 1u) |
+                 ((uint32_t)o->msg >= c->nch) | (o->flags & PROG_BATCH);
     }
     if (wrong) {
         bad(e, l,

@@ -17,7 +17,7 @@ void eq_init(eq *q)
     q->heap = NULL;
     q->n = q->cap = 0;
     for (int i = 0; i < EQ_RUNS; i++)
-        q->run[i] = (eq_run){NULL, 0, 0, 0, 0};
+        q->run[i] = (eq_run){NULL, 0, 0, 0};
     q->nruns = 0;
     q->next_seq = 0;
 }
@@ -99,7 +99,7 @@ int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
     int nr = q->nruns, best = -1;
     double last = -INFINITY;
     for (int i = 0; i < nr; i++) {
-        double l = q->run[i].last;
+        double l = q->last[i];
         if (l <= t && l >= last) {
             best = i;
             last = l;
@@ -116,35 +116,42 @@ int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
         return -1;
     r->ev[(r->head + r->len) & (r->cap - 1)] = ev;
     r->len++;
-    r->last = t;
-    q->nruns += best == nr; /* a new run counts once it holds the event */
+    q->last[best] = t;
+    if (best == nr) { /* a new run counts once it holds the event */
+        q->first_t[best] = t;
+        q->first_seq[best] = ev.seq;
+        q->nruns++;
+    }
     return 0;
 }
 
-/* The earliest event: a run's head (*which = its index) or the heap's top
- * (*which = -1); NULL when empty. */
-static inline const eq_event *first(const eq *q, int *which)
+/* The run holding the earliest event, or -1 for the heap's top (or an
+ * empty queue). */
+static inline int first(const eq *q)
 {
-    const eq_event *b = q->n > 0 ? &q->heap[0] : NULL;
     int w = -1, nr = q->nruns;
+    double t = q->n > 0 ? q->heap[0].t : INFINITY;
+    uint64_t seq = q->n > 0 ? q->heap[0].seq : UINT64_MAX;
     for (int i = 0; i < nr; i++) {
-        const eq_event *h = &q->run[i].ev[q->run[i].head];
-        if (!b || before(h, b)) {
-            b = h;
+        double ti = q->first_t[i];
+        if (ti < t || (ti == t && q->first_seq[i] < seq)) {
+            t = ti;
+            seq = q->first_seq[i];
             w = i;
         }
     }
-    *which = w;
-    return b;
+    /* times that compare false with everything (NaN) still pop */
+    if (w < 0 && q->n == 0 && nr > 0)
+        w = 0;
+    return w;
 }
 
 int eq_peek(const eq *q, eq_event *out)
 {
-    int which;
-    const eq_event *b = first(q, &which);
-    if (!b)
+    int w = first(q);
+    if (w < 0 && q->n == 0)
         return -1;
-    *out = *b;
+    *out = w < 0 ? q->heap[0] : q->run[w].ev[q->run[w].head];
     return 0;
 }
 
@@ -178,21 +185,28 @@ static void heap_pop(eq *q, eq_event *out)
 
 int eq_pop_slow(eq *q, eq_event *out)
 {
-    int which;
-    const eq_event *b = first(q, &which);
-    if (!b)
-        return -1;
-    if (which < 0) {
+    int w = first(q);
+    if (w < 0) {
+        if (q->n == 0)
+            return -1;
         heap_pop(q, out);
         return 0;
     }
-    *out = *b;
-    eq_run *r = &q->run[which];
+    eq_run *r = &q->run[w];
+    *out = r->ev[r->head];
     r->head = (r->head + 1) & (r->cap - 1);
-    if (--r->len == 0) { /* keep the runs in use first */
-        eq_run tmp = *r;
-        *r = q->run[q->nruns - 1];
-        q->run[--q->nruns] = tmp;
+    if (--r->len > 0) {
+        q->first_t[w] = r->ev[r->head].t;
+        q->first_seq[w] = r->ev[r->head].seq;
+        return 0;
     }
+    /* keep the runs in use first */
+    int l = --q->nruns;
+    eq_run tmp = *r;
+    *r = q->run[l];
+    q->run[l] = tmp;
+    q->last[w] = q->last[l];
+    q->first_t[w] = q->first_t[l];
+    q->first_seq[w] = q->first_seq[l];
     return 0;
 }

@@ -49,15 +49,19 @@ typedef struct eq_event {
 typedef struct eq_run {
     eq_event *ev;
     uint32_t head, len, cap; /* cap 0: ev NULL */
-    double last;             /* t of its last event while len > 0 */
 } eq_run;
 
 typedef struct eq {
     eq_event *heap; /* min-heap of the events no run could take */
     size_t n, cap;
-    eq_run run[EQ_RUNS]; /* run[0 .. nruns) are not empty; the others keep
-                            their buffers for reuse */
-    int nruns;
+    int nruns; /* run[0 .. nruns) are not empty; the others keep their
+                  buffers for reuse */
+    /* per run in use, side by side for push's and pop's scans: the time
+     * of its last event, and the time and sequence of its first */
+    double last[EQ_RUNS];
+    double first_t[EQ_RUNS];
+    uint64_t first_seq[EQ_RUNS];
+    eq_run run[EQ_RUNS];
     uint64_t next_seq;
 } eq;
 
@@ -81,11 +85,11 @@ static inline int eq_push(eq *q, double t, int32_t type, int32_t id,
                           uint32_t version)
 {
     eq_run *r = &q->run[0];
-    if (q->nruns == 1 && r->last <= t && r->len < r->cap) {
+    if (q->nruns == 1 && q->last[0] <= t && r->len < r->cap) {
         r->ev[(r->head + r->len) & (r->cap - 1)] =
             (eq_event){t, q->next_seq++, type, id, version};
         r->len++;
-        r->last = t;
+        q->last[0] = t;
         return 0;
     }
     return eq_push_slow(q, t, type, id, version);
@@ -100,6 +104,8 @@ static inline int eq_pop(eq *q, eq_event *out)
         *out = r->ev[r->head];
         r->head = (r->head + 1) & (r->cap - 1);
         r->len--;
+        q->first_t[0] = r->ev[r->head].t;
+        q->first_seq[0] = r->ev[r->head].seq;
         return 0;
     }
     return eq_pop_slow(q, out);

@@ -5,7 +5,8 @@
  * figures; for every generated collective on a mesh (FIFO) and on a
  * cluster (max-min fair), both p2p modes, lockstep and slotted rings; for
  * every generated schedule, the busy times and memory ledgers too; a
- * generator that breaks gen.h's contract fails the run with its rank. */
+ * generator that breaks gen.h's contract fails the run with its rank; the
+ * same on a mesh of 1 << 20 ranks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,9 +207,58 @@ static void check_broken(void)
     net_free(nw);
 }
 
+/* Integer widths (issue 12): on a mesh of 1 << 20 ranks, ring positions
+ * and pipeline ranks at both ends of the rank space; the generator and
+ * the array agree there, and a pipeline's figures equal the same
+ * schedule's on a 3-rank mesh. */
+static void check_huge(void)
+{
+    int32_t n = 1 << 20;
+    net *big = net_new(n), *small = net_new(3);
+    ps_err err;
+    CHECK_INT(net_set_mesh(big, 25e9, 5e-6, &err), 0);
+    CHECK_INT(net_set_mesh(small, 25e9, 5e-6, &err), 0);
+    int32_t ranks[5] = {n - 1, 0, n / 2, 12345, n - 2};
+    coll_spec spec = {.op = COLL_ALLREDUCE,
+                      .algorithm = COLL_RING,
+                      .bytes = 4 * 1003,
+                      .ranks = ranks,
+                      .nranks = 5,
+                      .slots = 8};
+    compare(&spec, big);
+    sched_stage st[3];
+    for (int32_t i = 0; i < 3; i++)
+        st[i] = (sched_stage){1e-3 * (1 + i), 2.1e-3, 1e-3, 1e9, 1e8,
+                              4e6 + 1e5 * i,  3e-4,   0};
+    int32_t far[3] = {n - 1, 0, n / 2}, near[3] = {0, 1, 2};
+    sched_spec s = {.kind = SCHED_1F1B,
+                    .p = 3,
+                    .v = 1,
+                    .m = 8,
+                    .stages = st,
+                    .rank_of = far,
+                    .placement = SCHED_LOOP};
+    eng_sim *e = eng_new();
+    eng_result a, b;
+    CHECK_INT(gen_pipe_run(&s, big, ENG_RENDEZVOUS, e, &a, &err), 0);
+    eng_stats x;
+    eng_stats_of(e, &x);
+    double busy[3] = {x.busy[0], x.busy[1], x.busy[2]};
+    s.rank_of = near;
+    CHECK_INT(gen_pipe_run(&s, small, ENG_RENDEZVOUS, e, &b, &err), 0);
+    eng_stats_of(e, &x);
+    CHECK(memcmp(&a, &b, sizeof a) == 0);
+    CHECK(memcmp(busy, x.busy, sizeof busy) == 0);
+    CHECK_INT(a.transfers, 2 * 2 * 8);
+    eng_free(e);
+    net_free(big);
+    net_free(small);
+}
+
 int main(void)
 {
     check_broken();
+    check_huge();
     static const enum coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER,
                                        COLL_ALLGATHER};
     static const int32_t sizes[] = {2, 3, 8, 13};

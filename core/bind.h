@@ -199,6 +199,10 @@ int bind_record(lua_State *L, int idx, enum rec_level *level);
 void *bind_context(lua_State *L, const char *key, void *(*make)(void),
                    void (*drop)(void *));
 
+/* [-0, +0] The (light or full) userdata pointer kept in the registry slot
+ * key, or NULL when the slot holds none. */
+void *bind_registry_ptr(lua_State *L, const char *key);
+
 /* Field params_json of the table at idx: a string, or a function (the Lua
  * layer's, called once every field is checked) whose result is stored
  * back into the table. NULL when absent. */

@@ -36,13 +36,18 @@ typedef struct session {
     double sweep_started;
 } session;
 
+void *bind_registry_ptr(lua_State *L, const char *key)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, key);
+    void *p = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return p;
+}
+
 /* [-0, +0] */
 static session *get_session(lua_State *L)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
-    session *s = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    return s;
+    return bind_registry_ptr(L, SESSION_KEY);
 }
 
 int bind_raise(lua_State *L, const ps_err *err)

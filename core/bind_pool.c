@@ -173,12 +173,10 @@ typedef struct worker {
     int ndbs;
 } worker;
 
+/* [-0, +0] */
 static worker *get_worker(lua_State *L)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
-    worker *w = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    return w;
+    return bind_registry_ptr(L, WORKER_KEY);
 }
 
 rec_db *bind_sweep_database(lua_State *L, const char *path)

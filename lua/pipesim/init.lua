@@ -179,12 +179,12 @@ local function normalize_layers(layers)
 end
 
 -- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
--- for rank r; nil entries unknown): the cluster rank it runs on by
--- core/pipe.c's placement (pipe_place: `ranks`, else "dp_inner" rank
--- r * dp + j or "pp_inner" j * p + r for replica j), the slowest replica's
--- device when dp > 1 (a stage's replicas all wait for the slowest at the
--- gradient sync). Without a cluster every rate is unknown (measured times
--- only). core.check_run has checked stages and dp.
+-- for rank r; nil entries unknown): the cluster rank it runs on
+-- (parallel.cluster_rank, one rank per TP group: with tp > 1 `ranks` is
+-- the plan's), the slowest replica's device when dp > 1 (a stage's
+-- replicas all wait for the slowest at the gradient sync). Without a
+-- cluster every rate is unknown (measured times only). core.check_run has
+-- checked stages and dp.
 local function stage_rates(spec)
     local c = spec.cluster
     if type(c) ~= "userdata" then return nil end
@@ -195,10 +195,7 @@ local function stage_rates(spec)
     for r = 0, p - 1 do
         local slowest
         for j = 0, dp - 1 do
-            local cr
-            if ranks then cr = ranks[j * p + r + 1]
-            elseif spec.placement == "pp_inner" then cr = j * p + r
-            else cr = r * dp + j end
+            local cr = parallel.cluster_rank(ranks, spec.placement, p, dp, 1, r, j, 0)
             local x = math.type(cr) == "integer" and all[cr + 1] or nil
             if x == nil or x ~= x then slowest = nil; break end
             if not slowest or x < slowest then slowest = x end

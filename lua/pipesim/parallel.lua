@@ -36,6 +36,22 @@ function M.applies(spec)
     return false
 end
 
+-- The placement rule, its one owner in Lua: the cluster rank that holds
+-- TP rank k of pipeline stage r in data-parallel replica j (all from 0)
+-- among p stages, d replicas and t TP ranks. Megatron-LM orders ranks
+-- tp-cp-ep-dp-pp (parallel_state RankGenerator): rank = k + t * (j + d *
+-- r) ("dp_inner", the default); placement = "pp_inner" is k + t * (r + p *
+-- j). An explicit `ranks` list holds them TP rank innermost, then stage,
+-- then replica: ranks[(j * p + r) * t + k + 1]. core/pipe.c pipe_place
+-- applies the same rule to the runs it places itself (t = 1). Nothing is
+-- checked here: an unknown placement counts as the default, a short list
+-- gives nil (the callers check).
+function M.cluster_rank(ranks, placement, p, d, t, r, j, k)
+    if ranks then return ranks[(j * p + r) * t + k + 1] end
+    if placement == "pp_inner" then return k + t * (r + p * j) end
+    return k + t * (j + d * r)
+end
+
 -- Options from a ps.run table, checked; errors are plain messages.
 function M.options(spec)
     local o = {}
@@ -328,35 +344,28 @@ function M.prepare(spec, dev, cost, nranks, memo)
     local o = M.options(spec)
     local t, p, d = o.tp, spec.stages, spec.dp or 1
     local plan = { o = o }
-    -- placement: Megatron-LM orders ranks tp-cp-ep-dp-pp (parallel_state
-    -- RankGenerator): rank = tp_rank + t * (dp_rank + d * pp_rank); with
-    -- placement = "pp_inner" tp_rank + t * (pp_rank + p * dp_rank)
+    -- placement: M.cluster_rank, over every (replica, stage, TP rank)
     if t > 1 then
         local need = t * p * d
         if nranks and need > nranks then
             check.fail("tp %d x stages %d x dp %d need %d ranks but the cluster has %d",
                 t, p, d, need, nranks)
         end
-        local all = {}
         if spec.ranks ~= nil then
             if type(spec.ranks) ~= "table" or #spec.ranks ~= need then
                 check.fail("field 'ranks' must list %d cluster ranks (tp %d x stages %d x dp %d, " ..
                     "TP rank innermost), got %s", need, t, p, d,
                     type(spec.ranks) == "table" and tostring(#spec.ranks) or type(spec.ranks))
             end
-            for i = 1, need do all[i] = spec.ranks[i] end
-        else
-            if spec.placement ~= nil and spec.placement ~= "dp_inner" and spec.placement ~= "pp_inner" then
-                check.fail("field 'placement': unknown placement %s (expected dp_inner or pp_inner)",
-                    check.show(spec.placement))
-            end
-            local pp_inner = spec.placement == "pp_inner"
-            for j = 0, d - 1 do
-                for r = 0, p - 1 do
-                    for k = 0, t - 1 do
-                        local rank = pp_inner and k + t * (r + p * j) or k + t * (j + d * r)
-                        all[(j * p + r) * t + k + 1] = rank
-                    end
+        elseif spec.placement ~= nil and spec.placement ~= "dp_inner" and spec.placement ~= "pp_inner" then
+            check.fail("field 'placement': unknown placement %s (expected dp_inner or pp_inner)",
+                check.show(spec.placement))
+        end
+        local all = {}
+        for j = 0, d - 1 do
+            for r = 0, p - 1 do
+                for k = 0, t - 1 do
+                    all[(j * p + r) * t + k + 1] = M.cluster_rank(spec.ranks, spec.placement, p, d, t, r, j, k)
                 end
             end
         end

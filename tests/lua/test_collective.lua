@@ -5,13 +5,12 @@
 -- cluster forms, straggler overrides, and error messages.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local ALPHA, BETA = 5e-6, 25e9
 
-local function mesh(n)
-    return ps.cluster{ ranks = n, link = { bandwidth = BETA, latency = ALPHA } }
-end
+local function mesh(n) return F.mesh(n, BETA, ALPHA) end
 
 local function log2ceil(n)
     local k = 0
@@ -20,10 +19,8 @@ local function log2ceil(n)
 end
 
 local function coll(c, op, algo, bytes, extra)
-    local spec = { cluster = c, op = op, algorithm = algo, bytes = bytes,
-                     record = "none" }
-    for k, v in pairs(extra or {}) do spec[k] = v end
-    return ps.collective(spec)
+    return ps.collective(F.with({ cluster = c, op = op, algorithm = algo, bytes = bytes,
+                                  record = "none" }, extra))
 end
 
 -- closed forms on a mesh (each ordered pair has its own link)

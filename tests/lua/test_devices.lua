@@ -3,13 +3,10 @@
 -- each rank's own device. Makespans against hand calculations.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
-local function flop_layers(n, flops)
-    local l = {}
-    for i = 1, n do l[i] = { fwd_flops = flops } end
-    return l
-end
+local function flop_layers(n, flops) return F.layers(n, { fwd_flops = flops }) end
 
 -- GPipe, free communication, p stages of forward f and backward 2f except
 -- one slow stage of forward fs >= f: the forwards flow at the slow stage's
@@ -24,10 +21,7 @@ end
 do
     local base = { ranks = 4, device = { flops = 1e12, efficiency = 0.5, memory = "80 GiB" } }
     local function cluster(devices)
-        local spec = {}
-        for k, v in pairs(base) do spec[k] = v end
-        spec.devices = devices
-        return ps.cluster(spec)
+        return ps.cluster(F.with(base, { devices = devices }))
     end
     local run = function(c)
         return ps.run{ cluster = c, layers = flop_layers(4, 1e12), stages = 4,

@@ -2,12 +2,11 @@
 -- exposed communication, ZeRO-1 memory, placement, bad input.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
-local function mesh(n)
-    return ps.cluster{ ranks = n, link = { bandwidth = beta, latency = alpha } }
-end
+local function mesh(n) return F.mesh(n, beta, alpha) end
 -- ring allreduce on 2 ranks: 2(N-1)(a + T/(N b))
 local function ring2(bytes) return 2 * (alpha + bytes / (2 * beta)) end
 

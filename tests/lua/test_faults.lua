@@ -2,14 +2,11 @@
 -- against hand calculations, deadline and deadlock messages, exactly.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 -- uniform stages: forward 1 ms, backward 2 ms, free communication
-local function layers(n)
-    local l = {}
-    for i = 1, n do l[i] = { fwd_time = "1 ms" } end
-    return l
-end
+local function layers(n) return F.layers(n, { fwd_time = "1 ms" }) end
 local ms = 1e-3
 local function run(spec)
     spec.layers = spec.layers or layers(spec.stages)

@@ -3,23 +3,18 @@
 -- 1F1B's closed-form peaks, unknown capacities, inherited capacities, dp.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local GiB = 2 ^ 30
 
 -- 4 layers of 1 s, `act` bytes kept per microbatch: 1F1B stage s holds
 -- min(p - s, m) microbatches at its peak, so rank r peaks at (4 - r) * act.
-local function layers(act)
-    local l = {}
-    for i = 1, 4 do l[i] = { fwd_time = 1, act_bytes = act } end
-    return l
-end
+local function layers(act) return F.layers(4, { fwd_time = 1, act_bytes = act }) end
 
 local function run(cluster, act, extra)
-    local spec = { cluster = cluster, layers = layers(act), stages = 4, microbatches = 8,
-                     record = "none" }
-    for k, v in pairs(extra or {}) do spec[k] = v end
-    return ps.run(spec)
+    return ps.run(F.with({ cluster = cluster, layers = layers(act), stages = 4, microbatches = 8,
+                           record = "none" }, extra))
 end
 
 -- 1. 30 GiB per microbatch on 80 GiB devices: ranks 0 (120 GiB) and 1 (90

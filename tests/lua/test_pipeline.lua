@@ -2,16 +2,10 @@
 -- partitions, units, recording levels and error positions.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
-local function layers(n, fwd, extra)
-    local l = {}
-    for i = 1, n do
-        l[i] = { fwd_time = fwd or 1 }
-        for k, v in pairs(extra or {}) do l[i][k] = v end
-    end
-    return l
-end
+local function layers(n, fwd, extra) return F.layers(n, F.with({ fwd_time = fwd or 1 }, extra)) end
 
 -- GPipe and 1F1B: 3(m+p-1) and (p-1)/(m+p-1) with forward 1, backward 2
 for _, sched in ipairs{ "gpipe", "afab", "1f1b" } do

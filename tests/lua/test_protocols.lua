@@ -4,13 +4,12 @@
 -- (coll_tree_build) against its closed form.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local function coll(c, algo, proto, bytes, extra)
-    local spec = { cluster = c, op = "allreduce", algorithm = algo, protocol = proto,
-                     bytes = bytes, record = "none" }
-    for k, v in pairs(extra or {}) do spec[k] = v end
-    return ps.collective(spec)
+    return ps.collective(F.with({ cluster = c, op = "allreduce", algorithm = algo, protocol = proto,
+                                  bytes = bytes, record = "none" }, extra))
 end
 
 local us = 1e-6

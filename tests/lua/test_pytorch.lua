@@ -2,12 +2,11 @@
 -- chunk placement, p2p = "pytorch", forward-only runs.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local function layers(n, f, params)
-    local l = {}
-    for i = 1, n do l[i] = { fwd_time = f or 1, params = params and (i - 1) or 0 } end
-    return l
+    return F.layers(n, function(i) return { fwd_time = f or 1, params = params and (i - 1) or 0 } end)
 end
 local one = { weight_bytes = 1, grad_bytes = 0, optimizer_bytes = 0 }
 

@@ -3,20 +3,15 @@
 -- cells), comm cells, overlapped F/B cells, and errors naming line and cell.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
-local function layers(n, f)
-    local l = {}
-    for i = 1, n do l[i] = { fwd_time = f, act_bytes = 1 } end
-    return l
-end
+local function layers(n, f) return F.layers(n, { fwd_time = f, act_bytes = 1 }) end
 local function run(order, info, extra)
-    local spec = { layers = layers(info.stages * info.virtual_stages, 0.5 / info.virtual_stages),
-                     schedule = order, stages = info.stages, virtual_stages = info.virtual_stages,
-                     microbatches = info.microbatches, chunk_placement = info.chunk_placement,
-                     p2p = "pytorch", record = "none" }
-    for k, v in pairs(extra or {}) do spec[k] = v end
-    return ps.run(spec)
+    return ps.run(F.with({ layers = layers(info.stages * info.virtual_stages, 0.5 / info.virtual_stages),
+                           schedule = order, stages = info.stages, virtual_stages = info.virtual_stages,
+                           microbatches = info.microbatches, chunk_placement = info.chunk_placement,
+                           p2p = "pytorch", record = "none" }, extra))
 end
 
 -- ZB-V as PyTorch dumps it (ranks start with idle cells): the V placement

@@ -5,6 +5,7 @@
 -- configuration, and the error messages. Runs under `pipesim run`.
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 -- a small GPT on one DGX A100 node (8 GPUs): 8 layers, 8 heads
@@ -105,12 +106,7 @@ H.eq(m.valid + m.dropped.memory, m.raw, "every raw configuration is kept or drop
 
 -- errors
 local base = { model = model, cluster = node, gpus = 8, global_batch = 16 }
-local function with(t)
-    local s = {}
-    for k, v in pairs(base) do s[k] = v end
-    for k, v in pairs(t) do s[k] = v end
-    return s
-end
+local function with(t) return F.with(base, t) end
 H.raises(function() ps.search(with { space = { microbatchs = { 2 } } }) end,
     "ps.search: space: unknown field 'microbatchs' (did you mean 'microbatch'?)")
 H.raises(function() ps.search(with { space = {} }) end, "ps.search: empty space")

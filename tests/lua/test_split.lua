@@ -2,16 +2,10 @@
 -- schedules through ps.run: layer fields, closed forms, memory, errors.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
-local function layers(n, fields)
-    local l = {}
-    for i = 1, n do
-        l[i] = { fwd_time = 1 }
-        for k, v in pairs(fields or {}) do l[i][k] = v end
-    end
-    return l
-end
+local function layers(n, fields) return F.layers(n, F.with({ fwd_time = 1 }, fields)) end
 local nomem = { weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0 }
 
 -- a total backward alone splits evenly: 1F1B with W right after B, F = 1,

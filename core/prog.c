@@ -95,8 +95,8 @@ static void note_need(const char *who, int64_t ops, int64_t msgs, int exact)
         (size_t)ops * sizeof(prog_op) + (size_t)msgs * (sizeof(prog_msg) + 1);
     char b[64], line[200];
     snprintf(line, sizeof line,
-             "%s %s%s as arrays (%.1f M ops; without event rows GPipe, "
-             "1F1B, interleaved and ring collectives stream instead)",
+             "%s %s%s as arrays (%.1f M ops; ring collectives, and GPipe, "
+             "1F1B and interleaved without event rows, stream instead)",
              who, exact ? "about " : "more than ",
              limit_format_bytes(bytes, b, sizeof b), (double)ops / 1e6);
     limit_note_need(line);

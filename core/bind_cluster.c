@@ -107,6 +107,7 @@ static int cluster_index(lua_State *L)
     return 1;
 }
 
+/* [-0, +0] */
 bind_cluster *bind_check_cluster(lua_State *L, int idx)
 {
     bind_cluster *c = luaL_testudata(L, idx, BIND_CLUSTER_TYPE);
@@ -176,7 +177,7 @@ static void read_device(lua_State *L, int idx, const char *path, double *flops,
     bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
 }
 
-/* Raises "field 'name' must be positive, got 5 B/s" style errors. */
+/* [-0, +0] Raises "field 'name' must be positive, got 5 B/s" style errors. */
 static void check_link_figures(lua_State *L, const char *field, double bw,
                                double lat)
 {
@@ -289,6 +290,7 @@ static void build_mesh(lua_State *L, bind_cluster *c)
                  (int)c->nranks, bw / 1e9, lat * 1e6);
 }
 
+/* [-0, +0] */
 static void build_hierarchical(lua_State *L, bind_cluster *c,
                                const net_cluster *nc)
 {
@@ -422,7 +424,7 @@ static void build_explicit(lua_State *L, bind_cluster *c, int ud)
     lua_settop(L, top);
 }
 
-/* Rejects fields of one form used with another. */
+/* [-0, +0] Rejects fields of one form used with another. */
 static void check_form(lua_State *L, const char *form, const char *const *bad)
 {
     for (; *bad; bad++)

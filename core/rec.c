@@ -58,6 +58,9 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT run",
+    [ST_RELEASE] = "RELEASE run",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO run",
 };
 
 static const struct {
@@ -335,20 +338,127 @@ fail:
     return NULL;
 }
 
+/* A batch commits after this many runs or seconds: few enough that the
+ * write lock is not held long (other writers wait at most this, and a
+ * process killed with -9 loses at most this), many enough that a sweep
+ * of 100 us runs pays one commit per thousand. */
+#define REC_BATCH_RUNS 1000
+#define REC_BATCH_SECONDS 0.1
+
+/* Commits the open batch, if any. */
+static int batch_commit(rec_db *db, ps_err *err)
+{
+    if (!db->batch_open)
+        return PS_OK;
+    db->batch_open = 0;
+    int n = db->batch_runs;
+    db->batch_runs = 0;
+    if (sqlite3_get_autocommit(db->db))
+        return PS_OK; /* nothing open (cannot happen: runs release) */
+    ps_err e;
+    sqlite3_stmt *commit = stmt(db, ST_COMMIT, &e);
+    if (commit && step_done(db, commit, &e) == PS_OK)
+        return PS_OK;
+    if (!sqlite3_get_autocommit(db->db))
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    return ps_errf(err,
+                   "%s (the %d runs since the sweep's last commit are lost)",
+                   e.msg, n);
+}
+
+void rec_set_batch(rec_db *db, int on)
+{
+    db->batch_mode = on != 0;
+}
+
+int rec_run_begin(rec_db *db, ps_err *err)
+{
+    if (!db->batch_mode) {
+        sqlite3_stmt *begin;
+        if (batch_commit(db, err) || !(begin = stmt(db, ST_BEGIN, err)))
+            return PS_ERR;
+        return step_done(db, begin, err);
+    }
+    if (!db->batch_open) {
+        sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
+        if (!begin || step_done(db, begin, err))
+            return PS_ERR;
+        db->batch_open = 1;
+        db->batch_runs = 0;
+        db->batch_t0 = rec_monotonic();
+    }
+    sqlite3_stmt *sp = stmt(db, ST_SAVEPOINT, err);
+    return sp ? step_done(db, sp, err) : PS_ERR;
+}
+
+int rec_run_commit(rec_db *db, ps_err *err)
+{
+    if (!db->batch_open) {
+        sqlite3_stmt *commit = stmt(db, ST_COMMIT, err);
+        return commit ? step_done(db, commit, err) : PS_ERR;
+    }
+    sqlite3_stmt *release = stmt(db, ST_RELEASE, err);
+    if (!release || step_done(db, release, err))
+        return PS_ERR;
+    if (++db->batch_runs >= REC_BATCH_RUNS ||
+        rec_monotonic() - db->batch_t0 >= REC_BATCH_SECONDS)
+        return batch_commit(db, err);
+    return PS_OK;
+}
+
+void rec_run_rollback(rec_db *db)
+{
+    ps_err ignored;
+    if (sqlite3_get_autocommit(db->db)) {
+        /* SQLite rolled everything back (a full disk, an I/O error): a
+         * batch's earlier runs went with it */
+        db->batch_open = 0;
+        db->batch_runs = 0;
+        return;
+    }
+    if (db->batch_open) {
+        sqlite3_stmt *to = stmt(db, ST_ROLLBACK_TO, &ignored);
+        sqlite3_stmt *release = to ? stmt(db, ST_RELEASE, &ignored) : NULL;
+        if (release && step_done(db, to, &ignored) == PS_OK &&
+            step_done(db, release, &ignored) == PS_OK)
+            return;
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        db->batch_open = 0;
+        db->batch_runs = 0;
+        return;
+    }
+    sqlite3_stmt *rollback = stmt(db, ST_ROLLBACK, &ignored);
+    if (rollback)
+        step_done(db, rollback, &ignored);
+    else
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int rec_scratch(rec_db *db, ps_err *err)
+{
+    /* no journal and no syncs: a scratch file nobody reads if its writer
+     * dies (a sweep worker's: the writer copies only finished chunks) */
+    return rec_exec_sql(db, "PRAGMA journal_mode = OFF", err) ||
+                   rec_exec_sql(db, "PRAGMA synchronous = OFF", err)
+               ? PS_ERR
+               : PS_OK;
+}
+
 int rec_flush(rec_db *db, ps_err *err)
 {
-    (void)db;
-    (void)err;
-    return PS_OK;
+    return db ? batch_commit(db, err) : PS_OK;
 }
 
 int rec_close(rec_db *db, ps_err *err)
 {
     if (!db)
         return PS_OK;
-    (void)err; /* every run was committed by its rec_write */
+    ps_err e;
+    int rc = db->readonly ? PS_OK : batch_commit(db, &e);
+    if (rc && err)
+        *err = e;
     rec_free_handle(db);
-    return PS_OK;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -771,27 +881,28 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         streamed = 0;
     }
     db->streaming = 0;
-    sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
-    sqlite3_stmt *commit = begin ? stmt(db, ST_COMMIT, err) : NULL;
-    if (!commit || (!streamed && step_done(db, begin, err)))
+    if (!streamed && rec_run_begin(db, err))
         return PS_ERR;
     int64_t id = 0;
     if (write_body(db, p, level, streamed, &id, err) ||
-        step_done(db, commit, err)) {
-        if (err && (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL) {
+        rec_run_commit(db, err)) {
+        int full = (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL;
+        /* SQLite may have rolled back already (disk full, I/O error) */
+        int batched = db->batch_open, lost = batched ? db->batch_runs : 0;
+        rec_run_rollback(db);
+        if (err && full) {
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len,
-                     " (runs recorded before are kept)");
+                     batched && !db->batch_open && lost > 0
+                         ? " (the sweep's last %d runs are lost)"
+                         : " (runs recorded before are kept)",
+                     lost);
         }
-        /* SQLite may have rolled back already (disk full, I/O error) */
-        if (!sqlite3_get_autocommit(db->db)) {
-            ps_err ignored;
-            sqlite3_stmt *rollback = stmt(db, ST_ROLLBACK, &ignored);
-            if (rollback)
-                step_done(db, rollback, &ignored);
-            else
-                sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-        }
+        /* what the batch holds is committed now: a failure should not
+         * put the runs before it at risk */
+        ps_err ce;
+        if (batched && db->batch_open && batch_commit(db, &ce) && err)
+            *err = ce;
         return PS_ERR;
     }
     *run_id = id;

@@ -54,7 +54,8 @@
  *
  * Durability and concurrency: every rec_write is one transaction (BEGIN
  * IMMEDIATE ... COMMIT), committed before it returns the run id, so an id a
- * script has printed is never reused for another run, even after kill -9.
+ * script has printed is never reused for another run, even after kill -9;
+ * except in batch mode (rec_set_batch, a sweep's runs: see there).
  * The database is in WAL mode with synchronous = NORMAL: a commit appends
  * to the log without fsync, which survives the process being killed at any
  * moment (the next opener replays the log) but may lose the last commits on
@@ -188,8 +189,8 @@ typedef struct rec_payload {
 /* Opens (creating if needed) a database for writing and makes sure the
  * schema is there (created in one transaction, so other processes see all
  * of it or none). Fails on a file that is not a pipesim database of this
- * schema version. rec_close has nothing to commit; rec_close(NULL) is a
- * no-op. */
+ * schema version. rec_close commits what a batch holds (its error is
+ * that commit's); rec_close(NULL) is a no-op. */
 rec_db *rec_open(const char *path, ps_err *err);
 int rec_close(rec_db *db, ps_err *err);
 
@@ -199,6 +200,21 @@ int rec_close(rec_db *db, ps_err *err);
  * is full (runs recorded before are kept)"). */
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
+
+/* Batch mode (ps.sweep's own runs, core/bind_sweep.c): while on, each
+ * rec_write is a SAVEPOINT inside one transaction that commits every 1000
+ * runs or 0.1 s, at rec_flush and at rec_close, and before any rec_write
+ * made with the mode off (or a copy's rec_begin). A run is still all or
+ * nothing, and a failed run leaves the batch's earlier runs committed; a
+ * process killed inside a batch loses the runs since its last commit, so
+ * the caller must flush before it lets anyone see their ids. The write
+ * lock is held between the batch's runs (at most 0.1 s plus one run). */
+void rec_set_batch(rec_db *db, int on);
+
+/* Makes a new database a scratch file: no journal, no fsync (a crash
+ * leaves it damaged; a sweep worker's files, which the writer copies only
+ * once their worker has closed them). */
+int rec_scratch(rec_db *db, ps_err *err);
 
 /* Streaming the timeline (issue 12): rows written as the engine reports
  * ops complete instead of read back from stored programs. rec_stream_begin
@@ -217,12 +233,12 @@ struct eng_sink;
 int rec_stream_begin(rec_db *db, struct eng_sink *sink, ps_err *err);
 void rec_stream_cancel(rec_db *db);
 
-/* *n = the number of runs in the database (committed: rec_write commits
- * every run). */
+/* *n = the number of runs in the database (committed: after a batch's
+ * rec_flush). */
 int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
 
-/* Nothing to do: rec_write commits each run. Kept for callers that mark
- * "everything so far must be visible to other connections" points. */
+/* Commits what a batch holds (nothing to do otherwise): everything so
+ * far is visible to other connections. */
 int rec_flush(rec_db *db, ps_err *err);
 
 /* --- copying runs between databases (rec_copy.c): a sweep's workers hand

@@ -24,6 +24,9 @@ enum stmt_id {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     NSTMT
 };
 
@@ -57,6 +60,10 @@ struct rec_db {
     int32_t links_cap;
     int kinds_ok;  /* the kind tables hold every name of rec.c's lists */
     int streaming; /* rec_stream_begin's transaction is open */
+    /* batched commits (rec_set_batch): the mode of the next rec_write, the
+     * batch's transaction, its runs and when it began */
+    int batch_mode, batch_open, batch_runs;
+    double batch_t0;
     int stream_rc; /* the first failure of a streamed row, in stream_err */
     ps_err stream_err;
 };
@@ -65,6 +72,15 @@ struct rec_query {
     rec_db *db;
     sqlite3_stmt *st;
 };
+
+/* A run's transaction: BEGIN IMMEDIATE ... COMMIT, or in batch mode a
+ * SAVEPOINT inside the batch's transaction (opened on the first run; it
+ * commits every REC_BATCH_RUNS runs or REC_BATCH_SECONDS). run_begin
+ * commits an open batch first when the mode is off. run_rollback undoes
+ * the run alone. */
+int rec_run_begin(rec_db *db, ps_err *err);
+int rec_run_commit(rec_db *db, ps_err *err);
+void rec_run_rollback(rec_db *db);
 
 /* Fills err with "PATH: what: why", why being SQLite's message, and returns
  * PS_ERR. The SQL stays out: it is pipesim's, not the user's, and a 64-row

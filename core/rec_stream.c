@@ -33,11 +33,11 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
     if (db->readonly)
         return ps_errf(err, "%s: opened read-only", db->path);
     rec_stream_cancel(db);
-    /* BEGIN IMMEDIATE, as rec_write's: the lock before the first row */
-    if (rec_exec_sql(db, "BEGIN IMMEDIATE", err))
+    /* the run's transaction, as rec_write's: the lock before the first row */
+    if (rec_run_begin(db, err))
         return PS_ERR;
     if (rec_timeline_start(db, err)) {
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        rec_run_rollback(db);
         return PS_ERR;
     }
     db->streaming = 1;
@@ -54,6 +54,5 @@ void rec_stream_cancel(rec_db *db)
     db->streaming = 0;
     for (int i = 0; i < NROWS; i++)
         db->rows[i].n = 0;
-    if (!sqlite3_get_autocommit(db->db))
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    rec_run_rollback(db);
 }

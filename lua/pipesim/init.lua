@@ -223,56 +223,109 @@ end
 -- rather than SQLite's JSON functions (issue 11): the input is a Lua
 -- table, which must be walked here either way, and only the recorder may
 -- call SQLite (core/README.md), so using them would mean a second copy
--- of this walk in C.
-local function json(v, out, seen)
+-- of this walk in C. Every run's params go through it, so it keeps its
+-- own count of out's entries and remembers each key's quoted form.
+local QKEY, nqkey = {}, 0 -- key -> string.format("%q:", key), at most 4096
+
+local function qkey(k)
+    local q = QKEY[k]
+    if q then return q end
+    q = string.format("%q:", k)
+    if nqkey < 4096 then QKEY[k], nqkey = q, nqkey + 1 end
+    return q
+end
+
+-- Number texts: tostring and "%.17g" go through snprintf, and a sweep's
+-- params repeat the same few numbers, so each text is kept (at most 4096
+-- of each kind). Integers and floats apart: a float key with an integer
+-- value is stored as that integer (2.0 and 2), and 2^60 prints otherwise
+-- as a float; 0.0 and -0.0 are one key, so zero floats are not kept.
+local ITEXT, FTEXT, ntext = {}, {}, 0
+
+local function number_text(v)
+    local int = math.type(v) == "integer"
+    local s = (int and ITEXT or FTEXT)[v]
+    if s then return s end
+    if int then s = tostring(v) else s = string.format("%.17g", v) end
+    if ntext < 8192 and (int or v ~= 0) then
+        (int and ITEXT or FTEXT)[v], ntext = s, ntext + 1
+    end
+    return s
+end
+
+local function escape(c)
+    return string.format("\\u%04x", c:byte())
+end
+
+-- put(v, out, n, seen) -> n: v's text in out[n + 1 ...].
+local function put(v, out, n, seen)
     local t = type(v)
     if t == "table" then
-        seen = seen or {}
         if seen[v] then error("a table contains itself (cyclic tables cannot be recorded)", 0) end
         seen[v] = true
-        if #v > 0 or next(v) == nil then
-            out[#out + 1] = "["
-            for i = 1, #v do
-                if i > 1 then out[#out + 1] = "," end
-                json(v[i], out, seen)
+        local len = #v
+        if len > 0 or next(v) == nil then
+            n = n + 1; out[n] = "["
+            for i = 1, len do
+                if i > 1 then n = n + 1; out[n] = "," end
+                n = put(v[i], out, n, seen)
             end
-            out[#out + 1] = "]"
+            n = n + 1; out[n] = "]"
         else
-            local keys = {}
-            for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-            table.sort(keys)
-            out[#out + 1] = "{"
-            for i, k in ipairs(keys) do
-                if i > 1 then out[#out + 1] = "," end
-                out[#out + 1] = string.format("%q:", k)
-                json(v[k] == nil and v[tonumber(k)] or v[k], out, seen)
+            local keys, nk = {}, 0
+            for k in pairs(v) do
+                nk = nk + 1
+                keys[nk] = type(k) == "string" and k or tostring(k)
             end
-            out[#out + 1] = "}"
+            table.sort(keys)
+            n = n + 1; out[n] = "{"
+            for i = 1, nk do
+                local k = keys[i]
+                if i > 1 then n = n + 1; out[n] = "," end
+                n = n + 1; out[n] = qkey(k)
+                -- a number key is found again from its text
+                local x = v[k]
+                if x == nil then x = v[tonumber(k)] or nil end
+                n = put(x, out, n, seen)
+            end
+            n = n + 1; out[n] = "}"
         end
         seen[v] = nil
     elseif t == "number" then
+        n = n + 1
         if v ~= v or v == math.huge or v == -math.huge then
-            out[#out + 1] = "null"
-        elseif math.type(v) == "integer" then
-            out[#out + 1] = tostring(v)
+            out[n] = "null"
         else
-            out[#out + 1] = string.format("%.17g", v)
+            out[n] = number_text(v)
         end
     elseif t == "string" then
-        out[#out + 1] = '"' .. v:gsub('[%c"\\]', function(c)
-            return string.format("\\u%04x", c:byte())
-        end) .. '"'
+        n = n + 1
+        if v:find('[%c"\\]') then
+            out[n] = '"' .. v:gsub('[%c"\\]', escape) .. '"'
+        else
+            out[n] = '"' .. v .. '"'
+        end
     elseif t == "boolean" then
-        out[#out + 1] = tostring(v)
+        n = n + 1; out[n] = tostring(v)
     else
-        out[#out + 1] = '"' .. tostring(v) .. '"'
+        n = n + 1; out[n] = '"' .. tostring(v) .. '"'
     end
+    return n
+end
+
+local function json(v, out, seen)
+    put(v, out, #out, seen or {})
     return out
 end
 
--- The inputs of a run as JSON for run.params (layers summarised: a sweep of
--- thousands of runs should not store thousands of copies of the model).
-local function params_json(spec, partition)
+-- The cluster's part of run.params, per cluster (a cluster's fields do
+-- not change).
+local CLUSTER_PARAMS = setmetatable({}, { __mode = "k" })
+
+-- The inputs of a run as a table for run.params (layers summarised: a
+-- sweep of thousands of runs should not store thousands of copies of the
+-- model).
+local function params_table(spec, partition)
     local p = {}
     for k, v in pairs(spec) do
         if k ~= "layers" and k ~= "cluster" and k ~= "tags" then p[k] = v end
@@ -281,14 +334,73 @@ local function params_json(spec, partition)
     p.layers = #spec.layers
     local c = spec.cluster
     if c then
-        p.cluster = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
-                        device = { memory = c.memory, flops_rate = c.flops_rate } }
+        local cp = CLUSTER_PARAMS[c]
+        if not cp then
+            cp = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
+                   device = { memory = c.memory, flops_rate = c.flops_rate } }
+            CLUSTER_PARAMS[c] = cp
+        end
+        p.cluster = cp
     end
-    return table.concat(json(p, {}))
+    return p
+end
+
+-- Whether a and b have the same JSON text for certain: the same table
+-- (a sweep's memo lives only while no user code can change one), string or
+-- boolean, or the same number of the same kind (1 and 1.0 print alike but
+-- 2^60 does not; 0.0 and -0.0 are equal and print apart).
+local function same_value(a, b)
+    if a ~= b then return false end
+    if type(a) ~= "number" then return true end
+    return math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+end
+
+-- run.params as JSON. m: a sweep's memo entry (prepare_run), or nil. With
+-- one, the first point's keys in order and each field's text are kept,
+-- and a later point with the same keys encodes only the fields whose
+-- values differ: the same text as json gives, without a sort or a walk
+-- of the unchanged fields per point.
+local function params_json(spec, partition, m)
+    local p = params_table(spec, partition)
+    local pj = m and m.params
+    if not pj then
+        local text = table.concat(json(p, {}))
+        if m and next(p) ~= nil then
+            local keys = {}
+            for k in pairs(p) do keys[#keys + 1] = k end
+            table.sort(keys)
+            local vals, frag = {}, {}
+            for i, k in ipairs(keys) do
+                vals[i] = p[k]
+                frag[i] = qkey(k) .. table.concat(json(p[k], {}))
+            end
+            m.params = { keys = keys, vals = vals, frag = frag, n = #keys }
+        end
+        return text
+    end
+    local keys, vals, frag = pj.keys, pj.vals, pj.frag
+    local n = 0
+    for _ in pairs(p) do n = n + 1 end
+    if n ~= pj.n then return table.concat(json(p, {})) end
+    local out = { "{" }
+    for i = 1, n do
+        local v = p[keys[i]]
+        if v == nil then return table.concat(json(p, {})) end
+        if i > 1 then out[#out + 1] = "," end
+        if same_value(v, vals[i]) then
+            out[#out + 1] = frag[i]
+        else
+            out[#out + 1] = qkey(keys[i])
+            json(v, out)
+        end
+    end
+    out[#out + 1] = "}"
+    return table.concat(out)
 end
 
 -- The sweep's place of a run in progress (lua/pipesim/sweep.lua sets it
--- around each point): { sweep = name, point = JSON, point_index = i }.
+-- around each point): { sweep = name, point = JSON, point_index = i,
+-- memo = prepare_run's memo for a `base` sweep, or nil }.
 local SWEEP_AT = nil
 -- Under --shard K/N with K > 0, runs outside a sweep are simulated but not
 -- recorded: shard 0 records them, so that merging the shards gives each
@@ -338,13 +450,57 @@ end
 -- The sweep module's hooks into ps.run and ps.collective.
 local function set_sweep_at(at) SWEEP_AT = at end
 
+-- The fields parallel.prepare reads besides the layers and the cluster:
+-- a sweep's lowered plans are kept per combination of their values.
+local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
+                      "recompute_method", "recompute_layers", "stages", "dp", "ranks",
+                      "placement" }
+local NIL = {} -- stands for nil in the plan memo's keys
+
+-- The memo entry of a sweep's run table: one per (layers, cluster)
+-- pair, holding the layers read once (sealed, core/bind_run.c) and the
+-- lowered plans. A sweep given as `base` runs no user code between its
+-- points (lua/pipesim/sweep.lua), so tables it shares cannot change
+-- while the memo lives; it is dropped when the sweep ends.
+local function memo_entry(memo, spec)
+    local by_layers = memo[spec.layers]
+    if not by_layers then by_layers = {}; memo[spec.layers] = by_layers end
+    local c = spec.cluster == nil and NIL or spec.cluster
+    local m = by_layers[c]
+    if not m then m = { plans = {} }; by_layers[c] = m end
+    return m
+end
+
+-- The plan memo's slot for spec's PLAN_FIELDS values (a trie on them), or
+-- nil for a value that cannot be a key (NaN).
+local function plan_slot(m, spec)
+    local node = m.plans
+    for _, k in ipairs(PLAN_FIELDS) do
+        local v = spec[k]
+        if v == nil then v = NIL elseif v ~= v then return nil end
+        local nxt = node[v]
+        if not nxt then nxt = {}; node[v] = nxt end
+        node = nxt
+    end
+    return node
+end
+
 -- Everything ps.run does before the core: field checks, model lowering
 -- (TP, recompute), the partition. Returns the core's table, the TP plan
 -- (or nil) and the partition; raises messages without a position, which
 -- ps.run puts at the scenario's line. ps.search (lua/pipesim/search.lua)
--- calls it too, to cost a configuration without simulating it.
-local function prepare_run(spec)
-    local checked, err = pcall(core.check_run, spec)
+-- calls it too, to cost a configuration without simulating it. memo (a
+-- sweep's, or nil): layers checked and lowered once per sweep rather than
+-- per point, with the same results.
+local function prepare_run(spec, memo)
+    local m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
+    local checked, err
+    if m and m.sealed then
+        checked, err = pcall(core.check_run, spec, m.sealed)
+    else
+        checked, err = pcall(core.check_run, spec, m ~= nil)
+        if checked and m then m.sealed = err end
+    end
     if not checked then error("ps.run: " .. err, 0) end
     local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
     -- The C core reads unit strings itself; only the weighted partitions
@@ -353,20 +509,33 @@ local function prepare_run(spec)
     -- Model layers, tensor parallelism and recompute modes are lowered in
     -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
     -- roofline, one core rank per TP group.
-    local plan, pspec, dev
+    local plan, pspec, dev, slot
     local ok
     local layers = spec.layers
-    if parallel.applies(spec) then
+    local applies
+    if m then -- parallel.applies, its scan of the layers done once
+        if m.shaped == nil then m.shaped = parallel.applies { layers = spec.layers } end
+        applies = m.shaped
+        for k in pairs(parallel.FIELDS) do applies = applies or spec[k] ~= nil end
+    else
+        applies = parallel.applies(spec)
+    end
+    if applies then
         local c = spec.cluster
         dev = type(c) == "userdata" and ROOFLINE[c] or nil
-        local memo
-        if type(c) == "userdata" then
-            memo = LOWERED[c]
-            if not memo then memo = {}; LOWERED[c] = memo end
+        slot = m and plan_slot(m, spec)
+        plan = slot and slot.plan
+        if not plan then
+            local lmemo
+            if type(c) == "userdata" then
+                lmemo = LOWERED[c]
+                if not lmemo then lmemo = {}; LOWERED[c] = lmemo end
+            end
+            ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
+                type(c) == "userdata" and c.ranks or nil, lmemo)
+            if not ok then error("ps.run: " .. plan, 0) end
+            if slot then slot.plan, slot.finish = plan, {} end
         end
-        ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
-            type(c) == "userdata" and c.ranks or nil, memo)
-        if not ok then error("ps.run: " .. plan, 0) end
         layers = plan.layers
         pspec = {}
         for k, val in pairs(spec) do pspec[k] = val end
@@ -387,10 +556,13 @@ local function prepare_run(spec)
     if plan then
         plan.layers = layers
         -- finish returns nothing: keep `partition` for run.params
-        local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec)
+        local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec,
+            slot and slot.finish)
         if not done then error("ps.run: " .. msg, 0) end
+    elseif m and layers == spec.layers then
+        args.layers = m.sealed -- the core reads the copy checked above
     end
-    return args, plan, partition
+    return args, plan, partition, m
 end
 
 -- partition = "search": a local search over stage boundaries (ps.partition
@@ -452,7 +624,7 @@ function ps.run(spec)
     -- the binding checks the fields read below (names at the top, counts,
     -- every layer) before anything is computed from them; core.run checks
     -- the rest
-    local ok, args, plan, partition = pcall(prepare_run, spec)
+    local ok, args, plan, partition, m = pcall(prepare_run, spec, SWEEP_AT and SWEEP_AT.memo)
     if not ok then error(args, 2) end
     if args.name == nil then
         args.name = type(spec.schedule) == "table" and "custom"
@@ -460,7 +632,7 @@ function ps.run(spec)
     end
     -- called by core.run once every field is checked (a table inside
     -- itself is an unknown field or a bad value before it reaches json)
-    args.params_json = function() return params_json(spec, partition) end
+    args.params_json = function() return params_json(spec, partition, m) end
     args.meta = run_meta("ps.run", spec)
     if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
     local r = call("ps.run", core.run, args)

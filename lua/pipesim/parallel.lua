@@ -5,6 +5,7 @@
 -- stream, per-rank parameters and activations after Korthikanti et al.
 -- 2022, and Megatron-LM's rank order tp-cp-ep-dp-pp.
 local check = require "pipesim.argcheck"
+local pcore = require "pipesim.core" -- core.seal_layers
 local roofline = require "pipesim.models.roofline"
 
 local M = {}
@@ -433,15 +434,78 @@ local function core_view(l)
     return c
 end
 
+-- The dtype of the first model layer (the optimizer step's).
+local function first_dtype(spec)
+    for _, l in ipairs(spec.layers) do
+        if type(l) == "table" and l.shape then return l.shape.dtype end
+    end
+end
+
+-- finish's fields of args beside the layers; stage_params: parameters per
+-- pipeline rank (index from 1).
+local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype)
+    local o = plan.o
+    args.checkpoint = full
+    if dev and spec.optimizer_time == nil then
+        -- every rank runs its own step; the core takes one figure, so the
+        -- most loaded rank's (the step ends when the slowest is done)
+        local most = 0
+        for _, p in pairs(stage_params) do most = math.max(most, p) end
+        if dtype == nil then dtype = first_dtype(spec) end
+        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
+    end
+    if plan.ranks then
+        args.ranks = plan.ranks
+        args.placement = nil
+    end
+    for k in pairs(M.FIELDS) do args[k] = nil end
+    -- recorded in the run row (core/rec.c)
+    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
+    plan.partition = partition
+end
+
+-- finish without full recompute, for a sweep's plan: the core's list
+-- (core_view of each model layer, plain layers as given), each layer's
+-- parameters and the dtype once per plan; per run only the sums per stage,
+-- added in the same order as finish adds them.
+local function finish_memo(plan, partition, args, dev, spec, memo)
+    local layers = plan.layers
+    if not memo.sealed then
+        local out, prm = {}, {}
+        for i, l in ipairs(layers) do
+            out[i] = spec.layers[i].shape == nil and l or core_view(l)
+            prm[i] = tonumber(l.params) or 0
+        end
+        memo.sealed = pcore.seal_layers(out)
+        memo.params, memo.dtype = prm, first_dtype(spec) or false
+    end
+    local prm = memo.params
+    local stage_params = {}
+    local at = 0
+    for sidx, count in ipairs(partition) do
+        local p = 0
+        for i = at + 1, at + count do p = p + prm[i] end
+        local r = (sidx - 1) % spec.stages + 1
+        stage_params[r] = (stage_params[r] or 0) + p
+        at = at + count
+    end
+    args.layers = memo.sealed
+    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil)
+end
+
 -- finish(plan, partition, args, dev): with the partition known, marks the
 -- checkpointed blocks of full recompute (Megatron's --recompute-method
 -- uniform: every k consecutive blocks of a stage are one unit keeping its
 -- input; block: the first k blocks of each stage, each keeping its input;
 -- the embedding and the head are never recomputed) and sets the default
--- optimizer step. Writes into args (the core's table).
-function M.finish(plan, partition, args, dev, spec)
+-- optimizer step. Writes into args (the core's table). memo (a table kept
+-- with a sweep's plan, or nil): without full recompute the core's layer
+-- list does not depend on the partition, so it is built and read by the
+-- core (core.seal_layers) once per plan and passed as sealed layers.
+function M.finish(plan, partition, args, dev, spec, memo)
     local o, layers = plan.o, plan.layers
     local full = o.recompute == "full"
+    if memo and not full then return finish_memo(plan, partition, args, dev, spec, memo) end
     local at = 0
     local out = {}
     local stage_params = {}
@@ -497,26 +561,7 @@ function M.finish(plan, partition, args, dev, spec)
         at = at + count
     end
     args.layers = out
-    args.checkpoint = full
-    if dev and spec.optimizer_time == nil then
-        -- every rank runs its own step; the core takes one figure, so the
-        -- most loaded rank's (the step ends when the slowest is done)
-        local most = 0
-        for _, p in pairs(stage_params) do most = math.max(most, p) end
-        local dtype
-        for _, l in ipairs(spec.layers) do
-            if type(l) == "table" and l.shape then dtype = l.shape.dtype; break end
-        end
-        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
-    end
-    if plan.ranks then
-        args.ranks = plan.ranks
-        args.placement = nil
-    end
-    for k in pairs(M.FIELDS) do args[k] = nil end
-    -- recorded in the run row (core/rec.c)
-    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
-    plan.partition = partition
+    finish_args(plan, partition, args, dev, spec, stage_params, full)
 end
 
 -- annotate(r, plan): adds the parallel layout to ps.run's result: tp,

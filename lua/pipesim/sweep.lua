@@ -180,7 +180,7 @@ local function parse(spec, json)
     for i, p in ipairs(points) do
         jsons[i] = table.concat(json(plain(p, string.format("points[%d]", i)), {}))
     end
-    return name, points, jsons, run, jobs
+    return name, points, jsons, run, jobs, base ~= nil
 end
 
 local running = false
@@ -189,8 +189,12 @@ function M.run(ps, spec, hooks)
     if running then
         error("ps.sweep: a sweep's run function cannot start another sweep", 2)
     end
-    local ok, name, points, jsons, run, cap = pcall(parse, spec, hooks.json)
+    local ok, name, points, jsons, run, cap, shared = pcall(parse, spec, hooks.json)
     if not ok then error(name, 2) end
+    -- with `base`, no user code runs between the points, so what they
+    -- share (the layers, the cluster) is checked and lowered once: ps.run's
+    -- memo for this sweep (lua/pipesim/init.lua prepare_run)
+    local memo = shared and {} or nil
     core.sweep_begin()
     local jobs, shard_k, shard_n = core.sweep_info()
     if cap and cap < jobs then jobs = cap end
@@ -212,7 +216,7 @@ function M.run(ps, spec, hooks)
             error(where() .. "run must return a ps.run (or ps.collective) table, got " ..
                 (type(t) == "table" and "a table with a metatable" or check.show(t)), 0)
         end
-        hooks.at({ sweep = name, point = jsons[i + 1], point_index = i })
+        hooks.at({ sweep = name, point = jsons[i + 1], point_index = i, memo = memo })
         local f = t.op ~= nil and ps.collective or ps.run
         local okf, r = pcall(f, t)
         hooks.at(nil)
@@ -227,11 +231,19 @@ function M.run(ps, spec, hooks)
     end
 
     running = true
+    -- the points' runs commit in batches (core/bind_sweep.c); ending the
+    -- batches commits them, before any id is returned or an error raised
+    core.sweep_batch(true)
+    local function stop(err)
+        running = false
+        local okb, berr = pcall(core.sweep_batch, false)
+        if err ~= nil then error(err, 3) end
+        if not okb then error(berr, 3) end
+    end
     local results
     if jobs > 1 and #mine > 1 then
         local okm, res = pcall(core.sweep_map, #mine, jobs, eval)
-        running = false
-        if not okm then error(res, 2) end
+        stop(not okm and res or nil)
         results = res
         for j, r in ipairs(results) do
             r.point = points[mine[j] + 1]
@@ -242,15 +254,14 @@ function M.run(ps, spec, hooks)
         for j = 1, #mine do
             local okr, r = pcall(eval, j)
             if not okr then
-                running = false
                 core.sweep_progress(0, 0)
-                error(r, 2)
+                stop(r)
             end
             results[j] = r
             core.sweep_progress(j, #mine)
         end
         core.sweep_progress(0, 0)
-        running = false
+        stop(nil)
     end
     return results
 end

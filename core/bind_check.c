@@ -31,6 +31,7 @@ static const char *key_of(const char *name)
     return dot ? dot + 1 : name;
 }
 
+/* [-0, +1] pushes the text it returns */
 const char *bind_show(lua_State *L, int idx)
 {
     idx = lua_absindex(L, idx);
@@ -66,6 +67,7 @@ const char *bind_show(lua_State *L, int idx)
     return lua_tostring(L, -1);
 }
 
+/* [-0, +0] raises */
 void bind_field_error(lua_State *L, const char *name, const char *what,
                       int value)
 {
@@ -144,7 +146,7 @@ static int is_known(const char *k, const char *const *known)
     return 0;
 }
 
-/* Raises "<path>: unknown field 'k' (did you mean 'x'?)", or with the
+/* [-0, +0] Raises "<path>: unknown field 'k' (did you mean 'x'?)", or with the
  * known names when none is close. */
 static void unknown_field(lua_State *L, const char *path, const char *k,
                           const char *const *known)
@@ -292,6 +294,7 @@ lua_Integer bind_list_len(lua_State *L, int idx, const char *name)
     return n;
 }
 
+/* [-0, +(0|1)] pushes the table when it returns 1 */
 int bind_table(lua_State *L, int idx, const char *name, const char *hint)
 {
     int t = lua_getfield(L, idx, key_of(name));
@@ -310,6 +313,7 @@ int bind_table(lua_State *L, int idx, const char *name, const char *hint)
 
 /* --- field readers --- */
 
+/* [-0, +0] */
 int bind_parse_quantity(lua_State *L, int idx, int kind, double *out,
                         ps_err *err)
 {
@@ -329,8 +333,8 @@ static const char *push_name(lua_State *L, const char *path, const char *key)
     return lua_tostring(L, -1);
 }
 
-/* The quantity at the top of the stack (not nil) into *out; must be > min
- * (strict) or >= min unless min is -INFINITY. */
+/* [-0, +0] The quantity at the top of the stack (not nil) into *out; must be >
+ * min (strict) or >= min unless min is -INFINITY. */
 static void quantity_at_top(lua_State *L, const char *path, const char *key,
                             int kind, double min, int strict, double *out)
 {
@@ -365,6 +369,7 @@ static void quantity_at_top(lua_State *L, const char *path, const char *key,
     }
 }
 
+/* [-0, +0] */
 void bind_quantity(lua_State *L, int idx, const char *name, int kind,
                    double *out)
 {
@@ -374,12 +379,14 @@ void bind_quantity(lua_State *L, int idx, const char *name, int kind,
     lua_pop(L, 1);
 }
 
+/* [-0, +0] */
 int bind_quantity_min(lua_State *L, int idx, const char *name, int kind,
                       double min, int strict, double *out)
 {
     return bind_quantity_in(L, idx, NULL, name, kind, min, strict, out);
 }
 
+/* [-0, +0] */
 int bind_quantity_in(lua_State *L, int idx, const char *path, const char *key,
                      int kind, double min, int strict, double *out)
 {
@@ -393,12 +400,14 @@ int bind_quantity_in(lua_State *L, int idx, const char *path, const char *key,
     return 1;
 }
 
+/* [-0, +0] leaves the value on top */
 void bind_quantity_top(lua_State *L, const char *path, const char *key,
                        int kind, double min, int strict, double *out)
 {
     quantity_at_top(L, path, key, kind, min, strict, out);
 }
 
+/* [-0, +0] */
 const char *bind_string_in(lua_State *L, int idx, const char *path,
                            const char *key)
 {
@@ -417,6 +426,7 @@ const char *bind_string_in(lua_State *L, int idx, const char *path,
     return s;
 }
 
+/* [-0, +0] */
 void bind_integer(lua_State *L, int idx, const char *name, long long *out)
 {
     lua_getfield(L, idx, key_of(name));
@@ -430,6 +440,7 @@ void bind_integer(lua_State *L, int idx, const char *name, long long *out)
     lua_pop(L, 1);
 }
 
+/* [-0, +0] */
 int bind_int(lua_State *L, int idx, const char *name, long long lo,
              long long hi, long long *out)
 {
@@ -443,6 +454,7 @@ int bind_int(lua_State *L, int idx, const char *name, long long lo,
     return 1;
 }
 
+/* [-0, +0] */
 void bind_check_int(lua_State *L, int idx, const char *name, long long lo,
                     long long hi, long long *out)
 {
@@ -462,6 +474,7 @@ void bind_check_int(lua_State *L, int idx, const char *name, long long lo,
     *out = v;
 }
 
+/* [-0, +0] */
 void bind_boolean(lua_State *L, int idx, const char *name, int *out)
 {
     lua_getfield(L, idx, key_of(name));
@@ -473,6 +486,7 @@ void bind_boolean(lua_State *L, int idx, const char *name, int *out)
     lua_pop(L, 1);
 }
 
+/* [-0, +0] */
 const char *bind_string(lua_State *L, int idx, const char *name)
 {
     lua_getfield(L, idx, key_of(name));
@@ -489,6 +503,7 @@ const char *bind_string(lua_State *L, int idx, const char *name)
     return s;
 }
 
+/* [-0, +0] */
 enum eng_p2p bind_p2p(lua_State *L, int idx, int *pytorch)
 {
     const char *p2p = bind_string(L, idx, "p2p");
@@ -508,6 +523,7 @@ enum eng_p2p bind_p2p(lua_State *L, int idx, int *pytorch)
     return ENG_RENDEZVOUS;
 }
 
+/* [-0, +0] */
 int bind_record(lua_State *L, int idx, enum rec_level *level)
 {
     const char *r = bind_string(L, idx, "record");

@@ -177,6 +177,40 @@ double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
     return busy + idle > 0 ? idle / (busy + idle) : NAN;
 }
 
+double pipe_closed_form_dual(enum sched_kind kind, int32_t p, int32_t m,
+                             double f, double b, double w)
+{
+    /* DeepSeek-V3 technical report (arXiv:2412.19437), section 3.2.1,
+     * Table 2, which github.com/deepseek-ai/DualPipe's README repeats:
+     * the bubble of DualPipe is (PP/2 - 1)(F&B + B - 3W), PP pipeline
+     * stages, F a forward chunk, B a full backward chunk, W its weight
+     * part, F&B an overlapped forward and backward. DualPipe on p ranks has
+     * PP = p; DualPipeV, DualPipe "cut in half", holds PP = 2p stages on p
+     * ranks. Here B = b + w and F&B = F + B, pipesim's F&B when nothing
+     * says it hides time (sched.h): every rank is then busy m (f + b + w)
+     * (DualPipe: m/2 microbatches each way through its two chunks) or
+     * 2m (f + b + w) (DualPipeV: all m through both), so every rank idles
+     * the same and the mean fraction is the table's idle over busy + idle.
+     * The form is exact with f = b = w and m >= 2p (tests/unit/test_ds.c,
+     * test_pipe.c); with unequal parts it bounds the worst rank only. */
+    double busy, pp;
+    switch (kind) {
+    case SCHED_DUALPIPE:
+        busy = m * (f + b + w);
+        pp = p;
+        break;
+    case SCHED_DUALPIPEV:
+        busy = 2.0 * m * (f + b + w);
+        pp = 2.0 * p;
+        break;
+    default: return NAN;
+    }
+    if (m < 2 * p || f != b || b != w)
+        return NAN;
+    double idle = (pp / 2 - 1) * ((f + b + w) + (b + w) - 3 * w);
+    return busy + idle > 0 ? idle / (busy + idle) : NAN;
+}
+
 static int grow(void **p, size_t n, size_t sz)
 {
     void *q = realloc(*p, (n + 1) * sz);
@@ -434,9 +468,8 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
- * rows are complete (a failed run records them when they are). events:
- * event rows will be written, which read the programs back. */
-static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
+ * rows are complete (a failed run records them when they are). */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
                     pipe_result *res, int *built, ps_err *err)
 {
     res->closed_form_bubble = NAN;
@@ -522,10 +555,11 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
-    /* without event rows, data parallelism or faults nothing reads the
-     * programs back: the built-in schedules then stream, generated as the
-     * engine runs (gen_pipe.h), and ps stays empty */
-    int streamed = !events && cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
+    /* without data parallelism or faults nothing reads the programs back
+     * (event rows are streamed from the engine's hook, rec_stream.c): the
+     * built-in schedules then stream, generated as the engine runs
+     * (gen_pipe.h), and ps stays empty */
+    int streamed = cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
                    !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
     if (streamed) { /* one replica: sched_lower's j = 0 */
@@ -612,8 +646,15 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
         /* a slow or stalled rank, a failed link: not the closed form */
         if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0)) {
             const sched_stage *g = &ctx->stages[0];
+            int dual = cfg->schedule == SCHED_DUALPIPE ||
+                       cfg->schedule == SCHED_DUALPIPEV;
             res->closed_form_bubble =
-                sched_splits(&spec)
+                dual ? (!cfg->checkpoint && !cfg->fb_given
+                            ? pipe_closed_form_dual(cfg->schedule, cfg->p,
+                                                    cfg->m, g->fwd, g->bwd,
+                                                    g->wgt)
+                            : NAN)
+                : sched_splits(&spec)
                     ? (cfg->v == 1 && !cfg->checkpoint
                            ? pipe_closed_form_split(cfg->schedule, cfg->p,
                                                     cfg->m, g->fwd, g->bwd,
@@ -644,7 +685,7 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         return PS_ERR;
     if (events)
         eng_set_sink(ctx->eng, &sink);
-    int rc = simulate(ctx, cfg, nw, events, res, &built, err);
+    int rc = simulate(ctx, cfg, nw, res, &built, err);
     if (events)
         eng_set_sink(ctx->eng, NULL);
     /* a run cut short by a signal or a limit leaves no rows: the whole

@@ -43,10 +43,15 @@ table.sort(reasons)
 for _, k in ipairs(reasons) do print(string.format("  dropped %-15s %6d", k, res.dropped[k])) end
 print(string.format("  valid and fitting %5d: simulated %d, skipped by the bound %d",
     res.valid, res.simulated, res.pruned))
+if res.shard then
+    -- --shard K/N with prune = "none": this shard's configurations only
+    print(string.format("  shard %d/%d: %d of them are the other shards'", res.shard.k,
+        res.shard.n, res.valid - res.simulated))
+end
 local function row(r)
     return string.format("  %-48s %8.3f s %8.1f GiB", r.label, r.step_time, r.peak_memory / 2 ^ 30)
 end
 print("best:")
-print(row(res.best))
+print(res.best and row(res.best) or "  none (no configuration of this shard fits)")
 print("Pareto front (step time against peak memory):")
 for _, r in ipairs(res.pareto) do print(row(r)) end

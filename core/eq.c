@@ -7,6 +7,7 @@
  * a pipeline of uniform stages). */
 #include "eq.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "limit.h"
@@ -16,7 +17,7 @@ void eq_init(eq *q)
     q->heap = NULL;
     q->n = q->cap = 0;
     for (int i = 0; i < EQ_RUNS; i++)
-        q->run[i] = (eq_run){NULL, 0, 0, 0, 0};
+        q->run[i] = (eq_run){NULL, 0, 0, 0};
     q->nruns = 0;
     q->next_seq = 0;
 }
@@ -49,27 +50,26 @@ static inline int before_nb(const eq_event *a, const eq_event *b)
     return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
 }
 
-/* Doubles run r's ring (unwrapped); -1 when out of memory. */
-static int run_grow(eq_run *r)
+/* Doubles run r's ring (unwrapped); -1 when out of memory. Once per
+ * doubling: out of the per-event path. */
+static __attribute__((noinline)) int run_grow(eq_run *r)
 {
-    uint32_t cap = r->mask + 1;
-    if (!r->ev)
-        cap = 128; /* doubled below: 256 */
-    else if (cap > UINT32_MAX / 2)
+    uint32_t cap = r->cap ? r->cap * 2 : 256;
+    if (r->cap > UINT32_MAX / 2)
         return -1;
-    eq_event *ev = limit_malloc((size_t)cap * 2 * sizeof *ev);
+    eq_event *ev = limit_malloc((size_t)cap * sizeof *ev);
     if (!ev)
         return -1;
     for (uint32_t i = 0; i < r->len; i++)
-        ev[i] = r->ev[(r->head + i) & r->mask];
+        ev[i] = r->ev[(r->head + i) & (r->cap - 1)];
     limit_free(r->ev);
     r->ev = ev;
     r->head = 0;
-    r->mask = cap * 2 - 1;
+    r->cap = cap;
     return 0;
 }
 
-static int heap_push(eq *q, const eq_event *ev)
+static __attribute__((noinline)) int heap_push(eq *q, const eq_event *ev)
 {
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 256;
@@ -91,61 +91,67 @@ static int heap_push(eq *q, const eq_event *ev)
     return 0;
 }
 
-int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
+int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
 {
     eq_event ev = {t, q->next_seq++, type, id, version};
     /* the run ending latest but not after t: its events all come before
      * ev (their seq is smaller), so it stays sorted by (t, seq) */
-    int best = -1;
-    double last = 0;
-    for (int i = 0; i < q->nruns; i++) {
-        double l = q->run[i].last;
-        if (l <= t && (best < 0 || l > last)) {
+    int nr = q->nruns, best = -1;
+    double last = -INFINITY;
+    for (int i = 0; i < nr; i++) {
+        double l = q->last[i];
+        if (l <= t && l >= last) {
             best = i;
             last = l;
         }
     }
     if (best < 0) {
-        if (q->nruns == EQ_RUNS)
+        if (nr == EQ_RUNS)
             return heap_push(q, &ev);
-        best = q->nruns;
+        best = nr;
         q->run[best].head = q->run[best].len = 0;
     }
     eq_run *r = &q->run[best];
-    if ((!r->ev || r->len > r->mask) && run_grow(r))
+    if (r->len == r->cap && run_grow(r))
         return -1;
-    r->ev[(r->head + r->len) & r->mask] = ev;
+    r->ev[(r->head + r->len) & (r->cap - 1)] = ev;
     r->len++;
-    r->last = t;
-    if (best == q->nruns)
+    q->last[best] = t;
+    if (best == nr) { /* a new run counts once it holds the event */
+        q->first_t[best] = t;
+        q->first_seq[best] = ev.seq;
         q->nruns++;
+    }
     return 0;
 }
 
-/* The earliest event: a run's head (*which = its index) or the heap's top
- * (*which = -1); NULL when empty. */
-static inline const eq_event *first(const eq *q, int *which)
+/* The run holding the earliest event, or -1 for the heap's top (or an
+ * empty queue). */
+static inline int first(const eq *q)
 {
-    const eq_event *b = q->n > 0 ? &q->heap[0] : NULL;
-    int w = -1;
-    for (int i = 0; i < q->nruns; i++) {
-        const eq_event *h = &q->run[i].ev[q->run[i].head];
-        if (!b || before(h, b)) {
-            b = h;
+    int w = -1, nr = q->nruns;
+    double t = q->n > 0 ? q->heap[0].t : INFINITY;
+    uint64_t seq = q->n > 0 ? q->heap[0].seq : UINT64_MAX;
+    for (int i = 0; i < nr; i++) {
+        double ti = q->first_t[i];
+        if (ti < t || (ti == t && q->first_seq[i] < seq)) {
+            t = ti;
+            seq = q->first_seq[i];
             w = i;
         }
     }
-    *which = w;
-    return b;
+    /* times that compare false with everything (NaN) still pop */
+    if (w < 0 && q->n == 0 && nr > 0)
+        w = 0;
+    return w;
 }
 
 int eq_peek(const eq *q, eq_event *out)
 {
-    int which;
-    const eq_event *b = first(q, &which);
-    if (!b)
+    int w = first(q);
+    if (w < 0 && q->n == 0)
         return -1;
-    *out = *b;
+    *out = w < 0 ? q->heap[0] : q->run[w].ev[q->run[w].head];
     return 0;
 }
 
@@ -177,23 +183,30 @@ static void heap_pop(eq *q, eq_event *out)
     h[i] = last;
 }
 
-int eq_pop(eq *q, eq_event *out)
+int eq_pop_slow(eq *q, eq_event *out)
 {
-    int which;
-    const eq_event *b = first(q, &which);
-    if (!b)
-        return -1;
-    if (which < 0) {
+    int w = first(q);
+    if (w < 0) {
+        if (q->n == 0)
+            return -1;
         heap_pop(q, out);
         return 0;
     }
-    *out = *b;
-    eq_run *r = &q->run[which];
-    r->head = (r->head + 1) & r->mask;
-    if (--r->len == 0) { /* keep the runs in use first */
-        eq_run tmp = *r;
-        *r = q->run[q->nruns - 1];
-        q->run[--q->nruns] = tmp;
+    eq_run *r = &q->run[w];
+    *out = r->ev[r->head];
+    r->head = (r->head + 1) & (r->cap - 1);
+    if (--r->len > 0) {
+        q->first_t[w] = r->ev[r->head].t;
+        q->first_seq[w] = r->ev[r->head].seq;
+        return 0;
     }
+    /* keep the runs in use first */
+    int l = --q->nruns;
+    eq_run tmp = *r;
+    *r = q->run[l];
+    q->run[l] = tmp;
+    q->last[w] = q->last[l];
+    q->first_t[w] = q->first_t[l];
+    q->first_seq[w] = q->first_seq[l];
     return 0;
 }

@@ -48,16 +48,20 @@ typedef struct eq_event {
 /* One sorted run: a ring buffer whose capacity is a power of two. */
 typedef struct eq_run {
     eq_event *ev;
-    uint32_t head, len, mask; /* mask = capacity - 1; capacity 0: ev NULL */
-    double last;              /* t of its last event while len > 0 */
+    uint32_t head, len, cap; /* cap 0: ev NULL */
 } eq_run;
 
 typedef struct eq {
     eq_event *heap; /* min-heap of the events no run could take */
     size_t n, cap;
-    eq_run run[EQ_RUNS]; /* run[0 .. nruns) are not empty; the others keep
-                            their buffers for reuse */
-    int nruns;
+    int nruns; /* run[0 .. nruns) are not empty; the others keep their
+                  buffers for reuse */
+    /* per run in use, side by side for push's and pop's scans: the time
+     * of its last event, and the time and sequence of its first */
+    double last[EQ_RUNS];
+    double first_t[EQ_RUNS];
+    uint64_t first_seq[EQ_RUNS];
+    eq_run run[EQ_RUNS];
     uint64_t next_seq;
 } eq;
 
@@ -69,11 +73,43 @@ void eq_free(eq *q);
 /* Empties the queue and restarts sequence numbers, keeping its memory. */
 void eq_clear(eq *q);
 
-/* Adds an event. Returns 0, or -1 when memory runs out. */
-int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version);
+/* The general cases of eq_push and eq_pop below (any number of runs, the
+ * heap); call those. */
+int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version);
+int eq_pop_slow(eq *q, eq_event *out);
 
-/* Removes the earliest event into *out. Returns 0, or -1 when empty. */
-int eq_pop(eq *q, eq_event *out);
+/* Adds an event. Returns 0, or -1 when memory runs out. Inline for the
+ * common case of one run taking it (a collective's transfers end in
+ * push order). */
+static inline int eq_push(eq *q, double t, int32_t type, int32_t id,
+                          uint32_t version)
+{
+    eq_run *r = &q->run[0];
+    if (q->nruns == 1 && q->last[0] <= t && r->len < r->cap) {
+        r->ev[(r->head + r->len) & (r->cap - 1)] =
+            (eq_event){t, q->next_seq++, type, id, version};
+        r->len++;
+        q->last[0] = t;
+        return 0;
+    }
+    return eq_push_slow(q, t, type, id, version);
+}
+
+/* Removes the earliest event into *out. Returns 0, or -1 when empty.
+ * Inline for one run of more than one event and an empty heap. */
+static inline int eq_pop(eq *q, eq_event *out)
+{
+    eq_run *r = &q->run[0];
+    if (q->nruns == 1 && q->n == 0 && r->len > 1) {
+        *out = r->ev[r->head];
+        r->head = (r->head + 1) & (r->cap - 1);
+        r->len--;
+        q->first_t[0] = r->ev[r->head].t;
+        q->first_seq[0] = r->ev[r->head].seq;
+        return 0;
+    }
+    return eq_pop_slow(q, out);
+}
 
 /* Copies the earliest event into *out without removing it. Returns 0, or -1
  * when empty. */

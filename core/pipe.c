@@ -95,6 +95,26 @@ void pipe_config_init(pipe_config *cfg)
     cfg->overlap = 1;
 }
 
+void pipe_layer_init(pipe_layer *l)
+{
+    *l = (pipe_layer){
+        .fwd_flops = -1,
+        .bwd_flops = -1,
+        .fwd_time = -1,
+        .bwd_time = -1,
+        .in_bytes = -1,
+        .bwd_input_flops = -1,
+        .bwd_weight_flops = -1,
+        .bwd_input_time = -1,
+        .bwd_weight_time = -1,
+        .bwd_weight_bytes = -1,
+        .recompute_time = -1,
+        .kept_bytes = -1,
+        .tp_comm_time = -1,
+        .tp_exposed_time = -1,
+    };
+}
+
 int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err)
 {
     if (strcmp(name, "dp_inner") == 0)
@@ -472,9 +492,8 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
- * rows are complete (a failed run records them when they are). events:
- * event rows will be written, which read the programs back. */
-static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
+ * rows are complete (a failed run records them when they are). */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
                     pipe_result *res, int *built, ps_err *err)
 {
     res->closed_form_bubble = NAN;
@@ -560,10 +579,11 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
-    /* without event rows, data parallelism or faults nothing reads the
-     * programs back: the built-in schedules then stream, generated as the
-     * engine runs (gen_pipe.h), and ps stays empty */
-    int streamed = !events && cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
+    /* without data parallelism or faults nothing reads the programs back
+     * (event rows are streamed from the engine's hook, rec_stream.c): the
+     * built-in schedules then stream, generated as the engine runs
+     * (gen_pipe.h), and ps stays empty */
+    int streamed = cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
                    !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
     if (streamed) { /* one replica: sched_lower's j = 0 */
@@ -689,7 +709,7 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         return PS_ERR;
     if (events)
         eng_set_sink(ctx->eng, &sink);
-    int rc = simulate(ctx, cfg, nw, events, res, &built, err);
+    int rc = simulate(ctx, cfg, nw, res, &built, err);
     if (events)
         eng_set_sink(ctx->eng, NULL);
     /* a run cut short by a signal or a limit leaves no rows: the whole

@@ -45,6 +45,12 @@ typedef struct pipe_layer {
     double tp_comm_time, tp_exposed_time;
 } pipe_layer;
 
+/* Sets l to a layer with every optional field "not given" (< 0, the
+ * defaults pipe_layer's comments name) and every figure 0: what a layer
+ * table that sets nothing reads as (bind_run.c's defaults), for callers in
+ * C that then set what they have. */
+void pipe_layer_init(pipe_layer *l);
+
 typedef struct pipe_config {
     const char *name;
     enum sched_kind schedule;

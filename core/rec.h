@@ -64,6 +64,11 @@
  * processes may write one file; a writer that finds it locked retries with
  * jittered backoff for up to REC_BUSY_LIMIT_S seconds. A run that fails half
  * way (constraint, full disk) is rolled back whole: nothing of it remains.
+ * A path that does not exist yet is made complete (schema, WAL mode) in a
+ * scratch file beside it and linked into place (rec_schema.c), so no
+ * process sees half a schema. The log is checkpointed at 1000 frames as
+ * SQLite would, after a streamed run's commit on the writer thread's own
+ * connection (rec_writer.c) rather than inside it; rec_close waits for it.
  *
  * Interrupts (SIGINT/SIGTERM): let a rec_write in progress return (do not
  * exit or longjmp from the handler), then rec_close. Nothing is pending
@@ -211,9 +216,9 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
  * lock is held between the batch's runs (at most 0.1 s plus one run). */
 void rec_set_batch(rec_db *db, int on);
 
-/* Makes a new database a scratch file: no journal, no fsync (a crash
- * leaves it damaged; a sweep worker's files, which the writer copies only
- * once their worker has closed them). */
+/* Makes a new database a scratch file: its journal in memory, no fsync
+ * (a crash leaves it damaged; a sweep worker's files, which the writer
+ * copies only once their worker has closed them). */
 int rec_scratch(rec_db *db, ps_err *err);
 
 /* Streaming the timeline (issue 12): rows written as the engine reports
@@ -222,7 +227,10 @@ int rec_scratch(rec_db *db, ps_err *err);
  * that run's rec_write) and fills *sink for eng_set_sink: each COMPUTE op
  * becomes an event row and each SEND a transfer row, in completion order,
  * and each change of the engine's memory ledger a memory row (each rank's
- * baseline first), REC_ROWS to an INSERT (no SQL per op). The payload's
+ * baseline first), REC_ROWS to an INSERT (no SQL per op; the engine's
+ * thread copies each row into a block that a writer thread inserts,
+ * rec_writer.c; PIPESIM_REC_THREAD=0 binds them on the caller's thread,
+ * the test mode that compares both). The payload's
  * programs are then not read. The following rec_write at REC_EVENTS of an
  * ok run writes the rest (run, summary, links, the spans) and commits; for a
  * failed run or another level it drops the streamed rows first.

@@ -4,6 +4,9 @@
  * transaction, which rec_write (rec.c) completes and commits. The per-op path
  * binds values into the prepared REC_ROWS-row INSERT and steps it once per
  * REC_ROWS rows. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "eng.h"
 #include "rec_impl.h"
 
@@ -42,6 +45,11 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
     }
     db->streaming = 1;
     db->stream_rc = PS_OK;
+    /* rows to the writer thread when it can start, else bound here (and
+     * always with PIPESIM_REC_THREAD=0, the test mode that compares both) */
+    const char *thread = getenv("PIPESIM_REC_THREAD");
+    db->writing =
+        !(thread && strcmp(thread, "0") == 0) && rec_writer_start(db) == PS_OK;
     *sink =
         (eng_sink){.op_done = stream_op, .mem_change = stream_mem, .ctx = db};
     return PS_OK;
@@ -51,6 +59,9 @@ void rec_stream_cancel(rec_db *db)
 {
     if (!db || !db->streaming)
         return;
+    if (db->writing)
+        rec_writer_discard(db);
+    db->writing = 0;
     db->streaming = 0;
     for (int i = 0; i < NROWS; i++)
         db->rows[i].n = 0;

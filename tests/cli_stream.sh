@@ -1,6 +1,8 @@
 #!/bin/sh
 # Streaming engine (issue 12): generated programs give the rows their
 # arrays give (PIPESIM_ARRAY=1, the test mode that forces the array path),
+# the recorder's writer thread the rows of binding them on the engine's
+# thread (PIPESIM_REC_THREAD=0),
 # runs are deterministic bit for bit, and a 4096-rank ring allreduce runs
 # with record = "none" in O(ranks) memory at the closed form's time.
 # Env from tests/run.sh: BIN, TMP, VG.
@@ -52,6 +54,8 @@ dump() {
 if $VG "$BIN" run "$TMP/stream.lua" -o "$TMP/gen.db" >"$TMP/stream.out" 2>&1 &&
     $VG "$BIN" run "$TMP/stream.lua" -o "$TMP/gen2.db" >>"$TMP/stream.out" 2>&1 &&
     PIPESIM_ARRAY=1 $VG "$BIN" run "$TMP/stream.lua" -o "$TMP/array.db" \
+        >>"$TMP/stream.out" 2>&1 &&
+    PIPESIM_REC_THREAD=0 $VG "$BIN" run "$TMP/stream.lua" -o "$TMP/nothread.db" \
         >>"$TMP/stream.out" 2>&1; then
     ok
     dump "$TMP/gen.db" >"$TMP/gen.sql"
@@ -61,6 +65,10 @@ if $VG "$BIN" run "$TMP/stream.lua" -o "$TMP/gen.db" >"$TMP/stream.out" 2>&1 &&
     cmp -s "$TMP/gen.sql" "$TMP/array.sql" && ok ||
         bad "generated and array rows differ: $(diff "$TMP/gen.sql" "$TMP/array.sql" | head -n 4)"
     cmp -s "$TMP/gen.sql" "$TMP/gen2.sql" && ok || bad "two runs differ"
+    # the writer thread (rec_writer.c) and rows bound on the engine's thread
+    dump "$TMP/nothread.db" >"$TMP/nothread.sql"
+    cmp -s "$TMP/gen.sql" "$TMP/nothread.sql" && ok ||
+        bad "rows with and without the writer thread differ: $(diff "$TMP/gen.sql" "$TMP/nothread.sql" | head -n 4)"
 else
     bad "stream.lua: $(tail -n 3 "$TMP/stream.out")"
 fi

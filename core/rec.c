@@ -471,9 +471,10 @@ void rec_run_rollback(rec_db *db)
 
 int rec_scratch(rec_db *db, ps_err *err)
 {
-    /* no journal and no syncs: a scratch file nobody reads if its writer
-     * dies (a sweep worker's: the writer copies only finished chunks) */
-    return rec_exec_sql(db, "PRAGMA journal_mode = OFF", err) ||
+    /* the journal in memory (a failed run still rolls back) and no syncs:
+     * a scratch file nobody reads if its writer dies (a sweep worker's:
+     * the writer copies only finished chunks) */
+    return rec_exec_sql(db, "PRAGMA journal_mode = MEMORY", err) ||
                    rec_exec_sql(db, "PRAGMA synchronous = OFF", err)
                ? PS_ERR
                : PS_OK;

@@ -216,9 +216,9 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
  * lock is held between the batch's runs (at most 0.1 s plus one run). */
 void rec_set_batch(rec_db *db, int on);
 
-/* Makes a new database a scratch file: no journal, no fsync (a crash
- * leaves it damaged; a sweep worker's files, which the writer copies only
- * once their worker has closed them). */
+/* Makes a new database a scratch file: its journal in memory, no fsync
+ * (a crash leaves it damaged; a sweep worker's files, which the writer
+ * copies only once their worker has closed them). */
 int rec_scratch(rec_db *db, ps_err *err);
 
 /* Streaming the timeline (issue 12): rows written as the engine reports

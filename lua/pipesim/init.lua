@@ -635,6 +635,8 @@ function ps.run(spec)
     args.params_json = function() return params_json(spec, partition, m) end
     args.meta = run_meta("ps.run", spec)
     if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
+    -- the core views of model layers, read once (parallel.finish)
+    if plan and plan.sealed_layers then args.layers = plan.sealed_layers end
     local r = call("ps.run", core.run, args)
     r.db = spec.db
     if plan then parallel.annotate(r, plan) end

@@ -434,6 +434,29 @@ local function core_view(l)
     return c
 end
 
+-- Sealed copies (core.seal_layers) of lists of core views, by the list's
+-- first view (weak): core views are this module's own tables, memoised
+-- with their lowered layers and never changed, so a list holding the same
+-- views as a kept one reads the same, and the core need not read its
+-- layers again (a ps.run loop over partitions of one model). Each entry:
+-- { list = the views, sealed = their copy }.
+local SEALED_VIEWS = setmetatable({}, { __mode = "k" })
+
+local function sealed_views(out)
+    local hit = SEALED_VIEWS[out[1]]
+    if hit and #hit.list == #out then
+        local list = hit.list
+        local same = true
+        for i = 2, #out do
+            if list[i] ~= out[i] then same = false; break end
+        end
+        if same then return hit.sealed end
+    end
+    local sealed = pcore.seal_layers(out)
+    SEALED_VIEWS[out[1]] = { list = out, sealed = sealed }
+    return sealed
+end
+
 -- The dtype of the first model layer (the optimizer step's).
 local function first_dtype(spec)
     for _, l in ipairs(spec.layers) do
@@ -509,6 +532,7 @@ function M.finish(plan, partition, args, dev, spec, memo)
     local at = 0
     local out = {}
     local stage_params = {}
+    local all_views = not full -- every entry of out a core_view
     for sidx, count in ipairs(partition) do
         local blocks = 0
         for i = at + 1, at + count do
@@ -525,6 +549,7 @@ function M.finish(plan, partition, args, dev, spec, memo)
             local c
             if spec.layers[i].shape == nil then
                 c = l -- a plain layer goes to the core as the user wrote it
+                all_views = false
             elseif full then
                 c = {}
                 for k, v in pairs(core_view(l)) do c[k] = v end
@@ -561,6 +586,8 @@ function M.finish(plan, partition, args, dev, spec, memo)
         at = at + count
     end
     args.layers = out
+    -- for core.run (ps.run passes it instead of out; ps.search reads out)
+    plan.sealed_layers = all_views and sealed_views(out) or nil
     finish_args(plan, partition, args, dev, spec, stage_params, full)
 end
 

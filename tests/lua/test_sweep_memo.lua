@@ -62,6 +62,24 @@ do
         "the same message: " .. tostring(err) .. " / " .. tostring(alone))
 end
 
+-- a ps.run loop reuses the core's copy of the same lowered layers
+-- (parallel.finish's sealed views), never a stale one: a changed layer is
+-- lowered again and read again
+do
+    local m = ps.models.preset("llama2-7b", { seq = 2048, microbatch = 1 })
+    local t = { cluster = cluster, layers = m, stages = 4, microbatches = 8, record = "none",
+                partition = { 1, 12, 9, 12 } }
+    local r1 = ps.run(t)
+    H.eq(ps.run(t).makespan, r1.makespan, "the same layers: the same makespan")
+    local old = m[5].fwd_time
+    m[5].fwd_time = 0.5
+    local r2 = ps.run(t)
+    H.check(r2.makespan > r1.makespan, "a layer made slower is read again: " ..
+        tostring(r2.makespan) .. " > " .. tostring(r1.makespan))
+    m[5].fwd_time = old
+    H.eq(ps.run(t).makespan, r1.makespan, "and back")
+end
+
 -- sealed layers are a snapshot: changing the list later changes nothing
 do
     local list = { { fwd_time = 1, bwd_time = 2, name = "a" }, { fwd_time = 1, bwd_time = 2 } }

@@ -89,7 +89,8 @@ typedef struct pipe_config {
     int overlap;              /* start buckets as the backward makes them */
     int zero;                 /* ZeRO stage 1: 0 or 1 */
     /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
-     * that is whole nodes gets hierarchical collectives */
+     * with the same number of GPUs on each of its nodes gets node-aware
+     * collectives (ring channels, hierarchical; coll_ranks_per_node) */
     int32_t gpus_per_node;
     int nvls; /* the cluster's node switches have NVLink SHARP (coll.h) */
     double optimizer_seconds; /* optimizer step of a rank's parameters */

@@ -62,7 +62,8 @@ void bind_limits_end(lua_State *L);
 int bind_raise_stop(lua_State *L);
 
 /* Commits and closes every database the scenario wrote to. Returns 0, or
- * PS_ERR with the first failure. *runs receives the runs recorded and
+ * PS_ERR with the first failure. *runs receives the runs recorded (those
+ * in the files: a sweep's batch SQLite rolled back is not counted) and
  * *db_path the default database (or NULL when nothing was recorded). */
 int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err);
 

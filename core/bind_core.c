@@ -240,7 +240,7 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
     session *s = get_session(L);
     int rc = PS_OK;
     progress_done(s);
-    *runs = s ? s->runs : 0;
+    long runs_in = s ? s->runs : 0;
     *db_path = s && s->default_used ? s->s.default_db : NULL;
     lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
     if (lua_istable(L, -1)) {
@@ -248,8 +248,16 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
         while (lua_next(L, -2)) {
             db_handle *h = lua_touserdata(L, -1);
             if (h && h->db) {
-                ps_err e;
-                if (rec_close(h->db, &e) && rc == PS_OK)
+                /* the flush first: a batch whose commit fails takes its
+                 * runs back, and the count says only what is in the file */
+                ps_err e, ce;
+                int failed = rec_flush(h->db, &e);
+                runs_in -= (long)rec_lost_runs(h->db);
+                if (rec_close(h->db, &ce) && !failed) {
+                    failed = 1;
+                    e = ce;
+                }
+                if (failed && rc == PS_OK)
                     rc = ps_errf(err, "%s", e.msg);
                 h->db = NULL;
             }
@@ -257,6 +265,7 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
         }
     }
     lua_pop(L, 1);
+    *runs = runs_in;
     return rc;
 }
 

@@ -662,6 +662,7 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     db->streaming = 0;
     if (!streamed && rec_run_begin(db, err))
         return PS_ERR;
+    int in_batch = db->batch_open; /* this run is a batch's savepoint */
     int64_t id = 0;
     db->defer_ckpt = streamed;
     int failed =
@@ -669,21 +670,25 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     db->defer_ckpt = 0;
     if (failed) {
         int full = (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL;
-        /* SQLite may have rolled back already (disk full, I/O error) */
-        int batched = db->batch_open, lost = batched ? db->batch_runs : 0;
+        /* the batch's own commit failed (rec_run_commit): its message
+         * says how many runs are lost */
+        int committing = in_batch && !db->batch_open;
+        /* SQLite may have rolled back already (disk full, I/O error),
+         * taking the batch's earlier runs with it (rec_lost_runs) */
+        int64_t lost0 = db->lost_runs;
         rec_run_rollback(db);
-        if (err && full) {
+        long long lost = (long long)(db->lost_runs - lost0);
+        if (err && (lost > 0 || (full && !committing))) {
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len,
-                     batched && !db->batch_open && lost > 0
-                         ? " (the sweep's last %d runs are lost)"
-                         : " (runs recorded before are kept)",
+                     lost > 0 ? " (the sweep's last %lld runs are lost)"
+                              : " (runs recorded before are kept)",
                      lost);
         }
         /* what the batch holds is committed now: a failure should not
          * put the runs before it at risk */
         ps_err ce;
-        if (batched && db->batch_open && rec_batch_commit(db, &ce) && err)
+        if (in_batch && db->batch_open && rec_batch_commit(db, &ce) && err)
             *err = ce;
         return PS_ERR;
     }

@@ -202,7 +202,9 @@ int rec_close(rec_db *db, ps_err *err);
 /* Writes and commits one run at the given level; sets *run_id (0 on
  * failure). On failure nothing of the run remains and the message is one
  * short line naming the database ("DB: run not recorded: database or disk
- * is full (runs recorded before are kept)"). */
+ * is full (runs recorded before are kept)"); in batch mode a failure that
+ * took the batch's earlier runs with it says "(the sweep's last N runs are
+ * lost)" instead (rec_lost_runs). */
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
 
@@ -248,6 +250,12 @@ int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
 /* Commits what a batch holds (nothing to do otherwise): everything so
  * far is visible to other connections. */
 int rec_flush(rec_db *db, ps_err *err);
+
+/* The runs rec_write gave an id (succeeded) that a batch's failure took
+ * back since the handle was opened: SQLite rolled the whole batch back (a
+ * full disk, an I/O error) or its commit failed. A caller counting
+ * recorded runs subtracts it after rec_flush; 0 without batches. */
+int64_t rec_lost_runs(const rec_db *db);
 
 /* --- copying runs between databases (rec_copy.c): a sweep's workers hand
  * their runs to the one writer this way, and pipesim merge is made of it */

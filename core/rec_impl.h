@@ -75,7 +75,8 @@ struct rec_db {
      * batch's transaction, its runs and when it began */
     int batch_mode, batch_open, batch_runs;
     double batch_t0;
-    int stream_rc; /* the first failure of a streamed row, in stream_err */
+    int64_t lost_runs; /* rec_lost_runs */
+    int stream_rc;     /* the first failure of a streamed row, in stream_err */
     ps_err stream_err;
     int rows_code;   /* SQLite's code of the last failed timeline insert */
     int defer_ckpt;  /* a streamed run is committing (rec_write) */

@@ -235,8 +235,10 @@ fail:
 #define REC_BATCH_RUNS 1000
 #define REC_BATCH_SECONDS 0.1
 
-/* Commits the open batch, if any. */
-int rec_batch_commit(rec_db *db, ps_err *err)
+/* Commits the open batch, if any. pending: the run being written is in
+ * batch_runs but not reported recorded yet (its rec_write fails with the
+ * batch), so it is not one of rec_lost_runs. */
+static int commit_batch(rec_db *db, int pending, ps_err *err)
 {
     if (!db->batch_open)
         return PS_OK;
@@ -251,9 +253,20 @@ int rec_batch_commit(rec_db *db, ps_err *err)
         return PS_OK;
     if (!sqlite3_get_autocommit(db->db))
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    db->lost_runs += n - pending;
     return ps_errf(err,
                    "%s (the %d runs since the sweep's last commit are lost)",
                    e.msg, n);
+}
+
+int rec_batch_commit(rec_db *db, ps_err *err)
+{
+    return commit_batch(db, 0, err);
+}
+
+int64_t rec_lost_runs(const rec_db *db)
+{
+    return db ? db->lost_runs : 0;
 }
 
 void rec_set_batch(rec_db *db, int on)
@@ -292,7 +305,7 @@ int rec_run_commit(rec_db *db, ps_err *err)
         return PS_ERR;
     if (++db->batch_runs >= REC_BATCH_RUNS ||
         rec_monotonic() - db->batch_t0 >= REC_BATCH_SECONDS)
-        return rec_batch_commit(db, err);
+        return commit_batch(db, 1, err);
     return PS_OK;
 }
 
@@ -302,6 +315,8 @@ void rec_run_rollback(rec_db *db)
     if (sqlite3_get_autocommit(db->db)) {
         /* SQLite rolled everything back (a full disk, an I/O error): a
          * batch's earlier runs went with it */
+        if (db->batch_open)
+            db->lost_runs += db->batch_runs;
         db->batch_open = 0;
         db->batch_runs = 0;
         return;
@@ -313,6 +328,7 @@ void rec_run_rollback(rec_db *db)
             rec_step_done(db, release, &ignored) == PS_OK)
             return;
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        db->lost_runs += db->batch_runs;
         db->batch_open = 0;
         db->batch_runs = 0;
         return;

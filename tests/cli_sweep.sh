@@ -141,6 +141,17 @@ expect_fail "merge $TMP/xo.db" "merge: expected OUT.db and at least one shard da
 [ ! -e "$TMP/xo.db" ] && [ -z "$(ls "$TMP" | grep '^xo.db')" ] && ok || bad "a refused merge left $(ls "$TMP" | grep '^xo')"
 expect_fail "merge $TMP/xa.db $TMP/xb.db" "merge: $TMP/xa.db exists: merge writes a new database"
 
+# --- a batch SQLite rolls back itself (a full disk, an I/O error; here a
+# trigger's RAISE(ROLLBACK) on the third point's run): the message says how
+# many of the batch's runs are lost, and "N runs added" does not count them
+rm -f "$TMP/lost.db"
+$VG "$BIN" run tests/data/sweep_lost.lua -o "$TMP/lost.db" --jobs 1 >/dev/null 2>&1 && ok || bad "lost: first run"
+q "$TMP/lost.db" "CREATE TRIGGER boom AFTER INSERT ON run WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'simulated'); END"
+$VG "$BIN" run tests/data/sweep_lost.lua -o "$TMP/lost.db" --jobs 1 >"$TMP/lost.out" 2>&1 && ok || bad "lost: run: $(cat "$TMP/lost.out")"
+grep -q "lost.db: run not recorded: simulated (the sweep's last 2 runs are lost)" "$TMP/lost.out" && ok || bad "lost: message: $(cat "$TMP/lost.out")"
+grep -q "^2 runs added to $TMP/lost.db (7 in all" "$TMP/lost.out" && ok || bad "lost: count: $(cat "$TMP/lost.out")"
+[ "$(q "$TMP/lost.db" "SELECT count(*) FROM run")" = 7 ] && ok || bad "lost: rows"
+
 # --- --shard and --jobs errors
 expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"
 expect_fail "run $S -o $TMP/e.db --shard 1" "run: --shard 1: expected K/N, such as 0/4"

@@ -2,7 +2,8 @@
  * are invisible to other connections until the batch commits (flush, a
  * write with the mode off, a copy's rec_begin, close), each run stays
  * atomic, a failed run leaves the batch's earlier runs committed, and
- * event-level runs (streamed or not) keep their spans.
+ * event-level runs (streamed or not) keep their spans; a batch SQLite rolls
+ * back itself is counted as lost (rec_lost_runs) and said in the message.
  * Runs with cwd = a scratch directory (tests/run.sh). */
 #include "rec.h"
 
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "eng.h"
 #include "fixture.h"
@@ -115,9 +118,54 @@ static void test_stream_in_batch(void)
     fixture_free(&fx);
 }
 
+/* SQLite rolling a whole batch back itself, as a full disk or an I/O error
+ * can (here a trigger's RAISE(ROLLBACK), which does so every time): the
+ * failing run's message says how many of the batch's runs are lost,
+ * rec_lost_runs counts them (the runs bind_finish takes off "N runs
+ * added"), and the runs after it are kept. */
+static void test_batch_lost(void)
+{
+    ps_err err = {0};
+    unlink("lost.db");
+    rec_db *db = rec_open("lost.db", &err);
+    CHECK(db != NULL);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
+    int64_t id = 0;
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    sqlite3 *c = NULL;
+    CHECK_INT(sqlite3_open("lost.db", &c), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(c,
+                           "CREATE TRIGGER boom AFTER INSERT ON run "
+                           "WHEN NEW.name = 'boom' "
+                           "BEGIN SELECT RAISE(ROLLBACK, 'simulated'); END",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(c);
+    rec_set_batch(db, 1);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(rec_lost_runs(db), 0);
+    fx.run.name = "boom";
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), PS_ERR);
+    CHECK_INT(id, 0);
+    CHECK_STR(err.msg, "lost.db: run not recorded: simulated (the sweep's "
+                       "last 3 runs are lost)");
+    CHECK_INT(rec_lost_runs(db), 3);
+    fx.run.name = "1f1b";
+    for (int i = 0; i < 2; i++)
+        CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(rec_flush(db, &err), 0);
+    CHECK_INT(rec_lost_runs(db), 3);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 3);
+    CHECK_INT(rec_close(db, &err), 0);
+    fixture_free(&fx);
+}
+
 int main(void)
 {
     test_visibility();
     test_stream_in_batch();
+    test_batch_lost();
     return harness_done();
 }

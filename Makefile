@@ -38,9 +38,10 @@ endif
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(OPT) $(SANFLAGS) \
+CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(OPT) $(SANFLAGS) \
            -DPS_VERSION='"$(shell cat VERSION)"'
-LDLIBS   = $(PKG_LIBS) -lm
+# -pthread: the recorder's writer thread (core/rec_writer.c)
+LDLIBS   = $(PKG_LIBS) -lm -pthread
 
 CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)

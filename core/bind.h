@@ -110,7 +110,9 @@ void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta);
 
 /* Rejects any key of the table at idx that is not in known (a
  * NULL-terminated list; list entries are spelt "[1]", "[2]"). Reports the
- * first unknown key in sorted order with the closest known name. */
+ * first unknown key in sorted order with the closest known name. known
+ * must be a static list: its address keys a set of its names kept in the
+ * registry. */
 void bind_check_fields(lua_State *L, int idx, const char *path,
                        const char *const *known);
 /* Writes into buf the name of field key of the table at path: "bandwidth"
@@ -199,6 +201,10 @@ int bind_record(lua_State *L, int idx, enum rec_level *level);
 void *bind_context(lua_State *L, const char *key, void *(*make)(void),
                    void (*drop)(void *));
 
+/* [-0, +0] The (light or full) userdata pointer kept in the registry slot
+ * key, or NULL when the slot holds none. */
+void *bind_registry_ptr(lua_State *L, const char *key);
+
 /* Field params_json of the table at idx: a string, or a function (the Lua
  * layer's, called once every field is checked) whose result is stored
  * back into the table. NULL when absent. */
@@ -254,5 +260,12 @@ int bind_sweeps_run(lua_State *L);
  * runs in (path NULL: the session's), which the writer copies from; raises
  * as bind_database does. NULL in any other process. */
 struct rec_db *bind_sweep_database(lua_State *L, const char *path);
+/* Puts db in batch mode (rec_set_batch) for a run of the sweep in progress
+ * (sweep: the run's meta.sweep, NULL for a run outside one), off for any
+ * other; the sweep's end (core.sweep_batch(false)) commits what the
+ * batches hold. 1 when the run is batched. */
+int bind_sweep_batch(lua_State *L, struct rec_db *db, const char *sweep);
+/* 1 in a sweep's worker process (bind_pool.c). */
+int bind_sweep_worker(lua_State *L);
 
 #endif

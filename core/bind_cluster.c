@@ -57,6 +57,42 @@ static int cluster_tostring(lua_State *L)
     return 1;
 }
 
+/* [-0, +4] c:path(src, dst): the route's summed latency and bottleneck
+ * bandwidth (net_path: 0 and inf for src == dst), then its first link's
+ * bandwidth and id (nil for src == dst; the id nil for a mesh, where every
+ * pair has a link of its own). Ranks from 0. For cost models in Lua, such
+ * as ps.search's step-time bound: a transfer of b bytes takes at least
+ * latency + b / bandwidth, and what a rank sends leaves on the first links
+ * of its routes. */
+static int cluster_path(lua_State *L)
+{
+    bind_cluster *c = live_cluster(L, 1);
+    lua_Integer a = luaL_checkinteger(L, 2), b = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, a >= 0 && a < c->nranks, 2, "rank out of range");
+    luaL_argcheck(L, b >= 0 && b < c->nranks, 3, "rank out of range");
+    double lat, bw;
+    net_path(c->nw, (int32_t)a, (int32_t)b, &lat, &bw);
+    lua_pushnumber(L, lat);
+    lua_pushnumber(L, bw);
+    const int32_t *links = NULL;
+    int32_t one = 0;
+    int32_t n =
+        a == b ? 0 : net_route(c->nw, (int32_t)a, (int32_t)b, &links, &one);
+    if (n <= 0) {
+        lua_pushnil(L);
+        lua_pushnil(L);
+        return 4;
+    }
+    double fbw, flat;
+    net_link_figures(c->nw, links[0], &fbw, &flat);
+    lua_pushnumber(L, fbw);
+    if (links[0] == NET_MESH_LINK)
+        lua_pushnil(L);
+    else
+        lua_pushinteger(L, links[0]);
+    return 4;
+}
+
 /* [-0, +1] */
 static int cluster_index(lua_State *L)
 {
@@ -88,6 +124,8 @@ static int cluster_index(lua_State *L)
         lua_pushstring(L, c->topology);
     else if (strcmp(k, "name") == 0)
         lua_pushstring(L, c->name);
+    else if (strcmp(k, "path") == 0)
+        lua_pushcfunction(L, cluster_path);
     else if (strcmp(k, "sharing") == 0)
         lua_pushstring(L, net_sharing_of(c->nw) == NET_FIFO ? "fifo" : "fair");
     else if (strcmp(k, "switches") == 0) {
@@ -107,6 +145,7 @@ static int cluster_index(lua_State *L)
     return 1;
 }
 
+/* [-0, +0] */
 bind_cluster *bind_check_cluster(lua_State *L, int idx)
 {
     bind_cluster *c = luaL_testudata(L, idx, BIND_CLUSTER_TYPE);
@@ -176,7 +215,7 @@ static void read_device(lua_State *L, int idx, const char *path, double *flops,
     bind_string(L, idx, bind_join(name, sizeof name, path, "name"));
 }
 
-/* Raises "field 'name' must be positive, got 5 B/s" style errors. */
+/* [-0, +0] Raises "field 'name' must be positive, got 5 B/s" style errors. */
 static void check_link_figures(lua_State *L, const char *field, double bw,
                                double lat)
 {
@@ -289,6 +328,7 @@ static void build_mesh(lua_State *L, bind_cluster *c)
                  (int)c->nranks, bw / 1e9, lat * 1e6);
 }
 
+/* [-0, +0] */
 static void build_hierarchical(lua_State *L, bind_cluster *c,
                                const net_cluster *nc)
 {
@@ -422,7 +462,7 @@ static void build_explicit(lua_State *L, bind_cluster *c, int ud)
     lua_settop(L, top);
 }
 
-/* Rejects fields of one form used with another. */
+/* [-0, +0] Rejects fields of one form used with another. */
 static void check_form(lua_State *L, const char *form, const char *const *bad)
 {
     for (; *bad; bad++)

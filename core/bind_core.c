@@ -37,14 +37,21 @@ typedef struct session {
 } session;
 
 /* [-0, +0] */
-static session *get_session(lua_State *L)
+void *bind_registry_ptr(lua_State *L, const char *key)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
-    session *s = lua_touserdata(L, -1);
+    lua_getfield(L, LUA_REGISTRYINDEX, key);
+    void *p = lua_touserdata(L, -1);
     lua_pop(L, 1);
-    return s;
+    return p;
 }
 
+/* [-0, +0] */
+static session *get_session(lua_State *L)
+{
+    return bind_registry_ptr(L, SESSION_KEY);
+}
+
+/* [-0, +0] raises */
 int bind_raise(lua_State *L, const ps_err *err)
 {
     if (limit_stopped())
@@ -118,6 +125,7 @@ static int ctx_gc(lua_State *L)
     return 0;
 }
 
+/* [-0, +0] */
 void *bind_context(lua_State *L, const char *key, void *(*make)(void),
                    void (*drop)(void *))
 {
@@ -140,6 +148,7 @@ void *bind_context(lua_State *L, const char *key, void *(*make)(void),
     return b->p;
 }
 
+/* [-0, +0] */
 void bind_count_run(lua_State *L)
 {
     get_session(L)->runs++;
@@ -152,15 +161,16 @@ static double monotonic(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* [-0, +0] */
 const bind_session *bind_get_session(lua_State *L)
 {
     session *s = get_session(L);
     return s ? &s->s : NULL;
 }
 
-/* A sweep of many runs shows "pipesim: 1200 runs, 9800 runs/s" on stderr,
- * redrawn at most 5 times a second, once it has run for a second; only when
- * stderr is a terminal, so logs and tests see nothing. */
+/* [-0, +0] A sweep of many runs shows "pipesim: 1200 runs, 9800 runs/s" on
+ * stderr, redrawn at most 5 times a second, once it has run for a second; only
+ * when stderr is a terminal, so logs and tests see nothing. */
 void bind_progress(lua_State *L)
 {
     session *s = get_session(L);
@@ -186,7 +196,7 @@ static void progress_done(session *s)
     }
 }
 
-/* "pipesim: 1200/20000 points, 9800 points/s, 2 s left", redrawn as
+/* [-0, +0] "pipesim: 1200/20000 points, 9800 points/s, 2 s left", redrawn as
  * bind_progress's line is; the rate is over the sweep so far. */
 void bind_progress_sweep(lua_State *L, long done, long total)
 {
@@ -306,6 +316,7 @@ const luaL_Reg bind_core_funcs[] = {
     {NULL, NULL},
 };
 
+/* [-0, +0] */
 void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
 {
     if (luaL_newmetatable(L, tname))
@@ -313,6 +324,7 @@ void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
     lua_setmetatable(L, -2);
 }
 
+/* [-0, +0] */
 void bind_session_new(lua_State *L, const bind_session *bs)
 {
     session *s = lua_newuserdatauv(L, sizeof *s, 0);

@@ -127,6 +127,7 @@ static void read_fault(lua_State *L, int idx, int i, int32_t nranks,
         f->t = from;
 }
 
+/* [-0, +1] pushes the userdata that owns the plan, or nil (bind.h) */
 const fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
                               int compute)
 {

@@ -42,8 +42,8 @@ static int in_luadir(const char *source)
     return strncmp(real, luadir_real, n) == 0 && real[n] == '/';
 }
 
-/* "src:line: " of the innermost Lua line outside pipesim's own lua/ (the
- * scenario's), else of the innermost Lua line, else "". Reads the stack
+/* [-0, +0] "src:line: " of the innermost Lua line outside pipesim's own lua/
+ * (the scenario's), else of the innermost Lua line, else "". Reads the stack
  * only: safe inside the allocator (see BIG_REQUEST). */
 static void where_scenario(lua_State *L, char *buf, size_t size)
 {
@@ -60,6 +60,7 @@ static void where_scenario(lua_State *L, char *buf, size_t size)
     }
 }
 
+/* [-0, +0] */
 static void note_where(lua_State *L)
 {
     if (L && !limit_has_where()) {
@@ -69,6 +70,7 @@ static void note_where(lua_State *L)
     }
 }
 
+/* [-0, +1] raises the message it pushes */
 int bind_raise_stop(lua_State *L)
 {
     char msg[512];
@@ -79,6 +81,7 @@ int bind_raise_stop(lua_State *L)
 
 /* --- the stop hook --- */
 
+/* [-0, +0] raises once stopped */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
@@ -126,17 +129,20 @@ static int resume_with(lua_State *L, lua_State *co, int wrapped)
     return lua_gettop(L);
 }
 
+/* [-n, +m] as coroutine.resume */
 static int co_resume(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTHREAD);
     return resume_with(L, lua_tothread(L, 1), 0);
 }
 
+/* [-n, +m] as the function coroutine.wrap returns */
 static int co_wrapped(lua_State *L)
 {
     return resume_with(L, lua_tothread(L, lua_upvalueindex(2)), 1);
 }
 
+/* [-n, +1] as coroutine.wrap */
 static int co_wrap(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TFUNCTION);
@@ -181,6 +187,7 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     return q;
 }
 
+/* [-0, +0] */
 static int panic(lua_State *L)
 {
     const char *msg = lua_tostring(L, -1);
@@ -197,6 +204,7 @@ lua_State *bind_newstate(void)
     return L;
 }
 
+/* [-0, +0] */
 int bind_limits(lua_State *L, const char *luadir, double timeout, ps_err *err)
 {
     if (!realpath(luadir, luadir_real))
@@ -216,6 +224,7 @@ int bind_limits(lua_State *L, const char *luadir, double timeout, ps_err *err)
     return limit_start(timeout, arm, err);
 }
 
+/* [-0, +0] */
 void bind_limits_end(lua_State *L)
 {
     limit_end();

@@ -29,6 +29,7 @@ static int bind_open_core(lua_State *L)
     return 1;
 }
 
+/* [-0, +0] */
 void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
 {
     bind_session_new(L, bs);

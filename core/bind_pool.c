@@ -173,12 +173,15 @@ typedef struct worker {
     int ndbs;
 } worker;
 
+/* [-0, +0] */
 static worker *get_worker(lua_State *L)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
-    worker *w = lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    return w;
+    return bind_registry_ptr(L, WORKER_KEY);
+}
+
+int bind_sweep_worker(lua_State *L)
+{
+    return get_worker(L) != NULL;
 }
 
 rec_db *bind_sweep_database(lua_State *L, const char *path)
@@ -201,6 +204,10 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
     d->path = path ? strdup(path) : NULL;
     ps_err err;
     d->db = rec_open(d->file, &err);
+    if (d->db && rec_scratch(d->db, &err)) {
+        rec_close(d->db, NULL);
+        d->db = NULL;
+    }
     if (!d->db || (path && !d->path)) {
         free(d->path);
         rec_close(d->db, NULL);

@@ -8,6 +8,29 @@
 #include "rec.h"
 #include "report.h"
 
+/* [-0, +1] pushes, as a string, what report_warnings (warnings != 0),
+ * report_run (run > 0) or report_runs writes; raises its error. */
+static void push_report(lua_State *L, rec_db *db, lua_Integer run, int width,
+                        int warnings)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    ps_err err;
+    FILE *out = open_memstream(&buf, &len);
+    if (!out)
+        luaL_error(L, "out of memory");
+    int rc = warnings  ? report_warnings(db, run, out, REPORT_WARN_RUNS, &err)
+             : run > 0 ? report_run(db, run, out, width, &err)
+                       : report_runs(db, out, 0, &err);
+    fclose(out);
+    if (rc) {
+        free(buf);
+        bind_raise(L, &err);
+    }
+    lua_pushlstring(L, buf, len);
+    free(buf);
+}
+
 /* [-0, +2] core.report(db_path_or_nil, run_id_or_nil, width) -> text, warnings:
  * the report, and the memory warning lines of the run (or of every run,
  * at most REPORT_WARN_RUNS lines), "" when there are none */
@@ -29,32 +52,8 @@ static int core_report(lua_State *L)
     ps_err err;
     if (rec_flush(db, &err))
         return bind_raise(L, &err);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&buf, &len);
-    if (!out)
-        return luaL_error(L, "out of memory");
-    int rc = run > 0 ? report_run(db, run, out, (int)width, &err)
-                     : report_runs(db, out, 0, &err);
-    fclose(out);
-    if (rc) {
-        free(buf);
-        return bind_raise(L, &err);
-    }
-    lua_pushlstring(L, buf, len);
-    free(buf);
-    buf = NULL;
-    out = open_memstream(&buf, &len);
-    if (!out)
-        return luaL_error(L, "out of memory");
-    rc = report_warnings(db, run, out, REPORT_WARN_RUNS, &err);
-    fclose(out);
-    if (rc) {
-        free(buf);
-        return bind_raise(L, &err);
-    }
-    lua_pushlstring(L, buf, len);
-    free(buf);
+    push_report(L, db, run, (int)width, 0);
+    push_report(L, db, run, (int)width, 1);
     return 2;
 }
 

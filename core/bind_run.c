@@ -76,9 +76,41 @@ static const struct layer_num {
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 
+/* Codes of the non-numeric layer keys in the key map (numeric ones map to
+ * their layer_nums index from 1). */
+enum { KEY_NAME = -1, KEY_KIND = -2, KEY_SHAPE = -3 };
+
+/* [-0, +1] The layer keys as a table { key = code }, built once and kept
+ * in the registry under layer_nums' address: a layer's keys then cost one
+ * hash lookup each instead of a strcmp against every name (a sweep reads
+ * every layer of every run). */
+static int layer_key_map(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, layer_nums) == LUA_TTABLE)
+        return lua_gettop(L);
+    lua_pop(L, 1);
+    lua_newtable(L);
+    for (size_t f = 0; f < NLAYER_NUMS; f++) {
+        lua_pushinteger(L, (lua_Integer)f + 1);
+        lua_setfield(L, -2, layer_nums[f].key);
+    }
+    static const struct {
+        const char *key;
+        int code;
+    } other[] = {{"name", KEY_NAME}, {"kind", KEY_KIND}, {"shape", KEY_SHAPE}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        lua_pushinteger(L, other[i].code);
+        lua_setfield(L, -2, other[i].key);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, layer_nums);
+    return lua_gettop(L);
+}
+
 /* [-0, +0] Reads layers[i] (the table at idx) in one pass over its keys: a
- * sweep reads every layer of every run, and most fields are absent. */
-static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
+ * sweep reads every layer of every run, and most fields are absent. map is
+ * the stack index of layer_key_map's table. */
+static void read_layer(lua_State *L, int idx, int i, pipe_layer *l, int map)
 {
     /* "layers[i]" by hand: snprintf costs more than the rest of a layer */
     char path[32] = "layers[", digits[16];
@@ -99,12 +131,16 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
     l->name = NULL;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        const char *k =
-            lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-        size_t f = 0;
-        while (k && f < NLAYER_NUMS && strcmp(k, layer_nums[f].key) != 0)
-            f++;
-        if (k && f < NLAYER_NUMS) {
+        lua_Integer code = 0;
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            lua_pushvalue(L, -2);
+            lua_rawget(L, map);
+            code = lua_tointeger(L, -1); /* 0: not a layer key */
+            lua_pop(L, 1);
+        }
+        const char *k = code ? lua_tostring(L, -2) : NULL;
+        if (code > 0) {
+            size_t f = (size_t)code - 1;
             double v = 0;
             bind_quantity_top(L, path, k, layer_nums[f].kind, 0, 0, &v);
             if (layer_nums[f].off != (size_t)-1)
@@ -113,11 +149,11 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l)
             continue;
         }
         lua_pop(L, 1);
-        if (k && strcmp(k, "name") == 0)
+        if (code == KEY_NAME)
             l->name = bind_string_in(L, idx, path, "name");
-        else if (k && strcmp(k, "kind") == 0)
+        else if (code == KEY_KIND)
             bind_string_in(L, idx, path, "kind");
-        else if (!k || strcmp(k, "shape") != 0)
+        else if (code != KEY_SHAPE)
             bind_check_fields(L, idx, path, bind_fields_layer); /* raises */
     }
     if (l->fwd_time < 0 && l->fwd_flops < 0)
@@ -338,6 +374,29 @@ static void check_stage_count(lua_State *L, long long p, long long v,
     luaL_error(L, "%d stages but only %d layers", (int)p, (int)nl);
 }
 
+/* A checked, read copy of a layer list ("sealed" layers): the list's
+ * numbers as the core reads them, and its names (the strings, kept in the
+ * userdata's user value, so that a layer renamed later cannot free one).
+ * It is a snapshot: changing the list afterwards does not change it.
+ * lua/pipesim/init.lua passes one as `layers` to core.check_run and
+ * core.run in a sweep whose points share their layers (README "Sweeps"),
+ * so that a point does not read every layer again. */
+#define SEALED_TYPE "pipesim.layers"
+
+typedef struct sealed_layers {
+    int32_t n;
+    int uses_flops;
+    pipe_layer l[]; /* n of them */
+} sealed_layers;
+
+/* [-0, +0] The sealed layers at idx, or NULL when it is something else. */
+static sealed_layers *test_sealed(lua_State *L, int idx)
+{
+    return lua_type(L, idx) == LUA_TUSERDATA
+               ? luaL_testudata(L, idx, SEALED_TYPE)
+               : NULL;
+}
+
 /* core.check_run reads the layers of ps.run's table; core.run, called next
  * by init.lua, gets the same table unless the Lua layer replaced the list
  * (model or weighted layers): then it reuses what check_run read, once,
@@ -383,7 +442,7 @@ static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
     lua_pop(L, 1);
     lua_rawgeti(L, -1, 2);
     lua_remove(L, -2);
-    cfg->layers = lua_touserdata(L, -1);
+    cfg->layers = ((sealed_layers *)lua_touserdata(L, -1))->l;
     cfg->nlayers = (int32_t)bind_list_len(L, layers_idx, "layers");
     return 1;
 }
@@ -392,8 +451,12 @@ static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
  * way for both: names at the top, the counts (in 64 bits before they are
  * narrowed: ranks as in ps.cluster, chunks per rank as sched.h allows) and
  * every layer, read into cfg->layers (a scratch userdata left on the
- * stack). *uses_flops: some layer needs the device's FLOP/s. [-0, +1] */
-static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
+ * stack). *uses_flops: some layer needs the device's FLOP/s. sealed > 0:
+ * the stack index of sealed layers standing for spec.layers; < 0: the
+ * scratch is made a sealed copy (names anchored); 0: neither. A `layers`
+ * field holding sealed layers is taken as they are. [-0, +1] */
+static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
+                       int sealed)
 {
     bind_check_fields(L, 1, "", bind_fields_run);
     long long p = 0, v = 1, m = 0, dp = 1;
@@ -421,6 +484,23 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
     cfg->m = (int32_t)m;
     cfg->dp = (int32_t)dp;
 
+    /* sealed: the list was read once for the whole sweep (the copy stays
+     * on the stack as this run's scratch) */
+    lua_getfield(L, 1, "layers");
+    sealed_layers *sl = test_sealed(L, -1);
+    if (!sl && sealed > 0) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, sealed);
+        sl = test_sealed(L, -1);
+    }
+    if (sl) {
+        cfg->layers = sl->l;
+        cfg->nlayers = sl->n;
+        *uses_flops = sl->uses_flops;
+        check_stage_count(L, p, v, sl->n);
+        return;
+    }
+    lua_pop(L, 1);
     if (!bind_table(L, 1, "layers", "(a list of layer tables)"))
         luaL_error(L, "missing field 'layers' (a list of layer tables)");
     int layers_idx = lua_gettop(L);
@@ -436,37 +516,82 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops)
         luaL_error(L, "field 'layers' has %I layers, more than %d", nlayers,
                    MAX_LAYERS);
     int32_t nl = (int32_t)nlayers;
-    pipe_layer *layers = scratch(L, (size_t)nl, sizeof *layers);
+    sl = lua_newuserdatauv(L, sizeof *sl + (size_t)nl * sizeof *sl->l, 1);
+    memset(sl, 0, sizeof *sl + (size_t)nl * sizeof *sl->l);
+    sl->n = nl;
+    int scratch_idx = lua_gettop(L);
+    if (sealed < 0) { /* a copy that outlives the call: anchor the names */
+        lua_createtable(L, nl, 0);
+        lua_setiuservalue(L, scratch_idx, 1);
+        static const luaL_Reg none[] = {{NULL, NULL}};
+        bind_setmetatable(L, SEALED_TYPE, none);
+    }
+    pipe_layer *layers = sl->l;
     *uses_flops = 0;
+    int map = layer_key_map(L);
     for (int32_t i = 0; i < nl; i++) {
         lua_geti(L, layers_idx, i + 1);
-        read_layer(L, lua_gettop(L), i + 1, &layers[i]);
+        read_layer(L, lua_gettop(L), i + 1, &layers[i], map);
         *uses_flops |= layers[i].fwd_time < 0 ||
                        (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
+        if (sealed < 0 && layers[i].name) {
+            lua_getiuservalue(L, scratch_idx, 1);
+            lua_getfield(L, -2, "name"); /* the string read_layer took */
+            lua_rawseti(L, -2, i + 1);
+            lua_pop(L, 1);
+        }
         lua_pop(L, 1);
     }
+    sl->uses_flops = *uses_flops;
+    lua_pop(L, 1);             /* the key map */
     lua_remove(L, layers_idx); /* the layer names stay alive in spec */
     cfg->layers = layers;
     cfg->nlayers = nl;
     check_stage_count(L, p, v, nl);
 }
 
-/* [-0, +0] core.check_run(spec): raises on the fields read_shape checks, so
- * that init.lua computes the partition and the parallel layout from checked
- * input; core.run checks them again (cheap next to a run). */
+/* [-0, +(0|1)] core.check_run(spec [, sealed | true]): raises on the
+ * fields read_shape checks, so that init.lua computes the partition and
+ * the parallel layout from checked input; core.run checks them again
+ * (cheap next to a run). With sealed layers as the second argument they
+ * stand for spec.layers, which is not read; with true, returns the layers
+ * it read as sealed layers (a sweep's first point). */
 static int core_check_run(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    lua_settop(L, 1);
+    lua_settop(L, 2);
+    int sealed = test_sealed(L, 2) ? 2 : lua_toboolean(L, 2) ? -1 : 0;
     pipe_config cfg;
     pipe_config_init(&cfg);
     int uses_flops;
     lua_pushnil(L); /* no kept list: this call reads every layer */
     lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
-    read_shape(L, &cfg, &uses_flops); /* pushes the scratch */
+    read_shape(L, &cfg, &uses_flops, sealed); /* pushes the scratch */
+    if (sealed != 0)
+        return sealed < 0; /* the new copy, on top */
     lua_getfield(L, 1, "layers");
     keep_checked(L, lua_gettop(L), lua_gettop(L) - 1, uses_flops);
     return 0;
+}
+
+/* [-0, +1] core.seal_layers(list): the list read and checked as ps.run's
+ * layers, as sealed layers (a snapshot). */
+static int core_seal_layers(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_createtable(L, 0, 3); /* a run table holding only the layers */
+    lua_insert(L, 1);
+    lua_setfield(L, 1, "layers");
+    lua_pushinteger(L, 1);
+    lua_setfield(L, 1, "stages");
+    lua_pushinteger(L, 1);
+    lua_setfield(L, 1, "microbatches");
+    pipe_config cfg;
+    pipe_config_init(&cfg);
+    int uses_flops;
+    read_shape(L, &cfg, &uses_flops, -1);
+    return 1;
 }
 
 /* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
@@ -477,7 +602,7 @@ static int core_run(lua_State *L)
     pipe_config cfg;
     pipe_config_init(&cfg);
     int uses_flops = 0;
-    read_shape(L, &cfg, &uses_flops); /* leaves the layers' scratch */
+    read_shape(L, &cfg, &uses_flops, 0); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
     bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
     /* recorded only: lua/pipesim/parallel.lua has lowered them */
@@ -641,7 +766,11 @@ static int core_run(lua_State *L)
     pipe_result res;
     ps_err err;
     pipe_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
+    if (db)
+        bind_sweep_batch(L, db, cfg.meta.sweep); /* a sweep's: batched */
     int rc = pipe_run(ctx, &cfg, cl->nw, db, &res, &err);
+    if (db)
+        rec_set_batch(db, 0); /* the next writer commits the batch first */
     if (db && res.id > 0)
         bind_count_run(L);
     bind_progress(L);
@@ -692,6 +821,7 @@ static int core_run(lua_State *L)
 const luaL_Reg bind_run_funcs[] = {
     {"run", core_run},
     {"check_run", core_check_run},
+    {"seal_layers", core_seal_layers},
     {NULL, NULL},
 };
 

@@ -39,7 +39,7 @@ static void where_lua(lua_State *L)
     lua_pushliteral(L, "");
 }
 
-/* Raises "<where>what is not allowed in a sandboxed scenario ...". */
+/* [-0, +0] Raises "<where>what is not allowed in a sandboxed scenario ...". */
 static int refuse_named(lua_State *L, const char *what)
 {
     where_lua(L);
@@ -48,7 +48,7 @@ static int refuse_named(lua_State *L, const char *what)
     return lua_error(L);
 }
 
-/* A refused function; upvalue 1 is its name ("os.execute"). */
+/* [-0, +0] A refused function; upvalue 1 is its name ("os.execute"). */
 static int refuse(lua_State *L)
 {
     return refuse_named(L, lua_tostring(L, lua_upvalueindex(1)));
@@ -66,8 +66,8 @@ static void refuse_field(lua_State *L, int idx, const char *prefix,
 
 /* --- where Lua files may come from --- */
 
-/* 1 when real (a resolved path) lies inside one of the directories listed
- * under registry[key]. */
+/* [-0, +0] 1 when real (a resolved path) lies inside one of the directories
+ * listed under registry[key]. */
 static int real_inside(lua_State *L, const char *real, const char *key)
 {
     size_t rl = strlen(real);
@@ -86,7 +86,7 @@ static int real_inside(lua_State *L, const char *real, const char *key)
     return ok;
 }
 
-/* 1 when path resolves (symlinks and ".." included) inside one of the
+/* [-0, +0] 1 when path resolves (symlinks and ".." included) inside one of the
  * directories Lua files may come from. */
 static int path_allowed(lua_State *L, const char *path)
 {
@@ -112,7 +112,8 @@ static int file_is_binary(const char *path)
     return c == LUA_SIGNATURE[0];
 }
 
-/* Raises unless fname (NULL: standard input) may be loaded as Lua by fn. */
+/* [-0, +0] Raises unless fname (NULL: standard input) may be loaded as Lua by
+ * fn. */
 static void check_lua_file(lua_State *L, const char *fn, const char *fname)
 {
     if (!fname)
@@ -131,7 +132,8 @@ static void check_lua_file(lua_State *L, const char *fn, const char *fname)
                                         fn, fname));
 }
 
-/* loadfile([filename [, mode [, env]]]): text chunks from allowed files. */
+/* [-n, +(1|2)] loadfile([filename [, mode [, env]]]): text chunks from allowed
+ * files. */
 static int sb_loadfile(lua_State *L)
 {
     const char *fname = luaL_optstring(L, 1, NULL);
@@ -150,7 +152,7 @@ static int sb_loadfile(lua_State *L)
     return 1;
 }
 
-/* dofile([filename]) */
+/* [-n, +m] dofile([filename]) */
 static int sb_dofile(lua_State *L)
 {
     const char *fname = luaL_optstring(L, 1, NULL);
@@ -162,7 +164,7 @@ static int sb_dofile(lua_State *L)
     return lua_gettop(L) - 1;
 }
 
-/* load(chunk [, chunkname [, mode [, env]]]) with mode forced to "t":
+/* [-n, +m] load(chunk [, chunkname [, mode [, env]]]) with mode forced to "t":
  * Lua 5.4 does not verify bytecode, so a crafted chunk can crash pipesim.
  * Upvalue 1 is the original load. */
 static int sb_load(lua_State *L)
@@ -184,11 +186,11 @@ static int sb_load(lua_State *L)
     return lua_gettop(L);
 }
 
-/* Walks the templates of package[field] for name, as package.searchpath
- * does. For each readable candidate calls found(L, file) (file at the top
- * of the stack), which returns >= 0 to end the search with that many
- * results. Otherwise returns 1 with "no file 'a'\n\tno file 'b'" pushed,
- * the message a searcher returns (require adds "\n\t" before it). */
+/* [-n, +m] Walks the templates of package[field] for name, as
+ * package.searchpath does. For each readable candidate calls found(L, file)
+ * (file at the top of the stack), which returns >= 0 to end the search with
+ * that many results. Otherwise returns 1 with "no file 'a'\n\tno file 'b'"
+ * pushed, the message a searcher returns (require adds "\n\t" before it). */
 static int search_path(lua_State *L, const char *name, const char *field,
                        int (*found)(lua_State *L, const char *file))
 {
@@ -234,8 +236,8 @@ static int search_path(lua_State *L, const char *name, const char *field,
     return 1;
 }
 
-/* A Lua file found: load it when allowed; refuse it otherwise rather than
- * go on to a later template, so a module is never silently replaced. */
+/* [-0, +2] A Lua file found: load it when allowed; refuse it otherwise rather
+ * than go on to a later template, so a module is never silently replaced. */
 static int found_lua(lua_State *L, const char *file)
 {
     const char *name = lua_tostring(L, 1);
@@ -253,6 +255,7 @@ static int found_lua(lua_State *L, const char *file)
     return 2;
 }
 
+/* [-0, +0] raises */
 static int found_native(lua_State *L, const char *file)
 {
     return refuse_named(L, lua_pushfstring(L,
@@ -261,13 +264,13 @@ static int found_native(lua_State *L, const char *file)
                                            lua_tostring(L, 1), file));
 }
 
-/* package.searchers[2]: Lua files from package.path (see found_lua). */
+/* [-n, +m] package.searchers[2]: Lua files from package.path (found_lua). */
 static int sb_search_lua(lua_State *L)
 {
     return search_path(L, luaL_checkstring(L, 1), "path", found_lua);
 }
 
-/* package.searchers[3]: a native module found on package.cpath is
+/* [-n, +m] package.searchers[3]: a native module found on package.cpath is
  * refused by name instead of reported missing. */
 static int sb_search_native(lua_State *L)
 {
@@ -276,7 +279,8 @@ static int sb_search_native(lua_State *L)
 
 /* --- files: read-only --- */
 
-/* io.open(name [, mode]) for reading only; upvalue 1 is the original. */
+/* [-n, +m] io.open(name [, mode]) for reading only; upvalue 1 is the
+ * original. */
 static int sb_io_open(lua_State *L)
 {
     const char *mode = luaL_optstring(L, 2, "r");
@@ -289,8 +293,8 @@ static int sb_io_open(lua_State *L)
     return lua_gettop(L);
 }
 
-/* io.output([file]): a file name would open it for writing; an open file
- * (io.stdout) is fine. Upvalue 1 is the original. */
+/* [-n, +m] io.output([file]): a file name would open it for writing; an open
+ * file (io.stdout) is fine. Upvalue 1 is the original. */
 static int sb_io_output(lua_State *L)
 {
     if (lua_type(L, 1) == LUA_TSTRING)
@@ -301,8 +305,8 @@ static int sb_io_output(lua_State *L)
     return lua_gettop(L);
 }
 
-/* os.setlocale(locale [, category]): changing it would change how the C
- * core prints numbers into the database; querying is fine. */
+/* [-n, +m] os.setlocale(locale [, category]): changing it would change how the
+ * C core prints numbers into the database; querying is fine. */
 static int sb_setlocale(lua_State *L)
 {
     if (!lua_isnoneornil(L, 1))
@@ -324,8 +328,8 @@ static void wrap_field(lua_State *L, int idx, const char *name,
     lua_setfield(L, idx, name);
 }
 
-/* A database path of ps.run{db = ...}: it must resolve inside the working
- * directory, the scenario's or the session database's (or below one).
+/* [-0, +0] A database path of ps.run{db = ...}: it must resolve inside the
+ * working directory, the scenario's or the session database's (or below one).
  * Raises, without a position (the Lua layer adds the scenario's). */
 void bind_sandbox_db(lua_State *L, const char *path)
 {
@@ -377,6 +381,7 @@ static void allow_in(lua_State *L, const char *key, const char *dir)
     lua_pop(L, 1);
 }
 
+/* [-0, +0] */
 static void allow_dir(lua_State *L, const char *dir)
 {
     allow_in(L, ALLOWED_KEY, dir);
@@ -395,6 +400,7 @@ static void allow_parent(lua_State *L, const char *key, const char *path)
     lua_pop(L, 1);
 }
 
+/* [-0, +0] */
 void bind_sandbox(lua_State *L, const char *luadir, const char *scenario,
                   const char *db)
 {
@@ -457,6 +463,7 @@ void bind_sandbox(lua_State *L, const char *luadir, const char *scenario,
     lua_pop(L, 3);
 }
 
+/* [-0, +1] pushes the chunk or the message, as luaL_loadfilex */
 int bind_load_scenario(lua_State *L, const char *path, int sandboxed)
 {
     if (sandboxed && file_is_binary(path)) {

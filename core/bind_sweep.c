@@ -14,10 +14,17 @@
 
 #define SWEEP_KEY "pipesim.sweep"
 
+#define MAX_BATCHED 16 /* databases one sweep batches; more commit per run */
+
 /* Per Lua state: what the session says about sweeps. */
 typedef struct sweep_state {
     char scenario[32]; /* "fnv1a64:<16 hex>", "" until computed */
     long sweeps;       /* ps.sweep calls so far */
+    int batching;      /* inside ps.sweep's evaluation of its points */
+    /* the databases whose batches the sweep's end commits (the session's
+     * handles, open until bind_finish) */
+    rec_db *batched[MAX_BATCHED];
+    int nbatched;
 } sweep_state;
 
 static sweep_state *get_state(lua_State *L)
@@ -126,10 +133,52 @@ static int core_sweep_progress(lua_State *L)
     return 0;
 }
 
+int bind_sweep_batch(lua_State *L, rec_db *db, const char *sweep)
+{
+    sweep_state *st = get_state(L);
+    int on = st->batching && sweep != NULL;
+    /* a worker's scratch databases are closed, which commits, after each
+     * chunk: nothing to list */
+    if (on && !bind_sweep_worker(L)) {
+        int i = 0;
+        while (i < st->nbatched && st->batched[i] != db)
+            i++;
+        if (i == st->nbatched) {
+            if (i == MAX_BATCHED)
+                on = 0;
+            else
+                st->batched[st->nbatched++] = db;
+        }
+    }
+    rec_set_batch(db, on);
+    return on;
+}
+
+/* core.sweep_batch(on): ps.sweep's runs commit in batches from here
+ * (rec_set_batch); off commits them (before ps.sweep returns any id),
+ * raising the first commit's error. [-0, +0] */
+static int core_sweep_batch(lua_State *L)
+{
+    sweep_state *st = get_state(L);
+    st->batching = lua_toboolean(L, 1);
+    if (st->batching)
+        return 0;
+    ps_err err = {0};
+    int rc = PS_OK;
+    for (int i = 0; i < st->nbatched; i++) {
+        ps_err e;
+        rec_set_batch(st->batched[i], 0);
+        if (rec_flush(st->batched[i], &e) && rc == PS_OK) {
+            err = e;
+            rc = PS_ERR;
+        }
+    }
+    st->nbatched = 0;
+    return rc ? bind_raise(L, &err) : 0;
+}
+
 const luaL_Reg bind_sweep_funcs[] = {
-    {"sweep_info", core_sweep_info},
-    {"sweep_begin", core_sweep_begin},
-    {"sweep_progress", core_sweep_progress},
-    {"sweep_map", bind_sweep_map},
-    {NULL, NULL},
+    {"sweep_info", core_sweep_info},         {"sweep_begin", core_sweep_begin},
+    {"sweep_progress", core_sweep_progress}, {"sweep_batch", core_sweep_batch},
+    {"sweep_map", bind_sweep_map},           {NULL, NULL},
 };

@@ -79,7 +79,7 @@ static int check_spec(const coll_spec *spec, ps_err *err)
 /* Writes the run's rows; error != NULL records it as failed. */
 static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
                   const coll_rec *rc, const coll_result *res, const char *error,
-                  int64_t *id, ps_err *err)
+                  int streamed, int64_t *id, ps_err *err)
 {
     rec_run run = {
         .kind = "collective",
@@ -110,7 +110,7 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
     rec_payload pl = {
         .run = &run,
         .collective = error ? NULL : &row,
-        .progs = ctx->ps,
+        .progs = streamed ? NULL : ctx->ps,
         .network = nw,
     };
     return rec_write(rc->db, &pl, error ? REC_SUMMARY : rc->level, id, err);
@@ -124,11 +124,29 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
     if (ctx->busy)
         return ps_errf(err, "a data function cannot run a collective");
     int status = check_spec(spec, err);
+    /* Event rows are written as the engine completes ops (rec_stream.c),
+     * so the programs need not be kept and the ring runs as a generator
+     * (coll_spec.stream). Not with a data function: it runs Lua inside
+     * coll_run, which may record other runs into the same database while
+     * this run's transaction is open; its rows are read back from the
+     * programs instead. */
+    coll_spec run_spec = *spec;
+    int streamed = status == PS_OK && rc->db && rc->level == REC_EVENTS &&
+                   spec->data != COLL_DATA_FN;
+    if (streamed) {
+        eng_sink sink;
+        if (rec_stream_begin(rc->db, &sink, err))
+            return PS_ERR;
+        eng_set_sink(ctx->eng, &sink);
+        run_spec.stream = 1;
+    }
     if (status == PS_OK) {
         ctx->busy = 1;
-        status = coll_run(spec, nw, ctx->eng, ctx->ps, res, err);
+        status = coll_run(&run_spec, nw, ctx->eng, ctx->ps, res, err);
         ctx->busy = 0;
     }
+    if (streamed)
+        eng_set_sink(ctx->eng, NULL);
     if (rc->data_error && rc->data_error(spec->data_ctx, err)) {
         coll_result_free(res);
         status = PS_ERR;
@@ -143,10 +161,12 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
         rc->used_name = rc->name_buf;
     }
     /* a run cut short by a signal or a limit leaves no rows (limit.h) */
+    if (rc->db && status != PS_OK && limit_stopped())
+        rec_stream_cancel(rc->db);
     if (!rc->db || (status != PS_OK && limit_stopped()))
         return status;
     if (status == PS_OK) {
-        if (record(ctx, spec, nw, rc, res, NULL, &rc->id, err)) {
+        if (record(ctx, spec, nw, rc, res, NULL, streamed, &rc->id, err)) {
             coll_result_free(res);
             return PS_ERR;
         }
@@ -157,7 +177,7 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
     ps_err rec_err;
     char msg[sizeof err->msg];
     memcpy(msg, err->msg, sizeof msg);
-    if (record(ctx, spec, nw, rc, res, msg, &rc->id, &rec_err))
+    if (record(ctx, spec, nw, rc, res, msg, streamed, &rc->id, &rec_err))
         ps_errf(err, "%s (and recording the failure failed: %s)", msg,
                 rec_err.msg);
     return PS_ERR;

@@ -135,6 +135,9 @@ int eng_begin_stats_(eng_sim *e, int32_t nlanes, int32_t nranks)
         double st = e->static_bytes ? e->static_bytes[r] : 0;
         e->mem[r] = (mem_rank){st, st, 0, st};
         e->mem_lane[r] = -1;
+        /* the baseline, as mem_ledger's visit gets it: first per rank */
+        if (e->sink.mem_change)
+            e->sink.mem_change(e->sink.ctx, r, 0, st);
         e->device[r] = -1;
         e->device_wait[r] = (wait_list){-1, -1};
     }

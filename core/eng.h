@@ -68,10 +68,12 @@ void eng_set_faults(eng_sim *e, const fault_plan *fp);
  * d and d->op are borrowed for the call only (a generated lane's op exists
  * only while it runs): copy what you keep. mem_change, when set, receives
  * every change of a rank's memory ledger as the engine applies it (see
- * eng_set_memory; the baseline is not reported: it is the static bytes at
- * t = 0), in time order per rank. Both run on the per-event path: no SQL,
- * no Lua, no allocation per call (append to a buffer that is flushed in
- * batches). A failed run has reported the ops completed before it failed. */
+ * eng_set_memory), in time order per rank, after each rank's baseline (its
+ * static bytes at t = 0, ranks in order, before any op runs): the sequence
+ * mem_ledger's visit gets, so a recorder writes memory rows from it. Both run
+ * on the per-event path: no SQL, no Lua, no allocation per call (append to a
+ * buffer that is flushed in batches). A failed run has reported the ops
+ * completed before it failed. */
 typedef struct eng_done {
     const prog_op *op; /* type, kind, stage/tag, mb, chunk, bytes, t_start,
                           t_end as in prog.h */

@@ -24,17 +24,19 @@ enum cmsg_bits {
     CM_ARRIVED = 8
 };
 
-/* One message from its first post to its completion. The SEND is copied
- * here: an eager or NOWAIT send completes for its lane, which moves on,
- * before its bytes arrive. */
+/* One message from its first post to its completion. What the transfer
+ * and the arrival need of the SEND is kept here: an eager or NOWAIT send
+ * completes for its lane, which moves on, before its bytes arrive. With a
+ * completion hook the whole SEND is copied too (eng_cursor.sop). */
 typedef struct cmsg {
-    prog_op send;
+    double bytes;
     int64_t send_index;
-    int32_t send_lane, send_rank;
+    int32_t send_lane, send_rank, peer;
     int32_t recv_lane, recv_slot; /* the RECV sits in its lane's buffer */
     int32_t next;                 /* channel queue or free list */
     int32_t chan;                 /* its channel */
     uint8_t st;                   /* enum cmsg_bits */
+    uint8_t sflags;               /* the SEND's flags */
 } cmsg;
 
 /* Posts of one channel not yet met by the other side, oldest first; all
@@ -66,11 +68,21 @@ struct eng_cursor {
     chan *chan;
     int32_t chan_cap;
     cmsg *msg;
+    prog_op *sop; /* msg_cap entries: the SENDs, kept only with a hook */
     int32_t msg_cap, msg_used, free_msg;
     /* the run */
     const gen_prog *g;
-    int32_t B; /* max_batch */
-    int bad;   /* the generator broke its contract: message in err */
+    int32_t B;         /* max_batch */
+    int32_t ready_cap; /* entries of the ready ring: nlanes + 1 */
+    uint32_t nch;      /* channels, unsigned for one comparison */
+    size_t state_bytes;
+    int (*next)(const gen_prog *g, int32_t lane, void *state, prog_op *ops);
+    int hook; /* e->sink.op_done is set */
+    /* a FIFO mesh: transfers start inline (net_mesh_fifo) */
+    int mesh;
+    net_lstat *slots;
+    double bw, lat;
+    int bad; /* the generator broke its contract: message in err */
     char bad_msg[160];
 };
 
@@ -84,6 +96,7 @@ void eng_cursor_free_(eng_sim *e)
     limit_free(c->state);
     limit_free(c->chan);
     limit_free(c->msg);
+    limit_free(c->sop);
     free(c);
     e->cur = NULL;
 }
@@ -126,37 +139,57 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
     c->free_msg = -1;
     c->g = g;
     c->B = g->max_batch;
+    c->ready_cap = g->nlanes + 1;
+    c->nch = (uint32_t)g->nchannels;
+    c->state_bytes = g->state_bytes;
+    c->next = g->next;
+    c->hook = e->sink.op_done != NULL;
     c->bad = 0;
     return eng_begin_stats_(e, g->nlanes, g->nranks);
 }
 
-static inline int32_t msg_alloc(eng_sim *e)
+/* The per-op path is one loop (run_ready) with everything it calls
+ * inlined; what runs once per run or on a failure stays out of it. */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+
+/* The message pool is full: grow it geometrically (it reaches the most
+ * messages in flight once). */
+COLD int32_t msg_grow(eng_sim *e)
 {
     eng_cursor *c = e->cur;
+    if (c->msg_cap > INT32_MAX / 2) {
+        e->oom = 1;
+        return -1;
+    }
+    int32_t cap = c->msg_cap ? c->msg_cap * 2 : 1024;
+    cmsg *p = limit_realloc(c->msg, (size_t)cap * sizeof *p);
+    if (p)
+        c->msg = p;
+    prog_op *o = limit_realloc(c->sop, (size_t)cap * sizeof *o);
+    if (o)
+        c->sop = o;
+    if (!p || !o) {
+        e->oom = 1;
+        return -1;
+    }
+    c->msg_cap = cap;
+    return c->msg_used++;
+}
+
+HOT int32_t msg_alloc(eng_sim *e, eng_cursor *c)
+{
     int32_t m = c->free_msg;
     if (m >= 0) {
         c->free_msg = c->msg[m].next;
         return m;
     }
-    if (c->msg_used == c->msg_cap) {
-        /* geometric: the pool grows to the most messages in flight once */
-        if (c->msg_cap > INT32_MAX / 2) {
-            e->oom = 1;
-            return -1;
-        }
-        int32_t cap = c->msg_cap ? c->msg_cap * 2 : 1024;
-        cmsg *p = limit_realloc(c->msg, (size_t)cap * sizeof *p);
-        if (!p) {
-            e->oom = 1;
-            return -1;
-        }
-        c->msg = p;
-        c->msg_cap = cap;
-    }
-    return c->msg_used++;
+    if (c->msg_used < c->msg_cap)
+        return c->msg_used++;
+    return msg_grow(e);
 }
 
-static inline void msg_release(eng_cursor *c, int32_t m)
+HOT void msg_release(eng_cursor *c, int32_t m)
 {
     c->msg[m].next = c->free_msg;
     c->free_msg = m;
@@ -164,9 +197,8 @@ static inline void msg_release(eng_cursor *c, int32_t m)
 
 /* The message a post of the given side on channel k belongs to: the
  * oldest post of the other side, or a new record queued on k. */
-static inline int32_t match(eng_sim *e, int32_t k, int send)
+HOT int32_t match(eng_sim *e, eng_cursor *c, int32_t k, int send)
 {
-    eng_cursor *c = e->cur;
     chan *ch = &c->chan[k];
     if (ch->head >= 0 && ch->sends != send) {
         int32_t m = ch->head;
@@ -175,12 +207,13 @@ static inline int32_t match(eng_sim *e, int32_t k, int send)
             ch->tail = -1;
         return m;
     }
-    int32_t m = msg_alloc(e);
+    int32_t m = msg_alloc(e, c);
     if (m < 0)
         return -1;
-    c->msg[m].st = 0;
-    c->msg[m].next = -1;
-    c->msg[m].chan = k;
+    cmsg *x = &c->msg[m];
+    x->st = 0;
+    x->next = -1;
+    x->chan = k;
     if (ch->tail >= 0)
         c->msg[ch->tail].next = m;
     else
@@ -190,63 +223,100 @@ static inline int32_t match(eng_sim *e, int32_t k, int send)
     return m;
 }
 
-static inline void done(eng_sim *e, int32_t l, const prog_op *op, int64_t idx)
+HOT void done(eng_sim *e, int32_t l, const prog_op *op, int64_t idx)
 {
-    if (!e->sink.op_done)
+    if (!e->cur->hook)
         return;
     eng_done d = {op, idx, l, e->cur->lane[l].rank};
     e->sink.op_done(e->sink.ctx, &d);
 }
 
-static inline void make_ready(eng_sim *e, int32_t l)
+HOT void make_ready(eng_sim *e, int32_t l)
 {
-    int32_t cap = e->cur->g->nlanes + 1, i = e->ready_head + e->ready_n;
+    int32_t cap = e->cur->ready_cap, i = e->ready_head + e->ready_n;
     e->ready[i >= cap ? i - cap : i] = l;
     e->ready_n++;
     e->cur->lane[l].state = LANE_READY;
 }
 
-static void start_transfer(eng_sim *e, int32_t m, double now)
+/* start_transfer for a channel whose pair is not cached, or not on a FIFO
+ * mesh: looks the pair up once per channel, then starts through net.h. */
+COLD void start_slow(eng_sim *e, eng_cursor *c, int32_t m, double now,
+                     double *t_begin)
 {
-    cmsg *x = &e->cur->msg[m];
-    chan *ch = &e->cur->chan[x->chan];
-    x->st |= CM_STARTED;
-    e->transfers++;
-    if (ch->pair == CHAN_NO_PAIR)
-        ch->pair = net_pair(e->nw, x->send_rank, x->send.peer);
-    if (ch->pair == -1 ||
-        net_start_pair(e->nw, ch->pair, m, x->send_rank, x->send.peer,
-                       x->send.bytes, now, &x->send.t_start))
+    cmsg *x = &c->msg[m];
+    chan *ch = &c->chan[x->chan];
+    if (ch->pair == CHAN_NO_PAIR) {
+        ch->pair = net_pair(e->nw, x->send_rank, x->peer);
+        /* net_pair may have moved the slots */
+        c->mesh = net_mesh_fifo(e->nw, &c->slots, &c->bw, &c->lat);
+    }
+    if (ch->pair == -1) {
+        e->oom = 1;
+        return;
+    }
+    if (ch->pair >= 0 && c->mesh) {
+        double end = net_mesh_start(&c->slots[ch->pair], c->bw, c->lat,
+                                    x->bytes, now, t_begin);
+        if (eq_push(&e->q, end, EQ_NET, m, 0))
+            e->oom = 1;
+        return;
+    }
+    if (net_start_pair(e->nw, ch->pair, m, x->send_rank, x->peer, x->bytes, now,
+                       t_begin))
         e->oom = 1;
 }
 
-static int post_send(eng_sim *e, int32_t l, const prog_op *op, int64_t idx,
-                     double now)
+HOT void start_transfer(eng_sim *e, eng_cursor *c, int32_t m, double now)
 {
-    int32_t m = match(e, op->msg, 1);
+    cmsg *x = &c->msg[m];
+    int32_t pair = c->chan[x->chan].pair;
+    x->st |= CM_STARTED;
+    e->transfers++;
+    double t_begin = now;
+    if (pair >= 0 && c->mesh) {
+        double end = net_mesh_start(&c->slots[pair], c->bw, c->lat, x->bytes,
+                                    now, &t_begin);
+        if (eq_push(&e->q, end, EQ_NET, m, 0))
+            e->oom = 1;
+    } else {
+        start_slow(e, c, m, now, &t_begin);
+    }
+    if (c->hook)
+        c->sop[m].t_start = t_begin;
+}
+
+HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, const prog_op *op,
+                  int64_t idx, double now)
+{
+    int32_t m = match(e, c, op->msg, 1);
     if (m < 0)
         return 1;
-    cmsg *x = &e->cur->msg[m];
-    x->send = *op;
+    cmsg *x = &c->msg[m];
+    x->bytes = op->bytes;
     x->send_index = idx;
     x->send_lane = l;
-    x->send_rank = e->cur->lane[l].rank;
+    x->send_rank = c->lane[l].rank;
+    x->peer = op->peer;
+    x->sflags = op->flags;
+    if (c->hook)
+        c->sop[m] = *op;
     x->st |= CM_SEND_POSTED;
     if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
-        start_transfer(e, m, now);
+        start_transfer(e, c, m, now);
         return 1;
     }
     if (x->st & CM_RECV_POSTED)
-        start_transfer(e, m, now);
+        start_transfer(e, c, m, now);
     return (op->flags & PROG_NOWAIT) != 0;
 }
 
-static int post_recv(eng_sim *e, int32_t l, int32_t slot, double now)
+HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t slot,
+                  double now)
 {
-    eng_cursor *c = e->cur;
     prog_op *op = &c->buf[slot];
     op->t_start = now;
-    int32_t m = match(e, op->msg, 0);
+    int32_t m = match(e, c, op->msg, 0);
     if (m < 0)
         return 1;
     cmsg *x = &c->msg[m];
@@ -261,40 +331,42 @@ static int post_recv(eng_sim *e, int32_t l, int32_t slot, double now)
     }
     if (e->p2p == ENG_RENDEZVOUS && (x->st & CM_SEND_POSTED) &&
         !(x->st & CM_STARTED))
-        start_transfer(e, m, now);
+        start_transfer(e, c, m, now);
     return 0;
 }
 
-static void complete_one(eng_sim *e, int32_t l)
+HOT void complete_one(eng_sim *e, eng_cursor *c, int32_t l)
 {
-    clane *lr = &e->cur->lane[l];
+    clane *lr = &c->lane[l];
     if (--lr->pending == 0) {
         lr->nbuf = 0;
         make_ready(e, l);
     }
 }
 
-static void arrived(eng_sim *e, int32_t m, double now)
+HOT void arrived(eng_sim *e, int32_t m, double now)
 {
     eng_cursor *c = e->cur;
     cmsg *x = &c->msg[m];
     x->st |= CM_ARRIVED;
-    x->send.t_end = now;
-    done(e, x->send_lane, &x->send, x->send_index);
-    if (e->p2p == ENG_RENDEZVOUS && !(x->send.flags & PROG_NOWAIT))
-        complete_one(e, x->send_lane);
+    if (c->hook) {
+        c->sop[m].t_end = now;
+        done(e, x->send_lane, &c->sop[m], x->send_index);
+    }
+    if (e->p2p == ENG_RENDEZVOUS && !(x->sflags & PROG_NOWAIT))
+        complete_one(e, c, x->send_lane);
     if (x->st & CM_RECV_POSTED) {
         prog_op *recv = &c->buf[x->recv_slot];
         recv->t_end = now;
         done(e, x->recv_lane, recv,
              c->lane[x->recv_lane].index +
                  (x->recv_slot - (int64_t)x->recv_lane * c->B));
-        complete_one(e, x->recv_lane);
+        complete_one(e, c, x->recv_lane);
         msg_release(c, m);
     }
 }
 
-static void bad(eng_sim *e, int32_t l, const char *why)
+COLD void bad(eng_sim *e, int32_t l, const char *why)
 {
     eng_cursor *c = e->cur;
     if (!c->bad)
@@ -307,43 +379,59 @@ static void bad(eng_sim *e, int32_t l, const char *why)
 
 /* Fills lane l's buffer with its next compute op or batch; 0 when the
  * lane has no more ops. */
-static int fetch(eng_sim *e, int32_t l)
+HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l)
 {
-    eng_cursor *c = e->cur;
     clane *lr = &c->lane[l];
     prog_op *b = c->buf + (int64_t)l * c->B;
-    int32_t n =
-        c->g->next(c->g, l, c->state + (size_t)l * c->g->state_bytes, b);
+    int32_t n = c->next(c->g, l, c->state + (size_t)l * c->state_bytes, b);
     if (n <= 0)
         return 0;
     lr->index += lr->nops;
     lr->nops = n;
-    if (n > c->B) {
-        bad(e, l, "a batch longer than max_batch");
-        return 0;
+    /* gen.h's contract, one pass without branches per op: a lone compute
+     * op, or SEND/RECV ops on its channels, PROG_BATCH on all but the
+     * last */
+    unsigned wrong = (unsigned)n > (unsigned)c->B;
+    if (!wrong && (n > 1 || b[0].type != PROG_COMPUTE)) {
+        /* PROG_SEND and PROG_RECV are 1 and 2 */
+        for (int32_t i = 0; i + 1 < n; i++)
+            wrong |= ((unsigned)b[i].type - PROG_SEND > 1u) |
+                     ((uint32_t)b[i].msg >= c->nch) |
+                     (~b[i].flags & PROG_BATCH);
+        const prog_op *o = &b[n - 1];
+        wrong |= ((unsigned)o->type - PROG_SEND > 1u) |
+                 ((uint32_t)o->msg >= c->nch) | (o->flags & PROG_BATCH);
     }
-    for (int32_t i = 0; i < n; i++) {
-        uint8_t t = b[i].type;
-        int last = i + 1 == n;
-        if (t == PROG_COMPUTE
-                ? n > 1
-                : (t != PROG_SEND && t != PROG_RECV) ||
-                      (uint32_t)b[i].msg >= (uint32_t)c->g->nchannels ||
-                      (!(b[i].flags & PROG_BATCH)) != last) {
-            bad(e, l, "not an op, a batch or a channel of its program");
-            return 0;
-        }
+    if (wrong) {
+        bad(e, l,
+            n > c->B ? "a batch longer than max_batch"
+                     : "not an op, a batch or a channel of its program");
+        return 0;
     }
     lr->nbuf = n;
     return 1;
 }
 
-static void advance(eng_sim *e, int32_t l, double now)
+/* A compute op of lane l whose rank's device is busy: it waits in the
+ * device's FIFO list. */
+HOT void wait_device(eng_sim *e, eng_cursor *c, int32_t l)
 {
-    eng_cursor *c = e->cur;
+    clane *lr = &c->lane[l];
+    lr->next = -1;
+    wait_list *w = &e->device_wait[lr->rank];
+    if (w->tail >= 0)
+        c->lane[w->tail].next = l;
+    else
+        w->head = l;
+    w->tail = l;
+    lr->state = LANE_WAIT_DEVICE;
+}
+
+HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now)
+{
     clane *lr = &c->lane[l];
     for (;;) {
-        if (lr->nbuf == 0 && !fetch(e, l)) {
+        if (lr->nbuf == 0 && !fetch(e, c, l)) {
             lr->state = LANE_DONE;
             return;
         }
@@ -351,14 +439,7 @@ static void advance(eng_sim *e, int32_t l, double now)
         prog_op *op = &c->buf[base];
         if (op->type == PROG_COMPUTE) {
             if (e->device[lr->rank] >= 0) {
-                lr->next = -1;
-                wait_list *w = &e->device_wait[lr->rank];
-                if (w->tail >= 0)
-                    c->lane[w->tail].next = l;
-                else
-                    w->head = l;
-                w->tail = l;
-                lr->state = LANE_WAIT_DEVICE;
+                wait_device(e, c, l);
                 return;
             }
             e->device[lr->rank] = l;
@@ -376,10 +457,10 @@ static void advance(eng_sim *e, int32_t l, double now)
         for (int32_t i = 0; i < n; i++) {
             int64_t s = base + i;
             pending += c->buf[s].type == PROG_SEND
-                           ? !post_send(e, l, &c->buf[s], lr->index + i, now)
-                           : !post_recv(e, l, (int32_t)s, now);
-            e->ops++;
+                           ? !post_send(e, c, l, &c->buf[s], lr->index + i, now)
+                           : !post_recv(e, c, l, (int32_t)s, now);
         }
+        e->ops += n;
         if (pending == 0) {
             lr->nbuf = 0;
             continue;
@@ -390,7 +471,7 @@ static void advance(eng_sim *e, int32_t l, double now)
     }
 }
 
-static void compute_done(eng_sim *e, int32_t l)
+HOT void compute_done(eng_sim *e, int32_t l)
 {
     eng_cursor *c = e->cur;
     clane *lr = &c->lane[l];
@@ -413,15 +494,16 @@ static void compute_done(eng_sim *e, int32_t l)
     make_ready(e, l);
 }
 
-static void run_ready(eng_sim *e, double now)
+HOT void run_ready(eng_sim *e, double now)
 {
-    int32_t cap = e->cur->g->nlanes + 1;
+    eng_cursor *c = e->cur;
+    int32_t cap = c->ready_cap;
     while (e->ready_n > 0) {
         int32_t l = e->ready[e->ready_head];
         if (++e->ready_head == cap)
             e->ready_head = 0;
         e->ready_n--;
-        advance(e, l, now);
+        advance(e, c, l, now);
     }
 }
 
@@ -467,6 +549,8 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
     e->oom = 0;
     eq_clear(&e->q);
     net_begin(nw, &e->q);
+    int fifo = net_sharing_of(nw) == NET_FIFO;
+    e->cur->mesh = net_mesh_fifo(nw, &e->cur->slots, &e->cur->bw, &e->cur->lat);
     for (int32_t l = 0; l < g->nlanes; l++)
         make_ready(e, l);
     run_ready(e, 0);
@@ -481,7 +565,9 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
         if (ev.type == EQ_COMPUTE) {
             compute_done(e, ev.id);
         } else {
-            int32_t id = net_event(nw, &ev);
+            /* FIFO: every EQ_NET event is the arrival of transfer ev.id
+             * (net.h) */
+            int32_t id = fifo ? ev.id : net_event(nw, &ev);
             if (id < 0)
                 continue; /* stale or internal (FAIR) */
             arrived(e, id, now);

@@ -75,7 +75,8 @@ struct eng_sim {
 int eng_reserve_(void **p, int32_t *cap, int32_t n, size_t sz);
 
 /* Sizes and resets the online statistics and the per-rank device state
- * for nlanes lanes on nranks ranks; -1 when out of memory. */
+ * for nlanes lanes on nranks ranks, and reports each rank's baseline to
+ * the sink's mem_change; -1 when out of memory. */
 int eng_begin_stats_(eng_sim *e, int32_t nlanes, int32_t nranks);
 
 /* Frees the cursor path's arrays (eng_cursor.c). */

@@ -1,9 +1,13 @@
-/* An in-order run (ring buffer) plus a binary heap. Heap pop moves the hole
- * at the root down to a leaf along the smaller children and then sifts the
+/* Sorted runs (ring buffers) plus a binary heap. Heap pop moves the hole at
+ * the root down to a leaf along the smaller children and then sifts the
  * last event up from there (Floyd): the last event almost always belongs
- * near the bottom, so this takes one comparison per level instead of two. */
+ * near the bottom, so this takes one comparison per level instead of two.
+ * A run that empties swaps places with the last run in use, so push and
+ * pop scan only the runs in use (one in a ring collective, two or three in
+ * a pipeline of uniform stages). */
 #include "eq.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "limit.h"
@@ -12,22 +16,26 @@ void eq_init(eq *q)
 {
     q->heap = NULL;
     q->n = q->cap = 0;
-    q->run = NULL;
-    q->head = q->len = q->run_cap = 0;
+    for (int i = 0; i < EQ_RUNS; i++)
+        q->run[i] = (eq_run){NULL, 0, 0, 0};
+    q->nruns = 0;
     q->next_seq = 0;
 }
 
 void eq_free(eq *q)
 {
     limit_free(q->heap);
-    limit_free(q->run);
+    for (int i = 0; i < EQ_RUNS; i++)
+        limit_free(q->run[i].ev);
     eq_init(q);
 }
 
 void eq_clear(eq *q)
 {
     q->n = 0;
-    q->head = q->len = 0;
+    for (int i = 0; i < EQ_RUNS; i++)
+        q->run[i].head = q->run[i].len = 0;
+    q->nruns = 0;
     q->next_seq = 0;
 }
 
@@ -42,43 +50,27 @@ static inline int before_nb(const eq_event *a, const eq_event *b)
     return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
 }
 
-static inline const eq_event *run_last(const eq *q)
+/* Doubles run r's ring (unwrapped); -1 when out of memory. Once per
+ * doubling: out of the per-event path. */
+static __attribute__((noinline)) int run_grow(eq_run *r)
 {
-    size_t i = q->head + q->len - 1; /* < 2 run_cap: no division per push */
-    return &q->run[i >= q->run_cap ? i - q->run_cap : i];
-}
-
-/* Appends to the in-order run, growing the ring (unwrapped) when full. */
-static int run_push(eq *q, const eq_event *ev)
-{
-    if (q->len == q->run_cap) {
-        size_t cap = q->run_cap ? q->run_cap * 2 : 256;
-        eq_event *r = limit_malloc(cap * sizeof *r);
-        if (!r)
-            return -1;
-        for (size_t i = 0; i < q->len; i++)
-            r[i] = q->run[(q->head + i) % q->run_cap];
-        limit_free(q->run);
-        q->run = r;
-        q->run_cap = cap;
-        q->head = 0;
-    }
-    size_t tail = q->head + q->len;
-    if (tail >= q->run_cap)
-        tail -= q->run_cap;
-    q->run[tail] = *ev;
-    q->len++;
+    uint32_t cap = r->cap ? r->cap * 2 : 256;
+    if (r->cap > UINT32_MAX / 2)
+        return -1;
+    eq_event *ev = limit_malloc((size_t)cap * sizeof *ev);
+    if (!ev)
+        return -1;
+    for (uint32_t i = 0; i < r->len; i++)
+        ev[i] = r->ev[(r->head + i) & (r->cap - 1)];
+    limit_free(r->ev);
+    r->ev = ev;
+    r->head = 0;
+    r->cap = cap;
     return 0;
 }
 
-int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
+static __attribute__((noinline)) int heap_push(eq *q, const eq_event *ev)
 {
-    /* not earlier than the run's last event: its seq is larger, so the run
-     * stays sorted by (t, seq) */
-    if (q->len == 0 || t >= run_last(q)->t) {
-        eq_event ev = {t, q->next_seq++, type, id, version};
-        return run_push(q, &ev);
-    }
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 256;
         eq_event *h = limit_realloc(q->heap, cap * sizeof *h);
@@ -87,45 +79,88 @@ int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version)
         q->heap = h;
         q->cap = cap;
     }
-    eq_event ev = {t, q->next_seq++, type, id, version};
     size_t i = q->n++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!before(&ev, &q->heap[parent]))
+        if (!before(ev, &q->heap[parent]))
             break;
         q->heap[i] = q->heap[parent];
         i = parent;
     }
-    q->heap[i] = ev;
+    q->heap[i] = *ev;
     return 0;
+}
+
+int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
+{
+    eq_event ev = {t, q->next_seq++, type, id, version};
+    /* the run ending latest but not after t: its events all come before
+     * ev (their seq is smaller), so it stays sorted by (t, seq) */
+    int nr = q->nruns, best = -1;
+    double last = -INFINITY;
+    for (int i = 0; i < nr; i++) {
+        double l = q->last[i];
+        if (l <= t && l >= last) {
+            best = i;
+            last = l;
+        }
+    }
+    if (best < 0) {
+        if (nr == EQ_RUNS)
+            return heap_push(q, &ev);
+        best = nr;
+        q->run[best].head = q->run[best].len = 0;
+    }
+    eq_run *r = &q->run[best];
+    if (r->len == r->cap && run_grow(r))
+        return -1;
+    r->ev[(r->head + r->len) & (r->cap - 1)] = ev;
+    r->len++;
+    q->last[best] = t;
+    if (best == nr) { /* a new run counts once it holds the event */
+        q->first_t[best] = t;
+        q->first_seq[best] = ev.seq;
+        q->nruns++;
+    }
+    return 0;
+}
+
+/* The run holding the earliest event, or -1 for the heap's top (or an
+ * empty queue). */
+static inline int first(const eq *q)
+{
+    int w = -1, nr = q->nruns;
+    double t = q->n > 0 ? q->heap[0].t : INFINITY;
+    uint64_t seq = q->n > 0 ? q->heap[0].seq : UINT64_MAX;
+    for (int i = 0; i < nr; i++) {
+        double ti = q->first_t[i];
+        if (ti < t || (ti == t && q->first_seq[i] < seq)) {
+            t = ti;
+            seq = q->first_seq[i];
+            w = i;
+        }
+    }
+    /* times that compare false with everything (NaN) still pop */
+    if (w < 0 && q->n == 0 && nr > 0)
+        w = 0;
+    return w;
 }
 
 int eq_peek(const eq *q, eq_event *out)
 {
-    if (q->len > 0 && (q->n == 0 || before(&q->run[q->head], &q->heap[0])))
-        *out = q->run[q->head];
-    else if (q->n > 0)
-        *out = q->heap[0];
-    else
+    int w = first(q);
+    if (w < 0 && q->n == 0)
         return -1;
+    *out = w < 0 ? q->heap[0] : q->run[w].ev[q->run[w].head];
     return 0;
 }
 
-int eq_pop(eq *q, eq_event *out)
+static void heap_pop(eq *q, eq_event *out)
 {
-    if (q->len > 0 && (q->n == 0 || before(&q->run[q->head], &q->heap[0]))) {
-        *out = q->run[q->head];
-        if (++q->head == q->run_cap)
-            q->head = 0;
-        q->len--;
-        return 0;
-    }
-    if (q->n == 0)
-        return -1;
     *out = q->heap[0];
     size_t n = --q->n;
     if (n == 0)
-        return 0;
+        return;
     eq_event last = q->heap[n];
     eq_event *h = q->heap;
     size_t i = 0;
@@ -146,5 +181,32 @@ int eq_pop(eq *q, eq_event *out)
         i = parent;
     }
     h[i] = last;
+}
+
+int eq_pop_slow(eq *q, eq_event *out)
+{
+    int w = first(q);
+    if (w < 0) {
+        if (q->n == 0)
+            return -1;
+        heap_pop(q, out);
+        return 0;
+    }
+    eq_run *r = &q->run[w];
+    *out = r->ev[r->head];
+    r->head = (r->head + 1) & (r->cap - 1);
+    if (--r->len > 0) {
+        q->first_t[w] = r->ev[r->head].t;
+        q->first_seq[w] = r->ev[r->head].seq;
+        return 0;
+    }
+    /* keep the runs in use first */
+    int l = --q->nruns;
+    eq_run tmp = *r;
+    *r = q->run[l];
+    q->run[l] = tmp;
+    q->last[w] = q->last[l];
+    q->first_t[w] = q->first_t[l];
+    q->first_seq[w] = q->first_seq[l];
     return 0;
 }

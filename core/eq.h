@@ -1,14 +1,21 @@
 /* The event queue, ordered by (time, sequence number). The sequence number
  * is a per-queue counter taken at push, so two events at the same time pop
  * in the order they were pushed and every run is deterministic bit for bit
- * (the libuv timer rule).
+ * (the libuv timer rule). Any correct priority queue on that key pops the
+ * same events in the same order: the structure below is a matter of speed
+ * only.
  *
- * Most events of a simulation are pushed in time order (a transfer or a
- * compute op ends a fixed time after now, and now only grows), so the queue
- * is two structures: a FIFO run that takes every event not earlier than the
- * run's last one, O(1) both ways, and a binary min-heap for the rest,
- * O(log n). Pop takes the earlier of the two heads. Neither allocates once
- * grown to its working size. */
+ * Almost every event of a simulation is pushed as now + d for one of a few
+ * delays d (a compute op of a given cost, a transfer of a given size), and
+ * now only grows, so the events of one delay arrive in time order (IEEE
+ * addition is monotone). The queue therefore keeps up to EQ_RUNS sorted
+ * runs (FIFO ring buffers): a push goes to the run whose last event is the
+ * latest not after it (patience sorting's best fit, which needs as many
+ * runs as the longest run of pending events pushed in decreasing time
+ * order, at most the number of distinct delays in flight), O(runs in use);
+ * only when every run ends later does it go to a binary min-heap,
+ * O(log n). Pop takes the earliest of the runs' heads and the heap's top.
+ * Neither allocates once grown to its working size. */
 #ifndef PS_EQ_H
 #define PS_EQ_H
 
@@ -35,11 +42,26 @@ typedef struct eq_event {
     uint32_t version; /* for lazy cancellation: stale when it differs */
 } eq_event;
 
+/* Most sorted runs kept besides the heap. */
+#define EQ_RUNS 8
+
+/* One sorted run: a ring buffer whose capacity is a power of two. */
+typedef struct eq_run {
+    eq_event *ev;
+    uint32_t head, len, cap; /* cap 0: ev NULL */
+} eq_run;
+
 typedef struct eq {
-    eq_event *heap; /* min-heap of the out-of-order events */
+    eq_event *heap; /* min-heap of the events no run could take */
     size_t n, cap;
-    eq_event *run; /* ring buffer of in-order events: head first */
-    size_t head, len, run_cap;
+    int nruns; /* run[0 .. nruns) are not empty; the others keep their
+                  buffers for reuse */
+    /* per run in use, side by side for push's and pop's scans: the time
+     * of its last event, and the time and sequence of its first */
+    double last[EQ_RUNS];
+    double first_t[EQ_RUNS];
+    uint64_t first_seq[EQ_RUNS];
+    eq_run run[EQ_RUNS];
     uint64_t next_seq;
 } eq;
 
@@ -51,11 +73,43 @@ void eq_free(eq *q);
 /* Empties the queue and restarts sequence numbers, keeping its memory. */
 void eq_clear(eq *q);
 
-/* Adds an event. Returns 0, or -1 when memory runs out. */
-int eq_push(eq *q, double t, int32_t type, int32_t id, uint32_t version);
+/* The general cases of eq_push and eq_pop below (any number of runs, the
+ * heap); call those. */
+int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version);
+int eq_pop_slow(eq *q, eq_event *out);
 
-/* Removes the earliest event into *out. Returns 0, or -1 when empty. */
-int eq_pop(eq *q, eq_event *out);
+/* Adds an event. Returns 0, or -1 when memory runs out. Inline for the
+ * common case of one run taking it (a collective's transfers end in
+ * push order). */
+static inline int eq_push(eq *q, double t, int32_t type, int32_t id,
+                          uint32_t version)
+{
+    eq_run *r = &q->run[0];
+    if (q->nruns == 1 && q->last[0] <= t && r->len < r->cap) {
+        r->ev[(r->head + r->len) & (r->cap - 1)] =
+            (eq_event){t, q->next_seq++, type, id, version};
+        r->len++;
+        q->last[0] = t;
+        return 0;
+    }
+    return eq_push_slow(q, t, type, id, version);
+}
+
+/* Removes the earliest event into *out. Returns 0, or -1 when empty.
+ * Inline for one run of more than one event and an empty heap. */
+static inline int eq_pop(eq *q, eq_event *out)
+{
+    eq_run *r = &q->run[0];
+    if (q->nruns == 1 && q->n == 0 && r->len > 1) {
+        *out = r->ev[r->head];
+        r->head = (r->head + 1) & (r->cap - 1);
+        r->len--;
+        q->first_t[0] = r->ev[r->head].t;
+        q->first_seq[0] = r->ev[r->head].seq;
+        return 0;
+    }
+    return eq_pop_slow(q, out);
+}
 
 /* Copies the earliest event into *out without removing it. Returns 0, or -1
  * when empty. */
@@ -63,7 +117,7 @@ int eq_peek(const eq *q, eq_event *out);
 
 static inline int eq_empty(const eq *q)
 {
-    return q->n == 0 && q->len == 0;
+    return q->n == 0 && q->nruns == 0;
 }
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "export_run.h"
+#include "svg.h"
 
 /* ------------------------------------------------------------------ */
 /* SVG Gantt                                                           */
@@ -62,23 +63,6 @@ static const char *const rank_colors[] = {
 };
 #define NRANK_COLORS ((int)(sizeof rank_colors / sizeof rank_colors[0]))
 #define MAX_TICKS 100 /* per axis: nice steps give about 8 */
-
-static void xml_str(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default:
-            /* XML 1.0 forbids most control characters, even escaped */
-            if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
-                fputc(*s, out);
-        }
-    }
-}
 
 static int style_of(const char *kind)
 {
@@ -234,7 +218,7 @@ static void svg_legend(svg_ctx *c, const export_run *runs, int nruns)
                 "height=\"12\" rx=\"2\" fill=\"%s\"/>"
                 "<text x=\"%.1f\" y=\"23\" fill=\"%s\">",
                 x, fill, x + 17, ink);
-        xml_str(out, label); /* "overlapped F&B" */
+        svg_text(out, label); /* "overlapped F&B" */
         fputs("</text>\n", out);
         x += 17 + 6.4 * (double)strlen(label) + 18;
     }
@@ -261,14 +245,14 @@ static void svg_title(svg_ctx *c, const export_run *r, int y)
             "<text x=\"12\" y=\"%d\" font-size=\"14\" fill=\"%s\">"
             "<tspan font-weight=\"bold\">",
             y + 18, ink);
-    xml_str(c->out, r->name);
+    svg_text(c->out, r->name);
     fprintf(c->out,
             "</tspan><tspan dx=\"10\" fill=\"%s\" "
             "font-size=\"12\">run %lld",
             ink2, (long long)r->id);
     if (*r->schedule) {
         fputs(" \xc2\xb7 ", c->out);
-        xml_str(c->out, r->schedule);
+        svg_text(c->out, r->schedule);
     }
     if (strcmp(r->kind, "pipeline") == 0)
         fprintf(c->out, " \xc2\xb7 p=%d m=%d v=%d", (int)r->stages,
@@ -331,13 +315,13 @@ static void svg_op(svg_ctx *c, const export_run *r, const export_event *e,
     fmt_time(e->t0, t0, sizeof t0);
     fmt_time(e->t1, t1, sizeof t1);
     fprintf(out, "<rect class=\"op ");
-    xml_str(out, s < 0 ? "other" : op_styles[s].kind);
+    svg_text(out, s < 0 ? "other" : op_styles[s].kind);
     fprintf(out,
             "\" data-run=\"%lld\" data-rank=\"%d\" x=\"%.2f\" y=\"%.1f\" "
             "width=\"%.2f\" height=\"%d\" rx=\"1.5\" fill=\"%s\" "
             "stroke=\"#fff\" stroke-width=\"0.6\"><title>rank %d: ",
             (long long)r->id, (int)e->rank, x0, y, w, RH, fill, (int)e->rank);
-    xml_str(out, name);
+    svg_text(out, name);
     if (e->stage >= 0)
         fprintf(out, " (stage %d)", (int)e->stage);
     fprintf(out, ", %s to %s</title></rect>\n", t0, t1);
@@ -370,7 +354,7 @@ static void svg_transfer(svg_ctx *c, const export_run *r,
             (int)(recv ? t->dst : t->src), x0, y, x1 - x0 < 0.8 ? 0.8 : x1 - x0,
             CH, comm_fill, recv ? " fill-opacity=\"0.55\"" : "",
             (int)(recv ? t->dst : t->src));
-    xml_str(c->out, name);
+    svg_text(c->out, name);
     fprintf(c->out, ", %s, %s to %s</title></rect>\n", bytes, t0, t1);
 }
 
@@ -532,16 +516,12 @@ int export_svg(rec_db *db, const int64_t *runs, int nruns, FILE *out,
             c.tmax = 1;
         if (!(c.ymax > 0))
             c.ymax = 1;
+        svg_begin(out, SVG_W, height, "font-family=\"sans-serif\"");
         fprintf(out,
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-                "height=\"%d\" viewBox=\"0 0 %d %d\" "
-                "font-family=\"sans-serif\">\n"
                 "<!-- pipesim export: rect.op per compute event "
                 "(data-run, data-rank), rect.comm per transfer end -->\n"
                 "<rect class=\"background\" width=\"100%%\" height=\"100%%\" "
-                "fill=\"#fff\"/>\n",
-                SVG_W, height, SVG_W, height);
+                "fill=\"#fff\"/>\n");
         svg_legend(&c, r, nruns);
         int y = LEGEND_H;
         for (int k = 0; k < nruns; k++) {

@@ -24,57 +24,61 @@ typedef struct ring {
     const int32_t *rank;
     int32_t N;
     int64_t n;
-    int rs, ag;     /* phases it runs */
-    int32_t steps;  /* (rs + ag)(N - 1) */
-    int64_t q, rem; /* n / N, n % N: block b has q + (b < rem) elements */
-    uint8_t sflags; /* SEND flags besides PROG_BATCH */
+    int rs, ag;        /* phases it runs */
+    int32_t steps;     /* (rs + ag)(N - 1) */
+    int64_t q, rem;    /* n / N, n % N: block b has q + (b < rem) elements */
+    double big, small; /* bytes of a block of q + 1 and of q elements */
+    uint8_t sflags;    /* SEND flags besides PROG_BATCH */
 } ring;
+
+/* A position's cursor (zeroed before the run): the next step, the block
+ * it sends at that step and its neighbours' cluster ranks. */
+typedef struct ring_state {
+    int32_t s, bs;
+    int32_t next_rank, prev_rank;
+} ring_state;
 
 static int32_t ring_rank(const gen_prog *g, int32_t lane)
 {
     return ((const ring *)g->ctx)->rank[lane];
 }
 
-static inline int32_t mod(int64_t a, int32_t m)
-{
-    return (int32_t)((a % m + m) % m);
-}
-
 /* Step s of position r: a SEND to r + 1 and a RECV from r - 1, batched;
  * position 0 emits its SEND first (the emitter walks senders 0 .. N-1,
  * and position N-1's send to 0 comes last), the others their RECV.
  * Reduce-scatter step k sends block r - k - 1, allgather step k block
- * r - k (ring_rs, ring_ag); the block received is the one r - 1 sends. */
+ * r - k (ring_rs, ring_ag): both r - 1 - s with s the step counted over
+ * both phases, so the block moves back by one each step; the block
+ * received is the one r - 1 sends, one further back. No division on this
+ * path: it runs once per step and lane. */
 static int ring_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
 {
     const ring *c = g->ctx;
-    int32_t *st = state;
-    int32_t s = *st;
+    ring_state *st = state;
+    int32_t s = st->s, N = c->N;
     if (s >= c->steps)
         return 0;
-    *st = s + 1;
-    /* no division on this path: it runs once per step and lane */
-    int32_t N = c->N;
-    int rs = c->rs && s < N - 1;
-    int32_t k = rs ? s : s - (c->rs ? N - 1 : 0);
-    int32_t prev = r > 0 ? r - 1 : N - 1, next = r + 1 < N ? r + 1 : 0;
-    int32_t bs = r - k - rs, br = prev - k - rs; /* >= -N: k <= N - 2 */
-    bs += bs < 0 ? N : 0;
-    bs += bs < 0 ? N : 0;
-    br += br < 0 ? N : 0;
-    br += br < 0 ? N : 0;
+    if (s == 0) {
+        int32_t prev = r > 0 ? r - 1 : N - 1, next = r + 1 < N ? r + 1 : 0;
+        st->next_rank = c->rank[next];
+        st->prev_rank = c->rank[prev];
+        st->bs = c->rs ? prev : r;
+    }
+    int32_t bs = st->bs, br = bs > 0 ? bs - 1 : N - 1;
+    st->s = s + 1;
+    st->bs = br;
     prog_op *send = &ops[r != 0], *recv = &ops[r == 0];
-    *send = (prog_op){.bytes = (double)(c->q + (bs < c->rem)) * 4,
+    *send = (prog_op){.bytes = bs < c->rem ? c->big : c->small,
                       .msg = r,
-                      .peer = c->rank[next],
+                      .peer = st->next_rank,
                       .tag = s,
                       .mb = -1,
                       .type = PROG_SEND,
                       .kind = PROG_COLL,
                       .flags = c->sflags};
-    *recv = (prog_op){.bytes = (double)(c->q + (br < c->rem)) * 4,
-                      .msg = prev,
-                      .peer = c->rank[prev],
+    *recv = (prog_op){.bytes = br < c->rem ? c->big : c->small,
+                      .msg = r > 0 ? r - 1 : N - 1,
+                      .peer = st->prev_rank,
                       .tag = s,
                       .mb = -1,
                       .type = PROG_RECV,
@@ -99,20 +103,19 @@ int gen_coll_run(enum coll_op op, int algo, const int32_t *rank, int32_t N,
                  int32_t *steps, ps_err *err)
 {
     (void)algo; /* the ring, the only one gen_coll_applies accepts */
-    ring c = {rank,
-              N,
-              n,
-              op != COLL_ALLGATHER,
-              op != COLL_REDUCE_SCATTER,
-              0,
-              0,
-              0,
-              (uint8_t)(slots > 1 ? PROG_EARLY | PROG_NOWAIT : 0)};
+    ring c = {.rank = rank,
+              .N = N,
+              .n = n,
+              .rs = op != COLL_ALLGATHER,
+              .ag = op != COLL_REDUCE_SCATTER,
+              .sflags = (uint8_t)(slots > 1 ? PROG_EARLY | PROG_NOWAIT : 0)};
     c.steps = (c.rs + c.ag) * (N - 1);
     c.q = n / N;
     c.rem = n % N;
-    gen_prog g = {net_ranks(nw),   N,         N,         2,
-                  sizeof(int64_t), ring_rank, ring_next, &c};
+    c.big = (double)(c.q + 1) * 4;
+    c.small = (double)c.q * 4;
+    gen_prog g = {net_ranks(nw),      N,         N,         2,
+                  sizeof(ring_state), ring_rank, ring_next, &c};
     int rc = eng_run_gen(eng, &g, nw, p2p, er, err);
     if (rc)
         return rc;

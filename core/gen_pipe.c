@@ -26,13 +26,19 @@ typedef struct pstate {
     int32_t prev, i, end, j;
     int32_t phase; /* BATCH, SECOND (the receives of a split batch), OPS */
     act old[2], cur[2];
+    /* set on the first call (the state starts zeroed): the lane's
+     * warm-up length and its neighbours' cluster ranks */
+    int32_t warm, next_rank, prev_rank;
+    uint8_t init;
 } pstate;
 
 enum { BATCH, SECOND, OPS };
 
 typedef struct pipe_gen {
     const sched_spec *s;
-    int32_t n; /* actions per rank: 2 m v */
+    int32_t n;          /* actions per rank: 2 m v */
+    int32_t S;          /* stages: p v */
+    uint8_t send_flags; /* GPipe's isends (sched_lower.c): PROG_NOWAIT */
 } pipe_gen;
 
 static int32_t cluster_rank(const sched_spec *s, int32_t r)
@@ -48,9 +54,24 @@ static void virtual_mb(const sched_spec *s, int32_t k, int forward, act *a)
     a->mb = k / pv * s->p + in % s->p;
 }
 
-/* Action idx of rank r's order, and whether it joins the step of the
- * action before it (interleaved's steady F/B pairs). */
-static act action(const sched_spec *s, int32_t r, int32_t idx, int *join)
+/* The warm-up length of rank r: 1F1B's min(p - r - 1, m), interleaved's
+ * min(2 (p - r - 1) + (v - 1) p, m v) (Megatron's
+ * get_num_warmup_microbatches); 0 for GPipe. */
+static int32_t warm_of(const sched_spec *s, int32_t r)
+{
+    if (s->kind == SCHED_1F1B)
+        return s->p - r - 1 < s->m ? s->p - r - 1 : s->m;
+    if (s->kind != SCHED_INTERLEAVED)
+        return 0;
+    int32_t warm = 2 * (s->p - r - 1) + (s->v - 1) * s->p, total = s->m * s->v;
+    return warm > total ? total : warm;
+}
+
+/* Action idx of the order of the rank whose warm-up is warm, and whether
+ * it joins the step of the action before it (interleaved's steady F/B
+ * pairs). */
+static inline act action(const sched_spec *s, int32_t warm, int32_t idx,
+                         int *join)
 {
     act a = {PROG_F, 0, 0};
     int32_t m = s->m;
@@ -59,7 +80,6 @@ static act action(const sched_spec *s, int32_t r, int32_t idx, int *join)
         a.kind = idx < m ? PROG_F : PROG_B;
         a.mb = idx < m ? idx : idx - m;
     } else if (s->kind == SCHED_1F1B) {
-        int32_t warm = s->p - r - 1 < m ? s->p - r - 1 : m;
         int32_t steady = m - warm;
         if (idx < warm) {
             a.mb = idx;
@@ -73,9 +93,6 @@ static act action(const sched_spec *s, int32_t r, int32_t idx, int *join)
         }
     } else { /* interleaved */
         int32_t total = m * s->v;
-        int32_t warm = 2 * (s->p - r - 1) + (s->v - 1) * s->p;
-        if (warm > total)
-            warm = total;
         if (idx < warm) {
             virtual_mb(s, idx, 1, &a);
         } else if (idx < 2 * total - warm) {
@@ -95,73 +112,46 @@ static act action(const sched_spec *s, int32_t r, int32_t idx, int *join)
     return a;
 }
 
-/* prog.c's constructors, inlined: they run once per op */
-static inline prog_op p2p(uint8_t type, int32_t peer, int32_t chan,
-                          double bytes, uint8_t kind, int32_t mb,
-                          unsigned flags)
-{
-    prog_op op = {.bytes = bytes,
-                  .msg = chan,
-                  .peer = peer,
-                  .tag = -1,
-                  .mb = mb,
-                  .type = type,
-                  .kind = kind,
-                  .flags = (uint8_t)flags};
-    return op;
-}
-
-static inline prog_op compute_op(uint8_t kind, int32_t stage, int32_t chunk,
-                                 int32_t mb, double secs, double mem)
-{
-    prog_op op = {.seconds = secs,
-                  .mem = mem,
-                  .stage = stage,
-                  .mb = mb,
-                  .chunk = (int16_t)chunk,
-                  .type = PROG_COMPUTE,
-                  .kind = kind};
-    return op;
-}
-
 /* sched_lower.c's unit_transfer on the loop placement: the SEND of a's
- * output (send) or the RECV of its input into *op; 0 when there is none. */
-static int transfer(const sched_spec *s, int32_t r, const act *a, int send,
-                    prog_op *op)
+ * output (send) or the RECV of its input into *op; 0 when there is none.
+ * The peer is stage st + 1 (on the next rank) for a forward's send and a
+ * backward's receive, stage st - 1 (on the previous rank) otherwise; the
+ * message crosses boundary b, the lower of the two stages. prog.c's
+ * constructors, inlined: this runs once per op. */
+static inline int transfer(const pipe_gen *pg, const pstate *p, int32_t r,
+                           const act *a, int send, prog_op *op)
 {
-    int32_t S = s->p * s->v, st = a->chunk * s->p + r;
+    const sched_spec *s = pg->s;
     if (s->p == 1)
         return 0;
-    int fwd = a->kind == PROG_F;
-    int32_t peer_st = (fwd != send) ? st - 1 : st + 1;
-    if (peer_st < 0 || peer_st >= S)
+    int32_t st = a->chunk * s->p + r;
+    int fwd = a->kind == PROG_F, up = fwd == send;
+    int32_t peer_st = up ? st + 1 : st - 1;
+    if (peer_st < 0 || peer_st >= pg->S)
         return 0;
-    int32_t b = peer_st < st ? peer_st : st;
-    /* peer_st % p without a division: the next or previous rank */
-    int32_t peer_r =
-        peer_st < st ? (r > 0 ? r - 1 : s->p - 1) : (r + 1 < s->p ? r + 1 : 0);
-    int32_t peer = cluster_rank(s, peer_r);
-    int32_t chan = (fwd ? 0 : S - 1) + b;
-    double bytes = s->stages[b].out_bytes;
-    enum prog_kind kind = fwd ? PROG_F : PROG_B;
-    /* GPipe's isends (sched_lower.c) */
-    unsigned flags = send && s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0;
-    *op = p2p(send ? PROG_SEND : PROG_RECV, peer, chan, bytes, (uint8_t)kind,
-              a->mb, flags);
+    int32_t b = up ? st : peer_st;
+    *op = (prog_op){.bytes = s->stages[b].out_bytes,
+                    .msg = (fwd ? 0 : pg->S - 1) + b,
+                    .peer = up ? p->next_rank : p->prev_rank,
+                    .tag = -1,
+                    .mb = a->mb,
+                    .type = send ? PROG_SEND : PROG_RECV,
+                    .kind = fwd ? PROG_F : PROG_B,
+                    .flags = send ? pg->send_flags : 0};
     return 1;
 }
 
 /* The batch before step [i, end) into ops: sends of [prev, i), receives
  * of [i, end); its size, *sends of them sends. */
-static int batch(const pipe_gen *pg, int32_t r, const pstate *p, prog_op *ops,
-                 int *sends)
+static inline int batch(const pipe_gen *pg, int32_t r, const pstate *p,
+                        prog_op *ops, int *sends)
 {
     int k = 0;
     for (int32_t x = 0; x < p->i - p->prev; x++)
-        k += transfer(pg->s, r, &p->old[x], 1, &ops[k]);
+        k += transfer(pg, p, r, &p->old[x], 1, &ops[k]);
     *sends = k;
     for (int32_t x = 0; x < p->end - p->i; x++)
-        k += transfer(pg->s, r, &p->cur[x], 0, &ops[k]);
+        k += transfer(pg, p, r, &p->cur[x], 0, &ops[k]);
     return k;
 }
 
@@ -182,17 +172,23 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
     const sched_spec *s = pg->s;
     pstate *p = state;
     int32_t n = pg->n;
+    if (!p->init) {
+        p->init = 1;
+        p->warm = warm_of(s, r);
+        p->next_rank = cluster_rank(s, r + 1 < s->p ? r + 1 : 0);
+        p->prev_rank = cluster_rank(s, r > 0 ? r - 1 : s->p - 1);
+    }
     for (;;) {
         if (p->phase == BATCH) {
             int join = 0;
             p->end = p->i;
             if (p->i < n) {
-                p->cur[0] = action(s, r, p->i, &join);
+                p->cur[0] = action(s, p->warm, p->i, &join);
                 p->end++;
             }
             /* only a B after an F joins, so a step has at most two */
             if (s->kind == SCHED_INTERLEAVED && p->end < n) {
-                act a = action(s, r, p->end, &join);
+                act a = action(s, p->warm, p->end, &join);
                 if (join) {
                     p->cur[1] = a;
                     p->end++;
@@ -227,11 +223,14 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
                 int32_t st = a.chunk * s->p + r;
                 const sched_stage *c = &s->stages[st];
                 /* sched_lower.c's unit_cost without W or checkpointing */
-                ops[0] = a.kind == PROG_F
-                             ? compute_op(PROG_F, st, a.chunk, a.mb, c->fwd,
-                                          c->act_bytes)
-                             : compute_op(PROG_B, st, a.chunk, a.mb,
-                                          c->bwd + c->wgt, -c->act_bytes);
+                int f = a.kind == PROG_F;
+                ops[0] = (prog_op){.seconds = f ? c->fwd : c->bwd + c->wgt,
+                                   .mem = f ? c->act_bytes : -c->act_bytes,
+                                   .stage = st,
+                                   .mb = a.mb,
+                                   .chunk = (int16_t)a.chunk,
+                                   .type = PROG_COMPUTE,
+                                   .kind = (uint8_t)a.kind};
                 return 1;
             }
             p->prev = p->i;
@@ -270,8 +269,9 @@ int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,
                                "pipeline ranks %d and %d both map to rank %d",
                                (int)q, (int)r, (int)c);
     }
-    pipe_gen pg = {s, 2 * s->m * s->v};
     int32_t S = s->p * s->v;
+    pipe_gen pg = {s, 2 * s->m * s->v, S,
+                   (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0)};
     gen_prog g = {nranks,         s->p,      2 * (S - 1), 4,
                   sizeof(pstate), pipe_rank, pipe_next,   &pg};
     return eng_run_gen(eng, &g, nw, p2p, res, err);

@@ -22,6 +22,7 @@ static void (*stop_hook)(void);
 static double timeout_seconds;
 static char where_buf[256];
 static int where_set;
+static char need_buf[224]; /* limit_note_need, "" if none */
 
 static size_t budget; /* 0: none */
 static size_t used;
@@ -101,6 +102,7 @@ void limit_reset(void)
 {
     stop_reason = LIMIT_NONE;
     where_set = 0;
+    need_buf[0] = 0;
 }
 
 void limit_note_where(const char *where)
@@ -116,6 +118,11 @@ int limit_has_where(void)
     return where_set;
 }
 
+void limit_note_need(const char *need)
+{
+    snprintf(need_buf, sizeof need_buf, "%s", need ? need : "");
+}
+
 const char *limit_message(char *buf, size_t size)
 {
     const char *pos = where_set ? where_buf : "";
@@ -126,8 +133,9 @@ const char *limit_message(char *buf, size_t size)
                  timeout_seconds);
         break;
     case LIMIT_MEMORY:
-        snprintf(buf, size, "%smemory limit of %s reached (--max-memory)", pos,
-                 limit_format_bytes(budget, b, sizeof b));
+        snprintf(buf, size, "%smemory limit of %s reached (--max-memory)%s%s",
+                 pos, limit_format_bytes(budget, b, sizeof b),
+                 need_buf[0] ? ": " : "", need_buf);
         break;
     case LIMIT_SIGINT:
     case LIMIT_SIGTERM: snprintf(buf, size, "interrupted"); break;

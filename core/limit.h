@@ -45,6 +45,11 @@ void limit_note_where(const char *where);
 const char *limit_message(char *buf, size_t size);
 /* 1 when the stop already has a position (limit_note_where). */
 int limit_has_where(void);
+/* What the allocation that hit the memory budget was for, appended to the
+ * memory stop's message after a colon: "the run's programs need 1.5 GiB as
+ * arrays (33.5 M ops)". The last call before the message wins (at most
+ * ~200 bytes kept); limit_reset forgets it. */
+void limit_note_need(const char *need);
 
 /* --- memory --- */
 

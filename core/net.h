@@ -183,10 +183,44 @@ int32_t net_pair(net *nw, int32_t src, int32_t dst);
 int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
                    double bytes, double now, double *t_begin);
 
+/* The run-time record of a link (of a mesh pair: its state slot). */
+typedef struct net_lstat {
+    double free_at; /* FIFO: when the link is free again */
+    double carried; /* bytes */
+    double busy;    /* seconds */
+} net_lstat;
+
+/* For the engine's inline fast path on a FIFO mesh: 1 and the slots that
+ * net_pair's handles index (valid until the next net_pair or net_begin)
+ * and the mesh's figures when nw is a mesh under NET_FIFO, else 0. A
+ * transfer started with net_mesh_start and pushed by the caller as EQ_NET
+ * at the returned time is exactly net_start_pair's. */
+int net_mesh_fifo(net *nw, net_lstat **slots, double *bandwidth,
+                  double *latency);
+
+/* net_start_pair's FIFO mesh arithmetic on slot ls: returns when the bytes
+ * have arrived, sets *t_begin to when they start moving. It is net_start's
+ * on the one mesh link, spelled out: the same arithmetic in the same order
+ * (0 + latency is latency, min(inf, bandwidth) is bandwidth). */
+static inline double net_mesh_start(net_lstat *ls, double bandwidth,
+                                    double latency, double bytes, double now,
+                                    double *t_begin)
+{
+    double start = ls->free_at > now ? ls->free_at : now;
+    double end = start + latency + bytes / bandwidth;
+    ls->free_at = end;
+    ls->carried += bytes;
+    ls->busy += end - start;
+    *t_begin = start;
+    return end;
+}
+
 /* Handles one EQ_NET event popped from the queue. Returns the id of the
  * transfer that has arrived, or -1 when the event is stale or internal (a
  * FAIR flow whose data phase ended and whose latency is still running).
- * FAIR: same cost as net_start when a data phase ends; O(1) otherwise. */
+ * FAIR: same cost as net_start when a data phase ends; O(1) otherwise.
+ * Under NET_FIFO every EQ_NET event is the arrival of transfer ev->id,
+ * which it returns: callers may skip the call. */
 int32_t net_event(net *nw, const eq_event *ev);
 
 /* Link statistics of the last run: fills up to max entries, returns the

@@ -562,16 +562,21 @@ int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
         return -1;
     if (pair < 0)
         return net_start(nw, id, src, dst, bytes, now, t_begin);
-    /* start_fifo on the one mesh link, spelled out: the same arithmetic
-     * in the same order (0 + latency is latency, min(inf, bw) is bw) */
-    lstat *ls = &nw->ls[pair];
-    double start = ls->free_at > now ? ls->free_at : now;
-    double end = start + nw->mesh_lat + bytes / nw->mesh_bw;
-    ls->free_at = end;
-    ls->carried += bytes;
-    ls->busy += end - start;
+    double start, end = net_mesh_start(&nw->ls[pair], nw->mesh_bw, nw->mesh_lat,
+                                       bytes, now, &start);
     *t_begin = start;
     return eq_push(nw->q, end, EQ_NET, id, 0);
+}
+
+int net_mesh_fifo(net *nw, net_lstat **slots, double *bandwidth,
+                  double *latency)
+{
+    if (!nw->mesh || net_sharing_of(nw) != NET_FIFO || nw->oom)
+        return 0;
+    *slots = nw->ls;
+    *bandwidth = nw->mesh_bw;
+    *latency = nw->mesh_lat;
+    return 1;
 }
 
 int32_t net_event(net *nw, const eq_event *ev)

@@ -15,11 +15,7 @@ typedef struct link {
     double bandwidth, latency;
 } link;
 
-typedef struct lstat {
-    double free_at; /* FIFO: when the link is free again */
-    double carried; /* bytes */
-    double busy;    /* seconds */
-} lstat;
+typedef net_lstat lstat; /* net.h */
 
 enum flow_state { FLOW_FREE, FLOW_DATA, FLOW_LATENCY };
 

@@ -1,9 +1,7 @@
-/* Pipeline step: stage costs -> programs -> engine -> statistics -> record.
- * Everything per run is O(ops); buffers live in the pipe_ctx and grow
- * geometrically, so a sweep of small runs allocates almost nothing.
- * Above the ~800-line guideline and not split yet: the natural cut is the
- * stage-cost builder (layer_* .. build_stages) into its own file, left for
- * the next round so as not to move code others were editing. */
+/* Pipeline step: stage costs (pipe_cost.c) -> programs -> engine ->
+ * statistics -> record. Everything per run is O(ops); buffers live in the
+ * pipe_ctx and grow geometrically, so a sweep of small runs allocates
+ * almost nothing. */
 #include "pipe.h"
 
 #include <math.h>
@@ -15,6 +13,7 @@
 #include "gen_pipe.h"
 #include "limit.h"
 #include "mem.h"
+#include "pipe_impl.h"
 
 struct pipe_ctx {
     eng_sim *eng;
@@ -178,6 +177,40 @@ double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
     return busy + idle > 0 ? idle / (busy + idle) : NAN;
 }
 
+double pipe_closed_form_dual(enum sched_kind kind, int32_t p, int32_t m,
+                             double f, double b, double w)
+{
+    /* DeepSeek-V3 technical report (arXiv:2412.19437), section 3.2.1,
+     * Table 2, which github.com/deepseek-ai/DualPipe's README repeats:
+     * the bubble of DualPipe is (PP/2 - 1)(F&B + B - 3W), PP pipeline
+     * stages, F a forward chunk, B a full backward chunk, W its weight
+     * part, F&B an overlapped forward and backward. DualPipe on p ranks has
+     * PP = p; DualPipeV, DualPipe "cut in half", holds PP = 2p stages on p
+     * ranks. Here B = b + w and F&B = F + B, pipesim's F&B when nothing
+     * says it hides time (sched.h): every rank is then busy m (f + b + w)
+     * (DualPipe: m/2 microbatches each way through its two chunks) or
+     * 2m (f + b + w) (DualPipeV: all m through both), so every rank idles
+     * the same and the mean fraction is the table's idle over busy + idle.
+     * The form is exact with f = b = w and m >= 2p (tests/unit/test_ds.c,
+     * test_pipe.c); with unequal parts it bounds the worst rank only. */
+    double busy, pp;
+    switch (kind) {
+    case SCHED_DUALPIPE:
+        busy = m * (f + b + w);
+        pp = p;
+        break;
+    case SCHED_DUALPIPEV:
+        busy = 2.0 * m * (f + b + w);
+        pp = 2.0 * p;
+        break;
+    default: return NAN;
+    }
+    if (m < 2 * p || f != b || b != w)
+        return NAN;
+    double idle = (pp / 2 - 1) * ((f + b + w) + (b + w) - 3 * w);
+    return busy + idle > 0 ? idle / (busy + idle) : NAN;
+}
+
 static int grow(void **p, size_t n, size_t sz)
 {
     void *q = realloc(*p, (n + 1) * sz);
@@ -229,205 +262,6 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
     return 0;
 }
 
-/* Cluster rank of pipeline rank r in replica j. */
-static int32_t cluster_rank(const pipe_config *cfg, int32_t r, int32_t j)
-{
-    int32_t k = j * cfg->p + r;
-    return cfg->rank_of ? cfg->rank_of[k] : k;
-}
-
-/* Pipeline rank of model stage s under the run's chunk placement. */
-static int32_t stage_rank(const pipe_config *cfg, int32_t s)
-{
-    return sched_place_rank(cfg->placement, cfg->place, cfg->p, s);
-}
-
-static double layer_fwd(const pipe_layer *l, double rate)
-{
-    return l->fwd_time >= 0 ? l->fwd_time : l->fwd_flops / rate;
-}
-
-static double layer_bwd(const pipe_layer *l, double rate)
-{
-    if (l->bwd_time >= 0)
-        return l->bwd_time;
-    if (l->bwd_input_time >= 0 && l->bwd_weight_time >= 0)
-        return l->bwd_input_time + l->bwd_weight_time;
-    if (l->bwd_flops >= 0 && l->fwd_time < 0)
-        return l->bwd_flops / rate;
-    return 2 * layer_fwd(l, rate); /* the usual 2x: dgrad + wgrad */
-}
-
-/* One part of the split backward in seconds, or -1 when not given. */
-static double split_part(double time, double flops, const pipe_layer *l,
-                         double rate)
-{
-    if (time >= 0)
-        return time;
-    if (flops >= 0 && l->fwd_time < 0)
-        return flops / rate;
-    return -1;
-}
-
-/* B (input gradient) and W (weight gradient) seconds of layer i (0-based). */
-static int layer_split(const pipe_layer *l, int32_t i, double rate, double *b,
-                       double *w, ps_err *err)
-{
-    double in = split_part(l->bwd_input_time, l->bwd_input_flops, l, rate);
-    double wg = split_part(l->bwd_weight_time, l->bwd_weight_flops, l, rate);
-    int total_given =
-        l->bwd_time >= 0 || (l->bwd_flops >= 0 && l->fwd_time < 0);
-    double total = layer_bwd(l, rate);
-    if (in >= 0 && wg >= 0) {
-        if (total_given && fabs(in + wg - total) > 1e-9 * fmax(total, 1e-300))
-            return ps_errf(err,
-                           "layers[%d]: backward %g s differs from its input "
-                           "part %g s + weight part %g s",
-                           (int)i + 1, total, in, wg);
-    } else if (in >= 0 || wg >= 0) {
-        double given = in >= 0 ? in : wg, rest = total - given;
-        if (rest < 0)
-            return ps_errf(
-                err, "layers[%d]: %s (%g s) exceeds the backward (%g s)",
-                (int)i + 1,
-                in >= 0 ? "bwd_input_time/flops" : "bwd_weight_time/flops",
-                given, total);
-        if (in >= 0)
-            wg = rest;
-        else
-            in = rest;
-    } else {
-        in = wg = total / 2;
-    }
-    *b = in;
-    *w = wg;
-    return PS_OK;
-}
-
-/* Fills ctx->stages and ctx->stage_rows from the layers and partition. */
-/* Recompute seconds and kept bytes of layers [first, first + count) under
- * checkpointing (pipe_layer.recompute_time, kept_bytes); *kept < 0 when no
- * layer gives kept_bytes (the stage keeps its input). A layer with
- * kept_bytes > 0 starts a recompute unit (Megatron's checkpointed chunk),
- * the layers after it with kept_bytes 0 join it; *unit is the largest
- * unit's activations beyond what it keeps: what the backward restores at a
- * time, since each unit is recomputed right before its own backward. */
-static void stage_recompute(const pipe_config *cfg, int32_t first,
-                            int32_t count, double rate, double *recompute,
-                            double *kept, double *unit)
-{
-    double r = 0, k = 0, cur = 0, most = 0;
-    int any = 0;
-    for (int32_t i = first; i < first + count; i++) {
-        const pipe_layer *l = &cfg->layers[i];
-        r += l->recompute_time >= 0 ? l->recompute_time : layer_fwd(l, rate);
-        any |= l->kept_bytes >= 0;
-        double kb = l->kept_bytes >= 0 ? l->kept_bytes : l->act_bytes;
-        if (kb > 0)
-            cur = 0; /* a new unit */
-        cur += l->act_bytes > kb ? l->act_bytes - kb : 0;
-        most = fmax(most, cur);
-        k += kb;
-    }
-    *recompute = r;
-    *kept = any ? k : -1;
-    *unit = most;
-}
-
-static int build_stages(pipe_ctx *ctx, const pipe_config *cfg, ps_err *err)
-{
-    int32_t nstages = cfg->p * cfg->v, first = 0;
-    for (int32_t s = 0; s < nstages; s++) {
-        int32_t count = cfg->partition[s];
-        if (count < 1)
-            return ps_errf(err, "partition: stage %d has %d layers", (int)s,
-                           (int)count);
-        if (first + count > cfg->nlayers)
-            return ps_errf(err,
-                           "partition needs more than the %d layers of "
-                           "the model",
-                           (int)cfg->nlayers);
-        /* rows and gradient buckets from replica 0's device; each
-         * replica's compute times below from its own */
-        int32_t rank = cluster_rank(cfg, stage_rank(cfg, s), 0);
-        double rate = cfg->device_rate[rank];
-        ctx->stage_first[s] = first;
-        ctx->stage_count[s] = count;
-        sched_stage st = {0};
-        rec_stage row = {0};
-        row.stage = s;
-        row.rank = stage_rank(cfg, s);
-        row.chunk = sched_place_chunk(cfg->placement, cfg->place, cfg->p, s);
-        row.first_layer = first;
-        row.last_layer = first + count - 1;
-        for (int32_t i = first; i < first + count; i++) {
-            const pipe_layer *l = &cfg->layers[i];
-            double b = 0, w = 0;
-            if (layer_split(l, i, rate, &b, &w, err))
-                return PS_ERR;
-            ctx->layer_params[i] = l->params;
-            ctx->layer_bwd[i] = b + w;
-            st.fwd += layer_fwd(l, rate);
-            st.bwd += b;
-            st.wgt += w;
-            st.act_bytes += l->act_bytes;
-            st.w_bytes +=
-                l->bwd_weight_bytes >= 0 ? l->bwd_weight_bytes : l->act_bytes;
-            row.params += l->params;
-            row.tp_comm += l->tp_comm_time > 0 ? l->tp_comm_time : 0;
-            row.tp_exposed += l->tp_exposed_time > 0 ? l->tp_exposed_time : 0;
-            row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
-        }
-        const pipe_layer *in = &cfg->layers[first];
-        st.in_bytes = in->in_bytes >= 0 ? in->in_bytes
-                      : first > 0       ? cfg->layers[first - 1].out_bytes
-                                        : 0;
-        st.out_bytes = cfg->layers[first + count - 1].out_bytes;
-        row.act_bytes = st.act_bytes; /* all of them, recomputed or not */
-        double kept, unit;
-        stage_recompute(cfg, first, count, rate, &st.recompute, &kept, &unit);
-        if (kept >= 0 && cfg->checkpoint) {
-            /* F keeps `kept`, R restores one unit: sched.c's extra */
-            st.in_bytes = kept;
-            st.act_bytes = kept + unit;
-        }
-        row.fwd_time = st.fwd;
-        row.bwd_time = st.bwd + st.wgt;
-        row.out_bytes = st.out_bytes;
-        row.exposed_comm = NAN;
-        ctx->stages[s] = st;
-        ctx->stage_rows[s] = row;
-        first += count;
-    }
-    if (first != cfg->nlayers)
-        return ps_errf(err, "partition sums to %d layers but the model has %d",
-                       (int)first, (int)cfg->nlayers);
-    /* replica j's stages at j * nstages: the same layers timed on its own
-     * devices, so a straggler in any replica slows its copy (and, through
-     * the gradient sync, the step) */
-    for (int32_t j = 1; j < cfg->dp; j++)
-        for (int32_t s = 0; s < nstages; s++) {
-            double rate =
-                cfg->device_rate[cluster_rank(cfg, stage_rank(cfg, s), j)];
-            sched_stage st = ctx->stages[s];
-            st.fwd = st.bwd = st.wgt = 0;
-            for (int32_t i = ctx->stage_first[s];
-                 i < ctx->stage_first[s] + ctx->stage_count[s]; i++) {
-                double b = 0, w = 0;
-                if (layer_split(&cfg->layers[i], i, rate, &b, &w, err))
-                    return PS_ERR;
-                st.fwd += layer_fwd(&cfg->layers[i], rate);
-                st.bwd += b;
-                st.wgt += w;
-            }
-            double kept, unit;
-            stage_recompute(cfg, ctx->stage_first[s], ctx->stage_count[s], rate,
-                            &st.recompute, &kept, &unit);
-            ctx->stages[j * nstages + s] = st;
-        }
-    return PS_OK;
-}
-
 /* Stage times equal within this relative difference count as uniform: the
  * sums of a partition's layer times differ in their last bits. */
 #define UNIFORM_REL_TOL 1e-12
@@ -449,8 +283,8 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
     for (int32_t s = 0; s < nstages; s++) {
         const sched_stage *st = &ctx->stages[s];
         for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
-            int32_t a = cluster_rank(cfg, stage_rank(cfg, s), j);
-            int32_t b = cluster_rank(cfg, stage_rank(cfg, s + 1), j);
+            int32_t a = pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s), j);
+            int32_t b = pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s + 1), j);
             if (a != b && (net_lone_time(nw, a, b, st->out_bytes) > 0 ||
                            net_lone_time(nw, b, a, st->out_bytes) > 0))
                 return 0;
@@ -462,8 +296,8 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
         return 0;
     for (int32_t j = 1; j < cfg->dp; j++)
         for (int32_t r = 0; r < cfg->p; r++)
-            if (net_lone_time(nw, cluster_rank(cfg, r, 0),
-                              cluster_rank(cfg, r, j), 4) > 0)
+            if (net_lone_time(nw, pipe_cluster_rank(cfg, r, 0),
+                              pipe_cluster_rank(cfg, r, j), 4) > 0)
                 return 0;
     return 1;
 }
@@ -485,7 +319,7 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     int unknown = 0;
     res->nover = 0;
     for (int32_t k = 0; k < n; k++) {
-        int32_t cr = cluster_rank(cfg, k % cfg->p, k / cfg->p);
+        int32_t cr = pipe_cluster_rank(cfg, k % cfg->p, k / cfg->p);
         double b = makespan > 0 ? (makespan - ctx->busy[k]) / makespan : 0;
         ctx->ranks[k] = cr;
         ctx->stage_bubble[k] = b;
@@ -531,7 +365,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
         double worst = 0;
         for (int32_t j = 0; j < cfg->dp; j++)
-            worst = fmax(worst, ctx->exposed[j * cfg->p + stage_rank(cfg, s)]);
+            worst =
+                fmax(worst, ctx->exposed[j * cfg->p + pipe_stage_rank(cfg, s)]);
         ctx->stage_rows[s].exposed_comm = worst;
     }
     res->makespan = makespan;
@@ -633,9 +468,8 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 }
 
 /* Everything of pipe_run but the recording. *built is set once the stage
- * rows are complete (a failed run records them when they are). events:
- * event rows will be written, which read the programs back. */
-static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
+ * rows are complete (a failed run records them when they are). */
+static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
                     pipe_result *res, int *built, ps_err *err)
 {
     res->closed_form_bubble = NAN;
@@ -656,7 +490,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
                        "dp %d x %d stages need %d ranks but the cluster has %d",
                        (int)cfg->dp, (int)cfg->p, (int)n, (int)nranks);
     for (int32_t k = 0; k < n; k++) {
-        int32_t cr = cluster_rank(cfg, k % cfg->p, k / cfg->p);
+        int32_t cr = pipe_cluster_rank(cfg, k % cfg->p, k / cfg->p);
         if (cr < 0 || cr >= nranks)
             return ps_errf(err,
                            "pipeline rank %d of replica %d maps to rank %d, "
@@ -664,11 +498,13 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
                            (int)(k % cfg->p), (int)(k / cfg->p), (int)cr,
                            (int)nranks);
     }
-    /* stage buffers hold every replica's stage costs (build_stages) */
+    /* stage buffers hold every replica's stage costs (pipe_stage_costs) */
     if ((int64_t)nstages * cfg->dp > INT32_MAX ||
         size_buffers(ctx, nstages * cfg->dp, n, nranks, cfg->nlayers))
         return ps_errf(err, "out of memory");
-    if (build_stages(ctx, cfg, err))
+    pipe_costs costs = {ctx->stages,      ctx->stage_rows,   ctx->stage_first,
+                        ctx->stage_count, ctx->layer_params, ctx->layer_bwd};
+    if (pipe_stage_costs(cfg, &costs, err))
         return PS_ERR;
     *built = 1;
 
@@ -684,11 +520,12 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
         for (int32_t j = 0; j < cfg->dp; j++) {
-            ctx->rank_static[cluster_rank(cfg, stage_rank(cfg, s), j)] +=
+            ctx->rank_static[pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s),
+                                               j)] +=
                 ctx->stage_rows[s].params * per_param;
             /* DualPipe: the second copy, on rank p - 1 - s (2x params) */
             if (cfg->schedule == SCHED_DUALPIPE)
-                ctx->rank_static[cluster_rank(cfg, cfg->p - 1 - s, j)] +=
+                ctx->rank_static[pipe_cluster_rank(cfg, cfg->p - 1 - s, j)] +=
                     ctx->stage_rows[s].params * per_param;
         }
         double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
@@ -718,10 +555,11 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
-    /* without event rows, data parallelism or faults nothing reads the
-     * programs back: the built-in schedules then stream, generated as the
-     * engine runs (gen_pipe.h), and ps stays empty */
-    int streamed = !events && cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
+    /* without data parallelism or faults nothing reads the programs back
+     * (event rows are streamed from the engine's hook, rec_stream.c): the
+     * built-in schedules then stream, generated as the engine runs
+     * (gen_pipe.h), and ps stays empty */
+    int streamed = cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
                    !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
     if (streamed) { /* one replica: sched_lower's j = 0 */
@@ -808,8 +646,15 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw, int events,
         /* a slow or stalled rank, a failed link: not the closed form */
         if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0)) {
             const sched_stage *g = &ctx->stages[0];
+            int dual = cfg->schedule == SCHED_DUALPIPE ||
+                       cfg->schedule == SCHED_DUALPIPEV;
             res->closed_form_bubble =
-                sched_splits(&spec)
+                dual ? (!cfg->checkpoint && !cfg->fb_given
+                            ? pipe_closed_form_dual(cfg->schedule, cfg->p,
+                                                    cfg->m, g->fwd, g->bwd,
+                                                    g->wgt)
+                            : NAN)
+                : sched_splits(&spec)
                     ? (cfg->v == 1 && !cfg->checkpoint
                            ? pipe_closed_form_split(cfg->schedule, cfg->p,
                                                     cfg->m, g->fwd, g->bwd,
@@ -840,7 +685,7 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
         return PS_ERR;
     if (events)
         eng_set_sink(ctx->eng, &sink);
-    int rc = simulate(ctx, cfg, nw, events, res, &built, err);
+    int rc = simulate(ctx, cfg, nw, res, &built, err);
     if (events)
         eng_set_sink(ctx->eng, NULL);
     /* a run cut short by a signal or a limit leaves no rows: the whole

@@ -172,4 +172,13 @@ double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
 double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
                               double f, double b, double w);
 
+/* The same for DeepSeek's bidirectional schedules (dualpipe, dualpipev)
+ * from the DeepSeek-V3 report's (PP/2 - 1)(F&B + B - 3W), with F&B taking
+ * F + B (no overlap_fb or fb_interference given) and PP = p for DualPipe,
+ * 2p for DualPipeV: idle t over busy + t, busy m (f + b + w) per rank
+ * (DualPipeV: 2m (f + b + w), f a chunk's). Only where it is exact, f = b
+ * = w and m >= 2p; NAN elsewhere and for other schedules. */
+double pipe_closed_form_dual(enum sched_kind kind, int32_t p, int32_t m,
+                             double f, double b, double w);
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rec.h"
+#include "report.h"
 
 static const char usage_line[] =
     "usage: pipesim plot DB --x COLUMN --y COLUMN [--by COLUMN] [--where SQL] "
@@ -550,36 +551,21 @@ static int check_log(ctx *c, const plot_opts *o, const series_buf *b, int logx,
 /* output                                                              */
 /* ------------------------------------------------------------------ */
 
-static void csv_field(FILE *out, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 static void write_csv(FILE *out, const plot_opts *o, const series_buf *b)
 {
-    csv_field(out, o->by ? o->by : "series");
+    report_csv_field(out, o->by ? o->by : "series");
     fputc(',', out);
-    csv_field(out, o->x);
+    report_csv_field(out, o->x);
     fputc(',', out);
-    csv_field(out, o->y);
+    report_csv_field(out, o->y);
     if (o->dashed) {
         fputc(',', out);
-        csv_field(out, o->dashed);
+        report_csv_field(out, o->dashed);
     }
     fputc('\n', out);
     for (int s = 0; s < b->n; s++)
         for (int i = 0; i < b->s[s].n; i++) {
-            csv_field(out, b->s[s].label);
+            report_csv_field(out, b->s[s].label);
             fprintf(out, ",%.17g,%.17g", b->s[s].x[i], b->s[s].y[i]);
             if (o->dashed) {
                 if (isnan(b->s[s].dashed[i]))

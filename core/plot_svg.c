@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "svg.h"
+
 /* Geometry in px: the plot area is PW x PH at (ML, MT); the legend sits
  * right of it, as wide as its longest label needs. */
 enum { ML = 84, MT = 48, PW = 540, PH = 340, MB = 62, LEGEND_GAP = 24 };
@@ -185,23 +187,6 @@ int plot_ticks(double lo, double hi, int log, int pow2, double *ticks, int max,
     return n;
 }
 
-static void xml_str(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default:
-            /* XML 1.0 forbids most control characters, even escaped */
-            if ((unsigned char)*s >= 0x20 || *s == '\t')
-                fputc(*s, out);
-        }
-    }
-}
-
 /* One value with its own unit ("512 KiB", "4 ms", "27.3%"), for log-axis
  * ticks and tooltips. */
 static void format_value(char *buf, size_t size, double v, enum plot_unit u)
@@ -279,10 +264,10 @@ static void tick_label(const axis *a, double v, char *buf, size_t size)
 
 static void axis_title(FILE *out, const axis *a, const char *label)
 {
-    xml_str(out, label);
+    svg_text(out, label);
     if (!a->log && *a->suffix) {
         fputs(" (", out);
-        xml_str(out, a->suffix);
+        svg_text(out, a->suffix);
         fputc(')', out);
     } else if (a->log)
         fputs(" (log scale)", out);
@@ -410,18 +395,15 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
     int legend_w = 40 + (int)(CHAR_W * (double)(longest > 48 ? 48 : longest));
     int w = ML + PW + LEGEND_GAP + legend_w + 16, h = MT + PH + MB;
 
-    fprintf(out,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-            "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, "
-            "Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-            "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-            w, h, w, h, w, h);
+    svg_begin(out, w, h,
+              "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+              "font-size=\"12\"");
+    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
     fprintf(out,
             "<text x=\"%d\" y=\"28\" font-size=\"15\" font-weight=\"bold\" "
             "fill=\"%s\">",
             ML, ink);
-    xml_str(out, c->title);
+    svg_text(out, c->title);
     fputs("</text>\n", out);
 
     /* grid and tick labels */
@@ -435,7 +417,7 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
                 "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" "
                 "fill=\"%s\">",
                 px, MT, px, MT + PH + 5, grid, px, MT + PH + 19, ink2);
-        xml_str(out, buf);
+        svg_text(out, buf);
         fputs("</text>\n", out);
     }
     for (int i = 0; i < ay.nticks; i++) {
@@ -446,7 +428,7 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
                 "stroke=\"%s\"/>\n"
                 "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\" fill=\"%s\">",
                 ML - 5, py, ML + PW, py, grid, ML - 8, py + 4, ink2);
-        xml_str(out, buf);
+        svg_text(out, buf);
         fputs("</text>\n", out);
     }
     fprintf(out,
@@ -471,7 +453,7 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
         const plot_series *p = &c->series[s];
         const char *color = colors[s % NCOLORS];
         fputs("<g class=\"series\" data-label=\"", out);
-        xml_str(out, p->label);
+        svg_text(out, p->label);
         fputs("\">\n", out);
         polyline(out, &ax, &ay, p, p->y, 0, p->n, color, 0, faint);
         for (int i = 0; i < p->n; i++) {
@@ -483,15 +465,15 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
                        ML + PW * axis_pos(&ax, p->x[i]),
                        MT + PH * (1 - axis_pos(&ay, p->y[i])), color);
             fputs("><title>", out);
-            xml_str(out, p->label);
+            svg_text(out, p->label);
             fputs(": ", out);
-            xml_str(out, c->xlabel);
+            svg_text(out, c->xlabel);
             fputs(" = ", out);
-            xml_str(out, xs);
+            svg_text(out, xs);
             fputs(", ", out);
-            xml_str(out, c->ylabel);
+            svg_text(out, c->ylabel);
             fputs(" = ", out);
-            xml_str(out, ys);
+            svg_text(out, ys);
             fprintf(out, "</title></%s>\n", tag);
         }
         fputs("</g>\n", out);
@@ -519,7 +501,7 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
         fprintf(out,
                 "<text x=\"%d\" y=\"%d\" font-weight=\"bold\" fill=\"%s\">", lx,
                 ly + 4, ink);
-        xml_str(out, c->legend_title);
+        svg_text(out, c->legend_title);
         fputs("</text>\n", out);
         ly += 22;
     }
@@ -532,7 +514,7 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
         marker(out, s, 4, lx + 13, ly, color);
         fprintf(out, "/>\n<text x=\"%d\" y=\"%d\" fill=\"%s\">", lx + 34,
                 ly + 4, ink);
-        xml_str(out, c->series[s].label);
+        svg_text(out, c->series[s].label);
         fputs("</text>\n", out);
     }
     if (c->dashed_label) {
@@ -542,7 +524,7 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
                 "stroke-width=\"1.6\" stroke-dasharray=\"7 4\"/>\n"
                 "<text x=\"%d\" y=\"%d\" fill=\"%s\">",
                 lx, ly, lx + 26, ly, ink2, lx + 34, ly + 4, ink);
-        xml_str(out, c->dashed_label);
+        svg_text(out, c->dashed_label);
         fputs("</text>\n", out);
     }
     fputs("</svg>\n", out);

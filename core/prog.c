@@ -84,6 +84,24 @@ int32_t prog_add_lane(prog_set *ps, int32_t rank)
     return ps->nlanes++;
 }
 
+/* For the memory stop's message (limit_note_need): what ops ops and
+ * msgs messages take as arrays (an op, a message's table entry and its
+ * engine state byte), "about" that (exact) or "more than" that. */
+static void note_need(const char *who, int64_t ops, int64_t msgs, int exact)
+{
+    if (limit_stopped() != LIMIT_MEMORY)
+        return;
+    size_t bytes =
+        (size_t)ops * sizeof(prog_op) + (size_t)msgs * (sizeof(prog_msg) + 1);
+    char b[64], line[200];
+    snprintf(line, sizeof line,
+             "%s %s%s as arrays (%.1f M ops; ring collectives, and GPipe, "
+             "1F1B and interleaved without event rows, stream instead)",
+             who, exact ? "about " : "more than ",
+             limit_format_bytes(bytes, b, sizeof b), (double)ops / 1e6);
+    limit_note_need(line);
+}
+
 int prog_reserve(prog_set *ps, const int64_t *count)
 {
     int64_t total = 0;
@@ -96,8 +114,11 @@ int prog_reserve(prog_set *ps, const int64_t *count)
      * undefined (a one-rank collective of 0 bytes; found by fuzz_scenario) */
     if (total > ps->arena_cap || !ps->arena) {
         prog_op *a = prog_big_alloc(((size_t)total + 1) * sizeof *a);
-        if (!a)
+        if (!a) {
+            /* a collective's: one message per SEND and RECV pair */
+            note_need("the run's programs need", total, total / 2, 1);
             return -1;
+        }
         for (int32_t l = 0; l < ps->lanes_cap; l++) {
             prog_lane *lane = &ps->lanes[l];
             if (lane->in_arena) { /* its slice goes with the old block */
@@ -135,7 +156,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
 }
 
 /* Moves lane l to a block of its own with room for cap ops. */
-static int move_lane(prog_lane *l, int64_t cap)
+static int move_lane(const prog_set *ps, prog_lane *l, int64_t cap)
 {
     if (cap > INT32_MAX)
         return -1;
@@ -147,8 +168,14 @@ static int move_lane(prog_lane *l, int64_t cap)
     } else {
         ops = limit_realloc(l->ops, (size_t)cap * sizeof *ops);
     }
-    if (!ops)
+    if (!ops) {
+        /* the set so far with this lane grown: a lower bound */
+        int64_t n = cap - l->n;
+        for (int32_t i = 0; i < ps->nlanes; i++)
+            n += ps->lanes[i].n;
+        note_need("the run's programs need", n, ps->nmsgs, 0);
         return -1;
+    }
     l->ops = ops;
     l->cap = (int32_t)cap;
     l->in_arena = 0;
@@ -159,13 +186,13 @@ int prog_grow(prog_set *ps, int32_t lane, int64_t extra)
 {
     prog_lane *l = &ps->lanes[lane];
     int64_t need = (int64_t)l->n + extra;
-    return need <= l->cap ? 0 : move_lane(l, need);
+    return need <= l->cap ? 0 : move_lane(ps, l, need);
 }
 
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
 {
     prog_lane *l = &ps->lanes[lane];
-    if (l->n == l->cap && move_lane(l, l->cap ? 2 * (int64_t)l->cap : 64))
+    if (l->n == l->cap && move_lane(ps, l, l->cap ? 2 * (int64_t)l->cap : 64))
         return -1;
     /* generating a huge run takes seconds: a stop (limit.h) ends it too */
     if ((l->n & 4095) == 4095 && limit_stopped())

@@ -58,6 +58,9 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT run",
+    [ST_RELEASE] = "RELEASE run",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO run",
 };
 
 static const struct {
@@ -230,8 +233,12 @@ static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
     sqlite3_bind_int(rb->st, 1 + REC_ROWS * rb->ncols, rb->n);
     rb->count += rb->n;
     rb->n = 0;
-    if (step_done(db, rb->st, err))
+    if (step_done(db, rb->st, err)) {
+        /* kept for rec_write: a streamed run's failure is reported after
+         * its rollback, which resets the connection's error code */
+        db->rows_code = sqlite3_errcode(db->db);
         return PS_ERR;
+    }
     rb->last = sqlite3_last_insert_rowid(db->db);
     return PS_OK;
 }
@@ -244,6 +251,7 @@ static inline int rows_next(rec_db *db, rowbuf *rb, ps_err *err)
 
 void rec_free_handle(rec_db *db)
 {
+    rec_writer_free(db);
     for (int i = 0; i < NSTMT; i++)
         sqlite3_finalize(db->st[i]);
     for (int i = 0; i < NROWS; i++)
@@ -297,6 +305,24 @@ static int check_parent(const char *path, ps_err *err)
     return rc;
 }
 
+/* Called by SQLite after each commit with the log's size: SQLite's own
+ * autocheckpoint (a PASSIVE checkpoint once the log holds REC_CKPT_FRAMES
+ * frames, inside the commit), except for a streamed run's commit, whose
+ * log is large (a 391k-row run: 3,000 frames, 12 MB, a checkpoint of 0.1
+ * to 0.3 s here, most of it the two fsyncs): the writer thread runs that
+ * one on its own connection once the run is committed (rec_writer.c). */
+static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
+{
+    rec_db *db = ctx;
+    if (frames < db->ckpt_frames)
+        return SQLITE_OK;
+    if (db->defer_ckpt && db->writer)
+        rec_writer_checkpoint(db);
+    else
+        sqlite3_wal_checkpoint(c, name);
+    return SQLITE_OK;
+}
+
 rec_db *rec_open(const char *path, ps_err *err)
 {
     if (check_parent(path, err))
@@ -304,6 +330,11 @@ rec_db *rec_open(const char *path, ps_err *err)
     rec_db *db = rec_new_handle(path, err);
     if (!db)
         return NULL;
+    /* a new file is made whole beside the path and linked into place
+     * (rec_schema_create_file: fewer fsyncs); an existing one is opened */
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        rec_schema_create_file(path);
     /* NOMUTEX: a rec_db is used from one thread at a time, so
      * SQLite's per-call locking is pure overhead on the per-row path */
     if (sqlite3_open_v2(path, &db->db,
@@ -316,11 +347,18 @@ rec_db *rec_open(const char *path, ps_err *err)
     /* Sweeps may write one file from several processes: wait for the
      * lock rather than fail at once. */
     sqlite3_busy_handler(db->db, rec_busy_handler, db);
+    db->ckpt_frames = REC_CKPT_FRAMES;
+    sqlite3_wal_hook(db->db, wal_hook, db);
     if (rec_schema_prepare(db, err))
         goto fail;
     /* Test only (tests/concurrency.sh): caps the database at N pages, so that
      * a full disk can be simulated without root or a small file system;
      * SQLite then fails the write with SQLITE_FULL as on a full disk. */
+    /* Test only (test_rec.c): checkpoints at N frames instead of
+     * REC_CKPT_FRAMES, so that a small run exercises them. */
+    const char *frames = getenv("PIPESIM_TEST_CKPT_FRAMES");
+    if (frames && *frames)
+        db->ckpt_frames = (int)strtol(frames, NULL, 10);
     const char *max_pages = getenv("PIPESIM_TEST_MAX_PAGES");
     if (max_pages && *max_pages) {
         char pragma[96];
@@ -335,20 +373,128 @@ fail:
     return NULL;
 }
 
+/* A batch commits after this many runs or seconds: few enough that the
+ * write lock is not held long (other writers wait at most this, and a
+ * process killed with -9 loses at most this), many enough that a sweep
+ * of 100 us runs pays one commit per thousand. */
+#define REC_BATCH_RUNS 1000
+#define REC_BATCH_SECONDS 0.1
+
+/* Commits the open batch, if any. */
+static int batch_commit(rec_db *db, ps_err *err)
+{
+    if (!db->batch_open)
+        return PS_OK;
+    db->batch_open = 0;
+    int n = db->batch_runs;
+    db->batch_runs = 0;
+    if (sqlite3_get_autocommit(db->db))
+        return PS_OK; /* nothing open (cannot happen: runs release) */
+    ps_err e;
+    sqlite3_stmt *commit = stmt(db, ST_COMMIT, &e);
+    if (commit && step_done(db, commit, &e) == PS_OK)
+        return PS_OK;
+    if (!sqlite3_get_autocommit(db->db))
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    return ps_errf(err,
+                   "%s (the %d runs since the sweep's last commit are lost)",
+                   e.msg, n);
+}
+
+void rec_set_batch(rec_db *db, int on)
+{
+    db->batch_mode = on != 0;
+}
+
+int rec_run_begin(rec_db *db, ps_err *err)
+{
+    if (!db->batch_mode) {
+        sqlite3_stmt *begin;
+        if (batch_commit(db, err) || !(begin = stmt(db, ST_BEGIN, err)))
+            return PS_ERR;
+        return step_done(db, begin, err);
+    }
+    if (!db->batch_open) {
+        sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
+        if (!begin || step_done(db, begin, err))
+            return PS_ERR;
+        db->batch_open = 1;
+        db->batch_runs = 0;
+        db->batch_t0 = rec_monotonic();
+    }
+    sqlite3_stmt *sp = stmt(db, ST_SAVEPOINT, err);
+    return sp ? step_done(db, sp, err) : PS_ERR;
+}
+
+int rec_run_commit(rec_db *db, ps_err *err)
+{
+    if (!db->batch_open) {
+        sqlite3_stmt *commit = stmt(db, ST_COMMIT, err);
+        return commit ? step_done(db, commit, err) : PS_ERR;
+    }
+    sqlite3_stmt *release = stmt(db, ST_RELEASE, err);
+    if (!release || step_done(db, release, err))
+        return PS_ERR;
+    if (++db->batch_runs >= REC_BATCH_RUNS ||
+        rec_monotonic() - db->batch_t0 >= REC_BATCH_SECONDS)
+        return batch_commit(db, err);
+    return PS_OK;
+}
+
+void rec_run_rollback(rec_db *db)
+{
+    ps_err ignored;
+    if (sqlite3_get_autocommit(db->db)) {
+        /* SQLite rolled everything back (a full disk, an I/O error): a
+         * batch's earlier runs went with it */
+        db->batch_open = 0;
+        db->batch_runs = 0;
+        return;
+    }
+    if (db->batch_open) {
+        sqlite3_stmt *to = stmt(db, ST_ROLLBACK_TO, &ignored);
+        sqlite3_stmt *release = to ? stmt(db, ST_RELEASE, &ignored) : NULL;
+        if (release && step_done(db, to, &ignored) == PS_OK &&
+            step_done(db, release, &ignored) == PS_OK)
+            return;
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        db->batch_open = 0;
+        db->batch_runs = 0;
+        return;
+    }
+    sqlite3_stmt *rollback = stmt(db, ST_ROLLBACK, &ignored);
+    if (rollback)
+        step_done(db, rollback, &ignored);
+    else
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int rec_scratch(rec_db *db, ps_err *err)
+{
+    /* the journal in memory (a failed run still rolls back) and no syncs:
+     * a scratch file nobody reads if its writer dies (a sweep worker's:
+     * the writer copies only finished chunks) */
+    return rec_exec_sql(db, "PRAGMA journal_mode = MEMORY", err) ||
+                   rec_exec_sql(db, "PRAGMA synchronous = OFF", err)
+               ? PS_ERR
+               : PS_OK;
+}
+
 int rec_flush(rec_db *db, ps_err *err)
 {
-    (void)db;
-    (void)err;
-    return PS_OK;
+    return db ? batch_commit(db, err) : PS_OK;
 }
 
 int rec_close(rec_db *db, ps_err *err)
 {
     if (!db)
         return PS_OK;
-    (void)err; /* every run was committed by its rec_write */
+    ps_err e;
+    int rc = db->readonly ? PS_OK : batch_commit(db, &e);
+    if (rc && err)
+        *err = e;
     rec_free_handle(db);
-    return PS_OK;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -558,35 +704,99 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
     return PS_OK;
 }
 
+/* A timeline row's values: event (rank, kind, stage, chunk, mb;
+ * t_start, t_end), transfer (src, dst, kind, mb, tag; bytes, t_start,
+ * t_end), memory (rank; t, bytes). Indexes below 0 are NULL. */
+int rec_bind_row(rec_db *db, int table, const rec_row *r, ps_err *err)
+{
+    rowbuf *rb = &db->rows[table];
+    sqlite3_stmt *st = rb->st;
+    int b = rows_base(rb);
+    switch (table) {
+    case ROWS_EVENT:
+        sqlite3_bind_int64(st, b, r->i[0]);
+        sqlite3_bind_int64(st, b + 1, r->i[1]);
+        bind_index(st, b + 2, r->i[2]);
+        bind_index(st, b + 3, r->i[3]);
+        bind_index(st, b + 4, r->i[4]);
+        sqlite3_bind_double(st, b + 5, r->d[0]);
+        sqlite3_bind_double(st, b + 6, r->d[1]);
+        break;
+    case ROWS_TRANSFER:
+        sqlite3_bind_int64(st, b, r->i[0]);
+        sqlite3_bind_int64(st, b + 1, r->i[1]);
+        sqlite3_bind_double(st, b + 2, r->d[0]);
+        sqlite3_bind_double(st, b + 3, r->d[1]);
+        sqlite3_bind_double(st, b + 4, r->d[2]);
+        sqlite3_bind_int64(st, b + 5, r->i[2]);
+        bind_index(st, b + 6, r->i[3]);
+        bind_index(st, b + 7, r->i[4]);
+        break;
+    default:
+        sqlite3_bind_int64(st, b, r->i[0]);
+        sqlite3_bind_double(st, b + 1, r->d[0]);
+        sqlite3_bind_double(st, b + 2, r->d[1]);
+        break;
+    }
+    return rows_next(db, rb, err);
+}
+
+int rec_rows_flush(rec_db *db, int table, ps_err *err)
+{
+    return rows_flush(db, &db->rows[table], err);
+}
+
+/* The row's slot: in the writer thread's next block while a stream has
+ * one (rec_writer.c), else a scratch row bound at once (put_row). */
+static inline rec_row *row_slot(rec_db *db, int table, rec_row *scratch)
+{
+    return db->writing ? rec_writer_row(db, table) : scratch;
+}
+
+static inline int put_row(rec_db *db, int table, const rec_row *r, ps_err *err)
+{
+    if (db->writing) {
+        rec_writer_commit_row(db, table);
+        return PS_OK;
+    }
+    return rec_bind_row(db, table, r, err);
+}
+
 int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err)
 {
-    rowbuf *ev = &db->rows[ROWS_EVENT];
-    sqlite3_stmt *st = ev->st;
-    int b = rows_base(ev);
-    sqlite3_bind_int64(st, b, rank);
-    sqlite3_bind_int(st, b + 1, op->kind);
-    bind_index(st, b + 2, op->stage);
-    bind_index(st, b + 3, op->chunk);
-    bind_index(st, b + 4, op->mb);
-    sqlite3_bind_double(st, b + 5, op->t_start);
-    sqlite3_bind_double(st, b + 6, op->t_end);
-    return rows_next(db, ev, err);
+    rec_row scratch, *r = row_slot(db, ROWS_EVENT, &scratch);
+    r->i[0] = rank;
+    r->i[1] = op->kind;
+    r->i[2] = op->stage;
+    r->i[3] = op->chunk;
+    r->i[4] = op->mb;
+    r->d[0] = op->t_start;
+    r->d[1] = op->t_end;
+    return put_row(db, ROWS_EVENT, r, err);
 }
 
 int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err)
 {
-    rowbuf *tr = &db->rows[ROWS_TRANSFER];
-    sqlite3_stmt *st = tr->st;
-    int b = rows_base(tr);
-    sqlite3_bind_int64(st, b, src);
-    sqlite3_bind_int64(st, b + 1, op->peer);
-    sqlite3_bind_double(st, b + 2, op->bytes);
-    sqlite3_bind_double(st, b + 3, op->t_start);
-    sqlite3_bind_double(st, b + 4, op->t_end);
-    sqlite3_bind_int(st, b + 5, transfer_kind(op->kind));
-    bind_index(st, b + 6, op->mb);
-    bind_index(st, b + 7, op->tag);
-    return rows_next(db, tr, err);
+    rec_row scratch, *r = row_slot(db, ROWS_TRANSFER, &scratch);
+    r->i[0] = src;
+    r->i[1] = op->peer;
+    r->i[2] = transfer_kind(op->kind);
+    r->i[3] = op->mb;
+    r->i[4] = op->tag;
+    r->d[0] = op->bytes;
+    r->d[1] = op->t_start;
+    r->d[2] = op->t_end;
+    return put_row(db, ROWS_TRANSFER, r, err);
+}
+
+int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
+                   ps_err *err)
+{
+    rec_row scratch, *r = row_slot(db, ROWS_MEMORY, &scratch);
+    r->i[0] = rank;
+    r->d[0] = t;
+    r->d[1] = bytes;
+    return put_row(db, ROWS_MEMORY, r, err);
 }
 
 int rec_timeline_start(rec_db *db, ps_err *err)
@@ -626,16 +836,14 @@ typedef struct mem_ctx {
 static void mem_row(void *vctx, int32_t rank, double t, double bytes)
 {
     mem_ctx *c = vctx;
-    if (c->rc)
-        return;
-    rowbuf *rb = &c->db->rows[ROWS_MEMORY];
-    int b = rows_base(rb);
-    sqlite3_bind_int64(rb->st, b, rank);
-    sqlite3_bind_double(rb->st, b + 1, t);
-    sqlite3_bind_double(rb->st, b + 2, bytes);
-    c->rc = rows_next(c->db, rb, c->err);
+    if (!c->rc)
+        c->rc = rec_memory_row(c->db, rank, t, bytes, c->err);
 }
 
+/* The memory rows of a payload of stored programs that was not streamed
+ * (unit tests and tools holding executed programs): mem_ledger replays
+ * them. A streamed run has its rows from the engine's mem_change as the
+ * ops ran (rec_stream.c), the same rows rank by rank, and no second pass. */
 static int write_memory(rec_db *db, const rec_payload *p, ps_err *err)
 {
     const prog_set *ps = p->progs;
@@ -725,18 +933,32 @@ static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
         return PS_ERR;
     if (level != REC_EVENTS || !run_ok(p))
         return PS_OK;
-    /* streamed runs (rec_stream.c) have their event and transfer rows in */
+    /* streamed runs (rec_stream.c) have their event, transfer and memory
+     * rows in */
     if (p->progs && !streamed &&
         (rec_timeline_start(db, err) || write_ops(db, p->progs, err)))
         return PS_ERR;
     if ((p->progs || streamed) &&
         (rows_flush(db, &db->rows[ROWS_EVENT], err) ||
          rows_flush(db, &db->rows[ROWS_TRANSFER], err) ||
-         (p->progs && write_memory(db, p, err)) || write_span(db, *id, err)))
+         (streamed ? rows_flush(db, &db->rows[ROWS_MEMORY], err)
+                   : write_memory(db, p, err)) ||
+         write_span(db, *id, err)))
         return PS_ERR;
     if (p->network && write_links(db, p->network, *id, err))
         return PS_ERR;
     return PS_OK;
+}
+
+/* A full disk's message says what survives it; returns PS_ERR. */
+static int full_note(ps_err *err, int code)
+{
+    if (err && (code & 0xff) == SQLITE_FULL) {
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len,
+                 " (runs recorded before are kept)");
+    }
+    return PS_ERR;
 }
 
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
@@ -750,36 +972,51 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     /* a streamed timeline (rec_stream_begin) is kept only for an ok run
      * at the events level; otherwise the run is written afresh */
     int streamed = db->streaming;
+    if (streamed && db->writing) {
+        /* the connection back from the writer thread: every row in, or
+         * dropped when the run's timeline is not kept */
+        if (level != REC_EVENTS || !run_ok(p))
+            rec_writer_discard(db);
+        else if (rec_writer_drain(db, &db->stream_err) && !db->stream_rc)
+            db->stream_rc = PS_ERR;
+        db->writing = 0;
+    }
     if (streamed && (level != REC_EVENTS || !run_ok(p) || db->stream_rc)) {
         int failed = db->stream_rc;
         rec_stream_cancel(db);
         db->stream_rc = PS_OK;
-        if (failed)
-            return ps_errf(err, "%s", db->stream_err.msg);
+        if (failed) {
+            ps_errf(err, "%s", db->stream_err.msg);
+            return full_note(err, db->rows_code);
+        }
         streamed = 0;
     }
     db->streaming = 0;
-    sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
-    sqlite3_stmt *commit = begin ? stmt(db, ST_COMMIT, err) : NULL;
-    if (!commit || (!streamed && step_done(db, begin, err)))
+    if (!streamed && rec_run_begin(db, err))
         return PS_ERR;
     int64_t id = 0;
-    if (write_body(db, p, level, streamed, &id, err) ||
-        step_done(db, commit, err)) {
-        if (err && (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL) {
+    db->defer_ckpt = streamed;
+    int failed =
+        write_body(db, p, level, streamed, &id, err) || rec_run_commit(db, err);
+    db->defer_ckpt = 0;
+    if (failed) {
+        int full = (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL;
+        /* SQLite may have rolled back already (disk full, I/O error) */
+        int batched = db->batch_open, lost = batched ? db->batch_runs : 0;
+        rec_run_rollback(db);
+        if (err && full) {
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len,
-                     " (runs recorded before are kept)");
+                     batched && !db->batch_open && lost > 0
+                         ? " (the sweep's last %d runs are lost)"
+                         : " (runs recorded before are kept)",
+                     lost);
         }
-        /* SQLite may have rolled back already (disk full, I/O error) */
-        if (!sqlite3_get_autocommit(db->db)) {
-            ps_err ignored;
-            sqlite3_stmt *rollback = stmt(db, ST_ROLLBACK, &ignored);
-            if (rollback)
-                step_done(db, rollback, &ignored);
-            else
-                sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-        }
+        /* what the batch holds is committed now: a failure should not
+         * put the runs before it at risk */
+        ps_err ce;
+        if (batched && db->batch_open && batch_commit(db, &ce) && err)
+            *err = ce;
         return PS_ERR;
     }
     *run_id = id;

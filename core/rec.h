@@ -54,7 +54,8 @@
  *
  * Durability and concurrency: every rec_write is one transaction (BEGIN
  * IMMEDIATE ... COMMIT), committed before it returns the run id, so an id a
- * script has printed is never reused for another run, even after kill -9.
+ * script has printed is never reused for another run, even after kill -9;
+ * except in batch mode (rec_set_batch, a sweep's runs: see there).
  * The database is in WAL mode with synchronous = NORMAL: a commit appends
  * to the log without fsync, which survives the process being killed at any
  * moment (the next opener replays the log) but may lose the last commits on
@@ -63,6 +64,11 @@
  * processes may write one file; a writer that finds it locked retries with
  * jittered backoff for up to REC_BUSY_LIMIT_S seconds. A run that fails half
  * way (constraint, full disk) is rolled back whole: nothing of it remains.
+ * A path that does not exist yet is made complete (schema, WAL mode) in a
+ * scratch file beside it and linked into place (rec_schema.c), so no
+ * process sees half a schema. The log is checkpointed at 1000 frames as
+ * SQLite would, after a streamed run's commit on the writer thread's own
+ * connection (rec_writer.c) rather than inside it; rec_close waits for it.
  *
  * Interrupts (SIGINT/SIGTERM): let a rec_write in progress return (do not
  * exit or longjmp from the handler), then rec_close. Nothing is pending
@@ -176,8 +182,10 @@ typedef struct rec_payload {
     int32_t nranks;
     const rec_collective *collective; /* ncollectives rows */
     int32_t ncollectives;             /* 0 with collective set: 1 */
-    /* REC_EVENTS only: the executed programs, each rank's static memory
-     * (indexed by rank) for the memory rows, and the network for link rows */
+    /* REC_EVENTS only, for a run that was not streamed (rec_stream_begin):
+     * the executed programs and each rank's static memory (indexed by
+     * rank), whose timeline rows are read back from them; and the network
+     * for link rows */
     const prog_set *progs;
     const double *static_memory;
     const net *network;
@@ -186,8 +194,8 @@ typedef struct rec_payload {
 /* Opens (creating if needed) a database for writing and makes sure the
  * schema is there (created in one transaction, so other processes see all
  * of it or none). Fails on a file that is not a pipesim database of this
- * schema version. rec_close has nothing to commit; rec_close(NULL) is a
- * no-op. */
+ * schema version. rec_close commits what a batch holds (its error is
+ * that commit's); rec_close(NULL) is a no-op. */
 rec_db *rec_open(const char *path, ps_err *err);
 int rec_close(rec_db *db, ps_err *err);
 
@@ -198,28 +206,47 @@ int rec_close(rec_db *db, ps_err *err);
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
 
+/* Batch mode (ps.sweep's own runs, core/bind_sweep.c): while on, each
+ * rec_write is a SAVEPOINT inside one transaction that commits every 1000
+ * runs or 0.1 s, at rec_flush and at rec_close, and before any rec_write
+ * made with the mode off (or a copy's rec_begin). A run is still all or
+ * nothing, and a failed run leaves the batch's earlier runs committed; a
+ * process killed inside a batch loses the runs since its last commit, so
+ * the caller must flush before it lets anyone see their ids. The write
+ * lock is held between the batch's runs (at most 0.1 s plus one run). */
+void rec_set_batch(rec_db *db, int on);
+
+/* Makes a new database a scratch file: its journal in memory, no fsync
+ * (a crash leaves it damaged; a sweep worker's files, which the writer
+ * copies only once their worker has closed them). */
+int rec_scratch(rec_db *db, ps_err *err);
+
 /* Streaming the timeline (issue 12): rows written as the engine reports
  * ops complete instead of read back from stored programs. rec_stream_begin
  * opens the next run's transaction (the write lock is held from here to
  * that run's rec_write) and fills *sink for eng_set_sink: each COMPUTE op
  * becomes an event row and each SEND a transfer row, in completion order,
- * REC_ROWS to an INSERT (no SQL per op). The following rec_write at
- * REC_EVENTS of an ok run then writes the rest (run, summary, memory rows
- * from the payload's programs when it has them, links, the spans) and
- * commits; for a failed run or another level it drops the streamed rows
- * first. rec_stream_cancel drops them (a run cut short; nothing happens
- * without an open stream). A row that fails to insert stops the stream and
- * fails that rec_write with its message. */
+ * and each change of the engine's memory ledger a memory row (each rank's
+ * baseline first), REC_ROWS to an INSERT (no SQL per op; the engine's
+ * thread copies each row into a block that a writer thread inserts,
+ * rec_writer.c; PIPESIM_REC_THREAD=0 binds them on the caller's thread,
+ * the test mode that compares both). The payload's
+ * programs are then not read. The following rec_write at REC_EVENTS of an
+ * ok run writes the rest (run, summary, links, the spans) and commits; for a
+ * failed run or another level it drops the streamed rows first.
+ * rec_stream_cancel drops them (a run cut short; nothing happens without an
+ * open stream). A row that fails to insert stops the stream and fails that
+ * rec_write with its message. */
 struct eng_sink;
 int rec_stream_begin(rec_db *db, struct eng_sink *sink, ps_err *err);
 void rec_stream_cancel(rec_db *db);
 
-/* *n = the number of runs in the database (committed: rec_write commits
- * every run). */
+/* *n = the number of runs in the database (committed: after a batch's
+ * rec_flush). */
 int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
 
-/* Nothing to do: rec_write commits each run. Kept for callers that mark
- * "everything so far must be visible to other connections" points. */
+/* Commits what a batch holds (nothing to do otherwise): everything so
+ * far is visible to other connections. */
 int rec_flush(rec_db *db, ps_err *err);
 
 /* --- copying runs between databases (rec_copy.c): a sweep's workers hand

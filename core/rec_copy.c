@@ -305,7 +305,8 @@ void rec_copy_free(rec_copy *c)
 
 int rec_begin(rec_db *db, ps_err *err)
 {
-    return rec_exec_sql(db, "BEGIN IMMEDIATE", err);
+    /* runs a batch holds are committed first (rec_set_batch) */
+    return rec_flush(db, err) || rec_exec_sql(db, "BEGIN IMMEDIATE", err);
 }
 
 int rec_commit(rec_db *db, ps_err *err)

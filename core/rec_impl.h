@@ -24,6 +24,9 @@ enum stmt_id {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     NSTMT
 };
 
@@ -34,6 +37,14 @@ enum stmt_id {
 #define REC_ROWS 64
 
 enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
+
+/* One timeline row's values, as rec_bind_row reads them per table. */
+typedef struct rec_row {
+    int64_t i[5];
+    double d[3];
+} rec_row;
+
+typedef struct rec_writer rec_writer; /* rec_writer.c */
 
 typedef struct rowbuf {
     sqlite3_stmt *st;
@@ -55,16 +66,34 @@ struct rec_db {
     int32_t mem_cap;
     net_link_info *links; /* scratch for net_links, links_cap entries */
     int32_t links_cap;
-    int kinds_ok;  /* the kind tables hold every name of rec.c's lists */
-    int streaming; /* rec_stream_begin's transaction is open */
+    int kinds_ok;       /* the kind tables hold every name of rec.c's lists */
+    int streaming;      /* rec_stream_begin's transaction is open */
+    rec_writer *writer; /* the writer thread, NULL until a first stream */
+    int writing;        /* rows go to the writer thread (rec_writer.c) */
+    /* batched commits (rec_set_batch): the mode of the next rec_write, the
+     * batch's transaction, its runs and when it began */
+    int batch_mode, batch_open, batch_runs;
+    double batch_t0;
     int stream_rc; /* the first failure of a streamed row, in stream_err */
     ps_err stream_err;
+    int rows_code;   /* SQLite's code of the last failed timeline insert */
+    int defer_ckpt;  /* a streamed run is committing (rec_write) */
+    int ckpt_frames; /* REC_CKPT_FRAMES (a test may lower it) */
 };
 
 struct rec_query {
     rec_db *db;
     sqlite3_stmt *st;
 };
+
+/* A run's transaction: BEGIN IMMEDIATE ... COMMIT, or in batch mode a
+ * SAVEPOINT inside the batch's transaction (opened on the first run; it
+ * commits every REC_BATCH_RUNS runs or REC_BATCH_SECONDS). run_begin
+ * commits an open batch first when the mode is off. run_rollback undoes
+ * the run alone. */
+int rec_run_begin(rec_db *db, ps_err *err);
+int rec_run_commit(rec_db *db, ps_err *err);
+void rec_run_rollback(rec_db *db);
 
 /* Fills err with "PATH: what: why", why being SQLite's message, and returns
  * PS_ERR. The SQL stays out: it is pipesim's, not the user's, and a 64-row
@@ -92,11 +121,45 @@ int rec_timeline_start(rec_db *db, ps_err *err);
  * src), batched REC_ROWS to an INSERT. */
 int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err);
 int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err);
+/* rec.c: one memory row (rank's total bytes after a change at t). */
+int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
+                   ps_err *err);
+
+/* rec.c: binds one row into its table's REC_ROWS-row INSERT, inserting
+ * a full group; rec_rows_flush inserts the rows bound so far. */
+int rec_bind_row(rec_db *db, int table, const rec_row *r, ps_err *err);
+int rec_rows_flush(rec_db *db, int table, ps_err *err);
+
+/* rec_writer.c, the writer thread. rec_writer_start starts it once per
+ * handle (PS_ERR: no thread; rows are then bound on the caller's thread).
+ * While db->writing, the caller fills rec_writer_row's slot for table and
+ * hands it over with rec_writer_commit_row (a full block goes to the
+ * writer), and must not use the connection. rec_writer_drain hands over
+ * the partial blocks and waits until every row is inserted, returning the
+ * first insert's failure; rec_writer_discard drops what is not inserted
+ * yet and waits; after either the caller owns the connection again.
+ * rec_writer_free stops the thread (NULL writer: no-op). */
+int rec_writer_start(rec_db *db);
+rec_row *rec_writer_row(rec_db *db, int table);
+void rec_writer_commit_row(rec_db *db, int table);
+int rec_writer_drain(rec_db *db, ps_err *err);
+void rec_writer_discard(rec_db *db);
+void rec_writer_free(rec_db *db);
+/* Asks the writer for a PASSIVE checkpoint on its own connection (the
+ * caller keeps using its own); rec_writer_free waits for it. */
+void rec_writer_checkpoint(rec_db *db);
+/* The log size (frames) at which a commit asks for a checkpoint: SQLite's
+ * default autocheckpoint, which rec_open replaces (rec.c, wal_hook). */
+#define REC_CKPT_FRAMES 1000
 
 /* rec_schema.c: user_version and the number of pipesim tables and of all
  * objects present; fails when the file is not SQLite at all. */
 int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
                 ps_err *err);
+/* rec_schema.c: makes a missing path a complete empty database (schema,
+ * WAL mode) through a scratch file and link(); 1 when path exists now, 0
+ * when the caller should create it in place. */
+int rec_schema_create_file(const char *path);
 /* rec_schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

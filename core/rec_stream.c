@@ -1,8 +1,12 @@
 /* The recorder's streaming write path (issue 12): the engine's completion
  * hook (eng_sink, eng.h) turns finished ops into batched event and
- * transfer rows inside the run's transaction, which rec_write (rec.c)
- * completes and commits. The per-op path binds values into the prepared
- * REC_ROWS-row INSERT and steps it once per REC_ROWS rows. */
+ * transfer rows and ledger changes into memory rows inside the run's
+ * transaction, which rec_write (rec.c) completes and commits. The per-op path
+ * binds values into the prepared REC_ROWS-row INSERT and steps it once per
+ * REC_ROWS rows. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "eng.h"
 #include "rec_impl.h"
 
@@ -18,21 +22,36 @@ static void stream_op(void *ctx, const eng_done *d)
         db->stream_rc = rec_transfer_row(db, d->rank, op, &db->stream_err);
 }
 
+/* The engine's ledger as it changes: each rank's baseline first (eng.h),
+ * then its total after every change, in time order per rank. */
+static void stream_mem(void *ctx, int32_t rank, double t, double bytes)
+{
+    rec_db *db = ctx;
+    if (!db->stream_rc && db->streaming)
+        db->stream_rc = rec_memory_row(db, rank, t, bytes, &db->stream_err);
+}
+
 int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
 {
     if (db->readonly)
         return ps_errf(err, "%s: opened read-only", db->path);
     rec_stream_cancel(db);
-    /* BEGIN IMMEDIATE, as rec_write's: the lock before the first row */
-    if (rec_exec_sql(db, "BEGIN IMMEDIATE", err))
+    /* the run's transaction, as rec_write's: the lock before the first row */
+    if (rec_run_begin(db, err))
         return PS_ERR;
     if (rec_timeline_start(db, err)) {
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        rec_run_rollback(db);
         return PS_ERR;
     }
     db->streaming = 1;
     db->stream_rc = PS_OK;
-    *sink = (eng_sink){.op_done = stream_op, .mem_change = NULL, .ctx = db};
+    /* rows to the writer thread when it can start, else bound here (and
+     * always with PIPESIM_REC_THREAD=0, the test mode that compares both) */
+    const char *thread = getenv("PIPESIM_REC_THREAD");
+    db->writing =
+        !(thread && strcmp(thread, "0") == 0) && rec_writer_start(db) == PS_OK;
+    *sink =
+        (eng_sink){.op_done = stream_op, .mem_change = stream_mem, .ctx = db};
     return PS_OK;
 }
 
@@ -40,9 +59,11 @@ void rec_stream_cancel(rec_db *db)
 {
     if (!db || !db->streaming)
         return;
+    if (db->writing)
+        rec_writer_discard(db);
+    db->writing = 0;
     db->streaming = 0;
     for (int i = 0; i < NROWS; i++)
         db->rows[i].n = 0;
-    if (!sqlite3_get_autocommit(db->db))
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+    rec_run_rollback(db);
 }

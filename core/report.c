@@ -107,9 +107,9 @@ static const char runs_sql[] =
     "max(peak) FROM memory_peak WHERE memory_peak.run = run.id)), "
     "fits, imbalance, status FROM run ORDER BY id";
 
-static void csv_field(FILE *out, const char *s)
+void report_csv_field(FILE *out, const char *s)
 {
-    if (!strpbrk(s, ",\"\n")) {
+    if (!strpbrk(s, ",\"\n\r")) {
         fputs(s, out);
         return;
     }
@@ -199,7 +199,7 @@ int report_runs(rec_db *db, FILE *out, int csv, ps_err *err)
             for (int c = 0; c < NCOLS; c++) {
                 if (c)
                     fputc(',', out);
-                csv_field(out, rows[r][c]);
+                report_csv_field(out, rows[r][c]);
             }
             fputc('\n', out);
         }

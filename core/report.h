@@ -11,6 +11,11 @@
 #include "err.h"
 #include "rec.h"
 
+/* Writes s as one CSV field (RFC 4180): as it is, or in double quotes with
+ * each quote doubled when it holds a comma, a quote, CR or LF. The one
+ * CSV quoting of the readers (report tables, plot data). */
+void report_csv_field(FILE *out, const char *s);
+
 /* Writes one line per run (id, name, kind, schedule, p, m, v, dp, makespan,
  * bubble, closed-form bubble, peak memory, fits, imbalance, status) to out: an
  * aligned table in human units, or with csv != 0 CSV with a header line and

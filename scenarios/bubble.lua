@@ -18,10 +18,10 @@ for i = 1, 16 do layers[i] = { fwd_time = 0.010, bwd_time = 0.020 } end
 
 local schedules = { { "gpipe", 1 }, { "1f1b", 1 }, { "interleaved", 2 } }
 for _, s in ipairs(schedules) do
-  for _, m in ipairs(ms) do
-    local r = ps.run{ name = string.format("%s m=%d", s[1], m), cluster = cluster,
-                      layers = layers, stages = p, virtual_stages = s[2],
-                      microbatches = m, schedule = s[1], record = "summary" }
-    print(string.format("%-12s m = %2d  bubble %s", s[1], m, ps.pct(r.bubble)))
-  end
+    for _, m in ipairs(ms) do
+        local r = ps.run{ name = string.format("%s m=%d", s[1], m), cluster = cluster,
+                            layers = layers, stages = p, virtual_stages = s[2],
+                            microbatches = m, schedule = s[1], record = "summary" }
+        print(string.format("%-12s m = %2d  bubble %s", s[1], m, ps.pct(r.bubble)))
+    end
 end

@@ -10,10 +10,10 @@
 local ps = require "pipesim"
 
 local cluster = ps.cluster{
-  nodes = 2, gpus_per_node = 4,
-  device = { flops = "989 TFLOPS", efficiency = 0.45, memory = "80 GB" },
-  intra = { bandwidth = "450 GB/s", latency = "2 us" },  -- NVLink 4
-  inter = { bandwidth = "400 Gb/s", latency = "5 us" },  -- one NDR NIC per GPU
+    nodes = 2, gpus_per_node = 4,
+    device = { flops = "989 TFLOPS", efficiency = 0.45, memory = "80 GB" },
+    intra = { bandwidth = "450 GB/s", latency = "2 us" },  -- NVLink 4
+    inter = { bandwidth = "400 Gb/s", latency = "5 us" },  -- one NDR NIC per GPU
 }
 
 -- a 7B-class model (ps.models): 32 blocks, embedding and head
@@ -21,41 +21,41 @@ local layers = ps.models.preset("llama2-7b", { seq = 4096, microbatch = 1 })
 local m = ps.args.quick and 8 or 16
 
 local function run(name, extra)
-  local spec = { name = name, cluster = cluster, layers = layers, stages = 4,
-                 microbatches = m, schedule = "1f1b", dp = 2,
-                 record = "summary" }
-  for k, v in pairs(extra) do spec[k] = v end
-  return ps.run(spec)
+    local spec = { name = name, cluster = cluster, layers = layers, stages = 4,
+                     microbatches = m, schedule = "1f1b", dp = 2,
+                     record = "summary" }
+    for k, v in pairs(extra) do spec[k] = v end
+    return ps.run(spec)
 end
 
 local function max(t)
-  local x = 0
-  for _, v in ipairs(t) do x = math.max(x, v) end
-  return x
+    local x = 0
+    for _, v in ipairs(t) do x = math.max(x, v) end
+    return x
 end
 
 print(string.format("%-34s %10s %8s %14s %12s", "configuration", "step",
-                    "bubble", "exposed comm", "peak memory"))
+                      "bubble", "exposed comm", "peak memory"))
 local function show(r)
-  print(string.format("%-34s %10s %8s %14s %12s", r.name, ps.seconds(r.makespan),
-                      ps.pct(r.bubble), ps.seconds(max(r.exposed_comm)),
-                      ps.bytes(max(r.peak_memory))))
+    print(string.format("%-34s %10s %8s %14s %12s", r.name, ps.seconds(r.makespan),
+                          ps.pct(r.bubble), ps.seconds(max(r.exposed_comm)),
+                          ps.bytes(max(r.peak_memory))))
 end
 
 show(run("dp in node, overlap", {}))
 show(run("dp in node, no overlap", { grad_sync = { overlap = false } }))
 show(run("pp in node, overlap", { placement = "pp_inner" }))
 show(run("pp in node, no overlap", { placement = "pp_inner",
-                                     grad_sync = { overlap = false } }))
+                                       grad_sync = { overlap = false } }))
 show(run("dp in node, ZeRO-1", { zero = 1 }))
 
 print()
 print("bucket size sweep (pp in node, so gradients cross the network):")
 local sizes = ps.args.quick and { "1 MB", "25 MB", "1 GB" }
-  or { "1 MB", "4 MB", "25 MB", "100 MB", "400 MB", "1 GB" }
+    or { "1 MB", "4 MB", "25 MB", "100 MB", "400 MB", "1 GB" }
 for _, b in ipairs(sizes) do
-  show(run("  bucket " .. b, { placement = "pp_inner",
-                               grad_sync = { bucket = b } }))
+    show(run("  bucket " .. b, { placement = "pp_inner",
+                                   grad_sync = { bucket = b } }))
 end
 print("(small buckets start early but pay a latency each; one huge bucket "
-  .. "waits for the whole backward)")
+    .. "waits for the whole backward)")

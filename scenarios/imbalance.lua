@@ -12,14 +12,14 @@ for i = 1, 6 do layers[i] = { fwd_time = "25 ms", out_bytes = 0 } end
 local m = 8
 
 local function run(name, partition)
-  local r = ps.run{ name = name, layers = layers, stages = 2,
-                    microbatches = m, schedule = "1f1b",
-                    partition = partition }
-  print(string.format("%-12s partition {%s}: step %s, bubble %s (stage 0 %s, "
-    .. "stage 1 %s), imbalance %.2f", name, table.concat(partition, ", "),
-    ps.seconds(r.makespan), ps.pct(r.bubble), ps.pct(r.stage_bubble[1]),
-    ps.pct(r.stage_bubble[2]), r.imbalance))
-  return r
+    local r = ps.run{ name = name, layers = layers, stages = 2,
+                        microbatches = m, schedule = "1f1b",
+                        partition = partition }
+    print(string.format("%-12s partition {%s}: step %s, bubble %s (stage 0 %s, "
+        .. "stage 1 %s), imbalance %.2f", name, table.concat(partition, ", "),
+        ps.seconds(r.makespan), ps.pct(r.bubble), ps.pct(r.stage_bubble[1]),
+        ps.pct(r.stage_bubble[2]), r.imbalance))
+    return r
 end
 
 local slow = run("imbalanced", { 2, 4 })
@@ -28,5 +28,5 @@ ps.show(slow)
 -- With the slow stage at 100 ms + 200 ms per microbatch the step is bounded
 -- below by m * 300 ms on that stage plus the 150 ms fill of stage 0.
 print(string.format("slow-stage bound m*(100+200) ms + 50 + 100 ms = %s; "
-  .. "balanced is %.1f%% faster", ps.seconds(m * 0.3 + 0.15),
-  100 * (1 - fair.makespan / slow.makespan)))
+    .. "balanced is %.1f%% faster", ps.seconds(m * 0.3 + 0.15),
+    100 * (1 - fair.makespan / slow.makespan)))

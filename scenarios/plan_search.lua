@@ -15,18 +15,18 @@ local ps = require "pipesim"
 local quick = ps.args.quick
 local spec
 if quick then
-  spec = { name = "gpt-1.7b", model = "gpt-1.7b", cluster = ps.cluster(ps.clusters.dgx("A100", 4)),
-           gpus = 32, global_batch = 64,
-           space = { tp = { 2, 4, 8 }, pp = { 1, 2, 4 }, virtual_stages = { 1, 2 },
-                     microbatch = { 1, 2 }, schedule = { "1f1b", "interleaved" },
-                     recompute = { "selective", "full" }, zero = { 1 } } }
+    spec = { name = "gpt-1.7b", model = "gpt-1.7b", cluster = ps.cluster(ps.clusters.dgx("A100", 4)),
+               gpus = 32, global_batch = 64,
+               space = { tp = { 2, 4, 8 }, pp = { 1, 2, 4 }, virtual_stages = { 1, 2 },
+                           microbatch = { 1, 2 }, schedule = { "1f1b", "interleaved" },
+                           recompute = { "selective", "full" }, zero = { 1 } } }
 else
-  spec = { name = "gpt3-175b", model = "gpt3-175b", cluster = ps.cluster(ps.clusters.dgx("A100", 128)),
-           gpus = 1024, global_batch = 1536,
-           space = { tp = { 1, 2, 4, 8 }, pp = { 1, 2, 4, 8, 16, 32, 64 },
-                     virtual_stages = { 1, 2, 3, 4, 6 }, microbatch = { 1, 2, 4, 8 },
-                     schedule = { "1f1b", "interleaved", "gpipe" },
-                     recompute = { "none", "selective", "full" }, zero = { 0, 1 } } }
+    spec = { name = "gpt3-175b", model = "gpt3-175b", cluster = ps.cluster(ps.clusters.dgx("A100", 128)),
+               gpus = 1024, global_batch = 1536,
+               space = { tp = { 1, 2, 4, 8 }, pp = { 1, 2, 4, 8, 16, 32, 64 },
+                           virtual_stages = { 1, 2, 3, 4, 6 }, microbatch = { 1, 2, 4, 8 },
+                           schedule = { "1f1b", "interleaved", "gpipe" },
+                           recompute = { "none", "selective", "full" }, zero = { 0, 1 } } }
 end
 spec.prune = ps.args.prune
 -- the quick search is small: one process (worker scratch directories in
@@ -36,17 +36,22 @@ spec.jobs = ps.args.jobs or (quick and 1 or nil)
 local res = ps.search(spec)
 
 print(string.format("%s on %d GPUs, global batch %d: %d raw configurations", spec.name,
-  spec.gpus, spec.global_batch, res.raw))
+    spec.gpus, spec.global_batch, res.raw))
 local reasons = {}
 for k in pairs(res.dropped) do reasons[#reasons + 1] = k end
 table.sort(reasons)
 for _, k in ipairs(reasons) do print(string.format("  dropped %-15s %6d", k, res.dropped[k])) end
 print(string.format("  valid and fitting %5d: simulated %d, skipped by the bound %d",
-  res.valid, res.simulated, res.pruned))
+    res.valid, res.simulated, res.pruned))
+if res.shard then
+    -- --shard K/N with prune = "none": this shard's configurations only
+    print(string.format("  shard %d/%d: %d of them are the other shards'", res.shard.k,
+        res.shard.n, res.valid - res.simulated))
+end
 local function row(r)
-  return string.format("  %-48s %8.3f s %8.1f GiB", r.label, r.step_time, r.peak_memory / 2 ^ 30)
+    return string.format("  %-48s %8.3f s %8.1f GiB", r.label, r.step_time, r.peak_memory / 2 ^ 30)
 end
 print("best:")
-print(row(res.best))
+print(res.best and row(res.best) or "  none (no configuration of this shard fits)")
 print("Pareto front (step time against peak memory):")
 for _, r in ipairs(res.pareto) do print(row(r)) end

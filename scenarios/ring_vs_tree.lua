@@ -25,39 +25,39 @@ local started = os.clock()
 local KiB = 1024
 
 local ALGOS = { "ring", "tree", "binomial_tree", "double_binary_tree", "halving_doubling",
-                "direct", "hierarchical" }
+                  "direct", "hierarchical" }
 local SHORT = { ring = "ring", tree = "tree", binomial_tree = "binomial",
-                double_binary_tree = "dbtree",
-                halving_doubling = "halv-doub", direct = "direct",
-                hierarchical = "hier" }
+                  double_binary_tree = "dbtree",
+                  halving_doubling = "halv-doub", direct = "direct",
+                  hierarchical = "hier" }
 
 local sizes = {}
 local step = quick and 16 or 4
 local s = KiB
 while s <= (quick and 64 * KiB * KiB or KiB * KiB * KiB) do
-  sizes[#sizes + 1] = s
-  s = s * step
+    sizes[#sizes + 1] = s
+    s = s * step
 end
 
 local mesh = { bandwidth = "25 GB/s", latency = "5 us" }
 local topologies = {}
 for _, n in ipairs(quick and { 8 } or { 4, 8, 64 }) do
-  topologies[#topologies + 1] = ps.cluster{
-    name = n .. " ranks, mesh 25 GB/s 5 us", ranks = n, link = mesh }
+    topologies[#topologies + 1] = ps.cluster{
+        name = n .. " ranks, mesh 25 GB/s 5 us", ranks = n, link = mesh }
 end
 topologies[#topologies + 1] = ps.cluster{
-  name = quick and "2 nodes x 8 GPUs" or "4 nodes x 8 GPUs",
-  nodes = quick and 2 or 4, gpus_per_node = 8, nics_per_node = 8,
-  intra = { bandwidth = "300 GB/s", latency = "2 us" },
-  inter = { bandwidth = "400 Gb/s", latency = "5 us" },
+    name = quick and "2 nodes x 8 GPUs" or "4 nodes x 8 GPUs",
+    nodes = quick and 2 or 4, gpus_per_node = 8, nics_per_node = 8,
+    intra = { bandwidth = "300 GB/s", latency = "2 us" },
+    inter = { bandwidth = "400 Gb/s", latency = "5 us" },
 }
 
 local runs = 0
 local function allreduce(c, algo, bytes, record)
-  runs = runs + 1
-  return ps.collective{ cluster = c, op = "allreduce", algorithm = algo,
-                        bytes = bytes, record = record or "summary",
-                        name = c.name .. " " .. algo }
+    runs = runs + 1
+    return ps.collective{ cluster = c, op = "allreduce", algorithm = algo,
+                            bytes = bytes, record = record or "summary",
+                            name = c.name .. " " .. algo }
 end
 
 -- Smallest size in (lo, hi] where ring is not slower than tree, by
@@ -65,73 +65,73 @@ end
 -- bytes: with shards of unequal length a ring step takes as long as its
 -- largest shard, so ring's time is not monotone at finer steps.
 local function simulated_crossover(c, lo, hi)
-  local function ring_wins(b)
-    return allreduce(c, "ring", b, "none").time
-      <= allreduce(c, "binomial_tree", b, "none").time
-  end
-  local unit = 4 * c.ranks
-  lo, hi = lo // unit, -(-hi // unit)
-  while hi - lo > 1 do
-    local mid = (lo + hi) // 2
-    if ring_wins(unit * mid) then hi = mid else lo = mid end
-  end
-  return unit * hi
+    local function ring_wins(b)
+        return allreduce(c, "ring", b, "none").time
+            <= allreduce(c, "binomial_tree", b, "none").time
+    end
+    local unit = 4 * c.ranks
+    lo, hi = lo // unit, -(-hi // unit)
+    while hi - lo > 1 do
+        local mid = (lo + hi) // 2
+        if ring_wins(unit * mid) then hi = mid else lo = mid end
+    end
+    return unit * hi
 end
 
 -- Where the two cost models meet: each is a + b x bytes, so two sizes
 -- give the lines and their intersection.
 local function model_crossover(c, t1, t2)
-  local r1, r2 = allreduce(c, "ring", t1, "none"), allreduce(c, "ring", t2, "none")
-  local g1, g2 = allreduce(c, "binomial_tree", t1, "none"), allreduce(c, "binomial_tree", t2, "none")
-  local rb = (r2.predicted - r1.predicted) / (t2 - t1)
-  local gb = (g2.predicted - g1.predicted) / (t2 - t1)
-  local ra, ga = r1.predicted - rb * t1, g1.predicted - gb * t1
-  if rb == gb then return nil end
-  return (ga - ra) / (rb - gb)
+    local r1, r2 = allreduce(c, "ring", t1, "none"), allreduce(c, "ring", t2, "none")
+    local g1, g2 = allreduce(c, "binomial_tree", t1, "none"), allreduce(c, "binomial_tree", t2, "none")
+    local rb = (r2.predicted - r1.predicted) / (t2 - t1)
+    local gb = (g2.predicted - g1.predicted) / (t2 - t1)
+    local ra, ga = r1.predicted - rb * t1, g1.predicted - gb * t1
+    if rb == gb then return nil end
+    return (ga - ra) / (rb - gb)
 end
 
 local function fmt_bytes(b)
-  if not b then return "-" end
-  return string.format("%s (%d B)", ps.bytes(b), math.floor(b + 0.5))
+    if not b then return "-" end
+    return string.format("%s (%d B)", ps.bytes(b), math.floor(b + 0.5))
 end
 
 for _, c in ipairs(topologies) do
-  print(string.format("\n== allreduce on %s (%d ranks, %s sharing)", c.name,
-    c.ranks, c.sharing))
-  local cols = {}
-  for _, a in ipairs(ALGOS) do
-    if a ~= "hierarchical" or c.gpus_per_node > 1 then cols[#cols + 1] = a end
-  end
-  local header = string.format("%-10s", "size")
-  for _, a in ipairs(cols) do header = header .. string.format(" %12s", SHORT[a]) end
-  print(header .. "   auto    best")
-  local prev_tree, crossed
-  for _, bytes in ipairs(sizes) do
-    local auto = allreduce(c, "auto", bytes, "none").algorithm
-    local line = string.format("%-10s", ps.bytes(bytes))
-    local best, best_t, t = nil, math.huge, {}
-    for _, a in ipairs(cols) do
-      local r = allreduce(c, a, bytes)
-      t[a] = r.time
-      if r.time < best_t then best, best_t = a, r.time end
-      line = line .. string.format(" %11s%s", ps.seconds(r.time), a == auto and "*" or " ")
+    print(string.format("\n== allreduce on %s (%d ranks, %s sharing)", c.name,
+        c.ranks, c.sharing))
+    local cols = {}
+    for _, a in ipairs(ALGOS) do
+        if a ~= "hierarchical" or c.gpus_per_node > 1 then cols[#cols + 1] = a end
     end
-    print(line .. string.format("   %-6s  %s", SHORT[auto], SHORT[best]))
-    if t.binomial_tree < t.ring then
-      prev_tree = bytes
-    elseif prev_tree and not crossed then
-      crossed = { prev_tree, bytes }
+    local header = string.format("%-10s", "size")
+    for _, a in ipairs(cols) do header = header .. string.format(" %12s", SHORT[a]) end
+    print(header .. "   auto    best")
+    local prev_tree, crossed
+    for _, bytes in ipairs(sizes) do
+        local auto = allreduce(c, "auto", bytes, "none").algorithm
+        local line = string.format("%-10s", ps.bytes(bytes))
+        local best, best_t, t = nil, math.huge, {}
+        for _, a in ipairs(cols) do
+            local r = allreduce(c, a, bytes)
+            t[a] = r.time
+            if r.time < best_t then best, best_t = a, r.time end
+            line = line .. string.format(" %11s%s", ps.seconds(r.time), a == auto and "*" or " ")
+        end
+        print(line .. string.format("   %-6s  %s", SHORT[auto], SHORT[best]))
+        if t.binomial_tree < t.ring then
+            prev_tree = bytes
+        elseif prev_tree and not crossed then
+            crossed = { prev_tree, bytes }
+        end
     end
-  end
-  if crossed then
-    local sim = simulated_crossover(c, crossed[1], crossed[2])
-    local model = model_crossover(c, crossed[1], crossed[2])
-    print(string.format("ring/tree crossover: simulated %s, cost models %s",
-      fmt_bytes(sim), fmt_bytes(model)))
-  else
-    print("ring/tree crossover: none in this range")
-  end
+    if crossed then
+        local sim = simulated_crossover(c, crossed[1], crossed[2])
+        local model = model_crossover(c, crossed[1], crossed[2])
+        print(string.format("ring/tree crossover: simulated %s, cost models %s",
+            fmt_bytes(sim), fmt_bytes(model)))
+    else
+        print("ring/tree crossover: none in this range")
+    end
 end
 
 print(string.format("\n%d collectives simulated in %.2f s (CPU)", runs,
-  os.clock() - started))
+    os.clock() - started))

@@ -18,21 +18,21 @@ local cluster = ps.cluster{ ranks = stages, device = node.device, link = node.in
 local limit = ps.args.points or (ps.args.quick and 300) or math.huge
 local points = {}
 for counts in ps.partition.enumerate(#layers, stages) do
-  if #points >= limit then break end
-  points[#points + 1] = { partition = counts }
+    if #points >= limit then break end
+    points[#points + 1] = { partition = counts }
 end
 
 local rs = ps.sweep{
-  name = "llama3-8b splits",
-  points = points,
-  base = { cluster = cluster, layers = layers, stages = stages, microbatches = 8,
-           schedule = "1f1b", record = "summary" },
+    name = "llama3-8b splits",
+    points = points,
+    base = { cluster = cluster, layers = layers, stages = stages, microbatches = 8,
+               schedule = "1f1b", record = "summary" },
 }
 
 local best = rs[1]
 for _, r in ipairs(rs) do
-  if r.makespan < best.makespan then best = r end
+    if r.makespan < best.makespan then best = r end
 end
 print(string.format("%d splits of %d layers into %d stages; best %s: %s (run %s)",
-  #rs, #layers, stages, table.concat(best.point.partition, "+"), ps.seconds(best.makespan),
-  tostring(best.id)))
+    #rs, #layers, stages, table.concat(best.point.partition, "+"), ps.seconds(best.makespan),
+    tostring(best.id)))

@@ -3,8 +3,8 @@
 # goes to the same layer or one below, never up. Layers, top first:
 #   7 command line   main
 #   6 binding        bind_*
-#   5 readers        report, export*, plot*, merge, dbcheck
-#   4 front ends     pipe, sched*, dp, coll*, gen_coll, gen_pipe
+#   5 readers        report, export*, plot*, svg, merge, dbcheck
+#   4 front ends     pipe*, sched*, dp, coll*, gen_coll, gen_pipe
 #   3 recorder       rec* (implements the engine's completion hook, so
 #                    it includes eng.h; the engine calls it through
 #                    eng_sink at run time and never includes rec.h)
@@ -21,8 +21,8 @@ layer() {
     case $1 in
     main) echo 7 ;;
     bind*) echo 6 ;;
-    report | export* | plot* | merge | dbcheck) echo 5 ;;
-    pipe | sched* | dp | coll* | gen_coll | gen_pipe) echo 4 ;;
+    report | export* | plot* | svg | merge | dbcheck) echo 5 ;;
+    pipe* | sched* | dp | coll* | gen_coll | gen_pipe) echo 4 ;;
     rec*) echo 3 ;;
     eng*) echo 2 ;;
     prog | net* | mem | eq | fault | gen) echo 1 ;;

@@ -56,6 +56,14 @@ expect_fail "run $TMP/table.lua -o $TMP/mem.db --max-memory 64MiB" "table.lua:2:
 # loop's (Lua raises no error with a line for a failed allocation)
 printf 'local t = {}\nfor i = 1, 1e9 do\n  t[i] = { i }\nend\n' >"$TMP/tables.lua"
 expect_fail "run $TMP/tables.lua -o $TMP/mem.db --max-memory 64MiB" "tables.lua:2: memory limit of 64 MiB reached (--max-memory)"
+# programs stored as arrays (a tree does not stream) past the budget: the
+# message says what they would need
+cat >"$TMP/arrays.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 1024, link = { bandwidth = "50 GB/s", latency = "5 us" } }
+ps.collective{ cluster = c, op = "allreduce", algorithm = "tree", bytes = "1 GiB", record = "summary" }
+LUA
+expect_fail "run $TMP/arrays.lua -o $TMP/mem.db --max-memory 32MiB" "arrays.lua:3: memory limit of 32 MiB reached (--max-memory): the run's programs need about 89.1 MiB as arrays (1.7 M ops; ring collectives, and GPipe"
 printf 'print(pcall(string.rep, "x", 2^30))\nprint("carried on")\n' >"$TMP/rep.lua"
 expect_fail "run $TMP/rep.lua -o $TMP/mem.db --max-memory 64MiB" "rep.lua:1: memory limit of 64 MiB reached (--max-memory)"
 grep -q "carried on" "$TMP/lim.stdout" && bad "--max-memory: the scenario carried on" || ok

@@ -18,26 +18,26 @@ local parallel = require "pipesim.parallel"
 
 
 local function expect_table(fn, spec)
-  if type(spec) ~= "table" then
-    error(fn .. ": expected a table of fields, got " .. type(spec), 3)
-  end
+    if type(spec) ~= "table" then
+        error(fn .. ": expected a table of fields, got " .. type(spec), 3)
+    end
 end
 
 -- Calls a core function; a failure becomes an error at the scenario line
 -- (level 3: the caller of the ps.* function that called us).
 local function call(fn, f, ...)
-  local ok, res = pcall(f, ...)
-  if not ok then error(fn .. ": " .. tostring(res), 3) end
-  return res
+    local ok, res = pcall(f, ...)
+    if not ok then error(fn .. ": " .. tostring(res), 3) end
+    return res
 end
 
 -- A cluster whose __gc was called by hand raises on every use
 -- (core/bind_cluster.c); say so at the scenario's line before the front
 -- end reads it (level 3, as call).
 local function check_live(fn, c)
-  if type(c) == "userdata" and not pcall(function() return c.ranks end) then
-    error(fn .. ": cluster was freed", 3)
-  end
+    if type(c) == "userdata" and not pcall(function() return c.ranks end) then
+        error(fn .. ": cluster was freed", 3)
+    end
 end
 
 -- The roofline constants of each cluster's device (ps.clusters), kept in
@@ -47,72 +47,72 @@ end
 local ROOFLINE = setmetatable({}, { __mode = "k" })
 
 local function roofline_device(spec)
-  local d = spec.device
-  -- per-rank overrides are plain devices: the roofline is the cluster's
-  if type(spec.devices) == "table" then
-    for r, o in pairs(spec.devices) do
-      if type(o) == "table" then
-        local bad -- the first in sorted order: the message is the same every run
-        for k in pairs(o) do
-          if ps.clusters.ROOFLINE_FIELDS[k] and (not bad or k < bad) then bad = k end
+    local d = spec.device
+    -- per-rank overrides are plain devices: the roofline is the cluster's
+    if type(spec.devices) == "table" then
+        for r, o in pairs(spec.devices) do
+            if type(o) == "table" then
+                local bad -- the first in sorted order: the message is the same every run
+                for k in pairs(o) do
+                    if ps.clusters.ROOFLINE_FIELDS[k] and (not bad or k < bad) then bad = k end
+                end
+                if bad then
+                    error(string.format("ps.cluster: devices[%s]: field '%s' is a roofline constant, " ..
+                        "which only the cluster's device takes (per-rank overrides take flops, " ..
+                        "efficiency and memory)", tostring(r), bad), 3)
+                end
+            end
         end
-        if bad then
-          error(string.format("ps.cluster: devices[%s]: field '%s' is a roofline constant, " ..
-            "which only the cluster's device takes (per-rank overrides take flops, " ..
-            "efficiency and memory)", tostring(r), bad), 3)
+    end
+    if type(d) ~= "table" then return spec, nil end
+    -- the device's fields are the binding's (core.fields.device) and the
+    -- roofline constants: checked together here, so a misspelt constant
+    -- gets its suggestion before the binding sees the rest
+    local known = {}
+    for _, k in ipairs(core.fields.device) do known[k] = true end
+    for k in pairs(ps.clusters.ROOFLINE_FIELDS) do known[k] = true end
+    local ok, err = pcall(check.known_fields, d, known, "device")
+    if not ok then error("ps.cluster: " .. err, 3) end
+    local roof, rest = {}, {}
+    for k, v in pairs(d) do
+        if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
+    end
+    if next(roof) == nil then return spec, nil end
+    for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
+        local v = roof[k]
+        if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
+            error(string.format("ps.cluster: field 'device.%s' must be a positive number, got %s",
+                k, check.show(v)), 3)
         end
-      end
     end
-  end
-  if type(d) ~= "table" then return spec, nil end
-  -- the device's fields are the binding's (core.fields.device) and the
-  -- roofline constants: checked together here, so a misspelt constant
-  -- gets its suggestion before the binding sees the rest
-  local known = {}
-  for _, k in ipairs(core.fields.device) do known[k] = true end
-  for k in pairs(ps.clusters.ROOFLINE_FIELDS) do known[k] = true end
-  local ok, err = pcall(check.known_fields, d, known, "device")
-  if not ok then error("ps.cluster: " .. err, 3) end
-  local roof, rest = {}, {}
-  for k, v in pairs(d) do
-    if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
-  end
-  if next(roof) == nil then return spec, nil end
-  for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
-    local v = roof[k]
-    if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
-      error(string.format("ps.cluster: field 'device.%s' must be a positive number, got %s",
-        k, check.show(v)), 3)
+    for _, k in ipairs { "mem_efficiency", "gemm_max" } do
+        if roof[k] > 1 then
+            error(string.format("ps.cluster: field 'device.%s' must be in (0, 1], got %s",
+                k, check.show(roof[k])), 3)
+        end
     end
-  end
-  for _, k in ipairs { "mem_efficiency", "gemm_max" } do
-    if roof[k] > 1 then
-      error(string.format("ps.cluster: field 'device.%s' must be in (0, 1], got %s",
-        k, check.show(roof[k])), 3)
+    local flops = d.flops
+    if type(flops) == "string" then
+        local parsed, n = pcall(core.parse, flops, "flop_rate")
+        if not parsed then error("ps.cluster: field 'device.flops': " .. n, 3) end
+        flops = n
     end
-  end
-  local flops = d.flops
-  if type(flops) == "string" then
-    local parsed, n = pcall(core.parse, flops, "flop_rate")
-    if not parsed then error("ps.cluster: field 'device.flops': " .. n, 3) end
-    flops = n
-  end
-  if type(flops) ~= "number" then
-    error("ps.cluster: device: the roofline constants need field 'flops'", 3)
-  end
-  roof.flops = flops
-  local copy = {}
-  for k, v in pairs(spec) do copy[k] = v end
-  copy.device = rest
-  return copy, roof
+    if type(flops) ~= "number" then
+        error("ps.cluster: device: the roofline constants need field 'flops'", 3)
+    end
+    roof.flops = flops
+    local copy = {}
+    for k, v in pairs(spec) do copy[k] = v end
+    copy.device = rest
+    return copy, roof
 end
 
 function ps.cluster(spec)
-  expect_table("ps.cluster", spec)
-  local cspec, roof = roofline_device(spec)
-  local c = call("ps.cluster", core.cluster, cspec)
-  if roof then ROOFLINE[c] = roof end
-  return c -- not a tail call: `call` blames the caller two frames up
+    expect_table("ps.cluster", spec)
+    local cspec, roof = roofline_device(spec)
+    local c = call("ps.cluster", core.cluster, cspec)
+    if roof then ROOFLINE[c] = roof end
+    return c -- not a tail call: `call` blames the caller two frames up
 end
 
 -- The time of one TP collective on the listed cluster ranks: pipesim's
@@ -126,29 +126,29 @@ local TP_COST = setmetatable({}, { __mode = "k" })
 local LOWERED = setmetatable({}, { __mode = "k" })
 
 local function tp_cost(cluster)
-  local cache = TP_COST[cluster]
-  if not cache then cache = {}; TP_COST[cluster] = cache end
-  return function(op, bytes, ranks)
-    bytes = math.ceil(bytes / 4) * 4
-    local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
-    local t = cache[key]
-    if t == nil then
-      t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
-        ranks = ranks, record = "none" }.time
-      cache[key] = t
+    local cache = TP_COST[cluster]
+    if not cache then cache = {}; TP_COST[cluster] = cache end
+    return function(op, bytes, ranks)
+        bytes = math.ceil(bytes / 4) * 4
+        local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
+        local t = cache[key]
+        if t == nil then
+            t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
+                ranks = ranks, record = "none" }.time
+            cache[key] = t
+        end
+        return t
     end
-    return t
-  end
 end
 
 -- Layer fields that carry units, and their kinds for core.parse.
 local LAYER_UNITS = {
-  fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
-  bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
-  in_bytes = "bytes", params = "flop",
-  bwd_input_flops = "flop", bwd_weight_flops = "flop",
-  bwd_input_time = "time", bwd_weight_time = "time",
-  bwd_weight_bytes = "bytes", recompute_time = "time",
+    fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
+    bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
+    in_bytes = "bytes", params = "flop",
+    bwd_input_flops = "flop", bwd_weight_flops = "flop",
+    bwd_input_time = "time", bwd_weight_time = "time",
+    bwd_weight_bytes = "bytes", recompute_time = "time",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a
@@ -156,69 +156,66 @@ local LAYER_UNITS = {
 -- core.check_run has checked every layer and its unit strings (the one
 -- owner of those rules), so nothing here fails.
 local function normalize_layers(layers)
-  local out
-  for i, l in ipairs(layers) do
-    local copy
-    for k, kind in pairs(LAYER_UNITS) do
-      local v = l[k]
-      if type(v) == "string" then
-        local n = core.parse(v, kind)
-        if not copy then
-          copy = {}
-          for kk, vv in pairs(l) do copy[kk] = vv end
+    local out
+    for i, l in ipairs(layers) do
+        local copy
+        for k, kind in pairs(LAYER_UNITS) do
+            local v = l[k]
+            if type(v) == "string" then
+                local n = core.parse(v, kind)
+                if not copy then
+                    copy = {}
+                    for kk, vv in pairs(l) do copy[kk] = vv end
+                end
+                copy[k] = n
+            end
         end
-        copy[k] = n
-      end
+        if copy then
+            if not out then out = table.move(layers, 1, #layers, 1, {}) end
+            out[i] = copy
+        end
     end
-    if copy then
-      if not out then out = table.move(layers, 1, #layers, 1, {}) end
-      out[i] = copy
-    end
-  end
-  return out or layers
+    return out or layers
 end
 
 -- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
--- for rank r; nil entries unknown): the cluster rank it runs on by
--- core/pipe.c's placement (pipe_place: `ranks`, else "dp_inner" rank
--- r * dp + j or "pp_inner" j * p + r for replica j), the slowest replica's
--- device when dp > 1 (a stage's replicas all wait for the slowest at the
--- gradient sync). Without a cluster every rate is unknown (measured times
--- only). core.check_run has checked stages and dp.
+-- for rank r; nil entries unknown): the cluster rank it runs on
+-- (parallel.cluster_rank, one rank per TP group: with tp > 1 `ranks` is
+-- the plan's), the slowest replica's device when dp > 1 (a stage's
+-- replicas all wait for the slowest at the gradient sync). Without a
+-- cluster every rate is unknown (measured times only). core.check_run has
+-- checked stages and dp.
 local function stage_rates(spec)
-  local c = spec.cluster
-  if type(c) ~= "userdata" then return nil end
-  local all = c.flops_rates
-  local p, dp = spec.stages, spec.dp or 1
-  local ranks = type(spec.ranks) == "table" and spec.ranks or nil
-  local rates = {}
-  for r = 0, p - 1 do
-    local slowest
-    for j = 0, dp - 1 do
-      local cr
-      if ranks then cr = ranks[j * p + r + 1]
-      elseif spec.placement == "pp_inner" then cr = j * p + r
-      else cr = r * dp + j end
-      local x = math.type(cr) == "integer" and all[cr + 1] or nil
-      if x == nil or x ~= x then slowest = nil; break end
-      if not slowest or x < slowest then slowest = x end
+    local c = spec.cluster
+    if type(c) ~= "userdata" then return nil end
+    local all = c.flops_rates
+    local p, dp = spec.stages, spec.dp or 1
+    local ranks = type(spec.ranks) == "table" and spec.ranks or nil
+    local rates = {}
+    for r = 0, p - 1 do
+        local slowest
+        for j = 0, dp - 1 do
+            local cr = parallel.cluster_rank(ranks, spec.placement, p, dp, 1, r, j, 0)
+            local x = math.type(cr) == "integer" and all[cr + 1] or nil
+            if x == nil or x ~= x then slowest = nil; break end
+            if not slowest or x < slowest then slowest = x end
+        end
+        rates[r + 1] = slowest or (0 / 0)
     end
-    rates[r + 1] = slowest or (0 / 0)
-  end
-  return rates
+    return rates
 end
 
 local function resolve_partition(spec, layers, nstages)
-  local opts = {}
-  if spec.partition == "time" then
-    opts.rates = stage_rates(spec)
-    -- recompute = "full" (lua/pipesim/parallel.lua) picks the recomputed
-    -- blocks after the split; "time" counts every layer's forward again
-    opts.checkpoint = spec.checkpoint == true or spec.recompute == "full"
-  end
-  local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, opts)
-  if not ok then error(counts, 0) end
-  return counts
+    local opts = {}
+    if spec.partition == "time" then
+        opts.rates = stage_rates(spec)
+        -- recompute = "full" (lua/pipesim/parallel.lua) picks the recomputed
+        -- blocks after the split; "time" counts every layer's forward again
+        opts.checkpoint = spec.checkpoint == true or spec.recompute == "full"
+    end
+    local ok, counts = pcall(ps.partition.resolve, spec.partition, layers, nstages, opts)
+    if not ok then error(counts, 0) end
+    return counts
 end
 
 -- JSON text of v appended to out. seen holds the tables being written: a
@@ -226,72 +223,184 @@ end
 -- rather than SQLite's JSON functions (issue 11): the input is a Lua
 -- table, which must be walked here either way, and only the recorder may
 -- call SQLite (core/README.md), so using them would mean a second copy
--- of this walk in C.
-local function json(v, out, seen)
-  local t = type(v)
-  if t == "table" then
-    seen = seen or {}
-    if seen[v] then error("a table contains itself (cyclic tables cannot be recorded)", 0) end
-    seen[v] = true
-    if #v > 0 or next(v) == nil then
-      out[#out + 1] = "["
-      for i = 1, #v do
-        if i > 1 then out[#out + 1] = "," end
-        json(v[i], out, seen)
-      end
-      out[#out + 1] = "]"
-    else
-      local keys = {}
-      for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-      table.sort(keys)
-      out[#out + 1] = "{"
-      for i, k in ipairs(keys) do
-        if i > 1 then out[#out + 1] = "," end
-        out[#out + 1] = string.format("%q:", k)
-        json(v[k] == nil and v[tonumber(k)] or v[k], out, seen)
-      end
-      out[#out + 1] = "}"
-    end
-    seen[v] = nil
-  elseif t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then
-      out[#out + 1] = "null"
-    elseif math.type(v) == "integer" then
-      out[#out + 1] = tostring(v)
-    else
-      out[#out + 1] = string.format("%.17g", v)
-    end
-  elseif t == "string" then
-    out[#out + 1] = '"' .. v:gsub('[%c"\\]', function(c)
-      return string.format("\\u%04x", c:byte())
-    end) .. '"'
-  elseif t == "boolean" then
-    out[#out + 1] = tostring(v)
-  else
-    out[#out + 1] = '"' .. tostring(v) .. '"'
-  end
-  return out
+-- of this walk in C. Every run's params go through it, so it keeps its
+-- own count of out's entries and remembers each key's quoted form.
+local QKEY, nqkey = {}, 0 -- key -> string.format("%q:", key), at most 4096
+
+local function qkey(k)
+    local q = QKEY[k]
+    if q then return q end
+    q = string.format("%q:", k)
+    if nqkey < 4096 then QKEY[k], nqkey = q, nqkey + 1 end
+    return q
 end
 
--- The inputs of a run as JSON for run.params (layers summarised: a sweep of
--- thousands of runs should not store thousands of copies of the model).
-local function params_json(spec, partition)
-  local p = {}
-  for k, v in pairs(spec) do
-    if k ~= "layers" and k ~= "cluster" and k ~= "tags" then p[k] = v end
-  end
-  p.partition = partition
-  p.layers = #spec.layers
-  local c = spec.cluster
-  if c then
-    p.cluster = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
-                  device = { memory = c.memory, flops_rate = c.flops_rate } }
-  end
-  return table.concat(json(p, {}))
+-- Number texts: tostring and "%.17g" go through snprintf, and a sweep's
+-- params repeat the same few numbers, so each text is kept (at most 4096
+-- of each kind). Integers and floats apart: a float key with an integer
+-- value is stored as that integer (2.0 and 2), and 2^60 prints otherwise
+-- as a float; 0.0 and -0.0 are one key, so zero floats are not kept.
+local ITEXT, FTEXT, ntext = {}, {}, 0
+
+local function number_text(v)
+    local int = math.type(v) == "integer"
+    local s = (int and ITEXT or FTEXT)[v]
+    if s then return s end
+    if int then s = tostring(v) else s = string.format("%.17g", v) end
+    if ntext < 8192 and (int or v ~= 0) then
+        (int and ITEXT or FTEXT)[v], ntext = s, ntext + 1
+    end
+    return s
+end
+
+local function escape(c)
+    return string.format("\\u%04x", c:byte())
+end
+
+-- put(v, out, n, seen) -> n: v's text in out[n + 1 ...].
+local function put(v, out, n, seen)
+    local t = type(v)
+    if t == "table" then
+        if seen[v] then error("a table contains itself (cyclic tables cannot be recorded)", 0) end
+        seen[v] = true
+        local len = #v
+        if len > 0 or next(v) == nil then
+            n = n + 1; out[n] = "["
+            for i = 1, len do
+                if i > 1 then n = n + 1; out[n] = "," end
+                n = put(v[i], out, n, seen)
+            end
+            n = n + 1; out[n] = "]"
+        else
+            local keys, nk = {}, 0
+            for k in pairs(v) do
+                nk = nk + 1
+                keys[nk] = type(k) == "string" and k or tostring(k)
+            end
+            table.sort(keys)
+            n = n + 1; out[n] = "{"
+            for i = 1, nk do
+                local k = keys[i]
+                if i > 1 then n = n + 1; out[n] = "," end
+                n = n + 1; out[n] = qkey(k)
+                -- a number key is found again from its text
+                local x = v[k]
+                if x == nil then x = v[tonumber(k)] or nil end
+                n = put(x, out, n, seen)
+            end
+            n = n + 1; out[n] = "}"
+        end
+        seen[v] = nil
+    elseif t == "number" then
+        n = n + 1
+        if v ~= v or v == math.huge or v == -math.huge then
+            out[n] = "null"
+        else
+            out[n] = number_text(v)
+        end
+    elseif t == "string" then
+        n = n + 1
+        if v:find('[%c"\\]') then
+            out[n] = '"' .. v:gsub('[%c"\\]', escape) .. '"'
+        else
+            out[n] = '"' .. v .. '"'
+        end
+    elseif t == "boolean" then
+        n = n + 1; out[n] = tostring(v)
+    else
+        n = n + 1; out[n] = '"' .. tostring(v) .. '"'
+    end
+    return n
+end
+
+local function json(v, out, seen)
+    put(v, out, #out, seen or {})
+    return out
+end
+
+-- The cluster's part of run.params, per cluster (a cluster's fields do
+-- not change).
+local CLUSTER_PARAMS = setmetatable({}, { __mode = "k" })
+
+-- The inputs of a run as a table for run.params (layers summarised: a
+-- sweep of thousands of runs should not store thousands of copies of the
+-- model).
+local function params_table(spec, partition)
+    local p = {}
+    for k, v in pairs(spec) do
+        if k ~= "layers" and k ~= "cluster" and k ~= "tags" then p[k] = v end
+    end
+    p.partition = partition
+    p.layers = #spec.layers
+    local c = spec.cluster
+    if c then
+        local cp = CLUSTER_PARAMS[c]
+        if not cp then
+            cp = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
+                   device = { memory = c.memory, flops_rate = c.flops_rate } }
+            CLUSTER_PARAMS[c] = cp
+        end
+        p.cluster = cp
+    end
+    return p
+end
+
+-- Whether a and b have the same JSON text for certain: the same table
+-- (a sweep's memo lives only while no user code can change one), string or
+-- boolean, or the same number of the same kind (1 and 1.0 print alike but
+-- 2^60 does not; 0.0 and -0.0 are equal and print apart).
+local function same_value(a, b)
+    if a ~= b then return false end
+    if type(a) ~= "number" then return true end
+    return math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+end
+
+-- run.params as JSON. m: a sweep's memo entry (prepare_run), or nil. With
+-- one, the first point's keys in order and each field's text are kept,
+-- and a later point with the same keys encodes only the fields whose
+-- values differ: the same text as json gives, without a sort or a walk
+-- of the unchanged fields per point.
+local function params_json(spec, partition, m)
+    local p = params_table(spec, partition)
+    local pj = m and m.params
+    if not pj then
+        local text = table.concat(json(p, {}))
+        if m and next(p) ~= nil then
+            local keys = {}
+            for k in pairs(p) do keys[#keys + 1] = k end
+            table.sort(keys)
+            local vals, frag = {}, {}
+            for i, k in ipairs(keys) do
+                vals[i] = p[k]
+                frag[i] = qkey(k) .. table.concat(json(p[k], {}))
+            end
+            m.params = { keys = keys, vals = vals, frag = frag, n = #keys }
+        end
+        return text
+    end
+    local keys, vals, frag = pj.keys, pj.vals, pj.frag
+    local n = 0
+    for _ in pairs(p) do n = n + 1 end
+    if n ~= pj.n then return table.concat(json(p, {})) end
+    local out = { "{" }
+    for i = 1, n do
+        local v = p[keys[i]]
+        if v == nil then return table.concat(json(p, {})) end
+        if i > 1 then out[#out + 1] = "," end
+        if same_value(v, vals[i]) then
+            out[#out + 1] = frag[i]
+        else
+            out[#out + 1] = qkey(keys[i])
+            json(v, out)
+        end
+    end
+    out[#out + 1] = "}"
+    return table.concat(out)
 end
 
 -- The sweep's place of a run in progress (lua/pipesim/sweep.lua sets it
--- around each point): { sweep = name, point = JSON, point_index = i }.
+-- around each point): { sweep = name, point = JSON, point_index = i,
+-- memo = prepare_run's memo for a `base` sweep, or nil }.
 local SWEEP_AT = nil
 -- Under --shard K/N with K > 0, runs outside a sweep are simulated but not
 -- recorded: shard 0 records them, so that merging the shards gives each
@@ -301,19 +410,19 @@ local _, SHARD_K = core.sweep_info()
 -- tags = { model = "llama3-70b", gbs = 1024 }: names to strings, numbers
 -- or booleans, recorded as JSON in run.tags.
 local function tags_json(fn, tags)
-  if tags == nil then return nil end
-  if type(tags) ~= "table" then
-    error(string.format("%s: field 'tags' must be a table of names to strings, numbers " ..
-      "or booleans, got %s", fn, check.show(tags)), 4)
-  end
-  for k, v in pairs(tags) do
-    local t = type(v)
-    if type(k) ~= "string" or not (t == "string" or t == "number" or t == "boolean") then
-      error(string.format("%s: field 'tags.%s' must be a string, number or boolean, got %s",
-        fn, tostring(k), t == "table" and "a table" or check.show(v)), 4)
+    if tags == nil then return nil end
+    if type(tags) ~= "table" then
+        error(string.format("%s: field 'tags' must be a table of names to strings, numbers " ..
+            "or booleans, got %s", fn, check.show(tags)), 4)
     end
-  end
-  return table.concat(json(tags, {}))
+    for k, v in pairs(tags) do
+        local t = type(v)
+        if type(k) ~= "string" or not (t == "string" or t == "number" or t == "boolean") then
+            error(string.format("%s: field 'tags.%s' must be a string, number or boolean, got %s",
+                fn, tostring(k), t == "table" and "a table" or check.show(v)), 4)
+        end
+    end
+    return table.concat(json(tags, {}))
 end
 
 -- meta for the core (core/bind_sweep.c): the sweep's place, the tags and,
@@ -321,79 +430,139 @@ end
 -- (global batch = micro-batch size x microbatches x dp, as Megatron-LM's
 -- --global-batch-size = --micro-batch-size x num_microbatches x dp).
 local function run_meta(fn, spec)
-  local m = {}
-  if SWEEP_AT then
-    m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
-  end
-  m.tags = tags_json(fn, spec.tags)
-  local l1 = type(spec.layers) == "table" and spec.layers[1]
-  local shape = type(l1) == "table" and type(l1.shape) == "table" and l1.shape
-  if shape then
-    m.model = type(shape.name) == "string" and shape.name or nil
-    m.seq_length = math.tointeger(shape.seq)
-    m.micro_batch = math.tointeger(shape.microbatch)
-    local mb, dp = math.tointeger(spec.microbatches), math.tointeger(spec.dp or 1)
-    if m.micro_batch and mb and dp then m.global_batch = m.micro_batch * mb * dp end
-  end
-  return m
+    local m = {}
+    if SWEEP_AT then
+        m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
+    end
+    m.tags = tags_json(fn, spec.tags)
+    local l1 = type(spec.layers) == "table" and spec.layers[1]
+    local shape = type(l1) == "table" and type(l1.shape) == "table" and l1.shape
+    if shape then
+        m.model = type(shape.name) == "string" and shape.name or nil
+        m.seq_length = math.tointeger(shape.seq)
+        m.micro_batch = math.tointeger(shape.microbatch)
+        local mb, dp = math.tointeger(spec.microbatches), math.tointeger(spec.dp or 1)
+        if m.micro_batch and mb and dp then m.global_batch = m.micro_batch * mb * dp end
+    end
+    return m
 end
 
 -- The sweep module's hooks into ps.run and ps.collective.
 local function set_sweep_at(at) SWEEP_AT = at end
 
+-- The fields parallel.prepare reads besides the layers and the cluster:
+-- a sweep's lowered plans are kept per combination of their values.
+local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
+                      "recompute_method", "recompute_layers", "stages", "dp", "ranks",
+                      "placement" }
+local NIL = {} -- stands for nil in the plan memo's keys
+
+-- The memo entry of a sweep's run table: one per (layers, cluster)
+-- pair, holding the layers read once (sealed, core/bind_run.c) and the
+-- lowered plans. A sweep given as `base` runs no user code between its
+-- points (lua/pipesim/sweep.lua), so tables it shares cannot change
+-- while the memo lives; it is dropped when the sweep ends.
+local function memo_entry(memo, spec)
+    local by_layers = memo[spec.layers]
+    if not by_layers then by_layers = {}; memo[spec.layers] = by_layers end
+    local c = spec.cluster == nil and NIL or spec.cluster
+    local m = by_layers[c]
+    if not m then m = { plans = {} }; by_layers[c] = m end
+    return m
+end
+
+-- The plan memo's slot for spec's PLAN_FIELDS values (a trie on them), or
+-- nil for a value that cannot be a key (NaN).
+local function plan_slot(m, spec)
+    local node = m.plans
+    for _, k in ipairs(PLAN_FIELDS) do
+        local v = spec[k]
+        if v == nil then v = NIL elseif v ~= v then return nil end
+        local nxt = node[v]
+        if not nxt then nxt = {}; node[v] = nxt end
+        node = nxt
+    end
+    return node
+end
+
 -- Everything ps.run does before the core: field checks, model lowering
 -- (TP, recompute), the partition. Returns the core's table, the TP plan
 -- (or nil) and the partition; raises messages without a position, which
 -- ps.run puts at the scenario's line. ps.search (lua/pipesim/search.lua)
--- calls it too, to cost a configuration without simulating it.
-local function prepare_run(spec)
-  local checked, err = pcall(core.check_run, spec)
-  if not checked then error("ps.run: " .. err, 0) end
-  local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
-  -- The C core reads unit strings itself; only the weighted partitions
-  -- add up layer figures in Lua, so only they need numbers (this keeps a
-  -- sweep's per-run cost off the layer tables).
-  -- Model layers, tensor parallelism and recompute modes are lowered in
-  -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
-  -- roofline, one core rank per TP group.
-  local plan, pspec, dev
-  local ok
-  local layers = spec.layers
-  if parallel.applies(spec) then
-    local c = spec.cluster
-    dev = type(c) == "userdata" and ROOFLINE[c] or nil
-    local memo
-    if type(c) == "userdata" then
-      memo = LOWERED[c]
-      if not memo then memo = {}; LOWERED[c] = memo end
+-- calls it too, to cost a configuration without simulating it. memo (a
+-- sweep's, or nil): layers checked and lowered once per sweep rather than
+-- per point, with the same results.
+local function prepare_run(spec, memo)
+    local m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
+    local checked, err
+    if m and m.sealed then
+        checked, err = pcall(core.check_run, spec, m.sealed)
+    else
+        checked, err = pcall(core.check_run, spec, m ~= nil)
+        if checked and m then m.sealed = err end
     end
-    ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
-      type(c) == "userdata" and c.ranks or nil, memo)
-    if not ok then error("ps.run: " .. plan, 0) end
-    layers = plan.layers
-    pspec = {}
-    for k, val in pairs(spec) do pspec[k] = val end
-    pspec.layers = layers
-    if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
-  end
-  local p = spec.partition
-  if p == "params" or p == "flops" or p == "time" then
-    layers = normalize_layers(layers)
-  end
-  local partition
-  ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
-  if not ok then error("ps.run: " .. partition, 0) end
-  local args = {}
-  for k, val in pairs(spec) do args[k] = val end
-  args.layers = layers
-  args.partition = partition
-  if plan then
-    plan.layers = layers
-    -- finish returns nothing: keep `partition` for run.params
-    local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec)
-    if not done then error("ps.run: " .. msg, 0) end
-  end
-  return args, plan, partition
+    if not checked then error("ps.run: " .. err, 0) end
+    local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
+    -- The C core reads unit strings itself; only the weighted partitions
+    -- add up layer figures in Lua, so only they need numbers (this keeps a
+    -- sweep's per-run cost off the layer tables).
+    -- Model layers, tensor parallelism and recompute modes are lowered in
+    -- Lua first (lua/pipesim/parallel.lua): per-TP-rank layer times from the
+    -- roofline, one core rank per TP group.
+    local plan, pspec, dev, slot
+    local ok
+    local layers = spec.layers
+    local applies
+    if m then -- parallel.applies, its scan of the layers done once
+        if m.shaped == nil then m.shaped = parallel.applies { layers = spec.layers } end
+        applies = m.shaped
+        for k in pairs(parallel.FIELDS) do applies = applies or spec[k] ~= nil end
+    else
+        applies = parallel.applies(spec)
+    end
+    if applies then
+        local c = spec.cluster
+        dev = type(c) == "userdata" and ROOFLINE[c] or nil
+        slot = m and plan_slot(m, spec)
+        plan = slot and slot.plan
+        if not plan then
+            local lmemo
+            if type(c) == "userdata" then
+                lmemo = LOWERED[c]
+                if not lmemo then lmemo = {}; LOWERED[c] = lmemo end
+            end
+            ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
+                type(c) == "userdata" and c.ranks or nil, lmemo)
+            if not ok then error("ps.run: " .. plan, 0) end
+            if slot then slot.plan, slot.finish = plan, {} end
+        end
+        layers = plan.layers
+        pspec = {}
+        for k, val in pairs(spec) do pspec[k] = val end
+        pspec.layers = layers
+        if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
+    end
+    local p = spec.partition
+    if p == "params" or p == "flops" or p == "time" then
+        layers = normalize_layers(layers)
+    end
+    local partition
+    ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
+    if not ok then error("ps.run: " .. partition, 0) end
+    local args = {}
+    for k, val in pairs(spec) do args[k] = val end
+    args.layers = layers
+    args.partition = partition
+    if plan then
+        plan.layers = layers
+        -- finish returns nothing: keep `partition` for run.params
+        local done, msg = pcall(parallel.finish, plan, partition, args, dev, spec,
+            slot and slot.finish)
+        if not done then error("ps.run: " .. msg, 0) end
+    elseif m and layers == spec.layers then
+        args.layers = m.sealed -- the core reads the copy checked above
+    end
+    return args, plan, partition, m
 end
 
 -- partition = "search": a local search over stage boundaries (ps.partition
@@ -402,86 +571,88 @@ end
 -- candidate split simulated without recording. Returns a copy of spec with
 -- the split found, and what the search did (r.partition_search).
 local function search_partition(spec)
-  local function with(part)
-    local t = {}
-    for k, val in pairs(spec) do t[k] = val end
-    t.partition = part
-    return t
-  end
-  local ok, args = pcall(prepare_run, with("time"))
-  if not ok then args = prepare_run(with("uniform")) end
-  local seed = args.partition
-  -- per-layer weights for the tie-break: seconds (or FLOPs) of F + B + R
-  local w = {}
-  for i, l in ipairs(args.layers) do
-    local f = tonumber(l.fwd_time) or tonumber(l.fwd_flops) or 0
-    local b = tonumber(l.bwd_time) or tonumber(l.bwd_flops) or 2 * f
-    w[i] = f + b + (args.checkpoint and (tonumber(l.recompute_time) or f) or 0)
-  end
-  local seed_time
-  local function evaluate(counts)
-    local t = with(counts)
-    t.record = "none"
-    local good, a = pcall(prepare_run, t)
-    if not good then return math.huge end
-    a.name = "partition search"
-    a.params_json = function() return "{}" end
-    local ran, r = pcall(core.run, a)
-    local x = ran and r.makespan == r.makespan and r.makespan or math.huge
-    seed_time = seed_time or x
-    return x
-  end
-  local best, step, evals = ps.partition.search(seed, evaluate, w)
-  if step == math.huge then
-    error("ps.run: partition 'search': no split of the layers runs (the seed " ..
-      table.concat(seed, ",") .. " fails too)", 0)
-  end
-  return with(best), { simulations = evals, seed = seed, seed_step_time = seed_time,
-                       partition = best, step_time = step }
+    local function with(part)
+        local t = {}
+        for k, val in pairs(spec) do t[k] = val end
+        t.partition = part
+        return t
+    end
+    local ok, args = pcall(prepare_run, with("time"))
+    if not ok then args = prepare_run(with("uniform")) end
+    local seed = args.partition
+    -- per-layer weights for the tie-break: seconds (or FLOPs) of F + B + R
+    local w = {}
+    for i, l in ipairs(args.layers) do
+        local f = tonumber(l.fwd_time) or tonumber(l.fwd_flops) or 0
+        local b = tonumber(l.bwd_time) or tonumber(l.bwd_flops) or 2 * f
+        w[i] = f + b + (args.checkpoint and (tonumber(l.recompute_time) or f) or 0)
+    end
+    local seed_time
+    local function evaluate(counts)
+        local t = with(counts)
+        t.record = "none"
+        local good, a = pcall(prepare_run, t)
+        if not good then return math.huge end
+        a.name = "partition search"
+        a.params_json = function() return "{}" end
+        local ran, r = pcall(core.run, a)
+        local x = ran and r.makespan == r.makespan and r.makespan or math.huge
+        seed_time = seed_time or x
+        return x
+    end
+    local best, step, evals = ps.partition.search(seed, evaluate, w)
+    if step == math.huge then
+        error("ps.run: partition 'search': no split of the layers runs (the seed " ..
+            table.concat(seed, ",") .. " fails too)", 0)
+    end
+    return with(best), { simulations = evals, seed = seed, seed_step_time = seed_time,
+                           partition = best, step_time = step }
 end
 
 function ps.run(spec)
-  expect_table("ps.run", spec)
-  if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
-  check_live("ps.run", spec.cluster)
-  local searched
-  if spec.partition == "search" then
-    local checked, err = pcall(core.check_run, spec)
-    if not checked then error("ps.run: " .. err, 2) end
-    local ok, found, info = pcall(search_partition, spec)
-    if not ok then error(found, 2) end
-    spec, searched = found, info
-  end
-  -- the binding checks the fields read below (names at the top, counts,
-  -- every layer) before anything is computed from them; core.run checks
-  -- the rest
-  local ok, args, plan, partition = pcall(prepare_run, spec)
-  if not ok then error(args, 2) end
-  if args.name == nil then
-    args.name = type(spec.schedule) == "table" and "custom"
-      or tostring(spec.schedule or "1f1b")
-  end
-  -- called by core.run once every field is checked (a table inside
-  -- itself is an unknown field or a bad value before it reaches json)
-  args.params_json = function() return params_json(spec, partition) end
-  args.meta = run_meta("ps.run", spec)
-  if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
-  local r = call("ps.run", core.run, args)
-  r.db = spec.db
-  if plan then parallel.annotate(r, plan) end
-  -- partition = "search": the simulations it used, its seed and result
-  if searched then r.partition_search = searched end
-  return r
+    expect_table("ps.run", spec)
+    if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
+    check_live("ps.run", spec.cluster)
+    local searched
+    if spec.partition == "search" then
+        local checked, err = pcall(core.check_run, spec)
+        if not checked then error("ps.run: " .. err, 2) end
+        local ok, found, info = pcall(search_partition, spec)
+        if not ok then error(found, 2) end
+        spec, searched = found, info
+    end
+    -- the binding checks the fields read below (names at the top, counts,
+    -- every layer) before anything is computed from them; core.run checks
+    -- the rest
+    local ok, args, plan, partition, m = pcall(prepare_run, spec, SWEEP_AT and SWEEP_AT.memo)
+    if not ok then error(args, 2) end
+    if args.name == nil then
+        args.name = type(spec.schedule) == "table" and "custom"
+            or tostring(spec.schedule or "1f1b")
+    end
+    -- called by core.run once every field is checked (a table inside
+    -- itself is an unknown field or a bad value before it reaches json)
+    args.params_json = function() return params_json(spec, partition, m) end
+    args.meta = run_meta("ps.run", spec)
+    if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
+    -- the core views of model layers, read once (parallel.finish)
+    if plan and plan.sealed_layers then args.layers = plan.sealed_layers end
+    local r = call("ps.run", core.run, args)
+    r.db = spec.db
+    if plan then parallel.annotate(r, plan) end
+    -- partition = "search": the simulations it used, its seed and result
+    if searched then r.partition_search = searched end
+    return r
 end
 
 -- ps.search{...}: plan search over TP x PP x DP x v x micro-batch x
 -- schedule x recompute x ZeRO (lua/pipesim/search.lua). It costs
 -- configurations with prepare_run before simulating the promising ones.
 function ps.search(spec)
-  -- not a tail call: errors are raised two frames up, at the scenario
-  local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2,
-    at = set_sweep_at, json = json })
-  return res
+    -- not a tail call: errors are raised two frames up, at the scenario
+    local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2,
+        at = set_sweep_at, json = json })
+    return res
 end
 
 -- ps.collective: one collective on a cluster (core/bind_collective.c).
@@ -490,79 +661,79 @@ end
 -- shape and name (the `topology` key, which results/queries/crossover.sql
 -- groups by), the data function as `true`.
 local function collective_params(spec)
-  local p = {}
-  for k, v in pairs(spec) do
-    if k ~= "cluster" and k ~= "data" and k ~= "tags" then p[k] = v end
-  end
-  if type(spec.bytes) == "string" then
-    local ok, n = pcall(core.parse, spec.bytes, "bytes")
-    if ok then p.bytes = n end
-  end
-  if spec.data ~= nil then p.data = true end
-  p.algorithm = spec.algorithm or "auto"
-  local c = spec.cluster
-  if type(c) == "userdata" then
-    p.topology = c.name
-    p.cluster = { ranks = c.ranks, nodes = c.nodes,
-                  gpus_per_node = c.gpus_per_node, topology = c.topology,
-                  sharing = c.sharing, name = c.name }
-  end
-  return table.concat(json(p, {}))
+    local p = {}
+    for k, v in pairs(spec) do
+        if k ~= "cluster" and k ~= "data" and k ~= "tags" then p[k] = v end
+    end
+    if type(spec.bytes) == "string" then
+        local ok, n = pcall(core.parse, spec.bytes, "bytes")
+        if ok then p.bytes = n end
+    end
+    if spec.data ~= nil then p.data = true end
+    p.algorithm = spec.algorithm or "auto"
+    local c = spec.cluster
+    if type(c) == "userdata" then
+        p.topology = c.name
+        p.cluster = { ranks = c.ranks, nodes = c.nodes,
+                        gpus_per_node = c.gpus_per_node, topology = c.topology,
+                        sharing = c.sharing, name = c.name }
+    end
+    return table.concat(json(p, {}))
 end
 
 function ps.collective(spec)
-  expect_table("ps.collective", spec)
-  if spec.meta ~= nil then error("ps.collective: unknown field 'meta'", 2) end
-  check_live("ps.collective", spec.cluster)
-  local args = {}
-  for k, v in pairs(spec) do args[k] = v end
-  args.meta = run_meta("ps.collective", spec)
-  if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
-  -- called by core.collective once every field is checked
-  args.params_json = function() return collective_params(spec) end
-  local r = call("ps.collective", core.collective, args)
-  r.db = spec.db
-  return r
+    expect_table("ps.collective", spec)
+    if spec.meta ~= nil then error("ps.collective: unknown field 'meta'", 2) end
+    check_live("ps.collective", spec.cluster)
+    local args = {}
+    for k, v in pairs(spec) do args[k] = v end
+    args.meta = run_meta("ps.collective", spec)
+    if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
+    -- called by core.collective once every field is checked
+    args.params_json = function() return collective_params(spec) end
+    local r = call("ps.collective", core.collective, args)
+    r.db = spec.db
+    return r
 end
 
 -- Prints a run's summary line and ASCII Gantt chart (or, without a run, the
 -- table of every run recorded so far in the session's database).
 function ps.show(r, width)
-  if r ~= nil and type(r) ~= "table" then
-    error("ps.show: expected a run result, got " .. type(r), 2)
-  end
-  if r and not r.id then
-    error("ps.show: this run was not recorded (record = \"none\")", 2)
-  end
-  local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width)
-  if not ok then error("ps.show: " .. tostring(text), 2) end
-  io.write(text)
-  if warnings ~= "" then
-    -- "pipesim: warning: run 3: rank 2 needs 402.1 GiB, device has 80 GiB"
-    io.stdout:flush()
-    io.stderr:write(warnings)
-  end
+    if r ~= nil and type(r) ~= "table" then
+        error("ps.show: expected a run result, got " .. type(r), 2)
+    end
+    if r and not r.id then
+        error("ps.show: this run was not recorded (record = \"none\")", 2)
+    end
+    local ok, text, warnings = pcall(core.report, r and r.db, r and r.id, width)
+    if not ok then error("ps.show: " .. tostring(text), 2) end
+    io.write(text)
+    if warnings ~= "" then
+        -- "pipesim: warning: run 3: rank 2 needs 402.1 GiB, device has 80 GiB"
+        io.stdout:flush()
+        io.stderr:write(warnings)
+    end
 end
 
 -- Percent formatting used by scenarios' tables.
 function ps.pct(x)
-  if x == nil then return "-" end
-  return string.format("%.2f%%", 100 * x)
+    if x == nil then return "-" end
+    return string.format("%.2f%%", 100 * x)
 end
 
 -- Bytes as GiB/MiB/KiB text.
 function ps.bytes(b)
-  local units = { "B", "KiB", "MiB", "GiB", "TiB" }
-  local i = 1
-  while b >= 1024 and i < #units do b = b / 1024; i = i + 1 end
-  return string.format(i == 1 and "%.0f %s" or "%.2f %s", b, units[i])
+    local units = { "B", "KiB", "MiB", "GiB", "TiB" }
+    local i = 1
+    while b >= 1024 and i < #units do b = b / 1024; i = i + 1 end
+    return string.format(i == 1 and "%.0f %s" or "%.2f %s", b, units[i])
 end
 
 -- Seconds as s/ms/us text.
 function ps.seconds(t)
-  if t >= 1 then return string.format("%.3f s", t) end
-  if t >= 1e-3 then return string.format("%.3f ms", t * 1e3) end
-  return string.format("%.3f us", t * 1e6)
+    if t >= 1 then return string.format("%.3f s", t) end
+    if t >= 1e-3 then return string.format("%.3f ms", t * 1e3) end
+    return string.format("%.3f us", t * 1e6)
 end
 
 ps.parse = core.parse
@@ -570,18 +741,18 @@ ps.parse = core.parse
 -- ps.nccl_tests{ op = "all_reduce", cluster = c, b = 8, e = "8G", f = 2,
 -- g = 8 }: nccl-tests' size sweep and table (lua/pipesim/nccl_tests.lua).
 function ps.nccl_tests(spec)
-  return require("pipesim.nccl_tests").run(ps, spec)
+    return require("pipesim.nccl_tests").run(ps, spec)
 end
 
 -- ps.sweep{ name =, space = {...} | points = {...}, run = function(point)
 -- return a ps.run table end }: lua/pipesim/sweep.lua.
 function ps.sweep(spec)
-  return require("pipesim.sweep").run(ps, spec, { json = json, at = set_sweep_at })
+    return require("pipesim.sweep").run(ps, spec, { json = json, at = set_sweep_at })
 end
 
 -- ps.progress(false) silences the progress line a long sweep draws on a
 -- terminal (it is on by default when stderr is a terminal, off otherwise).
 function ps.progress(on)
-  core.progress(on)
+    core.progress(on)
 end
 return ps

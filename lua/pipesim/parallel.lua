@@ -5,6 +5,7 @@
 -- stream, per-rank parameters and activations after Korthikanti et al.
 -- 2022, and Megatron-LM's rank order tp-cp-ep-dp-pp.
 local check = require "pipesim.argcheck"
+local pcore = require "pipesim.core" -- core.seal_layers
 local roofline = require "pipesim.models.roofline"
 
 local M = {}
@@ -34,6 +35,22 @@ function M.applies(spec)
         if type(l) == "table" and l.shape ~= nil then return true end
     end
     return false
+end
+
+-- The placement rule, its one owner in Lua: the cluster rank that holds
+-- TP rank k of pipeline stage r in data-parallel replica j (all from 0)
+-- among p stages, d replicas and t TP ranks. Megatron-LM orders ranks
+-- tp-cp-ep-dp-pp (parallel_state RankGenerator): rank = k + t * (j + d *
+-- r) ("dp_inner", the default); placement = "pp_inner" is k + t * (r + p *
+-- j). An explicit `ranks` list holds them TP rank innermost, then stage,
+-- then replica: ranks[(j * p + r) * t + k + 1]. core/pipe.c pipe_place
+-- applies the same rule to the runs it places itself (t = 1). Nothing is
+-- checked here: an unknown placement counts as the default, a short list
+-- gives nil (the callers check).
+function M.cluster_rank(ranks, placement, p, d, t, r, j, k)
+    if ranks then return ranks[(j * p + r) * t + k + 1] end
+    if placement == "pp_inner" then return k + t * (r + p * j) end
+    return k + t * (j + d * r)
 end
 
 -- Options from a ps.run table, checked; errors are plain messages.
@@ -328,35 +345,28 @@ function M.prepare(spec, dev, cost, nranks, memo)
     local o = M.options(spec)
     local t, p, d = o.tp, spec.stages, spec.dp or 1
     local plan = { o = o }
-    -- placement: Megatron-LM orders ranks tp-cp-ep-dp-pp (parallel_state
-    -- RankGenerator): rank = tp_rank + t * (dp_rank + d * pp_rank); with
-    -- placement = "pp_inner" tp_rank + t * (pp_rank + p * dp_rank)
+    -- placement: M.cluster_rank, over every (replica, stage, TP rank)
     if t > 1 then
         local need = t * p * d
         if nranks and need > nranks then
             check.fail("tp %d x stages %d x dp %d need %d ranks but the cluster has %d",
                 t, p, d, need, nranks)
         end
-        local all = {}
         if spec.ranks ~= nil then
             if type(spec.ranks) ~= "table" or #spec.ranks ~= need then
                 check.fail("field 'ranks' must list %d cluster ranks (tp %d x stages %d x dp %d, " ..
                     "TP rank innermost), got %s", need, t, p, d,
                     type(spec.ranks) == "table" and tostring(#spec.ranks) or type(spec.ranks))
             end
-            for i = 1, need do all[i] = spec.ranks[i] end
-        else
-            if spec.placement ~= nil and spec.placement ~= "dp_inner" and spec.placement ~= "pp_inner" then
-                check.fail("field 'placement': unknown placement %s (expected dp_inner or pp_inner)",
-                    check.show(spec.placement))
-            end
-            local pp_inner = spec.placement == "pp_inner"
-            for j = 0, d - 1 do
-                for r = 0, p - 1 do
-                    for k = 0, t - 1 do
-                        local rank = pp_inner and k + t * (r + p * j) or k + t * (j + d * r)
-                        all[(j * p + r) * t + k + 1] = rank
-                    end
+        elseif spec.placement ~= nil and spec.placement ~= "dp_inner" and spec.placement ~= "pp_inner" then
+            check.fail("field 'placement': unknown placement %s (expected dp_inner or pp_inner)",
+                check.show(spec.placement))
+        end
+        local all = {}
+        for j = 0, d - 1 do
+            for r = 0, p - 1 do
+                for k = 0, t - 1 do
+                    all[(j * p + r) * t + k + 1] = M.cluster_rank(spec.ranks, spec.placement, p, d, t, r, j, k)
                 end
             end
         end
@@ -424,18 +434,105 @@ local function core_view(l)
     return c
 end
 
+-- Sealed copies (core.seal_layers) of lists of core views, by the list's
+-- first view (weak): core views are this module's own tables, memoised
+-- with their lowered layers and never changed, so a list holding the same
+-- views as a kept one reads the same, and the core need not read its
+-- layers again (a ps.run loop over partitions of one model). Each entry:
+-- { list = the views, sealed = their copy }.
+local SEALED_VIEWS = setmetatable({}, { __mode = "k" })
+
+local function sealed_views(out)
+    local hit = SEALED_VIEWS[out[1]]
+    if hit and #hit.list == #out then
+        local list = hit.list
+        local same = true
+        for i = 2, #out do
+            if list[i] ~= out[i] then same = false; break end
+        end
+        if same then return hit.sealed end
+    end
+    local sealed = pcore.seal_layers(out)
+    SEALED_VIEWS[out[1]] = { list = out, sealed = sealed }
+    return sealed
+end
+
+-- The dtype of the first model layer (the optimizer step's).
+local function first_dtype(spec)
+    for _, l in ipairs(spec.layers) do
+        if type(l) == "table" and l.shape then return l.shape.dtype end
+    end
+end
+
+-- finish's fields of args beside the layers; stage_params: parameters per
+-- pipeline rank (index from 1).
+local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype)
+    local o = plan.o
+    args.checkpoint = full
+    if dev and spec.optimizer_time == nil then
+        -- every rank runs its own step; the core takes one figure, so the
+        -- most loaded rank's (the step ends when the slowest is done)
+        local most = 0
+        for _, p in pairs(stage_params) do most = math.max(most, p) end
+        if dtype == nil then dtype = first_dtype(spec) end
+        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
+    end
+    if plan.ranks then
+        args.ranks = plan.ranks
+        args.placement = nil
+    end
+    for k in pairs(M.FIELDS) do args[k] = nil end
+    -- recorded in the run row (core/rec.c)
+    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
+    plan.partition = partition
+end
+
+-- finish without full recompute, for a sweep's plan: the core's list
+-- (core_view of each model layer, plain layers as given), each layer's
+-- parameters and the dtype once per plan; per run only the sums per stage,
+-- added in the same order as finish adds them.
+local function finish_memo(plan, partition, args, dev, spec, memo)
+    local layers = plan.layers
+    if not memo.sealed then
+        local out, prm = {}, {}
+        for i, l in ipairs(layers) do
+            out[i] = spec.layers[i].shape == nil and l or core_view(l)
+            prm[i] = tonumber(l.params) or 0
+        end
+        memo.sealed = pcore.seal_layers(out)
+        memo.params, memo.dtype = prm, first_dtype(spec) or false
+    end
+    local prm = memo.params
+    local stage_params = {}
+    local at = 0
+    for sidx, count in ipairs(partition) do
+        local p = 0
+        for i = at + 1, at + count do p = p + prm[i] end
+        local r = (sidx - 1) % spec.stages + 1
+        stage_params[r] = (stage_params[r] or 0) + p
+        at = at + count
+    end
+    args.layers = memo.sealed
+    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil)
+end
+
 -- finish(plan, partition, args, dev): with the partition known, marks the
 -- checkpointed blocks of full recompute (Megatron's --recompute-method
 -- uniform: every k consecutive blocks of a stage are one unit keeping its
 -- input; block: the first k blocks of each stage, each keeping its input;
 -- the embedding and the head are never recomputed) and sets the default
--- optimizer step. Writes into args (the core's table).
-function M.finish(plan, partition, args, dev, spec)
+-- optimizer step. Writes into args (the core's table). memo (a table kept
+-- with a sweep's plan, or nil): without full recompute the core's layer
+-- list does not depend on the partition, so it is built and read by the
+-- core (core.seal_layers) once per plan and passed as sealed layers.
+function M.finish(plan, partition, args, dev, spec, memo)
     local o, layers = plan.o, plan.layers
     local full = o.recompute == "full"
+    if memo and not full then return finish_memo(plan, partition, args, dev, spec, memo) end
     local at = 0
     local out = {}
     local stage_params = {}
+    local all_views = not full -- every entry of out a core_view
     for sidx, count in ipairs(partition) do
         local blocks = 0
         for i = at + 1, at + count do
@@ -452,6 +549,7 @@ function M.finish(plan, partition, args, dev, spec)
             local c
             if spec.layers[i].shape == nil then
                 c = l -- a plain layer goes to the core as the user wrote it
+                all_views = false
             elseif full then
                 c = {}
                 for k, v in pairs(core_view(l)) do c[k] = v end
@@ -488,26 +586,9 @@ function M.finish(plan, partition, args, dev, spec)
         at = at + count
     end
     args.layers = out
-    args.checkpoint = full
-    if dev and spec.optimizer_time == nil then
-        -- every rank runs its own step; the core takes one figure, so the
-        -- most loaded rank's (the step ends when the slowest is done)
-        local most = 0
-        for _, p in pairs(stage_params) do most = math.max(most, p) end
-        local dtype
-        for _, l in ipairs(spec.layers) do
-            if type(l) == "table" and l.shape then dtype = l.shape.dtype; break end
-        end
-        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
-    end
-    if plan.ranks then
-        args.ranks = plan.ranks
-        args.placement = nil
-    end
-    for k in pairs(M.FIELDS) do args[k] = nil end
-    -- recorded in the run row (core/rec.c)
-    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
-    plan.partition = partition
+    -- for core.run (ps.run passes it instead of out; ps.search reads out)
+    plan.sealed_layers = all_views and sealed_views(out) or nil
+    finish_args(plan, partition, args, dev, spec, stage_params, full)
 end
 
 -- annotate(r, plan): adds the parallel layout to ps.run's result: tp,

@@ -9,6 +9,7 @@ local check = require "pipesim.argcheck"
 local core = require "pipesim.core"
 local models = require "pipesim.models"
 local megatron = require "pipesim.models.megatron"
+local parallel = require "pipesim.parallel"
 local transformer = require "pipesim.models.transformer"
 
 local M = {}
@@ -48,8 +49,16 @@ local function list_of(space, k, kind)
         elseif kind == "recompute" then ok = RECOMPUTE[x]
         else ok = type(x) == "string" end
         if not ok then
+            -- ZeRO-2 and -3 also partition the gradients and the weights:
+            -- neither the memory model (core/pipe.c: 1/d of the optimizer
+            -- state only) nor the gradient sync (core/dp.c) has them, and
+            -- DeepSpeed's own pipeline engine refuses them (runtime/pipe/
+            -- engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+            -- parallelism")
             local want = ({ int = "a positive integer", zero = "0 or 1 (ZeRO stage 1 is " ..
-                "the distributed optimizer; pipesim models stages 0 and 1)",
+                "Megatron's distributed optimizer; stages 2 and 3, which also partition " ..
+                "gradients and weights, are not modelled, and DeepSpeed refuses them with " ..
+                "pipeline parallelism)",
                 bool = "a boolean", recompute = "'none', 'selective' or 'full'",
                 str = "a schedule name" })[kind]
             fail("space.%s[%d] must be %s, got %s", k, i, want, check.show(x))
@@ -125,7 +134,7 @@ local function stages(args)
     local out, at = {}, 0
     local ck = args.checkpoint == true
     for s, count in ipairs(args.partition) do
-        local st = { F = 0, B = 0, R = 0, params = 0 }
+        local st = { F = 0, B = 0, R = 0, params = 0, out = 0 }
         local act, kept, any, cur, unit = 0, 0, false, 0, 0
         for i = at + 1, at + count do
             local l = args.layers[i]
@@ -138,6 +147,8 @@ local function stages(args)
             st.F, st.B = st.F + f, st.B + (b or 2 * f)
             if ck then st.R = st.R + (tonumber(l.recompute_time) or f) end
             st.params = st.params + (tonumber(l.params) or 0)
+            -- what the stage sends on (core/pipe_cost.c: its last layer's)
+            st.out = tonumber(l.out_bytes) or 0
             local a = tonumber(l.act_bytes) or 0
             act = act + a
             local kb = tonumber(l.kept_bytes)
@@ -191,6 +202,62 @@ local function order(sched, p, v, m, r)
     return o
 end
 
+-- The network's figures for the bound, per cluster and pair of ranks
+-- (c:path: route latency, bottleneck bandwidth, first link's bandwidth
+-- and id), asked once per pair: a search costs each pair many times.
+local PATHS = setmetatable({}, { __mode = "k" })
+
+local function path(cluster, a, b)
+    local memo = PATHS[cluster]
+    if not memo then memo = { n = cluster.ranks }; PATHS[cluster] = memo end
+    local key = a * memo.n + b
+    local e = memo[key]
+    if not e then
+        e = table.pack(cluster:path(a, b))
+        memo[key] = e
+    end
+    return e
+end
+
+-- The least time bytes take from cluster rank a to b: the route's latency
+-- plus bytes over its bottleneck bandwidth (core/net.c net_lone_time), what
+-- the transfer takes alone; sharing links and waiting only add to it.
+local function lone(cluster, a, b, bytes)
+    if not cluster or a == b then return 0 end
+    local e = path(cluster, a, b)
+    return e[1] + bytes / e[2]
+end
+
+-- A lower bound on a collective in which the first rank of group (the
+-- cluster ranks of one pipeline rank's d replicas, replica 0's first) must
+-- send `bytes`: they leave on the first links of its routes to the others,
+-- and the last of them arrives a route latency later at the earliest.
+-- What it must send, whatever the algorithm (ring, the trees, direct,
+-- NVLS) and protocol (which only add bytes; NVLS's transfers are scaled to
+-- carry more, core/coll_proto.c): in an all-reduce its whole gradient,
+-- since every other rank needs a sum of each of its elements; in a
+-- reduce-scatter its contributions to the other d - 1 shards, (d - 1)/d of
+-- it; in an all-gather its own shard, 1/d of the weights, at least once.
+local function coll_bound(cluster, group, bytes)
+    local d = #group
+    if not cluster or d < 2 then return 0 end
+    local a = group[1]
+    local cap, lat, seen = 0, math.huge, {}
+    for j = 2, d do
+        local e = path(cluster, a, group[j])
+        lat = math.min(lat, e[1])
+        local bw, id = e[3], e[4]
+        if bw and id == nil then
+            cap = cap + bw -- a mesh: every pair has its own link
+        elseif bw and not seen[id] then
+            seen[id] = true
+            cap = cap + bw
+        end
+    end
+    if cap <= 0 then return lat end
+    return lat + bytes / cap
+end
+
 -- cost(args, c) -> { memory = closed-form peak bytes (the largest rank's),
 -- exact = whether it is the simulated peak or only a lower bound, bound =
 -- a lower bound on the step time, rank = the rank with the largest peak }.
@@ -199,10 +266,18 @@ end
 -- running sum of its schedule's allocations (F +alloc, R +extra, B -held),
 -- which is what the memory ledger (core/mem.c) computes from one compute
 -- lane. The bound on the step time holds for any schedule: rank r cannot
--- start before microbatch's forward went through stages 0..r-1 (fill),
--- then computes m (F + R + B) per chunk one op at a time (busy), then runs
--- its optimizer step; for the Megatron-order schedules its last op is the
--- backward of stage r, after which stages r-1..0 still run theirs (drain).
+-- start before microbatch 0's forward went through stages 0..r-1 and over
+-- the r links between them (fill; each transfer at least its time alone on
+-- the network), then computes m (F + R + B) per chunk one op at a time
+-- (busy). Without overlap (Megatron's default, which ps.search builds) the
+-- gradient sync starts after the rank's last op (core/dp.c rewrite_lane),
+-- and the optimizer step waits for it; with ZeRO-1 the sync is a
+-- reduce-scatter and an all-gather of the updated weights follows the step
+-- (sync = before + opt + after). For the
+-- Megatron-order schedules the rank's last op is the backward of stage r,
+-- after which stages r-1..0 still run theirs, each after the gradient
+-- came down its link (drain; Megatron receives it before the recompute,
+-- core/sched_lower.c), and then rank 0 syncs and steps.
 function M.cost(args, c)
     local st = stages(args)
     local p, v, m = args.stages, args.virtual_stages or 1, args.microbatches
@@ -213,15 +288,33 @@ function M.cost(args, c)
         + (mem.optimizer_bytes or 12) / (zero and d or 1)
     local opt = (tonumber(args.optimizer_time) or 0) / (zero and d or 1)
     local exact = EXACT[c.schedule] ~= nil
+    local cluster = type(args.cluster) == "userdata" and args.cluster or nil
+    local ranks = type(args.ranks) == "table" and args.ranks or nil
+    local function at(r, j) return parallel.cluster_rank(ranks, args.placement, p, d, 1, r, j, 0) end
+    local gs = args.grad_sync
+    local overlap = not (type(gs) == "table" and gs.overlap == false)
+    local grad_bytes, weight_bytes = mem.grad_bytes or 2, mem.weight_bytes or 2
     local best_mem, best_rank, bound = 0, 0, 0
     local fill, drain = 0, 0
-    local peaks = {}
+    local peaks, sync = {}, {}
     for r = 0, p - 1 do
-        local static, busy = 0, 0
+        local static, busy, params = 0, 0, 0
         for ch = 0, v - 1 do
             local g = st[stage_of(c.schedule, p, ch, r) + 1]
             static = static + g.params * per_param
+            params = params + g.params
             busy = busy + m * (g.F + g.R + g.B)
+        end
+        sync[r] = opt
+        if d > 1 and not overlap then
+            local group = {}
+            for j = 0, d - 1 do group[j + 1] = at(r, j) end
+            if zero then
+                sync[r] = coll_bound(cluster, group, (d - 1) / d * params * grad_bytes) + opt
+                    + coll_bound(cluster, group, params * weight_bytes / d)
+            else
+                sync[r] = coll_bound(cluster, group, params * grad_bytes) + opt
+            end
         end
         local peak
         local o = order(c.schedule, p, v, m, r)
@@ -247,12 +340,16 @@ function M.cost(args, c)
         end
         peaks[r + 1] = peak
         if peak > best_mem then best_mem, best_rank = peak, r end
-        local tail = opt
-        if EXACT[c.schedule] then tail = math.max(tail, drain) end
+        local tail = sync[r]
+        if EXACT[c.schedule] then tail = math.max(tail, drain + sync[0]) end
         bound = math.max(bound, fill + busy + tail)
-        local g = st[r + 1]
-        fill = fill + g.F
-        drain = drain + g.R + g.B
+        if r < p - 1 then
+            local g = st[r + 1]
+            -- microbatch 0's activations up to rank r + 1, the last
+            -- microbatch's gradient down from it
+            fill = fill + g.F + lone(cluster, at(r, 0), at(r + 1, 0), g.out)
+            drain = drain + g.R + g.B + lone(cluster, at(r + 1, 0), at(r, 0), g.out)
+        end
     end
     return { memory = best_mem, exact = exact, bound = bound, rank = best_rank, peaks = peaks }
 end
@@ -276,43 +373,43 @@ local function constraints(shape, spec, nodesize)
     local seen = {}
     local list = {
         { "gpus", "tp x pp x dp is not the number of GPUs",
-          function(c) return c.tp * c.pp * c.dp == spec.gpus end },
+            function(c) return c.tp * c.pp * c.dp == spec.gpus end },
         { "tp_divides", "tp does not divide the heads, query groups, hidden or ffn size",
-          function(c)
-              return shape.heads % c.tp == 0 and shape.kv_heads % c.tp == 0
+            function(c)
+                return shape.heads % c.tp == 0 and shape.kv_heads % c.tp == 0
                   and shape.hidden % c.tp == 0 and shape.ffn_hidden % c.tp == 0
-          end },
+            end },
         { "tp_in_node", string.format("the TP group does not fit in a node of %d GPUs",
             nodesize or 0),
-          function(c)
-              return spec.tp_in_node == false or not nodesize or nodesize % c.tp == 0
-          end },
+            function(c)
+                return spec.tp_in_node == false or not nodesize or nodesize % c.tp == 0
+            end },
         { "pp_layers", string.format("pp does not divide the %d layers", L),
-          function(c) return L % c.pp == 0 end },
+            function(c) return L % c.pp == 0 end },
         { "virtual_stages", "virtual stages need a multi-chunk schedule, pp > 1 and a " ..
             "stage's layers divisible by v (and v > 1 for interleaved)",
-          function(c)
-              if c.v == 1 then return c.schedule ~= "interleaved" and not V_SHAPE[c.schedule] end
-              return MULTI_CHUNK[c.schedule] ~= nil and c.pp > 1 and (L // c.pp) % c.v == 0
+            function(c)
+                if c.v == 1 then return c.schedule ~= "interleaved" and not V_SHAPE[c.schedule] end
+                return MULTI_CHUNK[c.schedule] ~= nil and c.pp > 1 and (L // c.pp) % c.v == 0
                   and (not V_SHAPE[c.schedule] or c.v == 2)
-          end },
+            end },
         { "global_batch", string.format("dp x microbatch does not divide the global batch %d", B),
-          function(c) return B % (c.dp * c.microbatch) == 0 end },
+            function(c) return B % (c.dp * c.microbatch) == 0 end },
         { "schedule", "interleaved needs the microbatch count to be a multiple of pp",
-          function(c)
-              local m = B // (c.dp * c.microbatch)
-              return c.schedule ~= "interleaved" or m % c.pp == 0
-          end },
+            function(c)
+                local m = B // (c.dp * c.microbatch)
+                return c.schedule ~= "interleaved" or m % c.pp == 0
+            end },
         { "duplicate", "sequence parallelism at tp 1 and ZeRO at dp 1 change nothing: " ..
             "the same configuration is already in the list",
-          function(c)
-              local key = M.label { tp = c.tp, pp = c.pp, dp = c.dp, v = c.v,
-                  microbatch = c.microbatch, schedule = c.schedule, recompute = c.recompute,
-                  zero = c.dp > 1 and c.zero or 0, sp = c.sp }
-              if seen[key] then return false end
-              seen[key] = true
-              return true
-          end },
+            function(c)
+                local key = M.label { tp = c.tp, pp = c.pp, dp = c.dp, v = c.v,
+                    microbatch = c.microbatch, schedule = c.schedule, recompute = c.recompute,
+                    zero = c.dp > 1 and c.zero or 0, sp = c.sp }
+                if seen[key] then return false end
+                seen[key] = true
+                return true
+            end },
     }
     return list
 end
@@ -433,6 +530,8 @@ end
 function M.run(ps, spec, hooks)
     local ok, space, shape, prune = pcall(check_spec, ps, spec)
     if not ok then error(space, hooks.level + 1) end
+    -- a search is a sweep for --shard's check (core/main.c): see shards below
+    core.sweep_begin()
     local name = spec.name or "search"
     local cluster = spec.cluster
     local nodesize = cluster.gpus_per_node
@@ -514,6 +613,20 @@ function M.run(ps, spec, hooks)
     local done = {}
     local simulated, pruned = 0, 0
     local jobs, shard_k, shard_n = core.sweep_info()
+    -- --shard K/N: with prune = "none" every valid configuration is a point
+    -- of its own, so the shards divide them, the k-th by enumeration order
+    -- going to shard k % N, and each records its own (merging the shards
+    -- gives the rows of the unsharded search); its result covers its own
+    -- rows. With prune = "bound" what is simulated depends on the results
+    -- before it, so the search cannot be divided: every shard runs it whole
+    -- and shard 0 alone records it.
+    local divided = shard_n > 1 and prune == "none"
+    if divided then
+        local by_index = table.move(fits, 1, #fits, 1, {})
+        table.sort(by_index, function(a, b) return a.index < b.index end)
+        for k, c in ipairs(by_index) do c.shard = (k - 1) % shard_n end
+        result.shard = { k = shard_k, n = shard_n }
+    end
     if spec.jobs and spec.jobs < jobs then jobs = spec.jobs end
     -- configurations in batches of BATCH, in bound order, a batch at a
     -- time in --jobs worker processes (ps.sweep's core.sweep_map): pruning
@@ -530,11 +643,11 @@ function M.run(ps, spec, hooks)
     end
     -- one configuration: recorded as a point of the sweep named after the
     -- search (run.sweep, run.point as JSON, run.point_index = its place in
-    -- the enumeration from 0); under --shard K/N only shard 0 records, the
-    -- others search alike without recording (init.lua's rule for runs
-    -- outside a sweep)
+    -- the enumeration from 0); under --shard K/N undivided, only shard 0
+    -- records, the others search alike without recording (init.lua's rule
+    -- for runs outside a sweep)
     local function simulate(c)
-        if shard_k == 0 then
+        if shard_k == 0 or divided then
             hooks.at { sweep = name, point = table.concat(hooks.json(M.point(c), {})),
                        point_index = c.index - 1 }
         end
@@ -546,7 +659,6 @@ function M.run(ps, spec, hooks)
         return { makespan = r.makespan, peak = peak, id = r.id, fits = r.fits ~= false,
                  bubble = r.bubble, peak_memory = r.peak_memory }
     end
-    local _ = shard_n
     local i = 1
     while i <= #fits do
         local todo = {}
@@ -559,7 +671,9 @@ function M.run(ps, spec, hooks)
                       sequence_parallel = c.sp, bound = c.bound, memory = c.memory,
                       memory_exact = c.memory_exact, peaks = c.peaks, label = M.label(c) }
             result.table[#result.table + 1] = c.row
-            if dominated(c) then
+            if divided and c.shard ~= shard_k then
+                c.row.status = "other shard"
+            elseif dominated(c) then
                 pruned = pruned + 1
                 c.row.status = "pruned"
             else

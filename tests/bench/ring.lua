@@ -8,5 +8,5 @@ local n = ps.args.ranks or 1024
 ps.progress(false)
 local c = ps.cluster{ ranks = n, link = { bandwidth = "50 GB/s", latency = "5 us" } }
 local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = "1 GiB",
-  record = ps.args.record or "summary", name = "ring" }
+    record = ps.args.record or "summary", name = "ring" }
 print(string.format("pipesim ring allreduce %d ranks: simulated %.9f s", n, r.time))

@@ -6,4 +6,4 @@ local ps = require "pipesim"
 local l = {}
 for i = 1, 8 do l[i] = { fwd_time = "0.25 ms" } end
 ps.run{ layers = l, stages = 8, microbatches = 8, recv_timeout = "10 ms",
-  faults = { { rank = 3, stall = "at 1.75 ms" } } }
+    faults = { { rank = 3, stall = "at 1.75 ms" } } }

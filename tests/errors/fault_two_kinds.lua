@@ -2,4 +2,4 @@
 local ps = require "pipesim"
 local l = { { fwd_time = 1 }, { fwd_time = 1 } }
 ps.run{ layers = l, stages = 2, microbatches = 2,
-  faults = { { rank = 1, stall = "at 2 ms", slow = 0.5 } } }
+    faults = { { rank = 1, stall = "at 2 ms", slow = 0.5 } } }

@@ -3,4 +3,4 @@ local ps = require "pipesim"
 
 -- the roofline constants are the cluster device's; an override is plain
 ps.cluster{ ranks = 8, device = ps.clusters.device("H100"),
-  devices = { [3] = ps.clusters.device("A100") } }
+    devices = { [3] = ps.clusters.device("A100") } }

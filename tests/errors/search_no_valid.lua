@@ -5,4 +5,4 @@ local model = { layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 }
 -- tp 8 does not divide the 4 heads (removed first); pp 8 then leaves an
 -- empty stage
 ps.search{ model = model, cluster = c, gpus = 8, global_batch = 16,
-  space = { tp = { 1, 8 }, pp = { 8, 1 }, dp = { 1 }, microbatch = { 1, 3 } } }
+    space = { tp = { 1, 8 }, pp = { 8, 1 }, dp = { 1 }, microbatch = { 1, 3 } } }

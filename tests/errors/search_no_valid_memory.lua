@@ -3,4 +3,4 @@ local ps = require "pipesim"
 -- GPT-3 175B on one node: even TP 8 with full recompute needs > 80 GiB
 local c = ps.cluster(ps.clusters.dgx("A100", 1))
 ps.search{ model = "gpt3-175b", cluster = c, gpus = 8, global_batch = 8,
-  space = { tp = { 8 }, recompute = { "none", "full" } } }
+    space = { tp = { 8 }, recompute = { "none", "full" } } }

@@ -3,4 +3,4 @@ local ps = require "pipesim"
 local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
 -- ps.run's own message, with the point that caused it
 ps.sweep{ name = "s", space = { microbatches = { 0, 4 } },
-  run = function(p) return { layers = layers, stages = 2, microbatches = p.microbatches } end }
+    run = function(p) return { layers = layers, stages = 2, microbatches = p.microbatches } end }

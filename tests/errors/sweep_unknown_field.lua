@@ -2,4 +2,4 @@
 local ps = require "pipesim"
 local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
 ps.sweep{ name = "s", spaces = { microbatches = { 2, 4 } },
-  run = function(p) return { layers = layers, stages = 2, microbatches = p.microbatches } end }
+    run = function(p) return { layers = layers, stages = 2, microbatches = p.microbatches } end }

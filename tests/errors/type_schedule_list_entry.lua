@@ -3,4 +3,4 @@ local ps = require "pipesim"
 
 local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
 ps.run{ layers = layers, stages = 2, microbatches = 1,
-  schedule = { { "F0", "B0" }, { "F0", 7 } } }
+    schedule = { { "F0", "B0" }, { "F0", 7 } } }

@@ -2,4 +2,4 @@
 local ps = require "pipesim"
 
 ps.cluster{ nodes = 2, gpus_per_nod = 8,
-  intra = { bandwidth = "450 GB/s" }, inter = { bandwidth = "50 GB/s" } }
+    intra = { bandwidth = "450 GB/s" }, inter = { bandwidth = "50 GB/s" } }

@@ -2,4 +2,4 @@
 local ps = require "pipesim"
 
 ps.cluster{ ranks = 4, device = { flops = "989 TFLOPS" },
-  devices = { [3] = { flop = "500 TFLOPS" } } }
+    devices = { [3] = { flop = "500 TFLOPS" } } }

@@ -4,4 +4,4 @@ local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
 
 local c = ps.cluster{ ranks = 4 }
 ps.run{ cluster = c, layers = layers, stages = 2, dp = 2, microbatches = 2,
-  grad_sync = { bucket = "25 MB", overlapp = false } }
+    grad_sync = { bucket = "25 MB", overlapp = false } }

@@ -2,5 +2,5 @@
 local ps = require "pipesim"
 
 ps.cluster{ nodes = 2, gpus_per_node = 2,
-  intra = { bandwidth = "450 GB/s", latency = "2 us" },
-  inter = { bandwidht = "50 GB/s", latency = "5 us" } }
+    intra = { bandwidth = "450 GB/s", latency = "2 us" },
+    inter = { bandwidht = "50 GB/s", latency = "5 us" } }

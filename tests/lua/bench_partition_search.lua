@@ -6,6 +6,7 @@
 --   build/pipesim run tests/lua/bench_partition_search.lua
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local node = ps.cluster(ps.clusters.dgx("H100", 1))
@@ -19,21 +20,10 @@ for _, case in ipairs(cases) do
     local name, run = case[1], case[2]
     run.cluster = node
     local t0 = os.clock()
-    local best, n = math.huge, 0
-    for counts in ps.partition.enumerate(#run.layers, run.stages) do
-        local t = {}
-        for k, v in pairs(run) do t[k] = v end
-        t.partition, t.record = counts, "none"
-        local x = ps.run(t).makespan
-        n = n + 1
-        if x < best then best = x end
-    end
+    local best, _, n = F.brute_partition(run)
     local brute_s = os.clock() - t0
-    local t = {}
-    for k, v in pairs(run) do t[k] = v end
-    t.partition, t.record = "search", "none"
     t0 = os.clock()
-    local r = ps.run(t)
+    local r = ps.run(F.with(run, { partition = "search", record = "none" }))
     local search_s = os.clock() - t0
     print(string.format("%-36s %7d splits: brute force %.6f s (%.1f s CPU); search %.6f s " ..
         "(%+.3f%%) in %d simulations (%.2f s CPU)", name, n, best, brute_s, r.makespan,

@@ -2,12 +2,11 @@
 -- exposed communication, ZeRO-1 memory, placement, bad input.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
-local function mesh(n)
-  return ps.cluster{ ranks = n, link = { bandwidth = beta, latency = alpha } }
-end
+local function mesh(n) return F.mesh(n, beta, alpha) end
 -- ring allreduce on 2 ranks: 2(N-1)(a + T/(N b))
 local function ring2(bytes) return 2 * (alpha + bytes / (2 * beta)) end
 
@@ -15,119 +14,119 @@ local function ring2(bytes) return 2 * (alpha + bytes / (2 * beta)) end
 -- Two stages, free pipeline transfers (out_bytes 0), forward 1 s, backward
 -- 2 s; each stage holds 1e8 parameters = 2e8 gradient bytes in one bucket.
 do
-  local layers = {}
-  for i = 1, 2 do layers[i] = { fwd_time = 1, params = 1e8 } end
-  local m = 4
-  local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = m,
-                    dp = 2, grad_sync = { bucket = "1 GB", first_bucket = "1 GB",
-                    algorithm = "ring", overlap = false }, record = "none" }
-  -- the same pipeline alone (its 0-byte transfers still pay the latency)
-  local alone = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-                        microbatches = m, record = "none" }
-  local c = ring2(2e8)
-  H.near(r.makespan, alone.makespan + c, 1e-9, "step = pipeline + allreduce")
-  -- stage 0 finishes its compute last and waits the whole allreduce
-  H.near(r.exposed_comm[1], c, 1e-9, "stage 0 exposed")
-  H.near(r.exposed_comm[3], c, 1e-9, "replica 1 stage 0 exposed")
-  H.eq(r.dp, 2)
-  H.eq(r.rank, { 0, 2, 1, 3 }) -- dp_inner: replicas of a stage adjacent
-  H.eq(#r.peak_memory, 4)
-  H.eq(r.closed_form_bubble, nil)
+    local layers = {}
+    for i = 1, 2 do layers[i] = { fwd_time = 1, params = 1e8 } end
+    local m = 4
+    local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = m,
+                        dp = 2, grad_sync = { bucket = "1 GB", first_bucket = "1 GB",
+                          algorithm = "ring", overlap = false }, record = "none" }
+    -- the same pipeline alone (its 0-byte transfers still pay the latency)
+    local alone = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+                            microbatches = m, record = "none" }
+    local c = ring2(2e8)
+    H.near(r.makespan, alone.makespan + c, 1e-9, "step = pipeline + allreduce")
+    -- stage 0 finishes its compute last and waits the whole allreduce
+    H.near(r.exposed_comm[1], c, 1e-9, "stage 0 exposed")
+    H.near(r.exposed_comm[3], c, 1e-9, "replica 1 stage 0 exposed")
+    H.eq(r.dp, 2)
+    H.eq(r.rank, { 0, 2, 1, 3 }) -- dp_inner: replicas of a stage adjacent
+    H.eq(#r.peak_memory, 4)
+    H.eq(r.closed_form_bubble, nil)
 end
 
 -- 2. Overlap with 4 buckets: only the tail is exposed. One stage, one
 -- microbatch: F 2 s, then 4 layers' backward of 1 s each, one bucket per
 -- layer (2e8 bytes each).
 local function overlap_case(bytes_per_layer)
-  local layers = {}
-  for i = 1, 4 do layers[i] = { fwd_time = 0.5, params = bytes_per_layer / 2 } end
-  return ps.run{ cluster = mesh(2), layers = layers, stages = 1, microbatches = 1,
-                 dp = 2, grad_sync = { bucket = bytes_per_layer,
-                 first_bucket = bytes_per_layer, algorithm = "ring" },
-                 record = "none" }
+    local layers = {}
+    for i = 1, 4 do layers[i] = { fwd_time = 0.5, params = bytes_per_layer / 2 } end
+    return ps.run{ cluster = mesh(2), layers = layers, stages = 1, microbatches = 1,
+                     dp = 2, grad_sync = { bucket = bytes_per_layer,
+                       first_bucket = bytes_per_layer, algorithm = "ring" },
+                     record = "none" }
 end
 do
-  -- c = 0.5 s < 1 s per layer: each bucket finishes before the next is
-  -- ready; only the last one shows: step = 2 + 4 + c
-  local g = (0.5 - 2 * alpha) * beta
-  local c = ring2(g)
-  H.near(c, 0.5, 1e-12)
-  local r = overlap_case(g)
-  H.near(r.makespan, 2 + 4 + c, 1e-9, "overlap hides all but the tail")
-  H.near(r.exposed_comm[1], c, 1e-9)
-  -- c = 1.5 s > 1 s: buckets queue on the link; the first starts at 2 + 1
-  -- and the others follow back to back: step = 2 + 1 + 4c
-  g = (1.5 - 2 * alpha) * beta
-  c = ring2(g)
-  r = overlap_case(g)
-  H.near(r.makespan, 2 + 1 + 4 * c, 1e-9, "queued buckets")
-  H.near(r.exposed_comm[1], 1 + 4 * c - 4, 1e-9)
+    -- c = 0.5 s < 1 s per layer: each bucket finishes before the next is
+    -- ready; only the last one shows: step = 2 + 4 + c
+    local g = (0.5 - 2 * alpha) * beta
+    local c = ring2(g)
+    H.near(c, 0.5, 1e-12)
+    local r = overlap_case(g)
+    H.near(r.makespan, 2 + 4 + c, 1e-9, "overlap hides all but the tail")
+    H.near(r.exposed_comm[1], c, 1e-9)
+    -- c = 1.5 s > 1 s: buckets queue on the link; the first starts at 2 + 1
+    -- and the others follow back to back: step = 2 + 1 + 4c
+    g = (1.5 - 2 * alpha) * beta
+    c = ring2(g)
+    r = overlap_case(g)
+    H.near(r.makespan, 2 + 1 + 4 * c, 1e-9, "queued buckets")
+    H.near(r.exposed_comm[1], 1 + 4 * c - 4, 1e-9)
 end
 
 -- 3. Overlap never loses to no overlap; with a free network dp changes
 -- nothing and the closed form holds.
 do
-  local layers = {}
-  for i = 1, 8 do layers[i] = { fwd_time = 0.25, params = 5e7, out_bytes = 1e6 } end
-  local base = { cluster = mesh(8), layers = layers, stages = 4, microbatches = 8,
-                 dp = 2, record = "none" }
-  local on = ps.run(base)
-  base.grad_sync = { overlap = false }
-  local off = ps.run(base)
-  H.check(on.makespan <= off.makespan, "overlap helps")
-  H.check(off.exposed_comm[1] > on.exposed_comm[1], "less exposed with overlap")
-  local free = ps.run{ layers = layers, stages = 4, microbatches = 8, dp = 2,
-                       record = "none" }
-  H.near(free.makespan, 1.5 * 11)
-  H.near(free.closed_form_bubble, 3 / 11)
+    local layers = {}
+    for i = 1, 8 do layers[i] = { fwd_time = 0.25, params = 5e7, out_bytes = 1e6 } end
+    local base = { cluster = mesh(8), layers = layers, stages = 4, microbatches = 8,
+                     dp = 2, record = "none" }
+    local on = ps.run(base)
+    base.grad_sync = { overlap = false }
+    local off = ps.run(base)
+    H.check(on.makespan <= off.makespan, "overlap helps")
+    H.check(off.exposed_comm[1] > on.exposed_comm[1], "less exposed with overlap")
+    local free = ps.run{ layers = layers, stages = 4, microbatches = 8, dp = 2,
+                           record = "none" }
+    H.near(free.makespan, 1.5 * 11)
+    H.near(free.closed_form_bubble, 3 / 11)
 end
 
 -- 4. ZeRO-1 divides optimizer state by d: 2 + 2 + 12/d bytes per param.
 do
-  local layers = { { fwd_time = 1, params = 1e9 }, { fwd_time = 1, params = 1e9 } }
-  for _, d in ipairs{ 2, 4 } do
-    local r = ps.run{ cluster = mesh(2 * d), layers = layers, stages = 2,
-                      microbatches = 2, dp = d, zero = 1, record = "none" }
-    H.near(r.static_memory[1], 1e9 * (2 + 2 + 12 / d))
-    local plain = ps.run{ cluster = mesh(2 * d), layers = layers, stages = 2,
-                          microbatches = 2, dp = d, record = "none" }
-    H.near(plain.static_memory[1], 16e9)
-    -- reduce-scatter + all-gather move as much as one allreduce (ring)
-    H.check(r.makespan > 6, "zero still syncs")
-  end
+    local layers = { { fwd_time = 1, params = 1e9 }, { fwd_time = 1, params = 1e9 } }
+    for _, d in ipairs{ 2, 4 } do
+        local r = ps.run{ cluster = mesh(2 * d), layers = layers, stages = 2,
+                            microbatches = 2, dp = d, zero = 1, record = "none" }
+        H.near(r.static_memory[1], 1e9 * (2 + 2 + 12 / d))
+        local plain = ps.run{ cluster = mesh(2 * d), layers = layers, stages = 2,
+                                microbatches = 2, dp = d, record = "none" }
+        H.near(plain.static_memory[1], 16e9)
+        -- reduce-scatter + all-gather move as much as one allreduce (ring)
+        H.check(r.makespan > 6, "zero still syncs")
+    end
 end
 
 -- 5. Placement: pp_inner puts a replica's stages on adjacent ranks.
 do
-  local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
-  local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 2,
-                    dp = 2, placement = "pp_inner", record = "none" }
-  H.eq(r.rank, { 0, 1, 2, 3 })
-  r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 2,
-              dp = 2, ranks = { 3, 2, 1, 0 }, record = "none" }
-  H.eq(r.rank, { 3, 2, 1, 0 })
+    local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
+    local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 2,
+                        dp = 2, placement = "pp_inner", record = "none" }
+    H.eq(r.rank, { 0, 1, 2, 3 })
+    r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 2,
+                  dp = 2, ranks = { 3, 2, 1, 0 }, record = "none" }
+    H.eq(r.rank, { 3, 2, 1, 0 })
 end
 
 -- 6. Recorded: exposed communication per stage and rank, dp in run.
 do
-  local layers = { { fwd_time = 1, params = 1e6 }, { fwd_time = 1, params = 1e6 } }
-  local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-                    microbatches = 2, dp = 2, name = "dp recorded" }
-  H.check(r.id ~= nil, "recorded")
+    local layers = { { fwd_time = 1, params = 1e6 }, { fwd_time = 1, params = 1e6 } }
+    local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+                        microbatches = 2, dp = 2, name = "dp recorded" }
+    H.check(r.id ~= nil, "recorded")
 end
 
 -- 7. Bad input.
 do
-  local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
-  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-    microbatches = 2, dp = 3 } end, "dp 3 x 2 stages need 6 ranks but the cluster has 4")
-  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-    microbatches = 2, dp = 2, placement = "diagonal" } end, "unknown placement 'diagonal'")
-  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-    microbatches = 2, dp = 2, zero = 3 } end, "field 'zero' must be an integer in 0..1, got 3")
-  H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-    microbatches = 2, dp = 2, grad_sync = { algorithm = "telepathy" } } end,
-    "field 'grad_sync.algorithm'")
+    local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
+    H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+        microbatches = 2, dp = 3 } end, "dp 3 x 2 stages need 6 ranks but the cluster has 4")
+    H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+        microbatches = 2, dp = 2, placement = "diagonal" } end, "unknown placement 'diagonal'")
+    H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+        microbatches = 2, dp = 2, zero = 3 } end, "field 'zero' must be an integer in 0..1, got 3")
+    H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+        microbatches = 2, dp = 2, grad_sync = { algorithm = "telepathy" } } end,
+        "field 'grad_sync.algorithm'")
 end
 
 H.done()

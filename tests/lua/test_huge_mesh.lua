@@ -9,16 +9,16 @@ local link = { bandwidth = "25 GB/s", latency = "5 us" }
 local small = ps.cluster{ ranks = 2, link = link }
 
 for _, n in ipairs{ 65536, 1 << 20 } do
-  local big = ps.cluster{ ranks = n, link = link }
-  H.eq(big.ranks, n)
-  -- ring allreduce between the first and the last rank: 2 (a + T / (2 b))
-  local r = ps.collective{ cluster = big, op = "allreduce", bytes = "1 MiB",
-                           algorithm = "ring", ranks = { 0, n - 1 }, record = "none" }
-  local want = 2 * (5e-6 + 1048576 / (2 * 25e9))
-  H.near(r.time, want, 1e-9)
-  local s = ps.collective{ cluster = small, op = "allreduce", bytes = "1 MiB",
-                           algorithm = "ring", record = "none" }
-  H.near(r.time, s.time, 1e-12)
+    local big = ps.cluster{ ranks = n, link = link }
+    H.eq(big.ranks, n)
+    -- ring allreduce between the first and the last rank: 2 (a + T / (2 b))
+    local r = ps.collective{ cluster = big, op = "allreduce", bytes = "1 MiB",
+                               algorithm = "ring", ranks = { 0, n - 1 }, record = "none" }
+    local want = 2 * (5e-6 + 1048576 / (2 * 25e9))
+    H.near(r.time, want, 1e-9)
+    local s = ps.collective{ cluster = small, op = "allreduce", bytes = "1 MiB",
+                               algorithm = "ring", record = "none" }
+    H.near(r.time, s.time, 1e-12)
 end
 
 -- a pipeline placed on the two ends of a 65536-rank mesh, recorded with
@@ -27,9 +27,9 @@ local big = ps.cluster{ ranks = 65536, link = link }
 local layers = {}
 for i = 1, 4 do layers[i] = { fwd_time = "1 ms", out_bytes = "16 MiB" } end
 local a = ps.run{ cluster = big, ranks = { 65535, 0 }, layers = layers,
-                  stages = 2, microbatches = 4 }
+                    stages = 2, microbatches = 4 }
 local b = ps.run{ cluster = small, ranks = { 1, 0 }, layers = layers,
-                  stages = 2, microbatches = 4 }
+                    stages = 2, microbatches = 4 }
 H.near(a.makespan, b.makespan, 1e-12)
 H.check(a.makespan > 0)
 

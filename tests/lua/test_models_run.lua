@@ -5,6 +5,7 @@
 -- one. Runs under `pipesim run` (needs the core).
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local BYTES_PER_PARAM = 2 + 2 + 12
@@ -19,7 +20,7 @@ local plain = { flops = node.device.flops, efficiency = node.device.efficiency,
                 memory = node.device.memory }
 local cluster = ps.cluster{ ranks = 8, device = plain, link = node.intra }
 
-local function sum(t) local x = 0; for _, v in ipairs(t) do x = x + v end; return x end
+local sum = F.sum
 
 for _, case in ipairs {
     { "toy", 2 }, { "llama2-7b", 4 }, { "llama3-8b", 4 }, { "llama3-70b", 8 },

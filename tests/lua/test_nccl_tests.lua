@@ -23,7 +23,7 @@ H.eq(nt.float_str(12345678.9, 7), "1.2e+07")
 local c = ps.cluster(ps.clusters.dgx("h100", 1))
 local text = {}
 local rows = ps.nccl_tests{ op = "all_reduce", cluster = c, b = 8, e = "1M", f = 4,
-                            print = function(x) text[#text + 1] = x end }
+                              print = function(x) text[#text + 1] = x end }
 local all = table.concat(text)
 local lines = {}
 for l in all:gmatch("[^\n]*\n") do lines[#lines + 1] = l end
@@ -36,25 +36,25 @@ H.eq(#rows, 9)
 H.eq(rows[1].size, 8)
 H.eq(rows[9].size, 512 * 1024)
 for k, r in ipairs(rows) do
-  H.eq(r.count, r.size // 4)
-  H.near(r.busbw, r.algbw * 2 * 7 / 8, 1e-12, "allreduce busbw factor")
-  -- a data row: size, count, type, redop, root, then the two bodies
-  local l = lines[5 + k]
-  H.eq(l:sub(1, 12), string.format("%12d", r.size))
-  H.check(l:find("  float     sum      -1  ", 1, true) ~= nil, l)
-  local us = nt.float_str(r.time * 1e6, 7)
-  local body = string.format("  %7s  %6s  %6s    N/A", us, nt.float_str(r.algbw / 1e9, 6),
-    nt.float_str(r.busbw / 1e9, 6))
-  H.eq(l, string.format("%12d  %12d  %8s  %6s  %6s", r.size, r.count, "float", "sum", "    -1")
-    .. body .. body .. "\n")
+    H.eq(r.count, r.size // 4)
+    H.near(r.busbw, r.algbw * 2 * 7 / 8, 1e-12, "allreduce busbw factor")
+    -- a data row: size, count, type, redop, root, then the two bodies
+    local l = lines[5 + k]
+    H.eq(l:sub(1, 12), string.format("%12d", r.size))
+    H.check(l:find("  float     sum      -1  ", 1, true) ~= nil, l)
+    local us = nt.float_str(r.time * 1e6, 7)
+    local body = string.format("  %7s  %6s  %6s    N/A", us, nt.float_str(r.algbw / 1e9, 6),
+        nt.float_str(r.busbw / 1e9, 6))
+    H.eq(l, string.format("%12d  %12d  %8s  %6s  %6s", r.size, r.count, "float", "sum", "    -1")
+        .. body .. body .. "\n")
 end
 -- the other ops' factors (PERFORMANCE.md): (n-1)/n, 1 for the rooted
 -- ones and sendrecv
 for op, factor in pairs{ all_gather = 7 / 8, reduce_scatter = 7 / 8, alltoall = 7 / 8,
-                         broadcast = 1, reduce = 1, sendrecv = 1 } do
-  local r = ps.nccl_tests{ op = op, cluster = c, b = "64K", e = "64K", print = false }
-  H.eq(#r, 1)
-  H.near(r[1].busbw, r[1].algbw * factor, 1e-12, op .. " busbw factor")
+                           broadcast = 1, reduce = 1, sendrecv = 1 } do
+    local r = ps.nccl_tests{ op = op, cluster = c, b = "64K", e = "64K", print = false }
+    H.eq(#r, 1)
+    H.near(r[1].busbw, r[1].algbw * factor, 1e-12, op .. " busbw factor")
 end
 -- -g: the first N GPUs; alltoall and allgather round the count to
 -- nranks x 4 floats as nccl-tests does
@@ -62,13 +62,13 @@ local r = ps.nccl_tests{ op = "alltoall", cluster = c, b = 1000, e = 1000, g = 4
 H.eq(r[1].count, 240) -- 250 floats: 62 per rank, down to 60
 -- bad flags
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, b = "8X" } end,
-  "-b: expected a size such as 8, 64K or 8G, got '8X'")
+    "-b: expected a size such as 8, 64K or 8G, got '8X'")
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, b = "1M", e = 8 } end,
-  "-b 1048576 is larger than -e 8")
+    "-b 1048576 is larger than -e 8")
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, f = 1 } end,
-  "-f: expected an integer factor >= 2, got '1'")
+    "-f: expected an integer factor >= 2, got '1'")
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, g = 9 } end,
-  "-g: expected 1 to 8 GPUs, got '9'")
+    "-g: expected 1 to 8 GPUs, got '9'")
 H.raises(function() ps.nccl_tests{ op = "allreduce_perf", cluster = c } end,
-  "unknown op 'allreduce_perf'")
+    "unknown op 'allreduce_perf'")
 H.done()

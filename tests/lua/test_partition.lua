@@ -3,10 +3,11 @@
 -- run with --unsafe: debug.getinfo finds the line an error must point at
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local P = require "pipesim.partition"
 local models = require "pipesim.models"
 
-local function sum(t) local s = 0 for _, x in ipairs(t) do s = s + x end return s end
+local sum = F.sum
 
 -- uniform: the first n % p stages get the extra layer
 H.eq(P.uniform(10, 4), { 3, 3, 2, 2 })

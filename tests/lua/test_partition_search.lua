@@ -6,25 +6,12 @@
 -- `pipesim run`.
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local node = ps.cluster(ps.clusters.dgx("A100", 1))
 -- rank 1 at 60% of the others' speed: the balanced split is not the best
 local straggler = ps.cluster(ps.clusters.dgx("A100", 1, { devices = { [1] = { efficiency = 0.3 } } }))
-
-local function brute(run)
-    local best, where, n = math.huge, nil, 0
-    local stages = run.stages * (run.virtual_stages or 1)
-    for counts in ps.partition.enumerate(#run.layers, stages) do
-        local t = {}
-        for k, v in pairs(run) do t[k] = v end
-        t.partition, t.record = counts, "none"
-        local ok, r = pcall(ps.run, t)
-        n = n + 1
-        if ok and r.makespan < best then best, where = r.makespan, counts end
-    end
-    return best, where, n
-end
 
 local cases = {
     { "gpt-1.7b, 4 stages, 1F1B", { cluster = node, layers = ps.models.preset("gpt-1.7b"),
@@ -46,11 +33,8 @@ local cases = {
 
 for _, case in ipairs(cases) do
     local name, run = case[1], case[2]
-    local t = {}
-    for k, v in pairs(run) do t[k] = v end
-    t.partition, t.record = "search", "none"
-    local r = ps.run(t)
-    local best, where, n = brute(run)
+    local r = ps.run(F.with(run, { partition = "search", record = "none" }))
+    local best, where, n = F.brute_partition(run)
     local info = r.partition_search
     H.check(r.makespan <= best * 1.005, string.format("%s: search %.9g (%s) within 0.5%% of the " ..
         "brute-force best %.9g (%s)", name, r.makespan, table.concat(info.partition, ","), best,
@@ -59,9 +43,7 @@ for _, case in ipairs(cases) do
         name, info.simulations, n))
     H.eq(r.makespan, info.step_time, name .. ": the run is the split found")
     H.check(info.step_time <= info.seed_step_time, name .. ": no worse than the seed")
-    local sum = 0
-    for _, c in ipairs(info.partition) do sum = sum + c end
-    H.eq(sum, #run.layers, name .. ": the split covers the layers")
+    H.eq(F.sum(info.partition), #run.layers, name .. ": the split covers the layers")
 end
 
 -- the pure search on a known cost: the largest stage sum of weights, from

@@ -4,6 +4,7 @@
 -- only compute counts. Runs under `pipesim run` (needs the core).
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local CSV = "scenarios/data/llama-8b-a100.csv"
@@ -34,8 +35,7 @@ local function stage_times(counts, first)
     end
     return f, b
 end
-local function sum(t) local x = 0; for _, v in ipairs(t) do x = x + v end; return x end
-local function max(t) local x = -math.huge; for _, v in ipairs(t) do x = math.max(x, v) end; return x end
+local sum, max = F.sum, F.max
 
 -- 1. One stage: m times the whole model's forward + backward.
 local m = 8

@@ -4,13 +4,12 @@
 -- (coll_tree_build) against its closed form.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 local function coll(c, algo, proto, bytes, extra)
-  local spec = { cluster = c, op = "allreduce", algorithm = algo, protocol = proto,
-                 bytes = bytes, record = "none" }
-  for k, v in pairs(extra or {}) do spec[k] = v end
-  return ps.collective(spec)
+    return ps.collective(F.with({ cluster = c, op = "allreduce", algorithm = algo, protocol = proto,
+                                  bytes = bytes, record = "none" }, extra))
 end
 
 local us = 1e-6
@@ -21,49 +20,49 @@ local intra, inter = 2 * (N - 1) - 2 * (m - 1), 2 * (m - 1)
 -- LL puts 8 flag bytes beside every 8 data bytes: the ring moves twice the
 -- bytes and pays LL's base latency (6.6 us) once
 do
-  local T = 1024 * 1024
-  local none2 = coll(c, "ring", "none", 2 * T)
-  local ll = coll(c, "ring", "ll", T)
-  H.eq(ll.protocol, "ll")
-  H.near(ll.time, none2.time + 6.6 * us, 1e-9, "ll = none at 2T + 6.6 us")
-  H.near(ll.predicted, none2.predicted + 6.6 * us, 1e-9, "ll model")
-  -- LL128: 128-byte lines with 120 bytes of data; base 14 us, and 1.3 us
-  -- more than LL per NVLink step, 1.3 us per network step
-  local T2 = 120 * 4 * 128 * 10 -- blocks of whole elements either way
-  local none = coll(c, "ring", "none", T2 * 128 // 120)
-  local ll128 = coll(c, "ring", "ll128", T2)
-  H.near(ll128.time, none.time + (14 + intra * 1.3 + inter * 1.3) * us, 1e-9, "ll128")
-  -- Simple: the payload alone; base 8.4 us, per step 3.4 - 0.6 us (NVLink)
-  -- and 14 - 2.7 us (network) over LL's
-  none = coll(c, "ring", "none", T)
-  local simple = coll(c, "ring", "simple", T)
-  H.near(simple.time, none.time + (8.4 + intra * 2.8 + inter * 11.3) * us, 1e-9, "simple")
-  -- NCCL's tree: 2 ((ppn - 1) intra + log2(nodes) inter) steps
-  none = coll(c, "tree", "none", T)
-  simple = coll(c, "tree", "simple", T)
-  H.near(simple.time, none.time + (8.4 + 2 * (7 * 3.4 + 1 * 9.0)) * us, 1e-9, "tree simple")
+    local T = 1024 * 1024
+    local none2 = coll(c, "ring", "none", 2 * T)
+    local ll = coll(c, "ring", "ll", T)
+    H.eq(ll.protocol, "ll")
+    H.near(ll.time, none2.time + 6.6 * us, 1e-9, "ll = none at 2T + 6.6 us")
+    H.near(ll.predicted, none2.predicted + 6.6 * us, 1e-9, "ll model")
+    -- LL128: 128-byte lines with 120 bytes of data; base 14 us, and 1.3 us
+    -- more than LL per NVLink step, 1.3 us per network step
+    local T2 = 120 * 4 * 128 * 10 -- blocks of whole elements either way
+    local none = coll(c, "ring", "none", T2 * 128 // 120)
+    local ll128 = coll(c, "ring", "ll128", T2)
+    H.near(ll128.time, none.time + (14 + intra * 1.3 + inter * 1.3) * us, 1e-9, "ll128")
+    -- Simple: the payload alone; base 8.4 us, per step 3.4 - 0.6 us (NVLink)
+    -- and 14 - 2.7 us (network) over LL's
+    none = coll(c, "ring", "none", T)
+    local simple = coll(c, "ring", "simple", T)
+    H.near(simple.time, none.time + (8.4 + intra * 2.8 + inter * 11.3) * us, 1e-9, "simple")
+    -- NCCL's tree: 2 ((ppn - 1) intra + log2(nodes) inter) steps
+    none = coll(c, "tree", "none", T)
+    simple = coll(c, "tree", "simple", T)
+    H.near(simple.time, none.time + (8.4 + 2 * (7 * 3.4 + 1 * 9.0)) * us, 1e-9, "tree simple")
 end
 
 -- auto: LL for tiny messages, a bandwidth protocol for large ones
 do
-  local r = coll(c, "auto", "auto", 8)
-  H.eq(r.protocol, "ll", "auto at 8 B")
-  r = coll(c, "auto", "auto", "1 GiB")
-  H.eq(r.algorithm, "ring", "auto at 1 GiB")
-  H.check(r.protocol ~= "ll", "auto at 1 GiB: " .. r.protocol)
-  -- a fixed algorithm, the protocol auto
-  H.eq(coll(c, "ring", "auto", 8).protocol, "ll")
-  -- the choice is the cheapest prediction of all pairs
-  local best = math.huge
-  for _, a in ipairs{ "ring", "tree" } do
-    for _, p in ipairs{ "ll", "ll128", "simple" } do
-      local x = coll(c, a, p, "4 MiB").predicted
-      if x < best then best = x end
+    local r = coll(c, "auto", "auto", 8)
+    H.eq(r.protocol, "ll", "auto at 8 B")
+    r = coll(c, "auto", "auto", "1 GiB")
+    H.eq(r.algorithm, "ring", "auto at 1 GiB")
+    H.check(r.protocol ~= "ll", "auto at 1 GiB: " .. r.protocol)
+    -- a fixed algorithm, the protocol auto
+    H.eq(coll(c, "ring", "auto", 8).protocol, "ll")
+    -- the choice is the cheapest prediction of all pairs
+    local best = math.huge
+    for _, a in ipairs{ "ring", "tree" } do
+        for _, p in ipairs{ "ll", "ll128", "simple" } do
+            local x = coll(c, a, p, "4 MiB").predicted
+            if x < best then best = x end
+        end
     end
-  end
-  H.near(coll(c, "auto", "auto", "4 MiB").predicted, best, 1e-12, "auto = min")
-  -- no protocol: today's model
-  H.eq(coll(c, "ring", nil, 8).protocol, "none")
+    H.near(coll(c, "auto", "auto", "4 MiB").predicted, best, 1e-12, "auto = min")
+    -- no protocol: today's model
+    H.eq(coll(c, "ring", nil, 8).protocol, "none")
 end
 
 -- NCCL's tree on 4 nodes x 8 GPUs, one chunk: inside a node a chain of 7
@@ -81,67 +80,67 @@ end
 -- 2((ppn - 1) a_in + log2(nodes) a_out) plus the bandwidth term. Until the
 -- tree had channels (issue 14) it used 2 NICs of 8: 3T/B.
 do
-  local a_in, a_out, B, T, C = 2e-6, 5e-6, 50e9, 1024 * 1024, 8
-  local c4 = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 8,
-    intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
-  local r = coll(c4, "tree", nil, T, { chunks = 1 })
-  H.eq(r.channels, C, "tree channels")
-  H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / (C * B), 1e-6, "tree on 4 x 8 = closed form")
-  H.near(r.predicted, r.time, 1e-6, "tree model on 4 x 8")
-  -- 4 NICs per node: 4 channels, each NIC still one channel's tree 0 and
-  -- another's tree 1
-  local c4n = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 4,
-    intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
-  r = coll(c4n, "tree", nil, T, { chunks = 1 })
-  H.eq(r.channels, 4, "tree channels, 4 NICs")
-  H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / (4 * B), 1e-6, "tree on 4 x 8, 4 NICs")
-  -- pipelined: more chunks, less time; the model picks the count
-  local big = 256 * T
-  r = coll(c4, "tree", nil, big, { chunks = 1 })
-  local auto_k = coll(c4, "tree", nil, big)
-  H.check(auto_k.chunks > 1 and auto_k.time < r.time, "chunks " .. auto_k.chunks)
-  H.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
-  -- the channels' slices reduce to the right sums, also when they are
-  -- uneven or smaller than the chunks
-  for _, n in ipairs{ 1003, 37, 5 } do
-    H.eq(coll(c4, "tree", nil, 4 * n, { verify = true }).verified, true, "tree data " .. n)
-    H.eq(coll(c4, "tree", nil, 4 * n, { verify = true, chunks = 3 }).verified, true,
-      "tree data, 3 chunks " .. n)
-  end
-  -- one node: the chain alone, 2 (g - 1) steps
-  local c1 = ps.cluster{ nodes = 1, gpus_per_node = 8,
-    intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
-  H.near(coll(c1, "tree", nil, 8, { chunks = 1 }).time, 14 * a_in, 1e-6, "chain on one node")
+    local a_in, a_out, B, T, C = 2e-6, 5e-6, 50e9, 1024 * 1024, 8
+    local c4 = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 8,
+        intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
+    local r = coll(c4, "tree", nil, T, { chunks = 1 })
+    H.eq(r.channels, C, "tree channels")
+    H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / (C * B), 1e-6, "tree on 4 x 8 = closed form")
+    H.near(r.predicted, r.time, 1e-6, "tree model on 4 x 8")
+    -- 4 NICs per node: 4 channels, each NIC still one channel's tree 0 and
+    -- another's tree 1
+    local c4n = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 4,
+        intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
+    r = coll(c4n, "tree", nil, T, { chunks = 1 })
+    H.eq(r.channels, 4, "tree channels, 4 NICs")
+    H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / (4 * B), 1e-6, "tree on 4 x 8, 4 NICs")
+    -- pipelined: more chunks, less time; the model picks the count
+    local big = 256 * T
+    r = coll(c4, "tree", nil, big, { chunks = 1 })
+    local auto_k = coll(c4, "tree", nil, big)
+    H.check(auto_k.chunks > 1 and auto_k.time < r.time, "chunks " .. auto_k.chunks)
+    H.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
+    -- the channels' slices reduce to the right sums, also when they are
+    -- uneven or smaller than the chunks
+    for _, n in ipairs{ 1003, 37, 5 } do
+        H.eq(coll(c4, "tree", nil, 4 * n, { verify = true }).verified, true, "tree data " .. n)
+        H.eq(coll(c4, "tree", nil, 4 * n, { verify = true, chunks = 3 }).verified, true,
+            "tree data, 3 chunks " .. n)
+    end
+    -- one node: the chain alone, 2 (g - 1) steps
+    local c1 = ps.cluster{ nodes = 1, gpus_per_node = 8,
+        intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
+    H.near(coll(c1, "tree", nil, 8, { chunks = 1 }).time, 14 * a_in, 1e-6, "chain on one node")
 end
 
 -- NVLS on one DGX H100 node: the direct pattern (2 steps, one hop each)
 -- carrying T + T/N per GPU each way at NCCL's nvlsEfficiency 0.85, plus
 -- NCCL's NVLS latency (25 us)
 do
-  local c1 = ps.cluster(ps.clusters.dgx("h100", 1))
-  H.eq(c1.nvls, true)
-  local T, n, B, a = 64 * 1024 * 1024, 8, 370e9, 0.6e-6
-  local r = coll(c1, "nvls", nil, T)
-  H.eq(r.protocol, "simple", "nvls runs simple")
-  H.near(r.time, 2 * a + T * (n + 1) / (n * 0.85 * B) + 25e-6, 1e-9, "nvls closed form")
-  H.near(r.predicted, r.time, 1e-9, "nvls model")
-  H.eq(coll(c1, "auto", "auto", T).algorithm, "nvls", "auto takes nvls at 64 MiB")
-  H.eq(coll(c1, "auto", "auto", 8).algorithm ~= "nvls", true, "not at 8 B")
-  -- not a candidate where it does not apply
-  H.eq(coll(ps.cluster(ps.clusters.dgx("a100", 1)), "auto", "auto", T).algorithm, "ring")
-  H.eq(coll(c, "auto", "auto", T).algorithm ~= "nvls", true, "2 nodes: no nvls")
-  H.raises(function() coll(c1, "nvls", "ll", T) end,
-    "allreduce: nvls runs with the simple protocol only, got 'll'")
-  H.raises(function() coll(c, "nvls", nil, T) end,
-    "allreduce: algorithm 'nvls' runs on the GPUs of one whole node (NCCL uses NVLS "
-    .. "across nodes only with CollNet); 16 ranks are not one node")
-  H.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1, 2, 3 } }) end,
-    "4 ranks are not one node")
+    local c1 = ps.cluster(ps.clusters.dgx("h100", 1))
+    H.eq(c1.nvls, true)
+    local T, n, B, a = 64 * 1024 * 1024, 8, 370e9, 0.6e-6
+    local r = coll(c1, "nvls", nil, T)
+    H.eq(r.protocol, "simple", "nvls runs simple")
+    H.near(r.time, 2 * a + T * (n + 1) / (n * 0.85 * B) + 25e-6, 1e-9, "nvls closed form")
+    H.near(r.predicted, r.time, 1e-9, "nvls model")
+    H.eq(coll(c1, "auto", "auto", T).algorithm, "nvls", "auto takes nvls at 64 MiB")
+    H.eq(coll(c1, "auto", "auto", 8).algorithm ~= "nvls", true, "not at 8 B")
+    -- not a candidate where it does not apply
+    H.eq(coll(ps.cluster(ps.clusters.dgx("a100", 1)), "auto", "auto", T).algorithm, "ring")
+    H.eq(coll(c, "auto", "auto", T).algorithm ~= "nvls", true, "2 nodes: no nvls")
+    H.raises(function() coll(c1, "nvls", "ll", T) end,
+        "allreduce: nvls runs with the simple protocol only, got 'll'")
+    H.raises(function() coll(c, "nvls", nil, T) end,
+        "allreduce: algorithm 'nvls' runs on the GPUs of one whole node (NCCL uses NVLS "
+        .. "across nodes only with CollNet); 16 ranks are not one node")
+    H.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1, 2, 3 } }) end,
+        "4 ranks are not one node")
 end
 
 -- bad input
 H.raises(function() coll(c, "ring", "ll64", 8) end,
-  "field 'protocol': unknown protocol 'll64' (expected ll, ll128, simple, auto, none)")
+    "field 'protocol': unknown protocol 'll64' (expected ll, ll128, simple, auto, none)")
 H.raises(function() coll(c, "halving_doubling", "ll", 8) end,
-  "allreduce: protocol 'll' applies to ring, tree and nvls (NCCL's algorithms), not halving_doubling")
+    "allreduce: protocol 'll' applies to ring, tree and nvls (NCCL's algorithms), not halving_doubling")
 H.done()

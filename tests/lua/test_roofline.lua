@@ -1,6 +1,8 @@
 -- The roofline compute model: a block's time is the sum of its parts,
 -- each part matches its closed form (a GEMM costs 2mnk / (peak x gemm_max)
--- + gemm_overhead, a memory-bound op bytes / (HBM x mem_efficiency)), the
+-- + gemm_overhead, or its operands' bytes / (HBM x mem_efficiency) when
+-- that is longer; a memory-bound op the bytes its kernel moves, forward
+-- and backward apart, / (HBM x mem_efficiency)), the
 -- GEMM curve rises and saturates, B and W add up to the backward, and a
 -- one-stage run's makespan is the layers' roofline times plus the default
 -- optimizer step. Runs under `pipesim run`.
@@ -22,7 +24,11 @@ for _, n in ipairs { 128, 256, 512, 1024, 2048, 4096, 8192, 16384 } do
 end
 H.check(ps.clusters.gemm_efficiency(dev, 16384, 16384, 16384) > 0.99 * emax, "saturates")
 
-local function gemm(m, n, k, batch) return 2 * m * n * k * (batch or 1) / (peak * emax) + t0 end
+local function gemm(m, n, k, batch)
+    batch = batch or 1
+    return math.max(2 * m * n * k * batch / (peak * emax) + t0,
+        2 * batch * (m * k + k * n + m * n) / bw)
+end
 local function mem(bytes) return bytes / bw end -- memory-bound (vector FLOPs far below)
 
 -- GPT block, 16-bit, no TP: b = 2, s = 1024, h = 2048, a = 16 (d = 128),
@@ -31,23 +37,42 @@ local s = ps.models.formulas.normalize { layers = 1, hidden = 2048, heads = 16, 
     vocab = 1000, microbatch = 2 }
 local T, h, f, n, a, d = 2048, 2048, 8192, 1024, 16, 128
 local hb = 2 * a -- heads x microbatch
+-- bytes per element (e = 2): norm 4 forward, 6 backward (read x, dy;
+-- write dx); causal softmax 3 (the lower half read, all written) and 4
+-- (dy and y over the half, dx written); dropout 5 and 5 (dy and the mask
+-- read, dx written); bias-dropout-add 7 and 5 (the residual's gradient
+-- is the incoming one); GeLU 4 and 6; permute 4 and 4; the two residual
+-- branch points' gradient sums 6 each; bias gradients 2 (W)
 local fwd = mem(T * h * 4) + gemm(T, 3 * h, h) + mem(T * 3 * h * 4) -- norm1, QKV, its bias
-    + gemm(n, n, d, hb) + mem(hb * n * n * 4) + mem(hb * n * n * 5) -- scores, softmax, dropout
+    + gemm(n, n, d, hb) + mem(hb * n * n * 3) + mem(hb * n * n * 5) -- scores, softmax, dropout
     + gemm(n, d, n, hb) + mem(T * h * 4) + gemm(T, h, h)            -- context, permute, proj
     + mem(T * h * 7) + mem(T * h * 4)                               -- bias-dropout-add, norm2
     + gemm(T, f, h) + mem(T * f * 4) + gemm(T, h, f)                -- fc1, GeLU, fc2
     + mem(T * h * 7)                                                -- bias-dropout-add
 local wgrad = gemm(h, 3 * h, T) + gemm(h, h, T) + gemm(h, f, T) + gemm(f, h, T)
-    + mem(T * 3 * h * 2)                                            -- QKV bias gradient
-local bwd_in = 2 * mem(T * h * 4) + gemm(T, h, 3 * h)
-    + 2 * gemm(n, d, n, hb) + 2 * mem(hb * n * n * 4) + 2 * mem(hb * n * n * 5)
-    + gemm(n, n, d, hb) + gemm(n, d, n, hb) + 2 * mem(T * h * 4) + gemm(T, h, h)
-    + 2 * mem(T * h * 7) + 2 * mem(T * h * 4)
-    + gemm(T, h, f) + 2 * mem(T * f * 4) + gemm(T, f, h) + 2 * mem(T * h * 7)
+    + mem(T * 3 * h * 2) + mem(T * h * 2) + mem(T * f * 2) + mem(T * h * 2) -- bias gradients
+local bwd_in = 2 * mem(T * h * 6) + 2 * mem(T * h * 6)             -- residual sums, norms
+    + gemm(T, h, 3 * h) + 2 * gemm(n, d, n, hb)                     -- QKV dgrad, dQ dK
+    + mem(hb * n * n * 4) + mem(hb * n * n * 5)                     -- softmax, dropout
+    + gemm(n, n, d, hb) + gemm(n, d, n, hb) + mem(T * h * 4)        -- dP dV, permute
+    + gemm(T, h, h) + 2 * mem(T * h * 5)                            -- proj, bias-dropout-adds
+    + gemm(T, h, f) + mem(T * f * 6) + gemm(T, f, h)                -- fc1, GeLU, fc2
 local b = roofline.block(s, dev, { tp = 1 })
 H.near(b.fwd, fwd, 1e-9, "block forward = sum of its hand-computed parts")
 H.near(b.bwd_input, bwd_in, 1e-9, "block B = sum of its hand-computed parts")
-H.near(b.bwd_weight, wgrad, 1e-9, "block W = its four weight-gradient GEMMs + the QKV bias's")
+H.near(b.bwd_weight, wgrad, 1e-9, "block W = its four weight-gradient GEMMs + four bias gradients")
+-- the backward kernels' own bytes, not twice their forward's
+local bytes = {}
+for _, p in ipairs(b.parts) do bytes[p.name] = p.bytes end
+H.near(bytes["softmax bwd"], hb * n * n * 4, 1e-12, "softmax backward: dy and y (causal half), dx")
+H.near(bytes["attention dropout bwd"], hb * n * n * 5, 1e-12, "dropout backward: dy, mask, dx")
+H.near(bytes["norm1 bwd"], T * h * 6, 1e-12, "layernorm backward: x, dy, dx")
+H.near(bytes["bias-gelu bwd"], T * f * 6, 1e-12, "bias-GeLU backward: dy, x, dx")
+-- a thin GEMM (the attention's, k = head_dim) meets the memory roof
+H.near(roofline.gemm_time(dev, n, n, 64, 32), 2 * 32 * (n * 64 * 2 + n * n) / bw, 1e-12,
+    "scores with head_dim 64: HBM-bound")
+H.near(roofline.gemm_time(dev, 8192, 8192, 8192), 2 * 8192 ^ 3 / (peak * emax) + t0, 1e-12,
+    "8192^3: compute-bound")
 local sum = { F = 0, B = 0, W = 0 }
 for _, p in ipairs(b.parts) do sum[p.pass] = sum[p.pass] + p.time end
 H.near(sum.F, b.fwd, 1e-12, "parts add up (F)")
@@ -57,6 +82,14 @@ local fl = 0
 for _, p in ipairs(b.parts) do if p.pass == "F" and p.flops then fl = fl + p.flops end end
 H.near(fl, ps.models.formulas.block_fwd_flops(s), 1e-12, "GEMM FLOPs = 24bsh^2 + 4bs^2h")
 
+-- embedding backward: the zero-filled table gradients (V x h words, s x h
+-- learned positions) plus each one's output gradient read and rows
+-- written; its dropout's backward reads dy and the mask, writes dx
+local emb = roofline.embedding(s, dev, {})
+H.near(emb.bwd_weight, mem(2 * 1000 * h + 4 * T * h + 2 * n * h + 4 * T * h), 1e-12,
+    "embedding W = embedding_dense_backward of words and positions")
+H.near(emb.bwd_input, mem(T * h * 5), 1e-12, "embedding B = its dropout's backward")
+
 -- TP 4 splits the GEMMs' N (or K) and the attention heads
 local b4 = roofline.block(s, dev, { tp = 4 })
 local qkv4
@@ -65,7 +98,7 @@ H.near(qkv4, gemm(T, 3 * h / 4, h), 1e-9, "QKV after TP splitting: N = 3h/t")
 -- selective recompute adds the attention core's forward to B
 local bs = roofline.block(s, dev, { tp = 1, selective = true })
 H.near(bs.bwd_input - b.bwd_input,
-    gemm(n, n, d, hb) + mem(hb * n * n * 4) + mem(hb * n * n * 5) + gemm(n, d, n, hb), 1e-9,
+    gemm(n, n, d, hb) + mem(hb * n * n * 3) + mem(hb * n * n * 5) + gemm(n, d, n, hb), 1e-9,
     "selective: B + the attention core's forward")
 
 -- optimizer: 30 bytes per parameter at HBM speed

@@ -3,20 +3,15 @@
 -- cells), comm cells, overlapped F/B cells, and errors naming line and cell.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
-local function layers(n, f)
-  local l = {}
-  for i = 1, n do l[i] = { fwd_time = f, act_bytes = 1 } end
-  return l
-end
+local function layers(n, f) return F.layers(n, { fwd_time = f, act_bytes = 1 }) end
 local function run(order, info, extra)
-  local spec = { layers = layers(info.stages * info.virtual_stages, 0.5 / info.virtual_stages),
-                 schedule = order, stages = info.stages, virtual_stages = info.virtual_stages,
-                 microbatches = info.microbatches, chunk_placement = info.chunk_placement,
-                 p2p = "pytorch", record = "none" }
-  for k, v in pairs(extra or {}) do spec[k] = v end
-  return ps.run(spec)
+    return ps.run(F.with({ layers = layers(info.stages * info.virtual_stages, 0.5 / info.virtual_stages),
+                           schedule = order, stages = info.stages, virtual_stages = info.virtual_stages,
+                           microbatches = info.microbatches, chunk_placement = info.chunk_placement,
+                           p2p = "pytorch", record = "none" }, extra))
 end
 
 -- ZB-V as PyTorch dumps it (ranks start with idle cells): the V placement
@@ -31,7 +26,7 @@ H.eq(order[1][9], "B0.c1") -- I is the input-gradient B of a unit with a W
 H.eq(order[1][10], "W0.c1")
 local from_csv = run(order, info)
 local builtin = ps.run{ layers = layers(8, 0.25), stages = 4, virtual_stages = 2,
-                        microbatches = 8, schedule = "zbv", record = "none" }
+                          microbatches = 8, schedule = "zbv", record = "none" }
 H.near(from_csv.makespan, builtin.makespan, 1e-9, "zbv from its CSV")
 
 -- interleaved zero bubble with its inserted bubbles (empty cells)
@@ -39,7 +34,7 @@ order, info = ps.schedule.load_pytorch("tests/data/interleaved_zb_p3_v2_m3.csv",
 H.eq(info.chunk_placement, "loop")
 from_csv = run(order, info)
 builtin = ps.run{ layers = layers(6, 0.25), stages = 3, virtual_stages = 2, microbatches = 3,
-                  schedule = "interleaved_zb", record = "none" }
+                    schedule = "interleaved_zb", record = "none" }
 H.near(from_csv.makespan, builtin.makespan, 1e-9, "interleaved_zb from its CSV")
 
 -- DualPipeV's dump: an overlapped F/B cell is one FB action, full
@@ -50,7 +45,7 @@ H.eq(order[1][8], "FB3/1.c1")
 H.eq(order[1][9], "FB2.c1/0")
 from_csv = run(order, info)
 builtin = ps.run{ layers = layers(4, 0.25), stages = 2, virtual_stages = 2, microbatches = 4,
-                  schedule = "dualpipev", record = "none" }
+                    schedule = "dualpipev", record = "none" }
 H.near(from_csv.makespan, builtin.makespan, 1e-9, "dualpipev from its CSV")
 
 -- stages placed neither as loop nor as v: an explicit chunk_placement,
@@ -68,13 +63,13 @@ H.near(from_csv.makespan, 4 * 0.25 * 3, 1e-9, "explicit placement from its CSV")
 -- errors name the file, line and cell
 local dir = "tests/data/"
 H.raises(function() ps.schedule.load_pytorch(dir .. "bad_action.csv") end,
-  "tests/data/bad_action.csv:2: cell 3: bad action '1Q1'")
+    "tests/data/bad_action.csv:2: cell 3: bad action '1Q1'")
 H.raises(function() ps.schedule.load_pytorch("tests/data/zbv_p4_m8.csv", { stages = 2 }) end,
-  "tests/data/zbv_p4_m8.csv: 4 rows but 2 pipeline ranks (stages)")
+    "tests/data/zbv_p4_m8.csv: 4 rows but 2 pipeline ranks (stages)")
 H.raises(function() ps.schedule.load_pytorch(dir .. "i_without_w.csv") end,
-  "tests/data/i_without_w.csv:1: cell 3: 0I1 has no 0W1")
+    "tests/data/i_without_w.csv:1: cell 3: 0I1 has no 0W1")
 H.raises(function() ps.schedule.load_pytorch(dir .. "missing.csv") end, "cannot open")
 H.raises(function() ps.schedule.load_pytorch("tests/data/zbv_p4_m8.csv", { ranks = 2 }) end,
-  "unknown field 'ranks'")
+    "unknown field 'ranks'")
 
 H.done()

@@ -5,6 +5,7 @@
 -- configuration, and the error messages. Runs under `pipesim run`.
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 
 -- a small GPT on one DGX A100 node (8 GPUs): 8 layers, 8 heads
@@ -55,8 +56,8 @@ H.check(exact_rows == all.simulated, "gpipe, 1f1b and interleaved have the exact
 -- the schedule's own (dualpipev: m >= 2p) is counted under 'ps.run'
 local other = ps.search { name = "other", model = model, cluster = node, gpus = 8,
     global_batch = 16, space = { tp = { 1, 2 }, pp = { 2, 4 }, virtual_stages = { 1, 2 },
-    microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
-    "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
+        microbatch = { 1, 2 }, schedule = { "zb_h1", "zb_h2", "looped_bfs", "interleaved_pytorch",
+            "zbv", "dualpipev" }, recompute = { "none", "full" } }, prune = "none", record = "none" }
 local lower_ok = true
 for _, r in ipairs(other.table) do
     if r.status == "simulated" then
@@ -103,19 +104,58 @@ for _, r in ipairs(m.table) do
 end
 H.eq(m.valid + m.dropped.memory, m.raw, "every raw configuration is kept or dropped once")
 
+-- c:path, the route figures the bound reads: NVLink inside a node (NCCL's
+-- 200 GB/s of A100's NVLink 3, 0.6 us), the NIC between nodes (25 GB/s,
+-- 2.7 us), a mesh's own link per pair, nothing to itself
+do
+    local two = ps.cluster(ps.clusters.dgx("A100", 2))
+    local lat, bw, first, id = two:path(0, 1)
+    H.near(lat, 0.6e-6, 1e-12); H.near(bw, 200e9, 1e-12); H.near(first, 200e9, 1e-12)
+    local lat8, bw8, first8, id8 = two:path(0, 8)
+    H.near(lat8, 2.7e-6, 1e-12); H.near(bw8, 25e9, 1e-12); H.near(first8, 25e9, 1e-12)
+    H.check(math.type(id) == "integer" and math.type(id8) == "integer" and id ~= id8,
+        "inside and across nodes leave on other links")
+    H.eq(table.pack(two:path(3, 3)), { 0, math.huge, n = 4 }, "no route to itself")
+    local mesh = ps.cluster { ranks = 4, link = { bandwidth = "25 GB/s", latency = "5 us" } }
+    local ml, mb, mf, mid = mesh:path(0, 3)
+    H.near(ml, 5e-6, 1e-12); H.eq({ mb, mf }, { 25e9, 25e9 }); H.eq(mid, nil, "a mesh pair: its own link, no id")
+    H.raises(function() mesh:path(0, 4) end, "rank out of range")
+end
+
+-- the bound counts the network: microbatch 0's activations cross each
+-- stage boundary before the last stage starts, and without overlap the
+-- gradient sync (all-reduce, or ZeRO-1's reduce-scatter and all-gather)
+-- comes between the last backward and the end of the step. On a slow
+-- network between two nodes (1 GB/s, 50 us) it stays below the simulated
+-- step, within 1% of it with dp 2 across the nodes (counting compute alone
+-- it was 40-47%); with pp 2 the transfers are a small part of 16
+-- microbatches (gpipe: 80% before, 82% now).
+do
+    local slow = ps.cluster(ps.clusters.dgx("A100", 2, { inter = { bandwidth = "1 GB/s", latency = "50 us" } }))
+    local net = ps.search { name = "slow network", model = model, cluster = slow, gpus = 16,
+        global_batch = 16, prune = "none", record = "none",
+        space = { tp = { 8 }, pp = { 1, 2 }, microbatch = { 1 }, schedule = { "1f1b", "gpipe" },
+                  zero = { 0, 1 } } }
+    H.eq(net.simulated, 6, "dp 2 x {zero 0, 1} x 2 schedules, pp 2 x 2 schedules")
+    for _, r in ipairs(net.table) do
+        H.check(r.bound <= r.step_time * (1 + 1e-12),
+            string.format("bound %.9g <= step %.9g: %s", r.bound, r.step_time, r.label))
+        local want = r.dp > 1 and 0.99 or 0.8
+        H.check(r.bound >= want * r.step_time,
+            string.format("bound %.9g within %g of step %.9g: %s", r.bound, want, r.step_time, r.label))
+    end
+end
+
 -- errors
 local base = { model = model, cluster = node, gpus = 8, global_batch = 16 }
-local function with(t)
-    local s = {}
-    for k, v in pairs(base) do s[k] = v end
-    for k, v in pairs(t) do s[k] = v end
-    return s
-end
+local function with(t) return F.with(base, t) end
 H.raises(function() ps.search(with { space = { microbatchs = { 2 } } }) end,
     "ps.search: space: unknown field 'microbatchs' (did you mean 'microbatch'?)")
 H.raises(function() ps.search(with { space = {} }) end, "ps.search: empty space")
 H.raises(function() ps.search(with { space = { tp = {} } }) end, "space.tp is an empty list")
 H.raises(function() ps.search(with { space = { zero = { 3 } } }) end, "space.zero[1] must be 0 or 1")
+H.raises(function() ps.search(with { space = { zero = { 2 } } }) end,
+    "stages 2 and 3, which also partition gradients and weights, are not modelled")
 H.raises(function() ps.search(with { space = { pp = { 3 } } }) end,
     "no valid configuration: constraint 'gpus' removed the last 1 candidates")
 H.raises(function() ps.search(with { space = { tp = { 8 }, microbatch = { 3 } } }) end,

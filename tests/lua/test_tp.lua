@@ -6,6 +6,7 @@
 -- `pipesim run`.
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
+local F = require "fixtures"
 local ps = require "pipesim"
 local parallel = require "pipesim.parallel"
 
@@ -94,6 +95,27 @@ local rr = ps.run{ cluster = c8, layers = layers, stages = 2, microbatches = 4, 
     ranks = { 7, 6, 5, 4 }, record = "none" }
 H.eq(rr.rank, { 7, 5 }, "ranks: TP rank innermost"); H.eq(rr.tp_groups[2], { 5, 4 })
 
+-- the rule itself (parallel.cluster_rank) on Megatron-LM's own example
+-- (megatron/core/parallel_state.py, initialize_model_parallel's docstring:
+-- 16 GPUs, tp 2, pp 4, so dp 2): tensor groups [g0, g1], [g2, g3], ...;
+-- pipeline groups [g0, g4, g8, g12], [g1, g5, g9, g13], ...; data-parallel
+-- groups [g0, g2], [g1, g3], [g4, g6], ...
+do
+    local function at(placement, stage, j, k) return parallel.cluster_rank(nil, placement, 4, 2, 2, stage, j, k) end
+    local pipe, data, tensor = {}, {}, {}
+    for stage = 0, 3 do pipe[#pipe + 1] = at(nil, stage, 0, 1) end
+    for j = 0, 1 do data[#data + 1] = at("dp_inner", 2, j, 0) end
+    for k = 0, 1 do tensor[#tensor + 1] = at(nil, 3, 1, k) end
+    H.eq(pipe, { 1, 5, 9, 13 }, "Megatron: pipeline group [g1, g5, g9, g13]")
+    H.eq(data, { 8, 10 }, "Megatron: data-parallel group [g8, g10]")
+    H.eq(tensor, { 14, 15 }, "Megatron: tensor group [g14, g15]")
+    H.eq(at("pp_inner", 3, 1, 1), 1 + 2 * (3 + 4 * 1), "pp_inner: k + t (r + p j)")
+    local list = {}
+    for i = 1, 16 do list[i] = 100 + i end
+    H.eq(parallel.cluster_rank(list, nil, 4, 2, 2, 3, 1, 1), 100 + (1 * 4 + 3) * 2 + 1 + 1,
+        "a ranks list: TP rank innermost, then stage, then replica")
+end
+
 -- static memory: each rank's parameters / t (16 B per parameter)
 local one = ps.cluster{ ranks = 8, device = dev, link = { bandwidth = beta, latency = alpha } }
 local r4 = ps.run{ cluster = one, layers = layers, stages = 1, microbatches = 1, tp = 4,
@@ -154,10 +176,8 @@ H.check(ro.makespan < rb.makespan, "tp_overlap shortens the step")
 local deep = ps.models.transformer { layers = 8, hidden = 1024, heads = 16, seq = 512,
     vocab = 1024, microbatch = 2, dtype = "fp16" }
 local function peak_with(extra)
-    local spec = { cluster = one, layers = deep, stages = 2, microbatches = 8, tp = 4,
-        sequence_parallel = true, recompute = "full", record = "none", partition = { 5, 5 } }
-    for k, v in pairs(extra) do spec[k] = v end
-    local x = ps.run(spec)
+    local x = ps.run(F.with({ cluster = one, layers = deep, stages = 2, microbatches = 8, tp = 4,
+        sequence_parallel = true, recompute = "full", record = "none", partition = { 5, 5 } }, extra))
     return x.peak_memory[1], x.makespan
 end
 local u1, tu1 = peak_with {}

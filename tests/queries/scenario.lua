@@ -15,34 +15,34 @@
 local ps = require "pipesim"
 
 local free = ps.cluster{
-  name = "2 free", ranks = 2,
-  device = { flops = "1 TFLOPS", efficiency = 1, memory = "80 GiB" },
+    name = "2 free", ranks = 2,
+    device = { flops = "1 TFLOPS", efficiency = 1, memory = "80 GiB" },
 }
 local linked = ps.cluster{
-  name = "4 mesh", ranks = 4,
-  device = { flops = "1 TFLOPS", efficiency = 1, memory = "80 GiB" },
-  link = { bandwidth = "1 GB/s", latency = "1 ms" },
+    name = "4 mesh", ranks = 4,
+    device = { flops = "1 TFLOPS", efficiency = 1, memory = "80 GiB" },
+    link = { bandwidth = "1 GB/s", latency = "1 ms" },
 }
 
 local layers = {}
 for i = 1, 4 do
-  layers[i] = { name = "l" .. i, fwd_flops = "1 TFLOP", params = 1e6,
-                act_bytes = "1 GiB", out_bytes = "1 MB" }
+    layers[i] = { name = "l" .. i, fwd_flops = "1 TFLOP", params = 1e6,
+                    act_bytes = "1 GiB", out_bytes = "1 MB" }
 end
 
 for _, s in ipairs{ "gpipe", "1f1b" } do
-  ps.run{ name = "pp/" .. s, cluster = free, layers = layers, stages = 2,
-          microbatches = 4, schedule = s, record = "events" }
+    ps.run{ name = "pp/" .. s, cluster = free, layers = layers, stages = 2,
+              microbatches = 4, schedule = s, record = "events" }
 end
 -- a link: transfers and link rows; data parallelism: exposed gradient sync
 ps.run{ name = "dp/1f1b", cluster = linked, layers = layers, stages = 2,
-        microbatches = 4, schedule = "1f1b", dp = 2, record = "events" }
+          microbatches = 4, schedule = "1f1b", dp = 2, record = "events" }
 -- ring vs binomial_tree allreduce on the 4-rank mesh: binomial_tree (log2 4 = 2 steps each
 -- way of the whole array) wins at 1 KiB, ring (2 (N - 1) steps of 1/N of
 -- it) from 16 MiB
 for _, b in ipairs{ 1024, 16 * 1024 * 1024 } do
-  for _, a in ipairs{ "ring", "binomial_tree" } do
-    ps.collective{ cluster = linked, op = "allreduce", algorithm = a,
-                   bytes = b, name = "ar/" .. a, record = "summary" }
-  end
+    for _, a in ipairs{ "ring", "binomial_tree" } do
+        ps.collective{ cluster = linked, op = "allreduce", algorithm = a,
+                         bytes = b, name = "ar/" .. a, record = "summary" }
+    end
 end

@@ -1,12 +1,15 @@
-/* Shared by the schedule tests (test_sched, test_zb, test_pt): lower a
- * schedule onto a mesh and run it, the mean bubble of the lanes, and a
- * rank's order as an action string. */
+/* Shared by the schedule tests (test_sched, test_zb, test_pt, test_ds,
+ * test_fb): a built-in or custom spec over a stage array, lower a schedule
+ * onto a mesh and run it, the mean bubble of the lanes, the memory peaks,
+ * and a rank's order as an action string. */
 #ifndef PS_TEST_SCHED_FIXTURE_H
 #define PS_TEST_SCHED_FIXTURE_H
 
 #include <stdio.h>
 
 #include "eng.h"
+#include "harness.h"
+#include "mem.h"
 #include "net.h"
 #include "prog.h"
 #include "sched.h"
@@ -17,6 +20,42 @@ typedef struct outcome {
     eng_result res;
     prog_set *ps; /* caller frees */
 } outcome;
+
+/* A built-in schedule over stages under the chunk placement given. */
+static inline sched_spec spec_on(enum sched_kind kind, int p, int v, int m,
+                                 sched_stage *stages,
+                                 enum sched_placement placement)
+{
+    return (sched_spec){.kind = kind,
+                        .p = p,
+                        .v = v,
+                        .m = m,
+                        .stages = stages,
+                        .placement = placement};
+}
+
+/* One action of a custom list, parsed (a parse failure counts as a failed
+ * check). */
+static inline sched_action act(const char *text, int m, int v)
+{
+    sched_action a = {0};
+    ps_err err;
+    CHECK_INT(sched_parse_action(text, m, v, &a, &err), 0);
+    return a;
+}
+
+/* A custom schedule: lists[r] holds n[r] actions of rank r. */
+static inline sched_spec custom_on(int p, int v, int m, sched_stage *stages,
+                                   const sched_action **lists, const int32_t *n)
+{
+    return (sched_spec){.kind = SCHED_CUSTOM,
+                        .p = p,
+                        .v = v,
+                        .m = m,
+                        .stages = stages,
+                        .custom = lists,
+                        .ncustom = n};
+}
 
 /* Lowers s onto a mesh of p ranks (bandwidth bw, latency lat) and runs it. */
 static inline outcome run_mesh(const sched_spec *s, enum eng_p2p mode,
@@ -56,6 +95,19 @@ static inline double bubble(const prog_set *ps, double makespan)
         sum += (makespan - busy) / makespan;
     }
     return sum / ps->nlanes;
+}
+
+/* Runs s on free links and writes each rank's memory peaks (static memory
+ * 0) to out; checks that the run succeeds and every rank ends at 0. */
+static inline void peaks(const sched_spec *s, mem_rank *out)
+{
+    outcome o = run_free(s, ENG_RENDEZVOUS);
+    CHECK_INT(o.rc, 0);
+    ps_err err;
+    CHECK_INT(mem_ledger(o.ps, NULL, out, NULL, NULL, &err), 0);
+    for (int r = 0; r < s->p; r++)
+        CHECK_NEAR(out[r].final, 0);
+    prog_free(o.ps);
 }
 
 /* The order of rank r as "F0 F1 B0.c1 ..." (a static buffer). */

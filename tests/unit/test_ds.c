@@ -23,12 +23,7 @@ static void costs(double f, double b, double w)
 
 static sched_spec dual(int p, int m)
 {
-    return (sched_spec){.kind = SCHED_DUALPIPE,
-                        .p = p,
-                        .v = 2,
-                        .m = m,
-                        .stages = stages,
-                        .placement = SCHED_DUAL};
+    return spec_on(SCHED_DUALPIPE, p, 2, m, stages, SCHED_DUAL);
 }
 
 /* Rank r's order as action strings: "F0 F2.c1 FB3.c1/0 ..." */
@@ -204,14 +199,10 @@ static void test_closed_forms(void)
                     double ms;
                     CHECK_NEAR(worst_idle(&s, &ms),
                                (p / 2.0 - 1) * (fb + full - 3 * w));
-                    sched_spec v = {.kind = SCHED_DUALPIPEV,
-                                    .p = p,
-                                    .v = 2,
-                                    .m = m,
-                                    .stages = stages,
-                                    .placement = SCHED_V,
-                                    .fb_given = k,
-                                    .fb_interference = 0};
+                    sched_spec v =
+                        spec_on(SCHED_DUALPIPEV, p, 2, m, stages, SCHED_V);
+                    v.fb_given = k;
+                    v.fb_interference = 0;
                     CHECK_NEAR(worst_idle(&v, &ms),
                                (p - 1.0) * (fb + full - 3 * w));
                 }

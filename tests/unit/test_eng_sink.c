@@ -1,8 +1,9 @@
 /* The engine's completion hook and online statistics: every op is reported
  * exactly once with the times the engine stored, the busy time per lane
  * and the memory ledger kept online equal the second passes (pipe.c's sum,
- * mem_ledger) bit for bit, for every built-in schedule and both p2p
- * modes. */
+ * mem_ledger) bit for bit, and the memory changes reported (baselines
+ * first) are mem_ledger's visits rank by rank, for every built-in schedule
+ * and both p2p modes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,53 @@ typedef struct seen {
     int64_t changes; /* mem_change calls */
     double last_t[P];
     int out_of_order;
+    int32_t nmem, mem_cap; /* the changes, in the order reported */
+    struct change {
+        int32_t rank;
+        double t, bytes;
+    } * mem;
 } seen;
+
+static void keep(seen *s, int32_t rank, double t, double bytes)
+{
+    if (s->nmem == s->mem_cap) {
+        s->mem_cap = s->mem_cap ? 2 * s->mem_cap : 256;
+        s->mem = realloc(s->mem, (size_t)s->mem_cap * sizeof *s->mem);
+    }
+    s->mem[s->nmem++] = (struct change){rank, t, bytes};
+}
+
+/* mem_ledger's visits, into the second record */
+static void on_visit(void *vctx, int32_t rank, double t, double bytes)
+{
+    keep(vctx, rank, t, bytes);
+}
+
+/* 1 when a and b hold the same changes in the same order per rank */
+static int same_per_rank(const seen *a, const seen *b)
+{
+    if (a->nmem != b->nmem)
+        return 0;
+    for (int32_t r = 0; r < P; r++) {
+        int32_t i = 0, j = 0;
+        for (;;) {
+            while (i < a->nmem && a->mem[i].rank != r)
+                i++;
+            while (j < b->nmem && b->mem[j].rank != r)
+                j++;
+            if (i == a->nmem || j == b->nmem)
+                break;
+            if (a->mem[i].t != b->mem[j].t ||
+                a->mem[i].bytes != b->mem[j].bytes)
+                return 0;
+            i++;
+            j++;
+        }
+        if ((i == a->nmem) != (j == b->nmem))
+            return 0;
+    }
+    return 1;
+}
 
 static void on_done(void *vctx, const eng_done *d)
 {
@@ -40,7 +87,7 @@ static void on_done(void *vctx, const eng_done *d)
 static void on_mem(void *vctx, int32_t rank, double t, double bytes)
 {
     seen *s = vctx;
-    (void)bytes;
+    keep(s, rank, t, bytes);
     s->changes++;
     if (t < s->last_t[rank])
         s->out_of_order = 1;
@@ -92,14 +139,22 @@ static void one(enum sched_kind kind, int v, enum eng_p2p p2p)
         CHECK(memcmp(&busy, &es.busy[l], sizeof busy) == 0);
     }
     mem_rank want[P];
-    CHECK_INT(mem_ledger(ps, stat, want, NULL, NULL, &err), 0);
+    seen visits = {.ps = ps};
+    CHECK_INT(mem_ledger(ps, stat, want, on_visit, &visits, &err), 0);
     CHECK(memcmp(want, es.mem, sizeof want) == 0);
+    /* the baselines first, in rank order, then the changes */
+    for (int32_t r = 0; r < P; r++)
+        CHECK(s.nmem > r && s.mem[r].rank == r && s.mem[r].t == 0 &&
+              s.mem[r].bytes == stat[r]);
+    CHECK(same_per_rank(&s, &visits));
+    free(visits.mem);
     int64_t changes = 0;
     for (int32_t l = 0; l < ps->nlanes; l++)
         for (int32_t i = 0; i < ps->lanes[l].n; i++)
             changes += ps->lanes[l].ops[i].type == PROG_COMPUTE &&
                        ps->lanes[l].ops[i].mem != 0;
-    CHECK_INT(s.changes, changes);
+    CHECK_INT(s.changes, changes + P);
+    free(s.mem);
     free(s.hit);
     free(s.base);
     eng_free(e);

@@ -1,5 +1,7 @@
 /* Event queue: pops in (time, push order) order whatever mix of in-order
- * and out-of-order pushes, interleaved with pops; peek agrees with pop. */
+ * and out-of-order pushes, interleaved with pops; peek agrees with pop;
+ * pushes of now + a few delays (the sorted runs) and of more delays than
+ * runs (the heap besides) pop as a plain scan would. */
 #include <stdlib.h>
 
 #include "eq.h"
@@ -99,8 +101,57 @@ static void check_sorted(unsigned seed, int n)
     eq_free(&q);
 }
 
+/* A simulation's pattern: every push is now + one of ndelays delays
+ * (more delays than EQ_RUNS: some go to the heap), now the time of the
+ * last pop; every pop must be the one a plain scan for the least (t, seq)
+ * of the pending events picks. */
+static void check_delays(unsigned seed, int ndelays, int n)
+{
+    srand(seed);
+    eq q;
+    eq_init(&q);
+    ref *pend = malloc((size_t)n * sizeof *pend);
+    double *delay = malloc((size_t)ndelays * sizeof *delay);
+    for (int k = 0; k < ndelays; k++)
+        delay[k] = (double)(rand() % 1000) / 64;
+    int npend = 0, pushed = 0, bad = 0, popped = 0;
+    double now = 0;
+    while (pushed < n || npend > 0) {
+        int burst = rand() % 4;
+        for (int b = 0; b < burst && pushed < n; b++, pushed++) {
+            double t = now + delay[rand() % ndelays];
+            bad += eq_push(&q, t, 0, pushed, 0) != 0;
+            pend[npend++] = (ref){t, (uint64_t)pushed};
+        }
+        if (npend == 0 || rand() % 2)
+            continue;
+        int least = 0;
+        for (int i = 1; i < npend; i++)
+            if (cmp_ref(&pend[i], &pend[least]) < 0)
+                least = i;
+        eq_event ev, peek;
+        bad += eq_peek(&q, &peek) != 0 || peek.seq != pend[least].seq;
+        bad += eq_pop(&q, &ev) != 0;
+        bad += ev.seq != pend[least].seq || ev.t != pend[least].t ||
+               ev.id != (int32_t)ev.seq;
+        now = ev.t;
+        pend[least] = pend[--npend];
+        popped++;
+    }
+    eq_event ev;
+    CHECK_INT(eq_pop(&q, &ev), -1);
+    CHECK(eq_empty(&q));
+    CHECK_INT(popped, n);
+    CHECK_INT(bad, 0);
+    free(pend);
+    free(delay);
+    eq_free(&q);
+}
+
 int main(void)
 {
+    for (int d = 1; d <= 2 * EQ_RUNS; d += 3)
+        check_delays((unsigned)d, d, 20000);
     for (unsigned seed = 1; seed <= 20; seed++) {
         check_order(seed, 2000, (int)(seed * 5 % 60));
         check_sorted(seed, 3000);

@@ -22,14 +22,6 @@ static void costs(double f, double b, double w, double act)
         stages[i] = (sched_stage){f, b, f, act, act, 0, w, act / 4};
 }
 
-static sched_action act(const char *text, int m, int v)
-{
-    sched_action a = {0};
-    ps_err err;
-    CHECK_INT(sched_parse_action(text, m, v, &a, &err), 0);
-    return a;
-}
-
 static void test_parse(void)
 {
     sched_action a = act("FB3/1", 4, 1);
@@ -77,13 +69,7 @@ static sched_spec one_rank(const sched_action **lists, int32_t *n)
     l[2] = act("B1", 2, 1);
     lists[0] = l;
     n[0] = 3;
-    return (sched_spec){.kind = SCHED_CUSTOM,
-                        .p = 1,
-                        .v = 1,
-                        .m = 2,
-                        .stages = stages,
-                        .custom = lists,
-                        .ncustom = n};
+    return custom_on(1, 1, 2, stages, lists, n);
 }
 
 /* The FB's two ops on lane 0: FB_F then FB_B. */
@@ -168,14 +154,8 @@ static void test_two_ranks(void)
     int32_t n[2] = {5, 4};
     costs(1, 1, 1, 1);
     for (int py = 0; py < 2; py++) {
-        sched_spec s = {.kind = SCHED_CUSTOM,
-                        .p = 2,
-                        .v = 1,
-                        .m = 3,
-                        .stages = stages,
-                        .custom = lists,
-                        .ncustom = n,
-                        .pytorch_p2p = py};
+        sched_spec s = custom_on(2, 1, 3, stages, lists, n);
+        s.pytorch_p2p = py;
         outcome o = run_free(&s, ENG_RENDEZVOUS);
         CHECK_INT(o.rc, 0);
         int sends = 0, recvs = 0;
@@ -264,13 +244,7 @@ static void test_errors(void)
             l[k] = act(bad[i].acts[k], 2, 1);
         const sched_action *lists[1] = {l};
         int32_t n[1] = {4};
-        sched_spec c = {.kind = SCHED_CUSTOM,
-                        .p = 1,
-                        .v = 1,
-                        .m = 2,
-                        .stages = stages,
-                        .custom = lists,
-                        .ncustom = n};
+        sched_spec c = custom_on(1, 1, 2, stages, lists, n);
         CHECK_INT(sched_check(&c, &err), PS_ERR);
         CHECK_STR(err.msg, bad[i].msg);
     }

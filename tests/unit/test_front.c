@@ -87,16 +87,34 @@ static void test_coll_exec_records(void)
     CHECK_STR(rc.used_name, "allreduce ring");
     CHECK_NEAR(scalar(db, "SELECT time FROM collective WHERE run = 1"),
                res.time);
-    CHECK(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1") > 0);
+    /* streamed from the engine (the ring as a generator): 2 (N - 1)
+     * steps of N transfers, each rank's memory baseline */
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1"),
+              2 * 3 * 4);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 1 AND "
+                         "t = 0 AND bytes = 0"),
+              4);
+    CHECK_NEAR(scalar(db, "SELECT max(t_end) FROM transfer WHERE run = 1"),
+               res.time);
     coll_result_free(&res);
+    /* a failure inside coll_run once the stream is open drops its rows */
+    spec.op = COLL_BROADCAST;
+    spec.root = 9;
+    CHECK_INT(coll_exec(ctx, &spec, nw, &rc, &res, &err), PS_ERR);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run WHERE status = 'failed'"),
+              1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run <> 1"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 1);
+    spec.op = COLL_ALLREDUCE;
+    spec.root = 0;
     /* a failure after the spec is read: a failed run row, no collective */
     spec.algorithm = COLL_HIERARCHICAL;
     CHECK_INT(coll_exec(ctx, &spec, nw, &rc, &res, &err), PS_ERR);
-    CHECK_INT(rc.id, 2);
-    CHECK_INT(scalar(db, "SELECT count(*) FROM run WHERE id = 2 AND "
+    CHECK_INT(rc.id, 3);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run WHERE id = 3 AND "
                          "status = 'failed' AND error LIKE '%needs nodes%'"),
               1);
-    CHECK_INT(scalar(db, "SELECT count(*) FROM collective WHERE run = 2"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM collective WHERE run = 3"), 0);
 out:
     coll_ctx_free(ctx);
     net_free(nw);

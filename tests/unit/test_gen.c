@@ -4,7 +4,9 @@
  * bit, and so do makespan, events, transfers and the collective's
  * figures; for every generated collective on a mesh (FIFO) and on a
  * cluster (max-min fair), both p2p modes, lockstep and slotted rings; for
- * every generated schedule, the busy times and memory ledgers too. */
+ * every generated schedule, the busy times and memory ledgers too; a
+ * generator that breaks gen.h's contract fails the run with its rank; the
+ * same on a mesh of 1 << 20 ranks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,8 +144,121 @@ static void compare_pipe(enum sched_kind kind, int32_t p, int32_t v, int32_t m,
     eng_free(e2);
 }
 
+/* Generators that break gen.h's contract, one way each (mode): the run
+ * fails naming the rank and the op instead of reading out of bounds. */
+static int broken_rank(const gen_prog *g, int32_t lane)
+{
+    (void)g;
+    return lane;
+}
+
+static int broken_next(const gen_prog *g, int32_t lane, void *state,
+                       prog_op *ops)
+{
+    const int *mode = g->ctx;
+    int *calls = state;
+    if ((*calls)++ > 0)
+        return 0;
+    /* channel c carries rank c's sends */
+    prog_op send = {.bytes = 8,
+                    .msg = lane,
+                    .peer = 1 - lane,
+                    .type = PROG_SEND,
+                    .flags = PROG_BATCH};
+    prog_op recv = {
+        .bytes = 8, .msg = 1 - lane, .peer = 1 - lane, .type = PROG_RECV};
+    ops[0] = send;
+    ops[1] = recv;
+    switch (*mode) {
+    case 0: ops[1].msg = 2; break;             /* a channel it does not have */
+    case 1: ops[1].type = PROG_WAIT; break;    /* not a SEND or RECV */
+    case 2: ops[0].flags = 0; break;           /* PROG_BATCH missing */
+    case 3: ops[1].flags = PROG_BATCH; break;  /* on the last op too */
+    case 4: ops[0].type = PROG_COMPUTE; break; /* a compute op in a batch */
+    case 5: return 3;                          /* longer than max_batch */
+    default: break;                            /* unbroken */
+    }
+    return 2;
+}
+
+static void check_broken(void)
+{
+    net *nw = net_new(2);
+    eng_sim *e = eng_new();
+    ps_err err;
+    CHECK_INT(net_set_mesh(nw, 25e9, 5e-6, &err), 0);
+    for (int mode = 0; mode <= 5; mode++) {
+        gen_prog g = {2,           2,           2,           mode == 5 ? 1 : 2,
+                      sizeof(int), broken_rank, broken_next, &mode};
+        eng_result res;
+        CHECK_INT(eng_run_gen(e, &g, nw, ENG_RENDEZVOUS, &res, &err), PS_ERR);
+        CHECK_HAS(err.msg, "generated program: rank 0, op ");
+        CHECK_HAS(err.msg, mode == 5 ? "a batch longer than max_batch"
+                                     : "not an op, a batch or a channel");
+    }
+    /* and the same program unbroken runs: one exchange, a + x / b */
+    int ok = 6;
+    gen_prog g = {2, 2, 2, 2, sizeof(int), broken_rank, broken_next, &ok};
+    eng_result res;
+    CHECK_INT(eng_run_gen(e, &g, nw, ENG_RENDEZVOUS, &res, &err), PS_OK);
+    CHECK_NEAR(res.makespan, 5e-6 + 8 / 25e9);
+    CHECK_INT(res.transfers, 2);
+    eng_free(e);
+    net_free(nw);
+}
+
+/* Integer widths (issue 12): on a mesh of 1 << 20 ranks, ring positions
+ * and pipeline ranks at both ends of the rank space; the generator and
+ * the array agree there, and a pipeline's figures equal the same
+ * schedule's on a 3-rank mesh. */
+static void check_huge(void)
+{
+    int32_t n = 1 << 20;
+    net *big = net_new(n), *small = net_new(3);
+    ps_err err;
+    CHECK_INT(net_set_mesh(big, 25e9, 5e-6, &err), 0);
+    CHECK_INT(net_set_mesh(small, 25e9, 5e-6, &err), 0);
+    int32_t ranks[5] = {n - 1, 0, n / 2, 12345, n - 2};
+    coll_spec spec = {.op = COLL_ALLREDUCE,
+                      .algorithm = COLL_RING,
+                      .bytes = 4 * 1003,
+                      .ranks = ranks,
+                      .nranks = 5,
+                      .slots = 8};
+    compare(&spec, big);
+    sched_stage st[3];
+    for (int32_t i = 0; i < 3; i++)
+        st[i] = (sched_stage){1e-3 * (1 + i), 2.1e-3, 1e-3, 1e9, 1e8,
+                              4e6 + 1e5 * i,  3e-4,   0};
+    int32_t far[3] = {n - 1, 0, n / 2}, near[3] = {0, 1, 2};
+    sched_spec s = {.kind = SCHED_1F1B,
+                    .p = 3,
+                    .v = 1,
+                    .m = 8,
+                    .stages = st,
+                    .rank_of = far,
+                    .placement = SCHED_LOOP};
+    eng_sim *e = eng_new();
+    eng_result a, b;
+    CHECK_INT(gen_pipe_run(&s, big, ENG_RENDEZVOUS, e, &a, &err), 0);
+    eng_stats x;
+    eng_stats_of(e, &x);
+    double busy[3] = {x.busy[0], x.busy[1], x.busy[2]};
+    s.rank_of = near;
+    CHECK_INT(gen_pipe_run(&s, small, ENG_RENDEZVOUS, e, &b, &err), 0);
+    eng_stats_of(e, &x);
+    CHECK(memcmp(&a, &b, sizeof a) == 0);
+    CHECK(memcmp(busy, x.busy, sizeof busy) == 0);
+    CHECK_INT(a.transfers, 2 * 2 * 8);
+    eng_free(e);
+    net_free(big);
+    net_free(small);
+}
+
 int main(void)
 {
+    check_broken();
+    check_huge();
     static const enum coll_op ops[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER,
                                        COLL_ALLGATHER};
     static const int32_t sizes[] = {2, 3, 8, 13};

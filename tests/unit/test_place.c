@@ -56,16 +56,10 @@ static void test_routing(void)
     }
     const sched_action *lists[2] = {l0, l1};
     int32_t n[2] = {4, 4};
-    sched_spec s = {.kind = SCHED_CUSTOM,
-                    .p = 2,
-                    .v = 2,
-                    .m = 1,
-                    .stages = stages,
-                    .custom = lists,
-                    .ncustom = n,
-                    .placement = SCHED_LIST,
-                    .place = odd,
-                    .pytorch_p2p = 1};
+    sched_spec s = custom_on(2, 2, 1, stages, lists, n);
+    s.placement = SCHED_LIST;
+    s.place = odd;
+    s.pytorch_p2p = 1;
     outcome o = run_free(&s, ENG_RENDEZVOUS);
     CHECK_INT(o.rc, 0);
     CHECK_NEAR(o.res.makespan, 4 * 1 + 4 * 1); /* F 1, B 1 (W 0) */

@@ -22,12 +22,7 @@ static void costs(double f, double b, double w)
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){.kind = kind,
-                        .p = p,
-                        .v = v,
-                        .m = m,
-                        .stages = stages,
-                        .placement = sched_default_placement(kind)};
+    return spec_on(kind, p, v, m, stages, sched_default_placement(kind));
 }
 
 /* Rank r's order in PyTorch's action notation: global stage, F / I (B of

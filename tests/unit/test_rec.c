@@ -5,7 +5,10 @@
  * Runs with cwd = a scratch directory (tests/run.sh). */
 #include "rec.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -205,6 +208,7 @@ static void test_stream(void)
     eng_sink sink;
     CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
     eng_set_sink(e, &sink);
+    eng_set_memory(e, fx.static_memory); /* the baselines of the rows */
     eng_result res;
     CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
@@ -225,6 +229,24 @@ static void test_stream(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 2"), 48);
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 2"), 68);
     CHECK_INT(scalar(db, "SELECT event_first FROM span WHERE run = 2"), 65);
+    /* memory rows from the engine's ledger: each rank's baseline first,
+     * then its changes in time order, as mem_ledger has them */
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory m JOIN (SELECT rank, "
+                         "min(rowid) AS first FROM memory WHERE run = 2 GROUP "
+                         "BY rank) f ON m.rowid = f.first WHERE m.t <> 0"),
+              0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory a JOIN memory b ON "
+                         "a.run = 2 AND b.run = 2 AND a.rank = b.rank AND "
+                         "a.rowid < b.rowid AND a.t > b.t"),
+              0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM (SELECT a.rank, a.t, a.bytes, "
+                         "(SELECT count(*) FROM memory c WHERE c.run = 1 AND "
+                         "c.rank = a.rank AND c.rowid < a.rowid) FROM memory "
+                         "a WHERE a.run = 1 EXCEPT SELECT b.rank, b.t, "
+                         "b.bytes, (SELECT count(*) FROM memory d WHERE d.run "
+                         "= 2 AND d.rank = b.rank AND d.rowid < b.rowid) FROM "
+                         "memory b WHERE b.run = 2)"),
+              0);
     /* completion order: each rank's events in time order */
     CHECK_INT(scalar(db, "SELECT count(*) FROM event a JOIN event b ON "
                          "a.run = 2 AND b.run = 2 AND a.rank = b.rank AND "
@@ -254,6 +276,84 @@ static void test_stream(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM event"), 128);
     CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 2);
     rec_close(other, &err);
+    eng_free(e);
+    rec_close(db, &err);
+    fixture_free(&fx);
+}
+
+/* A full disk while the writer thread inserts a streamed run's rows
+ * (rec_writer.c): that run fails with the full-disk message, nothing of it
+ * remains, and the run before it is kept. */
+static void test_stream_full(void)
+{
+    ps_err err = {0};
+    unlink("full.db");
+    unlink("full.db-wal");
+    unlink("full.db-shm");
+    rec_db *db = rec_open("full.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    char cap[32];
+    snprintf(cap, sizeof cap, "%lld",
+             (long long)scalar(db, "PRAGMA page_count") + 8);
+    rec_close(db, &err);
+    setenv("PIPESIM_TEST_MAX_PAGES", cap, 1);
+    db = rec_open("full.db", &err);
+    unsetenv("PIPESIM_TEST_MAX_PAGES");
+    eng_sim *e = eng_new();
+    eng_sink sink;
+    CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+    eng_set_sink(e, &sink);
+    eng_result res;
+    /* 50 x 180 rows in one run: more than 8 pages */
+    for (int i = 0; i < 50; i++)
+        CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
+    CHECK_INT(id, 0);
+    CHECK_HAS(err.msg, "full.db: run not recorded: database or disk is full "
+                       "(runs recorded before are kept)");
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 1);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event_row"), 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 0);
+    eng_free(e);
+    rec_close(db, &err);
+    fixture_free(&fx);
+}
+
+/* A streamed run whose log passes the checkpoint size (lowered to 100
+ * frames here): the checkpoint runs on the writer thread's own connection
+ * after the commit (rec.c, wal_hook) while the next run streams; every
+ * row is in, and the database file holds the first run once the second
+ * is committed. */
+static void test_stream_checkpoint(void)
+{
+    ps_err err = {0};
+    unlink("ckpt.db");
+    setenv("PIPESIM_TEST_CKPT_FRAMES", "100", 1);
+    rec_db *db = rec_open("ckpt.db", &err);
+    unsetenv("PIPESIM_TEST_CKPT_FRAMES");
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    eng_sim *e = eng_new();
+    eng_sink sink;
+    eng_result res;
+    int64_t id = 0;
+    struct stat sb;
+    for (int run = 1; run <= 2; run++) {
+        CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+        eng_set_sink(e, &sink);
+        /* run 1: 36,000 rows, about 150 pages; run 2: 180 */
+        for (int i = 0; i < (run == 1 ? 200 : 1); i++)
+            CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+        CHECK_INT(id, run);
+    }
+    /* run 2 waited for run 1's checkpoint (rec_writer_drain) */
+    CHECK(stat("ckpt.db", &sb) == 0 && sb.st_size > 100 * 4096);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1"), 200 * 64);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM memory"), 201 * 68);
     eng_free(e);
     rec_close(db, &err);
     fixture_free(&fx);
@@ -480,6 +580,40 @@ static void test_commit_per_run(void)
     CHECK_INT(rec_close(NULL, &err), 0);
 }
 
+/* A new file is built beside its path and linked into place
+ * (rec_schema_create_file): a complete database in WAL mode with the mode
+ * SQLite would give it (0644 less the umask), and no scratch file left. */
+static void test_new_file(void)
+{
+    ps_err err = {0};
+    char dir[] = "/tmp/pipesim-test-rec-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/new.db", dir);
+    rec_db *db = rec_open(path, &err);
+    CHECK(db != NULL);
+    CHECK_INT(scalar(db, "PRAGMA user_version"), REC_SCHEMA_VERSION);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                         "('run', 'event', 'span', 'memory_peak')"),
+              4);
+    char mode[16];
+    CHECK_STR(text(db, "PRAGMA journal_mode", mode, sizeof mode), "wal");
+    rec_close(db, &err);
+    struct stat sb;
+    mode_t mask = umask(0);
+    umask(mask);
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == (0644 & ~mask));
+    DIR *d = opendir(dir);
+    int entries = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        entries += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK_INT(entries, 1); /* new.db alone */
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_open_errors(void)
 {
     ps_err err = {0};
@@ -564,5 +698,8 @@ int main(void)
     test_open_errors();
     test_timeline_upgrade();
     test_stream();
+    test_stream_full();
+    test_new_file();
+    test_stream_checkpoint();
     return harness_done();
 }

@@ -23,12 +23,7 @@ static void uniform(double fwd, double bwd, double out)
 
 static sched_spec spec(enum sched_kind kind, int p, int v, int m)
 {
-    return (sched_spec){.kind = kind,
-                        .p = p,
-                        .v = v,
-                        .m = m,
-                        .stages = stages,
-                        .placement = SCHED_LOOP};
+    return spec_on(kind, p, v, m, stages, SCHED_LOOP);
 }
 
 static const char *mode_name(int mode)
@@ -103,18 +98,6 @@ static void test_interleaved_closed_form(void)
                                (p - 1.0) / (v * m + p - 1));
                     prog_free(o.ps);
                 }
-}
-
-/* Peaks in units of one chunk's act_bytes (static memory 0). */
-static void peaks(const sched_spec *s, mem_rank *out)
-{
-    outcome o = run_free(s, ENG_RENDEZVOUS);
-    CHECK_INT(o.rc, 0);
-    ps_err err;
-    CHECK_INT(mem_ledger(o.ps, NULL, out, NULL, NULL, &err), 0);
-    for (int r = 0; r < s->p; r++)
-        CHECK_NEAR(out[r].final, 0);
-    prog_free(o.ps);
 }
 
 static void test_peak_activations(void)
@@ -422,15 +405,6 @@ static void test_lowering(void)
 }
 
 /* Custom lists: p = 2, m = 2. */
-static sched_action act(const char *text, int m, int v)
-{
-    sched_action a = {0};
-    ps_err err;
-    if (sched_parse_action(text, m, v, &a, &err))
-        printf("  bad test action %s: %s\n", text, err.msg);
-    return a;
-}
-
 static void test_custom(void)
 {
     uniform(1, 2, 0);

@@ -24,12 +24,7 @@ static void costs(double f, double b, double w, double wb)
 
 static sched_spec spec(enum sched_kind kind, int p, int m)
 {
-    return (sched_spec){.kind = kind,
-                        .p = p,
-                        .v = 1,
-                        .m = m,
-                        .stages = stages,
-                        .placement = SCHED_LOOP};
+    return spec_on(kind, p, 1, m, stages, SCHED_LOOP);
 }
 
 typedef struct zb_case {
@@ -210,17 +205,6 @@ static void test_zb_closed_form(void)
     CHECK(isnan(pipe_closed_form_split(SCHED_GPIPE, 4, 8, 1, 1, 1)));
 }
 
-static void peaks(const sched_spec *s, mem_rank *out)
-{
-    outcome o = run_free(s, ENG_RENDEZVOUS);
-    CHECK_INT(o.rc, 0);
-    ps_err err;
-    CHECK_INT(mem_ledger(o.ps, NULL, out, NULL, NULL, &err), 0);
-    for (int r = 0; r < s->p; r++)
-        CHECK_NEAR(out[r].final, 0);
-    prog_free(o.ps);
-}
-
 /* Peak activations in units of one microbatch's (1 byte), W needing wb of
  * it: B frees 1 - wb, W frees wb (the ZB paper's M_B, M_W). With m >= 2p,
  * ZB-H1's rank r holds p - r microbatches' activations and r microbatches'
@@ -269,15 +253,6 @@ static void test_zb_memory(void)
         stages[i].in_bytes = 0.25;
     peaks(&s, h1);
     CHECK(h1[0].peak > 0);
-}
-
-static sched_action act(const char *text, int m, int v)
-{
-    sched_action a = {0};
-    ps_err err;
-    if (sched_parse_action(text, m, v, &a, &err))
-        printf("  bad test action %s: %s\n", text, err.msg);
-    return a;
 }
 
 static void test_custom_w(void)

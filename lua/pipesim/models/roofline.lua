@@ -13,11 +13,18 @@ local M = {}
 local DTYPE_BYTES = { bf16 = 2, fp16 = 2, fp32 = 4 }
 
 -- Time of a (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch` of them
--- in one kernel.
-function M.gemm_time(dev, m, n, k, batch)
+-- in one kernel, of e-byte operands (default 2): the roofline's two roofs
+-- (Williams, Waterman and Patterson 2009, "Roofline"), the tensor cores at
+-- gemm_efficiency of the shape or HBM moving A, B and C once. Only thin
+-- GEMMs meet the second: the attention's scores and context (k or n =
+-- head_dim, an s x s output or input per head: ~head_dim FLOPs per byte,
+-- below an A100's 312/2.04 = 153 or an H100's 295).
+function M.gemm_time(dev, m, n, k, batch, e)
     batch = batch or 1
     local f = 2 * m * n * k * batch
-    return f / (dev.flops * clusters.gemm_efficiency(dev, m, n, k, batch))
+    local by = (e or 2) * batch * (m * k + k * n + m * n)
+    return math.max(f / (dev.flops * clusters.gemm_efficiency(dev, m, n, k, batch)),
+                    by / (dev.hbm_bandwidth * dev.mem_efficiency))
 end
 
 -- Time of a memory-bound kernel moving `bytes` and doing `flops` on the
@@ -27,19 +34,61 @@ function M.mem_time(dev, bytes, flops)
                     (flops or 0) / dev.vector_flops)
 end
 
--- Per-element costs of the memory-bound kernels, as Megatron-LM runs them
--- (megatron/core/transformer: fused bias-GeLU, fused bias-dropout-add,
--- fused scale-mask-softmax; column-parallel biases are added in the GEMM
--- epilogue). bytes(e) per element for e-byte activations and 1-byte
--- dropout masks; flops per element. A backward kernel reads the saved
--- tensor and the incoming gradient and writes the outgoing one: twice the
--- forward's traffic, as counted here.
+-- Per-element bytes of the memory-bound kernels, forward and backward,
+-- as Megatron-LM runs them (megatron/core/transformer and the legacy
+-- megatron/model: fused bias-GeLU, fused bias-dropout-add, fused
+-- scale-mask-softmax; column-parallel biases are added in the GEMM
+-- epilogue), for e-byte activations and 1-byte dropout masks. Each
+-- backward is charged what its kernel reads and writes, not twice its
+-- forward:
+--   layernorm / RMSNorm: forward reads x, writes y (2e). Backward reads
+--     x and dy, writes dx (3e): apex.contrib.layer_norm's ln_bwd_kernel
+--     (apex/contrib/csrc/layer_norm/ln_bwd_kernels.cuh, one pass over
+--     each row; dgamma/dbeta are per-CTA partials of h elements),
+--     Megatron's default since a2fdcdf (2021-10, "persistent fused layer
+--     norm", megatron/model/fused_layer_norm.py FastLayerNormFN), and
+--     Transformer Engine's layernorm/rmsnorm backward the same way.
+--   causal scale-mask-softmax: Megatron's scaled_upper_triang_masked_
+--     softmax (megatron/fused_kernels/scaled_upper_triang_masked_softmax.h,
+--     as of 040eac9): the forward loads only the row's first local_seq =
+--     row + 1 elements (the causal half, e/2 on average) and writes the
+--     whole row (e): 1.5e. The backward loads the gradient and the saved
+--     output over the same half (e/2 + e/2) and writes the whole row of
+--     input gradients (e): 2e.
+--   dropout (attention, embedding): forward reads x, writes y and the
+--     bool mask (2e + 1); backward is PyTorch's masked_scale (aten/src/
+--     ATen/native/cuda/Dropout.cu, dropout_backward: grad * mask * scale):
+--     reads the gradient and the mask, writes one gradient (2e + 1).
+--   bias-dropout-add: forward reads x and the residual, writes the sum
+--     (and the mask): 3e (+ 1). Backward: the residual's gradient is the
+--     incoming one (no kernel); with dropout, x's is masked_scale (2e + 1);
+--     the row-parallel bias's gradient is a reduction reading it (e, W).
+--   residual gradient: a block's input and its attention output each
+--     feed a norm and a residual add (ParallelTransformerLayer.forward:
+--     `residual = hidden_states`), so autograd adds the two incoming
+--     gradients (torch/csrc/autograd/input_buffer.cpp accumulate: old +
+--     new): read 2e, write e, twice per block.
+--   bias-GeLU: forward reads the input, writes the output (2e); backward
+--     is bias_gelu_back (megatron/model/fused_bias_gelu.py GeLUFunction):
+--     reads the gradient and the saved input, writes one gradient (3e);
+--     the bias's gradient is autograd's sum_to of that gradient (e, W).
+--   SwiGLU (megatron/core/fusions/fused_bias_swiglu.py): forward reads
+--     both halves, writes one (3e per output element); swiglu_back reads
+--     the gradient and both halves, writes both halves' gradients (5e).
+--   RoPE (Transformer Engine's fused_rope, apply_rope_fusion): forward
+--     and backward each read one tensor and write one (2e).
+--   permute copy (the context's [s, b, heads, d] layout): its gradient is
+--     the copy back (2e).
 local function norm_op(e) return 2 * e end              -- read x, write y
-local function softmax_op(e) return 2 * e end           -- read scores, write probs
+local function norm_bwd(e) return 3 * e end             -- read x, dy; write dx
+local function softmax_op(e) return 1.5 * e end        -- read the causal half, write all
+local function softmax_bwd(e) return 2 * e end          -- read dy, y (half); write dx
 local function dropout_op(e) return 2 * e + 1 end       -- read, write, mask
+local function dropout_bwd(e) return 2 * e + 1 end      -- read dy, mask; write dx
 local function bda_op(e, drop)                          -- x + residual (+ mask)
     return 3 * e + (drop and 1 or 0)
 end
+local function bda_bwd(e, drop) return drop and dropout_bwd(e) or 0 end
 local FLOPS_NORM, FLOPS_SOFTMAX, FLOPS_DROPOUT, FLOPS_BDA = 8, 5, 2, 3
 local FLOPS_GELU, FLOPS_SWIGLU, FLOPS_ROPE = 20, 10, 6
 
@@ -73,15 +122,29 @@ function M.block(s, dev, opt)
         add(name .. " dgrad", "B", M.gemm_time(dev, m, k, nn), { flops = fl })
         add(name .. " wgrad", "W", M.gemm_time(dev, k, nn, m), { flops = fl })
     end
-    local function memop(name, elems, bytes_per, flops_per, bwd)
-        local by, fl = elems * bytes_per, elems * flops_per
+    -- a memory-bound kernel over `elems` elements: its forward moves
+    -- fwd_per bytes per element, its backward bwd_per (the table above;
+    -- none when 0), at twice the forward's vector FLOPs
+    local function memop(name, elems, fwd_per, bwd_per, flops_per)
+        local by, fl = elems * fwd_per, elems * flops_per
         add(name, "F", M.mem_time(dev, by, fl), { bytes = by })
-        if bwd ~= false then
-            add(name .. " bwd", "B", M.mem_time(dev, 2 * by, 2 * fl), { bytes = 2 * by })
+        if bwd_per > 0 then
+            local bb = elems * bwd_per
+            add(name .. " bwd", "B", M.mem_time(dev, bb, 2 * fl), { bytes = bb })
         end
     end
+    -- autograd's sum of the two gradients reaching a residual branch
+    local function residual_grad(name, elems)
+        add(name, "B", M.mem_time(dev, 3 * e * elems, elems), { bytes = 3 * e * elems })
+    end
+    -- a bias's gradient: a reduction over the tokens reading the output
+    -- gradient (sum_to in autograd), a weight gradient
+    local function bias_grad(name, elems)
+        add(name, "W", M.mem_time(dev, e * elems, elems), { bytes = e * elems })
+    end
     local heads = b * a / t -- attention heads (x microbatch) on this rank
-    memop("norm1", T * h / r, norm_op(e), FLOPS_NORM)
+    residual_grad("residual grad 1", T * h / r)
+    memop("norm1", T * h / r, norm_op(e), norm_bwd(e), FLOPS_NORM)
     linear("qkv", T, (q + 2 * kv) / t, h)
     if s.bias then
         -- Megatron's ColumnParallelLinear adds the QKV bias in its own
@@ -90,10 +153,10 @@ function M.block(s, dev, opt)
         -- is a reduction over the tokens (W)
         local el = T * (q + 2 * kv) / t
         add("qkv bias", "F", M.mem_time(dev, 2 * e * el, el), { bytes = 2 * e * el })
-        add("qkv bias grad", "W", M.mem_time(dev, e * el, el), { bytes = e * el })
+        bias_grad("qkv bias grad", el)
     end
     if s.position == "rope" then
-        memop("rope", T * (q + kv) / t, 2 * e, FLOPS_ROPE)
+        memop("rope", T * (q + kv) / t, 2 * e, 2 * e, FLOPS_ROPE)
     end
     -- attention core: scores Q K^T and context P V, batched over heads
     local core = {}
@@ -112,16 +175,19 @@ function M.block(s, dev, opt)
         local ts = M.gemm_time(dev, n, n, d, heads)
         add("scores", "F", ts, { flops = fl })
         add("scores dQ dK", "B", 2 * M.gemm_time(dev, n, d, n, heads), { flops = 2 * fl })
-        local sm = M.mem_time(dev, heads * n * n * softmax_op(e), heads * n * n * FLOPS_SOFTMAX)
-        add("softmax", "F", sm, { bytes = heads * n * n * softmax_op(e) })
-        add("softmax bwd", "B", 2 * sm, { bytes = 2 * heads * n * n * softmax_op(e) })
+        local el = heads * n * n
+        local sm = M.mem_time(dev, el * softmax_op(e), el * FLOPS_SOFTMAX)
+        add("softmax", "F", sm, { bytes = el * softmax_op(e) })
+        add("softmax bwd", "B", M.mem_time(dev, el * softmax_bwd(e), 2 * el * FLOPS_SOFTMAX),
+            { bytes = el * softmax_bwd(e) })
         core[#core + 1] = ts
         core[#core + 1] = sm
         if s.dropout then
-            local dr = M.mem_time(dev, heads * n * n * dropout_op(e), heads * n * n * FLOPS_DROPOUT)
-            add("attention dropout", "F", dr, { bytes = heads * n * n * dropout_op(e) })
-            add("attention dropout bwd", "B", 2 * dr,
-                { bytes = 2 * heads * n * n * dropout_op(e) })
+            local dr = M.mem_time(dev, el * dropout_op(e), el * FLOPS_DROPOUT)
+            add("attention dropout", "F", dr, { bytes = el * dropout_op(e) })
+            add("attention dropout bwd", "B",
+                M.mem_time(dev, el * dropout_bwd(e), 2 * el * FLOPS_DROPOUT),
+                { bytes = el * dropout_bwd(e) })
             core[#core + 1] = dr
         end
         local tc = M.gemm_time(dev, n, d, n, heads)
@@ -133,21 +199,25 @@ function M.block(s, dev, opt)
     -- the context is laid out [s, b, heads, d] for the projection:
     -- dot_product_attention.py's context.permute(2, 0, 1, 3).contiguous(),
     -- a copy (and its gradient's copy back)
-    memop("context permute", T * q / t, 2 * e, 0)
+    memop("context permute", T * q / t, 2 * e, 2 * e, 0)
     linear("proj", T, h, q / t)
-    memop("bias-dropout-add 1", T * h / r, bda_op(e, s.dropout), FLOPS_BDA)
-    memop("norm2", T * h / r, norm_op(e), FLOPS_NORM)
+    memop("bias-dropout-add 1", T * h / r, bda_op(e, s.dropout), bda_bwd(e, s.dropout), FLOPS_BDA)
+    if s.bias then bias_grad("proj bias grad", T * h / r) end
+    residual_grad("residual grad 2", T * h / r)
+    memop("norm2", T * h / r, norm_op(e), norm_bwd(e), FLOPS_NORM)
     if s.swiglu then
         linear("gate", T, f / t, h)
         linear("up", T, f / t, h)
-        memop("swiglu", T * f / t, 3 * e, FLOPS_SWIGLU)
+        memop("swiglu", T * f / t, 3 * e, 5 * e, FLOPS_SWIGLU)
         linear("down", T, h, f / t)
     else
         linear("fc1", T, f / t, h)
-        memop("bias-gelu", T * f / t, 2 * e, FLOPS_GELU)
+        memop("bias-gelu", T * f / t, 2 * e, 3 * e, FLOPS_GELU)
+        if s.bias then bias_grad("fc1 bias grad", T * f / t) end
         linear("fc2", T, h, f / t)
     end
-    memop("bias-dropout-add 2", T * h / r, bda_op(e, s.dropout), FLOPS_BDA)
+    memop("bias-dropout-add 2", T * h / r, bda_op(e, s.dropout), bda_bwd(e, s.dropout), FLOPS_BDA)
+    if s.bias then bias_grad("fc2 bias grad", T * h / r) end
     local core_time = 0
     for _, x in ipairs(core) do core_time = core_time + x end
     out.attention_core = core_time
@@ -161,7 +231,13 @@ end
 -- VocabParallelEmbedding): the masked lookup writes the full s*b*h output
 -- (read rows, write output), learned positions are added, then dropout
 -- (split by t under sequence parallelism). Its backward is the weight
--- gradient (a scatter-add of the output gradient): W, no B.
+-- gradient, W (no B but the dropout's): PyTorch's embedding_dense_backward
+-- (aten/src/ATen/native/cuda/Embedding.cu, embedding_backward_cuda_kernel)
+-- zero-fills the table's gradient (e per entry of the V/t x h table on
+-- this rank), reads the output gradient and writes the summed rows (at
+-- most one per token): e*V/t*h + 2e*T*h; learned positions the same over
+-- their max_positions x h table (the add's gradient is the incoming one).
+-- Megatron's accumulation of that gradient into main_grad is not counted.
 function M.embedding(s, dev, opt)
     local t = opt.tp or 1
     local r = opt.sp and t or 1
@@ -170,12 +246,14 @@ function M.embedding(s, dev, opt)
     local by = 2 * e * T * h
     if s.position == "learned" then by = by + 3 * e * T * h end
     local fwd = M.mem_time(dev, by, T * h)
-    local w = M.mem_time(dev, 2 * by, 2 * T * h)
+    local wb = e * s.vocab / t * h + 2 * e * T * h
+    if s.position == "learned" then wb = wb + e * s.max_positions * h + 2 * e * T * h end
+    local w = M.mem_time(dev, wb, 2 * T * h)
     local bwd_input = 0
     if s.dropout then
-        local dr = T * h / r * dropout_op(e)
-        fwd = fwd + M.mem_time(dev, dr, T * h / r * FLOPS_DROPOUT)
-        bwd_input = M.mem_time(dev, 2 * dr, 2 * T * h / r * FLOPS_DROPOUT)
+        local el = T * h / r
+        fwd = fwd + M.mem_time(dev, el * dropout_op(e), el * FLOPS_DROPOUT)
+        bwd_input = M.mem_time(dev, el * dropout_bwd(e), 2 * el * FLOPS_DROPOUT)
     end
     return { fwd = fwd, bwd_input = bwd_input, bwd_weight = w }
 end
@@ -185,17 +263,21 @@ end
 -- (Megatron's vocab_parallel_cross_entropy: read the e-byte logits, write
 -- and reread fp32 exponentials, normalise: e + 16 bytes per logit forward;
 -- its backward reads the fp32 softmax and writes the gradient, 4 + e).
+-- The final norm's backward reads x and dy and writes dx (3e, as a
+-- block's norms).
 function M.head(s, dev, opt)
     local t = opt.tp or 1
     local r = opt.sp and t or 1
     local e = DTYPE_BYTES[s.dtype]
     local T, h, V = s.microbatch * s.seq, s.hidden, s.vocab
-    local norm = M.mem_time(dev, T * h / r * norm_op(e), T * h / r * FLOPS_NORM)
+    local el = T * h / r
+    local norm = M.mem_time(dev, el * norm_op(e), el * FLOPS_NORM)
+    local norm_b = M.mem_time(dev, el * norm_bwd(e), 2 * el * FLOPS_NORM)
     local ce_f = M.mem_time(dev, T * V / t * (e + 16), T * V / t * 10)
     local ce_b = M.mem_time(dev, T * V / t * (4 + e), T * V / t * 2)
     return {
         fwd = norm + M.gemm_time(dev, T, V / t, h) + ce_f,
-        bwd_input = 2 * norm + M.gemm_time(dev, T, h, V / t) + ce_b,
+        bwd_input = norm_b + M.gemm_time(dev, T, h, V / t) + ce_b,
         bwd_weight = M.gemm_time(dev, h, V / t, T),
     }
 end

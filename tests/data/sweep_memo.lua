@@ -1,0 +1,44 @@
+-- tests/cli_sweep_memo.sh: the same runs as one ps.sweep with `base`
+-- (default) or as a plain ps.run loop (-D loop=true). The databases must
+-- hold the same rows apart from the sweep columns: the sweep's memo
+-- (layers checked and lowered once, run.params fields kept from the first
+-- point) changes no row. The points vary fields whose JSON text is subtle
+-- (1 and 1.0, 2^60 as a float and an integer, 0.0 and -0.0) and the key
+-- set, over model and plain layers.
+local ps = require "pipesim"
+
+local node = ps.clusters.dgx("A100", 1)
+local cluster = ps.cluster{ ranks = 8, device = node.device, link = node.intra }
+local model = ps.models.preset("llama2-7b", { seq = 2048, microbatch = 1 })
+local plain = {}
+for i = 1, 8 do
+    plain[i] = { fwd_time = string.format("%d ms", i), bwd_time = 2e-3 * i, params = 1e8,
+                 act_bytes = "1 MB", out_bytes = 4096 * i }
+end
+local groups = {
+    { base = { name = "model", cluster = cluster, layers = model, stages = 4, microbatches = 8,
+               record = "summary" },
+      points = { { partition = { 1, 12, 9, 12 } }, { partition = "time" }, { tp = 2 },
+                 { recompute = "full" }, { stages = 2, dp = 2 }, { optimizer_time = 1 },
+                 { optimizer_time = 1.0 }, { optimizer_time = 2 ^ 60 },
+                 { optimizer_time = math.tointeger(2 ^ 60) }, { partition = { 8, 8, 8, 10 } } } },
+    { base = { name = "plain", layers = plain, stages = 4, microbatches = 6, record = "summary",
+               optimizer_time = 0.5 },
+      points = { { optimizer_time = 0.0 }, { optimizer_time = -0.0 }, { optimizer_time = 0.0 },
+                 { partition = { 1, 2, 2, 3 } }, { partition = { 1, 2, 2, 3 }, checkpoint = false },
+                 { microbatches = 3 }, { schedule = "gpipe", record = "events" },
+                 { microbatches = 0 } } },
+}
+for _, g in ipairs(groups) do
+    if ps.args.loop then
+        for _, p in ipairs(g.points) do
+            local t = {}
+            for k, v in pairs(g.base) do t[k] = v end
+            for k, v in pairs(p) do t[k] = v end
+            pcall(ps.run, t)
+        end
+    else
+        -- the last point is refused (microbatches = 0): the sweep stops there
+        pcall(ps.sweep, { name = g.base.name, base = g.base, points = g.points, jobs = 1 })
+    end
+end

@@ -307,7 +307,7 @@ static int core_collective(lua_State *L)
     spec.chunks = (int32_t)chunks;
     spec.ranks_per_node =
         rpn > 0 ? (int32_t)rpn
-                : coll_whole_nodes(cl->gpus_per_node, ranks, nranks);
+                : coll_ranks_per_node(cl->gpus_per_node, ranks, nranks);
     spec.nvls = cl->nvls;
     spec.p2p = bind_p2p(L, 1, NULL);
     coll_rec rc = {0};

@@ -136,9 +136,14 @@ int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err)
 /* ------------------------------------------------------------------ */
 /* Input checks                                                        */
 
+/* NVLS needs the ranks on one node's switch (NCCL uses it across nodes
+ * only with CollNet) and more than 2 of them: NCCL's ncclNvlsInit
+ * (src/transport/nvls.cc) returns without NVLS when the communicator has
+ * gpuCount <= 2 GPUs. A subset of a node (a data-parallel group under
+ * tensor parallelism, a TP group) qualifies. */
 int coll_nvls_applies(const coll_spec *spec, int32_t N)
 {
-    return spec->nvls && N >= 2 && spec->ranks_per_node == N;
+    return spec->nvls && N > 2 && spec->ranks_per_node == N;
 }
 
 /* Why nvls cannot run spec (the message), or 0. */
@@ -151,9 +156,10 @@ static int err_nvls(const coll_spec *spec, int32_t N, ps_err *err)
                        "ps.clusters.dgx(\"h100\")); this cluster has none");
     if (!coll_nvls_applies(spec, N))
         return ps_errf(err,
-                       "allreduce: algorithm 'nvls' runs on the GPUs of one "
-                       "whole node (NCCL uses NVLS across nodes only with "
-                       "CollNet); %d ranks are not one node",
+                       "allreduce: algorithm 'nvls' runs on 3 or more GPUs "
+                       "of one node (NCCL needs more than 2, and uses NVLS "
+                       "across nodes only with CollNet); %d ranks are not "
+                       "that",
                        (int)N);
     if (spec->protocol == COLL_LL || spec->protocol == COLL_LL128)
         return ps_errf(err,

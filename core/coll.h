@@ -263,12 +263,14 @@ int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);
  * that applies) for the others. */
 unsigned coll_default_candidates(enum coll_op op);
 
-/* ranks_per_node for hierarchical collectives when the caller gives none:
- * gpus_per_node when the n listed ranks (NULL: every rank of the
- * cluster) are whole nodes, each node's GPUs in order; else 0 (does not
- * apply). */
-int32_t coll_whole_nodes(int32_t gpus_per_node, const int32_t *ranks,
-                         int32_t n);
+/* ranks_per_node for node-aware collectives (ring channels, hierarchical)
+ * when the caller gives none: k when the n listed ranks (NULL: every rank
+ * of the cluster, k = gpus_per_node) are blocks of k >= 2 consecutive
+ * entries, each block on its own node (whole nodes, or the k GPUs of a
+ * data-parallel group on each node under tensor parallelism); else 0 (does
+ * not apply: one rank per node, or nodes interleaved in the list). */
+int32_t coll_ranks_per_node(int32_t gpus_per_node, const int32_t *ranks,
+                            int32_t n);
 
 /* The slots algo runs with when spec asks for 0 (the default). */
 int32_t coll_default_slots(int algo);

@@ -49,20 +49,44 @@ unsigned coll_default_candidates(enum coll_op op)
                : 0;
 }
 
-int32_t coll_whole_nodes(int32_t gpus_per_node, const int32_t *ranks, int32_t n)
+int32_t coll_ranks_per_node(int32_t gpus_per_node, const int32_t *ranks,
+                            int32_t n)
 {
     int32_t g = gpus_per_node;
     if (g < 2)
         return 0;
     if (!ranks)
         return g;
-    if (n % g)
+    int32_t k = 1;
+    while (k < n && ranks[k] / g == ranks[0] / g)
+        k++;
+    if (k < 2 || n % k)
         return 0;
-    for (int32_t i = 0; i < n; i += g)
-        for (int32_t l = 0; l < g; l++)
-            if (ranks[i] % g != 0 || ranks[i + l] != ranks[i] + l)
-                return 0;
-    return g;
+    /* every block of k listed ranks on one node, and no node twice: a
+     * data-parallel group under tensor parallelism ({0, 2, 4, 6, 8, ...}
+     * for TP 2) is 4 ranks on each node, and NCCL runs one ring channel
+     * through each of their NICs, as for whole nodes */
+    int32_t maxnode = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (ranks[i] < 0)
+            return 0;
+        else if (ranks[i] / g > maxnode)
+            maxnode = ranks[i] / g;
+    unsigned char *seen = calloc((size_t)maxnode + 1, 1);
+    if (!seen)
+        return 0; /* one ring: the conservative model, never wrong input */
+    int32_t rpn = k;
+    for (int32_t i = 0; i < n && rpn; i += k) {
+        int32_t node = ranks[i] / g;
+        if (seen[node])
+            rpn = 0;
+        seen[node] = 1;
+        for (int32_t l = 1; l < k && rpn; l++)
+            if (ranks[i + l] / g != node)
+                rpn = 0;
+    }
+    free(seen);
+    return rpn;
 }
 
 /* Checks coll_run leaves to its cost model, with the message a user can

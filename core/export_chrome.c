@@ -66,7 +66,16 @@ static void json_index(FILE *out, int32_t i)
 /* Tracks: slices packed so that no two on one track overlap           */
 /* ------------------------------------------------------------------ */
 
-#define MAX_LANES 50 /* per track kind; tid = 100 rank + lane (+ 50 comm) */
+#define MAX_LANES 50 /* per track kind */
+
+/* The trace's thread id of a rank's track: compute lanes at 100 rank +
+ * lane, comm lanes MAX_LANES above them, so each rank's tracks sort
+ * together and never collide. */
+#define TIDS_PER_RANK (2 * MAX_LANES)
+static int32_t track_tid(int32_t rank, int comm, int lane)
+{
+    return TIDS_PER_RANK * rank + (comm ? MAX_LANES : 0) + lane;
+}
 
 typedef struct slice {
     double t0, t1;
@@ -147,7 +156,7 @@ static void chrome_slice(FILE *out, const export_run *r, const slice *s,
 {
     char name[128];
     int32_t pid = node_of(r, rank);
-    int32_t tid = 100 * rank + (comm ? 50 : 0) + s->lane;
+    int32_t tid = track_tid(rank, comm, s->lane);
     double ts = usec(s->t0), te = usec(s->t1);
     if (comm) {
         const export_transfer *t = &r->tr[s->idx];
@@ -271,7 +280,7 @@ static int chrome_rank(FILE *out, const export_run *r, int32_t rank, slice *buf,
             lanes = 1; /* name the track even when empty */
         for (int l = 0; l < lanes; l++) {
             char tname[64];
-            int32_t tid = 100 * rank + (comm ? 50 : 0) + l;
+            int32_t tid = track_tid(rank, comm, l);
             int len = snprintf(tname, sizeof tname, "rank %d %s", (int)rank,
                                comm ? "comm" : "compute");
             if (l > 0)
@@ -319,7 +328,7 @@ int export_chrome(rec_db *db, int64_t run, FILE *out, ps_err *err)
                 "%s{\"ph\":\"C\",\"name\":\"memory\",\"pid\":%d,"
                 "\"tid\":%d,\"ts\":%.3f,",
                 first ? "" : ",\n", (int)node_of(&r, m->rank),
-                (int)(100 * m->rank), usec(m->t));
+                (int)track_tid(m->rank, 0, 0), usec(m->t));
         first = 0;
         if (r.gpus_per_node > 0) /* several ranks share the process */
             fprintf(out, "\"id\":\"rank %d\",", (int)m->rank);

@@ -95,6 +95,26 @@ void pipe_config_init(pipe_config *cfg)
     cfg->overlap = 1;
 }
 
+void pipe_layer_init(pipe_layer *l)
+{
+    *l = (pipe_layer){
+        .fwd_flops = -1,
+        .bwd_flops = -1,
+        .fwd_time = -1,
+        .bwd_time = -1,
+        .in_bytes = -1,
+        .bwd_input_flops = -1,
+        .bwd_weight_flops = -1,
+        .bwd_input_time = -1,
+        .bwd_weight_time = -1,
+        .bwd_weight_bytes = -1,
+        .recompute_time = -1,
+        .kept_bytes = -1,
+        .tp_comm_time = -1,
+        .tp_exposed_time = -1,
+    };
+}
+
 int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err)
 {
     if (strcmp(name, "dp_inner") == 0)
@@ -117,24 +137,28 @@ void pipe_place(enum pipe_order order, int32_t p, int32_t dp, int32_t *rank_of)
                 order == PIPE_PP_INNER ? j * p + r : r * dp + j;
 }
 
-/* gpus_per_node when every data-parallel group (the replicas of one
- * pipeline rank) is whole nodes, each node's GPUs in order; else 0. */
-static int32_t whole_nodes(const pipe_config *cfg)
+/* ranks_per_node of the data-parallel groups (the replicas of one pipeline
+ * rank) when every group has the same, by coll_ranks_per_node's rule:
+ * gpus_per_node for whole nodes, k for k GPUs of each group on each node
+ * (tensor parallelism strides a group over a node); else 0. */
+static int32_t group_ranks_per_node(const pipe_config *cfg)
 {
-    int32_t g = cfg->gpus_per_node;
-    if (g < 2 || cfg->dp % g != 0)
+    if (cfg->gpus_per_node < 2 || cfg->dp < 2)
         return 0;
-    for (int32_t r = 0; r < cfg->p; r++) {
-        int32_t first = cfg->rank_of ? cfg->rank_of[r] : r;
-        if (first % g != 0)
-            return 0;
+    int32_t *group = malloc((size_t)cfg->dp * sizeof *group);
+    if (!group)
+        return 0; /* one ring per group: the conservative model */
+    int32_t rpn = -1;
+    for (int32_t r = 0; r < cfg->p && rpn != 0; r++) {
         for (int32_t j = 0; j < cfg->dp; j++) {
             int32_t k = j * cfg->p + r;
-            if ((cfg->rank_of ? cfg->rank_of[k] : k) != first + j)
-                return 0; /* not consecutive ranks */
+            group[j] = cfg->rank_of ? cfg->rank_of[k] : k;
         }
+        int32_t g = coll_ranks_per_node(cfg->gpus_per_node, group, cfg->dp);
+        rpn = rpn < 0 || rpn == g ? g : 0;
     }
-    return g;
+    free(group);
+    return rpn < 0 ? 0 : rpn;
 }
 
 double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
@@ -605,7 +629,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .overlap = cfg->overlap,
         .zero = zero,
         .optimizer_seconds = cfg->optimizer_seconds,
-        .ranks_per_node = whole_nodes(cfg),
+        .ranks_per_node = group_ranks_per_node(cfg),
         .nvls = cfg->nvls,
         .log = &ctx->grad_log,
     };

@@ -45,6 +45,12 @@ typedef struct pipe_layer {
     double tp_comm_time, tp_exposed_time;
 } pipe_layer;
 
+/* Sets l to a layer with every optional field "not given" (< 0, the
+ * defaults pipe_layer's comments name) and every figure 0: what a layer
+ * table that sets nothing reads as (bind_run.c's defaults), for callers in
+ * C that then set what they have. */
+void pipe_layer_init(pipe_layer *l);
+
 typedef struct pipe_config {
     const char *name;
     enum sched_kind schedule;
@@ -83,7 +89,8 @@ typedef struct pipe_config {
     int overlap;              /* start buckets as the backward makes them */
     int zero;                 /* ZeRO stage 1: 0 or 1 */
     /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
-     * that is whole nodes gets hierarchical collectives */
+     * with the same number of GPUs on each of its nodes gets node-aware
+     * collectives (ring channels, hierarchical; coll_ranks_per_node) */
     int32_t gpus_per_node;
     int nvls; /* the cluster's node switches have NVLink SHARP (coll.h) */
     double optimizer_seconds; /* optimizer step of a rank's parameters */

@@ -121,6 +121,14 @@ static double nice_step(double raw)
     return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
 }
 
+/* Tolerances of the tick arithmetic, relative: a tick computed as 2 x 10^k
+ * or a bound read from a database differs from the decimal it stands for
+ * in its last bits, and must still count as on the axis (TICK_TOL, for
+ * products of powers) or as a whole number of steps (STEP_TOL, for
+ * quotients by the step). */
+#define TICK_TOL 1e-12
+#define STEP_TOL 1e-9
+
 int plot_ticks(double lo, double hi, int log, int pow2, double *ticks, int max,
                double *axis_lo, double *axis_hi)
 {
@@ -155,15 +163,16 @@ int plot_ticks(double lo, double hi, int log, int pow2, double *ticks, int max,
         for (int d = d0; d <= d1; d++)
             for (int j = 0; j < 3; j++) {
                 double t = m125[j] * pow(10, d);
-                if (t <= lo * (1 + 1e-12))
+                if (t <= lo * (1 + TICK_TOL))
                     *axis_lo = t;
-                if (t >= hi * (1 - 1e-12) && t < *axis_hi)
+                if (t >= hi * (1 - TICK_TOL) && t < *axis_hi)
                     *axis_hi = t;
             }
         for (int d = d0; d <= d1; d++)
             for (int j = 0; j < 3 && n < max; j++) {
                 double t = m125[j] * pow(10, d);
-                if (t >= *axis_lo * (1 - 1e-12) && t <= *axis_hi * (1 + 1e-12))
+                if (t >= *axis_lo * (1 - TICK_TOL) &&
+                    t <= *axis_hi * (1 + TICK_TOL))
                     ticks[n++] = t;
             }
         return n;
@@ -174,13 +183,13 @@ int plot_ticks(double lo, double hi, int log, int pow2, double *ticks, int max,
         hi += d;
     }
     double step = nice_step((hi - lo) / 6);
-    double a = floor(lo / step + 1e-9) * step;
-    double b = ceil(hi / step - 1e-9) * step;
+    double a = floor(lo / step + STEP_TOL) * step;
+    double b = ceil(hi / step - STEP_TOL) * step;
     for (int i = 0; n < max; i++) {
         double t = a + i * step;
-        if (t > b + step * 1e-9)
+        if (t > b + step * STEP_TOL)
             break;
-        ticks[n++] = fabs(t) < step * 1e-9 ? 0 : t;
+        ticks[n++] = fabs(t) < step * STEP_TOL ? 0 : t;
     }
     *axis_lo = a;
     *axis_hi = b;
@@ -245,7 +254,7 @@ static void axis_init(axis *a, double lo, double hi, int log, int pow2,
     a->nticks = plot_ticks(lo * a->factor, hi * a->factor, 0, 0, a->ticks,
                            MAX_TICKS, &alo, &ahi);
     double step = a->nticks > 1 ? a->ticks[1] - a->ticks[0] : 1;
-    a->decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    a->decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - STEP_TOL);
     if (a->decimals > 9)
         a->decimals = 9;
     for (int i = 0; i < a->nticks; i++)

@@ -13,6 +13,7 @@
  * table are inserted in the order they were filled, so rowid order is
  * completion order as before. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,7 +155,15 @@ int rec_writer_start(rec_db *db)
     for (int i = 0; i < NROWS; i++)
         w->cur[i] = -1;
     db->writer = w;
-    if (pthread_create(&w->thread, NULL, writer_main, db)) {
+    /* the thread blocks every signal, so SIGINT, SIGTERM and --timeout's
+     * alarm still reach the engine's thread, whose sleeps and reads they
+     * cut short (limit.h) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int failed = pthread_create(&w->thread, NULL, writer_main, db);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (failed) {
         db->writer = NULL;
         pthread_cond_destroy(&w->done);
         pthread_cond_destroy(&w->work);

@@ -256,6 +256,14 @@ for i = 1, 4 do layers[i] = { fwd_time = 0.002, params = 5e7 } end
 ps.run{ name = "dp", cluster = c, layers = layers, stages = 1, microbatches = 2, dp = 8 }
 ps.run{ name = "zero", cluster = ps.cluster(ps.clusters.dgx("a100", 2)), layers = layers,
         stages = 2, microbatches = 2, dp = 8, zero = 1 }
+-- data-parallel groups of 4 GPUs on each of 2 nodes ({0, 2, ..., 14}):
+-- by placement, and by tensor parallelism 2
+local c2 = ps.cluster(ps.clusters.dgx("h100", 2))
+ps.run{ name = "strided", cluster = c2, layers = layers, stages = 2, microbatches = 2, dp = 8,
+        placement = "pp_inner" }
+ps.run{ name = "tp2", cluster = c2, tp = 2, dp = 8, stages = 1, microbatches = 2,
+        layers = ps.models.transformer{ layers = 4, hidden = 4096, heads = 32, seq = 2048,
+                                        vocab = 51200 } }
 LUA
 $VG "$BIN" run "$TMP/gs.lua" -o "$TMP/gs.db" >/dev/null 2>&1 && ok || bad "grad sync run"
 # (DDP's 1 MiB first bucket: ring with LL; 25 MiB buckets: NVLS)
@@ -263,6 +271,11 @@ got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(a, ' ') FROM (SELECT DISTINCT by
 [ "$got" = "1048576.0:allreduce/ring/ll 26214400.0:allreduce/nvls/simple" ] && ok || bad "grad sync rows (dp on one H100 node): $got"
 got=$(sqlite3 "$TMP/gs.db" "SELECT count(*) = sum(ranks = 8), count(*) = sum(time > 0 AND abs(busbw / algbw - 1.75) < 1e-9), count(*) > 2 FROM collective WHERE run = 1")
 [ "$got" = "1|1|1" ] && ok || bad "grad sync rows: $got"
+# a group of 4 GPUs per node rings through their 4 NICs (50 GB/s each), as
+# NCCL does: a 25 MiB bucket's busbw above one NIC's x 3, at most 4 NICs'
+got=$(sqlite3 "$TMP/gs.db" "SELECT run, count(*) > 0, min(ranks), sum(algorithm = 'ring') = count(*), min(busbw) > 150e9, max(busbw) <= 200e9 FROM collective WHERE run IN (3, 4) AND bytes = 26214400 GROUP BY run")
+[ "$got" = "3|1|8|1|1|1
+4|1|8|1|1|1" ] && ok || bad "grad sync on 4 GPUs of each of 2 nodes: $got"
 got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(DISTINCT op) FROM (SELECT op FROM collective WHERE run = 2 ORDER BY op)")
 [ "$got" = "allgather,reduce_scatter" ] && ok || bad "ZeRO rows: $got"
 [ "$(sqlite3 "$TMP/gs.db" "SELECT count(*) FROM collective WHERE run = 2 AND protocol NOT IN ('ll', 'll128', 'simple')")" -eq 0 ] &&

@@ -253,8 +253,12 @@ do
     local fifo = ps.cluster{ nodes = 2, gpus_per_node = 2, sharing = "fifo", name = "tiny",
                                intra = { bandwidth = 1e9 }, inter = { bandwidth = 1e9 } }
     H.eq(fifo.sharing, "fifo"); H.eq(fifo.name, "tiny")
-    H.raises(function() coll(c, "allreduce", "hierarchical", 4000, { ranks = { 0, 2, 4, 6 } }) end,
+    -- nodes interleaved in the list: no ranks_per_node applies
+    H.raises(function() coll(c, "allreduce", "hierarchical", 4000, { ranks = { 0, 4, 1, 5 } }) end,
         "algorithm 'hierarchical' needs nodes")
+    -- two GPUs of each node: hierarchical over 2 x 2
+    H.eq(coll(c, "allreduce", "hierarchical", 4000, { ranks = { 0, 2, 4, 6 } }).algorithm,
+        "hierarchical")
     H.raises(function() coll(mesh(4), "allreduce", "hierarchical", 4000) end,
         "algorithm 'hierarchical' needs nodes")
     r = coll(mesh(4), "allreduce", "hierarchical", 4000, { ranks_per_node = 2 })

@@ -132,10 +132,15 @@ do
     H.raises(function() coll(c1, "nvls", "ll", T) end,
         "allreduce: nvls runs with the simple protocol only, got 'll'")
     H.raises(function() coll(c, "nvls", nil, T) end,
-        "allreduce: algorithm 'nvls' runs on the GPUs of one whole node (NCCL uses NVLS "
-        .. "across nodes only with CollNet); 16 ranks are not one node")
-    H.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1, 2, 3 } }) end,
-        "4 ranks are not one node")
+        "allreduce: algorithm 'nvls' runs on 3 or more GPUs of one node (NCCL needs more "
+        .. "than 2, and uses NVLS across nodes only with CollNet); 16 ranks are not that")
+    -- part of a node (ncclNvlsInit: more than 2 GPUs), at the same per-GPU
+    -- closed form with N = 4
+    local r4 = coll(c1, "nvls", nil, T, { ranks = { 0, 2, 4, 6 } })
+    H.eq(r4.algorithm, "nvls")
+    H.near(r4.time, 2 * a + T * 5 / (4 * 0.85 * B) + 25e-6, 1e-9, "nvls on 4 GPUs of a node")
+    H.raises(function() coll(c1, "nvls", nil, T, { ranks = { 0, 1 } }) end,
+        "2 ranks are not that")
 end
 
 -- bad input

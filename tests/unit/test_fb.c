@@ -177,12 +177,7 @@ static void test_two_ranks(void)
 static void test_dualpipev(void)
 {
     costs(1, 1, 1, 1);
-    sched_spec s = {.kind = SCHED_DUALPIPEV,
-                    .p = 4,
-                    .v = 2,
-                    .m = 8,
-                    .stages = stages,
-                    .placement = SCHED_V};
+    sched_spec s = spec_on(SCHED_DUALPIPEV, 4, 2, 8, stages, SCHED_V);
     CHECK(sched_overlaps(&s));
     sched_action a[64];
     int32_t n = 0, fb = 0;
@@ -209,13 +204,9 @@ static void test_errors(void)
     ps_err err;
     costs(1, 1, 1, 1);
     /* FB timing on a schedule without FB actions */
-    sched_spec s = {.kind = SCHED_1F1B,
-                    .p = 2,
-                    .v = 1,
-                    .m = 4,
-                    .stages = stages,
-                    .fb_given = 1,
-                    .overlap_fb = 1};
+    sched_spec s = spec_on(SCHED_1F1B, 2, 1, 4, stages, SCHED_LOOP);
+    s.fb_given = 1;
+    s.overlap_fb = 1;
     CHECK_INT(sched_check(&s, &err), PS_ERR);
     CHECK_STR(err.msg, "overlap_fb / fb_interference: the 1f1b schedule has "
                        "no overlapped FB actions to time (dualpipev and "

@@ -1,6 +1,6 @@
 /* The front ends' own policy and run life cycle (issue 11: the binding
  * only translates): pipe_config_init's defaults, pipe_place's rank orders,
- * auto's default candidates, coll_whole_nodes, and coll_exec recording a
+ * auto's default candidates, coll_ranks_per_node, and coll_exec recording a
  * collective's rows itself, a failed one as a failed run row. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -59,10 +59,22 @@ static void test_coll_defaults(void)
               1u << COLL_RING | 1u << COLL_TREE | 1u << COLL_NVLS);
     CHECK_INT(coll_default_candidates(COLL_BROADCAST), 0);
     const int32_t whole[4] = {4, 5, 6, 7}, split[4] = {2, 3, 4, 5};
-    CHECK_INT(coll_whole_nodes(4, whole, 4), 4);
-    CHECK_INT(coll_whole_nodes(4, split, 4), 0);
-    CHECK_INT(coll_whole_nodes(4, NULL, 0), 4);
-    CHECK_INT(coll_whole_nodes(1, whole, 4), 0);
+    CHECK_INT(coll_ranks_per_node(4, whole, 4), 4);
+    /* two GPUs on each of two nodes */
+    CHECK_INT(coll_ranks_per_node(4, split, 4), 2);
+    CHECK_INT(coll_ranks_per_node(4, NULL, 0), 4);
+    CHECK_INT(coll_ranks_per_node(1, whole, 4), 0);
+    /* the data-parallel group of TP rank 0 under TP 2 on 8-GPU nodes */
+    const int32_t strided[8] = {0, 2, 4, 6, 8, 10, 12, 14};
+    CHECK_INT(coll_ranks_per_node(8, strided, 8), 4);
+    /* one rank per node (TP 8), nodes interleaved, a node listed twice,
+     * uneven blocks: none applies */
+    const int32_t one[2] = {0, 8}, inter[4] = {0, 8, 1, 9},
+                  twice[6] = {0, 1, 8, 9, 2, 3}, uneven[5] = {0, 1, 2, 8, 9};
+    CHECK_INT(coll_ranks_per_node(8, one, 2), 0);
+    CHECK_INT(coll_ranks_per_node(8, inter, 4), 0);
+    CHECK_INT(coll_ranks_per_node(8, twice, 6), 0);
+    CHECK_INT(coll_ranks_per_node(8, uneven, 5), 0);
 }
 
 static void test_coll_exec_records(void)

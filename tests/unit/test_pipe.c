@@ -27,20 +27,10 @@ static void make(setup *s, enum sched_kind kind, int p, int v, int m, double f,
     pipe_config_init(&s->cfg);
     int n = p * v;
     for (int i = 0; i < n; i++) {
-        s->layers[i] = (pipe_layer){
-            .fwd_flops = -1,
-            .bwd_flops = -1,
-            .fwd_time = f,
-            .bwd_time = -1,
-            .in_bytes = -1,
-            .bwd_input_flops = -1,
-            .bwd_weight_flops = -1,
-            .bwd_input_time = b,
-            .bwd_weight_time = w,
-            .bwd_weight_bytes = -1,
-            .recompute_time = -1,
-            .kept_bytes = -1,
-        };
+        pipe_layer_init(&s->layers[i]);
+        s->layers[i].fwd_time = f;
+        s->layers[i].bwd_input_time = b;
+        s->layers[i].bwd_weight_time = w;
         s->partition[i] = 1;
     }
     for (int r = 0; r < MAXL; r++)
@@ -75,6 +65,22 @@ static void run(pipe_ctx *ctx, setup *s, double *bubble, double *form)
     *form = res.closed_form_bubble;
     net_free(s->nw);
     s->nw = NULL;
+}
+
+/* pipe_layer_init's layer reads as a layer table that sets nothing: with
+ * only a forward time its backward is the usual twice the forward. */
+static void test_layer_init(pipe_ctx *ctx)
+{
+    setup s;
+    double bubble, form;
+    make(&s, SCHED_1F1B, 1, 1, 1, 1, 1, 1);
+    pipe_layer_init(&s.layers[0]);
+    s.layers[0].fwd_time = 0.25;
+    pipe_result res;
+    ps_err err;
+    CHECK_INT(pipe_run(ctx, &s.cfg, s.nw, NULL, &res, &err), 0);
+    CHECK_NEAR(res.makespan, 0.75);
+    run(ctx, &s, &bubble, &form);
 }
 
 /* The existing forms through pipe_run, as the fixture's check. */
@@ -144,6 +150,7 @@ static void test_dual_nan(pipe_ctx *ctx)
 int main(void)
 {
     pipe_ctx *ctx = pipe_ctx_new();
+    test_layer_init(ctx);
     test_megatron_forms(ctx);
     test_dual_forms(ctx);
     test_dual_nan(ctx);

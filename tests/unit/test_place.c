@@ -82,12 +82,7 @@ static void test_schedule_needs(void)
     for (int i = 0; i < MAXS; i++)
         stages[i] = (sched_stage){1, 1, 1, 1, 1, 0, 1, 0};
     static const int32_t v[] = {0, 0, 1, 0, 1, 1, 0, 1};
-    sched_spec s = {.kind = SCHED_ZBV,
-                    .p = 2,
-                    .v = 2,
-                    .m = 4,
-                    .stages = stages,
-                    .placement = SCHED_V};
+    sched_spec s = spec_on(SCHED_ZBV, 2, 2, 4, stages, SCHED_V);
     outcome a = run_free(&s, ENG_RENDEZVOUS);
     s.place = v;
     outcome b = run_free(&s, ENG_RENDEZVOUS);

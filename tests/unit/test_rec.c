@@ -6,6 +6,7 @@
 #include "rec.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -320,6 +321,50 @@ static void test_stream_full(void)
     eng_free(e);
     rec_close(db, &err);
     fixture_free(&fx);
+}
+
+/* The writer thread blocks every signal (rec_writer.c), so SIGINT,
+ * SIGTERM and SIGALRM go to the engine's thread: each thread's mask from
+ * /proc (Linux; elsewhere nothing is checked). */
+static void test_writer_signals(void)
+{
+    ps_err err = {0};
+    unlink("sig.db");
+    rec_db *db = rec_open("sig.db", &err);
+    eng_sink sink;
+    CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        fclose(f);
+        int main_blocks = -1, others_blocking = 0;
+        DIR *d = opendir("/proc/self/task");
+        for (struct dirent *e; d && (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[288], line[256];
+            snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+            FILE *t = fopen(path, "r");
+            unsigned long long mask = 0;
+            while (t && fgets(line, sizeof line, t))
+                if (sscanf(line, "SigBlk: %llx", &mask) == 1)
+                    break;
+            if (t)
+                fclose(t);
+            unsigned long long want = 1ull << (SIGINT - 1) |
+                                      1ull << (SIGTERM - 1) |
+                                      1ull << (SIGALRM - 1);
+            if (atol(e->d_name) == (long)getpid())
+                main_blocks = (mask & want) == want;
+            else
+                others_blocking += (mask & want) == want;
+        }
+        if (d)
+            closedir(d);
+        CHECK_INT(main_blocks, 0);
+        CHECK(others_blocking >= 1); /* the writer */
+    }
+    rec_stream_cancel(db);
+    rec_close(db, &err);
 }
 
 /* A streamed run whose log passes the checkpoint size (lowered to 100
@@ -701,5 +746,6 @@ int main(void)
     test_stream_full();
     test_new_file();
     test_stream_checkpoint();
+    test_writer_signals();
     return harness_done();
 }

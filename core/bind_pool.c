@@ -97,7 +97,8 @@ static int take(reader *r, void *out, size_t n)
     return 0;
 }
 
-/* Pushes the next value; -1 (nothing pushed) on a damaged file. */
+/* [-0, +(0|1)] Pushes the next value and returns 0; -1 (nothing pushed) on
+ * a damaged file. */
 static int get_value(lua_State *L, reader *r, int depth)
 {
     unsigned char tag;
@@ -184,6 +185,7 @@ int bind_sweep_worker(lua_State *L)
     return get_worker(L) != NULL;
 }
 
+/* [-0, +0] raises when the scratch database cannot be opened */
 rec_db *bind_sweep_database(lua_State *L, const char *path)
 {
     worker *w = get_worker(L);
@@ -219,7 +221,9 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
 
 /* Evaluates chunk c's points first..last (eval's indices) and writes
  * { results = {...}, error = msg, dbs = { { path =, file = }, ... } } to
- * DIR/cC.res. Returns 0, or -1 when a stop was requested. */
+ * DIR/cC.res. Returns 0, or -1 when a stop was requested. [-0, +(0|?)]
+ * pushes nothing when it returns 0; -1 leaves what it pushed (the worker
+ * exits). */
 static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
                      lua_Integer first, lua_Integer last)
 {
@@ -301,7 +305,8 @@ static void write_all(int fd, const void *buf, size_t n)
 
 /* A worker's life: chunks from task_fd until it is empty, each announced
  * on done_fd; never returns (the parent's SQLite connections and Lua
- * state are not to be closed from here). */
+ * state are not to be closed from here). [-0, +0] (its worker record goes
+ * to the registry) */
 static void worker_main(lua_State *L, int eval, const char *dir, int task_fd,
                         int done_fd, lua_Integer n, lua_Integer size)
 {
@@ -373,6 +378,7 @@ static void pool_close(pool *p)
     }
 }
 
+/* [-0, +0] the pool userdata's __gc */
 static int pool_gc(lua_State *L)
 {
     pool_close(luaL_checkudata(L, 1, POOL_TYPE));
@@ -390,7 +396,9 @@ static int open_target(lua_State *L)
 /* Copies chunk c's databases into the real ones and appends its results
  * (ids renumbered) to the table at results; next is the index of its
  * first point there. Returns 0; 1 when the chunk ends in a point's error
- * (its message pushed); -1 with err filled on any other failure. */
+ * (its message pushed); -1 with err filled on any other failure.
+ * [-0, +(0|1|?)] nothing left on 0, the message on 1; -1 leaves what it
+ * pushed (the caller raises err). */
 static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
                       lua_Integer next, ps_err *err)
 {
@@ -481,7 +489,8 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
 
 /* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
  * by jobs worker processes; raises the first failing point's error after
- * recording the runs before it, as --jobs 1 does. */
+ * recording the runs before it, as --jobs 1 does. [-0, +1] returns the
+ * results table */
 int bind_sweep_map(lua_State *L)
 {
     lua_Integer n = luaL_checkinteger(L, 1);

@@ -3,7 +3,11 @@
  * (core/bind_check.c, lists in core/bind_fields.c) before the Lua layer is
  * asked for the partition and the params JSON, so those see valid input.
  * Scratch arrays are Lua userdata, so an error raised half way leaks
- * nothing; the pipe_ctx lives in the registry and is reused by every run. */
+ * nothing; the pipe_ctx lives in the registry and is reused by every run.
+ * Over 800 lines as one concept: reading ps.run's table once, fast, for
+ * both core.check_run and core.run; the layer reader, the sealed layers
+ * and the checked-layers hand-off exist only for that, and a split would
+ * export their private registry slots and scratch layout across files. */
 #include <ctype.h>
 #include <lauxlib.h>
 #include <math.h>
@@ -825,6 +829,8 @@ const luaL_Reg bind_run_funcs[] = {
     {NULL, NULL},
 };
 
+/* [-0, +0] raises "internal: ..." when a field of layer_nums is missing
+ * from bind_fields_layer (checked once at start-up) */
 void bind_check_layer_fields(lua_State *L)
 {
     for (size_t f = 0; f < NLAYER_NUMS; f++) {

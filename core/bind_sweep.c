@@ -27,6 +27,7 @@ typedef struct sweep_state {
     int nbatched;
 } sweep_state;
 
+/* [-0, +0] the state, made and kept in the registry on first use */
 static sweep_state *get_state(lua_State *L)
 {
     if (lua_getfield(L, LUA_REGISTRYINDEX, SWEEP_KEY) != LUA_TUSERDATA) {
@@ -54,7 +55,7 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 /* The scenario's version: FNV-1a 64 over the script's bytes and each -D
  * argument (NUL-separated), so that shards of one command line agree and
  * an edited script or other arguments do not. Files the script requires
- * are not included. */
+ * are not included. [-0, +0] */
 static const char *scenario_version(lua_State *L)
 {
     sweep_state *st = get_state(L);
@@ -77,6 +78,8 @@ static const char *scenario_version(lua_State *L)
     return st->scenario;
 }
 
+/* [-0, +0] reads the meta table (the strings stay anchored in the table at
+ * idx) */
 void bind_meta(lua_State *L, int idx, rec_meta *m)
 {
     memset(m, 0, sizeof *m);
@@ -101,6 +104,7 @@ void bind_meta(lua_State *L, int idx, rec_meta *m)
     lua_pop(L, 1); /* the strings stay alive in the table at idx */
 }
 
+/* [-0, +0] */
 int bind_sweeps_run(lua_State *L)
 {
     return get_state(L)->sweeps > 0;
@@ -117,7 +121,8 @@ static int core_sweep_info(lua_State *L)
     return 3;
 }
 
-/* core.sweep_begin(): counts a ps.sweep call (for --shard's check). */
+/* core.sweep_begin(): counts a ps.sweep call (for --shard's check).
+ * [-0, +0] */
 static int core_sweep_begin(lua_State *L)
 {
     get_state(L)->sweeps++;
@@ -125,7 +130,7 @@ static int core_sweep_begin(lua_State *L)
 }
 
 /* core.sweep_progress(done, total): the progress line of a sweep
- * evaluated in this process. */
+ * evaluated in this process. [-0, +0] */
 static int core_sweep_progress(lua_State *L)
 {
     bind_progress_sweep(L, (long)luaL_checkinteger(L, 1),
@@ -133,6 +138,7 @@ static int core_sweep_progress(lua_State *L)
     return 0;
 }
 
+/* [-0, +0] */
 int bind_sweep_batch(lua_State *L, rec_db *db, const char *sweep)
 {
     sweep_state *st = get_state(L);

@@ -2,8 +2,11 @@
  * SIGTERM, the --timeout alarm, the memory budget) that the engine and the
  * Lua hook poll, and the memory budget (--max-memory) that Lua's allocator
  * and pipesim's large buffers (program arenas, engine and network tables)
- * draw from. One process, one thread: the state is global, and the stop
- * flag is written from signal handlers only through sig_atomic_t. */
+ * draw from. One process; the state is global and unlocked because only
+ * the main thread touches it: the recorder's writer thread (rec_writer.c)
+ * never does (its blocks are allocated by the main thread, SQLite's memory
+ * is not in the budget, and it blocks every signal), and the stop flag is
+ * written from signal handlers only through sig_atomic_t. */
 #ifndef PS_LIMIT_H
 #define PS_LIMIT_H
 

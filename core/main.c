@@ -291,7 +291,8 @@ static int parse_run(int argc, char **argv, run_opts *o)
 }
 
 /* Runs the scenario in L; returns 0, or 1 after printing its error (or
- * nothing when a stop is requested: the caller reports it). */
+ * nothing when a stop is requested: the caller reports it). [-0, +(0|1)]
+ * nothing left on 0; on 1 the error object stays on the stack. */
 static int run_scenario(lua_State *L, const run_opts *o)
 {
     int status = bind_load_scenario(L, o->scenario, !o->unsafe);

@@ -1,6 +1,7 @@
-/* The recorder: opening a database for writing, and the write path, one
- * transaction per run. The schema and its migrations are in rec_schema.c,
- * the read API in rec_read.c; rec_impl.h holds what the three share.
+/* The recorder's write path: a run's rows, one transaction per run. The
+ * connection, its locks and the transactions (a run's, a sweep's batch)
+ * are in rec_txn.c, the schema and its migrations in rec_schema.c, the
+ * read API in rec_read.c; rec_impl.h holds what they share.
  *
  * Every statement on the write path is prepared once per rec_db and reset
  * after each use, so a run costs only bind + step per row. Each run is one
@@ -8,14 +9,10 @@
  * lock is never held between runs and several processes can share a file. */
 #include "rec.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -23,7 +20,7 @@
 #include "rec_impl.h"
 
 /* ------------------------------------------------------------------ */
-/* Handle                                                              */
+/* Statements                                                          */
 /* ------------------------------------------------------------------ */
 
 static const char *const stmt_sql[NSTMT] = {
@@ -76,96 +73,15 @@ static const struct {
     [ROWS_MEMORY] = {"memory_row(rank, t, bytes)", 3},
 };
 
-int rec_sql_fail(rec_db *db, const char *what, ps_err *err)
-{
-    if (db->busy_since < 0) {
-        db->busy_since = 0;
-        return ps_errf(err,
-                       "%s: %s: database is locked (another process held it "
-                       "for %d s)",
-                       db->path, what, REC_BUSY_LIMIT_S);
-    }
-    return ps_errf(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
-}
-
 /* Steps a write-path statement that returns no rows and resets it. The
  * bindings stay; every caller rebinds all parameters. */
-static int step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
+int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return PS_OK;
     return rec_sql_fail(db, "run not recorded", err);
-}
-
-double rec_monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Sleeps between d/2 and d microseconds, d doubling from 50 us with each
- * try up to 5 ms: short first tries catch a lock that is about to be
- * released (a run's transaction takes about 100 us), the cap keeps every
- * waiter trying often enough to get its turn among 8 busy writers, and the
- * jitter keeps waiters from retrying in lock step. */
-void rec_backoff(rec_db *db, int tries)
-{
-    long d = 50L << (tries < 7 ? tries : 7);
-    if (d > 5000)
-        d = 5000;
-    db->rng ^= db->rng << 13; /* xorshift64 */
-    db->rng ^= db->rng >> 7;
-    db->rng ^= db->rng << 17;
-    long us = d / 2 + (long)(db->rng % (uint64_t)(d / 2 + 1));
-    struct timespec ts = {0, us * 1000L};
-    nanosleep(&ts, NULL); /* a signal cuts it short: one more try */
-}
-
-/* SQLite's busy handler: called when a lock is held by another process;
- * returning 0 gives up with SQLITE_BUSY. With one commit per run SQLite's
- * own busy_timeout(10 s) also got 8 x 12000 runs through (tests/stress.sh;
- * the longest wait with this handler was 0.23 s); this one waits longer,
- * REC_BUSY_LIMIT_S, for another process writing a large events-level run
- * (seconds each), sleeps at most 5 ms instead of 100 ms, and marks a wait
- * it gave up on so that the message can say so. */
-int rec_busy_handler(void *ctx, int tries)
-{
-    rec_db *db = ctx;
-    double t = rec_monotonic();
-    if (tries == 0)
-        db->busy_since = t;
-    else if (t - db->busy_since >= REC_BUSY_LIMIT_S) {
-        db->busy_since = -1; /* gave up: rec_sql_fail says so */
-        return 0;
-    }
-    rec_backoff(db, tries);
-    return 1;
-}
-
-/* Runs statements that return no rows, for setting up a database.
- * Switching a new file to WAL needs it to itself, and SQLite reports a
- * second process opening it meanwhile as SQLITE_BUSY without calling the
- * busy handler (PRAGMA journal_mode = WAL failed in 2 of 400 writers
- * racing to create a file), so busy is retried here too. */
-int rec_exec_sql(rec_db *db, const char *sql, ps_err *err)
-{
-    double t0 = rec_monotonic();
-    for (int tries = 0;; tries++) {
-        int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            return PS_OK;
-        if ((rc & 0xff) != SQLITE_BUSY)
-            break;
-        if (rec_monotonic() - t0 >= REC_BUSY_LIMIT_S) {
-            db->busy_since = -1;
-            break;
-        }
-        rec_backoff(db, tries);
-    }
-    return rec_sql_fail(db, "cannot set up the database", err);
 }
 
 /* Prepares the REC_ROWS-row INSERT for table (see REC_ROWS). */
@@ -200,7 +116,7 @@ static int prepare_rows(rec_db *db, rowbuf *rb, const char *table, int ncols,
  * pays for the timeline's 64-row INSERTs (about 1.5 ms to prepare the
  * three), a pipeline never for the collective row. NULL with err filled
  * when SQLite cannot prepare it. */
-static sqlite3_stmt *stmt(rec_db *db, enum stmt_id id, ps_err *err)
+sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err)
 {
     if (!db->st[id] &&
         sqlite3_prepare_v3(db->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
@@ -233,7 +149,7 @@ static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
     sqlite3_bind_int(rb->st, 1 + REC_ROWS * rb->ncols, rb->n);
     rb->count += rb->n;
     rb->n = 0;
-    if (step_done(db, rb->st, err)) {
+    if (rec_step_done(db, rb->st, err)) {
         /* kept for rec_write: a streamed run's failure is reported after
          * its rollback, which resets the connection's error code */
         db->rows_code = sqlite3_errcode(db->db);
@@ -247,254 +163,6 @@ static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
 static inline int rows_next(rec_db *db, rowbuf *rb, ps_err *err)
 {
     return ++rb->n == REC_ROWS ? rows_flush(db, rb, err) : PS_OK;
-}
-
-void rec_free_handle(rec_db *db)
-{
-    rec_writer_free(db);
-    for (int i = 0; i < NSTMT; i++)
-        sqlite3_finalize(db->st[i]);
-    for (int i = 0; i < NROWS; i++)
-        sqlite3_finalize(db->rows[i].st);
-    sqlite3_close(db->db);
-    free(db->path);
-    free(db->mem);
-    free(db->links);
-    free(db);
-}
-
-rec_db *rec_new_handle(const char *path, ps_err *err)
-{
-    rec_db *db = calloc(1, sizeof *db);
-    if (db)
-        db->path = strdup(path);
-    if (!db || !db->path) {
-        free(db);
-        ps_errf(err, "%s: out of memory", path);
-        return NULL;
-    }
-    db->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(rec_monotonic() * 1e9) ^
-              0x9e3779b97f4a7c15u;
-    return db;
-}
-
-/* ------------------------------------------------------------------ */
-/* Opening and closing                                                 */
-/* ------------------------------------------------------------------ */
-
-/* SQLite says only "unable to open database file" for a missing
- * directory; name the directory instead. */
-static int check_parent(const char *path, ps_err *err)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return PS_OK;
-    size_t n = (size_t)(slash - path);
-    char *dir = malloc(n + 1);
-    if (!dir)
-        return ps_errf(err, "%s: out of memory", path);
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    struct stat sb;
-    int rc = PS_OK;
-    if (stat(dir, &sb) != 0)
-        rc = ps_errf(err, "%s: directory %s does not exist", path, dir);
-    else if (!S_ISDIR(sb.st_mode))
-        rc = ps_errf(err, "%s: %s is not a directory", path, dir);
-    free(dir);
-    return rc;
-}
-
-/* Called by SQLite after each commit with the log's size: SQLite's own
- * autocheckpoint (a PASSIVE checkpoint once the log holds REC_CKPT_FRAMES
- * frames, inside the commit), except for a streamed run's commit, whose
- * log is large (a 391k-row run: 3,000 frames, 12 MB, a checkpoint of 0.1
- * to 0.3 s here, most of it the two fsyncs): the writer thread runs that
- * one on its own connection once the run is committed (rec_writer.c). */
-static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
-{
-    rec_db *db = ctx;
-    if (frames < db->ckpt_frames)
-        return SQLITE_OK;
-    if (db->defer_ckpt && db->writer)
-        rec_writer_checkpoint(db);
-    else
-        sqlite3_wal_checkpoint(c, name);
-    return SQLITE_OK;
-}
-
-rec_db *rec_open(const char *path, ps_err *err)
-{
-    if (check_parent(path, err))
-        return NULL;
-    rec_db *db = rec_new_handle(path, err);
-    if (!db)
-        return NULL;
-    /* a new file is made whole beside the path and linked into place
-     * (rec_schema_create_file: fewer fsyncs); an existing one is opened */
-    struct stat sb;
-    if (stat(path, &sb) != 0 && errno == ENOENT)
-        rec_schema_create_file(path);
-    /* NOMUTEX: a rec_db is used from one thread at a time, so
-     * SQLite's per-call locking is pure overhead on the per-row path */
-    if (sqlite3_open_v2(path, &db->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                            SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        rec_sql_fail(db, "cannot open", err);
-        goto fail;
-    }
-    /* Sweeps may write one file from several processes: wait for the
-     * lock rather than fail at once. */
-    sqlite3_busy_handler(db->db, rec_busy_handler, db);
-    db->ckpt_frames = REC_CKPT_FRAMES;
-    sqlite3_wal_hook(db->db, wal_hook, db);
-    if (rec_schema_prepare(db, err))
-        goto fail;
-    /* Test only (tests/concurrency.sh): caps the database at N pages, so that
-     * a full disk can be simulated without root or a small file system;
-     * SQLite then fails the write with SQLITE_FULL as on a full disk. */
-    /* Test only (test_rec.c): checkpoints at N frames instead of
-     * REC_CKPT_FRAMES, so that a small run exercises them. */
-    const char *frames = getenv("PIPESIM_TEST_CKPT_FRAMES");
-    if (frames && *frames)
-        db->ckpt_frames = (int)strtol(frames, NULL, 10);
-    const char *max_pages = getenv("PIPESIM_TEST_MAX_PAGES");
-    if (max_pages && *max_pages) {
-        char pragma[96];
-        snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %ld",
-                 strtol(max_pages, NULL, 10));
-        if (rec_exec_sql(db, pragma, err))
-            goto fail;
-    }
-    return db;
-fail:
-    rec_free_handle(db);
-    return NULL;
-}
-
-/* A batch commits after this many runs or seconds: few enough that the
- * write lock is not held long (other writers wait at most this, and a
- * process killed with -9 loses at most this), many enough that a sweep
- * of 100 us runs pays one commit per thousand. */
-#define REC_BATCH_RUNS 1000
-#define REC_BATCH_SECONDS 0.1
-
-/* Commits the open batch, if any. */
-static int batch_commit(rec_db *db, ps_err *err)
-{
-    if (!db->batch_open)
-        return PS_OK;
-    db->batch_open = 0;
-    int n = db->batch_runs;
-    db->batch_runs = 0;
-    if (sqlite3_get_autocommit(db->db))
-        return PS_OK; /* nothing open (cannot happen: runs release) */
-    ps_err e;
-    sqlite3_stmt *commit = stmt(db, ST_COMMIT, &e);
-    if (commit && step_done(db, commit, &e) == PS_OK)
-        return PS_OK;
-    if (!sqlite3_get_autocommit(db->db))
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-    return ps_errf(err,
-                   "%s (the %d runs since the sweep's last commit are lost)",
-                   e.msg, n);
-}
-
-void rec_set_batch(rec_db *db, int on)
-{
-    db->batch_mode = on != 0;
-}
-
-int rec_run_begin(rec_db *db, ps_err *err)
-{
-    if (!db->batch_mode) {
-        sqlite3_stmt *begin;
-        if (batch_commit(db, err) || !(begin = stmt(db, ST_BEGIN, err)))
-            return PS_ERR;
-        return step_done(db, begin, err);
-    }
-    if (!db->batch_open) {
-        sqlite3_stmt *begin = stmt(db, ST_BEGIN, err);
-        if (!begin || step_done(db, begin, err))
-            return PS_ERR;
-        db->batch_open = 1;
-        db->batch_runs = 0;
-        db->batch_t0 = rec_monotonic();
-    }
-    sqlite3_stmt *sp = stmt(db, ST_SAVEPOINT, err);
-    return sp ? step_done(db, sp, err) : PS_ERR;
-}
-
-int rec_run_commit(rec_db *db, ps_err *err)
-{
-    if (!db->batch_open) {
-        sqlite3_stmt *commit = stmt(db, ST_COMMIT, err);
-        return commit ? step_done(db, commit, err) : PS_ERR;
-    }
-    sqlite3_stmt *release = stmt(db, ST_RELEASE, err);
-    if (!release || step_done(db, release, err))
-        return PS_ERR;
-    if (++db->batch_runs >= REC_BATCH_RUNS ||
-        rec_monotonic() - db->batch_t0 >= REC_BATCH_SECONDS)
-        return batch_commit(db, err);
-    return PS_OK;
-}
-
-void rec_run_rollback(rec_db *db)
-{
-    ps_err ignored;
-    if (sqlite3_get_autocommit(db->db)) {
-        /* SQLite rolled everything back (a full disk, an I/O error): a
-         * batch's earlier runs went with it */
-        db->batch_open = 0;
-        db->batch_runs = 0;
-        return;
-    }
-    if (db->batch_open) {
-        sqlite3_stmt *to = stmt(db, ST_ROLLBACK_TO, &ignored);
-        sqlite3_stmt *release = to ? stmt(db, ST_RELEASE, &ignored) : NULL;
-        if (release && step_done(db, to, &ignored) == PS_OK &&
-            step_done(db, release, &ignored) == PS_OK)
-            return;
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-        db->batch_open = 0;
-        db->batch_runs = 0;
-        return;
-    }
-    sqlite3_stmt *rollback = stmt(db, ST_ROLLBACK, &ignored);
-    if (rollback)
-        step_done(db, rollback, &ignored);
-    else
-        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-int rec_scratch(rec_db *db, ps_err *err)
-{
-    /* the journal in memory (a failed run still rolls back) and no syncs:
-     * a scratch file nobody reads if its writer dies (a sweep worker's:
-     * the writer copies only finished chunks) */
-    return rec_exec_sql(db, "PRAGMA journal_mode = MEMORY", err) ||
-                   rec_exec_sql(db, "PRAGMA synchronous = OFF", err)
-               ? PS_ERR
-               : PS_OK;
-}
-
-int rec_flush(rec_db *db, ps_err *err)
-{
-    return db ? batch_commit(db, err) : PS_OK;
-}
-
-int rec_close(rec_db *db, ps_err *err)
-{
-    if (!db)
-        return PS_OK;
-    ps_err e;
-    int rc = db->readonly ? PS_OK : batch_commit(db, &e);
-    if (rc && err)
-        *err = e;
-    rec_free_handle(db);
-    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -602,7 +270,7 @@ static int ensure_kinds(rec_db *db, ps_err *err)
 
 static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
 {
-    sqlite3_stmt *st = stmt(db, ST_RUN, err);
+    sqlite3_stmt *st = rec_stmt(db, ST_RUN, err);
     if (!st)
         return PS_ERR;
     bind_text(st, 1, r->kind);
@@ -632,7 +300,7 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
         sqlite3_bind_null(st, 20);
     }
     bind_meta(st, 21, &r->meta);
-    if (step_done(db, st, err))
+    if (rec_step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);
     return PS_OK;
@@ -641,7 +309,7 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
 static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
                          ps_err *err)
 {
-    sqlite3_stmt *st = p->nstages > 0 ? stmt(db, ST_STAGE, err) : NULL;
+    sqlite3_stmt *st = p->nstages > 0 ? rec_stmt(db, ST_STAGE, err) : NULL;
     if (p->nstages > 0 && !st)
         return PS_ERR;
     for (int32_t i = 0; i < p->nstages && p->stages; i++) {
@@ -661,10 +329,10 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 13, s->exposed_comm);
         bind_real(st, 14, s->tp_comm);
         bind_real(st, 15, s->tp_exposed);
-        if (step_done(db, st, err))
+        if (rec_step_done(db, st, err))
             return PS_ERR;
     }
-    st = p->nranks > 0 ? stmt(db, ST_RANK, err) : NULL;
+    st = p->nranks > 0 ? rec_stmt(db, ST_RANK, err) : NULL;
     if (p->nranks > 0 && !st)
         return PS_ERR;
     for (int32_t i = 0; i < p->nranks && p->ranks; i++) {
@@ -681,13 +349,13 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_fits(st, 10, r->fits);
         bind_real(st, 11, r->tp_comm);
         bind_real(st, 12, r->tp_exposed);
-        if (step_done(db, st, err))
+        if (rec_step_done(db, st, err))
             return PS_ERR;
     }
     int32_t ncoll = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
     for (int32_t k = 0; k < ncoll; k++) {
         const rec_collective *c = &p->collective[k];
-        if (!(st = stmt(db, ST_COLL, err)))
+        if (!(st = rec_stmt(db, ST_COLL, err)))
             return PS_ERR;
         sqlite3_bind_int64(st, 1, id);
         bind_text(st, 2, c->op);
@@ -698,7 +366,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         bind_real(st, 7, c->algbw);
         bind_real(st, 8, c->busbw);
         bind_text(st, 9, c->protocol);
-        if (step_done(db, st, err))
+        if (rec_step_done(db, st, err))
             return PS_ERR;
     }
     return PS_OK;
@@ -876,7 +544,7 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
         db->links_cap = n;
     }
     n = net_links(nw, db->links, n);
-    sqlite3_stmt *st = stmt(db, ST_LINK, err);
+    sqlite3_stmt *st = rec_stmt(db, ST_LINK, err);
     if (!st)
         return PS_ERR;
     sqlite3_bind_int64(st, 1, id);
@@ -888,7 +556,7 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
         bind_real(st, 5, l->latency);
         bind_real(st, 6, l->bytes);
         bind_real(st, 7, l->busy);
-        if (step_done(db, st, err))
+        if (rec_step_done(db, st, err))
             return PS_ERR;
     }
     return PS_OK;
@@ -897,7 +565,7 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
 /* The run's rowid range in each timeline table (NULLs: no rows). */
 static int write_span(rec_db *db, int64_t id, ps_err *err)
 {
-    sqlite3_stmt *st = stmt(db, ST_SPAN, err);
+    sqlite3_stmt *st = rec_stmt(db, ST_SPAN, err);
     if (!st)
         return PS_ERR;
     sqlite3_bind_int64(st, 1, id);
@@ -911,7 +579,7 @@ static int write_span(rec_db *db, int64_t id, ps_err *err)
             sqlite3_bind_null(st, 3 + 2 * i);
         }
     }
-    return step_done(db, st, err);
+    return rec_step_done(db, st, err);
 }
 
 /* Everything of one run, inside its transaction. The timeline (events,
@@ -1015,7 +683,7 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         /* what the batch holds is committed now: a failure should not
          * put the runs before it at risk */
         ps_err ce;
-        if (batched && db->batch_open && batch_commit(db, &ce) && err)
+        if (batched && db->batch_open && rec_batch_commit(db, &ce) && err)
             *err = ce;
         return PS_ERR;
     }

@@ -1,7 +1,8 @@
-/* Internal to the recorder (rec.c, rec_schema.c, rec_read.c); not a
- * public header: nothing outside core/rec*.c includes it. The handle's
- * record, the prepared statements' ids, and the SQL helpers the three files
- * share (errors, the busy handler and its back-off, setup statements). */
+/* Internal to the recorder (rec.c, rec_txn.c, rec_schema.c, rec_read.c and
+ * the others of core/rec*.c); not a public header: nothing outside
+ * core/rec*.c includes it. The handle's record, the prepared statements'
+ * ids, and the SQL helpers the files share (errors, the busy handler and
+ * its back-off, setup statements, transactions). */
 #ifndef PS_REC_IMPL_H
 #define PS_REC_IMPL_H
 
@@ -86,12 +87,15 @@ struct rec_query {
     sqlite3_stmt *st;
 };
 
-/* A run's transaction: BEGIN IMMEDIATE ... COMMIT, or in batch mode a
- * SAVEPOINT inside the batch's transaction (opened on the first run; it
+/* rec_txn.c: a run's transaction: BEGIN IMMEDIATE ... COMMIT, or in batch mode
+ * a SAVEPOINT inside the batch's transaction (opened on the first run; it
  * commits every REC_BATCH_RUNS runs or REC_BATCH_SECONDS). run_begin
  * commits an open batch first when the mode is off. run_rollback undoes
  * the run alone. */
 int rec_run_begin(rec_db *db, ps_err *err);
+/* rec_txn.c: commits the open batch, if any (PS_ERR: its runs are lost,
+ * which the message says). */
+int rec_batch_commit(rec_db *db, ps_err *err);
 int rec_run_commit(rec_db *db, ps_err *err);
 void rec_run_rollback(rec_db *db);
 
@@ -102,7 +106,7 @@ void rec_run_rollback(rec_db *db);
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
-/* Sleeps before lock retry number tries (jittered, capped; see rec.c). */
+/* Sleeps before lock retry number tries (jittered, capped; see rec_txn.c). */
 void rec_backoff(rec_db *db, int tries);
 /* SQLite's busy handler for every rec_db (ctx is the rec_db). */
 int rec_busy_handler(void *ctx, int tries);
@@ -113,6 +117,12 @@ int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
  * memory), and its release with everything it holds. */
 rec_db *rec_new_handle(const char *path, ps_err *err);
 void rec_free_handle(rec_db *db);
+
+/* rec.c: the write-path statement id, prepared on first use (NULL with err
+ * filled when SQLite cannot prepare it), and a step of a statement that
+ * returns no rows, then its reset (PS_ERR: "run not recorded"). */
+sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err);
+int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err);
 
 /* rec.c: before a run's timeline rows (inside its transaction): the kind
  * names, the row statements and empty row buffers. */
@@ -149,7 +159,7 @@ void rec_writer_free(rec_db *db);
  * caller keeps using its own); rec_writer_free waits for it. */
 void rec_writer_checkpoint(rec_db *db);
 /* The log size (frames) at which a commit asks for a checkpoint: SQLite's
- * default autocheckpoint, which rec_open replaces (rec.c, wal_hook). */
+ * default autocheckpoint, which rec_open replaces (rec_txn.c, wal_hook). */
 #define REC_CKPT_FRAMES 1000
 
 /* rec_schema.c: user_version and the number of pipesim tables and of all

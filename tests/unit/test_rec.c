@@ -369,7 +369,7 @@ static void test_writer_signals(void)
 
 /* A streamed run whose log passes the checkpoint size (lowered to 100
  * frames here): the checkpoint runs on the writer thread's own connection
- * after the commit (rec.c, wal_hook) while the next run streams; every
+ * after the commit (rec_txn.c, wal_hook) while the next run streams; every
  * row is in, and the database file holds the first run once the second
  * is committed. */
 static void test_stream_checkpoint(void)

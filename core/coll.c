@@ -357,7 +357,8 @@ static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
                                    err);
 }
 
-/* The channel count, the slots and the lanes per position of algo. A
+/* The channel count (ring and NCCL's tree: one per NIC on whole nodes,
+ * coll_ring_channels), the slots and the lanes per position of algo. A
  * pipelined ring of several channels runs each channel in a lane of its
  * own on every rank, as NCCL runs each channel in its own thread block:
  * in one lane a rank would wait in every step for all its channels'
@@ -367,7 +368,9 @@ static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
 static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
                  const coll_view *v, int algo, int own_lanes)
 {
-    g->channels = algo == COLL_RING ? coll_ring_channels(spec, nw, v) : 1;
+    g->channels = algo == COLL_RING || algo == COLL_TREE
+                      ? coll_ring_channels(spec, nw, v)
+                      : 1;
     g->slots = coll_slots(spec, algo);
     g->chan_lanes = own_lanes && g->slots > 1 ? g->channels : 1;
     g->chan = 0;

@@ -510,9 +510,22 @@ int coll_tree_build(int32_t N, int32_t rpn, int32_t *parent, int32_t *depth,
  * (h: height of its subtree) and receives the reduced chunk c from its
  * parent in step c + H + d(v) - 1 (H: tree height, d: depth). Steps:
  * chunks + 2H - 1. The trees are NCCL's double binary tree over all
- * positions (rpn = 0) or NCCL's tree over nodes of rpn (coll_tree_build). */
-static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t chunks,
-                                  int32_t s0)
+ * positions (rpn = 0) or NCCL's tree over nodes of rpn (coll_tree_build).
+ *
+ * Channels (C > 1, NCCL's tree on whole nodes: coll_ring_channels,
+ * one per NIC): NCCL
+ * runs the tree on every channel of its topology search, each channel's
+ * chain starting at the GPU next to that channel's NIC (the tree pattern
+ * `NET n -> GPU a -> .. -> GPU x` of src/graph/search.cc) and each search
+ * channel running both trees of ncclGetDtree (src/graph/trees.cc,
+ * connectTrees in src/graph/connect.cc). Channel c is both trees with
+ * every node's local indices rotated by coll_ring_start(rpn, C, c), as the
+ * ring's channels are, on the c-th contiguous slice of the array: tree 0's
+ * head is local start_c (its NIC c), tree 1's local start_c - 1, so each
+ * NIC carries one channel's tree 0 and its neighbour's tree 1. All
+ * channels run the same steps; a step's transfers form one batch. */
+static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t C,
+                                  int32_t chunks, int32_t s0)
 {
     int32_t N = g->N;
     int32_t *parent = malloc((size_t)N * 2 * sizeof *parent);
@@ -527,26 +540,35 @@ static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t chunks,
         coll_tree_build(N, rpn, parent, depth, height, &H);
     else
         coll_dtree(N, parent, depth, height, &H);
-    int64_t half[2] = {g->n / 2, g->n - g->n / 2};
-    int64_t base[2] = {0, g->n / 2};
+    if (C < 1 || rpn < 2 || N % rpn || N == rpn)
+        C = 1;
     int32_t steps = chunks + 2 * H - 1;
     for (int32_t s = 0; s < steps; s++)
-        for (int32_t t = 0; t < 2; t++)
-            for (int32_t v = 0; v < N; v++) {
-                int32_t p = parent[t * N + v];
-                if (p < 0)
-                    continue;
-                int32_t c = s - height[t * N + v];
-                if (c >= 0 && c < chunks)
-                    coll_emit(g, s0 + s, v, p,
-                              base[t] + coll_seg_lo(half[t], chunks, c),
-                              coll_seg_cnt(half[t], chunks, c), 1);
-                c = s - H - depth[t * N + v] + 1;
-                if (c >= 0 && c < chunks)
-                    coll_emit(g, s0 + s, p, v,
-                              base[t] + coll_seg_lo(half[t], chunks, c),
-                              coll_seg_cnt(half[t], chunks, c), 0);
-            }
+        for (int32_t ch = 0; ch < C; ch++) {
+            int32_t st = C > 1 ? coll_ring_start(rpn, C, ch) : 0;
+            int64_t clo = coll_seg_lo(g->n, C, ch);
+            int64_t clen = coll_seg_cnt(g->n, C, ch);
+            int64_t half[2] = {clen / 2, clen - clen / 2};
+            int64_t base[2] = {clo, clo + clen / 2};
+            for (int32_t t = 0; t < 2; t++)
+                for (int32_t v = 0; v < N; v++) {
+                    int32_t p = parent[t * N + v];
+                    if (p < 0)
+                        continue;
+                    int32_t rv = C > 1 ? coll_tree_rot(v, rpn, st) : v;
+                    int32_t rp = C > 1 ? coll_tree_rot(p, rpn, st) : p;
+                    int32_t c = s - height[t * N + v];
+                    if (c >= 0 && c < chunks)
+                        coll_emit(g, s0 + s, rv, rp,
+                                  base[t] + coll_seg_lo(half[t], chunks, c),
+                                  coll_seg_cnt(half[t], chunks, c), 1);
+                    c = s - H - depth[t * N + v] + 1;
+                    if (c >= 0 && c < chunks)
+                        coll_emit(g, s0 + s, rp, rv,
+                                  base[t] + coll_seg_lo(half[t], chunks, c),
+                                  coll_seg_cnt(half[t], chunks, c), 0);
+                }
+        }
 done:
     free(parent);
     free(depth);
@@ -677,10 +699,10 @@ int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
             s += tree_bcast(g, op == COLL_BROADCAST ? root : 0, s);
         break;
     case COLL_TREE:
-        s = double_binary_tree(g, rpn < 2 ? 1 : rpn, chunks, 0);
+        s = double_binary_tree(g, rpn < 2 ? 1 : rpn, g->channels, chunks, 0);
         break;
     case COLL_DOUBLE_BINARY_TREE:
-        s = double_binary_tree(g, 0, chunks, 0);
+        s = double_binary_tree(g, 0, 1, chunks, 0);
         break;
     case COLL_HALVING_DOUBLING: s = halving_doubling(g, op, 0); break;
     case COLL_DIRECT:

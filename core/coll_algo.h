@@ -24,7 +24,8 @@ typedef struct coll_gen {
     const int32_t *rank; /* position -> cluster rank */
     int32_t N;
     int64_t n;          /* elements */
-    int32_t channels;   /* ring: channels (coll_ring_start); 1 = one ring */
+    int32_t channels;   /* ring and tree: channels (coll_ring_start); 1 =
+                           one ring or one pair of trees */
     int32_t slots;      /* > 1: sends do not wait for the receiver (coll.h,
                            "Slots"); 1: lockstep */
     double wire;        /* bytes on the wire per payload byte (the
@@ -75,6 +76,13 @@ static inline int64_t coll_seg_cnt(int64_t n, int32_t parts, int32_t i)
 static inline int32_t coll_ring_start(int32_t rpn, int32_t C, int32_t c)
 {
     return (int32_t)((int64_t)c * rpn / C);
+}
+
+/* Position v with its local index in its node of rpn rotated by st: the
+ * relabelling that gives channel c of NCCL's tree (coll_algo.c). */
+static inline int32_t coll_tree_rot(int32_t v, int32_t rpn, int32_t st)
+{
+    return v - v % rpn + (v % rpn + st) % rpn;
 }
 
 /* Emits one transfer of elements [lo, lo+cnt) from position src to dst in

@@ -398,13 +398,17 @@ static int64_t envelope(const double *lat, const double *bw, int64_t n,
  * slowest of them. Steps inside a node are cheap, so fill and drain near
  * the leaves cost less than the steady state, where all flows of both
  * trees run at once. The sum over the k + 2H - 1 steps is minimised over
- * k <= kmax (or taken at spec's k). O(N H^2 log N + kmax H^2) for the
+ * k <= kmax (or taken at spec's k). With C channels (NCCL's tree on
+ * whole nodes, coll_algo.c) every edge runs once per channel, rotated
+ * within the nodes, carrying T / 2kC. O(C N H^2 log N + kmax H^2) for the
  * O(H^2) ranges. */
-static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, double T,
-                    int32_t fixed_k, double *t, int32_t *best)
+static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
+                    double T, int32_t fixed_k, double *t, int32_t *best)
 {
     int32_t N = v->N, H = 0;
-    int64_t ne = 4 * (int64_t)N;
+    if (C < 1 || rpn < 2 || N % rpn || N == rpn)
+        C = 1;
+    int64_t ne = 4 * (int64_t)N * C;
     int32_t *par = malloc((size_t)ne * sizeof *par);
     int32_t *dep = par ? par + 2 * N : NULL;
     int32_t *hei = malloc((size_t)N * 2 * sizeof *hei);
@@ -430,24 +434,28 @@ static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, double T,
     /* the flows grouped by offset (counting sort): a range of offsets is a
      * run of flows, first[lo] .. first[hi + 1] */
     for (int pass = 0; pass < 2; pass++) {
-        for (int32_t tr = 0; tr < 2; tr++)
-            for (int32_t x = 0; x < N; x++) {
-                int32_t p = par[tr * N + x];
-                if (p < 0)
-                    continue;
-                int32_t ou = hei[tr * N + x], od = H + dep[tr * N + x] - 1;
-                if (pass == 0) {
-                    first[ou + 2]++;
-                    first[od + 2]++;
-                    continue;
+        for (int32_t ch = 0; ch < C; ch++)
+            for (int32_t tr = 0; tr < 2; tr++)
+                for (int32_t x = 0; x < N; x++) {
+                    int32_t p = par[tr * N + x];
+                    if (p < 0)
+                        continue;
+                    int32_t ou = hei[tr * N + x], od = H + dep[tr * N + x] - 1;
+                    if (pass == 0) {
+                        first[ou + 2]++;
+                        first[od + 2]++;
+                        continue;
+                    }
+                    int32_t st = C > 1 ? coll_ring_start(rpn, C, ch) : 0;
+                    int32_t rx = C > 1 ? coll_tree_rot(x, rpn, st) : x;
+                    int32_t rp = C > 1 ? coll_tree_rot(p, rpn, st) : p;
+                    int64_t i = first[ou + 1]++;
+                    src[i] = v->rank[rx];
+                    dst[i] = v->rank[rp];
+                    i = first[od + 1]++;
+                    src[i] = v->rank[rp];
+                    dst[i] = v->rank[rx];
                 }
-                int64_t i = first[ou + 1]++;
-                src[i] = v->rank[x];
-                dst[i] = v->rank[p];
-                i = first[od + 1]++;
-                src[i] = v->rank[p];
-                dst[i] = v->rank[x];
-            }
         if (pass == 0)
             for (int32_t o = 0; o < W; o++)
                 first[o + 2] += first[o + 1];
@@ -466,13 +474,15 @@ static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, double T,
                 goto done;
         }
     rfirst[W * W] = used;
-    int64_t kmax = v->n / 2 < COLL_MAX_CHUNKS ? v->n / 2 : COLL_MAX_CHUNKS;
+    int64_t kmax = v->n / (2 * C);
+    if (kmax > COLL_MAX_CHUNKS)
+        kmax = COLL_MAX_CHUNKS;
     if (kmax < 1)
         kmax = 1;
     int64_t k0 = fixed_k ? fixed_k : 1, k1 = fixed_k ? fixed_k : kmax;
     *t = INFINITY;
     for (int64_t k = k0; k <= k1; k++) {
-        double x = T / (2.0 * (double)k), sum = 0;
+        double x = T / (2.0 * (double)k * C), sum = 0;
         for (int64_t s = 0; s < k + W - 1; s++) {
             int64_t lo = s - k + 1 > 0 ? s - k + 1 : 0;
             int64_t hi = s < W - 1 ? s : W - 1, r = lo * W + hi, reps = 1;
@@ -636,7 +646,10 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
             fixed = 2.0 * H - 1;
         }
         if (topo) {
-            oom = dbt_cost(nw, v, trpn, T, spec->chunks, &t, chunks);
+            oom = dbt_cost(nw, v, trpn,
+                           algo == COLL_TREE ? coll_ring_channels(spec, nw, v)
+                                             : 1,
+                           T, spec->chunks, &t, chunks);
         } else if (spec->chunks) {
             *chunks = spec->chunks;
             t = (*chunks + fixed) * (a + T / (2.0 * *chunks * b));

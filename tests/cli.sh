@@ -272,8 +272,10 @@ got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(a, ' ') FROM (SELECT DISTINCT by
 got=$(sqlite3 "$TMP/gs.db" "SELECT count(*) = sum(ranks = 8), count(*) = sum(time > 0 AND abs(busbw / algbw - 1.75) < 1e-9), count(*) > 2 FROM collective WHERE run = 1")
 [ "$got" = "1|1|1" ] && ok || bad "grad sync rows: $got"
 # a group of 4 GPUs per node rings through their 4 NICs (50 GB/s each), as
-# NCCL does: a 25 MiB bucket's busbw above one NIC's x 3, at most 4 NICs'
-got=$(sqlite3 "$TMP/gs.db" "SELECT run, count(*) > 0, min(ranks), sum(algorithm = 'ring') = count(*), min(busbw) > 150e9, max(busbw) <= 200e9 FROM collective WHERE run IN (3, 4) AND bytes = 26214400 GROUP BY run")
+# NCCL does: a 25 MiB bucket's busbw above one NIC's x 3, a ring's at most
+# 4 NICs'; NCCL's tree (auto's other candidate, on 2 nodes) runs over the
+# same 4 NICs, one channel each (issue 14), and may beat the NICs' busbw
+got=$(sqlite3 "$TMP/gs.db" "SELECT run, count(*) > 0, min(ranks), sum(algorithm IN ('ring', 'tree')) = count(*), min(busbw) > 150e9, sum(algorithm = 'ring' AND busbw > 200e9) = 0 FROM collective WHERE run IN (3, 4) AND bytes = 26214400 GROUP BY run")
 [ "$got" = "3|1|8|1|1|1
 4|1|8|1|1|1" ] && ok || bad "grad sync on 4 GPUs of each of 2 nodes: $got"
 got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(DISTINCT op) FROM (SELECT op FROM collective WHERE run = 2 ORDER BY op)")

@@ -66,27 +66,47 @@ do
 end
 
 -- NCCL's tree on 4 nodes x 8 GPUs, one chunk: inside a node a chain of 7
--- hops (tree 0 up to local 0, tree 1 up to local 7), across nodes NCCL's
--- binary tree over 4 nodes (0 <- 2 <- {1, 3}; tree 1 its mirror), so 2H =
--- 2 (7 + 2) steps. With NVLink bandwidth out of the way (1e18 B/s) every
--- step pays its latency, and the inter-node ones also T/2 (half of the
--- array per tree) over the NIC: node 2's head receives from two children
--- at once (T/2 at B/2) in the up phase, then forwards to node 0 (T/2 at B);
--- the way down is the mirror. Each tree has its own NIC (local 0 and local
--- 7), so: 2 (7 a_in + 2 a_out) + 6 (T/2) / B = 14 a_in + 4 a_out + 3T/B,
--- NCCL's latency formula 2((ppn - 1) a_in + log2(nodes) a_out) plus the
--- bandwidth term
+-- hops, across nodes NCCL's binary tree over 4 nodes (0 <- 2 <- {1, 3};
+-- tree 1 its mirror, 3 <- 1 <- {2, 0}), so 2H = 2 (7 + 2) steps. NCCL
+-- runs it on every channel (one per NIC, 8 here): channel c's chains start
+-- at local c, its tree 0 leaves the node through NIC c and its tree 1
+-- through NIC c - 1, each tree on T / 2C of the array. With NVLink
+-- bandwidth out of the way (1e18 B/s) every step pays its latency, and the
+-- inter-node ones T / 2C over a NIC: node 2's NIC c receives channel c's
+-- tree 0 from two children at once (T/2C at B/2) while sending channel
+-- c + 1's tree 1 up (node 2 is a leaf there), then forwards to node 0
+-- (T/2C at B); the way down is the mirror. So 2 (7 a_in + 2 a_out) +
+-- 6 (T/2C) / B = 14 a_in + 4 a_out + 3T/(CB): NCCL's latency formula
+-- 2((ppn - 1) a_in + log2(nodes) a_out) plus the bandwidth term. Until the
+-- tree had channels (issue 14) it used 2 NICs of 8: 3T/B.
 do
-    local a_in, a_out, B, T = 2e-6, 5e-6, 50e9, 1024 * 1024
+    local a_in, a_out, B, T, C = 2e-6, 5e-6, 50e9, 1024 * 1024, 8
     local c4 = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 8,
         intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
     local r = coll(c4, "tree", nil, T, { chunks = 1 })
-    H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / B, 1e-6, "tree on 4 x 8 = closed form")
+    H.eq(r.channels, C, "tree channels")
+    H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / (C * B), 1e-6, "tree on 4 x 8 = closed form")
     H.near(r.predicted, r.time, 1e-6, "tree model on 4 x 8")
+    -- 4 NICs per node: 4 channels, each NIC still one channel's tree 0 and
+    -- another's tree 1
+    local c4n = ps.cluster{ nodes = 4, gpus_per_node = 8, nics_per_node = 4,
+        intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }
+    r = coll(c4n, "tree", nil, T, { chunks = 1 })
+    H.eq(r.channels, 4, "tree channels, 4 NICs")
+    H.near(r.time, 14 * a_in + 4 * a_out + 3 * T / (4 * B), 1e-6, "tree on 4 x 8, 4 NICs")
     -- pipelined: more chunks, less time; the model picks the count
-    local auto_k = coll(c4, "tree", nil, T)
+    local big = 256 * T
+    r = coll(c4, "tree", nil, big, { chunks = 1 })
+    local auto_k = coll(c4, "tree", nil, big)
     H.check(auto_k.chunks > 1 and auto_k.time < r.time, "chunks " .. auto_k.chunks)
     H.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
+    -- the channels' slices reduce to the right sums, also when they are
+    -- uneven or smaller than the chunks
+    for _, n in ipairs{ 1003, 37, 5 } do
+        H.eq(coll(c4, "tree", nil, 4 * n, { verify = true }).verified, true, "tree data " .. n)
+        H.eq(coll(c4, "tree", nil, 4 * n, { verify = true, chunks = 3 }).verified, true,
+            "tree data, 3 chunks " .. n)
+    end
     -- one node: the chain alone, 2 (g - 1) steps
     local c1 = ps.cluster{ nodes = 1, gpus_per_node = 8,
         intra = { bandwidth = 1e18, latency = a_in }, inter = { bandwidth = B, latency = a_out } }

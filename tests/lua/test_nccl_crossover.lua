@@ -1,0 +1,80 @@
+-- run with --unsafe: it requires its helper tests/lua/nccl_tuner_model.lua
+-- NCCL's own model (tests/lua/nccl_tuner_model.lua: ncclTopoTuneModel and
+-- ncclTopoGetAlgoTime, src/graph/tuning.cc, NCCL 2.30.7, on the graphs
+-- NCCL's search finds on DGX A100 and DGX H100) checked against figures
+-- computed by hand from tuning.cc, and its ring/tree crossover set beside
+-- pipesim's auto (README "Against NCCL").
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local ps = require "pipesim"
+local NM = require "nccl_tuner_model"
+
+-- by hand, DGX H100 x 2 (16 ranks, Intel CPUs, ring and tree 8 x 48 GB/s):
+-- ring LL: busBw min(llMaxBw 39, 384 x .5) = 39, algbw 39 x 16/30;
+-- latency 6.6 + 28 x max(0.6, 1.0 net overhead) + 2 x 2.7 = 40.0 us
+do
+    local bw, lat = NM.tune("h100", 2, 8, "ring", 1)
+    H.near(bw, 39 * 16 / 30, 1e-12, "h100 x2 ring LL bw")
+    H.near(lat, 40.0, 1e-12, "h100 x2 ring LL latency")
+    -- ring LL128: min(384 x .92, 8 x 36.7) = 293.6; 14 + 28 x 1.9 + 2 x 4.0
+    bw, lat = NM.tune("h100", 2, 8, "ring", 2)
+    H.near(bw, 293.6 * 16 / 30, 1e-12, "h100 x2 ring LL128 bw")
+    H.near(lat, 14 + 28 * 1.9 + 8, 1e-12, "h100 x2 ring LL128 latency")
+    -- ring Simple: 384; 8.4 + 28 x max(3.4, 3.0) + 2 x 14, x 1.4 (plateau)
+    bw = NM.tune("h100", 2, 8, "ring", 3)
+    H.near(bw, 384 * 16 / 30, 1e-12, "h100 x2 ring simple bw")
+    H.near(NM.time("h100", 2, 8, "ring", 3, 2 ^ 30),
+        (8.4 + 28 * 3.4 + 28) * 1.4 + 2 ^ 30 / (1000 * 384 * 16 / 30), 1e-12,
+        "h100 x2 ring simple 1 GiB")
+    -- tree LL128: min(384 x .92, 8 x 41.4) = 331.2, then min(x 120/128,
+    -- 8 x 36.7) = 293.6, algbw / 2; latency 14 + 2 (7 x 1.25 + 1 x 8.5);
+    -- at 1 MiB the correction factor of log2(2^20 / 64) = 14 is .6
+    bw, lat = NM.tune("h100", 2, 8, "tree", 2)
+    H.near(bw, 293.6 / 2, 1e-12, "h100 x2 tree LL128 bw")
+    H.near(lat, 14 + 2 * (7 * 1.25 + 8.5), 1e-12, "h100 x2 tree LL128 latency")
+    H.near(NM.time("h100", 2, 8, "tree", 2, 2 ^ 20), lat + 2 ^ 20 / (1000 * bw * .6), 1e-12,
+        "h100 x2 tree LL128 1 MiB")
+    -- DGX A100 x 4 (AMD CPUs: llMaxBw 19.0, net overhead 2 us; 8 x 24):
+    -- ring LL latency 6.6 + (62 - 6) x 2.0 + 6 x 2.7
+    bw, lat = NM.tune("a100", 4, 8, "ring", 1)
+    H.near(bw, 19.0 * 32 / 62, 1e-12, "a100 x4 ring LL bw")
+    H.near(lat, 6.6 + 56 * 2.0 + 6 * 2.7, 1e-12, "a100 x4 ring LL latency")
+    -- one node, DGX A100 12 x 20: ring Simple 240 x 8/14, latency 8.4 + 14 x 3.4
+    bw, lat = NM.tune("a100", 1, 8, "ring", 3)
+    H.near(bw, 240 * 8 / 14, 1e-12, "a100 x1 ring simple bw")
+    H.near(lat, 8.4 + 14 * 3.4, 1e-12, "a100 x1 ring simple latency")
+end
+
+-- the crossover helper on lines with a known meeting point: ring 20 + x,
+-- tree 2 + 2x meet at x = 18, the next multiple of 4 being 20
+H.eq(NM.crossover(function(x) return 20 + x end, function(x) return 2 + 2 * x end), 20)
+H.eq(NM.crossover(function(x) return 1 + x end, function(x) return 2 + x end), nil)
+
+-- NCCL's crossover against pipesim's auto (the cost model it picks with),
+-- printed for README "Against NCCL"; one node: ring from 8 B in both
+local function pipesim_crossover(c)
+    local function pred(algo)
+        return function(b)
+            return ps.collective{ cluster = c, op = "allreduce", algorithm = algo,
+                protocol = "auto", bytes = b, record = "none" }.predicted * 1e6
+        end
+    end
+    return NM.crossover(pred("ring"), pred("tree"), 2 ^ 30)
+end
+
+local function kib(x) return x and string.format("%.0f KiB", x / 1024) or "none" end
+for _, g in ipairs{ "a100", "h100" } do
+    for _, n in ipairs{ 1, 2, 4, 8 } do
+        local x = NM.nccl_crossover(g, n, 8)
+        local y = pipesim_crossover(ps.cluster(ps.clusters.dgx(g, n)))
+        print(string.format("crossover %s x%d: NCCL %s, pipesim %s%s", g, n, kib(x), kib(y),
+            x and y and string.format(" (%.2fx)", y / x) or ""))
+        if n == 1 then
+            H.eq(x, nil, g .. " x1: NCCL's ring wins from 8 B")
+            H.eq(y, nil, g .. " x1: pipesim's ring wins from 8 B")
+        else
+            H.check(x and y, g .. " x" .. n .. ": tree wins small sizes in both")
+        end
+    end
+end
+H.done()

@@ -466,7 +466,7 @@ end
 
 -- finish's fields of args beside the layers; stage_params: parameters per
 -- pipeline rank (index from 1).
-local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype)
+local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype, memo)
     local o = plan.o
     args.checkpoint = full
     if dev and spec.optimizer_time == nil then
@@ -475,7 +475,20 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
         local most = 0
         for _, p in pairs(stage_params) do most = math.max(most, p) end
         if dtype == nil then dtype = first_dtype(spec) end
-        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
+        -- a sweep's plan (finish_memo): kept per figure, for its device
+        local times = memo and memo.opt_dev == dev and memo.opt_times or nil
+        local t = times and times[most] or nil
+        if t == nil then
+            t = roofline.optimizer_time(dev, most, dtype)
+            if memo then
+                if not times then
+                    times = {}
+                    memo.opt_dev, memo.opt_times = dev, times
+                end
+                times[most] = t
+            end
+        end
+        args.optimizer_time = t
     end
     if plan.ranks then
         args.ranks = plan.ranks
@@ -503,17 +516,26 @@ local function finish_memo(plan, partition, args, dev, spec, memo)
         memo.params, memo.dtype = prm, first_dtype(spec) or false
     end
     local prm = memo.params
+    -- a stage's sum by its first layer and count: partitions share stages
+    local sums = memo.sums
+    if not sums then sums = {}; memo.sums = sums end
+    local stride = #prm + 1
     local stage_params = {}
     local at = 0
     for sidx, count in ipairs(partition) do
-        local p = 0
-        for i = at + 1, at + count do p = p + prm[i] end
+        local key = at * stride + count
+        local p = sums[key]
+        if p == nil then
+            p = 0
+            for i = at + 1, at + count do p = p + prm[i] end
+            sums[key] = p
+        end
         local r = (sidx - 1) % spec.stages + 1
         stage_params[r] = (stage_params[r] or 0) + p
         at = at + count
     end
     args.layers = memo.sealed
-    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil)
+    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil, memo)
 end
 
 -- finish(plan, partition, args, dev): with the partition known, marks the
@@ -598,11 +620,18 @@ end
 function M.annotate(r, plan)
     local o = plan.o
     r.tp, r.sequence_parallel, r.recompute = o.tp, o.sp, o.recompute
-    for _, l in ipairs(plan.layers) do
-        if l.kind == "block" and l.tp_comm_fwd then
-            r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
-            break
+    -- the first block with TP collectives, found once per layer list (a
+    -- sweep's plan keeps its list)
+    if plan.annotated ~= plan.layers then
+        plan.tp_block = false
+        for _, l in ipairs(plan.layers) do
+            if l.kind == "block" and l.tp_comm_fwd then plan.tp_block = l; break end
         end
+        plan.annotated = plan.layers
+    end
+    local l = plan.tp_block
+    if l then
+        r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
     end
     if plan.groups then r.tp_groups = plan.groups end
 end

@@ -504,6 +504,22 @@ local function resolve(part, layers, p, opts)
     fail("partition must be %s, got %s", NAMED, check.show(part))
 end
 
+-- resolve_checked(partition, layers, stages): resolve for an explicit list
+-- or { first, last } and layers the caller has checked (a non-empty list
+-- of tables: ps.sweep's memo, lua/pipesim/init.lua), without the public
+-- wrapper's pcall and option check; the same counts and messages, raised
+-- without a position.
+function M.resolve_checked(part, layers, p)
+    p = check.posint(p, "partition: number of stages")
+    if p > #layers then
+        fail("partition: %d layers cannot fill %d stages without an empty stage", #layers, p)
+    end
+    if part.first ~= nil or part.last ~= nil or (next(part) ~= nil and #part == 0) then
+        return (first_last(part, layers, p))
+    end
+    return (explicit(part, layers, p))
+end
+
 -- resolve(partition, layers, stages, opts) -> counts[, weights]: what ps.run
 -- calls. partition is one of "uniform" (default; blocks split evenly, the
 -- embedding and head ride with the first and last stage as in Megatron-LM),

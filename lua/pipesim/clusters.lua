@@ -54,6 +54,25 @@ local GiB = 2 ^ 30
 --              of 370GB/s". A100: 200/300, nccl-tests all_reduce_perf on
 --              8 x A100-SXM4-80GB over NVSwitch, bus bandwidth ~200 GB/s
 --              (nccl-tests issue #149; #178 reports 208).
+--   sms        streaming multiprocessors (NVIDIA A100 and H100 whitepapers:
+--              108 on A100, 132 on H100 SXM5; H200 is the same GH100
+--              part), for the SMs Transformer Engine's TP-overlap kernels
+--              take from the GEMMs they overlap (models/roofline.lua
+--              te_overlap). Optional: without it that contention is not
+--              charged (B200 has none here).
+--   attention_fwd, attention_bwd  the fraction of dense peak a fused
+--              causal attention kernel reaches, forward and backward,
+--              counting the causal kernel's own FLOPs (half the s^2 work,
+--              FlashAttention's benchmark convention). H100/H200: cuDNN's
+--              fused attention, the kernel Transformer Engine picks on
+--              Hopper ("Disabling FlashAttention to give FusedAttention
+--              preference on Hopper+", transformer_engine/pytorch/
+--              attention.py), at sequence 4k, head dim 128, BF16, as Shah
+--              et al. 2024 (FlashAttention-3, arXiv 2407.08608) measure it
+--              on H100 SXM5: forward with causal mask 518 TFLOP/s, backward
+--              499 (their backward figure, no mask). Optional: without
+--              them (A100, B200: no measurement used here) the kernel runs
+--              at gemm_max.
 local GEMM_OVERHEAD = 5.5e-6
 local MEM_EFFICIENCY = 0.9
 
@@ -67,7 +86,7 @@ local DEVICES = {
         vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 230 / 312,
         -- NVLink 3: 12 links x 50 GB/s = 600 GB/s total, both directions
         -- added; 300 GB/s per direction.
-        nvlink = 300e9, nvlink_efficiency = 200 / 300,
+        nvlink = 300e9, nvlink_efficiency = 200 / 300, sms = 108,
         -- DGX A100: 8 x ConnectX-6 HDR InfiniBand 200 Gb/s for compute
         -- (plus 2 for storage, not modelled) = 25 GB/s per NIC.
         nic = 200e9 / 8, nics = 8,
@@ -78,7 +97,7 @@ local DEVICES = {
         -- at 1555 GB/s; the 80GB part's matmul figure (same chip).
         flops = 312e12, memory = 40 * GiB, efficiency = 0.5,
         vector_flops = 19.5e12, hbm_bandwidth = 1555e9, gemm_max = 230 / 312,
-        nvlink = 300e9, nvlink_efficiency = 200 / 300, nic = 200e9 / 8, nics = 8,
+        nvlink = 300e9, nvlink_efficiency = 200 / 300, nic = 200e9 / 8, nics = 8, sms = 108,
     },
     h100 = {
         name = "H100 SXM",
@@ -87,6 +106,7 @@ local DEVICES = {
         -- B (conservative: nvidia-smi reports 81559 MiB).
         flops = 989e12, memory = 80e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm_max = 0.803,
+        sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         -- NVLink 4: 18 links x 50 GB/s = 900 GB/s total; 450 per direction.
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H100: 8 x ConnectX-7 NDR 400 Gb/s = 50 GB/s per NIC.
@@ -102,6 +122,7 @@ local DEVICES = {
         -- NVLink 4 (900 GB/s total). MAMF: "H200 is the same" as H100.
         flops = 989e12, memory = 141e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm_max = 0.803,
+        sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100; the same
         -- NVSwitch with NVLink SHARP.
@@ -149,6 +170,8 @@ local NCCL_HW = {
 -- the compute model; the C core reads flops, efficiency and memory).
 M.ROOFLINE_FIELDS = { vector_flops = true, hbm_bandwidth = true, gemm_max = true,
                       gemm_overhead = true, mem_efficiency = true }
+-- Roofline constants a device may leave out (see above for the default).
+M.ROOFLINE_OPTIONAL = { sms = true, attention_fwd = true, attention_bwd = true }
 
 -- Latencies of one hop, the raw latency a transfer pays with no protocol
 -- synchronisation: NCCL's LL figures (src/graph/tuning.cc
@@ -206,6 +229,7 @@ local function merge(t, overrides, what, list)
         known = {}
         for _, f in ipairs(core.fields.device) do known[f] = true end
         for f in pairs(M.ROOFLINE_FIELDS) do known[f] = true end
+        for f in pairs(M.ROOFLINE_OPTIONAL) do known[f] = true end
     end
     check.known_fields(overrides, known, what)
     for k, v in pairs(overrides) do
@@ -225,7 +249,8 @@ local function device_table(d)
     return { name = d.name, flops = d.flops, memory = d.memory,
              efficiency = d.efficiency, vector_flops = d.vector_flops,
              hbm_bandwidth = d.hbm_bandwidth, gemm_max = d.gemm_max,
-             gemm_overhead = d.gemm_overhead, mem_efficiency = d.mem_efficiency }
+             gemm_overhead = d.gemm_overhead, mem_efficiency = d.mem_efficiency,
+             sms = d.sms, attention_fwd = d.attention_fwd, attention_bwd = d.attention_bwd }
 end
 
 -- device(name, overrides) -> { name, flops, memory, efficiency, and the

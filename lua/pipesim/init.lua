@@ -403,10 +403,12 @@ local PARAM_KIND = { partition = PARAM_PARTITION, layers = PARAM_LAYERS,
 -- (a sweep's memo lives only while no user code can change one), string or
 -- boolean, or the same number of the same kind (1 and 1.0 print alike but
 -- 2^60 does not; 0.0 and -0.0 are equal and print apart).
+local mtype = math.type
 local function same_value(a, b)
     if a ~= b then return false end
-    if type(a) ~= "number" then return true end
-    return math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+    local ta = mtype(a) -- nil for anything but a number
+    if ta == nil then return true end
+    return ta == mtype(b) and (a ~= 0 or 1 / a == 1 / b)
 end
 
 -- run.params as JSON. m: a sweep's memo entry (prepare_run), or nil. With
@@ -425,17 +427,20 @@ local function params_json(spec, partition, m)
             local keys = {}
             for k in pairs(p) do keys[#keys + 1] = k end
             table.sort(keys)
-            local vals, frag, kinds = {}, {}, {}
+            -- each key's text and its field's, with the comma before it
+            local vals, frag, kinds, qk = {}, {}, {}, {}
             for i, k in ipairs(keys) do
                 vals[i] = p[k]
-                frag[i] = qkey(k) .. json_text(p[k])
+                qk[i] = (i > 1 and "," or "") .. qkey(k)
+                frag[i] = qk[i] .. json_text(p[k])
                 kinds[i] = PARAM_KIND[k] or PARAM_SPEC
             end
-            m.params = { keys = keys, vals = vals, frag = frag, kinds = kinds, n = #keys }
+            m.params = { keys = keys, vals = vals, frag = frag, kinds = kinds, qk = qk,
+                         n = #keys }
         end
         return text
     end
-    local keys, vals, frag, kinds = pj.keys, pj.vals, pj.frag, pj.kinds
+    local keys, vals, frag, kinds, qk = pj.keys, pj.vals, pj.frag, pj.kinds, pj.qk
     local n = param_count(spec)
     if n ~= pj.n then return json_text(params_table(spec, partition)) end
     -- the same keys as the first point's (as many, all present)
@@ -454,11 +459,10 @@ local function params_json(spec, partition, m)
             v = c and cluster_params(c) or nil
         end
         if v == nil then return json_text(params_table(spec, partition)) end
-        if i > 1 then no = no + 1; out[no] = "," end
         if same_value(v, vals[i]) then
             no = no + 1; out[no] = frag[i]
         else
-            no = no + 1; out[no] = qkey(keys[i])
+            no = no + 1; out[no] = qk[i]
             local text = json_plain(v)
             if text then no = no + 1; out[no] = text else no = put(v, out, no, {}) end
         end

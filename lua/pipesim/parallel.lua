@@ -24,6 +24,9 @@ local METHODS = { uniform = true, block = true }
 -- The fields this module reads from ps.run and removes before the core.
 M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
              recompute_method = true, recompute_layers = true, tp_overlap = true }
+local FIELD_LIST = {} -- M.FIELDS' names, for loops without pairs
+for k in pairs(M.FIELDS) do FIELD_LIST[#FIELD_LIST + 1] = k end
+table.sort(FIELD_LIST)
 
 -- Does ps.run need this module? Model layers (with a shape) or any TP or
 -- recompute field.
@@ -485,7 +488,10 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
         -- every rank runs its own step; the core takes one figure, so the
         -- most loaded rank's (the step ends when the slowest is done)
         local most = 0
-        for _, p in pairs(stage_params) do most = math.max(most, p) end
+        for r = 1, #stage_params do -- ranks 1..p, all set
+            local p = stage_params[r]
+            if p > most then most = p end
+        end
         if dtype == nil then dtype = first_dtype(spec) end
         -- a sweep's plan (finish_memo): kept per figure, for its device
         local times = memo and memo.opt_dev == dev and memo.opt_times or nil
@@ -506,7 +512,7 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
         args.ranks = plan.ranks
         args.placement = nil
     end
-    for k in pairs(M.FIELDS) do args[k] = nil end
+    for i = 1, #FIELD_LIST do args[FIELD_LIST[i]] = nil end
     -- recorded in the run row (core/rec.c)
     args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
     plan.partition = partition

@@ -427,21 +427,29 @@ local function first_last(part, layers, p)
     return with_pins(counts, lead, trail)
 end
 
+local mtype = math.type
+
 local function explicit(part, layers, p)
     local n = #layers
     if #part ~= p then
         fail("partition lists %d stages but the run has %d", #part, p)
     end
-    local sum = 0
+    local sum, ints = 0, true
     for s = 1, p do
         local c = part[s]
-        if type(c) ~= "number" or c ~= math.floor(c) then
-            fail("partition: stage %d count must be an integer, got %s", s - 1, check.show(c))
+        -- integers pass the first check as they are (one C call, not two)
+        if mtype(c) ~= "integer" then
+            ints = false
+            if type(c) ~= "number" or c ~= math.floor(c) then
+                fail("partition: stage %d count must be an integer, got %s", s - 1, check.show(c))
+            end
         end
         if c <= 0 then fail("partition: stage %d has %d layers", s - 1, c) end
         sum = sum + c
     end
     if sum ~= n then fail("partition sums to %d layers but the model has %d", sum, n) end
+    -- a constructor sizes the list once
+    if ints then return { table.unpack(part, 1, p) } end
     local counts = {}
     for s = 1, p do counts[s] = math.tointeger(part[s]) or part[s] end
     return counts

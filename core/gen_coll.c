@@ -31,11 +31,10 @@ typedef struct ring {
     uint8_t sflags;    /* SEND flags besides PROG_BATCH */
 } ring;
 
-/* A position's cursor (zeroed before the run): the next step, the block
- * it sends at that step and its neighbours' cluster ranks. */
+/* A position's cursor (zeroed before the run): the next step and the
+ * block it sends at that step. */
 typedef struct ring_state {
     int32_t s, bs;
-    int32_t next_rank, prev_rank;
 } ring_state;
 
 static int32_t ring_rank(const gen_prog *g, int32_t lane)
@@ -50,7 +49,9 @@ static int32_t ring_rank(const gen_prog *g, int32_t lane)
  * r - k (ring_rs, ring_ag): both r - 1 - s with s the step counted over
  * both phases, so the block moves back by one each step; the block
  * received is the one r - 1 sends, one further back. No division on this
- * path: it runs once per step and lane. */
+ * path: it runs once per step and lane. The first step writes both ops;
+ * later steps change only their bytes and step tags in place (gen.h:
+ * ops holds the previous step). */
 static int ring_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
 {
     const ring *c = g->ctx;
@@ -58,32 +59,30 @@ static int ring_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
     int32_t s = st->s, N = c->N;
     if (s >= c->steps)
         return 0;
+    prog_op *send = &ops[r != 0], *recv = &ops[r == 0];
     if (s == 0) {
         int32_t prev = r > 0 ? r - 1 : N - 1, next = r + 1 < N ? r + 1 : 0;
-        st->next_rank = c->rank[next];
-        st->prev_rank = c->rank[prev];
         st->bs = c->rs ? prev : r;
+        *send = (prog_op){.msg = r,
+                          .peer = c->rank[next],
+                          .mb = -1,
+                          .type = PROG_SEND,
+                          .kind = PROG_COLL,
+                          .flags = c->sflags};
+        *recv = (prog_op){.msg = prev,
+                          .peer = c->rank[prev],
+                          .mb = -1,
+                          .type = PROG_RECV,
+                          .kind = PROG_COLL};
+        ops[0].flags |= PROG_BATCH;
     }
     int32_t bs = st->bs, br = bs > 0 ? bs - 1 : N - 1;
     st->s = s + 1;
     st->bs = br;
-    prog_op *send = &ops[r != 0], *recv = &ops[r == 0];
-    *send = (prog_op){.bytes = bs < c->rem ? c->big : c->small,
-                      .msg = r,
-                      .peer = st->next_rank,
-                      .tag = s,
-                      .mb = -1,
-                      .type = PROG_SEND,
-                      .kind = PROG_COLL,
-                      .flags = c->sflags};
-    *recv = (prog_op){.bytes = br < c->rem ? c->big : c->small,
-                      .msg = r > 0 ? r - 1 : N - 1,
-                      .peer = st->prev_rank,
-                      .tag = s,
-                      .mb = -1,
-                      .type = PROG_RECV,
-                      .kind = PROG_COLL};
-    ops[0].flags |= PROG_BATCH;
+    send->bytes = bs < c->rem ? c->big : c->small;
+    send->tag = s;
+    recv->bytes = br < c->rem ? c->big : c->small;
+    recv->tag = s;
     return 2;
 }
 
@@ -114,8 +113,8 @@ int gen_coll_run(enum coll_op op, int algo, const int32_t *rank, int32_t N,
     c.rem = n % N;
     c.big = (double)(c.q + 1) * 4;
     c.small = (double)c.q * 4;
-    gen_prog g = {net_ranks(nw),      N,         N,         2,
-                  sizeof(ring_state), ring_rank, ring_next, &c};
+    gen_prog g = {net_ranks(nw), N,         N,  2, sizeof(ring_state),
+                  ring_rank,     ring_next, &c, 1};
     int rc = eng_run_gen(eng, &g, nw, p2p, er, err);
     if (rc)
         return rc;

@@ -14,6 +14,7 @@
 
 #include "eng.h"
 #include "eng_impl.h"
+#include "gen_ring.h"
 #include "limit.h"
 
 #define CHAN_NO_PAIR INT32_MIN
@@ -31,13 +32,15 @@ enum cmsg_bits {
  * and the arrival need of the SEND (an eager or NOWAIT send completes for
  * its lane, which moves on, before its bytes arrive) and where its RECV
  * sits. 32 bytes. With a completion hook the whole SEND and its index are
- * kept too (eng_cursor.sop, sidx), out of this record. */
+ * kept too (eng_cursor.sop, sidx), out of this record. Ids 0 .. 2 nch - 1
+ * are the channels' own records (channel k's messages in flight take
+ * records 2k and 2k + 1 first: a ring whose sends run one step ahead
+ * never touches the free list), the pool follows. */
 typedef struct cmsg {
     double bytes;
     int32_t send_lane;
     int32_t recv_lane, recv_slot; /* the RECV sits in its lane's buffer */
     int32_t next;                 /* channel queue or free list */
-    int32_t chan;                 /* its channel */
     uint8_t st;                   /* enum cmsg_bits */
 } cmsg;
 
@@ -51,6 +54,7 @@ typedef struct chan {
                          first transfer */
     int32_t src, dst; /* -1 before the first SEND */
     uint8_t sends;    /* 1: the queue holds SENDs, 0: RECVs */
+    uint8_t own;      /* bit b: its own record 2k + b is in use */
 } chan;
 
 typedef struct clane {
@@ -63,6 +67,18 @@ typedef struct clane {
     uint8_t state;   /* enum lane_state */
 } clane;
 
+/* Integer widths (issue 12: 1 << 20 ranks, 2^40 ops; test_widths has the
+ * public counters): what grows with ops is 64-bit, what grows with
+ * ranks, channels or messages in flight is 32-bit. */
+_Static_assert(sizeof(((clane *)0)->index) == 8,
+               "clane.index: a lane's op count, 2^40 on one lane");
+_Static_assert(sizeof(((eng_sim *)0)->ops) == 8 &&
+                   sizeof(((eng_sim *)0)->transfers) == 8,
+               "eng_sim.ops, transfers: the run's totals");
+_Static_assert(sizeof(((cmsg *)0)->send_lane) == 4 &&
+                   sizeof(((chan *)0)->src) == 4,
+               "lanes and ranks: 32-bit, 1 << 20 and more");
+
 struct eng_cursor {
     clane *lane;
     int32_t lane_cap;
@@ -72,10 +88,10 @@ struct eng_cursor {
     size_t state_cap;
     chan *chan;
     int32_t chan_cap;
-    cmsg *msg;
-    prog_op *sop;  /* msg_cap entries: the SENDs, kept only with a hook */
+    cmsg *msg;     /* msg_cap records: the channels' own, then the pool */
+    prog_op *sop;  /* the SENDs, kept only with a hook */
     int64_t *sidx; /* and their indices in their lanes */
-    int32_t msg_cap, msg_used, free_msg, msg_live;
+    int32_t msg_cap, msg_used, free_msg;
     int32_t sop_cap; /* entries of sop and sidx */
     /* the run */
     const gen_prog *g;
@@ -83,7 +99,6 @@ struct eng_cursor {
     uint32_t nch; /* channels, unsigned for one comparison */
     size_t state_bytes;
     int (*next)(const gen_prog *g, int32_t lane, void *state, prog_op *ops);
-    int hook;       /* e->sink.op_done is set */
     int trusted;    /* gen_prog.trusted: batches are not checked */
     int eager;      /* p2p == ENG_EAGER */
     uint8_t waits;  /* CM_SEND_WAITS under rendezvous, else 0 */
@@ -92,7 +107,8 @@ struct eng_cursor {
     int mesh;
     net_lstat *slots;
     double bw, lat;
-    int bad; /* the generator broke its contract: message in bad_msg */
+    int ring_fast; /* advance_ring runs the lanes: their buffers unused */
+    int bad;       /* the generator broke its contract: message in bad_msg */
     char bad_msg[160];
 };
 
@@ -128,7 +144,7 @@ static int hook_grow(eng_cursor *c, int32_t cap)
     return 0;
 }
 
-static int size_cursor(eng_sim *e, const gen_prog *g)
+static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
 {
     if (!e->cur && !(e->cur = calloc(1, sizeof *e->cur)))
         return -1;
@@ -157,6 +173,20 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
             return -1;
         c->state_cap = sb + 1;
     }
+    /* the channels' own records and a first pool (contents need not
+     * survive) */
+    if (g->nchannels > INT32_MAX / 4 - 1024)
+        return -1;
+    if (c->msg_cap < 2 * g->nchannels + 1024) {
+        int32_t cap = 2 * g->nchannels + 1024;
+        limit_free(c->msg);
+        c->msg_cap = 0;
+        if (!(c->msg = limit_malloc((size_t)cap * sizeof *c->msg)))
+            return -1;
+        c->msg_cap = cap;
+    }
+    if (hook && c->sop_cap < c->msg_cap && hook_grow(c, c->msg_cap))
+        return -1;
     memset(c->state, 0, sb);
     /* gen.h: a generator may update its previous batch in place, so the
      * buffer starts defined */
@@ -164,17 +194,14 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
     for (int32_t l = 0; l < g->nlanes; l++)
         c->lane[l] = (clane){0, g->rank(g, l), 0, -1, 0, 0, LANE_READY};
     for (int32_t k = 0; k < g->nchannels; k++)
-        c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, -1, -1, 0};
-    c->msg_used = c->msg_live = 0;
+        c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, -1, -1, 0, 0};
+    c->msg_used = 2 * g->nchannels;
     c->free_msg = -1;
     c->g = g;
     c->B = g->max_batch;
     c->nch = (uint32_t)g->nchannels;
     c->state_bytes = g->state_bytes;
     c->next = g->next;
-    c->hook = e->sink.op_done != NULL;
-    if (c->hook && c->sop_cap < c->msg_cap && hook_grow(c, c->msg_cap))
-        return -1;
     c->trusted = g->trusted;
     c->eager = e->p2p == ENG_EAGER;
     c->waits = c->eager ? 0 : CM_SEND_WAITS;
@@ -183,29 +210,33 @@ static int size_cursor(eng_sim *e, const gen_prog *g)
     return eng_begin_stats_(e, g->nlanes, g->nranks);
 }
 
-/* The per-op path is one loop (eng_run_gen's) with everything it calls
- * inlined; what runs once per run or on a failure stays out of it. No
- * ready ring: on this path only an event makes lanes ready (a compute end
- * its lane and the device's next, an arrival its two sides; posting never
+/* The per-op path is one loop (run_loop) with everything it calls
+ * inlined; what runs once per run or on a failure stays out of it. Its
+ * functions take H (a completion hook is set) and K (enum gen_kind) as
+ * constants, so the loop is compiled once per case, without the hook's
+ * tests where there is none and with the ring's step inlined. No ready
+ * ring: on this path only an event makes lanes ready (a compute end its
+ * lane and the device's next, an arrival its two sides; posting never
  * completes another lane's op), so the lanes an event readies are
- * advanced right after it, in the order the array path's ring runs them. */
+ * advanced right after it, in the order the array path's ring runs
+ * them. */
 #define HOT static inline __attribute__((always_inline))
 #define COLD static __attribute__((noinline, cold))
 
 /* The message pool is full: grow it geometrically (it reaches the most
  * messages in flight once). */
-COLD int32_t msg_grow(eng_sim *e)
+COLD int32_t msg_grow(eng_sim *e, int H)
 {
     eng_cursor *c = e->cur;
     if (c->msg_cap > INT32_MAX / 2) {
         e->oom = 1;
         return -1;
     }
-    int32_t cap = c->msg_cap ? c->msg_cap * 2 : 1024;
+    int32_t cap = c->msg_cap * 2;
     cmsg *p = limit_realloc(c->msg, (size_t)cap * sizeof *p);
     if (p)
         c->msg = p;
-    if (!p || (c->hook && hook_grow(c, cap))) {
+    if (!p || (H && hook_grow(c, cap))) {
         e->oom = 1;
         return -1;
     }
@@ -213,37 +244,45 @@ COLD int32_t msg_grow(eng_sim *e)
     return c->msg_used++;
 }
 
-HOT int32_t msg_alloc(eng_sim *e, eng_cursor *c)
+/* A record for a message on channel k: one of its own if free, else the
+ * pool's. */
+HOT int32_t msg_alloc(eng_sim *e, eng_cursor *c, chan *ch, int32_t k, int H)
 {
+    uint8_t own = ch->own;
+    if (own != 3) {
+        int32_t b = own & 1; /* the free one: 0 if it is, else 1 */
+        ch->own = (uint8_t)(own | (b + 1));
+        return 2 * k + b;
+    }
     int32_t m = c->free_msg;
-    c->msg_live++;
     if (m >= 0) {
         c->free_msg = c->msg[m].next;
         return m;
     }
     if (c->msg_used < c->msg_cap)
         return c->msg_used++;
-    return msg_grow(e);
+    return msg_grow(e, H);
 }
 
 HOT void msg_release(eng_cursor *c, int32_t m)
 {
+    if ((uint32_t)m < 2 * c->nch) {
+        c->chan[m >> 1].own &= (uint8_t)(2 - (m & 1)); /* clears bit m & 1 */
+        return;
+    }
     c->msg[m].next = c->free_msg;
     c->free_msg = m;
-    c->msg_live--;
 }
 
 /* A new record for a post that meets nothing, queued on channel k (whose
  * queue holds posts of its side or none). */
 HOT int32_t enqueue(eng_sim *e, eng_cursor *c, chan *ch, int32_t k,
-                    uint8_t sends)
+                    uint8_t sends, int H)
 {
-    int32_t m = msg_alloc(e, c);
+    int32_t m = msg_alloc(e, c, ch, k, H);
     if (m < 0)
         return -1;
-    cmsg *x = &c->msg[m];
-    x->next = -1;
-    x->chan = k;
+    c->msg[m].next = -1;
     if (ch->tail >= 0)
         c->msg[ch->tail].next = m;
     else
@@ -253,7 +292,7 @@ HOT int32_t enqueue(eng_sim *e, eng_cursor *c, chan *ch, int32_t k,
     return m;
 }
 
-/* Takes the oldest post off channel ch's queue. */
+/* Takes the oldest post, x, off channel ch's queue. */
 HOT void dequeue(chan *ch, const cmsg *x)
 {
     ch->head = x->next;
@@ -279,6 +318,7 @@ COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
                      double bytes, double now, double *t_begin)
 {
     if (ch->pair == CHAN_NO_PAIR) {
+        assert(ch->src >= 0); /* its first SEND named the ranks */
         ch->pair = net_pair(e->nw, ch->src, ch->dst);
         /* net_pair may have moved the slots */
         c->mesh = net_mesh_fifo(e->nw, &c->slots, &c->bw, &c->lat);
@@ -301,7 +341,7 @@ COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
 
 /* Starts message m (x) on channel ch; the caller sets CM_STARTED. */
 HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
-                        const cmsg *x, double now)
+                        const cmsg *x, double now, int H)
 {
     int32_t pair = ch->pair;
     e->transfers++;
@@ -314,15 +354,18 @@ HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
     } else {
         start_slow(e, c, ch, m, x->bytes, now, &t_begin);
     }
-    if (c->hook)
+    if (H)
         c->sop[m].t_start = t_begin;
 }
 
-/* Posts a SEND of lane l; 1 when it is complete for its lane already. */
-HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, const prog_op *op,
-                  int64_t idx, double now)
+/* Posts a SEND of lane l on channel k to rank peer: bytes and flags of
+ * the op, which with a hook (H) is op, the lane's index-th; 1 when it is
+ * complete for its lane already. */
+HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t peer,
+                  double bytes, uint8_t flags, const prog_op *op, int64_t idx,
+                  double now, int H)
 {
-    int32_t k = op->msg, m;
+    int32_t m;
     chan *ch = &c->chan[k];
     uint8_t st;
     if (ch->head >= 0 && !ch->sends) { /* its RECV is posted */
@@ -330,44 +373,46 @@ HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, const prog_op *op,
         dequeue(ch, &c->msg[m]);
         st = CM_RECV_POSTED;
     } else {
-        if ((m = enqueue(e, c, ch, k, 1)) < 0)
+        if ((m = enqueue(e, c, ch, k, 1, H)) < 0)
             return 1;
         st = 0;
     }
     if (ch->src < 0) {
         ch->src = c->lane[l].rank;
-        ch->dst = op->peer;
+        ch->dst = peer;
     }
     cmsg *x = &c->msg[m];
-    x->bytes = op->bytes;
+    x->bytes = bytes;
     x->send_lane = l;
-    if (c->hook) {
+    if (H) {
         c->sop[m] = *op;
         c->sidx[m] = idx;
     }
-    st |= CM_SEND_POSTED | (op->flags & PROG_NOWAIT ? 0 : c->waits);
-    if (c->eager || (op->flags & PROG_EARLY)) {
+    st |= CM_SEND_POSTED | (flags & PROG_NOWAIT ? 0 : c->waits);
+    if (c->eager || (flags & PROG_EARLY)) {
         x->st = st | CM_STARTED;
-        start_transfer(e, c, ch, m, x, now);
+        start_transfer(e, c, ch, m, x, now, H);
         return 1;
     }
     if (st & CM_RECV_POSTED) {
         x->st = st | CM_STARTED;
-        start_transfer(e, c, ch, m, x, now);
+        start_transfer(e, c, ch, m, x, now, H);
     } else {
         x->st = st;
     }
-    return (op->flags & PROG_NOWAIT) != 0;
+    return (flags & PROG_NOWAIT) != 0;
 }
 
-/* Posts the RECV in buffer slot `slot` of lane l; 1 when it is complete
+/* Posts a RECV of lane l on channel k, the op in buffer slot `slot`
+ * (whose times are kept only with a hook, H); 1 when it is complete
  * already (its bytes arrived before it was posted). */
-HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t slot,
-                  double now)
+HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t slot,
+                  double now, int H)
 {
     prog_op *op = &c->buf[slot];
-    op->t_start = now;
-    int32_t k = op->msg, m;
+    if (H)
+        op->t_start = now;
+    int32_t m;
     chan *ch = &c->chan[k];
     if (ch->head >= 0 && ch->sends) { /* its SEND is posted */
         m = ch->head;
@@ -375,26 +420,29 @@ HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t slot,
         dequeue(ch, x);
         uint8_t st = x->st;
         if (st & CM_ARRIVED) {
-            op->t_end = now;
-            if (c->hook)
+            if (H) {
+                op->t_end = now;
                 done(e, l, op, recv_index(c, l, slot));
+            }
             msg_release(c, m);
             return 1;
         }
         x->recv_lane = l;
-        x->recv_slot = slot;
+        if (H)
+            x->recv_slot = slot;
         /* rendezvous: the transfer starts now unless it has */
         uint8_t start = c->starts & ~st;
         x->st = st | CM_RECV_POSTED | start;
         if (start)
-            start_transfer(e, c, ch, m, x, now);
+            start_transfer(e, c, ch, m, x, now, H);
         return 0;
     }
-    if ((m = enqueue(e, c, ch, k, 0)) < 0)
+    if ((m = enqueue(e, c, ch, k, 0, H)) < 0)
         return 1;
     cmsg *x = &c->msg[m];
     x->recv_lane = l;
-    x->recv_slot = slot;
+    if (H)
+        x->recv_slot = slot;
     x->st = CM_RECV_POSTED;
     return 0;
 }
@@ -414,24 +462,26 @@ HOT int complete_one(eng_cursor *c, int32_t l, int32_t *rdy, int nr)
 
 /* Message m's bytes arrived: the lanes it readies go to rdy; returns how
  * many. */
-HOT int arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *rdy)
+HOT int arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *rdy,
+                int H)
 {
     cmsg *x = &c->msg[m];
     uint8_t st = x->st | CM_ARRIVED;
     int nr = 0;
     x->st = st;
-    if (c->hook) {
+    if (H) {
         c->sop[m].t_end = now;
         done(e, x->send_lane, &c->sop[m], c->sidx[m]);
     }
     if (st & CM_SEND_WAITS)
         nr = complete_one(c, x->send_lane, rdy, nr);
     if (st & CM_RECV_POSTED) {
-        prog_op *recv = &c->buf[x->recv_slot];
-        recv->t_end = now;
-        if (c->hook)
+        if (H) {
+            prog_op *recv = &c->buf[x->recv_slot];
+            recv->t_end = now;
             done(e, x->recv_lane, recv,
                  recv_index(c, x->recv_lane, x->recv_slot));
+        }
         nr = complete_one(c, x->recv_lane, rdy, nr);
         msg_release(c, m);
     }
@@ -484,9 +534,12 @@ static int check_batch(eng_sim *e, eng_cursor *c, int32_t l, const prog_op *b,
 
 /* Fills lane l's buffer b with its next compute op or batch; 0 when the
  * lane has no more ops (or its generator broke the contract). */
-HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l, clane *lr, prog_op *b)
+HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l, clane *lr, prog_op *b,
+              int K)
 {
-    int32_t n = c->next(c->g, l, c->state + (size_t)l * c->state_bytes, b);
+    void *state = c->state + (size_t)l * c->state_bytes;
+    (void)K; /* GEN_RING runs advance_ring, which never fetches */
+    int32_t n = c->next(c->g, l, state, b);
     if (n <= 0)
         return 0;
     lr->index += lr->nops;
@@ -512,17 +565,17 @@ HOT void wait_device(eng_sim *e, eng_cursor *c, int32_t l)
     lr->state = LANE_WAIT_DEVICE;
 }
 
-HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now)
+HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now, int H, int K)
 {
     clane *lr = &c->lane[l];
     int64_t base = (int64_t)l * c->B;
     prog_op *b = &c->buf[base];
     for (;;) {
-        if (lr->nbuf == 0 && !fetch(e, c, l, lr, b)) {
+        if (lr->nbuf == 0 && !fetch(e, c, l, lr, b, K)) {
             lr->state = LANE_DONE;
             return;
         }
-        if (b->type == PROG_COMPUTE) {
+        if (K != GEN_RING && b->type == PROG_COMPUTE) {
             if (e->device[lr->rank] >= 0) {
                 wait_device(e, c, l);
                 return;
@@ -539,10 +592,14 @@ HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now)
             return;
         }
         int32_t pending = 0, n = lr->nbuf;
-        for (int32_t i = 0; i < n; i++)
-            pending += b[i].type == PROG_SEND
-                           ? !post_send(e, c, l, &b[i], lr->index + i, now)
-                           : !post_recv(e, c, l, (int32_t)(base + i), now);
+        for (int32_t i = 0; i < n; i++) {
+            const prog_op *o = &b[i];
+            pending +=
+                o->type == PROG_SEND
+                    ? !post_send(e, c, l, o->msg, o->peer, o->bytes, o->flags,
+                                 o, lr->index + i, now, H)
+                    : !post_recv(e, c, l, o->msg, (int32_t)(base + i), now, H);
+        }
         e->ops += n;
         if (pending == 0) {
             lr->nbuf = 0;
@@ -554,9 +611,53 @@ HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now)
     }
 }
 
+/* advance for a GEN_RING program without a hook: the engine steps the
+ * ring's cursor itself (gen_ring_step) and posts the step's two ops in
+ * gen_ring_next's order without writing them out, since nothing reads
+ * them; the same posts, so the same events, times and order. The
+ * channels' ranks were set before the run (ring_channels). */
+HOT void advance_ring(eng_sim *e, eng_cursor *c, const gen_ring *rg, int32_t l,
+                      double now)
+{
+    gen_ring_state *st = (gen_ring_state *)(void *)c->state + l;
+    int32_t prev = l > 0 ? l - 1 : rg->N - 1;
+    for (;;) {
+        double sb, rb;
+        if (!gen_ring_step(rg, st, l, &sb, &rb)) {
+            c->lane[l].state = LANE_DONE;
+            return;
+        }
+        int pending;
+        if (l == 0) {
+            pending =
+                !post_send(e, c, l, l, -1, sb, rg->sflags, NULL, 0, now, 0);
+            pending += !post_recv(e, c, l, prev, 0, now, 0);
+        } else {
+            pending = !post_recv(e, c, l, prev, 0, now, 0);
+            pending +=
+                !post_send(e, c, l, l, -1, sb, rg->sflags, NULL, 0, now, 0);
+        }
+        e->ops += 2;
+        if (pending) {
+            c->lane[l].pending = pending;
+            c->lane[l].state = LANE_WAIT_BATCH;
+            return;
+        }
+    }
+}
+
+/* advance_ring's channels: ring position k sends to k + 1 on channel k. */
+static void ring_channels(eng_cursor *c, const gen_ring *rg)
+{
+    for (int32_t k = 0; k < rg->N; k++) {
+        c->chan[k].src = rg->rank[k];
+        c->chan[k].dst = rg->rank[k + 1 < rg->N ? k + 1 : 0];
+    }
+}
+
 /* Lane l's compute op ended: the device's next waiting lane, then l,
  * join rdy; returns how many. */
-HOT int compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *rdy)
+HOT int compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *rdy, int H)
 {
     clane *lr = &c->lane[l];
     const prog_op *op = &c->buf[(int64_t)l * c->B];
@@ -564,7 +665,7 @@ HOT int compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *rdy)
     e->busy[l] += op->t_end - op->t_start;
     if (op->mem < 0)
         eng_mem_apply_(e, l, lr->rank, op->t_end, op->mem);
-    if (c->hook)
+    if (H)
         done(e, l, op, lr->index);
     e->device[lr->rank] = -1;
     wait_list *w = &e->device_wait[lr->rank];
@@ -582,6 +683,84 @@ HOT int compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *rdy)
     return nr;
 }
 
+/* The run from its start: 0, or the stop's PS_ERR (err set); the caller
+ * reads e->oom and c->bad. */
+HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
+                 int64_t *eventsp, ps_err *err, int H, int K)
+{
+    const gen_ring *rg = c->g->ctx;
+    if (K == GEN_RING)
+        ring_channels(c, rg);
+    /* every lane is ready at 0, advanced in lane order */
+    for (int32_t l = 0; l < c->g->nlanes; l++)
+        if (K == GEN_RING)
+            advance_ring(e, c, rg, l, 0);
+        else
+            advance(e, c, l, 0, H, K);
+    eq_event ev;
+    int64_t events = 0;
+    double now = 0, last = 0;
+    while (!(e->oom | c->bad) && eq_pop(&e->q, &ev) == 0) {
+        if ((++events & 4095) == 0 && limit_stopped())
+            return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
+                           (long long)events);
+        now = ev.t;
+        int32_t rdy[2];
+        int nr;
+        if (K != GEN_RING && ev.type == EQ_COMPUTE) {
+            nr = compute_done(e, c, ev.id, rdy, H);
+        } else {
+            /* FIFO: every EQ_NET event is the arrival of transfer ev.id
+             * (net.h) */
+            int32_t id = fifo ? ev.id : net_event(e->nw, &ev);
+            if (id < 0)
+                continue; /* stale or internal (FAIR) */
+            nr = arrived(e, c, id, now, rdy, H);
+        }
+        last = now;
+        for (int i = 0; i < nr; i++)
+            if (K == GEN_RING)
+                advance_ring(e, c, rg, rdy[i], now);
+            else
+                advance(e, c, rdy[i], now, H, K);
+    }
+    *lastp = last;
+    *eventsp = events;
+    return PS_OK;
+}
+
+/* run_loop compiled per case: any generator, with and without a hook;
+ * a ring without one. */
+static int loop_any(eng_sim *e, eng_cursor *c, int fifo, double *last,
+                    int64_t *events, ps_err *err)
+{
+    return run_loop(e, c, fifo, last, events, err, 0, GEN_ANY);
+}
+
+static int loop_any_hook(eng_sim *e, eng_cursor *c, int fifo, double *last,
+                         int64_t *events, ps_err *err)
+{
+    return run_loop(e, c, fifo, last, events, err, 1, GEN_ANY);
+}
+
+static int loop_ring(eng_sim *e, eng_cursor *c, int fifo, double *last,
+                     int64_t *events, ps_err *err)
+{
+    return run_loop(e, c, fifo, last, events, err, 0, GEN_RING);
+}
+
+/* What a lane of advance_ring waits on: position 0 on its SEND (which
+ * gen_ring_next puts first), the others on their RECV. */
+static prog_op ring_blocked(const eng_cursor *c, int32_t l)
+{
+    const gen_ring *rg = c->g->ctx;
+    int32_t N = rg->N;
+    return (prog_op){.peer = rg->rank[l == 0 ? 1 % N : l - 1],
+                     .mb = -1,
+                     .type = (uint8_t)(l == 0 ? PROG_SEND : PROG_RECV),
+                     .kind = PROG_COLL};
+}
+
 static int deadlock(eng_sim *e, double now, ps_err *err)
 {
     eng_cursor *c = e->cur;
@@ -595,7 +774,10 @@ static int deadlock(eng_sim *e, double now, ps_err *err)
         if (len > (int)sizeof buf - 200)
             continue;
         char what[96];
-        prog_describe(&c->buf[(int64_t)l * c->B], what, sizeof what);
+        prog_op op = c->buf[(int64_t)l * c->B];
+        if (c->ring_fast) /* its op that blocks, as gen_ring_next has it */
+            op = ring_blocked(c, l);
+        prog_describe(&op, what, sizeof what);
         len += snprintf(buf + len, sizeof buf - (size_t)len,
                         "%srank %d waits on %s", shown++ ? "; " : "",
                         (int)c->lane[l].rank, what);
@@ -607,21 +789,28 @@ static int deadlock(eng_sim *e, double now, ps_err *err)
 }
 
 /* Checked once a run has drained (gen.h's contract and this file's
- * bookkeeping, O(channels)): every post met its other side and every
- * message record went back to the pool. 0 when they hold. */
+ * bookkeeping, O(channels + pool)): every post met its other side and
+ * every message record went back to its channel or the pool. 0 when
+ * they hold. */
 static int check_drained(eng_sim *e, ps_err *err)
 {
     eng_cursor *c = e->cur;
-    for (uint32_t k = 0; k < c->nch; k++)
-        if (c->chan[k].head >= 0)
+    for (uint32_t k = 0; k < c->nch; k++) {
+        const chan *ch = &c->chan[k];
+        if (ch->head >= 0)
             return ps_errf(err,
                            "generated program: channel %u: a %s never met "
                            "by a %s",
-                           k, c->chan[k].sends ? "SEND" : "RECV",
-                           c->chan[k].sends ? "RECV" : "SEND");
-    /* with every queue empty and every message arrived and received, the
-     * pool is whole */
-    assert(c->msg_live == 0);
+                           k, ch->sends ? "SEND" : "RECV",
+                           ch->sends ? "RECV" : "SEND");
+        assert(!ch->own);
+    }
+#ifndef NDEBUG
+    int32_t free_n = 0;
+    for (int32_t m = c->free_msg; m >= 0; m = c->msg[m].next)
+        free_n++;
+    assert(free_n == c->msg_used - 2 * (int32_t)c->nch);
+#endif
     return PS_OK;
 }
 
@@ -637,7 +826,7 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
     e->ps = NULL;
     e->nw = nw;
     e->p2p = p2p;
-    if (size_cursor(e, g))
+    if (size_cursor(e, g, e->sink.op_done != NULL))
         return ps_errf(err, "out of memory sizing the engine");
     eng_cursor *c = e->cur;
     e->transfers = e->ops = 0;
@@ -646,33 +835,15 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
     net_begin(nw, &e->q);
     int fifo = net_sharing_of(nw) == NET_FIFO;
     c->mesh = net_mesh_fifo(nw, &c->slots, &c->bw, &c->lat);
-    /* every lane is ready at 0, advanced in lane order */
-    for (int32_t l = 0; l < g->nlanes; l++)
-        advance(e, c, l, 0);
-    eq_event ev;
+    int hook = e->sink.op_done != NULL, ring = g->kind == GEN_RING;
     int64_t events = 0;
-    double now = 0, last = 0;
-    while (!(e->oom | c->bad) && eq_pop(&e->q, &ev) == 0) {
-        if ((++events & 4095) == 0 && limit_stopped())
-            return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
-                           (long long)events);
-        now = ev.t;
-        int32_t rdy[2];
-        int nr;
-        if (ev.type == EQ_COMPUTE) {
-            nr = compute_done(e, c, ev.id, rdy);
-        } else {
-            /* FIFO: every EQ_NET event is the arrival of transfer ev.id
-             * (net.h) */
-            int32_t id = fifo ? ev.id : net_event(nw, &ev);
-            if (id < 0)
-                continue; /* stale or internal (FAIR) */
-            nr = arrived(e, c, id, now, rdy);
-        }
-        last = now;
-        for (int i = 0; i < nr; i++)
-            advance(e, c, rdy[i], now);
-    }
+    double last = 0;
+    c->ring_fast = ring && !hook;
+    int rc = (c->ring_fast ? loop_ring
+              : hook       ? loop_any_hook
+                           : loop_any)(e, c, fifo, &last, &events, err);
+    if (rc)
+        return rc;
     if (c->bad)
         return ps_errf(err, "%s", c->bad_msg);
     if (e->oom)

@@ -91,8 +91,20 @@ static __attribute__((noinline)) int heap_push(eq *q, const eq_event *ev)
     return 0;
 }
 
+/* Run 0's first event into first_t/first_seq, which eq_pop's fast path
+ * leaves stale while run 0 is the only run. */
+static inline void refresh0(eq *q)
+{
+    if (q->nruns == 1) {
+        const eq_run *r = &q->run[0];
+        q->first_t[0] = r->ev[r->head].t;
+        q->first_seq[0] = r->ev[r->head].seq;
+    }
+}
+
 int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
 {
+    refresh0(q);
     eq_event ev = {t, q->next_seq++, type, id, version};
     /* the run ending latest but not after t: its events all come before
      * ev (their seq is smaller), so it stays sorted by (t, seq) */
@@ -146,8 +158,9 @@ static inline int first(const eq *q)
     return w;
 }
 
-int eq_peek(const eq *q, eq_event *out)
+int eq_peek(eq *q, eq_event *out)
 {
+    refresh0(q);
     int w = first(q);
     if (w < 0 && q->n == 0)
         return -1;
@@ -185,6 +198,7 @@ static void heap_pop(eq *q, eq_event *out)
 
 int eq_pop_slow(eq *q, eq_event *out)
 {
+    refresh0(q);
     int w = first(q);
     if (w < 0) {
         if (q->n == 0)

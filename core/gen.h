@@ -27,6 +27,13 @@
 
 typedef struct gen_prog gen_prog;
 
+/* What the engine may assume of a generator beyond this contract. */
+enum gen_kind {
+    GEN_ANY = 0, /* next is called through its pointer */
+    GEN_RING = 1 /* next is gen_ring_next and ctx a gen_ring (gen_ring.h):
+                    the engine calls it inline */
+};
+
 struct gen_prog {
     int32_t nranks;     /* ranks of the network it runs on */
     int32_t nlanes;     /* lanes 0 .. nlanes - 1 */
@@ -51,6 +58,7 @@ struct gen_prog {
      * other generator): every batch is checked, and a broken one fails
      * the run naming its rank and op. */
     int trusted;
+    int kind; /* enum gen_kind */
 };
 
 /* 1 when PIPESIM_ARRAY is set to a value other than "" or "0": the test

@@ -273,6 +273,6 @@ int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,
     pipe_gen pg = {s, 2 * s->m * s->v, S,
                    (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0)};
     gen_prog g = {nranks,    s->p,      2 * (S - 1), 4, sizeof(pstate),
-                  pipe_rank, pipe_next, &pg,         1};
+                  pipe_rank, pipe_next, &pg,         1, GEN_ANY};
     return eng_run_gen(eng, &g, nw, p2p, res, err);
 }

@@ -228,6 +228,8 @@ static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
 COLD int32_t msg_grow(eng_sim *e, int H)
 {
     eng_cursor *c = e->cur;
+    /* only a full pool grows: no free record, none unused */
+    assert(c->free_msg < 0 && c->msg_used == c->msg_cap);
     if (c->msg_cap > INT32_MAX / 2) {
         e->oom = 1;
         return -1;

@@ -7,6 +7,7 @@
  * a pipeline of uniform stages). */
 #include "eq.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -54,6 +55,7 @@ static inline int before_nb(const eq_event *a, const eq_event *b)
  * doubling: out of the per-event path. */
 static __attribute__((noinline)) int run_grow(eq_run *r)
 {
+    assert(r->len == r->cap); /* only a full ring grows */
     uint32_t cap = r->cap ? r->cap * 2 : 256;
     if (r->cap > UINT32_MAX / 2)
         return -1;
@@ -117,6 +119,9 @@ int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
             last = l;
         }
     }
+    /* a run takes ev only after its last event: each run stays sorted by
+     * (t, seq) */
+    assert(best < 0 || q->last[best] <= t);
     if (best < 0) {
         if (nr == EQ_RUNS)
             return heap_push(q, &ev);
@@ -204,11 +209,16 @@ int eq_pop_slow(eq *q, eq_event *out)
         if (q->n == 0)
             return -1;
         heap_pop(q, out);
+        /* the heap's new top is not before the one popped */
+        assert(q->n == 0 || !before(&q->heap[0], out));
         return 0;
     }
     eq_run *r = &q->run[w];
+    assert(w < q->nruns && r->len > 0);
     *out = r->ev[r->head];
     r->head = (r->head + 1) & (r->cap - 1);
+    /* the run's next event is not before the one popped: it is sorted */
+    assert(r->len == 1 || !before(&r->ev[r->head], out));
     if (--r->len > 0) {
         q->first_t[w] = r->ev[r->head].t;
         q->first_seq[w] = r->ev[r->head].seq;

@@ -31,17 +31,18 @@ enum cmsg_bits {
 /* One message from its first post to its completion: what the transfer
  * and the arrival need of the SEND (an eager or NOWAIT send completes for
  * its lane, which moves on, before its bytes arrive) and where its RECV
- * sits. 32 bytes. With a completion hook the whole SEND and its index are
- * kept too (eng_cursor.sop, sidx), out of this record. Ids 0 .. 2 nch - 1
+ * sits. 24 bytes. With a completion hook the whole SEND, its index and
+ * the RECV's buffer slot are kept too (eng_cursor.sop, sidx, rslot), out
+ * of this record. Ids 0 .. 2 nch - 1
  * are the channels' own records (channel k's messages in flight take
  * records 2k and 2k + 1 first: a ring whose sends run one step ahead
  * never touches the free list), the pool follows. */
 typedef struct cmsg {
     double bytes;
     int32_t send_lane;
-    int32_t recv_lane, recv_slot; /* the RECV sits in its lane's buffer */
-    int32_t next;                 /* channel queue or free list */
-    uint8_t st;                   /* enum cmsg_bits */
+    int32_t recv_lane;
+    int32_t next; /* channel queue or free list */
+    uint8_t st;   /* enum cmsg_bits */
 } cmsg;
 
 /* Posts of one channel not yet met by the other side, oldest first; all
@@ -88,9 +89,10 @@ struct eng_cursor {
     size_t state_cap;
     chan *chan;
     int32_t chan_cap;
-    cmsg *msg;     /* msg_cap records: the channels' own, then the pool */
-    prog_op *sop;  /* the SENDs, kept only with a hook */
-    int64_t *sidx; /* and their indices in their lanes */
+    cmsg *msg;      /* msg_cap records: the channels' own, then the pool */
+    prog_op *sop;   /* the SENDs, kept only with a hook */
+    int64_t *sidx;  /* and their indices in their lanes */
+    int32_t *rslot; /* and their RECVs' slots in their lanes' buffers */
     int32_t msg_cap, msg_used, free_msg;
     int32_t sop_cap; /* entries of sop and sidx */
     /* the run */
@@ -124,11 +126,12 @@ void eng_cursor_free_(eng_sim *e)
     limit_free(c->msg);
     limit_free(c->sop);
     limit_free(c->sidx);
+    limit_free(c->rslot);
     free(c);
     e->cur = NULL;
 }
 
-/* The SENDs and their indices kept for the completion hook: cap
+/* What the completion hook needs of a message beyond its record: cap
  * entries; -1 when out of memory (the old arrays stay). */
 static int hook_grow(eng_cursor *c, int32_t cap)
 {
@@ -140,6 +143,10 @@ static int hook_grow(eng_cursor *c, int32_t cap)
     if (!x)
         return -1;
     c->sidx = x;
+    int32_t *y = limit_realloc(c->rslot, (size_t)cap * sizeof *y);
+    if (!y)
+        return -1;
+    c->rslot = y;
     c->sop_cap = cap;
     return 0;
 }
@@ -156,7 +163,7 @@ static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
         eng_reserve_((void **)&c->chan, &c->chan_cap, g->nchannels,
                      sizeof *c->chan))
         return -1;
-    if (nb >= INT32_MAX) /* cmsg.recv_slot */
+    if (nb >= INT32_MAX) /* eng_cursor.rslot */
         return -1;
     if (nb + 1 > c->buf_cap) {
         limit_free(c->buf);
@@ -379,7 +386,7 @@ HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t peer,
             return 1;
         st = 0;
     }
-    if (ch->src < 0) {
+    if (peer >= 0 && ch->src < 0) { /* peer -1: named before the run */
         ch->src = c->lane[l].rank;
         ch->dst = peer;
     }
@@ -431,7 +438,7 @@ HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t slot,
         }
         x->recv_lane = l;
         if (H)
-            x->recv_slot = slot;
+            c->rslot[m] = slot;
         /* rendezvous: the transfer starts now unless it has */
         uint8_t start = c->starts & ~st;
         x->st = st | CM_RECV_POSTED | start;
@@ -444,50 +451,47 @@ HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t slot,
     cmsg *x = &c->msg[m];
     x->recv_lane = l;
     if (H)
-        x->recv_slot = slot;
+        c->rslot[m] = slot;
     x->st = CM_RECV_POSTED;
     return 0;
 }
 
-/* One op of lane l's batch completed; its lane joins rdy when it was the
- * last. */
-HOT int complete_one(eng_cursor *c, int32_t l, int32_t *rdy, int nr)
+/* One op of lane l's batch completed: l when it was the last (the lane
+ * is ready), else -1. */
+HOT int32_t complete_one(eng_cursor *c, int32_t l)
 {
     clane *lr = &c->lane[l];
-    if (--lr->pending == 0) {
-        lr->nbuf = 0;
-        lr->state = LANE_READY;
-        rdy[nr++] = l;
-    }
-    return nr;
+    if (--lr->pending != 0)
+        return -1;
+    lr->nbuf = 0;
+    lr->state = LANE_READY;
+    return l;
 }
 
-/* Message m's bytes arrived: the lanes it readies go to rdy; returns how
- * many. */
-HOT int arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *rdy,
-                int H)
+/* Message m's bytes arrived: the lanes it readies, in order, go to *r0
+ * and *r1 (-1: none). */
+HOT void arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *r0,
+                 int32_t *r1, int H)
 {
     cmsg *x = &c->msg[m];
     uint8_t st = x->st | CM_ARRIVED;
-    int nr = 0;
     x->st = st;
     if (H) {
         c->sop[m].t_end = now;
         done(e, x->send_lane, &c->sop[m], c->sidx[m]);
     }
-    if (st & CM_SEND_WAITS)
-        nr = complete_one(c, x->send_lane, rdy, nr);
+    *r0 = st & CM_SEND_WAITS ? complete_one(c, x->send_lane) : -1;
+    *r1 = -1;
     if (st & CM_RECV_POSTED) {
         if (H) {
-            prog_op *recv = &c->buf[x->recv_slot];
+            prog_op *recv = &c->buf[c->rslot[m]];
             recv->t_end = now;
             done(e, x->recv_lane, recv,
-                 recv_index(c, x->recv_lane, x->recv_slot));
+                 recv_index(c, x->recv_lane, c->rslot[m]));
         }
-        nr = complete_one(c, x->recv_lane, rdy, nr);
+        *r1 = complete_one(c, x->recv_lane);
         msg_release(c, m);
     }
-    return nr;
 }
 
 COLD void bad(eng_sim *e, int32_t l, const char *why)
@@ -499,6 +503,7 @@ COLD void bad(eng_sim *e, int32_t l, const char *why)
                  (int)c->lane[l].rank,
                  (long long)(c->lane[l].index + c->lane[l].nops), why);
     c->bad = 1;
+    e->oom = 1; /* stops the loop, which tests one flag; c->bad says why */
 }
 
 /* gen.h's contract for a batch b of n ops of lane l, checked for
@@ -619,7 +624,7 @@ HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now, int H, int K)
  * them; the same posts, so the same events, times and order. The
  * channels' ranks were set before the run (ring_channels). */
 HOT void advance_ring(eng_sim *e, eng_cursor *c, const gen_ring *rg, int32_t l,
-                      double now)
+                      double now, uint8_t F)
 {
     gen_ring_state *st = (gen_ring_state *)(void *)c->state + l;
     int32_t prev = l > 0 ? l - 1 : rg->N - 1;
@@ -631,13 +636,11 @@ HOT void advance_ring(eng_sim *e, eng_cursor *c, const gen_ring *rg, int32_t l,
         }
         int pending;
         if (l == 0) {
-            pending =
-                !post_send(e, c, l, l, -1, sb, rg->sflags, NULL, 0, now, 0);
+            pending = !post_send(e, c, l, l, -1, sb, F, NULL, 0, now, 0);
             pending += !post_recv(e, c, l, prev, 0, now, 0);
         } else {
             pending = !post_recv(e, c, l, prev, 0, now, 0);
-            pending +=
-                !post_send(e, c, l, l, -1, sb, rg->sflags, NULL, 0, now, 0);
+            pending += !post_send(e, c, l, l, -1, sb, F, NULL, 0, now, 0);
         }
         e->ops += 2;
         if (pending) {
@@ -657,13 +660,13 @@ static void ring_channels(eng_cursor *c, const gen_ring *rg)
     }
 }
 
-/* Lane l's compute op ended: the device's next waiting lane, then l,
- * join rdy; returns how many. */
-HOT int compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *rdy, int H)
+/* Lane l's compute op ended: the device's next waiting lane (*r0, -1
+ * if none), then l (*r1) are ready. */
+HOT void compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *r0,
+                      int32_t *r1, int H)
 {
     clane *lr = &c->lane[l];
     const prog_op *op = &c->buf[(int64_t)l * c->B];
-    int nr = 0;
     e->busy[l] += op->t_end - op->t_start;
     if (op->mem < 0)
         eng_mem_apply_(e, l, lr->rank, op->t_end, op->mem);
@@ -677,18 +680,17 @@ HOT int compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *rdy, int H)
         if (w->head < 0)
             w->tail = -1;
         c->lane[next].state = LANE_READY;
-        rdy[nr++] = next;
     }
+    *r0 = next;
     lr->nbuf = 0;
     lr->state = LANE_READY;
-    rdy[nr++] = l;
-    return nr;
+    *r1 = l;
 }
 
 /* The run from its start: 0, or the stop's PS_ERR (err set); the caller
- * reads e->oom and c->bad. */
+ * reads c->bad and e->oom (which bad() sets too). */
 HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
-                 int64_t *eventsp, ps_err *err, int H, int K)
+                 int64_t *eventsp, ps_err *err, int H, int K, uint8_t F)
 {
     const gen_ring *rg = c->g->ctx;
     if (K == GEN_RING)
@@ -696,59 +698,73 @@ HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
     /* every lane is ready at 0, advanced in lane order */
     for (int32_t l = 0; l < c->g->nlanes; l++)
         if (K == GEN_RING)
-            advance_ring(e, c, rg, l, 0);
+            advance_ring(e, c, rg, l, 0, F);
         else
             advance(e, c, l, 0, H, K);
-    eq_event ev;
+    const eq_event *ev;
     int64_t events = 0;
     double now = 0, last = 0;
-    while (!(e->oom | c->bad) && eq_pop(&e->q, &ev) == 0) {
+    while (!e->oom && (ev = eq_pop_ref(&e->q)) != NULL) {
         if ((++events & 4095) == 0 && limit_stopped())
             return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
                            (long long)events);
-        now = ev.t;
-        int32_t rdy[2];
-        int nr;
-        if (K != GEN_RING && ev.type == EQ_COMPUTE) {
-            nr = compute_done(e, c, ev.id, rdy, H);
+        now = ev->t;
+        int32_t r0, r1;
+        if (K != GEN_RING && ev->type == EQ_COMPUTE) {
+            compute_done(e, c, ev->id, &r0, &r1, H);
         } else {
             /* FIFO: every EQ_NET event is the arrival of transfer ev.id
              * (net.h) */
-            int32_t id = fifo ? ev.id : net_event(e->nw, &ev);
+            eq_event copy; /* net_event may push over *ev */
+            int32_t id = fifo ? ev->id : net_event(e->nw, (copy = *ev, &copy));
             if (id < 0)
                 continue; /* stale or internal (FAIR) */
-            nr = arrived(e, c, id, now, rdy, H);
+            arrived(e, c, id, now, &r0, &r1, H);
         }
         last = now;
-        for (int i = 0; i < nr; i++)
-            if (K == GEN_RING)
-                advance_ring(e, c, rg, rdy[i], now);
-            else
-                advance(e, c, rdy[i], now, H, K);
+        if (K == GEN_RING) {
+            if (r0 >= 0)
+                advance_ring(e, c, rg, r0, now, F);
+            if (r1 >= 0)
+                advance_ring(e, c, rg, r1, now, F);
+        } else {
+            if (r0 >= 0)
+                advance(e, c, r0, now, H, K);
+            if (r1 >= 0)
+                advance(e, c, r1, now, H, K);
+        }
     }
     *lastp = last;
     *eventsp = events;
     return PS_OK;
 }
 
-/* run_loop compiled per case: any generator, with and without a hook;
- * a ring without one. */
+/* run_loop compiled per case: any generator, with and without a hook; a
+ * ring without one, lockstep (F 0) or slotted (F its sends' flags, the
+ * only two gen_coll.c sets). */
 static int loop_any(eng_sim *e, eng_cursor *c, int fifo, double *last,
                     int64_t *events, ps_err *err)
 {
-    return run_loop(e, c, fifo, last, events, err, 0, GEN_ANY);
+    return run_loop(e, c, fifo, last, events, err, 0, GEN_ANY, 0);
 }
 
 static int loop_any_hook(eng_sim *e, eng_cursor *c, int fifo, double *last,
                          int64_t *events, ps_err *err)
 {
-    return run_loop(e, c, fifo, last, events, err, 1, GEN_ANY);
+    return run_loop(e, c, fifo, last, events, err, 1, GEN_ANY, 0);
 }
 
 static int loop_ring(eng_sim *e, eng_cursor *c, int fifo, double *last,
                      int64_t *events, ps_err *err)
 {
-    return run_loop(e, c, fifo, last, events, err, 0, GEN_RING);
+    return run_loop(e, c, fifo, last, events, err, 0, GEN_RING, 0);
+}
+
+static int loop_ring_slots(eng_sim *e, eng_cursor *c, int fifo, double *last,
+                           int64_t *events, ps_err *err)
+{
+    return run_loop(e, c, fifo, last, events, err, 0, GEN_RING,
+                    PROG_EARLY | PROG_NOWAIT);
 }
 
 /* What a lane of advance_ring waits on: position 0 on its SEND (which
@@ -841,7 +857,9 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
     int64_t events = 0;
     double last = 0;
     c->ring_fast = ring && !hook;
-    int rc = (c->ring_fast ? loop_ring
+    uint8_t sflags = ring ? ((const gen_ring *)g->ctx)->sflags : 0;
+    assert(sflags == 0 || sflags == (PROG_EARLY | PROG_NOWAIT));
+    int rc = (c->ring_fast ? sflags ? loop_ring_slots : loop_ring
               : hook       ? loop_any_hook
                            : loop_any)(e, c, fifo, &last, &events, err);
     if (rc)

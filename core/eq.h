@@ -65,6 +65,7 @@ typedef struct eq {
     uint64_t first_seq[EQ_RUNS];
     eq_run run[EQ_RUNS];
     uint64_t next_seq;
+    eq_event popped; /* eq_pop_ref's event from the slow path */
 } eq;
 
 /* Initialises an empty queue. eq_free releases its memory; both harmless to
@@ -109,6 +110,20 @@ static inline int eq_pop(eq *q, eq_event *out)
         return 0; /* first_t[0], first_seq[0] are stale: see eq */
     }
     return eq_pop_slow(q, out);
+}
+
+/* eq_pop without the copy: removes the earliest event and returns it,
+ * valid until the next push or pop, or NULL when empty. */
+static inline const eq_event *eq_pop_ref(eq *q)
+{
+    eq_run *r = &q->run[0];
+    if (q->nruns == 1 && q->n == 0 && r->len > 1) {
+        const eq_event *ev = &r->ev[r->head];
+        r->head = (r->head + 1) & (r->cap - 1);
+        r->len--;
+        return ev;
+    }
+    return eq_pop_slow(q, &q->popped) ? NULL : &q->popped;
 }
 
 /* Copies the earliest event into *out without removing it. Returns 0, or -1

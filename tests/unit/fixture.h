@@ -223,12 +223,12 @@ static inline double fixture_scalar(rec_db *db, const char *sql)
  * -shm side files a previous run of the test left are removed first. */
 static inline rec_db *fixture_new_db(const char *path, ps_err *err)
 {
-    char side[4200];
-    unlink(path);
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s%s", path, suffix[i]);
+        unlink(file);
+    }
     return rec_open(path, err);
 }
 

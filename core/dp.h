@@ -38,6 +38,7 @@
 
 #include <stdint.h>
 
+#include "coll.h"
 #include "err.h"
 #include "net.h"
 #include "prog.h"
@@ -84,7 +85,7 @@ typedef struct dp_config {
     int overlap_param_gather; /* zero's all-gather beside the forward */
     double optimizer_seconds; /* OPT op of a rank holding all its params */
     int32_t ranks_per_node;   /* for hierarchical algorithms, 0 unknown */
-    int nvls;                 /* the node switches have NVLink SHARP */
+    coll_hw hw;               /* the cluster's NCCL hardware (coll.h) */
     dp_log *log;              /* NULL, or where dp_lower lists its
                                  collectives */
 } dp_config;

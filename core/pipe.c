@@ -631,7 +631,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .overlap_param_gather = cfg->overlap_param_gather,
         .optimizer_seconds = cfg->optimizer_seconds,
         .ranks_per_node = group_ranks_per_node(cfg),
-        .nvls = cfg->nvls,
+        .hw = cfg->hw,
         .log = &ctx->grad_log,
     };
     dp_log_clear(&ctx->grad_log);

@@ -144,6 +144,28 @@ for _, d in pairs(DEVICES) do
     d.mem_efficiency = MEM_EFFICIENCY
 end
 
+-- What NCCL's tuner reads of each system beyond the links (the cluster
+-- fields compute_capability, cpu_vendor, nccl_channels; core/coll_proto.c,
+-- after src/graph/tuning.cc of NCCL 2.30.7): the GPU's CUDA compute
+-- capability picks its generation's bandwidth caps; the host CPU of the
+-- DGX picks llMaxBw across nodes and the network post overhead of a ring
+-- step (AMD 2 us, Intel 1 us); nccl_channels is what NCCL's search
+-- (src/graph/search.cc) finds on one node: NVLink totalBw = links x
+-- SMxx_NVLINK_BW (topo.h), the fastest per-channel speed of the
+-- generation's speedArrayIntra that fits it, then doubled
+-- (ncclTopoDupChannels): A100 12 x 20.0 = 240 -> 6 x 40 -> 12; H100 and
+-- H200 18 x 20.6 = 370.8 -> 6 x 60 -> 12; B200 18 x 40.1 = 721.8 -> 8 x
+-- 90 -> 16. CPUs: DGX A100 2 x AMD EPYC 7742 (DGX A100 user guide), DGX
+-- H100/H200 2 x Intel Xeon Platinum 8480C, DGX B200 2 x Intel Xeon
+-- Platinum 8570 (the DGX datasheets).
+local NCCL_HW = {
+    [DEVICES.a100] = { compute_capability = 80, cpu_vendor = "amd", nccl_channels = 12 },
+    [DEVICES.a100_40] = { compute_capability = 80, cpu_vendor = "amd", nccl_channels = 12 },
+    [DEVICES.h100] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 12 },
+    [DEVICES.h200] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 12 },
+    [DEVICES.b200] = { compute_capability = 100, cpu_vendor = "intel", nccl_channels = 16 },
+}
+
 -- The roofline fields of a device table (what ps.cluster keeps in Lua for
 -- the compute model; the C core reads flops, efficiency and memory).
 M.ROOFLINE_FIELDS = { vector_flops = true, hbm_bandwidth = true, gemm_max = true,
@@ -254,6 +276,9 @@ M.dgx = check.public(function(name, nodes, overrides)
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
         nvls = d.nvls or nil,
+        compute_capability = NCCL_HW[d].compute_capability,
+        cpu_vendor = NCCL_HW[d].cpu_vendor,
+        nccl_channels = NCCL_HW[d].nccl_channels,
     }, overrides, "dgx: overrides", "cluster")
 end)
 

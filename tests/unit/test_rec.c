@@ -15,18 +15,10 @@
 #include "fixture.h"
 #include "harness.h"
 
-/* The first column of the first row of sql as a double (NAN on error). */
+/* fixture_scalar under the short name every test here uses */
 static double scalar(rec_db *db, const char *sql)
 {
-    ps_err err;
-    rec_query *q = rec_query_new(db, sql, &err);
-    if (!q) {
-        printf("query failed: %s\n", err.msg);
-        return NAN;
-    }
-    double v = rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
-    rec_query_free(q);
-    return v;
+    return fixture_scalar(db, sql);
 }
 
 static const char *text(rec_db *db, const char *sql, char *buf, size_t size)
@@ -78,8 +70,7 @@ static const char *const digests[] = {
 static void test_timeline_upgrade(void)
 {
     ps_err err = {0};
-    unlink("v5.db");
-    rec_db *db = rec_open("v5.db", &err);
+    rec_db *db = fixture_new_db("v5.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
     int64_t id = -1;
@@ -199,8 +190,7 @@ static void test_timeline_upgrade(void)
 static void test_stream(void)
 {
     ps_err err = {0};
-    unlink("stream.db");
-    rec_db *db = rec_open("stream.db", &err);
+    rec_db *db = fixture_new_db("stream.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
     int64_t id = -1;
@@ -288,10 +278,7 @@ static void test_stream(void)
 static void test_stream_full(void)
 {
     ps_err err = {0};
-    unlink("full.db");
-    unlink("full.db-wal");
-    unlink("full.db-shm");
-    rec_db *db = rec_open("full.db", &err);
+    rec_db *db = fixture_new_db("full.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
     int64_t id = -1;
@@ -329,8 +316,7 @@ static void test_stream_full(void)
 static void test_writer_signals(void)
 {
     ps_err err = {0};
-    unlink("sig.db");
-    rec_db *db = rec_open("sig.db", &err);
+    rec_db *db = fixture_new_db("sig.db", &err);
     eng_sink sink;
     CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
     FILE *f = fopen("/proc/self/status", "r");
@@ -404,11 +390,103 @@ static void test_stream_checkpoint(void)
     fixture_free(&fx);
 }
 
+/* The timeline's rows go in by blocks of REC_ROWS through the
+ * pipesim_rows virtual table (rec_rows.c): a streamed run of several
+ * blocks and a partial one, and a stored run whose indexes are -1 (NULL
+ * in the views), give the same rows from the writer thread and with
+ * PIPESIM_REC_THREAD=0, each table's span is its contiguous rowids, and
+ * nothing of pipesim_rows reaches the file or another connection. */
+static void test_rows_blocks(void)
+{
+    static char got[2][3][1 << 17];
+    fixture fx;
+    ps_err err = {0};
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    /* the first compute and send of rank 0: no stage, chunk, mb, tag */
+    const prog_lane *lane = &fx.ps->lanes[0];
+    int marked = 0;
+    for (int32_t i = 0; i < lane->n && marked != 3; i++) {
+        prog_op *op = &lane->ops[i];
+        if (op->type == PROG_COMPUTE && !(marked & 1)) {
+            op->stage = -1;
+            op->chunk = -1;
+            op->mb = -1;
+            marked |= 1;
+        } else if (op->type == PROG_SEND && !(marked & 2)) {
+            op->tag = -1;
+            op->mb = -1;
+            marked |= 2;
+        }
+    }
+    CHECK_INT(marked, 3);
+    eng_sim *e = eng_new();
+    for (int mode = 0; mode < 2; mode++) {
+        const char *path = mode ? "blocks1.db" : "blocks0.db";
+        unlink(path);
+        if (mode)
+            setenv("PIPESIM_REC_THREAD", "0", 1);
+        rec_db *db = rec_open(path, &err);
+        int64_t id = 0;
+        eng_sink sink;
+        eng_result res;
+        CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+        eng_set_sink(e, &sink);
+        eng_set_memory(e, fx.static_memory);
+        /* 9 x (64 events, 48 transfers, 68 memory rows): 576, 432 and 612,
+         * each table past one block and ending in a partial one */
+        for (int i = 0; i < 9; i++)
+            CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+        CHECK_INT(id, 1);
+        eng_set_sink(e, NULL);
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+        CHECK_INT(id, 2);
+        unsetenv("PIPESIM_REC_THREAD");
+        CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1"), 576);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1"),
+                  432);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 1"), 612);
+        /* 9 in the streamed run, 1 in the stored one */
+        CHECK_INT(scalar(db, "SELECT sum(run = 1) * 10 + sum(run = 2) FROM "
+                             "event WHERE stage IS NULL AND chunk IS NULL AND "
+                             "mb IS NULL"),
+                  91);
+        CHECK_INT(scalar(db, "SELECT sum(run = 1) * 10 + sum(run = 2) FROM "
+                             "transfer WHERE tag IS NULL AND mb IS NULL"),
+                  91);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM span WHERE event_last - "
+                             "event_first + 1 IS (SELECT count(*) FROM event "
+                             "e WHERE e.run = span.run) AND transfer_last - "
+                             "transfer_first + 1 IS (SELECT count(*) FROM "
+                             "transfer x WHERE x.run = span.run) AND "
+                             "memory_last - memory_first + 1 IS (SELECT "
+                             "count(*) FROM memory m WHERE m.run = span.run)"),
+                  2);
+        CHECK_INT(scalar(db, "SELECT max(rowid) FROM event_row"), 576 + 64);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_schema WHERE sql "
+                             "LIKE '%pipesim_rows%'"),
+                  0);
+        for (int i = 0; i < 3; i++)
+            text(db, digests[i], got[mode][i], sizeof got[mode][i]);
+        rec_close(db, &err);
+        /* a reader's connection has no such table */
+        db = rec_open_read(path, &err);
+        CHECK(rec_query_new(db, "SELECT * FROM pipesim_rows", &err) == NULL);
+        CHECK_HAS(err.msg, "no such table: pipesim_rows");
+        rec_close(db, &err);
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK(strlen(got[0][i]) > 1000);
+        CHECK_STR(got[1][i], got[0][i]);
+    }
+    eng_free(e);
+    fixture_free(&fx);
+}
+
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
-    unlink("levels.db");
-    rec_db *db = rec_open("levels.db", &err);
+    rec_db *db = fixture_new_db("levels.db", &err);
     CHECK(db != NULL);
     if (!db) {
         printf("%s\n", err.msg);
@@ -545,8 +623,7 @@ static void test_levels_and_views(void)
 static void test_rollback_and_append(void)
 {
     ps_err err = {0};
-    unlink("append.db");
-    rec_db *db = rec_open("append.db", &err);
+    rec_db *db = fixture_new_db("append.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "gpipe", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
     int64_t id = -1;
@@ -556,10 +633,7 @@ static void test_rollback_and_append(void)
     /* rank_stat is written after the timeline: a duplicate rank fails the
      * run after thousands of rows went in */
     rec_rank dup[4];
-    memcpy(dup, fx.ranks, 3 * sizeof dup[0]);
-    dup[3] = dup[1];
-    fx.pay.ranks = dup;
-    fx.pay.nranks = 4;
+    fixture_dup_rank(&fx, dup);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
     CHECK_INT(id, 0);
     CHECK_STR(err.msg, "append.db: run not recorded: UNIQUE constraint "
@@ -569,8 +643,7 @@ static void test_rollback_and_append(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run <> 1"), 0);
     CHECK_INT(scalar(db, "SELECT count(*) FROM stage WHERE run <> 1"), 0);
 
-    fx.pay.ranks = fx.ranks;
-    fx.pay.nranks = 3;
+    fixture_ranks_back(&fx);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
     CHECK_INT(id, 2);
     CHECK_INT(rec_close(db, &err), 0);
@@ -594,8 +667,7 @@ static void test_rollback_and_append(void)
 static void test_commit_per_run(void)
 {
     ps_err err = {0};
-    unlink("commit.db");
-    rec_db *db = rec_open("commit.db", &err);
+    rec_db *db = fixture_new_db("commit.db", &err);
     rec_db *rd = rec_open_read("commit.db", &err);
     CHECK(db != NULL && rd != NULL);
     rec_db *other = rec_open("commit.db", &err);
@@ -679,8 +751,7 @@ static void test_open_errors(void)
                        "exist");
 
     /* an SQLite file of someone else (user_version 0, tables present) */
-    unlink("other.db");
-    rec_db *db = rec_open("other.db", &err);
+    rec_db *db = fixture_new_db("other.db", &err);
     rec_query *q = rec_query_new(db, "PRAGMA user_version = 0", &err);
     CHECK(q != NULL);
     CHECK_INT(rec_query_step(q, &err), 0);
@@ -747,5 +818,6 @@ int main(void)
     test_new_file();
     test_stream_checkpoint();
     test_writer_signals();
+    test_rows_blocks();
     return harness_done();
 }

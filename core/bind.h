@@ -66,6 +66,10 @@ int bind_raise_stop(lua_State *L);
  * in the files: a sweep's batch SQLite rolled back is not counted) and
  * *db_path the default database (or NULL when nothing was recorded). */
 int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err);
+/* The runs in bind_finish's *db_path after its commits, counted before it
+ * closed the file (earlier processes' runs included), or -1 when unknown
+ * (nothing recorded there, a failed commit, no bind_finish yet). */
+int64_t bind_finish_total(lua_State *L);
 
 /* --- shared by the bind_*.c files --- */
 

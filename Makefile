@@ -142,6 +142,9 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@echo
 	@echo "streaming engine, whole process (issue 12; tests/bench/whole_process.sh):"
 	@sh tests/bench/whole_process.sh $(BIN)
+	@echo
+	@echo "the fixed cost of a process (issue 12; tests/bench/startup.py):"
+	@python3 tests/bench/startup.py $(BIN)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bind.h"
 #include "unit.h"
@@ -119,7 +120,15 @@ static int cluster_index(lua_State *L)
     else if (strcmp(k, "nics_per_node") == 0 && c->nics_per_node > 0)
         lua_pushinteger(L, c->nics_per_node);
     else if (strcmp(k, "nvls") == 0)
-        lua_pushboolean(L, c->nvls);
+        lua_pushboolean(L, c->hw.nvls);
+    else if (strcmp(k, "compute_capability") == 0 && c->hw.cc > 0)
+        lua_pushinteger(L, c->hw.cc);
+    else if (strcmp(k, "cpu_vendor") == 0 && c->hw.cpu != COLL_CPU_UNKNOWN)
+        lua_pushstring(L, c->hw.cpu == COLL_CPU_INTEL ? "intel"
+                          : c->hw.cpu == COLL_CPU_AMD ? "amd"
+                                                      : "arm");
+    else if (strcmp(k, "nccl_channels") == 0 && c->hw.channels > 0)
+        lua_pushinteger(L, c->hw.channels);
     else if (strcmp(k, "topology") == 0)
         lua_pushstring(L, c->topology);
     else if (strcmp(k, "name") == 0)
@@ -471,6 +480,54 @@ static void check_form(lua_State *L, const char *form, const char *const *bad)
                        form);
 }
 
+/* CUDA compute capabilities NCCL 2.30 builds for (x 10 + minor): a value
+ * outside the list is a typo, not a new GPU. */
+static const int known_cc[] = {60, 61, 62,  70,  72,  75,  80,  86, 87,
+                               89, 90, 100, 101, 103, 110, 120, 121};
+
+/* [-0, +0] The fields NCCL's tuner reads (coll_hw, coll.h; core/coll_proto.c
+ * uses them): compute_capability, cpu_vendor ("intel", "amd", "arm", any
+ * case) and
+ * nccl_channels. A misspelled or unknown value is one line naming the field
+ * and the value. */
+static void read_nccl_hw(lua_State *L, bind_cluster *c)
+{
+    long long cc = 0, ch = 0;
+    if (lua_getfield(L, 1, "compute_capability") != LUA_TNIL &&
+        !lua_isinteger(L, -1))
+        bind_field_error(L, "compute_capability",
+                         "must be an integer such as 80 (A100) or 90 (H100)",
+                         -1);
+    lua_pop(L, 1);
+    if (bind_int(L, 1, "compute_capability", 0, 1000, &cc)) {
+        size_t i, n = sizeof known_cc / sizeof known_cc[0];
+        for (i = 0; i < n && known_cc[i] != cc; i++)
+            ;
+        if (i == n)
+            luaL_error(L,
+                       "field 'compute_capability': unknown compute "
+                       "capability %d (known: 60 .. 62, 70, 72, 75, 80, 86, "
+                       "87, 89, 90, 100, 101, 103, 110, 120, 121)",
+                       (int)cc);
+        c->hw.cc = (int)cc;
+    }
+    const char *cpu = bind_string(L, 1, "cpu_vendor");
+    static const char *const cpus[] = {"intel", "amd", "arm", NULL};
+    if (cpu) {
+        int k;
+        for (k = 0; cpus[k] && strcasecmp(cpus[k], cpu) != 0; k++)
+            ;
+        if (!cpus[k])
+            luaL_error(L,
+                       "field 'cpu_vendor': unknown CPU vendor '%s' "
+                       "(expected intel, amd or arm)",
+                       cpu);
+        c->hw.cpu = COLL_CPU_INTEL + k;
+    }
+    if (bind_int(L, 1, "nccl_channels", 1, 64, &ch))
+        c->hw.channels = (int32_t)ch;
+}
+
 /* The largest cluster: net.h's limit on ranks. */
 #define MAX_RANKS (1 << 20)
 
@@ -553,7 +610,8 @@ static int core_cluster(lua_State *L)
         snprintf(c->name, sizeof c->name, "%s", name);
     /* NVLink SHARP in the node switches (NVSwitch 3, DGX H100/H200): the
      * nvls allreduce (coll.h) */
-    bind_boolean(L, 1, "nvls", &c->nvls);
+    bind_boolean(L, 1, "nvls", &c->hw.nvls);
+    read_nccl_hw(L, c);
     lua_settop(L, ud);
     return 1;
 }

@@ -5,6 +5,7 @@
 #include <lua.h>
 #include <stdint.h>
 
+#include "coll.h"
 #include "net.h"
 
 #define BIND_CLUSTER_TYPE "pipesim.cluster"
@@ -17,7 +18,7 @@ typedef struct bind_cluster {
     double *memory;        /* per rank capacity in bytes, 0 = unknown */
     int32_t nodes;         /* nranks / gpus_per_node */
     int32_t nics_per_node; /* hierarchical form, else 0 */
-    int nvls;              /* 1: the node switches have NVLink SHARP */
+    coll_hw hw;            /* NCCL hardware: nvls, compute capability ... */
     const char *topology;  /* "mesh", "hierarchical", "explicit", "ideal" */
     char name[128];        /* label for params JSON and queries */
 } bind_cluster;

@@ -308,7 +308,7 @@ static int core_collective(lua_State *L)
     spec.ranks_per_node =
         rpn > 0 ? (int32_t)rpn
                 : coll_ranks_per_node(cl->gpus_per_node, ranks, nranks);
-    spec.nvls = cl->nvls;
+    spec.hw = cl->hw;
     spec.p2p = bind_p2p(L, 1, NULL);
     coll_rec rc = {0};
     int recording = bind_record(L, 1, &rc.level);

@@ -96,6 +96,8 @@ const char *const bind_fields_layer[] = {
 
 /* ps.cluster{...} (core/bind_cluster.c) */
 const char *const bind_fields_cluster[] = {
+    "compute_capability",
+    "cpu_vendor",
     "device",
     "devices",
     "gpus_per_node",
@@ -104,6 +106,7 @@ const char *const bind_fields_cluster[] = {
     "link",
     "links",
     "name",
+    "nccl_channels",
     "nics_per_node",
     "nodes",
     "nvls",

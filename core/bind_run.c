@@ -754,7 +754,7 @@ static int core_run(lua_State *L)
     }
     read_grad_sync(L, &cfg);
     cfg.gpus_per_node = cl->gpus_per_node;
-    cfg.nvls = cl->nvls;
+    cfg.hw = cl->hw;
     cfg.device_rate = cl->rate;
     cfg.device_memory = cl->memory;
 

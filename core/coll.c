@@ -143,13 +143,13 @@ int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err)
  * tensor parallelism, a TP group) qualifies. */
 int coll_nvls_applies(const coll_spec *spec, int32_t N)
 {
-    return spec->nvls && N > 2 && spec->ranks_per_node == N;
+    return spec->hw.nvls && N > 2 && spec->ranks_per_node == N;
 }
 
 /* Why nvls cannot run spec (the message), or 0. */
 static int err_nvls(const coll_spec *spec, int32_t N, ps_err *err)
 {
-    if (!spec->nvls)
+    if (!spec->hw.nvls)
         return ps_errf(err,
                        "allreduce: algorithm 'nvls' needs NVSwitches with "
                        "NVLink SHARP (a cluster with nvls = true, such as "
@@ -435,7 +435,8 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         }
     }
     plan(&g, spec, nw, &v, algo, 1);
-    g.wire = coll_wire(algo, proto, N);
+    if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err)))
+        goto fail;
     size_t nl = (size_t)N * (size_t)g.chan_lanes;
     res->bytes_sent = calloc((size_t)N, sizeof *res->bytes_sent);
     g.lane = malloc(nl * sizeof *g.lane);
@@ -458,7 +459,9 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
             g.oom = 1;
     }
     eng_result er;
-    if (spec->stream && !buf && !spec->faults &&
+    /* the generator moves the payload alone: a protocol's wire bytes go
+     * through the programs */
+    if (spec->stream && !buf && !spec->faults && g.wire == 1.0 &&
         gen_coll_applies(spec->op, algo, g.channels, N, v.n)) {
         /* streamed: no programs in ps (the lanes added above are empty) */
         rc = gen_coll_run(spec->op, algo, v.rank, N, v.n, g.slots, spec->p2p,
@@ -489,7 +492,8 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
      * added to the makespan in closed form */
     res->time =
         er.makespan +
-        (spec->bytes > 0 ? coll_proto_overhead(spec, N, algo, proto) : 0);
+        (spec->bytes > 0 ? coll_proto_overhead(spec, N, algo, proto, g.channels)
+                         : 0);
     res->nranks = N;
     res->transfers = g.transfers;
     res->steps = g.nsteps;
@@ -544,7 +548,10 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.N = N;
     g.n = v.n;
     plan(&g, spec, nw, &v, algo, 0);
-    g.wire = coll_wire(algo, proto, N);
+    if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err))) {
+        coll_view_free(&v);
+        return rc;
+    }
     g.sent = calloc((size_t)N, sizeof *g.sent);
     g.lane = malloc((size_t)N * sizeof *g.lane);
     g.last_step = malloc((size_t)N * sizeof *g.last_step);

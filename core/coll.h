@@ -98,6 +98,31 @@ enum coll_proto {
  * message instead of exhausting memory. */
 #define COLL_DATA_MAX_FLOATS 1e9
 
+/* The hardware NCCL's tuner reads beyond the links (ncclTopoTuneModel,
+ * src/graph/tuning.cc, NCCL 2.30.7): the CPU (x86 vendor, or another
+ * architecture) picks llMaxBw on several nodes and the network post
+ * overhead of a ring step (getNetOverhead). */
+enum coll_cpu {
+    COLL_CPU_UNKNOWN, /* NCCL's default branch: as Intel */
+    COLL_CPU_INTEL,
+    COLL_CPU_AMD,
+    COLL_CPU_ARM
+};
+
+/* A cluster's NCCL-relevant hardware (cluster fields nvls,
+ * compute_capability, cpu_vendor, nccl_channels; coll_proto.c uses them). */
+typedef struct coll_hw {
+    int nvls;         /* 1: the node's NVSwitch has NVLink SHARP (nvls
+                         applies) */
+    int cc;           /* CUDA compute capability x 10 + minor (80 A100, 90
+                         H100): picks the generation's bandwidth caps; 0
+                         unknown, no caps */
+    int cpu;          /* enum coll_cpu */
+    int32_t channels; /* the channels NCCL's search finds on one node (the
+                         per-channel caps' multiplier there; several nodes
+                         use one per NIC); 0 unknown */
+} coll_hw;
+
 enum coll_data {
     COLL_DATA_NONE,   /* timing only */
     COLL_DATA_RANDOM, /* uniform in [-1, 1) from `seed` */
@@ -122,8 +147,7 @@ typedef struct coll_spec {
                                > 1 pipelined (see above); 0 = the default,
                                COLL_NCCL_STEPS for NCCL's algorithms (ring),
                                1 for the others */
-    int nvls;               /* 1: the node's NVSwitch has NVLink SHARP
-                               (nvls applies) */
+    coll_hw hw;             /* the cluster's NCCL hardware (nvls, caps) */
     int protocol;           /* enum coll_proto, or COLL_PROTO_AUTO: with
                                algorithm auto, the (algorithm, protocol)
                                pair of lowest predicted time over NCCL's

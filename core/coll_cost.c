@@ -249,6 +249,24 @@ static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
  * ring: the inter-node term shrinks C-fold until NVLink, which carries (C - 1)
  * / C of the data, is the bottleneck (busbw -> min(b_in C / (C - 1), C b_out)
  * as T grows). */
+/* The C N flows of a ring step (C channels, coll_algo.c ring_channels):
+ * channel c's hop k at c N + k. */
+static void ring_flows(const coll_view *v, int32_t rpn, int32_t C, int32_t *src,
+                       int32_t *dst)
+{
+    int32_t N = v->N;
+    for (int32_t c = 0; c < C; c++) {
+        int32_t st = C > 1 ? coll_ring_start(rpn, C, c) : 0;
+        for (int32_t k = 0; k < N; k++) {
+            int32_t k1 = (k + 1) % N;
+            int32_t a = C > 1 ? k - k % rpn + (k % rpn + st) % rpn : k;
+            int32_t b = C > 1 ? k1 - k1 % rpn + (k1 % rpn + st) % rpn : k1;
+            src[(int64_t)c * N + k] = v->rank[a];
+            dst[(int64_t)c * N + k] = v->rank[b];
+        }
+    }
+}
+
 static int ring_step(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
                      double T, int32_t steps, int32_t slots, double *t)
 {
@@ -262,16 +280,7 @@ static int ring_step(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
     int rc = -1;
     *t = 0;
     if (src && dst && lat && bw && pre) {
-        for (int32_t c = 0; c < C; c++) {
-            int32_t st = C > 1 ? coll_ring_start(rpn, C, c) : 0;
-            for (int32_t k = 0; k < N; k++) {
-                int32_t k1 = (k + 1) % N;
-                int32_t a = C > 1 ? k - k % rpn + (k % rpn + st) % rpn : k;
-                int32_t b = C > 1 ? k1 - k1 % rpn + (k1 % rpn + st) % rpn : k1;
-                src[(int64_t)c * N + k] = v->rank[a];
-                dst[(int64_t)c * N + k] = v->rank[b];
-            }
-        }
+        ring_flows(v, rpn, C, src, dst);
         rc = flows_ab(nw, src, dst, nf, lat, bw);
     }
     double x = T / ((double)C * N); /* a block */
@@ -703,6 +712,107 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
     return PS_OK;
 }
 
+/* The smallest bandwidth any of nf flows gets when they all run at once
+ * (flows_ab), into *b. Returns 0, or -1 when out of memory. */
+static int flows_min_bw(const net *nw, const int32_t *src, const int32_t *dst,
+                        int64_t nf, double *b)
+{
+    double *lat = malloc(((size_t)nf + 1) * sizeof *lat);
+    double *bw = malloc(((size_t)nf + 1) * sizeof *bw);
+    int rc = lat && bw ? flows_ab(nw, src, dst, nf, lat, bw) : -1;
+    *b = INFINITY;
+    for (int64_t f = 0; f < nf && rc == 0; f++)
+        if (bw[f] < *b)
+            *b = bw[f];
+    free(lat);
+    free(bw);
+    return rc;
+}
+
+/* The algorithm bandwidth (payload bytes / s) ring or NCCL's tree reaches
+ * at large sizes on nw at one wire byte per payload byte: the bandwidth
+ * terms of the cost models above. Ring: `steps` steps each moving a block
+ * T / (C N) at the slowest flow's share b (ring_step), C N b / steps; on a
+ * mesh N b / steps. Tree: in the steady state every edge of both trees of
+ * every channel carries a chunk of T / (2 k C) at once, k chunks in all
+ * (dbt_cost), 2 C b; on a mesh 2 b. Returns 0, or -1 when out of memory. */
+static int asym_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
+                      int algo, double *A)
+{
+    int32_t N = v->N, rpn = spec->ranks_per_node;
+    int32_t C = coll_ring_channels(spec, nw, v);
+    int topo = !net_is_mesh(nw);
+    int32_t steps = (N - 1) * (spec->op == COLL_ALLREDUCE ? 2 : 1);
+    *A = INFINITY;
+    if (!topo) {
+        ab x = pairs_all(nw, v);
+        *A = algo == COLL_RING ? N * x.b / steps : 2 * x.b;
+        return 0;
+    }
+    int64_t nf = algo == COLL_RING ? (int64_t)C * N : 4 * (int64_t)C * N;
+    int32_t *src = malloc(((size_t)nf + 1) * sizeof *src);
+    int32_t *dst = malloc(((size_t)nf + 1) * sizeof *dst);
+    int32_t *par = malloc(((size_t)N * 6 + 1) * sizeof *par);
+    int rc = src && dst && par ? 0 : -1;
+    double b = INFINITY;
+    if (rc == 0 && algo == COLL_RING) {
+        ring_flows(v, rpn, C, src, dst);
+        rc = flows_min_bw(nw, src, dst, nf, &b);
+        *A = (double)C * N * b / steps;
+    } else if (rc == 0) { /* as dbt_cost builds NCCL's tree */
+        int32_t trpn = rpn < 2 ? 1 : rpn, H = 0;
+        if (C < 1 || trpn < 2 || N % trpn || N == trpn)
+            C = 1;
+        coll_tree_build(N, trpn, par, par + 2 * N, par + 4 * N, &H);
+        nf = 0;
+        for (int32_t ch = 0; ch < C; ch++) {
+            int32_t st = C > 1 ? coll_ring_start(trpn, C, ch) : 0;
+            for (int32_t tr = 0; tr < 2; tr++)
+                for (int32_t x = 0; x < N; x++) {
+                    int32_t p = par[tr * N + x];
+                    if (p < 0)
+                        continue;
+                    int32_t rx = C > 1 ? coll_tree_rot(x, trpn, st) : x;
+                    int32_t rp = C > 1 ? coll_tree_rot(p, trpn, st) : p;
+                    src[nf] = v->rank[rx];
+                    dst[nf++] = v->rank[rp];
+                    src[nf] = v->rank[rp];
+                    dst[nf++] = v->rank[rx];
+                }
+        }
+        rc = flows_min_bw(nw, src, dst, nf, &b);
+        *A = 2.0 * C * b;
+    }
+    free(src);
+    free(dst);
+    free(par);
+    return rc;
+}
+
+int coll_cost_wire(const coll_spec *spec, const net *nw, const coll_view *v,
+                   int algo, int proto, double *wire, ps_err *err)
+{
+    int32_t N = v->N;
+    *wire = coll_wire(spec, algo, proto, N);
+    int32_t nodes = coll_proto_nodes(spec, N);
+    int32_t ch =
+        nodes > 1 ? coll_ring_channels(spec, nw, v) : spec->hw.channels;
+    double cap = coll_proto_cap(spec, algo, proto, nodes, ch);
+    if (N < 2 || isinf(cap))
+        return PS_OK;
+    /* the cap as algorithm bandwidth: NCCL's busBw x nRanks / nsteps for
+     * the ring, x .5 for the tree (tuning.cc, "Convert bus BW to algorithm
+     * BW") */
+    double acap =
+        algo == COLL_TREE ? cap * .5 : cap / coll_busbw_factor(spec->op, N);
+    double A;
+    if (asym_algbw(spec, nw, v, algo, &A))
+        return ps_errf(err, "out of memory");
+    if (isfinite(A) && A / acap > *wire)
+        *wire = A / acap;
+    return PS_OK;
+}
+
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
                       int algo, double *seconds, int32_t *chunks, ps_err *err)
 {
@@ -724,11 +834,14 @@ int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
         return ps_errf(err, "allreduce: nvls does not apply here");
     if (algo == COLL_NVLS)
         proto = COLL_SIMPLE;
-    int rc = predict(spec, nw, v, algo,
-                     (double)spec->bytes * coll_wire(algo, proto, v->N),
-                     seconds, chunks, err);
+    double w;
+    int rc = coll_cost_wire(spec, nw, v, algo, proto, &w, err);
+    if (rc == PS_OK)
+        rc = predict(spec, nw, v, algo, (double)spec->bytes * w, seconds,
+                     chunks, err);
     if (rc == PS_OK && spec->bytes > 0)
-        *seconds += coll_proto_overhead(spec, v->N, algo, proto);
+        *seconds += coll_proto_overhead(spec, v->N, algo, proto,
+                                        coll_ring_channels(spec, nw, v));
     return rc;
 }
 

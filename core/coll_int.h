@@ -55,8 +55,17 @@ int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
                       int algo, double *seconds, int32_t *chunks, ps_err *err);
 
+/* The wire factor (bytes on the wire per payload byte) algo runs with
+ * under proto: the protocol's (coll_wire), raised where NCCL's cap on the
+ * protocol's bandwidth (coll_proto_cap) is below what the network gives
+ * the algorithm at large sizes, so that the simulated bandwidth is the
+ * cap. Fails only when out of memory. */
+int coll_cost_wire(const coll_spec *spec, const net *nw, const coll_view *v,
+                   int algo, int proto, double *wire, ps_err *err);
+
 /* The cost model of (algo, proto): coll_cost_predict on the protocol's
- * wire bytes plus its fixed latency (coll_proto_overhead). */
+ * wire bytes (coll_cost_wire) plus its fixed latency
+ * (coll_proto_overhead). */
 int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
                             const coll_view *v, int algo, int proto,
                             double *seconds, int32_t *chunks, ps_err *err);
@@ -74,16 +83,21 @@ int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
  * one whole node. */
 int coll_nvls_applies(const coll_spec *spec, int32_t N);
 
-/* Protocols (coll_proto.c): wire bytes per payload byte; nodes NCCL's
+/* Protocols (coll_proto.c): NCCL's bandwidth efficiency of (algo, proto)
+ * on `nodes` nodes; the wire factor of algo with proto on N ranks (1 /
+ * efficiency; nvls: its traffic on the direct pattern); the cap on the bus
+ * bandwidth (B/s, INFINITY none) with NCCL's `channels`; nodes NCCL's
  * model sees (N / ranks_per_node, or N); the latency a protocol adds to a
  * simulated collective; NCCL's own latency prediction. Seconds. */
-double coll_proto_wire(int proto);
-/* The wire factor of algo with proto on N ranks (nvls: its traffic on the
- * direct pattern, coll_proto.c). */
-double coll_wire(int algo, int proto, int32_t N);
+double coll_proto_eff(int algo, int proto, int32_t nodes);
+double coll_wire(const coll_spec *spec, int algo, int proto, int32_t N);
+double coll_proto_cap(const coll_spec *spec, int algo, int proto, int32_t nodes,
+                      int32_t channels);
 int32_t coll_proto_nodes(const coll_spec *spec, int32_t N);
+/* channels: NCCL's search's (one per NIC across nodes; the ring's
+ * plateau). */
 double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
-                           int proto);
+                           int proto, int32_t channels);
 double coll_proto_nccl_latency(const coll_spec *spec, int32_t N, int algo,
                                int proto);
 

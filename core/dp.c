@@ -200,7 +200,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     spec.nranks = c->d;
     spec.root = ranks[0];
     spec.ranks_per_node = c->ranks_per_node;
-    spec.nvls = c->nvls;
+    spec.hw = c->hw;
     /* NCCL picks the protocol with the algorithm (coll.h); a fixed
      * textbook algorithm runs without one */
     spec.protocol =

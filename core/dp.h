@@ -27,6 +27,7 @@
 
 #include <stdint.h>
 
+#include "coll.h"
 #include "err.h"
 #include "net.h"
 #include "prog.h"
@@ -72,7 +73,7 @@ typedef struct dp_config {
     int zero;                 /* 0 or 1 */
     double optimizer_seconds; /* OPT op of a rank holding all its params */
     int32_t ranks_per_node;   /* for hierarchical algorithms, 0 unknown */
-    int nvls;                 /* the node switches have NVLink SHARP */
+    coll_hw hw;               /* the cluster's NCCL hardware (coll.h) */
     dp_log *log;              /* NULL, or where dp_lower lists its
                                  collectives */
 } dp_config;

@@ -30,6 +30,7 @@ typedef struct pstate {
      * warm-up length and its neighbours' cluster ranks */
     int32_t warm, next_rank, prev_rank;
     uint8_t init;
+    uint8_t opt_done; /* the optimizer step is out */
 } pstate;
 
 enum { BATCH, SECOND, OPS };
@@ -39,6 +40,7 @@ typedef struct pipe_gen {
     int32_t n;          /* actions per rank: 2 m v */
     int32_t S;          /* stages: p v */
     uint8_t send_flags; /* GPipe's isends (sched_lower.c): PROG_NOWAIT */
+    double opt;         /* seconds of the optimizer step; 0: none */
 } pipe_gen;
 
 static int32_t cluster_rank(const sched_spec *s, int32_t r)
@@ -216,8 +218,15 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
             p->phase = OPS;
             return k - sends;
         } else {
-            if (p->i == n)
-                return 0;
+            if (p->i == n) {
+                /* dp.c's rewrite_lane with one replica: the step's OPT
+                 * op after the lane's last op */
+                if (!(pg->opt > 0) || p->opt_done)
+                    return 0;
+                p->opt_done = 1;
+                ops[0] = prog_compute(PROG_OPT, r, 0, -1, pg->opt, 0);
+                return 1;
+            }
             if (p->j < p->end) {
                 act a = p->cur[p->j++ - p->i];
                 int32_t st = a.chunk * s->p + r;
@@ -255,6 +264,13 @@ int gen_pipe_applies(const sched_spec *s)
 int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,
                  eng_result *res, ps_err *err)
 {
+    return gen_pipe_run_step(s, 0, nw, p2p, eng, res, err);
+}
+
+int gen_pipe_run_step(const sched_spec *s, double optimizer_seconds, net *nw,
+                      enum eng_p2p p2p, eng_sim *eng, eng_result *res,
+                      ps_err *err)
+{
     int32_t nranks = net_ranks(nw);
     /* sched_lower's checks of the mapping, with its messages */
     for (int32_t r = 0; r < s->p; r++) {
@@ -271,7 +287,8 @@ int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,
     }
     int32_t S = s->p * s->v;
     pipe_gen pg = {s, 2 * s->m * s->v, S,
-                   (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0)};
+                   (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0),
+                   optimizer_seconds};
     gen_prog g = {nranks,         s->p,      2 * (S - 1), 4,
                   sizeof(pstate), pipe_rank, pipe_next,   &pg};
     return eng_run_gen(eng, &g, nw, p2p, res, err);

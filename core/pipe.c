@@ -582,9 +582,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     /* without data parallelism or faults nothing reads the programs back
      * (event rows are streamed from the engine's hook, rec_stream.c): the
      * built-in schedules then stream, generated as the engine runs
-     * (gen_pipe.h), and ps stays empty */
-    int streamed = cfg->dp == 1 && !(cfg->optimizer_seconds > 0) &&
-                   !cfg->faults && gen_pipe_applies(&spec);
+     * (gen_pipe.h), with the optimizer step dp_lower would append as each
+     * lane's last op, and ps stays empty */
+    int streamed = cfg->dp == 1 && !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
     if (streamed) { /* one replica: sched_lower's j = 0 */
         spec.stages = ctx->stages;
@@ -630,7 +630,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .zero = zero,
         .optimizer_seconds = cfg->optimizer_seconds,
         .ranks_per_node = group_ranks_per_node(cfg),
-        .nvls = cfg->nvls,
+        .hw = cfg->hw,
         .log = &ctx->grad_log,
     };
     dp_log_clear(&ctx->grad_log);
@@ -648,7 +648,8 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
         eng_set_memory(ctx->eng, ctx->rank_static);
         rc = streamed
-                 ? gen_pipe_run(&spec, nw, cfg->p2p, ctx->eng, &res->eng, err)
+                 ? gen_pipe_run_step(&spec, cfg->optimizer_seconds, nw,
+                                     cfg->p2p, ctx->eng, &res->eng, err)
                  : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
         eng_set_faults(ctx->eng, NULL);
         eng_set_memory(ctx->eng, NULL);

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "coll.h"
 #include "eng.h"
 #include "err.h"
 #include "net.h"
@@ -92,7 +93,7 @@ typedef struct pipe_config {
      * with the same number of GPUs on each of its nodes gets node-aware
      * collectives (ring channels, hierarchical; coll_ranks_per_node) */
     int32_t gpus_per_node;
-    int nvls; /* the cluster's node switches have NVLink SHARP (coll.h) */
+    coll_hw hw; /* the cluster's NCCL hardware: NVLS, caps (coll.h) */
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;

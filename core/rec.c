@@ -60,17 +60,24 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_ROLLBACK_TO] = "ROLLBACK TO run",
 };
 
+/* Each timeline table's INSERT from pipesim_rows (rec_rows.c): which of
+ * a rec_row's fields go to which column, and which integers are indexes,
+ * NULL below 0 ("none" in programs: mb -1 of an optimizer step). */
 static const struct {
-    const char *table; /* "name(columns)" */
-    int ncols;
+    const char *sql;
+    unsigned nulls; /* bit k: i<k> */
 } rows_def[NROWS] = {
-    [ROWS_EVENT] = {"event_row(rank, kind, stage, chunk, mb, t_start, "
-                    "t_end)",
-                    7},
-    [ROWS_TRANSFER] = {"transfer_row(src, dst, bytes, t_start, t_end, kind, "
-                       "mb, tag)",
-                       8},
-    [ROWS_MEMORY] = {"memory_row(rank, t, bytes)", 3},
+    [ROWS_EVENT] = {"INSERT INTO event_row(rank, kind, stage, chunk, mb, "
+                    "t_start, t_end) SELECT i0, i1, i2, i3, i4, d0, d1 "
+                    "FROM pipesim_rows",
+                    1u << 2 | 1u << 3 | 1u << 4},
+    [ROWS_TRANSFER] = {"INSERT INTO transfer_row(src, dst, bytes, t_start, "
+                       "t_end, kind, mb, tag) SELECT i0, i1, d0, d1, d2, i2, "
+                       "i3, i4 FROM pipesim_rows",
+                       1u << 3 | 1u << 4},
+    [ROWS_MEMORY] = {"INSERT INTO memory_row(rank, t, bytes) SELECT i0, d0, "
+                     "d1 FROM pipesim_rows",
+                     0},
 };
 
 /* Steps a write-path statement that returns no rows and resets it. The
@@ -84,37 +91,9 @@ int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
     return rec_sql_fail(db, "run not recorded", err);
 }
 
-/* Prepares the REC_ROWS-row INSERT for table (see REC_ROWS). */
-static int prepare_rows(rec_db *db, rowbuf *rb, const char *table, int ncols,
-                        ps_err *err)
-{
-    size_t cap = 256 + (size_t)REC_ROWS * (size_t)ncols * 8;
-    char *sql = malloc(cap);
-    if (!sql)
-        return ps_errf(err, "%s: out of memory", db->path);
-    int len =
-        snprintf(sql, cap, "INSERT INTO %s SELECT * FROM (VALUES ", table);
-    int param = 1;
-    for (int r = 0; r < REC_ROWS; r++) {
-        for (int c = 0; c < ncols; c++)
-            len += snprintf(sql + len, cap - (size_t)len, "%s?%d",
-                            c == 0 ? (r ? ", (" : "(") : ", ", param++);
-        len += snprintf(sql + len, cap - (size_t)len, ")");
-    }
-    snprintf(sql + len, cap - (size_t)len, ") LIMIT ?%d", param);
-    int rc = PS_OK;
-    if (sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &rb->st,
-                           NULL) != SQLITE_OK)
-        rc = rec_sql_fail(db, "cannot prepare the inserts", err);
-    rb->ncols = ncols;
-    rb->n = 0;
-    free(sql);
-    return rc;
-}
-
 /* The write-path statement id, prepared on first use: a summary run never
- * pays for the timeline's 64-row INSERTs (about 1.5 ms to prepare the
- * three), a pipeline never for the collective row. NULL with err filled
+ * pays for the timeline's INSERTs, a pipeline never for the collective
+ * row. NULL with err filled
  * when SQLite cannot prepare it. */
 sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err)
 {
@@ -125,31 +104,39 @@ sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err)
     return db->st[id];
 }
 
-/* The REC_ROWS-row INSERT of a timeline table, prepared on first use. */
+/* The INSERT of a timeline table, prepared on first use. */
 static rowbuf *rows(rec_db *db, enum rows_id id, ps_err *err)
 {
     rowbuf *rb = &db->rows[id];
-    if (!rb->st &&
-        prepare_rows(db, rb, rows_def[id].table, rows_def[id].ncols, err))
-        return NULL;
+    if (!rb->st) {
+        if (rec_rows_module(db, err))
+            return NULL;
+        if (sqlite3_prepare_v3(db->db, rows_def[id].sql, -1,
+                               SQLITE_PREPARE_PERSISTENT, &rb->st,
+                               NULL) != SQLITE_OK) {
+            rec_sql_fail(db, "cannot prepare the inserts", err);
+            return NULL;
+        }
+        rb->nulls = rows_def[id].nulls;
+        rb->n = 0;
+    }
     return rb;
 }
 
-/* Index of the first parameter of the next row. */
-static inline int rows_base(const rowbuf *rb)
+int rec_rows_insert(rec_db *db, int table, const rec_row *r, int32_t n,
+                    ps_err *err)
 {
-    return 1 + rb->n * rb->ncols;
-}
-
-/* Inserts the rows bound so far. */
-static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
-{
-    if (rb->n == 0)
+    rowbuf *rb = &db->rows[table];
+    if (n == 0)
         return PS_OK;
-    sqlite3_bind_int(rb->st, 1 + REC_ROWS * rb->ncols, rb->n);
-    rb->count += rb->n;
-    rb->n = 0;
-    if (rec_step_done(db, rb->st, err)) {
+    db->vt_rows = r;
+    db->vt_n = n;
+    db->vt_nulls = rb->nulls;
+    rb->count += n;
+    int rc = rec_step_done(db, rb->st, err);
+    db->vt_rows = NULL;
+    db->vt_n = 0;
+    if (rc) {
         /* kept for rec_write: a streamed run's failure is reported after
          * its rollback, which resets the connection's error code */
         db->rows_code = sqlite3_errcode(db->db);
@@ -159,10 +146,12 @@ static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
     return PS_OK;
 }
 
-/* Counts the row just bound; inserts a full group. */
-static inline int rows_next(rec_db *db, rowbuf *rb, ps_err *err)
+/* Inserts the rows of the caller's buffer. */
+static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
 {
-    return ++rb->n == REC_ROWS ? rows_flush(db, rb, err) : PS_OK;
+    int32_t n = rb->n;
+    rb->n = 0;
+    return rec_rows_insert(db, (int)(rb - db->rows), rb->buf, n, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -372,67 +361,30 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
     return PS_OK;
 }
 
-/* A timeline row's values: event (rank, kind, stage, chunk, mb;
- * t_start, t_end), transfer (src, dst, kind, mb, tag; bytes, t_start,
- * t_end), memory (rank; t, bytes). Indexes below 0 are NULL. */
-int rec_bind_row(rec_db *db, int table, const rec_row *r, ps_err *err)
-{
-    rowbuf *rb = &db->rows[table];
-    sqlite3_stmt *st = rb->st;
-    int b = rows_base(rb);
-    switch (table) {
-    case ROWS_EVENT:
-        sqlite3_bind_int64(st, b, r->i[0]);
-        sqlite3_bind_int64(st, b + 1, r->i[1]);
-        bind_index(st, b + 2, r->i[2]);
-        bind_index(st, b + 3, r->i[3]);
-        bind_index(st, b + 4, r->i[4]);
-        sqlite3_bind_double(st, b + 5, r->d[0]);
-        sqlite3_bind_double(st, b + 6, r->d[1]);
-        break;
-    case ROWS_TRANSFER:
-        sqlite3_bind_int64(st, b, r->i[0]);
-        sqlite3_bind_int64(st, b + 1, r->i[1]);
-        sqlite3_bind_double(st, b + 2, r->d[0]);
-        sqlite3_bind_double(st, b + 3, r->d[1]);
-        sqlite3_bind_double(st, b + 4, r->d[2]);
-        sqlite3_bind_int64(st, b + 5, r->i[2]);
-        bind_index(st, b + 6, r->i[3]);
-        bind_index(st, b + 7, r->i[4]);
-        break;
-    default:
-        sqlite3_bind_int64(st, b, r->i[0]);
-        sqlite3_bind_double(st, b + 1, r->d[0]);
-        sqlite3_bind_double(st, b + 2, r->d[1]);
-        break;
-    }
-    return rows_next(db, rb, err);
-}
-
-int rec_rows_flush(rec_db *db, int table, ps_err *err)
-{
-    return rows_flush(db, &db->rows[table], err);
-}
-
 /* The row's slot: in the writer thread's next block while a stream has
- * one (rec_writer.c), else a scratch row bound at once (put_row). */
-static inline rec_row *row_slot(rec_db *db, int table, rec_row *scratch)
+ * one (rec_writer.c), else in the table's buffer, inserted when full
+ * (put_row). */
+static inline rec_row *row_slot(rec_db *db, int table)
 {
-    return db->writing ? rec_writer_row(db, table) : scratch;
+    if (db->writing)
+        return rec_writer_row(db, table);
+    rowbuf *rb = &db->rows[table];
+    return &rb->buf[rb->n];
 }
 
-static inline int put_row(rec_db *db, int table, const rec_row *r, ps_err *err)
+static inline int put_row(rec_db *db, int table, ps_err *err)
 {
     if (db->writing) {
         rec_writer_commit_row(db, table);
         return PS_OK;
     }
-    return rec_bind_row(db, table, r, err);
+    rowbuf *rb = &db->rows[table];
+    return ++rb->n == REC_ROWS ? rows_flush(db, rb, err) : PS_OK;
 }
 
 int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err)
 {
-    rec_row scratch, *r = row_slot(db, ROWS_EVENT, &scratch);
+    rec_row *r = row_slot(db, ROWS_EVENT);
     r->i[0] = rank;
     r->i[1] = op->kind;
     r->i[2] = op->stage;
@@ -440,12 +392,12 @@ int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err)
     r->i[4] = op->mb;
     r->d[0] = op->t_start;
     r->d[1] = op->t_end;
-    return put_row(db, ROWS_EVENT, r, err);
+    return put_row(db, ROWS_EVENT, err);
 }
 
 int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err)
 {
-    rec_row scratch, *r = row_slot(db, ROWS_TRANSFER, &scratch);
+    rec_row *r = row_slot(db, ROWS_TRANSFER);
     r->i[0] = src;
     r->i[1] = op->peer;
     r->i[2] = transfer_kind(op->kind);
@@ -454,17 +406,17 @@ int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err)
     r->d[0] = op->bytes;
     r->d[1] = op->t_start;
     r->d[2] = op->t_end;
-    return put_row(db, ROWS_TRANSFER, r, err);
+    return put_row(db, ROWS_TRANSFER, err);
 }
 
 int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
                    ps_err *err)
 {
-    rec_row scratch, *r = row_slot(db, ROWS_MEMORY, &scratch);
+    rec_row *r = row_slot(db, ROWS_MEMORY);
     r->i[0] = rank;
     r->d[0] = t;
     r->d[1] = bytes;
-    return put_row(db, ROWS_MEMORY, r, err);
+    return put_row(db, ROWS_MEMORY, err);
 }
 
 int rec_timeline_start(rec_db *db, ps_err *err)

@@ -231,7 +231,7 @@ int rec_scratch(rec_db *db, ps_err *err);
  * and each change of the engine's memory ledger a memory row (each rank's
  * baseline first), REC_ROWS to an INSERT (no SQL per op; the engine's
  * thread copies each row into a block that a writer thread inserts,
- * rec_writer.c; PIPESIM_REC_THREAD=0 binds them on the caller's thread,
+ * rec_writer.c; PIPESIM_REC_THREAD=0 inserts them on the caller's thread,
  * the test mode that compares both). The payload's
  * programs are then not read. The following rec_write at REC_EVENTS of an
  * ok run writes the rest (run, summary, links, the spans) and commits; for a

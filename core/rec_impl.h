@@ -31,15 +31,17 @@ enum stmt_id {
     NSTMT
 };
 
-/* The timeline tables take REC_ROWS rows per INSERT: one statement
- * execution (cursor open, seek, close) per 64 rows instead of per row.
- * The statement is INSERT ... SELECT * FROM (VALUES (...), ...) LIMIT ?L,
- * so the same statement also writes the last, partial group. */
-#define REC_ROWS 64
+/* The timeline tables take blocks of up to REC_ROWS rows per INSERT ...
+ * SELECT from the pipesim_rows virtual table (rec_rows.c), which reads the
+ * block from C memory: one statement execution (cursor open, seek, close)
+ * per block and no bind call per value. 256 rather than 64: the statement's
+ * fixed cost per row drops by 4 (BENCHMARKS.md, the recorder). */
+#define REC_ROWS 256
 
 enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
 
-/* One timeline row's values, as rec_bind_row reads them per table. */
+/* One timeline row's values, as pipesim_rows gives them per table
+ * (rec.c's rows_def maps them to columns). */
 typedef struct rec_row {
     int64_t i[5];
     double d[3];
@@ -48,11 +50,13 @@ typedef struct rec_row {
 typedef struct rec_writer rec_writer; /* rec_writer.c */
 
 typedef struct rowbuf {
-    sqlite3_stmt *st;
-    int ncols;
-    int n;         /* rows bound and not yet inserted */
-    int64_t count; /* rows this run has inserted */
-    int64_t last;  /* the rowid of the last of them */
+    sqlite3_stmt *st; /* INSERT ... SELECT ... FROM pipesim_rows */
+    unsigned nulls;   /* the integers (i0..i4) whose values below 0 are NULL */
+    int n;            /* rows in buf not yet inserted */
+    int64_t count;    /* rows this run has inserted */
+    int64_t last;     /* the rowid of the last of them */
+    rec_row buf[REC_ROWS]; /* the rows of the caller's thread (not the
+                              writer thread's blocks) */
 } rowbuf;
 
 struct rec_db {
@@ -81,6 +85,12 @@ struct rec_db {
     int rows_code;   /* SQLite's code of the last failed timeline insert */
     int defer_ckpt;  /* a streamed run is committing (rec_write) */
     int ckpt_frames; /* REC_CKPT_FRAMES (a test may lower it) */
+    /* the block pipesim_rows reads (rec_rows.c), set by rec_rows_insert
+     * around one statement execution; vt_ok: the module is registered */
+    const rec_row *vt_rows;
+    int32_t vt_n;
+    unsigned vt_nulls;
+    int vt_ok;
 };
 
 struct rec_query {
@@ -136,10 +146,13 @@ int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err);
 int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
                    ps_err *err);
 
-/* rec.c: binds one row into its table's REC_ROWS-row INSERT, inserting
- * a full group; rec_rows_flush inserts the rows bound so far. */
-int rec_bind_row(rec_db *db, int table, const rec_row *r, ps_err *err);
-int rec_rows_flush(rec_db *db, int table, ps_err *err);
+/* rec.c: inserts rows[0..n) into table's row table (one statement), or
+ * fails with "run not recorded". Counts them into the run's span. */
+int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
+                    ps_err *err);
+/* rec_rows.c: registers pipesim_rows on the connection, once (harmless
+ * to call again); PS_ERR with SQLite's message. */
+int rec_rows_module(rec_db *db, ps_err *err);
 
 /* rec_writer.c, the writer thread. rec_writer_start starts it once per
  * handle (PS_ERR: no thread; rows are then bound on the caller's thread).

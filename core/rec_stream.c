@@ -2,8 +2,8 @@
  * hook (eng_sink, eng.h) turns finished ops into batched event and
  * transfer rows and ledger changes into memory rows inside the run's
  * transaction, which rec_write (rec.c) completes and commits. The per-op path
- * binds values into the prepared REC_ROWS-row INSERT and steps it once per
- * REC_ROWS rows. */
+ * copies each row into a block of REC_ROWS rows, which one INSERT reads
+ * through the pipesim_rows virtual table (rec_rows.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,8 +1,9 @@
 /* The recorder's writer thread (issue 12): while a streamed run executes,
  * the engine's completion hook (rec_stream.c) only copies each row into a
- * block of a preallocated pool, and this thread binds and inserts the
- * blocks, so SQLite's per-row work (about 400 ns: binding, the VDBE, the
- * b-tree append, the WAL pages) runs on the second core beside the engine.
+ * block of a preallocated pool, and this thread inserts the blocks (one
+ * INSERT per block reads it through pipesim_rows, rec_rows.c), so
+ * SQLite's per-row work (the VDBE, the record, the b-tree append, the WAL
+ * pages) runs on the second core beside the engine.
  *
  * The connection is used by one thread at a time: the writer only between
  * rec_writer_start's caller handing it blocks and rec_writer_drain (or
@@ -19,13 +20,13 @@
 
 #include "rec_impl.h"
 
-/* 128 blocks of REC_ROWS rows: 512 KiB. When the writer falls behind, the
+/* 32 blocks of REC_ROWS rows: 512 KiB. When the writer falls behind, the
  * engine waits for a free block (the pool is the backlog, not the run). */
-#define NBLOCKS 128
+#define NBLOCKS 32
 
 /* Free blocks a caller waiting for one is woken at (a quarter of the
  * pool): no wake-up per block when the writer is the slower side. */
-#define WAKE_FREE 32
+#define WAKE_FREE 8
 
 typedef struct block {
     int32_t table, n;
@@ -103,11 +104,8 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         block *b = &w->pool[k];
         ps_err err;
-        int rc = PS_OK;
-        for (int32_t i = 0; i < b->n && rc == PS_OK && !skip; i++)
-            rc = rec_bind_row(db, b->table, &b->row[i], &err);
-        if (rc == PS_OK && !skip)
-            rc = rec_rows_flush(db, b->table, &err);
+        int rc =
+            skip ? PS_OK : rec_rows_insert(db, b->table, b->row, b->n, &err);
         pthread_mutex_lock(&w->mu);
         if (rc && !w->failed) {
             w->failed = 1;
@@ -178,7 +176,7 @@ int rec_writer_start(rec_db *db)
 /* Blocks queued before a sleeping writer is woken: one wake-up (a futex
  * call and a context switch, microseconds) per WAKE_BLOCKS x REC_ROWS
  * rows rather than per block when the writer keeps up. */
-#define WAKE_BLOCKS 8
+#define WAKE_BLOCKS 2
 
 /* Queues block k (w->mu held); wakes the writer when enough is queued,
  * or always (now). */

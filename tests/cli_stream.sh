@@ -46,6 +46,15 @@ for _, s in ipairs{ "gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2", "looped_bf
             schedule = s, virtual_stages = v, record = record }
   end
 end
+-- the optimizer step of one replica: generated as each lane's last op,
+-- as dp_lower appends it to the arrays
+for _, s in ipairs{ "gpipe", "1f1b", "interleaved" } do
+  for _, record in ipairs{ "summary", "events" } do
+    ps.run{ cluster = cl, layers = layers, stages = 4, microbatches = 8,
+            schedule = s, virtual_stages = s == "interleaved" and 2 or nil,
+            record = record, optimizer_time = (s == "gpipe" and 30 or 3) .. " ms" }
+  end
+end
 LUA
 # the rows of a database, its creation timestamps blanked
 dump() {

@@ -54,6 +54,25 @@ local GiB = 2 ^ 30
 --              of 370GB/s". A100: 200/300, nccl-tests all_reduce_perf on
 --              8 x A100-SXM4-80GB over NVSwitch, bus bandwidth ~200 GB/s
 --              (nccl-tests issue #149; #178 reports 208).
+--   sms        streaming multiprocessors (NVIDIA A100 and H100 whitepapers:
+--              108 on A100, 132 on H100 SXM5; H200 is the same GH100
+--              part), for the SMs Transformer Engine's TP-overlap kernels
+--              take from the GEMMs they overlap (models/roofline.lua
+--              te_overlap). Optional: without it that contention is not
+--              charged (B200 has none here).
+--   attention_fwd, attention_bwd  the fraction of dense peak a fused
+--              causal attention kernel reaches, forward and backward,
+--              counting the causal kernel's own FLOPs (half the s^2 work,
+--              FlashAttention's benchmark convention). H100/H200: cuDNN's
+--              fused attention, the kernel Transformer Engine picks on
+--              Hopper ("Disabling FlashAttention to give FusedAttention
+--              preference on Hopper+", transformer_engine/pytorch/
+--              attention.py), at sequence 4k, head dim 128, BF16, as Shah
+--              et al. 2024 (FlashAttention-3, arXiv 2407.08608) measure it
+--              on H100 SXM5: forward with causal mask 518 TFLOP/s, backward
+--              499 (their backward figure, no mask). Optional: without
+--              them (A100, B200: no measurement used here) the kernel runs
+--              at gemm_max.
 local GEMM_OVERHEAD = 5.5e-6
 local MEM_EFFICIENCY = 0.9
 
@@ -67,7 +86,7 @@ local DEVICES = {
         vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 230 / 312,
         -- NVLink 3: 12 links x 50 GB/s = 600 GB/s total, both directions
         -- added; 300 GB/s per direction.
-        nvlink = 300e9, nvlink_efficiency = 200 / 300,
+        nvlink = 300e9, nvlink_efficiency = 200 / 300, sms = 108,
         -- DGX A100: 8 x ConnectX-6 HDR InfiniBand 200 Gb/s for compute
         -- (plus 2 for storage, not modelled) = 25 GB/s per NIC.
         nic = 200e9 / 8, nics = 8,
@@ -78,7 +97,7 @@ local DEVICES = {
         -- at 1555 GB/s; the 80GB part's matmul figure (same chip).
         flops = 312e12, memory = 40 * GiB, efficiency = 0.5,
         vector_flops = 19.5e12, hbm_bandwidth = 1555e9, gemm_max = 230 / 312,
-        nvlink = 300e9, nvlink_efficiency = 200 / 300, nic = 200e9 / 8, nics = 8,
+        nvlink = 300e9, nvlink_efficiency = 200 / 300, nic = 200e9 / 8, nics = 8, sms = 108,
     },
     h100 = {
         name = "H100 SXM",
@@ -87,6 +106,7 @@ local DEVICES = {
         -- B (conservative: nvidia-smi reports 81559 MiB).
         flops = 989e12, memory = 80e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm_max = 0.803,
+        sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         -- NVLink 4: 18 links x 50 GB/s = 900 GB/s total; 450 per direction.
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H100: 8 x ConnectX-7 NDR 400 Gb/s = 50 GB/s per NIC.
@@ -102,6 +122,7 @@ local DEVICES = {
         -- NVLink 4 (900 GB/s total). MAMF: "H200 is the same" as H100.
         flops = 989e12, memory = 141e9, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm_max = 0.803,
+        sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100; the same
         -- NVSwitch with NVLink SHARP.
@@ -123,10 +144,34 @@ for _, d in pairs(DEVICES) do
     d.mem_efficiency = MEM_EFFICIENCY
 end
 
+-- What NCCL's tuner reads of each system beyond the links (the cluster
+-- fields compute_capability, cpu_vendor, nccl_channels; core/coll_proto.c,
+-- after src/graph/tuning.cc of NCCL 2.30.7): the GPU's CUDA compute
+-- capability picks its generation's bandwidth caps; the host CPU of the
+-- DGX picks llMaxBw across nodes and the network post overhead of a ring
+-- step (AMD 2 us, Intel 1 us); nccl_channels is what NCCL's search
+-- (src/graph/search.cc) finds on one node: NVLink totalBw = links x
+-- SMxx_NVLINK_BW (topo.h), the fastest per-channel speed of the
+-- generation's speedArrayIntra that fits it, then doubled
+-- (ncclTopoDupChannels): A100 12 x 20.0 = 240 -> 6 x 40 -> 12; H100 and
+-- H200 18 x 20.6 = 370.8 -> 6 x 60 -> 12; B200 18 x 40.1 = 721.8 -> 8 x
+-- 90 -> 16. CPUs: DGX A100 2 x AMD EPYC 7742 (DGX A100 user guide), DGX
+-- H100/H200 2 x Intel Xeon Platinum 8480C, DGX B200 2 x Intel Xeon
+-- Platinum 8570 (the DGX datasheets).
+local NCCL_HW = {
+    [DEVICES.a100] = { compute_capability = 80, cpu_vendor = "amd", nccl_channels = 12 },
+    [DEVICES.a100_40] = { compute_capability = 80, cpu_vendor = "amd", nccl_channels = 12 },
+    [DEVICES.h100] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 12 },
+    [DEVICES.h200] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 12 },
+    [DEVICES.b200] = { compute_capability = 100, cpu_vendor = "intel", nccl_channels = 16 },
+}
+
 -- The roofline fields of a device table (what ps.cluster keeps in Lua for
 -- the compute model; the C core reads flops, efficiency and memory).
 M.ROOFLINE_FIELDS = { vector_flops = true, hbm_bandwidth = true, gemm_max = true,
                       gemm_overhead = true, mem_efficiency = true }
+-- Roofline constants a device may leave out (see above for the default).
+M.ROOFLINE_OPTIONAL = { sms = true, attention_fwd = true, attention_bwd = true }
 
 -- Latencies of one hop, the raw latency a transfer pays with no protocol
 -- synchronisation: NCCL's LL figures (src/graph/tuning.cc
@@ -184,6 +229,7 @@ local function merge(t, overrides, what, list)
         known = {}
         for _, f in ipairs(core.fields.device) do known[f] = true end
         for f in pairs(M.ROOFLINE_FIELDS) do known[f] = true end
+        for f in pairs(M.ROOFLINE_OPTIONAL) do known[f] = true end
     end
     check.known_fields(overrides, known, what)
     for k, v in pairs(overrides) do
@@ -203,7 +249,8 @@ local function device_table(d)
     return { name = d.name, flops = d.flops, memory = d.memory,
              efficiency = d.efficiency, vector_flops = d.vector_flops,
              hbm_bandwidth = d.hbm_bandwidth, gemm_max = d.gemm_max,
-             gemm_overhead = d.gemm_overhead, mem_efficiency = d.mem_efficiency }
+             gemm_overhead = d.gemm_overhead, mem_efficiency = d.mem_efficiency,
+             sms = d.sms, attention_fwd = d.attention_fwd, attention_bwd = d.attention_bwd }
 end
 
 -- device(name, overrides) -> { name, flops, memory, efficiency, and the
@@ -229,6 +276,9 @@ M.dgx = check.public(function(name, nodes, overrides)
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
         nics_per_node = d.nics,
         nvls = d.nvls or nil,
+        compute_capability = NCCL_HW[d].compute_capability,
+        cpu_vendor = NCCL_HW[d].cpu_vendor,
+        nccl_channels = NCCL_HW[d].nccl_channels,
     }, overrides, "dgx: overrides", "cluster")
 end)
 

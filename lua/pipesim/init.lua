@@ -75,7 +75,8 @@ local function roofline_device(spec)
             if type(o) == "table" then
                 local bad -- the first in sorted order: the message is the same every run
                 for k in pairs(o) do
-                    if ps.clusters.ROOFLINE_FIELDS[k] and (not bad or k < bad) then bad = k end
+                    if (ps.clusters.ROOFLINE_FIELDS[k] or ps.clusters.ROOFLINE_OPTIONAL[k])
+                        and (not bad or k < bad) then bad = k end
                 end
                 if bad then
                     error(string.format("ps.cluster: devices[%s]: field '%s' is a roofline constant, " ..
@@ -92,13 +93,26 @@ local function roofline_device(spec)
     local known = {}
     for _, k in ipairs(core.fields.device) do known[k] = true end
     for k in pairs(ps.clusters.ROOFLINE_FIELDS) do known[k] = true end
+    for k in pairs(ps.clusters.ROOFLINE_OPTIONAL) do known[k] = true end
     local ok, err = pcall(check.known_fields, d, known, "device")
     if not ok then error("ps.cluster: " .. err, 3) end
     local roof, rest = {}, {}
     for k, v in pairs(d) do
-        if ps.clusters.ROOFLINE_FIELDS[k] then roof[k] = v else rest[k] = v end
+        if ps.clusters.ROOFLINE_FIELDS[k] or ps.clusters.ROOFLINE_OPTIONAL[k] then
+            roof[k] = v
+        else
+            rest[k] = v
+        end
     end
     if next(roof) == nil then return spec, nil end
+    -- optional constants (ps.clusters): checked when given
+    for k in pairs(ps.clusters.ROOFLINE_OPTIONAL) do
+        local v = roof[k]
+        if v ~= nil and (type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge) then
+            error(string.format("ps.cluster: field 'device.%s' must be a positive number, got %s",
+                k, check.show(v)), 3)
+        end
+    end
     for k in pairs(ps.clusters.ROOFLINE_FIELDS) do
         local v = roof[k]
         if type(v) ~= "number" or not (v > 0) or v ~= v or v == math.huge then
@@ -106,8 +120,8 @@ local function roofline_device(spec)
                 k, check.show(v)), 3)
         end
     end
-    for _, k in ipairs { "mem_efficiency", "gemm_max" } do
-        if roof[k] > 1 then
+    for _, k in ipairs { "mem_efficiency", "gemm_max", "attention_fwd", "attention_bwd" } do
+        if roof[k] and roof[k] > 1 then
             error(string.format("ps.cluster: field 'device.%s' must be in (0, 1], got %s",
                 k, check.show(roof[k])), 3)
         end

@@ -250,7 +250,19 @@ local function lower_layer(l, o, dev, cost)
         elseif kind == "embedding" then rf = roofline.embedding(s, dev, opt)
         else rf = roofline.head(s, dev, opt) end
         local f, bi, bw = rf.fwd, rf.bwd_input, rf.bwd_weight
-        if o.overlap then
+        if o.overlap and kind == "block" and sp then
+            -- tp_overlap with sequence parallelism, as Megatron runs it
+            -- (Transformer Engine's userbuffers): each collective beside
+            -- its own GEMM, chunked and sharing the SMs
+            -- (roofline.te_overlap); what that leaves exposed is added to
+            -- each pass
+            local ag = cost("allgather", comm.fwd[1].bytes)
+            local rs = cost("reduce_scatter", comm.fwd[2].bytes)
+            local xf, xb, xw = roofline.te_overlap(dev, rf.parts, t, ag, rs)
+            out.tp_exposed_fwd = xf
+            out.tp_comm_exposed = xf + xb + xw
+            f, bi, bw = f + xf, bi + xb, bw + xw
+        elseif o.overlap then
             -- tp_overlap: Megatron's --tp-comm-overlap pipelines each TP
             -- collective with the GEMM next to it (userbuffers), so a
             -- block's communication hides behind its GEMMs: a pass costs

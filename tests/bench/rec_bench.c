@@ -145,21 +145,12 @@ static void bench_events(int32_t p, int32_t m)
     int32_t *partition = calloc((size_t)nlayers, sizeof *partition);
     double *rate = calloc((size_t)p, sizeof *rate);
     for (int32_t i = 0; i < nlayers; i++) {
-        layers[i] = (pipe_layer){.fwd_flops = -1,
-                                 .bwd_flops = -1,
-                                 .fwd_time = 1e-3,
-                                 .bwd_time = -1,
-                                 .params = 1e6,
-                                 .act_bytes = 1e8,
-                                 .out_bytes = 1e6,
-                                 .in_bytes = -1,
-                                 .bwd_input_flops = -1,
-                                 .bwd_weight_flops = -1,
-                                 .bwd_input_time = -1,
-                                 .bwd_weight_time = -1,
-                                 .bwd_weight_bytes = -1,
-                                 .recompute_time = -1,
-                                 .kept_bytes = -1};
+        /* every optional field "not given", as bench.c's layers */
+        pipe_layer_init(&layers[i]);
+        layers[i].fwd_time = 1e-3;
+        layers[i].params = 1e6;
+        layers[i].act_bytes = 1e8;
+        layers[i].out_bytes = 1e6;
         partition[i] = 1;
     }
     for (int32_t r = 0; r < p; r++)

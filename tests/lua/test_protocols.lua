@@ -13,33 +13,50 @@ local function coll(c, algo, proto, bytes, extra)
 end
 
 local us = 1e-6
-local c = ps.cluster(ps.clusters.dgx("h100", 2)) -- 2 nodes x 8 GPUs
+-- DGX H100 x 2 without its compute capability: no bandwidth caps (below),
+-- the protocols' efficiencies alone
+local spec = ps.clusters.dgx("h100", 2) -- 2 nodes x 8 GPUs, Intel CPUs
+spec.compute_capability = nil
+local c = ps.cluster(spec)
 local N, m = 16, 2
 local intra, inter = 2 * (N - 1) - 2 * (m - 1), 2 * (m - 1)
 
--- LL puts 8 flag bytes beside every 8 data bytes: the ring moves twice the
--- bytes and pays LL's base latency (6.6 us) once
+-- LL puts 8 flag bytes beside every 8 data bytes (efficiency .5): the ring
+-- moves twice the bytes and pays LL's base latency (6.6 us) once, and on
+-- several nodes each intra-node step at least NCCL's network post
+-- overhead, 1 us on Intel CPUs (getNetOverhead), 0.4 us over LL's 0.6
 do
     local T = 1024 * 1024
     local none2 = coll(c, "ring", "none", 2 * T)
     local ll = coll(c, "ring", "ll", T)
     H.eq(ll.protocol, "ll")
-    H.near(ll.time, none2.time + 6.6 * us, 1e-9, "ll = none at 2T + 6.6 us")
-    H.near(ll.predicted, none2.predicted + 6.6 * us, 1e-9, "ll model")
-    -- LL128: 128-byte lines with 120 bytes of data; base 14 us, and 1.3 us
-    -- more than LL per NVLink step, 1.3 us per network step
-    local T2 = 120 * 4 * 128 * 10 -- blocks of whole elements either way
-    local none = coll(c, "ring", "none", T2 * 128 // 120)
+    H.near(ll.time, none2.time + (6.6 + intra * 0.4) * us, 1e-9, "ll = none at 2T + 6.6 us")
+    H.near(ll.predicted, none2.predicted + (6.6 + intra * 0.4) * us, 1e-9, "ll model")
+    -- LL128: efficiency .92 (tuning.cc; 120 data bytes of a 128-byte
+    -- line); base 14 us, and 1.3 us more than LL per NVLink step, 1.3 us
+    -- per network step
+    local T2 = 23 * 4 * 128 * 10 -- blocks of whole elements either way
+    local none = coll(c, "ring", "none", T2 * 25 // 23)
     local ll128 = coll(c, "ring", "ll128", T2)
     H.near(ll128.time, none.time + (14 + intra * 1.3 + inter * 1.3) * us, 1e-9, "ll128")
-    -- Simple: the payload alone; base 8.4 us, per step 3.4 - 0.6 us (NVLink)
-    -- and 14 - 2.7 us (network) over LL's
+    -- Simple: the payload alone; base 8.4 us, per step 3.4 - 0.6 us (NVLink;
+    -- above the 3 us post overhead) and 14 - 2.7 us (network) over LL's;
+    -- from 64 bytes per rank and channel (2 x 8 channels) NCCL's plateau,
+    -- 1.4 x its latency (ncclTopoGetAlgoTime): + 0.4 (8.4 + 28 x 3.4 + 2 x 14)
     none = coll(c, "ring", "none", T)
     local simple = coll(c, "ring", "simple", T)
-    H.near(simple.time, none.time + (8.4 + intra * 2.8 + inter * 11.3) * us, 1e-9, "simple")
-    -- NCCL's tree: 2 ((ppn - 1) intra + log2(nodes) inter) steps
-    none = coll(c, "tree", "none", T)
-    simple = coll(c, "tree", "simple", T)
+    local nccl = 8.4 + intra * 3.4 + inter * 14
+    H.near(simple.time, none.time + (8.4 + intra * 2.8 + inter * 11.3 + 0.4 * nccl) * us, 1e-9,
+        "simple")
+    local small = 16 * 16 * 60 -- 60 bytes per rank and channel: no plateau
+    H.near(coll(c, "ring", "simple", small).time,
+        coll(c, "ring", "none", small).time + (8.4 + intra * 2.8 + inter * 11.3) * us, 1e-9,
+        "simple below the plateau")
+    -- NCCL's tree: efficiency .92, 2 ((ppn - 1) intra + log2(nodes) inter)
+    -- steps
+    local T3 = 23 * 2 ^ 16
+    none = coll(c, "tree", "none", T3 * 25 // 23)
+    simple = coll(c, "tree", "simple", T3)
     H.near(simple.time, none.time + (8.4 + 2 * (7 * 3.4 + 1 * 9.0)) * us, 1e-9, "tree simple")
 end
 

@@ -404,6 +404,99 @@ static void test_stream_checkpoint(void)
     fixture_free(&fx);
 }
 
+/* The timeline's rows go in by blocks of REC_ROWS through the
+ * pipesim_rows virtual table (rec_rows.c): a streamed run of several
+ * blocks and a partial one, and a stored run whose indexes are -1 (NULL
+ * in the views), give the same rows from the writer thread and with
+ * PIPESIM_REC_THREAD=0, each table's span is its contiguous rowids, and
+ * nothing of pipesim_rows reaches the file or another connection. */
+static void test_rows_blocks(void)
+{
+    static char got[2][3][1 << 17];
+    fixture fx;
+    ps_err err = {0};
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    /* the first compute and send of rank 0: no stage, chunk, mb, tag */
+    const prog_lane *lane = &fx.ps->lanes[0];
+    int marked = 0;
+    for (int32_t i = 0; i < lane->n && marked != 3; i++) {
+        prog_op *op = &lane->ops[i];
+        if (op->type == PROG_COMPUTE && !(marked & 1)) {
+            op->stage = -1;
+            op->chunk = -1;
+            op->mb = -1;
+            marked |= 1;
+        } else if (op->type == PROG_SEND && !(marked & 2)) {
+            op->tag = -1;
+            op->mb = -1;
+            marked |= 2;
+        }
+    }
+    CHECK_INT(marked, 3);
+    eng_sim *e = eng_new();
+    for (int mode = 0; mode < 2; mode++) {
+        const char *path = mode ? "blocks1.db" : "blocks0.db";
+        unlink(path);
+        if (mode)
+            setenv("PIPESIM_REC_THREAD", "0", 1);
+        rec_db *db = rec_open(path, &err);
+        int64_t id = 0;
+        eng_sink sink;
+        eng_result res;
+        CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
+        eng_set_sink(e, &sink);
+        eng_set_memory(e, fx.static_memory);
+        /* 9 x (64 events, 48 transfers, 68 memory rows): 576, 432 and 612,
+         * each table past one block and ending in a partial one */
+        for (int i = 0; i < 9; i++)
+            CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+        CHECK_INT(id, 1);
+        eng_set_sink(e, NULL);
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+        CHECK_INT(id, 2);
+        unsetenv("PIPESIM_REC_THREAD");
+        CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 1"), 576);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM transfer WHERE run = 1"),
+                  432);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run = 1"), 612);
+        /* 9 in the streamed run, 1 in the stored one */
+        CHECK_INT(scalar(db, "SELECT sum(run = 1) * 10 + sum(run = 2) FROM "
+                             "event WHERE stage IS NULL AND chunk IS NULL AND "
+                             "mb IS NULL"),
+                  91);
+        CHECK_INT(scalar(db, "SELECT sum(run = 1) * 10 + sum(run = 2) FROM "
+                             "transfer WHERE tag IS NULL AND mb IS NULL"),
+                  91);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM span WHERE event_last - "
+                             "event_first + 1 IS (SELECT count(*) FROM event "
+                             "e WHERE e.run = span.run) AND transfer_last - "
+                             "transfer_first + 1 IS (SELECT count(*) FROM "
+                             "transfer x WHERE x.run = span.run) AND "
+                             "memory_last - memory_first + 1 IS (SELECT "
+                             "count(*) FROM memory m WHERE m.run = span.run)"),
+                  2);
+        CHECK_INT(scalar(db, "SELECT max(rowid) FROM event_row"), 576 + 64);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_schema WHERE sql "
+                             "LIKE '%pipesim_rows%'"),
+                  0);
+        for (int i = 0; i < 3; i++)
+            text(db, digests[i], got[mode][i], sizeof got[mode][i]);
+        rec_close(db, &err);
+        /* a reader's connection has no such table */
+        db = rec_open_read(path, &err);
+        CHECK(rec_query_new(db, "SELECT * FROM pipesim_rows", &err) == NULL);
+        CHECK_HAS(err.msg, "no such table: pipesim_rows");
+        rec_close(db, &err);
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK(strlen(got[0][i]) > 1000);
+        CHECK_STR(got[1][i], got[0][i]);
+    }
+    eng_free(e);
+    fixture_free(&fx);
+}
+
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
@@ -747,5 +840,6 @@ int main(void)
     test_new_file();
     test_stream_checkpoint();
     test_writer_signals();
+    test_rows_blocks();
     return harness_done();
 }

@@ -161,14 +161,31 @@ function M.block(s, dev, opt)
     -- attention core: scores Q K^T and context P V, batched over heads
     local core = {}
     if s.flash_attention then
-        -- one fused kernel (Dao et al. 2022): both GEMMs' FLOPs, no s^2
-        -- tensor in HBM; its backward recomputes the scores, then runs the
-        -- four gradient GEMMs (dQ, dK, dP, dV)
+        -- one fused kernel (Dao et al. 2022): no s^2 tensor in HBM, so
+        -- its bytes are Q, K, V and the output (forward), and those, the
+        -- output's gradient and dQ, dK, dV (backward); its backward
+        -- recomputes the scores, then runs the four gradient GEMMs (dQ,
+        -- dK, dP, dV): 2.5x the forward's FLOPs. GPT training is causal,
+        -- so the kernel skips the blocks above the diagonal: it does half
+        -- of the s^2 work (FlashAttention's benchmark counts causal FLOPs
+        -- as 4 s^2 d heads / 2), at the device's measured attention rate
+        -- (clusters.lua attention_fwd / attention_bwd, counted the same
+        -- way; gemm_max when the device has none). Until this change the
+        -- kernel was charged the full s^2 FLOPs as batched GEMMs whose
+        -- s x s output went through HBM, which put it on the memory roof
+        -- (363 TFLOP/s on H100 for the 1.7B model's shape, 2.9x slower
+        -- than cuDNN's measured kernel).
         local fl = 4 * heads * n * n * d
-        local tf = M.gemm_time(dev, n, n, d, 2 * heads)
-        add("flash attention", "F", tf, { flops = fl })
-        add("flash attention bwd", "B", M.gemm_time(dev, n, n, d, 5 * heads),
-            { flops = 2.5 * fl })
+        local causal = fl / 2
+        local kvh = b * s.kv_heads / t -- key/value heads on this rank
+        local io = e * n * d * (2 * heads + 2 * kvh)
+        local ef = dev.attention_fwd or dev.gemm_max
+        local eb = dev.attention_bwd or dev.gemm_max
+        local bw = dev.hbm_bandwidth * dev.mem_efficiency
+        local tf = math.max(causal / (dev.flops * ef), io / bw) + dev.gemm_overhead
+        local tb = math.max(2.5 * causal / (dev.flops * eb), 2 * io / bw) + dev.gemm_overhead
+        add("flash attention", "F", tf, { flops = causal })
+        add("flash attention bwd", "B", tb, { flops = 2.5 * causal })
         core[#core + 1] = tf
     else
         local fl = 2 * heads * n * n * d
@@ -225,6 +242,84 @@ function M.block(s, dev, opt)
         add("selective recompute", "B", core_time)
     end
     return out
+end
+
+-- Transformer Engine's userbuffers overlap of a block's TP collectives
+-- with its GEMMs (Megatron's --tp-comm-overlap, which needs sequence
+-- parallelism), with TE's default configuration (transformer_engine/
+-- pytorch/module/base.py initialize_ub, used when Megatron is given no
+-- --tp-comm-overlap-cfg): three methods, each GEMM's own collective.
+--   ring_exchange (qkv and fc1 forward after the all-gather of their
+--     input, proj and fc2 data gradients after the all-gather of the
+--     output gradient): the GEMM runs as t chunks of M/t rows while the
+--     next chunk arrives by peer-to-peer copy on the copy engines
+--     (use_ce = True, no SMs): (t-1) steps of max(chunk GEMM, one chunk's
+--     transfer), then the last chunk's GEMM.
+--   pipeline (proj and fc2 forward, then the reduce-scatter of their
+--     output): num_splits = 4 chunks; chunk i's reduce-scatter, a kernel
+--     on num_sm = 16 SMs, runs beside chunk i+1's GEMM; the first GEMM
+--     chunk and the last reduce-scatter are exposed.
+--   bulk (qkv and fc1 data gradients beside the all-gather of the input
+--     their weight gradients need; qkv and fc1 weight gradients beside
+--     the reduce-scatter of the data gradient): the whole collective, on
+--     16 SMs, beside the whole GEMM.
+-- A GEMM beside a kernel on k of the device's S SMs runs at (S-k)/S of
+-- its speed while that kernel runs: max(c, g + c k/S). Each chunk GEMM
+-- pays the launch overhead (gemm_overhead) again. A collective's chunk
+-- takes its share of the collective's time. Returns the seconds each pass
+-- (F, B, W) takes beyond its GEMMs alone; a device without `sms` pays no
+-- SM contention.
+local TE_COMM_SMS, TE_SPLITS = 16, 4
+
+local function beside(dev, g, c)
+    local share = dev.sms and TE_COMM_SMS / dev.sms or 0
+    if c * (1 - share) >= g then return c end
+    return g + c * share
+end
+
+local function chunked(dev, g, n)
+    local oh = math.min(dev.gemm_overhead, g)
+    return (g - oh) / n + oh
+end
+
+local function ring_exchange(dev, g, c, t)
+    local gc = chunked(dev, g, t)
+    return (t - 1) * math.max(gc, c / (t - 1)) + gc
+end
+
+local function pipeline(dev, g, c)
+    local gc, rc = chunked(dev, g, TE_SPLITS), c / TE_SPLITS
+    return gc + (TE_SPLITS - 1) * beside(dev, gc, rc) + rc
+end
+
+-- parts: M.block's parts; ag, rs: the seconds of one all-gather and one
+-- reduce-scatter of the block's s*b*h activation on the TP group.
+function M.te_overlap(dev, parts, t, ag, rs)
+    local g = {}
+    for _, p in ipairs(parts) do g[p.name] = p.time end
+    local function gemm(a, b)
+        local x = (g[a] or 0) + (b and g[b] or 0)
+        return x
+    end
+    -- a SwiGLU MLP's gate and up projections are TE's one fc1 GEMM
+    local fc1 = g.fc1 and "fc1" or "gate"
+    local up = g.fc1 and nil or "up"
+    local down = g.fc2 and "fc2" or "down"
+    local function dg(n) return n .. " dgrad" end
+    local function wg(n) return n .. " wgrad" end
+    local f, b, w = 0, 0, 0
+    local x
+    x = gemm("qkv"); f = f + ring_exchange(dev, x, ag, t) - x
+    x = gemm("proj"); f = f + pipeline(dev, x, rs) - x
+    x = gemm(fc1, up); f = f + ring_exchange(dev, x, ag, t) - x
+    x = gemm(down); f = f + pipeline(dev, x, rs) - x
+    x = gemm(dg(down)); b = b + ring_exchange(dev, x, ag, t) - x
+    x = gemm(dg(fc1), up and dg(up)); b = b + beside(dev, x, ag) - x
+    x = gemm(dg("proj")); b = b + ring_exchange(dev, x, ag, t) - x
+    x = gemm(dg("qkv")); b = b + beside(dev, x, ag) - x
+    x = gemm(wg(fc1), up and wg(up)); w = w + beside(dev, x, rs) - x
+    x = gemm(wg("qkv")); w = w + beside(dev, x, rs) - x
+    return f, b, w
 end
 
 -- Embedding on one TP rank (vocab-parallel, Megatron's

@@ -1,0 +1,111 @@
+-- NCCL's caps on a protocol's bandwidth and the network post overhead
+-- (core/coll_proto.c, after ncclTopoTuneModel in src/graph/tuning.cc, NCCL
+-- 2.30.7) against their closed forms on small clusters: the simulated bus
+-- bandwidth is min(the network's x the protocol's efficiency, the cap).
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local F = require "fixtures"
+local ps = require "pipesim"
+
+local us = 1e-6
+local function coll(c, algo, proto, bytes, extra)
+    return ps.collective(F.with({ cluster = c, op = "allreduce", algorithm = algo, protocol = proto,
+                                  bytes = bytes, record = "none" }, extra))
+end
+local function node4(bw, fields)
+    local t = { nodes = 1, gpus_per_node = 4, intra = { bandwidth = bw, latency = 1e-6 },
+                inter = { bandwidth = 25e9, latency = 2.7e-6 } }
+    for k, v in pairs(fields or {}) do t[k] = v end
+    return ps.cluster(t)
+end
+
+-- One node of 4 GPUs, ring: 6 steps, each hop 1 us, the slot-pipelined
+-- ring's bandwidth term 6 x (T w / 4) / B = 1.5 T w / B at w wire bytes
+-- per payload byte; busbw factor 2 x 3 / 4 = 1.5.
+do
+    local T, a = 2 ^ 24, 1e-6
+    -- Ampere on one node: llMaxBw 87.7 GB/s. NVLink at 1000 GB/s would
+    -- give LL 500: capped, so the bandwidth term is 1.5 T / 87.7 GB/s;
+    -- latency LL's base 6.6 us and the links' own (LL's)
+    local fast = node4(1000e9, { compute_capability = 80 })
+    local r = coll(fast, "ring", "ll", T)
+    H.near(r.time, 6 * a + 6.6 * us + 1.5 * T / 87.7e9, 1e-9, "ring LL capped at llMaxBw")
+    H.near(r.predicted, r.time, 1e-9, "ring LL model")
+    H.near(r.busbw, T * 1.5 / r.time, 1e-12, "busbw")
+    -- Hopper: 141 GB/s
+    r = coll(node4(1000e9, { compute_capability = 90 }), "ring", "ll", T)
+    H.near(r.time, 6 * a + 6.6 * us + 1.5 * T / 141e9, 1e-9, "Hopper llMaxBw")
+    -- at 100 GB/s LL gives 50: below the cap, efficiency .5 alone
+    r = coll(node4(100e9, { compute_capability = 80 }), "ring", "ll", T)
+    H.near(r.time, 6 * a + 6.6 * us + 1.5 * T * 2 / 100e9, 1e-9, "ring LL below the cap")
+    -- without a compute capability, no caps: efficiency .5 at 1000 GB/s
+    r = coll(node4(1000e9), "ring", "ll", T)
+    H.near(r.time, 6 * a + 6.6 * us + 1.5 * T * 2 / 1000e9, 1e-9, "no compute capability")
+    -- LL128: perChMaxRingLL128Bw 20 GB/s (Ampere) x NCCL's 2 channels = 40;
+    -- latency base 14 us and 1.9 - 0.6 us per step over LL's
+    local two = node4(1000e9, { compute_capability = 80, nccl_channels = 2 })
+    r = coll(two, "ring", "ll128", T)
+    H.near(r.time, 6 * a + (14 + 6 * 1.3) * us + 1.5 * T / 40e9, 1e-9, "ring LL128 capped")
+    -- unknown channels on one node: no per-channel cap, efficiency .92
+    r = coll(fast, "ring", "ll128", T)
+    H.near(r.time, 6 * a + (14 + 6 * 1.3) * us + 1.5 * T / (.92 * 1000e9), 1e-9,
+        "ring LL128, channels unknown")
+    -- Simple has no cap
+    r = coll(two, "ring", "simple", T)
+    H.near(r.time, 6 * a + (8.4 + 6 * 2.8) * us + 1.5 * T / 1000e9, 1e-9, "ring Simple")
+end
+
+-- NCCL's tree on one node is a chain of 4 GPUs (2 x 3 steps), both trees
+-- on it. With many chunks every GPU's NVLink carries 4 flows at once (both
+-- trees, up and down): 2 T per GPU, algorithm bandwidth B / 2 at one wire
+-- byte. The cap: perChMaxTreeBw 24 GB/s (Ampere, one node) x 2 channels =
+-- 48 of bus bandwidth, algorithm bandwidth half that (tuning.cc: ratio
+-- .5), so w = (B / 2) / 24 GB/s. One chunk (below) runs one flow per link
+-- per step, each moving T w / 2: 6 (a + T / (4 x 24 GB/s)). LL: the cap /
+-- 3.8 (below llMaxBw 87.7); LL128: min(48 x 7/9, 2 x 20).
+do
+    local T, a = 2 ^ 24, 1e-6
+    local two = node4(1000e9, { compute_capability = 80, nccl_channels = 2 })
+    local r = coll(two, "tree", "simple", T, { chunks = 1 })
+    H.near(r.time, 6 * (a + T / (4 * 24e9)) + (8.4 + 2 * 3 * 3.4) * us, 1e-9, "tree Simple capped")
+    H.near(r.predicted, r.time, 1e-9, "tree model")
+    r = coll(two, "tree", "ll", T, { chunks = 1 })
+    H.near(r.time, 6 * (a + T / (4 * 24e9 / 3.8)) + 6.8 * us, 1e-9, "tree LL capped")
+    r = coll(two, "tree", "ll128", T, { chunks = 1 })
+    H.near(r.time, 6 * (a + T / (4 * 48e9 * 7 / 9 / 2)) + (14 + 2 * 3 * 0.65) * us, 1e-9,
+        "tree LL128 capped")
+end
+
+-- Two nodes of 2 GPUs, one NIC each (1 GB/s: no cap binds): the CPU
+-- decides the post overhead of a ring step across nodes, 2 us on AMD, 1 us
+-- on Intel and by default (getNetOverhead), 3x with Simple; it raises the
+-- intra-node steps, 2 (N - 1) - 2 (nodes - 1) = 4 of them
+do
+    local function two_nodes(cpu)
+        return ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 1,
+            intra = { bandwidth = 100e9, latency = 0.6e-6 },
+            inter = { bandwidth = 1e9, latency = 2.7e-6 },
+            compute_capability = 80, cpu_vendor = cpu }
+    end
+    local amd, intel, none = two_nodes("amd"), two_nodes("intel"), two_nodes(nil)
+    local T = 4 * 60 -- below Simple's plateau (64 bytes per rank and channel)
+    local function t(c, p) return coll(c, "ring", p, T).time end
+    H.near(t(amd, "ll") - t(intel, "ll"), 4 * (2.0 - 1.0) * us, 1e-6, "LL: AMD 2 us, Intel 1 us")
+    H.near(t(intel, "ll") - coll(intel, "ring", "none", 2 * T).time, (6.6 + 4 * 0.4) * us, 1e-6,
+        "LL: Intel")
+    H.near(t(none, "ll"), t(intel, "ll"), 1e-12, "unknown CPU: as Intel")
+    H.near(t(amd, "ll128") - t(intel, "ll128"), 4 * (2.0 - 1.9) * us, 1e-6, "LL128")
+    H.near(t(amd, "simple") - t(intel, "simple"), 4 * (6.0 - 3.4) * us, 1e-6, "Simple: 6 us")
+    -- the CPU picks llMaxBw across nodes: AMD 22.5 GB/s on 2 nodes, Intel 39
+    local function fat(cpu)
+        return ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 1,
+            intra = { bandwidth = 1000e9, latency = 0.6e-6 },
+            inter = { bandwidth = 1000e9, latency = 2.7e-6 },
+            compute_capability = 80, cpu_vendor = cpu }
+    end
+    local big = 2 ^ 26
+    local ra, ri = coll(fat("amd"), "ring", "ll", big), coll(fat("intel"), "ring", "ll", big)
+    H.near(ra.time - ri.time, 1.5 * big / 22.5e9 - 1.5 * big / 39e9 + 4 * us, 1e-6,
+        "llMaxBw by CPU across nodes")
+end
+H.done()

@@ -11,10 +11,10 @@ a new file and into an existing one, and the 1F1B p = 64, m = 1024 step of
 tests/bench/pipe_1f1b.lua into a new file."""
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+import proc
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "build/pipesim"
 OLD = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
@@ -27,25 +27,10 @@ CASES = [
 ]
 
 
-def rm_db(db):
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.unlink(db + suffix)
-
-
 def run(binary, script, args, db):
-    cmd = [binary, "run", "--unsafe", "tests/bench/" + script, "-o", db]
-    for k, v in args.items():
-        cmd += ["-D", "%s=%s" % (k, v)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read()
-    proc.stderr.close()
-    if status != 0:
-        sys.exit("startup.py: %s failed: %s" % (" ".join(cmd), err.decode()))
-    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3
+    """(wall ms, CPU ms) of one process (tests/bench/proc.py)."""
+    wall, cpu, _, _ = proc.run(proc.pipesim_cmd(binary, script, args, db))
+    return wall * 1e3, cpu * 1e3
 
 
 def main():
@@ -54,14 +39,14 @@ def main():
     for i, (name, script, args, new) in enumerate(CASES):
         for b, binary in builds:
             db = os.path.join(TMP, "%s-%d.db" % (b, i))
-            rm_db(db)
+            proc.rm_db(db)
             if not new:
                 run(binary, script, args, db)  # the existing file
         for _ in range(REPS):
             for b, binary in builds:
                 db = os.path.join(TMP, "%s-%d.db" % (b, i))
                 if new:
-                    rm_db(db)
+                    proc.rm_db(db)
                 times.setdefault((i, b), []).append(run(binary, script, args, db))
     print("%-34s %-5s %9s %9s" % ("workload (median of %d)" % REPS, "build", "wall ms", "CPU ms"))
     for i, (name, _, _, _) in enumerate(CASES):
@@ -70,8 +55,8 @@ def main():
             print("%-34s %-5s %9.1f %9.1f" % (name, b, statistics.median(x[0] for x in t),
                                             statistics.median(x[1] for x in t)))
     for i in range(len(CASES)):
-        rm_db(os.path.join(TMP, "new-%d.db" % i))
-        rm_db(os.path.join(TMP, "old-%d.db" % i))
+        proc.rm_db(os.path.join(TMP, "new-%d.db" % i))
+        proc.rm_db(os.path.join(TMP, "old-%d.db" % i))
     os.rmdir(TMP)
 
 

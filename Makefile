@@ -43,8 +43,14 @@ CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(OPT) $(SANFLAGS
 # -pthread: the recorder's writer thread (core/rec_writer.c)
 LDLIBS   = $(PKG_LIBS) -lm -pthread
 
-CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
-CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+CORE_SRC := $(filter-out core/main.c core/embed_tool.c,$(wildcard core/*.c))
+# The data built into every binary (core/embed.h): lua/ precompiled and a
+# new database's bytes, written by embed_tool, a build-time program linked
+# with the core objects and nothing embedded (BASE_OBJ).
+LUA_SRC  := $(shell find lua -name '*.lua' | LC_ALL=C sort)
+BASE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+EMBED_TOOL := $(BUILD)/embed_tool
+CORE_OBJ := $(BASE_OBJ) $(BUILD)/embed_data.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BIN      := $(BUILD)/pipesim
@@ -71,6 +77,18 @@ $(BUILD)/%.o: %.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -c $< -o $@
+
+$(EMBED_TOOL): $(BUILD)/core/embed_tool.o $(BASE_OBJ)
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/embed_data.c: $(EMBED_TOOL) $(LUA_SRC)
+	@echo "EMBED $@"
+	@$(EMBED_TOOL) $@ lua $(LUA_SRC)
+
+$(BUILD)/embed_data.o: $(BUILD)/embed_data.c core/embed.h
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) -Icore -c $< -o $@
 
 $(BIN): $(CORE_OBJ) $(BUILD)/core/main.o
 	@echo "LD $@"
@@ -124,6 +142,9 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@echo
 	@echo "streaming engine, whole process (issue 12; tests/bench/whole_process.sh):"
 	@sh tests/bench/whole_process.sh $(BIN)
+	@echo
+	@echo "the fixed cost of a process (issue 12; tests/bench/startup.py):"
+	@python3 tests/bench/startup.py $(BIN)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:
@@ -137,7 +158,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(filter-out -Werror,$(WARN)) \
                 -g -O1 $(FUZZ_SAN) -DPS_VERSION='"$(shell cat VERSION)"' \
                 -DREC_CREATE_WAIT_S=0 -DREC_BUSY_LIMIT_S=1
-FUZZ_CORE_OBJ := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_CORE_OBJ := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/embed_data.o
 FUZZ_BIN     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 .SECONDARY: $(FUZZ_CORE_OBJ)
 
@@ -145,6 +166,12 @@ $(FUZZ_BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Icore -c $< -o $@
+
+# the data the default build generated (fuzz: all)
+$(FUZZ_BUILD)/embed_data.o: build/embed_data.c core/embed.h
+	@mkdir -p $(dir $@)
+	@echo "CC $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icore -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_CORE_OBJ)
 	@echo "LD $@"

@@ -61,11 +61,29 @@ void bind_limits_end(lua_State *L);
 /* Raises the stop's message (limit_message), noting the scenario line. */
 int bind_raise_stop(lua_State *L);
 
+/* [-0, +1] luaL_loadfilex(L, file, mode) for the module name (require's):
+ * the bytecode built into pipesim when file has exactly the bytes it was
+ * compiled from (bind_embed.c), else the file as luaL_loadfilex loads it.
+ * Returns LUA_OK with the chunk pushed, or luaL_loadfilex's status and
+ * message. */
+int bind_load_module(lua_State *L, const char *name, const char *file,
+                     const char *mode);
+/* 1 when bind_load_module(L, name, file, ...) takes the built-in bytecode
+ * (PIPESIM_EMBED=0 turns it off: embed.h), else 0. */
+int bind_embedded(const char *name, const char *file);
+/* Makes package.searchers[2] Lua's file searcher through
+ * bind_load_module (bind_setup; the sandbox installs its own). */
+void bind_embed_setup(lua_State *L);
+
 /* Commits and closes every database the scenario wrote to. Returns 0, or
  * PS_ERR with the first failure. *runs receives the runs recorded (those
  * in the files: a sweep's batch SQLite rolled back is not counted) and
  * *db_path the default database (or NULL when nothing was recorded). */
 int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err);
+/* The runs in bind_finish's *db_path after its commits, counted before it
+ * closed the file (earlier processes' runs included), or -1 when unknown
+ * (nothing recorded there, a failed commit, no bind_finish yet). */
+int64_t bind_finish_total(lua_State *L);
 
 /* --- shared by the bind_*.c files --- */
 

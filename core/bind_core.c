@@ -34,6 +34,8 @@ typedef struct session {
     double started, last_shown;
     long sweep_total; /* points of the sweep in progress, 0: none */
     double sweep_started;
+    int64_t
+        total; /* runs in the default database at bind_finish, -1: unknown */
 } session;
 
 /* [-0, +0] */
@@ -242,6 +244,8 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
     progress_done(s);
     long runs_in = s ? s->runs : 0;
     *db_path = s && s->default_used ? s->s.default_db : NULL;
+    if (s)
+        s->total = -1;
     lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
     if (lua_istable(L, -1)) {
         lua_pushnil(L);
@@ -253,6 +257,13 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
                 ps_err e, ce;
                 int failed = rec_flush(h->db, &e);
                 runs_in -= (long)rec_lost_runs(h->db);
+                /* the file's total for main's summary line, on the open
+                 * connection (reopening the file to count cost ~1 ms) */
+                int64_t n;
+                if (!failed && *db_path && h->path &&
+                    strcmp(h->path, *db_path) == 0 &&
+                    rec_run_count(h->db, &n, &ce) == PS_OK)
+                    s->total = n;
                 if (rec_close(h->db, &ce) && !failed) {
                     failed = 1;
                     e = ce;
@@ -267,6 +278,13 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
     lua_pop(L, 1);
     *runs = runs_in;
     return rc;
+}
+
+/* [-0, +0] */
+int64_t bind_finish_total(lua_State *L)
+{
+    session *s = get_session(L);
+    return s ? s->total : -1;
 }
 
 /* [-0, +1] -D key=value: numbers become numbers, "true"/"false" booleans. */
@@ -339,6 +357,7 @@ void bind_session_new(lua_State *L, const bind_session *bs)
     session *s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
     s->s = *bs;
+    s->total = -1;
     s->progress = isatty(STDERR_FILENO);
     lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
     lua_newtable(L);

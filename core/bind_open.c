@@ -45,4 +45,5 @@ void bind_setup(lua_State *L, const char *luadir, const bind_session *bs)
     lua_concat(L, 2);
     lua_setfield(L, -2, "path");
     lua_pop(L, 1);
+    bind_embed_setup(L); /* lua/ from the bytecode built in */
 }

@@ -248,7 +248,7 @@ static int found_lua(lua_State *L, const char *file)
                                "scenario's directory and pipesim's lua/)",
                                name, file));
     check_lua_file(L, "require", file);
-    if (luaL_loadfilex(L, file, "t") != LUA_OK)
+    if (bind_load_module(L, name, file, "t") != LUA_OK)
         return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s",
                           name, file, lua_tostring(L, -1));
     lua_pushstring(L, file); /* the loader, then its file */

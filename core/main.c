@@ -371,12 +371,9 @@ static int cmd_run(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0 && runs > 0 && path) {
-        /* added by this scenario and in the whole file (runs append) */
-        rec_db *rdb = rec_open_read(path, &err);
-        int64_t total = -1;
-        if (!rdb || rec_run_count(rdb, &total, &err))
-            total = -1;
-        rec_close(rdb, NULL);
+        /* added by this scenario and in the whole file (runs append),
+         * counted by bind_finish before it closed the file */
+        int64_t total = bind_finish_total(L);
         if (total >= runs)
             printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n",
                    runs, runs == 1 ? "" : "s", path, (long long)total, path);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "embed.h"
 #include "rec_impl.h"
 
 /* The timeline (issue 12): rows go into event_row, transfer_row and
@@ -502,6 +503,22 @@ static int set_journal(rec_db *db, ps_err *err)
  * on this file system, a scratch that cannot be made: the in-place path
  * then reports the real error). A crash between mkstemp and unlink leaves
  * a "<path>.new-PID-N" file. */
+/* The end of rec_schema_create_file: the scratch (open as fd) synced and
+ * linked to path when ok, then removed and freed whatever happened. */
+static int link_scratch(const char *path, char *scratch, int fd, int ok)
+{
+    ok = ok && fdatasync(fd) == 0;
+    close(fd);
+    int made = 0;
+    if (ok) {
+        if (link(scratch, path) == 0 || errno == EEXIST)
+            made = 1;
+    }
+    unlink(scratch);
+    free(scratch);
+    return made;
+}
+
 int rec_schema_create_file(const char *path)
 {
     size_t n = strlen(path) + 48;
@@ -522,6 +539,19 @@ int rec_schema_create_file(const char *path)
         free(scratch);
         return 0;
     }
+    if (embed_schema_len > 0 && embed_enabled()) {
+        /* the same file, written from the bytes built into pipesim
+         * (embed.h: what the SQL below made at build time) */
+        size_t done = 0;
+        while (done < embed_schema_len) {
+            ssize_t w = write(fd, embed_schema + done, embed_schema_len - done);
+            if (w <= 0 && errno != EINTR)
+                break;
+            if (w > 0)
+                done += (size_t)w;
+        }
+        return link_scratch(path, scratch, fd, done == embed_schema_len);
+    }
     sqlite3 *c = NULL;
     char ver[64];
     snprintf(ver, sizeof ver, "PRAGMA user_version = %d", REC_SCHEMA_VERSION);
@@ -539,16 +569,7 @@ int rec_schema_create_file(const char *path)
          sqlite3_exec(c, "COMMIT; PRAGMA journal_mode = WAL", NULL, NULL,
                       NULL) == SQLITE_OK;
     ok = sqlite3_close(c) == SQLITE_OK && ok;
-    ok = ok && fdatasync(fd) == 0;
-    close(fd);
-    int made = 0;
-    if (ok) {
-        if (link(scratch, path) == 0 || errno == EEXIST)
-            made = 1;
-    }
-    unlink(scratch);
-    free(scratch);
-    return made;
+    return link_scratch(path, scratch, fd, ok);
 }
 
 int rec_schema_prepare(rec_db *db, ps_err *err)

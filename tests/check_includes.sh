@@ -1,7 +1,7 @@
 #!/bin/sh
 # The layer map of core/README.md as a test: every #include "x.h" in core/
 # goes to the same layer or one below, never up. Layers, top first:
-#   7 command line   main
+#   7 command line   main, embed_tool (a build-time program)
 #   6 binding        bind_*
 #   5 readers        report, export*, plot*, svg, merge, dbcheck
 #   4 front ends     pipe*, sched*, dp, coll*, gen_coll, gen_pipe
@@ -11,7 +11,7 @@
 #   2 engine         eng*
 #   1 model          prog, net*, mem, eq, fault, gen, gen_ring (what engine and
 #                    recorder both read: programs, network, ledger)
-#   0 base           err, unit, limit
+#   0 base           err, unit, limit, embed
 # A file whose name fits no layer fails: a new module gets a place here
 # and in core/README.md. Ends with "N passed, N failed".
 set -u
@@ -19,14 +19,14 @@ P=0
 F=0
 layer() {
     case $1 in
-    main) echo 7 ;;
+    main | embed_tool) echo 7 ;;
     bind*) echo 6 ;;
     report | export* | plot* | svg | merge | dbcheck) echo 5 ;;
     pipe* | sched* | dp | coll* | gen_coll | gen_pipe) echo 4 ;;
     rec*) echo 3 ;;
     eng*) echo 2 ;;
     prog | net* | mem | eq | fault | gen | gen_ring) echo 1 ;;
-    err | unit | limit) echo 0 ;;
+    err | unit | limit | embed) echo 0 ;;
     *) echo "" ;;
     esac
 }

@@ -9,11 +9,32 @@ local ps = {}
 ps.version = core.version
 ps.args = core.args()
 
-ps.partition = require "pipesim.partition"
-ps.models = require "pipesim.models"
-ps.clusters = require "pipesim.clusters"
-ps.profile = require "pipesim.profile"
-ps.schedule = require "pipesim.schedule"
+-- ps.partition, ps.models, ps.clusters, ps.profile and ps.schedule load
+-- on first use (issue 12: a process pays only for the modules its scenario
+-- reads; ps.models alone is four files). Each is required with the
+-- package.path this module was loaded with, so a scenario that changes
+-- package.path later gets the file it got when they loaded here; the
+-- field, once loaded, is a plain field (assignable, nil-able), and
+-- pairs(ps) loads the rest first, so it lists what it listed before.
+local LAZY = { partition = "pipesim.partition", models = "pipesim.models",
+    clusters = "pipesim.clusters", profile = "pipesim.profile", schedule = "pipesim.schedule" }
+local package_, LOAD_PATH = package, package.path
+local function lazy_field(t, k)
+    local name = LAZY[k]
+    if name == nil then return nil end
+    local path = package_.path
+    package_.path = LOAD_PATH
+    local ok, m = pcall(require, name)
+    package_.path = path
+    if not ok then error(m, 0) end
+    LAZY[k] = nil
+    rawset(t, k, m)
+    return m
+end
+setmetatable(ps, { __index = lazy_field, __pairs = function(t)
+    for k in pairs(LAZY) do lazy_field(t, k) end
+    return next, t, nil
+end })
 local parallel = require "pipesim.parallel"
 
 

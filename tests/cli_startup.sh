@@ -1,0 +1,105 @@
+#!/bin/sh
+# The fixed cost of one `pipesim run` process (issue 12): the summary
+# line's run count comes from the connection that wrote the runs (the file
+# is opened once), and it counts the runs earlier processes left; the Lua
+# library and new databases from the data built into the binary
+# (core/embed.h) give what PIPESIM_EMBED=0 (the files, the SQL) gives:
+# the same rows, messages and tracebacks, sandboxed and with --unsafe.
+# Env from tests/run.sh: BIN, TMP, VG.
+set -u
+SUITE=cli_startup OUT=cli_startup
+. tests/lib_cli.sh
+
+cat >"$TMP/startup.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 2, link = { bandwidth = "50 GB/s", latency = "5 us" } }
+local layers = { { fwd_time = "1 ms" }, { fwd_time = "1 ms" } }
+for m = 1, ps.args.n or 1 do
+  ps.run{ cluster = c, layers = layers, stages = 2, microbatches = m }
+end
+if ps.args.other then -- a second database: not the summary line's
+  ps.run{ cluster = c, layers = layers, stages = 2, microbatches = 1, db = ps.args.other }
+end
+LUA
+
+# the count on an existing file with earlier runs, another database aside
+DB="$TMP/startup.db"
+rm -f "$DB" "$DB"-* "$TMP/startup_other.db"*
+$VG "$BIN" run "$TMP/startup.lua" -o "$DB" -D n=3 >"$TMP/$OUT.1" 2>&1 &&
+    grep -q "^3 runs added to $DB (3 in all; pipesim report $DB)$" "$TMP/$OUT.1" && ok ||
+    bad "first process: $(cat "$TMP/$OUT.1")"
+$VG "$BIN" run "$TMP/startup.lua" -o "$DB" -D n=2 -D other="$TMP/startup_other.db" >"$TMP/$OUT.2" 2>&1 &&
+    grep -q "^3 runs added to $DB (5 in all; pipesim report $DB)$" "$TMP/$OUT.2" && ok ||
+    bad "second process: $(cat "$TMP/$OUT.2")"
+[ "$(sqlite3 "$DB" 'SELECT count(*) FROM run')" = 5 ] && ok || bad "5 runs in $DB"
+
+# opened once: no second open to count (strace; without a working strace
+# the check is skipped, saying so, as tests/cluster_recipes.sh does)
+if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
+    strace -f -e trace=open,openat -o "$TMP/$OUT.trace" "$BIN" run "$TMP/startup.lua" -o "$DB" \
+        >"$TMP/$OUT.3" 2>&1
+    n=$(grep -c "\"$DB\"" "$TMP/$OUT.trace")
+    grep -q "^1 run added to $DB (6 in all; pipesim report $DB)$" "$TMP/$OUT.3" && ok ||
+        bad "third process: $(cat "$TMP/$OUT.3")"
+    [ "$n" -eq 1 ] && ok || bad "$DB opened $n times by one process, want 1: $(grep "\"$DB\"" "$TMP/$OUT.trace")"
+else
+    echo "skip: strace not installed or not permitted (the open count is not checked)"
+fi
+
+# the built-in library and database against the files and the SQL
+cat >"$TMP/startup_tb.lua" <<'LUA'
+local ps = require "pipesim"
+-- a traceback through the library (positions in lua/pipesim/*.lua)
+local shown = false
+ps.partition.search({ 2, 2 }, function()
+  if not shown then print(debug.traceback("tb", 1)); shown = true end
+  return 1
+end)
+local c = ps.cluster{ ranks = 4, device = ps.clusters.device("A100"), link = { bandwidth = "50 GB/s", latency = "5 us" } }
+ps.run{ cluster = c, layers = ps.models.preset("gpt-1.7b", { layers = 4 }), stages = 2,
+        microbatches = 4, record = "events" }
+-- a missing module: require's message, every searcher's part
+print(select(2, pcall(require, "startup_no_such_module")))
+-- an error raised inside the library, at the scenario's line
+ps.partition.uniform(3, 0)
+LUA
+for mode in "" --unsafe; do
+    for e in 1 0; do
+        rm -f "$TMP/startup_e$e.db"*
+        PIPESIM_EMBED=$e $VG "$BIN" run $mode "$TMP/startup_tb.lua" -o "$TMP/startup_e$e.db" \
+            >"$TMP/$OUT.e$e" 2>&1
+        sqlite3 "$TMP/startup_e$e.db" "UPDATE run SET created = ''" && sqlite3 "$TMP/startup_e$e.db" .dump \
+            >"$TMP/$OUT.e$e.sql"
+    done
+    cmp -s "$TMP/$OUT.e1" "$TMP/$OUT.e0" && ok ||
+        bad "run $mode: output differs with PIPESIM_EMBED=0: $(diff "$TMP/$OUT.e1" "$TMP/$OUT.e0" | head -5)"
+    grep -q "lua/pipesim/partition.lua:[0-9]*: in " "$TMP/$OUT.e1" && ok ||
+        bad "run $mode: no library position in the traceback: $(head -5 "$TMP/$OUT.e1")"
+    grep -q "startup_tb.lua:14: uniform: " "$TMP/$OUT.e1" && ok || bad "run $mode: error line: $(tail -1 "$TMP/$OUT.e1")"
+    grep -q "no file '.*startup_no_such_module.lua'" "$TMP/$OUT.e1" && ok ||
+        bad "run $mode: require's message: $(grep -A3 "not found" "$TMP/$OUT.e1")"
+    [ -s "$TMP/$OUT.e1.sql" ] && cmp -s "$TMP/$OUT.e1.sql" "$TMP/$OUT.e0.sql" && ok ||
+        bad "run $mode: database differs with PIPESIM_EMBED=0"
+done
+
+# outside the sandbox the searcher is Lua's own, message for message
+cat >"$TMP/startup_req.lua" <<'LUA'
+local name = "startup_no_such_module"
+local _, got = pcall(require, name)
+local want = "module '" .. name .. "' not found:\n\tno field package.preload['" .. name .. "']\n\t" ..
+    select(2, package.searchpath(name, package.path)) .. "\n\t" ..
+    select(2, package.searchpath(name, package.cpath))
+print(got == want and "same" or ("got: " .. got .. "\nwant: " .. want))
+package.path = 42 -- a number is a string to Lua's searcher
+print(pcall(require, name) == false and "error" or "loaded")
+package.path = {}
+print(select(2, pcall(require, name)))
+LUA
+$VG "$BIN" run --unsafe "$TMP/startup_req.lua" -o "$TMP/startup_req.db" >"$TMP/$OUT.req" 2>&1
+[ "$(sed -n 1p "$TMP/$OUT.req")" = same ] && ok || bad "require's message: $(cat "$TMP/$OUT.req")"
+[ "$(sed -n 2p "$TMP/$OUT.req")" = error ] && ok || bad "require with a number path: $(cat "$TMP/$OUT.req")"
+[ "$(sed -n 3p "$TMP/$OUT.req")" = "'package.path' must be a string" ] && ok ||
+    bad "require with a table path: $(cat "$TMP/$OUT.req")"
+
+echo "$P passed, $F failed"
+[ "$F" -eq 0 ]

@@ -1,0 +1,49 @@
+-- The fixed cost of a process (issue 12): lua/pipesim/init.lua loads
+-- ps.partition, ps.models, ps.clusters, ps.profile and ps.schedule on
+-- first use. Each is still reachable, is the table require gives, loads
+-- from the library even after the scenario changed package.path, and
+-- pairs(ps) still lists it.
+package.path = "tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local ps = require "pipesim"
+
+-- nothing read yet, nothing loaded (parallel.lua, which every ps.run
+-- needs, loads pipesim.clusters itself)
+for _, name in ipairs { "pipesim.models", "pipesim.profile", "pipesim.schedule",
+    "pipesim.partition" } do
+    H.eq(package.loaded[name], nil, name .. " not loaded by require 'pipesim'")
+end
+H.eq(rawget(ps, "models"), nil, "ps.models not a field before its first use")
+
+-- a scenario that drops pipesim's lua/ from package.path afterwards still
+-- gets the library's modules, as when they loaded with require "pipesim"
+local saved = package.path
+package.path = "./?.lua"
+local models = ps.models
+H.eq(package.path, "./?.lua", "package.path restored after the load")
+package.path = saved
+H.eq(type(models), "table", "ps.models")
+H.check(models == require "pipesim.models", "ps.models is require 'pipesim.models'")
+H.check(rawget(ps, "models") == models, "a plain field once loaded")
+H.eq(models.shape("gpt3-175b").hidden, 12288, "ps.models works")
+H.eq(ps.partition.uniform(8, 4), { 2, 2, 2, 2 }, "ps.partition works")
+H.check(ps.clusters == require "pipesim.clusters", "ps.clusters")
+H.eq(ps.clusters.device("A100").flops, 312e12, "ps.clusters works")
+H.eq(type(ps.profile.load), "function", "ps.profile")
+H.eq(type(ps.schedule.load_pytorch), "function", "ps.schedule")
+
+-- pairs(ps) lists every module, loaded or not
+local ps2 = ps -- the same table: a second require is the cached module
+H.check(require "pipesim" == ps2, "require 'pipesim' is cached")
+local seen = {}
+for k, v in pairs(ps) do seen[k] = type(v) end
+for _, k in ipairs { "partition", "models", "clusters", "profile", "schedule", "run", "cluster" } do
+    H.check(seen[k] ~= nil, "pairs(ps) lists " .. k)
+end
+
+-- a field the scenario sets (or clears) stays as set
+ps.schedule = nil
+H.eq(ps.schedule, nil, "ps.schedule cleared stays nil")
+ps.schedule = require "pipesim.schedule"
+
+H.done()

@@ -63,6 +63,7 @@ const char *const bind_fields_grad_sync[] = {
     "bucket",
     "first_bucket",
     "overlap",
+    "overlap_param_gather",
     NULL,
 };
 

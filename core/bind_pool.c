@@ -185,6 +185,21 @@ int bind_sweep_worker(lua_State *L)
     return get_worker(L) != NULL;
 }
 
+/* Test only (tests/cli_sweep.sh): PIPESIM_TEST_SCRATCH_SQL runs on each
+ * new scratch database, so that a test can make SQLite roll back a
+ * worker's batch (a trigger's RAISE(ROLLBACK), as a full disk or an I/O
+ * error would) where no other process can reach the file. */
+static int scratch_test_sql(rec_db *db, ps_err *err)
+{
+    const char *sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
+    if (!sql || !*sql)
+        return PS_OK;
+    rec_query *q = rec_query_new(db, sql, err);
+    int rc = q ? rec_query_step(q, err) : PS_ERR;
+    rec_query_free(q);
+    return rc == PS_ERR ? PS_ERR : PS_OK;
+}
+
 /* [-0, +0] raises when the scratch database cannot be opened */
 rec_db *bind_sweep_database(lua_State *L, const char *path)
 {
@@ -206,7 +221,7 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
     d->path = path ? strdup(path) : NULL;
     ps_err err;
     d->db = rec_open(d->file, &err);
-    if (d->db && rec_scratch(d->db, &err)) {
+    if (d->db && (rec_scratch(d->db, &err) || scratch_test_sql(d->db, &err))) {
         rec_close(d->db, NULL);
         d->db = NULL;
     }
@@ -250,12 +265,26 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
     lua_setfield(L, out, "results");
     lua_createtable(L, w->ndbs, 0);
     for (int i = 0; i < w->ndbs; i++) {
-        ps_err err;
-        if (rec_close(w->dbs[i].db, &err) && !lua_isstring(L, -1)) {
+        /* the flush first, as bind_finish's: runs of a batch SQLite rolled
+         * back (now or earlier in the chunk) are not in the file, and the
+         * writer must not count their results */
+        ps_err err, cerr;
+        int failed = rec_flush(w->dbs[i].db, &err);
+        lua_Integer lost = (lua_Integer)rec_lost_runs(w->dbs[i].db);
+        if (rec_close(w->dbs[i].db, &cerr) && !failed) {
+            failed = 1;
+            err = cerr;
+        }
+        /* a point's error, when there is one, is the chunk's */
+        if (failed && lua_getfield(L, out, "error") != LUA_TSTRING) {
             lua_pushstring(L, err.msg);
             lua_setfield(L, out, "error");
         }
-        lua_createtable(L, 0, 2);
+        if (failed)
+            lua_pop(L, 1);
+        lua_createtable(L, 0, 3);
+        lua_pushinteger(L, lost);
+        lua_setfield(L, -2, "lost");
         if (w->dbs[i].path) {
             lua_pushstring(L, w->dbs[i].path);
             lua_setfield(L, -2, "path");
@@ -426,8 +455,12 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     int res = lua_gettop(L);
     lua_Integer ndbs = (lua_Integer)lua_rawlen(L, dbs);
     int64_t offset[MAX_DBS] = {0};
+    lua_Integer lost[MAX_DBS] = {0}; /* results not to count, per database */
     for (lua_Integer i = 1; i <= ndbs && i <= MAX_DBS; i++) {
         lua_rawgeti(L, dbs, i);
+        lua_getfield(L, -1, "lost");
+        lost[i - 1] = lua_tointeger(L, -1);
+        lua_pop(L, 1);
         lua_pushcfunction(L, open_target);
         lua_getfield(L, -2, "path");
         if (lua_pcall(L, 1, 1, 0) != LUA_OK)
@@ -468,7 +501,10 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
                 if (same) {
                     lua_pushinteger(L, id + offset[i - 1]);
                     lua_setfield(L, -4, "id");
-                    bind_count_run(L);
+                    if (lost[i - 1] > 0)
+                        lost[i - 1]--; /* rolled back in the worker */
+                    else
+                        bind_count_run(L);
                     break;
                 }
             }

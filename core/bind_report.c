@@ -8,11 +8,6 @@
 #include "rec.h"
 #include "report.h"
 
-/* The widths ps.show takes: report_run's least timeline, and a bound that
- * keeps a typo from building a huge string. */
-#define SHOW_MIN_WIDTH 20
-#define SHOW_MAX_WIDTH 10000
-
 /* [-0, +1] pushes, as a string, what report_warnings (warnings != 0),
  * report_run (run > 0) or report_runs writes; raises its error. */
 static void push_report(lua_State *L, rec_db *db, lua_Integer run, int width,
@@ -47,10 +42,12 @@ static int core_report(lua_State *L)
     if (!lua_isnoneornil(L, 3)) { /* checked in 64 bits before it is an int */
         int ok;
         width = lua_tointegerx(L, 3, &ok);
-        if (!ok || lua_type(L, 3) != LUA_TNUMBER || width < SHOW_MIN_WIDTH ||
-            width > SHOW_MAX_WIDTH)
-            return luaL_error(L, "width must be an integer in %d..%d, got %s",
-                              SHOW_MIN_WIDTH, SHOW_MAX_WIDTH, bind_show(L, 3));
+        if (!ok || lua_type(L, 3) != LUA_TNUMBER || width < REPORT_MIN_WIDTH ||
+            width > REPORT_MAX_WIDTH) {
+            ps_err err;
+            report_width_error(bind_show(L, 3), &err);
+            return bind_raise(L, &err);
+        }
     }
     rec_db *db = bind_database(L, path);
     ps_err err;

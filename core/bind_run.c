@@ -279,8 +279,9 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
     }
 }
 
-/* [-0, +0] grad_sync = { bucket, first_bucket, algorithm, overlap }, zero,
- * optimizer_time, over pipe_config_init's defaults. */
+/* [-0, +0] grad_sync = { bucket, first_bucket, algorithm, overlap,
+ * overlap_param_gather }, zero, optimizer_time, over pipe_config_init's
+ * defaults. */
 static void read_grad_sync(lua_State *L, pipe_config *cfg)
 {
     if (bind_table(L, 1, "grad_sync",
@@ -292,6 +293,8 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
         bind_quantity_min(L, t, "grad_sync.first_bucket", UNIT_BYTES, 0, 1,
                           &cfg->first_bucket_bytes);
         bind_boolean(L, t, "grad_sync.overlap", &cfg->overlap);
+        bind_boolean(L, t, "grad_sync.overlap_param_gather",
+                     &cfg->overlap_param_gather);
         const char *algo = bind_string(L, t, "grad_sync.algorithm");
         ps_err err;
         if (algo &&
@@ -302,6 +305,13 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
     long long zero = 0;
     bind_int(L, 1, "zero", 0, 1, &zero); /* ZeRO stage 1 or none */
     cfg->zero = (int)zero;
+    /* Megatron asserts both (arguments.py: "--overlap-param-gather only
+     * supported with distributed optimizer", "--overlap-grad-reduce should
+     * be turned on when using --overlap-param-gather") */
+    if (cfg->overlap_param_gather && (!cfg->zero || !cfg->overlap))
+        luaL_error(L, "field 'grad_sync.overlap_param_gather' needs %s",
+                   !cfg->zero ? "zero = 1 (the distributed optimizer)"
+                              : "grad_sync.overlap = true");
     cfg->optimizer_seconds = 0;
     bind_quantity_min(L, 1, "optimizer_time", UNIT_SECONDS, 0, 0,
                       &cfg->optimizer_seconds);
@@ -781,7 +791,8 @@ static int core_run(lua_State *L)
     if (rc)
         return bind_raise(L, &err);
 
-    lua_createtable(L, 0, 16);
+    /* the 20 fields below and ps.run's (tp, recompute, point, ...) */
+    lua_createtable(L, 0, 26);
     if (res.id > 0) {
         lua_pushinteger(L, res.id);
         lua_setfield(L, -2, "id");

@@ -116,6 +116,44 @@ static prog_op signal_op(enum prog_type type, int32_t id)
     return op;
 }
 
+/* The tag of the forward's waits for overlap_param_gather's all-gathers
+ * (dp_exposed counts them). */
+#define DP_TAG_GATHER (-2)
+
+/* The forward's order of a lane's buckets (overlap_param_gather), as
+ * Megatron's DistributedOptimizer dispatches the all-gathers: model chunks
+ * in the order the lane first runs their forward (chunks it never runs a
+ * plain forward of first), each chunk's buckets last to first (the last
+ * bucket holds the chunk's first layers). first and seq: v scratch each;
+ * first[c] is set to the index of chunk c's first forward, or -1. */
+static void forward_order(const prog_lane *lane, const plan *pl, int32_t v,
+                          int32_t *first, int32_t *seq, int32_t *order)
+{
+    for (int32_t c = 0; c < v; c++)
+        first[c] = -1;
+    for (int32_t i = 0; i < lane->n; i++) {
+        const prog_op *op = &lane->ops[i];
+        if (op->type == PROG_COMPUTE && op->kind == PROG_F && op->chunk >= 0 &&
+            op->chunk < v && first[op->chunk] < 0)
+            first[op->chunk] = i;
+    }
+    /* chunks by their first forward, those without one first (insertion
+     * sort: v is small) */
+    for (int32_t c = 0; c < v; c++) {
+        int32_t j = c;
+        while (j > 0 && first[seq[j - 1]] > first[c]) {
+            seq[j] = seq[j - 1];
+            j--;
+        }
+        seq[j] = c;
+    }
+    int32_t n = 0;
+    for (int32_t q = 0; q < v; q++)
+        for (int32_t k = pl->n - 1; k >= 0; k--)
+            if (pl->b[k].chunk == seq[q])
+                order[n++] = k;
+}
+
 /* Rewrites a compute lane: the last backward of each chunk split at its
  * buckets' ready points, each piece followed by the buckets' signals
  * (overlap), or all signals after the lane's last op (no overlap); then
@@ -123,16 +161,60 @@ static prog_op signal_op(enum prog_type type, int32_t id)
  * of bucket k of this lane's plan. */
 static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                         const int32_t *ready, int32_t synced, int32_t updated,
-                        int32_t stage, int32_t *last)
+                        int32_t stage, int32_t *last, const int32_t *gathered,
+                        const int32_t *reached, int32_t *scratch)
 {
-    int32_t extra = 2 * pl->n + 4;
+    /* gathered, reached: with overlap_param_gather, the signals of the
+     * bucket at each forward position (else NULL); scratch: 2v + n */
+    int32_t extra = 2 * pl->n + 4 + (gathered ? 3 * pl->n + c->v : 0);
+    int32_t *first = scratch, *order = scratch + 2 * c->v;
+    if (gathered)
+        forward_order(lane, pl, c->v, first, scratch + c->v, order);
     last_backwards(lane, c->v, last);
     prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
     if (!ops)
         return -1;
     int32_t n = 0;
+    /* a chunk without a plain forward waits for its buckets up front */
+    for (int32_t q = 0; gathered && q < pl->n; q++)
+        if (first[pl->b[order[q]].chunk] < 0) {
+            ops[n] = signal_op(PROG_WAIT, gathered[q]);
+            ops[n++].tag = DP_TAG_GATHER;
+            ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+        }
     for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
+        if (gathered && op->type == PROG_COMPUTE && op->kind == PROG_F &&
+            op->chunk >= 0 && op->chunk < c->v && first[op->chunk] == i) {
+            /* the chunk's first forward, split where each bucket's layers
+             * begin (1 - its backward fraction), each piece after the wait
+             * for its bucket's all-gather and the signal that dispatches
+             * the next; the activations are allocated by the first */
+            double done = 0;
+            int lead = 1;
+            for (int32_t q = 0; q < pl->n; q++) {
+                const bucket *bk = &pl->b[order[q]];
+                if (bk->chunk != op->chunk)
+                    continue;
+                double s0 = fmax(0, 1 - bk->frac);
+                if (s0 > done) {
+                    ops[n] = *op;
+                    ops[n].seconds = op->seconds * (s0 - done);
+                    ops[n].mem = lead ? op->mem : 0;
+                    lead = 0;
+                    n++;
+                    done = s0;
+                }
+                ops[n] = signal_op(PROG_WAIT, gathered[q]);
+                ops[n++].tag = DP_TAG_GATHER;
+                ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+            }
+            ops[n] = *op;
+            ops[n].seconds = op->seconds * (1 - done);
+            ops[n].mem = lead ? op->mem : 0;
+            n++;
+            continue;
+        }
         int split = c->overlap && c->d > 1 && is_last_backward(lane, last, i);
         if (!split) {
             ops[n++] = *op;
@@ -263,6 +345,9 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
     int32_t *ranks = malloc((size_t)d * sizeof *ranks);
     int32_t *ready = NULL;
     int32_t *last = malloc(((size_t)c->v + 1) * sizeof *last);
+    /* the all-gathers beside the forward (dp.h): Megatron asserts
+     * --overlap-grad-reduce and the distributed optimizer for it */
+    int pg = c->overlap_param_gather && c->zero && c->overlap && d > 1;
     int rc = PS_OK;
     if (!plans || !ready_base || !lanes || !ranks || !last) {
         rc = ps_errf(err, "out of memory");
@@ -283,23 +368,35 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         if (plans[r].n > most)
             most = plans[r].n;
     }
-    ready = malloc(((size_t)most + 1) * sizeof *ready);
+    /* ready, then with pg gathered and reached: most each; and
+     * rewrite_lane's scratch, 2v + most */
+    ready = malloc(((size_t)3 * most + 2 * c->v + most + 1) * sizeof *ready);
     if (!ready && rc == PS_OK)
         rc = ps_errf(err, "out of memory");
     if (rc)
         goto done;
-    /* signals: per (j, r): buckets' ready, synced, updated */
+    int32_t *gathered = ready + most, *reached = ready + 2 * most;
+    int32_t *scratch = ready + 3 * most;
+    /* signals: per (j, r): buckets' ready, synced, updated, and with pg
+     * each forward position's gathered and reached */
+#define DP_STRIDE(n) ((n) + 2 + (pg ? 2 * (n) : 0))
     for (int32_t r = 0; r < p; r++) {
         ready_base[r] = ps->nsignals;
-        ps->nsignals += d * (plans[r].n + 2);
+        ps->nsignals += d * DP_STRIDE(plans[r].n);
     }
     for (int32_t j = 0; j < d && rc == PS_OK; j++)
         for (int32_t r = 0; r < p && rc == PS_OK; r++) {
-            int32_t base = ready_base[r] + j * (plans[r].n + 2);
-            for (int32_t k = 0; k < plans[r].n; k++)
+            int32_t nb = plans[r].n;
+            int32_t base = ready_base[r] + j * DP_STRIDE(nb);
+            for (int32_t k = 0; k < nb; k++) {
                 ready[k] = base + k;
+                gathered[k] = base + nb + 2 + k;
+                reached[k] = base + 2 * nb + 2 + k;
+            }
             if (rewrite_lane(c, &ps->lanes[j * p + r], &plans[r], ready,
-                             base + plans[r].n, base + plans[r].n + 1, r, last))
+                             base + nb, base + nb + 1, r, last,
+                             pg ? gathered : NULL, pg ? reached : NULL,
+                             scratch))
                 rc = ps_errf(err, "out of memory");
         }
     if (rc || d == 1)
@@ -313,14 +410,42 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
             }
     for (int32_t r = 0; r < p && rc == PS_OK; r++) {
         const plan *pl = &plans[r];
+        int32_t stride = DP_STRIDE(pl->n);
         for (int32_t j = 0; j < d; j++) {
             lanes[j] = p * d + j * p + r;
             ranks[j] = c->rank_of[j * p + r];
         }
+        if (pg) {
+            /* the previous step's update, bucket by bucket in the forward's
+             * order (the same on every replica of rank r): each after the
+             * forward reached the bucket before it, then its signal */
+            int32_t *order = scratch + 2 * c->v;
+            forward_order(&ps->lanes[r], pl, c->v, scratch, scratch + c->v,
+                          order);
+            for (int32_t q = 0; q < pl->n && rc == PS_OK; q++) {
+                for (int32_t j = 0; q > 0 && j < d && rc == PS_OK; j++) {
+                    int32_t base = ready_base[r] + j * stride;
+                    prog_op w = signal_op(PROG_WAIT, base + 2 * pl->n + 1 + q);
+                    if (prog_push(ps, lanes[j], &w))
+                        rc = ps_errf(err, "out of memory");
+                }
+                if (rc == PS_OK)
+                    rc = bucket_collective(
+                        c, ps, nw, lanes, ranks, COLL_ALLGATHER,
+                        pl->b[order[q]].params * c->weight_bytes, order[q],
+                        err);
+                for (int32_t j = 0; j < d && rc == PS_OK; j++) {
+                    int32_t base = ready_base[r] + j * stride;
+                    prog_op s = signal_op(PROG_SIGNAL, base + pl->n + 2 + q);
+                    if (prog_push(ps, lanes[j], &s))
+                        rc = ps_errf(err, "out of memory");
+                }
+            }
+        }
         for (int32_t k = 0; k < pl->n && rc == PS_OK; k++) {
             for (int32_t j = 0; j < d && rc == PS_OK; j++) {
                 prog_op w =
-                    signal_op(PROG_WAIT, ready_base[r] + j * (pl->n + 2) + k);
+                    signal_op(PROG_WAIT, ready_base[r] + j * stride + k);
                 if (prog_push(ps, lanes[j], &w))
                     rc = ps_errf(err, "out of memory");
             }
@@ -331,21 +456,23 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
                                        pl->b[k].bytes, k, err);
         }
         for (int32_t j = 0; j < d && rc == PS_OK; j++) {
-            int32_t base = ready_base[r] + j * (pl->n + 2);
+            int32_t base = ready_base[r] + j * stride;
             prog_op s = signal_op(PROG_SIGNAL, base + pl->n);
             if (prog_push(ps, lanes[j], &s))
                 rc = ps_errf(err, "out of memory");
-            if (c->zero) {
+            if (c->zero && !pg) {
                 prog_op w = signal_op(PROG_WAIT, base + pl->n + 1);
                 if (prog_push(ps, lanes[j], &w))
                     rc = ps_errf(err, "out of memory");
             }
         }
-        /* ZeRO-1: the updated parameter shards come back to everyone */
-        for (int32_t k = 0; c->zero && k < pl->n && rc == PS_OK; k++)
+        /* ZeRO-1: the updated parameter shards come back to everyone
+         * (with pg at the step's start, above) */
+        for (int32_t k = 0; c->zero && !pg && k < pl->n && rc == PS_OK; k++)
             rc = bucket_collective(c, ps, nw, lanes, ranks, COLL_ALLGATHER,
                                    pl->b[k].params * c->weight_bytes, k, err);
     }
+#undef DP_STRIDE
 done:
     for (int32_t r = 0; plans && r < p; r++)
         free(plans[r].b);
@@ -370,6 +497,11 @@ void dp_exposed(const dp_config *c, const prog_set *ps, double *exposed)
         int32_t opt = lane->n - 1 - (c->zero ? 1 : 0);
         const prog_op *o = &lane->ops[opt], *w = &lane->ops[opt - 1];
         exposed[l] = o->t_start - w->t_start;
+        /* overlap_param_gather: the forward's waits for the all-gathers */
+        for (int32_t i = 0; i < lane->n; i++)
+            if (lane->ops[i].type == PROG_WAIT &&
+                lane->ops[i].tag == DP_TAG_GATHER)
+                exposed[l] += lane->ops[i].t_end - lane->ops[i].t_start;
         if (c->zero) {
             const prog_lane *comm = &ps->lanes[n + l];
             double end = comm->n ? comm->ops[comm->n - 1].t_end : o->t_end;

@@ -19,6 +19,17 @@
  *   - zero = 1 (ZeRO stage 1 / Megatron's distributed optimizer): buckets are
  *     reduce-scattered, the optimizer updates 1/d of the parameters, then the
  *     updated parameters are all-gathered; optimizer state is divided by d.
+ *   - overlap_param_gather (with zero and overlap; Megatron's
+ *     --overlap-param-gather): the all-gather of the previous step's update
+ *     overlaps this step's forward instead of following the optimizer. As
+ *     Megatron's DistributedOptimizer does it (_dispatch_gather_model_params,
+ *     _finish_param_sync_helper): bucket by bucket in forward order, the
+ *     first dispatched before the step, each next one when the forward
+ *     reaches the bucket before it, and the first forward of each bucket's
+ *     layers waits for its own. The first forward of each chunk is split at
+ *     the buckets' boundaries, placed by the layers' backward times (dp has
+ *     no forward times; the split only places the waits). The steady state
+ *     of consecutive steps: the step starts with the all-gathers.
  *
  * Collectives come from the coll module and run on the same network as the
  * pipeline's transfers, so they contend with them. */
@@ -71,6 +82,7 @@ typedef struct dp_config {
     unsigned candidates; /* for COLL_AUTO, as in coll_spec */
     int overlap;
     int zero;                 /* 0 or 1 */
+    int overlap_param_gather; /* zero's all-gather beside the forward */
     double optimizer_seconds; /* OPT op of a rank holding all its params */
     int32_t ranks_per_node;   /* for hierarchical algorithms, 0 unknown */
     coll_hw hw;               /* the cluster's NCCL hardware (coll.h) */
@@ -85,7 +97,8 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err);
 
 /* After the engine has run ps: the seconds each compute lane (index j*p + r)
  * waited for gradient sync after its last backward, plus, with ZeRO, the
- * parameter all-gather that follows the optimizer step. */
+ * parameter all-gather that follows the optimizer step, or, with
+ * overlap_param_gather, the forward's waits for it. */
 void dp_exposed(const dp_config *c, const prog_set *ps, double *exposed);
 
 #endif

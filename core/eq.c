@@ -7,6 +7,7 @@
  * a pipeline of uniform stages). */
 #include "eq.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -54,6 +55,7 @@ static inline int before_nb(const eq_event *a, const eq_event *b)
  * doubling: out of the per-event path. */
 static __attribute__((noinline)) int run_grow(eq_run *r)
 {
+    assert(r->len == r->cap); /* only a full ring grows */
     uint32_t cap = r->cap ? r->cap * 2 : 256;
     if (r->cap > UINT32_MAX / 2)
         return -1;
@@ -91,8 +93,20 @@ static __attribute__((noinline)) int heap_push(eq *q, const eq_event *ev)
     return 0;
 }
 
+/* Run 0's first event into first_t/first_seq, which eq_pop's fast path
+ * leaves stale while run 0 is the only run. */
+static inline void refresh0(eq *q)
+{
+    if (q->nruns == 1) {
+        const eq_run *r = &q->run[0];
+        q->first_t[0] = r->ev[r->head].t;
+        q->first_seq[0] = r->ev[r->head].seq;
+    }
+}
+
 int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
 {
+    refresh0(q);
     eq_event ev = {t, q->next_seq++, type, id, version};
     /* the run ending latest but not after t: its events all come before
      * ev (their seq is smaller), so it stays sorted by (t, seq) */
@@ -105,6 +119,9 @@ int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
             last = l;
         }
     }
+    /* a run takes ev only after its last event: each run stays sorted by
+     * (t, seq) */
+    assert(best < 0 || q->last[best] <= t);
     if (best < 0) {
         if (nr == EQ_RUNS)
             return heap_push(q, &ev);
@@ -146,8 +163,9 @@ static inline int first(const eq *q)
     return w;
 }
 
-int eq_peek(const eq *q, eq_event *out)
+int eq_peek(eq *q, eq_event *out)
 {
+    refresh0(q);
     int w = first(q);
     if (w < 0 && q->n == 0)
         return -1;
@@ -185,16 +203,22 @@ static void heap_pop(eq *q, eq_event *out)
 
 int eq_pop_slow(eq *q, eq_event *out)
 {
+    refresh0(q);
     int w = first(q);
     if (w < 0) {
         if (q->n == 0)
             return -1;
         heap_pop(q, out);
+        /* the heap's new top is not before the one popped */
+        assert(q->n == 0 || !before(&q->heap[0], out));
         return 0;
     }
     eq_run *r = &q->run[w];
+    assert(w < q->nruns && r->len > 0);
     *out = r->ev[r->head];
     r->head = (r->head + 1) & (r->cap - 1);
+    /* the run's next event is not before the one popped: it is sorted */
+    assert(r->len == 1 || !before(&r->ev[r->head], out));
     if (--r->len > 0) {
         q->first_t[w] = r->ev[r->head].t;
         q->first_seq[w] = r->ev[r->head].seq;

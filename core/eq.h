@@ -57,12 +57,15 @@ typedef struct eq {
     int nruns; /* run[0 .. nruns) are not empty; the others keep their
                   buffers for reuse */
     /* per run in use, side by side for push's and pop's scans: the time
-     * of its last event, and the time and sequence of its first */
+     * of its last event, and the time and sequence of its first (of run
+     * 0 stale while it is the only run, as eq_pop's fast path leaves
+     * them: the slow paths refresh them first) */
     double last[EQ_RUNS];
     double first_t[EQ_RUNS];
     uint64_t first_seq[EQ_RUNS];
     eq_run run[EQ_RUNS];
     uint64_t next_seq;
+    eq_event popped; /* eq_pop_ref's event from the slow path */
 } eq;
 
 /* Initialises an empty queue. eq_free releases its memory; both harmless to
@@ -104,16 +107,28 @@ static inline int eq_pop(eq *q, eq_event *out)
         *out = r->ev[r->head];
         r->head = (r->head + 1) & (r->cap - 1);
         r->len--;
-        q->first_t[0] = r->ev[r->head].t;
-        q->first_seq[0] = r->ev[r->head].seq;
-        return 0;
+        return 0; /* first_t[0], first_seq[0] are stale: see eq */
     }
     return eq_pop_slow(q, out);
 }
 
+/* eq_pop without the copy: removes the earliest event and returns it,
+ * valid until the next push or pop, or NULL when empty. */
+static inline const eq_event *eq_pop_ref(eq *q)
+{
+    eq_run *r = &q->run[0];
+    if (q->nruns == 1 && q->n == 0 && r->len > 1) {
+        const eq_event *ev = &r->ev[r->head];
+        r->head = (r->head + 1) & (r->cap - 1);
+        r->len--;
+        return ev;
+    }
+    return eq_pop_slow(q, &q->popped) ? NULL : &q->popped;
+}
+
 /* Copies the earliest event into *out without removing it. Returns 0, or -1
- * when empty. */
-int eq_peek(const eq *q, eq_event *out);
+ * when empty. Not const: it refreshes run 0's cached first event. */
+int eq_peek(eq *q, eq_event *out);
 
 static inline int eq_empty(const eq *q)
 {

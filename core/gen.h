@@ -12,7 +12,8 @@
  * prog_seal pass; a generator is correct by construction (tests compare
  * each one with the array its module lowers, op for op and time for time).
  * SIGNAL and WAIT are not supported. A batch (PROG_BATCH) holds at most
- * max_batch ops.
+ * max_batch ops. A channel joins one rank to one other: every SEND on it
+ * goes from the same rank to the same peer.
  *
  * Generators of the built-in collectives live in gen_coll.c, of the
  * built-in pipeline schedules in gen_pipe.c. */
@@ -26,6 +27,13 @@
 
 typedef struct gen_prog gen_prog;
 
+/* What the engine may assume of a generator beyond this contract. */
+enum gen_kind {
+    GEN_ANY = 0, /* next is called through its pointer */
+    GEN_RING = 1 /* next is gen_ring_next and ctx a gen_ring (gen_ring.h):
+                    the engine calls it inline */
+};
+
 struct gen_prog {
     int32_t nranks;     /* ranks of the network it runs on */
     int32_t nlanes;     /* lanes 0 .. nlanes - 1 */
@@ -37,9 +45,20 @@ struct gen_prog {
     /* writes lane's next compute op, or its next batch of SEND/RECV ops
      * (the last without PROG_BATCH, at most max_batch), to ops and returns
      * how many, or returns 0 when the lane has no more; state is the
-     * lane's cursor. One call per batch: it runs once per op or two. */
+     * lane's cursor. One call per batch: it runs once per op or two. ops
+     * holds what this lane's previous call wrote (zeroes before the
+     * first), changed by the engine in t_start and t_end only, so a
+     * generator may rewrite just the fields that change. */
     int (*next)(const gen_prog *g, int32_t lane, void *state, prog_op *ops);
     const void *ctx; /* the generator's parameters */
+    /* 1: the engine does not check each batch against the contract above
+     * (lone compute op or SEND/RECV, channel range, PROG_BATCH marks, a
+     * channel's two ranks); for the built-in generators, which test_gen
+     * compares op for op with the arrays their modules lower. 0 (any
+     * other generator): every batch is checked, and a broken one fails
+     * the run naming its rank and op. */
+    int trusted;
+    int kind; /* enum gen_kind */
 };
 
 /* 1 when PIPESIM_ARRAY is set to a value other than "" or "0": the test

@@ -1,14 +1,15 @@
-/* Collective generators: ring reduce-scatter / allgather / allreduce over
- * positions 0 .. N-1, op for op what coll_algo.c's ring_rs and ring_ag
- * emit (same order in each lane, same batches, flags, tags and bytes),
- * from a lane's op count alone. Channel ids: position i's sends to i + 1
- * go on channel i. Also gen.h's test-mode switch. */
+/* Collective generators: the ring reduce-scatter / allgather / allreduce
+ * of gen_ring.h (op for op what coll_algo.c's ring_rs and ring_ag emit:
+ * same order in each lane, same batches, flags, tags and bytes) set up
+ * and run, with the figures coll_run reports. Also gen.h's test-mode
+ * switch. */
 #include "gen_coll.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "gen.h"
+#include "gen_ring.h"
 
 int gen_force_array(void)
 {
@@ -20,71 +21,10 @@ int gen_force_array(void)
     return known;
 }
 
-typedef struct ring {
-    const int32_t *rank;
-    int32_t N;
-    int64_t n;
-    int rs, ag;        /* phases it runs */
-    int32_t steps;     /* (rs + ag)(N - 1) */
-    int64_t q, rem;    /* n / N, n % N: block b has q + (b < rem) elements */
-    double big, small; /* bytes of a block of q + 1 and of q elements */
-    uint8_t sflags;    /* SEND flags besides PROG_BATCH */
-} ring;
-
-/* A position's cursor (zeroed before the run): the next step, the block
- * it sends at that step and its neighbours' cluster ranks. */
-typedef struct ring_state {
-    int32_t s, bs;
-    int32_t next_rank, prev_rank;
-} ring_state;
-
+/* gen_prog.rank: a position's cluster rank */
 static int32_t ring_rank(const gen_prog *g, int32_t lane)
 {
-    return ((const ring *)g->ctx)->rank[lane];
-}
-
-/* Step s of position r: a SEND to r + 1 and a RECV from r - 1, batched;
- * position 0 emits its SEND first (the emitter walks senders 0 .. N-1,
- * and position N-1's send to 0 comes last), the others their RECV.
- * Reduce-scatter step k sends block r - k - 1, allgather step k block
- * r - k (ring_rs, ring_ag): both r - 1 - s with s the step counted over
- * both phases, so the block moves back by one each step; the block
- * received is the one r - 1 sends, one further back. No division on this
- * path: it runs once per step and lane. */
-static int ring_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
-{
-    const ring *c = g->ctx;
-    ring_state *st = state;
-    int32_t s = st->s, N = c->N;
-    if (s >= c->steps)
-        return 0;
-    if (s == 0) {
-        int32_t prev = r > 0 ? r - 1 : N - 1, next = r + 1 < N ? r + 1 : 0;
-        st->next_rank = c->rank[next];
-        st->prev_rank = c->rank[prev];
-        st->bs = c->rs ? prev : r;
-    }
-    int32_t bs = st->bs, br = bs > 0 ? bs - 1 : N - 1;
-    st->s = s + 1;
-    st->bs = br;
-    prog_op *send = &ops[r != 0], *recv = &ops[r == 0];
-    *send = (prog_op){.bytes = bs < c->rem ? c->big : c->small,
-                      .msg = r,
-                      .peer = st->next_rank,
-                      .tag = s,
-                      .mb = -1,
-                      .type = PROG_SEND,
-                      .kind = PROG_COLL,
-                      .flags = c->sflags};
-    *recv = (prog_op){.bytes = br < c->rem ? c->big : c->small,
-                      .msg = r > 0 ? r - 1 : N - 1,
-                      .peer = st->prev_rank,
-                      .tag = s,
-                      .mb = -1,
-                      .type = PROG_RECV,
-                      .kind = PROG_COLL};
-    ops[0].flags |= PROG_BATCH;
-    return 2;
+    return ((const gen_ring *)g->ctx)->rank[lane];
 }
 
 int gen_coll_applies(enum coll_op op, int algo, int32_t channels, int32_t N,
@@ -103,19 +43,19 @@ int gen_coll_run(enum coll_op op, int algo, const int32_t *rank, int32_t N,
                  int32_t *steps, ps_err *err)
 {
     (void)algo; /* the ring, the only one gen_coll_applies accepts */
-    ring c = {.rank = rank,
-              .N = N,
-              .n = n,
-              .rs = op != COLL_ALLGATHER,
-              .ag = op != COLL_REDUCE_SCATTER,
-              .sflags = (uint8_t)(slots > 1 ? PROG_EARLY | PROG_NOWAIT : 0)};
-    c.steps = (c.rs + c.ag) * (N - 1);
-    c.q = n / N;
-    c.rem = n % N;
-    c.big = (double)(c.q + 1) * 4;
-    c.small = (double)c.q * 4;
-    gen_prog g = {net_ranks(nw),      N,         N,         2,
-                  sizeof(ring_state), ring_rank, ring_next, &c};
+    int rs = op != COLL_ALLGATHER, ag = op != COLL_REDUCE_SCATTER;
+    gen_ring c = {.rank = rank,
+                  .N = N,
+                  .steps = (rs + ag) * (N - 1),
+                  .rs = rs,
+                  .rem = (int32_t)(n % N),
+                  .big = (double)(n / N + 1) * 4,
+                  .small = (double)(n / N) * 4,
+                  .sflags =
+                      (uint8_t)(slots > 1 ? PROG_EARLY | PROG_NOWAIT : 0)};
+    gen_prog g = {
+        net_ranks(nw), N,  N, 2,       sizeof(gen_ring_state), ring_rank,
+        gen_ring_next, &c, 1, GEN_RING};
     int rc = eng_run_gen(eng, &g, nw, p2p, er, err);
     if (rc)
         return rc;
@@ -125,9 +65,9 @@ int gen_coll_run(enum coll_op op, int algo, const int32_t *rank, int32_t N,
     for (int32_t r = 0; r < N; r++) {
         int32_t own = r, next = (r + 1) % N;
         int64_t el = 0;
-        if (c.rs)
+        if (rs)
             el += n - (n / N + (own < n % N));
-        if (c.ag)
+        if (ag)
             el += n - (n / N + (next < n % N));
         sent[r] = (double)el * 4;
     }

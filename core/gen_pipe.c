@@ -289,7 +289,7 @@ int gen_pipe_run_step(const sched_spec *s, double optimizer_seconds, net *nw,
     pipe_gen pg = {s, 2 * s->m * s->v, S,
                    (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0),
                    optimizer_seconds};
-    gen_prog g = {nranks,         s->p,      2 * (S - 1), 4,
-                  sizeof(pstate), pipe_rank, pipe_next,   &pg};
+    gen_prog g = {nranks,    s->p,      2 * (S - 1), 4, sizeof(pstate),
+                  pipe_rank, pipe_next, &pg,         1, GEN_ANY};
     return eng_run_gen(eng, &g, nw, p2p, res, err);
 }

@@ -391,9 +391,6 @@ out:
     return rc;
 }
 
-/* `pipesim report` accepts widths up to this many columns. */
-#define REPORT_MAX_WIDTH 100000
-
 /* The arguments of `pipesim report` (argv[0] is "report"), by getopt_long
  * as parse_run's: options and operands in any order, "--" ends the
  * options, every error one line. */
@@ -415,12 +412,9 @@ static int cmd_report(int argc, char **argv)
         switch (c) {
         case OPT_CSV: csv = 1; break;
         case OPT_WIDTH: {
-            long w;
-            if (parse_int(optarg, 1, REPORT_MAX_WIDTH, &w))
-                return fail("report: --width %s: expected a number of "
-                            "columns",
-                            optarg);
-            width = (int)w;
+            ps_err err; /* ps.show's range and message (report.h) */
+            if (report_parse_width(optarg, &width, &err))
+                return fail("report: %s", err.msg);
             break;
         }
         case ':':
@@ -447,8 +441,6 @@ static int cmd_report(int argc, char **argv)
     long long id = run ? strtoll(run, &end, 10) : 0;
     if (run && (*end || id < 1))
         return fail("report: run id must be a positive integer, got '%s'", run);
-    if (width < 40)
-        width = 40;
     ps_err err;
     rec_db *db = rec_open_read(dbpath, &err);
     if (!db)

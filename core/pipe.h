@@ -89,6 +89,7 @@ typedef struct pipe_config {
     unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll.h) */
     int overlap;              /* start buckets as the backward makes them */
     int zero;                 /* ZeRO stage 1: 0 or 1 */
+    int overlap_param_gather; /* zero's all-gather beside the forward */
     /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
      * with the same number of GPUs on each of its nodes gets node-aware
      * collectives (ring channels, hierarchical; coll_ranks_per_node) */

@@ -7,6 +7,7 @@
  * still marks one idle column so that nothing that ran is invisible. */
 #include "report.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,33 @@
 /* ------------------------------------------------------------------ */
 /* Formatting                                                          */
 /* ------------------------------------------------------------------ */
+
+int report_width_error(const char *shown, ps_err *err)
+{
+    return ps_errf(err, "width must be an integer in %d..%d, got %s",
+                   REPORT_MIN_WIDTH, REPORT_MAX_WIDTH, shown);
+}
+
+int report_parse_width(const char *text, int *width, ps_err *err)
+{
+    char *end;
+    errno = 0;
+    long w = strtol(text, &end, 10);
+    if (end != text && !*end && !errno && w >= REPORT_MIN_WIDTH &&
+        w <= REPORT_MAX_WIDTH) {
+        *width = (int)w;
+        return PS_OK;
+    }
+    /* shown as ps.show shows a Lua value: numbers bare, other text quoted */
+    char shown[80];
+    (void)strtod(text, &end);
+    if (end != text && !*end)
+        snprintf(shown, sizeof shown, "%.60s", text);
+    else
+        snprintf(shown, sizeof shown, "'%.60s%s'", text,
+                 strlen(text) > 60 ? "..." : "");
+    return report_width_error(shown, err);
+}
 
 /* The unit a time axis or figure of magnitude s reads best in. */
 static double time_unit(double s, const char **name)

@@ -38,6 +38,22 @@ int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
  * without --width, ps.show(r)): the usual wide terminal. */
 #define REPORT_WIDTH 100
 
+/* The widths `pipesim report --width` and ps.show take: report_run's least
+ * timeline, and a bound that keeps a typo from building a huge report
+ * (every rank's row is that wide). */
+#define REPORT_MIN_WIDTH 20
+#define REPORT_MAX_WIDTH 10000
+
+/* The one message for a width outside REPORT_MIN_WIDTH..REPORT_MAX_WIDTH
+ * or not an integer, "width must be an integer in 20..10000, got 80.5";
+ * shown is the value as the caller writes it. Returns PS_ERR. */
+int report_width_error(const char *shown, ps_err *err);
+
+/* Reads the text of `--width N` into *width (0); else PS_ERR with
+ * report_width_error's message, the text shown quoted unless it is a
+ * number. */
+int report_parse_width(const char *text, int *width, ps_err *err);
+
 /* Writes run's summary line and, when its events were recorded, a Gantt
  * chart: one row per rank, `width` columns wide in total (the timeline
  * gets what the rank label and bubble column leave, at least 20), a time

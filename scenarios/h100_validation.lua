@@ -58,6 +58,7 @@ local function flags(c, dp, tp_overlap)
         sequence_parallel = tp > 1 or nil, use_flash_attn = true,
         untie_embeddings_and_output_weights = true,
         use_distributed_optimizer = dp > 1 or nil, overlap_grad_reduce = dp > 1 or nil,
+        overlap_param_gather = dp > 1 or nil,
         tp_overlap = (tp > 1 and tp_overlap) or nil,
         cluster = ps.cluster(ps.clusters.dgx("H100", (gpus + 7) // 8)), record = "summary",
         name = string.format("W %s dp%d%s", name, dp, tp_overlap and "" or " tp blocking"),

@@ -9,7 +9,7 @@
 #                    it includes eng.h; the engine calls it through
 #                    eng_sink at run time and never includes rec.h)
 #   2 engine         eng*
-#   1 model          prog, net*, mem, eq, fault, gen (what engine and
+#   1 model          prog, net*, mem, eq, fault, gen, gen_ring (what engine and
 #                    recorder both read: programs, network, ledger)
 #   0 base           err, unit, limit
 # A file whose name fits no layer fails: a new module gets a place here
@@ -25,7 +25,7 @@ layer() {
     pipe* | sched* | dp | coll* | gen_coll | gen_pipe) echo 4 ;;
     rec*) echo 3 ;;
     eng*) echo 2 ;;
-    prog | net* | mem | eq | fault | gen) echo 1 ;;
+    prog | net* | mem | eq | fault | gen | gen_ring) echo 1 ;;
     err | unit | limit) echo 0 ;;
     *) echo "" ;;
     esac

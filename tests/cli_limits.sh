@@ -156,7 +156,17 @@ $VG "$BIN" report "$TMP/two.db" 1 --csv >"$TMP/run.csv" 2>"$TMP/lim.err" && ok |
     bad "report RUN --csv rank 0: $(sed -n 2p "$TMP/run.csv")"
 [ "$(wc -l <"$TMP/run.csv")" -eq 3 ] && ok || bad "report RUN --csv: $(wc -l <"$TMP/run.csv") lines"
 expect_fail "report $TMP/two.db 5 --csv" "run 5 not found in $TMP/two.db"
-expect_fail "report $TMP/two.db --width x" "report: --width x: expected a number of columns"
+# --width: ps.show's range and message (report.h REPORT_MIN_WIDTH..
+# REPORT_MAX_WIDTH, tests/errors/show_width.lua); before, 1..100000 with
+# widths under 40 made 40 silently
+expect_fail "report $TMP/two.db --width x" "report: width must be an integer in 20..10000, got 'x'"
+expect_fail "report $TMP/two.db 1 --width 80.5" "report: width must be an integer in 20..10000, got 80.5"
+expect_fail "report $TMP/two.db 1 --width 10001" "report: width must be an integer in 20..10000, got 10001"
+expect_fail "report $TMP/two.db 1 --width 100000" "report: width must be an integer in 20..10000, got 100000"
+expect_fail "report $TMP/two.db 1 --width 19" "report: width must be an integer in 20..10000, got 19"
+for w in 20 10000; do
+    $VG "$BIN" report "$TMP/two.db" 1 --width $w >/dev/null 2>"$TMP/lim.err" && ok || bad "report --width $w: $(cat "$TMP/lim.err")"
+done
 # getopt_long (issue 11): options before the operands, --width=N, "--"
 $VG "$BIN" report --csv "$TMP/two.db" 1 >"$TMP/run2.csv" 2>"$TMP/lim.err" && cmp -s "$TMP/run.csv" "$TMP/run2.csv" && ok ||
     bad "report --csv DB RUN differs from report DB RUN --csv: $(cat "$TMP/lim.err")"

@@ -151,6 +151,15 @@ $VG "$BIN" run tests/data/sweep_lost.lua -o "$TMP/lost.db" --jobs 1 >"$TMP/lost.
 grep -q "lost.db: run not recorded: simulated (the sweep's last 2 runs are lost)" "$TMP/lost.out" && ok || bad "lost: message: $(cat "$TMP/lost.out")"
 grep -q "^2 runs added to $TMP/lost.db (7 in all" "$TMP/lost.out" && ok || bad "lost: count: $(cat "$TMP/lost.out")"
 [ "$(q "$TMP/lost.db" "SELECT count(*) FROM run")" = 7 ] && ok || bad "lost: rows"
+# the same in a --jobs worker's scratch database (PIPESIM_TEST_SCRATCH_SQL
+# puts the trigger there; 2 points a chunk, the 4th point's run is "boom"):
+# the chunk's lost run is not counted either (before: "5 runs added" for 4)
+rm -f "$TMP/lostj.db"
+PIPESIM_TEST_SCRATCH_SQL="CREATE TRIGGER boom AFTER INSERT ON run WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'simulated'); END" \
+    $VG "$BIN" run tests/data/sweep_lost_jobs.lua -o "$TMP/lostj.db" --jobs 2 >"$TMP/lostj.out" 2>&1 && ok || bad "lost --jobs: run: $(cat "$TMP/lostj.out")"
+grep -q "run not recorded: simulated (the sweep's last 1 runs are lost)" "$TMP/lostj.out" && ok || bad "lost --jobs: message: $(cat "$TMP/lostj.out")"
+grep -q "^4 runs added to $TMP/lostj.db (4 in all" "$TMP/lostj.out" && ok || bad "lost --jobs: count: $(cat "$TMP/lostj.out")"
+[ "$(q "$TMP/lostj.db" "SELECT group_concat(name) FROM run")" = "before,kept,kept,after" ] && ok || bad "lost --jobs: rows"
 
 # --- --shard and --jobs errors
 expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"

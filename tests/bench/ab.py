@@ -10,10 +10,11 @@ Each build dir holds a `pipesim` built by `make`; REPS (default 5) runs
 per build and workload."""
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+import proc
+from proc import rm_db
 
 OLD, NEW = sys.argv[1], sys.argv[2]
 REPS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -29,22 +30,10 @@ CASES = [
 
 def run(build, script, args):
     db = os.path.join(TMP, "ab.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.unlink(db + suffix)
-    cmd = [os.path.join(build, "pipesim"), "run", "--unsafe", "tests/bench/" + script, "-o", db]
-    for k, v in args.items():
-        cmd += ["-D", "%s=%s" % (k, v)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    out = proc.stdout.read().decode()
-    proc.stdout.close()
-    proc.stderr.close()
-    if status != 0:
-        sys.exit("ab: %s failed" % " ".join(cmd))
-    return wall, ru.ru_utime + ru.ru_stime, out.split("simulated")[-1].strip()
+    rm_db(db)
+    wall, cpu, _, out = proc.run(proc.pipesim_cmd(os.path.join(build, "pipesim"), script, args, db),
+                                 output=True)
+    return wall, cpu, out.split("simulated")[-1].strip()
 
 
 print("load average before: %.2f %.2f %.2f" % os.getloadavg())

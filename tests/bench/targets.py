@@ -11,10 +11,11 @@ changes the number of runs (default 5; 3 for the large cases)."""
 import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+import proc
+from proc import rm_db
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 SIMGRID = sys.argv[2] if len(sys.argv) > 2 and os.access(sys.argv[2], os.X_OK) else None
@@ -23,41 +24,13 @@ REPS = int(os.environ.get("BENCH_REPS", "5"))
 TMP = tempfile.mkdtemp(prefix="pipesim-bench-")
 
 
-def rm_db(path):
-    for suffix in ("", "-wal", "-shm"):
-        try:
-            os.unlink(path + suffix)
-        except FileNotFoundError:
-            pass
-
-
-# Peak RSS comes from GNU time when it is installed: a child forked from
-# this script starts as a copy of the Python process, whose size its
-# rusage would report instead.
-GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
-
-
 def run(cmd):
     """Wall seconds, CPU seconds and peak RSS (MB, or None) of one process."""
-    full = [GNU_TIME, "-f", "rss_kb=%M"] + cmd if GNU_TIME else cmd
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    if status != 0:
-        sys.exit("bench: %s failed: %s" % (" ".join(cmd), err.strip()))
-    rss = [int(x[7:]) / 1024.0 for x in err.split() if x.startswith("rss_kb=")]
-    return wall, ru.ru_utime + ru.ru_stime, rss[-1] if rss else None
+    return proc.run(cmd, rss=True)[:3]
 
 
 def pipesim(script, args, db=None):
-    db = db or os.path.join(TMP, "bench.db")
-    cmd = [PIPESIM, "run", "--unsafe", "tests/bench/" + script, "-o", db]
-    for k, v in args.items():
-        cmd += ["-D", "%s=%s" % (k, v)]
-    return cmd
+    return proc.pipesim_cmd(PIPESIM, script, args, db or os.path.join(TMP, "bench.db"))
 
 
 def fresh(cmd, db):

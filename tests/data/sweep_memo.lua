@@ -7,14 +7,9 @@
 -- set, over model and plain layers.
 local ps = require "pipesim"
 
-local node = ps.clusters.dgx("A100", 1)
-local cluster = ps.cluster{ ranks = 8, device = node.device, link = node.intra }
-local model = ps.models.preset("llama2-7b", { seq = 2048, microbatch = 1 })
-local plain = {}
-for i = 1, 8 do
-    plain[i] = { fwd_time = string.format("%d ms", i), bwd_time = 2e-3 * i, params = 1e8,
-                 act_bytes = "1 MB", out_bytes = 4096 * i }
-end
+-- the space's cluster and layers, shared with tests/lua/test_sweep_memo.lua
+local space = dofile("tests/data/sweep_memo_space.lua")
+local cluster, model, plain = space.cluster, space.model, space.plain
 local groups = {
     { base = { name = "model", cluster = cluster, layers = model, stages = 4, microbatches = 8,
                record = "summary" },

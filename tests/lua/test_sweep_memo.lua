@@ -9,14 +9,13 @@ local H = require "harness"
 local ps = require "pipesim"
 local core = require "pipesim.core"
 
-local node = ps.clusters.dgx("A100", 1)
-local cluster = ps.cluster{ ranks = 8, device = node.device, link = node.intra }
-local model = ps.models.preset("llama2-7b", { seq = 2048, microbatch = 1 })
-local plain = {}
-for i = 1, 8 do
-    plain[i] = { fwd_time = string.format("%d ms", i), bwd_time = 2e-3 * i, params = 1e8,
-                 act_bytes = "1 MB", out_bytes = 4096 * i }
-end
+-- the space's cluster and layers, shared with the scenario of
+-- tests/cli_sweep_memo.sh; read and loaded as text, since a sandboxed test
+-- may dofile only from its own directory and lua/
+local f = assert(io.open("tests/data/sweep_memo_space.lua"))
+local space = assert(load(f:read("a"), "@tests/data/sweep_memo_space.lua", "t"))()
+f:close()
+local cluster, model, plain = space.cluster, space.model, space.plain
 
 -- the results of ps.sweep{base, points} against ps.run of each point alone
 local function same(label, base, points)

@@ -7,8 +7,10 @@
 #define PS_FIXTURE_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eng.h"
 #include "mem.h"
@@ -200,6 +202,52 @@ static inline int fixture_run(fixture *fx, const char *schedule, int p, int m,
         .network = fx->nw,
     };
     return PS_OK;
+}
+
+/* The first column of sql's first row as a double; NAN (and the error
+ * printed) when the query fails: the recorder tests' one probe. */
+static inline double fixture_scalar(rec_db *db, const char *sql)
+{
+    ps_err err;
+    rec_query *q = rec_query_new(db, sql, &err);
+    if (!q) {
+        printf("query failed: %s\n", err.msg);
+        return NAN;
+    }
+    double v = rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
+    rec_query_free(q);
+    return v;
+}
+
+/* A new database at path, opened for writing: the file and its -wal and
+ * -shm side files a previous run of the test left are removed first. */
+static inline rec_db *fixture_new_db(const char *path, ps_err *err)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s%s", path, suffix[i]);
+        unlink(file);
+    }
+    return rec_open(path, err);
+}
+
+/* Points fx's payload at dup, fx's first 3 ranks and rank 1 again: a run
+ * the recorder refuses only after its timeline went in (rank_stat is
+ * written last, and its (run, rank) is unique). fixture_ranks_back undoes
+ * it. */
+static inline void fixture_dup_rank(fixture *fx, rec_rank dup[4])
+{
+    memcpy(dup, fx->ranks, 3 * sizeof dup[0]);
+    dup[3] = dup[1];
+    fx->pay.ranks = dup;
+    fx->pay.nranks = 4;
+}
+
+static inline void fixture_ranks_back(fixture *fx)
+{
+    fx->pay.ranks = fx->ranks;
+    fx->pay.nranks = fx->p;
 }
 
 static inline void fixture_free(fixture *fx)

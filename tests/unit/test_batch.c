@@ -18,27 +18,15 @@
 #include "fixture.h"
 #include "harness.h"
 
-static double scalar(rec_db *db, const char *sql)
-{
-    ps_err err;
-    rec_query *q = rec_query_new(db, sql, &err);
-    if (!q)
-        return NAN;
-    double v = rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
-    rec_query_free(q);
-    return v;
-}
-
 static double seen(rec_db *rd)
 {
-    return scalar(rd, "SELECT count(*) FROM run");
+    return fixture_scalar(rd, "SELECT count(*) FROM run");
 }
 
 static void test_visibility(void)
 {
     ps_err err = {0};
-    unlink("batch.db");
-    rec_db *db = rec_open("batch.db", &err);
+    rec_db *db = fixture_new_db("batch.db", &err);
     rec_db *rd = rec_open_read("batch.db", &err);
     CHECK(db != NULL && rd != NULL);
     fixture fx;
@@ -50,7 +38,8 @@ static void test_visibility(void)
         CHECK_INT(id, i);
     }
     CHECK_INT(seen(rd), 0); /* the batch is open */
-    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 5); /* its own view */
+    CHECK_INT(fixture_scalar(db, "SELECT count(*) FROM run"),
+              5); /* its own view */
     /* a write with the mode off commits the batch, then itself */
     rec_set_batch(db, 0);
     CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
@@ -62,26 +51,24 @@ static void test_visibility(void)
     CHECK_INT(seen(rd), 6);
     CHECK_INT(rec_flush(db, &err), 0);
     CHECK_INT(seen(rd), 8);
-    CHECK_INT(scalar(rd, "SELECT count(*) FROM span WHERE run = 7"), 1);
-    CHECK_INT(scalar(rd, "SELECT count(*) FROM event WHERE run = 7"), 24);
+    CHECK_INT(fixture_scalar(rd, "SELECT count(*) FROM span WHERE run = 7"), 1);
+    CHECK_INT(fixture_scalar(rd, "SELECT count(*) FROM event WHERE run = 7"),
+              24);
 
     /* a run that fails half way (a duplicate rank) leaves nothing, and the
      * batch's earlier run is committed at once */
     CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
     CHECK_INT(id, 9);
     rec_rank dup[4];
-    memcpy(dup, fx.ranks, 3 * sizeof dup[0]);
-    dup[3] = dup[1];
-    fx.pay.ranks = dup;
-    fx.pay.nranks = 4;
+    fixture_dup_rank(&fx, dup);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
     CHECK_INT(id, 0);
     CHECK_STR(err.msg, "batch.db: run not recorded: UNIQUE constraint "
                        "failed: rank_stat.run, rank_stat.rank");
     CHECK_INT(seen(rd), 9);
-    CHECK_INT(scalar(rd, "SELECT count(*) FROM event WHERE run > 9"), 0);
-    fx.pay.ranks = fx.ranks;
-    fx.pay.nranks = 3;
+    CHECK_INT(fixture_scalar(rd, "SELECT count(*) FROM event WHERE run > 9"),
+              0);
+    fixture_ranks_back(&fx);
     /* the batch goes on after the failure; close commits it */
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
     CHECK_INT(id, 10);
@@ -89,7 +76,8 @@ static void test_visibility(void)
     CHECK_INT(seen(rd), 9);
     CHECK_INT(rec_close(db, &err), 0);
     CHECK_INT(seen(rd), 11);
-    CHECK_INT(scalar(rd, "SELECT count(*) FROM event WHERE run = 10"), 24);
+    CHECK_INT(fixture_scalar(rd, "SELECT count(*) FROM event WHERE run = 10"),
+              24);
     CHECK_INT(rec_close(rd, &err), 0);
     fixture_free(&fx);
 }
@@ -99,8 +87,7 @@ static void test_visibility(void)
 static void test_stream_in_batch(void)
 {
     ps_err err = {0};
-    unlink("bstream.db");
-    rec_db *db = rec_open("bstream.db", &err);
+    rec_db *db = fixture_new_db("bstream.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "gpipe", 2, 2, 1, 1.0, 2.0, 10.0, &err), 0);
     int64_t id = 0;
@@ -112,8 +99,8 @@ static void test_stream_in_batch(void)
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
     CHECK_INT(id, 2);
     CHECK_INT(rec_flush(db, &err), 0);
-    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 2);
-    CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 1);
+    CHECK_INT(fixture_scalar(db, "SELECT count(*) FROM run"), 2);
+    CHECK_INT(fixture_scalar(db, "SELECT count(*) FROM span"), 1);
     CHECK_INT(rec_close(db, &err), 0);
     fixture_free(&fx);
 }
@@ -126,8 +113,7 @@ static void test_stream_in_batch(void)
 static void test_batch_lost(void)
 {
     ps_err err = {0};
-    unlink("lost.db");
-    rec_db *db = rec_open("lost.db", &err);
+    rec_db *db = fixture_new_db("lost.db", &err);
     CHECK(db != NULL);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
@@ -157,7 +143,7 @@ static void test_batch_lost(void)
         CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
     CHECK_INT(rec_flush(db, &err), 0);
     CHECK_INT(rec_lost_runs(db), 3);
-    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 3);
+    CHECK_INT(fixture_scalar(db, "SELECT count(*) FROM run"), 3);
     CHECK_INT(rec_close(db, &err), 0);
     fixture_free(&fx);
 }

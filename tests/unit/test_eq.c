@@ -1,7 +1,8 @@
 /* Event queue: pops in (time, push order) order whatever mix of in-order
  * and out-of-order pushes, interleaved with pops; peek agrees with pop;
  * pushes of now + a few delays (the sorted runs) and of more delays than
- * runs (the heap besides) pop as a plain scan would. */
+ * runs (the heap besides) pop as a plain scan would; a second run opened
+ * after fast pops sees run 0's true head. */
 #include <stdlib.h>
 
 #include "eq.h"
@@ -148,8 +149,39 @@ static void check_delays(unsigned seed, int ndelays, int n)
     eq_free(&q);
 }
 
+/* eq_pop's fast path (one run, no heap) leaves run 0's cached first
+ * event behind: the next push that opens a second run, or a peek, must
+ * see run 0's true head (5), not the popped 1. */
+static void check_stale_first(void)
+{
+    eq q;
+    eq_init(&q);
+    eq_event ev;
+    for (int i = 0; i < 2; i++) {
+        eq_clear(&q);
+        eq_push(&q, 1, 0, 1, 0);
+        eq_push(&q, 2, 0, 2, 0);
+        eq_push(&q, 5, 0, 5, 0);
+        CHECK_INT(eq_pop(&q, &ev), 0);
+        CHECK_INT(eq_pop(&q, &ev), 0);
+        CHECK_INT(ev.id, 2);
+        if (i == 1) {
+            CHECK_INT(eq_peek(&q, &ev), 0);
+            CHECK_INT(ev.id, 5);
+        }
+        eq_push(&q, 3, 0, 3, 0); /* a second run: 3 < 5 */
+        CHECK_INT(eq_pop(&q, &ev), 0);
+        CHECK_INT(ev.id, 3);
+        CHECK_INT(eq_pop(&q, &ev), 0);
+        CHECK_INT(ev.id, 5);
+        CHECK(eq_empty(&q));
+    }
+    eq_free(&q);
+}
+
 int main(void)
 {
+    check_stale_first();
     for (int d = 1; d <= 2 * EQ_RUNS; d += 3)
         check_delays((unsigned)d, d, 20000);
     for (unsigned seed = 1; seed <= 20; seed++) {

@@ -6,7 +6,8 @@
  * cluster (max-min fair), both p2p modes, lockstep and slotted rings; for
  * every generated schedule, the busy times and memory ledgers too; a
  * generator that breaks gen.h's contract fails the run with its rank; the
- * same on a mesh of 1 << 20 ranks. */
+ * same on a mesh of 1 << 20 ranks; a ring without a hook (the engine's
+ * advance_ring) gives the same figures. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,8 @@ static int run(coll_spec *spec, net *nw, int stream_it, stream *s,
     eng_sim *e = eng_new();
     prog_set *ps = prog_new(net_ranks(nw));
     eng_sink sink = {on_done, NULL, s};
-    eng_set_sink(e, &sink);
+    if (s) /* without one, a ring runs the engine's advance_ring */
+        eng_set_sink(e, &sink);
     spec->stream = stream_it;
     ps_err err;
     int rc = coll_run(spec, nw, e, ps, res, &err);
@@ -82,6 +84,15 @@ static void compare(coll_spec *spec, net *nw)
     CHECK_INT(rg.nranks, ra.nranks);
     CHECK(memcmp(ra.bytes_sent, rg.bytes_sent,
                  (size_t)ra.nranks * sizeof *ra.bytes_sent) == 0);
+    /* streamed without a completion hook: the same figures */
+    coll_result rn;
+    CHECK_INT(run(spec, nw, 1, NULL, &rn), 0);
+    CHECK(memcmp(&ra.time, &rn.time, sizeof ra.time) == 0);
+    CHECK_INT(rn.transfers, ra.transfers);
+    CHECK_INT(rn.steps, ra.steps);
+    CHECK(memcmp(ra.bytes_sent, rn.bytes_sent,
+                 (size_t)ra.nranks * sizeof *ra.bytes_sent) == 0);
+    coll_result_free(&rn);
     coll_result_free(&ra);
     coll_result_free(&rg);
     free(a.v);
@@ -176,7 +187,9 @@ static int broken_next(const gen_prog *g, int32_t lane, void *state,
     case 3: ops[1].flags = PROG_BATCH; break;  /* on the last op too */
     case 4: ops[0].type = PROG_COMPUTE; break; /* a compute op in a batch */
     case 5: return 3;                          /* longer than max_batch */
-    default: break;                            /* unbroken */
+    case 6: ops[0].msg = 0; break;      /* rank 1 sends on rank 0's channel */
+    case 7: ops[0].flags = 0; return 1; /* sends only: never received */
+    default: break;                     /* unbroken */
     }
     return 2;
 }
@@ -187,18 +200,30 @@ static void check_broken(void)
     eng_sim *e = eng_new();
     ps_err err;
     CHECK_INT(net_set_mesh(nw, 25e9, 5e-6, &err), 0);
-    for (int mode = 0; mode <= 5; mode++) {
+    for (int mode = 0; mode <= 6; mode++) {
         gen_prog g = {2,           2,           2,           mode == 5 ? 1 : 2,
-                      sizeof(int), broken_rank, broken_next, &mode};
+                      sizeof(int), broken_rank, broken_next, &mode,
+                      0,           GEN_ANY};
         eng_result res;
         CHECK_INT(eng_run_gen(e, &g, nw, ENG_RENDEZVOUS, &res, &err), PS_ERR);
-        CHECK_HAS(err.msg, "generated program: rank 0, op ");
-        CHECK_HAS(err.msg, mode == 5 ? "a batch longer than max_batch"
-                                     : "not an op, a batch or a channel");
+        CHECK_HAS(err.msg, mode == 6 ? "generated program: rank 1, op "
+                                     : "generated program: rank 0, op ");
+        CHECK_HAS(err.msg, mode == 5   ? "a batch longer than max_batch"
+                           : mode == 6 ? "a channel between two other ranks"
+                                       : "not an op, a batch or a channel");
     }
+    /* eager sends nobody receives: every lane ends, the run does not */
+    int unmet = 7;
+    gen_prog gu = {2,           2,           2,      2, sizeof(int),
+                   broken_rank, broken_next, &unmet, 0, GEN_ANY};
+    eng_result ru;
+    CHECK_INT(eng_run_gen(e, &gu, nw, ENG_EAGER, &ru, &err), PS_ERR);
+    CHECK_HAS(err.msg, "generated program: channel 0: a SEND never met by a "
+                       "RECV");
     /* and the same program unbroken runs: one exchange, a + x / b */
-    int ok = 6;
-    gen_prog g = {2, 2, 2, 2, sizeof(int), broken_rank, broken_next, &ok};
+    int ok = 8;
+    gen_prog g = {2,           2,           2,   2, sizeof(int),
+                  broken_rank, broken_next, &ok, 0, GEN_ANY};
     eng_result res;
     CHECK_INT(eng_run_gen(e, &g, nw, ENG_RENDEZVOUS, &res, &err), PS_OK);
     CHECK_NEAR(res.makespan, 5e-6 + 8 / 25e9);

@@ -15,18 +15,10 @@
 #include "fixture.h"
 #include "harness.h"
 
-/* The first column of the first row of sql as a double (NAN on error). */
+/* fixture_scalar under the short name every test here uses */
 static double scalar(rec_db *db, const char *sql)
 {
-    ps_err err;
-    rec_query *q = rec_query_new(db, sql, &err);
-    if (!q) {
-        printf("query failed: %s\n", err.msg);
-        return NAN;
-    }
-    double v = rec_query_step(q, &err) == 1 ? rec_query_double(q, 0) : NAN;
-    rec_query_free(q);
-    return v;
+    return fixture_scalar(db, sql);
 }
 
 static const char *text(rec_db *db, const char *sql, char *buf, size_t size)
@@ -78,8 +70,7 @@ static const char *const digests[] = {
 static void test_timeline_upgrade(void)
 {
     ps_err err = {0};
-    unlink("v5.db");
-    rec_db *db = rec_open("v5.db", &err);
+    rec_db *db = fixture_new_db("v5.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
     int64_t id = -1;
@@ -199,8 +190,7 @@ static void test_timeline_upgrade(void)
 static void test_stream(void)
 {
     ps_err err = {0};
-    unlink("stream.db");
-    rec_db *db = rec_open("stream.db", &err);
+    rec_db *db = fixture_new_db("stream.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
     int64_t id = -1;
@@ -288,10 +278,7 @@ static void test_stream(void)
 static void test_stream_full(void)
 {
     ps_err err = {0};
-    unlink("full.db");
-    unlink("full.db-wal");
-    unlink("full.db-shm");
-    rec_db *db = rec_open("full.db", &err);
+    rec_db *db = fixture_new_db("full.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
     int64_t id = -1;
@@ -329,8 +316,7 @@ static void test_stream_full(void)
 static void test_writer_signals(void)
 {
     ps_err err = {0};
-    unlink("sig.db");
-    rec_db *db = rec_open("sig.db", &err);
+    rec_db *db = fixture_new_db("sig.db", &err);
     eng_sink sink;
     CHECK_INT(rec_stream_begin(db, &sink, &err), 0);
     FILE *f = fopen("/proc/self/status", "r");
@@ -500,8 +486,7 @@ static void test_rows_blocks(void)
 static void test_levels_and_views(void)
 {
     ps_err err = {0};
-    unlink("levels.db");
-    rec_db *db = rec_open("levels.db", &err);
+    rec_db *db = fixture_new_db("levels.db", &err);
     CHECK(db != NULL);
     if (!db) {
         printf("%s\n", err.msg);
@@ -638,8 +623,7 @@ static void test_levels_and_views(void)
 static void test_rollback_and_append(void)
 {
     ps_err err = {0};
-    unlink("append.db");
-    rec_db *db = rec_open("append.db", &err);
+    rec_db *db = fixture_new_db("append.db", &err);
     fixture fx;
     CHECK_INT(fixture_run(&fx, "gpipe", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
     int64_t id = -1;
@@ -649,10 +633,7 @@ static void test_rollback_and_append(void)
     /* rank_stat is written after the timeline: a duplicate rank fails the
      * run after thousands of rows went in */
     rec_rank dup[4];
-    memcpy(dup, fx.ranks, 3 * sizeof dup[0]);
-    dup[3] = dup[1];
-    fx.pay.ranks = dup;
-    fx.pay.nranks = 4;
+    fixture_dup_rank(&fx, dup);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
     CHECK_INT(id, 0);
     CHECK_STR(err.msg, "append.db: run not recorded: UNIQUE constraint "
@@ -662,8 +643,7 @@ static void test_rollback_and_append(void)
     CHECK_INT(scalar(db, "SELECT count(*) FROM memory WHERE run <> 1"), 0);
     CHECK_INT(scalar(db, "SELECT count(*) FROM stage WHERE run <> 1"), 0);
 
-    fx.pay.ranks = fx.ranks;
-    fx.pay.nranks = 3;
+    fixture_ranks_back(&fx);
     CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
     CHECK_INT(id, 2);
     CHECK_INT(rec_close(db, &err), 0);
@@ -687,8 +667,7 @@ static void test_rollback_and_append(void)
 static void test_commit_per_run(void)
 {
     ps_err err = {0};
-    unlink("commit.db");
-    rec_db *db = rec_open("commit.db", &err);
+    rec_db *db = fixture_new_db("commit.db", &err);
     rec_db *rd = rec_open_read("commit.db", &err);
     CHECK(db != NULL && rd != NULL);
     rec_db *other = rec_open("commit.db", &err);
@@ -772,8 +751,7 @@ static void test_open_errors(void)
                        "exist");
 
     /* an SQLite file of someone else (user_version 0, tables present) */
-    unlink("other.db");
-    rec_db *db = rec_open("other.db", &err);
+    rec_db *db = fixture_new_db("other.db", &err);
     rec_query *q = rec_query_new(db, "PRAGMA user_version = 0", &err);
     CHECK(q != NULL);
     CHECK_INT(rec_query_step(q, &err), 0);

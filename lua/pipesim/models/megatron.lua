@@ -25,7 +25,7 @@ local FLAGS = {
     tensor_model_parallel_size = true, pipeline_model_parallel_size = true,
     num_layers_per_virtual_pipeline_stage = true, sequence_parallel = true,
     recompute_granularity = true, recompute_method = true, recompute_num_layers = true,
-    use_distributed_optimizer = true, overlap_grad_reduce = true,
+    use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
     accumulate_allreduce_grads_in_fp32 = true,
     -- pipesim
     cluster = true, name = true, record = true, db = true, schedule = true,
@@ -181,12 +181,23 @@ function M.build(a)
     -- go after the backward; with it, in buckets of max(40M, 1M x dp)
     -- elements as the backward produces them (DistributedDataParallelConfig
     -- bucket_size)
+    -- --overlap-param-gather: the distributed optimizer's all-gather of the
+    -- updated parameters overlaps the next step's forward (core/dp.h);
+    -- Megatron asserts the distributed optimizer and --overlap-grad-reduce
+    -- for it (arguments.py)
+    local pg = bool(a, "overlap_param_gather", false)
+    if pg and not (bool(a, "use_distributed_optimizer", false) and
+                   bool(a, "overlap_grad_reduce", false)) then
+        check.fail("megatron: overlap_param_gather needs use_distributed_optimizer and " ..
+            "overlap_grad_reduce")
+    end
     local grad_sync = a.grad_sync
     if grad_sync == nil then
         local gb = memory.grad_bytes
         if bool(a, "overlap_grad_reduce", false) then
             local b = math.max(40e6, 1e6 * dp) * gb
-            grad_sync = { bucket = b, first_bucket = b, overlap = true }
+            grad_sync = { bucket = b, first_bucket = b, overlap = true,
+                          overlap_param_gather = (pg and dp > 1) or nil }
         else
             grad_sync = { bucket = 2 ^ 53, first_bucket = 2 ^ 53, overlap = false }
         end

@@ -1,0 +1,68 @@
+-- overlap_param_gather (Megatron's --overlap-param-gather, core/dp.h): the
+-- distributed optimizer's all-gather moves from after the optimizer step
+-- to beside the forward, bucket by bucket, each dispatched when the
+-- forward reaches the bucket before it. Hand-computed against the same
+-- run without it; bad input.
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local F = require "fixtures"
+local ps = require "pipesim"
+
+local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
+-- ring all-gather on 2 ranks: (N-1)(a + T/(N b))
+local function ag2(bytes) return alpha + bytes / (2 * beta) end
+
+-- One stage, two replicas, one microbatch; two layers of forward 1 s,
+-- backward 2 s, 1e8 parameters each: one bucket per layer (4e8 fp32
+-- gradient bytes), all-gathered as 2e8 16-bit weight bytes. Without the
+-- overlap both all-gathers follow the optimizer step; with it the first
+-- (layer 0's, the forward's first) opens the step and the second runs
+-- beside layer 0's forward, which is longer: one all-gather less.
+local function run(pg)
+    local layers = {}
+    for i = 1, 2 do layers[i] = { fwd_time = 1, bwd_time = 2, params = 1e8 } end
+    return ps.run { cluster = F.mesh(2, beta, alpha), layers = layers, stages = 1,
+        microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
+        memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
+        grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", overlap = true,
+            overlap_param_gather = pg },
+        record = "events" }
+end
+local a = ag2(2e8)
+H.check(a < 1, "an all-gather is shorter than a layer's forward")
+local off, on = run(false), run(true)
+H.near(off.makespan - on.makespan, a, 1e-9, "one all-gather hidden behind the forward")
+H.near(off.exposed_comm[1] - on.exposed_comm[1], a, 1e-9,
+    "exposed: the first all-gather's wait instead of both after the step")
+H.check(on.exposed_comm[1] > a - 1e-12, "the first all-gather is exposed")
+
+-- an all-gather longer than the forward it hides behind: the forward waits
+-- for it (one layer of 1 s, its bucket's all-gather 1.5 s, of 3e9 bytes)
+do
+    local layers = {}
+    for i = 1, 2 do layers[i] = { fwd_time = 1, bwd_time = 2, params = 1.5e9 } end
+    local function run2(pg)
+        return ps.run { cluster = F.mesh(2, beta, alpha), layers = layers, stages = 1,
+            microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
+            memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
+            grad_sync = { bucket = 6e9, first_bucket = 6e9, algorithm = "ring",
+                overlap = true, overlap_param_gather = pg }, record = "none" }
+    end
+    local big = ag2(3e9)
+    H.check(big > 1, "this all-gather is longer than a layer's forward")
+    -- hidden: only the part of the second all-gather that layer 0's
+    -- forward covers, 1 s
+    H.near(run2(false).makespan - run2(true).makespan, 1, 1e-9,
+        "the second all-gather hides only behind layer 0's forward")
+end
+
+-- Megatron's flag sets it (with its two prerequisites)
+local flags = { num_layers = 4, hidden_size = 1024, num_attention_heads = 16, seq_length = 1024,
+    vocab_size = 32000, bf16 = true, world_size = 16, micro_batch_size = 1, global_batch_size = 64,
+    use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
+    cluster = ps.cluster(ps.clusters.dgx("H100", 2)) }
+local spec = ps.models.megatron(flags)
+H.eq(spec.grad_sync.overlap_param_gather, true, "megatron: --overlap-param-gather")
+flags.overlap_param_gather = nil
+H.eq(ps.models.megatron(flags).grad_sync.overlap_param_gather, nil, "megatron: off by default")
+H.done()

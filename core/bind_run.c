@@ -791,7 +791,8 @@ static int core_run(lua_State *L)
     if (rc)
         return bind_raise(L, &err);
 
-    lua_createtable(L, 0, 16);
+    /* the 20 fields below and ps.run's (tp, recompute, point, ...) */
+    lua_createtable(L, 0, 26);
     if (res.id > 0) {
         lua_pushinteger(L, res.id);
         lua_setfield(L, -2, "id");

@@ -23,6 +23,22 @@
 /* Statements                                                          */
 /* ------------------------------------------------------------------ */
 
+/* A run's stage and rank_stat rows go four to an INSERT: a statement
+ * execution costs about as much as the rows it writes. */
+#define STAGE_COLS                                                             \
+    "INSERT INTO stage(run, stage, rank, chunk, first_layer, last_layer, "     \
+    "fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes, "            \
+    "exposed_comm, tp_comm, tp_exposed) VALUES "
+#define STAGE_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define STAGE_NCOLS 15
+#define RANK_COLS                                                              \
+    "INSERT INTO rank_stat(run, rank, busy, bubble, static_memory, "           \
+    "peak_memory, t_peak, exposed_comm, capacity, fits, tp_comm, "             \
+    "tp_exposed) VALUES "
+#define RANK_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define RANK_NCOLS 12
+#define ROWS4(row) row ", " row ", " row ", " row
+
 static const char *const stmt_sql[NSTMT] = {
     [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
                "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
@@ -32,15 +48,10 @@ static const char *const stmt_sql[NSTMT] = {
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
                "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
                "?25, ?26, ?27, ?28, ?29)",
-    [ST_STAGE] = "INSERT INTO stage(run, stage, rank, chunk, first_layer, "
-                 "last_layer, fwd_flops, params, fwd_time, bwd_time, "
-                 "act_bytes, out_bytes, exposed_comm, tp_comm, tp_exposed) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                 "?13, ?14, ?15)",
-    [ST_RANK] = "INSERT INTO rank_stat(run, rank, busy, bubble, "
-                "static_memory, peak_memory, t_peak, exposed_comm, "
-                "capacity, fits, tp_comm, tp_exposed) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [ST_STAGE] = STAGE_COLS STAGE_ROW,
+    [ST_RANK] = RANK_COLS RANK_ROW,
+    [ST_STAGE4] = STAGE_COLS ROWS4(STAGE_ROW),
+    [ST_RANK4] = RANK_COLS ROWS4(RANK_ROW),
     [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
                 "time, algbw, busbw, protocol) VALUES (?1, ?2, ?3, ?4, ?5, "
                 "?6, ?7, ?8, ?9)",
@@ -295,52 +306,70 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     return PS_OK;
 }
 
+/* A stage row's values from parameter b + 1 on. */
+static void bind_stage(sqlite3_stmt *st, int b, int64_t id, const rec_stage *s)
+{
+    sqlite3_bind_int64(st, b + 1, id);
+    sqlite3_bind_int64(st, b + 2, s->stage);
+    sqlite3_bind_int64(st, b + 3, s->rank);
+    sqlite3_bind_int64(st, b + 4, s->chunk);
+    sqlite3_bind_int64(st, b + 5, s->first_layer);
+    sqlite3_bind_int64(st, b + 6, s->last_layer);
+    bind_real(st, b + 7, s->fwd_flops);
+    bind_real(st, b + 8, s->params);
+    bind_real(st, b + 9, s->fwd_time);
+    bind_real(st, b + 10, s->bwd_time);
+    bind_real(st, b + 11, s->act_bytes);
+    bind_real(st, b + 12, s->out_bytes);
+    bind_real(st, b + 13, s->exposed_comm);
+    bind_real(st, b + 14, s->tp_comm);
+    bind_real(st, b + 15, s->tp_exposed);
+}
+
+/* A rank_stat row's values from parameter b + 1 on. */
+static void bind_rank(sqlite3_stmt *st, int b, int64_t id, const rec_rank *r)
+{
+    sqlite3_bind_int64(st, b + 1, id);
+    sqlite3_bind_int64(st, b + 2, r->rank);
+    bind_real(st, b + 3, r->busy);
+    bind_real(st, b + 4, r->bubble);
+    bind_real(st, b + 5, r->static_memory);
+    bind_real(st, b + 6, r->peak_memory);
+    bind_real(st, b + 7, r->t_peak);
+    bind_real(st, b + 8, r->exposed_comm);
+    bind_real(st, b + 9, r->capacity > 0 ? r->capacity : NAN);
+    bind_fits(st, b + 10, r->fits);
+    bind_real(st, b + 11, r->tp_comm);
+    bind_real(st, b + 12, r->tp_exposed);
+}
+
 static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
                          ps_err *err)
 {
-    sqlite3_stmt *st = p->nstages > 0 ? rec_stmt(db, ST_STAGE, err) : NULL;
-    if (p->nstages > 0 && !st)
-        return PS_ERR;
-    for (int32_t i = 0; i < p->nstages && p->stages; i++) {
-        const rec_stage *s = &p->stages[i];
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, s->stage);
-        sqlite3_bind_int64(st, 3, s->rank);
-        sqlite3_bind_int64(st, 4, s->chunk);
-        sqlite3_bind_int64(st, 5, s->first_layer);
-        sqlite3_bind_int64(st, 6, s->last_layer);
-        bind_real(st, 7, s->fwd_flops);
-        bind_real(st, 8, s->params);
-        bind_real(st, 9, s->fwd_time);
-        bind_real(st, 10, s->bwd_time);
-        bind_real(st, 11, s->act_bytes);
-        bind_real(st, 12, s->out_bytes);
-        bind_real(st, 13, s->exposed_comm);
-        bind_real(st, 14, s->tp_comm);
-        bind_real(st, 15, s->tp_exposed);
+    /* four rows to a statement, the rest one by one, in order */
+    int32_t ns = p->stages ? p->nstages : 0;
+    for (int32_t i = 0; i < ns;) {
+        int four = ns - i >= 4;
+        sqlite3_stmt *st = rec_stmt(db, four ? ST_STAGE4 : ST_STAGE, err);
+        if (!st)
+            return PS_ERR;
+        for (int k = 0; k < (four ? 4 : 1); k++, i++)
+            bind_stage(st, k * STAGE_NCOLS, id, &p->stages[i]);
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }
-    st = p->nranks > 0 ? rec_stmt(db, ST_RANK, err) : NULL;
-    if (p->nranks > 0 && !st)
-        return PS_ERR;
-    for (int32_t i = 0; i < p->nranks && p->ranks; i++) {
-        const rec_rank *r = &p->ranks[i];
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, r->rank);
-        bind_real(st, 3, r->busy);
-        bind_real(st, 4, r->bubble);
-        bind_real(st, 5, r->static_memory);
-        bind_real(st, 6, r->peak_memory);
-        bind_real(st, 7, r->t_peak);
-        bind_real(st, 8, r->exposed_comm);
-        bind_real(st, 9, r->capacity > 0 ? r->capacity : NAN);
-        bind_fits(st, 10, r->fits);
-        bind_real(st, 11, r->tp_comm);
-        bind_real(st, 12, r->tp_exposed);
+    int32_t nr = p->ranks ? p->nranks : 0;
+    for (int32_t i = 0; i < nr;) {
+        int four = nr - i >= 4;
+        sqlite3_stmt *st = rec_stmt(db, four ? ST_RANK4 : ST_RANK, err);
+        if (!st)
+            return PS_ERR;
+        for (int k = 0; k < (four ? 4 : 1); k++, i++)
+            bind_rank(st, k * RANK_NCOLS, id, &p->ranks[i]);
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }
+    sqlite3_stmt *st;
     int32_t ncoll = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
     for (int32_t k = 0; k < ncoll; k++) {
         const rec_collective *c = &p->collective[k];

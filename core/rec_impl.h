@@ -19,6 +19,8 @@ enum stmt_id {
     ST_RUN,
     ST_STAGE,
     ST_RANK,
+    ST_STAGE4, /* four stage rows in one INSERT (write_summary) */
+    ST_RANK4,  /* four rank_stat rows */
     ST_COLL,
     ST_LINK,
     ST_SPAN,

@@ -240,7 +240,13 @@ local function stage_rates(spec)
     return rates
 end
 
-local function resolve_partition(spec, layers, nstages)
+-- memo: a sweep's (prepare_run), whose layers are checked tables: an
+-- explicit list is resolved without the public wrapper's checks.
+local function resolve_partition(spec, layers, nstages, memo)
+    local part = spec.partition
+    if memo and type(part) == "table" then
+        return ps.partition.resolve_checked(part, layers, nstages)
+    end
     local opts = {}
     if spec.partition == "time" then
         opts.rates = stage_rates(spec)
@@ -353,6 +359,14 @@ local function json(v, out, seen)
     return out
 end
 
+-- json's text of v: for plain data (no metatables, userdata or strings to
+-- escape) from the binding's copy of put (core/bind_sweep.c), about 10x
+-- faster; put's own when the binding leaves it (nil).
+local json_plain = core.json_plain
+local function json_text(v)
+    return json_plain(v) or table.concat(json(v, {}))
+end
+
 -- The cluster's part of run.params, per cluster (a cluster's fields do
 -- not change).
 local CLUSTER_PARAMS = setmetatable({}, { __mode = "k" })
@@ -360,6 +374,16 @@ local CLUSTER_PARAMS = setmetatable({}, { __mode = "k" })
 -- The inputs of a run as a table for run.params (layers summarised: a
 -- sweep of thousands of runs should not store thousands of copies of the
 -- model).
+local function cluster_params(c)
+    local cp = CLUSTER_PARAMS[c]
+    if not cp then
+        cp = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
+               device = { memory = c.memory, flops_rate = c.flops_rate } }
+        CLUSTER_PARAMS[c] = cp
+    end
+    return cp
+end
+
 local function params_table(spec, partition)
     local p = {}
     for k, v in pairs(spec) do
@@ -368,26 +392,44 @@ local function params_table(spec, partition)
     p.partition = partition
     p.layers = #spec.layers
     local c = spec.cluster
-    if c then
-        local cp = CLUSTER_PARAMS[c]
-        if not cp then
-            cp = { ranks = c.ranks, gpus_per_node = c.gpus_per_node,
-                   device = { memory = c.memory, flops_rate = c.flops_rate } }
-            CLUSTER_PARAMS[c] = cp
-        end
-        p.cluster = cp
-    end
+    if c then p.cluster = cluster_params(c) end
     return p
 end
+
+-- The number of params_table(spec, partition)'s keys without building
+-- it (a table filled key by key costs a rehash every power of two, and
+-- pairs a C call per key): spec's (core/bind_sweep.c) less layers,
+-- cluster and tags, plus partition and layers, plus cluster when there is
+-- one; nil for a spec with a metatable (pairs could see other keys).
+local count_fields = core.count_fields
+local function param_count(spec)
+    local n = count_fields(spec)
+    if not n then return nil end
+    if spec.layers ~= nil then n = n - 1 end
+    if spec.cluster ~= nil then n = n - 1 end
+    if spec.tags ~= nil then n = n - 1 end
+    if spec.partition == nil then n = n + 1 end
+    n = n + 1 -- layers
+    if spec.cluster then n = n + 1 end
+    return n
+end
+
+-- How params_json's memo finds each key's value: from spec, or the three
+-- params_table makes itself.
+local PARAM_SPEC, PARAM_PARTITION, PARAM_LAYERS, PARAM_CLUSTER, PARAM_NONE = 0, 1, 2, 3, 4
+local PARAM_KIND = { partition = PARAM_PARTITION, layers = PARAM_LAYERS,
+                     cluster = PARAM_CLUSTER, tags = PARAM_NONE }
 
 -- Whether a and b have the same JSON text for certain: the same table
 -- (a sweep's memo lives only while no user code can change one), string or
 -- boolean, or the same number of the same kind (1 and 1.0 print alike but
 -- 2^60 does not; 0.0 and -0.0 are equal and print apart).
+local mtype = math.type
 local function same_value(a, b)
     if a ~= b then return false end
-    if type(a) ~= "number" then return true end
-    return math.type(a) == math.type(b) and (a ~= 0 or 1 / a == 1 / b)
+    local ta = mtype(a) -- nil for anything but a number
+    if ta == nil then return true end
+    return ta == mtype(b) and (a ~= 0 or 1 / a == 1 / b)
 end
 
 -- run.params as JSON. m: a sweep's memo entry (prepare_run), or nil. With
@@ -395,42 +437,59 @@ end
 -- and a later point with the same keys encodes only the fields whose
 -- values differ: the same text as json gives, without a sort or a walk
 -- of the unchanged fields per point.
+local PARAMS_OUT = {} -- params_json's pieces (filled from 1 each call)
+
 local function params_json(spec, partition, m)
-    local p = params_table(spec, partition)
     local pj = m and m.params
     if not pj then
-        local text = table.concat(json(p, {}))
+        local p = params_table(spec, partition)
+        local text = json_text(p)
         if m and next(p) ~= nil then
             local keys = {}
             for k in pairs(p) do keys[#keys + 1] = k end
             table.sort(keys)
-            local vals, frag = {}, {}
+            -- each key's text and its field's, with the comma before it
+            local vals, frag, kinds, qk = {}, {}, {}, {}
             for i, k in ipairs(keys) do
                 vals[i] = p[k]
-                frag[i] = qkey(k) .. table.concat(json(p[k], {}))
+                qk[i] = (i > 1 and "," or "") .. qkey(k)
+                frag[i] = qk[i] .. json_text(p[k])
+                kinds[i] = PARAM_KIND[k] or PARAM_SPEC
             end
-            m.params = { keys = keys, vals = vals, frag = frag, n = #keys }
+            m.params = { keys = keys, vals = vals, frag = frag, kinds = kinds, qk = qk,
+                         n = #keys }
         end
         return text
     end
-    local keys, vals, frag = pj.keys, pj.vals, pj.frag
-    local n = 0
-    for _ in pairs(p) do n = n + 1 end
-    if n ~= pj.n then return table.concat(json(p, {})) end
-    local out = { "{" }
+    local keys, vals, frag, kinds, qk = pj.keys, pj.vals, pj.frag, pj.kinds, pj.qk
+    local n = param_count(spec)
+    if n ~= pj.n then return json_text(params_table(spec, partition)) end
+    -- the same keys as the first point's (as many, all present)
+    local out, no = PARAMS_OUT, 1
+    out[1] = "{"
     for i = 1, n do
-        local v = p[keys[i]]
-        if v == nil then return table.concat(json(p, {})) end
-        if i > 1 then out[#out + 1] = "," end
+        local kind, v = kinds[i], nil
+        if kind == PARAM_SPEC then
+            v = spec[keys[i]]
+        elseif kind == PARAM_PARTITION then
+            v = partition
+        elseif kind == PARAM_LAYERS then
+            v = #spec.layers
+        elseif kind == PARAM_CLUSTER then
+            local c = spec.cluster
+            v = c and cluster_params(c) or nil
+        end
+        if v == nil then return json_text(params_table(spec, partition)) end
         if same_value(v, vals[i]) then
-            out[#out + 1] = frag[i]
+            no = no + 1; out[no] = frag[i]
         else
-            out[#out + 1] = qkey(keys[i])
-            json(v, out)
+            no = no + 1; out[no] = qk[i]
+            local text = json_plain(v)
+            if text then no = no + 1; out[no] = text else no = put(v, out, no, {}) end
         end
     end
-    out[#out + 1] = "}"
-    return table.concat(out)
+    no = no + 1; out[no] = "}"
+    return table.concat(out, "", 1, no)
 end
 
 -- The sweep's place of a run in progress (lua/pipesim/sweep.lua sets it
@@ -465,7 +524,9 @@ end
 -- (global batch = micro-batch size x microbatches x dp, as Megatron-LM's
 -- --global-batch-size = --micro-batch-size x num_microbatches x dp).
 local function run_meta(fn, spec)
-    local m = {}
+    -- every key named: the constructor sizes the table once
+    local m = { sweep = nil, point = nil, point_index = nil, tags = nil, model = nil,
+                seq_length = nil, micro_batch = nil, global_batch = nil }
     if SWEEP_AT then
         m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
     end
@@ -510,14 +571,37 @@ end
 -- nil for a value that cannot be a key (NaN).
 local function plan_slot(m, spec)
     local node = m.plans
-    for _, k in ipairs(PLAN_FIELDS) do
-        local v = spec[k]
+    for i = 1, #PLAN_FIELDS do
+        local v = spec[PLAN_FIELDS[i]]
         if v == nil then v = NIL elseif v ~= v then return nil end
         local nxt = node[v]
         if not nxt then nxt = {}; node[v] = nxt end
         node = nxt
     end
     return node
+end
+
+-- The fields core.check_run reads besides the names and the layers. In a
+-- sweep's memo the names are known (the first point's run table passed
+-- the check, and lua/pipesim/sweep.lua checks every point's names against
+-- the same list) and the layers are the sealed ones, so a point whose
+-- values of these equal those of a point that passed would pass too (the
+-- binding takes 4 and 4.0 alike): it is not checked again.
+local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp" }
+
+local function checked_before(m, spec)
+    local last = m.checked
+    if not last then return false end
+    for i = 1, #CHECK_FIELDS do
+        if spec[CHECK_FIELDS[i]] ~= last[i] then return false end
+    end
+    return true
+end
+
+local function remember_checked(m, spec)
+    local last = m.checked or {}
+    for i = 1, #CHECK_FIELDS do last[i] = spec[CHECK_FIELDS[i]] end
+    m.checked = last
 end
 
 -- Everything ps.run does before the core: field checks, model lowering
@@ -531,10 +615,15 @@ local function prepare_run(spec, memo)
     local m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
     local checked, err
     if m and m.sealed then
-        checked, err = pcall(core.check_run, spec, m.sealed)
+        if not checked_before(m, spec) then
+            checked, err = pcall(core.check_run, spec, m.sealed)
+            if checked then remember_checked(m, spec) end
+        else
+            checked = true
+        end
     else
         checked, err = pcall(core.check_run, spec, m ~= nil)
-        if checked and m then m.sealed = err end
+        if checked and m then m.sealed = err; remember_checked(m, spec) end
     end
     if not checked then error("ps.run: " .. err, 0) end
     local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
@@ -551,7 +640,9 @@ local function prepare_run(spec, memo)
     if m then -- parallel.applies, its scan of the layers done once
         if m.shaped == nil then m.shaped = parallel.applies { layers = spec.layers } end
         applies = m.shaped
-        for k in pairs(parallel.FIELDS) do applies = applies or spec[k] ~= nil end
+        if not applies then
+            for k in pairs(parallel.FIELDS) do applies = applies or spec[k] ~= nil end
+        end
     else
         applies = parallel.applies(spec)
     end
@@ -572,20 +663,28 @@ local function prepare_run(spec, memo)
             if slot then slot.plan, slot.finish = plan, {} end
         end
         layers = plan.layers
-        pspec = {}
-        for k, val in pairs(spec) do pspec[k] = val end
-        pspec.layers = layers
-        if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
+        -- the plan's ranks for partition = "time" (stage_rates), the only
+        -- partition that reads more of the table than its partition field
+        if spec.partition == "time" then
+            pspec = {}
+            for k, val in pairs(spec) do pspec[k] = val end
+            pspec.layers = layers
+            if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
+        end
     end
     local p = spec.partition
     if p == "params" or p == "flops" or p == "time" then
         layers = normalize_layers(layers)
     end
     local partition
-    ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v)
+    ok, partition = pcall(resolve_partition, pspec or spec, layers, stages * v, m)
     if not ok then error("ps.run: " .. partition, 0) end
-    local args = {}
-    for k, val in pairs(spec) do args[k] = val end
+    -- sized for the fields set below and by parallel.finish
+    local args = core.copy_fields(spec, nil, 12)
+    if not args then
+        args = {}
+        for k, val in pairs(spec) do args[k] = val end
+    end
     args.layers = layers
     args.partition = partition
     if plan then
@@ -647,7 +746,13 @@ end
 function ps.run(spec)
     expect_table("ps.run", spec)
     if spec.meta ~= nil then error("ps.run: unknown field 'meta'", 2) end
-    check_live("ps.run", spec.cluster)
+    -- a base sweep's cluster, live at its first point, stays so: no
+    -- script code runs between the points
+    local memo = SWEEP_AT and SWEEP_AT.memo
+    if not (memo and memo.live ~= nil and rawequal(memo.live, spec.cluster)) then
+        check_live("ps.run", spec.cluster)
+        if memo and spec.cluster ~= nil then memo.live = spec.cluster end
+    end
     local searched
     if spec.partition == "search" then
         local checked, err = pcall(core.check_run, spec)
@@ -659,7 +764,7 @@ function ps.run(spec)
     -- the binding checks the fields read below (names at the top, counts,
     -- every layer) before anything is computed from them; core.run checks
     -- the rest
-    local ok, args, plan, partition, m = pcall(prepare_run, spec, SWEEP_AT and SWEEP_AT.memo)
+    local ok, args, plan, partition, m = pcall(prepare_run, spec, memo)
     if not ok then error(args, 2) end
     if args.name == nil then
         args.name = type(spec.schedule) == "table" and "custom"

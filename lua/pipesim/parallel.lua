@@ -24,6 +24,9 @@ local METHODS = { uniform = true, block = true }
 -- The fields this module reads from ps.run and removes before the core.
 M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
              recompute_method = true, recompute_layers = true, tp_overlap = true }
+local FIELD_LIST = {} -- M.FIELDS' names, for loops without pairs
+for k in pairs(M.FIELDS) do FIELD_LIST[#FIELD_LIST + 1] = k end
+table.sort(FIELD_LIST)
 
 -- Does ps.run need this module? Model layers (with a shape) or any TP or
 -- recompute field.
@@ -478,22 +481,38 @@ end
 
 -- finish's fields of args beside the layers; stage_params: parameters per
 -- pipeline rank (index from 1).
-local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype)
+local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype, memo)
     local o = plan.o
     args.checkpoint = full
     if dev and spec.optimizer_time == nil then
         -- every rank runs its own step; the core takes one figure, so the
         -- most loaded rank's (the step ends when the slowest is done)
         local most = 0
-        for _, p in pairs(stage_params) do most = math.max(most, p) end
+        for r = 1, #stage_params do -- ranks 1..p, all set
+            local p = stage_params[r]
+            if p > most then most = p end
+        end
         if dtype == nil then dtype = first_dtype(spec) end
-        args.optimizer_time = roofline.optimizer_time(dev, most, dtype)
+        -- a sweep's plan (finish_memo): kept per figure, for its device
+        local times = memo and memo.opt_dev == dev and memo.opt_times or nil
+        local t = times and times[most] or nil
+        if t == nil then
+            t = roofline.optimizer_time(dev, most, dtype)
+            if memo then
+                if not times then
+                    times = {}
+                    memo.opt_dev, memo.opt_times = dev, times
+                end
+                times[most] = t
+            end
+        end
+        args.optimizer_time = t
     end
     if plan.ranks then
         args.ranks = plan.ranks
         args.placement = nil
     end
-    for k in pairs(M.FIELDS) do args[k] = nil end
+    for i = 1, #FIELD_LIST do args[FIELD_LIST[i]] = nil end
     -- recorded in the run row (core/rec.c)
     args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
     plan.partition = partition
@@ -515,17 +534,26 @@ local function finish_memo(plan, partition, args, dev, spec, memo)
         memo.params, memo.dtype = prm, first_dtype(spec) or false
     end
     local prm = memo.params
+    -- a stage's sum by its first layer and count: partitions share stages
+    local sums = memo.sums
+    if not sums then sums = {}; memo.sums = sums end
+    local stride = #prm + 1
     local stage_params = {}
     local at = 0
     for sidx, count in ipairs(partition) do
-        local p = 0
-        for i = at + 1, at + count do p = p + prm[i] end
+        local key = at * stride + count
+        local p = sums[key]
+        if p == nil then
+            p = 0
+            for i = at + 1, at + count do p = p + prm[i] end
+            sums[key] = p
+        end
         local r = (sidx - 1) % spec.stages + 1
         stage_params[r] = (stage_params[r] or 0) + p
         at = at + count
     end
     args.layers = memo.sealed
-    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil)
+    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil, memo)
 end
 
 -- finish(plan, partition, args, dev): with the partition known, marks the
@@ -610,11 +638,18 @@ end
 function M.annotate(r, plan)
     local o = plan.o
     r.tp, r.sequence_parallel, r.recompute = o.tp, o.sp, o.recompute
-    for _, l in ipairs(plan.layers) do
-        if l.kind == "block" and l.tp_comm_fwd then
-            r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
-            break
+    -- the first block with TP collectives, found once per layer list (a
+    -- sweep's plan keeps its list)
+    if plan.annotated ~= plan.layers then
+        plan.tp_block = false
+        for _, l in ipairs(plan.layers) do
+            if l.kind == "block" and l.tp_comm_fwd then plan.tp_block = l; break end
         end
+        plan.annotated = plan.layers
+    end
+    local l = plan.tp_block
+    if l then
+        r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
     end
     if plan.groups then r.tp_groups = plan.groups end
 end

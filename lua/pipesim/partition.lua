@@ -427,21 +427,29 @@ local function first_last(part, layers, p)
     return with_pins(counts, lead, trail)
 end
 
+local mtype = math.type
+
 local function explicit(part, layers, p)
     local n = #layers
     if #part ~= p then
         fail("partition lists %d stages but the run has %d", #part, p)
     end
-    local sum = 0
+    local sum, ints = 0, true
     for s = 1, p do
         local c = part[s]
-        if type(c) ~= "number" or c ~= math.floor(c) then
-            fail("partition: stage %d count must be an integer, got %s", s - 1, check.show(c))
+        -- integers pass the first check as they are (one C call, not two)
+        if mtype(c) ~= "integer" then
+            ints = false
+            if type(c) ~= "number" or c ~= math.floor(c) then
+                fail("partition: stage %d count must be an integer, got %s", s - 1, check.show(c))
+            end
         end
         if c <= 0 then fail("partition: stage %d has %d layers", s - 1, c) end
         sum = sum + c
     end
     if sum ~= n then fail("partition sums to %d layers but the model has %d", sum, n) end
+    -- a constructor sizes the list once
+    if ints then return { table.unpack(part, 1, p) } end
     local counts = {}
     for s = 1, p do counts[s] = math.tointeger(part[s]) or part[s] end
     return counts
@@ -502,6 +510,22 @@ local function resolve(part, layers, p, opts)
         return explicit(part, layers, p)
     end
     fail("partition must be %s, got %s", NAMED, check.show(part))
+end
+
+-- resolve_checked(partition, layers, stages): resolve for an explicit list
+-- or { first, last } and layers the caller has checked (a non-empty list
+-- of tables: ps.sweep's memo, lua/pipesim/init.lua), without the public
+-- wrapper's pcall and option check; the same counts and messages, raised
+-- without a position.
+function M.resolve_checked(part, layers, p)
+    p = check.posint(p, "partition: number of stages")
+    if p > #layers then
+        fail("partition: %d layers cannot fill %d stages without an empty stage", #layers, p)
+    end
+    if part.first ~= nil or part.last ~= nil or (next(part) ~= nil and #part == 0) then
+        return (first_last(part, layers, p))
+    end
+    return (explicit(part, layers, p))
 end
 
 -- resolve(partition, layers, stages, opts) -> counts[, weights]: what ps.run

@@ -92,18 +92,19 @@ end
 
 -- A point's values for JSON: clusters and other userdata by name (their
 -- addresses would differ between runs), functions refused.
-local function plain(v, where)
+-- i: the point's index, for the message.
+local function plain(v, i)
     local t = type(v)
     if t == "table" then
         local out = {}
-        for k, x in pairs(v) do out[k] = plain(x, where) end
+        for k, x in pairs(v) do out[k] = plain(x, i) end
         return out
     elseif t == "userdata" then
         local ok, name = pcall(function() return v.name end)
         return ok and name or "userdata"
     elseif t == "function" or t == "thread" then
-        fail("%s: values must be data (numbers, strings, booleans, tables, clusters), got a %s",
-            where, t)
+        fail("points[%d]: values must be data (numbers, strings, booleans, tables, clusters), " ..
+            "got a %s", i, t)
     end
     return v
 end
@@ -164,12 +165,25 @@ local function parse(spec, json)
     if base then
         -- the coordinates are fields of the run table: check their names now
         local known = base.op ~= nil and core.fields.collective or core.fields.run
+        -- the names as a set: the binding's check (and its message) only
+        -- for a point with a name outside it
+        local set = {}
+        for _, k in ipairs(known) do set[k] = true end
         for _, p in ipairs(points) do
-            local ok, err = pcall(check.known_fields, p, known, "space")
-            if not ok then fail("%s", err) end
+            local all = true
+            for k in pairs(p) do
+                if not set[k] then all = false; break end
+            end
+            if not all then
+                local ok, err = pcall(check.known_fields, p, known, "space")
+                if not ok then fail("%s", err) end
+            end
         end
         run = function(p)
-            local t = copy(base)
+            -- in one go, sized for ps.run's fields (core/bind_sweep.c)
+            local t = core.copy_fields(base, p)
+            if t then return t end
+            t = copy(base)
             for k, v in pairs(p) do t[k] = v end
             return t
         end
@@ -178,7 +192,9 @@ local function parse(spec, json)
     if jobs ~= nil then jobs = check.int(jobs, "ps.sweep", "jobs", 1, 1024) end
     local jsons = {}
     for i, p in ipairs(points) do
-        jsons[i] = table.concat(json(plain(p, string.format("points[%d]", i)), {}))
+        -- plain data as it is (core/bind_sweep.c), else a copy with
+        -- clusters by name
+        jsons[i] = core.json_plain(p) or table.concat(json(plain(p, i), {}))
     end
     return name, points, jsons, run, jobs, base ~= nil
 end
@@ -202,28 +218,32 @@ function M.run(ps, spec, hooks)
     local mine = {}
     for i = shard_k, #points - 1, shard_n do mine[#mine + 1] = i end
 
+    local function where(i)
+        return string.format("ps.sweep: '%s' point_index %d %s: ", name, i, jsons[i + 1])
+    end
+    -- the sweep's place, one table set anew for each point (ps.run copies
+    -- what it records from it)
+    local at = { sweep = name, memo = memo }
     -- evaluates the j-th of this process's points; raises a one-line
     -- message naming the point
     local function eval(j)
         local i = mine[j]
         local p = points[i + 1]
-        local function where()
-            return string.format("ps.sweep: '%s' point_index %d %s: ", name, i, jsons[i + 1])
-        end
         local okr, t = pcall(run, p)
-        if not okr then error(where() .. tostring(t), 0) end
+        if not okr then error(where(i) .. tostring(t), 0) end
         if type(t) ~= "table" or getmetatable(t) ~= nil then
-            error(where() .. "run must return a ps.run (or ps.collective) table, got " ..
+            error(where(i) .. "run must return a ps.run (or ps.collective) table, got " ..
                 (type(t) == "table" and "a table with a metatable" or check.show(t)), 0)
         end
-        hooks.at({ sweep = name, point = jsons[i + 1], point_index = i, memo = memo })
+        at.point, at.point_index = jsons[i + 1], i
+        hooks.at(at)
         local f = t.op ~= nil and ps.collective or ps.run
         local okf, r = pcall(f, t)
         hooks.at(nil)
         if not okf then
             -- ps.run blames its caller, this file: the point says where instead
             local msg = tostring(r):gsub("^[^\n]-sweep%.lua:%d+: ", "")
-            error(where() .. msg, 0)
+            error(where(i) .. msg, 0)
         end
         r.point = p
         r.point_index = i

@@ -557,9 +557,20 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.last_step = malloc((size_t)N * sizeof *g.last_step);
     if (!g.sent || !g.lane || !g.last_step)
         g.oom = 1;
+    /* nvls's fixed latency (NCCL's 25 us hop latency, coll_proto.c), which
+     * coll_run adds in closed form: here a delay at the head of every
+     * rank's share, which holds the communication lane and leaves the
+     * device to compute. The ring's and tree's protocol latencies are not
+     * charged inside a training step (README "Protocols"). */
+    double over = spec->bytes > 0 && algo == COLL_NVLS
+                      ? coll_proto_overhead(spec, N, algo, proto, g.channels)
+                      : 0;
     for (int32_t i = 0; i < N && !g.oom; i++) {
         g.lane[i] = lanes[i];
         g.last_step[i] = -1; /* never batched with the lane's earlier ops */
+        prog_op d = prog_delay(PROG_COLL, -1, over);
+        if (over > 0 && prog_push(ps, lanes[i], &d))
+            g.oom = 1;
     }
     rc = emit(&g, spec, &v, algo, chunks)
              ? ps_errf(err, "out of memory generating a collective")

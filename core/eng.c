@@ -174,8 +174,9 @@ static inline void done(eng_sim *e, int32_t l, const prog_op *op)
 }
 
 /* Lane states (asserts, free under NDEBUG): a lane is READY only in the
- * ring, COMPUTING only while it holds its device, waiting in exactly one
- * wait (device list, signal list or batch); DONE and STALLED are final. */
+ * ring, COMPUTING only while it holds its device or runs a DELAY, waiting in
+ * exactly one wait (device list, signal list or batch); DONE and STALLED are
+ * final. */
 static void make_ready(eng_sim *e, int32_t lane)
 {
     assert(e->lane[lane].state != LANE_DONE &&
@@ -325,6 +326,14 @@ static void advance(eng_sim *e, int32_t l, double now)
                 e->oom = 1;
             e->ops++;
             return;
+        case PROG_DELAY: /* the lane waits; the device stays free */
+            op->t_start = now;
+            op->t_end = now + op->seconds;
+            lr->state = LANE_COMPUTING;
+            if (eq_push(&e->q, op->t_end, EQ_COMPUTE, l, 0))
+                e->oom = 1;
+            e->ops++;
+            return;
         case PROG_SIGNAL: {
             e->raised[op->msg] = 1;
             op->t_start = op->t_end = now;
@@ -399,6 +408,13 @@ static void compute_done(eng_sim *e, int32_t l)
 {
     prog_lane *lane = &e->ps->lanes[l];
     const prog_op *op = &lane->ops[e->lane[l].pc];
+    if (op->type == PROG_DELAY) { /* held no device */
+        assert(e->lane[l].state == LANE_COMPUTING);
+        done(e, l, op);
+        e->lane[l].pc++;
+        make_ready(e, l);
+        return;
+    }
     assert(e->lane[l].state == LANE_COMPUTING && e->device[lane->rank] == l);
     e->busy[l] += op->t_end - op->t_start;
     if (op->mem < 0)

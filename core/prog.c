@@ -215,6 +215,17 @@ prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
     return op;
 }
 
+prog_op prog_delay(enum prog_kind kind, int32_t tag, double seconds)
+{
+    prog_op op = {0};
+    op.type = PROG_DELAY;
+    op.kind = (uint8_t)kind;
+    op.tag = tag;
+    op.mb = -1;
+    op.seconds = seconds;
+    return op;
+}
+
 static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg, double bytes,
                    enum prog_kind kind, int32_t mb, unsigned flags)
 {
@@ -284,6 +295,9 @@ void prog_describe(const prog_op *op, char *buf, int size)
         break;
     case PROG_WAIT:
         snprintf(buf, (size_t)size, "wait for signal %d", (int)op->msg);
+        break;
+    case PROG_DELAY:
+        snprintf(buf, (size_t)size, "delay of %g s", op->seconds);
         break;
     default:
         snprintf(buf, (size_t)size, "op of unknown type %d", (int)op->type);
@@ -375,7 +389,7 @@ int prog_seal(prog_set *ps, ps_err *err)
                     waits++;
                 continue;
             }
-            if (op->type == PROG_COMPUTE) {
+            if (op->type == PROG_COMPUTE || op->type == PROG_DELAY) {
                 if (!(op->seconds >= 0) || op->seconds > 1e300) {
                     rc = op_error(err, lane, op, "has an invalid duration");
                     break;

@@ -23,7 +23,9 @@ enum prog_type {
     PROG_SEND,    /* sends `bytes` of message `msg` to rank `peer` */
     PROG_RECV,    /* receives message `msg` from rank `peer` */
     PROG_SIGNAL,  /* raises signal `msg` (instant) */
-    PROG_WAIT     /* blocks the lane until signal `msg` has been raised */
+    PROG_WAIT,    /* blocks the lane until signal `msg` has been raised */
+    PROG_DELAY    /* holds the lane for `seconds` without the device: a
+                     fixed latency (a collective protocol's, coll.c) */
 };
 
 /* Compute kinds; SEND/RECV reuse them to say what is moved (F: activation,
@@ -154,6 +156,7 @@ static inline int32_t prog_new_signal(prog_set *ps)
 /* Convenience constructors for the common ops. */
 prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
                      int32_t mb, double seconds, double mem);
+prog_op prog_delay(enum prog_kind kind, int32_t tag, double seconds);
 prog_op prog_send(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
                   int32_t mb, unsigned flags);
 prog_op prog_recv(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,

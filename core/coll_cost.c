@@ -1,7 +1,8 @@
 /* Collective cost models: alpha-beta closed forms on a mesh, and off a mesh
  * step-by-step costs from the flows each step runs (route latency, share of
- * each link); `auto` picks the candidate with the lowest predicted time.
- * Pure functions of the spec and the network: nothing here runs the engine. */
+ * each link), at a given number of bytes on the wire. The protocols' wire
+ * bytes and `auto`'s choice on top of them are coll_choose.c. Pure
+ * functions of the spec and the network: nothing here runs the engine. */
 #include "coll.h"
 
 #include <math.h>
@@ -736,8 +737,8 @@ static int flows_min_bw(const net *nw, const int32_t *src, const int32_t *dst,
  * mesh N b / steps. Tree: in the steady state every edge of both trees of
  * every channel carries a chunk of T / (2 k C) at once, k chunks in all
  * (dbt_cost), 2 C b; on a mesh 2 b. Returns 0, or -1 when out of memory. */
-static int asym_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
-                      int algo, double *A)
+int coll_cost_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
+                    int algo, double *A)
 {
     int32_t N = v->N, rpn = spec->ranks_per_node;
     int32_t C = coll_ring_channels(spec, nw, v);
@@ -789,121 +790,9 @@ static int asym_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
     return rc;
 }
 
-int coll_cost_wire(const coll_spec *spec, const net *nw, const coll_view *v,
-                   int algo, int proto, double *wire, ps_err *err)
-{
-    int32_t N = v->N;
-    *wire = coll_wire(spec, algo, proto, N);
-    int32_t nodes = coll_proto_nodes(spec, N);
-    int32_t ch =
-        nodes > 1 ? coll_ring_channels(spec, nw, v) : spec->hw.channels;
-    double cap = coll_proto_cap(spec, algo, proto, nodes, ch);
-    if (N < 2 || isinf(cap))
-        return PS_OK;
-    /* the cap as algorithm bandwidth: NCCL's busBw x nRanks / nsteps for
-     * the ring, x .5 for the tree (tuning.cc, "Convert bus BW to algorithm
-     * BW") */
-    double acap =
-        algo == COLL_TREE ? cap * .5 : cap / coll_busbw_factor(spec->op, N);
-    double A;
-    if (asym_algbw(spec, nw, v, algo, &A))
-        return ps_errf(err, "out of memory");
-    if (isfinite(A) && A / acap > *wire)
-        *wire = A / acap;
-    return PS_OK;
-}
-
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
-                      int algo, double *seconds, int32_t *chunks, ps_err *err)
+                      int algo, double bytes, double *seconds, int32_t *chunks,
+                      ps_err *err)
 {
-    return predict(spec, nw, v, algo, (double)spec->bytes, seconds, chunks,
-                   err);
-}
-
-int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
-                            const coll_view *v, int algo, int proto,
-                            double *seconds, int32_t *chunks, ps_err *err)
-{
-    if (proto > COLL_PROTO_NONE && !coll_algo_has_proto(algo))
-        return ps_errf(err,
-                       "%s: protocol '%s' applies to ring, tree and nvls "
-                       "(NCCL's algorithms), not %s",
-                       coll_op_names_[spec->op], coll_proto_name(proto),
-                       coll_algo_name(algo));
-    if (algo == COLL_NVLS && !coll_nvls_applies(spec, v->N))
-        return ps_errf(err, "allreduce: nvls does not apply here");
-    if (algo == COLL_NVLS)
-        proto = COLL_SIMPLE;
-    double w;
-    int rc = coll_cost_wire(spec, nw, v, algo, proto, &w, err);
-    if (rc == PS_OK)
-        rc = predict(spec, nw, v, algo, (double)spec->bytes * w, seconds,
-                     chunks, err);
-    if (rc == PS_OK && spec->bytes > 0)
-        *seconds += coll_proto_overhead(spec, v->N, algo, proto,
-                                        coll_ring_channels(spec, nw, v));
-    return rc;
-}
-
-int coll_predict(const coll_spec *spec, const net *nw, int algo,
-                 double *seconds, int32_t *chunks, ps_err *err)
-{
-    coll_view v;
-    int rc = coll_check_spec(spec, nw, &v, err);
-    if (rc == PS_OK && spec->protocol == COLL_PROTO_AUTO) {
-        int p = COLL_PROTO_AUTO, a = algo;
-        coll_spec one = *spec;
-        one.candidates = 1u << algo;
-        rc = coll_cost_choose(&one, nw, &v, &a, &p, seconds, chunks, err);
-    } else if (rc == PS_OK) {
-        rc = coll_cost_predict_proto(spec, nw, &v, algo, spec->protocol,
-                                     seconds, chunks, err);
-    }
-    coll_view_free(&v);
-    return rc;
-}
-
-int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
-                     int *algo, int *proto, double *pred, int32_t *chunks,
-                     ps_err *err)
-{
-    int want = *proto;
-    *algo = -1;
-    *pred = INFINITY;
-    for (const int *a = coll_op_algos_[spec->op]; *a >= 0; a++) {
-        if (spec->candidates && !(spec->candidates & (1u << *a)))
-            continue;
-        if (want != COLL_PROTO_NONE && !coll_algo_has_proto(*a))
-            continue;
-        int p0 = want == COLL_PROTO_AUTO ? COLL_LL : want;
-        int p1 = want == COLL_PROTO_AUTO ? COLL_SIMPLE : want;
-        if (*a == COLL_NVLS) { /* simple only, where the switch has it */
-            if (!coll_nvls_applies(spec, v->N) ||
-                (want != COLL_PROTO_AUTO && want != COLL_PROTO_NONE &&
-                 want != COLL_SIMPLE))
-                continue;
-            p0 = p1 = COLL_SIMPLE;
-        }
-        for (int p = p0; p <= p1; p++) {
-            double t;
-            int32_t k;
-            if (coll_cost_predict_proto(spec, nw, v, *a, p, &t, &k, NULL))
-                continue; /* does not apply here (hierarchical without
-                             nodes) */
-            if (t < *pred) {
-                *pred = t;
-                *algo = *a;
-                *proto = p;
-                *chunks = k;
-            }
-        }
-    }
-    if (*algo < 0)
-        return ps_errf(err,
-                       want == COLL_PROTO_NONE
-                           ? "%s: no candidate algorithm applies"
-                           : "%s: no candidate algorithm has protocols "
-                             "(ring, tree)",
-                       coll_op_names_[spec->op]);
-    return PS_OK;
+    return predict(spec, nw, v, algo, bytes, seconds, chunks, err);
 }

@@ -50,16 +50,24 @@ static inline int64_t coll_stride(enum coll_op op, int64_t n)
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
                            const coll_view *v);
 
-/* The cost model of algo for a checked spec (coll_predict without the
- * check); err may be NULL. Fails when algo does not apply. */
+/* The cost model of algo for a checked spec moving `bytes` on the wire
+ * (coll_cost.c; spec->bytes times the protocol's wire factor); err may be
+ * NULL. Fails when algo does not apply. */
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
-                      int algo, double *seconds, int32_t *chunks, ps_err *err);
+                      int algo, double bytes, double *seconds, int32_t *chunks,
+                      ps_err *err);
+
+/* The algorithm bandwidth ring or NCCL's tree reaches at large sizes at
+ * one wire byte per payload byte (coll_cost.c), into *A. Returns 0, or -1
+ * when out of memory. */
+int coll_cost_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
+                    int algo, double *A);
 
 /* The wire factor (bytes on the wire per payload byte) algo runs with
  * under proto: the protocol's (coll_wire), raised where NCCL's cap on the
  * protocol's bandwidth (coll_proto_cap) is below what the network gives
  * the algorithm at large sizes, so that the simulated bandwidth is the
- * cap. Fails only when out of memory. */
+ * cap (coll_choose.c). Fails only when out of memory. */
 int coll_cost_wire(const coll_spec *spec, const net *nw, const coll_view *v,
                    int algo, int proto, double *wire, ps_err *err);
 

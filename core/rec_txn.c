@@ -107,6 +107,7 @@ int rec_exec_sql(rec_db *db, const char *sql, ps_err *err)
 void rec_free_handle(rec_db *db)
 {
     rec_writer_free(db);
+    rec_sum_free(db);
     for (int i = 0; i < NSTMT; i++)
         sqlite3_finalize(db->st[i]);
     for (int i = 0; i < NROWS; i++)
@@ -245,12 +246,17 @@ static int commit_batch(rec_db *db, int pending, ps_err *err)
     db->batch_open = 0;
     int n = db->batch_runs;
     db->batch_runs = 0;
-    if (sqlite3_get_autocommit(db->db))
+    if (sqlite3_get_autocommit(db->db)) {
+        rec_sum_drop(db);
         return PS_OK; /* nothing open (cannot happen: runs release) */
+    }
     ps_err e;
     sqlite3_stmt *commit = rec_stmt(db, ST_COMMIT, &e);
-    if (commit && rec_step_done(db, commit, &e) == PS_OK)
+    /* the batch's summary rows (rec_sum.c) go in first */
+    int kept = rec_sum_flush(db, &e) == PS_OK;
+    if (kept && commit && rec_step_done(db, commit, &e) == PS_OK)
         return PS_OK;
+    rec_sum_drop(db);
     if (!sqlite3_get_autocommit(db->db))
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
     db->lost_runs += n - pending;
@@ -291,7 +297,10 @@ int rec_run_begin(rec_db *db, ps_err *err)
         db->batch_t0 = rec_monotonic();
     }
     sqlite3_stmt *sp = rec_stmt(db, ST_SAVEPOINT, err);
-    return sp ? rec_step_done(db, sp, err) : PS_ERR;
+    if (!sp || rec_step_done(db, sp, err))
+        return PS_ERR;
+    rec_sum_mark(db); /* the run's summary rows begin here */
+    return PS_OK;
 }
 
 int rec_run_commit(rec_db *db, ps_err *err)
@@ -304,6 +313,7 @@ int rec_run_commit(rec_db *db, ps_err *err)
     if (!release || rec_step_done(db, release, err))
         return PS_ERR;
     if (++db->batch_runs >= REC_BATCH_RUNS ||
+        rec_sum_pending(db) >= REC_SUM_MAX ||
         rec_monotonic() - db->batch_t0 >= REC_BATCH_SECONDS)
         return commit_batch(db, 1, err);
     return PS_OK;
@@ -319,15 +329,19 @@ void rec_run_rollback(rec_db *db)
             db->lost_runs += db->batch_runs;
         db->batch_open = 0;
         db->batch_runs = 0;
+        rec_sum_drop(db);
         return;
     }
     if (db->batch_open) {
         sqlite3_stmt *to = rec_stmt(db, ST_ROLLBACK_TO, &ignored);
         sqlite3_stmt *release = to ? rec_stmt(db, ST_RELEASE, &ignored) : NULL;
         if (release && rec_step_done(db, to, &ignored) == PS_OK &&
-            rec_step_done(db, release, &ignored) == PS_OK)
+            rec_step_done(db, release, &ignored) == PS_OK) {
+            rec_sum_undo(db); /* the run's kept rows go with it */
             return;
+        }
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        rec_sum_drop(db);
         db->lost_runs += db->batch_runs;
         db->batch_open = 0;
         db->batch_runs = 0;

@@ -244,6 +244,58 @@ static void push_result(lua_State *L, const coll_result *res, const char *op,
 /* ------------------------------------------------------------------ */
 /* core.collective                                                     */
 
+/* [-0, +1] simulate = false: auto's choice and the cost model's time
+ * (coll_choose) without running the collective, for scans over sizes.
+ * Nothing runs, so nothing is recorded and no data moves: the fields that
+ * ask for either are refused rather than ignored. */
+static int predict_only(lua_State *L, const coll_spec *spec, const net *nw)
+{
+    static const char *const refused[] = {"data", "verify", "faults",
+                                          "recv_timeout", NULL};
+    for (int i = 0; refused[i]; i++) {
+        int t = lua_getfield(L, 1, refused[i]);
+        if (t != LUA_TNIL && (t != LUA_TBOOLEAN || lua_toboolean(L, -1)))
+            return luaL_error(L,
+                              "field '%s' needs a simulated collective; "
+                              "simulate = false only predicts",
+                              refused[i]);
+        lua_pop(L, 1);
+    }
+    const char *r = bind_string(L, 1, "record");
+    if (r && strcmp(r, "none") != 0)
+        return luaL_error(L,
+                          "field 'record': '%s' records a run, and simulate "
+                          "= false runs nothing (drop it or use \"none\")",
+                          r);
+    coll_result res;
+    ps_err err;
+    if (coll_choose(spec, nw, &res, &err))
+        return bind_raise(L, &err);
+    const char *name = bind_string(L, 1, "name");
+    char buf[64];
+    if (!name) {
+        snprintf(buf, sizeof buf, "%s %s", coll_op_name(spec->op),
+                 coll_algo_name(res.algorithm));
+        name = buf;
+    }
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, coll_op_name(spec->op));
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, coll_algo_name(res.algorithm));
+    lua_setfield(L, -2, "algorithm");
+    lua_pushstring(L, coll_proto_name(res.protocol));
+    lua_setfield(L, -2, "protocol");
+    set_integer(L, "bytes", spec->bytes);
+    set_integer(L, "ranks", res.nranks);
+    set_number(L, "predicted", res.predicted);
+    set_integer(L, "chunks", res.chunks);
+    set_integer(L, "channels", res.channels);
+    set_integer(L, "slots", res.slots);
+    return 1;
+}
+
 /* [-0, +1] core.collective(spec): reads spec into a coll_spec and a
  * coll_rec, runs and records it through coll_exec, pushes the result
  * table. */
@@ -311,6 +363,10 @@ static int core_collective(lua_State *L)
     spec.hw = cl->hw;
     spec.p2p = bind_p2p(L, 1, NULL);
     coll_rec rc = {0};
+    int simulate = 1;
+    bind_boolean(L, 1, "simulate", &simulate);
+    if (!simulate)
+        return predict_only(L, &spec, cl->nw);
     int recording = bind_record(L, 1, &rc.level);
     /* only event rows read the programs back */
     spec.stream = !recording || rc.level != REC_EVENTS;

@@ -168,6 +168,7 @@ const char *const bind_fields_collective[] = {
     "recv_timeout",
     "root",
     "seed",
+    "simulate",
     "slots",
     "tags",
     "verify",

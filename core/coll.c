@@ -522,6 +522,33 @@ fail:
     return rc;
 }
 
+int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
+                ps_err *err)
+{
+    memset(res, 0, sizeof *res);
+    coll_view v;
+    coll_gen g;
+    memset(&g, 0, sizeof g);
+    int algo, proto;
+    int32_t chunks;
+    double pred;
+    int rc = coll_check_spec(spec, nw, &v, err);
+    if (rc == PS_OK)
+        rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
+    if (rc == PS_OK) {
+        plan(&g, spec, nw, &v, algo, 1);
+        res->algorithm = algo;
+        res->protocol = proto;
+        res->chunks = chunks;
+        res->channels = g.channels;
+        res->slots = g.slots;
+        res->predicted = pred;
+        res->nranks = v.N;
+    }
+    coll_view_free(&v);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Appending to existing programs (gradient sync inside a training step) */
 

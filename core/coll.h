@@ -195,6 +195,15 @@ typedef struct coll_result {
 int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
              coll_result *res, ps_err *err);
 
+/* What coll_run would run, without running it: checks spec, makes auto's
+ * choice and fills res's algorithm, protocol, chunks, channels, slots,
+ * nranks and predicted (the cost model's time, coll_predict); time, algbw,
+ * busbw, transfers and steps stay 0 and nothing is allocated (no
+ * coll_result_free needed). O(the cost model), no engine: what a scan of
+ * auto's choice over sizes needs (tests/lua/test_nccl_crossover.lua). */
+int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
+                ps_err *err);
+
 /* --- a collective as a recorded run (coll_exec.c) --- */
 
 /* A context keeps the engine and the program set across collectives, so

@@ -158,50 +158,31 @@ int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
  * together until a link is full) and gets exactly that when the flows are
  * alike, as in a ring step. FIFO runs the k flows one after the other,
  * each holding its route, so lat[f] is multiplied by the largest k on the
- * route too. A flow with src == dst gets 0 and INFINITY. O(H log H) for H
- * hops in all. Returns 0, or -1 when out of memory. */
+ * route too. A flow with src == dst gets 0 and INFINITY. The flows per
+ * link are counted in an array indexed by link id (a mesh's one implicit
+ * id, NET_MESH_LINK, in the last slot), O(H) for H hops in all: the cost
+ * models call this once per step or range of steps, thousands of times
+ * for a tree on 64 ranks. Returns 0, or -1 when out of memory. */
 static int flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
                     int64_t nf, double *lat, double *bw)
 {
     const int32_t *links;
-    int32_t one;
-    int64_t total = 0;
-    for (int64_t f = 0; f < nf; f++)
-        total += net_route(nw, src[f], dst[f], &links, &one);
-    int32_t *ids = malloc(((size_t)total + 1) * sizeof *ids);
-    if (!ids)
+    int32_t one, nl = net_links(nw, NULL, 0);
+    int32_t *cnt = calloc((size_t)nl + 1, sizeof *cnt);
+    if (!cnt)
         return -1;
-    int64_t used = 0;
     for (int64_t f = 0; f < nf; f++) {
         int32_t len = net_route(nw, src[f], dst[f], &links, &one);
-        memcpy(ids + used, links, (size_t)len * sizeof *ids);
-        used += len;
+        for (int32_t i = 0; i < len; i++)
+            cnt[links[i] >= 0 && links[i] < nl ? links[i] : nl]++;
     }
-    qsort(ids, (size_t)total, sizeof *ids, cmp_i32);
     int fifo = net_sharing_of(nw) == NET_FIFO;
     for (int64_t f = 0; f < nf; f++) {
         int32_t len = net_route(nw, src[f], dst[f], &links, &one);
         double l = 0, b = INFINITY, kmax = 1;
         for (int32_t i = 0; i < len; i++) {
-            /* flows on links[i]: its run in the sorted ids */
-            int64_t lo = 0, hi = total;
-            while (lo < hi) {
-                int64_t mid = (lo + hi) / 2;
-                if (ids[mid] < links[i])
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            int64_t first = lo;
-            hi = total;
-            while (lo < hi) {
-                int64_t mid = (lo + hi) / 2;
-                if (ids[mid] <= links[i])
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            double k = (double)(lo - first), lb, ll;
+            double k = cnt[links[i] >= 0 && links[i] < nl ? links[i] : nl], lb,
+                   ll;
             net_link_figures(nw, links[i], &lb, &ll);
             l += ll;
             if (lb / k < b)
@@ -212,7 +193,7 @@ static int flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
         lat[f] = fifo ? l * kmax : l;
         bw[f] = b;
     }
-    free(ids);
+    free(cnt);
     return 0;
 }
 
@@ -352,49 +333,47 @@ static int tree_steps(const net *nw, const coll_view *v, int32_t root, int up,
 }
 
 /* The upper envelope of the lines lat[i] + x / bw[i] (x >= 0): the pairs
- * no other pair beats in both latency and bandwidth, appended to *pool
- * (grown as needed). Returns how many, or -1 when out of memory. */
+ * no other pair beats in both latency and bandwidth (ties kept once),
+ * appended to *pool (grown as needed). A step's flows are a handful of
+ * kinds (an NVLink hop, a NIC hop, shared or not), so the envelope is a
+ * few entries and each flow is checked against it: O(n x kept), no sort.
+ * Returns how many, or -1 when out of memory. */
 typedef struct lbw {
     double lat, bw;
 } lbw;
 
-static int cmp_lbw(const void *a, const void *b)
-{
-    const lbw *x = a, *y = b;
-    if (x->lat != y->lat)
-        return x->lat < y->lat ? 1 : -1; /* latency descending */
-    return (x->bw > y->bw) - (x->bw < y->bw);
-}
-
 static int64_t envelope(const double *lat, const double *bw, int64_t n,
                         lbw **pool, int64_t *used, int64_t *cap)
 {
-    lbw *tmp = malloc(((size_t)n + 1) * sizeof *tmp);
-    if (!tmp)
-        return -1;
-    for (int64_t i = 0; i < n; i++)
-        tmp[i] = (lbw){lat[i], bw[i]};
-    qsort(tmp, (size_t)n, sizeof *tmp, cmp_lbw);
-    int64_t kept = 0;
-    double lowest = INFINITY;
+    int64_t base = *used, kept = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (!(tmp[i].bw < lowest))
-            continue; /* slower latency-wise and not narrower */
-        lowest = tmp[i].bw;
-        if (*used == *cap) {
+        lbw e = {lat[i], bw[i]};
+        int dominated = 0;
+        for (int64_t j = 0; j < kept && !dominated; j++) {
+            const lbw *q = &(*pool)[base + j];
+            dominated = q->lat >= e.lat && q->bw <= e.bw;
+        }
+        if (dominated)
+            continue;
+        /* drop what e dominates, then append it */
+        int64_t w = 0;
+        for (int64_t j = 0; j < kept; j++) {
+            lbw q = (*pool)[base + j];
+            if (!(e.lat >= q.lat && e.bw <= q.bw))
+                (*pool)[base + w++] = q;
+        }
+        kept = w;
+        if (base + kept == *cap) {
             int64_t c = *cap ? 2 * *cap : 64;
             lbw *p = realloc(*pool, (size_t)c * sizeof *p);
-            if (!p) {
-                free(tmp);
+            if (!p)
                 return -1;
-            }
             *pool = p;
             *cap = c;
         }
-        (*pool)[(*used)++] = tmp[i];
-        kept++;
+        (*pool)[base + kept++] = e;
     }
-    free(tmp);
+    *used = base + kept;
     return kept;
 }
 
@@ -410,7 +389,7 @@ static int64_t envelope(const double *lat, const double *bw, int64_t n,
  * trees run at once. The sum over the k + 2H - 1 steps is minimised over
  * k <= kmax (or taken at spec's k). With C channels (NCCL's tree on
  * whole nodes, coll_algo.c) every edge runs once per channel, rotated
- * within the nodes, carrying T / 2kC. O(C N H^2 log N + kmax H^2) for the
+ * within the nodes, carrying T / 2kC. O(C N H^2 + kmax H^2) for the
  * O(H^2) ranges. */
 static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
                     double T, int32_t fixed_k, double *t, int32_t *best)

@@ -680,6 +680,9 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
             *err = ce;
         return PS_ERR;
     }
+    /* a new file's first run: the file appears with it (rec_txn.c) */
+    if (db->pending && rec_publish(db, &id, err))
+        return PS_ERR;
     *run_id = id;
     return PS_OK;
 }

@@ -50,13 +50,30 @@ end
 H.eq(NM.crossover(function(x) return 20 + x end, function(x) return 2 + 2 * x end), 20)
 H.eq(NM.crossover(function(x) return 1 + x end, function(x) return 2 + x end), nil)
 
+-- simulate = false: the same choice and prediction as a simulated run,
+-- without the run (the scan below makes ~1000 of them)
+do
+    local c = ps.cluster(ps.clusters.dgx("h100", 2))
+    for _, b in ipairs{ 8, 2 ^ 20, 2 ^ 26 } do
+        local spec = { cluster = c, op = "allreduce", bytes = b, record = "none" }
+        local sim = ps.collective(spec)
+        spec.record, spec.simulate = nil, false
+        local pre = ps.collective(spec)
+        H.eq(pre.algorithm, sim.algorithm, "simulate = false: algorithm at " .. b)
+        H.eq(pre.protocol, sim.protocol, "simulate = false: protocol at " .. b)
+        H.eq(pre.predicted, sim.predicted, "simulate = false: predicted at " .. b)
+        H.eq(pre.channels, sim.channels, "simulate = false: channels at " .. b)
+        H.eq(pre.time, nil, "simulate = false: no simulated time")
+    end
+end
+
 -- NCCL's crossover against pipesim's auto (the cost model it picks with),
 -- printed for README "Against NCCL"; one node: ring from 8 B in both
 local function pipesim_crossover(c)
     local function pred(algo)
         return function(b)
             return ps.collective{ cluster = c, op = "allreduce", algorithm = algo,
-                protocol = "auto", bytes = b, record = "none" }.predicted * 1e6
+                protocol = "auto", bytes = b, simulate = false }.predicted * 1e6
         end
     end
     return NM.crossover(pred("ring"), pred("tree"), 2 ^ 30)

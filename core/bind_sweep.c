@@ -278,6 +278,27 @@ static int plain_string(lua_State *L, int idx)
     return 1;
 }
 
+/* v in decimal as LUA_INTEGER_FMT ("%lld") prints it, without snprintf's
+ * format parsing (most of json_plain's cost for a list of layer counts);
+ * returns the length. */
+static int int_text(char *out, lua_Integer v)
+{
+    char tmp[24];
+    int n = 0;
+    /* in unsigned arithmetic, so that the most negative value negates */
+    lua_Unsigned u = v < 0 ? 0u - (lua_Unsigned)v : (lua_Unsigned)v;
+    do {
+        tmp[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    int len = 0;
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = tmp[--n];
+    return len;
+}
+
 static int key_order(const void *a, const void *b)
 {
     /* Lua's < on strings without NULs (lvm.c l_strcmp) */
@@ -297,8 +318,7 @@ static int json_put(lua_State *L, int idx, jbuf *b, int depth)
     switch (lua_type(L, idx)) {
     case LUA_TNUMBER:
         if (lua_isinteger(L, idx)) {
-            n = snprintf(num, sizeof num, LUA_INTEGER_FMT,
-                         (LUAI_UACINT)lua_tointeger(L, idx));
+            n = int_text(num, lua_tointeger(L, idx));
         } else {
             double v = lua_tonumber(L, idx);
             n = isnan(v) || isinf(v) ? snprintf(num, sizeof num, "null")

@@ -23,7 +23,7 @@ for sql in "$runs" "SELECT * FROM stage ORDER BY run, stage" "SELECT * FROM rank
     [ "$a" = "$b" ] && ok || bad "rows differ: $(echo "$sql" | head -c 60)..."
 done
 got=$(sqlite3 "$TMP/memo-sweep.db" "SELECT count(*), sum(status = 'failed'), count(DISTINCT params) FROM run")
-[ "$got" = "17|0|15" ] && ok || bad "runs, failed, distinct params (1 and 1.0, 0.0 twice print alike): $got"
+[ "$got" = "19|0|15" ] && ok || bad "runs, failed, distinct params (1 and 1.0, 0.0 twice print alike): $got"
 got=$(sqlite3 "$TMP/memo-sweep.db" "SELECT group_concat(instr(params, '\"optimizer_time\":-0,') > 0, ' ') FROM run WHERE name = 'plain' AND point_index < 3")
 [ "$got" = "0 1 0" ] && ok || bad "0.0 and -0.0 kept apart: $got"
 echo "$P passed, $F failed"

@@ -449,19 +449,20 @@ local function params_json(spec, partition, m)
             for k in pairs(p) do keys[#keys + 1] = k end
             table.sort(keys)
             -- each key's text and its field's, with the comma before it
-            local vals, frag, kinds, qk = {}, {}, {}, {}
+            local vals, frag, kinds, qk, num = {}, {}, {}, {}, {}
             for i, k in ipairs(keys) do
                 vals[i] = p[k]
+                num[i] = type(p[k]) == "number"
                 qk[i] = (i > 1 and "," or "") .. qkey(k)
                 frag[i] = qk[i] .. json_text(p[k])
                 kinds[i] = PARAM_KIND[k] or PARAM_SPEC
             end
             m.params = { keys = keys, vals = vals, frag = frag, kinds = kinds, qk = qk,
-                         n = #keys }
+                         num = num, n = #keys }
         end
         return text
     end
-    local keys, vals, frag, kinds, qk = pj.keys, pj.vals, pj.frag, pj.kinds, pj.qk
+    local keys, vals, frag, kinds, qk, num = pj.keys, pj.vals, pj.frag, pj.kinds, pj.qk, pj.num
     local n = param_count(spec)
     if n ~= pj.n then return json_text(params_table(spec, partition)) end
     -- the same keys as the first point's (as many, all present)
@@ -480,7 +481,10 @@ local function params_json(spec, partition, m)
             v = c and cluster_params(c) or nil
         end
         if v == nil then return json_text(params_table(spec, partition)) end
-        if same_value(v, vals[i]) then
+        -- a value equal to a kept non-number is the same table, string or
+        -- boolean: the same text without same_value's C call
+        local w = vals[i]
+        if v == w and (not num[i] or same_value(v, w)) then
             no = no + 1; out[no] = frag[i]
         else
             no = no + 1; out[no] = qk[i]
@@ -523,9 +527,17 @@ end
 -- for layers from ps.models, the model's name and batch shape
 -- (global batch = micro-batch size x microbatches x dp, as Megatron-LM's
 -- --global-batch-size = --micro-batch-size x num_microbatches x dp).
-local function run_meta(fn, spec)
+local function run_meta(fn, spec, pm)
+    -- a plain point of a base sweep (prepare_run): the tags, the layers,
+    -- microbatches and dp are the base's, so only the sweep's place
+    -- changes; the core reads the table during the run and keeps nothing
+    local m = pm and pm.meta
+    if m then
+        m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
+        return m
+    end
     -- every key named: the constructor sizes the table once
-    local m = { sweep = nil, point = nil, point_index = nil, tags = nil, model = nil,
+    m = { sweep = nil, point = nil, point_index = nil, tags = nil, model = nil,
                 seq_length = nil, micro_batch = nil, global_batch = nil }
     if SWEEP_AT then
         m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
@@ -540,6 +552,7 @@ local function run_meta(fn, spec)
         local mb, dp = math.tointeger(spec.microbatches), math.tointeger(spec.dp or 1)
         if m.micro_batch and mb and dp then m.global_batch = m.micro_batch * mb * dp end
     end
+    if pm then pm.meta = m end
     return m
 end
 
@@ -552,6 +565,8 @@ local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "che
                       "recompute_method", "recompute_layers", "stages", "dp", "ranks",
                       "placement" }
 local NIL = {} -- stands for nil in the plan memo's keys
+-- SHARED_FIELDS (below, after CHECK_FIELDS): a base sweep's point that
+-- sets none of them is "plain" (prepare_run, run_meta)
 
 -- The memo entry of a sweep's run table: one per (layers, cluster)
 -- pair, holding the layers read once (sealed, core/bind_run.c) and the
@@ -589,6 +604,13 @@ end
 -- binding takes 4 and 4.0 alike): it is not checked again.
 local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp" }
 
+-- What prepare_run and run_meta read and keep for a plain point: the
+-- check's and the plan's fields, the memo entry's keys, and the meta's.
+local SHARED_FIELDS = { layers = true, cluster = true, tags = true, microbatches = true }
+for _, k in ipairs(PLAN_FIELDS) do SHARED_FIELDS[k] = true end
+for _, k in ipairs(CHECK_FIELDS) do SHARED_FIELDS[k] = true end
+for k in pairs(parallel.FIELDS) do SHARED_FIELDS[k] = true end
+
 local function checked_before(m, spec)
     local last = m.checked
     if not last then return false end
@@ -613,8 +635,15 @@ end
 -- per point, with the same results.
 local function prepare_run(spec, memo)
     local m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
+    -- a point of a base sweep that sets none of SHARED_FIELDS (sweep.lua
+    -- says so in SWEEP_AT.plain) has the base's values of every field the
+    -- check and the plan read: the slot and the check of the first such
+    -- point hold for all of them
+    local plain = m and SWEEP_AT and SWEEP_AT.plain
     local checked, err
-    if m and m.sealed then
+    if plain and m.plain_checked then
+        checked = true
+    elseif m and m.sealed then
         if not checked_before(m, spec) then
             checked, err = pcall(core.check_run, spec, m.sealed)
             if checked then remember_checked(m, spec) end
@@ -626,6 +655,7 @@ local function prepare_run(spec, memo)
         if checked and m then m.sealed = err; remember_checked(m, spec) end
     end
     if not checked then error("ps.run: " .. err, 0) end
+    if plain then m.plain_checked = true end
     local stages, v = math.tointeger(spec.stages), math.tointeger(spec.virtual_stages or 1)
     -- The C core reads unit strings itself; only the weighted partitions
     -- add up layer figures in Lua, so only they need numbers (this keeps a
@@ -649,7 +679,12 @@ local function prepare_run(spec, memo)
     if applies then
         local c = spec.cluster
         dev = type(c) == "userdata" and ROOFLINE[c] or nil
-        slot = m and plan_slot(m, spec)
+        if plain then
+            slot = m.plain_slot
+            if not slot then slot = plan_slot(m, spec); m.plain_slot = slot end
+        else
+            slot = m and plan_slot(m, spec)
+        end
         plan = slot and slot.plan
         if not plan then
             local lmemo
@@ -773,7 +808,7 @@ function ps.run(spec)
     -- called by core.run once every field is checked (a table inside
     -- itself is an unknown field or a bad value before it reaches json)
     args.params_json = function() return params_json(spec, partition, m) end
-    args.meta = run_meta("ps.run", spec)
+    args.meta = run_meta("ps.run", spec, m and SWEEP_AT and SWEEP_AT.plain and m or nil)
     if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
     -- the core views of model layers, read once (parallel.finish)
     if plan and plan.sealed_layers then args.layers = plan.sealed_layers end
@@ -887,7 +922,8 @@ end
 -- ps.sweep{ name =, space = {...} | points = {...}, run = function(point)
 -- return a ps.run table end }: lua/pipesim/sweep.lua.
 function ps.sweep(spec)
-    return require("pipesim.sweep").run(ps, spec, { json = json, at = set_sweep_at })
+    return require("pipesim.sweep").run(ps, spec, { json = json, at = set_sweep_at,
+                                                    shared = SHARED_FIELDS })
 end
 
 -- ps.progress(false) silences the progress line a long sweep draws on a

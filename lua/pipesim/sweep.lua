@@ -117,7 +117,7 @@ end
 
 -- The ps.sweep table, checked: name, points (all of them, in order), the
 -- function from a point to a run table, the jobs cap.
-local function parse(spec, json)
+local function parse(spec, json, shared)
     if type(spec) ~= "table" then fail("expected a table of fields, got %s", type(spec)) end
     check.known_fields(spec, FIELDS, "ps.sweep")
     local name = spec.name
@@ -147,6 +147,7 @@ local function parse(spec, json)
         end
     end
     local run = spec.run
+    local plains -- per point: sets no shared field (base sweeps only)
     if run ~= nil and type(run) ~= "function" then
         fail("field 'run' must be a function(point) returning a ps.run table, got %s",
             check.show(run))
@@ -169,11 +170,16 @@ local function parse(spec, json)
         -- for a point with a name outside it
         local set = {}
         for _, k in ipairs(known) do set[k] = true end
-        for _, p in ipairs(points) do
-            local all = true
+        plains = {}
+        for i, p in ipairs(points) do
+            local all, own = true, true
             for k in pairs(p) do
                 if not set[k] then all = false; break end
+                if shared[k] then own = false end
             end
+            -- a point that sets none of what ps.run keeps per base sweep
+            -- (lua/pipesim/init.lua prepare_run)
+            plains[i] = all and own
             if not all then
                 local ok, err = pcall(check.known_fields, p, known, "space")
                 if not ok then fail("%s", err) end
@@ -196,7 +202,7 @@ local function parse(spec, json)
         -- clusters by name
         jsons[i] = core.json_plain(p) or table.concat(json(plain(p, i), {}))
     end
-    return name, points, jsons, run, jobs, base ~= nil
+    return name, points, jsons, run, jobs, plains
 end
 
 local running = false
@@ -205,8 +211,10 @@ function M.run(ps, spec, hooks)
     if running then
         error("ps.sweep: a sweep's run function cannot start another sweep", 2)
     end
-    local ok, name, points, jsons, run, cap, shared = pcall(parse, spec, hooks.json)
+    local ok, name, points, jsons, run, cap, plains = pcall(parse, spec, hooks.json,
+        hooks.shared)
     if not ok then error(name, 2) end
+    local shared = plains ~= nil
     -- with `base`, no user code runs between the points, so what they
     -- share (the layers, the cluster) is checked and lowered once: ps.run's
     -- memo for this sweep (lua/pipesim/init.lua prepare_run)
@@ -235,7 +243,7 @@ function M.run(ps, spec, hooks)
             error(where(i) .. "run must return a ps.run (or ps.collective) table, got " ..
                 (type(t) == "table" and "a table with a metatable" or check.show(t)), 0)
         end
-        at.point, at.point_index = jsons[i + 1], i
+        at.point, at.point_index, at.plain = jsons[i + 1], i, plains and plains[i + 1] or nil
         hooks.at(at)
         local f = t.op ~= nil and ps.collective or ps.run
         local okf, r = pcall(f, t)

@@ -4,7 +4,7 @@
 -- (layers checked and lowered once, run.params fields kept from the first
 -- point) changes no row. The points vary fields whose JSON text is subtle
 -- (1 and 1.0, 2^60 as a float and an integer, 0.0 and -0.0) and the key
--- set, over model and plain layers.
+-- set, over model and plain layers, plain points after others.
 local ps = require "pipesim"
 
 -- the space's cluster and layers, shared with tests/lua/test_sweep_memo.lua
@@ -16,7 +16,12 @@ local groups = {
       points = { { partition = { 1, 12, 9, 12 } }, { partition = "time" }, { tp = 2 },
                  { recompute = "full" }, { stages = 2, dp = 2 }, { optimizer_time = 1 },
                  { optimizer_time = 1.0 }, { optimizer_time = 2 ^ 60 },
-                 { optimizer_time = math.tointeger(2 ^ 60) }, { partition = { 8, 8, 8, 10 } } } },
+                 { optimizer_time = math.tointeger(2 ^ 60) }, { partition = { 8, 8, 8, 10 } },
+                 -- points setting only fields outside what ps.run keeps per
+                 -- base sweep ("plain", lua/pipesim/init.lua SHARED_FIELDS)
+                 -- reuse the first plain point's plan, check and meta: after
+                 -- one with other tags, they still get the base's
+                 { tags = { x = 1 } }, { partition = { 1, 12, 9, 12 } } } },
     { base = { name = "plain", layers = plain, stages = 4, microbatches = 6, record = "summary",
                optimizer_time = 0.5 },
       points = { { optimizer_time = 0.0 }, { optimizer_time = -0.0 }, { optimizer_time = 0.0 },

@@ -16,6 +16,14 @@ H.eq(J(0.1), "0.10000000000000001")
 H.eq(J(2 ^ 60), "1.152921504606847e+18")
 H.eq(J(1 << 60), "1152921504606846976")
 H.eq(J(math.mininteger), "-9223372036854775808")
+-- integers are written without snprintf (core/bind_sweep.c int_text): as
+-- tostring gives them, at the edges and around powers of ten
+H.eq(J(math.maxinteger), "9223372036854775807")
+H.eq(J(0), "0")
+H.eq(J(-7), "-7")
+for _, v in ipairs({ 9, 10, 99, 100, -10, -101, 1000000007, -(1 << 62) }) do
+    H.eq(J(v), tostring(v), "integer " .. tostring(v))
+end
 H.eq(J(0 / 0), "null")
 H.eq(J(-math.huge), "null")
 H.eq(J(true), "true")

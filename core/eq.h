@@ -19,6 +19,7 @@
 #ifndef PS_EQ_H
 #define PS_EQ_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,7 +60,9 @@ typedef struct eq {
     /* per run in use, side by side for push's and pop's scans: the time
      * of its last event, and the time and sequence of its first (of run
      * 0 stale while it is the only run, as eq_pop's fast path leaves
-     * them: the slow paths refresh them first) */
+     * them: the slow paths refresh them first, and they are current
+     * whenever more than one run is in use, since only eq_push_slow opens
+     * a second run) */
     double last[EQ_RUNS];
     double first_t[EQ_RUNS];
     uint64_t first_seq[EQ_RUNS];
@@ -82,24 +85,85 @@ int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version);
 int eq_pop_slow(eq *q, eq_event *out);
 
 /* Adds an event. Returns 0, or -1 when memory runs out. Inline for the
- * common case of one run taking it (a collective's transfers end in
- * push order). */
+ * common cases: one run taking it (a collective's transfers end in push
+ * order), or one of a few runs (a pipeline of uniform stages keeps two or
+ * three), by eq_push_slow's best fit, so into the same run. */
 static inline int eq_push(eq *q, double t, int32_t type, int32_t id,
                           uint32_t version)
 {
     eq_run *r = &q->run[0];
-    if (q->nruns == 1 && q->last[0] <= t && r->len < r->cap) {
+    int nr = q->nruns;
+    if (nr == 1) {
+        if (q->last[0] <= t && r->len < r->cap) {
+            r->ev[(r->head + r->len) & (r->cap - 1)] =
+                (eq_event){t, q->next_seq++, type, id, version};
+            r->len++;
+            q->last[0] = t;
+            return 0;
+        }
+        return eq_push_slow(q, t, type, id, version);
+    }
+    int best = -1; /* nr > 1: first_t[] are current, see eq */
+    double last = -INFINITY;
+    for (int i = 0; i < nr; i++) {
+        double l = q->last[i];
+        if (l <= t && l >= last) {
+            best = i;
+            last = l;
+        }
+    }
+    if (best >= 0 && q->run[best].len < q->run[best].cap) {
+        r = &q->run[best];
         r->ev[(r->head + r->len) & (r->cap - 1)] =
             (eq_event){t, q->next_seq++, type, id, version};
         r->len++;
-        q->last[0] = t;
+        q->last[best] = t;
         return 0;
     }
     return eq_push_slow(q, t, type, id, version);
 }
 
+/* The run whose head is the earliest event, for an empty heap and more
+ * than one run: the least (first_t, first_seq), run 0 when they compare
+ * false (NaN), as eq.c's first. */
+static inline int eq_first_run_(const eq *q)
+{
+    int w = 0;
+    double t = q->first_t[0];
+    uint64_t seq = q->first_seq[0];
+    for (int i = 1; i < q->nruns; i++) {
+        double ti = q->first_t[i];
+        if (ti < t || (ti == t && q->first_seq[i] < seq)) {
+            t = ti;
+            seq = q->first_seq[i];
+            w = i;
+        }
+    }
+    return w;
+}
+
+/* The earliest event, removed, for an empty heap and more than one run
+ * when the run keeps an event after it (its cached first event is
+ * updated); else NULL. */
+static inline const eq_event *eq_pop_runs_(eq *q)
+{
+    if (q->n != 0 || q->nruns < 2)
+        return NULL;
+    int w = eq_first_run_(q);
+    eq_run *r = &q->run[w];
+    if (r->len < 2)
+        return NULL;
+    const eq_event *ev = &r->ev[r->head];
+    r->head = (r->head + 1) & (r->cap - 1);
+    r->len--;
+    q->first_t[w] = r->ev[r->head].t;
+    q->first_seq[w] = r->ev[r->head].seq;
+    return ev;
+}
+
 /* Removes the earliest event into *out. Returns 0, or -1 when empty.
- * Inline for one run of more than one event and an empty heap. */
+ * Inline for an empty heap and a run that keeps an event after it; of
+ * one run, its cached first event is left stale (see eq). */
 static inline int eq_pop(eq *q, eq_event *out)
 {
     eq_run *r = &q->run[0];
@@ -107,7 +171,12 @@ static inline int eq_pop(eq *q, eq_event *out)
         *out = r->ev[r->head];
         r->head = (r->head + 1) & (r->cap - 1);
         r->len--;
-        return 0; /* first_t[0], first_seq[0] are stale: see eq */
+        return 0;
+    }
+    const eq_event *ev = eq_pop_runs_(q);
+    if (ev) {
+        *out = *ev;
+        return 0;
     }
     return eq_pop_slow(q, out);
 }
@@ -123,6 +192,9 @@ static inline const eq_event *eq_pop_ref(eq *q)
         r->len--;
         return ev;
     }
+    const eq_event *ev = eq_pop_runs_(q);
+    if (ev)
+        return ev;
     return eq_pop_slow(q, &q->popped) ? NULL : &q->popped;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "limit.h"
 
 typedef struct act {
     uint8_t kind; /* PROG_F or PROG_B */
@@ -27,20 +28,35 @@ typedef struct pstate {
     int32_t phase; /* BATCH, SECOND (the receives of a split batch), OPS */
     act old[2], cur[2];
     /* set on the first call (the state starts zeroed): the lane's
-     * warm-up length and its neighbours' cluster ranks */
-    int32_t warm, next_rank, prev_rank;
+     * warm-up length */
+    int32_t warm;
     uint8_t init;
     uint8_t opt_done; /* the optimizer step is out */
 } pstate;
 
 enum { BATCH, SECOND, OPS };
 
+/* The ops a stage's actions make, but for the microbatch: its F and B
+ * compute ops (sched_lower.c's unit_cost without W or checkpointing) and
+ * sched_lower.c's unit_transfer on the loop placement, by [B][send]: F's
+ * receive and send, B's receive and send, has[] 0 where there is none. The
+ * peer is stage st + 1 (on the next rank) for a forward's send and a
+ * backward's receive, stage st - 1 (on the previous rank) otherwise; the
+ * message crosses boundary b, the lower of the two stages, on channel b
+ * (forward) or S - 1 + b (backward). Built once per run (O(p v)), so a
+ * step copies ops instead of computing them: this runs once per op. */
+typedef struct stage_ops {
+    prog_op comp[2];
+    prog_op xfer[4];
+    uint8_t has[4];
+} stage_ops;
+
 typedef struct pipe_gen {
     const sched_spec *s;
-    int32_t n;          /* actions per rank: 2 m v */
-    int32_t S;          /* stages: p v */
-    uint8_t send_flags; /* GPipe's isends (sched_lower.c): PROG_NOWAIT */
-    double opt;         /* seconds of the optimizer step; 0: none */
+    int32_t n;      /* actions per rank: 2 m v */
+    int32_t S;      /* stages: p v */
+    double opt;     /* seconds of the optimizer step; 0: none */
+    stage_ops *tab; /* S entries */
 } pipe_gen;
 
 static int32_t cluster_rank(const sched_spec *s, int32_t r)
@@ -48,8 +64,46 @@ static int32_t cluster_rank(const sched_spec *s, int32_t r)
     return s->rank_of ? s->rank_of[r] : r;
 }
 
+static void stage_ops_of(const sched_spec *s, int32_t st, uint8_t send_flags,
+                         stage_ops *t)
+{
+    int32_t S = s->p * s->v, r = st % s->p;
+    int32_t next = cluster_rank(s, r + 1 < s->p ? r + 1 : 0);
+    int32_t prev = cluster_rank(s, r > 0 ? r - 1 : s->p - 1);
+    const sched_stage *c = &s->stages[st];
+    memset(t, 0, sizeof *t); /* padding too: tests compare ops bytewise */
+    for (int k = 0; k < 2; k++) {
+        int f = k == 0;
+        prog_op *o = &t->comp[k];
+        o->seconds = f ? c->fwd : c->bwd + c->wgt;
+        o->mem = f ? c->act_bytes : -c->act_bytes;
+        o->stage = st;
+        o->mb = 0;
+        o->chunk = (int16_t)(st / s->p);
+        o->type = PROG_COMPUTE;
+        o->kind = (uint8_t)(f ? PROG_F : PROG_B);
+    }
+    for (int x = 0; x < 4; x++) {
+        int fwd = x < 2, send = x & 1, up = fwd == send;
+        int32_t peer_st = up ? st + 1 : st - 1;
+        if (s->p == 1 || peer_st < 0 || peer_st >= S)
+            continue;
+        int32_t b = up ? st : peer_st;
+        prog_op *o = &t->xfer[x];
+        o->bytes = s->stages[b].out_bytes;
+        o->msg = (fwd ? 0 : S - 1) + b;
+        o->peer = up ? next : prev;
+        o->tag = -1;
+        o->type = (uint8_t)(send ? PROG_SEND : PROG_RECV);
+        o->kind = (uint8_t)(fwd ? PROG_F : PROG_B);
+        o->flags = send ? send_flags : 0;
+        t->has[x] = 1;
+    }
+}
+
 /* Megatron's get_schedule_table (sched.c virtual_mb). */
-static void virtual_mb(const sched_spec *s, int32_t k, int forward, act *a)
+static inline void virtual_mb(const sched_spec *s, int32_t k, int forward,
+                              act *a)
 {
     int32_t pv = s->p * s->v, in = k % pv;
     a->chunk = forward ? in / s->p : s->v - 1 - in / s->p;
@@ -114,50 +168,40 @@ static inline act action(const sched_spec *s, int32_t warm, int32_t idx,
     return a;
 }
 
-/* sched_lower.c's unit_transfer on the loop placement: the SEND of a's
- * output (send) or the RECV of its input into *op; 0 when there is none.
- * The peer is stage st + 1 (on the next rank) for a forward's send and a
- * backward's receive, stage st - 1 (on the previous rank) otherwise; the
- * message crosses boundary b, the lower of the two stages. prog.c's
- * constructors, inlined: this runs once per op. */
-static inline int transfer(const pipe_gen *pg, const pstate *p, int32_t r,
-                           const act *a, int send, prog_op *op)
+/* The SEND of a's output (send) or the RECV of its input into *op, from
+ * the stage's table; 0 when there is none. */
+static inline int transfer(const pipe_gen *pg, int32_t r, const act *a,
+                           int send, prog_op *op)
 {
-    const sched_spec *s = pg->s;
-    if (s->p == 1)
+    const stage_ops *t = &pg->tab[a->chunk * pg->s->p + r];
+    int x = (a->kind == PROG_B) * 2 + send;
+    if (!t->has[x])
         return 0;
-    int32_t st = a->chunk * s->p + r;
-    int fwd = a->kind == PROG_F, up = fwd == send;
-    int32_t peer_st = up ? st + 1 : st - 1;
-    if (peer_st < 0 || peer_st >= pg->S)
-        return 0;
-    int32_t b = up ? st : peer_st;
-    *op = (prog_op){.bytes = s->stages[b].out_bytes,
-                    .msg = (fwd ? 0 : pg->S - 1) + b,
-                    .peer = up ? p->next_rank : p->prev_rank,
-                    .tag = -1,
-                    .mb = a->mb,
-                    .type = send ? PROG_SEND : PROG_RECV,
-                    .kind = fwd ? PROG_F : PROG_B,
-                    .flags = send ? pg->send_flags : 0};
+    *op = t->xfer[x];
+    op->mb = a->mb;
     return 1;
 }
 
 /* The batch before step [i, end) into ops: sends of [prev, i), receives
- * of [i, end); its size, *sends of them sends. */
+ * of [i, end); its size, *sends of them sends. A step has one action or
+ * two. */
 static inline int batch(const pipe_gen *pg, int32_t r, const pstate *p,
                         prog_op *ops, int *sends)
 {
-    int k = 0;
-    for (int32_t x = 0; x < p->i - p->prev; x++)
-        k += transfer(pg, p, r, &p->old[x], 1, &ops[k]);
+    int k = 0, nold = p->i - p->prev, ncur = p->end - p->i;
+    if (nold > 0)
+        k += transfer(pg, r, &p->old[0], 1, &ops[k]);
+    if (nold > 1)
+        k += transfer(pg, r, &p->old[1], 1, &ops[k]);
     *sends = k;
-    for (int32_t x = 0; x < p->end - p->i; x++)
-        k += transfer(pg, p, r, &p->cur[x], 0, &ops[k]);
+    if (ncur > 0)
+        k += transfer(pg, r, &p->cur[0], 0, &ops[k]);
+    if (ncur > 1)
+        k += transfer(pg, r, &p->cur[1], 0, &ops[k]);
     return k;
 }
 
-static void mark_batch(prog_op *ops, int n)
+static inline void mark_batch(prog_op *ops, int n)
 {
     for (int x = 0; x + 1 < n; x++)
         ops[x].flags |= PROG_BATCH;
@@ -177,11 +221,30 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
     if (!p->init) {
         p->init = 1;
         p->warm = warm_of(s, r);
-        p->next_rank = cluster_rank(s, r + 1 < s->p ? r + 1 : 0);
-        p->prev_rank = cluster_rank(s, r > 0 ? r - 1 : s->p - 1);
     }
     for (;;) {
-        if (p->phase == BATCH) {
+        if (p->phase == OPS) {
+            if (p->j < p->end) {
+                const act *a = &p->cur[p->j++ - p->i];
+                ops[0] = pg->tab[a->chunk * s->p + r].comp[a->kind == PROG_B];
+                ops[0].mb = a->mb;
+                return 1;
+            }
+            if (p->i == n) {
+                /* dp.c's rewrite_lane with one replica: the step's OPT
+                 * op after the lane's last op */
+                if (!(pg->opt > 0) || p->opt_done)
+                    return 0;
+                p->opt_done = 1;
+                ops[0] = prog_compute(PROG_OPT, r, 0, -1, pg->opt, 0);
+                return 1;
+            }
+            p->prev = p->i;
+            p->i = p->end;
+            p->old[0] = p->cur[0];
+            p->old[1] = p->cur[1];
+            p->phase = BATCH;
+        } else if (p->phase == BATCH) {
             int join = 0;
             p->end = p->i;
             if (p->i < n) {
@@ -211,42 +274,12 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
                 mark_batch(ops, k);
                 return k;
             }
-        } else if (p->phase == SECOND) {
+        } else { /* SECOND */
             int sends, k = batch(pg, r, p, ops, &sends);
             memmove(ops, ops + sends, (size_t)(k - sends) * sizeof *ops);
             mark_batch(ops, k - sends);
             p->phase = OPS;
             return k - sends;
-        } else {
-            if (p->i == n) {
-                /* dp.c's rewrite_lane with one replica: the step's OPT
-                 * op after the lane's last op */
-                if (!(pg->opt > 0) || p->opt_done)
-                    return 0;
-                p->opt_done = 1;
-                ops[0] = prog_compute(PROG_OPT, r, 0, -1, pg->opt, 0);
-                return 1;
-            }
-            if (p->j < p->end) {
-                act a = p->cur[p->j++ - p->i];
-                int32_t st = a.chunk * s->p + r;
-                const sched_stage *c = &s->stages[st];
-                /* sched_lower.c's unit_cost without W or checkpointing */
-                int f = a.kind == PROG_F;
-                ops[0] = (prog_op){.seconds = f ? c->fwd : c->bwd + c->wgt,
-                                   .mem = f ? c->act_bytes : -c->act_bytes,
-                                   .stage = st,
-                                   .mb = a.mb,
-                                   .chunk = (int16_t)a.chunk,
-                                   .type = PROG_COMPUTE,
-                                   .kind = (uint8_t)a.kind};
-                return 1;
-            }
-            p->prev = p->i;
-            p->i = p->end;
-            p->old[0] = p->cur[0];
-            p->old[1] = p->cur[1];
-            p->phase = BATCH;
         }
     }
 }
@@ -286,10 +319,16 @@ int gen_pipe_run_step(const sched_spec *s, double optimizer_seconds, net *nw,
                                (int)q, (int)r, (int)c);
     }
     int32_t S = s->p * s->v;
-    pipe_gen pg = {s, 2 * s->m * s->v, S,
-                   (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0),
-                   optimizer_seconds};
+    uint8_t send_flags = (uint8_t)(s->kind == SCHED_GPIPE ? PROG_NOWAIT : 0);
+    stage_ops *tab = limit_malloc((size_t)S * sizeof *tab);
+    if (!tab)
+        return ps_errf(err, "out of memory sizing the engine");
+    for (int32_t st = 0; st < S; st++)
+        stage_ops_of(s, st, send_flags, &tab[st]);
+    pipe_gen pg = {s, 2 * s->m * s->v, S, optimizer_seconds, tab};
     gen_prog g = {nranks,    s->p,      2 * (S - 1), 4, sizeof(pstate),
                   pipe_rank, pipe_next, &pg,         1, GEN_ANY};
-    return eng_run_gen(eng, &g, nw, p2p, res, err);
+    int rc = eng_run_gen(eng, &g, nw, p2p, res, err);
+    limit_free(tab);
+    return rc;
 }

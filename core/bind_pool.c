@@ -234,6 +234,23 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
     return d->db;
 }
 
+/* The message on top, naming the databases the user gave (ps.run's db,
+ * or the session's) where it names the scratch files the worker records
+ * them in: a --jobs failure reads as the --jobs 1 one. [-1, +1] */
+static void user_names(lua_State *L, const worker *w)
+{
+    const bind_session *s = bind_get_session(L);
+    for (int i = 0; i < w->ndbs; i++) {
+        const char *user = w->dbs[i].path ? w->dbs[i].path
+                           : s            ? s->default_db
+                                          : NULL;
+        if (user && lua_type(L, -1) == LUA_TSTRING) {
+            luaL_gsub(L, lua_tostring(L, -1), w->dbs[i].file, user);
+            lua_remove(L, -2);
+        }
+    }
+}
+
 /* Evaluates chunk c's points first..last (eval's indices) and writes
  * { results = {...}, error = msg, dbs = { { path =, file = }, ... } } to
  * DIR/cC.res. Returns 0, or -1 when a stop was requested. [-0, +(0|?)]
@@ -257,6 +274,7 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
                 lua_pop(L, 1);
                 lua_pushstring(L, "(error object is not a string)");
             }
+            user_names(L, w);
             lua_setfield(L, out, "error");
             break;
         }
@@ -278,6 +296,7 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
         /* a point's error, when there is one, is the chunk's */
         if (failed && lua_getfield(L, out, "error") != LUA_TSTRING) {
             lua_pushstring(L, err.msg);
+            user_names(L, w);
             lua_setfield(L, out, "error");
         }
         if (failed)

@@ -112,15 +112,21 @@ static int file_is_binary(const char *path)
     return c == LUA_SIGNATURE[0];
 }
 
+/* [-0, +0] Raises when fname holds a precompiled chunk (fn loads it). */
+static void check_text(lua_State *L, const char *fn, const char *fname)
+{
+    if (file_is_binary(fname))
+        refuse_named(
+            L, lua_pushfstring(L, "%s of a binary chunk ('%s')", fn, fname));
+}
+
 /* [-0, +0] Raises unless fname (NULL: standard input) may be loaded as Lua by
  * fn. */
 static void check_lua_file(lua_State *L, const char *fn, const char *fname)
 {
     if (!fname)
         return;
-    if (file_is_binary(fname))
-        refuse_named(
-            L, lua_pushfstring(L, "%s of a binary chunk ('%s')", fn, fname));
+    check_text(L, fn, fname);
     FILE *probe = fopen(fname, "r");
     if (!probe)
         return; /* luaL_loadfilex reports "cannot open" with the reason */
@@ -247,7 +253,9 @@ static int found_lua(lua_State *L, const char *file)
                                "require '%s' from '%s' (outside the "
                                "scenario's directory and pipesim's lua/)",
                                name, file));
-    check_lua_file(L, "require", file);
+    /* the searcher found the file and its path is allowed (one realpath):
+     * only the binary check of check_lua_file is left */
+    check_text(L, "require", file);
     if (bind_load_module(L, name, file, "t") != LUA_OK)
         return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s",
                           name, file, lua_tostring(L, -1));

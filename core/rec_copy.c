@@ -87,6 +87,9 @@ static int prepare(rec_copy *c, const char *sql, sqlite3_stmt **st, ps_err *err)
 rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
 {
     static int serial;
+    /* a new file's connection moves to its path first (rec_txn.c) */
+    if (rec_publish(db, NULL, err))
+        return NULL;
     rec_copy *c = calloc(1, sizeof *c);
     if (!c) {
         ps_errf(err, "%s: out of memory", db->path);

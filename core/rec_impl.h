@@ -64,6 +64,9 @@ typedef struct rowbuf {
 struct rec_db {
     sqlite3 *db;
     char *path;
+    /* a new file's scratch the connection is on until its first commit
+     * publishes it at path (rec_publish), or NULL */
+    char *pending;
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -182,10 +185,19 @@ void rec_writer_checkpoint(rec_db *db);
  * objects present; fails when the file is not SQLite at all. */
 int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
                 ps_err *err);
-/* rec_schema.c: makes a missing path a complete empty database (schema,
- * WAL mode) through a scratch file and link(); 1 when path exists now, 0
- * when the caller should create it in place. */
-int rec_schema_create_file(const char *path);
+/* rec_schema.c: a new file for a missing path: a scratch file beside it
+ * holding the empty schema in rollback mode (its malloc'd name, NULL when
+ * it cannot be made); rec_schema_link switches it to WAL, syncs it (sync)
+ * and links it at path: 1 done, 0 path exists (or no hard links: errno),
+ * -1 the scratch could not be synced (errno). */
+char *rec_schema_scratch(const char *path);
+int rec_schema_link(const char *path, const char *scratch, int sync);
+/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c)
+ * and reopens the connection there; with id, the run id of the scratch's
+ * one committed run, which becomes its id in the file (another process's
+ * file when it made the path first: the run is copied into it). A no-op
+ * when nothing is pending. */
+int rec_publish(rec_db *db, int64_t *id, ps_err *err);
 /* rec_schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

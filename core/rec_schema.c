@@ -486,45 +486,36 @@ static int set_journal(rec_db *db, ps_err *err)
 }
 
 /* A new file, made whole before it appears (issue 12, the fixed cost of a
- * run in a new process). Creating the schema in place costs a rollback-
- * journal transaction to switch the empty file to WAL (journal, directory
- * and database synced: 4 fsyncs) and then the schema's own WAL commit.
- * Instead the schema is built in a scratch file beside the target with
- * journal_mode = OFF and synchronous = OFF (nothing synced: the scratch
- * is thrown away if anything fails), switched to WAL, synced once
- * (fdatasync) and hard-linked into place: link() never replaces a file,
- * so of several processes creating the same path one wins and the others
- * open its file, and readers never see a half-made schema (they still
- * wait for an empty file made the old way). The file's directory entry is
- * synced by SQLite when the first run's commit creates the -wal file, and
- * every run's durability is the WAL's as before: 5 fsyncs for a new file
- * instead of 8. Returns 1 when path exists now (made here or by another
- * process), 0 when the caller should create it in place (no hard links
- * on this file system, a scratch that cannot be made: the in-place path
- * then reports the real error). A crash between mkstemp and unlink leaves
- * a "<path>.new-PID-N" file. */
-/* The end of rec_schema_create_file: the scratch (open as fd) synced and
- * linked to path when ok, then removed and freed whatever happened. */
-static int link_scratch(const char *path, char *scratch, int fd, int ok)
+ * run in a new process). The schema is written into a scratch file beside
+ * the target ("<path>.new-PID-N"), in rollback mode: the connection of
+ * the writer (rec_open) works on it with journal_mode = MEMORY and
+ * synchronous = OFF, so a run's transaction there syncs nothing and still
+ * rolls back. The first run's commit publishes it (rec_schema_link): the
+ * header is switched to WAL, the file synced once (fdatasync) and
+ * hard-linked into place. link() never replaces a file, so of several
+ * processes creating the same path one wins and the others copy their run
+ * into its file; readers never see a half-made schema or a half-written
+ * first run. A new file then costs 1 fsync for its first run instead of 5
+ * (core/README.md, "Durability"). A crash before the link leaves the
+ * scratch file and no database. */
+
+/* Bytes 18 and 19 of SQLite's header: the file format's write and read
+ * versions, 1 for rollback journals and 2 for WAL (what PRAGMA
+ * journal_mode = WAL changes in the file, sqlite.org/fileformat2.html). */
+#define HDR_VERSIONS 18
+
+static int set_versions(int fd, char v)
 {
-    ok = ok && fdatasync(fd) == 0;
-    close(fd);
-    int made = 0;
-    if (ok) {
-        if (link(scratch, path) == 0 || errno == EEXIST)
-            made = 1;
-    }
-    unlink(scratch);
-    free(scratch);
-    return made;
+    char b[2] = {v, v};
+    return pwrite(fd, b, 2, HDR_VERSIONS) == 2 ? 0 : -1;
 }
 
-int rec_schema_create_file(const char *path)
+char *rec_schema_scratch(const char *path)
 {
     size_t n = strlen(path) + 48;
     char *scratch = malloc(n);
     if (!scratch)
-        return 0;
+        return NULL;
     /* not mkstemp: its 0600 would become the database's (and its -wal's)
      * mode; 0644 less the umask is what SQLite gives a file it creates */
     int fd = -1;
@@ -537,11 +528,13 @@ int rec_schema_create_file(const char *path)
     }
     if (fd < 0) {
         free(scratch);
-        return 0;
+        return NULL;
     }
+    int ok;
     if (embed_schema_len > 0 && embed_enabled()) {
         /* the same file, written from the bytes built into pipesim
-         * (embed.h: what the SQL below made at build time) */
+         * (embed.h: what the SQL below made at build time, published),
+         * back in rollback mode */
         size_t done = 0;
         while (done < embed_schema_len) {
             ssize_t w = write(fd, embed_schema + done, embed_schema_len - done);
@@ -550,26 +543,50 @@ int rec_schema_create_file(const char *path)
             if (w > 0)
                 done += (size_t)w;
         }
-        return link_scratch(path, scratch, fd, done == embed_schema_len);
+        ok = done == embed_schema_len && set_versions(fd, 1) == 0;
+        close(fd);
+    } else {
+        close(fd);
+        sqlite3 *c = NULL;
+        char ver[64];
+        snprintf(ver, sizeof ver, "PRAGMA user_version = %d",
+                 REC_SCHEMA_VERSION);
+        ok = sqlite3_open_v2(scratch, &c,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             NULL) == SQLITE_OK &&
+             sqlite3_exec(c,
+                          "PRAGMA journal_mode = OFF; PRAGMA synchronous = "
+                          "OFF; BEGIN",
+                          NULL, NULL, NULL) == SQLITE_OK;
+        for (const char *const *sql = schema_sql; ok && *sql; sql++)
+            ok = sqlite3_exec(c, *sql, NULL, NULL, NULL) == SQLITE_OK;
+        ok = ok && sqlite3_exec(c, ver, NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_exec(c, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+        ok = sqlite3_close(c) == SQLITE_OK && ok;
     }
-    sqlite3 *c = NULL;
-    char ver[64];
-    snprintf(ver, sizeof ver, "PRAGMA user_version = %d", REC_SCHEMA_VERSION);
-    int ok =
-        sqlite3_open_v2(scratch, &c,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                        NULL) == SQLITE_OK &&
-        sqlite3_exec(c,
-                     "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-                     "BEGIN",
-                     NULL, NULL, NULL) == SQLITE_OK;
-    for (const char *const *sql = schema_sql; ok && *sql; sql++)
-        ok = sqlite3_exec(c, *sql, NULL, NULL, NULL) == SQLITE_OK;
-    ok = ok && sqlite3_exec(c, ver, NULL, NULL, NULL) == SQLITE_OK &&
-         sqlite3_exec(c, "COMMIT; PRAGMA journal_mode = WAL", NULL, NULL,
-                      NULL) == SQLITE_OK;
-    ok = sqlite3_close(c) == SQLITE_OK && ok;
-    return link_scratch(path, scratch, fd, ok);
+    if (!ok) {
+        unlink(scratch);
+        free(scratch);
+        return NULL;
+    }
+    return scratch;
+}
+
+int rec_schema_link(const char *path, const char *scratch, int sync)
+{
+    int fd = open(scratch, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* WAL in the header, as PRAGMA journal_mode = WAL leaves it, then
+     * the data on disk before the name points at it */
+    int ok = set_versions(fd, 2) == 0 && (!sync || fdatasync(fd) == 0);
+    int e = errno;
+    close(fd);
+    if (!ok) {
+        errno = e;
+        return -1;
+    }
+    return link(scratch, path) == 0 ? 1 : 0;
 }
 
 int rec_schema_prepare(rec_db *db, ps_err *err)

@@ -104,14 +104,33 @@ int rec_exec_sql(rec_db *db, const char *sql, ps_err *err)
 /* Handle                                                              */
 /* ------------------------------------------------------------------ */
 
+/* The connection closed, with every statement prepared on it (they are
+ * prepared again on first use). */
+static void close_conn(rec_db *db)
+{
+    for (int i = 0; i < NSTMT; i++) {
+        sqlite3_finalize(db->st[i]);
+        db->st[i] = NULL;
+    }
+    for (int i = 0; i < NROWS; i++) {
+        sqlite3_finalize(db->rows[i].st);
+        db->rows[i].st = NULL;
+    }
+    /* the virtual table and the kinds are checked again on the next
+     * connection (rec_rows.c, rec.c) */
+    db->vt_ok = 0;
+    db->kinds_ok = 0;
+    sqlite3_close_v2(db->db);
+    db->db = NULL;
+}
+
 void rec_free_handle(rec_db *db)
 {
     rec_writer_free(db);
-    for (int i = 0; i < NSTMT; i++)
-        sqlite3_finalize(db->st[i]);
-    for (int i = 0; i < NROWS; i++)
-        sqlite3_finalize(db->rows[i].st);
-    sqlite3_close(db->db);
+    close_conn(db);
+    if (db->pending) /* never published: nothing of it is kept */
+        unlink(db->pending);
+    free(db->pending);
     free(db->path);
     free(db->mem);
     free(db->links);
@@ -178,6 +197,42 @@ static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
     return SQLITE_OK;
 }
 
+/* Opens db's connection: on the scratch of a new file (rec_schema.c) in
+ * rollback mode with the journal in memory and no syncs, or on the file
+ * at its path, checked and in WAL mode (rec_schema_prepare). */
+static int connect(rec_db *db, ps_err *err)
+{
+    /* NOMUTEX: a rec_db is used from one thread at a time, so
+     * SQLite's per-call locking is pure overhead on the per-row path */
+    if (sqlite3_open_v2(db->pending ? db->pending : db->path, &db->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                            SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK)
+        return rec_sql_fail(db, "cannot open", err);
+    /* Sweeps may write one file from several processes: wait for the
+     * lock rather than fail at once. */
+    sqlite3_busy_handler(db->db, rec_busy_handler, db);
+    sqlite3_wal_hook(db->db, wal_hook, db);
+    if (db->pending ? rec_exec_sql(db,
+                                   "PRAGMA journal_mode = MEMORY; "
+                                   "PRAGMA synchronous = OFF",
+                                   err)
+                    : rec_schema_prepare(db, err))
+        return PS_ERR;
+    /* Test only (tests/concurrency.sh): caps the database at N pages, so that
+     * a full disk can be simulated without root or a small file system;
+     * SQLite then fails the write with SQLITE_FULL as on a full disk. */
+    const char *max_pages = getenv("PIPESIM_TEST_MAX_PAGES");
+    if (max_pages && *max_pages) {
+        char pragma[96];
+        snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %ld",
+                 strtol(max_pages, NULL, 10));
+        if (rec_exec_sql(db, pragma, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
 rec_db *rec_open(const char *path, ps_err *err)
 {
     if (check_parent(path, err))
@@ -185,47 +240,81 @@ rec_db *rec_open(const char *path, ps_err *err)
     rec_db *db = rec_new_handle(path, err);
     if (!db)
         return NULL;
-    /* a new file is made whole beside the path and linked into place
-     * (rec_schema_create_file: fewer fsyncs); an existing one is opened */
+    /* a new file is made beside the path and linked into place with its
+     * first run (rec_schema.c: one fsync); an existing one is opened, and
+     * so is a new one whose scratch cannot be made (created in place by
+     * rec_schema_prepare, which then reports the real error) */
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)
-        rec_schema_create_file(path);
-    /* NOMUTEX: a rec_db is used from one thread at a time, so
-     * SQLite's per-call locking is pure overhead on the per-row path */
-    if (sqlite3_open_v2(path, &db->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                            SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        rec_sql_fail(db, "cannot open", err);
-        goto fail;
-    }
-    /* Sweeps may write one file from several processes: wait for the
-     * lock rather than fail at once. */
-    sqlite3_busy_handler(db->db, rec_busy_handler, db);
+        db->pending = rec_schema_scratch(path);
     db->ckpt_frames = REC_CKPT_FRAMES;
-    sqlite3_wal_hook(db->db, wal_hook, db);
-    if (rec_schema_prepare(db, err))
-        goto fail;
-    /* Test only (tests/concurrency.sh): caps the database at N pages, so that
-     * a full disk can be simulated without root or a small file system;
-     * SQLite then fails the write with SQLITE_FULL as on a full disk. */
     /* Test only (test_rec.c): checkpoints at N frames instead of
      * REC_CKPT_FRAMES, so that a small run exercises them. */
     const char *frames = getenv("PIPESIM_TEST_CKPT_FRAMES");
     if (frames && *frames)
         db->ckpt_frames = (int)strtol(frames, NULL, 10);
-    const char *max_pages = getenv("PIPESIM_TEST_MAX_PAGES");
-    if (max_pages && *max_pages) {
-        char pragma[96];
-        snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %ld",
-                 strtol(max_pages, NULL, 10));
-        if (rec_exec_sql(db, pragma, err))
-            goto fail;
+    if (connect(db, err)) {
+        rec_free_handle(db);
+        return NULL;
     }
     return db;
-fail:
-    rec_free_handle(db);
-    return NULL;
+}
+
+/* The run of a new file's scratch (its id there in *id) into the file
+ * another process made at the path first, with the id it gets there. */
+static int copy_first_run(rec_db *db, const char *scratch, int64_t *id,
+                          ps_err *err)
+{
+    rec_copy *c = rec_copy_new(db, scratch, err);
+    if (!c)
+        return PS_ERR;
+    int64_t off = 0;
+    int rc = rec_exec_sql(db, "BEGIN IMMEDIATE", err);
+    if (rc == PS_OK) {
+        if (rec_copy_runs(c, *id, *id, &off, err)) {
+            rec_rollback(db);
+            rc = PS_ERR;
+        } else {
+            rc = rec_commit(db, err);
+        }
+    }
+    rec_copy_free(c);
+    if (rc == PS_OK)
+        *id += off;
+    return rc;
+}
+
+/* rec_publish; sync 0 for a sweep worker's scratch (rec_scratch). */
+static int publish(rec_db *db, int64_t *id, int sync, ps_err *err)
+{
+    if (!db->pending)
+        return PS_OK;
+    char *scratch = db->pending;
+    /* the connection knows the file by the scratch's name (its -wal
+     * would be "<scratch>-wal"): closed before the file is anyone's */
+    close_conn(db);
+    int linked = rec_schema_link(db->path, scratch, sync);
+    int e = errno;
+    db->pending = NULL;
+    int rc = PS_OK;
+    ps_err ce;
+    if (linked < 0)
+        rc = ps_errf(err, "%s: cannot sync the new file: %s", db->path,
+                     strerror(e));
+    /* the file at the path: this one, or the one made first (or, without
+     * hard links, made here in place) */
+    if (connect(db, rc ? &ce : err))
+        rc = PS_ERR;
+    else if (rc == PS_OK && linked == 0 && id && *id > 0)
+        rc = copy_first_run(db, scratch, id, err);
+    unlink(scratch);
+    free(scratch);
+    return rc;
+}
+
+int rec_publish(rec_db *db, int64_t *id, ps_err *err)
+{
+    return publish(db, id, 1, err);
 }
 
 /* A batch commits after this many runs or seconds: few enough that the
@@ -276,6 +365,9 @@ void rec_set_batch(rec_db *db, int on)
 
 int rec_run_begin(rec_db *db, ps_err *err)
 {
+    /* a batch's runs go into the file: its ids are final when handed out */
+    if (db->batch_mode && rec_publish(db, NULL, err))
+        return PS_ERR;
     if (!db->batch_mode) {
         sqlite3_stmt *begin;
         if (rec_batch_commit(db, err) || !(begin = rec_stmt(db, ST_BEGIN, err)))
@@ -345,7 +437,8 @@ int rec_scratch(rec_db *db, ps_err *err)
     /* the journal in memory (a failed run still rolls back) and no syncs:
      * a scratch file nobody reads if its writer dies (a sweep worker's:
      * the writer copies only finished chunks) */
-    return rec_exec_sql(db, "PRAGMA journal_mode = MEMORY", err) ||
+    return publish(db, NULL, 0, err) ||
+                   rec_exec_sql(db, "PRAGMA journal_mode = MEMORY", err) ||
                    rec_exec_sql(db, "PRAGMA synchronous = OFF", err)
                ? PS_ERR
                : PS_OK;
@@ -353,7 +446,8 @@ int rec_scratch(rec_db *db, ps_err *err)
 
 int rec_flush(rec_db *db, ps_err *err)
 {
-    return db ? rec_batch_commit(db, err) : PS_OK;
+    /* a new file that got no run yet exists from here on, empty */
+    return db ? rec_batch_commit(db, err) || rec_publish(db, NULL, err) : PS_OK;
 }
 
 int rec_close(rec_db *db, ps_err *err)
@@ -361,7 +455,7 @@ int rec_close(rec_db *db, ps_err *err)
     if (!db)
         return PS_OK;
     ps_err e;
-    int rc = db->readonly ? PS_OK : rec_batch_commit(db, &e);
+    int rc = db->readonly ? PS_OK : rec_flush(db, &e);
     if (rc && err)
         *err = e;
     rec_free_handle(db);

@@ -42,6 +42,14 @@ if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null;
     grep -q "^1 run added to $DB (6 in all; pipesim report $DB)$" "$TMP/$OUT.3" && ok ||
         bad "third process: $(cat "$TMP/$OUT.3")"
     [ "$n" -eq 1 ] && ok || bad "$DB opened $n times by one process, want 1: $(grep "\"$DB\"" "$TMP/$OUT.trace")"
+    # a new file's schema and first run reach the disk with one sync
+    # (core/README.md, "Durability"; 5 when the schema was linked first)
+    rm -f "$TMP/startup_new.db"*
+    strace -f -e trace=fsync,fdatasync -o "$TMP/$OUT.sync" "$BIN" run "$TMP/startup.lua" \
+        -o "$TMP/startup_new.db" >"$TMP/$OUT.4" 2>&1
+    n=$(grep -cE '(fsync|fdatasync)\(' "$TMP/$OUT.sync")
+    [ "$n" -eq 1 ] && ok || bad "a one-run process into a new file synced $n times, want 1: $(cat "$TMP/$OUT.sync")"
+    [ "$(sqlite3 "$TMP/startup_new.db" 'SELECT count(*) FROM run')" = 1 ] && ok || bad "new file: its run"
 else
     echo "skip: strace not installed or not permitted (the open count is not checked)"
 fi

@@ -160,6 +160,21 @@ PIPESIM_TEST_SCRATCH_SQL="CREATE TRIGGER boom AFTER INSERT ON run WHEN NEW.name 
 grep -q "run not recorded: simulated (the sweep's last 1 runs are lost)" "$TMP/lostj.out" && ok || bad "lost --jobs: message: $(cat "$TMP/lostj.out")"
 grep -q "^4 runs added to $TMP/lostj.db (4 in all" "$TMP/lostj.out" && ok || bad "lost --jobs: count: $(cat "$TMP/lostj.out")"
 [ "$(q "$TMP/lostj.db" "SELECT group_concat(name) FROM run")" = "before,kept,kept,after" ] && ok || bad "lost --jobs: rows"
+# the message names the user's database, not the worker's scratch file,
+# and an uncaught one is the scenario's one line (ps.run's db as well)
+grep -q "ps.run: $TMP/lostj.db: run not recorded" "$TMP/lostj.out" && ok || bad "lost --jobs: database named: $(cat "$TMP/lostj.out")"
+cat >"$TMP/lostdb.lua" <<'LUA'
+local ps = require "pipesim"
+local layers = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+ps.sweep{ name = "lost", space = { microbatches = { 1, 2, 3, 4, 5, 6 } },
+    run = function(p) return { layers = layers, stages = 2, microbatches = p.microbatches,
+                               record = "summary", db = ps.args.other } end }
+LUA
+rm -f "$TMP/lostdb.db"* "$TMP/lostdb_other.db"*
+PIPESIM_TEST_SCRATCH_SQL="CREATE TRIGGER boom AFTER INSERT ON run WHEN NEW.microbatches = 4 BEGIN SELECT RAISE(ROLLBACK, 'simulated'); END" \
+    $VG "$BIN" run "$TMP/lostdb.lua" -o "$TMP/lostdb.db" -D other="$TMP/lostdb_other.db" --jobs 2 >/dev/null 2>"$TMP/lostdb.err" && bad "lost db: exited 0"
+[ "$(cat "$TMP/lostdb.err")" = "pipesim: $TMP/lostdb.lua:3: ps.sweep: 'lost' point_index 3 {\"microbatches\":4}: ps.run: $TMP/lostdb_other.db: run not recorded: simulated" ] && ok ||
+    bad "lost db --jobs: message: $(cat "$TMP/lostdb.err")"
 
 # --- --shard and --jobs errors
 expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"

@@ -84,10 +84,31 @@ H.near(fl, ps.models.formulas.block_fwd_flops(s), 1e-12, "GEMM FLOPs = 24bsh^2 +
 
 -- embedding backward: the zero-filled table gradients (V x h words, s x h
 -- learned positions) plus each one's output gradient read and rows
--- written; its dropout's backward reads dy and the mask, writes dx
+-- written, then DDP's main_grad.add_ over each table (bf16 gradient read,
+-- fp32 main_grad read and written: 2 + 8 bytes an entry); its dropout's
+-- backward reads dy and the mask, writes dx
 local emb = roofline.embedding(s, dev, {})
-H.near(emb.bwd_weight, mem(2 * 1000 * h + 4 * T * h + 2 * n * h + 4 * T * h), 1e-12,
-    "embedding W = embedding_dense_backward of words and positions")
+H.near(emb.bwd_weight, mem((2 + 10) * 1000 * h + 4 * T * h + (2 + 10) * n * h + 4 * T * h), 1e-12,
+    "embedding W = embedding_dense_backward of words and positions + main_grad.add_")
+-- fp16: the gradient buffer is fp16 too (2 + 2 + 2 bytes an entry)
+local s16 = ps.models.formulas.normalize { layers = 1, hidden = 2048, heads = 16, seq = 1024,
+    vocab = 1000, microbatch = 2, dtype = "fp16" }
+H.near(roofline.embedding(s16, dev, {}).bwd_weight,
+    mem((2 + 6) * 1000 * h + 4 * T * h + (2 + 6) * n * h + 4 * T * h), 1e-12,
+    "fp16 embedding W: main_grad in fp16")
+-- head: final norm, LM-head GEMMs and Megatron's unfused vocab-parallel
+-- cross-entropy, per logit 2 + 36 bytes forward (.float() 2 + 4, max 4,
+-- subtract 8, exp 8, sum 4, div_ 8) and 12 + 2 backward (mul_ 8, the
+-- fp32 -> bf16 gradient 4 + 2); TP 2 halves the logits of a rank
+for _, t in ipairs { 1, 2 } do
+    local V = 1000 / t
+    local hd = roofline.head(s, dev, { tp = t })
+    H.near(hd.fwd, mem(T * h * 4) + gemm(T, V, h) + mem(T * V * 38), 1e-12,
+        "head F: norm, logits GEMM, cross-entropy 38 B a logit, tp " .. t)
+    H.near(hd.bwd_input, mem(T * h * 6) + gemm(T, h, V) + mem(T * V * 14), 1e-12,
+        "head B: norm, dgrad GEMM, cross-entropy 14 B a logit, tp " .. t)
+    H.near(hd.bwd_weight, gemm(h, V, T), 1e-12, "head W: the wgrad GEMM, tp " .. t)
+end
 H.near(emb.bwd_input, mem(T * h * 5), 1e-12, "embedding B = its dropout's backward")
 
 -- TP 4 splits the GEMMs' N (or K) and the attention heads

@@ -6,9 +6,10 @@
 -- "none"). GPipe and 1F1B take the same time here (with free
 -- communication they both take (m + p - 1)(f + b)) and 1F1B holds less,
 -- so the front is 1F1B's: mb 2 without recompute (fastest), mb 2 full,
--- mb 1 full (smallest), and GPipe mb 2 full, whose simulated time comes
--- out one rounding step below 1F1B mb 2 full's with the DGX hop latencies
--- of issue 14 (0.6 / 2.7 us), so the query counts 4.
+-- mb 1 full (smallest): the query counts 3. (GPipe mb 2 full came out one
+-- rounding step below 1F1B mb 2 full with the head's cross-entropy at
+-- e + 16 bytes a logit, and counted as a fourth; at Megatron's 38 bytes
+-- the two tie exactly.)
 local ps = require "pipesim"
 ps.search{ name = "plan", model = { name = "gpt-4l", layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 },
            cluster = ps.cluster(ps.clusters.dgx("A100", 1)), gpus = 2, global_batch = 8,

@@ -229,7 +229,14 @@ static inline rec_db *fixture_new_db(const char *path, ps_err *err)
         snprintf(file, sizeof file, "%s%s", path, suffix[i]);
         unlink(file);
     }
-    return rec_open(path, err);
+    /* the file appears at once (a new file's first run would otherwise
+     * publish it, rec_txn.c), so that readers can open it */
+    rec_db *db = rec_open(path, err);
+    if (db && rec_flush(db, err)) {
+        rec_close(db, NULL);
+        return NULL;
+    }
+    return db;
 }
 
 /* Points fx's payload at dup, fx's first 3 ranks and rank 1 again: a run

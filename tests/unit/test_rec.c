@@ -6,6 +6,7 @@
 #include "rec.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,6 +439,13 @@ static void test_rows_blocks(void)
             CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
         CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
         CHECK_INT(id, 1);
+        /* the writer thread's rows (rec_bench's critical path), none
+         * when they were inserted on this thread */
+        int64_t wrows = -1;
+        double wcpu = -1;
+        rec_writer_usage(db, &wrows, &wcpu);
+        CHECK_INT(wrows, mode ? 0 : 576 + 432 + 612);
+        CHECK(mode ? wcpu == 0 : wcpu > 0);
         eng_set_sink(e, NULL);
         CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
         CHECK_INT(id, 2);
@@ -480,6 +488,57 @@ static void test_rows_blocks(void)
         CHECK_STR(got[1][i], got[0][i]);
     }
     eng_free(e);
+    fixture_free(&fx);
+}
+
+/* A row SQLite refuses (a NaN time is stored as NULL, and t_end is NOT
+ * NULL) fails its run with the constraint's message. The timeline's
+ * INSERTs are OR FAIL (rec.c: no statement journal), so the rows of the
+ * block before that row are in until the run is taken back: nothing of
+ * the failed run remains, alone or in a batch, and the runs before it in
+ * the same batch are kept. */
+static void test_rows_fail_atomic(void)
+{
+    ps_err err = {0};
+    rec_db *db = fixture_new_db("rowfail.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 1);
+    /* the 40th of the 64 events: 39 rows of its block go in first */
+    prog_op *bad = NULL;
+    int k = 0;
+    for (int32_t l = 0; l < fx.ps->nlanes && !bad; l++)
+        for (int32_t i = 0; i < fx.ps->lanes[l].n && !bad; i++)
+            if (fx.ps->lanes[l].ops[i].type == PROG_COMPUTE && ++k == 40)
+                bad = &fx.ps->lanes[l].ops[i];
+    CHECK(bad != NULL);
+    double t_end = bad->t_end;
+    for (int batch = 0; batch < 2; batch++) {
+        rec_set_batch(db, batch);
+        if (batch) /* a good run first in the batch: it stays */
+            CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+        bad->t_end = NAN;
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
+        CHECK_HAS(err.msg, "rowfail.db: run not recorded: NOT NULL "
+                           "constraint failed: event_row.t_end");
+        bad->t_end = t_end;
+        CHECK_INT(rec_flush(db, &err), 0);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM event_row"), 64);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM transfer_row"), 48);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM memory_row"), 68);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 1);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 1 + batch);
+    }
+    /* the next run appends right after run 1's rows */
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(rec_flush(db, &err), 0);
+    CHECK_INT(scalar(db, "SELECT max(event_first) FROM span"), 65);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = (SELECT "
+                         "max(run) FROM span)"),
+              64);
+    rec_close(db, &err);
     fixture_free(&fx);
 }
 
@@ -697,9 +756,25 @@ static void test_commit_per_run(void)
     CHECK_INT(rec_close(NULL, &err), 0);
 }
 
-/* A new file is built beside its path and linked into place
- * (rec_schema_create_file): a complete database in WAL mode with the mode
- * SQLite would give it (0644 less the umask), and no scratch file left. */
+/* The entries of dir other than . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int entries = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        entries += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return entries;
+}
+
+/* A new file is built beside its path and linked into place with its
+ * first run (rec_schema.c, rec_txn.c): before it, the path does not
+ * exist (a failed first run leaves none); after it, a complete database
+ * in WAL mode with the mode SQLite would give it (0644 less the umask),
+ * and no scratch file left. Two writers of the same new path: the second
+ * finds the first's file and its run is copied in with the next id, its
+ * timeline rows included. */
 static void test_new_file(void)
 {
     ps_err err = {0};
@@ -707,28 +782,64 @@ static void test_new_file(void)
     CHECK(mkdtemp(dir) != NULL);
     char path[128];
     snprintf(path, sizeof path, "%s/new.db", dir);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 3, 4, 1, 1.0, 2.0, 10.0, &err), 0);
     rec_db *db = rec_open(path, &err);
-    CHECK(db != NULL);
+    rec_db *other = rec_open(path, &err);
+    CHECK(db != NULL && other != NULL);
+    struct stat sb;
+    CHECK(stat(path, &sb) != 0 && errno == ENOENT);
+    CHECK_INT(dir_entries(dir), 2); /* the two scratch files */
     CHECK_INT(scalar(db, "PRAGMA user_version"), REC_SCHEMA_VERSION);
+    /* a first run that fails: still no file */
+    rec_rank dup[4];
+    fixture_dup_rank(&fx, dup);
+    int64_t id = 0;
+    CHECK(rec_write(db, &fx.pay, REC_EVENTS, &id, &err) != 0);
+    fixture_ranks_back(&fx);
+    CHECK(stat(path, &sb) != 0 && errno == ENOENT);
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 1);
+    CHECK(stat(path, &sb) == 0);
     CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
                          "('run', 'event', 'span', 'memory_peak')"),
               4);
     char mode[16];
     CHECK_STR(text(db, "PRAGMA journal_mode", mode, sizeof mode), "wal");
-    rec_close(db, &err);
-    struct stat sb;
+    /* the second writer's first run lands in the first's file */
+    CHECK_INT(rec_write(other, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 2);
+    CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+    CHECK_INT(id, 3);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 3);
+    double events = scalar(db, "SELECT count(*) FROM event WHERE run = 1");
+    CHECK(events > 0);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = 2"), events);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM span WHERE run = 3"), 0);
+    CHECK_INT(rec_close(other, &err), 0);
+    CHECK_INT(rec_close(db, &err), 0);
     mode_t mask = umask(0);
     umask(mask);
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == (0644 & ~mask));
-    DIR *d = opendir(dir);
-    int entries = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        entries += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    CHECK_INT(entries, 1); /* new.db alone */
+    CHECK_INT(dir_entries(dir), 1); /* new.db alone */
     unlink(path);
+    /* a new file closed without a run is published empty */
+    db = rec_open(path, &err);
+    CHECK(db != NULL && stat(path, &sb) != 0);
+    CHECK_INT(rec_close(db, &err), 0);
+    CHECK_INT(dir_entries(dir), 1);
+    rec_db *rd = rec_open_read(path, &err);
+    CHECK(rd != NULL);
+    CHECK_INT(scalar(rd, "SELECT count(*) FROM run"), 0);
+    rec_close(rd, NULL);
+    unlink(path);
+    char f[160];
+    snprintf(f, sizeof f, "%s-wal", path);
+    unlink(f);
+    snprintf(f, sizeof f, "%s-shm", path);
+    unlink(f);
     rmdir(dir);
+    fixture_free(&fx);
 }
 
 static void test_open_errors(void)
@@ -819,5 +930,6 @@ int main(void)
     test_stream_checkpoint();
     test_writer_signals();
     test_rows_blocks();
+    test_rows_fail_atomic();
     return harness_done();
 }

@@ -11,6 +11,13 @@ local clusters = require "pipesim.clusters"
 local M = {}
 
 local DTYPE_BYTES = { bf16 = 2, fp16 = 2, fp32 = 4 }
+-- bytes of a main_grad entry (Megatron's gradient buffer): fp32 but for
+-- fp16 training (M.embedding)
+M.MAIN_GRAD_BYTES = { bf16 = 4, fp16 = 2, fp32 = 4 }
+-- fp32 bytes per logit of the cross-entropy's kernels beyond the e-byte
+-- logit read (forward) or gradient write (backward) (M.head)
+M.CE_FWD_BYTES = 4 + 4 + 8 + 8 + 4 + 8
+M.CE_BWD_BYTES = 8 + 4
 
 -- Time of a (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch` of them
 -- in one kernel, of e-byte operands (default 2): the roofline's two roofs
@@ -332,7 +339,16 @@ end
 -- this rank), reads the output gradient and writes the summed rows (at
 -- most one per token): e*V/t*h + 2e*T*h; learned positions the same over
 -- their max_positions x h table (the add's gradient is the incoming one).
--- Megatron's accumulation of that gradient into main_grad is not counted.
+-- Then Megatron's DDP hook adds that gradient to the parameter's main_grad
+-- in the gradient buffer, every microbatch (megatron/core/distributed/
+-- distributed_data_parallel.py _make_param_hook, as of 937571cfd4:
+-- `param.main_grad.add_(param.grad.data)`; the legacy megatron/model/
+-- distributed.py of 2021 the same): read the e-byte gradient, read and
+-- write the g-byte main_grad, e + 2g per table entry. g = 4 (fp32) but for
+-- fp16, whose buffer takes the parameter's dtype (M.MAIN_GRAD_BYTES, as
+-- models/megatron.lua's grad_bytes). The linear layers' weight gradients
+-- need no such pass: gradient_accumulation_fusion writes them into
+-- main_grad from the GEMM.
 function M.embedding(s, dev, opt)
     local t = opt.tp or 1
     local r = opt.sp and t or 1
@@ -341,8 +357,9 @@ function M.embedding(s, dev, opt)
     local by = 2 * e * T * h
     if s.position == "learned" then by = by + 3 * e * T * h end
     local fwd = M.mem_time(dev, by, T * h)
-    local wb = e * s.vocab / t * h + 2 * e * T * h
-    if s.position == "learned" then wb = wb + e * s.max_positions * h + 2 * e * T * h end
+    local acc = e + 2 * M.MAIN_GRAD_BYTES[s.dtype] -- main_grad.add_ per table entry
+    local wb = (e + acc) * s.vocab / t * h + 2 * e * T * h
+    if s.position == "learned" then wb = wb + (e + acc) * s.max_positions * h + 2 * e * T * h end
     local w = M.mem_time(dev, wb, 2 * T * h)
     local bwd_input = 0
     if s.dropout then
@@ -354,10 +371,18 @@ function M.embedding(s, dev, opt)
 end
 
 -- Head on one TP rank: final norm, the vocab-parallel LM head GEMM
--- (s*b x V/t x h) and the vocab-parallel cross-entropy over fp32 logits
--- (Megatron's vocab_parallel_cross_entropy: read the e-byte logits, write
--- and reread fp32 exponentials, normalise: e + 16 bytes per logit forward;
--- its backward reads the fp32 softmax and writes the gradient, 4 + e).
+-- (s*b x V/t x h) and the vocab-parallel cross-entropy over fp32 logits,
+-- charged kernel by kernel as Megatron runs it (megatron/core/
+-- tensor_parallel/cross_entropy.py as of 937571cfd4, the unfused default
+-- without --cross-entropy-loss-fusion; the 2021 megatron/mpu/
+-- cross_entropy.py runs the same ops on output.float()), per logit:
+--   forward: .float() reads e, writes 4; max reads 4; the in-place
+--     subtraction of the max reads 4, writes 4; exp (out= in place) 4 + 4;
+--     sum 4; div_ by the sum 4 + 4: CE_FWD_BYTES + e (38 for bf16)
+--   backward: grad_input.mul_(grad_output) 4 + 4, then .float()'s
+--     gradient reads the fp32 gradient and writes e: CE_BWD_BYTES + e (14)
+-- (the target gather and the scatter of -1 touch one logit per token,
+-- not counted). Until this change: e + 16 forward and 4 + e backward.
 -- The final norm's backward reads x and dy and writes dx (3e, as a
 -- block's norms).
 function M.head(s, dev, opt)
@@ -368,8 +393,8 @@ function M.head(s, dev, opt)
     local el = T * h / r
     local norm = M.mem_time(dev, el * norm_op(e), el * FLOPS_NORM)
     local norm_b = M.mem_time(dev, el * norm_bwd(e), 2 * el * FLOPS_NORM)
-    local ce_f = M.mem_time(dev, T * V / t * (e + 16), T * V / t * 10)
-    local ce_b = M.mem_time(dev, T * V / t * (4 + e), T * V / t * 2)
+    local ce_f = M.mem_time(dev, T * V / t * (e + M.CE_FWD_BYTES), T * V / t * 10)
+    local ce_b = M.mem_time(dev, T * V / t * (e + M.CE_BWD_BYTES), T * V / t * 2)
     return {
         fwd = norm + M.gemm_time(dev, T, V / t, h) + ce_f,
         bwd_input = norm_b + M.gemm_time(dev, T, h, V / t) + ce_b,

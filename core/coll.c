@@ -584,12 +584,13 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.last_step = malloc((size_t)N * sizeof *g.last_step);
     if (!g.sent || !g.lane || !g.last_step)
         g.oom = 1;
-    /* nvls's fixed latency (NCCL's 25 us hop latency, coll_proto.c), which
-     * coll_run adds in closed form: here a delay at the head of every
-     * rank's share, which holds the communication lane and leaves the
-     * device to compute. The ring's and tree's protocol latencies are not
-     * charged inside a training step (README "Protocols"). */
-    double over = spec->bytes > 0 && algo == COLL_NVLS
+    /* the protocol's fixed latency (coll_proto_overhead: NCCL's base
+     * latency and the per-step excess of its hop latency over the links';
+     * nvls's 25 us), which coll_run adds in closed form: here a delay at
+     * the head of every rank's share, which holds the communication lane
+     * and leaves the device to compute, so a bucket costs inside a step
+     * what the same collective costs alone. 0 without a protocol. */
+    double over = spec->bytes > 0
                       ? coll_proto_overhead(spec, N, algo, proto, g.channels)
                       : 0;
     for (int32_t i = 0; i < N && !g.oom; i++) {

@@ -247,10 +247,12 @@ int32_t coll_proto_nodes(const coll_spec *spec, int32_t N)
 /* The fixed latency a protocol adds to the simulated collective: NCCL's
  * base latency, and per step the excess of the protocol's hop latency (at
  * least the network post overhead on the intra-node steps of a ring across
- * nodes) over LL's. The simulated hops pay the links' own latency, which stands
- * for what LL pays (LL has no synchronisation beyond the data's own flags: its
- * hop latency is the raw NVLink or network latency); LL128 and Simple wait
- * longer per step (Simple fences its data and then writes a flag). The steps
+ * nodes) over ring LL's. The simulated hops pay the links' own latency, which
+ * stands for what a ring LL hop pays (LL has no synchronisation beyond the
+ * data's own flags: its hop latency is the raw NVLink or network latency);
+ * LL128 and Simple wait longer per step (Simple fences its data and then
+ * writes a flag), and a tree step across nodes longer than a ring's (5.0 us
+ * with LL against 2.7: a tree rank waits on up to three peers). The steps
  * are NCCL's: ring 2(N - 1) for allreduce of which 2(nodes - 1) cross nodes;
  * tree 2((ppn - 1) intra + log2(nodes) inter). Nodes: N / ranks_per_node, or N
  * (one rank per node) when unknown. 0 for COLL_PROTO_NONE and for algorithms
@@ -272,6 +274,14 @@ static double ring_plateau(const coll_spec *spec, int32_t N, int algo,
     return (f - 1) * coll_proto_nccl_latency(spec, N, algo, proto);
 }
 
+/* NCCL's network hop latency of (algo, proto) on nodes x N / nodes ranks:
+ * "With ppn=1 latencies are fully exposed, use the Tree network latency"
+ * (ncclTopoTuneModel), else the algorithm's own. */
+static double hop_net(int a, int p, int32_t N, int32_t nodes)
+{
+    return N == nodes ? hw_net[1][p] : hw_net[a][p];
+}
+
 double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
                            int proto, int32_t channels)
 {
@@ -281,8 +291,12 @@ double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
     int a = row_of(algo), p = proto - COLL_LL;
     int32_t nodes = coll_proto_nodes(spec, N);
     double nvl = fmax(hw_nvl[a][p], net_overhead(spec, algo, proto, nodes));
-    double dnvl = nvl - hw_nvl[a][0];
-    double dnet = hw_net[a][p] - hw_net[a][0];
+    /* the excess over the raw hop the links already charge: ring LL's
+     * (0.6 and 2.7 us, the cluster presets' link latencies), for every
+     * algorithm, so that a tree step across nodes costs NCCL's tree figure
+     * (LL 5.0 us, 2.3 over the link) and not the link's latency alone */
+    double dnvl = nvl - hw_nvl[0][0];
+    double dnet = hop_net(a, p, N, nodes) - hw_net[0][0];
     if (algo == COLL_NVLS) /* Simple only: its whole hop latency */
         dnvl = hw_nvl[a][p], dnet = hw_net[a][p];
     double t = base_lat[a][p] + tuner_lat(algo, spec->op, N, nodes, dnvl, dnet);
@@ -302,6 +316,6 @@ double coll_proto_nccl_latency(const coll_spec *spec, int32_t N, int algo,
     int32_t nodes = coll_proto_nodes(spec, N);
     double nvl = fmax(hw_nvl[a][p], net_overhead(spec, algo, proto, nodes));
     return (base_lat[a][p] +
-            tuner_lat(algo, spec->op, N, nodes, nvl, hw_net[a][p])) *
+            tuner_lat(algo, spec->op, N, nodes, nvl, hop_net(a, p, N, nodes))) *
            1e-6;
 }

@@ -73,21 +73,28 @@ static const char *const stmt_sql[NSTMT] = {
 
 /* Each timeline table's INSERT from pipesim_rows (rec_rows.c): which of
  * a rec_row's fields go to which column, and which integers are indexes,
- * NULL below 0 ("none" in programs: mb -1 of an optimizer step). */
+ * NULL below 0 ("none" in programs: mb -1 of an optimizer step). OR FAIL:
+ * a NOT NULL violation stops the statement without undoing its earlier
+ * rows, so SQLite keeps no statement journal for the block (the default
+ * ABORT copies each page the block changes first); any failure fails the
+ * run, whose transaction or savepoint takes the partial block back with
+ * the rest. */
 static const struct {
     const char *sql;
     unsigned nulls; /* bit k: i<k> */
 } rows_def[NROWS] = {
-    [ROWS_EVENT] = {"INSERT INTO event_row(rank, kind, stage, chunk, mb, "
-                    "t_start, t_end) SELECT i0, i1, i2, i3, i4, d0, d1 "
-                    "FROM pipesim_rows",
-                    1u << 2 | 1u << 3 | 1u << 4},
-    [ROWS_TRANSFER] = {"INSERT INTO transfer_row(src, dst, bytes, t_start, "
-                       "t_end, kind, mb, tag) SELECT i0, i1, d0, d1, d2, i2, "
-                       "i3, i4 FROM pipesim_rows",
-                       1u << 3 | 1u << 4},
-    [ROWS_MEMORY] = {"INSERT INTO memory_row(rank, t, bytes) SELECT i0, d0, "
-                     "d1 FROM pipesim_rows",
+    [ROWS_EVENT] =
+        {"INSERT OR FAIL INTO event_row(rank, kind, stage, chunk, mb, "
+         "t_start, t_end) SELECT i0, i1, i2, i3, i4, d0, d1 "
+         "FROM pipesim_rows",
+         1u << 2 | 1u << 3 | 1u << 4},
+    [ROWS_TRANSFER] =
+        {"INSERT OR FAIL INTO transfer_row(src, dst, bytes, t_start, "
+         "t_end, kind, mb, tag) SELECT i0, i1, d0, d1, d2, i2, "
+         "i3, i4 FROM pipesim_rows",
+         1u << 3 | 1u << 4},
+    [ROWS_MEMORY] = {"INSERT OR FAIL INTO memory_row(rank, t, bytes) SELECT "
+                     "i0, d0, d1 FROM pipesim_rows",
                      0},
 };
 

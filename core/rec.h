@@ -243,6 +243,14 @@ struct eng_sink;
 int rec_stream_begin(rec_db *db, struct eng_sink *sink, ps_err *err);
 void rec_stream_cancel(rec_db *db);
 
+/* The writer thread's work since the handle started it (rec_bench: the
+ * recorder's critical path): *rows inserted and *cpu, the thread's CPU
+ * seconds (user and system: the b-tree and the WAL pages it writes) when
+ * the last streamed run's rows were all in, before its commit (which runs
+ * on the caller's thread) and any checkpoint after it. 0 and 0 when no
+ * writer thread ran. */
+void rec_writer_usage(const rec_db *db, int64_t *rows, double *cpu);
+
 /* *n = the number of runs in the database (committed: after a batch's
  * rec_flush). */
 int rec_run_count(rec_db *db, int64_t *n, ps_err *err);

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rec_impl.h"
 
@@ -49,6 +50,8 @@ struct rec_writer {
     int failed; /* the first failure of an insert, in err; later blocks
                    are dropped */
     ps_err err;
+    int64_t rows; /* inserted since the start (rec_writer_usage) */
+    double cpu;   /* the thread's CPU seconds at the last drain */
 };
 
 /* A PASSIVE checkpoint (what SQLite's autocheckpoint runs inside the
@@ -111,6 +114,8 @@ static void *writer_main(void *arg)
             w->failed = 1;
             w->err = err;
         }
+        if (!skip && !rc)
+            w->rows += b->n;
         w->free_[w->nfree++] = k;
         w->busy = 0;
         /* a waiting caller wants WAKE_FREE blocks or an idle writer */
@@ -247,6 +252,12 @@ int rec_writer_drain(rec_db *db, ps_err *err)
         }
     pthread_cond_signal(&w->work);
     wait_idle(w);
+    /* one clock read per run, from this side: none on the writer's path */
+    clockid_t clock;
+    struct timespec ts;
+    if (pthread_getcpuclockid(w->thread, &clock) == 0 &&
+        clock_gettime(clock, &ts) == 0)
+        w->cpu = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     int rc = PS_OK;
     if (w->failed) {
         if (err)
@@ -306,4 +317,17 @@ void rec_writer_free(rec_db *db)
     free(w->pool);
     free(w);
     db->writer = NULL;
+}
+
+void rec_writer_usage(const rec_db *db, int64_t *rows, double *cpu)
+{
+    rec_writer *w = db->writer;
+    *rows = 0;
+    *cpu = 0;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    *rows = w->rows;
+    *cpu = w->cpu;
+    pthread_mutex_unlock(&w->mu);
 }

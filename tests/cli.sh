@@ -280,8 +280,13 @@ got=$(sqlite3 "$TMP/gs.db" "SELECT count(*) = sum(ranks = 8), count(*) = sum(tim
 # a group of 4 GPUs per node rings through their 4 NICs (50 GB/s each), as
 # NCCL does: a 25 MiB bucket's busbw above one NIC's x 3, a ring's at most
 # 4 NICs'; NCCL's tree (auto's other candidate, on 2 nodes) runs over the
-# same 4 NICs, one channel each (issue 14), and may beat the NICs' busbw
-got=$(sqlite3 "$TMP/gs.db" "SELECT run, count(*) > 0, min(ranks), sum(algorithm IN ('ring', 'tree')) = count(*), min(busbw) > 150e9, sum(algorithm = 'ring' AND busbw > 200e9) = 0 FROM collective WHERE run IN (3, 4) AND bytes = 26214400 GROUP BY run")
+# same 4 NICs, one channel each (issue 14), and may beat the NICs' busbw.
+# The rows' times include the protocol's fixed latency, charged inside
+# ps.run too (core/coll_proto.c, NCCL 2.30.7 tuning.cc): ring Simple on 2
+# nodes x 4 (Intel) 8.4 + 12 x (3.4 - 0.6) + 2 x (14 - 2.7) us, plus the
+# plateau 0.4 x (8.4 + 12 x 3.4 + 2 x 14) = 95.48 us in all, taken off
+# before the bandwidth is compared (so the tree's rows are held to it too)
+got=$(sqlite3 "$TMP/gs.db" "SELECT run, count(*) > 0, min(ranks), sum(algorithm IN ('ring', 'tree')) = count(*), min(bytes * 1.75 / (time - 95.48e-6)) > 150e9, sum(algorithm = 'ring' AND busbw > 200e9) = 0 FROM collective WHERE run IN (3, 4) AND bytes = 26214400 GROUP BY run")
 [ "$got" = "3|1|8|1|1|1
 4|1|8|1|1|1" ] && ok || bad "grad sync on 4 GPUs of each of 2 nodes: $got"
 got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(DISTINCT op) FROM (SELECT op FROM collective WHERE run = 2 ORDER BY op)")

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "net.h"
 #include "pipe.h"
 #include "rec.h"
@@ -135,6 +137,64 @@ static void bench_fixed(int fresh)
            1e3 * median(t_all, REPS));
 }
 
+static void sql_die(sqlite3 *c, const char *what)
+{
+    fprintf(stderr, "rec_bench: %s: %s\n", what, sqlite3_errmsg(c));
+    exit(1);
+}
+
+/* SQLite alone, for the same rows: the recorded file's three timeline
+ * tables copied into twins of the same declaration inside one
+ * transaction, then rolled back. WHERE defeats SQLite's transfer
+ * optimization (which copies records without decoding them), so every
+ * row is read, its record built and appended as an INSERT does: SQLite's
+ * own insert rate for this row shape on this machine, without pipesim,
+ * the virtual table or a second thread. Returns the seconds (wall, and
+ * CPU in *cpu_s) and the rows. */
+static int64_t sqlite_alone(const char *path, double *wall_s, double *cpu_s)
+{
+    static const char *const tables[] = {"event_row", "transfer_row",
+                                         "memory_row"};
+    sqlite3 *c = NULL;
+    if (sqlite3_open_v2(path, &c, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        sql_die(c, path);
+    if (sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        sql_die(c, "begin");
+    char sql[1024];
+    for (int i = 0; i < 3; i++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(c,
+                               "SELECT substr(sql, 14) FROM sqlite_master "
+                               "WHERE name = ?1",
+                               -1, &st, NULL) != SQLITE_OK)
+            sql_die(c, "schema");
+        sqlite3_bind_text(st, 1, tables[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_ROW)
+            sql_die(c, tables[i]);
+        /* "CREATE TABLE " is 13 characters: the twin is bench_NAME(...) */
+        snprintf(sql, sizeof sql, "CREATE TABLE bench_%s",
+                 (const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        if (sqlite3_exec(c, sql, NULL, NULL, NULL) != SQLITE_OK)
+            sql_die(c, sql);
+    }
+    int64_t rows = 0;
+    double t0 = now(), c0 = cpu();
+    for (int i = 0; i < 3; i++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO bench_%s SELECT * FROM %s WHERE rowid > 0",
+                 tables[i], tables[i]);
+        if (sqlite3_exec(c, sql, NULL, NULL, NULL) != SQLITE_OK)
+            sql_die(c, sql);
+        rows += sqlite3_changes(c);
+    }
+    *wall_s = now() - t0;
+    *cpu_s = cpu() - c0;
+    sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(c);
+    return rows;
+}
+
 /* A 1F1B step with full recording: rows per second of the recording alone
  * (the step with a database minus the step without) and database bytes per
  * timeline row, the file checkpointed and closed. */
@@ -177,7 +237,8 @@ static void bench_events(int32_t p, int32_t m)
                        .optimizer_bytes = 12};
     pipe_ctx *ctx = pipe_ctx_new();
     pipe_result res;
-    double t_off[REPS], t_on[REPS], c_off[REPS], c_on[REPS], bytes[REPS];
+    double t_off[REPS], t_on[REPS], c_off[REPS], c_on[REPS], bytes[REPS],
+        writer[REPS], t_sql[REPS], c_sql[REPS];
     int64_t rows = 0;
     const char *path = "/tmp/pipesim-recbench-events.db";
     for (int i = 0; i < REPS; i++) {
@@ -198,6 +259,10 @@ static void bench_events(int32_t p, int32_t m)
             die(&err);
         t_on[i] = now() - t0;
         c_on[i] = cpu() - c0;
+        int64_t wrows;
+        double wcpu;
+        rec_writer_usage(db, &wrows, &wcpu);
+        writer[i] = wrows > 0 ? 1e9 * wcpu / (double)wrows : NAN;
         rec_close(db, NULL);
         db = rec_open_read(path, &err);
         if (!db)
@@ -208,14 +273,21 @@ static void bench_events(int32_t p, int32_t m)
                count(db, "SELECT count(*) FROM memory WHERE run = ?1", res.id);
         rec_close(db, NULL);
         bytes[i] = file_size(path) - empty;
+        int64_t n = sqlite_alone(path, &t_sql[i], &c_sql[i]);
+        t_sql[i] = (double)n / t_sql[i];
+        c_sql[i] = (double)n / c_sql[i];
     }
     remove_db(path);
     double off = median(t_off, REPS), on = median(t_on, REPS);
     double coff = median(c_off, REPS), con = median(c_on, REPS);
-    printf("1f1b p=%d m=%-6d %10lld %9.3f %9.3f %9.2f %9.2f %9.2f %8.1f\n", p,
-           m, (long long)rows, off, on, (double)rows / on / 1e6,
+    printf("1f1b p=%d m=%-6d %10lld %9.3f %9.3f %9.2f %9.2f %9.2f %8.1f "
+           "%8.0f\n",
+           p, m, (long long)rows, off, on, (double)rows / on / 1e6,
            (double)rows / (on - off) / 1e6, (double)rows / (con - coff) / 1e6,
-           median(bytes, REPS) / (double)rows);
+           median(bytes, REPS) / (double)rows, median(writer, REPS));
+    printf("%-30s %29.2f %19.2f %17.0f\n", "SQLite alone, same rows",
+           median(t_sql, REPS) / 1e6, median(c_sql, REPS) / 1e6,
+           1e9 / median(c_sql, REPS));
     pipe_ctx_free(ctx);
     net_free(nw);
     free(layers);
@@ -232,10 +304,14 @@ int main(int argc, char **argv)
     bench_fixed(1);
     bench_fixed(0);
     printf("\nfull event recording (median of %d; rows: event + transfer + "
-           "memory; 'rec' = on - off, wall clock and process CPU time)\n",
+           "memory; 'rec' = on - off, wall clock and process CPU time;\n"
+           "'wr ns/r': the writer thread's CPU per row, the critical path; "
+           "'SQLite alone': the\nsame rows copied table to table in one "
+           "transaction, no pipesim, its wr ns/r on one thread)\n",
            REPS);
-    printf("%-19s %10s %9s %9s %9s %9s %9s %8s\n", "case", "rows", "off s",
-           "on s", "Mrows/s", "rec Mr/s", "cpu Mr/s", "B/row");
+    printf("%-19s %10s %9s %9s %9s %9s %9s %8s %8s\n", "case", "rows",
+           "off s", "on s", "Mrows/s", "rec Mr/s", "cpu Mr/s", "B/row",
+           "wr ns/r");
     bench_events(64, m);
     return 0;
 }

@@ -7,8 +7,21 @@ local ps = require "pipesim"
 
 local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
 local function mesh(n) return F.mesh(n, beta, alpha) end
--- ring allreduce on 2 ranks: 2(N-1)(a + T/(N b))
+-- ring allreduce on 2 ranks: 2(N-1)(a + T/(N b)), plus the protocol's
+-- fixed latency that a gradient-sync bucket is charged as a delay on the
+-- communication lane (core/coll.c coll_append, core/coll_proto.c
+-- coll_proto_overhead), from NCCL 2.30.7 src/graph/tuning.cc
+-- (ncclTunerConstantsDefaults, ncclTopoTuneModel, ncclTopoGetAlgoTime).
+-- At these sizes auto picks ring Simple. A mesh rank is its own node
+-- (ppn = 1), so both of the 2(N - 1) = 2 steps cross nodes and pay NCCL's
+-- network hop, the tree's figure when ppn = 1 ("latencies are fully
+-- exposed"): Simple 14.0 us, of which the link's share is ring LL's 2.7
+-- (the raw hop the simulated links stand for); baseLatency 8.4 us; and
+-- the ring plateau of a Simple allreduce across nodes, x 1.4 on NCCL's
+-- latency 8.4 + 2 x 14.0 once every rank's share of a channel is >= 64 B.
+local LAT_SIMPLE = (8.4 + 2 * (14.0 - 2.7) + 0.4 * (8.4 + 2 * 14.0)) * 1e-6 -- 45.56 us
 local function ring2(bytes) return 2 * (alpha + bytes / (2 * beta)) end
+local function sync2(bytes) return ring2(bytes) + LAT_SIMPLE end
 
 -- 1. One bucket, no overlap: the step grows by exactly one allreduce.
 -- Two stages, free pipeline transfers (out_bytes 0), forward 1 s, backward
@@ -23,7 +36,7 @@ do
     -- the same pipeline alone (its 0-byte transfers still pay the latency)
     local alone = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
                             microbatches = m, record = "none" }
-    local c = ring2(2e8)
+    local c = sync2(2e8)
     H.near(r.makespan, alone.makespan + c, 1e-9, "step = pipeline + allreduce")
     -- stage 0 finishes its compute last and waits the whole allreduce
     H.near(r.exposed_comm[1], c, 1e-9, "stage 0 exposed")
@@ -46,18 +59,19 @@ local function overlap_case(bytes_per_layer)
                      record = "none" }
 end
 do
-    -- c = 0.5 s < 1 s per layer: each bucket finishes before the next is
-    -- ready; only the last one shows: step = 2 + 4 + c
+    -- c = 0.5 s (+ the protocol's latency) < 1 s per layer: each bucket
+    -- finishes before the next is ready; only the last one shows: step =
+    -- 2 + 4 + c
     local g = (0.5 - 2 * alpha) * beta
-    local c = ring2(g)
-    H.near(c, 0.5, 1e-12)
+    H.near(ring2(g), 0.5, 1e-12)
+    local c = sync2(g)
     local r = overlap_case(g)
     H.near(r.makespan, 2 + 4 + c, 1e-9, "overlap hides all but the tail")
     H.near(r.exposed_comm[1], c, 1e-9)
     -- c = 1.5 s > 1 s: buckets queue on the link; the first starts at 2 + 1
     -- and the others follow back to back: step = 2 + 1 + 4c
     g = (1.5 - 2 * alpha) * beta
-    c = ring2(g)
+    c = sync2(g)
     r = overlap_case(g)
     H.near(r.makespan, 2 + 1 + 4 * c, 1e-9, "queued buckets")
     H.near(r.exposed_comm[1], 1 + 4 * c - 4, 1e-9)
@@ -77,7 +91,11 @@ do
     H.check(off.exposed_comm[1] > on.exposed_comm[1], "less exposed with overlap")
     local free = ps.run{ layers = layers, stages = 4, microbatches = 8, dp = 2,
                            record = "none" }
-    H.near(free.makespan, 1.5 * 11)
+    -- the free network moves the buckets in no time, but NCCL's software
+    -- latency remains: auto picks ring LL there, baseLatency 6.6 us plus 2
+    -- network steps of the tree's LL hop (ppn = 1) 5.0 us less the link's
+    -- 2.7 (tuning.cc, as above), once, for the last bucket of stage 0
+    H.near(free.makespan, 1.5 * 11 + (6.6 + 2 * (5.0 - 2.7)) * 1e-6)
     H.near(free.closed_form_bubble, 3 / 11)
 end
 

@@ -9,8 +9,13 @@ local F = require "fixtures"
 local ps = require "pipesim"
 
 local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
--- ring all-gather on 2 ranks: (N-1)(a + T/(N b))
-local function ag2(bytes) return alpha + bytes / (2 * beta) end
+-- ring all-gather on 2 ranks: (N-1)(a + T/(N b)), plus the protocol's
+-- fixed latency charged to every gradient-sync collective (core/coll.c
+-- coll_append; NCCL 2.30.7 src/graph/tuning.cc): ring Simple (auto's
+-- pick at these sizes), baseLatency 8.4 us and N - 1 = 1 step across
+-- nodes (a mesh rank is its own node) at NCCL's 14.0 us less the link's
+-- raw 2.7 (ring LL's, which the links stand for)
+local function ag2(bytes) return alpha + bytes / (2 * beta) + (8.4 + 14.0 - 2.7) * 1e-6 end
 
 -- One stage, two replicas, one microbatch; two layers of forward 1 s,
 -- backward 2 s, 1e8 parameters each: one bucket per layer (4e8 fp32

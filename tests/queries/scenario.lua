@@ -35,6 +35,8 @@ for _, s in ipairs{ "gpipe", "1f1b" } do
               microbatches = 4, schedule = s, record = "events" }
 end
 -- a link: transfers and link rows; data parallelism: exposed gradient sync
+-- (each bucket's ring Simple allreduce includes NCCL's fixed latency,
+-- 45.56 us on 2 ranks: tests/lua/test_dp.lua derives it)
 ps.run{ name = "dp/1f1b", cluster = linked, layers = layers, stages = 2,
           microbatches = 4, schedule = "1f1b", dp = 2, record = "events" }
 -- ring vs binomial_tree allreduce on the 4-rank mesh: binomial_tree (log2 4 = 2 steps each

@@ -439,6 +439,13 @@ static void test_rows_blocks(void)
             CHECK_INT(eng_run(e, fx.ps, fx.nw, ENG_EAGER, &res, &err), 0);
         CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
         CHECK_INT(id, 1);
+        /* the writer thread's rows (rec_bench's critical path), none
+         * when they were inserted on this thread */
+        int64_t wrows = -1;
+        double wcpu = -1;
+        rec_writer_usage(db, &wrows, &wcpu);
+        CHECK_INT(wrows, mode ? 0 : 576 + 432 + 612);
+        CHECK(mode ? wcpu == 0 : wcpu > 0);
         eng_set_sink(e, NULL);
         CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
         CHECK_INT(id, 2);
@@ -481,6 +488,57 @@ static void test_rows_blocks(void)
         CHECK_STR(got[1][i], got[0][i]);
     }
     eng_free(e);
+    fixture_free(&fx);
+}
+
+/* A row SQLite refuses (a NaN time is stored as NULL, and t_end is NOT
+ * NULL) fails its run with the constraint's message. The timeline's
+ * INSERTs are OR FAIL (rec.c: no statement journal), so the rows of the
+ * block before that row are in until the run is taken back: nothing of
+ * the failed run remains, alone or in a batch, and the runs before it in
+ * the same batch are kept. */
+static void test_rows_fail_atomic(void)
+{
+    ps_err err = {0};
+    rec_db *db = fixture_new_db("rowfail.db", &err);
+    fixture fx;
+    CHECK_INT(fixture_run(&fx, "1f1b", 4, 8, 1, 1.0, 2.0, 100.0, &err), 0);
+    int64_t id = -1;
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(id, 1);
+    /* the 40th of the 64 events: 39 rows of its block go in first */
+    prog_op *bad = NULL;
+    int k = 0;
+    for (int32_t l = 0; l < fx.ps->nlanes && !bad; l++)
+        for (int32_t i = 0; i < fx.ps->lanes[l].n && !bad; i++)
+            if (fx.ps->lanes[l].ops[i].type == PROG_COMPUTE && ++k == 40)
+                bad = &fx.ps->lanes[l].ops[i];
+    CHECK(bad != NULL);
+    double t_end = bad->t_end;
+    for (int batch = 0; batch < 2; batch++) {
+        rec_set_batch(db, batch);
+        if (batch) /* a good run first in the batch: it stays */
+            CHECK_INT(rec_write(db, &fx.pay, REC_SUMMARY, &id, &err), 0);
+        bad->t_end = NAN;
+        CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), PS_ERR);
+        CHECK_HAS(err.msg, "rowfail.db: run not recorded: NOT NULL "
+                           "constraint failed: event_row.t_end");
+        bad->t_end = t_end;
+        CHECK_INT(rec_flush(db, &err), 0);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM event_row"), 64);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM transfer_row"), 48);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM memory_row"), 68);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM span"), 1);
+        CHECK_INT(scalar(db, "SELECT count(*) FROM run"), 1 + batch);
+    }
+    /* the next run appends right after run 1's rows */
+    CHECK_INT(rec_write(db, &fx.pay, REC_EVENTS, &id, &err), 0);
+    CHECK_INT(rec_flush(db, &err), 0);
+    CHECK_INT(scalar(db, "SELECT max(event_first) FROM span"), 65);
+    CHECK_INT(scalar(db, "SELECT count(*) FROM event WHERE run = (SELECT "
+                         "max(run) FROM span)"),
+              64);
+    rec_close(db, &err);
     fixture_free(&fx);
 }
 
@@ -872,5 +930,6 @@ int main(void)
     test_stream_checkpoint();
     test_writer_signals();
     test_rows_blocks();
+    test_rows_fail_atomic();
     return harness_done();
 }

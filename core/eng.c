@@ -56,6 +56,11 @@ void eng_set_sink(eng_sim *e, const eng_sink *sink)
         memset(&e->sink, 0, sizeof e->sink);
 }
 
+void eng_set_count_base(eng_sim *e, int64_t base)
+{
+    e->count_base = base;
+}
+
 void eng_set_memory(eng_sim *e, const double *static_bytes)
 {
     e->static_bytes = static_bytes;

@@ -119,6 +119,15 @@ void eng_set_memory(eng_sim *e, const double *static_bytes);
 
 void eng_stats_of(const eng_sim *e, eng_stats *out);
 
+/* Test hook for issue 12's integer widths (2^40 ops): the following
+ * eng_run_gen calls start as if base ops, transfers and events had
+ * passed and base events had been pushed: eng_result's counts, every
+ * lane's op indices (eng_done.index) and the queue's sequence numbers
+ * start at base instead of 0, so a short run drives them past 2^40
+ * (test_widths). Times and order are unchanged. 0, the default, for real
+ * runs; eng_run (arrays) ignores it. */
+void eng_set_count_base(eng_sim *e, int64_t base);
+
 /* Runs ps (sealed with prog_seal) on nw, whose rank count must equal
  * ps->nranks. Writes op times into ps and a summary into *res. Fails on a
  * deadlock (message: "deadlock at t=...: rank 1 waits on recv B3 from rank 2

@@ -206,7 +206,8 @@ static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
      * buffer starts defined */
     memset(c->buf, 0, (size_t)nb * sizeof *c->buf);
     for (int32_t l = 0; l < g->nlanes; l++)
-        c->lane[l] = (clane){0, g->rank(g, l), 0, -1, 0, 0, LANE_READY};
+        c->lane[l] =
+            (clane){e->count_base, g->rank(g, l), 0, -1, 0, 0, LANE_READY};
     for (int32_t k = 0; k < g->nchannels; k++)
         c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, -1, -1, 0, 0};
     c->msg_used = 2 * g->nchannels;
@@ -709,7 +710,7 @@ HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
         else
             advance(e, c, l, 0, H, K);
     const eq_event *ev;
-    int64_t events = 0;
+    int64_t events = e->count_base;
     double now = 0, last = 0;
     while (!e->oom && (ev = eq_pop_ref(&e->q)) != NULL) {
         if ((++events & 4095) == 0 && limit_stopped())
@@ -854,9 +855,10 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
     if (size_cursor(e, g, e->sink.op_done != NULL))
         return ps_errf(err, "out of memory sizing the engine");
     eng_cursor *c = e->cur;
-    e->transfers = e->ops = 0;
+    e->transfers = e->ops = e->count_base;
     e->oom = 0;
     eq_clear(&e->q);
+    e->q.next_seq = (uint64_t)e->count_base; /* 0 but in test_widths */
     net_begin(nw, &e->q);
     int fifo = net_sharing_of(nw) == NET_FIFO;
     c->mesh = net_mesh_fifo(nw, &c->slots, &c->bw, &c->lat);

@@ -60,6 +60,8 @@ struct eng_sim {
     enum eng_p2p p2p;
     int64_t transfers;
     int64_t ops;
+    int64_t count_base; /* eng_set_count_base: the cursor path's counts
+                           start there */
     int oom;
     const fault_plan *fp; /* NULL: no faults, no deadline */
     /* lanes whose recv_timeout expired at expired_t, linked through

@@ -284,6 +284,96 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
     }
 }
 
+/* pipe_next for one chunk per rank (GPipe, 1F1B), the same ops: a step
+ * is one action, so the lane's table entry, its previous action and the
+ * current one are all there is, and each call copies at most two ops.
+ * It runs once per op or two, hence written out rather than through
+ * pipe_next's general step. */
+static inline act action_flat(enum sched_kind kind, int32_t m, int32_t warm,
+                              int32_t idx)
+{
+    act a = {PROG_F, 0, 0};
+    if (kind == SCHED_GPIPE) {
+        a.kind = idx < m ? PROG_F : PROG_B;
+        a.mb = idx < m ? idx : idx - m;
+    } else if (idx < warm) {
+        a.mb = idx;
+    } else if (idx < 2 * m - warm) {
+        int32_t t = idx - warm;
+        a.kind = t & 1 ? PROG_B : PROG_F;
+        a.mb = t & 1 ? t / 2 : warm + t / 2;
+    } else {
+        a.kind = PROG_B;
+        a.mb = idx - m;
+    }
+    return a;
+}
+
+/* The transfer x (stage_ops.xfer) of a into *op; 0 when there is none. */
+static inline int put(const stage_ops *t, const act *a, int send, prog_op *op)
+{
+    int x = (a->kind == PROG_B) * 2 + send;
+    if (!t->has[x])
+        return 0;
+    *op = t->xfer[x];
+    op->mb = a->mb;
+    return 1;
+}
+
+static int flat_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
+{
+    const pipe_gen *pg = g->ctx;
+    const sched_spec *s = pg->s;
+    const stage_ops *t = &pg->tab[r];
+    pstate *p = state;
+    int32_t n = pg->n, i = p->i;
+    if (!p->init) {
+        p->init = 1;
+        p->warm = warm_of(s, r);
+    }
+    if (p->phase == SECOND) { /* the receive of a split batch */
+        put(t, &p->cur[0], 0, ops);
+        p->phase = OPS;
+        return 1;
+    }
+    if (p->phase == BATCH) {
+        /* the previous action's send, this one's receive; 1F1B's
+         * warm-up and cool-down send and receive apart (Megatron's
+         * send_forward / recv_forward) */
+        int k = i > 0 ? put(t, &p->old[0], 1, ops) : 0, sends = k;
+        if (i < n) {
+            p->cur[0] = action_flat(s->kind, s->m, p->warm, i);
+            k += put(t, &p->cur[0], 0, &ops[k]);
+        }
+        p->phase = OPS;
+        if (k == 2) {
+            if (s->kind == SCHED_1F1B && p->old[0].kind == p->cur[0].kind) {
+                p->phase = SECOND;
+                return sends;
+            }
+            ops[0].flags |= PROG_BATCH;
+        }
+        if (k > 0)
+            return k;
+    }
+    if (i < n) {
+        const act *a = &p->cur[0];
+        ops[0] = t->comp[a->kind == PROG_B];
+        ops[0].mb = a->mb;
+        p->old[0] = *a;
+        p->i = i + 1;
+        p->phase = BATCH;
+        return 1;
+    }
+    /* dp.c's rewrite_lane with one replica: the step's OPT op after the
+     * lane's last op */
+    if (!(pg->opt > 0) || p->opt_done)
+        return 0;
+    p->opt_done = 1;
+    ops[0] = prog_compute(PROG_OPT, r, 0, -1, pg->opt, 0);
+    return 1;
+}
+
 int gen_pipe_applies(const sched_spec *s)
 {
     if (gen_force_array())
@@ -328,6 +418,8 @@ int gen_pipe_run_step(const sched_spec *s, double optimizer_seconds, net *nw,
     pipe_gen pg = {s, 2 * s->m * s->v, S, optimizer_seconds, tab};
     gen_prog g = {nranks,    s->p,      2 * (S - 1), 4, sizeof(pstate),
                   pipe_rank, pipe_next, &pg,         1, GEN_ANY};
+    if (s->v == 1 && s->kind != SCHED_INTERLEAVED)
+        g.next = flat_next;
     int rc = eng_run_gen(eng, &g, nw, p2p, res, err);
     limit_free(tab);
     return rc;

@@ -4,16 +4,23 @@
  * eng_cursor.c for the cursor's own); the ones that grow with ranks hold
  * a ring of 1 << 20 positions, driven here to its last steps without
  * running the rest: step tags, blocks and bytes there equal the closed
- * forms, and the ring's op and transfer totals (about 2^42) fit. */
+ * forms, and the ring's op and transfer totals (about 2^42) fit. The
+ * engine's own counters (ops, transfers, events, every lane's op index,
+ * the queue's sequence numbers) are driven past 2^40 by short runs that
+ * start at a high base (eng_set_count_base), and simulated times near
+ * 2^41 s equal the closed form. */
 #include <stdint.h>
 #include <string.h>
 
 #include "coll.h"
 #include "eng.h"
 #include "eq.h"
+#include "gen_pipe.h"
 #include "gen_ring.h"
 #include "harness.h"
+#include "net.h"
 #include "prog.h"
+#include "sched.h"
 
 #define MEMBER_BITS(type, m) (8 * sizeof(((type *)0)->m))
 
@@ -40,8 +47,157 @@ _Static_assert(MEMBER_BITS(gen_ring_state, s) == 32 &&
                    MEMBER_BITS(gen_ring_state, bs) == 32,
                "gen_ring_state: step and block of a position");
 
+/* The engine's counters driven past 2^40 (eng_set_count_base): a run
+ * that starts as if base ops, transfers, events and queue pushes had
+ * passed, every lane's op index included, gives the times and op stream
+ * of a run from 0, its counts offset by exactly base. A counter kept in
+ * 32 bits would wrap there (base mod 2^32 is 2^32 - 40: the queue's ties
+ * would break the other way, indices would go negative). */
+typedef struct seen {
+    prog_op op[1024];
+    int64_t index[1024];
+    int32_t lane[1024];
+    int n;
+} seen;
+
+static void on_done(void *ctx, const eng_done *d)
+{
+    seen *s = ctx;
+    if (s->n < 1024) {
+        s->op[s->n] = *d->op;
+        s->index[s->n] = d->index;
+        s->lane[s->n] = d->lane;
+    }
+    s->n++;
+}
+
+/* 1F1B, p = 4, m = 16, uneven stages, with a hook, from base. */
+static void run_pipe(int64_t base, seen *s, eng_result *res)
+{
+    sched_stage st[4];
+    for (int32_t i = 0; i < 4; i++)
+        st[i] =
+            (sched_stage){1e-3 * (1 + i % 3), 2.1e-3, 0, 1e9, 0, 4e6, 3e-4, 0};
+    sched_spec sp = {.kind = SCHED_1F1B,
+                     .p = 4,
+                     .v = 1,
+                     .m = 16,
+                     .stages = st,
+                     .placement = SCHED_LOOP};
+    net *nw = net_new(4);
+    ps_err err;
+    CHECK_INT(net_set_mesh(nw, 25e9, 5e-6, &err), 0);
+    eng_sim *e = eng_new();
+    eng_sink sink = {on_done, NULL, s};
+    eng_set_sink(e, &sink);
+    eng_set_count_base(e, base);
+    memset(s, 0, sizeof *s);
+    CHECK_INT(gen_pipe_run(&sp, nw, ENG_RENDEZVOUS, e, res, &err), 0);
+    eng_free(e);
+    net_free(nw);
+}
+
+static int32_t ring_rank(const gen_prog *g, int32_t lane)
+{
+    return ((const gen_ring *)g->ctx)->rank[lane];
+}
+
+/* A ring allreduce of 8 positions on the engine's own ring loop (no
+ * hook), from base. */
+static void run_ring(int64_t base, eng_result *res)
+{
+    int32_t rank[8];
+    for (int32_t i = 0; i < 8; i++)
+        rank[i] = 7 - i;
+    gen_ring c = {.rank = rank,
+                  .N = 8,
+                  .steps = 2 * 7,
+                  .rs = 1,
+                  .rem = 3,
+                  .big = 4096,
+                  .small = 4092,
+                  .sflags = 0};
+    gen_prog g = {
+        8,  8, 8,       2, sizeof(gen_ring_state), ring_rank, gen_ring_next,
+        &c, 1, GEN_RING};
+    net *nw = net_new(8);
+    ps_err err;
+    CHECK_INT(net_set_mesh(nw, 25e9, 5e-6, &err), 0);
+    eng_sim *e = eng_new();
+    eng_set_count_base(e, base);
+    CHECK_INT(eng_run_gen(e, &g, nw, ENG_RENDEZVOUS, res, &err), 0);
+    eng_free(e);
+    net_free(nw);
+}
+
+/* 1F1B with stage times near 2^35 s and transfers that take no time:
+ * the makespan, about 2^41 s, is the closed form (m + p - 1)(F + B)
+ * exactly (Narayanan et al. 2021, 1F1B's bubble of p - 1 steps; powers of
+ * two, so every sum is exact in double). */
+static void check_long_times(int64_t base)
+{
+    sched_stage st[4];
+    for (int32_t i = 0; i < 4; i++)
+        st[i] = (sched_stage){0x1p35, 0x1p36, 0, 1e9, 0, 0, 0, 0};
+    sched_spec sp = {.kind = SCHED_1F1B,
+                     .p = 4,
+                     .v = 1,
+                     .m = 16,
+                     .stages = st,
+                     .placement = SCHED_LOOP};
+    net *nw = net_new(4);
+    ps_err err;
+    CHECK_INT(net_set_mesh(nw, 25e9, 0, &err), 0);
+    eng_sim *e = eng_new();
+    eng_set_count_base(e, base);
+    eng_result res;
+    CHECK_INT(gen_pipe_run(&sp, nw, ENG_RENDEZVOUS, e, &res, &err), 0);
+    CHECK(res.makespan == (16 + 4 - 1) * (0x1p35 + 0x1p36));
+    CHECK(res.makespan > 0x1p40);
+    CHECK_INT(res.ops - base, 4 * 2 * 16 + 2 * 2 * 3 * 16);
+    eng_free(e);
+    net_free(nw);
+}
+
+/* The counters past 2^40: base leaves 40 to go, so every counter of the
+ * runs crosses it (a lane has 80 or more ops, the queue 190 pushes). */
+static void check_count_base(void)
+{
+    const int64_t base = ((int64_t)1 << 40) - 40;
+    static seen a, b;
+    eng_result ra, rb;
+    run_pipe(0, &a, &ra);
+    run_pipe(base, &b, &rb);
+    CHECK(memcmp(&ra.makespan, &rb.makespan, sizeof ra.makespan) == 0);
+    CHECK_INT(rb.ops, base + ra.ops);
+    CHECK_INT(rb.transfers, base + ra.transfers);
+    CHECK_INT(rb.events, base + ra.events);
+    CHECK(ra.ops > 40 && ra.events > 40);
+    CHECK_INT(b.n, a.n);
+    CHECK(a.n <= 1024);
+    int same = 1, crossed = 0;
+    for (int i = 0; i < a.n && i < 1024; i++) {
+        same &= memcmp(&a.op[i], &b.op[i], sizeof a.op[i]) == 0 &&
+                a.lane[i] == b.lane[i] && b.index[i] == base + a.index[i];
+        crossed |= b.index[i] >= (int64_t)1 << 40;
+    }
+    CHECK(same);
+    CHECK(crossed);
+    eng_result ga, gb;
+    run_ring(0, &ga);
+    run_ring(base, &gb);
+    CHECK(memcmp(&ga.makespan, &gb.makespan, sizeof ga.makespan) == 0);
+    CHECK_INT(gb.ops, base + ga.ops);
+    CHECK_INT(gb.transfers, base + ga.transfers);
+    CHECK_INT(ga.transfers, 8 * 14);
+    CHECK_INT(gb.events, base + ga.events);
+    check_long_times(0);
+    check_long_times(base);
+}
+
 int main(void)
 {
+    check_count_base();
     const int32_t N = 1 << 20;
     static int32_t rank[1 << 20];
     for (int32_t i = 0; i < N; i++)

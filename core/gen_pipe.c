@@ -15,8 +15,9 @@
 #include "limit.h"
 
 typedef struct act {
-    uint8_t kind; /* PROG_F or PROG_B */
-    int32_t chunk, mb;
+    uint8_t kind;   /* PROG_F or PROG_B */
+    int32_t st, mb; /* st: its model stage, chunk p + rank (pipe_next's;
+                       flat_next's lanes have one, their rank) */
 } act;
 
 /* Lane cursor: the step acts[i .. end), the previous one acts[prev .. i),
@@ -27,6 +28,11 @@ typedef struct pstate {
     int32_t prev, i, end, j;
     int32_t phase; /* BATCH, SECOND (the receives of a split batch), OPS */
     act old[2], cur[2];
+    /* the action after the step, computed to see whether it joins it
+     * (interleaved): action next_idx when have_next */
+    act next;
+    int32_t next_idx;
+    uint8_t have_next;
     /* set on the first call (the state starts zeroed): the lane's
      * warm-up length */
     int32_t warm;
@@ -102,11 +108,12 @@ static void stage_ops_of(const sched_spec *s, int32_t st, uint8_t send_flags,
 }
 
 /* Megatron's get_schedule_table (sched.c virtual_mb). */
-static inline void virtual_mb(const sched_spec *s, int32_t k, int forward,
-                              act *a)
+static inline void virtual_mb(const sched_spec *s, int32_t r, int32_t k,
+                              int forward, act *a)
 {
     int32_t pv = s->p * s->v, in = k % pv;
-    a->chunk = forward ? in / s->p : s->v - 1 - in / s->p;
+    int32_t chunk = forward ? in / s->p : s->v - 1 - in / s->p;
+    a->st = chunk * s->p + r;
     a->mb = k / pv * s->p + in % s->p;
 }
 
@@ -126,10 +133,10 @@ static int32_t warm_of(const sched_spec *s, int32_t r)
 /* Action idx of the order of the rank whose warm-up is warm, and whether
  * it joins the step of the action before it (interleaved's steady F/B
  * pairs). */
-static inline act action(const sched_spec *s, int32_t warm, int32_t idx,
-                         int *join)
+static inline act action(const sched_spec *s, int32_t r, int32_t warm,
+                         int32_t idx, int *join)
 {
-    act a = {PROG_F, 0, 0};
+    act a = {PROG_F, r, 0};
     int32_t m = s->m;
     *join = 0;
     if (s->kind == SCHED_GPIPE) {
@@ -150,19 +157,19 @@ static inline act action(const sched_spec *s, int32_t warm, int32_t idx,
     } else { /* interleaved */
         int32_t total = m * s->v;
         if (idx < warm) {
-            virtual_mb(s, idx, 1, &a);
+            virtual_mb(s, r, idx, 1, &a);
         } else if (idx < 2 * total - warm) {
             int32_t t = idx - warm;
             if (t & 1) {
                 a.kind = PROG_B;
-                virtual_mb(s, t / 2, 0, &a);
+                virtual_mb(s, r, t / 2, 0, &a);
                 *join = 1;
             } else {
-                virtual_mb(s, t / 2 + warm, 1, &a);
+                virtual_mb(s, r, t / 2 + warm, 1, &a);
             }
         } else {
             a.kind = PROG_B;
-            virtual_mb(s, idx - total, 0, &a);
+            virtual_mb(s, r, idx - total, 0, &a);
         }
     }
     return a;
@@ -170,10 +177,10 @@ static inline act action(const sched_spec *s, int32_t warm, int32_t idx,
 
 /* The SEND of a's output (send) or the RECV of its input into *op, from
  * the stage's table; 0 when there is none. */
-static inline int transfer(const pipe_gen *pg, int32_t r, const act *a,
-                           int send, prog_op *op)
+static inline int transfer(const pipe_gen *pg, const act *a, int send,
+                           prog_op *op)
 {
-    const stage_ops *t = &pg->tab[a->chunk * pg->s->p + r];
+    const stage_ops *t = &pg->tab[a->st];
     int x = (a->kind == PROG_B) * 2 + send;
     if (!t->has[x])
         return 0;
@@ -185,19 +192,19 @@ static inline int transfer(const pipe_gen *pg, int32_t r, const act *a,
 /* The batch before step [i, end) into ops: sends of [prev, i), receives
  * of [i, end); its size, *sends of them sends. A step has one action or
  * two. */
-static inline int batch(const pipe_gen *pg, int32_t r, const pstate *p,
-                        prog_op *ops, int *sends)
+static inline int batch(const pipe_gen *pg, const pstate *p, prog_op *ops,
+                        int *sends)
 {
     int k = 0, nold = p->i - p->prev, ncur = p->end - p->i;
     if (nold > 0)
-        k += transfer(pg, r, &p->old[0], 1, &ops[k]);
+        k += transfer(pg, &p->old[0], 1, &ops[k]);
     if (nold > 1)
-        k += transfer(pg, r, &p->old[1], 1, &ops[k]);
+        k += transfer(pg, &p->old[1], 1, &ops[k]);
     *sends = k;
     if (ncur > 0)
-        k += transfer(pg, r, &p->cur[0], 0, &ops[k]);
+        k += transfer(pg, &p->cur[0], 0, &ops[k]);
     if (ncur > 1)
-        k += transfer(pg, r, &p->cur[1], 0, &ops[k]);
+        k += transfer(pg, &p->cur[1], 0, &ops[k]);
     return k;
 }
 
@@ -226,7 +233,7 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
         if (p->phase == OPS) {
             if (p->j < p->end) {
                 const act *a = &p->cur[p->j++ - p->i];
-                ops[0] = pg->tab[a->chunk * s->p + r].comp[a->kind == PROG_B];
+                ops[0] = pg->tab[a->st].comp[a->kind == PROG_B];
                 ops[0].mb = a->mb;
                 return 1;
             }
@@ -248,18 +255,25 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
             int join = 0;
             p->end = p->i;
             if (p->i < n) {
-                p->cur[0] = action(s, p->warm, p->i, &join);
+                p->cur[0] = p->have_next && p->next_idx == p->i
+                                ? p->next
+                                : action(s, r, p->warm, p->i, &join);
                 p->end++;
             }
             /* only a B after an F joins, so a step has at most two */
+            p->have_next = 0;
             if (s->kind == SCHED_INTERLEAVED && p->end < n) {
-                act a = action(s, p->warm, p->end, &join);
+                act a = action(s, r, p->warm, p->end, &join);
                 if (join) {
                     p->cur[1] = a;
                     p->end++;
+                } else { /* the next step's first */
+                    p->next = a;
+                    p->next_idx = p->end;
+                    p->have_next = 1;
                 }
             }
-            int sends, k = batch(pg, r, p, ops, &sends);
+            int sends, k = batch(pg, p, ops, &sends);
             int separate = s->kind == SCHED_1F1B && p->i > 0 && p->i < n &&
                            p->old[p->i - p->prev - 1].kind ==
                                p->cur[p->end - p->i - 1].kind;
@@ -275,7 +289,7 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
                 return k;
             }
         } else { /* SECOND */
-            int sends, k = batch(pg, r, p, ops, &sends);
+            int sends, k = batch(pg, p, ops, &sends);
             memmove(ops, ops + sends, (size_t)(k - sends) * sizeof *ops);
             mark_batch(ops, k - sends);
             p->phase = OPS;

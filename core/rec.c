@@ -350,11 +350,79 @@ static void bind_rank(sqlite3_stmt *st, int b, int64_t id, const rec_rank *r)
     bind_real(st, b + 12, r->tp_exposed);
 }
 
+/* A batched run's stage and rank_stat rows, kept until the batch commits
+ * (rec_sum.c): the values bind_stage and bind_rank give, in the same
+ * order. PS_ERR: out of memory. */
+static int keep_summary(rec_db *db, const rec_payload *p, int64_t id,
+                        ps_err *err)
+{
+    int32_t ns = p->stages ? p->nstages : 0;
+    int32_t nr = p->ranks ? p->nranks : 0;
+    rec_sum_row *r = ns ? rec_sum_add(db, SUM_STAGE, ns) : NULL;
+    if (ns && !r)
+        return ps_errf(err, "%s: out of memory (run not recorded)", db->path);
+    for (int32_t i = 0; i < ns; i++, r++) {
+        const rec_stage *s = &p->stages[i];
+        r->i[0] = id;
+        r->i[1] = s->stage;
+        r->i[2] = s->rank;
+        r->i[3] = s->chunk;
+        r->i[4] = s->first_layer;
+        r->i[5] = s->last_layer;
+        double d[9] = {s->fwd_flops,    s->params,    s->fwd_time,
+                       s->bwd_time,     s->act_bytes, s->out_bytes,
+                       s->exposed_comm, s->tp_comm,   s->tp_exposed};
+        memcpy(r->d, d, sizeof d);
+    }
+    r = nr ? rec_sum_add(db, SUM_RANK, nr) : NULL;
+    if (nr && !r)
+        return ps_errf(err, "%s: out of memory (run not recorded)", db->path);
+    for (int32_t i = 0; i < nr; i++, r++) {
+        const rec_rank *k = &p->ranks[i];
+        r->i[0] = id;
+        r->i[1] = k->rank;
+        r->i[2] = k->fits == REC_FITS_YES;
+        r->nulls = k->fits == REC_FITS_UNKNOWN ? 1u << 2 : 0;
+        double d[9] = {k->busy,
+                       k->bubble,
+                       k->static_memory,
+                       k->peak_memory,
+                       k->t_peak,
+                       k->exposed_comm,
+                       k->capacity > 0 ? k->capacity : NAN,
+                       k->tp_comm,
+                       k->tp_exposed};
+        memcpy(r->d, d, sizeof d);
+    }
+    return PS_OK;
+}
+
+/* Whether a run's stage numbers and ranks are strictly increasing, so
+ * that its kept rows cannot break the tables' primary keys at the batch's
+ * commit (the run's id is new): any other run is inserted at once and
+ * fails alone, with SQLite's message. */
+static int keys_increase(const rec_payload *p)
+{
+    for (int32_t i = 1; p->stages && i < p->nstages; i++)
+        if (p->stages[i].stage <= p->stages[i - 1].stage)
+            return 0;
+    for (int32_t i = 1; p->ranks && i < p->nranks; i++)
+        if (p->ranks[i].rank <= p->ranks[i - 1].rank)
+            return 0;
+    return 1;
+}
+
 static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
                          ps_err *err)
 {
+    /* a batch's runs: kept and inserted together at its commit, one
+     * statement per table for up to REC_SUM_MAX rows (a statement per
+     * run cost as much as its rows) */
+    int keep = db->batch_open && keys_increase(p);
+    if (keep && keep_summary(db, p, id, err))
+        return PS_ERR;
     /* four rows to a statement, the rest one by one, in order */
-    int32_t ns = p->stages ? p->nstages : 0;
+    int32_t ns = p->stages && !keep ? p->nstages : 0;
     for (int32_t i = 0; i < ns;) {
         int four = ns - i >= 4;
         sqlite3_stmt *st = rec_stmt(db, four ? ST_STAGE4 : ST_STAGE, err);
@@ -365,7 +433,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }
-    int32_t nr = p->ranks ? p->nranks : 0;
+    int32_t nr = p->ranks && !keep ? p->nranks : 0;
     for (int32_t i = 0; i < nr;) {
         int four = nr - i >= 4;
         sqlite3_stmt *st = rec_stmt(db, four ? ST_RANK4 : ST_RANK, err);

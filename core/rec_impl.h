@@ -51,6 +51,25 @@ typedef struct rec_row {
 
 typedef struct rec_writer rec_writer; /* rec_writer.c */
 
+/* rec_sum.c: a batch's stage and rank_stat rows, kept until it commits.
+ * A row's values as pipesim_summary gives them: i[0..REC_SUM_INTS) the
+ * integers (bit k of nulls: i[k] is NULL), d the reals (NaN: NULL). */
+#define REC_SUM_INTS 6
+/* the rows a batch keeps before it commits (rec_run_commit) */
+#define REC_SUM_MAX 8192
+enum sum_id { SUM_STAGE, SUM_RANK, NSUM };
+typedef struct rec_sum_row {
+    int64_t i[REC_SUM_INTS];
+    double d[9];
+    unsigned nulls;
+} rec_sum_row;
+typedef struct rec_sums {
+    sqlite3_stmt *st;  /* INSERT ... SELECT ... FROM pipesim_summary */
+    rec_sum_row *rows; /* cap allocated, n kept */
+    int32_t n, cap;
+    int32_t mark; /* n when the current run's savepoint began */
+} rec_sums;
+
 typedef struct rowbuf {
     sqlite3_stmt *st; /* INSERT ... SELECT ... FROM pipesim_rows */
     unsigned nulls;   /* the integers (i0..i4) whose values below 0 are NULL */
@@ -96,6 +115,12 @@ struct rec_db {
     int32_t vt_n;
     unsigned vt_nulls;
     int vt_ok;
+    /* the open batch's summary rows (rec_sum.c) and the block
+     * pipesim_summary reads during their INSERT; vs_ok: registered */
+    rec_sums sums[NSUM];
+    const rec_sum_row *vs_rows;
+    int32_t vs_n;
+    int vs_ok;
 };
 
 struct rec_query {
@@ -158,6 +183,21 @@ int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
 /* rec_rows.c: registers pipesim_rows on the connection, once (harmless
  * to call again); PS_ERR with SQLite's message. */
 int rec_rows_module(rec_db *db, ps_err *err);
+
+/* rec_sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
+ * table's (NULL: out of memory); rec_sum_flush inserts what is kept (the
+ * batch's commit, before COMMIT; PS_ERR: "run not recorded"), which
+ * empties it; rec_sum_pending counts the kept rows. A run's savepoint
+ * marks where its rows begin (rec_sum_mark) and its rollback drops them
+ * (rec_sum_undo); rec_sum_drop forgets every kept row (the batch rolled
+ * back), rec_sum_free releases the buffers and statements. */
+rec_sum_row *rec_sum_add(rec_db *db, int table, int32_t n);
+int rec_sum_flush(rec_db *db, ps_err *err);
+int32_t rec_sum_pending(const rec_db *db);
+void rec_sum_mark(rec_db *db);
+void rec_sum_undo(rec_db *db);
+void rec_sum_drop(rec_db *db);
+void rec_sum_free(rec_db *db);
 
 /* rec_writer.c, the writer thread. rec_writer_start starts it once per
  * handle (PS_ERR: no thread; rows are then bound on the caller's thread).

@@ -116,9 +116,14 @@ static void close_conn(rec_db *db)
         sqlite3_finalize(db->rows[i].st);
         db->rows[i].st = NULL;
     }
-    /* the virtual table and the kinds are checked again on the next
-     * connection (rec_rows.c, rec.c) */
+    for (int i = 0; i < NSUM; i++) {
+        sqlite3_finalize(db->sums[i].st);
+        db->sums[i].st = NULL;
+    }
+    /* the virtual tables and the kinds are checked again on the next
+     * connection (rec_rows.c, rec_sum.c, rec.c) */
     db->vt_ok = 0;
+    db->vs_ok = 0;
     db->kinds_ok = 0;
     sqlite3_close_v2(db->db);
     db->db = NULL;
@@ -127,6 +132,7 @@ static void close_conn(rec_db *db)
 void rec_free_handle(rec_db *db)
 {
     rec_writer_free(db);
+    rec_sum_free(db);
     close_conn(db);
     if (db->pending) /* never published: nothing of it is kept */
         unlink(db->pending);
@@ -334,12 +340,17 @@ static int commit_batch(rec_db *db, int pending, ps_err *err)
     db->batch_open = 0;
     int n = db->batch_runs;
     db->batch_runs = 0;
-    if (sqlite3_get_autocommit(db->db))
+    if (sqlite3_get_autocommit(db->db)) {
+        rec_sum_drop(db);
         return PS_OK; /* nothing open (cannot happen: runs release) */
+    }
     ps_err e;
     sqlite3_stmt *commit = rec_stmt(db, ST_COMMIT, &e);
-    if (commit && rec_step_done(db, commit, &e) == PS_OK)
+    /* the batch's summary rows (rec_sum.c) go in first */
+    int kept = rec_sum_flush(db, &e) == PS_OK;
+    if (kept && commit && rec_step_done(db, commit, &e) == PS_OK)
         return PS_OK;
+    rec_sum_drop(db);
     if (!sqlite3_get_autocommit(db->db))
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
     db->lost_runs += n - pending;
@@ -383,7 +394,10 @@ int rec_run_begin(rec_db *db, ps_err *err)
         db->batch_t0 = rec_monotonic();
     }
     sqlite3_stmt *sp = rec_stmt(db, ST_SAVEPOINT, err);
-    return sp ? rec_step_done(db, sp, err) : PS_ERR;
+    if (!sp || rec_step_done(db, sp, err))
+        return PS_ERR;
+    rec_sum_mark(db); /* the run's summary rows begin here */
+    return PS_OK;
 }
 
 int rec_run_commit(rec_db *db, ps_err *err)
@@ -396,6 +410,7 @@ int rec_run_commit(rec_db *db, ps_err *err)
     if (!release || rec_step_done(db, release, err))
         return PS_ERR;
     if (++db->batch_runs >= REC_BATCH_RUNS ||
+        rec_sum_pending(db) >= REC_SUM_MAX ||
         rec_monotonic() - db->batch_t0 >= REC_BATCH_SECONDS)
         return commit_batch(db, 1, err);
     return PS_OK;
@@ -411,15 +426,19 @@ void rec_run_rollback(rec_db *db)
             db->lost_runs += db->batch_runs;
         db->batch_open = 0;
         db->batch_runs = 0;
+        rec_sum_drop(db);
         return;
     }
     if (db->batch_open) {
         sqlite3_stmt *to = rec_stmt(db, ST_ROLLBACK_TO, &ignored);
         sqlite3_stmt *release = to ? rec_stmt(db, ST_RELEASE, &ignored) : NULL;
         if (release && rec_step_done(db, to, &ignored) == PS_OK &&
-            rec_step_done(db, release, &ignored) == PS_OK)
+            rec_step_done(db, release, &ignored) == PS_OK) {
+            rec_sum_undo(db); /* the run's kept rows go with it */
             return;
+        }
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        rec_sum_drop(db);
         db->lost_runs += db->batch_runs;
         db->batch_open = 0;
         db->batch_runs = 0;

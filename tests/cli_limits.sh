@@ -29,13 +29,15 @@ expect_fail "run $TMP/spin_co.lua -o $TMP/spin.db --timeout 0.5" "spin_co.lua:1:
 grep -q "carried on" "$TMP/lim.stdout" && bad "--timeout: the scenario carried on" || ok
 # the engine and the program generators check the limit too: the small run
 # is recorded, the unfinished one leaves no rows (under valgrind the limit
-# may come during the small run already)
+# may come during the small run already). The huge run must outlast the
+# limit on a quiet machine: 2e6 microbatches took 1.25 s CPU once the
+# engine and the recorder got faster, and finished under it; 2e7 take ~10x
 cat >"$TMP/huge.lua" <<'LUA'
 local ps = require "pipesim"
 local l = {}
 for i = 1, 8 do l[i] = { fwd_time = 1e-3 } end
 ps.run{ name = "small", layers = l, stages = 4, microbatches = 8 }
-ps.run{ name = "huge", layers = l, stages = 4, microbatches = 2000000, record = "summary" }
+ps.run{ name = "huge", layers = l, stages = 4, microbatches = 20000000, record = "summary" }
 LUA
 rm -f "$TMP/huge.db"
 if [ -z "$VG" ]; then

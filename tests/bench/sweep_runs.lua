@@ -26,5 +26,7 @@ if ps.args.loop then
 else
     local points = {}
     for i = 1, N do points[i] = { partition = parts[(i - 1) % #parts + 1] } end
-    ps.sweep{ name = "sweep", base = base, points = points, jobs = ps.args.jobs or 1 }
+    -- no cap unless -D jobs=N: the command line's --jobs decides (a cap
+    -- of 1 here made --jobs 2 run the sweep in one process)
+    ps.sweep{ name = "sweep", base = base, points = points, jobs = ps.args.jobs }
 end

@@ -91,6 +91,13 @@ for _, g in ipairs{ "a100", "h100" } do
             H.eq(y, nil, g .. " x1: pipesim's ring wins from 8 B")
         else
             H.check(x and y, g .. " x" .. n .. ": tree wins small sizes in both")
+            -- the tree's latency is NCCL's: 2 log2(nodes) network steps of
+            -- 5.0 us with LL, of which the link charges 2.7 (ring LL's) and
+            -- the protocol the rest (core/coll_proto.c)
+            local _, lat = NM.tune(g, n, 8, "tree", 1)
+            local t = ps.collective{ cluster = ps.cluster(ps.clusters.dgx(g, n)), op = "allreduce",
+                algorithm = "tree", protocol = "ll", bytes = 8, simulate = false }.predicted
+            H.near(t * 1e6, lat, 1e-3, g .. " x" .. n .. ": tree LL at 8 B is NCCL's latency")
         end
     end
 end

@@ -112,6 +112,11 @@ struct rec_db {
     /* a new file's scratch the connection is on until its first commit
      * publishes it at path (rec_publish), or NULL */
     char *pending;
+    /* 1: the first run published the file and left the connection closed
+     * (rec_txn.c's publish): rec_reopen opens it at path when anything
+     * more is asked of it */
+    int reopen;
+    int64_t published_runs; /* the runs the file holds while reopen is 1 */
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -262,12 +267,16 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
  * -1 the scratch could not be synced (errno). */
 char *rec_schema_scratch(const char *path);
 int rec_schema_link(const char *path, const char *scratch, int sync);
-/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c)
- * and reopens the connection there; with id, the run id of the scratch's
- * one committed run, which becomes its id in the file (another process's
- * file when it made the path first: the run is copied into it). A no-op
- * when nothing is pending. */
+/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c);
+ * with id, the run id of the scratch's one committed run, which becomes
+ * its id in the file (another process's file when it made the path first:
+ * the run is copied into it), and the connection is left closed until it
+ * is needed (rec_reopen); without, it is reopened at the path at once. */
 int rec_publish(rec_db *db, int64_t *id, ps_err *err);
+/* rec_txn.c: opens the connection at the path when rec_publish left it
+ * closed (db->reopen); a no-op otherwise. Every entry point that uses the
+ * connection calls it first (rec_run_begin, rec_exec_sql, rec_publish). */
+int rec_reopen(rec_db *db, ps_err *err);
 /* rec_schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

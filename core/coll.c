@@ -256,7 +256,7 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
         return ps_errf(err, "%s: slots must be 1 to %d, got %d", opn,
                        COLL_NCCL_STEPS, (int)spec->slots);
     if (spec->slots > 1 && spec->algorithm != COLL_AUTO &&
-        spec->algorithm != COLL_RING)
+        spec->algorithm != COLL_RING && spec->algorithm != COLL_TREE)
         return ps_errf(err,
                        "%s: slots = %d applies to ring only (%s runs step "
                        "by step: slots = 1)",
@@ -373,7 +373,10 @@ static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
                       : 1;
     g->slots = coll_slots(spec, algo);
     g->chan_lanes = own_lanes && g->slots > 1 ? g->channels : 1;
+    if (algo == COLL_TREE && own_lanes && g->slots > 1)
+        g->chan_lanes = 4 * g->channels; /* up and down lanes of both trees */
     g->chan = 0;
+    g->chan_to = -1;
 }
 
 /* Emits algo into g's lanes (set up by the caller after plan): the

@@ -50,6 +50,8 @@ typedef struct coll_gen {
     coll_xfer *x;
     int64_t nx, xcap;
     int oom;
+    int32_t chan_to; /* the receiver's lane sub-index (coll_slot's chan),
+                        -1: chan, as the sender's */
 } coll_gen;
 
 /* The lane slot of position pos for the channel being emitted. */

@@ -34,7 +34,7 @@ void coll_view_free(coll_view *v);
  * may pick an algorithm that runs step by step), 0 = the default. */
 static inline int32_t coll_slots(const coll_spec *spec, int algo)
 {
-    if (algo != COLL_RING)
+    if (algo != COLL_RING && algo != COLL_TREE)
         return 1;
     return spec->slots ? spec->slots : coll_default_slots(algo);
 }

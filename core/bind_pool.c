@@ -67,6 +67,21 @@ static const char *put_value(FILE *f, lua_State *L, int idx, int depth)
             return "table nested too deep (or inside itself)";
         luaL_checkstack(L, 4, "sweep result");
         fputc('t', f);
+        /* its sizes first, so that the reader makes the table in one go
+         * (filled key by key it would rehash at every power of two) */
+        {
+            uint32_t size[2] = {0, 0}; /* list part, other entries */
+            lua_Unsigned len = lua_rawlen(L, idx);
+            size[0] = len < UINT32_MAX ? (uint32_t)len : UINT32_MAX;
+            lua_pushnil(L);
+            while (lua_next(L, idx)) {
+                lua_pop(L, 1);
+                if (size[1] < UINT32_MAX)
+                    size[1]++;
+            }
+            size[1] = size[1] > size[0] ? size[1] - size[0] : 0;
+            fwrite(size, sizeof size, 1, f);
+        }
         lua_pushnil(L);
         while (lua_next(L, idx)) {
             const char *bad = put_value(f, L, -2, depth + 1);
@@ -131,8 +146,16 @@ static int get_value(lua_State *L, reader *r, int depth)
         r->p += len;
         return 0;
     }
-    case 't':
-        lua_newtable(L);
+    case 't': {
+        uint32_t size[2];
+        if (take(r, size, sizeof size))
+            return -1;
+        /* sizes beyond what the file holds are damage, not a request */
+        size_t left = (size_t)(r->end - r->p);
+        if (size[0] > left || size[1] > left)
+            return -1;
+        lua_createtable(L, (int)(size[0] > INT32_MAX ? 0 : size[0]),
+                        (int)(size[1] > INT32_MAX ? 0 : size[1]));
         for (;;) {
             if (r->p < r->end && *r->p == 'e') {
                 r->p++;
@@ -152,6 +175,7 @@ static int get_value(lua_State *L, reader *r, int depth)
             }
             lua_settable(L, -3);
         }
+    }
     default: return -1;
     }
 }

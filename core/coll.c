@@ -335,10 +335,10 @@ void coll_result_free(coll_result *res)
 }
 
 /* The algorithm and protocol to run (spec's, or auto's choice), its
- * prediction and its chunk count. */
-static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
-                int *algo, int *proto, double *pred, int32_t *chunks,
-                ps_err *err)
+ * prediction and its chunk count, for a checked spec. */
+static int choice_of(const coll_spec *spec, const net *nw, const coll_view *v,
+                     int *algo, int *proto, double *pred, int32_t *chunks,
+                     ps_err *err)
 {
     *algo = spec->algorithm;
     *proto = spec->protocol;
@@ -355,6 +355,20 @@ static int pick(const coll_spec *spec, const net *nw, const coll_view *v,
     }
     return coll_cost_predict_proto(spec, nw, v, *algo, *proto, pred, chunks,
                                    err);
+}
+
+/* Checks spec into *v (coll_check_spec), then the algorithm and protocol
+ * to run (spec's, or auto's choice), its prediction and its chunk count.
+ * On failure *v holds nothing (coll_view_free may still be called). */
+static int pick(const coll_spec *spec, const net *nw, coll_view *v, int *algo,
+                int *proto, double *pred, int32_t *chunks, ps_err *err)
+{
+    int rc = coll_check_spec(spec, nw, v, err);
+    if (rc == PS_OK)
+        rc = choice_of(spec, nw, v, algo, proto, pred, chunks, err);
+    if (rc)
+        coll_view_free(v);
+    return rc;
 }
 
 /* The channel count (ring and NCCL's tree: one per NIC on whole nodes,
@@ -412,8 +426,8 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     int algo, proto;
     int32_t chunks;
     double pred;
-    int rc = coll_check_spec(spec, nw, &v, err);
-    if (rc || (rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err)))
+    int rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
+    if (rc)
         goto fail;
     int32_t N = v.N;
     if (spec->data != COLL_DATA_NONE) {
@@ -535,9 +549,7 @@ int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
     int algo, proto;
     int32_t chunks;
     double pred;
-    int rc = coll_check_spec(spec, nw, &v, err);
-    if (rc == PS_OK)
-        rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
+    int rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
     if (rc == PS_OK) {
         plan(&g, spec, nw, &v, algo, 1);
         res->algorithm = algo;
@@ -564,13 +576,9 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     int algo, proto;
     int32_t chunks;
     double pred;
-    int rc = coll_check_spec(spec, nw, &v, err);
+    int rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
     if (rc)
         return rc;
-    if ((rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err))) {
-        coll_view_free(&v);
-        return rc;
-    }
     int32_t N = v.N;
     g.ps = ps;
     g.append = 1;

@@ -154,6 +154,52 @@ static void forward_order(const prog_lane *lane, const plan *pl, int32_t v,
                 order[n++] = k;
 }
 
+/* Does forward position q (order) open its chunk's buckets? */
+static int chunk_start(const plan *pl, const int32_t *order, int32_t q)
+{
+    return q == 0 || pl->b[order[q]].chunk != pl->b[order[q - 1]].chunk;
+}
+
+/* The position of chunk ch in seq (v entries). */
+static int32_t seq_pos(const int32_t *seq, int32_t v, int32_t ch)
+{
+    int32_t k = 0;
+    while (k < v - 1 && seq[k] != ch)
+        k++;
+    return k;
+}
+
+/* Interleaving (v > 1): Megatron aligns the parameter all-gathers across
+ * the pipeline (arguments.py: align_param_gather, on by default, turned
+ * off without interleaving): the forward's pre-hooks only wait
+ * (distributed_data_parallel.py _make_forward_pre_hook,
+ * skip_next_bucket_dispatch) and the schedule dispatches all of a chunk's
+ * buckets at once (start_param_sync), chunks 0 and 1 before the first
+ * forward and chunk k >= 2 before the forward of virtual microbatch
+ * (k - 1) p - r on pipeline rank r (the one whose id + r is chunk k - 1's
+ * first: schedules.py forward_backward_pipelining_with_interleaving,
+ * param_sync_func). disp[k], for the lane's k-th chunk in forward order
+ * (seq): the index among its forwards of the one it is dispatched before,
+ * at the latest its own first forward; -1 for before everything. */
+static void dispatch_points(const dp_config *c, const prog_lane *lane,
+                            int32_t r, const int32_t *first, const int32_t *seq,
+                            int32_t *disp)
+{
+    for (int32_t k = 0; k < c->v; k++) {
+        disp[k] = -1;
+        if (k < 2 || first[seq[k]] < 0)
+            continue;
+        int32_t own = 0; /* forwards before the chunk's first */
+        for (int32_t i = 0; i < first[seq[k]]; i++) {
+            const prog_op *op = &lane->ops[i];
+            own += op->type == PROG_COMPUTE && op->kind == PROG_F &&
+                   op->chunk >= 0 && op->chunk < c->v;
+        }
+        int32_t at = (k - 1) * c->p - r;
+        disp[k] = at < 0 ? 0 : at > own ? own : at;
+    }
+}
+
 /* Rewrites a compute lane: the last backward of each chunk split at its
  * buckets' ready points, each piece followed by the buckets' signals
  * (overlap), or all signals after the lane's last op (no overlap); then
@@ -165,27 +211,47 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                         const int32_t *reached, int32_t *scratch)
 {
     /* gathered, reached: with overlap_param_gather, the signals of the
-     * bucket at each forward position (else NULL); scratch: 2v + n */
-    int32_t extra = 2 * pl->n + 4 + (gathered ? 3 * pl->n + c->v : 0);
-    int32_t *first = scratch, *order = scratch + 2 * c->v;
+     * bucket at each forward position (else NULL); scratch: 3v + n */
+    int32_t extra = 2 * pl->n + 4 + (gathered ? 3 * pl->n + 2 * c->v : 0);
+    int32_t *first = scratch, *seq = scratch + c->v;
+    int32_t *order = scratch + 2 * c->v, *disp = order + pl->n;
+    /* aligned: interleaving's all-gathers, chunk by chunk (dp_lower) */
+    int aligned = gathered && c->v > 1;
     if (gathered)
-        forward_order(lane, pl, c->v, first, scratch + c->v, order);
+        forward_order(lane, pl, c->v, first, seq, order);
+    if (aligned)
+        dispatch_points(c, lane, stage, first, seq, disp);
     last_backwards(lane, c->v, last);
     prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
     if (!ops)
         return -1;
     int32_t n = 0;
+    /* aligned: a chunk dispatched before any forward (reached[q] of its
+     * first bucket q is its dispatch signal) */
+    for (int32_t q = 0; aligned && q < pl->n; q++)
+        if (chunk_start(pl, order, q) &&
+            disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] < 0)
+            ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
     /* a chunk without a plain forward waits for its buckets up front */
     for (int32_t q = 0; gathered && q < pl->n; q++)
         if (first[pl->b[order[q]].chunk] < 0) {
             ops[n] = signal_op(PROG_WAIT, gathered[q]);
             ops[n++].tag = DP_TAG_GATHER;
-            ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+            if (!aligned)
+                ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
         }
+    int32_t nf = 0; /* forwards so far */
     for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
-        if (gathered && op->type == PROG_COMPUTE && op->kind == PROG_F &&
-            op->chunk >= 0 && op->chunk < c->v && first[op->chunk] == i) {
+        int fwd = op->type == PROG_COMPUTE && op->kind == PROG_F &&
+                  op->chunk >= 0 && op->chunk < c->v;
+        /* aligned: the chunks dispatched before this forward */
+        for (int32_t q = 0; aligned && fwd && q < pl->n; q++)
+            if (chunk_start(pl, order, q) &&
+                disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] == nf)
+                ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+        nf += fwd;
+        if (gathered && fwd && first[op->chunk] == i) {
             /* the chunk's first forward, split where each bucket's layers
              * begin (1 - its backward fraction), each piece after the wait
              * for its bucket's all-gather and the signal that dispatches
@@ -207,7 +273,8 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                 }
                 ops[n] = signal_op(PROG_WAIT, gathered[q]);
                 ops[n++].tag = DP_TAG_GATHER;
-                ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+                if (!aligned)
+                    ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
             }
             ops[n] = *op;
             ops[n].seconds = op->seconds * (1 - done);
@@ -369,8 +436,8 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
             most = plans[r].n;
     }
     /* ready, then with pg gathered and reached: most each; and
-     * rewrite_lane's scratch, 2v + most */
-    ready = malloc(((size_t)3 * most + 2 * c->v + most + 1) * sizeof *ready);
+     * rewrite_lane's scratch, 3v + most */
+    ready = malloc(((size_t)3 * most + 3 * c->v + most + 1) * sizeof *ready);
     if (!ready && rc == PS_OK)
         rc = ps_errf(err, "out of memory");
     if (rc)
@@ -418,14 +485,19 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         if (pg) {
             /* the previous step's update, bucket by bucket in the forward's
              * order (the same on every replica of rank r): each after the
-             * forward reached the bucket before it, then its signal */
+             * forward reached the bucket before it, then its signal; with
+             * interleaving (dispatch_points) a chunk's buckets back to back
+             * once the chunk is dispatched, the first bucket's reached */
             int32_t *order = scratch + 2 * c->v;
             forward_order(&ps->lanes[r], pl, c->v, scratch, scratch + c->v,
                           order);
             for (int32_t q = 0; q < pl->n && rc == PS_OK; q++) {
-                for (int32_t j = 0; q > 0 && j < d && rc == PS_OK; j++) {
+                int wait = q > 0 && (c->v == 1 || chunk_start(pl, order, q));
+                int32_t sig = c->v > 1 ? q : q - 1; /* reached[sig] */
+                for (int32_t j = 0; wait && j < d && rc == PS_OK; j++) {
                     int32_t base = ready_base[r] + j * stride;
-                    prog_op w = signal_op(PROG_WAIT, base + 2 * pl->n + 1 + q);
+                    prog_op w =
+                        signal_op(PROG_WAIT, base + 2 * pl->n + 2 + sig);
                     if (prog_push(ps, lanes[j], &w))
                         rc = ps_errf(err, "out of memory");
                 }

@@ -29,7 +29,11 @@
  *     layers waits for its own. The first forward of each chunk is split at
  *     the buckets' boundaries, placed by the layers' backward times (dp has
  *     no forward times; the split only places the waits). The steady state
- *     of consecutive steps: the step starts with the all-gathers.
+ *     of consecutive steps: the step starts with the all-gathers. With
+ *     interleaving (v > 1) Megatron aligns them across the pipeline
+ *     (align_param_gather): the forward only waits, a chunk's buckets go
+ *     back to back once the schedule dispatches the chunk (dp.c
+ *     dispatch_points).
  *
  * Collectives come from the coll module and run on the same network as the
  * pipeline's transfers, so they contend with them. */

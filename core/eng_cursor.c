@@ -7,13 +7,13 @@
  * when both sides are complete. Memory: O(lanes x max_batch + channels +
  * messages in flight), never O(ops). No faults and no recv_timeout here:
  * callers run those as arrays.
- * One file on purpose (~880 lines): the per-event loop is one static
- * inline body compiled once per case (any generator with and without a
- * hook, the ring lockstep and slotted), and it reads the private lane,
- * channel and message records directly; the batch checks, the deadlock
- * and drain diagnostics read the same records. Splitting them would put
- * those records in a header and the loop's helpers behind calls on the
- * hot path. */
+ * One concept in one file on purpose (~890 lines): the per-event loop is
+ * one static inline body compiled once per case (any generator with and
+ * without a hook, the ring lockstep and slotted), and it reads the private
+ * lane, channel and message records directly; the batch checks, the
+ * deadlock and drain diagnostics read the same records. Splitting them
+ * would put those records in a header and the loop's helpers behind calls
+ * on the hot path. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -108,17 +108,7 @@ int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version)
 {
     refresh0(q);
     eq_event ev = {t, q->next_seq++, type, id, version};
-    /* the run ending latest but not after t: its events all come before
-     * ev (their seq is smaller), so it stays sorted by (t, seq) */
-    int nr = q->nruns, best = -1;
-    double last = -INFINITY;
-    for (int i = 0; i < nr; i++) {
-        double l = q->last[i];
-        if (l <= t && l >= last) {
-            best = i;
-            last = l;
-        }
-    }
+    int nr = q->nruns, best = eq_best_run_(q, t);
     /* a run takes ev only after its last event: each run stays sorted by
      * (t, seq) */
     assert(best < 0 || q->last[best] <= t);

@@ -84,6 +84,23 @@ void eq_clear(eq *q);
 int eq_push_slow(eq *q, double t, int32_t type, int32_t id, uint32_t version);
 int eq_pop_slow(eq *q, eq_event *out);
 
+/* Best fit: the run ending latest but not after t, or -1. Its events all
+ * come before an event at t pushed now (their seq is smaller), so it stays
+ * sorted by (t, seq). eq_push and eq_push_slow share it. */
+static inline int eq_best_run_(const eq *q, double t)
+{
+    int best = -1;
+    double last = -INFINITY;
+    for (int i = 0; i < q->nruns; i++) {
+        double l = q->last[i];
+        if (l <= t && l >= last) {
+            best = i;
+            last = l;
+        }
+    }
+    return best;
+}
+
 /* Adds an event. Returns 0, or -1 when memory runs out. Inline for the
  * common cases: one run taking it (a collective's transfers end in push
  * order), or one of a few runs (a pipeline of uniform stages keeps two or
@@ -103,15 +120,7 @@ static inline int eq_push(eq *q, double t, int32_t type, int32_t id,
         }
         return eq_push_slow(q, t, type, id, version);
     }
-    int best = -1; /* nr > 1: first_t[] are current, see eq */
-    double last = -INFINITY;
-    for (int i = 0; i < nr; i++) {
-        double l = q->last[i];
-        if (l <= t && l >= last) {
-            best = i;
-            last = l;
-        }
-    }
+    int best = eq_best_run_(q, t); /* nr > 1: first_t[] are current, see eq */
     if (best >= 0 && q->run[best].len < q->run[best].cap) {
         r = &q->run[best];
         r->ev[(r->head + r->len) & (r->cap - 1)] =

@@ -147,13 +147,13 @@ int rec_rows_insert(rec_db *db, int table, const rec_row *r, int32_t n,
     rowbuf *rb = &db->rows[table];
     if (n == 0)
         return PS_OK;
-    db->vt_rows = r;
-    db->vt_n = n;
-    db->vt_nulls = rb->nulls;
+    db->vt.rows = r;
+    db->vt.n = n;
+    db->vt.nulls = rb->nulls;
     rb->count += n;
     int rc = rec_step_done(db, rb->st, err);
-    db->vt_rows = NULL;
-    db->vt_n = 0;
+    db->vt.rows = NULL;
+    db->vt.n = 0;
     if (rc) {
         /* kept for rec_write: a streamed run's failure is reported after
          * its rollback, which resets the connection's error code */

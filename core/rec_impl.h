@@ -70,6 +70,32 @@ typedef struct rec_sums {
     int32_t mark; /* n when the current run's savepoint began */
 } rec_sums;
 
+/* rec_vtab.c: a row source an INSERT ... SELECT reads from C memory, an
+ * eponymous virtual table (pipesim_rows in rec_rows.c, pipesim_summary in
+ * rec_sum.c). A kind says what its rows look like; its owner points the
+ * scan at rows, n and nulls around each statement execution. */
+typedef struct rec_vtab_kind {
+    const char *name; /* the table's name in SQL */
+    const char *decl; /* the CREATE TABLE sqlite3_declare_vtab takes */
+    double max_rows;  /* xBestIndex's estimate */
+    int (*column)(sqlite3_vtab_cursor *c, sqlite3_context *ctx, int col);
+} rec_vtab_kind;
+typedef struct rec_vtab_scan {
+    const rec_vtab_kind *kind;
+    const void *rows; /* what the next scan reads */
+    int32_t n;
+    unsigned nulls;        /* the kind's own NULL flags */
+    int registered;        /* on the current connection (reset on close) */
+    sqlite3_module module; /* lives as long as the connection */
+} rec_vtab_scan;
+/* A scan's cursor: the scan's rows when it began, and the current one. */
+typedef struct rec_vtab_cursor {
+    sqlite3_vtab_cursor base;
+    const void *rows;
+    int32_t n, k;
+    unsigned nulls;
+} rec_vtab_cursor;
+
 typedef struct rowbuf {
     sqlite3_stmt *st; /* INSERT ... SELECT ... FROM pipesim_rows */
     unsigned nulls;   /* the integers (i0..i4) whose values below 0 are NULL */
@@ -110,17 +136,12 @@ struct rec_db {
     int defer_ckpt;  /* a streamed run is committing (rec_write) */
     int ckpt_frames; /* REC_CKPT_FRAMES (a test may lower it) */
     /* the block pipesim_rows reads (rec_rows.c), set by rec_rows_insert
-     * around one statement execution; vt_ok: the module is registered */
-    const rec_row *vt_rows;
-    int32_t vt_n;
-    unsigned vt_nulls;
-    int vt_ok;
-    /* the open batch's summary rows (rec_sum.c) and the block
-     * pipesim_summary reads during their INSERT; vs_ok: registered */
+     * around one statement execution */
+    rec_vtab_scan vt;
+    /* the open batch's summary rows (rec_sum.c) and the scan
+     * pipesim_summary reads during their INSERT */
     rec_sums sums[NSUM];
-    const rec_sum_row *vs_rows;
-    int32_t vs_n;
-    int vs_ok;
+    rec_vtab_scan vs;
 };
 
 struct rec_query {
@@ -145,6 +166,9 @@ void rec_run_rollback(rec_db *db);
  * INSERT runs to kilobytes. A lock given up on says how long it was waited
  * for. */
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
+/* rec_vtab.c: registers scan's module on db's connection, once */
+int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
+                      const rec_vtab_kind *kind, ps_err *err);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
 /* Sleeps before lock retry number tries (jittered, capped; see rec_txn.c). */

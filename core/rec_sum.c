@@ -31,100 +31,12 @@ static const char *const sum_sql[NSUM] = {
                  "pipesim_summary",
 };
 
-typedef struct cursor {
-    sqlite3_vtab_cursor base;
-    const rec_sum_row *row; /* db->vs_rows when the scan began */
-    int32_t n, k;           /* its rows, and the current one */
-} cursor;
-
-typedef struct vtab {
-    sqlite3_vtab base;
-    rec_db *db;
-} vtab;
-
-static int sum_connect(sqlite3 *c, void *aux, int argc, const char *const *argv,
-                       sqlite3_vtab **out, char **errmsg)
-{
-    (void)argc;
-    (void)argv;
-    (void)errmsg;
-    int rc = sqlite3_declare_vtab(c, SUM_DECL);
-    if (rc != SQLITE_OK)
-        return rc;
-    /* only pipesim's own statements read it */
-    sqlite3_vtab_config(c, SQLITE_VTAB_DIRECTONLY);
-    vtab *t = sqlite3_malloc(sizeof *t);
-    if (!t)
-        return SQLITE_NOMEM;
-    memset(t, 0, sizeof *t);
-    t->db = aux;
-    *out = &t->base;
-    return SQLITE_OK;
-}
-
-static int sum_disconnect(sqlite3_vtab *t)
-{
-    sqlite3_free(t);
-    return SQLITE_OK;
-}
-
-static int sum_best_index(sqlite3_vtab *t, sqlite3_index_info *info)
-{
-    (void)t;
-    info->estimatedCost = REC_SUM_MAX;
-    info->estimatedRows = REC_SUM_MAX;
-    return SQLITE_OK;
-}
-
-static int sum_open(sqlite3_vtab *t, sqlite3_vtab_cursor **out)
-{
-    (void)t;
-    cursor *c = sqlite3_malloc(sizeof *c);
-    if (!c)
-        return SQLITE_NOMEM;
-    memset(c, 0, sizeof *c);
-    *out = &c->base;
-    return SQLITE_OK;
-}
-
-static int sum_close(sqlite3_vtab_cursor *c)
-{
-    sqlite3_free(c);
-    return SQLITE_OK;
-}
-
-static int sum_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr,
-                      int argc, sqlite3_value **argv)
-{
-    (void)idx;
-    (void)idxstr;
-    (void)argc;
-    (void)argv;
-    cursor *c = (cursor *)base;
-    const rec_db *db = ((vtab *)base->pVtab)->db;
-    c->row = db->vs_rows;
-    c->n = db->vs_n;
-    c->k = 0;
-    return SQLITE_OK;
-}
-
-static int sum_next(sqlite3_vtab_cursor *base)
-{
-    ((cursor *)base)->k++;
-    return SQLITE_OK;
-}
-
-static int sum_eof(sqlite3_vtab_cursor *base)
-{
-    const cursor *c = (const cursor *)base;
-    return c->k >= c->n;
-}
-
-/* NaN reals and integers flagged in nulls are NULL, as rec.c binds them */
+/* NaN reals and integers flagged in a row's nulls are NULL, as rec.c
+ * binds them */
 static int sum_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col)
 {
-    const cursor *c = (const cursor *)base;
-    const rec_sum_row *r = &c->row[c->k];
+    const rec_vtab_cursor *c = (const rec_vtab_cursor *)base;
+    const rec_sum_row *r = (const rec_sum_row *)c->rows + c->k;
     if (col >= REC_SUM_INTS) {
         double v = r->d[col - REC_SUM_INTS];
         if (isnan(v))
@@ -139,25 +51,11 @@ static int sum_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col)
     return SQLITE_OK;
 }
 
-static int sum_rowid(sqlite3_vtab_cursor *base, sqlite3_int64 *rowid)
-{
-    *rowid = ((const cursor *)base)->k;
-    return SQLITE_OK;
-}
-
-/* Eponymous only (no xCreate): it never enters a file's schema. */
-static const sqlite3_module sum_module = {
-    .iVersion = 0,
-    .xConnect = sum_connect,
-    .xBestIndex = sum_best_index,
-    .xDisconnect = sum_disconnect,
-    .xOpen = sum_open,
-    .xClose = sum_close,
-    .xFilter = sum_filter,
-    .xNext = sum_next,
-    .xEof = sum_eof,
-    .xColumn = sum_column,
-    .xRowid = sum_rowid,
+static const rec_vtab_kind sum_kind = {
+    .name = "pipesim_summary",
+    .decl = SUM_DECL,
+    .max_rows = REC_SUM_MAX,
+    .column = sum_column,
 };
 
 rec_sum_row *rec_sum_add(rec_db *db, int table, int32_t n)
@@ -225,21 +123,17 @@ int rec_sum_flush(rec_db *db, ps_err *err)
         rec_sums *s = &db->sums[t];
         if (s->n == 0)
             continue;
-        if (!db->vs_ok) {
-            if (sqlite3_create_module_v2(db->db, "pipesim_summary", &sum_module,
-                                         db, NULL) != SQLITE_OK)
-                return rec_sql_fail(db, "cannot prepare the inserts", err);
-            db->vs_ok = 1;
-        }
+        if (rec_vtab_register(db, &db->vs, &sum_kind, err))
+            return PS_ERR;
         if (!s->st && sqlite3_prepare_v3(db->db, sum_sql[t], -1,
                                          SQLITE_PREPARE_PERSISTENT, &s->st,
                                          NULL) != SQLITE_OK)
             return rec_sql_fail(db, "cannot prepare the inserts", err);
-        db->vs_rows = s->rows;
-        db->vs_n = s->n;
+        db->vs.rows = s->rows;
+        db->vs.n = s->n;
         int rc = rec_step_done(db, s->st, err);
-        db->vs_rows = NULL;
-        db->vs_n = 0;
+        db->vs.rows = NULL;
+        db->vs.n = 0;
         if (rc)
             return PS_ERR;
         s->n = s->mark = 0;

@@ -122,8 +122,8 @@ static void close_conn(rec_db *db)
     }
     /* the virtual tables and the kinds are checked again on the next
      * connection (rec_rows.c, rec_sum.c, rec.c) */
-    db->vt_ok = 0;
-    db->vs_ok = 0;
+    db->vt.registered = 0;
+    db->vs.registered = 0;
     db->kinds_ok = 0;
     sqlite3_close_v2(db->db);
     db->db = NULL;

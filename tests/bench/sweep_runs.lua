@@ -26,5 +26,7 @@ if ps.args.loop then
 else
     local points = {}
     for i = 1, N do points[i] = { partition = parts[(i - 1) % #parts + 1] } end
+    -- one process unless -D jobs=N (the target is on one core, and
+    -- --jobs defaults to the cores): workers need --jobs 2 -D jobs=2
     ps.sweep{ name = "sweep", base = base, points = points, jobs = ps.args.jobs or 1 }
 end

@@ -71,13 +71,11 @@ static void on_done(void *ctx, const eng_done *d)
     s->n++;
 }
 
-/* 1F1B, p = 4, m = 16, uneven stages, with a hook, from base. */
-static void run_pipe(int64_t base, seen *s, eng_result *res)
+/* 1F1B, p = 4, m = 16, of stages st on a mesh of latency lat, from base,
+ * with sink (or none). */
+static void run_1f1b(const sched_stage *st, double lat, const eng_sink *sink,
+                     int64_t base, eng_result *res)
 {
-    sched_stage st[4];
-    for (int32_t i = 0; i < 4; i++)
-        st[i] =
-            (sched_stage){1e-3 * (1 + i % 3), 2.1e-3, 0, 1e9, 0, 4e6, 3e-4, 0};
     sched_spec sp = {.kind = SCHED_1F1B,
                      .p = 4,
                      .v = 1,
@@ -86,15 +84,26 @@ static void run_pipe(int64_t base, seen *s, eng_result *res)
                      .placement = SCHED_LOOP};
     net *nw = net_new(4);
     ps_err err;
-    CHECK_INT(net_set_mesh(nw, 25e9, 5e-6, &err), 0);
+    CHECK_INT(net_set_mesh(nw, 25e9, lat, &err), 0);
     eng_sim *e = eng_new();
-    eng_sink sink = {on_done, NULL, s};
-    eng_set_sink(e, &sink);
+    if (sink)
+        eng_set_sink(e, sink);
     eng_set_count_base(e, base);
-    memset(s, 0, sizeof *s);
     CHECK_INT(gen_pipe_run(&sp, nw, ENG_RENDEZVOUS, e, res, &err), 0);
     eng_free(e);
     net_free(nw);
+}
+
+/* 1F1B, p = 4, m = 16, uneven stages, with a hook, from base. */
+static void run_pipe(int64_t base, seen *s, eng_result *res)
+{
+    sched_stage st[4];
+    for (int32_t i = 0; i < 4; i++)
+        st[i] =
+            (sched_stage){1e-3 * (1 + i % 3), 2.1e-3, 0, 1e9, 0, 4e6, 3e-4, 0};
+    eng_sink sink = {on_done, NULL, s};
+    memset(s, 0, sizeof *s);
+    run_1f1b(st, 5e-6, &sink, base, res);
 }
 
 static int32_t ring_rank(const gen_prog *g, int32_t lane)
@@ -139,24 +148,11 @@ static void check_long_times(int64_t base)
     sched_stage st[4];
     for (int32_t i = 0; i < 4; i++)
         st[i] = (sched_stage){0x1p35, 0x1p36, 0, 1e9, 0, 0, 0, 0};
-    sched_spec sp = {.kind = SCHED_1F1B,
-                     .p = 4,
-                     .v = 1,
-                     .m = 16,
-                     .stages = st,
-                     .placement = SCHED_LOOP};
-    net *nw = net_new(4);
-    ps_err err;
-    CHECK_INT(net_set_mesh(nw, 25e9, 0, &err), 0);
-    eng_sim *e = eng_new();
-    eng_set_count_base(e, base);
     eng_result res;
-    CHECK_INT(gen_pipe_run(&sp, nw, ENG_RENDEZVOUS, e, &res, &err), 0);
+    run_1f1b(st, 0, NULL, base, &res);
     CHECK(res.makespan == (16 + 4 - 1) * (0x1p35 + 0x1p36));
     CHECK(res.makespan > 0x1p40);
     CHECK_INT(res.ops - base, 4 * 2 * 16 + 2 * 2 * 3 * 16);
-    eng_free(e);
-    net_free(nw);
 }
 
 /* The counters past 2^40: base leaves 40 to go, so every counter of the

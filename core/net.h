@@ -223,6 +223,11 @@ static inline double net_mesh_start(net_lstat *ls, double bandwidth,
  * which it returns: callers may skip the call. */
 int32_t net_event(net *nw, const eq_event *ev);
 
+/* The transfer whose data phase the last net_event ended (under FAIR its
+ * latency may still be running; under FIFO it is the arrival), or -1: when
+ * a sender's data has left it (PROG_SEQ, prog.h). */
+int32_t net_left(const net *nw);
+
 /* Link statistics of the last run: fills up to max entries, returns the
  * number of links. For a mesh, only links that carried bytes are listed. */
 int32_t net_links(const net *nw, net_link_info *out, int32_t max);

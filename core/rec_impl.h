@@ -243,6 +243,12 @@ void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
+/* rec_flush.c: a read-only descriptor on the file a streamed run's pages
+ * are spilled to (a new file's scratch, else the -wal), -1 when it cannot
+ * be opened; rec_flush_start asks the kernel to begin writing its dirty
+ * pages back (no wait; a no-op for fd -1 and off Linux). */
+int rec_flush_open(const rec_db *db);
+void rec_flush_start(int fd);
 /* Asks the writer for a PASSIVE checkpoint on its own connection (the
  * caller keeps using its own); rec_writer_free waits for it. */
 void rec_writer_checkpoint(rec_db *db);

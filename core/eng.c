@@ -33,6 +33,7 @@ struct lane_rt {
     uint32_t wait_seq;    /* counts blocked batches, for EQ_TIMEOUT */
     uint32_t expired;     /* wait_seq whose timeout expired (e->expired) */
     int32_t expired_next; /* next lane in e->expired */
+    int32_t conn;         /* net_start_conn's state of its slotted sends */
     uint8_t state;        /* enum lane_state */
 };
 
@@ -232,8 +233,14 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
      * lane's next transfer is most likely id + 1: fetch its entry while
      * the other lanes run (a hint; the table has a spare entry). */
     __builtin_prefetch(&e->ps->msgs[id + 1]);
-    if (net_start(e->nw, id, e->ps->lanes[m->send_lane].rank, s->peer, s->bytes,
-                  now, &s->t_start))
+    int32_t src = e->ps->lanes[m->send_lane].rank;
+    /* a slotted send (coll.h "Slots": NCCL's pipelined ring) is one of the
+     * lane's channel to its peer, whose chunks leave in order: behind the
+     * one before it (net_start_conn) rather than sharing the link with it */
+    if ((s->flags & PROG_EARLY)
+            ? net_start_conn(e->nw, &e->lane[m->send_lane].conn, m->send_lane,
+                             id, src, s->peer, s->bytes, now, &s->t_start)
+            : net_start(e->nw, id, src, s->peer, s->bytes, now, &s->t_start))
         e->oom = 1;
 }
 
@@ -306,6 +313,7 @@ static void arrived(eng_sim *e, int32_t id, double now)
     }
     e->msg[id] |= MSG_ARRIVED;
     send->t_end = now;
+    net_event_queued(e->nw, &send->t_start); /* it waited on its channel */
     done(e, m->send_lane, send);
     if (e->p2p == ENG_RENDEZVOUS && !(send->flags & PROG_NOWAIT))
         complete_one(e, m->send_lane);

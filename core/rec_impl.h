@@ -112,6 +112,11 @@ struct rec_db {
     /* a new file's scratch the connection is on until its first commit
      * publishes it at path (rec_publish), or NULL */
     char *pending;
+    /* 1: the first run published the file and left the connection closed
+     * (rec_txn.c's publish): rec_reopen opens it at path when anything
+     * more is asked of it */
+    int reopen;
+    int64_t published_runs; /* the runs the file holds while reopen is 1 */
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -238,6 +243,12 @@ void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
+/* rec_flush.c: a read-only descriptor on the file a streamed run's pages
+ * are spilled to (a new file's scratch, else the -wal), -1 when it cannot
+ * be opened; rec_flush_start asks the kernel to begin writing its dirty
+ * pages back (no wait; a no-op for fd -1 and off Linux). */
+int rec_flush_open(const rec_db *db);
+void rec_flush_start(int fd);
 /* Asks the writer for a PASSIVE checkpoint on its own connection (the
  * caller keeps using its own); rec_writer_free waits for it. */
 void rec_writer_checkpoint(rec_db *db);
@@ -256,12 +267,16 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
  * -1 the scratch could not be synced (errno). */
 char *rec_schema_scratch(const char *path);
 int rec_schema_link(const char *path, const char *scratch, int sync);
-/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c)
- * and reopens the connection there; with id, the run id of the scratch's
- * one committed run, which becomes its id in the file (another process's
- * file when it made the path first: the run is copied into it). A no-op
- * when nothing is pending. */
+/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c);
+ * with id, the run id of the scratch's one committed run, which becomes
+ * its id in the file (another process's file when it made the path first:
+ * the run is copied into it), and the connection is left closed until it
+ * is needed (rec_reopen); without, it is reopened at the path at once. */
 int rec_publish(rec_db *db, int64_t *id, ps_err *err);
+/* rec_txn.c: opens the connection at the path when rec_publish left it
+ * closed (db->reopen); a no-op otherwise. Every entry point that uses the
+ * connection calls it first (rec_run_begin, rec_exec_sql, rec_publish). */
+int rec_reopen(rec_db *db, ps_err *err);
 /* rec_schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

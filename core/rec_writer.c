@@ -18,12 +18,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rec_impl.h"
 
 /* 32 blocks of REC_ROWS rows: 512 KiB. When the writer falls behind, the
  * engine waits for a free block (the pool is the backlog, not the run). */
 #define NBLOCKS 32
+
+/* Blocks handed over between two requests for early writeback of the
+ * file the pages spill to (rec_flush.c): 4096 rows, about 128 KiB of
+ * pages, so the disk writes the run as it is inserted and the fsync
+ * after the commit waits for the last pages only. */
+#ifndef FLUSH_BLOCKS
+#define FLUSH_BLOCKS 16
+#endif
 
 /* Free blocks a caller waiting for one is woken at (a quarter of the
  * pool): no wake-up per block when the writer is the slower side. */
@@ -50,8 +59,10 @@ struct rec_writer {
     int failed; /* the first failure of an insert, in err; later blocks
                    are dropped */
     ps_err err;
-    int64_t rows; /* inserted since the start (rec_writer_usage) */
-    double cpu;   /* the thread's CPU seconds at the last drain */
+    int64_t rows;      /* inserted since the start (rec_writer_usage) */
+    int flush_fd;      /* rec_flush_open's for the current run, or -1 */
+    int32_t published; /* blocks handed over (the caller's side) */
+    double cpu;        /* the thread's CPU seconds at the last drain */
 };
 
 /* A PASSIVE checkpoint (what SQLite's autocheckpoint runs inside the
@@ -128,8 +139,11 @@ static void *writer_main(void *arg)
 
 int rec_writer_start(rec_db *db)
 {
-    if (db->writer)
+    if (db->writer) {
+        if (db->writer->flush_fd < 0)
+            db->writer->flush_fd = rec_flush_open(db);
         return PS_OK;
+    }
     rec_writer *w = calloc(1, sizeof *w);
     if (!w)
         return PS_ERR;
@@ -157,6 +171,7 @@ int rec_writer_start(rec_db *db)
     w->nfree = NBLOCKS;
     for (int i = 0; i < NROWS; i++)
         w->cur[i] = -1;
+    w->flush_fd = rec_flush_open(db);
     db->writer = w;
     /* the thread blocks every signal, so SIGINT, SIGTERM and --timeout's
      * alarm still reach the engine's thread, whose sleeps and reads they
@@ -168,6 +183,8 @@ int rec_writer_start(rec_db *db)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (failed) {
         db->writer = NULL;
+        if (w->flush_fd >= 0)
+            close(w->flush_fd);
         pthread_cond_destroy(&w->done);
         pthread_cond_destroy(&w->work);
         pthread_mutex_destroy(&w->mu);
@@ -226,6 +243,17 @@ void rec_writer_commit_row(rec_db *db, int table)
     pthread_mutex_lock(&w->mu);
     publish(w, k, 0);
     pthread_mutex_unlock(&w->mu);
+    /* on this side: the engine's thread mostly waits for the writer */
+    if (++w->published % FLUSH_BLOCKS == 0)
+        rec_flush_start(w->flush_fd);
+}
+
+/* The run's writeback descriptor closed (drain, discard). */
+static void unwatch(rec_writer *w)
+{
+    if (w->flush_fd >= 0)
+        close(w->flush_fd);
+    w->flush_fd = -1;
 }
 
 /* Waits until the writer has nothing queued and is not inserting (w->mu
@@ -241,6 +269,7 @@ int rec_writer_drain(rec_db *db, ps_err *err)
     rec_writer *w = db->writer;
     if (!w)
         return PS_OK;
+    unwatch(w);
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < NROWS; i++)
         if (w->cur[i] >= 0) {
@@ -274,6 +303,7 @@ void rec_writer_discard(rec_db *db)
     rec_writer *w = db->writer;
     if (!w)
         return;
+    unwatch(w);
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < NROWS; i++)
         if (w->cur[i] >= 0) {

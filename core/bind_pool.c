@@ -190,6 +190,14 @@ typedef struct wdb {
     rec_db *db;
 } wdb;
 
+/* 1 from the fork on in a worker process */
+static int forked;
+
+int bind_sweep_forked(void)
+{
+    return forked;
+}
+
 /* Set in a worker process only (the registry's WORKER_KEY points to it). */
 typedef struct worker {
     const char *dir;
@@ -375,13 +383,24 @@ static void write_all(int fd, const void *buf, size_t n)
     }
 }
 
+typedef struct pool pool;
+static void pool_forget(pool *p);
+
 /* A worker's life: chunks from task_fd until it is empty, each announced
- * on done_fd; never returns (the parent's SQLite connections and Lua
- * state are not to be closed from here). [-0, +0] (its worker record goes
- * to the registry) */
-static void worker_main(lua_State *L, int eval, const char *dir, int task_fd,
-                        int done_fd, lua_Integer n, lua_Integer size)
+ * on done_fd; never returns. Its Lua state is closed before _exit, so
+ * that the worker frees what it allocated (valgrind checks workers too,
+ * tests/run.sh); the finalizers of what it inherited leave the writer's
+ * resources alone: the writer's SQLite connections are not touched
+ * (bind_core.c db_gc) and the pool p forgets the writer's other workers
+ * and scratch directory. [-0, +0] (its worker record goes to the
+ * registry) */
+static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
+                        int task_fd, int done_fd, lua_Integer n,
+                        lua_Integer size)
 {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", pdir);
+    pool_forget(p);
     worker *w = lua_newuserdatauv(L, sizeof *w, 0);
     memset(w, 0, sizeof *w);
     w->dir = dir;
@@ -403,6 +422,9 @@ static void worker_main(lua_State *L, int eval, const char *dir, int task_fd,
         write_all(done_fd, &c, sizeof c);
     }
     fflush(NULL); /* what the run functions printed */
+    close(task_fd);
+    close(done_fd);
+    lua_close(L);
     _exit(status);
 }
 
@@ -410,12 +432,24 @@ static void worker_main(lua_State *L, int eval, const char *dir, int task_fd,
 /* The writer side                                                     */
 /* ------------------------------------------------------------------ */
 
-typedef struct pool {
+struct pool {
     pid_t pids[1024];
     int npids;
     int done_fd;
     char dir[4096];
-} pool;
+};
+
+/* In a new worker: the pool's pids (its elder siblings), pipe and
+ * directory are the writer's, not for this process's pool_close (the
+ * pool's __gc at lua_close). */
+static void pool_forget(pool *p)
+{
+    p->npids = 0;
+    if (p->done_fd >= 0)
+        close(p->done_fd);
+    p->done_fd = -1;
+    p->dir[0] = '\0';
+}
 
 /* Stops the workers still running (they are this process's children),
  * reaps them and removes the scratch directory. Calling it twice is
@@ -622,8 +656,8 @@ int bind_sweep_map(lua_State *L)
     for (lua_Integer k = 0; k < jobs; k++) {
         pid_t pid = fork();
         if (pid == 0) {
-            close(done[0]);
-            worker_main(L, 3, p->dir, task[0], done[1], n, size);
+            forked = 1;
+            worker_main(L, 3, p, p->dir, task[0], done[1], n, size);
         }
         if (pid < 0)
             break;
@@ -674,11 +708,22 @@ int bind_sweep_map(lua_State *L)
     }
     free(ready);
     if (next == nchunks && !failed) {
-        /* every worker has read its last task and exits */
+        /* every worker has read its last task and exits, with status 0:
+         * anything else (a crash at its end, valgrind's --error-exitcode
+         * for a leak, tests/run.sh) is reported, after its runs are in */
         for (int i = 0; i < p->npids; i++) {
-            while (waitpid(p->pids[i], NULL, 0) < 0 && errno == EINTR)
+            int st = 0;
+            while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
                 ;
             p->pids[i] = 0;
+            if (!failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                ps_errf(&err,
+                        "ps.sweep: a worker process ended with %s %d after "
+                        "its points were done",
+                        WIFEXITED(st) ? "status" : "signal",
+                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+                failed = -1;
+            }
         }
     }
     pool_close(p);

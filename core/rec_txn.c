@@ -501,6 +501,14 @@ int rec_flush(rec_db *db, ps_err *err)
               : PS_OK;
 }
 
+void rec_forked_release(rec_db *db)
+{
+    /* sqlite3_db_release_memory drops unpinned cache pages: no I/O, no
+     * lock */
+    if (db && db->db)
+        sqlite3_db_release_memory(db->db);
+}
+
 int rec_close(rec_db *db, ps_err *err)
 {
     if (!db)

@@ -101,6 +101,12 @@ static const struct {
                      0},
 };
 
+const char *rec_rows_sql(int table, unsigned *nulls)
+{
+    *nulls = rows_def[table].nulls;
+    return rows_def[table].sql;
+}
+
 /* Steps a write-path statement that returns no rows and resets it. The
  * bindings stay; every caller rebinds all parameters. */
 int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)

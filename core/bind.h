@@ -286,5 +286,9 @@ struct rec_db *bind_sweep_database(lua_State *L, const char *path);
 int bind_sweep_batch(lua_State *L, struct rec_db *db, const char *sweep);
 /* 1 in a sweep's worker process (bind_pool.c). */
 int bind_sweep_worker(lua_State *L);
+/* 1 in a forked sweep worker from the fork on, even while its Lua state
+ * closes (bind_pool.c): finalizers of what the worker inherited from the
+ * writer (its databases, the pool) leave the writer's resources alone. */
+int bind_sweep_forked(void);
 
 #endif

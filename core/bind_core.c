@@ -62,11 +62,32 @@ int bind_raise(lua_State *L, const ps_err *err)
     return lua_error(L);
 }
 
+/* The connections a forked sweep worker inherited from the writer
+ * (bind_pool.c closes its Lua state before _exit): SQLite forbids using a
+ * connection across fork(), and closing one is a use (it may roll back,
+ * checkpoint or delete the log under the writer), so they are left as they
+ * are and kept reachable here until the worker's _exit. */
+static rec_db **inherited;
+static size_t ninherited;
+
+static void keep_inherited(rec_db *db)
+{
+    rec_forked_release(db); /* its page cache: interior pointers only */
+    rec_db **k = realloc(inherited, (ninherited + 1) * sizeof *k);
+    if (!k)
+        return; /* out of memory at exit: the worker ends anyway */
+    inherited = k;
+    inherited[ninherited++] = db;
+}
+
 /* [-0, +0] */
 static int db_gc(lua_State *L)
 {
     db_handle *h = luaL_checkudata(L, 1, DB_TYPE);
-    rec_close(h->db, NULL);
+    if (h->db && bind_sweep_forked())
+        keep_inherited(h->db);
+    else
+        rec_close(h->db, NULL);
     h->db = NULL;
     free(h->path);
     h->path = NULL;

@@ -21,7 +21,8 @@ enum msg_state_bits {
     MSG_RECV_POSTED = 2,
     MSG_STARTED = 4,
     MSG_ARRIVED = 8,
-    MSG_LOST = 16 /* on a link that is down (fault.h): never arrives */
+    MSG_LOST = 16, /* on a link that is down (fault.h): never arrives */
+    MSG_LEFT = 32  /* PROG_SEQ: its data has left the sender */
 };
 
 struct lane_rt {
@@ -32,6 +33,7 @@ struct lane_rt {
     uint32_t wait_seq;    /* counts blocked batches, for EQ_TIMEOUT */
     uint32_t expired;     /* wait_seq whose timeout expired (e->expired) */
     int32_t expired_next; /* next lane in e->expired */
+    int32_t conn;         /* net_start_conn's state of its slotted sends */
     uint8_t state;        /* enum lane_state */
 };
 
@@ -231,8 +233,14 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
      * lane's next transfer is most likely id + 1: fetch its entry while
      * the other lanes run (a hint; the table has a spare entry). */
     __builtin_prefetch(&e->ps->msgs[id + 1]);
-    if (net_start(e->nw, id, e->ps->lanes[m->send_lane].rank, s->peer, s->bytes,
-                  now, &s->t_start))
+    int32_t src = e->ps->lanes[m->send_lane].rank;
+    /* a slotted send (coll.h "Slots": NCCL's pipelined ring) is one of the
+     * lane's channel to its peer, whose chunks leave in order: behind the
+     * one before it (net_start_conn) rather than sharing the link with it */
+    if ((s->flags & PROG_EARLY)
+            ? net_start_conn(e->nw, &e->lane[m->send_lane].conn, m->send_lane,
+                             id, src, s->peer, s->bytes, now, &s->t_start)
+            : net_start(e->nw, id, src, s->peer, s->bytes, now, &s->t_start))
         e->oom = 1;
 }
 
@@ -248,7 +256,9 @@ static int post(eng_sim *e, int32_t l, prog_op *op, double now)
         *st |= MSG_SEND_POSTED;
         if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
             start_transfer(e, id, now);
-            return 1;
+            /* PROG_SEQ: complete when the data has left (left_sender),
+             * at once when it never starts */
+            return !(op->flags & PROG_SEQ) || (*st & MSG_LOST);
         }
         if (*st & MSG_RECV_POSTED)
             start_transfer(e, id, now);
@@ -278,11 +288,24 @@ static void complete_one(eng_sim *e, int32_t lane)
     }
 }
 
+/* Message id's data has left its sender: a PROG_SEQ send completes (once;
+ * arrived covers a network that reports no data phase). */
+static void left_sender(eng_sim *e, int32_t id)
+{
+    const prog_msg *m = &e->ps->msgs[id];
+    const prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
+    if (!(send->flags & PROG_SEQ) || (e->msg[id] & MSG_LEFT))
+        return;
+    e->msg[id] |= MSG_LEFT;
+    complete_one(e, m->send_lane);
+}
+
 static void arrived(eng_sim *e, int32_t id, double now)
 {
     const prog_msg *m = &e->ps->msgs[id];
     prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
     assert((e->msg[id] & MSG_STARTED) && !(e->msg[id] & MSG_ARRIVED));
+    left_sender(e, id); /* also when lost on the way */
     if (e->fp && now >= fault_down_at(e->fp, e->ps->lanes[m->send_lane].rank,
                                       send->peer)) {
         e->msg[id] |= MSG_LOST; /* in flight when the link went down */
@@ -290,6 +313,7 @@ static void arrived(eng_sim *e, int32_t id, double now)
     }
     e->msg[id] |= MSG_ARRIVED;
     send->t_end = now;
+    net_event_queued(e->nw, &send->t_start); /* it waited on its channel */
     done(e, m->send_lane, send);
     if (e->p2p == ENG_RENDEZVOUS && !(send->flags & PROG_NOWAIT))
         complete_one(e, m->send_lane);
@@ -649,10 +673,13 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             timeout(e, &ev, now);
             continue; /* changes nothing: not the run's last event */
         } else {
-            int32_t id = net_event(nw, &ev);
-            if (id < 0)
+            int32_t id = net_event(nw, &ev), left = net_left(nw);
+            if (left >= 0 && left != id)
+                left_sender(e, left); /* its latency still runs */
+            else if (id < 0)
                 continue; /* stale: a rescheduled transfer */
-            arrived(e, id, now);
+            if (id >= 0)
+                arrived(e, id, now);
         }
         last = now;
         run_ready(e, now);

@@ -61,6 +61,7 @@ typedef struct chan {
     int32_t pair;     /* net_pair of (src, dst), CHAN_NO_PAIR before the
                          first transfer */
     int32_t src, dst; /* -1 before the first SEND */
+    int32_t conn;     /* net_start_conn's state of its slotted sends */
     uint8_t sends;    /* 1: the queue holds SENDs, 0: RECVs */
     uint8_t own;      /* bit b: its own record 2k + b is in use */
 } chan;
@@ -209,7 +210,7 @@ static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
         c->lane[l] =
             (clane){e->count_base, g->rank(g, l), 0, -1, 0, 0, LANE_READY};
     for (int32_t k = 0; k < g->nchannels; k++)
-        c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, -1, -1, 0, 0};
+        c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, -1, -1, 0, 0, 0};
     c->msg_used = 2 * g->nchannels;
     c->free_msg = -1;
     c->g = g;
@@ -330,9 +331,11 @@ HOT int64_t recv_index(const eng_cursor *c, int32_t l, int32_t slot)
 }
 
 /* The transfer of message m through net.h: for a channel whose pair is
- * not cached (looked up once per channel) or not on a FIFO mesh. */
+ * not cached (looked up once per channel) or not on a FIFO mesh. A
+ * slotted send leaves behind the channel's one before it, as in eng.c's
+ * start_transfer (net_start_conn). */
 COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
-                     double bytes, double now, double *t_begin)
+                     double bytes, double now, double *t_begin, int slotted)
 {
     if (ch->pair == CHAN_NO_PAIR) {
         assert(ch->src >= 0); /* its first SEND named the ranks */
@@ -351,14 +354,17 @@ COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
             e->oom = 1;
         return;
     }
-    if (net_start_pair(e->nw, ch->pair, m, ch->src, ch->dst, bytes, now,
-                       t_begin))
+    if (slotted && ch->pair < 0
+            ? net_start_conn(e->nw, &ch->conn, (int32_t)(ch - c->chan), m,
+                             ch->src, ch->dst, bytes, now, t_begin)
+            : net_start_pair(e->nw, ch->pair, m, ch->src, ch->dst, bytes, now,
+                             t_begin))
         e->oom = 1;
 }
 
 /* Starts message m (x) on channel ch; the caller sets CM_STARTED. */
 HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
-                        const cmsg *x, double now, int H)
+                        const cmsg *x, double now, int H, int slotted)
 {
     int32_t pair = ch->pair;
     e->transfers++;
@@ -369,7 +375,7 @@ HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
         if (eq_push(&e->q, end, EQ_NET, m, 0))
             e->oom = 1;
     } else {
-        start_slow(e, c, ch, m, x->bytes, now, &t_begin);
+        start_slow(e, c, ch, m, x->bytes, now, &t_begin, slotted);
     }
     if (H)
         c->sop[m].t_start = t_begin;
@@ -408,12 +414,12 @@ HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t peer,
     st |= CM_SEND_POSTED | (flags & PROG_NOWAIT ? 0 : c->waits);
     if (c->eager || (flags & PROG_EARLY)) {
         x->st = st | CM_STARTED;
-        start_transfer(e, c, ch, m, x, now, H);
+        start_transfer(e, c, ch, m, x, now, H, (flags & PROG_EARLY) != 0);
         return 1;
     }
     if (st & CM_RECV_POSTED) {
         x->st = st | CM_STARTED;
-        start_transfer(e, c, ch, m, x, now, H);
+        start_transfer(e, c, ch, m, x, now, H, 0);
     } else {
         x->st = st;
     }
@@ -451,7 +457,7 @@ HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t slot,
         uint8_t start = c->starts & ~st;
         x->st = st | CM_RECV_POSTED | start;
         if (start)
-            start_transfer(e, c, ch, m, x, now, H);
+            start_transfer(e, c, ch, m, x, now, H, 0);
         return 0;
     }
     if ((m = enqueue(e, c, ch, k, 0, H)) < 0)
@@ -486,6 +492,7 @@ HOT void arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *r0,
     x->st = st;
     if (H) {
         c->sop[m].t_end = now;
+        net_event_queued(e->nw, &c->sop[m].t_start); /* waited (eng.c) */
         done(e, x->send_lane, &c->sop[m], c->sidx[m]);
     }
     *r0 = st & CM_SEND_WAITS ? complete_one(c, x->send_lane) : -1;

@@ -170,6 +170,23 @@ void net_begin(net *nw, eq *q);
 int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
               double now, double *t_begin);
 
+/* net_start for a transfer of a connection: an in-order stream of
+ * transfers from src to dst, as one channel of an NCCL communicator moves
+ * its chunks through one FIFO per peer (src/device/prims_simple.h) and a
+ * communicator's collectives run in issue order. Under NET_FAIR its data
+ * phase begins when the data phase of the connection's transfer before it
+ * ends (at once when there is none or it has ended): a burst of k posted
+ * together arrives one after another at the link's rate, as on the wire,
+ * instead of sharing the link and all arriving after k transfers' time,
+ * which would hold every later hop of a pipelined ring behind the whole
+ * burst. Under NET_FIFO the links carry transfers in order already: it is
+ * net_start. *conn is the caller's state of the connection, 0 before its
+ * first transfer (of every run); key tells the caller's connections apart
+ * (>= 0, the same for all of one connection). *t_begin is set to now; a
+ * transfer that waited reports its begin through net_event_queued. */
+int net_start_conn(net *nw, int32_t *conn, int32_t key, int32_t id, int32_t src,
+                   int32_t dst, double bytes, double now, double *t_begin);
+
 /* For callers that start many transfers between the same two ranks (the
  * engine's cursor path keeps one per channel): a handle of the pair's
  * run-time state, valid until the next net_begin, so that net_start_pair
@@ -222,6 +239,16 @@ static inline double net_mesh_start(net_lstat *ls, double bandwidth,
  * Under NET_FIFO every EQ_NET event is the arrival of transfer ev->id,
  * which it returns: callers may skip the call. */
 int32_t net_event(net *nw, const eq_event *ev);
+
+/* After net_event returned a transfer: 1 when it waited behind another on
+ * its connection (net_start_conn), with *t_begin when its data phase
+ * began; else 0. */
+int net_event_queued(const net *nw, double *t_begin);
+
+/* The transfer whose data phase the last net_event ended (under FAIR its
+ * latency may still be running; under FIFO it is the arrival), or -1: when
+ * a sender's data has left it (PROG_SEQ, prog.h). */
+int32_t net_left(const net *nw);
 
 /* Link statistics of the last run: fills up to max entries, returns the
  * number of links. For a mesh, only links that carried bytes are listed. */

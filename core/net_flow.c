@@ -13,9 +13,11 @@
  * the connected component of flows reachable from its links through shared
  * links is collected and re-solved by progressive filling; only flows whose
  * rate changed get a new completion event, and their old events go stale by
- * version (eq_event.version). All run-time arrays are sized in net_begin or
- * grown geometrically, so the per-event path does not allocate in steady
- * state. */
+ * version (eq_event.version). A connection's flows (net_start_conn) form
+ * a chain: a queued flow joins its links when the data phase of the one
+ * before it ends, in the same re-solve. All run-time arrays are sized in
+ * net_begin or grown geometrically, so the per-event path does not allocate in
+ * steady state. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -226,6 +228,7 @@ static inline int32_t run_route(net *nw, int32_t src, int32_t dst,
 void net_begin(net *nw, eq *q)
 {
     nw->q = q;
+    nw->left = -1;
     nw->oom = 0;
     if (nw->mesh) {
         /* slots from the last run are forgotten; capacity is kept */
@@ -452,8 +455,46 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
     return 0;
 }
 
+/* Puts flow fi, set up, on the links of its route at now (its data
+ * phase; only the latency for a flow of no bytes). With solve, re-solves
+ * its component; without, the caller does. */
+static int begin_data(net *nw, int32_t fi, double now, int re_solve)
+{
+    flow *f = &nw->flows[fi];
+    const int32_t *links;
+    int32_t one, len = flow_route(nw, f, &links, &one);
+    f->updated = now;
+    f->begin = now;
+    if (!(f->remaining > 0)) { /* nothing to share: only the latency */
+        f->state = FLOW_LATENCY;
+        f->version++;
+        return eq_push(nw->q, now + f->latency, EQ_NET, fi, f->version);
+    }
+    f->state = FLOW_DATA;
+    int32_t h = nw->max_hops;
+    for (int32_t k = 0; k < len; k++) {
+        int32_t l = links[k], m = fi * h + k;
+        nw->m_prev[m] = -1;
+        nw->m_next[m] = nw->l_head[l];
+        if (nw->l_head[l] >= 0)
+            nw->m_prev[nw->l_head[l]] = m;
+        nw->l_head[l] = m;
+        if (nw->l_count[l]++ == 0)
+            nw->l_since[l] = now;
+    }
+    if (!re_solve)
+        return 0;
+    int32_t nl, nf;
+    collect(nw, links, len, &nl, &nf);
+    return solve(nw, nl, nf, now);
+}
+
+/* key >= 0: a transfer of connection key (net_start_conn), after flow
+ * prev (-1: none) when prev is that connection's and still before the end
+ * of its data phase. */
 static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
-                      double bytes, double now, double *t_begin)
+                      double bytes, double now, double *t_begin, int32_t key,
+                      int32_t prev, int32_t *handle)
 {
     int32_t fi = alloc_flow(nw);
     if (fi < 0)
@@ -477,27 +518,24 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
     f->id = id;
     f->src = src;
     f->dst = dst;
+    f->key = key;
+    f->succ = -1;
+    f->queued = 0;
     f->version++;
     *t_begin = now;
-    if (!(bytes > 0)) { /* nothing to share: only the latency */
-        f->state = FLOW_LATENCY;
-        return eq_push(nw->q, now + lat, EQ_NET, fi, f->version);
+    if (handle)
+        *handle = fi + 1;
+    if (prev >= 0) {
+        flow *p = &nw->flows[prev];
+        if (p->key == key && p->src == src && p->dst == dst && p->succ < 0 &&
+            (p->state == FLOW_DATA || p->state == FLOW_QUEUED)) {
+            p->succ = fi; /* begins when p's data phase ends */
+            f->state = FLOW_QUEUED;
+            f->queued = 1;
+            return 0;
+        }
     }
-    f->state = FLOW_DATA;
-    int32_t h = nw->max_hops;
-    for (int32_t k = 0; k < len; k++) {
-        int32_t l = links[k], m = fi * h + k;
-        nw->m_prev[m] = -1;
-        nw->m_next[m] = nw->l_head[l];
-        if (nw->l_head[l] >= 0)
-            nw->m_prev[nw->l_head[l]] = m;
-        nw->l_head[l] = m;
-        if (nw->l_count[l]++ == 0)
-            nw->l_since[l] = now;
-    }
-    int32_t nl, nf;
-    collect(nw, links, len, &nl, &nf);
-    return solve(nw, nl, nf, now);
+    return begin_data(nw, fi, now, 1);
 }
 
 /* The data phase of flow fi ended at now: leave the links, re-solve the
@@ -519,12 +557,18 @@ static int32_t data_done(net *nw, int32_t fi, double now)
         if (--nw->l_count[l] == 0)
             nw->ls[l].busy += now - nw->l_since[l];
     }
+    /* the connection's next transfer takes over: the same route, so one
+     * solve covers both */
+    if (f->succ >= 0 && begin_data(nw, f->succ, now, 0))
+        nw->oom = 1;
+    f->succ = -1;
     int32_t nl, nf;
     collect(nw, links, len, &nl, &nf);
     if (solve(nw, nl, nf, now))
         nw->oom = 1;
     f->remaining = 0;
     f->version++;
+    nw->left = f->id;
     if (f->latency > 0) {
         f->state = FLOW_LATENCY;
         if (eq_push(nw->q, now + f->latency, EQ_NET, fi, f->version))
@@ -534,6 +578,8 @@ static int32_t data_done(net *nw, int32_t fi, double now)
     f->state = FLOW_FREE;
     f->next_free = nw->free_flow;
     nw->free_flow = fi;
+    nw->last_queued = f->queued;
+    nw->last_begin = f->begin;
     return f->id;
 }
 
@@ -544,7 +590,28 @@ int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
         return -1;
     if (net_sharing_of(nw) == NET_FIFO)
         return start_fifo(nw, id, src, dst, bytes, now, t_begin, -1);
-    return start_fair(nw, id, src, dst, bytes, now, t_begin);
+    return start_fair(nw, id, src, dst, bytes, now, t_begin, -1, -1, NULL);
+}
+
+int net_start_conn(net *nw, int32_t *conn, int32_t key, int32_t id, int32_t src,
+                   int32_t dst, double bytes, double now, double *t_begin)
+{
+    if (nw->oom)
+        return -1;
+    if (net_sharing_of(nw) == NET_FIFO) /* the links are in order already */
+        return start_fifo(nw, id, src, dst, bytes, now, t_begin, -1);
+    /* a stale handle (another run's, or of a slot reused since) fails
+     * start_fair's check of key and ends */
+    int32_t prev = *conn > 0 && *conn <= nw->flows_used ? *conn - 1 : -1;
+    return start_fair(nw, id, src, dst, bytes, now, t_begin, key, prev, conn);
+}
+
+int net_event_queued(const net *nw, double *t_begin)
+{
+    if (net_sharing_of(nw) == NET_FIFO || !nw->last_queued)
+        return 0;
+    *t_begin = nw->last_begin;
+    return 1;
 }
 
 int32_t net_pair(net *nw, int32_t src, int32_t dst)
@@ -581,8 +648,9 @@ int net_mesh_fifo(net *nw, net_lstat **slots, double *bandwidth,
 
 int32_t net_event(net *nw, const eq_event *ev)
 {
+    nw->left = -1;
     if (net_sharing_of(nw) == NET_FIFO)
-        return ev->id;
+        return nw->left = ev->id; /* the link held it to the end */
     flow *f = &nw->flows[ev->id];
     if (ev->version != f->version)
         return -1;
@@ -592,7 +660,14 @@ int32_t net_event(net *nw, const eq_event *ev)
     f->state = FLOW_FREE;
     f->next_free = nw->free_flow;
     nw->free_flow = ev->id;
+    nw->last_queued = f->queued;
+    nw->last_begin = f->begin;
     return f->id;
+}
+
+int32_t net_left(const net *nw)
+{
+    return nw->left;
 }
 
 static int cmp_link_info(const void *pa, const void *pb)

@@ -17,7 +17,9 @@ typedef struct link {
 
 typedef net_lstat lstat; /* net.h */
 
-enum flow_state { FLOW_FREE, FLOW_DATA, FLOW_LATENCY };
+/* FLOW_QUEUED: behind the data phase of the flow before it on its
+ * connection (net_start_conn), on no link yet */
+enum flow_state { FLOW_FREE, FLOW_DATA, FLOW_LATENCY, FLOW_QUEUED };
 
 typedef struct flow {
     double remaining; /* bytes still to leave the sender at `updated` */
@@ -29,6 +31,10 @@ typedef struct flow {
     int32_t src, dst;
     int32_t slot;      /* mesh: the link's state slot */
     int32_t next_free; /* free list while FLOW_FREE */
+    int32_t key;       /* net_start_conn's connection key, -1 if none */
+    int32_t succ;      /* the connection's next flow, queued, or -1 */
+    double begin;      /* when its data phase began */
+    uint8_t queued;    /* it waited behind another flow */
     uint32_t version;  /* events with another version are stale */
     uint32_t stamp;    /* component search mark */
     uint8_t state;     /* enum flow_state */
@@ -63,6 +69,8 @@ struct net {
     int32_t *slot_src, *slot_dst; /* state_links entries */
     int oom;
     eq *q;
+    int32_t left; /* net_left: the transfer whose data phase the last
+                     net_event ended, -1 */
     /* FAIR run state */
     int32_t *l_head;     /* first membership on the link, -1 if none */
     int32_t *l_count;    /* flows in data phase on the link */
@@ -78,6 +86,10 @@ struct net {
     int32_t flows_hops;  /* max_hops the membership arrays were sized for */
     int32_t *comp_flows; /* flows_cap entries */
     uint32_t stamp;
+    /* the transfer net_event returned last: it waited on its connection
+     * (net_event_queued), and when its data phase began */
+    int last_queued;
+    double last_begin;
 };
 
 /* The links of the route src -> dst: for a mesh one implicit link. */

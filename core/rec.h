@@ -198,6 +198,11 @@ typedef struct rec_payload {
  * that commit's); rec_close(NULL) is a no-op. */
 rec_db *rec_open(const char *path, ps_err *err);
 int rec_close(rec_db *db, ps_err *err);
+/* In a process forked while db was open (a sweep worker, which must not
+ * use or close the writer's connection): gives back the memory SQLite can
+ * free without touching the file (its cache of unchanged pages), so the
+ * handle that stays until _exit holds little. */
+void rec_forked_release(rec_db *db);
 
 /* Writes and commits one run at the given level; sets *run_id (0 on
  * failure). On failure nothing of the run remains and the message is one

@@ -112,6 +112,11 @@ struct rec_db {
     /* a new file's scratch the connection is on until its first commit
      * publishes it at path (rec_publish), or NULL */
     char *pending;
+    /* 1: the first run published the file and left the connection closed
+     * (rec_txn.c's publish): rec_reopen opens it at path when anything
+     * more is asked of it */
+    int reopen;
+    int64_t published_runs; /* the runs the file holds while reopen is 1 */
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -166,9 +171,12 @@ void rec_run_rollback(rec_db *db);
  * INSERT runs to kilobytes. A lock given up on says how long it was waited
  * for. */
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
-/* rec_vtab.c: registers scan's module on db's connection, once */
+/* rec_vtab.c: registers scan's module on db's connection, once; _on: on
+ * connection c, SQLite's code */
 int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
                       const rec_vtab_kind *kind, ps_err *err);
+int rec_vtab_register_on(sqlite3 *c, rec_vtab_scan *scan,
+                         const rec_vtab_kind *kind);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
 /* Sleeps before lock retry number tries (jittered, capped; see rec_txn.c). */
@@ -207,6 +215,13 @@ int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
 /* rec_rows.c: registers pipesim_rows on the connection, once (harmless
  * to call again); PS_ERR with SQLite's message. */
 int rec_rows_module(rec_db *db, ps_err *err);
+/* rec_rows.c: pipesim_rows on another connection (the second writer's,
+ * rec_aux.c) with its own scan; SQLite's code. */
+int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan);
+/* rec.c: a timeline table's INSERT from pipesim_rows and the integers
+ * it reads as NULL below 0 (the same statement fits a twin table of the
+ * same declaration, rec_aux.c). */
+const char *rec_rows_sql(int table, unsigned *nulls);
 
 /* rec_sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
  * table's (NULL: out of memory); rec_sum_flush inserts what is kept (the
@@ -223,21 +238,46 @@ void rec_sum_undo(rec_db *db);
 void rec_sum_drop(rec_db *db);
 void rec_sum_free(rec_db *db);
 
-/* rec_writer.c, the writer thread. rec_writer_start starts it once per
- * handle (PS_ERR: no thread; rows are then bound on the caller's thread).
+/* rec_writer.c, the writer threads. rec_writer_start starts them once per
+ * handle (PS_ERR: no thread; rows are then bound on the caller's thread)
+ * and readies a run; aux: the connection has pipesim_aux attached and no
+ * transaction was open before the run's (rec_aux_attach), so the run's
+ * transfer rows may go through the twin (rec_aux.c).
  * While db->writing, the caller fills rec_writer_row's slot for table and
- * hands it over with rec_writer_commit_row (a full block goes to the
+ * hands it over with rec_writer_commit_row (a full block goes to a
  * writer), and must not use the connection. rec_writer_drain hands over
  * the partial blocks and waits until every row is inserted, returning the
  * first insert's failure; rec_writer_discard drops what is not inserted
  * yet and waits; after either the caller owns the connection again.
- * rec_writer_free stops the thread (NULL writer: no-op). */
-int rec_writer_start(rec_db *db);
+ * rec_writer_free stops the threads (NULL writer: no-op). */
+int rec_writer_start(rec_db *db, int aux);
 rec_row *rec_writer_row(rec_db *db, int table);
 void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
+/* rec_aux.c, the second writer's in-memory twin of transfer_row.
+ * rec_aux_new makes it from the file's declaration (NULL: none, rows go
+ * to the first writer); rec_aux_attach attaches pipesim_aux to db's
+ * connection, outside any transaction (PS_ERR: not attached);
+ * rec_aux_begin empties the twin for a run; rec_aux_insert inserts a
+ * block (the second writer's thread); rec_aux_move copies the run's rows
+ * into the file's transfer_row, counting them into its span (the first
+ * writer's thread, the second one idle). */
+typedef struct rec_aux rec_aux;
+rec_aux *rec_aux_new(rec_db *db);
+void rec_aux_free(rec_aux *a);
+int rec_aux_attach(rec_db *db);
+int rec_aux_begin(rec_aux *a);
+int rec_aux_insert(const rec_db *db, rec_aux *a, const rec_row *rows, int32_t n,
+                   ps_err *err);
+int rec_aux_move(rec_db *db, rec_aux *a, ps_err *err);
+/* rec_flush.c: a read-only descriptor on the file a streamed run's pages
+ * are spilled to (a new file's scratch, else the -wal), -1 when it cannot
+ * be opened; rec_flush_start asks the kernel to begin writing its dirty
+ * pages back (no wait; a no-op for fd -1 and off Linux). */
+int rec_flush_open(const rec_db *db);
+void rec_flush_start(int fd);
 /* Asks the writer for a PASSIVE checkpoint on its own connection (the
  * caller keeps using its own); rec_writer_free waits for it. */
 void rec_writer_checkpoint(rec_db *db);
@@ -256,12 +296,16 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
  * -1 the scratch could not be synced (errno). */
 char *rec_schema_scratch(const char *path);
 int rec_schema_link(const char *path, const char *scratch, int sync);
-/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c)
- * and reopens the connection there; with id, the run id of the scratch's
- * one committed run, which becomes its id in the file (another process's
- * file when it made the path first: the run is copied into it). A no-op
- * when nothing is pending. */
+/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c);
+ * with id, the run id of the scratch's one committed run, which becomes
+ * its id in the file (another process's file when it made the path first:
+ * the run is copied into it), and the connection is left closed until it
+ * is needed (rec_reopen); without, it is reopened at the path at once. */
 int rec_publish(rec_db *db, int64_t *id, ps_err *err);
+/* rec_txn.c: opens the connection at the path when rec_publish left it
+ * closed (db->reopen); a no-op otherwise. Every entry point that uses the
+ * connection calls it first (rec_run_begin, rec_exec_sql, rec_publish). */
+int rec_reopen(rec_db *db, ps_err *err);
 /* rec_schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

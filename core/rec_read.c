@@ -82,6 +82,10 @@ int rec_run_count(rec_db *db, int64_t *n, ps_err *err)
 {
     sqlite3_stmt *st = NULL;
     *n = 0;
+    if (db->reopen) { /* a new file's first run only (rec_txn.c) */
+        *n = db->published_runs;
+        return PS_OK;
+    }
     if (sqlite3_prepare_v2(db->db, "SELECT count(*) FROM run", -1, &st, NULL) !=
             SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
@@ -106,6 +110,10 @@ rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err)
         return NULL;
     }
     q->db = db;
+    if (rec_reopen(db, err)) {
+        free(q);
+        return NULL;
+    }
     if (sqlite3_prepare_v2(db->db, sql, -1, &q->st, NULL) != SQLITE_OK) {
         rec_sql_fail(db, "cannot read", err);
         sqlite3_finalize(q->st);

@@ -43,13 +43,21 @@ if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null;
         bad "third process: $(cat "$TMP/$OUT.3")"
     [ "$n" -eq 1 ] && ok || bad "$DB opened $n times by one process, want 1: $(grep "\"$DB\"" "$TMP/$OUT.trace")"
     # a new file's schema and first run reach the disk with one sync
-    # (core/README.md, "Durability"; 5 when the schema was linked first)
+    # (core/README.md, "Durability"; 5 when the schema was linked first),
+    # and a one-run process never opens the file at its path after the
+    # link: no -wal, no -shm, no second schema parse (rec_txn.c, publish)
     rm -f "$TMP/startup_new.db"*
-    strace -f -e trace=fsync,fdatasync -o "$TMP/$OUT.sync" "$BIN" run "$TMP/startup.lua" \
+    strace -f -e trace=fsync,fdatasync,open,openat -o "$TMP/$OUT.sync" "$BIN" run "$TMP/startup.lua" \
         -o "$TMP/startup_new.db" >"$TMP/$OUT.4" 2>&1
     n=$(grep -cE '(fsync|fdatasync)\(' "$TMP/$OUT.sync")
     [ "$n" -eq 1 ] && ok || bad "a one-run process into a new file synced $n times, want 1: $(cat "$TMP/$OUT.sync")"
+    n=$(grep -cE "\"$TMP/startup_new.db(-wal|-shm)?\"" "$TMP/$OUT.sync")
+    [ "$n" -eq 0 ] && ok || bad "a one-run process reopened its new file: $(grep "startup_new" "$TMP/$OUT.sync")"
+    grep -q "^1 run added to $TMP/startup_new.db (1 in all; pipesim report $TMP/startup_new.db)$" "$TMP/$OUT.4" &&
+        ok || bad "new file: summary line: $(cat "$TMP/$OUT.4")"
     [ "$(sqlite3 "$TMP/startup_new.db" 'SELECT count(*) FROM run')" = 1 ] && ok || bad "new file: its run"
+    [ "$(ls "$TMP"/startup_new.db* | wc -l)" -eq 1 ] && ok ||
+        bad "new file: files left beside it: $(ls "$TMP"/startup_new.db*)"
 else
     echo "skip: strace not installed or not permitted (the open count is not checked)"
 fi

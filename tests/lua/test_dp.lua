@@ -133,6 +133,39 @@ do
     H.check(r.id ~= nil, "recorded")
 end
 
+-- 8. A straggler replica delays the ring by its lateness, no more. On a
+-- cluster (max-min fair sharing) of N one-GPU nodes, replica 2 computes at
+-- half speed (F 1 s + B 2 s take 6 s, not 3: it is d = 3 s late). The
+-- others' ring steps that need none of its data run ahead (rank 2 + k
+-- does its first k steps, NCCL's slots let a sender run ahead), so when
+-- rank 2 arrives its receives are there and it posts k steps' sends at
+-- once. Those are one channel's chunks, which leave in order (net.h
+-- net_start_conn, NCCL's per-peer FIFO, prims_simple.h): the first reaches
+-- rank 3 after one transfer's time and the ring is pipelined again from
+-- there; the dependency chain wraps around the ring (2(N - 1) >= N steps),
+-- so every step still pays tau + a and the sync ends exactly d after the
+-- straggler-free one: makespan + 3 s. Sharing the link among the k
+-- sends instead (the bug) delivered them all together after k transfers'
+-- time at every hop: +3.6 s at N = 4, +4.75 s at N = 8 (allreduce).
+do
+    for _, N in ipairs{ 4, 8 } do
+        for _, zero in ipairs{ 0, 1 } do
+            local function step(faults)
+                local c = ps.cluster{ nodes = N, gpus_per_node = 1,
+                    intra = { bandwidth = 1e12, latency = 0 },
+                    inter = { bandwidth = beta, latency = alpha } }
+                return ps.run{ cluster = c, layers = { { fwd_time = 1, params = 1e8 } },
+                    stages = 1, microbatches = 1, dp = N, zero = zero,
+                    grad_sync = { bucket = "1 GB", first_bucket = "1 GB",
+                                  algorithm = "ring", overlap = false },
+                    faults = faults, record = "none" }.makespan
+            end
+            H.near(step{ { rank = 2, slow = 0.5 } }, step(nil) + 3, 1e-9,
+                   ("straggler at N = %d, zero %d: ring delayed by its lateness"):format(N, zero))
+        end
+    end
+end
+
 -- 7. Bad input.
 do
     local layers = { { fwd_time = 1 }, { fwd_time = 1 } }

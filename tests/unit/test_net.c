@@ -1,6 +1,7 @@
 /* Network: FIFO and max-min fair sharing (hand-computed times), link
- * statistics, the cluster builder's routes and contention, deterministic
- * shortest routes and the unreachable-rank error. */
+ * statistics, connections (transfers in order), the cluster builder's
+ * routes and contention, deterministic shortest routes and the
+ * unreachable-rank error. */
 #include "eng.h"
 #include "harness.h"
 #include "net.h"
@@ -100,6 +101,81 @@ static void test_fair_late_joiner(void)
     CHECK_NEAR(li[0].bytes, 250);
     CHECK_NEAR(li[0].busy, 2.5);
     net_free(nw);
+}
+
+/* A connection's transfers leave in order (net_start_conn): at t=0 two
+ * of 100 B on connection 7 and a plain transfer of 100 B, all 0 -> 1 at
+ * 100 B/s, latency 0.5. The plain one shares the link with the first
+ * (50 B/s each): both data phases end at 2, arrivals 2.5; the second of
+ * the connection begins then, alone: data 2 .. 3, arrival 3.5, and
+ * net_event_queued says it began at 2. Sharing all three would end every
+ * data phase at 3. A transfer of another key does not queue behind the
+ * connection, and after a new net_begin a stale state queues nothing.
+ * Under NET_FIFO it is net_start. */
+static void test_fair_connection(void)
+{
+    for (int fifo = 0; fifo < 2; fifo++) {
+        net *nw = one_link(0.5, fifo ? NET_FIFO : NET_FAIR);
+        eq q;
+        eq_init(&q);
+        net_begin(nw, &q);
+        int32_t conn = 0, other = 0;
+        double tb, at[4] = {NAN, NAN, NAN, NAN}, began[4] = {0, 0, 0, 0};
+        CHECK_INT(net_start_conn(nw, &conn, 7, 0, 0, 1, 100, 0, &tb), 0);
+        CHECK_INT(net_start(nw, 1, 0, 1, 100, 0, &tb), 0);
+        CHECK_INT(net_start_conn(nw, &conn, 7, 2, 0, 1, 100, 0, &tb), 0);
+        CHECK_NEAR(tb, fifo ? 3 : 0); /* FIFO: when the link is free */
+        eq_event ev;
+        while (!eq_pop(&q, &ev)) {
+            int32_t id = net_event(nw, &ev);
+            if (id < 0)
+                continue;
+            at[id] = ev.t;
+            began[id] = -1;
+            if (net_event_queued(nw, &tb))
+                began[id] = tb;
+        }
+        if (fifo) { /* the link in order, each holding it 1.5 */
+            CHECK_NEAR(at[0], 1.5);
+            CHECK_NEAR(at[1], 3.0);
+            CHECK_NEAR(at[2], 4.5);
+            CHECK_NEAR(began[2], -1);
+        } else {
+            CHECK_NEAR(at[0], 2.5);
+            CHECK_NEAR(at[1], 2.5);
+            CHECK_NEAR(at[2], 3.5);
+            CHECK_NEAR(began[0], -1);
+            CHECK_NEAR(began[2], 2);
+            /* another key shares the link */
+            net_begin(nw, &q);
+            conn = 0;
+            CHECK_INT(net_start_conn(nw, &conn, 7, 0, 0, 1, 100, 0, &tb), 0);
+            CHECK_INT(net_start_conn(nw, &other, 8, 1, 0, 1, 100, 0, &tb), 0);
+            at[0] = at[1] = NAN;
+            while (!eq_pop(&q, &ev)) {
+                int32_t id = net_event(nw, &ev);
+                if (id >= 0)
+                    at[id] = ev.t;
+            }
+            CHECK_NEAR(at[0], 2.5);
+            CHECK_NEAR(at[1], 2.5);
+            /* a state from the last run names a slot a plain transfer
+             * holds now: no queueing behind it, they share */
+            net_begin(nw, &q);
+            CHECK_INT(net_start(nw, 0, 0, 1, 100, 0, &tb), 0);
+            CHECK_INT(net_start_conn(nw, &conn, 7, 1, 0, 1, 100, 0, &tb), 0);
+            at[0] = at[1] = NAN;
+            while (!eq_pop(&q, &ev)) {
+                int32_t id = net_event(nw, &ev);
+                if (id >= 0)
+                    at[id] = ev.t;
+            }
+            CHECK_NEAR(at[0], 2.5);
+            CHECK_NEAR(at[1], 2.5);
+        }
+        eq_free(&q);
+        net_free(nw);
+    }
 }
 
 /* The classic max-min example: f1 (rank 0 -> 2) is held to 10 B/s by its
@@ -377,6 +453,7 @@ int main(void)
 {
     test_fair_two_flows_halve();
     test_fair_late_joiner();
+    test_fair_connection();
     test_fair_max_min();
     test_engine_fair_mesh();
     test_cluster();

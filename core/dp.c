@@ -169,25 +169,42 @@ static int32_t seq_pos(const int32_t *seq, int32_t v, int32_t ch)
     return k;
 }
 
-/* Interleaving (v > 1): Megatron aligns the parameter all-gathers across
- * the pipeline (arguments.py: align_param_gather, on by default, turned
- * off without interleaving): the forward's pre-hooks only wait
- * (distributed_data_parallel.py _make_forward_pre_hook,
- * skip_next_bucket_dispatch) and the schedule dispatches all of a chunk's
- * buckets at once (start_param_sync), chunks 0 and 1 before the first
- * forward and chunk k >= 2 before the forward of virtual microbatch
- * (k - 1) p - r on pipeline rank r (the one whose id + r is chunk k - 1's
- * first: schedules.py forward_backward_pipelining_with_interleaving,
- * param_sync_func). disp[k], for the lane's k-th chunk in forward order
- * (seq): the index among its forwards of the one it is dispatched before,
- * at the latest its own first forward; -1 for before everything. */
+/* When a chunk's all-gathers go out (overlap_param_gather). Megatron
+ * dispatches all of a chunk's buckets at once, in the forward's order on
+ * its communication stream, and the forward's pre-hooks only wait for
+ * theirs (megatron/core/distributed/distributed_data_parallel.py
+ * _make_forward_pre_hook, param_and_grad_buffer.py finish_param_sync;
+ * Megatron-LM core 0.20.0, commit d98e8a6). Two cases:
+ * - v > 1: aligned across the pipeline (arguments.py: align_param_gather,
+ *   on by default): the schedule calls start_param_sync for chunks 0 and
+ *   1 before the first forward and for chunk k >= 2 before the forward of
+ *   virtual microbatch (k - 1) p - r on pipeline rank r (the one whose id
+ *   + r is chunk k - 1's first: schedules.py
+ *   forward_backward_pipelining_with_interleaving, param_sync_func).
+ * - v = 1: align_param_gather is turned off (arguments.py, "non-
+ *   interleaved schedule does not support ... aligned param AG"): the
+ *   first bucket's all-gather is dispatched by the first forward pre-hook
+ *   (finish_param_sync: "If current bucket's param AG has not been
+ *   dispatched, dispatch it now"), and each hook, having made the compute
+ *   stream wait for its bucket (Work.wait(): a stream wait, the CPU goes
+ *   on), dispatches the next at once. The CPU runs ahead of the GPU
+ *   through the forward, so the next buckets follow on the communication
+ *   stream back to back; the "one bucket ahead" chain is in CPU time, not
+ *   the GPU's. The CPU reaches the first hook only once the stage's input
+ *   is there: recv_forward ends with torch.cuda.synchronize()
+ *   (p2p_communication.py _communicate, batch_p2p_sync, default true with
+ *   no flag to turn it off). So: all of the chunk's buckets right before
+ *   the first forward, after its receive.
+ * disp[k], for the lane's k-th chunk in forward order (seq): the index
+ * among its forwards of the one it is dispatched before, at the latest its
+ * own first forward; -1 for before everything. */
 static void dispatch_points(const dp_config *c, const prog_lane *lane,
                             int32_t r, const int32_t *first, const int32_t *seq,
                             int32_t *disp)
 {
     for (int32_t k = 0; k < c->v; k++) {
         disp[k] = -1;
-        if (k < 2 || first[seq[k]] < 0)
+        if (first[seq[k]] < 0 || (c->v > 1 && k < 2))
             continue;
         int32_t own = 0; /* forwards before the chunk's first */
         for (int32_t i = 0; i < first[seq[k]]; i++) {
@@ -195,7 +212,7 @@ static void dispatch_points(const dp_config *c, const prog_lane *lane,
             own += op->type == PROG_COMPUTE && op->kind == PROG_F &&
                    op->chunk >= 0 && op->chunk < c->v;
         }
-        int32_t at = (k - 1) * c->p - r;
+        int32_t at = c->v == 1 ? own : (k - 1) * c->p - r;
         disp[k] = at < 0 ? 0 : at > own ? own : at;
     }
 }
@@ -215,20 +232,18 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     int32_t extra = 2 * pl->n + 4 + (gathered ? 3 * pl->n + 2 * c->v : 0);
     int32_t *first = scratch, *seq = scratch + c->v;
     int32_t *order = scratch + 2 * c->v, *disp = order + pl->n;
-    /* aligned: interleaving's all-gathers, chunk by chunk (dp_lower) */
-    int aligned = gathered && c->v > 1;
-    if (gathered)
+    if (gathered) { /* the all-gathers go out chunk by chunk (dp_lower) */
         forward_order(lane, pl, c->v, first, seq, order);
-    if (aligned)
         dispatch_points(c, lane, stage, first, seq, disp);
+    }
     last_backwards(lane, c->v, last);
     prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
     if (!ops)
         return -1;
     int32_t n = 0;
-    /* aligned: a chunk dispatched before any forward (reached[q] of its
-     * first bucket q is its dispatch signal) */
-    for (int32_t q = 0; aligned && q < pl->n; q++)
+    /* a chunk dispatched before any forward (reached[q] of its first
+     * bucket q is its dispatch signal) */
+    for (int32_t q = 0; gathered && q < pl->n; q++)
         if (chunk_start(pl, order, q) &&
             disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] < 0)
             ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
@@ -237,16 +252,14 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
         if (first[pl->b[order[q]].chunk] < 0) {
             ops[n] = signal_op(PROG_WAIT, gathered[q]);
             ops[n++].tag = DP_TAG_GATHER;
-            if (!aligned)
-                ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
         }
     int32_t nf = 0; /* forwards so far */
     for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
         int fwd = op->type == PROG_COMPUTE && op->kind == PROG_F &&
                   op->chunk >= 0 && op->chunk < c->v;
-        /* aligned: the chunks dispatched before this forward */
-        for (int32_t q = 0; aligned && fwd && q < pl->n; q++)
+        /* the chunks dispatched before this forward */
+        for (int32_t q = 0; gathered && fwd && q < pl->n; q++)
             if (chunk_start(pl, order, q) &&
                 disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] == nf)
                 ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
@@ -254,8 +267,8 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
         if (gathered && fwd && first[op->chunk] == i) {
             /* the chunk's first forward, split where each bucket's layers
              * begin (1 - its backward fraction), each piece after the wait
-             * for its bucket's all-gather and the signal that dispatches
-             * the next; the activations are allocated by the first */
+             * for its bucket's all-gather; the activations are allocated
+             * by the first */
             double done = 0;
             int lead = 1;
             for (int32_t q = 0; q < pl->n; q++) {
@@ -273,8 +286,6 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                 }
                 ops[n] = signal_op(PROG_WAIT, gathered[q]);
                 ops[n++].tag = DP_TAG_GATHER;
-                if (!aligned)
-                    ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
             }
             ops[n] = *op;
             ops[n].seconds = op->seconds * (1 - done);
@@ -484,20 +495,18 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         }
         if (pg) {
             /* the previous step's update, bucket by bucket in the forward's
-             * order (the same on every replica of rank r): each after the
-             * forward reached the bucket before it, then its signal; with
-             * interleaving (dispatch_points) a chunk's buckets back to back
-             * once the chunk is dispatched, the first bucket's reached */
+             * order (the same on every replica of rank r): a chunk's
+             * buckets back to back once the chunk is dispatched
+             * (dispatch_points), the signal reached of its first bucket;
+             * then each bucket's signal gathered */
             int32_t *order = scratch + 2 * c->v;
             forward_order(&ps->lanes[r], pl, c->v, scratch, scratch + c->v,
                           order);
             for (int32_t q = 0; q < pl->n && rc == PS_OK; q++) {
-                int wait = q > 0 && (c->v == 1 || chunk_start(pl, order, q));
-                int32_t sig = c->v > 1 ? q : q - 1; /* reached[sig] */
+                int wait = chunk_start(pl, order, q);
                 for (int32_t j = 0; wait && j < d && rc == PS_OK; j++) {
                     int32_t base = ready_base[r] + j * stride;
-                    prog_op w =
-                        signal_op(PROG_WAIT, base + 2 * pl->n + 2 + sig);
+                    prog_op w = signal_op(PROG_WAIT, base + 2 * pl->n + 2 + q);
                     if (prog_push(ps, lanes[j], &w))
                         rc = ps_errf(err, "out of memory");
                 }

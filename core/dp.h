@@ -22,18 +22,17 @@
  *   - overlap_param_gather (with zero and overlap; Megatron's
  *     --overlap-param-gather): the all-gather of the previous step's update
  *     overlaps this step's forward instead of following the optimizer. As
- *     Megatron's DistributedOptimizer does it (_dispatch_gather_model_params,
- *     _finish_param_sync_helper): bucket by bucket in forward order, the
- *     first dispatched before the step, each next one when the forward
- *     reaches the bucket before it, and the first forward of each bucket's
- *     layers waits for its own. The first forward of each chunk is split at
- *     the buckets' boundaries, placed by the layers' backward times (dp has
- *     no forward times; the split only places the waits). The steady state
- *     of consecutive steps: the step starts with the all-gathers. With
- *     interleaving (v > 1) Megatron aligns them across the pipeline
- *     (align_param_gather): the forward only waits, a chunk's buckets go
- *     back to back once the schedule dispatches the chunk (dp.c
- *     dispatch_points).
+ *     Megatron's DistributedOptimizer does it (distributed_data_parallel.py
+ *     _make_forward_pre_hook, param_and_grad_buffer.py finish_param_sync):
+ *     a chunk's buckets back to back in forward order once the chunk is
+ *     dispatched (dp.c dispatch_points: without interleaving at the
+ *     stage's first forward, after its receive; with it aligned across the
+ *     pipeline, align_param_gather), and the first forward of each
+ *     bucket's layers waits for its own. The first forward of each chunk is
+ *     split at the buckets' boundaries, placed by the layers' backward
+ *     times (dp has no forward times; the split only places the waits).
+ *     The steady state of consecutive steps: the step starts with the
+ *     all-gathers.
  *
  * Collectives come from the coll module and run on the same network as the
  * pipeline's transfers, so they contend with them. */

@@ -172,9 +172,12 @@ void rec_run_rollback(rec_db *db);
  * INSERT runs to kilobytes. A lock given up on says how long it was waited
  * for. */
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
-/* rec_vtab.c: registers scan's module on db's connection, once */
+/* rec_vtab.c: registers scan's module on db's connection, once; _on: on
+ * connection c, SQLite's code */
 int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
                       const rec_vtab_kind *kind, ps_err *err);
+int rec_vtab_register_on(sqlite3 *c, rec_vtab_scan *scan,
+                         const rec_vtab_kind *kind);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
 /* Sleeps before lock retry number tries (jittered, capped; see rec_txn.c). */
@@ -213,6 +216,13 @@ int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
 /* rec_rows.c: registers pipesim_rows on the connection, once (harmless
  * to call again); PS_ERR with SQLite's message. */
 int rec_rows_module(rec_db *db, ps_err *err);
+/* rec_rows.c: pipesim_rows on another connection (the second writer's,
+ * rec_aux.c) with its own scan; SQLite's code. */
+int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan);
+/* rec.c: a timeline table's INSERT from pipesim_rows and the integers
+ * it reads as NULL below 0 (the same statement fits a twin table of the
+ * same declaration, rec_aux.c). */
+const char *rec_rows_sql(int table, unsigned *nulls);
 
 /* rec_sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
  * table's (NULL: out of memory); rec_sum_flush inserts what is kept (the
@@ -229,21 +239,40 @@ void rec_sum_undo(rec_db *db);
 void rec_sum_drop(rec_db *db);
 void rec_sum_free(rec_db *db);
 
-/* rec_writer.c, the writer thread. rec_writer_start starts it once per
- * handle (PS_ERR: no thread; rows are then bound on the caller's thread).
+/* rec_writer.c, the writer threads. rec_writer_start starts them once per
+ * handle (PS_ERR: no thread; rows are then bound on the caller's thread)
+ * and readies a run; aux: the connection has pipesim_aux attached and no
+ * transaction was open before the run's (rec_aux_attach), so the run's
+ * transfer rows may go through the twin (rec_aux.c).
  * While db->writing, the caller fills rec_writer_row's slot for table and
- * hands it over with rec_writer_commit_row (a full block goes to the
+ * hands it over with rec_writer_commit_row (a full block goes to a
  * writer), and must not use the connection. rec_writer_drain hands over
  * the partial blocks and waits until every row is inserted, returning the
  * first insert's failure; rec_writer_discard drops what is not inserted
  * yet and waits; after either the caller owns the connection again.
- * rec_writer_free stops the thread (NULL writer: no-op). */
-int rec_writer_start(rec_db *db);
+ * rec_writer_free stops the threads (NULL writer: no-op). */
+int rec_writer_start(rec_db *db, int aux);
 rec_row *rec_writer_row(rec_db *db, int table);
 void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
+/* rec_aux.c, the second writer's in-memory twin of transfer_row.
+ * rec_aux_new makes it from the file's declaration (NULL: none, rows go
+ * to the first writer); rec_aux_attach attaches pipesim_aux to db's
+ * connection, outside any transaction (PS_ERR: not attached);
+ * rec_aux_begin empties the twin for a run; rec_aux_insert inserts a
+ * block (the second writer's thread); rec_aux_move copies the run's rows
+ * into the file's transfer_row, counting them into its span (the first
+ * writer's thread, the second one idle). */
+typedef struct rec_aux rec_aux;
+rec_aux *rec_aux_new(rec_db *db);
+void rec_aux_free(rec_aux *a);
+int rec_aux_attach(rec_db *db);
+int rec_aux_begin(rec_aux *a);
+int rec_aux_insert(const rec_db *db, rec_aux *a, const rec_row *rows, int32_t n,
+                   ps_err *err);
+int rec_aux_move(rec_db *db, rec_aux *a, ps_err *err);
 /* rec_flush.c: a read-only descriptor on the file a streamed run's pages
  * are spilled to (a new file's scratch, else the -wal), -1 when it cannot
  * be opened; rec_flush_start asks the kernel to begin writing its dirty

@@ -1,8 +1,10 @@
 -- overlap_param_gather (Megatron's --overlap-param-gather, core/dp.h): the
 -- distributed optimizer's all-gather moves from after the optimizer step
--- to beside the forward, bucket by bucket, each dispatched when the
--- forward reaches the bucket before it. Hand-computed against the same
--- run without it; bad input.
+-- to beside the forward: a chunk's buckets back to back once dispatched
+-- (without interleaving at the stage's first forward, after its input
+-- arrived; with it aligned across the pipeline), each piece of the first
+-- forward waiting for its bucket (core/dp.c dispatch_points, Megatron-LM
+-- core 0.20.0). Hand-computed against the same run without it.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local F = require "fixtures"
@@ -59,6 +61,35 @@ do
     -- forward covers, 1 s
     H.near(run2(false).makespan - run2(true).makespan, 1, 1e-9,
         "the second all-gather hides only behind layer 0's forward")
+end
+
+-- Without interleaving, under pipeline parallelism the overlap is slower
+-- than none by one all-gather, as in Megatron: align_param_gather is off
+-- there (arguments.py), so a stage's first bucket is dispatched by its
+-- first forward pre-hook, which the CPU reaches only once the stage's
+-- input is there (recv_forward ends with torch.cuda.synchronize(),
+-- batch_p2p_sync); each hook then dispatches the next bucket at once (CPU
+-- time), so they run back to back. Two stages of one layer (forward 1 s,
+-- backward 2 s, one bucket each, all-gather a), one microbatch, 0-byte
+-- activations (alpha each). With it: stage 0 waits a, F 1, alpha; stage 1
+-- gathers a only then, F 1, B 2, alpha; stage 0's B 2, its reduce-scatter
+-- r, OPT 0.1: 2a + 6.1 + 2 alpha + r. Without: the same less both waits,
+-- plus stage 0's all-gather after its OPT: a + 6.1 + 2 alpha + r. So off -
+-- on = -a. (Dispatching the next bucket only when the GPU's forward
+-- reached the one before, as pipesim did, started stage 1's first bucket
+-- at the step's start, hidden behind stage 0: off - on = 0.)
+do
+    local function run2(pg)
+        local layers = {}
+        for i = 1, 2 do layers[i] = { fwd_time = 1, bwd_time = 2, params = 1e8, out_bytes = 0 } end
+        return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
+            microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
+            memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
+            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", overlap = true,
+                overlap_param_gather = pg }, record = "none" }
+    end
+    H.near(run2(false).makespan - run2(true).makespan, -a, 1e-9,
+        "pipeline without interleaving: stage 1 gathers once its input is there")
 end
 
 -- Interleaving (v = 2): Megatron aligns the all-gathers across the

@@ -98,9 +98,9 @@ int coll_parse_op(const char *name, enum coll_op *op, ps_err *err)
 
 int32_t coll_default_slots(int algo)
 {
-    /* the pipelined model is NCCL's; the other generators are textbook
-     * algorithms that run step by step */
-    return algo == COLL_RING ? COLL_NCCL_STEPS : 1;
+    /* the pipelined model is NCCL's (its ring and tree); the other
+     * generators are textbook algorithms that run step by step */
+    return algo == COLL_RING || algo == COLL_TREE ? COLL_NCCL_STEPS : 1;
 }
 
 /* "ring, tree, ..., auto" for op into buf. */
@@ -256,11 +256,13 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
         return ps_errf(err, "%s: slots must be 1 to %d, got %d", opn,
                        COLL_NCCL_STEPS, (int)spec->slots);
     if (spec->slots > 1 && spec->algorithm != COLL_AUTO &&
-        spec->algorithm != COLL_RING)
+        spec->algorithm != COLL_RING &&
+        (spec->algorithm != COLL_TREE || net_is_mesh(nw)))
         return ps_errf(err,
-                       "%s: slots = %d applies to ring only (%s runs step "
-                       "by step: slots = 1)",
-                       opn, (int)spec->slots, coll_algo_name(spec->algorithm));
+                       "%s: slots = %d applies to ring, and to tree off a "
+                       "mesh (%s runs step by step%s: slots = 1)",
+                       opn, (int)spec->slots, coll_algo_name(spec->algorithm),
+                       spec->algorithm == COLL_TREE ? " on a mesh" : "");
     v->n = spec->bytes / 4;
     return PS_OK;
 }
@@ -385,9 +387,12 @@ static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
     g->channels = algo == COLL_RING || algo == COLL_TREE
                       ? coll_ring_channels(spec, nw, v)
                       : 1;
-    g->slots = coll_slots(spec, algo);
+    g->slots = coll_slots(spec, nw, algo);
     g->chan_lanes = own_lanes && g->slots > 1 ? g->channels : 1;
+    if (algo == COLL_TREE && own_lanes && g->slots > 1)
+        g->chan_lanes = 4 * g->channels; /* up and down lanes of both trees */
     g->chan = 0;
+    g->chan_to = -1;
 }
 
 /* Emits algo into g's lanes (set up by the caller after plan): the

@@ -30,6 +30,11 @@
  * PROG_EARLY | PROG_NOWAIT (the receiver's slot is free) and a rank waits
  * only for its receives: a chunk pays the latency of each hop along its
  * path instead of every step waiting for the slowest hop of the ring.
+ * NCCL's tree (slots > 1, off a mesh) runs each tree's reduction and
+ * broadcast in lanes of their own (runTreeSplit, src/device/all_reduce.h,
+ * NCCL 2.30.7), its sends sequential (PROG_SEQ: a chunk leaves when the
+ * one before it has, as prims_simple.h posts them) and at most slots
+ * chunks ahead of the receiver, in NCCL's chunk size (coll_tree.c).
  * slots = 1 is the lockstep model (rendezvous per step). */
 #ifndef PS_COLL_H
 #define PS_COLL_H
@@ -145,8 +150,8 @@ typedef struct coll_spec {
                                that minimises the cost model */
     int32_t slots;          /* chunks in flight per connection: 1 lockstep,
                                > 1 pipelined (see above); 0 = the default,
-                               COLL_NCCL_STEPS for NCCL's algorithms (ring),
-                               1 for the others */
+                               COLL_NCCL_STEPS for NCCL's algorithms (ring,
+                               and tree off a mesh), 1 for the others */
     coll_hw hw;             /* the cluster's NCCL hardware (nvls, caps) */
     int protocol;           /* enum coll_proto, or COLL_PROTO_AUTO: with
                                algorithm auto, the (algorithm, protocol)

@@ -16,8 +16,10 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
     int32_t sl = coll_slot(g, pos);
     prog_lane *lane = &g->ps->lanes[g->lane[sl]];
     assert(step >= g->last_step[sl]);
-    if (g->last_step[sl] == step) /* same step: batch with the one before */
-        lane->ops[lane->n - 1].flags |= PROG_BATCH;
+    if (g->last_step[sl] == step && lane->n > 0 &&
+        (lane->ops[lane->n - 1].type == PROG_SEND ||
+         lane->ops[lane->n - 1].type == PROG_RECV))
+        lane->ops[lane->n - 1].flags |= PROG_BATCH; /* same step: batch */
     g->last_step[sl] = step;
     prog_op op = {.bytes = bytes,
                   .msg = msg,
@@ -27,7 +29,7 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
                   .type = (uint8_t)type,
                   .kind = PROG_COLL};
     if (type == PROG_SEND && g->slots > 1) /* the receiver's slot is free */
-        op.flags = PROG_EARLY | PROG_NOWAIT;
+        op.flags = PROG_EARLY | PROG_NOWAIT | (g->seq ? PROG_SEQ : 0);
     if (lane->n < lane->cap) {
         /* Step-major generation writes to every lane in turn, so each
          * store would wait for its line; ask for the line this lane's
@@ -44,9 +46,12 @@ static void emit(coll_gen *g, int32_t step, int32_t src, int32_t dst,
 {
     if (step + 1 > g->nsteps)
         g->nsteps = step + 1;
+    int32_t ch0 = g->chan, ch1 = g->chan_to >= 0 ? g->chan_to : g->chan;
     if (g->counting) {
         g->ops[coll_slot(g, src)]++;
+        g->chan = ch1;
         g->ops[coll_slot(g, dst)]++;
+        g->chan = ch0;
         g->next_msg[src]++;
         return;
     }
@@ -56,7 +61,9 @@ static void emit(coll_gen *g, int32_t step, int32_t src, int32_t dst,
     double wire = g->wire > 0 ? bytes * g->wire : bytes; /* protocol */
     int32_t msg = g->next_msg[src]++;
     push(g, src, PROG_SEND, g->rank[dst], msg, wire, step);
+    g->chan = ch1;
     push(g, dst, PROG_RECV, g->rank[src], msg, wire, step);
+    g->chan = ch0;
     g->sent[src] += bytes;
     g->transfers++;
     if (!g->record)
@@ -524,6 +531,97 @@ int coll_tree_build(int32_t N, int32_t rpn, int32_t *parent, int32_t *depth,
  * head is local start_c (its NIC c), tree 1's local start_c - 1, so each
  * NIC carries one channel's tree 0 and its neighbour's tree 1. All
  * channels run the same steps; a step's transfers form one batch. */
+/* A SIGNAL or WAIT op (signal id) at the end of lane slot sl. */
+static void sig_op(coll_gen *g, int32_t sl, enum prog_type type, int32_t id)
+{
+    if (g->counting) {
+        g->ops[sl]++;
+        return;
+    }
+    if (g->oom)
+        return;
+    prog_op op = {
+        .msg = id, .mb = -1, .type = (uint8_t)type, .kind = PROG_COLL};
+    prog_lane *lane = &g->ps->lanes[g->lane[sl]];
+    if (lane->n < lane->cap)
+        lane->ops[lane->n++] = op;
+    else if (prog_push(g->ps, g->lane[sl], &op))
+        g->oom = 1;
+}
+
+/* The pipelined tree (slots S > 1): every position runs each tree of each
+ * channel in two lanes, the reduction up and the broadcast down, as NCCL's
+ * runTreeSplit runs them in two groups of threads (src/device/all_reduce.h,
+ * NCCL 2.30.7; the root's one loop, directRecvReduceCopyDirectSend, in its
+ * up lane). A send of chunk c waits for its receiver to have finished the
+ * step in which it received chunk c - S on the same connection (the slot
+ * is free again: NCCL_STEPS slots per connection, src/include/device.h),
+ * and is PROG_SEQ: it holds its lane until its data has left, so one
+ * connection's chunks follow each other on the link as NCCL's primitives
+ * send them, instead of sharing it (and all landing late) under fair
+ * sharing. */
+static void tree_split_step(coll_gen *g, int32_t s, int32_t s0, int32_t N,
+                            int32_t C, int32_t rpn, int32_t H, int32_t chunks,
+                            const int32_t *parent, const int32_t *depth,
+                            const int32_t *height, const int32_t *ord,
+                            int32_t sigbase, int32_t *pend, int32_t *npend)
+{
+    int32_t S = g->slots;
+    for (int32_t ch = 0; ch < C; ch++) {
+        int32_t st = C > 1 ? coll_ring_start(rpn, C, ch) : 0;
+        int64_t clo = coll_seg_lo(g->n, C, ch);
+        int64_t clen = coll_seg_cnt(g->n, C, ch);
+        int64_t half[2] = {clen / 2, clen - clen / 2};
+        int64_t base[2] = {clo, clo + clen / 2};
+        for (int32_t t = 0; t < 2; t++)
+            for (int32_t dir = 1; dir >= 0; dir--) /* down, then up */
+                for (int32_t i = 0; i < N; i++) {
+                    /* down: deepest first, up: root first, so that in every
+                     * lane a step's sends come before its receives */
+                    int32_t v = ord[t * N + (dir ? N - 1 - i : i)];
+                    int32_t p = parent[t * N + v];
+                    if (p < 0)
+                        continue;
+                    int32_t c = dir ? s - H - depth[t * N + v] + 1
+                                    : s - height[t * N + v];
+                    if (c < 0 || c >= chunks)
+                        continue;
+                    int32_t rv = C > 1 ? coll_tree_rot(v, rpn, st) : v;
+                    int32_t rp = C > 1 ? coll_tree_rot(p, rpn, st) : p;
+                    int32_t up = ch * 4 + t * 2, dn = up + 1;
+                    int32_t src = dir ? rp : rv, dst = dir ? rv : rp;
+                    int32_t ssub =
+                        dir ? (parent[t * N + p] >= 0 ? dn : up) : up;
+                    int32_t dsub = dir ? dn : up;
+                    int32_t conn = ((ch * 2 + t) * N + v) * 2 + dir;
+                    if (c >= S)
+                        sig_op(g, src + ssub * N, PROG_WAIT,
+                               sigbase + conn * chunks + c - S);
+                    if (c + S < chunks) {
+                        int32_t dl = dst + dsub * N;
+                        pend[dl * 4 + npend[dl]++] =
+                            sigbase + conn * chunks + c;
+                    }
+                    g->chan = ssub;
+                    g->chan_to = dsub;
+                    coll_emit(g, s0 + s, src, dst,
+                              base[t] + coll_seg_lo(half[t], chunks, c),
+                              coll_seg_cnt(half[t], chunks, c), !dir);
+                    g->chan_to = -1;
+                }
+    }
+}
+
+/* The signals of the receives lane slot sl holds pending, after them. */
+static void flush_pend(coll_gen *g, int32_t nl, int32_t *pend, int32_t *npend)
+{
+    for (int32_t sl = 0; sl < nl; sl++) {
+        for (int32_t j = 0; j < npend[sl]; j++)
+            sig_op(g, sl, PROG_SIGNAL, pend[sl * 4 + j]);
+        npend[sl] = 0;
+    }
+}
+
 static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t C,
                                   int32_t chunks, int32_t s0)
 {
@@ -543,9 +641,40 @@ static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t C,
     if (C < 1 || rpn < 2 || N % rpn || N == rpn)
         C = 1;
     int32_t steps = chunks + 2 * H - 1;
+    if (g->slots > 1 && g->chan_lanes >= 4 * C) {
+        int32_t nl = g->chan_lanes * N;
+        int32_t *ord = malloc((size_t)N * 2 * sizeof *ord);
+        int32_t *pend = malloc((size_t)nl * 4 * sizeof *pend);
+        int32_t *npend = calloc((size_t)nl, sizeof *npend);
+        if (!ord || !pend || !npend) {
+            g->oom = 1;
+        } else {
+            for (int32_t t = 0, k = 0; t < 2; t++, k = 0) /* by depth */
+                for (int32_t d = 0; d <= H; d++)
+                    for (int32_t v = 0; v < N; v++)
+                        if (depth[t * N + v] == d)
+                            ord[t * N + k++] = v;
+            int32_t sigbase = g->ps->nsignals;
+            g->seq = 1;
+            if (!g->counting)
+                g->ps->nsignals += 4 * C * N * chunks;
+            for (int32_t s = 0; s < steps; s++) {
+                flush_pend(g, nl, pend, npend);
+                tree_split_step(g, s, s0, N, C, rpn, H, chunks, parent, depth,
+                                height, ord, sigbase, pend, npend);
+            }
+            flush_pend(g, nl, pend, npend);
+            g->seq = 0;
+        }
+        free(ord);
+        free(pend);
+        free(npend);
+        goto done;
+    }
     for (int32_t s = 0; s < steps; s++)
         for (int32_t ch = 0; ch < C; ch++) {
             int32_t st = C > 1 ? coll_ring_start(rpn, C, ch) : 0;
+            g->chan = ch;
             int64_t clo = coll_seg_lo(g->n, C, ch);
             int64_t clen = coll_seg_cnt(g->n, C, ch);
             int64_t half[2] = {clen / 2, clen - clen / 2};

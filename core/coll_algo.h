@@ -50,6 +50,10 @@ typedef struct coll_gen {
     coll_xfer *x;
     int64_t nx, xcap;
     int oom;
+    int32_t chan_to; /* the receiver's lane sub-index (coll_slot's chan),
+                        -1: chan, as the sender's */
+    int seq;         /* pipelined sends are also PROG_SEQ (the split
+                        tree's sequential senders) */
 } coll_gen;
 
 /* The lane slot of position pos for the channel being emitted. */

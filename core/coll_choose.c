@@ -49,9 +49,11 @@ int coll_cost_predict_proto(const coll_spec *spec, const net *nw,
     if (algo == COLL_NVLS)
         proto = COLL_SIMPLE;
     double w;
+    coll_spec one = *spec; /* the protocol costed (NCCL's tree chunks) */
+    one.protocol = proto;
     int rc = coll_cost_wire(spec, nw, v, algo, proto, &w, err);
     if (rc == PS_OK)
-        rc = coll_cost_predict(spec, nw, v, algo, (double)spec->bytes * w,
+        rc = coll_cost_predict(&one, nw, v, algo, (double)spec->bytes * w,
                                seconds, chunks, err);
     if (rc == PS_OK && spec->bytes > 0)
         *seconds += coll_proto_overhead(spec, v->N, algo, proto,

@@ -12,11 +12,6 @@
 #include "coll_algo.h"
 #include "coll_int.h"
 
-/* Chunk counts the cost model may pick for the chunked algorithms: NCCL's
- * chunks are hundreds of KB, so a bound keeps programs small for huge
- * messages without changing the optimum at realistic sizes. */
-#define COLL_MAX_CHUNKS 256
-
 /* ------------------------------------------------------------------ */
 /* Cost models                                                         */
 
@@ -163,8 +158,8 @@ int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
  * id, NET_MESH_LINK, in the last slot), O(H) for H hops in all: the cost
  * models call this once per step or range of steps, thousands of times
  * for a tree on 64 ranks. Returns 0, or -1 when out of memory. */
-static int flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
-                    int64_t nf, double *lat, double *bw)
+int coll_flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
+                  int64_t nf, double *lat, double *bw)
 {
     const int32_t *links;
     int32_t one, nl = net_links(nw, NULL, 0);
@@ -204,7 +199,7 @@ static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
 {
     double *lat = malloc(((size_t)nf + 1) * sizeof *lat);
     double *bw = malloc(((size_t)nf + 1) * sizeof *bw);
-    int rc = lat && bw ? flows_ab(nw, src, dst, nf, lat, bw) : -1;
+    int rc = lat && bw ? coll_flows_ab(nw, src, dst, nf, lat, bw) : -1;
     *t = 0;
     for (int64_t f = 0; f < nf && rc == 0; f++)
         if (lat[f] + bytes / bw[f] > *t)
@@ -263,7 +258,7 @@ static int ring_step(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
     *t = 0;
     if (src && dst && lat && bw && pre) {
         ring_flows(v, rpn, C, src, dst);
-        rc = flows_ab(nw, src, dst, nf, lat, bw);
+        rc = coll_flows_ab(nw, src, dst, nf, lat, bw);
     }
     double x = T / ((double)C * N); /* a block */
     for (int32_t c = 0; c < C && rc == 0; c++) {
@@ -458,7 +453,7 @@ static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
             if (hi < lo)
                 continue;
             int64_t a = first[lo], n = first[hi + 1] - a;
-            if (flows_ab(nw, src + a, dst + a, n, lat, bw) ||
+            if (coll_flows_ab(nw, src + a, dst + a, n, lat, bw) ||
                 envelope(lat, bw, n, &pool, &used, &cap) < 0)
                 goto done;
         }
@@ -601,7 +596,7 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
         int32_t steps = (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
         if (topo)
             oom = ring_step(nw, v, rpn, coll_ring_channels(spec, nw, v), T,
-                            steps, coll_slots(spec, algo), &t);
+                            steps, coll_slots(spec, nw, algo), &t);
         else /* every hop alike: pipelining saves nothing */
             t = steps * (a + T / (Nd * b));
         break;
@@ -634,7 +629,15 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
             free(buf);
             fixed = 2.0 * H - 1;
         }
-        if (topo) {
+        if (topo && algo == COLL_TREE && coll_slots(spec, nw, algo) > 1) {
+            /* pipelined (coll_tree.c), in NCCL's chunks */
+            int32_t C = coll_ring_channels(spec, nw, v);
+            *chunks = spec->chunks
+                          ? spec->chunks
+                          : coll_tree_chunks(spec, spec->protocol, N, C, v->n);
+            oom = coll_tree_pipe_cost(nw, v, trpn, C, T, *chunks,
+                                      coll_slots(spec, nw, algo), &t);
+        } else if (topo) {
             oom = dbt_cost(nw, v, trpn,
                            algo == COLL_TREE ? coll_ring_channels(spec, nw, v)
                                              : 1,
@@ -699,7 +702,7 @@ static int flows_min_bw(const net *nw, const int32_t *src, const int32_t *dst,
 {
     double *lat = malloc(((size_t)nf + 1) * sizeof *lat);
     double *bw = malloc(((size_t)nf + 1) * sizeof *bw);
-    int rc = lat && bw ? flows_ab(nw, src, dst, nf, lat, bw) : -1;
+    int rc = lat && bw ? coll_flows_ab(nw, src, dst, nf, lat, bw) : -1;
     *b = INFINITY;
     for (int64_t f = 0; f < nf && rc == 0; f++)
         if (bw[f] < *b)

@@ -30,11 +30,13 @@ int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
                     ps_err *err);
 void coll_view_free(coll_view *v);
 
-/* The slots algo runs with for spec: spec's for the ring, else 1 (auto
- * may pick an algorithm that runs step by step), 0 = the default. */
-static inline int32_t coll_slots(const coll_spec *spec, int algo)
+/* The slots algo runs with for spec on nw: spec's for the ring and, off a
+ * mesh, NCCL's tree, 0 = the default; else 1 (auto may pick an algorithm
+ * that runs step by step; the tree on a mesh is the textbook closed form,
+ * coll_cost.c). */
+static inline int32_t coll_slots(const coll_spec *spec, const net *nw, int algo)
 {
-    if (algo != COLL_RING)
+    if (algo != COLL_RING && (algo != COLL_TREE || net_is_mesh(nw)))
         return 1;
     return spec->slots ? spec->slots : coll_default_slots(algo);
 }
@@ -45,6 +47,30 @@ static inline int64_t coll_stride(enum coll_op op, int64_t n)
 {
     return op == COLL_ALLTOALL || op == COLL_SENDRECV ? 2 * n : n;
 }
+
+/* Chunk counts the cost model may pick for the chunked algorithms: NCCL's
+ * chunks are hundreds of KB, so a bound keeps programs small for huge
+ * messages without changing the optimum at realistic sizes. */
+#define COLL_MAX_CHUNKS 256
+
+/* Alpha-beta of nf flows that run at once: each flow's route latency and
+ * its share of its narrowest link (coll_cost.c). Returns 0, or -1 when out
+ * of memory. */
+int coll_flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
+                  int64_t nf, double *lat, double *bw);
+
+/* NCCL's tree chunk (coll_tree.c): the payload bytes per chunk NCCL's
+ * allreduce tree runs with under proto (none: Simple's) on nodes x ppn
+ * ranks for a channel of `bytes`; the chunk count of each tree of each of
+ * C channels for spec (at least 1, at most COLL_MAX_CHUNKS and the
+ * elements); the time of the pipelined tree on nodes of rpn with C
+ * channels moving T wire bytes in k chunks with `slots` per connection. */
+double coll_tree_chunk(int proto, int32_t nodes, int32_t ppn, double bytes);
+int32_t coll_tree_chunks(const coll_spec *spec, int proto, int32_t N, int32_t C,
+                         int64_t n);
+int coll_tree_pipe_cost(const net *nw, const coll_view *v, int32_t rpn,
+                        int32_t C, double T, int32_t k, int32_t slots,
+                        double *t);
 
 /* Ring channels (rings side by side) for spec on nw; see coll_cost.c. */
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,

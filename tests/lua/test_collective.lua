@@ -352,7 +352,7 @@ do
     H.eq(d.verified, true, "pipelined ring data mode")
     -- slots on an algorithm that runs step by step
     H.raises(function() coll(c, "allreduce", "binomial_tree", 512, { slots = 8 }) end,
-        "slots = 8 applies to ring only")
+        "slots = 8 applies to ring, and to tree off a mesh")
     H.raises(function() coll(c, "allreduce", "ring", 512, { slots = 9 }) end,
         "slots")
     -- nccl-tests' names

@@ -91,6 +91,18 @@ for _, g in ipairs{ "a100", "h100" } do
             H.eq(y, nil, g .. " x1: pipesim's ring wins from 8 B")
         else
             H.check(x and y, g .. " x" .. n .. ": tree wins small sizes in both")
+            -- issue 14's goal, within 2x, holds on 4 and 8 nodes (1.2-1.4x
+            -- with the pipelined tree). On 2 nodes it does not (A100 10x,
+            -- H100 2.4x): there NCCL's ring and tree stay within 10 % of
+            -- each other from 2 to 128 MiB and its crossover is set by
+            -- treeCorrectionFactor (tuning.cc: x .6 on the tree's
+            -- bandwidth at 1-4 MiB); NCCL's own formula without it puts the
+            -- crossover at 119 MiB on A100 x2 and 76 MiB on H100 x2, beyond
+            -- pipesim's 32 and 52 MiB.
+            if n > 2 then
+                H.check(y / x <= 2 and y / x >= 0.5,
+                    string.format("%s x%d: crossover within 2x of NCCL's (%.2fx)", g, n, y / x))
+            end
             -- the tree's latency is NCCL's: 2 log2(nodes) network steps of
             -- 5.0 us with LL, of which the link charges 2.7 (ring LL's) and
             -- the protocol the rest (core/coll_proto.c)

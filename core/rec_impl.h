@@ -117,6 +117,7 @@ struct rec_db {
      * more is asked of it */
     int reopen;
     int64_t published_runs; /* the runs the file holds while reopen is 1 */
+    int schema_rest; /* the scratch lacks its views and triggers (embed.h) */
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -171,9 +172,12 @@ void rec_run_rollback(rec_db *db);
  * INSERT runs to kilobytes. A lock given up on says how long it was waited
  * for. */
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
-/* rec_vtab.c: registers scan's module on db's connection, once */
+/* rec_vtab.c: registers scan's module on db's connection, once; _on: on
+ * connection c, SQLite's code */
 int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
                       const rec_vtab_kind *kind, ps_err *err);
+int rec_vtab_register_on(sqlite3 *c, rec_vtab_scan *scan,
+                         const rec_vtab_kind *kind);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
 /* Sleeps before lock retry number tries (jittered, capped; see rec_txn.c). */
@@ -212,6 +216,13 @@ int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
 /* rec_rows.c: registers pipesim_rows on the connection, once (harmless
  * to call again); PS_ERR with SQLite's message. */
 int rec_rows_module(rec_db *db, ps_err *err);
+/* rec_rows.c: pipesim_rows on another connection (the second writer's,
+ * rec_aux.c) with its own scan; SQLite's code. */
+int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan);
+/* rec.c: a timeline table's INSERT from pipesim_rows and the integers
+ * it reads as NULL below 0 (the same statement fits a twin table of the
+ * same declaration, rec_aux.c). */
+const char *rec_rows_sql(int table, unsigned *nulls);
 
 /* rec_sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
  * table's (NULL: out of memory); rec_sum_flush inserts what is kept (the
@@ -228,21 +239,40 @@ void rec_sum_undo(rec_db *db);
 void rec_sum_drop(rec_db *db);
 void rec_sum_free(rec_db *db);
 
-/* rec_writer.c, the writer thread. rec_writer_start starts it once per
- * handle (PS_ERR: no thread; rows are then bound on the caller's thread).
+/* rec_writer.c, the writer threads. rec_writer_start starts them once per
+ * handle (PS_ERR: no thread; rows are then bound on the caller's thread)
+ * and readies a run; aux: the connection has pipesim_aux attached and no
+ * transaction was open before the run's (rec_aux_attach), so the run's
+ * transfer rows may go through the twin (rec_aux.c).
  * While db->writing, the caller fills rec_writer_row's slot for table and
- * hands it over with rec_writer_commit_row (a full block goes to the
+ * hands it over with rec_writer_commit_row (a full block goes to a
  * writer), and must not use the connection. rec_writer_drain hands over
  * the partial blocks and waits until every row is inserted, returning the
  * first insert's failure; rec_writer_discard drops what is not inserted
  * yet and waits; after either the caller owns the connection again.
- * rec_writer_free stops the thread (NULL writer: no-op). */
-int rec_writer_start(rec_db *db);
+ * rec_writer_free stops the threads (NULL writer: no-op). */
+int rec_writer_start(rec_db *db, int aux);
 rec_row *rec_writer_row(rec_db *db, int table);
 void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
+/* rec_aux.c, the second writer's in-memory twin of transfer_row.
+ * rec_aux_new makes it from the file's declaration (NULL: none, rows go
+ * to the first writer); rec_aux_attach attaches pipesim_aux to db's
+ * connection, outside any transaction (PS_ERR: not attached);
+ * rec_aux_begin empties the twin for a run; rec_aux_insert inserts a
+ * block (the second writer's thread); rec_aux_move copies the run's rows
+ * into the file's transfer_row, counting them into its span (the first
+ * writer's thread, the second one idle). */
+typedef struct rec_aux rec_aux;
+rec_aux *rec_aux_new(rec_db *db);
+void rec_aux_free(rec_aux *a);
+int rec_aux_attach(rec_db *db);
+int rec_aux_begin(rec_aux *a);
+int rec_aux_insert(const rec_db *db, rec_aux *a, const rec_row *rows, int32_t n,
+                   ps_err *err);
+int rec_aux_move(rec_db *db, rec_aux *a, ps_err *err);
 /* rec_flush.c: a read-only descriptor on the file a streamed run's pages
  * are spilled to (a new file's scratch, else the -wal), -1 when it cannot
  * be opened; rec_flush_start asks the kernel to begin writing its dirty
@@ -265,7 +295,12 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
  * it cannot be made); rec_schema_link switches it to WAL, syncs it (sync)
  * and links it at path: 1 done, 0 path exists (or no hard links: errno),
  * -1 the scratch could not be synced (errno). */
-char *rec_schema_scratch(const char *path);
+char *rec_schema_scratch(const char *path, int *rest);
+/* rec_schema.c: *rest (rec_schema_scratch) is 1 when the scratch was made
+ * from the embedded image (embed.h), whose views and triggers are not in
+ * it yet: rec_schema_rest writes them (db->schema_rest) before the file
+ * is published or read; a no-op otherwise. */
+int rec_schema_rest(rec_db *db, ps_err *err);
 int rec_schema_link(const char *path, const char *scratch, int sync);
 /* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c);
  * with id, the run id of the scratch's one committed run, which becomes

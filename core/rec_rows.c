@@ -39,3 +39,8 @@ int rec_rows_module(rec_db *db, ps_err *err)
 {
     return rec_vtab_register(db, &db->vt, &rows_kind, err);
 }
+
+int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan)
+{
+    return rec_vtab_register_on(c, scan, &rows_kind);
+}

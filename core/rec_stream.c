@@ -36,6 +36,19 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
     if (db->readonly)
         return ps_errf(err, "%s: opened read-only", db->path);
     rec_stream_cancel(db);
+    /* rows to the writer threads when they can start, else bound here (and
+     * always with PIPESIM_REC_THREAD=0, the test mode that compares both);
+     * the transfer rows through a second writer's twin when pipesim_aux
+     * can be attached now, before the run's transaction, which is then
+     * the only one (a sweep's batch would keep the twin's image locked
+     * across its runs) */
+    const char *thread = getenv("PIPESIM_REC_THREAD");
+    int threads = !(thread && strcmp(thread, "0") == 0);
+    if (rec_reopen(db, err)) /* a published file's connection, as
+                                rec_run_begin would open it */
+        return PS_ERR;
+    int aux = threads && !db->batch_mode && sqlite3_get_autocommit(db->db) &&
+              rec_aux_attach(db) == PS_OK;
     /* the run's transaction, as rec_write's: the lock before the first row */
     if (rec_run_begin(db, err))
         return PS_ERR;
@@ -45,11 +58,7 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
     }
     db->streaming = 1;
     db->stream_rc = PS_OK;
-    /* rows to the writer thread when it can start, else bound here (and
-     * always with PIPESIM_REC_THREAD=0, the test mode that compares both) */
-    const char *thread = getenv("PIPESIM_REC_THREAD");
-    db->writing =
-        !(thread && strcmp(thread, "0") == 0) && rec_writer_start(db) == PS_OK;
+    db->writing = threads && rec_writer_start(db, aux) == PS_OK;
     *sink =
         (eng_sink){.op_done = stream_op, .mem_change = stream_mem, .ctx = db};
     return PS_OK;

@@ -103,11 +103,11 @@ static int vtab_rowid(sqlite3_vtab_cursor *base, sqlite3_int64 *rowid)
     return SQLITE_OK;
 }
 
-int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
-                      const rec_vtab_kind *kind, ps_err *err)
+int rec_vtab_register_on(sqlite3 *c, rec_vtab_scan *scan,
+                         const rec_vtab_kind *kind)
 {
     if (scan->registered)
-        return PS_OK;
+        return SQLITE_OK;
     scan->kind = kind;
     /* Eponymous only (no xCreate): CREATE VIRTUAL TABLE cannot name it,
      * so it never enters a file's schema. The module lives in scan, which
@@ -123,9 +123,16 @@ int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
     scan->module.xEof = vtab_eof;
     scan->module.xColumn = kind->column;
     scan->module.xRowid = vtab_rowid;
-    if (sqlite3_create_module_v2(db->db, kind->name, &scan->module, scan,
-                                 NULL) != SQLITE_OK)
+    int rc = sqlite3_create_module_v2(c, kind->name, &scan->module, scan, NULL);
+    if (rc == SQLITE_OK)
+        scan->registered = 1;
+    return rc;
+}
+
+int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
+                      const rec_vtab_kind *kind, ps_err *err)
+{
+    if (rec_vtab_register_on(db->db, scan, kind) != SQLITE_OK)
         return rec_sql_fail(db, "cannot prepare the inserts", err);
-    scan->registered = 1;
     return PS_OK;
 }

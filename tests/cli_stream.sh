@@ -82,6 +82,43 @@ else
     bad "stream.lua: $(tail -n 3 "$TMP/stream.out")"
 fi
 
+# the second writer (rec_writer.c, rec_aux.c): a run's transfer rows
+# through the in-memory twin, moved into the file at the end (default),
+# or moved after its first two blocks with the rest inserted directly
+# (PIPESIM_TEST_AUX_ROWS=512): the rows of binding them all on the
+# engine's thread, two runs in one process (the twin emptied between)
+cat >"$TMP/aux.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 8, link = { bandwidth = "25 GB/s", latency = "5 us" } }
+local layers = {}
+for i = 1, 8 do layers[i] = { fwd_time = "1 ms", act_bytes = "1 GB", out_bytes = "8 MB" } end
+for _, s in ipairs{ "1f1b", "zb_h1" } do
+  ps.run{ cluster = c, layers = layers, stages = 8, microbatches = 64, schedule = s,
+          record = "events" }
+end
+LUA
+rm -f "$TMP"/aux_*.db*
+if $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_twin.db" >"$TMP/aux.out" 2>&1 &&
+    PIPESIM_TEST_AUX_ROWS=512 $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_cap.db" \
+        >>"$TMP/aux.out" 2>&1 &&
+    PIPESIM_REC_THREAD=0 $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_nothread.db" \
+        >>"$TMP/aux.out" 2>&1; then
+    ok
+    dump "$TMP/aux_nothread.db" >"$TMP/aux_nothread.sql"
+    for mode in twin cap; do
+        dump "$TMP/aux_$mode.db" >"$TMP/aux_$mode.sql"
+        cmp -s "$TMP/aux_nothread.sql" "$TMP/aux_$mode.sql" && ok ||
+            bad "aux $mode rows differ: $(diff "$TMP/aux_nothread.sql" "$TMP/aux_$mode.sql" | head -n 4)"
+    done
+    # 7 links x 64 microbatches x (activation + gradient) per run, each
+    # run's range contiguous after the other's
+    n=$(sqlite3 "$TMP/aux_twin.db" "SELECT group_concat(transfer_last - transfer_first + 1) ||
+        ' ' || (SELECT count(*) FROM transfer_row) FROM span")
+    [ "$n" = "896,896 1792" ] && ok || bad "aux spans: $n"
+else
+    bad "aux.lua: $(tail -n 3 "$TMP/aux.out")"
+fi
+
 # 4096 ranks, 33.5 M transfers: the closed form 2 (N - 1) (a + T / (N b))
 # of a mesh ring. Not under valgrind (minutes there); the sanitizer build
 # runs it.

@@ -25,7 +25,7 @@
 #define POOL_TYPE "pipesim.sweep_pool"
 #define WORKER_KEY "pipesim.sweep_worker"
 #define MAX_CHUNKS 4096 /* their ids fit in a pipe's 64 KiB buffer */
-#define CHUNK_MAX 256   /* points: big enough that a chunk's file is cheap */
+#define CHUNK_MAX 2048  /* points: big enough that a chunk's file is cheap */
 #define MAX_DBS 16      /* databases one chunk may record into */
 #define MAX_DEPTH 64    /* nesting of a result's tables */
 
@@ -33,40 +33,97 @@
 /* Results across processes                                            */
 /* ------------------------------------------------------------------ */
 
+/* A result file's bytes, built in memory and written at once (a stdio
+ * call per value cost more than the value). oom: a grow failed. */
+typedef struct wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+    int seen;    /* stack index: the short strings written, to numbers */
+    uint32_t ns; /* how many */
+} wbuf;
+
+static void put(wbuf *b, const void *v, size_t n)
+{
+    if (b->oom)
+        return;
+    if (n > b->cap - b->n) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap - b->n < n)
+            cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, v, n);
+    b->n += n;
+}
+
+static void put_tag(wbuf *b, char tag)
+{
+    put(b, &tag, 1);
+}
+
+/* Strings up to this length are sent once per file and then by their
+ * number ('k'), the reader keeping each: the keys of a result, the same
+ * in every result of a chunk, are most of its strings. */
+#define SHORT_STRING 40
+
 /* Writes the value at idx: nil, booleans, numbers, strings and tables of
  * them (a table inside itself is refused by MAX_DEPTH). Returns NULL, or
  * the name of the type it cannot write. */
-static const char *put_value(FILE *f, lua_State *L, int idx, int depth)
+static const char *put_value(wbuf *b, lua_State *L, int idx, int depth)
 {
     idx = lua_absindex(L, idx);
     switch (lua_type(L, idx)) {
-    case LUA_TNIL: fputc('n', f); return NULL;
-    case LUA_TBOOLEAN: fputc(lua_toboolean(L, idx) ? 'T' : 'F', f); return NULL;
+    case LUA_TNIL: put_tag(b, 'n'); return NULL;
+    case LUA_TBOOLEAN:
+        put_tag(b, lua_toboolean(L, idx) ? 'T' : 'F');
+        return NULL;
     case LUA_TNUMBER:
         if (lua_isinteger(L, idx)) {
             int64_t v = lua_tointeger(L, idx);
-            fputc('i', f);
-            fwrite(&v, sizeof v, 1, f);
+            put_tag(b, 'i');
+            put(b, &v, sizeof v);
         } else {
             double v = lua_tonumber(L, idx);
-            fputc('d', f);
-            fwrite(&v, sizeof v, 1, f);
+            put_tag(b, 'd');
+            put(b, &v, sizeof v);
         }
         return NULL;
     case LUA_TSTRING: {
         size_t n;
         const char *s = lua_tolstring(L, idx, &n);
+        if (n <= SHORT_STRING) {
+            lua_pushvalue(L, idx);
+            if (lua_rawget(L, b->seen) == LUA_TNUMBER) {
+                uint32_t k = (uint32_t)lua_tointeger(L, -1);
+                lua_pop(L, 1);
+                put_tag(b, 'k');
+                put(b, &k, sizeof k);
+                return NULL;
+            }
+            lua_pop(L, 1);
+            /* numbered in order: the reader numbers them alike */
+            lua_pushvalue(L, idx);
+            lua_pushinteger(L, (lua_Integer)++b->ns);
+            lua_rawset(L, b->seen);
+        }
         uint64_t len = n;
-        fputc('s', f);
-        fwrite(&len, sizeof len, 1, f);
-        fwrite(s, 1, n, f);
+        put_tag(b, 's');
+        put(b, &len, sizeof len);
+        put(b, s, n);
         return NULL;
     }
     case LUA_TTABLE:
         if (depth >= MAX_DEPTH)
             return "table nested too deep (or inside itself)";
         luaL_checkstack(L, 4, "sweep result");
-        fputc('t', f);
+        put_tag(b, 't');
         /* its sizes first, so that the reader makes the table in one go
          * (filled key by key it would rehash at every power of two) */
         {
@@ -80,20 +137,20 @@ static const char *put_value(FILE *f, lua_State *L, int idx, int depth)
                     size[1]++;
             }
             size[1] = size[1] > size[0] ? size[1] - size[0] : 0;
-            fwrite(size, sizeof size, 1, f);
+            put(b, size, sizeof size);
         }
         lua_pushnil(L);
         while (lua_next(L, idx)) {
-            const char *bad = put_value(f, L, -2, depth + 1);
+            const char *bad = put_value(b, L, -2, depth + 1);
             if (!bad)
-                bad = put_value(f, L, -1, depth + 1);
+                bad = put_value(b, L, -1, depth + 1);
             if (bad) {
                 lua_pop(L, 2);
                 return bad;
             }
             lua_pop(L, 1);
         }
-        fputc('e', f);
+        put_tag(b, 'e');
         return NULL;
     default: return luaL_typename(L, idx);
     }
@@ -101,6 +158,8 @@ static const char *put_value(FILE *f, lua_State *L, int idx, int depth)
 
 typedef struct reader {
     const unsigned char *p, *end;
+    int seen;    /* stack index of the short strings read, in order */
+    uint32_t ns; /* how many */
 } reader;
 
 static int take(reader *r, void *out, size_t n)
@@ -138,12 +197,23 @@ static int get_value(lua_State *L, reader *r, int depth)
         lua_pushnumber(L, v);
         return 0;
     }
+    case 'k': {
+        uint32_t k;
+        if (take(r, &k, sizeof k) || k < 1 || k > r->ns)
+            return -1;
+        lua_rawgeti(L, r->seen, (lua_Integer)k);
+        return 0;
+    }
     case 's': {
         uint64_t len;
         if (take(r, &len, sizeof len) || len > (uint64_t)(r->end - r->p))
             return -1;
         lua_pushlstring(L, (const char *)r->p, (size_t)len);
         r->p += len;
+        if (len <= SHORT_STRING) { /* numbered as the writer did */
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, r->seen, (lua_Integer)++r->ns);
+        }
         return 0;
     }
     case 't': {
@@ -349,11 +419,14 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
     char tmp[4200], final[4200];
     snprintf(tmp, sizeof tmp, "%s/c%d.tmp", w->dir, (int)c);
     snprintf(final, sizeof final, "%s/c%d.res", w->dir, (int)c);
-    FILE *f = fopen(tmp, "wb");
-    const char *bad = f ? put_value(f, L, out, 0) : "file";
-    if (bad && f) {
+    lua_newtable(L);
+    wbuf b = {.seen = lua_gettop(L)};
+    const char *bad = put_value(&b, L, out, 0);
+    if (bad) {
         /* a result that cannot travel: say so as the chunk's error */
-        rewind(f);
+        b.n = 0;
+        b.ns = 0;
+        lua_pop(L, 1);
         lua_pushfstring(L,
                         "a result holds a %s, which a worker process cannot "
                         "send back (return plain data, or run with --jobs 1)",
@@ -361,9 +434,15 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
         lua_setfield(L, out, "error");
         lua_pushnil(L);
         lua_setfield(L, out, "results");
-        put_value(f, L, out, 0);
+        lua_newtable(L);
+        b.seen = lua_gettop(L);
+        put_value(&b, L, out, 0);
     }
-    if (!f || fclose(f) || rename(tmp, final))
+    lua_pop(L, 1); /* the strings */
+    FILE *f = b.oom ? NULL : fopen(tmp, "wb");
+    int wrote = f && fwrite(b.p, 1, b.n, f) == b.n;
+    free(b.p);
+    if (!f || fclose(f) || !wrote || rename(tmp, final))
         return -1;
     lua_settop(L, out - 1);
     return 0;
@@ -519,8 +598,14 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
     int got = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
     fclose(f);
-    reader r = {buf, buf + (got ? size : 0)};
-    int bad = !got || get_value(L, &r, 0) || !lua_istable(L, -1);
+    lua_newtable(L);
+    reader r = {buf, buf + (got ? size : 0), lua_gettop(L), 0};
+    int ok = got && get_value(L, &r, 0) == 0;
+    if (ok)
+        lua_remove(L, -2); /* the strings */
+    else
+        lua_pop(L, 1);
+    int bad = !ok || !lua_istable(L, -1);
     free(buf);
     unlink(file);
     if (bad)

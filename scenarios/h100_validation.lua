@@ -36,7 +36,8 @@
 -- 177B layer alone, 0.47 x 989 = 465 TFLOP/s.
 --
 -- `-D recompute=1` runs the full jobs (the "pipesim" column) with full
--- recompute too (README "On H100": mean 23.7 % with today's sync model).
+-- recompute too (README "On H100": mean 23.7 %; the PP rows pay
+-- Megatron's one-ahead parameter all-gather chain on top).
 local ps = require "pipesim"
 
 -- name, heads, hidden, layers, tp, pp, dp, global batch, TFLOP/s per GPU

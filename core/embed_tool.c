@@ -8,6 +8,7 @@
  * Usage: embed_tool OUT.c LUADIR FILE.lua... (FILE under LUADIR) */
 #include <lauxlib.h>
 #include <lua.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ const embed_module embed_modules[1] = {{NULL, NULL, 0, NULL, 0, 0, 0}};
 const size_t embed_nmodules = 0;
 const unsigned char embed_schema[1] = {0};
 const size_t embed_schema_len = 0;
+const embed_schema_row embed_schema_rows[1] = {{0, NULL, NULL, NULL, NULL}};
+const size_t embed_schema_nrows = 0;
 
 typedef struct buf {
     unsigned char *p;
@@ -174,8 +177,81 @@ out:
     return rc;
 }
 
-/* the file rec_open makes for a new path, read back */
-static int schema_image(const char *out, buf *img)
+/* The new database's views and triggers (rootpage 0, nothing in the file
+ * but their sqlite_master rows), emitted as embed_schema_rows and taken
+ * out of the file at path, which keeps its tables and indexes (rowids
+ * and the rest unchanged): a scratch made from it parses only those
+ * (rec_schema.c, rec_schema_rest). */
+static int split_schema(FILE *o, const char *path)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc =
+        sqlite3_open_v2(path, &c, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+                sqlite3_prepare_v2(c,
+                                   "SELECT rowid, type, name, tbl_name, sql "
+                                   "FROM sqlite_master WHERE type IN "
+                                   "('view', 'trigger') ORDER BY rowid",
+                                   -1, &st, NULL) == SQLITE_OK
+            ? 0
+            : -1;
+    int n = 0;
+    buf rows = {0};
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        char var[64], line[512];
+        const char *f[3];
+        for (int k = 0; k < 3; k++) {
+            f[k] = (const char *)sqlite3_column_text(st, 1 + k);
+            /* plain names only: they are written as C string literals */
+            if (!f[k] || !*f[k] ||
+                strspn(f[k], "abcdefghijklmnopqrstuvwxyz"
+                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "0123456789_") != strlen(f[k]))
+                rc = -1;
+        }
+        const unsigned char *sql = sqlite3_column_text(st, 4);
+        if (rc || !sql)
+            break;
+        snprintf(var, sizeof var, "static const unsigned char row_sql%d", n);
+        /* the text and its NUL */
+        emit_bytes(o, var, sql, (size_t)sqlite3_column_bytes(st, 4) + 1);
+        int len = snprintf(line, sizeof line,
+                           "    {%lld, \"%s\", \"%s\", \"%s\", "
+                           "(const char *)row_sql%d},\n",
+                           (long long)sqlite3_column_int64(st, 0), f[0], f[1],
+                           f[2], n);
+        if (len < 0 || (size_t)len >= sizeof line ||
+            put(&rows, line, (size_t)len))
+            rc = -1;
+        n++;
+    }
+    sqlite3_finalize(st);
+    if (rc == 0)
+        rc = sqlite3_exec(c,
+                          "PRAGMA writable_schema = ON; DELETE FROM "
+                          "sqlite_master WHERE type IN ('view', 'trigger'); "
+                          "PRAGMA writable_schema = OFF",
+                          NULL, NULL, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    if (sqlite3_close(c) != SQLITE_OK)
+        rc = -1;
+    if (rc == 0) {
+        fprintf(o, "const embed_schema_row embed_schema_rows[%d] = {\n",
+                n ? n : 1);
+        if (n)
+            fwrite(rows.p, 1, rows.n, o);
+        else
+            fprintf(o, "    {0, NULL, NULL, NULL, NULL},\n");
+        fprintf(o, "};\nconst size_t embed_schema_nrows = %d;\n\n", n);
+    }
+    free(rows.p);
+    return rc;
+}
+
+/* the file rec_open makes for a new path, read back without its views
+ * and triggers (emitted to o as embed_schema_rows) */
+static int schema_image(FILE *o, const char *out, buf *img)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s.tmp.db", out);
@@ -186,7 +262,7 @@ static int schema_image(const char *out, buf *img)
         fprintf(stderr, "embed_tool: %s\n", err.msg);
         return -1;
     }
-    int rc = read_file(path, img);
+    int rc = split_schema(o, path) == 0 ? read_file(path, img) : -1;
     remove(path);
     return rc;
 }
@@ -214,7 +290,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++)
             fprintf(o, "    M%d,\n", i);
         fprintf(o, "};\nconst size_t embed_nmodules = %d;\n\n", n);
-        rc = schema_image(argv[1], &img);
+        rc = schema_image(o, argv[1], &img);
     }
     if (rc == 0) {
         emit_bytes(o, "const unsigned char embed_schema", img.p, img.n);

@@ -117,6 +117,7 @@ struct rec_db {
      * more is asked of it */
     int reopen;
     int64_t published_runs; /* the runs the file holds while reopen is 1 */
+    int schema_rest; /* the scratch lacks its views and triggers (embed.h) */
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -295,7 +296,12 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
  * it cannot be made); rec_schema_link switches it to WAL, syncs it (sync)
  * and links it at path: 1 done, 0 path exists (or no hard links: errno),
  * -1 the scratch could not be synced (errno). */
-char *rec_schema_scratch(const char *path);
+char *rec_schema_scratch(const char *path, int *rest);
+/* rec_schema.c: *rest (rec_schema_scratch) is 1 when the scratch was made
+ * from the embedded image (embed.h), whose views and triggers are not in
+ * it yet: rec_schema_rest writes them (db->schema_rest) before the file
+ * is published or read; a no-op otherwise. */
+int rec_schema_rest(rec_db *db, ps_err *err);
 int rec_schema_link(const char *path, const char *scratch, int sync);
 /* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c);
  * with id, the run id of the scratch's one committed run, which becomes

@@ -110,7 +110,7 @@ rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err)
         return NULL;
     }
     q->db = db;
-    if (rec_reopen(db, err)) {
+    if (rec_reopen(db, err) || rec_schema_rest(db, err)) {
         free(q);
         return NULL;
     }

@@ -510,8 +510,9 @@ static int set_versions(int fd, char v)
     return pwrite(fd, b, 2, HDR_VERSIONS) == 2 ? 0 : -1;
 }
 
-char *rec_schema_scratch(const char *path)
+char *rec_schema_scratch(const char *path, int *rest)
 {
+    *rest = 0;
     size_t n = strlen(path) + 48;
     char *scratch = malloc(n);
     if (!scratch)
@@ -545,6 +546,7 @@ char *rec_schema_scratch(const char *path)
         }
         ok = done == embed_schema_len && set_versions(fd, 1) == 0;
         close(fd);
+        *rest = embed_schema_nrows > 0; /* the views and triggers */
     } else {
         close(fd);
         sqlite3 *c = NULL;
@@ -570,6 +572,52 @@ char *rec_schema_scratch(const char *path)
         return NULL;
     }
     return scratch;
+}
+
+/* The scratch's views and triggers, back in sqlite_master as the build
+ * made them (embed.h: the rows themselves, rowids included, so the file
+ * is the one the SQL makes): PRAGMA writable_schema is SQLite's own way
+ * to write such rows, which hold no pages (its shell's .dump writes a
+ * virtual table so). The connection's parsed schema keeps the tables
+ * alone, which is all that the writer's statements use; the next
+ * connection reads the whole. */
+int rec_schema_rest(rec_db *db, ps_err *err)
+{
+    if (!db->schema_rest)
+        return PS_OK;
+    sqlite3_stmt *st = NULL;
+    /* a savepoint: its own transaction, or a part of one that is open */
+    int ok =
+        rec_exec_sql(db, "PRAGMA writable_schema = ON; SAVEPOINT schema_rest",
+                     err) == PS_OK &&
+        sqlite3_prepare_v2(db->db,
+                           "INSERT INTO sqlite_master(rowid, type, name, "
+                           "tbl_name, rootpage, sql) VALUES (?1, ?2, ?3, "
+                           "?4, 0, ?5)",
+                           -1, &st, NULL) == SQLITE_OK;
+    for (size_t i = 0; ok && i < embed_schema_nrows; i++) {
+        const embed_schema_row *r = &embed_schema_rows[i];
+        sqlite3_bind_int64(st, 1, r->rowid);
+        sqlite3_bind_text(st, 2, r->type, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->tbl_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, r->sql, -1, SQLITE_STATIC);
+        ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    ok = ok && sqlite3_exec(db->db, "RELEASE schema_rest", NULL, NULL, NULL) ==
+                   SQLITE_OK;
+    if (!ok) {
+        rec_sql_fail(db, "cannot write the new file's schema", err);
+        sqlite3_exec(db->db, "ROLLBACK TO schema_rest; RELEASE schema_rest",
+                     NULL, NULL, NULL);
+    }
+    sqlite3_exec(db->db, "PRAGMA writable_schema = OFF", NULL, NULL, NULL);
+    if (!ok)
+        return PS_ERR;
+    db->schema_rest = 0;
+    return PS_OK;
 }
 
 int rec_schema_link(const char *path, const char *scratch, int sync)

@@ -254,7 +254,7 @@ rec_db *rec_open(const char *path, ps_err *err)
      * rec_schema_prepare, which then reports the real error) */
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)
-        db->pending = rec_schema_scratch(path);
+        db->pending = rec_schema_scratch(path, &db->schema_rest);
     db->ckpt_frames = REC_CKPT_FRAMES;
     /* Test only (test_rec.c): checkpoints at N frames instead of
      * REC_CKPT_FRAMES, so that a small run exercises them. */
@@ -299,6 +299,9 @@ static int publish(rec_db *db, int64_t *id, int sync, int lazy, ps_err *err)
 {
     if (!db->pending)
         return PS_OK;
+    /* the file whole before anyone can see it */
+    if (rec_schema_rest(db, err))
+        return PS_ERR;
     char *scratch = db->pending;
     /* the connection knows the file by the scratch's name (its -wal
      * would be "<scratch>-wal"): closed before the file is anyone's */

@@ -96,6 +96,19 @@ for mode in "" --unsafe; do
         bad "run $mode: require's message: $(grep -A3 "not found" "$TMP/$OUT.e1")"
     [ -s "$TMP/$OUT.e1.sql" ] && cmp -s "$TMP/$OUT.e1.sql" "$TMP/$OUT.e0.sql" && ok ||
         bad "run $mode: database differs with PIPESIM_EMBED=0"
+    # the views and triggers the embedded image leaves out (embed.h) are
+    # back, row for row and rowid for rowid, in a sound file whose views
+    # take writes through their triggers
+    for e in 1 0; do
+        sqlite3 "$TMP/startup_e$e.db" "SELECT rowid, * FROM sqlite_master ORDER BY rowid;
+            PRAGMA schema_version; PRAGMA integrity_check" >"$TMP/$OUT.m$e"
+    done
+    [ "$(grep -c "|trigger|" "$TMP/$OUT.m1")" -eq 9 ] && grep -q "|view|event|" "$TMP/$OUT.m1" &&
+        cmp -s "$TMP/$OUT.m1" "$TMP/$OUT.m0" && ok ||
+        bad "run $mode: sqlite_master differs with PIPESIM_EMBED=0: $(diff "$TMP/$OUT.m1" "$TMP/$OUT.m0" | head -5)"
+    [ "$(sqlite3 "$TMP/startup_e1.db" "INSERT INTO memory(run, rank, t, bytes) VALUES (1, 0, 9, 1);
+        SELECT count(*) FROM memory WHERE t = 9; PRAGMA integrity_check")" = "$(printf '1\nok')" ] && ok ||
+        bad "run $mode: a view's trigger in the new file"
 done
 
 # outside the sandbox the searcher is Lua's own, message for message

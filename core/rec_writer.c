@@ -129,7 +129,13 @@ static int insert(rec_db *db, rec_writer *w, int l, block *b, ps_err *err)
             pthread_cond_wait(&w->done, &w->mu);
         int skip = w->failed || w->discarding;
         pthread_mutex_unlock(&w->mu);
-        return skip ? PS_OK : rec_aux_move(db, w->aux, err);
+        if (skip)
+            return PS_OK;
+        int rc = rec_aux_move(db, w->aux, err);
+        /* the moved rows' pages spilled since the engine's last request
+         * (the caller waits in rec_writer_drain: the descriptor stays) */
+        rec_flush_start(w->flush_fd);
+        return rc;
     }
     if (l == 1)
         return rec_aux_insert(db, w->aux, b->row, b->n, err);
@@ -385,7 +391,6 @@ int rec_writer_drain(rec_db *db, ps_err *err)
     rec_writer *w = db->writer;
     if (!w)
         return PS_OK;
-    unwatch(w);
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < NROWS; i++)
         if (w->cur[i] >= 0) {
@@ -402,6 +407,7 @@ int rec_writer_drain(rec_db *db, ps_err *err)
         if (w->lane[l].started)
             pthread_cond_signal(&w->lane[l].work);
     wait_idle(w);
+    unwatch(w); /* after lane 0's move, which uses it */
     /* one clock read per run, from this side: none on the writer's path */
     clockid_t clock;
     struct timespec ts;
@@ -424,7 +430,6 @@ void rec_writer_discard(rec_db *db)
     rec_writer *w = db->writer;
     if (!w)
         return;
-    unwatch(w);
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < NROWS; i++)
         if (w->cur[i] >= 0) {
@@ -445,6 +450,7 @@ void rec_writer_discard(rec_db *db)
     w->discarding = 1;
     pthread_cond_broadcast(&w->done);
     wait_idle(w);
+    unwatch(w);
     w->discarding = 0;
     w->failed = 0;
     pthread_mutex_unlock(&w->mu);

@@ -113,4 +113,38 @@ for _, g in ipairs{ "a100", "h100" } do
         end
     end
 end
+-- README "Against NCCL": point by point, pipesim's predicted time over
+-- NCCL's model's (each algorithm with its best protocol), then ring /
+-- tree in pipesim and in NCCL's model; and auto's (algorithm, protocol)
+-- beside NCCL's pick between ring and tree
+for _, g in ipairs{ "a100", "h100" } do
+    for _, n in ipairs{ 2, 4, 8 } do
+        local c = ps.cluster(ps.clusters.dgx(g, n))
+        local cells = {}
+        for _, b in ipairs{ 2 ^ 20, 2 ^ 22, 2 ^ 24, 2 ^ 26, 2 ^ 28 } do
+            local function pred(algo)
+                return ps.collective{ cluster = c, op = "allreduce", algorithm = algo,
+                    protocol = "auto", bytes = b, simulate = false }.predicted * 1e6
+            end
+            local r, t = pred("ring"), pred("tree")
+            local nr, nt = NM.best(g, n, 8, "ring", b), NM.best(g, n, 8, "tree", b)
+            cells[#cells + 1] = string.format("%.2f / %.2f (%.2f, %.2f)", r / nr, t / nt,
+                r / t, nr / nt)
+        end
+        print(string.format("point by point %s x%d: %s", g, n, table.concat(cells, " | ")))
+    end
+    for _, n in ipairs{ 1, 2, 4, 8 } do
+        local c = ps.cluster(ps.clusters.dgx(g, n))
+        local cells = {}
+        for _, b in ipairs{ 8, 2 ^ 20, 2 ^ 26, 2 ^ 33 } do
+            local r = ps.collective{ cluster = c, op = "allreduce", protocol = "auto", bytes = b,
+                simulate = false }
+            local nr, pr = NM.best(g, n, 8, "ring", b)
+            local nt, pt = NM.best(g, n, 8, "tree", b)
+            cells[#cells + 1] = string.format("%s/%s (%s)", r.algorithm, r.protocol,
+                n == 1 and "ring/" .. pr or nr <= nt and "ring/" .. pr or "tree/" .. pt)
+        end
+        print(string.format("choice %s x%d: %s", g, n, table.concat(cells, " | ")))
+    end
+end
 H.done()

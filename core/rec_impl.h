@@ -129,6 +129,7 @@ struct rec_db {
     int32_t links_cap;
     int kinds_ok;       /* the kind tables hold every name of rec.c's lists */
     int streaming;      /* rec_stream_begin's transaction is open */
+    rec_ship *ship;     /* runs go to it (rec_ship.c), or NULL */
     rec_writer *writer; /* the writer thread, NULL until a first stream */
     int writing;        /* rows go to the writer thread (rec_writer.c) */
     /* batched commits (rec_set_batch): the mode of the next rec_write, the

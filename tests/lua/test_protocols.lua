@@ -203,6 +203,26 @@ do
     end
 end
 
+-- the pipelined tree on odd shapes (3 and 5 nodes, 2 and 4 GPUs, 1 NIC to
+-- one per GPU; a head with a chain child and two node children sends to
+-- three peers from one lane): no deadlock, and the data reduce right
+do
+    for _, nodes in ipairs{ 3, 5 } do
+        for _, g in ipairs{ 2, 4 } do
+            for _, nics in ipairs{ 1, g } do
+                local cl = ps.cluster{ nodes = nodes, gpus_per_node = g, nics_per_node = nics,
+                    intra = { bandwidth = "300 GB/s", latency = "2 us" },
+                    inter = { bandwidth = "25 GB/s", latency = "5 us" } }
+                for _, p in ipairs{ "ll128", "simple" } do
+                    local r = coll(cl, "tree", p, 4 * 1003, { verify = true })
+                    H.eq(r.verified, true, string.format("tree %s on %d x %d, %d NICs", p, nodes, g, nics))
+                    H.eq(r.slots, 8)
+                end
+            end
+        end
+    end
+end
+
 -- NVLS on one DGX H100 node: the direct pattern (2 steps, one hop each)
 -- carrying T + T/N per GPU each way at NCCL's nvlsEfficiency 0.85, plus
 -- NCCL's NVLS latency (25 us)

@@ -51,7 +51,7 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
                                 rec_run_begin would open it */
         return PS_ERR;
     int aux = threads && !db->batch_mode && sqlite3_get_autocommit(db->db) &&
-              rec_aux_attach(db) == PS_OK;
+              rec_aux_worth() && rec_aux_attach(db) == PS_OK;
     /* the run's transaction, as rec_write's: the lock before the first row */
     if (rec_run_begin(db, err))
         return PS_ERR;

@@ -284,6 +284,14 @@ struct rec_db *bind_sweep_database(lua_State *L, const char *path);
  * other; the sweep's end (core.sweep_batch(false)) commits what the
  * batches hold. 1 when the run is batched. */
 int bind_sweep_batch(lua_State *L, struct rec_db *db, const char *sweep);
+/* A sweep worker's results as bytes (bind_result.c): nil, booleans,
+ * numbers, strings and tables of them. bind_result_put: the value at idx
+ * into *bytes (malloc'd, *n long), NULL; or the name of what it cannot
+ * write (nothing made). bind_result_get: pushes the value the bytes hold
+ * and returns 0; -1, nothing pushed, when they are damaged. */
+const char *bind_result_put(lua_State *L, int idx, unsigned char **bytes,
+                            size_t *n);
+int bind_result_get(lua_State *L, const unsigned char *bytes, size_t n);
 /* 1 in a sweep's worker process (bind_pool.c). */
 int bind_sweep_worker(lua_State *L);
 /* 1 in a forked sweep worker from the fork on, even while its Lua state

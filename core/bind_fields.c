@@ -61,6 +61,7 @@ const char *const bind_fields_memory[] = {
 const char *const bind_fields_grad_sync[] = {
     "algorithm",
     "bucket",
+    "bucketed",
     "first_bucket",
     "overlap",
     "overlap_param_gather",

@@ -27,228 +27,6 @@
 #define MAX_CHUNKS 4096 /* their ids fit in a pipe's 64 KiB buffer */
 #define CHUNK_MAX 2048  /* points: big enough that a chunk's file is cheap */
 #define MAX_DBS 16      /* databases one chunk may record into */
-#define MAX_DEPTH 64    /* nesting of a result's tables */
-
-/* ------------------------------------------------------------------ */
-/* Results across processes                                            */
-/* ------------------------------------------------------------------ */
-
-/* A result file's bytes, built in memory and written at once (a stdio
- * call per value cost more than the value). oom: a grow failed. */
-typedef struct wbuf {
-    unsigned char *p;
-    size_t n, cap;
-    int oom;
-    int seen;    /* stack index: the short strings written, to numbers */
-    uint32_t ns; /* how many */
-} wbuf;
-
-static void put(wbuf *b, const void *v, size_t n)
-{
-    if (b->oom)
-        return;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap - b->n < n)
-            cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, v, n);
-    b->n += n;
-}
-
-static void put_tag(wbuf *b, char tag)
-{
-    put(b, &tag, 1);
-}
-
-/* Strings up to this length are sent once per file and then by their
- * number ('k'), the reader keeping each: the keys of a result, the same
- * in every result of a chunk, are most of its strings. */
-#define SHORT_STRING 40
-
-/* Writes the value at idx: nil, booleans, numbers, strings and tables of
- * them (a table inside itself is refused by MAX_DEPTH). Returns NULL, or
- * the name of the type it cannot write. */
-static const char *put_value(wbuf *b, lua_State *L, int idx, int depth)
-{
-    idx = lua_absindex(L, idx);
-    switch (lua_type(L, idx)) {
-    case LUA_TNIL: put_tag(b, 'n'); return NULL;
-    case LUA_TBOOLEAN:
-        put_tag(b, lua_toboolean(L, idx) ? 'T' : 'F');
-        return NULL;
-    case LUA_TNUMBER:
-        if (lua_isinteger(L, idx)) {
-            int64_t v = lua_tointeger(L, idx);
-            put_tag(b, 'i');
-            put(b, &v, sizeof v);
-        } else {
-            double v = lua_tonumber(L, idx);
-            put_tag(b, 'd');
-            put(b, &v, sizeof v);
-        }
-        return NULL;
-    case LUA_TSTRING: {
-        size_t n;
-        const char *s = lua_tolstring(L, idx, &n);
-        if (n <= SHORT_STRING) {
-            lua_pushvalue(L, idx);
-            if (lua_rawget(L, b->seen) == LUA_TNUMBER) {
-                uint32_t k = (uint32_t)lua_tointeger(L, -1);
-                lua_pop(L, 1);
-                put_tag(b, 'k');
-                put(b, &k, sizeof k);
-                return NULL;
-            }
-            lua_pop(L, 1);
-            /* numbered in order: the reader numbers them alike */
-            lua_pushvalue(L, idx);
-            lua_pushinteger(L, (lua_Integer)++b->ns);
-            lua_rawset(L, b->seen);
-        }
-        uint64_t len = n;
-        put_tag(b, 's');
-        put(b, &len, sizeof len);
-        put(b, s, n);
-        return NULL;
-    }
-    case LUA_TTABLE:
-        if (depth >= MAX_DEPTH)
-            return "table nested too deep (or inside itself)";
-        luaL_checkstack(L, 4, "sweep result");
-        put_tag(b, 't');
-        /* its sizes first, so that the reader makes the table in one go
-         * (filled key by key it would rehash at every power of two) */
-        {
-            uint32_t size[2] = {0, 0}; /* list part, other entries */
-            lua_Unsigned len = lua_rawlen(L, idx);
-            size[0] = len < UINT32_MAX ? (uint32_t)len : UINT32_MAX;
-            lua_pushnil(L);
-            while (lua_next(L, idx)) {
-                lua_pop(L, 1);
-                if (size[1] < UINT32_MAX)
-                    size[1]++;
-            }
-            size[1] = size[1] > size[0] ? size[1] - size[0] : 0;
-            put(b, size, sizeof size);
-        }
-        lua_pushnil(L);
-        while (lua_next(L, idx)) {
-            const char *bad = put_value(b, L, -2, depth + 1);
-            if (!bad)
-                bad = put_value(b, L, -1, depth + 1);
-            if (bad) {
-                lua_pop(L, 2);
-                return bad;
-            }
-            lua_pop(L, 1);
-        }
-        put_tag(b, 'e');
-        return NULL;
-    default: return luaL_typename(L, idx);
-    }
-}
-
-typedef struct reader {
-    const unsigned char *p, *end;
-    int seen;    /* stack index of the short strings read, in order */
-    uint32_t ns; /* how many */
-} reader;
-
-static int take(reader *r, void *out, size_t n)
-{
-    if ((size_t)(r->end - r->p) < n)
-        return -1;
-    memcpy(out, r->p, n);
-    r->p += n;
-    return 0;
-}
-
-/* [-0, +(0|1)] Pushes the next value and returns 0; -1 (nothing pushed) on
- * a damaged file. */
-static int get_value(lua_State *L, reader *r, int depth)
-{
-    unsigned char tag;
-    if (take(r, &tag, 1) || depth > MAX_DEPTH)
-        return -1;
-    luaL_checkstack(L, 4, "sweep result");
-    switch (tag) {
-    case 'n': lua_pushnil(L); return 0;
-    case 'T': lua_pushboolean(L, 1); return 0;
-    case 'F': lua_pushboolean(L, 0); return 0;
-    case 'i': {
-        int64_t v;
-        if (take(r, &v, sizeof v))
-            return -1;
-        lua_pushinteger(L, (lua_Integer)v);
-        return 0;
-    }
-    case 'd': {
-        double v;
-        if (take(r, &v, sizeof v))
-            return -1;
-        lua_pushnumber(L, v);
-        return 0;
-    }
-    case 'k': {
-        uint32_t k;
-        if (take(r, &k, sizeof k) || k < 1 || k > r->ns)
-            return -1;
-        lua_rawgeti(L, r->seen, (lua_Integer)k);
-        return 0;
-    }
-    case 's': {
-        uint64_t len;
-        if (take(r, &len, sizeof len) || len > (uint64_t)(r->end - r->p))
-            return -1;
-        lua_pushlstring(L, (const char *)r->p, (size_t)len);
-        r->p += len;
-        if (len <= SHORT_STRING) { /* numbered as the writer did */
-            lua_pushvalue(L, -1);
-            lua_rawseti(L, r->seen, (lua_Integer)++r->ns);
-        }
-        return 0;
-    }
-    case 't': {
-        uint32_t size[2];
-        if (take(r, size, sizeof size))
-            return -1;
-        /* sizes beyond what the file holds are damage, not a request */
-        size_t left = (size_t)(r->end - r->p);
-        if (size[0] > left || size[1] > left)
-            return -1;
-        lua_createtable(L, (int)(size[0] > INT32_MAX ? 0 : size[0]),
-                        (int)(size[1] > INT32_MAX ? 0 : size[1]));
-        for (;;) {
-            if (r->p < r->end && *r->p == 'e') {
-                r->p++;
-                return 0;
-            }
-            if (get_value(L, r, depth + 1)) {
-                lua_pop(L, 1);
-                return -1;
-            }
-            if (get_value(L, r, depth + 1)) {
-                lua_pop(L, 2);
-                return -1;
-            }
-            if (lua_isnil(L, -2)) {
-                lua_pop(L, 3);
-                return -1;
-            }
-            lua_settable(L, -3);
-        }
-    }
-    default: return -1;
-    }
-}
 
 /* ------------------------------------------------------------------ */
 /* The worker side                                                     */
@@ -258,6 +36,7 @@ typedef struct wdb {
     char *path; /* as ps.run's db field gave it; NULL: the session's */
     char file[4200];
     rec_db *db;
+    rec_ship *ship; /* its runs below the events level (rec_ship.c) */
 } wdb;
 
 /* 1 from the fork on in a worker process */
@@ -332,8 +111,40 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
         rec_close(d->db, NULL);
         return bind_raise(L, &err), NULL;
     }
+    /* runs below the events level go to the writer as bytes, recorded
+     * there once (rec_ship.c), unless a test makes the scratch database
+     * fail (it must then get every run) */
+    const char *test_sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
+    d->ship = test_sql && *test_sql ? NULL : rec_ship_new();
+    rec_set_shipper(d->db, d->ship);
     w->ndbs++;
     return d->db;
+}
+
+/* Writes db entry d's shipped runs to DIR/cC-I.ship and names the file in
+ * the table on top (field ship, with nship runs). 0, or -1 when the file
+ * cannot be written. [-0, +0] */
+static int ship_out(lua_State *L, const worker *w, wdb *d, int i)
+{
+    size_t n;
+    const void *bytes = rec_ship_bytes(d->ship, &n);
+    int64_t runs = rec_ship_runs(d->ship);
+    int rc = 0;
+    if (runs > 0) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s/c%d-%d.ship", w->dir, (int)w->chunk, i);
+        FILE *f = fopen(file, "wb");
+        int wrote = f && fwrite(bytes, 1, n, f) == n;
+        if (!f || fclose(f) || !wrote)
+            rc = -1;
+        lua_pushstring(L, file);
+        lua_setfield(L, -2, "ship");
+        lua_pushinteger(L, (lua_Integer)runs);
+        lua_setfield(L, -2, "nship");
+    }
+    rec_ship_free(d->ship);
+    d->ship = NULL;
+    return rc;
 }
 
 /* The message on top, naming the databases the user gave (ps.run's db,
@@ -412,6 +223,8 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
         }
         lua_pushstring(L, w->dbs[i].file);
         lua_setfield(L, -2, "file");
+        if (ship_out(L, w, &w->dbs[i], i))
+            return -1;
         lua_rawseti(L, -2, i + 1);
         free(w->dbs[i].path);
     }
@@ -419,14 +232,11 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
     char tmp[4200], final[4200];
     snprintf(tmp, sizeof tmp, "%s/c%d.tmp", w->dir, (int)c);
     snprintf(final, sizeof final, "%s/c%d.res", w->dir, (int)c);
-    lua_newtable(L);
-    wbuf b = {.seen = lua_gettop(L)};
-    const char *bad = put_value(&b, L, out, 0);
+    unsigned char *bytes;
+    size_t n;
+    const char *bad = bind_result_put(L, out, &bytes, &n);
     if (bad) {
         /* a result that cannot travel: say so as the chunk's error */
-        b.n = 0;
-        b.ns = 0;
-        lua_pop(L, 1);
         lua_pushfstring(L,
                         "a result holds a %s, which a worker process cannot "
                         "send back (return plain data, or run with --jobs 1)",
@@ -434,14 +244,11 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
         lua_setfield(L, out, "error");
         lua_pushnil(L);
         lua_setfield(L, out, "results");
-        lua_newtable(L);
-        b.seen = lua_gettop(L);
-        put_value(&b, L, out, 0);
+        bind_result_put(L, out, &bytes, &n);
     }
-    lua_pop(L, 1); /* the strings */
-    FILE *f = b.oom ? NULL : fopen(tmp, "wb");
-    int wrote = f && fwrite(b.p, 1, b.n, f) == b.n;
-    free(b.p);
+    FILE *f = bytes ? fopen(tmp, "wb") : NULL;
+    int wrote = f && fwrite(bytes, 1, n, f) == n;
+    free(bytes);
     if (!f || fclose(f) || !wrote || rename(tmp, final))
         return -1;
     lua_settop(L, out - 1);
@@ -578,6 +385,43 @@ static int open_target(lua_State *L)
     return 1;
 }
 
+static void free_shipped(int64_t **shipped)
+{
+    for (int i = 0; i < MAX_DBS; i++)
+        free(shipped[i]);
+}
+
+/* Records the k runs a worker shipped in file into db, as --jobs 1 records
+ * them (rec_write in a sweep's batch, committed here); *ids: their run
+ * ids, by number (malloc'd). */
+static int take_shipped(rec_db *db, const char *file, lua_Integer k,
+                        int64_t **ids, ps_err *err)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f || k < 1)
+        return ps_errf(err, "ps.sweep: a worker's runs are missing");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
+    int got = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    *ids = got ? calloc((size_t)k, sizeof **ids) : NULL;
+    if (!*ids) {
+        free(buf);
+        return ps_errf(err, "ps.sweep: a worker's runs are damaged (or out "
+                            "of memory)");
+    }
+    rec_set_batch(db, 1);
+    int rc = rec_ship_write(db, buf, (size_t)size, *ids, (int64_t)k, err);
+    rec_set_batch(db, 0);
+    ps_err ce;
+    if (rec_flush(db, rc ? &ce : err))
+        rc = PS_ERR;
+    free(buf);
+    return rc;
+}
+
 /* Copies chunk c's databases into the real ones and appends its results
  * (ids renumbered) to the table at results; next is the index of its
  * first point there. Returns 0; 1 when the chunk ends in a point's error
@@ -598,13 +442,7 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
     int got = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
     fclose(f);
-    lua_newtable(L);
-    reader r = {buf, buf + (got ? size : 0), lua_gettop(L), 0};
-    int ok = got && get_value(L, &r, 0) == 0;
-    if (ok)
-        lua_remove(L, -2); /* the strings */
-    else
-        lua_pop(L, 1);
+    int ok = got && bind_result_get(L, buf, (size_t)size) == 0;
     int bad = !ok || !lua_istable(L, -1);
     free(buf);
     unlink(file);
@@ -618,6 +456,9 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     lua_Integer ndbs = (lua_Integer)lua_rawlen(L, dbs);
     int64_t offset[MAX_DBS] = {0};
     lua_Integer lost[MAX_DBS] = {0}; /* results not to count, per database */
+    /* per database: the run ids its shipped runs got, by their number */
+    int64_t *shipped[MAX_DBS] = {NULL};
+    lua_Integer nshipped[MAX_DBS] = {0};
     for (lua_Integer i = 1; i <= ndbs && i <= MAX_DBS; i++) {
         lua_rawgeti(L, dbs, i);
         lua_getfield(L, -1, "lost");
@@ -625,15 +466,39 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
         lua_pop(L, 1);
         lua_pushcfunction(L, open_target);
         lua_getfield(L, -2, "path");
-        if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            free_shipped(shipped);
             return ps_errf(err, "%s", lua_tostring(L, -1));
+        }
         rec_db *db = lua_touserdata(L, -1);
         lua_pop(L, 1);
         lua_getfield(L, -1, "file");
         const char *src = lua_tostring(L, -1);
+        lua_getfield(L, -2, "ship");
+        if (lua_isstring(L, -1)) {
+            /* every run of this database was shipped: its scratch file is
+             * empty */
+            lua_getfield(L, -3, "nship");
+            lua_Integer k = lua_tointeger(L, -1);
+            lua_pop(L, 1);
+            int rc =
+                take_shipped(db, lua_tostring(L, -1), k, &shipped[i - 1], err);
+            nshipped[i - 1] = k;
+            unlink(lua_tostring(L, -1));
+            unlink(src);
+            lua_pop(L, 3);
+            if (rc) {
+                free_shipped(shipped);
+                return PS_ERR;
+            }
+            continue;
+        }
+        lua_pop(L, 1);
         rec_copy *cp = rec_copy_new(db, src, err);
-        if (!cp)
+        if (!cp) {
+            free_shipped(shipped);
             return PS_ERR;
+        }
         int rc = rec_begin(db, err) ||
                  rec_copy_runs(cp, 1, INT64_MAX, &offset[i - 1], err) ||
                  rec_commit(db, err);
@@ -642,8 +507,10 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
         rec_copy_free(cp);
         unlink(src);
         lua_pop(L, 2);
-        if (rc)
+        if (rc) {
+            free_shipped(shipped);
             return PS_ERR;
+        }
     }
     /* results: ids as the real database numbered them */
     lua_Integer nres =
@@ -661,7 +528,13 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
                 int same = (!path && !dp) || (path && dp && !strcmp(path, dp));
                 lua_pop(L, 2);
                 if (same) {
-                    lua_pushinteger(L, id + offset[i - 1]);
+                    if (shipped[i - 1])
+                        id = id >= 1 && id <= nshipped[i - 1]
+                                 ? shipped[i - 1][id - 1]
+                                 : 0;
+                    else
+                        id += offset[i - 1];
+                    lua_pushinteger(L, id);
                     lua_setfield(L, -4, "id");
                     if (lost[i - 1] > 0)
                         lost[i - 1]--; /* rolled back in the worker */
@@ -675,6 +548,7 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
         lua_pop(L, 1);
         lua_rawseti(L, results, next + j - 1);
     }
+    free_shipped(shipped);
     lua_getfield(L, chunk, "error");
     if (lua_isstring(L, -1)) {
         lua_replace(L, chunk);

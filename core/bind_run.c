@@ -17,6 +17,7 @@
 #include "bind.h"
 #include "bind_cluster.h"
 #include "coll.h"
+#include "dp.h"
 #include "pipe.h"
 #include "unit.h"
 
@@ -279,9 +280,26 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
     }
 }
 
-/* [-0, +0] grad_sync = { bucket, first_bucket, algorithm, overlap,
- * overlap_param_gather }, zero, optimizer_time, over pipe_config_init's
- * defaults. */
+/* [-0, +0] grad_sync.bucketed: which chunks are cut into buckets
+ * (enum dp_bucketed), "all" when absent */
+static int read_bucketed(lua_State *L, int t)
+{
+    const char *b = bind_string(L, t, "grad_sync.bucketed");
+    if (!b || strcmp(b, "all") == 0)
+        return DP_BUCKET_ALL;
+    if (strcmp(b, "first") == 0)
+        return DP_BUCKET_FIRST;
+    if (strcmp(b, "none") == 0)
+        return DP_BUCKET_NONE;
+    return luaL_error(L,
+                      "field 'grad_sync.bucketed': unknown value '%s' "
+                      "(expected all, first or none)",
+                      b);
+}
+
+/* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
+ * overlap, overlap_param_gather }, zero, optimizer_time, over
+ * pipe_config_init's defaults. */
 static void read_grad_sync(lua_State *L, pipe_config *cfg)
 {
     if (bind_table(L, 1, "grad_sync",
@@ -292,6 +310,7 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
                           &cfg->bucket_bytes);
         bind_quantity_min(L, t, "grad_sync.first_bucket", UNIT_BYTES, 0, 1,
                           &cfg->first_bucket_bytes);
+        cfg->grad_bucketed = read_bucketed(L, t);
         bind_boolean(L, t, "grad_sync.overlap", &cfg->overlap);
         bind_boolean(L, t, "grad_sync.overlap_param_gather",
                      &cfg->overlap_param_gather);

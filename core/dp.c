@@ -34,12 +34,34 @@ static int add_bucket(plan *pl, bucket b)
     return 0;
 }
 
+/* Is chunk `chunk` of pipeline rank r cut into buckets (enum dp_bucketed)?
+ * Megatron-Core's DistributedDataParallel sets bucket_size = None, one
+ * bucket per gradient buffer, "if we are on a pipeline stage that is not
+ * the first (since data-parallel communication on these stages is not on
+ * the critical path), or if disable_bucketing is True"
+ * (megatron/core/distributed/distributed_data_parallel.py __init__:
+ * `if disable_bucketing or pp_rank > 0`), and get_model passes
+ * disable_bucketing = (chunk_idx > 0) or
+ * args.overlap_param_gather_with_optimizer_step
+ * (megatron/training/training.py, per_chunk_disable_bucketing). The same
+ * in core 0.19.0 (tag core_v0.19.0, commit 5be9626) and on main at core
+ * 0.20.0 (commit d98e8a6). */
+static int chunk_bucketed(const dp_config *c, int32_t r, int32_t chunk)
+{
+    if (c->bucketed == DP_BUCKET_FIRST)
+        return r == 0 && chunk == 0;
+    return c->bucketed == DP_BUCKET_ALL;
+}
+
 /* Buckets of one model chunk: layers walked last to first, each layer's
  * gradient produced uniformly over its backward; a bucket closes when full
- * (the first at first_bucket_bytes) or at the chunk's first layer. */
-static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
-                      plan *pl)
+ * (the first at first_bucket_bytes) or at the chunk's first layer. A chunk
+ * that is not bucketed (chunk_bucketed) is one bucket, ready when its last
+ * backward ends. */
+static int plan_chunk(const dp_config *c, int32_t r, int32_t stage,
+                      int32_t chunk, plan *pl)
 {
+    int whole = !chunk_bucketed(c, r, chunk);
     int32_t lo = c->first[stage], hi = lo + c->count[stage] - 1;
     double total = 0;
     for (int32_t i = lo; i <= hi; i++)
@@ -51,7 +73,9 @@ static int plan_chunk(const dp_config *c, int32_t stage, int32_t chunk,
         double g = c->layer_params[i] * c->grad_bytes, left = g;
         double t = c->layer_bwd[i];
         while (left > 0) {
-            double cap = first ? c->first_bucket_bytes : c->bucket_bytes;
+            double cap = whole   ? INFINITY
+                         : first ? c->first_bucket_bytes
+                                 : c->bucket_bytes;
             double take = fmin(cap - cur.bytes, left);
             cur.bytes += take;
             cur.params += take / c->grad_bytes;
@@ -440,7 +464,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         for (int32_t i = 0; i < lane->n && rc == PS_OK; i++) {
             const prog_op *op = &lane->ops[i];
             if (is_last_backward(lane, last, i) &&
-                plan_chunk(c, op->stage, op->chunk, &plans[r]))
+                plan_chunk(c, r, op->stage, op->chunk, &plans[r]))
                 rc = ps_errf(err, "out of memory");
         }
         if (plans[r].n > most)

@@ -70,6 +70,18 @@ void dp_log_free(dp_log *log);
 void dp_log_span(const dp_log *log, const prog_set *ps, int32_t k, double *t0,
                  double *t1);
 
+/* Which model chunks are cut into buckets; the others go as one bucket,
+ * ready when the chunk's last backward ends. Megatron-Core's
+ * DistributedDataParallel cuts only pipeline rank 0's first chunk
+ * (DP_BUCKET_FIRST, dp.c plan_chunk); PyTorch DDP knows no pipeline and
+ * cuts all. */
+enum dp_bucketed {
+    DP_BUCKET_ALL,   /* every rank's every chunk (PyTorch DDP) */
+    DP_BUCKET_FIRST, /* pipeline rank 0's chunk 0 only (Megatron) */
+    DP_BUCKET_NONE,  /* none (Megatron with
+                        --overlap-param-gather-with-optimizer-step) */
+};
+
 typedef struct dp_config {
     int32_t p, v, d;        /* pipeline ranks, chunks per rank, replicas */
     const int32_t *rank_of; /* p*d cluster ranks, index j*p + r */
@@ -81,6 +93,7 @@ typedef struct dp_config {
     double weight_bytes; /* per parameter (what ZeRO all-gathers) */
     double bucket_bytes; /* bucket capacity */
     double first_bucket_bytes;
+    int bucketed;        /* enum dp_bucketed: which chunks are cut */
     int algorithm;       /* enum coll_algo or COLL_AUTO */
     unsigned candidates; /* for COLL_AUTO, as in coll_spec */
     int overlap;

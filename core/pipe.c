@@ -621,6 +621,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .weight_bytes = cfg->weight_bytes,
         .bucket_bytes = cfg->bucket_bytes,
         .first_bucket_bytes = cfg->first_bucket_bytes,
+        .bucketed = cfg->grad_bucketed,
         .algorithm = cfg->grad_algorithm,
         /* the reduction runs on the network like NCCL's */
         .candidates = cfg->grad_algorithm == COLL_AUTO && !cfg->grad_candidates

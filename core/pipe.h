@@ -85,6 +85,7 @@ typedef struct pipe_config {
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
     /* gradient sync between replicas (dp.h); used when dp > 1 */
     double bucket_bytes, first_bucket_bytes;
+    int grad_bucketed;        /* enum dp_bucketed: which chunks are cut */
     int grad_algorithm;       /* enum coll_algo or COLL_AUTO */
     unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll.h) */
     int overlap;              /* start buckets as the backward makes them */

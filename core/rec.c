@@ -726,6 +726,16 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
         return ps_errf(err, "%s: opened read-only", db->path);
     if (!p->run)
         return ps_errf(err, "%s: run without a run record", db->path);
+    /* a sweep worker's run below the events level goes to the writer as
+     * bytes (rec_ship.c); anything else first writes what was shipped */
+    if (db->ship && level != REC_EVENTS && !db->streaming) {
+        if (rec_ship_add(db->ship, p, level, err))
+            return PS_ERR;
+        *run_id = rec_ship_runs(db->ship);
+        return PS_OK;
+    }
+    if (db->ship && rec_ship_unload(db, err))
+        return PS_ERR;
     /* a streamed timeline (rec_stream_begin) is kept only for an ok run
      * at the events level; otherwise the run is written afresh */
     int streamed = db->streaming;

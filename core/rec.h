@@ -213,6 +213,28 @@ void rec_forked_release(rec_db *db);
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
 
+/* Shipped runs (rec_ship.c, --jobs): a sweep worker's runs below the
+ * events level as bytes for the writer, which records them with rec_write
+ * (rather than copying rows the worker wrote into its scratch database).
+ * With a shipper set on db, rec_write appends such a run to it instead of
+ * writing it, and sets *run_id to its number in the shipper (1, 2, ...);
+ * before anything else is written to db (a run at the events level, a
+ * streamed timeline: rec_ship_unload), the shipped runs are written into
+ * db first, in order, as runs 1, 2, ... of a new database, and the shipper
+ * is dropped. rec_ship_write: the runs of a shipper's bytes written into
+ * db with rec_write, in order, ids[k] the k-th's run id (at most max). */
+typedef struct rec_ship rec_ship;
+rec_ship *rec_ship_new(void);
+void rec_ship_free(rec_ship *s);
+int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
+                 ps_err *err);
+int64_t rec_ship_runs(const rec_ship *s);
+const void *rec_ship_bytes(const rec_ship *s, size_t *n);
+void rec_set_shipper(rec_db *db, rec_ship *s);
+int rec_ship_unload(rec_db *db, ps_err *err);
+int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
+                   int64_t max, ps_err *err);
+
 /* Batch mode (ps.sweep's own runs, core/bind_sweep.c): while on, each
  * rec_write is a SAVEPOINT inside one transaction that commits every 1000
  * runs or 0.1 s, at rec_flush and at rec_close, and before any rec_write

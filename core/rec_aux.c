@@ -12,7 +12,12 @@
  * the file's connection attached (':memory:') before the run's
  * transaction. Nothing of it enters the file: the rows arrive in
  * transfer_row as if inserted there, in the same order. */
+/* getloadavg and sysconf's processor count are glibc's: ask for them */
+#if !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE 1
+#endif
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "rec_impl.h"
 
@@ -82,6 +87,18 @@ rec_aux *rec_aux_new(rec_db *db)
         return NULL;
     }
     return a;
+}
+
+int rec_aux_worth(void)
+{
+    /* Test only (tests/cli_stream.sh): a cap on the twin's rows also
+     * forces it on, whatever the load. */
+    const char *cap = getenv("PIPESIM_TEST_AUX_ROWS");
+    if (cap && *cap)
+        return 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+    return cpus >= 2 && getloadavg(&load, 1) == 1 && load < (double)cpus - 1;
 }
 
 int rec_aux_attach(rec_db *db)

@@ -129,6 +129,7 @@ struct rec_db {
     int32_t links_cap;
     int kinds_ok;       /* the kind tables hold every name of rec.c's lists */
     int streaming;      /* rec_stream_begin's transaction is open */
+    rec_ship *ship;     /* runs go to it (rec_ship.c), or NULL */
     rec_writer *writer; /* the writer thread, NULL until a first stream */
     int writing;        /* rows go to the writer thread (rec_writer.c) */
     /* batched commits (rec_set_batch): the mode of the next rec_write, the
@@ -267,6 +268,12 @@ void rec_writer_free(rec_db *db);
  * writer's thread, the second one idle). */
 typedef struct rec_aux rec_aux;
 rec_aux *rec_aux_new(rec_db *db);
+/* rec_aux.c: 1 when a second writer can have a core: the twin costs
+ * about 12 % more CPU in all for a critical path 24 % shorter, which
+ * gains only with a core free for it (BENCHMARKS.md: at a load of 4 on
+ * 2 cores the run took 15 % longer with it), so it is used when the
+ * last minute's load average leaves one (below the processors - 1). */
+int rec_aux_worth(void);
 void rec_aux_free(rec_aux *a);
 int rec_aux_attach(rec_db *db);
 int rec_aux_begin(rec_aux *a);

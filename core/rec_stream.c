@@ -35,6 +35,9 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
 {
     if (db->readonly)
         return ps_errf(err, "%s: opened read-only", db->path);
+    /* a sweep worker's shipped runs come before this one (rec_ship.c) */
+    if (db->ship && rec_ship_unload(db, err))
+        return PS_ERR;
     rec_stream_cancel(db);
     /* rows to the writer threads when they can start, else bound here (and
      * always with PIPESIM_REC_THREAD=0, the test mode that compares both);
@@ -48,7 +51,7 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
                                 rec_run_begin would open it */
         return PS_ERR;
     int aux = threads && !db->batch_mode && sqlite3_get_autocommit(db->db) &&
-              rec_aux_attach(db) == PS_OK;
+              rec_aux_worth() && rec_aux_attach(db) == PS_OK;
     /* the run's transaction, as rec_write's: the lock before the first row */
     if (rec_run_begin(db, err))
         return PS_ERR;

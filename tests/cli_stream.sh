@@ -83,7 +83,8 @@ else
 fi
 
 # the second writer (rec_writer.c, rec_aux.c): a run's transfer rows
-# through the in-memory twin, moved into the file at the end (default),
+# through the in-memory twin, moved into the file at the end (forced on
+# by PIPESIM_TEST_AUX_ROWS whatever the machine's load),
 # or moved after its first two blocks with the rest inserted directly
 # (PIPESIM_TEST_AUX_ROWS=512): the rows of binding them all on the
 # engine's thread, two runs in one process (the twin emptied between)
@@ -98,7 +99,8 @@ for _, s in ipairs{ "1f1b", "zb_h1" } do
 end
 LUA
 rm -f "$TMP"/aux_*.db*
-if $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_twin.db" >"$TMP/aux.out" 2>&1 &&
+if PIPESIM_TEST_AUX_ROWS=262144 $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_twin.db" \
+        >"$TMP/aux.out" 2>&1 &&
     PIPESIM_TEST_AUX_ROWS=512 $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_cap.db" \
         >>"$TMP/aux.out" 2>&1 &&
     PIPESIM_REC_THREAD=0 $VG "$BIN" run "$TMP/aux.lua" -o "$TMP/aux_nothread.db" \

@@ -80,6 +80,19 @@ for args in "" "-D record=events -D op=1"; do
         cmp -s "$TMP/j1.res" "$TMP/j$j.res" && ok || bad "--jobs $j $args: results differ: $(diff "$TMP/j1.res" "$TMP/j$j.res" | head -5)"
     done
 done
+# chunks that mix shipped summary runs with events-level runs (the worker
+# writes the shipped ones into its scratch database first, in order)
+rm -f "$TMP"/mix*.db*
+$VG "$BIN" run tests/data/sweep_mixed.lua -o "$TMP/mix1.db" --jobs 1 >"$TMP/mix1.out" 2>&1 || bad "mixed jobs 1: $(cat "$TMP/mix1.out")"
+$VG "$BIN" run tests/data/sweep_mixed.lua -o "$TMP/mix2.db" --jobs 2 >"$TMP/mix2.out" 2>&1 || bad "mixed jobs 2: $(cat "$TMP/mix2.out")"
+dump "$TMP/mix1.db" >"$TMP/mix1.dump"
+dump "$TMP/mix2.db" >"$TMP/mix2.dump"
+[ "$(q "$TMP/mix1.db" "SELECT count(*) FROM span")" = 16 ] && ok || bad "mixed: 16 runs with timelines expected"
+cmp -s "$TMP/mix1.dump" "$TMP/mix2.dump" && ok || bad "mixed --jobs 2: rows differ from --jobs 1: $(diff "$TMP/mix1.dump" "$TMP/mix2.dump" | head -5)"
+grep -v ' added to ' "$TMP/mix1.out" >"$TMP/mix1.res"
+grep -v ' added to ' "$TMP/mix2.out" >"$TMP/mix2.res"
+cmp -s "$TMP/mix1.res" "$TMP/mix2.res" && ok || bad "mixed --jobs 2: results differ: $(diff "$TMP/mix1.res" "$TMP/mix2.res" | head -5)"
+
 # runs append: a second --jobs 2 run numbers its runs after the first's
 $VG "$BIN" run $S -o "$TMP/j2.db" --jobs 2 $args >"$TMP/j2b.out" 2>&1
 got=$(head -n 1 "$TMP/j2b.out")

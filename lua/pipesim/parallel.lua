@@ -6,7 +6,21 @@
 -- 2022, and Megatron-LM's rank order tp-cp-ep-dp-pp.
 local check = require "pipesim.argcheck"
 local pcore = require "pipesim.core" -- core.seal_layers
-local roofline = require "pipesim.models.roofline"
+-- models/roofline.lua, and clusters.lua behind it, load on first use
+-- (issue 12, the fixed cost of a process: a run without model layers, TP
+-- or recompute never reads them; they were a fifth of the bytecode a
+-- 2-rank run loaded), with the package.path this module was loaded with,
+-- as init.lua's lazy fields.
+local package_, LOAD_PATH = package, package.path
+local roofline = setmetatable({}, { __index = function(t, k)
+    local path = package_.path
+    package_.path = LOAD_PATH
+    local ok, m = pcall(require, "pipesim.models.roofline")
+    package_.path = path
+    if not ok then error(m, 0) end
+    setmetatable(t, { __index = m })
+    return m[k]
+end })
 
 local M = {}
 

@@ -166,7 +166,70 @@ do
     end
 end
 
--- 7. Bad input.
+-- 7. Which chunks are bucketed (grad_sync.bucketed, core/dp.c
+-- chunk_bucketed). Megatron-Core's DistributedDataParallel cuts only
+-- pipeline rank 0's first chunk into buckets; every other chunk goes as one
+-- bucket once its last backward has ended. Two stages of two layers
+-- (forward 1 s, backward 2 s, 1e8 parameters = 2e8 gradient bytes each),
+-- bucket = one layer, one microbatch, 0-byte activations (alpha each):
+-- stage 1's backward runs 8 + alpha .. 12 + alpha, then its send to stage 0
+-- (alpha), then its wait for the sync; stage 0's runs 12 + 2 alpha .. 16 +
+-- 2 alpha and ends the lane. Bucketed, a chunk's exposed sync is its
+-- last (first-layer) bucket after its backward, sync2(2e8); as one bucket,
+-- the whole chunk's, sync2(4e8), both less stage 1's send.
+do
+    local function run(bucketed)
+        local layers = {}
+        for i = 1, 4 do layers[i] = { fwd_time = 1, params = 1e8, out_bytes = 0 } end
+        return ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 1,
+            dp = 2, grad_sync = { bucket = 2e8, first_bucket = 2e8, algorithm = "ring",
+                                  bucketed = bucketed }, record = "none" }
+    end
+    local one, whole = sync2(2e8), sync2(4e8)
+    local all, first, none = run(nil), run("first"), run("none")
+    H.near(all.exposed_comm[1], one, 1e-9, "all: stage 0 bucketed")
+    H.near(all.exposed_comm[2], one - alpha, 1e-9, "all: stage 1 bucketed")
+    H.near(first.exposed_comm[1], one, 1e-9, "first: stage 0 bucketed")
+    H.near(first.exposed_comm[2], whole - alpha, 1e-9,
+           "first: stage 1 one bucket after its last backward")
+    H.near(first.exposed_comm[4], whole - alpha, 1e-9, "first: replica 1's stage 1 too")
+    H.near(none.exposed_comm[1], whole, 1e-9, "none: stage 0 one bucket")
+    H.near(none.exposed_comm[2], whole - alpha, 1e-9, "none: stage 1 one bucket")
+    -- stage 0 ends the step: the makespans follow its sync
+    H.near(all.makespan, first.makespan, 1e-9, "first: stage 1 off the critical path")
+    H.near(none.makespan - all.makespan, whole - one, 1e-9, "none: stage 0's whole chunk")
+end
+
+-- 8. Interleaving (v = 2): only chunk 0 of pipeline rank 0 is bucketed.
+-- Two stages, four layers of 1e8 parameters (one per chunk), bucket =
+-- half a layer: bucketed, each chunk's last backward (2 s) releases its
+-- first half-layer bucket 1 s before its end and its second at its end;
+-- as one bucket, the whole layer at the end. The last op of stage 0 is
+-- chunk 0's last backward (its first layer), whose sync it waits for: two
+-- buckets of 1e8 bytes, the first done before the second is ready, so
+-- sync2(1e8) with "all" and "first", sync2(2e8) with "none"; stage 1's
+-- the same less its send, with "first" sync2(2e8) (its chunks are not
+-- rank 0's).
+do
+    local function run(bucketed)
+        local layers = {}
+        for i = 1, 4 do layers[i] = { fwd_time = 1, params = 1e8, out_bytes = 0 } end
+        return ps.run{ cluster = mesh(4), layers = layers, stages = 2, virtual_stages = 2,
+            schedule = "interleaved", microbatches = 2, dp = 2,
+            grad_sync = { bucket = 1e8, first_bucket = 1e8, algorithm = "ring",
+                          bucketed = bucketed }, record = "none" }
+    end
+    local all, first, none = run("all"), run("first"), run("none")
+    H.near(all.exposed_comm[1], sync2(1e8), 1e-9, "v = 2, all: rank 0's chunk 0 bucketed")
+    H.near(first.exposed_comm[1], sync2(1e8), 1e-9, "v = 2, first: rank 0's chunk 0 bucketed")
+    H.near(none.exposed_comm[1], sync2(2e8), 1e-9, "v = 2, none: one bucket")
+    -- stage 1 ends with chunk 0's last backward and its send (alpha)
+    H.near(all.exposed_comm[2], sync2(1e8) - alpha, 1e-9, "v = 2, all: stage 1 bucketed")
+    H.near(first.exposed_comm[2], sync2(2e8) - alpha, 1e-9,
+           "v = 2, first: stage 1's chunks go as one bucket each")
+end
+
+-- 9. Bad input.
 do
     local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
     H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
@@ -178,6 +241,9 @@ do
     H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
         microbatches = 2, dp = 2, grad_sync = { algorithm = "telepathy" } } end,
         "field 'grad_sync.algorithm'")
+    H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
+        microbatches = 2, dp = 2, grad_sync = { bucketed = "last" } } end,
+        "field 'grad_sync.bucketed': unknown value 'last' (expected all, first or none)")
 end
 
 H.done()

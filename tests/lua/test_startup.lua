@@ -8,12 +8,21 @@ local H = require "harness"
 local ps = require "pipesim"
 
 -- nothing read yet, nothing loaded (parallel.lua, which every ps.run
--- needs, loads pipesim.clusters itself)
-for _, name in ipairs { "pipesim.models", "pipesim.profile", "pipesim.schedule",
-    "pipesim.partition" } do
+-- needs, loads the roofline and pipesim.clusters when a run has model
+-- layers, TP or recompute)
+local LATER = { "pipesim.models", "pipesim.profile", "pipesim.schedule", "pipesim.partition",
+    "pipesim.models.roofline", "pipesim.clusters" }
+for _, name in ipairs(LATER) do
     H.eq(package.loaded[name], nil, name .. " not loaded by require 'pipesim'")
 end
 H.eq(rawget(ps, "models"), nil, "ps.models not a field before its first use")
+
+-- a run of plain layers loads neither the roofline nor clusters.lua
+local c = ps.cluster{ ranks = 4, link = { bandwidth = "50 GB/s", latency = "5 us" } }
+ps.run{ cluster = c, stages = 2, microbatches = 2, record = "none",
+    layers = { { fwd_time = "1 ms" }, { fwd_time = "1 ms" } } }
+H.eq(package.loaded["pipesim.models.roofline"], nil, "a plain run: no roofline")
+H.eq(package.loaded["pipesim.clusters"], nil, "a plain run: no clusters.lua")
 
 -- a scenario that drops pipesim's lua/ from package.path afterwards still
 -- gets the library's modules, as when they loaded with require "pipesim"
@@ -45,5 +54,18 @@ end
 ps.schedule = nil
 H.eq(ps.schedule, nil, "ps.schedule cleared stays nil")
 ps.schedule = require "pipesim.schedule"
+
+-- a run with TP loads the roofline (parallel.lua), from the library even
+-- after package.path changed
+H.eq(package.loaded["pipesim.models.roofline"], nil, "no roofline before a TP run")
+local saved0 = package.path
+package.path = "./?.lua"
+local r = ps.run{ cluster = ps.cluster{ ranks = 4, device = ps.clusters.device("A100"),
+        link = { bandwidth = "50 GB/s", latency = "5 us" } },
+    stages = 2, microbatches = 2, record = "none", tp = 2,
+    layers = ps.models.preset("gpt-1.7b", { layers = 2 }) }
+package.path = saved0
+H.check(r.makespan > 0, "a TP run")
+H.check(package.loaded["pipesim.models.roofline"] ~= nil, "a TP run loads the roofline")
 
 H.done()

@@ -29,7 +29,7 @@ static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
                   .type = (uint8_t)type,
                   .kind = PROG_COLL};
     if (type == PROG_SEND && g->slots > 1) /* the receiver's slot is free */
-        op.flags = PROG_EARLY | PROG_NOWAIT | (g->seq ? PROG_SEQ : 0);
+        op.flags = PROG_EARLY | PROG_NOWAIT;
     if (lane->n < lane->cap) {
         /* Step-major generation writes to every lane in turn, so each
          * store would wait for its line; ask for the line this lane's
@@ -555,11 +555,13 @@ static void sig_op(coll_gen *g, int32_t sl, enum prog_type type, int32_t id)
  * NCCL 2.30.7; the root's one loop, directRecvReduceCopyDirectSend, in its
  * up lane). A send of chunk c waits for its receiver to have finished the
  * step in which it received chunk c - S on the same connection (the slot
- * is free again: NCCL_STEPS slots per connection, src/include/device.h),
- * and is PROG_SEQ: it holds its lane until its data has left, so one
- * connection's chunks follow each other on the link as NCCL's primitives
- * send them, instead of sharing it (and all landing late) under fair
- * sharing. */
+ * is free again: NCCL_STEPS slots per connection, src/include/device.h).
+ * The lane does not wait for its sends: one step hands the chunk to every
+ * peer (up to NCCL_MAX_TREE_ARITY = 3 children) and moves on, each peer
+ * through its own connection FIFO (prims_simple.h: postPeer per send
+ * connection, the proxy sends each in order), which the engine keeps per
+ * (lane, peer) (net_start_conn): a connection's chunks follow each other
+ * on the link, the children's connections share it. */
 static void tree_split_step(coll_gen *g, int32_t s, int32_t s0, int32_t N,
                             int32_t C, int32_t rpn, int32_t H, int32_t chunks,
                             const int32_t *parent, const int32_t *depth,
@@ -655,7 +657,6 @@ static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t C,
                         if (depth[t * N + v] == d)
                             ord[t * N + k++] = v;
             int32_t sigbase = g->ps->nsignals;
-            g->seq = 1;
             if (!g->counting)
                 g->ps->nsignals += 4 * C * N * chunks;
             for (int32_t s = 0; s < steps; s++) {
@@ -664,7 +665,6 @@ static int32_t double_binary_tree(coll_gen *g, int32_t rpn, int32_t C,
                                 height, ord, sigbase, pend, npend);
             }
             flush_pend(g, nl, pend, npend);
-            g->seq = 0;
         }
         free(ord);
         free(pend);

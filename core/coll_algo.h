@@ -52,8 +52,6 @@ typedef struct coll_gen {
     int oom;
     int32_t chan_to; /* the receiver's lane sub-index (coll_slot's chan),
                         -1: chan, as the sender's */
-    int seq;         /* pipelined sends are also PROG_SEQ (the split
-                        tree's sequential senders) */
 } coll_gen;
 
 /* The lane slot of position pos for the channel being emitted. */

@@ -67,7 +67,8 @@ int32_t coll_tree_chunks(const coll_spec *spec, int proto, int32_t N, int32_t C,
 /* The pipelined tree (coll_algo.c tree_split_step): every position sends
  * a chunk of x = T / 2kC to its parent once it holds it from all its
  * children (up) and forwards what its parent sends (down), one chunk
- * after another per connection (PROG_SEQ), up to NCCL_STEPS ahead. The
+ * after another per connection (one FIFO per peer, net_start_conn), up
+ * to NCCL_STEPS ahead; a step's sends to 2-3 children go on together. The
  * first chunk reaches position v after the hops on its way (leaf to root
  * to v), each its route's latency plus x at the flow's share of its links
  * when every flow of both trees and all channels runs (flows_ab: the

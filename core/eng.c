@@ -25,6 +25,12 @@ enum msg_state_bits {
     MSG_LEFT = 32  /* PROG_SEQ: its data has left the sender */
 };
 
+/* Connections a lane keeps apart: a tree position's 3 children and its
+ * parent (NCCL_MAX_TREE_ARITY, src/include/device.h). A lane that sends to
+ * more peers hands an entry over in turn: that peer's next send starts
+ * without waiting for the earlier one (fair sharing), never a deadlock. */
+#define ENG_LANE_CONNS 4
+
 struct lane_rt {
     int32_t pc;           /* next op (the running or blocked one) */
     int32_t batch_end;    /* blocked in a batch: first op after it */
@@ -33,9 +39,35 @@ struct lane_rt {
     uint32_t wait_seq;    /* counts blocked batches, for EQ_TIMEOUT */
     uint32_t expired;     /* wait_seq whose timeout expired (e->expired) */
     int32_t expired_next; /* next lane in e->expired */
-    int32_t conn;         /* net_start_conn's state of its slotted sends */
-    uint8_t state;        /* enum lane_state */
+    /* net_start_conn's states of its slotted sends, one per peer (NCCL
+     * keeps one FIFO per (channel, peer) connection: a tree's down group
+     * sends each chunk to up to NCCL_MAX_TREE_ARITY = 3 children through
+     * three connections, src/device/prims_simple.h, NCCL 2.30.7); peer + 1
+     * in conn_peer, 0: unused */
+    int32_t conn[ENG_LANE_CONNS];
+    int32_t conn_peer[ENG_LANE_CONNS];
+    uint8_t conn_next; /* the entry a further peer takes over */
+    uint8_t state;     /* enum lane_state */
 };
+
+/* The connection state of lane lr's slotted sends to peer. */
+static int32_t *lane_conn(lane_rt *lr, int32_t peer)
+{
+    int32_t k = peer + 1;
+    for (int i = 0; i < ENG_LANE_CONNS; i++) {
+        if (lr->conn_peer[i] == k)
+            return &lr->conn[i];
+        if (lr->conn_peer[i] == 0) {
+            lr->conn_peer[i] = k;
+            return &lr->conn[i];
+        }
+    }
+    int i = lr->conn_next;
+    lr->conn_next = (uint8_t)((i + 1) % ENG_LANE_CONNS);
+    lr->conn_peer[i] = k;
+    lr->conn[i] = 0;
+    return &lr->conn[i];
+}
 
 eng_sim *eng_new(void)
 {
@@ -234,12 +266,14 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
      * the other lanes run (a hint; the table has a spare entry). */
     __builtin_prefetch(&e->ps->msgs[id + 1]);
     int32_t src = e->ps->lanes[m->send_lane].rank;
-    /* a slotted send (coll.h "Slots": NCCL's pipelined ring) is one of the
-     * lane's channel to its peer, whose chunks leave in order: behind the
-     * one before it (net_start_conn) rather than sharing the link with it */
+    /* a slotted send (coll.h "Slots": NCCL's pipelined ring and tree) is
+     * one of the lane's connection to its peer, whose chunks leave in
+     * order: behind the one before it to that peer (net_start_conn) rather
+     * than sharing the link with it; sends to other peers go on at once */
     if ((s->flags & PROG_EARLY)
-            ? net_start_conn(e->nw, &e->lane[m->send_lane].conn, m->send_lane,
-                             id, src, s->peer, s->bytes, now, &s->t_start)
+            ? net_start_conn(e->nw, lane_conn(&e->lane[m->send_lane], s->peer),
+                             m->send_lane, id, src, s->peer, s->bytes, now,
+                             &s->t_start)
             : net_start(e->nw, id, src, s->peer, s->bytes, now, &s->t_start))
         e->oom = 1;
 }

@@ -461,15 +461,26 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
 static int begin_data(net *nw, int32_t fi, double now, int re_solve)
 {
     flow *f = &nw->flows[fi];
-    const int32_t *links;
-    int32_t one, len = flow_route(nw, f, &links, &one);
     f->updated = now;
     f->begin = now;
-    if (!(f->remaining > 0)) { /* nothing to share: only the latency */
+    while (!(f->remaining > 0)) { /* nothing to share: only the latency */
         f->state = FLOW_LATENCY;
         f->version++;
-        return eq_push(nw->q, now + f->latency, EQ_NET, fi, f->version);
+        if (eq_push(nw->q, now + f->latency, EQ_NET, fi, f->version))
+            return -1;
+        /* its data phase ended as it began: the connection's next flow
+         * begins now (data_done never runs for it), else that one would
+         * wait forever */
+        if (f->succ < 0)
+            return 0;
+        fi = f->succ;
+        f->succ = -1;
+        f = &nw->flows[fi];
+        f->updated = now;
+        f->begin = now;
     }
+    const int32_t *links;
+    int32_t one, len = flow_route(nw, f, &links, &one);
     f->state = FLOW_DATA;
     int32_t h = nw->max_hops;
     for (int32_t k = 0; k < len; k++) {

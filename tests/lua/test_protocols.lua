@@ -187,17 +187,26 @@ do
 end
 
 -- the pipelined tree (the default) against its model on DGX clusters:
--- within 15 % (measured: 2 nodes the model 4-14 % slower, 4 nodes within
--- 7 %), and faster than lockstep
+-- on 2 nodes within 15 % (measured: the model 4-15 % slower), on 4 and 8
+-- nodes within 6 % (measured: -4 to +6 %, also at 64 MiB on 8 nodes,
+-- left out for its run time; at 64 MiB, 59 chunks, the simulation was
+-- 14-20 % slower while a down lane sent a chunk to one child after the
+-- other: now each child has its own connection, as in NCCL, so the
+-- children's sends of a step go on together), and faster than lockstep
 do
     for _, g in ipairs{ "a100", "h100" } do
-        for _, n in ipairs{ 2, 4 } do
+        for _, row in ipairs{ { 2, { 2 ^ 20, 2 ^ 22, 2 ^ 24 } }, { 4, { 2 ^ 20, 2 ^ 22, 2 ^ 24, 2 ^ 26 } },
+                              { 8, { 2 ^ 22 } } } do
+            local n, sizes = row[1], row[2]
             local cl = ps.cluster(ps.clusters.dgx(g, n))
-            for _, b in ipairs{ 2 ^ 20, 2 ^ 22, 2 ^ 24 } do
+            for _, b in ipairs(sizes) do
                 local r = coll(cl, "tree", "ll128", b)
                 local what = string.format("%s x%d pipelined tree at %d", g, n, b)
-                H.near(r.predicted, r.time, 0.15, what)
-                H.check(r.time < coll(cl, "tree", "ll128", b, { slots = 1 }).time, what .. " < lockstep")
+                H.near(r.predicted, r.time, n == 2 and 0.15 or 0.06, what)
+                if b < 2 ^ 26 then
+                    H.check(r.time < coll(cl, "tree", "ll128", b, { slots = 1 }).time,
+                        what .. " < lockstep")
+                end
             end
         end
     end

@@ -121,6 +121,50 @@ static void test_seq_sends(void)
     }
 }
 
+/* A lane's early sends keep one connection per peer, as NCCL keeps one
+ * FIFO per (channel, peer) (src/device/prims_simple.h): rank 0 sends 100 B
+ * to rank 1, to rank 2, then again to rank 1, all over its one FAIR link
+ * to a switch (100 B/s, 0.5 s latency; the switch's links are free). The
+ * two first share the link (50 B/s each, data ends at 2, arrive at 2.5);
+ * the second to rank 1 waits for the first to rank 1 to leave, then runs
+ * alone: begins at 2, arrives at 3.5. One connection per lane (the last
+ * send's) let it share with both: all three arrived at 3.5. */
+static void test_conn_per_peer(void)
+{
+    prog_set *ps = prog_new(3);
+    net *nw = net_new(3);
+    ps_err err;
+    int32_t sw = net_add_switch(nw);
+    CHECK_INT(net_add_link(nw, 0, sw, 100, 0.5, &err), 0);
+    for (int32_t r = 1; r < 3; r++) {
+        CHECK_INT(net_add_link(nw, sw, r, 1e12, 0, &err), 0);
+        CHECK_INT(net_add_link(nw, r, sw, 1e12, 0, &err), 0);
+    }
+    CHECK_INT(net_add_link(nw, sw, 0, 1e12, 0, &err), 0);
+    CHECK_INT(net_finalize(nw, &err), 0);
+    net_set_sharing(nw, NET_FAIR);
+    int32_t a = prog_add_lane(ps, 0);
+    int32_t rl[3] = {-1, prog_add_lane(ps, 1), prog_add_lane(ps, 2)};
+    const int32_t to[3] = {1, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        int32_t m = prog_new_msg(ps);
+        prog_op op =
+            prog_send(to[i], m, 100, PROG_COLL, i, PROG_EARLY | PROG_NOWAIT);
+        prog_push(ps, a, &op);
+        op = prog_recv(0, m, 100, PROG_COLL, i, 0);
+        prog_push(ps, rl[to[i]], &op);
+    }
+    eng_result res;
+    CHECK_INT(run(ps, nw, ENG_RENDEZVOUS, &res, &err), 0);
+    CHECK_NEAR(ps->lanes[a].ops[0].t_end, 2.5);
+    CHECK_NEAR(ps->lanes[a].ops[1].t_end, 2.5);
+    CHECK_NEAR(ps->lanes[a].ops[2].t_start, 2.0);
+    CHECK_NEAR(ps->lanes[a].ops[2].t_end, 3.5);
+    CHECK_NEAR(res.makespan, 3.5);
+    prog_free(ps);
+    net_free(nw);
+}
+
 /* Both ranks send first, then receive: rendezvous deadlocks (reported,
  * naming both ranks), eager completes. */
 static void test_deadlock(void)
@@ -202,6 +246,7 @@ int main(void)
     test_send_recv_timing();
     test_fifo_link();
     test_seq_sends();
+    test_conn_per_peer();
     test_deadlock();
     test_device_and_signal();
     test_seal_errors();

@@ -178,6 +178,41 @@ static void test_fair_connection(void)
     }
 }
 
+/* A transfer of no bytes queued on a connection (a tree's empty slice of
+ * a chunk) has a data phase that ends as it begins: the connection's next
+ * transfer, queued behind it, begins then too. Connection 7, 0 -> 1 at
+ * 100 B/s, latency 0.5: 100 B data 0 .. 1, arrival 1.5; 0 B begins at 1,
+ * arrives 1.5; 100 B begins at 1, data 1 .. 2, arrival 2.5. It used to
+ * wait forever behind the empty one. */
+static void test_fair_connection_empty(void)
+{
+    net *nw = one_link(0.5, NET_FAIR);
+    eq q;
+    eq_init(&q);
+    net_begin(nw, &q);
+    int32_t conn = 0;
+    double tb, at[3] = {NAN, NAN, NAN}, began[3] = {-1, -1, -1};
+    CHECK_INT(net_start_conn(nw, &conn, 7, 0, 0, 1, 100, 0, &tb), 0);
+    CHECK_INT(net_start_conn(nw, &conn, 7, 1, 0, 1, 0, 0, &tb), 0);
+    CHECK_INT(net_start_conn(nw, &conn, 7, 2, 0, 1, 100, 0, &tb), 0);
+    eq_event ev;
+    while (!eq_pop(&q, &ev)) {
+        int32_t id = net_event(nw, &ev);
+        if (id < 0)
+            continue;
+        at[id] = ev.t;
+        if (net_event_queued(nw, &tb))
+            began[id] = tb;
+    }
+    CHECK_NEAR(at[0], 1.5);
+    CHECK_NEAR(at[1], 1.5);
+    CHECK_NEAR(at[2], 2.5);
+    CHECK_NEAR(began[1], 1);
+    CHECK_NEAR(began[2], 1);
+    eq_free(&q);
+    net_free(nw);
+}
+
 /* The classic max-min example: f1 (rank 0 -> 2) is held to 10 B/s by its
  * first link; f2 (1 -> 3) shares the 100 B/s trunk with it and gets the
  * 90 B/s that f1 leaves, not 50. f1 (10 B) ends at 1; f2 (180 B) has 90 B
@@ -454,6 +489,7 @@ int main(void)
     test_fair_two_flows_halve();
     test_fair_late_joiner();
     test_fair_connection();
+    test_fair_connection_empty();
     test_fair_max_min();
     test_engine_fair_mesh();
     test_cluster();

@@ -385,6 +385,31 @@ static int open_target(lua_State *L)
     return 1;
 }
 
+/* Reads a file a worker left whole: 0 with *buf malloc'd (NULL when the
+ * file is empty) and *size; -1 when it cannot be opened; 1 when it cannot
+ * be read or memory runs out (*buf NULL). */
+static int read_whole(const char *file, unsigned char **buf, size_t *size)
+{
+    *buf = NULL;
+    *size = 0;
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    unsigned char *b = n > 0 ? malloc((size_t)n) : NULL;
+    int got = b && fread(b, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    if (!got) {
+        free(b);
+        return n == 0 ? 0 : 1;
+    }
+    *buf = b;
+    *size = (size_t)n;
+    return 0;
+}
+
 static void free_shipped(int64_t **shipped)
 {
     for (int i = 0; i < MAX_DBS; i++)
@@ -397,23 +422,19 @@ static void free_shipped(int64_t **shipped)
 static int take_shipped(rec_db *db, const char *file, lua_Integer k,
                         int64_t **ids, ps_err *err)
 {
-    FILE *f = fopen(file, "rb");
-    if (!f || k < 1)
+    unsigned char *buf = NULL;
+    size_t size = 0;
+    int got = k < 1 ? -1 : read_whole(file, &buf, &size);
+    if (got < 0)
         return ps_errf(err, "ps.sweep: a worker's runs are missing");
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
-    int got = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    *ids = got ? calloc((size_t)k, sizeof **ids) : NULL;
+    *ids = got == 0 && buf ? calloc((size_t)k, sizeof **ids) : NULL;
     if (!*ids) {
         free(buf);
         return ps_errf(err, "ps.sweep: a worker's runs are damaged (or out "
                             "of memory)");
     }
     rec_set_batch(db, 1);
-    int rc = rec_ship_write(db, buf, (size_t)size, *ids, (int64_t)k, err);
+    int rc = rec_ship_write(db, buf, size, *ids, (int64_t)k, err);
     rec_set_batch(db, 0);
     ps_err ce;
     if (rec_flush(db, rc ? &ce : err))
@@ -433,16 +454,11 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
 {
     char file[4200];
     snprintf(file, sizeof file, "%s/c%d.res", p->dir, (int)c);
-    FILE *f = fopen(file, "rb");
-    if (!f)
+    unsigned char *buf;
+    size_t size;
+    if (read_whole(file, &buf, &size) < 0)
         return ps_errf(err, "ps.sweep: a worker's results are missing");
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
-    int got = buf && fread(buf, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    int ok = got && bind_result_get(L, buf, (size_t)size) == 0;
+    int ok = buf && bind_result_get(L, buf, size) == 0;
     int bad = !ok || !lua_istable(L, -1);
     free(buf);
     unlink(file);

@@ -166,7 +166,7 @@ do
     end
 end
 
--- 7. Which chunks are bucketed (grad_sync.bucketed, core/dp.c
+-- 9. Which chunks are bucketed (grad_sync.bucketed, core/dp.c
 -- chunk_bucketed). Megatron-Core's DistributedDataParallel cuts only
 -- pipeline rank 0's first chunk into buckets; every other chunk goes as one
 -- bucket once its last backward has ended. Two stages of two layers
@@ -200,7 +200,7 @@ do
     H.near(none.makespan - all.makespan, whole - one, 1e-9, "none: stage 0's whole chunk")
 end
 
--- 8. Interleaving (v = 2): only chunk 0 of pipeline rank 0 is bucketed.
+-- 10. Interleaving (v = 2): only chunk 0 of pipeline rank 0 is bucketed.
 -- Two stages, four layers of 1e8 parameters (one per chunk), bucket =
 -- half a layer: bucketed, each chunk's last backward (2 s) releases its
 -- first half-layer bucket 1 s before its end and its second at its end;
@@ -229,7 +229,7 @@ do
            "v = 2, first: stage 1's chunks go as one bucket each")
 end
 
--- 9. Bad input.
+-- 11. Bad input.
 do
     local layers = { { fwd_time = 1 }, { fwd_time = 1 } }
     H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,

@@ -29,8 +29,9 @@ H.eq(run.partition[2], 4); H.eq(run.partition[24], 5, "last chunk: 4 blocks + he
 H.eq(run.grad_sync.overlap, false, "Megatron's default: one reduction after the backward")
 local ov = ps.models.megatron { num_layers = 4, hidden_size = 256, num_attention_heads = 8,
     seq_length = 128, vocab_size = 1000, world_size = 64, overlap_grad_reduce = true }
-H.eq(ov.grad_sync, { bucket = 64e6 * 4, first_bucket = 64e6 * 4, overlap = true },
-    "--overlap-grad-reduce: buckets of max(40M, 1M x dp) fp32 elements")
+H.eq(ov.grad_sync, { bucket = 64e6 * 4, first_bucket = 64e6 * 4, bucketed = "first",
+    overlap = true },
+    "--overlap-grad-reduce: buckets of max(40M, 1M x dp) fp32 elements, on pp rank 0's chunk 0")
 H.eq(run.memory, { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
     "16-bit weight, fp32 main gradient, Adam's fp32 master and moments")
 -- fp16: the gradient buffer (and the data-parallel all-reduce) is fp16

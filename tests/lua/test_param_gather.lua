@@ -92,6 +92,32 @@ do
         "pipeline without interleaving: stage 1 gathers once its input is there")
 end
 
+-- The all-gathers follow the gradient buckets (Megatron's DDP uses one
+-- set of buckets for both): with grad_sync.bucketed = "first" a stage > 0
+-- is one bucket, so its first forward waits for the whole stage's
+-- all-gather. Two stages of two layers (forward 1 s, backward 2 s, 1e8
+-- parameters, one bucket per layer when bucketed), one microbatch. "all":
+-- stage 1 waits a = ag2(2e8) for its first layer's bucket, the second's
+-- (a < 1) runs beside that layer's forward; "first": it waits ag2(4e8)
+-- for the stage's one bucket. Stage 1's wait is on the step's path
+-- (stage 0's backward follows stage 1's), so the step grows by ag2(4e8) -
+-- ag2(2e8) = 2e8 / (2 beta); stage 0 is bucketed either way.
+do
+    local function run2(bucketed)
+        local layers = {}
+        for i = 1, 4 do layers[i] = { fwd_time = 1, bwd_time = 2, params = 1e8, out_bytes = 0 } end
+        return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
+            microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
+            memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
+            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", overlap = true,
+                overlap_param_gather = true, bucketed = bucketed }, record = "none" }
+    end
+    local all, first = run2("all"), run2("first")
+    H.near(first.makespan - all.makespan, ag2(4e8) - ag2(2e8), 1e-9,
+        "bucketed = first: stage 1's first forward waits for its whole all-gather")
+    H.near(first.exposed_comm[1], all.exposed_comm[1], 1e-9, "stage 0 bucketed either way")
+end
+
 -- Interleaving (v = 2): Megatron aligns the all-gathers across the
 -- pipeline (align_param_gather, its default with interleaving): chunks 0
 -- and 1 are dispatched whole before the first forward, so every stage's
@@ -129,6 +155,7 @@ local flags = { num_layers = 4, hidden_size = 1024, num_attention_heads = 16, se
     cluster = ps.cluster(ps.clusters.dgx("H100", 2)) }
 local spec = ps.models.megatron(flags)
 H.eq(spec.grad_sync.overlap_param_gather, true, "megatron: --overlap-param-gather")
+H.eq(spec.grad_sync.bucketed, "first", "megatron: bucketing on pipeline rank 0's chunk 0 only")
 flags.overlap_param_gather = nil
 H.eq(ps.models.megatron(flags).grad_sync.overlap_param_gather, nil, "megatron: off by default")
 H.done()

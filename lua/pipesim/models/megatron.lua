@@ -196,7 +196,15 @@ function M.build(a)
         local gb = memory.grad_bytes
         if bool(a, "overlap_grad_reduce", false) then
             local b = math.max(40e6, 1e6 * dp) * gb
-            grad_sync = { bucket = b, first_bucket = b, overlap = true,
+            -- bucketed = "first": Megatron-Core's DDP cuts only pipeline
+            -- rank 0's first model chunk into buckets (bucket_size = None on
+            -- pp ranks > 0, "not on the critical path", and for chunks > 0
+            -- via get_model's disable_bucketing;
+            -- megatron/core/distributed/distributed_data_parallel.py,
+            -- megatron/training/training.py, core 0.20.0 commit d98e8a6
+            -- and core_v0.19.0 5be9626; core/dp.c chunk_bucketed). The
+            -- all-gathers of --overlap-param-gather follow the same buckets.
+            grad_sync = { bucket = b, first_bucket = b, bucketed = "first", overlap = true,
                           overlap_param_gather = (pg and dp > 1) or nil }
         else
             grad_sync = { bucket = 2 ^ 53, first_bucket = 2 ^ 53, overlap = false }

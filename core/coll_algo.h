@@ -102,6 +102,13 @@ void coll_emit_to(coll_gen *g, int32_t step, int32_t src, int32_t dst,
 int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
                       int32_t rpn, int32_t chunks);
 
+/* NCCL's double binary tree (coll_dbt.c) from step s0, in chunks: over
+ * all positions (rpn = 0) or NCCL's tree over nodes of rpn positions, on C
+ * channels; pipelined in up and down lanes when g->slots > 1 and the lanes
+ * allow it. Returns the number of steps (0 when out of memory). */
+int32_t coll_double_binary_tree(coll_gen *g, int32_t rpn, int32_t C,
+                                int32_t chunks, int32_t s0);
+
 /* NCCL's two binary trees over N positions (as double_binary_tree runs
  * them): for tree t and position v, parent[t N + v] (-1 for a root),
  * depth[t N + v] (edges to the root) and height[t N + v] (edges down to its

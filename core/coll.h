@@ -32,8 +32,9 @@
  * path instead of every step waiting for the slowest hop of the ring.
  * NCCL's tree (slots > 1, off a mesh) runs each tree's reduction and
  * broadcast in lanes of their own (runTreeSplit, src/device/all_reduce.h,
- * NCCL 2.30.7), its sends sequential (PROG_SEQ: a chunk leaves when the
- * one before it has, as prims_simple.h posts them) and at most slots
+ * NCCL 2.30.7); a step hands its chunk to every peer, each peer's chunks
+ * leave in order on their own connection (one per lane and peer, as
+ * prims_simple.h keeps a FIFO per peer; net_start_conn), at most slots
  * chunks ahead of the receiver, in NCCL's chunk size (coll_tree.c).
  * slots = 1 is the lockstep model (rendezvous per step). */
 #ifndef PS_COLL_H

@@ -1,7 +1,7 @@
 /* NCCL's pipelined tree (slots > 1) in the cost model: the chunk size NCCL
  * runs the tree allreduce with (calcCollChunking, src/enqueue.cc, NCCL
  * 2.30.7, NVIDIA/nccl commit 5067397) and the time of the split tree
- * (coll_algo.c: up and down lanes, sequential senders) from the flows it
+ * (coll_dbt.c: up and down lanes, a connection per peer) from the flows it
  * runs. Pure functions of the spec and the network. */
 #include <math.h>
 #include <stdlib.h>

@@ -21,8 +21,7 @@ enum msg_state_bits {
     MSG_RECV_POSTED = 2,
     MSG_STARTED = 4,
     MSG_ARRIVED = 8,
-    MSG_LOST = 16, /* on a link that is down (fault.h): never arrives */
-    MSG_LEFT = 32  /* PROG_SEQ: its data has left the sender */
+    MSG_LOST = 16 /* on a link that is down (fault.h): never arrives */
 };
 
 /* Connections a lane keeps apart: a tree position's 3 children and its
@@ -290,9 +289,7 @@ static int post(eng_sim *e, int32_t l, prog_op *op, double now)
         *st |= MSG_SEND_POSTED;
         if (e->p2p == ENG_EAGER || (op->flags & PROG_EARLY)) {
             start_transfer(e, id, now);
-            /* PROG_SEQ: complete when the data has left (left_sender),
-             * at once when it never starts */
-            return !(op->flags & PROG_SEQ) || (*st & MSG_LOST);
+            return 1;
         }
         if (*st & MSG_RECV_POSTED)
             start_transfer(e, id, now);
@@ -322,24 +319,11 @@ static void complete_one(eng_sim *e, int32_t lane)
     }
 }
 
-/* Message id's data has left its sender: a PROG_SEQ send completes (once;
- * arrived covers a network that reports no data phase). */
-static void left_sender(eng_sim *e, int32_t id)
-{
-    const prog_msg *m = &e->ps->msgs[id];
-    const prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
-    if (!(send->flags & PROG_SEQ) || (e->msg[id] & MSG_LEFT))
-        return;
-    e->msg[id] |= MSG_LEFT;
-    complete_one(e, m->send_lane);
-}
-
 static void arrived(eng_sim *e, int32_t id, double now)
 {
     const prog_msg *m = &e->ps->msgs[id];
     prog_op *send = &e->ps->lanes[m->send_lane].ops[m->send_op];
     assert((e->msg[id] & MSG_STARTED) && !(e->msg[id] & MSG_ARRIVED));
-    left_sender(e, id); /* also when lost on the way */
     if (e->fp && now >= fault_down_at(e->fp, e->ps->lanes[m->send_lane].rank,
                                       send->peer)) {
         e->msg[id] |= MSG_LOST; /* in flight when the link went down */
@@ -707,13 +691,10 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             timeout(e, &ev, now);
             continue; /* changes nothing: not the run's last event */
         } else {
-            int32_t id = net_event(nw, &ev), left = net_left(nw);
-            if (left >= 0 && left != id)
-                left_sender(e, left); /* its latency still runs */
-            else if (id < 0)
-                continue; /* stale: a rescheduled transfer */
-            if (id >= 0)
-                arrived(e, id, now);
+            int32_t id = net_event(nw, &ev);
+            if (id < 0)
+                continue; /* stale, or a data phase whose latency runs */
+            arrived(e, id, now);
         }
         last = now;
         run_ready(e, now);

@@ -245,11 +245,6 @@ int32_t net_event(net *nw, const eq_event *ev);
  * began; else 0. */
 int net_event_queued(const net *nw, double *t_begin);
 
-/* The transfer whose data phase the last net_event ended (under FAIR its
- * latency may still be running; under FIFO it is the arrival), or -1: when
- * a sender's data has left it (PROG_SEQ, prog.h). */
-int32_t net_left(const net *nw);
-
 /* Link statistics of the last run: fills up to max entries, returns the
  * number of links. For a mesh, only links that carried bytes are listed. */
 int32_t net_links(const net *nw, net_link_info *out, int32_t max);

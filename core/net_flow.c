@@ -228,7 +228,6 @@ static inline int32_t run_route(net *nw, int32_t src, int32_t dst,
 void net_begin(net *nw, eq *q)
 {
     nw->q = q;
-    nw->left = -1;
     nw->oom = 0;
     if (nw->mesh) {
         /* slots from the last run are forgotten; capacity is kept */
@@ -579,7 +578,6 @@ static int32_t data_done(net *nw, int32_t fi, double now)
         nw->oom = 1;
     f->remaining = 0;
     f->version++;
-    nw->left = f->id;
     if (f->latency > 0) {
         f->state = FLOW_LATENCY;
         if (eq_push(nw->q, now + f->latency, EQ_NET, fi, f->version))
@@ -659,9 +657,8 @@ int net_mesh_fifo(net *nw, net_lstat **slots, double *bandwidth,
 
 int32_t net_event(net *nw, const eq_event *ev)
 {
-    nw->left = -1;
     if (net_sharing_of(nw) == NET_FIFO)
-        return nw->left = ev->id; /* the link held it to the end */
+        return ev->id; /* the link held it to the end */
     flow *f = &nw->flows[ev->id];
     if (ev->version != f->version)
         return -1;
@@ -674,11 +671,6 @@ int32_t net_event(net *nw, const eq_event *ev)
     nw->last_queued = f->queued;
     nw->last_begin = f->begin;
     return f->id;
-}
-
-int32_t net_left(const net *nw)
-{
-    return nw->left;
 }
 
 static int cmp_link_info(const void *pa, const void *pb)

@@ -69,8 +69,6 @@ struct net {
     int32_t *slot_src, *slot_dst; /* state_links entries */
     int oom;
     eq *q;
-    int32_t left; /* net_left: the transfer whose data phase the last
-                     net_event ended, -1 */
     /* FAIR run state */
     int32_t *l_head;     /* first membership on the link, -1 if none */
     int32_t *l_count;    /* flows in data phase on the link */

@@ -55,14 +55,6 @@ enum prog_kind {
             _PipelineScheduleRuntime irecvs before it needs the                \
             data): the transfer starts when the send is posted,                \
             even under rendezvous */
-#define PROG_SEQ                                                               \
-    0x8u /* SEND with PROG_EARLY | PROG_NOWAIT: the lane waits until the       \
-            send's data has left the sender (the transfer's data phase         \
-            ended, its latency may still run), not for its arrival: a          \
-            sender that streams messages to a peer one after the other         \
-            without waiting out the latency, as NCCL's primitives post         \
-            one chunk after another into the receiver's slots                  \
-            (src/device/prims_simple.h) */
 
 /* 48 bytes: fields that no op type uses together share storage (C11
  * anonymous unions), since generation and the engine stream millions of
@@ -95,7 +87,7 @@ typedef struct prog_op {
     int16_t chunk; /* model chunk on its rank, 0 without virtual stages */
     uint8_t type;  /* enum prog_type */
     uint8_t kind;  /* enum prog_kind */
-    uint8_t flags; /* PROG_BATCH, PROG_NOWAIT, PROG_EARLY, PROG_SEQ */
+    uint8_t flags; /* PROG_BATCH, PROG_NOWAIT, PROG_EARLY */
 } prog_op;
 
 typedef struct prog_lane {

@@ -1,6 +1,6 @@
-/* Engine: compute/transfer timing, rendezvous vs eager, sequential sends
- * (PROG_SEQ), device exclusivity, signals, determinism and the deadlock
- * report. */
+/* Engine: compute/transfer timing, rendezvous vs eager, early sends in
+ * order per connection, device exclusivity, signals, determinism and the
+ * deadlock report. */
 #include "eng.h"
 #include "harness.h"
 
@@ -81,44 +81,40 @@ static void test_fifo_link(void)
 
 /* Two early, non-waiting sends of 100 B on one FAIR link (100 B/s, 0.5 s
  * latency): they leave one after the other (the lane's connection,
- * net_start_conn), arriving at 1.5 and 2.5 s. As plain NOWAIT sends the
- * lane is free at once (the compute after them starts at 0); as PROG_SEQ
- * sends the lane waits for each one's data to leave, not for its arrival:
- * the compute starts at 2 s. */
-static void test_seq_sends(void)
+ * net_start_conn), arriving at 1.5 and 2.5 s, while the lane is free at
+ * once (the compute after them starts at 0). */
+static void test_conn_sends(void)
 {
-    for (int seq = 0; seq < 2; seq++) {
-        prog_set *ps = two_ranks();
-        net *nw = net_new(2);
-        ps_err err;
-        CHECK_INT(net_add_link(nw, 0, 1, 100, 0.5, &err), 0);
-        CHECK_INT(net_add_link(nw, 1, 0, 100, 0.5, &err), 0);
-        CHECK_INT(net_finalize(nw, &err), 0);
-        net_set_sharing(nw, NET_FAIR);
-        int32_t a = prog_add_lane(ps, 0), b = prog_add_lane(ps, 1);
-        unsigned fl = PROG_EARLY | PROG_NOWAIT | (seq ? PROG_SEQ : 0);
-        for (int i = 0; i < 2; i++) {
-            int32_t m = prog_new_msg(ps);
-            prog_op op = prog_send(1, m, 100, PROG_COLL, i, fl);
-            prog_push(ps, a, &op);
-        }
-        prog_op op = prog_compute(PROG_F, 0, 0, 0, 1.0, 0);
+    prog_set *ps = two_ranks();
+    net *nw = net_new(2);
+    ps_err err;
+    CHECK_INT(net_add_link(nw, 0, 1, 100, 0.5, &err), 0);
+    CHECK_INT(net_add_link(nw, 1, 0, 100, 0.5, &err), 0);
+    CHECK_INT(net_finalize(nw, &err), 0);
+    net_set_sharing(nw, NET_FAIR);
+    int32_t a = prog_add_lane(ps, 0), b = prog_add_lane(ps, 1);
+    for (int i = 0; i < 2; i++) {
+        int32_t m = prog_new_msg(ps);
+        prog_op op =
+            prog_send(1, m, 100, PROG_COLL, i, PROG_EARLY | PROG_NOWAIT);
         prog_push(ps, a, &op);
-        for (int i = 0; i < 2; i++) {
-            op = prog_recv(0, i, 100, PROG_COLL, i, 0);
-            prog_push(ps, b, &op);
-        }
-        eng_result res;
-        CHECK_INT(run(ps, nw, ENG_RENDEZVOUS, &res, &err), 0);
-        CHECK_NEAR(ps->lanes[a].ops[0].t_end, 1.5);
-        CHECK_NEAR(ps->lanes[a].ops[1].t_start, 1.0);
-        CHECK_NEAR(ps->lanes[a].ops[1].t_end, 2.5);
-        CHECK_NEAR(ps->lanes[a].ops[2].t_start, seq ? 2.0 : 0.0);
-        CHECK_NEAR(ps->lanes[b].ops[1].t_end, 2.5);
-        CHECK_NEAR(res.makespan, seq ? 3.0 : 2.5);
-        prog_free(ps);
-        net_free(nw);
     }
+    prog_op op = prog_compute(PROG_F, 0, 0, 0, 1.0, 0);
+    prog_push(ps, a, &op);
+    for (int i = 0; i < 2; i++) {
+        op = prog_recv(0, i, 100, PROG_COLL, i, 0);
+        prog_push(ps, b, &op);
+    }
+    eng_result res;
+    CHECK_INT(run(ps, nw, ENG_RENDEZVOUS, &res, &err), 0);
+    CHECK_NEAR(ps->lanes[a].ops[0].t_end, 1.5);
+    CHECK_NEAR(ps->lanes[a].ops[1].t_start, 1.0);
+    CHECK_NEAR(ps->lanes[a].ops[1].t_end, 2.5);
+    CHECK_NEAR(ps->lanes[a].ops[2].t_start, 0.0);
+    CHECK_NEAR(ps->lanes[b].ops[1].t_end, 2.5);
+    CHECK_NEAR(res.makespan, 2.5);
+    prog_free(ps);
+    net_free(nw);
 }
 
 /* A lane's early sends keep one connection per peer, as NCCL keeps one
@@ -245,7 +241,7 @@ int main(void)
 {
     test_send_recv_timing();
     test_fifo_link();
-    test_seq_sends();
+    test_conn_sends();
     test_conn_per_peer();
     test_deadlock();
     test_device_and_signal();

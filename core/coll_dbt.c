@@ -46,31 +46,6 @@ int32_t coll_btree_depth(int32_t n)
     return deepest;
 }
 
-int coll_dtree(int32_t N, int32_t *parent, int32_t *depth, int32_t *height,
-               int32_t *H)
-{
-    *H = 0;
-    memset(height, 0, (size_t)N * 2 * sizeof *height);
-    for (int32_t t = 0; t < 2; t++) {
-        int32_t *par = parent + t * N, *dep = depth + t * N;
-        int32_t *hei = height + t * N;
-        for (int32_t v = 0; v < N; v++)
-            par[v] = dtree_parent(N, t, v);
-        for (int32_t v = 0; v < N; v++) {
-            int32_t d = 0;
-            for (int32_t u = v; par[u] >= 0; u = par[u]) {
-                d++;
-                if (hei[par[u]] < d)
-                    hei[par[u]] = d;
-            }
-            dep[v] = d;
-            if (d > *H)
-                *H = d;
-        }
-    }
-    return 0;
-}
-
 /* Depths and heights of two trees given by parent (2N entries), and the
  * greatest depth *H (coll_dtree's outputs). */
 static void tree_shape(int32_t N, const int32_t *parent, int32_t *depth,
@@ -93,6 +68,16 @@ static void tree_shape(int32_t N, const int32_t *parent, int32_t *depth,
                 *H = d;
         }
     }
+}
+
+int coll_dtree(int32_t N, int32_t *parent, int32_t *depth, int32_t *height,
+               int32_t *H)
+{
+    for (int32_t t = 0; t < 2; t++)
+        for (int32_t v = 0; v < N; v++)
+            parent[t * N + v] = dtree_parent(N, t, v);
+    tree_shape(N, parent, depth, height, H);
+    return 0;
 }
 
 int coll_tree_build(int32_t N, int32_t rpn, int32_t *parent, int32_t *depth,

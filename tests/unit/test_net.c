@@ -103,6 +103,23 @@ static void test_fair_late_joiner(void)
     net_free(nw);
 }
 
+/* Runs q's events through nw to the end: at[id] the arrival of each
+ * transfer; began[id] (when given) when its data phase began if it waited
+ * on its connection (net_event_queued), else -1. */
+static void drain(net *nw, eq *q, double *at, double *began)
+{
+    eq_event ev;
+    double tb;
+    while (!eq_pop(q, &ev)) {
+        int32_t id = net_event(nw, &ev);
+        if (id < 0)
+            continue;
+        at[id] = ev.t;
+        if (began)
+            began[id] = net_event_queued(nw, &tb) ? tb : -1;
+    }
+}
+
 /* A connection's transfers leave in order (net_start_conn): at t=0 two
  * of 100 B on connection 7 and a plain transfer of 100 B, all 0 -> 1 at
  * 100 B/s, latency 0.5. The plain one shares the link with the first
@@ -125,16 +142,7 @@ static void test_fair_connection(void)
         CHECK_INT(net_start(nw, 1, 0, 1, 100, 0, &tb), 0);
         CHECK_INT(net_start_conn(nw, &conn, 7, 2, 0, 1, 100, 0, &tb), 0);
         CHECK_NEAR(tb, fifo ? 3 : 0); /* FIFO: when the link is free */
-        eq_event ev;
-        while (!eq_pop(&q, &ev)) {
-            int32_t id = net_event(nw, &ev);
-            if (id < 0)
-                continue;
-            at[id] = ev.t;
-            began[id] = -1;
-            if (net_event_queued(nw, &tb))
-                began[id] = tb;
-        }
+        drain(nw, &q, at, began);
         if (fifo) { /* the link in order, each holding it 1.5 */
             CHECK_NEAR(at[0], 1.5);
             CHECK_NEAR(at[1], 3.0);
@@ -152,11 +160,7 @@ static void test_fair_connection(void)
             CHECK_INT(net_start_conn(nw, &conn, 7, 0, 0, 1, 100, 0, &tb), 0);
             CHECK_INT(net_start_conn(nw, &other, 8, 1, 0, 1, 100, 0, &tb), 0);
             at[0] = at[1] = NAN;
-            while (!eq_pop(&q, &ev)) {
-                int32_t id = net_event(nw, &ev);
-                if (id >= 0)
-                    at[id] = ev.t;
-            }
+            drain(nw, &q, at, NULL);
             CHECK_NEAR(at[0], 2.5);
             CHECK_NEAR(at[1], 2.5);
             /* a state from the last run names a slot a plain transfer
@@ -165,11 +169,7 @@ static void test_fair_connection(void)
             CHECK_INT(net_start(nw, 0, 0, 1, 100, 0, &tb), 0);
             CHECK_INT(net_start_conn(nw, &conn, 7, 1, 0, 1, 100, 0, &tb), 0);
             at[0] = at[1] = NAN;
-            while (!eq_pop(&q, &ev)) {
-                int32_t id = net_event(nw, &ev);
-                if (id >= 0)
-                    at[id] = ev.t;
-            }
+            drain(nw, &q, at, NULL);
             CHECK_NEAR(at[0], 2.5);
             CHECK_NEAR(at[1], 2.5);
         }
@@ -195,15 +195,7 @@ static void test_fair_connection_empty(void)
     CHECK_INT(net_start_conn(nw, &conn, 7, 0, 0, 1, 100, 0, &tb), 0);
     CHECK_INT(net_start_conn(nw, &conn, 7, 1, 0, 1, 0, 0, &tb), 0);
     CHECK_INT(net_start_conn(nw, &conn, 7, 2, 0, 1, 100, 0, &tb), 0);
-    eq_event ev;
-    while (!eq_pop(&q, &ev)) {
-        int32_t id = net_event(nw, &ev);
-        if (id < 0)
-            continue;
-        at[id] = ev.t;
-        if (net_event_queued(nw, &tb))
-            began[id] = tb;
-    }
+    drain(nw, &q, at, began);
     CHECK_NEAR(at[0], 1.5);
     CHECK_NEAR(at[1], 1.5);
     CHECK_NEAR(at[2], 2.5);

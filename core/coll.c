@@ -380,7 +380,7 @@ static int pick(const coll_spec *spec, const net *nw, coll_view *v, int *algo,
  * in one lane a rank would wait in every step for all its channels'
  * receives, one of which crosses the node boundary, and the channels'
  * latencies would add up step by step again. Inside a training step
- * (coll_append) the collective has the one lane it is given. */
+ * (coll_append) these lanes are forked from the rank's lane. */
 static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
                  const coll_view *v, int algo, int own_lanes)
 {
@@ -569,6 +569,20 @@ int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
 /* ------------------------------------------------------------------ */
 /* Appending to existing programs (gradient sync inside a training step) */
 
+/* A signal op (SIGNAL or WAIT on signal id), tagged as the lane's other
+ * collective ops are by their caller. */
+static prog_op coll_signal_op(enum prog_type type, int32_t id)
+{
+    prog_op op = {0};
+    op.type = (uint8_t)type;
+    op.msg = id;
+    op.peer = -1;
+    op.stage = -1;
+    op.mb = -1;
+    op.tag = -1;
+    return op;
+}
+
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
                 const int32_t *lanes, int *used, int *used_proto, ps_err *err)
 {
@@ -587,14 +601,18 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.rank = v.rank;
     g.N = N;
     g.n = v.n;
-    plan(&g, spec, nw, &v, algo, 0);
+    /* the lanes the standalone collective runs (plan's own lanes): a
+     * pipelined ring's channels and the split tree's up and down lanes
+     * each in a lane of their own, forked from the rank's lane below */
+    plan(&g, spec, nw, &v, algo, 1);
     if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err))) {
         coll_view_free(&v);
         return rc;
     }
+    size_t nl = (size_t)N * (size_t)g.chan_lanes;
     g.sent = calloc((size_t)N, sizeof *g.sent);
-    g.lane = malloc((size_t)N * sizeof *g.lane);
-    g.last_step = malloc((size_t)N * sizeof *g.last_step);
+    g.lane = malloc(nl * sizeof *g.lane);
+    g.last_step = malloc(nl * sizeof *g.last_step);
     if (!g.sent || !g.lane || !g.last_step)
         g.oom = 1;
     /* the protocol's fixed latency (coll_proto_overhead: NCCL's base
@@ -607,15 +625,52 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
                       ? coll_proto_overhead(spec, N, algo, proto, g.channels)
                       : 0;
     for (int32_t i = 0; i < N && !g.oom; i++) {
-        g.lane[i] = lanes[i];
-        g.last_step[i] = -1; /* never batched with the lane's earlier ops */
         prog_op d = prog_delay(PROG_COLL, -1, over);
         if (over > 0 && prog_push(ps, lanes[i], &d))
             g.oom = 1;
     }
-    rc = emit(&g, spec, &v, algo, chunks)
-             ? ps_errf(err, "out of memory generating a collective")
-             : PS_OK;
+    /* With lanes of its own (chan_lanes > 1) the collective forks: rank
+     * i's lane raises a start signal its sub-lanes wait on, and then waits
+     * for each sub-lane's end signal; signals are instant (eng.c), so the
+     * sub-lanes run what coll_run's lanes run, from the moment the rank's
+     * lane gets there. A sub-lane is made ready when its start signal is
+     * raised, in slot order (as coll_run's lanes start), so a collective
+     * whose ranks all arrive at once takes its standalone time (test:
+     * tests/lua/test_dp_coll.lua). Without (one channel, or slots = 1)
+     * the ops go on the rank's lane itself, as before. */
+    int32_t start = -1, done = -1;
+    if (g.chan_lanes > 1 && !g.oom) {
+        start = ps->nsignals;
+        done = start + N;
+        ps->nsignals += N + (int32_t)nl;
+    }
+    for (size_t s = 0; s < nl && !g.oom; s++) {
+        int32_t i = (int32_t)(s % (size_t)N);
+        g.last_step[s] = -1; /* never batched with the lane's earlier ops */
+        if (g.chan_lanes == 1) {
+            g.lane[s] = lanes[i];
+            continue;
+        }
+        g.lane[s] = prog_add_lane(ps, v.rank[i]);
+        prog_op w = coll_signal_op(PROG_WAIT, start + i);
+        if (g.lane[s] < 0 || prog_push(ps, g.lane[s], &w))
+            g.oom = 1;
+    }
+    for (int32_t i = 0; start >= 0 && i < N && !g.oom; i++) {
+        prog_op s = coll_signal_op(PROG_SIGNAL, start + i);
+        if (prog_push(ps, lanes[i], &s))
+            g.oom = 1;
+    }
+    if (!g.oom)
+        emit(&g, spec, &v, algo, chunks);
+    for (size_t s = 0; start >= 0 && s < nl && !g.oom; s++) {
+        int32_t i = (int32_t)(s % (size_t)N), id = done + (int32_t)s;
+        prog_op sg = coll_signal_op(PROG_SIGNAL, id);
+        prog_op w = coll_signal_op(PROG_WAIT, id);
+        if (prog_push(ps, g.lane[s], &sg) || prog_push(ps, lanes[i], &w))
+            g.oom = 1;
+    }
+    rc = g.oom ? ps_errf(err, "out of memory generating a collective") : PS_OK;
     if (used)
         *used = algo;
     if (used_proto)

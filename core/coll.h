@@ -251,6 +251,12 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
 /* Appends the collective described by spec to existing lanes of ps
  * (lanes[i] runs on the i-th listed rank) instead of running it: the
  * gradient sync of a training step is a collective inside larger programs.
+ * Where coll_run gives a position several lanes (a pipelined ring's
+ * channels, the split tree's up and down lanes) they are added to ps
+ * (after its lanes, on the position's rank) and forked from lanes[i]:
+ * lanes[i] raises a start signal they wait on, then waits for each one's
+ * end signal (signal ids after those ps has handed out), so the
+ * collective runs as alone from when lanes[i] reaches it.
  * Message ids come after those ps has handed out; data mode is ignored.
  * *used receives the algorithm (auto's choice) and *proto, when not NULL,
  * the protocol. Fails like coll_run on bad input. */

@@ -396,6 +396,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
         return ps_errf(err, "out of memory");
     for (int32_t j = 0; j < c->d; j++)
         before[j] = ps->lanes[lanes[j]].n;
+    int32_t forked = ps->nlanes; /* coll_append's sub-lanes come after */
     int used, proto;
     int rc = coll_append(ps, nw, &spec, lanes, &used, &proto, err);
     for (int32_t j = 0; j < c->d && rc == PS_OK; j++) {
@@ -403,6 +404,9 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
         for (int32_t i = before[j]; i < lane->n; i++)
             lane->ops[i].tag = tag;
     }
+    for (int32_t l = forked; l < ps->nlanes && rc == PS_OK; l++)
+        for (int32_t i = 0; i < ps->lanes[l].n; i++)
+            ps->lanes[l].ops[i].tag = tag;
     if (rc == PS_OK && c->log) {
         dp_log *log = c->log;
         if (log->n == log->cap) {

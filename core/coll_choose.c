@@ -18,7 +18,15 @@ int coll_cost_wire(const coll_spec *spec, const net *nw, const coll_view *v,
     int32_t nodes = coll_proto_nodes(spec, N);
     int32_t ch =
         nodes > 1 ? coll_ring_channels(spec, nw, v) : spec->hw.channels;
-    double cap = coll_proto_cap(spec, algo, proto, nodes, ch);
+    /* NCCL's graph bandwidth, nChannels x bw (the tree's cap): the bus
+     * bandwidth the ring reaches on the same channels */
+    double graph = INFINITY, R;
+    if (algo == COLL_TREE && N >= 2) {
+        if (coll_cost_algbw(spec, nw, v, COLL_RING, &R))
+            return ps_errf(err, "out of memory");
+        graph = R * coll_busbw_factor(spec->op, N);
+    }
+    double cap = coll_proto_cap(spec, algo, proto, nodes, ch, graph);
     if (N < 2 || isinf(cap))
         return PS_OK;
     /* the cap as algorithm bandwidth: NCCL's busBw x nRanks / nsteps for
@@ -79,11 +87,44 @@ int coll_predict(const coll_spec *spec, const net *nw, int algo,
     return rc;
 }
 
+/* The time auto ranks (algo, proto) by, given its prediction t: t, but for
+ * NCCL's tree allreduce at least NCCL's tuner formula with the tree's
+ * correction (ncclTopoGetAlgoTime, tuning.cc, NCCL 2.30.7: latency +
+ * bytes / (bandwidth x treeCorrectionFactor)), on pipesim's latency (the
+ * prediction at 4 bytes) and steady-state bandwidth (coll_cost_algbw over
+ * the protocol's wire factor). Why: auto predicts what NCCL picks, and
+ * NCCL picks by that formula; the factor stands for the real tree's
+ * losses at medium sizes, of which the pipeline's fill and drain, which
+ * the prediction t simulates, is one, so the larger of the two is taken,
+ * never their sum (the fill is not counted twice). The prediction (and
+ * the simulated time) stay the physical ones. Returns 0, or -1 when out
+ * of memory. */
+static int tuner_rank(const coll_spec *spec, const net *nw, const coll_view *v,
+                      int algo, int proto, double t, double *rank)
+{
+    *rank = t;
+    double cf = coll_proto_tree_correction(proto, spec->bytes);
+    if (algo != COLL_TREE || spec->op != COLL_ALLREDUCE || cf >= 1)
+        return 0;
+    double w, A, lat;
+    int32_t k;
+    coll_spec tiny = *spec;
+    tiny.bytes = 4;
+    if (coll_cost_wire(spec, nw, v, algo, proto, &w, NULL) ||
+        coll_cost_algbw(spec, nw, v, algo, &A) ||
+        coll_cost_predict_proto(&tiny, nw, v, algo, proto, &lat, &k, NULL))
+        return -1;
+    if (isfinite(A) && A > 0)
+        *rank = fmax(t, lat + (double)spec->bytes * w / (cf * A));
+    return 0;
+}
+
 int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
                      int *algo, int *proto, double *pred, int32_t *chunks,
                      ps_err *err)
 {
     int want = *proto;
+    double best = INFINITY, r;
     *algo = -1;
     *pred = INFINITY;
     for (const int *a = coll_op_algos_[spec->op]; *a >= 0; a++) {
@@ -106,7 +147,10 @@ int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
             if (coll_cost_predict_proto(spec, nw, v, *a, p, &t, &k, NULL))
                 continue; /* does not apply here (hierarchical without
                              nodes) */
-            if (t < *pred) {
+            if (tuner_rank(spec, nw, v, *a, p, t, &r))
+                return ps_errf(err, "out of memory");
+            if (r < best) {
+                best = r;
                 *pred = t;
                 *algo = *a;
                 *proto = p;

@@ -120,13 +120,14 @@ int coll_nvls_applies(const coll_spec *spec, int32_t N);
 /* Protocols (coll_proto.c): NCCL's bandwidth efficiency of (algo, proto)
  * on `nodes` nodes; the wire factor of algo with proto on N ranks (1 /
  * efficiency; nvls: its traffic on the direct pattern); the cap on the bus
- * bandwidth (B/s, INFINITY none) with NCCL's `channels`; nodes NCCL's
+ * bandwidth (B/s, INFINITY none) with NCCL's `channels` and its graph's
+ * bus bandwidth `graph` (B/s, INFINITY unknown); nodes NCCL's
  * model sees (N / ranks_per_node, or N); the latency a protocol adds to a
  * simulated collective; NCCL's own latency prediction. Seconds. */
 double coll_proto_eff(int algo, int proto, int32_t nodes);
 double coll_wire(const coll_spec *spec, int algo, int proto, int32_t N);
 double coll_proto_cap(const coll_spec *spec, int algo, int proto, int32_t nodes,
-                      int32_t channels);
+                      int32_t channels, double graph);
 int32_t coll_proto_nodes(const coll_spec *spec, int32_t N);
 /* channels: NCCL's search's (one per NIC across nodes; the ring's
  * plateau). */
@@ -134,6 +135,10 @@ double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
                            int proto, int32_t channels);
 double coll_proto_nccl_latency(const coll_spec *spec, int32_t N, int algo,
                                int proto);
+/* NCCL's correction of the tree's bandwidth for an allreduce of `bytes`
+ * under proto (treeCorrectionFactor, tuning.cc): 0.4 to 1.0; 1 without a
+ * protocol. */
+double coll_proto_tree_correction(int proto, int64_t bytes);
 
 /* Data mode: fills the inputs into buf (N x n), replays g's recorded
  * transfers, checks every rank's result and points res's outputs into buf

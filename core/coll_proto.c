@@ -135,11 +135,21 @@ static int cc_index(int cc)
  *   tree        min(bw .92, nCh perChMaxTreeBw), then LL: min(/ 3.8,
  *               llMaxBw); LL128: min(x 7/9 or 120/128, nCh
  *               perChMaxTreeLL128Bw)
- * so the tree's own cap is scaled by the protocol's factor too. None
- * without a compute capability (spec->hw.cc 0), nor for Simple rings and
- * nvls. */
+ * so the tree's own cap is scaled by the protocol's factor too. bw there
+ * is nCh x the tree graph's bandwidth per channel (bwIntra on 1-2 nodes,
+ * bwInter beyond), which NCCL's search finds equal to the ring graph's on
+ * the systems pipesim models (tests/lua/nccl_tuner_model.lua): `graph`,
+ * the bus bandwidth the ring reaches through the same channels (INFINITY:
+ * unknown). The tree's .92 is thus a cap on the graph's bandwidth, not
+ * only an efficiency on the simulated tree's (coll_proto_eff): where the
+ * simulated tree moves more than half of it (on 2 nodes each node is the
+ * root of one tree and a leaf of the other, and DGX A100's NVLink, not its
+ * NICs, bounds the tree), NCCL's model still gives the tree .92 x graph /
+ * 2 ("Convert bus BW to algorithm BW": x .5 for the tree on any number of
+ * nodes), and this cap holds it there. None without a compute capability
+ * (spec->hw.cc 0), nor for Simple rings and nvls. */
 double coll_proto_cap(const coll_spec *spec, int algo, int proto, int32_t nodes,
-                      int32_t channels)
+                      int32_t channels, double graph)
 {
     int cc = spec->hw.cc;
     if (cc <= 0 || proto <= COLL_PROTO_NONE || proto >= COLL_NPROTOS ||
@@ -155,7 +165,7 @@ double coll_proto_cap(const coll_spec *spec, int algo, int proto, int32_t nodes,
         else if (proto == COLL_LL128)
             cap = ch * per_ch_ring_ll128[g][n];
     } else {
-        double tree = ch * per_ch_tree[g][n];
+        double tree = fmin(.92 * graph / 1e9, ch * per_ch_tree[g][n]);
         if (proto == COLL_LL)
             cap = fmin(tree / 3.8, ll);
         else if (proto == COLL_LL128)
@@ -301,6 +311,31 @@ double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
         dnvl = hw_nvl[a][p], dnet = hw_net[a][p];
     double t = base_lat[a][p] + tuner_lat(algo, spec->op, N, nodes, dnvl, dnet);
     return t * 1e-6 + ring_plateau(spec, N, algo, proto, channels);
+}
+
+/* NCCL's treeCorrectionFactor (tuning.cc, NCCL 2.30.7): "Trees are not
+ * perfectly sticking to the model for medium sizes. Applying a static
+ * correction factor is not ideal but works quite well." Per protocol (LL,
+ * LL128, Simple) and power of two from 64 B, applied to the tree's
+ * bandwidth by ncclTopoGetAlgoTime for allreduce while log2i(nBytes >> 6)
+ * < 23 (the table's last entry is never read). */
+static const double tree_corr[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+};
+
+double coll_proto_tree_correction(int proto, int64_t bytes)
+{
+    if (proto <= COLL_PROTO_NONE || proto >= COLL_NPROTOS || bytes < 64)
+        return 1.0;
+    int ls = -1;
+    for (int64_t x = bytes >> 6; x >= 1; x >>= 1)
+        ls++;
+    return ls < 23 ? tree_corr[proto - COLL_LL][ls] : 1.0;
 }
 
 /* NCCL's own latency prediction for (algo, proto), seconds: base latency

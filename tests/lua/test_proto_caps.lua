@@ -108,4 +108,64 @@ do
     H.near(ra.time - ri.time, 1.5 * big / 22.5e9 - 1.5 * big / 39e9 + 4 * us, 1e-6,
         "llMaxBw by CPU across nodes")
 end
+-- The tree's .92 caps NCCL's graph bandwidth (nChannels x bw, the bus
+-- bandwidth a ring gets through the same channels), halved to algorithm
+-- bandwidth on any number of nodes (tuning.cc). Two nodes of one GPU, one
+-- 10 GB/s NIC each: the ring's bus bandwidth is 10 GB/s, so NCCL's tree
+-- runs at .5 x .92 x 10 = 4.6 GB/s (below perChMaxTreeBw 23.6 on 2
+-- nodes), although the simulated double binary tree (each node the root
+-- of one tree and the leaf of the other) moves T/2 up and T/2 down per
+-- direction, 10 GB/s at one wire byte. One chunk: 2 steps of a + (T w /
+-- 2) / B with w = 10 / 4.6; latency NCCL's tree Simple base 8.4 us plus 2
+-- network steps of 14 - 2.7 us (ppn 1: the tree's network latency).
+do
+    local c = ps.cluster{ nodes = 2, gpus_per_node = 1, nics_per_node = 1,
+        intra = { bandwidth = 100e9, latency = 0.6e-6 },
+        inter = { bandwidth = 10e9, latency = 2.7e-6 }, compute_capability = 80,
+        cpu_vendor = "intel" }
+    local T = 2 ^ 24
+    local r = coll(c, "tree", "simple", T, { chunks = 1 })
+    H.near(r.time, 2 * (2.7 * us + T / 2 / 4.6e9) + (8.4 + 2 * 11.3) * us, 1e-12,
+        "2 nodes: tree at .92 x the ring's bus bandwidth / 2")
+    H.near(r.predicted, r.time, 1e-12, "2 nodes: tree model")
+end
+
+-- auto ranks NCCL's tree with NCCL's treeCorrectionFactor as a floor
+-- (core/coll_choose.c): on DGX A100 x2 at 16 MiB (factor LL128 .9) the
+-- tree LL128's physical prediction is below the ring's, yet auto picks
+-- ring/LL128 as NCCL's tuner does; at 64 MiB (LL128 .9, Simple .8) the
+-- tree's Simple is physically faster than its LL128, yet auto runs the
+-- tree with LL128, as NCCL's; `predicted` stays the physical time of the
+-- pair picked. At 1 GiB (no factor) the tree's best protocol is the
+-- physically fastest.
+do
+    local c = ps.cluster(ps.clusters.dgx("a100", 2))
+    local function pred(algo, proto, b)
+        return ps.collective{ cluster = c, op = "allreduce", algorithm = algo, protocol = proto,
+            bytes = b, simulate = false }
+    end
+    local b = 2 ^ 24
+    local ring, ll128 = pred("ring", "ll128", b), pred("tree", "ll128", b)
+    H.check(ll128.predicted < ring.predicted,
+        string.format("a100 x2 16 MiB: tree LL128 %.1f us below ring %.1f us",
+            ll128.predicted / us, ring.predicted / us))
+    local auto = pred("auto", "auto", b)
+    H.eq(auto.algorithm .. "/" .. auto.protocol, "ring/ll128", "a100 x2 16 MiB: auto picks NCCL's pair")
+    H.eq(auto.predicted, ring.predicted, "a100 x2 16 MiB: predicted is the ring's")
+    b = 2 ^ 26
+    local simple = pred("tree", "simple", b)
+    ll128 = pred("tree", "ll128", b)
+    H.check(simple.predicted < ll128.predicted,
+        string.format("a100 x2 64 MiB: tree Simple %.1f us below LL128 %.1f us",
+            simple.predicted / us, ll128.predicted / us))
+    local tree = pred("tree", "auto", b)
+    H.eq(tree.protocol, "ll128", "a100 x2 64 MiB: the tree's protocol is NCCL's")
+    H.eq(tree.predicted, ll128.predicted, "a100 x2 64 MiB: the tree's predicted is LL128's")
+    b = 2 ^ 30
+    local best = math.huge
+    for _, p in ipairs{ "ll", "ll128", "simple" } do
+        best = math.min(best, pred("tree", p, b).predicted)
+    end
+    H.eq(pred("tree", "auto", b).predicted, best, "a100 x2 1 GiB: no factor, the fastest protocol")
+end
 H.done()

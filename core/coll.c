@@ -569,8 +569,7 @@ int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
 /* ------------------------------------------------------------------ */
 /* Appending to existing programs (gradient sync inside a training step) */
 
-/* A signal op (SIGNAL or WAIT on signal id), tagged as the lane's other
- * collective ops are by their caller. */
+/* A signal op (SIGNAL or WAIT on signal id). */
 static prog_op coll_signal_op(enum prog_type type, int32_t id)
 {
     prog_op op = {0};
@@ -583,8 +582,55 @@ static prog_op coll_signal_op(enum prog_type type, int32_t id)
     return op;
 }
 
+void coll_forks_free(coll_forks *f)
+{
+    for (int32_t i = 0; i < f->cap; i++)
+        free(f->lane[i]);
+    free(f->n);
+    free(f->lane);
+    f->n = NULL;
+    f->lane = NULL;
+    f->cap = 0;
+}
+
+/* Fork x of owner lane l (on rank), from forks or a new lane of ps;
+ * -1 when out of memory. */
+static int32_t fork_lane(prog_set *ps, coll_forks *forks, int32_t l,
+                         int32_t rank, int32_t x)
+{
+    if (!forks)
+        return prog_add_lane(ps, rank);
+    if (l >= forks->cap) {
+        int32_t cap = l + 1 > 2 * forks->cap ? l + 1 : 2 * forks->cap;
+        int32_t *n = realloc(forks->n, (size_t)cap * sizeof *n);
+        if (n)
+            forks->n = n;
+        int32_t **ln = realloc(forks->lane, (size_t)cap * sizeof *ln);
+        if (ln)
+            forks->lane = ln;
+        if (!n || !ln)
+            return -1;
+        for (int32_t i = forks->cap; i < cap; i++) {
+            forks->n[i] = 0;
+            forks->lane[i] = NULL;
+        }
+        forks->cap = cap;
+    }
+    if (x < forks->n[l])
+        return forks->lane[l][x];
+    int32_t *a = realloc(forks->lane[l], (size_t)(x + 1) * sizeof *a);
+    if (!a)
+        return -1;
+    forks->lane[l] = a;
+    a[x] = prog_add_lane(ps, rank);
+    if (a[x] >= 0)
+        forks->n[l] = x + 1;
+    return a[x];
+}
+
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
-                const int32_t *lanes, int *used, int *used_proto, ps_err *err)
+                const int32_t *lanes, coll_forks *forks, int32_t tag, int *used,
+                int *used_proto, ps_err *err)
 {
     coll_view v;
     coll_gen g;
@@ -613,7 +659,8 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.sent = calloc((size_t)N, sizeof *g.sent);
     g.lane = malloc(nl * sizeof *g.lane);
     g.last_step = malloc(nl * sizeof *g.last_step);
-    if (!g.sent || !g.lane || !g.last_step)
+    int32_t *from = calloc(nl + (size_t)N, sizeof *from);
+    if (!g.sent || !g.lane || !g.last_step || !from)
         g.oom = 1;
     /* the protocol's fixed latency (coll_proto_overhead: NCCL's base
      * latency and the per-step excess of its hop latency over the links';
@@ -625,24 +672,23 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
                       ? coll_proto_overhead(spec, N, algo, proto, g.channels)
                       : 0;
     for (int32_t i = 0; i < N && !g.oom; i++) {
+        from[nl + (size_t)i] = ps->lanes[lanes[i]].n;
         prog_op d = prog_delay(PROG_COLL, -1, over);
         if (over > 0 && prog_push(ps, lanes[i], &d))
             g.oom = 1;
     }
-    /* With lanes of its own (chan_lanes > 1) the collective forks: rank
-     * i's lane raises a start signal its sub-lanes wait on, and then waits
-     * for each sub-lane's end signal; signals are instant (eng.c), so the
-     * sub-lanes run what coll_run's lanes run, from the moment the rank's
-     * lane gets there. A sub-lane is made ready when its start signal is
-     * raised, in slot order (as coll_run's lanes start), so a collective
-     * whose ranks all arrive at once takes its standalone time (test:
-     * tests/lua/test_dp_coll.lua). Without (one channel, or slots = 1)
-     * the ops go on the rank's lane itself, as before. */
-    int32_t start = -1, done = -1;
+    /* With lanes of its own (chan_lanes > 1) the collective forks (coll.h):
+     * signals are instant (eng.c), and each fork's start signal wakes that
+     * fork alone, in slot order, as coll_run's lanes start, so the forks
+     * run what coll_run's lanes run from the moment the rank's lane gets
+     * there, and a collective whose ranks all arrive at once takes its
+     * standalone time (tests/cli.sh 'grad sync tree and ring as alone').
+     * Without (one channel, or slots = 1) the ops go on the rank's lane
+     * itself. */
+    int32_t start = -1;
     if (g.chan_lanes > 1 && !g.oom) {
-        start = ps->nsignals;
-        done = start + N;
-        ps->nsignals += N + (int32_t)nl;
+        start = ps->nsignals; /* start + s, then the ends start + nl + s */
+        ps->nsignals += 2 * (int32_t)nl;
     }
     for (size_t s = 0; s < nl && !g.oom; s++) {
         int32_t i = (int32_t)(s % (size_t)N);
@@ -651,25 +697,37 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
             g.lane[s] = lanes[i];
             continue;
         }
-        g.lane[s] = prog_add_lane(ps, v.rank[i]);
-        prog_op w = coll_signal_op(PROG_WAIT, start + i);
-        if (g.lane[s] < 0 || prog_push(ps, g.lane[s], &w))
+        g.lane[s] =
+            fork_lane(ps, forks, lanes[i], v.rank[i], (int32_t)(s / (size_t)N));
+        if (g.lane[s] < 0) {
             g.oom = 1;
-    }
-    for (int32_t i = 0; start >= 0 && i < N && !g.oom; i++) {
-        prog_op s = coll_signal_op(PROG_SIGNAL, start + i);
-        if (prog_push(ps, lanes[i], &s))
+            break;
+        }
+        from[s] = ps->lanes[g.lane[s]].n;
+        prog_op w = coll_signal_op(PROG_WAIT, start + (int32_t)s);
+        prog_op sg = coll_signal_op(PROG_SIGNAL, start + (int32_t)s);
+        if (prog_push(ps, g.lane[s], &w) || prog_push(ps, lanes[i], &sg))
             g.oom = 1;
     }
     if (!g.oom)
         emit(&g, spec, &v, algo, chunks);
     for (size_t s = 0; start >= 0 && s < nl && !g.oom; s++) {
-        int32_t i = (int32_t)(s % (size_t)N), id = done + (int32_t)s;
+        int32_t i = (int32_t)(s % (size_t)N);
+        int32_t id = start + (int32_t)(nl + s);
         prog_op sg = coll_signal_op(PROG_SIGNAL, id);
         prog_op w = coll_signal_op(PROG_WAIT, id);
         if (prog_push(ps, g.lane[s], &sg) || prog_push(ps, lanes[i], &w))
             g.oom = 1;
     }
+    /* every op appended carries the caller's tag */
+    for (size_t s = 0; !g.oom && s < nl + (size_t)N; s++) {
+        if (s < nl && start < 0)
+            continue; /* the rank's own lane, below */
+        prog_lane *l = &ps->lanes[s < nl ? g.lane[s] : lanes[s - nl]];
+        for (int32_t o = from[s]; o < l->n; o++)
+            l->ops[o].tag = tag;
+    }
+    free(from);
     rc = g.oom ? ps_errf(err, "out of memory generating a collective") : PS_OK;
     if (used)
         *used = algo;

@@ -248,20 +248,36 @@ typedef struct coll_rec {
 int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
               coll_result *res, ps_err *err);
 
+/* The lanes coll_append forked from its callers' lanes, kept for the next
+ * collective on the same lane: a lane runs one collective at a time (it
+ * waits for its forks' ends before it goes on), so the next one reuses
+ * them and lanes do not grow with collectives. Zeroed before first use;
+ * coll_forks_free releases it (harmless twice). */
+typedef struct coll_forks {
+    int32_t cap;    /* owner lanes covered: indices below cap */
+    int32_t *n;     /* owner lane -> forks it has */
+    int32_t **lane; /* owner lane -> its forks, in slot order */
+} coll_forks;
+
+void coll_forks_free(coll_forks *f);
+
 /* Appends the collective described by spec to existing lanes of ps
  * (lanes[i] runs on the i-th listed rank) instead of running it: the
  * gradient sync of a training step is a collective inside larger programs.
  * Where coll_run gives a position several lanes (a pipelined ring's
- * channels, the split tree's up and down lanes) they are added to ps
- * (after its lanes, on the position's rank) and forked from lanes[i]:
- * lanes[i] raises a start signal they wait on, then waits for each one's
- * end signal (signal ids after those ps has handed out), so the
- * collective runs as alone from when lanes[i] reaches it.
+ * channels, the split tree's up and down lanes) they are forked from
+ * lanes[i]: lanes of ps on the position's rank, taken from forks (added
+ * to ps and to forks when it has too few; forks NULL: always added).
+ * lanes[i] raises a start signal per fork, in slot order, each fork waits
+ * on its own, and lanes[i] then waits for each fork's end signal (signal
+ * ids after those ps has handed out), so the collective runs as alone
+ * from when lanes[i] reaches it. Every op appended carries `tag`.
  * Message ids come after those ps has handed out; data mode is ignored.
  * *used receives the algorithm (auto's choice) and *proto, when not NULL,
  * the protocol. Fails like coll_run on bad input. */
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
-                const int32_t *lanes, int *used, int *proto, ps_err *err);
+                const int32_t *lanes, coll_forks *forks, int32_t tag, int *used,
+                int *proto, ps_err *err);
 
 /* Frees what coll_run allocated in res; harmless on a zeroed or freed res. */
 void coll_result_free(coll_result *res);

@@ -371,8 +371,9 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
 /* One collective of a bucket over the replicas of pipeline rank r; its
  * transfers are tagged with the bucket's index. */
 static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
-                             const int32_t *lanes, const int32_t *ranks, int op,
-                             double bytes, int32_t tag, ps_err *err)
+                             coll_forks *forks, const int32_t *lanes,
+                             const int32_t *ranks, int op, double bytes,
+                             int32_t tag, ps_err *err)
 {
     int64_t b = (int64_t)ceil(bytes / 4) * 4;
     coll_spec spec = {0};
@@ -396,17 +397,8 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
         return ps_errf(err, "out of memory");
     for (int32_t j = 0; j < c->d; j++)
         before[j] = ps->lanes[lanes[j]].n;
-    int32_t forked = ps->nlanes; /* coll_append's sub-lanes come after */
     int used, proto;
-    int rc = coll_append(ps, nw, &spec, lanes, &used, &proto, err);
-    for (int32_t j = 0; j < c->d && rc == PS_OK; j++) {
-        prog_lane *lane = &ps->lanes[lanes[j]];
-        for (int32_t i = before[j]; i < lane->n; i++)
-            lane->ops[i].tag = tag;
-    }
-    for (int32_t l = forked; l < ps->nlanes && rc == PS_OK; l++)
-        for (int32_t i = 0; i < ps->lanes[l].n; i++)
-            ps->lanes[l].ops[i].tag = tag;
+    int rc = coll_append(ps, nw, &spec, lanes, forks, tag, &used, &proto, err);
     if (rc == PS_OK && c->log) {
         dp_log *log = c->log;
         if (log->n == log->cap) {
@@ -454,6 +446,9 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
     /* the all-gathers beside the forward (dp.h): Megatron asserts
      * --overlap-grad-reduce and the distributed optimizer for it */
     int pg = c->overlap_param_gather && c->zero && c->overlap && d > 1;
+    /* a communication lane's collectives, one after the other, reuse the
+     * lanes the first forked (coll_append) */
+    coll_forks forks = {0};
     int rc = PS_OK;
     if (!plans || !ready_base || !lanes || !ranks || !last) {
         rc = ps_errf(err, "out of memory");
@@ -540,7 +535,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
                 }
                 if (rc == PS_OK)
                     rc = bucket_collective(
-                        c, ps, nw, lanes, ranks, COLL_ALLGATHER,
+                        c, ps, nw, &forks, lanes, ranks, COLL_ALLGATHER,
                         pl->b[order[q]].params * c->weight_bytes, order[q],
                         err);
                 for (int32_t j = 0; j < d && rc == PS_OK; j++) {
@@ -559,7 +554,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
                     rc = ps_errf(err, "out of memory");
             }
             if (rc == PS_OK)
-                rc = bucket_collective(c, ps, nw, lanes, ranks,
+                rc = bucket_collective(c, ps, nw, &forks, lanes, ranks,
                                        c->zero ? COLL_REDUCE_SCATTER
                                                : COLL_ALLREDUCE,
                                        pl->b[k].bytes, k, err);
@@ -578,11 +573,13 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         /* ZeRO-1: the updated parameter shards come back to everyone
          * (with pg at the step's start, above) */
         for (int32_t k = 0; c->zero && !pg && k < pl->n && rc == PS_OK; k++)
-            rc = bucket_collective(c, ps, nw, lanes, ranks, COLL_ALLGATHER,
+            rc = bucket_collective(c, ps, nw, &forks, lanes, ranks,
+                                   COLL_ALLGATHER,
                                    pl->b[k].params * c->weight_bytes, k, err);
     }
 #undef DP_STRIDE
 done:
+    coll_forks_free(&forks);
     for (int32_t r = 0; plans && r < p; r++)
         free(plans[r].b);
     free(plans);

@@ -164,24 +164,23 @@ static int hook_grow(eng_cursor *c, int32_t cap)
  * the link state of one rank pair each, which is exact for a ring and
  * an upper bound where channels share a pair, the first message pool,
  * the per-lane and per-rank statistics), before any growth of the
- * message pool, which grows with the messages in flight. Called where the run's setup or a channel's
- * first transfer ran out of memory. */
+ * message pool, which grows with the messages in flight. Called where the run's
+ * setup or a channel's first transfer ran out of memory. */
 static void note_cursor_need(const eng_sim *e, const gen_prog *g, int hook)
 {
     if (limit_stopped() != LIMIT_MEMORY)
         return;
     double nl = g->nlanes, nr = g->nranks, nch = g->nchannels;
     double msgs = 2 * nch + 1024;
-    double bytes = nl * (sizeof(clane) + (double)g->max_batch *
-                                             sizeof(prog_op) +
-                         g->state_bytes + sizeof *e->ready + sizeof *e->busy) +
-                   nch * (sizeof(chan) + (double)net_pair_bytes(e->nw)) +
-                   msgs * sizeof(cmsg) +
-                   (hook ? msgs * (sizeof(prog_op) + sizeof(int64_t) +
-                                   sizeof(int32_t))
-                         : 0) +
-                   nr * (sizeof *e->device + sizeof *e->device_wait +
-                         sizeof *e->mem + sizeof *e->mem_lane);
+    double bytes =
+        nl * (sizeof(clane) + (double)g->max_batch * sizeof(prog_op) +
+              g->state_bytes + sizeof *e->ready + sizeof *e->busy) +
+        nch * (sizeof(chan) + (double)net_pair_bytes(e->nw)) +
+        msgs * sizeof(cmsg) +
+        (hook ? msgs * (sizeof(prog_op) + sizeof(int64_t) + sizeof(int32_t))
+              : 0) +
+        nr * (sizeof *e->device + sizeof *e->device_wait + sizeof *e->mem +
+              sizeof *e->mem_lane);
     char b[64], line[200];
     snprintf(line, sizeof line,
              "the run's generated lanes and their links need about %s "

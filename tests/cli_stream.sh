@@ -38,7 +38,7 @@ for i = 1, 8 do
 end
 for _, s in ipairs{ "gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2", "looped_bfs",
                     "interleaved_pytorch", "interleaved_zb", "zbv", "dualpipev",
-                    "forward_only" } do
+                    "dualpipe", "forward_only" } do
   for _, record in ipairs{ "summary", "events" } do
     local v = (s == "interleaved" or s == "looped_bfs" or s == "interleaved_pytorch"
                or s == "interleaved_zb" or s == "zbv" or s == "dualpipev") and 2 or nil

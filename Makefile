@@ -73,7 +73,9 @@ BIN      := $(BUILD)/pipesim
 BENCH    := $(BUILD)/bench
 REC_BENCH := $(BUILD)/rec_bench
 # The SimGrid side of make bench's comparison, only where pkg-config finds
-# simgrid (Debian's libsimgrid-dev); nothing else needs it, CI neither.
+# simgrid (Debian's libsimgrid-dev); make test builds it too, so that
+# tests/cli_simgrid.sh checks both sides simulate the same times. CI does
+# not install it.
 CXX      ?= c++
 SIMGRID_BENCH := $(if $(shell pkg-config --exists simgrid 2>/dev/null && echo y),$(BUILD)/simgrid_bench)
 
@@ -135,7 +137,7 @@ demo: all
 
 # The benchmarks are built (not run) by make test, so a change to a core
 # struct cannot leave make bench broken unnoticed.
-test: all unit $(BENCH) $(REC_BENCH)
+test: all unit $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@BUILD=$(BUILD) VALGRIND="$(VALGRIND)" sh tests/run.sh
 
 bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)

@@ -159,7 +159,50 @@ static int hook_grow(eng_cursor *c, int32_t cap)
     return 0;
 }
 
+/* For the memory stop's message (limit_note_need): what a generated run's
+ * engine state takes (lanes, their buffers and cursor state, channels and
+ * the link state of one rank pair each, which is exact for a ring and
+ * an upper bound where channels share a pair, the first message pool,
+ * the per-lane and per-rank statistics), before any growth of the
+ * message pool, which grows with the messages in flight. Called where the run's
+ * setup or a channel's first transfer ran out of memory. */
+static void note_cursor_need(const eng_sim *e, const gen_prog *g, int hook)
+{
+    if (limit_stopped() != LIMIT_MEMORY)
+        return;
+    double nl = g->nlanes, nr = g->nranks, nch = g->nchannels;
+    double msgs = 2 * nch + 1024;
+    double bytes =
+        nl * (sizeof(clane) + (double)g->max_batch * sizeof(prog_op) +
+              g->state_bytes + sizeof *e->ready + sizeof *e->busy) +
+        nch * (sizeof(chan) + (double)net_pair_bytes(e->nw)) +
+        msgs * sizeof(cmsg) +
+        (hook ? msgs * (sizeof(prog_op) + sizeof(int64_t) + sizeof(int32_t))
+              : 0) +
+        nr * (sizeof *e->device + sizeof *e->device_wait + sizeof *e->mem +
+              sizeof *e->mem_lane);
+    char b[64], line[200];
+    snprintf(line, sizeof line,
+             "the run's generated lanes and their links need about %s "
+             "(%d lanes, %d channels; it grows with ranks, not ops)",
+             limit_format_bytes((size_t)bytes, b, sizeof b), (int)g->nlanes,
+             (int)g->nchannels);
+    limit_note_need(line);
+}
+
+static int size_cursor_(eng_sim *e, const gen_prog *g, int hook);
+
+/* size_cursor_, and on a failure the memory stop's note of what the run
+ * would need */
 static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
+{
+    if (size_cursor_(e, g, hook) == 0)
+        return 0;
+    note_cursor_need(e, g, hook);
+    return -1;
+}
+
+static int size_cursor_(eng_sim *e, const gen_prog *g, int hook)
 {
     if (!e->cur && !(e->cur = calloc(1, sizeof *e->cur)))
         return -1;
@@ -344,6 +387,7 @@ COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
         c->mesh = net_mesh_fifo(e->nw, &c->slots, &c->bw, &c->lat);
     }
     if (ch->pair == -1) {
+        note_cursor_need(e, c->g, c->sop_cap > 0);
         e->oom = 1;
         return;
     }

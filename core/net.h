@@ -196,6 +196,11 @@ int net_start_conn(net *nw, int32_t *conn, int32_t key, int32_t id, int32_t src,
 #define NET_NO_PAIR (-2)
 int32_t net_pair(net *nw, int32_t src, int32_t dst);
 
+/* The run-time state one pair handed out by net_pair keeps, in bytes (0
+ * when pairs keep none): a run on a mesh keeps it for each pair it uses,
+ * so the memory stop can say what a run would need. */
+size_t net_pair_bytes(const net *nw);
+
 /* net_start with a handle from net_pair(nw, src, dst). */
 int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
                    double bytes, double now, double *t_begin);

@@ -623,6 +623,19 @@ int net_event_queued(const net *nw, double *t_begin)
     return 1;
 }
 
+size_t net_pair_bytes(const net *nw)
+{
+    if (!nw->mesh)
+        return 0;
+    /* mesh_grow's arrays (the FAIR ones when allocated) and mesh_rehash's
+     * table, kept at most half full: two entries a slot */
+    size_t b = sizeof(lstat) + 2 * sizeof(int32_t) +
+               2 * (sizeof(int64_t) + sizeof(int32_t));
+    if (nw->l_head)
+        b += 2 * sizeof(int32_t) + sizeof(uint32_t) + 2 * sizeof(double);
+    return b;
+}
+
 int32_t net_pair(net *nw, int32_t src, int32_t dst)
 {
     if (nw->oom)

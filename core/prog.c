@@ -96,7 +96,7 @@ static void note_need(const char *who, int64_t ops, int64_t msgs, int exact)
     char b[64], line[200];
     snprintf(line, sizeof line,
              "%s %s%s as arrays (%.1f M ops; ring collectives, and GPipe, "
-             "1F1B and interleaved without event rows, stream instead)",
+             "1F1B and interleaved, stream instead)",
              who, exact ? "about " : "more than ",
              limit_format_bytes(bytes, b, sizeof b), (double)ops / 1e6);
     limit_note_need(line);

@@ -65,7 +65,16 @@ local ps = require "pipesim"
 local c = ps.cluster{ ranks = 1024, link = { bandwidth = "50 GB/s", latency = "5 us" } }
 ps.collective{ cluster = c, op = "allreduce", algorithm = "tree", bytes = "1 GiB", record = "summary" }
 LUA
-expect_fail "run $TMP/arrays.lua -o $TMP/mem.db --max-memory 32MiB" "arrays.lua:3: memory limit of 32 MiB reached (--max-memory): the run's programs need about 89.1 MiB as arrays (1.7 M ops; ring collectives, and GPipe"
+expect_fail "run $TMP/arrays.lua -o $TMP/mem.db --max-memory 32MiB" "arrays.lua:3: memory limit of 32 MiB reached (--max-memory): the run's programs need about 89.1 MiB as arrays (1.7 M ops; ring collectives, and GPipe, 1F1B and interleaved, stream instead)"
+# a generated program past the budget (a ring of 1 << 20 ranks: its lanes,
+# channels and the link state of their 1 << 20 rank pairs, not its 2^41
+# transfers): the message says what it would need
+cat >"$TMP/gen.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 1 << 20, link = { bandwidth = "50 GB/s", latency = "5 us" } }
+ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = "1 GiB", record = "none" }
+LUA
+expect_fail "run $TMP/gen.lua -o $TMP/mem.db --max-memory 16MiB" "gen.lua:3: memory limit of 16 MiB reached (--max-memory): the run's generated lanes and their links need about 328.0 MiB (1048576 lanes, 1048576 channels; it grows with ranks, not ops)"
 printf 'print(pcall(string.rep, "x", 2^30))\nprint("carried on")\n' >"$TMP/rep.lua"
 expect_fail "run $TMP/rep.lua -o $TMP/mem.db --max-memory 64MiB" "rep.lua:1: memory limit of 64 MiB reached (--max-memory)"
 grep -q "carried on" "$TMP/lim.stdout" && bad "--max-memory: the scenario carried on" || ok

@@ -569,19 +569,6 @@ int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
 /* ------------------------------------------------------------------ */
 /* Appending to existing programs (gradient sync inside a training step) */
 
-/* A signal op (SIGNAL or WAIT on signal id). */
-static prog_op coll_signal_op(enum prog_type type, int32_t id)
-{
-    prog_op op = {0};
-    op.type = (uint8_t)type;
-    op.msg = id;
-    op.peer = -1;
-    op.stage = -1;
-    op.mb = -1;
-    op.tag = -1;
-    return op;
-}
-
 void coll_forks_free(coll_forks *f)
 {
     for (int32_t i = 0; i < f->cap; i++)
@@ -704,8 +691,8 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
             break;
         }
         from[s] = ps->lanes[g.lane[s]].n;
-        prog_op w = coll_signal_op(PROG_WAIT, start + (int32_t)s);
-        prog_op sg = coll_signal_op(PROG_SIGNAL, start + (int32_t)s);
+        prog_op w = prog_signal(PROG_WAIT, start + (int32_t)s);
+        prog_op sg = prog_signal(PROG_SIGNAL, start + (int32_t)s);
         if (prog_push(ps, g.lane[s], &w) || prog_push(ps, lanes[i], &sg))
             g.oom = 1;
     }
@@ -714,8 +701,8 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     for (size_t s = 0; start >= 0 && s < nl && !g.oom; s++) {
         int32_t i = (int32_t)(s % (size_t)N);
         int32_t id = start + (int32_t)(nl + s);
-        prog_op sg = coll_signal_op(PROG_SIGNAL, id);
-        prog_op w = coll_signal_op(PROG_WAIT, id);
+        prog_op sg = prog_signal(PROG_SIGNAL, id);
+        prog_op w = prog_signal(PROG_WAIT, id);
         if (prog_push(ps, g.lane[s], &sg) || prog_push(ps, lanes[i], &w))
             g.oom = 1;
     }

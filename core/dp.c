@@ -128,18 +128,6 @@ static int is_last_backward(const prog_lane *lane, const int32_t *last,
     return is_grad_op(op) && last[op->chunk] == i;
 }
 
-static prog_op signal_op(enum prog_type type, int32_t id)
-{
-    prog_op op = {0};
-    op.type = (uint8_t)type;
-    op.msg = id;
-    op.peer = -1;
-    op.stage = -1;
-    op.mb = -1;
-    op.tag = -1;
-    return op;
-}
-
 /* The tag of the forward's waits for overlap_param_gather's all-gathers
  * (dp_exposed counts them). */
 #define DP_TAG_GATHER (-2)
@@ -270,11 +258,11 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     for (int32_t q = 0; gathered && q < pl->n; q++)
         if (chunk_start(pl, order, q) &&
             disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] < 0)
-            ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+            ops[n++] = prog_signal(PROG_SIGNAL, reached[q]);
     /* a chunk without a plain forward waits for its buckets up front */
     for (int32_t q = 0; gathered && q < pl->n; q++)
         if (first[pl->b[order[q]].chunk] < 0) {
-            ops[n] = signal_op(PROG_WAIT, gathered[q]);
+            ops[n] = prog_signal(PROG_WAIT, gathered[q]);
             ops[n++].tag = DP_TAG_GATHER;
         }
     int32_t nf = 0; /* forwards so far */
@@ -286,7 +274,7 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
         for (int32_t q = 0; gathered && fwd && q < pl->n; q++)
             if (chunk_start(pl, order, q) &&
                 disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] == nf)
-                ops[n++] = signal_op(PROG_SIGNAL, reached[q]);
+                ops[n++] = prog_signal(PROG_SIGNAL, reached[q]);
         nf += fwd;
         if (gathered && fwd && first[op->chunk] == i) {
             /* the chunk's first forward, split where each bucket's layers
@@ -308,7 +296,7 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                     n++;
                     done = s0;
                 }
-                ops[n] = signal_op(PROG_WAIT, gathered[q]);
+                ops[n] = prog_signal(PROG_WAIT, gathered[q]);
                 ops[n++].tag = DP_TAG_GATHER;
             }
             ops[n] = *op;
@@ -334,7 +322,7 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                 n++;
                 done = f;
             }
-            ops[n++] = signal_op(PROG_SIGNAL, ready[k]);
+            ops[n++] = prog_signal(PROG_SIGNAL, ready[k]);
         }
         if (done < 1) {
             ops[n] = *op;
@@ -352,13 +340,13 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     }
     if (!c->overlap || c->d == 1)
         for (int32_t k = 0; k < pl->n && c->d > 1; k++)
-            ops[n++] = signal_op(PROG_SIGNAL, ready[k]);
+            ops[n++] = prog_signal(PROG_SIGNAL, ready[k]);
     if (c->d > 1)
-        ops[n++] = signal_op(PROG_WAIT, synced);
+        ops[n++] = prog_signal(PROG_WAIT, synced);
     double opt = c->optimizer_seconds / (c->zero ? c->d : 1);
     ops[n++] = prog_compute(PROG_OPT, stage, 0, -1, opt, 0);
     if (c->zero && c->d > 1)
-        ops[n++] = signal_op(PROG_SIGNAL, updated);
+        ops[n++] = prog_signal(PROG_SIGNAL, updated);
     if (!lane->in_arena) /* a slice of prog_reserve's block is not ours */
         free(lane->ops);
     lane->ops = ops;
@@ -529,7 +517,8 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
                 int wait = chunk_start(pl, order, q);
                 for (int32_t j = 0; wait && j < d && rc == PS_OK; j++) {
                     int32_t base = ready_base[r] + j * stride;
-                    prog_op w = signal_op(PROG_WAIT, base + 2 * pl->n + 2 + q);
+                    prog_op w =
+                        prog_signal(PROG_WAIT, base + 2 * pl->n + 2 + q);
                     if (prog_push(ps, lanes[j], &w))
                         rc = ps_errf(err, "out of memory");
                 }
@@ -540,7 +529,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
                         err);
                 for (int32_t j = 0; j < d && rc == PS_OK; j++) {
                     int32_t base = ready_base[r] + j * stride;
-                    prog_op s = signal_op(PROG_SIGNAL, base + pl->n + 2 + q);
+                    prog_op s = prog_signal(PROG_SIGNAL, base + pl->n + 2 + q);
                     if (prog_push(ps, lanes[j], &s))
                         rc = ps_errf(err, "out of memory");
                 }
@@ -549,7 +538,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         for (int32_t k = 0; k < pl->n && rc == PS_OK; k++) {
             for (int32_t j = 0; j < d && rc == PS_OK; j++) {
                 prog_op w =
-                    signal_op(PROG_WAIT, ready_base[r] + j * stride + k);
+                    prog_signal(PROG_WAIT, ready_base[r] + j * stride + k);
                 if (prog_push(ps, lanes[j], &w))
                     rc = ps_errf(err, "out of memory");
             }
@@ -561,11 +550,11 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         }
         for (int32_t j = 0; j < d && rc == PS_OK; j++) {
             int32_t base = ready_base[r] + j * stride;
-            prog_op s = signal_op(PROG_SIGNAL, base + pl->n);
+            prog_op s = prog_signal(PROG_SIGNAL, base + pl->n);
             if (prog_push(ps, lanes[j], &s))
                 rc = ps_errf(err, "out of memory");
             if (c->zero && !pg) {
-                prog_op w = signal_op(PROG_WAIT, base + pl->n + 1);
+                prog_op w = prog_signal(PROG_WAIT, base + pl->n + 1);
                 if (prog_push(ps, lanes[j], &w))
                     rc = ps_errf(err, "out of memory");
             }

@@ -226,6 +226,18 @@ prog_op prog_delay(enum prog_kind kind, int32_t tag, double seconds)
     return op;
 }
 
+prog_op prog_signal(enum prog_type type, int32_t id)
+{
+    prog_op op = {0};
+    op.type = (uint8_t)type;
+    op.msg = id;
+    op.peer = -1;
+    op.stage = -1;
+    op.mb = -1;
+    op.tag = -1;
+    return op;
+}
+
 static prog_op p2p(enum prog_type type, int32_t peer, int32_t msg, double bytes,
                    enum prog_kind kind, int32_t mb, unsigned flags)
 {

@@ -157,6 +157,9 @@ static inline int32_t prog_new_signal(prog_set *ps)
 prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,
                      int32_t mb, double seconds, double mem);
 prog_op prog_delay(enum prog_kind kind, int32_t tag, double seconds);
+/* A PROG_SIGNAL raising, or a PROG_WAIT on, signal `id` (no peer, stage,
+ * microbatch or tag). */
+prog_op prog_signal(enum prog_type type, int32_t id);
 prog_op prog_send(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,
                   int32_t mb, unsigned flags);
 prog_op prog_recv(int32_t peer, int32_t msg, double bytes, enum prog_kind kind,

@@ -39,16 +39,22 @@ local function float_str(v, width)
 end
 M.float_str = float_str
 
--- The sizes nccl-tests runs from minbytes to maxbytes: times factor f
--- (-f), or plus stepbytes (-i) when f is nil.
+-- The sizes nccl-tests runs from minbytes to maxbytes (src/common.cu,
+-- the loop over sizes): times the factor f when f > 1 (-f), else plus
+-- stepbytes i (-i; nccl-tests' defaults are stepFactor 1, stepBytes 1M).
 function M.sizes(b, e, f, i)
     local out, s = {}, b
     while s <= e do
         out[#out + 1] = s
-        if f then s = s * f else s = s + i end
+        if f > 1 and s == 0 then break end -- -b 0 -e 0: the one size
+        if f > 1 then s = s * f else s = s + i end
     end
     return out
 end
+
+-- At most this many sizes in one table: -i 1 from 8 B to 8G would be 8.6e9
+-- simulations, a run that looks hung rather than one that fails.
+M.MAX_SIZES = 100000
 
 -- The count of float elements nccl-tests moves for size bytes on n ranks:
 -- reduce_scatter, allgather and alltoall round the per-rank count down to
@@ -62,7 +68,7 @@ local function count_of(op, size, n)
 end
 
 -- spec: { op = "all_reduce", cluster = ps.cluster, b = 8, e = "8G",
--- f = 2 (or i = stepbytes), g = ranks (default all), algorithm, slots,
+-- f = factor (default 1: off) or i = stepbytes (default 1M), g = ranks (default all), algorithm, slots,
 -- print = false to stay quiet or a function(text) that gets the output,
 -- db, record (default "summary") }. Returns the rows { size,
 -- count, time, algbw, busbw, algorithm, id }. Errors name the flag.
@@ -89,17 +95,23 @@ function M.run(ps, spec, where)
     if b > e then
         error(string.format("%s: -b %d is larger than -e %d", where, b, e), 3)
     end
-    local f, i = spec.f, nil
-    if spec.i ~= nil then
-        i = size_flag("i", spec.i, nil)
-        if i < 1 then error(where .. ": -i: the step must be positive", 3) end
-        f = nil
-    else
-        f = f == nil and 2 or f
-        if math.type(f) ~= "integer" or f < 2 then
-            error(string.format("%s: -f: expected an integer factor >= 2, got '%s'",
-                where, tostring(spec.f)), 3)
-        end
+    -- nccl-tests: -f (stepFactor, default 1) wins when above 1, else -i
+    -- (stepBytes, default 1M) is added
+    local f = spec.f == nil and 1 or spec.f
+    if math.type(f) ~= "integer" or f < 1 then
+        error(string.format("%s: -f: expected an integer factor >= 1, got '%s'",
+            where, tostring(spec.f)), 3)
+    end
+    local i = size_flag("i", spec.i, 1024 * 1024)
+    if f == 1 and i < 1 then error(where .. ": -i: the step must be positive", 3) end
+    if f > 1 and b == 0 and e > 0 then
+        error(string.format("%s: -b 0 with -f %d never grows: start at -b 1 or more, "
+            .. "or step with -i", where, f), 3)
+    end
+    local n = f == 1 and (e - b) // i + 1 or 0 -- a factor of 2 or more: <= 64 sizes
+    if n > M.MAX_SIZES then
+        error(string.format("%s: -b %d -e %d -i %d gives %d sizes, at most %d: take a "
+            .. "larger -i, or -f 2", where, b, e, i, n, M.MAX_SIZES), 3)
     end
     local c = spec.cluster
     local total = c and c.ranks
@@ -189,7 +201,7 @@ function M.cli(ps, opts)
     local spec = { op = opts.op, cluster = c, b = opts.b, e = opts.e, f = int_flag("f", opts.f),
                      i = opts.i, g = g, algorithm = opts.algorithm, protocol = opts.protocol,
                      db = opts.db }
-    if opts.f and spec.f == nil then fail("-f " .. opts.f .. ": expected an integer factor >= 2") end
+    if opts.f and spec.f == nil then fail("-f " .. opts.f .. ": expected an integer factor >= 1") end
     local ok, err = pcall(M.run, ps, spec, "nccl-tests")
     if not ok then error((tostring(err):gsub("^.-:%d+: ", "")), 0) end
 end

@@ -14,8 +14,10 @@ H.eq(nt.parse_size("8X"), nil)
 H.eq(nt.parse_size("-1"), nil)
 local s = nt.sizes(8, 64, 2)
 H.eq(#s, 4); H.eq(s[1], 8); H.eq(s[4], 64)
-s = nt.sizes(8, 32, nil, 8)
+s = nt.sizes(8, 32, 1, 8)
 H.eq(#s, 4); H.eq(s[4], 32)
+s = nt.sizes(0, 0, 2)
+H.eq(#s, 1); H.eq(s[1], 0)
 H.eq(nt.float_str(1234.5678, 7), "1234.57")
 H.eq(nt.float_str(123456.78, 7), " 123457")
 H.eq(nt.float_str(12345678.9, 7), "1.2e+07")
@@ -60,13 +62,29 @@ end
 -- nranks x 4 floats as nccl-tests does
 local r = ps.nccl_tests{ op = "alltoall", cluster = c, b = 1000, e = 1000, g = 4, print = false }
 H.eq(r[1].count, 240) -- 250 floats: 62 per rank, down to 60
+-- nccl-tests' step (src/common.cu): without -f, sizes go up by -i, 1M by
+-- default (stepFactor 1, stepBytes 1M); -f above 1 wins over -i; -f 1 is
+-- the additive step too
+for _, case in ipairs{ { {}, { 1, 2, 3 } }, { { f = 1 }, { 1, 2, 3 } },
+                       { { i = "512K" }, { 1, 1.5, 2, 2.5, 3 } },
+                       { { f = 2, i = "512K" }, { 1, 2 } } } do
+    local spec = { op = "all_reduce", cluster = c, b = "1M", e = "3M", print = false }
+    for k, v in pairs(case[1]) do spec[k] = v end
+    local got = ps.nccl_tests(spec)
+    H.eq(#got, #case[2], "nccl-tests step: sizes")
+    for k, mib in ipairs(case[2]) do H.eq(got[k].size, math.tointeger(mib * 2 ^ 20)) end
+end
 -- bad flags
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, b = "8X" } end,
     "-b: expected a size such as 8, 64K or 8G, got '8X'")
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, b = "1M", e = 8 } end,
     "-b 1048576 is larger than -e 8")
-H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, f = 1 } end,
-    "-f: expected an integer factor >= 2, got '1'")
+H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, f = 0 } end,
+    "-f: expected an integer factor >= 1, got '0'")
+H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, b = 0, e = 64, f = 2 } end,
+    "-b 0 with -f 2 never grows: start at -b 1 or more, or step with -i")
+H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, b = 8, e = "8G", i = 1 } end,
+    "-b 8 -e 8589934592 -i 1 gives 8589934585 sizes, at most 100000: take a larger -i, or -f 2")
 H.raises(function() ps.nccl_tests{ op = "all_reduce", cluster = c, g = 9 } end,
     "-g: expected 1 to 8 GPUs, got '9'")
 H.raises(function() ps.nccl_tests{ op = "allreduce_perf", cluster = c } end,

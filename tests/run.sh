@@ -17,7 +17,7 @@ if [ -n "${VALGRIND:-}" ]; then
     # Lua state before _exit, and a worker's leak (its exit code 99) fails
     # the sweep ("a worker process ended with status 99"); tests/valgrind.supp
     # says what of SQLite's a worker keeps
-    VG="valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible"
+    VG="valgrind -q --suppressions=$(pwd)/tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible"
 fi
 
 # add_counts FILE: adds the last "N passed, N failed" line of FILE

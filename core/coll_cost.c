@@ -134,7 +134,15 @@ static double chunked(double fixed, double a, double b, double T, int64_t kmax,
  * net_build_cluster, ranks_per_node elsewhere; one ring when the ranks are
  * not whole nodes (ranks_per_node < 2, fewer than two nodes) or on a mesh,
  * where every pair has its own link and there are no NICs to spread over
- * (more rings would only stack flows on the same intra-node pair links). */
+ * (more rings would only stack flows on the same intra-node pair links).
+ * One per NIC is NCCL's ring graph (the nChannels its tuner caps LL128
+ * with) also where two GPUs share a NIC: ncclTopoCompute (search.cc,
+ * NCCL 2.15.5 and 2.30.7) finds 4 x 24 GB/s on 8 A100s with 4 HDR NICs
+ * first, and the 8 x 12 it finds later ties at 96, which
+ * ncclTopoCompareGraphs does not take (it wants more nChannels x bw or
+ * fewer hops); ncclTopoDupChannels doubles only from 25 GB/s on Ampere.
+ * Not modelled: on Hopper it doubles 4 x 48 to 8 x 24, so 4 NDR NICs give
+ * NCCL 8 graph channels (test_proto_caps.lua pins one per NIC). */
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
                            const coll_view *v)
 {

@@ -168,4 +168,27 @@ do
     end
     H.eq(pred("tree", "auto", b).predicted, best, "a100 x2 1 GiB: no factor, the fastest protocol")
 end
+
+-- NCCL's ring graph across A100 nodes has one channel per NIC, also when
+-- two GPUs share a NIC, so the ring LL128 cap is 20 GB/s
+-- (perChMaxRingLL128Bw, Ampere) x the NICs. ncclTopoCompute (search.cc,
+-- NCCL 2.30.7 and 2.15.5) starts at the GPU-NIC path's 24 GB/s: each
+-- channel takes 24 of one HDR NIC's 25, so 4 NICs give 4 x 24; at 12 GB/s
+-- (tried: 12 / 24 > .49) 8 x 12 ties at 96 and ncclTopoCompareGraphs keeps
+-- the first (it copies only on more nChannels x bw, or fewer hops); no
+-- ncclTopoDupChannels below 25 GB/s. (connect.cc runs twice the graph's
+-- channels, but tuning.cc caps by graphs[a]->nChannels.) At 8 GiB the
+-- latency is 0.1% of the time: LL128's busbw is the cap (.92 x 25 GB/s x
+-- NICs is above it).
+do
+    local f, b = 2 * 23 / 24, 2 ^ 33
+    for _, n in ipairs{ 1, 2, 4, 8 } do
+        local c = ps.cluster(ps.clusters.dgx("a100_40", 3, { nics_per_node = n,
+                                                            cpu_vendor = "intel" }))
+        local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring",
+            protocol = "ll128", bytes = b, simulate = false }
+        H.near(b * f / r.predicted, n * 20e9, 3e-3,
+            string.format("a100 x3, %d NICs: ring LL128 at %d channels x 20 GB/s", n, n))
+    end
+end
 H.done()

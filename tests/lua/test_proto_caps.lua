@@ -189,6 +189,30 @@ do
             protocol = "ll128", bytes = b, simulate = false }
         H.near(b * f / r.predicted, n * 20e9, 3e-3,
             string.format("a100 x3, %d NICs: ring LL128 at %d channels x 20 GB/s", n, n))
+        H.eq(r.channels, n, string.format("a100 x3, %d NICs: not duplicated", n))
+    end
+end
+
+-- ncclTopoDupChannels (src/graph/search.cc, NCCL 2.30.7, since 2.18.3)
+-- on Hopper: the search's 4 x 48 GB/s on 8 H100s with 4 NDR NICs (50
+-- GB/s, NCCL's speed 48) is doubled to 8 x 24 (bwIntra >= 25, and not
+-- both < 50 and > 4 channels), 8 NICs' 8 x 48 is not. tuning.cc, ring
+-- LL128 on 2 nodes: busBw = min(nChannels x bw x .92, nChannels x
+-- perChMaxRingLL128Bw 36.7) = min(8 x 24 x .92, 8 x 36.7) = 176.6 GB/s
+-- in NCCL's own model; pipesim takes the .92 on its simulated links (4
+-- NICs x 50 GB/s, two channels each) and NCCL's cap: min(.92 x 200, 8 x
+-- 36.7) = 184 GB/s (one channel per NIC gave min(184, 4 x 36.7) = 146.8).
+-- 8 NICs: min(.92 x 400, 8 x 36.7) = 293.6. At 8 GiB on 16 ranks (bus
+-- factor 2 x 15/16) the latency is 0.1% of the time.
+do
+    local f, b = 2 * 15 / 16, 2 ^ 33
+    for _, t in ipairs{ { nics = 4, ch = 8, bus = 184e9 }, { nics = 8, ch = 8, bus = 8 * 36.7e9 } } do
+        local c = ps.cluster(ps.clusters.dgx("h100", 2, { nics_per_node = t.nics }))
+        local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring",
+            protocol = "ll128", bytes = b, simulate = false }
+        H.eq(r.channels, t.ch, string.format("h100 x2, %d NICs: %d channels", t.nics, t.ch))
+        H.near(b * f / r.predicted, t.bus, 3e-3,
+            string.format("h100 x2, %d NICs: ring LL128 at %.1f GB/s", t.nics, t.bus / 1e9))
     end
 end
 H.done()

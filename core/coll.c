@@ -373,8 +373,8 @@ static int pick(const coll_spec *spec, const net *nw, coll_view *v, int *algo,
     return rc;
 }
 
-/* The channel count (ring and NCCL's tree: one per NIC on whole nodes,
- * coll_ring_channels), the slots and the lanes per position of algo. A
+/* The channel count (ring and NCCL's tree: NCCL's graph channels on whole
+ * nodes, coll_ring_channels), the slots and the lanes per position of algo. A
  * pipelined ring of several channels runs each channel in a lane of its
  * own on every rank, as NCCL runs each channel in its own thread block:
  * in one lane a rank would wait in every step for all its channels'

@@ -126,7 +126,7 @@ typedef struct coll_hw {
     int cpu;          /* enum coll_cpu */
     int32_t channels; /* the channels NCCL's search finds on one node (the
                          per-channel caps' multiplier there; several nodes
-                         use one per NIC); 0 unknown */
+                         use coll_ring_channels); 0 unknown */
 } coll_hw;
 
 enum coll_data {

@@ -119,7 +119,7 @@ int coll_tree_build(int32_t N, int32_t rpn, int32_t *parent, int32_t *depth,
  * positions (rpn = 0) or NCCL's tree over nodes of rpn (coll_tree_build).
  *
  * Channels (C > 1, NCCL's tree on whole nodes: coll_ring_channels,
- * one per NIC): NCCL
+ * one per NIC or doubled): NCCL
  * runs the tree on every channel of its topology search, each channel's
  * chain starting at the GPU next to that channel's NIC (the tree pattern
  * `NET n -> GPU a -> .. -> GPU x` of src/graph/search.cc) and each search

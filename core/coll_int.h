@@ -129,8 +129,8 @@ double coll_wire(const coll_spec *spec, int algo, int proto, int32_t N);
 double coll_proto_cap(const coll_spec *spec, int algo, int proto, int32_t nodes,
                       int32_t channels, double graph);
 int32_t coll_proto_nodes(const coll_spec *spec, int32_t N);
-/* channels: NCCL's search's (one per NIC across nodes; the ring's
- * plateau). */
+/* channels: NCCL's search's (coll_ring_channels across nodes; the
+ * ring's plateau). */
 double coll_proto_overhead(const coll_spec *spec, int32_t N, int algo,
                            int proto, int32_t channels);
 double coll_proto_nccl_latency(const coll_spec *spec, int32_t N, int algo,

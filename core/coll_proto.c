@@ -128,7 +128,10 @@ static int cc_index(int cc)
 }
 
 /* The cap on the bus bandwidth of (algo, proto), B/s (INFINITY: none), on
- * `nodes` nodes with NCCL's `channels` (0: unknown, no per-channel caps).
+ * `nodes` nodes with NCCL's `channels` (0: unknown, no per-channel caps):
+ * its graph's nChannels, after ncclTopoDupChannels (coll_ring_channels),
+ * which halves the per-channel bw as it doubles them, so that nChannels x
+ * bw (`graph` below) stays and only the per-channel caps grow.
  * NCCL applies them in this order (tuning.cc):
  *   ring LL     min(llMaxBw, bw .5)
  *   ring LL128  min(bw .92, nCh perChMaxRingLL128Bw)
@@ -272,7 +275,7 @@ int32_t coll_proto_nodes(const coll_spec *spec, int32_t N)
  * every rank's share of a channel is 64 bytes or more; NCCL's channels
  * there (comm->nChannels) are the search's doubled (connect.cc duplicates
  * rings). The excess over NCCL's latency, seconds, added to the overhead
- * with `channels` the search's (one per NIC). */
+ * with `channels` the search's (coll_ring_channels). */
 static double ring_plateau(const coll_spec *spec, int32_t N, int algo,
                            int proto, int32_t channels)
 {

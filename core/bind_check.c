@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
@@ -558,9 +559,16 @@ const char *bind_params_json(lua_State *L, int idx)
 
 /* --- the Lua side: core.check_fields and core.suggest --- */
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The names of a Lua list or set at idx as a NULL-terminated array in a
- * userdata pushed on the stack; the strings stay alive with the table.
- * [-0, +1] */
+ * userdata pushed on the stack: a list's in its order, a set's sorted (its
+ * traversal order changes from run to run, as Lua seeds its string
+ * hashes, and an error's "known:" list should not). The strings stay
+ * alive with the table. [-0, +1] */
 static const char **known_from_lua(lua_State *L, int idx)
 {
     idx = lua_absindex(L, idx);
@@ -573,15 +581,19 @@ static const char **known_from_lua(lua_State *L, int idx)
     }
     const char **k = lua_newuserdatauv(L, (n + 1) * sizeof *k, 0);
     size_t i = 0;
+    int set = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         /* a list {"a", "b"} or a set {a = true} */
         int v = lua_type(L, -1) == LUA_TSTRING ? -1 : -2;
+        set |= v == -2;
         if (lua_type(L, v) == LUA_TSTRING && i < n)
             k[i++] = lua_tostring(L, v);
         lua_pop(L, 1);
     }
     k[i] = NULL;
+    if (set)
+        qsort(k, i, sizeof *k, by_name);
     return k;
 }
 

@@ -79,7 +79,7 @@ const char *unit_kind_name(enum unit_kind kind)
 {
     switch (kind) {
     case UNIT_SECONDS: return "time";
-    case UNIT_BYTES: return "bytes";
+    case UNIT_BYTES: return "size in bytes";
     case UNIT_BANDWIDTH: return "bandwidth";
     case UNIT_FLOP: return "flop count";
     case UNIT_FLOP_RATE: return "flop rate";

@@ -122,7 +122,7 @@ H.raises(function() ps.run{ layers = layers(2), stages = 2, microbatches = 2,
 H.raises(function() ps.run{ layers = layers(4), stages = 4, microbatches = 6,
     virtual_stages = 1, schedule = "interleaved" } end, "ps.run:")
 H.raises(function() ps.run{ layers = { { fwd_time = "1 GB" } }, stages = 1,
-    microbatches = 1 } end, "field 'layers[1].fwd_time': '1 GB' is a bytes, expected a time")
+    microbatches = 1 } end, "field 'layers[1].fwd_time': '1 GB' is a size in bytes, expected a time")
 H.raises(function() ps.cluster{ ranks = 0 } end, "field 'ranks' must be an integer in 1..1048576, got 0")
 H.raises(function() ps.cluster{ ranks = 2, device = { efficiency = 2 } } end,
     "field 'device.efficiency' must be in (0, 1], got 2")

@@ -189,6 +189,20 @@ PIPESIM_TEST_SCRATCH_SQL="CREATE TRIGGER boom AFTER INSERT ON run WHEN NEW.micro
 [ "$(cat "$TMP/lostdb.err")" = "pipesim: $TMP/lostdb.lua:3: ps.sweep: 'lost' point_index 3 {\"microbatches\":4}: ps.run: $TMP/lostdb_other.db: run not recorded: simulated" ] && ok ||
     bad "lost db --jobs: message: $(cat "$TMP/lostdb.err")"
 
+# a plain run shown before a sweep: shard 0 records and shows it, shard 1
+# simulates it and its ps.show prints nothing (it failed: "this run was not
+# recorded (record = "none")", which the script never set)
+for k in 0 1; do
+    rm -f "$TMP/sh$k.db" "$TMP/sh$k.db-wal" "$TMP/sh$k.db-shm"
+    $VG "$BIN" run tests/data/shard_show.lua --shard $k/2 -o "$TMP/sh$k.db" >"$TMP/sh$k.out" 2>&1 &&
+        ok || bad "shard $k/2 with ps.show of a plain run: $(cat "$TMP/sh$k.out")"
+done
+[ "$(grep -c '^rank' "$TMP/sh0.out")" = 2 ] && [ "$(grep -c '^rank' "$TMP/sh1.out")" = 0 ] &&
+    ok || bad "ps.show under --shard: shard 0 shows the plain run's Gantt, shard 1 nothing"
+[ "$(q "$TMP/sh0.db" "SELECT count(*) FROM run WHERE sweep IS NULL")" = 1 ] &&
+    [ "$(q "$TMP/sh1.db" "SELECT count(*) FROM run WHERE sweep IS NULL")" = 0 ] &&
+    ok || bad "the plain run is recorded by shard 0 only"
+
 # --- --shard and --jobs errors
 expect_fail "run $S -o $TMP/e.db --shard 3/2" "run: --shard 3/2: K must be in 0..1 (shards are numbered from 0), got 3"
 expect_fail "run $S -o $TMP/e.db --shard 1" "run: --shard 1: expected K/N, such as 0/4"

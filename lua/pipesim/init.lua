@@ -814,6 +814,7 @@ function ps.run(spec)
     if plan and plan.sealed_layers then args.layers = plan.sealed_layers end
     local r = call("ps.run", core.run, args)
     r.db = spec.db
+    if SHARD_K > 0 and not SWEEP_AT then r.shard_left = true end
     if plan then parallel.annotate(r, plan) end
     -- partition = "search": the simulations it used, its seed and result
     if searched then r.partition_search = searched end
@@ -868,6 +869,7 @@ function ps.collective(spec)
     args.params_json = function() return collective_params(spec) end
     local r = call("ps.collective", core.collective, args)
     r.db = spec.db
+    if SHARD_K > 0 and not SWEEP_AT then r.shard_left = true end
     return r
 end
 
@@ -877,6 +879,10 @@ function ps.show(r, width)
     if r ~= nil and type(r) ~= "table" then
         error("ps.show: expected a run result, got " .. type(r), 2)
     end
+    -- under --shard K/N (K > 0) a run outside a sweep is shard 0's to
+    -- record and so to show: nothing to print here, and no error, so that
+    -- one script runs as every shard
+    if r and r.shard_left then return end
     if r and not r.id then
         error("ps.show: this run was not recorded (record = \"none\")", 2)
     end

@@ -49,7 +49,8 @@ int main(void)
     CHECK(unit_parse("50 GB/z", UNIT_BANDWIDTH, &v, &err) != 0);
     CHECK(strstr(err.msg, "unknown unit in '50 GB/z'") != NULL);
     CHECK(unit_parse("5 GB", UNIT_SECONDS, &v, &err) != 0);
-    CHECK(strstr(err.msg, "'5 GB' is a size in bytes, expected a time") != NULL);
+    CHECK(strstr(err.msg, "'5 GB' is a size in bytes, expected a time") !=
+          NULL);
     CHECK(unit_parse("inf s", UNIT_SECONDS, &v, &err) != 0);
     CHECK(strstr(err.msg, "not a finite number") != NULL);
     char long_text[300];

@@ -72,7 +72,8 @@ int coll_tree_pipe_cost(const net *nw, const coll_view *v, int32_t rpn,
                         int32_t C, double T, int32_t k, int32_t slots,
                         double *t);
 
-/* Ring channels (rings side by side) for spec on nw; see coll_cost.c. */
+/* Ring channels (rings side by side) for spec on nw; NCCL's graph across nodes
+ * (coll_graph.c). */
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
                            const coll_view *v);
 

@@ -190,19 +190,7 @@ static void note_cursor_need(const eng_sim *e, const gen_prog *g, int hook)
     limit_note_need(line);
 }
 
-static int size_cursor_(eng_sim *e, const gen_prog *g, int hook);
-
-/* size_cursor_, and on a failure the memory stop's note of what the run
- * would need */
-static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
-{
-    if (size_cursor_(e, g, hook) == 0)
-        return 0;
-    note_cursor_need(e, g, hook);
-    return -1;
-}
-
-static int size_cursor_(eng_sim *e, const gen_prog *g, int hook)
+static int alloc_cursor(eng_sim *e, const gen_prog *g, int hook)
 {
     if (!e->cur && !(e->cur = calloc(1, sizeof *e->cur)))
         return -1;
@@ -267,6 +255,16 @@ static int size_cursor_(eng_sim *e, const gen_prog *g, int hook)
     c->starts = c->eager ? 0 : CM_STARTED;
     c->bad = 0;
     return eng_begin_stats_(e, g->nlanes, g->nranks);
+}
+
+/* alloc_cursor, and on a failure the memory stop's note of what the run
+ * would need */
+static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
+{
+    if (alloc_cursor(e, g, hook) == 0)
+        return 0;
+    note_cursor_need(e, g, hook);
+    return -1;
 }
 
 /* The per-op path is one loop (run_loop) with everything it calls

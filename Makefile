@@ -56,11 +56,12 @@ endif
 endif
 CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(OPT) $(SANFLAGS) \
            -DPS_VERSION='"$(shell cat VERSION)"'
-# -pthread: the recorder's writer thread (core/rec_writer.c)
+# -pthread: the recorder's writer thread (core/rec/writer.c)
 LDLIBS   = $(PKG_LIBS) -lm -pthread
 
-CORE_SRC := $(filter-out core/main.c core/embed_tool.c,$(wildcard core/*.c))
-# The data built into every binary (core/embed.h): lua/ precompiled and a
+CORE_SRC := $(filter-out core/cli/%,$(wildcard core/*/*.c))
+CORE_HDR := $(wildcard core/*/*.h)
+# The data built into every binary (core/base/embed.h): lua/ precompiled and a
 # new database's bytes, written by embed_tool, a build-time program linked
 # with the core objects and nothing embedded (BASE_OBJ).
 LUA_SRC  := $(shell find lua -name '*.lua' | LC_ALL=C sort)
@@ -91,12 +92,12 @@ deps:
 	    $$SUDO apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEB_DEPS) >/dev/null; }
 
-$(BUILD)/%.o: %.c $(wildcard core/*.h)
+$(BUILD)/%.o: %.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -c $< -o $@
 
-$(EMBED_TOOL): $(BUILD)/core/embed_tool.o $(BASE_OBJ)
+$(EMBED_TOOL): $(BUILD)/core/cli/embed_tool.o $(BASE_OBJ)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -104,11 +105,11 @@ $(BUILD)/embed_data.c: $(EMBED_TOOL) $(LUA_SRC)
 	@echo "EMBED $@"
 	@$(EMBED_TOOL) $@ lua $(LUA_SRC)
 
-$(BUILD)/embed_data.o: $(BUILD)/embed_data.c core/embed.h
+$(BUILD)/embed_data.o: $(BUILD)/embed_data.c core/base/embed.h
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) -Icore -c $< -o $@
 
-$(BIN): $(CORE_OBJ) $(BUILD)/core/main.o
+$(BIN): $(CORE_OBJ) $(BUILD)/core/cli/main.o
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -180,13 +181,13 @@ FUZZ_CORE_OBJ := $(CORE_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/embed_data.o
 FUZZ_BIN     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 .SECONDARY: $(FUZZ_CORE_OBJ)
 
-$(FUZZ_BUILD)/core/%.o: core/%.c $(wildcard core/*.h)
+$(FUZZ_BUILD)/core/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	@echo "CC $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Icore -c $< -o $@
 
 # the data the default build generated (fuzz: all)
-$(FUZZ_BUILD)/embed_data.o: build/embed_data.c core/embed.h
+$(FUZZ_BUILD)/embed_data.o: build/embed_data.c core/base/embed.h
 	@mkdir -p $(dir $@)
 	@echo "CC $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icore -c $< -o $@
@@ -216,10 +217,10 @@ stress: all
 	@BUILD=$(BUILD) sh tests/stress.sh
 
 format:
-	clang-format -i core/*.c core/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
+	clang-format -i core/*/*.c core/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
 
 format-check:
-	clang-format --dry-run -Werror core/*.c core/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
+	clang-format --dry-run -Werror core/*/*.c core/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
 
 clean:
 	rm -rf build build-san build-fuzz build-release

@@ -1,50 +1,65 @@
 #!/bin/sh
-# The layer map of core/README.md as a test: every #include "x.h" in core/
-# goes to the same layer or one below, never up. Layers, top first:
-#   7 command line   main, embed_tool (a build-time program)
-#   6 binding        bind_*
-#   5 readers        report, export*, plot*, svg, merge, dbcheck
-#   4 front ends     pipe*, sched*, dp, coll*, gen_coll, gen_pipe
-#   3 recorder       rec* (implements the engine's completion hook, so
-#                    it includes eng.h; the engine calls it through
-#                    eng_sink at run time and never includes rec.h)
-#   2 engine         eng*
-#   1 model          prog, net*, mem, eq, fault, gen, gen_ring (what engine and
-#                    recorder both read: programs, network, ledger)
-#   0 base           err, unit, limit, embed
-# A file whose name fits no layer fails: a new module gets a place here
-# and in core/README.md. Ends with "N passed, N failed".
+# The layer map of core/README.md as a test: a file's layer is its folder,
+# and every #include "dir/x.h" in core/ goes to the same layer or one
+# below, never up. Layers, top first:
+#   10 cli     the command line and the build-time embed tool
+#    9 bind    the Lua binding (the only Lua code besides cli)
+#    8 run     sessions, sweeps, worker processes
+#    7 out     readers: report, exports, plots, merge, dbcheck
+#    6 step    one training step: costs, lowering, data parallelism
+#    5 par     the parallel layout and one pass per dimension
+#    4 sched coll   generators of programs (schedules, collectives)
+#    3 rec     the recorder (the only SQLite code)
+#    2 sim live     programs, the engine, memory, faults; the live executor
+#    1 net     links, routes, sharing
+#    0 base    errors, units, limits, the embedded data, the event queue
+# A file in a folder that is no layer, or an include without its folder,
+# fails: a new folder gets a place here and in core/README.md.
+# Ends with "N passed, N failed".
 set -u
 P=0
 F=0
 layer() {
     case $1 in
-    main | embed_tool) echo 7 ;;
-    bind*) echo 6 ;;
-    report | export* | plot* | svg | merge | dbcheck) echo 5 ;;
-    pipe* | sched* | dp | coll* | gen_coll | gen_pipe) echo 4 ;;
-    rec*) echo 3 ;;
-    eng*) echo 2 ;;
-    prog | net* | mem | eq | fault | gen | gen_ring) echo 1 ;;
-    err | unit | limit | embed) echo 0 ;;
+    cli) echo 10 ;;
+    bind) echo 9 ;;
+    run) echo 8 ;;
+    out) echo 7 ;;
+    step) echo 6 ;;
+    par) echo 5 ;;
+    sched | coll) echo 4 ;;
+    rec) echo 3 ;;
+    sim | live) echo 2 ;;
+    net) echo 1 ;;
+    base) echo 0 ;;
     *) echo "" ;;
     esac
 }
 for f in core/*.c core/*.h; do
-    from=$(basename "$f" | sed 's/\.[ch]$//')
-    lf=$(layer "$from")
+    [ -e "$f" ] || continue
+    F=$((F + 1))
+    echo "FAIL $f: a file outside the layer folders"
+done
+for f in core/*/*.c core/*/*.h; do
+    dir=$(basename "$(dirname "$f")")
+    lf=$(layer "$dir")
     if [ -z "$lf" ]; then
         F=$((F + 1))
-        echo "FAIL $f: no layer (add it to tests/check_includes.sh and core/README.md)"
+        echo "FAIL $f: folder $dir is no layer (add it to tests/check_includes.sh and core/README.md)"
         continue
     fi
-    for to in $(sed -n 's/^#include "\([a-z0-9_]*\)\.h".*/\1/p' "$f"); do
-        lt=$(layer "$to")
-        if [ -n "$lt" ] && [ "$lt" -le "$lf" ]; then
+    for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+        to=${inc%%/*}
+        lt=""
+        [ "$to" != "$inc" ] && [ -f "core/$inc" ] && lt=$(layer "$to")
+        if [ -z "$lt" ]; then
+            F=$((F + 1))
+            echo "FAIL $f includes \"$inc\": not a core header named by its folder"
+        elif [ "$lt" -le "$lf" ]; then
             P=$((P + 1))
         else
             F=$((F + 1))
-            echo "FAIL $f (layer $lf) includes $to.h (layer ${lt:-none}): an arrow back up"
+            echo "FAIL $f (layer $lf, $dir) includes $inc (layer $lt, $to): an arrow back up"
         fi
     done
 done

@@ -9,13 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coll.h"
-#include "eng.h"
-#include "net.h"
-#include "pipe.h"
-#include "prog.h"
-#include "rec.h"
-#include "sched.h"
+#include "coll/coll.h"
+#include "sim/eng.h"
+#include "net/net.h"
+#include "step/pipe.h"
+#include "sim/prog.h"
+#include "rec/rec.h"
+#include "sched/sched.h"
 
 #include "bench_util.h"
 

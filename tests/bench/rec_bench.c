@@ -12,10 +12,10 @@
 
 #include <sqlite3.h>
 
-#include "net.h"
-#include "pipe.h"
-#include "rec.h"
-#include "sched.h"
+#include "net/net.h"
+#include "step/pipe.h"
+#include "rec/rec.h"
+#include "sched/sched.h"
 
 #include "bench_util.h"
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bind.h"
+#include "bind/bind.h"
 
 /* The fuzzer's bytes, consumed front to back; 0 once they run out, so
  * every input decodes to something. */

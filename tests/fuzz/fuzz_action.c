@@ -8,10 +8,10 @@
  *         ranks separated by '|', actions by spaces. Parsed lists go
  *         through sched_check and, when accepted, are lowered and run on a
  *         mesh; the run ends (a deadlock is an error, never a hang). */
-#include "eng.h"
 #include "fuzz.h"
-#include "net.h"
-#include "sched.h"
+#include "net/net.h"
+#include "sched/sched.h"
+#include "sim/eng.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,10 +11,10 @@
 #include <math.h>
 #include <sqlite3.h>
 
-#include "export.h"
 #include "fuzz.h"
-#include "rec.h"
-#include "report.h"
+#include "out/export.h"
+#include "out/report.h"
+#include "rec/rec.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -3,8 +3,8 @@
  * a finite value, a failure a non-empty one-line message. */
 #include <math.h>
 
+#include "base/unit.h"
 #include "fuzz.h"
-#include "unit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "eng.h"
-#include "mem.h"
-#include "net.h"
-#include "prog.h"
-#include "rec.h"
+#include "net/net.h"
+#include "rec/rec.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
+#include "sim/prog.h"
 
 typedef struct fixture {
     int32_t p, m, v;

@@ -7,12 +7,12 @@
 
 #include <stdio.h>
 
-#include "eng.h"
 #include "harness.h"
-#include "mem.h"
-#include "net.h"
-#include "prog.h"
-#include "sched.h"
+#include "net/net.h"
+#include "sched/sched.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
+#include "sim/prog.h"
 
 typedef struct outcome {
     int rc;

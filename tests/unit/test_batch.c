@@ -5,7 +5,7 @@
  * event-level runs (streamed or not) keep their spans; a batch SQLite rolls
  * back itself is counted as lost (rec_lost_runs) and said in the message.
  * Runs with cwd = a scratch directory (tests/run.sh). */
-#include "rec.h"
+#include "rec/rec.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,9 +14,9 @@
 
 #include <sqlite3.h>
 
-#include "eng.h"
 #include "fixture.h"
 #include "harness.h"
+#include "sim/eng.h"
 
 static double seen(rec_db *rd)
 {

@@ -3,7 +3,7 @@
  * and algorithm, tolerance on random data, uneven counts, N = 1, 3, 5, 8,
  * non-zero roots, rank subsets), auto and the derived ring/tree crossover,
  * and the error messages. */
-#include "coll.h"
+#include "coll/coll.h"
 #include "harness.h"
 
 #include <math.h>

@@ -2,9 +2,9 @@
  * draw it (dbcheck.c) and name the first bad row in one line, and a huge
  * but finite makespan draws instead of hanging the report's axis loop.
  * The test edits the file with SQLite directly, as a user would. */
-#include "dbcheck.h"
-#include "export.h"
-#include "report.h"
+#include "out/dbcheck.h"
+#include "out/export.h"
+#include "out/report.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

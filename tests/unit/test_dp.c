@@ -5,11 +5,11 @@
  * are worked out by hand in the comments. */
 #include <stdlib.h>
 
-#include "coll.h"
-#include "dp.h"
+#include "coll/coll.h"
 #include "harness.h"
-#include "net.h"
-#include "prog.h"
+#include "net/net.h"
+#include "sim/prog.h"
+#include "step/dp.h"
 
 /* One stage of two layers: layer 0 has 100 parameters, layer 1 has 300, 2
  * gradient bytes each, 1 s of backward each. Walked last layer first with a

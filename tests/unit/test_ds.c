@@ -2,11 +2,11 @@
  * its per-rank orders against the reference, the bubble of the
  * DeepSeek-V3 report's table for DualPipe and DualPipeV (exact, on every
  * rank's idle time), both pipelines' routing, and the errors. */
-#include "eng.h"
 #include "harness.h"
-#include "sched.h"
+#include "sched/impl.h"
+#include "sched/sched.h"
 #include "sched_fixture.h"
-#include "sched_int.h"
+#include "sim/eng.h"
 
 #include <string.h>
 

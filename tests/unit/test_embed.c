@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bind.h"
-#include "embed.h"
+#include "base/embed.h"
+#include "bind/bind.h"
 #include "harness.h"
-#include "rec.h"
+#include "rec/rec.h"
 
 typedef struct buf {
     char *p;

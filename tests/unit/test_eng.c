@@ -1,8 +1,8 @@
 /* Engine: compute/transfer timing, rendezvous vs eager, early sends in
  * order per connection, device exclusivity, signals, determinism and the
  * deadlock report. */
-#include "eng.h"
 #include "harness.h"
+#include "sim/eng.h"
 
 static prog_set *two_ranks(void)
 {

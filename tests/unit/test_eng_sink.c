@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eng.h"
 #include "harness.h"
-#include "mem.h"
-#include "net.h"
-#include "prog.h"
-#include "sched.h"
+#include "net/net.h"
+#include "sched/sched.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
+#include "sim/prog.h"
 
 #define P 4
 #define M 8

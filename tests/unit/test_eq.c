@@ -5,7 +5,7 @@
  * after fast pops sees run 0's true head. */
 #include <stdlib.h>
 
-#include "eq.h"
+#include "base/eq.h"
 #include "harness.h"
 
 typedef struct ref {

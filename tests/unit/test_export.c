@@ -4,7 +4,7 @@
  * well-formed XML (xmllint) with one rect.op per event per rank; errors are
  * one line; the CLI writes files only on success. Works in a scratch
  * directory under $TMPDIR and removes it. */
-#include "export.h"
+#include "out/export.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* Fault plans and the engine under faults: plan checks and their messages,
  * time words, slow compute, stalls, lost transfers (rendezvous and eager)
  * and the recv_timeout deadline, each against a hand calculation. */
-#include "eng.h"
-#include "fault.h"
 #include "harness.h"
+#include "sim/eng.h"
+#include "sim/fault.h"
 
 static void test_format_and_parse(void)
 {

@@ -2,11 +2,11 @@
  * printing, their duration (overlap_fb, fb_interference), their memory
  * (the forward's allocation and the backward's release over one span),
  * their transfers, dualpipev's FB steps, and the errors. */
-#include "eng.h"
 #include "harness.h"
-#include "mem.h"
-#include "sched.h"
+#include "sched/sched.h"
 #include "sched_fixture.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
 
 #include <string.h>
 

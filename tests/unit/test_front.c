@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 #include "harness.h"
-#include "pipe.h"
-#include "rec.h"
+#include "rec/rec.h"
+#include "step/pipe.h"
 
 static double scalar(rec_db *db, const char *sql)
 {

@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll.h"
-#include "eng.h"
-#include "gen_pipe.h"
+#include "coll/coll.h"
 #include "harness.h"
-#include "net.h"
-#include "prog.h"
-#include "sched.h"
+#include "net/net.h"
+#include "sched/gen_pipe.h"
+#include "sched/sched.h"
+#include "sim/eng.h"
+#include "sim/prog.h"
 
 typedef struct rec_op {
     prog_op op;

@@ -4,11 +4,11 @@
  * between events/ops. The stop is sticky, so it is tested last. */
 #include <stdlib.h>
 
-#include "eng.h"
+#include "base/limit.h"
 #include "harness.h"
-#include "limit.h"
-#include "net.h"
-#include "prog.h"
+#include "net/net.h"
+#include "sim/eng.h"
+#include "sim/prog.h"
 
 static void test_format(void)
 {

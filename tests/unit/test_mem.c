@@ -5,8 +5,8 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "mem.h"
-#include "prog.h"
+#include "sim/mem.h"
+#include "sim/prog.h"
 
 typedef struct seen {
     int n;

@@ -2,9 +2,9 @@
  * statistics, connections (transfers in order), the cluster builder's
  * routes and contention, deterministic shortest routes and the
  * unreachable-rank error. */
-#include "eng.h"
 #include "harness.h"
-#include "net.h"
+#include "net/net.h"
+#include "sim/eng.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
  * links the simulated bubble (the mean over ranks) equals the closed form
  * pipe computes, for the schedules that have one, DeepSeek's DualPipe and
  * DualPipeV included; where no form holds it is NAN. */
-#include "pipe.h"
+#include "step/pipe.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,10 +2,10 @@
  * is, the errors), the routing a list gives (a stage's ops run on the rank
  * the list names, transfers go to the rank of the next stage), and a
  * schedule's own placement against a list. */
-#include "eng.h"
 #include "harness.h"
-#include "sched.h"
+#include "sched/sched.h"
 #include "sched_fixture.h"
+#include "sim/eng.h"
 
 #define MAXS 16
 

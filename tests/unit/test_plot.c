@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "plot.h"
+#include "out/plot.h"
 
 static void test_linear_ticks(void)
 {

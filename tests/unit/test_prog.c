@@ -3,7 +3,7 @@
  * NULL + 0, which is undefined and which clang's UBSan reports (found by
  * tests/fuzz/fuzz_scenario.c). */
 #include "harness.h"
-#include "prog.h"
+#include "sim/prog.h"
 
 static void test_reserve_nothing(void)
 {

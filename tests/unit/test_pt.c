@@ -1,11 +1,11 @@
 /* PyTorch's schedules (ScheduleLoopedBFS, ScheduleInterleaved1F1B,
  * ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble), the V placement,
  * the pytorch p2p lowering and the forward-only schedule. */
-#include "eng.h"
 #include "harness.h"
-#include "mem.h"
-#include "sched.h"
+#include "sched/sched.h"
 #include "sched_fixture.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * per-run commits, and the messages for files that are not pipesim
  * databases.
  * Runs with cwd = a scratch directory (tests/run.sh). */
-#include "rec.h"
+#include "rec/rec.h"
 
 #include <dirent.h>
 #include <errno.h>

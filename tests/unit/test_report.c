@@ -2,7 +2,7 @@
  * rendered into memory and checked for structure: one row per rank, bubble
  * percentages, the closed form, glyph counts proportional to busy time, the
  * summary-level note and the missing-run error. */
-#include "report.h"
+#include "out/report.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -1,11 +1,11 @@
 /* Schedules: closed forms (makespan, bubble, peak activations), the exact
  * per-rank orders of Megatron-LM and PyTorch, communication cost, that every
  * built-in schedule completes, custom lists and parse errors. */
-#include "eng.h"
 #include "harness.h"
-#include "mem.h"
-#include "sched.h"
+#include "sched/sched.h"
 #include "sched_fixture.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* The SVG scaffolding export_svg.c and plot_svg.c share: XML escaping
  * (the forbidden control characters dropped, tab and newline kept) and the
  * document's opening tags. */
-#include "svg.h"
+#include "out/svg.h"
 
 #include <stdio.h>
 #include <stdlib.h>

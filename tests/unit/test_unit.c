@@ -1,7 +1,7 @@
 /* unit.c: quantities as scenarios write them, the whole text read (a NUL
  * byte inside is an error, not the end), FLOPs as a count or a rate,
  * fractions, and the messages that quote the text. */
-#include "unit.h"
+#include "base/unit.h"
 
 #include "harness.h"
 

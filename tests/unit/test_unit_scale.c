@@ -3,8 +3,8 @@
  * naming the text. Expected values are the definitions (SI powers of 1000,
  * binary powers of 1024, a bit is 1/8 byte), written as the product the
  * parser must compute (5 * 1e-6 is not the double 5e-6), exact. */
+#include "base/unit.h"
 #include "harness.h"
-#include "unit.h"
 
 static double parse(const char *text, enum unit_kind kind)
 {

@@ -12,15 +12,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "coll.h"
-#include "eng.h"
-#include "eq.h"
-#include "gen_pipe.h"
-#include "gen_ring.h"
+#include "base/eq.h"
+#include "coll/coll.h"
 #include "harness.h"
-#include "net.h"
-#include "prog.h"
-#include "sched.h"
+#include "net/net.h"
+#include "sched/gen_pipe.h"
+#include "sched/sched.h"
+#include "sim/eng.h"
+#include "sim/gen_ring.h"
+#include "sim/prog.h"
 
 #define MEMBER_BITS(type, m) (8 * sizeof(((type *)0)->m))
 

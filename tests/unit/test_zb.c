@@ -1,12 +1,12 @@
 /* Split backward and the zero-bubble schedules: ZB-H1 / ZB-H2 orders
  * against sail-sg's scheduler, the closed forms of their makespan, bubble
  * and peak activations, 1F1B with W right after B, custom lists with W. */
-#include "eng.h"
 #include "harness.h"
-#include "mem.h"
-#include "pipe.h"
-#include "sched.h"
+#include "sched/sched.h"
 #include "sched_fixture.h"
+#include "sim/eng.h"
+#include "sim/mem.h"
+#include "step/pipe.h"
 
 #include <stdlib.h>
 

@@ -1,0 +1,238 @@
+/* The known fields of every table the binding reads: one list per table,
+ * the one place to add a field (a key missing here is rejected as unknown,
+ * with a suggestion, by bind_check_fields). Lua sees the same lists as
+ * core.fields.<table> (init.lua checks ps.run's top level with them before
+ * it resolves the partition). Keep each list sorted, one field per line. */
+#include "bind/bind.h"
+
+/* One field per line keeps merges of new fields simple: */
+/* clang-format off */
+
+/* ps.run{...} (core/bind_run.c); params_json is added by init.lua; tp,
+ * sequence_parallel, tp_overlap and recompute* are read by
+ * lua/pipesim/parallel.lua, which takes them out before core.run */
+const char *const bind_fields_run[] = {
+    "checkpoint",
+    "chunk_placement",
+    "cluster",
+    "db",
+    "dp",
+    "faults",
+    "fb_interference",
+    "grad_sync",
+    "layers",
+    "memory",
+    "meta",
+    "microbatches",
+    "name",
+    "optimizer_time",
+    "overlap_fb",
+    "p2p",
+    "params_json",
+    "partition",
+    "placement",
+    "ranks",
+    "recompute",
+    "recompute_layers",
+    "recompute_method",
+    "record",
+    "recv_timeout",
+    "schedule",
+    "sequence_parallel",
+    "split_backward",
+    "stages",
+    "tags",
+    "tp",
+    "tp_overlap",
+    "virtual_stages",
+    "zero",
+    NULL,
+};
+
+/* ps.run{ memory = {...} }: bytes per parameter */
+const char *const bind_fields_memory[] = {
+    "grad_bytes",
+    "optimizer_bytes",
+    "weight_bytes",
+    NULL,
+};
+
+/* ps.run{ grad_sync = {...} } */
+const char *const bind_fields_grad_sync[] = {
+    "algorithm",
+    "bucket",
+    "bucketed",
+    "first_bucket",
+    "overlap",
+    "overlap_param_gather",
+    NULL,
+};
+
+/* each entry of ps.run{ layers = {...} }; kind, shape and shared_params
+ * come from ps.models (lua/pipesim/models/transformer.lua; parallel.lua
+ * lowers layers with a shape before the core) */
+const char *const bind_fields_layer[] = {
+    "act_bytes",
+    "bwd_flops",
+    "bwd_input_flops",
+    "bwd_input_time",
+    "bwd_time",
+    "bwd_weight_bytes",
+    "bwd_weight_flops",
+    "bwd_weight_time",
+    "fwd_flops",
+    "fwd_time",
+    "in_bytes",
+    "kept_bytes",
+    "kind",
+    "name",
+    "out_bytes",
+    "params",
+    "recompute_time",
+    "shape",
+    "shared_params",
+    "tp_comm_time",
+    "tp_exposed_time",
+    NULL,
+};
+
+/* ps.cluster{...} (core/bind_cluster.c) */
+const char *const bind_fields_cluster[] = {
+    "compute_capability",
+    "cpu_vendor",
+    "device",
+    "devices",
+    "gpus_per_node",
+    "inter",
+    "intra",
+    "link",
+    "links",
+    "name",
+    "nccl_channels",
+    "nics_per_node",
+    "nodes",
+    "nvls",
+    "oversubscription",
+    "ranks",
+    "sharing",
+    "switches",
+    NULL,
+};
+
+/* ps.cluster{ device = {...} } and each devices[r]; name comes from
+ * ps.clusters.device */
+const char *const bind_fields_device[] = {
+    "efficiency",
+    "flops",
+    "memory",
+    "name",
+    NULL,
+};
+
+/* ps.cluster{ link | intra | inter = {...} } */
+const char *const bind_fields_link[] = {
+    "bandwidth",
+    "latency",
+    NULL,
+};
+
+/* each entry of ps.cluster{ links = {...} }: { a, b, bandwidth = ... } */
+const char *const bind_fields_links_entry[] = {
+    "[1]",
+    "[2]",
+    "bandwidth",
+    "duplex",
+    "latency",
+    NULL,
+};
+
+/* ps.collective{...} (core/bind_collective.c); params_json is added by
+ * init.lua */
+const char *const bind_fields_collective[] = {
+    "algorithm",
+    "bytes",
+    "candidates",
+    "chunks",
+    "cluster",
+    "data",
+    "db",
+    "faults",
+    "meta",
+    "name",
+    "op",
+    "p2p",
+    "params_json",
+    "protocol",
+    "ranks",
+    "ranks_per_node",
+    "record",
+    "recv_timeout",
+    "root",
+    "seed",
+    "simulate",
+    "slots",
+    "tags",
+    "verify",
+    NULL,
+};
+
+/* ps.run's and ps.collective's meta = {...}: added by init.lua (from
+ * tags, the model's shape and the enclosing ps.sweep), read by
+ * core/bind_sweep.c into rec_meta */
+const char *const bind_fields_meta[] = {
+    "global_batch",
+    "micro_batch",
+    "model",
+    "point",
+    "point_index",
+    "seq_length",
+    "sweep",
+    "tags",
+    NULL,
+};
+
+/* each entry of ps.run{ faults = {...} } and ps.collective's
+ * (core/bind_fault.c) */
+const char *const bind_fields_fault[] = {
+    "down",
+    "from",
+    "link",
+    "rank",
+    "slow",
+    "stall",
+    NULL,
+};
+
+/* clang-format on */
+
+static const struct {
+    const char *table;
+    const char *const *fields;
+} lists[] = {
+    {"run", bind_fields_run},
+    {"memory", bind_fields_memory},
+    {"grad_sync", bind_fields_grad_sync},
+    {"layer", bind_fields_layer},
+    {"cluster", bind_fields_cluster},
+    {"device", bind_fields_device},
+    {"link", bind_fields_link},
+    {"links_entry", bind_fields_links_entry},
+    {"collective", bind_fields_collective},
+    {"fault", bind_fields_fault},
+    {"meta", bind_fields_meta},
+};
+
+/* [-0, +1] */
+void bind_push_fields(lua_State *L)
+{
+    int n = (int)(sizeof lists / sizeof lists[0]);
+    lua_createtable(L, 0, n);
+    for (int i = 0; i < n; i++) {
+        lua_newtable(L);
+        for (int j = 0; lists[i].fields[j]; j++) {
+            lua_pushstring(L, lists[i].fields[j]);
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, lists[i].table);
+    }
+}

@@ -1,0 +1,714 @@
+/* core.sweep_map: a sweep's points evaluated by forked worker processes,
+ * which inherit the Lua state (the scenario, its clusters and the run
+ * function) and record into scratch databases; this process alone writes
+ * the real ones, copying each chunk's runs in point order, so rows, run
+ * ids and their order are those of --jobs 1. Chunks are handed out through
+ * one pipe (4-byte reads are atomic), finished ones announced on another;
+ * each chunk's results travel in a file next to its databases. */
+#include "bind/bind.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <lauxlib.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/limit.h"
+#include "rec/rec.h"
+
+#define POOL_TYPE "pipesim.sweep_pool"
+#define WORKER_KEY "pipesim.sweep_worker"
+#define MAX_CHUNKS 4096 /* their ids fit in a pipe's 64 KiB buffer */
+#define CHUNK_MAX 2048  /* points: big enough that a chunk's file is cheap */
+#define MAX_DBS 16      /* databases one chunk may record into */
+
+/* ------------------------------------------------------------------ */
+/* The worker side                                                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct wdb {
+    char *path; /* as ps.run's db field gave it; NULL: the session's */
+    char file[4200];
+    rec_db *db;
+    rec_ship *ship; /* its runs below the events level (rec_ship.c) */
+} wdb;
+
+/* 1 from the fork on in a worker process */
+static int forked;
+
+int bind_sweep_forked(void)
+{
+    return forked;
+}
+
+/* Set in a worker process only (the registry's WORKER_KEY points to it). */
+typedef struct worker {
+    const char *dir;
+    int32_t chunk;
+    wdb dbs[MAX_DBS];
+    int ndbs;
+} worker;
+
+/* [-0, +0] */
+static worker *get_worker(lua_State *L)
+{
+    return bind_registry_ptr(L, WORKER_KEY);
+}
+
+int bind_sweep_worker(lua_State *L)
+{
+    return get_worker(L) != NULL;
+}
+
+/* Test only (tests/cli_sweep.sh): PIPESIM_TEST_SCRATCH_SQL runs on each
+ * new scratch database, so that a test can make SQLite roll back a
+ * worker's batch (a trigger's RAISE(ROLLBACK), as a full disk or an I/O
+ * error would) where no other process can reach the file. */
+static int scratch_test_sql(rec_db *db, ps_err *err)
+{
+    const char *sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
+    if (!sql || !*sql)
+        return PS_OK;
+    rec_query *q = rec_query_new(db, sql, err);
+    int rc = q ? rec_query_step(q, err) : PS_ERR;
+    rec_query_free(q);
+    return rc == PS_ERR ? PS_ERR : PS_OK;
+}
+
+/* [-0, +0] raises when the scratch database cannot be opened */
+rec_db *bind_sweep_database(lua_State *L, const char *path)
+{
+    worker *w = get_worker(L);
+    if (!w)
+        return NULL;
+    if (path)
+        bind_sandbox_db(L, path); /* the same refusal as --jobs 1 */
+    for (int i = 0; i < w->ndbs; i++)
+        if ((!path && !w->dbs[i].path) ||
+            (path && w->dbs[i].path && strcmp(path, w->dbs[i].path) == 0))
+            return w->dbs[i].db;
+    if (w->ndbs == MAX_DBS)
+        luaL_error(L, "a sweep's chunk records into more than %d databases",
+                   MAX_DBS);
+    wdb *d = &w->dbs[w->ndbs];
+    snprintf(d->file, sizeof d->file, "%s/c%d-%d.db", w->dir, (int)w->chunk,
+             w->ndbs);
+    d->path = path ? strdup(path) : NULL;
+    ps_err err;
+    d->db = rec_open(d->file, &err);
+    if (d->db && (rec_scratch(d->db, &err) || scratch_test_sql(d->db, &err))) {
+        rec_close(d->db, NULL);
+        d->db = NULL;
+    }
+    if (!d->db || (path && !d->path)) {
+        free(d->path);
+        rec_close(d->db, NULL);
+        return bind_raise(L, &err), NULL;
+    }
+    /* runs below the events level go to the writer as bytes, recorded
+     * there once (rec_ship.c), unless a test makes the scratch database
+     * fail (it must then get every run) */
+    const char *test_sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
+    d->ship = test_sql && *test_sql ? NULL : rec_ship_new();
+    rec_set_shipper(d->db, d->ship);
+    w->ndbs++;
+    return d->db;
+}
+
+/* Writes db entry d's shipped runs to DIR/cC-I.ship and names the file in
+ * the table on top (field ship, with nship runs). 0, or -1 when the file
+ * cannot be written. [-0, +0] */
+static int ship_out(lua_State *L, const worker *w, wdb *d, int i)
+{
+    size_t n;
+    const void *bytes = rec_ship_bytes(d->ship, &n);
+    int64_t runs = rec_ship_runs(d->ship);
+    int rc = 0;
+    if (runs > 0) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s/c%d-%d.ship", w->dir, (int)w->chunk, i);
+        FILE *f = fopen(file, "wb");
+        int wrote = f && fwrite(bytes, 1, n, f) == n;
+        if (!f || fclose(f) || !wrote)
+            rc = -1;
+        lua_pushstring(L, file);
+        lua_setfield(L, -2, "ship");
+        lua_pushinteger(L, (lua_Integer)runs);
+        lua_setfield(L, -2, "nship");
+    }
+    rec_ship_free(d->ship);
+    d->ship = NULL;
+    return rc;
+}
+
+/* The message on top, naming the databases the user gave (ps.run's db,
+ * or the session's) where it names the scratch files the worker records
+ * them in: a --jobs failure reads as the --jobs 1 one. [-1, +1] */
+static void user_names(lua_State *L, const worker *w)
+{
+    const bind_session *s = bind_get_session(L);
+    for (int i = 0; i < w->ndbs; i++) {
+        const char *user = w->dbs[i].path ? w->dbs[i].path
+                           : s            ? s->default_db
+                                          : NULL;
+        if (user && lua_type(L, -1) == LUA_TSTRING) {
+            luaL_gsub(L, lua_tostring(L, -1), w->dbs[i].file, user);
+            lua_remove(L, -2);
+        }
+    }
+}
+
+/* Evaluates chunk c's points first..last (eval's indices) and writes
+ * { results = {...}, error = msg, dbs = { { path =, file = }, ... } } to
+ * DIR/cC.res. Returns 0, or -1 when a stop was requested. [-0, +(0|?)]
+ * pushes nothing when it returns 0; -1 leaves what it pushed (the worker
+ * exits). */
+static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
+                     lua_Integer first, lua_Integer last)
+{
+    w->chunk = c;
+    w->ndbs = 0;
+    lua_createtable(L, 0, 3);
+    int out = lua_gettop(L);
+    lua_createtable(L, (int)(last - first + 1), 0);
+    for (lua_Integer j = first; j <= last; j++) {
+        lua_pushvalue(L, eval);
+        lua_pushinteger(L, j);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            if (limit_stopped())
+                return -1;
+            if (!lua_isstring(L, -1)) {
+                lua_pop(L, 1);
+                lua_pushstring(L, "(error object is not a string)");
+            }
+            user_names(L, w);
+            lua_setfield(L, out, "error");
+            break;
+        }
+        lua_rawseti(L, -2, j - first + 1);
+    }
+    lua_setfield(L, out, "results");
+    lua_createtable(L, w->ndbs, 0);
+    for (int i = 0; i < w->ndbs; i++) {
+        /* the flush first, as bind_finish's: runs of a batch SQLite rolled
+         * back (now or earlier in the chunk) are not in the file, and the
+         * writer must not count their results */
+        ps_err err, cerr;
+        int failed = rec_flush(w->dbs[i].db, &err);
+        lua_Integer lost = (lua_Integer)rec_lost_runs(w->dbs[i].db);
+        if (rec_close(w->dbs[i].db, &cerr) && !failed) {
+            failed = 1;
+            err = cerr;
+        }
+        /* a point's error, when there is one, is the chunk's */
+        if (failed && lua_getfield(L, out, "error") != LUA_TSTRING) {
+            lua_pushstring(L, err.msg);
+            user_names(L, w);
+            lua_setfield(L, out, "error");
+        }
+        if (failed)
+            lua_pop(L, 1);
+        lua_createtable(L, 0, 3);
+        lua_pushinteger(L, lost);
+        lua_setfield(L, -2, "lost");
+        if (w->dbs[i].path) {
+            lua_pushstring(L, w->dbs[i].path);
+            lua_setfield(L, -2, "path");
+        }
+        lua_pushstring(L, w->dbs[i].file);
+        lua_setfield(L, -2, "file");
+        if (ship_out(L, w, &w->dbs[i], i))
+            return -1;
+        lua_rawseti(L, -2, i + 1);
+        free(w->dbs[i].path);
+    }
+    lua_setfield(L, out, "dbs");
+    char tmp[4200], final[4200];
+    snprintf(tmp, sizeof tmp, "%s/c%d.tmp", w->dir, (int)c);
+    snprintf(final, sizeof final, "%s/c%d.res", w->dir, (int)c);
+    unsigned char *bytes;
+    size_t n;
+    const char *bad = bind_result_put(L, out, &bytes, &n);
+    if (bad) {
+        /* a result that cannot travel: say so as the chunk's error */
+        lua_pushfstring(L,
+                        "a result holds a %s, which a worker process cannot "
+                        "send back (return plain data, or run with --jobs 1)",
+                        bad);
+        lua_setfield(L, out, "error");
+        lua_pushnil(L);
+        lua_setfield(L, out, "results");
+        bind_result_put(L, out, &bytes, &n);
+    }
+    FILE *f = bytes ? fopen(tmp, "wb") : NULL;
+    int wrote = f && fwrite(bytes, 1, n, f) == n;
+    free(bytes);
+    if (!f || fclose(f) || !wrote || rename(tmp, final))
+        return -1;
+    lua_settop(L, out - 1);
+    return 0;
+}
+
+static void write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return;
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+typedef struct pool pool;
+static void pool_forget(pool *p);
+
+/* A worker's life: chunks from task_fd until it is empty, each announced
+ * on done_fd; never returns. Its Lua state is closed before _exit, so
+ * that the worker frees what it allocated (valgrind checks workers too,
+ * tests/run.sh); the finalizers of what it inherited leave the writer's
+ * resources alone: the writer's SQLite connections are not touched
+ * (bind_core.c db_gc) and the pool p forgets the writer's other workers
+ * and scratch directory. [-0, +0] (its worker record goes to the
+ * registry) */
+static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
+                        int task_fd, int done_fd, lua_Integer n,
+                        lua_Integer size)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", pdir);
+    pool_forget(p);
+    worker *w = lua_newuserdatauv(L, sizeof *w, 0);
+    memset(w, 0, sizeof *w);
+    w->dir = dir;
+    lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
+    int status = 0;
+    for (;;) {
+        int32_t c;
+        ssize_t k = read(task_fd, &c, sizeof c);
+        if (k < 0 && errno == EINTR && !limit_stopped())
+            continue;
+        if (k != (ssize_t)sizeof c)
+            break;
+        lua_Integer first = (lua_Integer)c * size + 1;
+        lua_Integer last = first + size - 1 < n ? first + size - 1 : n;
+        if (run_chunk(L, eval, w, c, first, last)) {
+            status = 1;
+            break;
+        }
+        write_all(done_fd, &c, sizeof c);
+    }
+    fflush(NULL); /* what the run functions printed */
+    close(task_fd);
+    close(done_fd);
+    lua_close(L);
+    _exit(status);
+}
+
+/* ------------------------------------------------------------------ */
+/* The writer side                                                     */
+/* ------------------------------------------------------------------ */
+
+struct pool {
+    pid_t pids[1024];
+    int npids;
+    int done_fd;
+    char dir[4096];
+};
+
+/* In a new worker: the pool's pids (its elder siblings), pipe and
+ * directory are the writer's, not for this process's pool_close (the
+ * pool's __gc at lua_close). */
+static void pool_forget(pool *p)
+{
+    p->npids = 0;
+    if (p->done_fd >= 0)
+        close(p->done_fd);
+    p->done_fd = -1;
+    p->dir[0] = '\0';
+}
+
+/* Stops the workers still running (they are this process's children),
+ * reaps them and removes the scratch directory. Calling it twice is
+ * harmless; it is the pool's __gc too, for an error that unwinds past. */
+static void pool_close(pool *p)
+{
+    for (int i = 0; i < p->npids; i++)
+        if (p->pids[i] > 0)
+            kill(p->pids[i], SIGKILL);
+    for (int i = 0; i < p->npids; i++)
+        if (p->pids[i] > 0)
+            while (waitpid(p->pids[i], NULL, 0) < 0 && errno == EINTR)
+                ;
+    p->npids = 0;
+    if (p->done_fd >= 0)
+        close(p->done_fd);
+    p->done_fd = -1;
+    if (p->dir[0]) {
+        DIR *d = opendir(p->dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char f[8192];
+            snprintf(f, sizeof f, "%s/%s", p->dir, e->d_name);
+            unlink(f);
+        }
+        if (d)
+            closedir(d);
+        rmdir(p->dir);
+        p->dir[0] = '\0';
+    }
+}
+
+/* [-0, +0] the pool userdata's __gc */
+static int pool_gc(lua_State *L)
+{
+    pool_close(luaL_checkudata(L, 1, POOL_TYPE));
+    return 0;
+}
+
+/* bind_database in a protected call: [-0, +0] (pcall) */
+static int open_target(lua_State *L)
+{
+    const char *path = lua_tostring(L, 1);
+    lua_pushlightuserdata(L, bind_database(L, path));
+    return 1;
+}
+
+/* Reads a file a worker left whole: 0 with *buf malloc'd (NULL when the
+ * file is empty) and *size; -1 when it cannot be opened; 1 when it cannot
+ * be read or memory runs out (*buf NULL). */
+static int read_whole(const char *file, unsigned char **buf, size_t *size)
+{
+    *buf = NULL;
+    *size = 0;
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    unsigned char *b = n > 0 ? malloc((size_t)n) : NULL;
+    int got = b && fread(b, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    if (!got) {
+        free(b);
+        return n == 0 ? 0 : 1;
+    }
+    *buf = b;
+    *size = (size_t)n;
+    return 0;
+}
+
+static void free_shipped(int64_t **shipped)
+{
+    for (int i = 0; i < MAX_DBS; i++)
+        free(shipped[i]);
+}
+
+/* Records the k runs a worker shipped in file into db, as --jobs 1 records
+ * them (rec_write in a sweep's batch, committed here); *ids: their run
+ * ids, by number (malloc'd). */
+static int take_shipped(rec_db *db, const char *file, lua_Integer k,
+                        int64_t **ids, ps_err *err)
+{
+    unsigned char *buf = NULL;
+    size_t size = 0;
+    int got = k < 1 ? -1 : read_whole(file, &buf, &size);
+    if (got < 0)
+        return ps_errf(err, "ps.sweep: a worker's runs are missing");
+    *ids = got == 0 && buf ? calloc((size_t)k, sizeof **ids) : NULL;
+    if (!*ids) {
+        free(buf);
+        return ps_errf(err, "ps.sweep: a worker's runs are damaged (or out "
+                            "of memory)");
+    }
+    rec_set_batch(db, 1);
+    int rc = rec_ship_write(db, buf, size, *ids, (int64_t)k, err);
+    rec_set_batch(db, 0);
+    ps_err ce;
+    if (rec_flush(db, rc ? &ce : err))
+        rc = PS_ERR;
+    free(buf);
+    return rc;
+}
+
+/* Copies chunk c's databases into the real ones and appends its results
+ * (ids renumbered) to the table at results; next is the index of its
+ * first point there. Returns 0; 1 when the chunk ends in a point's error
+ * (its message pushed); -1 with err filled on any other failure.
+ * [-0, +(0|1|?)] nothing left on 0, the message on 1; -1 leaves what it
+ * pushed (the caller raises err). */
+static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
+                      lua_Integer next, ps_err *err)
+{
+    char file[4200];
+    snprintf(file, sizeof file, "%s/c%d.res", p->dir, (int)c);
+    unsigned char *buf;
+    size_t size;
+    if (read_whole(file, &buf, &size) < 0)
+        return ps_errf(err, "ps.sweep: a worker's results are missing");
+    int ok = buf && bind_result_get(L, buf, size) == 0;
+    int bad = !ok || !lua_istable(L, -1);
+    free(buf);
+    unlink(file);
+    if (bad)
+        return ps_errf(err, "ps.sweep: a worker's results are damaged");
+    int chunk = lua_gettop(L);
+    lua_getfield(L, chunk, "dbs");
+    int dbs = lua_gettop(L);
+    lua_getfield(L, chunk, "results");
+    int res = lua_gettop(L);
+    lua_Integer ndbs = (lua_Integer)lua_rawlen(L, dbs);
+    int64_t offset[MAX_DBS] = {0};
+    lua_Integer lost[MAX_DBS] = {0}; /* results not to count, per database */
+    /* per database: the run ids its shipped runs got, by their number */
+    int64_t *shipped[MAX_DBS] = {NULL};
+    lua_Integer nshipped[MAX_DBS] = {0};
+    for (lua_Integer i = 1; i <= ndbs && i <= MAX_DBS; i++) {
+        lua_rawgeti(L, dbs, i);
+        lua_getfield(L, -1, "lost");
+        lost[i - 1] = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        lua_pushcfunction(L, open_target);
+        lua_getfield(L, -2, "path");
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            free_shipped(shipped);
+            return ps_errf(err, "%s", lua_tostring(L, -1));
+        }
+        rec_db *db = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, -1, "file");
+        const char *src = lua_tostring(L, -1);
+        lua_getfield(L, -2, "ship");
+        if (lua_isstring(L, -1)) {
+            /* every run of this database was shipped: its scratch file is
+             * empty */
+            lua_getfield(L, -3, "nship");
+            lua_Integer k = lua_tointeger(L, -1);
+            lua_pop(L, 1);
+            int rc =
+                take_shipped(db, lua_tostring(L, -1), k, &shipped[i - 1], err);
+            nshipped[i - 1] = k;
+            unlink(lua_tostring(L, -1));
+            unlink(src);
+            lua_pop(L, 3);
+            if (rc) {
+                free_shipped(shipped);
+                return PS_ERR;
+            }
+            continue;
+        }
+        lua_pop(L, 1);
+        rec_copy *cp = rec_copy_new(db, src, err);
+        if (!cp) {
+            free_shipped(shipped);
+            return PS_ERR;
+        }
+        int rc = rec_begin(db, err) ||
+                 rec_copy_runs(cp, 1, INT64_MAX, &offset[i - 1], err) ||
+                 rec_commit(db, err);
+        if (rc)
+            rec_rollback(db);
+        rec_copy_free(cp);
+        unlink(src);
+        lua_pop(L, 2);
+        if (rc) {
+            free_shipped(shipped);
+            return PS_ERR;
+        }
+    }
+    /* results: ids as the real database numbered them */
+    lua_Integer nres =
+        lua_istable(L, res) ? (lua_Integer)lua_rawlen(L, res) : 0;
+    for (lua_Integer j = 1; j <= nres; j++) {
+        lua_rawgeti(L, res, j);
+        if (lua_getfield(L, -1, "id") == LUA_TNUMBER) {
+            lua_Integer id = lua_tointeger(L, -1);
+            lua_getfield(L, -2, "db");
+            const char *path = lua_tostring(L, -1);
+            for (lua_Integer i = 1; i <= ndbs && i <= MAX_DBS; i++) {
+                lua_rawgeti(L, dbs, i);
+                lua_getfield(L, -1, "path");
+                const char *dp = lua_tostring(L, -1);
+                int same = (!path && !dp) || (path && dp && !strcmp(path, dp));
+                lua_pop(L, 2);
+                if (same) {
+                    if (shipped[i - 1])
+                        id = id >= 1 && id <= nshipped[i - 1]
+                                 ? shipped[i - 1][id - 1]
+                                 : 0;
+                    else
+                        id += offset[i - 1];
+                    lua_pushinteger(L, id);
+                    lua_setfield(L, -4, "id");
+                    if (lost[i - 1] > 0)
+                        lost[i - 1]--; /* rolled back in the worker */
+                    else
+                        bind_count_run(L);
+                    break;
+                }
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        lua_rawseti(L, results, next + j - 1);
+    }
+    free_shipped(shipped);
+    lua_getfield(L, chunk, "error");
+    if (lua_isstring(L, -1)) {
+        lua_replace(L, chunk);
+        lua_settop(L, chunk);
+        return 1;
+    }
+    lua_settop(L, chunk - 1);
+    return 0;
+}
+
+/* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
+ * by jobs worker processes; raises the first failing point's error after
+ * recording the runs before it, as --jobs 1 does. [-0, +1] returns the
+ * results table */
+int bind_sweep_map(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    lua_Integer jobs = luaL_checkinteger(L, 2);
+    luaL_checktype(L, 3, LUA_TFUNCTION);
+    lua_settop(L, 3);
+    /* chunks of at most CHUNK_MAX points, about 8 per worker */
+    lua_Integer size = (n + jobs * 8 - 1) / (jobs * 8);
+    if (size > CHUNK_MAX)
+        size = CHUNK_MAX;
+    if (size < (n + MAX_CHUNKS - 1) / MAX_CHUNKS)
+        size = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+    if (size < 1)
+        size = 1;
+    int32_t nchunks = (int32_t)((n + size - 1) / size);
+    if (jobs > nchunks)
+        jobs = nchunks;
+
+    pool *p = lua_newuserdatauv(L, sizeof *p, 0); /* 4 */
+    memset(p, 0, sizeof *p);
+    p->done_fd = -1;
+    if (luaL_newmetatable(L, POOL_TYPE)) {
+        lua_pushcfunction(L, pool_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(p->dir, sizeof p->dir, "%s/pipesim-sweep.XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(p->dir)) {
+        p->dir[0] = '\0';
+        return luaL_error(L, "ps.sweep: cannot create a scratch directory: %s",
+                          strerror(errno));
+    }
+    int task[2], done[2];
+    if (pipe(task))
+        return luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
+    if (pipe(done)) {
+        close(task[0]);
+        close(task[1]);
+        return luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
+    }
+    p->done_fd = done[0];
+    for (int32_t c = 0; c < nchunks; c++)
+        write_all(task[1], &c, sizeof c);
+    close(task[1]);
+    lua_createtable(L, (int)n, 0); /* 5: the results */
+    bind_progress_sweep(L, 0, (long)n);
+    fflush(NULL); /* or the children print it again */
+    for (lua_Integer k = 0; k < jobs; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            forked = 1;
+            worker_main(L, 3, p, p->dir, task[0], done[1], n, size);
+        }
+        if (pid < 0)
+            break;
+        p->pids[p->npids++] = pid;
+    }
+    close(task[0]);
+    close(done[1]);
+    if (p->npids == 0) {
+        pool_close(p);
+        return luaL_error(L, "ps.sweep: cannot start a worker process: %s",
+                          strerror(errno));
+    }
+
+    unsigned char *ready = calloc((size_t)nchunks, 1);
+    if (!ready) {
+        pool_close(p);
+        return luaL_error(L, "ps.sweep: out of memory");
+    }
+    ps_err err = {0};
+    int failed = 0; /* 1: a point's error is on the stack; -1: err */
+    int32_t next = 0;
+    while (next < nchunks && !failed) {
+        if (limit_stopped())
+            break;
+        struct pollfd pf = {.fd = p->done_fd, .events = POLLIN};
+        int pr = poll(&pf, 1, 200);
+        if (pr <= 0)
+            continue; /* a signal, or a wake-up to check for a stop */
+        int32_t c;
+        ssize_t k = read(p->done_fd, &c, sizeof c);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k != (ssize_t)sizeof c || c < 0 || c >= nchunks) {
+            ps_errf(&err, "ps.sweep: a worker process ended before its "
+                          "points were done (killed, or out of memory?)");
+            failed = -1;
+            break;
+        }
+        ready[c] = 1;
+        while (next < nchunks && ready[next] && !failed) {
+            int rc =
+                take_chunk(L, p, next, 5, (lua_Integer)next * size + 1, &err);
+            failed = rc > 0 ? 1 : rc < 0 ? -1 : 0;
+            next++;
+            lua_Integer doneb = (lua_Integer)next * size;
+            bind_progress_sweep(L, (long)(doneb < n ? doneb : n), (long)n);
+        }
+    }
+    free(ready);
+    if (next == nchunks && !failed) {
+        /* every worker has read its last task and exits, with status 0:
+         * anything else (a crash at its end, valgrind's --error-exitcode
+         * for a leak, tests/run.sh) is reported, after its runs are in */
+        for (int i = 0; i < p->npids; i++) {
+            int st = 0;
+            while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
+                ;
+            p->pids[i] = 0;
+            if (!failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                ps_errf(&err,
+                        "ps.sweep: a worker process ended with %s %d after "
+                        "its points were done",
+                        WIFEXITED(st) ? "status" : "signal",
+                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+                failed = -1;
+            }
+        }
+    }
+    pool_close(p);
+    bind_progress_sweep(L, 0, 0);
+    if (limit_stopped())
+        return bind_raise_stop(L);
+    if (failed > 0)
+        return lua_error(L); /* the point's message, on top */
+    if (failed < 0)
+        return bind_raise(L, &err);
+    lua_settop(L, 5);
+    return 1;
+}

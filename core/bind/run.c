@@ -1,0 +1,880 @@
+/* core.run: one pipeline training step from a normalized scenario table
+ * (lua/pipesim/init.lua fills defaults). Every field is checked here
+ * (core/bind_check.c, lists in core/bind_fields.c) before the Lua layer is
+ * asked for the partition and the params JSON, so those see valid input.
+ * Scratch arrays are Lua userdata, so an error raised half way leaks
+ * nothing; the pipe_ctx lives in the registry and is reused by every run.
+ * Over 800 lines as one concept: reading ps.run's table once, fast, for
+ * both core.check_run and core.run; the layer reader, the sealed layers
+ * and the checked-layers hand-off exist only for that, and a split would
+ * export their private registry slots and scratch layout across files. */
+#include <ctype.h>
+#include <lauxlib.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "base/unit.h"
+#include "bind/bind.h"
+#include "bind/cluster.h"
+#include "coll/coll.h"
+#include "step/dp.h"
+#include "step/pipe.h"
+
+#define MAX_RANKS (1 << 20) /* as in ps.cluster (net.h) */
+#define MAX_LAYERS BIND_MAX_LAYERS
+#define CTX_KEY "pipesim.pipe_ctx.instance" /* registry slot of the ctx */
+
+static void *ctx_make(void)
+{
+    return pipe_ctx_new();
+}
+
+static void ctx_drop(void *ctx)
+{
+    pipe_ctx_free(ctx);
+}
+
+/* [-0, +1] n zeroed elements of size bytes in a userdata left on the
+ * stack: freed by the collector, so an error raised half way leaks
+ * nothing. */
+static void *scratch(lua_State *L, size_t n, size_t size)
+{
+    void *p = lua_newuserdatauv(L, n * size + 1, 0);
+    memset(p, 0, n * size + 1);
+    return p;
+}
+
+/* The numeric layer fields the core reads, each a finite number >= 0
+ * (units allowed) into its pipe_layer slot; def when absent. Every key here
+ * is in bind_fields_layer (bind_check_layer_fields checks that at
+ * start-up);
+ * that list also holds fields the core accepts without reading (kind,
+ * shape, shared_params: the model's). */
+static const struct layer_num {
+    const char *key;
+    size_t off;
+    enum unit_kind kind;
+    double def;
+} layer_nums[] = {
+    {"fwd_flops", offsetof(pipe_layer, fwd_flops), UNIT_FLOP, -1},
+    {"fwd_time", offsetof(pipe_layer, fwd_time), UNIT_SECONDS, -1},
+    {"params", offsetof(pipe_layer, params), UNIT_FLOP, 0},
+    {"act_bytes", offsetof(pipe_layer, act_bytes), UNIT_BYTES, 0},
+    {"out_bytes", offsetof(pipe_layer, out_bytes), UNIT_BYTES, 0},
+    {"bwd_flops", offsetof(pipe_layer, bwd_flops), UNIT_FLOP, -1},
+    {"bwd_time", offsetof(pipe_layer, bwd_time), UNIT_SECONDS, -1},
+    {"in_bytes", offsetof(pipe_layer, in_bytes), UNIT_BYTES, -1},
+    {"bwd_input_flops", offsetof(pipe_layer, bwd_input_flops), UNIT_FLOP, -1},
+    {"bwd_weight_flops", offsetof(pipe_layer, bwd_weight_flops), UNIT_FLOP, -1},
+    {"bwd_input_time", offsetof(pipe_layer, bwd_input_time), UNIT_SECONDS, -1},
+    {"bwd_weight_time", offsetof(pipe_layer, bwd_weight_time), UNIT_SECONDS,
+     -1},
+    {"bwd_weight_bytes", offsetof(pipe_layer, bwd_weight_bytes), UNIT_BYTES,
+     -1},
+    {"recompute_time", offsetof(pipe_layer, recompute_time), UNIT_SECONDS, -1},
+    {"kept_bytes", offsetof(pipe_layer, kept_bytes), UNIT_BYTES, -1},
+    {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
+    {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
+     -1},
+    {"shared_params", (size_t)-1, UNIT_FLOP, 0}, /* checked, not read */
+};
+#define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
+
+/* Codes of the non-numeric layer keys in the key map (numeric ones map to
+ * their layer_nums index from 1). */
+enum { KEY_NAME = -1, KEY_KIND = -2, KEY_SHAPE = -3 };
+
+/* [-0, +1] The layer keys as a table { key = code }, built once and kept
+ * in the registry under layer_nums' address: a layer's keys then cost one
+ * hash lookup each instead of a strcmp against every name (a sweep reads
+ * every layer of every run). */
+static int layer_key_map(lua_State *L)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, layer_nums) == LUA_TTABLE)
+        return lua_gettop(L);
+    lua_pop(L, 1);
+    lua_newtable(L);
+    for (size_t f = 0; f < NLAYER_NUMS; f++) {
+        lua_pushinteger(L, (lua_Integer)f + 1);
+        lua_setfield(L, -2, layer_nums[f].key);
+    }
+    static const struct {
+        const char *key;
+        int code;
+    } other[] = {{"name", KEY_NAME}, {"kind", KEY_KIND}, {"shape", KEY_SHAPE}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        lua_pushinteger(L, other[i].code);
+        lua_setfield(L, -2, other[i].key);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, layer_nums);
+    return lua_gettop(L);
+}
+
+/* [-0, +0] Reads layers[i] (the table at idx) in one pass over its keys: a
+ * sweep reads every layer of every run, and most fields are absent. map is
+ * the stack index of layer_key_map's table. */
+static void read_layer(lua_State *L, int idx, int i, pipe_layer *l, int map)
+{
+    /* "layers[i]" by hand: snprintf costs more than the rest of a layer */
+    char path[32] = "layers[", digits[16];
+    int nd = 0;
+    for (unsigned u = (unsigned)i; u || !nd; u /= 10)
+        digits[nd++] = (char)('0' + u % 10);
+    size_t at = 7;
+    while (nd)
+        path[at++] = digits[--nd];
+    path[at++] = ']';
+    path[at] = 0;
+    if (!lua_istable(L, idx))
+        bind_field_error(L, path, "must be a table", idx);
+    char *base = (char *)l;
+    for (size_t f = 0; f < NLAYER_NUMS; f++)
+        if (layer_nums[f].off != (size_t)-1)
+            *(double *)(base + layer_nums[f].off) = layer_nums[f].def;
+    l->name = NULL;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_Integer code = 0;
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            lua_pushvalue(L, -2);
+            lua_rawget(L, map);
+            code = lua_tointeger(L, -1); /* 0: not a layer key */
+            lua_pop(L, 1);
+        }
+        const char *k = code ? lua_tostring(L, -2) : NULL;
+        if (code > 0) {
+            size_t f = (size_t)code - 1;
+            double v = 0;
+            bind_quantity_top(L, path, k, layer_nums[f].kind, 0, 0, &v);
+            if (layer_nums[f].off != (size_t)-1)
+                *(double *)(base + layer_nums[f].off) = v;
+            lua_pop(L, 1);
+            continue;
+        }
+        lua_pop(L, 1);
+        if (code == KEY_NAME)
+            l->name = bind_string_in(L, idx, path, "name");
+        else if (code == KEY_KIND)
+            bind_string_in(L, idx, path, "kind");
+        else if (code != KEY_SHAPE)
+            bind_check_fields(L, idx, path, bind_fields_layer); /* raises */
+    }
+    if (l->fwd_time < 0 && l->fwd_flops < 0)
+        luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
+}
+
+/* [-0, +(0|1)] chunk_placement: "loop", "v", or a list giving each model stage
+ * (in order, from stage 0) as { rank, chunk }, counted from 0; default the
+ * schedule's own. A list leaves its array (*place) as scratch on the
+ * stack; sched_place_check says whether it is one of the rules. */
+static enum sched_placement read_placement(lua_State *L, int idx,
+                                           const pipe_config *cfg,
+                                           const int32_t **place)
+{
+    *place = NULL;
+    lua_getfield(L, idx, "chunk_placement");
+    int list = lua_istable(L, -1);
+    lua_pop(L, 1);
+    if (list) {
+        int32_t S = cfg->p * cfg->v;
+        lua_getfield(L, idx, "chunk_placement");
+        int t = lua_gettop(L);
+        lua_Integer n = bind_list_len(L, t, "chunk_placement");
+        if (n != S)
+            luaL_error(L,
+                       "field 'chunk_placement': %I entries for %d stages "
+                       "(stages x virtual_stages)",
+                       n, (int)S);
+        int32_t *a = scratch(L, (size_t)S * 2, sizeof *a);
+        lua_insert(L, t); /* the scratch below the list */
+        for (int32_t s = 0; s < S; s++) {
+            lua_geti(L, t + 1, s + 1);
+            int ok = lua_istable(L, -1) && lua_rawlen(L, -1) == 2;
+            for (int k = 0; ok && k < 2; k++) {
+                lua_geti(L, -1, k + 1);
+                int isnum = 0;
+                lua_Integer x = lua_tointegerx(L, -1, &isnum);
+                ok = isnum && x >= INT32_MIN && x <= INT32_MAX;
+                a[2 * s + k] = ok ? (int32_t)x : 0;
+                lua_pop(L, 1);
+            }
+            if (!ok)
+                luaL_error(L,
+                           "field 'chunk_placement': entry %d (stage %d) must "
+                           "be { rank, chunk }, integers from 0",
+                           (int)s + 1, (int)s);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1); /* the list; the scratch stays */
+        enum sched_placement rule;
+        ps_err err;
+        if (sched_place_check(a, cfg->p, cfg->v, &rule, &err))
+            luaL_error(L, "field 'chunk_placement': %s", err.msg);
+        *place = a;
+        return rule;
+    }
+    const char *pl = bind_string(L, idx, "chunk_placement");
+    if (!pl)
+        return sched_default_placement(cfg->schedule);
+    if (strcmp(pl, "loop") == 0)
+        return SCHED_LOOP;
+    if (strcmp(pl, "v") == 0)
+        return SCHED_V;
+    luaL_error(L,
+               "field 'chunk_placement': unknown placement '%s' (expected "
+               "loop, v or a list of { rank, chunk } per stage)",
+               pl);
+    return SCHED_LOOP;
+}
+
+/* [-0, +(p+2)] A custom schedule: one list of action strings per pipeline rank.
+ */
+static void read_custom(lua_State *L, int idx, pipe_config *cfg,
+                        const sched_action ***orders, int32_t **counts)
+{
+    int32_t p = cfg->p;
+    lua_Integer np = bind_list_len(L, idx, "schedule");
+    if (np != p)
+        luaL_error(L, "field 'schedule': %I action lists for %d stages", np,
+                   (int)p);
+    *orders = scratch(L, (size_t)p, sizeof **orders);
+    *counts = scratch(L, (size_t)p, sizeof **counts);
+    for (int32_t r = 0; r < p; r++) {
+        lua_geti(L, idx, r + 1);
+        if (!lua_istable(L, -1))
+            luaL_error(L,
+                       "field 'schedule': entry %d must be a list of "
+                       "actions such as {\"F0\", \"B0\"}",
+                       (int)r + 1);
+        int list = lua_gettop(L);
+        char name[32];
+        snprintf(name, sizeof name, "schedule[%d]", (int)r + 1);
+        /* sched_check_custom bounds a list by 3 m v actions; checked here
+         * in 64 bits before the count is narrowed */
+        lua_Integer len = bind_list_len(L, list, name);
+        if (len > INT32_MAX / 4)
+            luaL_error(L, "field '%s' has %I actions, too many", name, len);
+        int32_t n = (int32_t)len;
+        sched_action *a = scratch(L, (size_t)n, sizeof *a);
+        lua_rotate(L, list, 1); /* keep the scratch below the list */
+        list = lua_gettop(L);
+        for (int32_t i = 0; i < n; i++) {
+            lua_geti(L, list, i + 1);
+            const char *text =
+                lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            ps_err err;
+            if (!text)
+                luaL_error(L,
+                           "field 'schedule': rank %d action %d is not a "
+                           "string",
+                           (int)r, (int)i + 1);
+            if (sched_parse_action(text, cfg->m, cfg->v, &a[i], &err))
+                luaL_error(L, "field 'schedule': rank %d: %s", (int)r, err.msg);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        (*orders)[r] = a;
+        (*counts)[r] = n;
+    }
+}
+
+/* [-0, +0] grad_sync.bucketed: which chunks are cut into buckets
+ * (enum dp_bucketed), "all" when absent */
+static int read_bucketed(lua_State *L, int t)
+{
+    const char *b = bind_string(L, t, "grad_sync.bucketed");
+    if (!b || strcmp(b, "all") == 0)
+        return DP_BUCKET_ALL;
+    if (strcmp(b, "first") == 0)
+        return DP_BUCKET_FIRST;
+    if (strcmp(b, "none") == 0)
+        return DP_BUCKET_NONE;
+    return luaL_error(L,
+                      "field 'grad_sync.bucketed': unknown value '%s' "
+                      "(expected all, first or none)",
+                      b);
+}
+
+/* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
+ * overlap, overlap_param_gather }, zero, optimizer_time, over
+ * pipe_config_init's defaults. */
+static void read_grad_sync(lua_State *L, pipe_config *cfg)
+{
+    if (bind_table(L, 1, "grad_sync",
+                   "such as { bucket = \"25 MB\", overlap = true }")) {
+        int t = lua_gettop(L);
+        bind_check_fields(L, t, "grad_sync", bind_fields_grad_sync);
+        bind_quantity_min(L, t, "grad_sync.bucket", UNIT_BYTES, 0, 1,
+                          &cfg->bucket_bytes);
+        bind_quantity_min(L, t, "grad_sync.first_bucket", UNIT_BYTES, 0, 1,
+                          &cfg->first_bucket_bytes);
+        cfg->grad_bucketed = read_bucketed(L, t);
+        bind_boolean(L, t, "grad_sync.overlap", &cfg->overlap);
+        bind_boolean(L, t, "grad_sync.overlap_param_gather",
+                     &cfg->overlap_param_gather);
+        const char *algo = bind_string(L, t, "grad_sync.algorithm");
+        ps_err err;
+        if (algo &&
+            coll_parse_algo(COLL_ALLREDUCE, algo, &cfg->grad_algorithm, &err))
+            luaL_error(L, "field 'grad_sync.algorithm': %s", err.msg);
+        lua_pop(L, 1);
+    }
+    long long zero = 0;
+    bind_int(L, 1, "zero", 0, 1, &zero); /* ZeRO stage 1 or none */
+    cfg->zero = (int)zero;
+    /* Megatron asserts both (arguments.py: "--overlap-param-gather only
+     * supported with distributed optimizer", "--overlap-grad-reduce should
+     * be turned on when using --overlap-param-gather") */
+    if (cfg->overlap_param_gather && (!cfg->zero || !cfg->overlap))
+        luaL_error(L, "field 'grad_sync.overlap_param_gather' needs %s",
+                   !cfg->zero ? "zero = 1 (the distributed optimizer)"
+                              : "grad_sync.overlap = true");
+    cfg->optimizer_seconds = 0;
+    bind_quantity_min(L, 1, "optimizer_time", UNIT_SECONDS, 0, 0,
+                      &cfg->optimizer_seconds);
+}
+
+/* [-0, +1] pushes the list */
+static void push_ints(lua_State *L, const int32_t *v, int32_t n)
+{
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        lua_pushinteger(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* [-0, +1] pushes the list */
+static void push_array(lua_State *L, const double *v, int32_t n)
+{
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        lua_pushnumber(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* [-0, +0] t[k] = v (nothing for NaN), t on top */
+static void set_number(lua_State *L, const char *k, double v)
+{
+    if (isnan(v))
+        return;
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* [-0, +0] Sets r.fits (nil when a capacity is unknown) and, when some
+ * entries exceed their device's memory, r.over_capacity (their 1-based
+ * indices into the per-rank arrays) and r.over_capacity_ranks (their
+ * cluster rank numbers, from 0 as in the database) on the table on top. */
+static void push_fits(lua_State *L, const pipe_result *res)
+{
+    if (res->fits != REC_FITS_UNKNOWN) {
+        lua_pushboolean(L, res->fits == REC_FITS_YES);
+        lua_setfield(L, -2, "fits");
+    }
+    if (res->nover == 0)
+        return;
+    lua_createtable(L, res->nover, 0);
+    lua_createtable(L, res->nover, 0);
+    for (int32_t k = 0, i = 0; k < res->n; k++) {
+        if (!(res->capacity[k] > 0 && res->peak_memory[k] > res->capacity[k]))
+            continue;
+        i++;
+        lua_pushinteger(L, k + 1);
+        lua_rawseti(L, -3, i);
+        lua_pushinteger(L, res->rank[k]);
+        lua_rawseti(L, -2, i);
+    }
+    lua_setfield(L, -3, "over_capacity_ranks");
+    lua_setfield(L, -2, "over_capacity");
+}
+
+/* [-0, +0] p x v stages need at least as many layers (p <= 2^20 and v < 2^15:
+ * the product fits before it is compared). */
+static void check_stage_count(lua_State *L, long long p, long long v,
+                              int32_t nl)
+{
+    if (p * v <= nl)
+        return;
+    if (v > 1)
+        luaL_error(L,
+                   "%I stages (stages %d x virtual_stages %d) but only %d "
+                   "layers",
+                   (lua_Integer)(p * v), (int)p, (int)v, (int)nl);
+    luaL_error(L, "%d stages but only %d layers", (int)p, (int)nl);
+}
+
+/* A checked, read copy of a layer list ("sealed" layers): the list's
+ * numbers as the core reads them, and its names (the strings, kept in the
+ * userdata's user value, so that a layer renamed later cannot free one).
+ * It is a snapshot: changing the list afterwards does not change it.
+ * lua/pipesim/init.lua passes one as `layers` to core.check_run and
+ * core.run in a sweep whose points share their layers (README "Sweeps"),
+ * so that a point does not read every layer again. */
+#define SEALED_TYPE "pipesim.layers"
+
+typedef struct sealed_layers {
+    int32_t n;
+    int uses_flops;
+    pipe_layer l[]; /* n of them */
+} sealed_layers;
+
+/* [-0, +0] The sealed layers at idx, or NULL when it is something else. */
+static sealed_layers *test_sealed(lua_State *L, int idx)
+{
+    return lua_type(L, idx) == LUA_TUSERDATA
+               ? luaL_testudata(L, idx, SEALED_TYPE)
+               : NULL;
+}
+
+/* core.check_run reads the layers of ps.run's table; core.run, called next
+ * by init.lua, gets the same table unless the Lua layer replaced the list
+ * (model or weighted layers): then it reuses what check_run read, once,
+ * instead of reading every layer twice per run. The registry slot holds
+ * { layers table, scratch userdata, uses_flops }. */
+#define CHECKED_KEY "pipesim.checked_layers"
+
+/* [-0, +0] */
+static void keep_checked(lua_State *L, int layers_idx, int scratch_idx,
+                         int uses_flops)
+{
+    lua_createtable(L, 3, 0);
+    lua_pushvalue(L, layers_idx);
+    lua_rawseti(L, -2, 1);
+    lua_pushvalue(L, scratch_idx);
+    lua_rawseti(L, -2, 2);
+    lua_pushboolean(L, uses_flops);
+    lua_rawseti(L, -2, 3);
+    lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
+}
+
+/* [-0, +(0|1)] Pushes the scratch check_run kept for the layer list at
+ * layers_idx and returns 1, or returns 0 (nothing pushed). Either way the slot
+ * is emptied: a kept list serves one core.run. */
+static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
+                         int *uses_flops)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CHECKED_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
+    lua_rawgeti(L, -1, 1);
+    int same = lua_rawequal(L, -1, layers_idx);
+    lua_pop(L, 1);
+    if (!same) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_rawgeti(L, -1, 3);
+    *uses_flops = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, -1, 2);
+    lua_remove(L, -2);
+    cfg->layers = ((sealed_layers *)lua_touserdata(L, -1))->l;
+    cfg->nlayers = (int32_t)bind_list_len(L, layers_idx, "layers");
+    return 1;
+}
+
+/* The fields init.lua computes from before core.run, checked in the same
+ * way for both: names at the top, the counts (in 64 bits before they are
+ * narrowed: ranks as in ps.cluster, chunks per rank as sched.h allows) and
+ * every layer, read into cfg->layers (a scratch userdata left on the
+ * stack). *uses_flops: some layer needs the device's FLOP/s. sealed > 0:
+ * the stack index of sealed layers standing for spec.layers; < 0: the
+ * scratch is made a sealed copy (names anchored); 0: neither. A `layers`
+ * field holding sealed layers is taken as they are. [-0, +1] */
+static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
+                       int sealed)
+{
+    bind_check_fields(L, 1, "", bind_fields_run);
+    long long p = 0, v = 1, m = 0, dp = 1;
+    if (lua_getfield(L, 1, "layers") == LUA_TNIL)
+        luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    lua_pop(L, 1);
+    if (!bind_int(L, 1, "stages", 1, MAX_RANKS, &p))
+        luaL_error(L, "missing field 'stages' (pipeline stages, one per "
+                      "rank)");
+    if (!bind_int(L, 1, "microbatches", 1, INT32_MAX, &m))
+        luaL_error(L, "missing field 'microbatches'");
+    bind_int(L, 1, "virtual_stages", 1, INT16_MAX, &v);
+    bind_int(L, 1, "dp", 1, MAX_RANKS, &dp);
+    /* tp is lowered by lua/pipesim/parallel.lua (core.run records it):
+     * checked here, before that code loops over it */
+    long long tp = 1;
+    bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
+    cfg->tp = (int32_t)tp;
+    if (dp * p > MAX_RANKS) /* both <= 2^20: no overflow */
+        luaL_error(
+            L, "dp %I x %I stages is %I ranks, more than the limit of %d",
+            (lua_Integer)dp, (lua_Integer)p, (lua_Integer)(dp * p), MAX_RANKS);
+    cfg->p = (int32_t)p;
+    cfg->v = (int32_t)v;
+    cfg->m = (int32_t)m;
+    cfg->dp = (int32_t)dp;
+
+    /* sealed: the list was read once for the whole sweep (the copy stays
+     * on the stack as this run's scratch) */
+    lua_getfield(L, 1, "layers");
+    sealed_layers *sl = test_sealed(L, -1);
+    if (!sl && sealed > 0) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, sealed);
+        sl = test_sealed(L, -1);
+    }
+    if (sl) {
+        cfg->layers = sl->l;
+        cfg->nlayers = sl->n;
+        *uses_flops = sl->uses_flops;
+        check_stage_count(L, p, v, sl->n);
+        return;
+    }
+    lua_pop(L, 1);
+    if (!bind_table(L, 1, "layers", "(a list of layer tables)"))
+        luaL_error(L, "missing field 'layers' (a list of layer tables)");
+    int layers_idx = lua_gettop(L);
+    if (reuse_checked(L, layers_idx, cfg, uses_flops)) {
+        lua_remove(L, layers_idx);
+        check_stage_count(L, p, v, cfg->nlayers);
+        return;
+    }
+    lua_Integer nlayers = bind_list_len(L, layers_idx, "layers");
+    if (nlayers < 1)
+        luaL_error(L, "field 'layers' is empty");
+    if (nlayers > MAX_LAYERS)
+        luaL_error(L, "field 'layers' has %I layers, more than %d", nlayers,
+                   MAX_LAYERS);
+    int32_t nl = (int32_t)nlayers;
+    sl = lua_newuserdatauv(L, sizeof *sl + (size_t)nl * sizeof *sl->l, 1);
+    memset(sl, 0, sizeof *sl + (size_t)nl * sizeof *sl->l);
+    sl->n = nl;
+    int scratch_idx = lua_gettop(L);
+    if (sealed < 0) { /* a copy that outlives the call: anchor the names */
+        lua_createtable(L, nl, 0);
+        lua_setiuservalue(L, scratch_idx, 1);
+        static const luaL_Reg none[] = {{NULL, NULL}};
+        bind_setmetatable(L, SEALED_TYPE, none);
+    }
+    pipe_layer *layers = sl->l;
+    *uses_flops = 0;
+    int map = layer_key_map(L);
+    for (int32_t i = 0; i < nl; i++) {
+        lua_geti(L, layers_idx, i + 1);
+        read_layer(L, lua_gettop(L), i + 1, &layers[i], map);
+        *uses_flops |= layers[i].fwd_time < 0 ||
+                       (layers[i].bwd_time < 0 && layers[i].bwd_flops >= 0);
+        if (sealed < 0 && layers[i].name) {
+            lua_getiuservalue(L, scratch_idx, 1);
+            lua_getfield(L, -2, "name"); /* the string read_layer took */
+            lua_rawseti(L, -2, i + 1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    sl->uses_flops = *uses_flops;
+    lua_pop(L, 1);             /* the key map */
+    lua_remove(L, layers_idx); /* the layer names stay alive in spec */
+    cfg->layers = layers;
+    cfg->nlayers = nl;
+    check_stage_count(L, p, v, nl);
+}
+
+/* [-0, +(0|1)] core.check_run(spec [, sealed | true]): raises on the
+ * fields read_shape checks, so that init.lua computes the partition and
+ * the parallel layout from checked input; core.run checks them again
+ * (cheap next to a run). With sealed layers as the second argument they
+ * stand for spec.layers, which is not read; with true, returns the layers
+ * it read as sealed layers (a sweep's first point). */
+static int core_check_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 2);
+    int sealed = test_sealed(L, 2) ? 2 : lua_toboolean(L, 2) ? -1 : 0;
+    pipe_config cfg;
+    pipe_config_init(&cfg);
+    int uses_flops;
+    lua_pushnil(L); /* no kept list: this call reads every layer */
+    lua_setfield(L, LUA_REGISTRYINDEX, CHECKED_KEY);
+    read_shape(L, &cfg, &uses_flops, sealed); /* pushes the scratch */
+    if (sealed != 0)
+        return sealed < 0; /* the new copy, on top */
+    lua_getfield(L, 1, "layers");
+    keep_checked(L, lua_gettop(L), lua_gettop(L) - 1, uses_flops);
+    return 0;
+}
+
+/* [-0, +1] core.seal_layers(list): the list read and checked as ps.run's
+ * layers, as sealed layers (a snapshot). */
+static int core_seal_layers(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_createtable(L, 0, 3); /* a run table holding only the layers */
+    lua_insert(L, 1);
+    lua_setfield(L, 1, "layers");
+    lua_pushinteger(L, 1);
+    lua_setfield(L, 1, "stages");
+    lua_pushinteger(L, 1);
+    lua_setfield(L, 1, "microbatches");
+    pipe_config cfg;
+    pipe_config_init(&cfg);
+    int uses_flops;
+    read_shape(L, &cfg, &uses_flops, -1);
+    return 1;
+}
+
+/* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
+ * it through pipe_run, pushes the result table. */
+static int core_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    pipe_config cfg;
+    pipe_config_init(&cfg);
+    int uses_flops = 0;
+    read_shape(L, &cfg, &uses_flops, 0); /* leaves the layers' scratch */
+    cfg.name = bind_string(L, 1, "name");
+    bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
+    /* recorded only: lua/pipesim/parallel.lua has lowered them */
+
+    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
+    cfg.recompute = bind_string(L, 1, "recompute");
+    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
+    cfg.p2p = bind_p2p(L, 1, &cfg.pytorch_p2p);
+    int recording = bind_record(L, 1, &cfg.record);
+
+    /* schedule */
+    const sched_action **orders = NULL;
+    int32_t *counts = NULL;
+    lua_getfield(L, 1, "schedule");
+    if (lua_istable(L, -1)) {
+        cfg.schedule = SCHED_CUSTOM;
+        cfg.schedule_name = "custom";
+        read_custom(L, lua_gettop(L), &cfg, &orders, &counts);
+        cfg.custom = orders;
+        cfg.ncustom = counts;
+    } else {
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+            bind_field_error(L, "schedule",
+                             "must be a schedule name or a list of actions "
+                             "per stage",
+                             -1);
+        /* names as users type them: "1F1B", "GPipe", "Interleaved" */
+        char name[32] = "1f1b";
+        size_t len = 0;
+        const char *given = lua_tolstring(L, -1, &len);
+        if (given && strlen(given) != len)
+            bind_field_error(L, "schedule", "must not contain a NUL byte", -1);
+        if (given && len < sizeof name) {
+            for (size_t i = 0; i <= len; i++)
+                name[i] = (char)tolower((unsigned char)given[i]);
+        } else if (given) {
+            snprintf(name, sizeof name, "%.31s", given); /* too long: unknown */
+        }
+        ps_err err;
+        if (sched_parse(name, &cfg.schedule, &err))
+            return luaL_error(L, "field 'schedule': %s", err.msg);
+        cfg.schedule_name = sched_name(cfg.schedule);
+    }
+    cfg.placement = read_placement(L, 1, &cfg, &cfg.place);
+    /* overlapped FB actions (sched_fb_time): a measured time, or the
+     * share of the shorter action that is not hidden (1: none is) */
+    cfg.fb_interference = 1;
+    cfg.fb_given = bind_quantity_min(L, 1, "overlap_fb", UNIT_SECONDS, 0, 1,
+                                     &cfg.overlap_fb) |
+                   bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,
+                                     &cfg.fb_interference);
+
+    /* memory accounting per parameter */
+    if (bind_table(L, 1, "memory",
+                   "of bytes per parameter such as { weight_bytes = 2 }")) {
+        int t = lua_gettop(L);
+        bind_check_fields(L, t, "memory", bind_fields_memory);
+        bind_quantity_min(L, t, "memory.weight_bytes", UNIT_BYTES, 0, 0,
+                          &cfg.weight_bytes);
+        bind_quantity_min(L, t, "memory.grad_bytes", UNIT_BYTES, 0, 0,
+                          &cfg.grad_bytes);
+        bind_quantity_min(L, t, "memory.optimizer_bytes", UNIT_BYTES, 0, 0,
+                          &cfg.optimizer_bytes);
+        lua_pop(L, 1);
+    }
+
+    /* partition: resolved by the Lua layer into p * v counts */
+    int32_t nl = cfg.nlayers;
+    int32_t nstages = cfg.p * cfg.v;
+    if (!bind_table(L, 1, "partition", "of layer counts"))
+        return luaL_error(L, "field 'partition' must be a list of layer "
+                             "counts");
+    lua_Integer nparts = bind_list_len(L, -1, "partition");
+    if (nparts != nstages)
+        return luaL_error(L,
+                          "field 'partition' has %d entries, expected %d "
+                          "(one per stage%s)",
+                          (int)nparts, (int)nstages,
+                          cfg.v > 1 ? " and virtual stage" : "");
+    int32_t *partition = scratch(L, (size_t)nstages, sizeof *partition);
+    lua_rotate(L, -2, 1);
+    for (int32_t s = 0; s < nstages; s++) {
+        lua_geti(L, -1, s + 1);
+        int ok;
+        lua_Integer c = lua_tointegerx(L, -1, &ok);
+        /* the field's name is made only for the message (a pushfstring
+         * per entry was 1.2 k instructions of every run) */
+        if (!ok || lua_type(L, -1) != LUA_TNUMBER || c < 1 || c > nl) {
+            long long cc;
+            int at = lua_gettop(L);
+            bind_check_int(L, at,
+                           lua_pushfstring(L, "partition[%d]", (int)s + 1), 1,
+                           nl, &cc);
+        }
+        partition[s] = (int32_t)c;
+        lua_pop(L, 1);
+    }
+    cfg.partition = partition;
+    lua_pop(L, 1);
+
+    /* cluster and placement */
+    bind_cluster *cl;
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
+        lua_pop(L, 1);
+        cl = bind_push_ideal_cluster(L, cfg.p * cfg.dp);
+    } else {
+        cl = bind_check_cluster(L, -1);
+    }
+    int32_t n = cfg.p * cfg.dp;
+    if (n > cl->nranks)
+        return luaL_error(L,
+                          "dp %d x %d stages need %d ranks but the cluster "
+                          "has %d",
+                          (int)cfg.dp, (int)cfg.p, (int)n, (int)cl->nranks);
+    int32_t *rank_of = scratch(L, (size_t)n, sizeof *rank_of);
+    lua_rotate(L, -2, 1); /* keep the cluster on top */
+    if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
+        lua_Integer len = bind_list_len(L, -1, "ranks");
+        if (len != n)
+            return luaL_error(L,
+                              "field 'ranks' must list %d cluster ranks (one "
+                              "per stage%s), got %d",
+                              (int)n, cfg.dp > 1 ? " of every replica" : "",
+                              (int)len);
+        for (int32_t k = 0; k < n; k++) {
+            lua_geti(L, -1, k + 1);
+            long long r;
+            int at = lua_gettop(L);
+            bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)k + 1),
+                           0, cl->nranks - 1, &r);
+            lua_pop(L, 2);
+            rank_of[k] = (int32_t)r;
+        }
+    } else {
+        lua_pushnil(L); /* popped below, like the list */
+        const char *placement = bind_string(L, 1, "placement");
+        enum pipe_order order = PIPE_DP_INNER;
+        ps_err err;
+        if (placement && pipe_parse_order(placement, &order, &err))
+            return luaL_error(L, "field 'placement': %s", err.msg);
+        pipe_place(order, cfg.p, cfg.dp, rank_of);
+    }
+    lua_pop(L, 1);
+    cfg.rank_of = rank_of;
+    if (uses_flops) {
+        for (int32_t k = 0; k < n; k++)
+            if (isnan(cl->rate[rank_of[k]]))
+                return luaL_error(L, "layers give FLOPs but the cluster has no "
+                                     "device flops (set cluster.device.flops "
+                                     "or give fwd_time)");
+    }
+    read_grad_sync(L, &cfg);
+    cfg.gpus_per_node = cl->gpus_per_node;
+    cfg.hw = cl->hw;
+    cfg.device_rate = cl->rate;
+    cfg.device_memory = cl->memory;
+
+    cfg.faults = bind_faults(L, 1, cl->nranks, 1);
+
+    cfg.params_json = bind_params_json(L, 1);
+    bind_meta(L, 1, &cfg.meta);
+    rec_db *db = NULL;
+    if (recording) {
+        const char *path = bind_string(L, 1, "db");
+        db = bind_database(L, path);
+    }
+    pipe_result res;
+    ps_err err;
+    pipe_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
+    if (db)
+        bind_sweep_batch(L, db, cfg.meta.sweep); /* a sweep's: batched */
+    int rc = pipe_run(ctx, &cfg, cl->nw, db, &res, &err);
+    if (db)
+        rec_set_batch(db, 0); /* the next writer commits the batch first */
+    if (db && res.id > 0)
+        bind_count_run(L);
+    bind_progress(L);
+    if (rc)
+        return bind_raise(L, &err);
+
+    /* the 20 fields below and ps.run's (tp, recompute, point, ...) */
+    lua_createtable(L, 0, 26);
+    if (res.id > 0) {
+        lua_pushinteger(L, res.id);
+        lua_setfield(L, -2, "id");
+    }
+    if (cfg.name) {
+        lua_pushstring(L, cfg.name);
+        lua_setfield(L, -2, "name");
+    }
+    lua_pushstring(L, cfg.schedule_name);
+    lua_setfield(L, -2, "schedule");
+    lua_pushinteger(L, cfg.p);
+    lua_setfield(L, -2, "stages");
+    lua_pushinteger(L, cfg.m);
+    lua_setfield(L, -2, "microbatches");
+    lua_pushinteger(L, cfg.v);
+    lua_setfield(L, -2, "virtual_stages");
+    set_number(L, "makespan", res.makespan);
+    set_number(L, "bubble", res.bubble);
+    set_number(L, "closed_form_bubble", res.closed_form_bubble);
+    set_number(L, "imbalance", res.imbalance);
+    lua_pushinteger(L, cfg.dp);
+    lua_setfield(L, -2, "dp");
+    push_ints(L, res.rank, res.n);
+    lua_setfield(L, -2, "rank");
+    push_array(L, res.stage_bubble, res.n);
+    lua_setfield(L, -2, "stage_bubble");
+    push_array(L, res.peak_memory, res.n);
+    lua_setfield(L, -2, "peak_memory");
+    push_array(L, res.t_peak, res.n);
+    lua_setfield(L, -2, "peak_time");
+    push_array(L, res.static_memory, res.n);
+    lua_setfield(L, -2, "static_memory");
+    push_array(L, res.exposed_comm, res.n);
+    lua_setfield(L, -2, "exposed_comm");
+    push_fits(L, &res);
+    lua_pushinteger(L, res.eng.events);
+    lua_setfield(L, -2, "events");
+    return 1;
+}
+
+const luaL_Reg bind_run_funcs[] = {
+    {"run", core_run},
+    {"check_run", core_check_run},
+    {"seal_layers", core_seal_layers},
+    {NULL, NULL},
+};
+
+/* [-0, +0] raises "internal: ..." when a field of layer_nums is missing
+ * from bind_fields_layer (checked once at start-up) */
+void bind_check_layer_fields(lua_State *L)
+{
+    for (size_t f = 0; f < NLAYER_NUMS; f++) {
+        const char *const *k = bind_fields_layer;
+        while (*k && strcmp(*k, layer_nums[f].key) != 0)
+            k++;
+        if (!*k)
+            luaL_error(L, "internal: layer field '%s' not in bind_fields_layer",
+                       layer_nums[f].key);
+    }
+}

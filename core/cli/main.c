@@ -1,0 +1,529 @@
+/* pipesim command line: run a scenario, report on a database, export a run.
+ * Every failure prints exactly one line "pipesim: <message>" on stderr and
+ * exits non-zero. */
+#include <errno.h>
+#include <getopt.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <lua.h>
+#include <lualib.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/limit.h"
+#include "base/unit.h"
+#include "bind/bind.h"
+#include "bind/nccl_tests.h"
+#include "out/export.h"
+#include "out/merge.h"
+#include "out/plot.h"
+#include "out/report.h"
+#include "rec/rec.h"
+
+static const char usage[] =
+    "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
+    "                   [--timeout SECONDS] [--max-memory SIZE]\n"
+    "                   [--jobs N] [--shard K/N]\n"
+    "       pipesim report DB [RUN] [--csv] [--width N]\n"
+    "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
+    "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
+    "       pipesim plot DB --x COLUMN --y COLUMN [--by COLUMN] [--where SQL]\n"
+    "                    [--dashed COLUMN] [--agg min|max|mean] [--log "
+    "x|y|xy]\n"
+    "                    [--format svg|csv] [-o FILE]\n"
+    "       pipesim merge OUT.db PART.db...\n"
+    "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
+    "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
+    "                    [--algorithm A] [--protocol P] [--db DB]\n"
+    "       pipesim --help | --version\n"
+    "\n"
+    "  run      runs a Lua scenario; its runs are appended to DB\n"
+    "           (default results/<scenario name>.db). -D key=value is\n"
+    "           visible to the script as ps.args.key (numbers as numbers).\n"
+    "           Scenarios run sandboxed (no processes, native code, file\n"
+    "           writes or binary chunks); --unsafe lifts the sandbox.\n"
+    "           --timeout bounds the wall-clock time of the run (default:\n"
+    "           none), --max-memory the memory of Lua and the simulator\n"
+    "           (default: half of physical or cgroup memory). Ctrl-C or\n"
+    "           SIGTERM keeps the finished runs and exits 130 or 143.\n"
+    "           --jobs N evaluates each ps.sweep's points in N worker\n"
+    "           processes (default: the number of cores); the rows are\n"
+    "           those of --jobs 1. --shard K/N runs only the points whose\n"
+    "           index is K modulo N (K from 0), for pipesim merge.\n"
+    "  report   without RUN: a table comparing every run in DB;\n"
+    "           with RUN: its summary and an ASCII Gantt chart.\n"
+    "           --csv: the table as CSV, or with RUN one line per rank.\n"
+    "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
+    "           chart with memory curves; --compare stacks runs.\n"
+    "  plot     a line chart of one recorded column or sweep coordinate\n"
+    "           against another, one line per --by group (README, Plots).\n"
+    "  nccl-tests  nccl-tests' table (all_reduce_perf ...) on a simulated\n"
+    "           cluster: a DGX preset (h100, h100:4 for 4 nodes) or a Lua\n"
+    "           file returning a cluster; each size is recorded in DB\n"
+    "           (default results/nccl_tests.db).\n"
+    "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
+    "           runs renumbered in point order as if run unsharded.\n"
+    "\n"
+    "Examples:\n"
+    "  pipesim run scenarios/demo.lua\n"
+    "  pipesim report results/demo.db 2\n"
+    "  pipesim export results/demo.db 2 --format chrome -o trace.json\n"
+    "  sqlite3 results/demo.db < results/queries/bubble_per_rank.sql\n";
+
+/* Errors go through ps_print_error: one line whatever they quote. Returns
+ * the exit status 1 (main.c's convention: commands return exit statuses,
+ * see err.h): ps_fail, shared with export_cli.c. */
+#define fail ps_fail
+
+/* The Lua library directory: $PIPESIM_LUA, else ../lua next to the binary
+ * (build/pipesim in a checkout), else the installed PS_LUADIR. */
+static void find_luadir(char *out, size_t size)
+{
+    const char *env = getenv("PIPESIM_LUA");
+    if (env && *env) {
+        snprintf(out, size, "%s", env);
+        return;
+    }
+    char exe[PATH_MAX / 2];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(out, size, "%s/../lua", exe);
+            char probe[PATH_MAX + 32];
+            snprintf(probe, sizeof probe, "%s/pipesim/init.lua", out);
+            if (access(probe, R_OK) == 0)
+                return;
+        }
+    }
+#ifdef PS_LUADIR
+    snprintf(out, size, "%s", PS_LUADIR);
+#else
+    snprintf(out, size, "lua");
+#endif
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parent_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+/* results/<basename without .lua>.db */
+static void default_db(const char *scenario, char *out, size_t size)
+{
+    const char *base = strrchr(scenario, '/');
+    base = base ? base + 1 : scenario;
+    size_t len = strlen(base);
+    if (len > 4 && strcmp(base + len - 4, ".lua") == 0)
+        len -= 4;
+    snprintf(out, size, "results/%.*s.db", (int)len, base);
+}
+
+typedef struct run_opts {
+    const char *scenario, *db;
+    const char **defs; /* -D key=value, ndefs of them */
+    int ndefs;
+    int unsafe;
+    double timeout;       /* seconds; 0: none */
+    size_t max_memory;    /* bytes */
+    int jobs;             /* --jobs, >= 1 */
+    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
+} run_opts;
+
+/* A decimal integer in lo..hi, the whole string. */
+static int parse_int(const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* --shard K/N: 0 <= K < N. */
+static int parse_shard(const char *v, run_opts *o)
+{
+    const char *slash = strchr(v, '/');
+    char k[32];
+    long kk, nn;
+    if (!slash || (size_t)(slash - v) >= sizeof k)
+        return fail("run: --shard %s: expected K/N, such as 0/4", v);
+    memcpy(k, v, (size_t)(slash - v));
+    k[slash - v] = '\0';
+    if (parse_int(k, 0, INT_MAX, &kk) || parse_int(slash + 1, 1, INT_MAX, &nn))
+        return fail("run: --shard %s: expected K/N with integers K >= 0 and "
+                    "N >= 1, such as 0/4",
+                    v);
+    if (kk >= nn)
+        return fail("run: --shard %s: K must be in 0..%ld (shards are "
+                    "numbered from 0), got %ld",
+                    v, nn - 1, kk);
+    o->shard_k = (int)kk;
+    o->shard_n = (int)nn;
+    return 0;
+}
+
+/* Fills o from the arguments of `pipesim run` (argv[0] is "run", as
+ * getopt_long wants a program name there); returns 0, or 1 after printing
+ * the one-line error. getopt_long: options and the scenario in any order,
+ * "-Dk=v" or "-D k=v", "--" ends the options; its own messages are off
+ * (opterr = 0) so that every error is pipesim's one line. */
+static int parse_run(int argc, char **argv, run_opts *o)
+{
+    enum { OPT_UNSAFE = 256, OPT_TIMEOUT, OPT_MAX_MEMORY, OPT_JOBS, OPT_SHARD };
+    static const struct option longopts[] = {
+        {"unsafe", no_argument, NULL, OPT_UNSAFE},
+        {"jobs", required_argument, NULL, OPT_JOBS},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        {NULL, 0, NULL, 0},
+    };
+    o->max_memory = limit_default_memory();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cores >= 1 ? (cores < 256 ? (int)cores : 256) : 1;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:D:", longopts, NULL)) != -1) {
+        /* the option as typed, for messages */
+        const char *a = optind > 1 ? argv[optind - 1] : "";
+        switch (c) {
+        case 'o':
+            o->db = optarg;
+            if (!*o->db)
+                return fail("run: -o: the database path is empty");
+            break;
+        case OPT_UNSAFE: o->unsafe = 1; break;
+        case OPT_JOBS: {
+            long n;
+            if (parse_int(optarg, 1, 1024, &n))
+                return fail("run: --jobs %s: expected a number of worker "
+                            "processes in 1..1024",
+                            optarg);
+            o->jobs = (int)n;
+            break;
+        }
+        case OPT_SHARD:
+            if (parse_shard(optarg, o))
+                return 1;
+            break;
+        case OPT_TIMEOUT: {
+            const char *v = optarg;
+            char *end;
+            errno = 0;
+            o->timeout = strtod(v, &end);
+            if (end == v || *end || errno || !(o->timeout > 0) ||
+                o->timeout > 1e9)
+                return fail("run: --timeout %s: expected a number of seconds "
+                            "> 0",
+                            v);
+            break;
+        }
+        case OPT_MAX_MEMORY: {
+            const char *v = optarg;
+            double bytes;
+            ps_err err;
+            if (unit_parse(v, UNIT_BYTES, &bytes, &err))
+                return fail("run: --max-memory: %s", err.msg);
+            if (!(bytes >= 1 << 20) || bytes > 0x1p62)
+                return fail("run: --max-memory %s: expected a size of at "
+                            "least 1 MiB, such as 64MiB or 12GiB",
+                            v);
+            o->max_memory = (size_t)bytes;
+            break;
+        }
+        case 'D': {
+            const char *d = optarg;
+            const char *sep = strchr(d, '=');
+            if (!sep || sep == d)
+                return fail("run: -D %s: expected key=value with a "
+                            "non-empty key",
+                            d);
+            o->defs[o->ndefs++] = d;
+            break;
+        }
+        case ':': /* optopt: the short option, or a long one's OPT_ value */
+            if (optopt && optopt < 256)
+                return fail("run: -%c needs a value (see pipesim --help)",
+                            optopt);
+            return fail("run: %s needs a value (see pipesim --help)", a);
+        default:
+            if (optopt && optopt < 256)
+                return fail("run: unknown option '-%c' (see pipesim --help)",
+                            optopt);
+            return fail("run: unknown option '%s' (see pipesim --help)", a);
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!o->scenario)
+            o->scenario = argv[i];
+        else
+            return fail("run: more than one scenario ('%s' and '%s')",
+                        o->scenario, argv[i]);
+    }
+    if (!o->scenario)
+        return fail("run: no scenario given (usage: pipesim run "
+                    "SCENARIO.lua)");
+    if (access(o->scenario, R_OK) != 0)
+        return fail("%s: %s", o->scenario, strerror(errno));
+    return 0;
+}
+
+/* Runs the scenario in L; returns 0, or 1 after printing its error (or
+ * nothing when a stop is requested: the caller reports it). [-0, +(0|1)]
+ * nothing left on 0; on 1 the error object stays on the stack. */
+static int run_scenario(lua_State *L, const run_opts *o)
+{
+    int status = bind_load_scenario(L, o->scenario, !o->unsafe);
+    if (status == LUA_OK)
+        status = lua_pcall(L, 0, 0, 0);
+    if (status == LUA_OK)
+        return 0;
+    if (!limit_stopped()) {
+        const char *msg = lua_tostring(L, -1);
+        ps_print_error(msg ? msg : "(error object is not a string)");
+    }
+    return 1;
+}
+
+/* One cleanup path (out:): whatever was made so far is freed there. */
+static int cmd_run(int argc, char **argv)
+{
+    run_opts o = {0};
+    lua_State *L = NULL;
+    int rc = 1;
+    char dbbuf[PATH_MAX], luadir[PATH_MAX];
+    o.defs = calloc((size_t)argc + 1, sizeof *o.defs);
+    if (!o.defs) {
+        rc = fail("out of memory");
+        goto out;
+    }
+    if (parse_run(argc, argv, &o))
+        goto out;
+    if (!o.db) {
+        default_db(o.scenario, dbbuf, sizeof dbbuf);
+        o.db = dbbuf;
+    }
+    if (make_parent_dirs(o.db)) {
+        rc = fail("%s: cannot create its directory: %s", o.db, strerror(errno));
+        goto out;
+    }
+    find_luadir(luadir, sizeof luadir);
+
+    limit_set_memory(o.max_memory);
+    if (!(L = bind_newstate())) {
+        rc = fail("cannot create a Lua state");
+        goto out;
+    }
+    luaL_openlibs(L);
+    bind_session s = {o.db,   o.scenario, o.defs,   o.ndefs,
+                      o.jobs, o.shard_k,  o.shard_n};
+    bind_setup(L, luadir, &s);
+    if (!o.unsafe)
+        bind_sandbox(L, luadir, o.scenario, o.db);
+    ps_err err;
+    rc = bind_limits(L, luadir, o.timeout, &err);
+    if (rc)
+        ps_print_error(err.msg);
+    else
+        rc = run_scenario(L, &o);
+    if (rc == 0 && o.shard_n > 0 && !bind_sweeps_run(L))
+        rc = fail("%s: --shard %d/%d needs a ps.sweep, and the scenario "
+                  "runs none (its runs are not divided among shards)",
+                  o.scenario, o.shard_k, o.shard_n);
+    bind_limits_end(L);
+    long runs = 0;
+    const char *path = NULL;
+    int finish = bind_finish(L, &runs, &path, &err);
+    int stop = limit_stopped();
+    if (stop == LIMIT_SIGINT || stop == LIMIT_SIGTERM) {
+        /* the run in progress left no rows; the finished ones are in */
+        fprintf(stderr, "pipesim: interrupted; %ld run%s recorded in %s\n",
+                runs, runs == 1 ? "" : "s", path ? path : o.db);
+        rc = stop == LIMIT_SIGINT ? 128 + SIGINT : 128 + SIGTERM;
+    } else if (stop) {
+        char msg[512];
+        fprintf(stderr, "pipesim: %s\n", limit_message(msg, sizeof msg));
+        rc = 1;
+    } else if (finish && rc == 0) {
+        ps_print_error(err.msg);
+        rc = 1;
+    }
+    if (rc == 0 && runs > 0 && path) {
+        /* added by this scenario and in the whole file (runs append),
+         * counted by bind_finish before it closed the file */
+        int64_t total = bind_finish_total(L);
+        if (total >= runs)
+            printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n",
+                   runs, runs == 1 ? "" : "s", path, (long long)total, path);
+        else
+            printf("%ld run%s added to %s (pipesim report %s)\n", runs,
+                   runs == 1 ? "" : "s", path, path);
+    }
+out:
+    if (L)
+        lua_close(L);
+    free(o.defs);
+    return rc;
+}
+
+/* The arguments of `pipesim report` (argv[0] is "report"), by getopt_long
+ * as parse_run's: options and operands in any order, "--" ends the
+ * options, every error one line. */
+static int cmd_report(int argc, char **argv)
+{
+    enum { OPT_CSV = 256, OPT_WIDTH };
+    static const struct option longopts[] = {
+        {"csv", no_argument, NULL, OPT_CSV},
+        {"width", required_argument, NULL, OPT_WIDTH},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dbpath = NULL, *run = NULL;
+    int csv = 0, width = REPORT_WIDTH;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        const char *a = optind > 1 ? argv[optind - 1] : "";
+        switch (c) {
+        case OPT_CSV: csv = 1; break;
+        case OPT_WIDTH: {
+            ps_err err; /* ps.show's range and message (report.h) */
+            if (report_parse_width(optarg, &width, &err))
+                return fail("report: %s", err.msg);
+            break;
+        }
+        case ':':
+            return fail("report: --width (missing): expected a number of "
+                        "columns");
+        default:
+            if (optopt && optopt < 256)
+                return fail("report: unknown option '-%c'", optopt);
+            return fail("report: unknown option '%s'", a);
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!dbpath)
+            dbpath = argv[i];
+        else if (!run)
+            run = argv[i];
+        else
+            return fail("report: unexpected argument '%s'", argv[i]);
+    }
+    if (!dbpath)
+        return fail("report: no database given (usage: pipesim report DB "
+                    "[RUN])");
+    char *end;
+    long long id = run ? strtoll(run, &end, 10) : 0;
+    if (run && (*end || id < 1))
+        return fail("report: run id must be a positive integer, got '%s'", run);
+    ps_err err;
+    rec_db *db = rec_open_read(dbpath, &err);
+    if (!db)
+        return fail("%s", err.msg);
+    int rc = run ? (csv ? report_run_csv(db, id, stdout, &err)
+                        : report_run(db, id, stdout, width, &err))
+                 : report_runs(db, stdout, csv, &err);
+    /* runs that do not fit their devices' memory: on stderr, after the
+     * report (stdout stays a clean table or CSV) */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+        rc = ps_errf(&err, "writing to standard output: %s", strerror(errno));
+        clearerr(stdout); /* reported here, not again by checked_stdout */
+    }
+    if (rc == 0)
+        rc = report_warnings(db, run ? id : 0, stderr, REPORT_WARN_RUNS, &err);
+    rec_close(db, NULL);
+    if (rc)
+        return fail("%s", err.msg);
+    return 0;
+}
+
+/* A command that succeeded but whose output was lost (a full disk, a
+ * closed pipe: `pipesim report DB > /dev/full`) fails with one line. */
+static int checked_stdout(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        clearerr(stdout);
+        fprintf(stderr, "pipesim: writing to standard output: %s\n",
+                e ? strerror(e) : "write error");
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+/* pipesim merge OUT.db PART.db... (merge.c) */
+static int cmd_merge(int argc, char **argv)
+{
+    if (argc < 2)
+        return fail("merge: expected OUT.db and at least one shard database "
+                    "(usage: pipesim merge OUT.db PART.db...)");
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] == '-')
+            return fail("merge: unknown option '%s' (usage: pipesim merge "
+                        "OUT.db PART.db...)",
+                        argv[i]);
+    int64_t runs;
+    ps_err err;
+    if (merge_dbs(argv[0], (const char *const *)argv + 1, argc - 1, &runs,
+                  &err))
+        return fail("merge: %s", err.msg);
+    printf("%lld run%s from %d database%s merged into %s\n", (long long)runs,
+           runs == 1 ? "" : "s", argc - 1, argc == 2 ? "" : "s", argv[0]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return fail("no command (try pipesim --help)");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+        strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return checked_stdout(0);
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("pipesim %s\n", PS_VERSION);
+        return checked_stdout(0);
+    }
+    if (strcmp(cmd, "run") == 0)
+        return checked_stdout(cmd_run(argc - 1, argv + 1)); /* argv[0] "run" */
+    if (strcmp(cmd, "report") == 0)
+        return checked_stdout(cmd_report(argc - 1, argv + 1)); /* "report" */
+    if (strcmp(cmd, "export") == 0)
+        return export_main(argc - 2, argv + 2);
+    if (strcmp(cmd, "plot") == 0)
+        return plot_main(argc - 2, argv + 2);
+    if (strcmp(cmd, "merge") == 0)
+        return checked_stdout(cmd_merge(argc - 2, argv + 2));
+    if (strcmp(cmd, "nccl-tests") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
+    }
+    return fail("unknown command '%s' (expected run, report, export, plot, "
+                "merge or nccl-tests; try pipesim --help)",
+                cmd);
+}

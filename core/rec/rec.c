@@ -1,0 +1,799 @@
+/* The recorder's write path: a run's rows, one transaction per run. The
+ * connection, its locks and the transactions (a run's, a sweep's batch)
+ * are in rec_txn.c, the schema and its migrations in rec_schema.c, the
+ * read API in rec_read.c; rec_impl.h holds what they share.
+ *
+ * Every statement on the write path is prepared once per rec_db and reset
+ * after each use, so a run costs only bind + step per row. Each run is one
+ * transaction (BEGIN IMMEDIATE ... COMMIT inside rec_write), so the write
+ * lock is never held between runs and several processes can share a file. */
+#include "rec/rec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "rec/impl.h"
+#include "sim/mem.h"
+
+/* ------------------------------------------------------------------ */
+/* Statements                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A run's stage and rank_stat rows go four to an INSERT: a statement
+ * execution costs about as much as the rows it writes. */
+#define STAGE_COLS                                                             \
+    "INSERT INTO stage(run, stage, rank, chunk, first_layer, last_layer, "     \
+    "fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes, "            \
+    "exposed_comm, tp_comm, tp_exposed) VALUES "
+#define STAGE_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define STAGE_NCOLS 15
+#define RANK_COLS                                                              \
+    "INSERT INTO rank_stat(run, rank, busy, bubble, static_memory, "           \
+    "peak_memory, t_peak, exposed_comm, capacity, fits, tp_comm, "             \
+    "tp_exposed) VALUES "
+#define RANK_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define RANK_NCOLS 12
+#define ROWS4(row) row ", " row ", " row ", " row
+
+static const char *const stmt_sql[NSTMT] = {
+    [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
+               "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
+               "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
+               "sequence_parallel, recompute, sweep, point, point_index, tags, "
+               "model, seq_length, micro_batch, global_batch, scenario, "
+               "created) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+               "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+               "?25, ?26, ?27, ?28, ?29, "
+               "coalesce(?30, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))",
+    [ST_STAGE] = STAGE_COLS STAGE_ROW,
+    [ST_RANK] = RANK_COLS RANK_ROW,
+    [ST_STAGE4] = STAGE_COLS ROWS4(STAGE_ROW),
+    [ST_RANK4] = RANK_COLS ROWS4(RANK_ROW),
+    [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
+                "time, algbw, busbw, protocol) VALUES (?1, ?2, ?3, ?4, ?5, "
+                "?6, ?7, ?8, ?9)",
+    [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
+                "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_SPAN] = "INSERT INTO span(run, event_first, event_last, "
+                "transfer_first, transfer_last, memory_first, memory_last) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    /* IMMEDIATE takes the write lock up front: a deferred transaction
+     * that has read would get SQLITE_BUSY_SNAPSHOT when it tries to write
+     * after another process committed, which no busy handler can cure */
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT run",
+    [ST_RELEASE] = "RELEASE run",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO run",
+};
+
+/* Each timeline table's INSERT from pipesim_rows (rec_rows.c): which of
+ * a rec_row's fields go to which column, and which integers are indexes,
+ * NULL below 0 ("none" in programs: mb -1 of an optimizer step). OR FAIL:
+ * a NOT NULL violation stops the statement without undoing its earlier
+ * rows, so SQLite keeps no statement journal for the block (the default
+ * ABORT copies each page the block changes first); any failure fails the
+ * run, whose transaction or savepoint takes the partial block back with
+ * the rest. */
+static const struct {
+    const char *sql;
+    unsigned nulls; /* bit k: i<k> */
+} rows_def[NROWS] = {
+    [ROWS_EVENT] =
+        {"INSERT OR FAIL INTO event_row(rank, kind, stage, chunk, mb, "
+         "t_start, t_end) SELECT i0, i1, i2, i3, i4, d0, d1 "
+         "FROM pipesim_rows",
+         1u << 2 | 1u << 3 | 1u << 4},
+    [ROWS_TRANSFER] =
+        {"INSERT OR FAIL INTO transfer_row(src, dst, bytes, t_start, "
+         "t_end, kind, mb, tag) SELECT i0, i1, d0, d1, d2, i2, "
+         "i3, i4 FROM pipesim_rows",
+         1u << 3 | 1u << 4},
+    [ROWS_MEMORY] = {"INSERT OR FAIL INTO memory_row(rank, t, bytes) SELECT "
+                     "i0, d0, d1 FROM pipesim_rows",
+                     0},
+};
+
+const char *rec_rows_sql(int table, unsigned *nulls)
+{
+    *nulls = rows_def[table].nulls;
+    return rows_def[table].sql;
+}
+
+/* Steps a write-path statement that returns no rows and resets it. The
+ * bindings stay; every caller rebinds all parameters. */
+int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return PS_OK;
+    return rec_sql_fail(db, "run not recorded", err);
+}
+
+/* The write-path statement id, prepared on first use: a summary run never
+ * pays for the timeline's INSERTs, a pipeline never for the collective
+ * row. NULL with err filled
+ * when SQLite cannot prepare it. */
+sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err)
+{
+    if (!db->st[id] &&
+        sqlite3_prepare_v3(db->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                           &db->st[id], NULL) != SQLITE_OK)
+        rec_sql_fail(db, "cannot prepare the inserts", err);
+    return db->st[id];
+}
+
+/* The INSERT of a timeline table, prepared on first use. */
+static rowbuf *rows(rec_db *db, enum rows_id id, ps_err *err)
+{
+    rowbuf *rb = &db->rows[id];
+    if (!rb->st) {
+        if (rec_rows_module(db, err))
+            return NULL;
+        if (sqlite3_prepare_v3(db->db, rows_def[id].sql, -1,
+                               SQLITE_PREPARE_PERSISTENT, &rb->st,
+                               NULL) != SQLITE_OK) {
+            rec_sql_fail(db, "cannot prepare the inserts", err);
+            return NULL;
+        }
+        rb->nulls = rows_def[id].nulls;
+        rb->n = 0;
+    }
+    return rb;
+}
+
+int rec_rows_insert(rec_db *db, int table, const rec_row *r, int32_t n,
+                    ps_err *err)
+{
+    rowbuf *rb = &db->rows[table];
+    if (n == 0)
+        return PS_OK;
+    db->vt.rows = r;
+    db->vt.n = n;
+    db->vt.nulls = rb->nulls;
+    rb->count += n;
+    int rc = rec_step_done(db, rb->st, err);
+    db->vt.rows = NULL;
+    db->vt.n = 0;
+    if (rc) {
+        /* kept for rec_write: a streamed run's failure is reported after
+         * its rollback, which resets the connection's error code */
+        db->rows_code = sqlite3_errcode(db->db);
+        return PS_ERR;
+    }
+    rb->last = sqlite3_last_insert_rowid(db->db);
+    return PS_OK;
+}
+
+/* Inserts the rows of the caller's buffer. */
+static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
+{
+    int32_t n = rb->n;
+    rb->n = 0;
+    return rec_rows_insert(db, (int)(rb - db->rows), rb->buf, n, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Writing                                                             */
+/* ------------------------------------------------------------------ */
+
+/* NaN (the "not meaningful" marker in rec.h) and absent text become NULL. */
+static void bind_real(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_fits(sqlite3_stmt *st, int i, enum rec_fits f)
+{
+    if (f == REC_FITS_UNKNOWN)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int(st, i, f == REC_FITS_YES);
+}
+
+/* Indexes below 0 mean "none" in programs (mb -1 of an optimizer step). */
+static void bind_index(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v < 0)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, v);
+}
+
+/* A positive count, or NULL for 0 (unknown). */
+static void bind_count(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* The sweep columns, from parameter i on (run.sweep ... run.scenario). */
+static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
+{
+    bind_text(st, i, m->sweep);
+    bind_text(st, i + 1, m->point);
+    bind_index(st, i + 2, m->point ? m->point_index : -1);
+    bind_text(st, i + 3, m->tags);
+    bind_text(st, i + 4, m->model);
+    bind_count(st, i + 5, m->seq_length);
+    bind_count(st, i + 6, m->micro_batch);
+    bind_count(st, i + 7, m->global_batch);
+    bind_text(st, i + 8, m->scenario);
+}
+
+/* event.kind by code: the code is the op's enum prog_kind, the name what
+ * the event view shows (rows of the event_kind table, kept in step by
+ * ensure_kinds). */
+static const char *const event_kinds[] = {"F",   "B",    "W",    "R",
+                                          "OPT", "COLL", "FB.F", "FB.B"};
+#define NEVENT_KINDS (int)(sizeof event_kinds / sizeof event_kinds[0])
+
+/* transfer.kind by code: what a SEND moves, from the kind of the op it
+ * serves. */
+enum { XFER_ACT, XFER_GRAD, XFER_COLL };
+static const char *const transfer_kinds[] = {"act", "grad", "coll"};
+
+static int transfer_kind(unsigned kind)
+{
+    return kind == PROG_F ? XFER_ACT : kind == PROG_B ? XFER_GRAD : XFER_COLL;
+}
+
+/* Adds the kind names a file made by an older pipesim lacks, once per
+ * handle, inside the run's transaction: the schema holds the names of
+ * its day, and a code without a name would show as a number. */
+static int ensure_kinds(rec_db *db, ps_err *err)
+{
+    if (db->kinds_ok)
+        return PS_OK;
+    char sql[1024];
+    int len = snprintf(sql, sizeof sql,
+                       "INSERT OR IGNORE INTO event_kind "
+                       "VALUES ");
+    for (int i = 0; i < NEVENT_KINDS; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(%d, '%s')",
+                        i ? ", " : "", i, event_kinds[i]);
+    len += snprintf(sql + len, sizeof sql - (size_t)len,
+                    "; INSERT OR IGNORE INTO transfer_kind VALUES ");
+    for (int i = 0; i <= XFER_COLL; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(%d, '%s')",
+                        i ? ", " : "", i, transfer_kinds[i]);
+    if (sqlite3_exec(db->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return rec_sql_fail(db, "run not recorded", err);
+    db->kinds_ok = 1;
+    return PS_OK;
+}
+
+/* run.created: the text the column's DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ',
+ * 'now')) gives, UTC to the second, made once per second rather than by
+ * SQLite's date functions for every run (5 k instructions of a summary
+ * run's 0.3 M). The text stays until the next call (bound SQLITE_STATIC).
+ * NULL when the clock cannot be read. */
+static const char *created_now(void)
+{
+    static time_t last = (time_t)-1;
+    static char text[32];
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return NULL;
+    if (ts.tv_sec != last) {
+        struct tm tm;
+        if (!gmtime_r(&ts.tv_sec, &tm) ||
+            strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+            return NULL;
+        last = ts.tv_sec;
+    }
+    return text;
+}
+
+static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
+{
+    sqlite3_stmt *st = rec_stmt(db, ST_RUN, err);
+    if (!st)
+        return PS_ERR;
+    bind_text(st, 1, r->kind);
+    bind_text(st, 2, r->name);
+    bind_text(st, 3, r->schedule);
+    sqlite3_bind_int64(st, 4, r->stages);
+    sqlite3_bind_int64(st, 5, r->microbatches);
+    sqlite3_bind_int64(st, 6, r->virtual_stages);
+    sqlite3_bind_int64(st, 7, r->dp);
+    bind_real(st, 8, r->makespan);
+    bind_real(st, 9, r->bubble);
+    bind_real(st, 10, r->closed_form_bubble);
+    bind_real(st, 11, r->imbalance);
+    bind_real(st, 12, r->peak_memory);
+    bind_text(st, 13, r->p2p);
+    bind_text(st, 14, r->params_json);
+    bind_text(st, 15, r->status ? r->status : "ok");
+    bind_text(st, 16, r->error);
+    bind_fits(st, 17, r->fits);
+    if (r->tp > 0) { /* pipelines; collectives leave them NULL */
+        sqlite3_bind_int64(st, 18, r->tp);
+        sqlite3_bind_int64(st, 19, r->sequence_parallel);
+        bind_text(st, 20, r->recompute);
+    } else {
+        sqlite3_bind_null(st, 18);
+        sqlite3_bind_null(st, 19);
+        sqlite3_bind_null(st, 20);
+    }
+    bind_meta(st, 21, &r->meta);
+    /* NULL (no clock): SQLite's own 'now', as the column's DEFAULT */
+    bind_text(st, 30, created_now());
+    if (rec_step_done(db, st, err))
+        return PS_ERR;
+    *id = sqlite3_last_insert_rowid(db->db);
+    return PS_OK;
+}
+
+/* A stage row's values from parameter b + 1 on. */
+static void bind_stage(sqlite3_stmt *st, int b, int64_t id, const rec_stage *s)
+{
+    sqlite3_bind_int64(st, b + 1, id);
+    sqlite3_bind_int64(st, b + 2, s->stage);
+    sqlite3_bind_int64(st, b + 3, s->rank);
+    sqlite3_bind_int64(st, b + 4, s->chunk);
+    sqlite3_bind_int64(st, b + 5, s->first_layer);
+    sqlite3_bind_int64(st, b + 6, s->last_layer);
+    bind_real(st, b + 7, s->fwd_flops);
+    bind_real(st, b + 8, s->params);
+    bind_real(st, b + 9, s->fwd_time);
+    bind_real(st, b + 10, s->bwd_time);
+    bind_real(st, b + 11, s->act_bytes);
+    bind_real(st, b + 12, s->out_bytes);
+    bind_real(st, b + 13, s->exposed_comm);
+    bind_real(st, b + 14, s->tp_comm);
+    bind_real(st, b + 15, s->tp_exposed);
+}
+
+/* A rank_stat row's values from parameter b + 1 on. */
+static void bind_rank(sqlite3_stmt *st, int b, int64_t id, const rec_rank *r)
+{
+    sqlite3_bind_int64(st, b + 1, id);
+    sqlite3_bind_int64(st, b + 2, r->rank);
+    bind_real(st, b + 3, r->busy);
+    bind_real(st, b + 4, r->bubble);
+    bind_real(st, b + 5, r->static_memory);
+    bind_real(st, b + 6, r->peak_memory);
+    bind_real(st, b + 7, r->t_peak);
+    bind_real(st, b + 8, r->exposed_comm);
+    bind_real(st, b + 9, r->capacity > 0 ? r->capacity : NAN);
+    bind_fits(st, b + 10, r->fits);
+    bind_real(st, b + 11, r->tp_comm);
+    bind_real(st, b + 12, r->tp_exposed);
+}
+
+/* A batched run's stage and rank_stat rows, kept until the batch commits
+ * (rec_sum.c): the values bind_stage and bind_rank give, in the same
+ * order. PS_ERR: out of memory. */
+static int keep_summary(rec_db *db, const rec_payload *p, int64_t id,
+                        ps_err *err)
+{
+    int32_t ns = p->stages ? p->nstages : 0;
+    int32_t nr = p->ranks ? p->nranks : 0;
+    rec_sum_row *r = ns ? rec_sum_add(db, SUM_STAGE, ns) : NULL;
+    if (ns && !r)
+        return ps_errf(err, "%s: out of memory (run not recorded)", db->path);
+    for (int32_t i = 0; i < ns; i++, r++) {
+        const rec_stage *s = &p->stages[i];
+        r->i[0] = id;
+        r->i[1] = s->stage;
+        r->i[2] = s->rank;
+        r->i[3] = s->chunk;
+        r->i[4] = s->first_layer;
+        r->i[5] = s->last_layer;
+        double d[9] = {s->fwd_flops,    s->params,    s->fwd_time,
+                       s->bwd_time,     s->act_bytes, s->out_bytes,
+                       s->exposed_comm, s->tp_comm,   s->tp_exposed};
+        memcpy(r->d, d, sizeof d);
+    }
+    r = nr ? rec_sum_add(db, SUM_RANK, nr) : NULL;
+    if (nr && !r)
+        return ps_errf(err, "%s: out of memory (run not recorded)", db->path);
+    for (int32_t i = 0; i < nr; i++, r++) {
+        const rec_rank *k = &p->ranks[i];
+        r->i[0] = id;
+        r->i[1] = k->rank;
+        r->i[2] = k->fits == REC_FITS_YES;
+        r->nulls = k->fits == REC_FITS_UNKNOWN ? 1u << 2 : 0;
+        double d[9] = {k->busy,
+                       k->bubble,
+                       k->static_memory,
+                       k->peak_memory,
+                       k->t_peak,
+                       k->exposed_comm,
+                       k->capacity > 0 ? k->capacity : NAN,
+                       k->tp_comm,
+                       k->tp_exposed};
+        memcpy(r->d, d, sizeof d);
+    }
+    return PS_OK;
+}
+
+/* Whether a run's stage numbers and ranks are strictly increasing, so
+ * that its kept rows cannot break the tables' primary keys at the batch's
+ * commit (the run's id is new): any other run is inserted at once and
+ * fails alone, with SQLite's message. */
+static int keys_increase(const rec_payload *p)
+{
+    for (int32_t i = 1; p->stages && i < p->nstages; i++)
+        if (p->stages[i].stage <= p->stages[i - 1].stage)
+            return 0;
+    for (int32_t i = 1; p->ranks && i < p->nranks; i++)
+        if (p->ranks[i].rank <= p->ranks[i - 1].rank)
+            return 0;
+    return 1;
+}
+
+static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
+                         ps_err *err)
+{
+    /* a batch's runs: kept and inserted together at its commit, one
+     * statement per table for up to REC_SUM_MAX rows (a statement per
+     * run cost as much as its rows) */
+    int keep = db->batch_open && keys_increase(p);
+    if (keep && keep_summary(db, p, id, err))
+        return PS_ERR;
+    /* four rows to a statement, the rest one by one, in order */
+    int32_t ns = p->stages && !keep ? p->nstages : 0;
+    for (int32_t i = 0; i < ns;) {
+        int four = ns - i >= 4;
+        sqlite3_stmt *st = rec_stmt(db, four ? ST_STAGE4 : ST_STAGE, err);
+        if (!st)
+            return PS_ERR;
+        for (int k = 0; k < (four ? 4 : 1); k++, i++)
+            bind_stage(st, k * STAGE_NCOLS, id, &p->stages[i]);
+        if (rec_step_done(db, st, err))
+            return PS_ERR;
+    }
+    int32_t nr = p->ranks && !keep ? p->nranks : 0;
+    for (int32_t i = 0; i < nr;) {
+        int four = nr - i >= 4;
+        sqlite3_stmt *st = rec_stmt(db, four ? ST_RANK4 : ST_RANK, err);
+        if (!st)
+            return PS_ERR;
+        for (int k = 0; k < (four ? 4 : 1); k++, i++)
+            bind_rank(st, k * RANK_NCOLS, id, &p->ranks[i]);
+        if (rec_step_done(db, st, err))
+            return PS_ERR;
+    }
+    sqlite3_stmt *st;
+    int32_t ncoll = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
+    for (int32_t k = 0; k < ncoll; k++) {
+        const rec_collective *c = &p->collective[k];
+        if (!(st = rec_stmt(db, ST_COLL, err)))
+            return PS_ERR;
+        sqlite3_bind_int64(st, 1, id);
+        bind_text(st, 2, c->op);
+        bind_text(st, 3, c->algorithm);
+        sqlite3_bind_int64(st, 4, c->ranks);
+        bind_real(st, 5, c->bytes);
+        bind_real(st, 6, c->time);
+        bind_real(st, 7, c->algbw);
+        bind_real(st, 8, c->busbw);
+        bind_text(st, 9, c->protocol);
+        if (rec_step_done(db, st, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* The row's slot: in the writer thread's next block while a stream has
+ * one (rec_writer.c), else in the table's buffer, inserted when full
+ * (put_row). */
+static inline rec_row *row_slot(rec_db *db, int table)
+{
+    if (db->writing)
+        return rec_writer_row(db, table);
+    rowbuf *rb = &db->rows[table];
+    return &rb->buf[rb->n];
+}
+
+static inline int put_row(rec_db *db, int table, ps_err *err)
+{
+    if (db->writing) {
+        rec_writer_commit_row(db, table);
+        return PS_OK;
+    }
+    rowbuf *rb = &db->rows[table];
+    return ++rb->n == REC_ROWS ? rows_flush(db, rb, err) : PS_OK;
+}
+
+int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err)
+{
+    rec_row *r = row_slot(db, ROWS_EVENT);
+    r->i[0] = rank;
+    r->i[1] = op->kind;
+    r->i[2] = op->stage;
+    r->i[3] = op->chunk;
+    r->i[4] = op->mb;
+    r->d[0] = op->t_start;
+    r->d[1] = op->t_end;
+    return put_row(db, ROWS_EVENT, err);
+}
+
+int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err)
+{
+    rec_row *r = row_slot(db, ROWS_TRANSFER);
+    r->i[0] = src;
+    r->i[1] = op->peer;
+    r->i[2] = transfer_kind(op->kind);
+    r->i[3] = op->mb;
+    r->i[4] = op->tag;
+    r->d[0] = op->bytes;
+    r->d[1] = op->t_start;
+    r->d[2] = op->t_end;
+    return put_row(db, ROWS_TRANSFER, err);
+}
+
+int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
+                   ps_err *err)
+{
+    rec_row *r = row_slot(db, ROWS_MEMORY);
+    r->i[0] = rank;
+    r->d[0] = t;
+    r->d[1] = bytes;
+    return put_row(db, ROWS_MEMORY, err);
+}
+
+int rec_timeline_start(rec_db *db, ps_err *err)
+{
+    if (ensure_kinds(db, err) || !rows(db, ROWS_EVENT, err) ||
+        !rows(db, ROWS_TRANSFER, err) || !rows(db, ROWS_MEMORY, err))
+        return PS_ERR;
+    for (int i = 0; i < NROWS; i++) {
+        db->rows[i].n = 0; /* rows bound by a run that failed */
+        db->rows[i].count = 0;
+    }
+    return PS_OK;
+}
+
+static int write_ops(rec_db *db, const prog_set *ps, ps_err *err)
+{
+    for (int32_t l = 0; l < ps->nlanes; l++) {
+        const prog_lane *lane = &ps->lanes[l];
+        for (int32_t i = 0; i < lane->n; i++) {
+            const prog_op *op = &lane->ops[i];
+            if ((op->type == PROG_COMPUTE &&
+                 rec_event_row(db, lane->rank, op, err)) ||
+                (op->type == PROG_SEND &&
+                 rec_transfer_row(db, lane->rank, op, err)))
+                return PS_ERR;
+        }
+    }
+    return PS_OK;
+}
+
+typedef struct mem_ctx {
+    rec_db *db;
+    ps_err *err;
+    int rc; /* first failure; later changes are skipped */
+} mem_ctx;
+
+static void mem_row(void *vctx, int32_t rank, double t, double bytes)
+{
+    mem_ctx *c = vctx;
+    if (!c->rc)
+        c->rc = rec_memory_row(c->db, rank, t, bytes, c->err);
+}
+
+/* The memory rows of a payload of stored programs that was not streamed
+ * (unit tests and tools holding executed programs): mem_ledger replays
+ * them. A streamed run has its rows from the engine's mem_change as the
+ * ops ran (rec_stream.c), the same rows rank by rank, and no second pass. */
+static int write_memory(rec_db *db, const rec_payload *p, ps_err *err)
+{
+    const prog_set *ps = p->progs;
+    if (ps->nranks > db->mem_cap) {
+        mem_rank *m = realloc(db->mem, (size_t)ps->nranks * sizeof *m);
+        if (!m)
+            return ps_errf(err, "%s: out of memory", db->path);
+        db->mem = m;
+        db->mem_cap = ps->nranks;
+    }
+    mem_ctx c = {db, err, PS_OK};
+    rowbuf *rb = rows(db, ROWS_MEMORY, err);
+    if (!rb)
+        return PS_ERR;
+    if (mem_ledger(ps, p->static_memory, db->mem, mem_row, &c, err))
+        return PS_ERR;
+    if (c.rc)
+        return PS_ERR;
+    return rows_flush(db, rb, err);
+}
+
+static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
+{
+    int32_t n = net_links(nw, NULL, 0);
+    if (n > db->links_cap) {
+        net_link_info *l = realloc(db->links, (size_t)n * sizeof *l);
+        if (!l)
+            return ps_errf(err, "%s: out of memory", db->path);
+        db->links = l;
+        db->links_cap = n;
+    }
+    n = net_links(nw, db->links, n);
+    sqlite3_stmt *st = rec_stmt(db, ST_LINK, err);
+    if (!st)
+        return PS_ERR;
+    sqlite3_bind_int64(st, 1, id);
+    for (int32_t i = 0; i < n; i++) {
+        const net_link_info *l = &db->links[i];
+        sqlite3_bind_int64(st, 2, l->a);
+        sqlite3_bind_int64(st, 3, l->b);
+        bind_real(st, 4, l->bandwidth);
+        bind_real(st, 5, l->latency);
+        bind_real(st, 6, l->bytes);
+        bind_real(st, 7, l->busy);
+        if (rec_step_done(db, st, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* The run's rowid range in each timeline table (NULLs: no rows). */
+static int write_span(rec_db *db, int64_t id, ps_err *err)
+{
+    sqlite3_stmt *st = rec_stmt(db, ST_SPAN, err);
+    if (!st)
+        return PS_ERR;
+    sqlite3_bind_int64(st, 1, id);
+    for (int i = 0; i < NROWS; i++) {
+        const rowbuf *rb = &db->rows[i];
+        if (rb->count > 0) {
+            sqlite3_bind_int64(st, 2 + 2 * i, rb->last - rb->count + 1);
+            sqlite3_bind_int64(st, 3 + 2 * i, rb->last);
+        } else {
+            sqlite3_bind_null(st, 2 + 2 * i);
+            sqlite3_bind_null(st, 3 + 2 * i);
+        }
+    }
+    return rec_step_done(db, st, err);
+}
+
+/* Everything of one run, inside its transaction. The timeline (events,
+ * transfers, memory, links) of a failed run is skipped: ops the engine
+ * never reached carry no times and would read as a real schedule. The
+ * timeline rows go in first, table by table, and the span row last: the
+ * write lock held since BEGIN IMMEDIATE keeps each table's new rowids
+ * contiguous (max(rowid) + 1 on), so count and last rowid give the
+ * range. */
+static int run_ok(const rec_payload *p)
+{
+    return !p->run->status || strcmp(p->run->status, "ok") == 0;
+}
+
+static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
+                      int streamed, int64_t *id, ps_err *err)
+{
+    if (write_run_row(db, p->run, id, err) || write_summary(db, p, *id, err))
+        return PS_ERR;
+    if (level != REC_EVENTS || !run_ok(p))
+        return PS_OK;
+    /* streamed runs (rec_stream.c) have their event, transfer and memory
+     * rows in */
+    if (p->progs && !streamed &&
+        (rec_timeline_start(db, err) || write_ops(db, p->progs, err)))
+        return PS_ERR;
+    if ((p->progs || streamed) &&
+        (rows_flush(db, &db->rows[ROWS_EVENT], err) ||
+         rows_flush(db, &db->rows[ROWS_TRANSFER], err) ||
+         (streamed ? rows_flush(db, &db->rows[ROWS_MEMORY], err)
+                   : write_memory(db, p, err)) ||
+         write_span(db, *id, err)))
+        return PS_ERR;
+    if (p->network && write_links(db, p->network, *id, err))
+        return PS_ERR;
+    return PS_OK;
+}
+
+/* A full disk's message says what survives it; returns PS_ERR. */
+static int full_note(ps_err *err, int code)
+{
+    if (err && (code & 0xff) == SQLITE_FULL) {
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len,
+                 " (runs recorded before are kept)");
+    }
+    return PS_ERR;
+}
+
+int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
+              int64_t *run_id, ps_err *err)
+{
+    *run_id = 0;
+    if (db->readonly)
+        return ps_errf(err, "%s: opened read-only", db->path);
+    if (!p->run)
+        return ps_errf(err, "%s: run without a run record", db->path);
+    /* a sweep worker's run below the events level goes to the writer as
+     * bytes (rec_ship.c); anything else first writes what was shipped */
+    if (db->ship && level != REC_EVENTS && !db->streaming) {
+        if (rec_ship_add(db->ship, p, level, err))
+            return PS_ERR;
+        *run_id = rec_ship_runs(db->ship);
+        return PS_OK;
+    }
+    if (db->ship && rec_ship_unload(db, err))
+        return PS_ERR;
+    /* a streamed timeline (rec_stream_begin) is kept only for an ok run
+     * at the events level; otherwise the run is written afresh */
+    int streamed = db->streaming;
+    if (streamed && db->writing) {
+        /* the connection back from the writer thread: every row in, or
+         * dropped when the run's timeline is not kept */
+        if (level != REC_EVENTS || !run_ok(p))
+            rec_writer_discard(db);
+        else if (rec_writer_drain(db, &db->stream_err) && !db->stream_rc)
+            db->stream_rc = PS_ERR;
+        db->writing = 0;
+    }
+    if (streamed && (level != REC_EVENTS || !run_ok(p) || db->stream_rc)) {
+        int failed = db->stream_rc;
+        rec_stream_cancel(db);
+        db->stream_rc = PS_OK;
+        if (failed) {
+            ps_errf(err, "%s", db->stream_err.msg);
+            return full_note(err, db->rows_code);
+        }
+        streamed = 0;
+    }
+    db->streaming = 0;
+    if (!streamed && rec_run_begin(db, err))
+        return PS_ERR;
+    int in_batch = db->batch_open; /* this run is a batch's savepoint */
+    int64_t id = 0;
+    db->defer_ckpt = streamed;
+    int failed =
+        write_body(db, p, level, streamed, &id, err) || rec_run_commit(db, err);
+    db->defer_ckpt = 0;
+    if (failed) {
+        int full = (sqlite3_errcode(db->db) & 0xff) == SQLITE_FULL;
+        /* the batch's own commit failed (rec_run_commit): its message
+         * says how many runs are lost */
+        int committing = in_batch && !db->batch_open;
+        /* SQLite may have rolled back already (disk full, I/O error),
+         * taking the batch's earlier runs with it (rec_lost_runs) */
+        int64_t lost0 = db->lost_runs;
+        rec_run_rollback(db);
+        long long lost = (long long)(db->lost_runs - lost0);
+        if (err && (lost > 0 || (full && !committing))) {
+            size_t len = strlen(err->msg);
+            snprintf(err->msg + len, sizeof err->msg - len,
+                     lost > 0 ? " (the sweep's last %lld runs are lost)"
+                              : " (runs recorded before are kept)",
+                     lost);
+        }
+        /* what the batch holds is committed now: a failure should not
+         * put the runs before it at risk */
+        ps_err ce;
+        if (in_batch && db->batch_open && rec_batch_commit(db, &ce) && err)
+            *err = ce;
+        return PS_ERR;
+    }
+    /* a new file's first run: the file appears with it (rec_txn.c) */
+    if (db->pending && rec_publish(db, &id, err))
+        return PS_ERR;
+    *run_id = id;
+    return PS_OK;
+}

@@ -1,0 +1,345 @@
+/* The recorder: the only module that talks to SQLite.
+ *
+ * Schema (PRAGMA user_version = REC_SCHEMA_VERSION), times in seconds,
+ * ranks/stages/chunks/microbatches from 0:
+ *   run(id, kind, name, schedule, stages, microbatches, virtual_stages, dp,
+ *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
+ *       params, status, error, created, fits, tp, sequence_parallel,
+ *       recompute, sweep, point, point_index, tags, model, seq_length,
+ *       micro_batch, global_batch, scenario)
+ *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
+ *       status 'ok' | 'failed' (error holds the message); fits 1 when every
+ *       rank's peak memory is within its device's capacity, 0 when one is
+ *       not, NULL when a capacity is unknown (or for collectives).
+ *       sweep: the ps.sweep's name, point its coordinates (JSON object),
+ *       point_index its 0-based place in the sweep's point order (all NULL
+ *       outside sweeps); tags the user's ps.run{ tags = ... } (JSON);
+ *       model the preset's name, seq_length, micro_batch (sequences) and
+ *       global_batch (micro_batch x microbatches x dp) when the layers come
+ *       from ps.models (NULL otherwise); scenario the version of the script
+ *       and -D arguments that made the run ("fnv1a64:..." of their text),
+ *       which pipesim merge compares.
+ *   event(run, rank, kind, stage, chunk, mb, t_start, t_end, rowid)
+ *       one row per compute op; kind 'F','B','W','R','OPT'.
+ *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag, rowid)
+ *       kind 'act' (forward activation), 'grad' (its gradient), 'coll'.
+ *   memory(run, rank, t, bytes, rowid)   rank's total bytes after each
+ *       change; the first row per rank is the static baseline at t = 0.
+ *   These three are views (version 7): the rows are in event_row,
+ *   transfer_row and memory_row (no run column, kind as a code of
+ *   event_kind / transfer_kind), span(run, event_first, event_last, ...)
+ *   holds each events-level run's rowid range in each; rowid is the row's
+ *   id there (recording order). rec_schema.c has the layout and why.
+ *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
+ *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm,
+ *         tp_comm, tp_exposed)
+ *       tp_comm: seconds of tensor-parallel collectives per microbatch in
+ *       the stage's F, B and R; tp_exposed the part on the compute stream
+ *   rank_stat(run, rank, busy, bubble, static_memory, peak_memory, t_peak,
+ *             exposed_comm, capacity, fits, tp_comm, tp_exposed)
+ *       tp_comm, tp_exposed: the same over the whole step on the rank
+ *       written at every recording level, so the views work for summary runs;
+ *       capacity is the device's memory in bytes (NULL: unknown), fits
+ *       peak_memory <= capacity as 1/0 (NULL: unknown).
+ *   collective(run, op, algorithm, ranks, bytes, time, algbw, busbw,
+ *              protocol)
+ *       one row per collective run, and per gradient-sync bucket of a
+ *       pipeline run (its data-parallel group; time from its first op's
+ *       start to its last op's end); protocol: NCCL's (ll, ll128, simple)
+ *       or none
+ *   link(run, src, dst, bandwidth, latency, bytes, busy)
+ * Views:
+ *   bubble(run, rank, busy, makespan, fraction)
+ *   memory_peak(run, rank, peak, t_peak)
+ *
+ * Durability and concurrency: every rec_write is one transaction (BEGIN
+ * IMMEDIATE ... COMMIT), committed before it returns the run id, so an id a
+ * script has printed is never reused for another run, even after kill -9;
+ * except in batch mode (rec_set_batch, a sweep's runs: see there).
+ * The database is in WAL mode with synchronous = NORMAL: a commit appends
+ * to the log without fsync, which survives the process being killed at any
+ * moment (the next opener replays the log) but may lose the last commits on
+ * power loss or an OS crash, never leaving the file damaged. The write lock
+ * is held only inside rec_write, never between runs, so any number of
+ * processes may write one file; a writer that finds it locked retries with
+ * jittered backoff for up to REC_BUSY_LIMIT_S seconds. A run that fails half
+ * way (constraint, full disk) is rolled back whole: nothing of it remains.
+ * A path that does not exist yet is made complete (schema, WAL mode) in a
+ * scratch file beside it and linked into place (rec_schema.c), so no
+ * process sees half a schema. The log is checkpointed at 1000 frames as
+ * SQLite would, after a streamed run's commit on the writer thread's own
+ * connection (rec_writer.c) rather than inside it; rec_close waits for it.
+ *
+ * Interrupts (SIGINT/SIGTERM): let a rec_write in progress return (do not
+ * exit or longjmp from the handler), then rec_close. Nothing is pending
+ * between rec_write calls, so every run whose id was returned is kept and a
+ * run whose simulation was cut short, never passed to rec_write, leaves no
+ * rows. A rec_write waiting for another process's lock keeps waiting
+ * through a signal (its sleeps just end early); exiting from a second
+ * signal's default action is safe: SQLite rolls the open transaction back
+ * when the file is next opened.
+ *
+ * Version 5 added the sweep columns of run (sweep ... scenario), 6
+ * collective.protocol; version 7 moved the timeline into rowid spans (same
+ * views, in-place upgrade).
+ * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
+ * upgrades a version 1 file in place (old runs get NULL: unknown), readers
+ * ask for that upgrade. */
+#ifndef PS_REC_H
+#define PS_REC_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "net/net.h"
+#include "sim/prog.h"
+
+#define REC_SCHEMA_VERSION 7
+/* How long a writer waits for another process's lock before giving up.
+ * Both waits can be shortened at build time (make fuzz does: a damaged
+ * file must not cost each input seconds). */
+#ifndef REC_BUSY_LIMIT_S
+#define REC_BUSY_LIMIT_S 120
+#endif
+/* How long a reader waits for a writer to create an empty file's tables. */
+#ifndef REC_CREATE_WAIT_S
+#define REC_CREATE_WAIT_S 5
+#endif
+
+typedef struct rec_db rec_db;
+
+enum rec_level { REC_SUMMARY, REC_EVENTS };
+
+/* A memory verdict; 0 (the zero of a struct) is unknown, stored as NULL. */
+enum rec_fits { REC_FITS_UNKNOWN = 0, REC_FITS_YES, REC_FITS_NO };
+
+/* A run's place in a sweep and its descriptive columns; NULL strings and
+ * counts <= 0 are stored as NULL. point_index counts only when point is
+ * set. */
+typedef struct rec_meta {
+    const char *sweep, *point, *tags, *model, *scenario;
+    int64_t point_index;
+    int64_t seq_length, micro_batch, global_batch;
+} rec_meta;
+
+typedef struct rec_run {
+    const char *kind; /* "pipeline" or "collective" */
+    const char *name;
+    const char *schedule; /* NULL for collectives */
+    const char *p2p;      /* "rendezvous" or "eager" */
+    int32_t stages, microbatches, virtual_stages, dp;
+    /* tensor parallelism: tp >= 1 for pipelines (0: a collective, NULL
+     * columns), sequence_parallel 0 or 1, recompute "none" | "selective" |
+     * "full" */
+    int32_t tp, sequence_parallel;
+    const char *recompute;
+    double makespan, bubble;
+    double closed_form_bubble; /* NAN when the run is not uniform */
+    double imbalance;          /* NAN when not meaningful */
+    double peak_memory;        /* max over ranks */
+    const char *params_json;   /* may be NULL */
+    const char *status;        /* "ok" or "failed" */
+    const char *error;         /* NULL unless failed */
+    enum rec_fits fits;        /* every rank within its device's memory */
+    rec_meta meta;             /* sweep, point, tags, model ... */
+} rec_run;
+
+typedef struct rec_stage {
+    int32_t stage, rank, chunk, first_layer, last_layer;
+    double fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes;
+    double exposed_comm; /* gradient sync wait after compute; NAN: none */
+    /* tensor-parallel collectives per microbatch in this stage's F, B and
+     * R, seconds, and the part on the compute stream (all of it unless
+     * tp_overlap); 0 without TP */
+    double tp_comm, tp_exposed;
+} rec_stage;
+
+typedef struct rec_rank {
+    int32_t rank;
+    double busy, bubble, static_memory, peak_memory, t_peak;
+    double exposed_comm; /* NAN when the run has no gradient sync */
+    double capacity;     /* device memory in bytes; 0 or NAN: unknown */
+    enum rec_fits fits;  /* peak_memory <= capacity */
+    /* tensor-parallel collectives in the step on this rank (all
+     * microbatches and chunks), seconds, and the part on the compute
+     * stream */
+    double tp_comm, tp_exposed;
+} rec_rank;
+
+typedef struct rec_collective {
+    const char *op, *algorithm;
+    int32_t ranks;
+    double bytes, time, algbw, busbw;
+    const char *protocol; /* NULL: none recorded */
+} rec_collective;
+
+/* What one run contributes; NULL/0 fields are skipped. */
+typedef struct rec_payload {
+    const rec_run *run;
+    const rec_stage *stages;
+    int32_t nstages;
+    const rec_rank *ranks;
+    int32_t nranks;
+    const rec_collective *collective; /* ncollectives rows */
+    int32_t ncollectives;             /* 0 with collective set: 1 */
+    /* REC_EVENTS only, for a run that was not streamed (rec_stream_begin):
+     * the executed programs and each rank's static memory (indexed by
+     * rank), whose timeline rows are read back from them; and the network
+     * for link rows */
+    const prog_set *progs;
+    const double *static_memory;
+    const net *network;
+} rec_payload;
+
+/* Opens (creating if needed) a database for writing and makes sure the
+ * schema is there (created in one transaction, so other processes see all
+ * of it or none). Fails on a file that is not a pipesim database of this
+ * schema version. rec_close commits what a batch holds (its error is
+ * that commit's); rec_close(NULL) is a no-op. */
+rec_db *rec_open(const char *path, ps_err *err);
+int rec_close(rec_db *db, ps_err *err);
+/* In a process forked while db was open (a sweep worker, which must not
+ * use or close the writer's connection): gives back the memory SQLite can
+ * free without touching the file (its cache of unchanged pages), so the
+ * handle that stays until _exit holds little. */
+void rec_forked_release(rec_db *db);
+
+/* Writes and commits one run at the given level; sets *run_id (0 on
+ * failure). On failure nothing of the run remains and the message is one
+ * short line naming the database ("DB: run not recorded: database or disk
+ * is full (runs recorded before are kept)"); in batch mode a failure that
+ * took the batch's earlier runs with it says "(the sweep's last N runs are
+ * lost)" instead (rec_lost_runs). */
+int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
+              int64_t *run_id, ps_err *err);
+
+/* Shipped runs (rec_ship.c, --jobs): a sweep worker's runs below the
+ * events level as bytes for the writer, which records them with rec_write
+ * (rather than copying rows the worker wrote into its scratch database).
+ * With a shipper set on db, rec_write appends such a run to it instead of
+ * writing it, and sets *run_id to its number in the shipper (1, 2, ...);
+ * before anything else is written to db (a run at the events level, a
+ * streamed timeline: rec_ship_unload), the shipped runs are written into
+ * db first, in order, as runs 1, 2, ... of a new database, and the shipper
+ * is dropped. rec_ship_write: the runs of a shipper's bytes written into
+ * db with rec_write, in order, ids[k] the k-th's run id (at most max). */
+typedef struct rec_ship rec_ship;
+rec_ship *rec_ship_new(void);
+void rec_ship_free(rec_ship *s);
+int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
+                 ps_err *err);
+int64_t rec_ship_runs(const rec_ship *s);
+const void *rec_ship_bytes(const rec_ship *s, size_t *n);
+void rec_set_shipper(rec_db *db, rec_ship *s);
+int rec_ship_unload(rec_db *db, ps_err *err);
+int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
+                   int64_t max, ps_err *err);
+
+/* Batch mode (ps.sweep's own runs, core/bind_sweep.c): while on, each
+ * rec_write is a SAVEPOINT inside one transaction that commits every 1000
+ * runs or 0.1 s, at rec_flush and at rec_close, and before any rec_write
+ * made with the mode off (or a copy's rec_begin). A run is still all or
+ * nothing, and a failed run leaves the batch's earlier runs committed; a
+ * process killed inside a batch loses the runs since its last commit, so
+ * the caller must flush before it lets anyone see their ids. The write
+ * lock is held between the batch's runs (at most 0.1 s plus one run). */
+void rec_set_batch(rec_db *db, int on);
+
+/* Makes a new database a scratch file: its journal in memory, no fsync
+ * (a crash leaves it damaged; a sweep worker's files, which the writer
+ * copies only once their worker has closed them). */
+int rec_scratch(rec_db *db, ps_err *err);
+
+/* Streaming the timeline (issue 12): rows written as the engine reports
+ * ops complete instead of read back from stored programs. rec_stream_begin
+ * opens the next run's transaction (the write lock is held from here to
+ * that run's rec_write) and fills *sink for eng_set_sink: each COMPUTE op
+ * becomes an event row and each SEND a transfer row, in completion order,
+ * and each change of the engine's memory ledger a memory row (each rank's
+ * baseline first), REC_ROWS to an INSERT (no SQL per op; the engine's
+ * thread copies each row into a block that a writer thread inserts,
+ * rec_writer.c; PIPESIM_REC_THREAD=0 inserts them on the caller's thread,
+ * the test mode that compares both). The payload's
+ * programs are then not read. The following rec_write at REC_EVENTS of an
+ * ok run writes the rest (run, summary, links, the spans) and commits; for a
+ * failed run or another level it drops the streamed rows first.
+ * rec_stream_cancel drops them (a run cut short; nothing happens without an
+ * open stream). A row that fails to insert stops the stream and fails that
+ * rec_write with its message. */
+struct eng_sink;
+int rec_stream_begin(rec_db *db, struct eng_sink *sink, ps_err *err);
+void rec_stream_cancel(rec_db *db);
+
+/* The writer thread's work since the handle started it (rec_bench: the
+ * recorder's critical path): *rows inserted and *cpu, the thread's CPU
+ * seconds (user and system: the b-tree and the WAL pages it writes) when
+ * the last streamed run's rows were all in, before its commit (which runs
+ * on the caller's thread) and any checkpoint after it. 0 and 0 when no
+ * writer thread ran. */
+void rec_writer_usage(const rec_db *db, int64_t *rows, double *cpu);
+
+/* *n = the number of runs in the database (committed: after a batch's
+ * rec_flush). */
+int rec_run_count(rec_db *db, int64_t *n, ps_err *err);
+
+/* Commits what a batch holds (nothing to do otherwise): everything so
+ * far is visible to other connections. */
+int rec_flush(rec_db *db, ps_err *err);
+
+/* The runs rec_write gave an id (succeeded) that a batch's failure took
+ * back since the handle was opened: SQLite rolled the whole batch back (a
+ * full disk, an I/O error) or its commit failed. A caller counting
+ * recorded runs subtracts it after rec_flush; 0 without batches. */
+int64_t rec_lost_runs(const rec_db *db);
+
+/* --- copying runs between databases (rec_copy.c): a sweep's workers hand
+ * their runs to the one writer this way, and pipesim merge is made of it */
+
+typedef struct rec_copy rec_copy;
+
+/* Attaches the pipesim database at path to db (outside a transaction) and
+ * prepares the copy of every table with a run column; fails when the file
+ * cannot be read or is not of this schema version. rec_copy_free detaches
+ * it; rec_copy_free(NULL) is a no-op. */
+rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err);
+void rec_copy_free(rec_copy *c);
+/* Copies the source's runs with ids first..last, in id order, and all
+ * their rows (in the source's row order) into db, as new runs whose ids
+ * follow db's last one: *offset = new id - old id for each. Run it inside
+ * rec_begin ... rec_commit; ids in first..last should be consecutive, or
+ * the gaps are kept. */
+int rec_copy_runs(rec_copy *c, int64_t first, int64_t last, int64_t *offset,
+                  ps_err *err);
+/* A write transaction for copies (BEGIN IMMEDIATE, waiting for another
+ * writer as rec_write does); rec_commit rolls back when it fails;
+ * rec_rollback is harmless outside a transaction. */
+int rec_begin(rec_db *db, ps_err *err);
+int rec_commit(rec_db *db, ps_err *err);
+void rec_rollback(rec_db *db);
+
+/* --- reading, for report and export --- */
+
+/* Opens an existing database read-only; fails with "DB: no such file" or
+ * "DB: not a pipesim database". An empty database (a writer has created the
+ * file and not yet its tables) is waited for up to REC_CREATE_WAIT_S. */
+rec_db *rec_open_read(const char *path, ps_err *err);
+
+/* The path the database was opened with, for messages; owned by db. */
+const char *rec_path(const rec_db *db);
+
+typedef struct rec_query rec_query;
+
+/* Prepares sql; the message on failure names the database and gives
+ * SQLite's error (not the SQL). */
+rec_query *rec_query_new(rec_db *db, const char *sql, ps_err *err);
+int rec_query_bind_int(rec_query *q, int index, int64_t value);
+int rec_query_bind_text(rec_query *q, int index, const char *value);
+/* 1: a row is ready; 0: done; PS_ERR: failed (message in err). */
+int rec_query_step(rec_query *q, ps_err *err);
+int rec_query_isnull(rec_query *q, int col);
+int64_t rec_query_int(rec_query *q, int col);
+double rec_query_double(rec_query *q, int col);
+const char *rec_query_text(rec_query *q, int col); /* "" for NULL */
+void rec_query_free(rec_query *q);
+
+#endif

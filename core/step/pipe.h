@@ -1,0 +1,194 @@
+/* A pipeline-parallel training step, end to end: layers and a partition
+ * become stage costs, the schedule generator lowers them to programs, the
+ * engine runs them on the network, the memory ledger and the bubble are
+ * computed, and the recorder stores the run. The Lua binding fills a
+ * pipe_config from a scenario table; nothing here knows about Lua. */
+#ifndef PS_PIPE_H
+#define PS_PIPE_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "coll/coll.h"
+#include "net/net.h"
+#include "rec/rec.h"
+#include "sched/sched.h"
+#include "sim/eng.h"
+
+typedef struct pipe_layer {
+    const char *name; /* may be NULL */
+    double fwd_flops; /* used when fwd_time < 0 */
+    double bwd_flops; /* used when bwd_time < 0; < 0: twice the forward */
+    double fwd_time;  /* seconds, < 0 when given as FLOPs */
+    double bwd_time;  /* seconds, < 0 when not given */
+    double params;
+    double act_bytes; /* kept from forward to backward per microbatch */
+    double out_bytes; /* sent to the next stage per microbatch */
+    double in_bytes;  /* input size, < 0: the previous layer's out_bytes */
+    /* split backward (B: input gradient, W: weight gradient), each < 0
+     * when not given; B as FLOPs only when the forward is FLOPs, like
+     * bwd_flops. A total alone splits evenly (for a GEMM the data- and
+     * weight-gradient GEMMs each cost one forward); one part given makes
+     * the other the total minus it. */
+    double bwd_input_flops, bwd_weight_flops;
+    double bwd_input_time, bwd_weight_time;
+    double bwd_weight_bytes; /* of act_bytes, what W needs; < 0: all */
+    /* Under checkpointing: seconds of this layer's recompute (< 0: its
+     * forward) and bytes it keeps from F to B (< 0: not given). When no
+     * layer of a stage gives kept_bytes the stage keeps its input, as
+     * before; otherwise it keeps the sum of kept_bytes, counting act_bytes
+     * for layers that do not say (parallel.lua: Megatron's per-block
+     * checkpoints, embedding and head not recomputed). */
+    double recompute_time, kept_bytes;
+    /* Tensor-parallel collectives per microbatch in this layer's F, B and
+     * R (seconds, recorded only: parallel.lua has put the exposed part in
+     * the layer's times), and the part on the compute stream; < 0: 0. */
+    double tp_comm_time, tp_exposed_time;
+} pipe_layer;
+
+/* Sets l to a layer with every optional field "not given" (< 0, the
+ * defaults pipe_layer's comments name) and every figure 0: what a layer
+ * table that sets nothing reads as (bind_run.c's defaults), for callers in
+ * C that then set what they have. */
+void pipe_layer_init(pipe_layer *l);
+
+typedef struct pipe_config {
+    const char *name;
+    enum sched_kind schedule;
+    const char *schedule_name; /* as recorded ("gpipe", "custom", ...) */
+    int32_t p, v, m;
+    int checkpoint;
+    int split_backward; /* built-in schedules: W right after each B */
+    enum sched_placement placement; /* model stage <-> (rank, chunk) */
+    const int32_t *place; /* an explicit chunk_placement (sched_spec.place) */
+    int pytorch_p2p;      /* p2p = "pytorch": sched_spec.pytorch_p2p */
+    double overlap_fb, fb_interference; /* sched_spec's FB timing */
+    int fb_given;
+    enum eng_p2p p2p;
+    enum rec_level record;
+    const pipe_layer *layers;
+    int32_t nlayers;
+    const int32_t *partition; /* p * v layer counts, by model stage */
+    int32_t dp;               /* data-parallel replicas, >= 1 */
+    /* recorded only (parallel.lua lowered them into layers and ranks):
+     * tensor-parallel size, sequence parallelism, recompute mode */
+    int32_t tp;
+    int sequence_parallel;
+    const char *recompute;
+    /* cluster rank of pipeline rank r of replica j at j * p + r (p * dp
+     * entries), or NULL for rank j * p + r */
+    const int32_t *rank_of;
+    /* per cluster rank: peak FLOP/s * efficiency, and capacity in bytes (0:
+     * unknown) */
+    const double *device_rate;
+    const double *device_memory;
+    double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
+    /* gradient sync between replicas (dp.h); used when dp > 1 */
+    double bucket_bytes, first_bucket_bytes;
+    int grad_bucketed;        /* enum dp_bucketed: which chunks are cut */
+    int grad_algorithm;       /* enum coll_algo or COLL_AUTO */
+    unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll.h) */
+    int overlap;              /* start buckets as the backward makes them */
+    int zero;                 /* ZeRO stage 1: 0 or 1 */
+    int overlap_param_gather; /* zero's all-gather beside the forward */
+    /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
+     * with the same number of GPUs on each of its nodes gets node-aware
+     * collectives (ring channels, hierarchical; coll_ranks_per_node) */
+    int32_t gpus_per_node;
+    coll_hw hw; /* the cluster's NCCL hardware: NVLS, caps (coll.h) */
+    double optimizer_seconds; /* optimizer step of a rank's parameters */
+    const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
+    const int32_t *ncustom;
+    const char *params_json;  /* recorded as run.params, may be NULL */
+    rec_meta meta;            /* run.sweep, point, tags, model ... */
+    const fault_plan *faults; /* fault.h; NULL: none */
+} pipe_config;
+
+typedef struct pipe_result {
+    int64_t id; /* run id in the database, 0 if none */
+    double makespan;
+    double bubble;             /* mean over the run's ranks */
+    double closed_form_bubble; /* NAN unless uniform and free communication */
+    double imbalance;          /* slowest stage time / mean stage time */
+    /* One entry per rank of the run (n = p * dp), index j * p + r for
+     * pipeline rank r of replica j; owned by the pipe_ctx. */
+    int32_t n;
+    int32_t *rank;        /* cluster rank */
+    double *stage_bubble; /* idle fraction */
+    double *peak_memory;  /* bytes */
+    double *t_peak;
+    double *static_memory;
+    double *exposed_comm; /* seconds waiting on gradient sync (0 if none) */
+    double *capacity;     /* device memory in bytes, 0: unknown */
+    /* YES when every entry's peak is within a known capacity, NO when
+     * one exceeds its capacity, else UNKNOWN; nover entries exceed */
+    enum rec_fits fits;
+    int32_t nover;
+    eng_result eng;
+} pipe_result;
+
+/* How replicas are laid out on cluster ranks when no list is given. */
+enum pipe_order {
+    /* Megatron-LM's order tp-cp-ep-dp-pp (parallel_state.RankGenerator):
+     * data-parallel peers adjacent (rank r * dp + j), inside a node, the
+     * pipeline across nodes */
+    PIPE_DP_INNER,
+    PIPE_PP_INNER /* the reverse: replica j's pipeline is j * p .. */
+};
+
+/* Sets every field to its default: what a scenario gets for a field it
+ * leaves out (README, "ps.run"). Bytes per parameter 2 + 2 + 12 (bf16
+ * weights and gradients, fp32 Adam state with master weights: ZeRO paper,
+ * Rajbhandari et al. 2020, section 3.1); PyTorch DDP's buckets (25 MiB
+ * bucket_cap_mb and 1 MiB dist._DEFAULT_FIRST_BUCKET_BYTES); NCCL's auto
+ * algorithm; overlap on; p = v = m = dp = tp = 1; 1F1B. */
+void pipe_config_init(pipe_config *cfg);
+
+/* Parses "dp_inner" / "pp_inner". Fails with "unknown placement 'x'
+ * (expected dp_inner or pp_inner)". */
+int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err);
+
+/* Fills rank_of (p * dp entries, index j * p + r) with order's layout. */
+void pipe_place(enum pipe_order order, int32_t p, int32_t dp, int32_t *rank_of);
+
+/* A context keeps the engine, programs and buffers across runs so that a
+ * sweep allocates only when a run is bigger than every run before it.
+ * pipe_ctx_free(NULL) is a no-op. */
+typedef struct pipe_ctx pipe_ctx;
+pipe_ctx *pipe_ctx_new(void);
+void pipe_ctx_free(pipe_ctx *ctx);
+
+/* Runs one training step. nw must span every cluster rank used; db may be
+ * NULL (nothing recorded). Result arrays stay valid until the next call on
+ * ctx. Any failure (bad input, a schedule that does not check, a deadlock,
+ * a deadline) is recorded, when db is given, as a run row with status
+ * 'failed' and the message, and the error returned; if recording it fails
+ * too, nothing of the run remains and the message says so. */
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
+             pipe_result *res, ps_err *err);
+
+/* The closed-form bubble of a schedule with uniform stages and free
+ * communication: (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1); NAN for custom
+ * schedules. */
+double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
+                               int32_t m);
+
+/* The same for split backwards, with f, b (input gradient) and w seconds
+ * per stage: idle time t over m (f + b + w) + t, where t is
+ * (p-1)(f+b) for 1F1B with W right after B, (p-1)(f+b-w) for ZB-H1 and
+ * (p-1)f for ZB-H2 (ZB paper, section 3), the last two only where they
+ * hold (H1: w <= f, w <= b, m >= p; H2: f = b = w, m >= 2p); NAN
+ * elsewhere. */
+double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
+                              double f, double b, double w);
+
+/* The same for DeepSeek's bidirectional schedules (dualpipe, dualpipev)
+ * from the DeepSeek-V3 report's (PP/2 - 1)(F&B + B - 3W), with F&B taking
+ * F + B (no overlap_fb or fb_interference given) and PP = p for DualPipe,
+ * 2p for DualPipeV: idle t over busy + t, busy m (f + b + w) per rank
+ * (DualPipeV: 2m (f + b + w), f a chunk's). Only where it is exact, f = b
+ * = w and m >= 2p; NAN elsewhere and for other schedules. */
+double pipe_closed_form_dual(enum sched_kind kind, int32_t p, int32_t m,
+                             double f, double b, double w);
+
+#endif

@@ -282,7 +282,7 @@ got=$(sqlite3 "$TMP/gs.db" "SELECT count(*) = sum(ranks = 8), count(*) = sum(tim
 # 4 NICs'; NCCL's tree (auto's other candidate, on 2 nodes) runs over the
 # same 4 NICs, one channel each (issue 14), and may beat the NICs' busbw.
 # The rows' times include the protocol's fixed latency, charged inside
-# ps.run too (core/coll_proto.c, NCCL 2.30.7 tuning.cc): ring Simple on 2
+# ps.run too (core/coll/proto.c, NCCL 2.30.7 tuning.cc): ring Simple on 2
 # nodes x 4 (Intel) 8.4 + 12 x (3.4 - 0.6) + 2 x (14 - 2.7) us, plus the
 # plateau 0.4 x (8.4 + 12 x 3.4 + 2 x 14) = 95.48 us in all, taken off
 # before the bandwidth is compared (so the tree's rows are held to it too)

@@ -167,7 +167,7 @@ $VG "$BIN" report "$TMP/two.db" 1 --csv >"$TMP/run.csv" 2>"$TMP/lim.err" && ok |
     bad "report RUN --csv rank 0: $(sed -n 2p "$TMP/run.csv")"
 [ "$(wc -l <"$TMP/run.csv")" -eq 3 ] && ok || bad "report RUN --csv: $(wc -l <"$TMP/run.csv") lines"
 expect_fail "report $TMP/two.db 5 --csv" "run 5 not found in $TMP/two.db"
-# --width: ps.show's range and message (report.h REPORT_MIN_WIDTH..
+# --width: ps.show's range and message (out/report.h REPORT_MIN_WIDTH..
 # REPORT_MAX_WIDTH, tests/errors/show_width.lua); before, 1..100000 with
 # widths under 40 made 40 silently
 expect_fail "report $TMP/two.db --width x" "report: width must be an integer in 20..10000, got 'x'"

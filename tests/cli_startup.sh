@@ -3,7 +3,7 @@
 # line's run count comes from the connection that wrote the runs (the file
 # is opened once), and it counts the runs earlier processes left; the Lua
 # library and new databases from the data built into the binary
-# (core/embed.h) give what PIPESIM_EMBED=0 (the files, the SQL) gives:
+# (core/base/embed.h) give what PIPESIM_EMBED=0 (the files, the SQL) gives:
 # the same rows, messages and tracebacks, sandboxed and with --unsafe.
 # Env from tests/run.sh: BIN, TMP, VG.
 set -u
@@ -45,7 +45,7 @@ if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null;
     # a new file's schema and first run reach the disk with one sync
     # (core/README.md, "Durability"; 5 when the schema was linked first),
     # and a one-run process never opens the file at its path after the
-    # link: no -wal, no -shm, no second schema parse (rec_txn.c, publish)
+    # link: no -wal, no -shm, no second schema parse (rec/txn.c, publish)
     rm -f "$TMP/startup_new.db"*
     strace -f -e trace=fsync,fdatasync,open,openat -o "$TMP/$OUT.sync" "$BIN" run "$TMP/startup.lua" \
         -o "$TMP/startup_new.db" >"$TMP/$OUT.4" 2>&1
@@ -115,7 +115,7 @@ for mode in "" --unsafe; do
         bad "run $mode: require's message: $(grep -A3 "not found" "$TMP/$OUT.e1")"
     [ -s "$TMP/$OUT.e1.sql" ] && cmp -s "$TMP/$OUT.e1.sql" "$TMP/$OUT.e0.sql" && ok ||
         bad "run $mode: database differs with PIPESIM_EMBED=0"
-    # the views and triggers the embedded image leaves out (embed.h) are
+    # the views and triggers the embedded image leaves out (base/embed.h) are
     # back, row for row and rowid for rowid, in a sound file whose views
     # take writes through their triggers
     for e in 1 0; do

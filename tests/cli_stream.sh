@@ -74,7 +74,7 @@ if $VG "$BIN" run "$TMP/stream.lua" -o "$TMP/gen.db" >"$TMP/stream.out" 2>&1 &&
     cmp -s "$TMP/gen.sql" "$TMP/array.sql" && ok ||
         bad "generated and array rows differ: $(diff "$TMP/gen.sql" "$TMP/array.sql" | head -n 4)"
     cmp -s "$TMP/gen.sql" "$TMP/gen2.sql" && ok || bad "two runs differ"
-    # the writer thread (rec_writer.c) and rows bound on the engine's thread
+    # the writer thread (rec/writer.c) and rows bound on the engine's thread
     dump "$TMP/nothread.db" >"$TMP/nothread.sql"
     cmp -s "$TMP/gen.sql" "$TMP/nothread.sql" && ok ||
         bad "rows with and without the writer thread differ: $(diff "$TMP/gen.sql" "$TMP/nothread.sql" | head -n 4)"
@@ -82,7 +82,7 @@ else
     bad "stream.lua: $(tail -n 3 "$TMP/stream.out")"
 fi
 
-# the second writer (rec_writer.c, rec_aux.c): a run's transfer rows
+# the second writer (rec/writer.c, rec/aux.c): a run's transfer rows
 # through the in-memory twin, moved into the file at the end (forced on
 # by PIPESIM_TEST_AUX_ROWS whatever the machine's load),
 # or moved after its first two blocks with the rest inserted directly
@@ -142,7 +142,7 @@ if "$BIN" run "$TMP/ring4096.lua" -o "$TMP/ring4096.db" --max-memory 4MiB \
     >"$TMP/ring4096.out" 2>&1 &&
     grep -q '^ok$' "$TMP/ring4096.out"; then ok; else bad "ring4096: $(cat "$TMP/ring4096.out")"; fi
 
-# event rows of a generated collective (rec_stream.c): a 256-rank ring
+# event rows of a generated collective (rec/stream.c): a 256-rank ring
 # allreduce recorded in full within 8 MiB, where its 130,560 transfers as
 # arrays (PIPESIM_ARRAY=1) pass the budget; the rows are all there. Not
 # under valgrind (slow there), like the 4096-rank ring.

@@ -13,7 +13,7 @@ PASSED=0
 FAILED=0
 VG=""
 if [ -n "${VALGRIND:-}" ]; then
-    # sweep workers (core/bind_pool.c) are checked too: they close their
+    # sweep workers (core/bind/pool.c) are checked too: they close their
     # Lua state before _exit, and a worker's leak (its exit code 99) fails
     # the sweep ("a worker process ended with status 99"); tests/valgrind.supp
     # says what of SQLite's a worker keeps

@@ -1,6 +1,6 @@
-/* The switch of the data built into the binary (embed.h): on unless the
+/* The switch of the data built into the binary (base/embed.h): on unless the
  * test mode PIPESIM_EMBED=0 asks for what a build without it does. The
- * data itself is generated (build/embed_data.c, core/embed_tool.c). */
+ * data itself is generated (build/embed_data.c, core/cli/embed_tool.c). */
 #include "base/embed.h"
 
 #include <stdlib.h>

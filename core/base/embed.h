@@ -1,7 +1,7 @@
 /* Data built into the pipesim binary (issue 12, the fixed cost of a
  * process): pipesim's own Lua library compiled to bytecode and the bytes
  * of a new, empty database. The Makefile makes it (build/embed_data.c,
- * written by core/embed_tool.c from lua/ and rec_schema.c's SQL); it is
+ * written by core/cli/embed_tool.c from lua/ and rec/schema.c's SQL); it is
  * only ever a faster way to the same result, never a different one. */
 #ifndef PS_EMBED_H
 #define PS_EMBED_H
@@ -25,7 +25,7 @@ typedef struct embed_module {
 extern const embed_module embed_modules[]; /* embed_nmodules of them */
 extern const size_t embed_nmodules;
 
-/* A new database: the file rec_schema.c's SQL makes (schema, user_version,
+/* A new database: the file rec/schema.c's SQL makes (schema, user_version,
  * WAL mode) without the rows below; embed_schema_len 0: none. */
 extern const unsigned char embed_schema[];
 extern const size_t embed_schema_len;

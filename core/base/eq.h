@@ -25,12 +25,12 @@
 
 /* Event types: the one number space of eq_event.type, owned here so that
  * no two modules pushing into the same queue pick the same number. The
- * engine (eng.c) pushes EQ_COMPUTE and EQ_TIMEOUT and hands every EQ_NET
- * back to the network (net_flow.c, net_event), which pushes it. 0 is left
+ * engine (sim/eng.c) pushes EQ_COMPUTE and EQ_TIMEOUT and hands every EQ_NET
+ * back to the network (net/flow.c, net_event), which pushes it. 0 is left
  * to tests that use the queue alone. */
 enum eq_type {
     EQ_COMPUTE = 1, /* a compute op ends; id = its lane */
-    EQ_NET = 2,     /* a network transfer or flow phase ends (net.h) */
+    EQ_NET = 2,     /* a network transfer or flow phase ends (net/net.h) */
     EQ_TIMEOUT = 3  /* recv_timeout of lane id; version = the lane's
                        wait_seq when it blocked */
 };
@@ -134,7 +134,7 @@ static inline int eq_push(eq *q, double t, int32_t type, int32_t id,
 
 /* The run whose head is the earliest event, for an empty heap and more
  * than one run: the least (first_t, first_seq), run 0 when they compare
- * false (NaN), as eq.c's first. */
+ * false (NaN), as base/eq.c's first. */
 static inline int eq_first_run_(const eq *q)
 {
     int w = 0;

@@ -13,7 +13,7 @@
  *     grow functions), which must not format strings.
  *   - PS_OK is 0 and PS_ERR is -1, so `if (f(...))` tests either kind.
  *   - Lua C functions raise Lua errors (luaL_error) instead, and the CLI's
- *     commands (main.c) return exit statuses. */
+ *     commands (cli/main.c) return exit statuses. */
 #ifndef PS_ERR_H
 #define PS_ERR_H
 
@@ -39,7 +39,7 @@ void ps_err_clear(ps_err *err);
  * printer. */
 void ps_print_error(const char *msg);
 /* ps_print_error of a formatted message; returns 1, the exit status
- * (commands in main.c and export_cli.c return exit statuses). */
+ * (commands in cli/main.c and out/export_cli.c return exit statuses). */
 int ps_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -3,7 +3,7 @@
  * Lua hook poll, and the memory budget (--max-memory) that Lua's allocator
  * and pipesim's large buffers (program arenas, engine and network tables)
  * draw from. One process; the state is global and unlocked because only
- * the main thread touches it: the recorder's writer thread (rec_writer.c)
+ * the main thread touches it: the recorder's writer thread (rec/writer.c)
  * never does (its blocks are allocated by the main thread, SQLite's memory
  * is not in the budget, and it blocks every signal), and the stop flag is
  * written from signal handlers only through sig_atomic_t. */

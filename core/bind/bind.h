@@ -1,4 +1,4 @@
-/* The Lua binding: the only code besides main.c that includes lua.h.
+/* The Lua binding: the only code besides cli/main.c that includes lua.h.
  * It exposes the C core as the module "pipesim.core"; lua/pipesim/init.lua
  * wraps it into the user-facing `pipesim` module (argument checks, defaults,
  * partition helpers) and rethrows errors at the scenario's line. */
@@ -47,7 +47,7 @@ void bind_sandbox_db(lua_State *L, const char *path);
  * a message naming --unsafe for a precompiled file. [-0, +1] */
 int bind_load_scenario(lua_State *L, const char *path, int sandboxed);
 
-/* A Lua state whose allocator charges the --max-memory budget (limit.h).
+/* A Lua state whose allocator charges the --max-memory budget (base/limit.h).
  * NULL when out of memory. */
 lua_State *bind_newstate(void);
 
@@ -63,13 +63,13 @@ int bind_raise_stop(lua_State *L);
 
 /* [-0, +1] luaL_loadfilex(L, file, mode) for the module name (require's):
  * the bytecode built into pipesim when file has exactly the bytes it was
- * compiled from (bind_embed.c), else the file as luaL_loadfilex loads it.
+ * compiled from (bind/embed.c), else the file as luaL_loadfilex loads it.
  * Returns LUA_OK with the chunk pushed, or luaL_loadfilex's status and
  * message. */
 int bind_load_module(lua_State *L, const char *name, const char *file,
                      const char *mode);
 /* 1 when bind_load_module(L, name, file, ...) takes the built-in bytecode
- * (PIPESIM_EMBED=0 turns it off: embed.h), else 0. */
+ * (PIPESIM_EMBED=0 turns it off: base/embed.h), else 0. */
 int bind_embedded(const char *name, const char *file);
 /* Makes package.searchers[2] Lua's file searcher through
  * bind_load_module (bind_setup; the sandbox installs its own). */
@@ -88,8 +88,8 @@ int64_t bind_finish_total(lua_State *L);
 /* --- shared by the bind_*.c files --- */
 
 /* The functions of each Lua-visible area of "pipesim.core", registered
- * by bind_open.c (the one file that knows every area). */
-extern const luaL_Reg bind_core_funcs[];       /* bind_core.c: args, ... */
+ * by bind/open.c (the one file that knows every area). */
+extern const luaL_Reg bind_core_funcs[];       /* bind/core.c: args, ... */
 extern const luaL_Reg bind_cluster_funcs[];    /* cluster */
 extern const luaL_Reg bind_run_funcs[];        /* run, check_run */
 extern const luaL_Reg bind_collective_funcs[]; /* collective */
@@ -111,9 +111,9 @@ void bind_session_new(lua_State *L, const bind_session *bs);
  * with the methods in meta (luaL_setfuncs) on first use. */
 void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta);
 
-/* --- the checking vocabulary (core/bind_check.c) ---
+/* --- the checking vocabulary (core/bind/check.c) ---
  * Every table the binding reads is checked against the list of its known
- * fields in core/bind_fields.c (one list per table: a new field goes there,
+ * fields in core/bind/fields.c (one list per table: a new field goes there,
  * or its table rejects it as unknown). Messages, relative to the call (the
  * Lua layer prefixes "file:line: ps.run: "):
  *   <table>: unknown field 'k' (did you mean 'x'?)
@@ -194,7 +194,7 @@ void bind_boolean(lua_State *L, int idx, const char *name, int *out);
 const char *bind_string(lua_State *L, int idx, const char *name);
 
 /* [-0, +1] Reads fields `faults` and `recv_timeout` of the table at idx
- * (bind_fault.c) into a fault plan for a cluster of nranks ranks and pushes
+ * (bind/fault.c) into a fault plan for a cluster of nranks ranks and pushes
  * its userdata, which owns it: keep it on the stack while the plan is in
  * use. Pushes nil and returns NULL when neither field is set. compute = 0
  * (a collective) refuses `slow` faults. Raises "field 'faults[2].slow'
@@ -230,13 +230,13 @@ void *bind_registry_ptr(lua_State *L, const char *key);
 const char *bind_params_json(lua_State *L, int idx);
 
 /* Field meta of the table at idx (init.lua's: sweep, point JSON, tags
- * JSON, model, batch shape; core/bind_sweep.c) into *m, with the session's
+ * JSON, model, batch shape; core/bind/sweep.c) into *m, with the session's
  * scenario version; *m is zeroed when the field is absent. The strings
  * stay valid while the table is alive. */
 struct rec_meta;
 void bind_meta(lua_State *L, int idx, struct rec_meta *m);
 
-/* The known fields of each table (core/bind_fields.c). */
+/* The known fields of each table (core/bind/fields.c). */
 extern const char *const bind_fields_run[];
 extern const char *const bind_fields_memory[];
 extern const char *const bind_fields_grad_sync[];
@@ -253,7 +253,7 @@ extern const char *const bind_fields_meta[];
 void bind_push_fields(lua_State *L);
 
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
- * adds the scenario's); once a stop is requested (limit.h), the stop's
+ * adds the scenario's); once a stop is requested (base/limit.h), the stop's
  * message instead, since the failure is its consequence. */
 int bind_raise(lua_State *L, const ps_err *err);
 
@@ -270,8 +270,8 @@ void bind_progress_sweep(lua_State *L, long done, long total);
 /* The session bind_setup was given (NULL before it). */
 const bind_session *bind_get_session(lua_State *L);
 
-/* --- sweeps (core/bind_sweep.c; the worker pool in core/bind_pool.c) --- */
-/* core.sweep_map(n, jobs, eval) (bind_pool.c). */
+/* --- sweeps (core/bind/sweep.c; the worker pool in core/bind/pool.c) --- */
+/* core.sweep_map(n, jobs, eval) (bind/pool.c). */
 int bind_sweep_map(lua_State *L);
 /* 1 when the scenario has called ps.sweep (--shard needs one). */
 int bind_sweeps_run(lua_State *L);
@@ -284,7 +284,7 @@ struct rec_db *bind_sweep_database(lua_State *L, const char *path);
  * other; the sweep's end (core.sweep_batch(false)) commits what the
  * batches hold. 1 when the run is batched. */
 int bind_sweep_batch(lua_State *L, struct rec_db *db, const char *sweep);
-/* A sweep worker's results as bytes (bind_result.c): nil, booleans,
+/* A sweep worker's results as bytes (bind/result.c): nil, booleans,
  * numbers, strings and tables of them. bind_result_put: the value at idx
  * into *bytes (malloc'd, *n long), NULL; or the name of what it cannot
  * write (nothing made). bind_result_get: pushes the value the bytes hold
@@ -292,10 +292,10 @@ int bind_sweep_batch(lua_State *L, struct rec_db *db, const char *sweep);
 const char *bind_result_put(lua_State *L, int idx, unsigned char **bytes,
                             size_t *n);
 int bind_result_get(lua_State *L, const unsigned char *bytes, size_t n);
-/* 1 in a sweep's worker process (bind_pool.c). */
+/* 1 in a sweep's worker process (bind/pool.c). */
 int bind_sweep_worker(lua_State *L);
 /* 1 in a forked sweep worker from the fork on, even while its Lua state
- * closes (bind_pool.c): finalizers of what the worker inherited from the
+ * closes (bind/pool.c): finalizers of what the worker inherited from the
  * writer (its databases, the pool) leave the writer's resources alone. */
 int bind_sweep_forked(void);
 

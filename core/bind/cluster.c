@@ -1,5 +1,5 @@
 /* ps.cluster: builds the network and the per-rank device table.
- * Forms (net.h has the link, route and sharing model):
+ * Forms (net/net.h has the link, route and sharing model):
  *   mesh          { ranks = N, link = {bandwidth, latency} } joins every
  *                 ordered pair of ranks by its own link (the network the
  *                 closed forms assume); no link means free communication.
@@ -485,11 +485,10 @@ static void check_form(lua_State *L, const char *form, const char *const *bad)
 static const int known_cc[] = {60, 61, 62,  70,  72,  75,  80,  86, 87,
                                89, 90, 100, 101, 103, 110, 120, 121};
 
-/* [-0, +0] The fields NCCL's tuner reads (coll_hw, coll.h; core/coll_proto.c
- * uses them): compute_capability, cpu_vendor ("intel", "amd", "arm", any
- * case) and
- * nccl_channels. A misspelled or unknown value is one line naming the field
- * and the value. */
+/* [-0, +0] The fields NCCL's tuner reads (coll_hw, coll/coll.h;
+ * core/coll/proto.c uses them): compute_capability, cpu_vendor ("intel", "amd",
+ * "arm", any case) and nccl_channels. A misspelled or unknown value is one line
+ * naming the field and the value. */
 static void read_nccl_hw(lua_State *L, bind_cluster *c)
 {
     long long cc = 0, ch = 0;
@@ -528,7 +527,7 @@ static void read_nccl_hw(lua_State *L, bind_cluster *c)
         c->hw.channels = (int32_t)ch;
 }
 
-/* The largest cluster: net.h's limit on ranks. */
+/* The largest cluster: net/net.h's limit on ranks. */
 #define MAX_RANKS (1 << 20)
 
 /* [-0, +1] ps.cluster(spec) -> the cluster userdata */
@@ -609,7 +608,7 @@ static int core_cluster(lua_State *L)
     if (name)
         snprintf(c->name, sizeof c->name, "%s", name);
     /* NVLink SHARP in the node switches (NVSwitch 3, DGX H100/H200): the
-     * nvls allreduce (coll.h) */
+     * nvls allreduce (coll/coll.h) */
     bind_boolean(L, 1, "nvls", &c->hw.nvls);
     read_nccl_hw(L, c);
     lua_settop(L, ud);

@@ -1,6 +1,6 @@
 /* core.collective: one collective (coll_run) on a cluster, recorded as a run
- * of kind 'collective'. Every field is checked here (core/bind_check.c,
- * lists in core/bind_fields.c); then init.lua's params_json function builds
+ * of kind 'collective'. Every field is checked here (core/bind/check.c,
+ * lists in core/bind/fields.c); then init.lua's params_json function builds
  * the JSON of the inputs. The engine and program set live in the registry and
  * are reused by every run; the coll_result lives in a userdata whose __gc
  * frees it, so an error raised while the result table is built leaks

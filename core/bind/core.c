@@ -63,7 +63,7 @@ int bind_raise(lua_State *L, const ps_err *err)
 }
 
 /* The connections a forked sweep worker inherited from the writer
- * (bind_pool.c closes its Lua state before _exit): SQLite forbids using a
+ * (bind/pool.c closes its Lua state before _exit): SQLite forbids using a
  * connection across fork(), and closing one is a use (it may roll back,
  * checkpoint or delete the log under the writer), so they are left as they
  * are and kept reachable here until the worker's _exit. */

@@ -1,5 +1,5 @@
 /* pipesim's own Lua modules from the bytecode built into the binary
- * (embed.h; issue 12: parsing lua/ was 17 M of the 31 M instructions a
+ * (base/embed.h; issue 12: parsing lua/ was 17 M of the 31 M instructions a
  * 2-rank run cost before it simulated). A module's bytecode stands in for
  * its file only when the file require found has exactly the bytes it was
  * compiled from, and it gets the chunk name luaL_loadfilex gives ("@" and

@@ -1,8 +1,8 @@
 /* The `faults` list and `recv_timeout` of ps.run and ps.collective, read
- * into a fault plan (fault.h checks ranges and duplicates) with the shared
- * checking vocabulary (bind.h). Shared by bind_run.c and bind_collective.c;
- * the plan and its arrays are one userdata on the Lua stack, so an error
- * raised half way leaks nothing. */
+ * into a fault plan (sim/fault.h checks ranges and duplicates) with the shared
+ * checking vocabulary (bind/bind.h). Shared by bind/run.c and
+ * bind/collective.c; the plan and its arrays are one userdata on the Lua stack,
+ * so an error raised half way leaks nothing. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,7 +127,7 @@ static void read_fault(lua_State *L, int idx, int i, int32_t nranks,
         f->t = from;
 }
 
-/* [-0, +1] pushes the userdata that owns the plan, or nil (bind.h) */
+/* [-0, +1] pushes the userdata that owns the plan, or nil (bind/bind.h) */
 const fault_plan *bind_faults(lua_State *L, int idx, int32_t nranks,
                               int compute)
 {

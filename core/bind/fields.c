@@ -8,7 +8,7 @@
 /* One field per line keeps merges of new fields simple: */
 /* clang-format off */
 
-/* ps.run{...} (core/bind_run.c); params_json is added by init.lua; tp,
+/* ps.run{...} (core/bind/run.c); params_json is added by init.lua; tp,
  * sequence_parallel, tp_overlap and recompute* are read by
  * lua/pipesim/parallel.lua, which takes them out before core.run */
 const char *const bind_fields_run[] = {
@@ -96,7 +96,7 @@ const char *const bind_fields_layer[] = {
     NULL,
 };
 
-/* ps.cluster{...} (core/bind_cluster.c) */
+/* ps.cluster{...} (core/bind/cluster.c) */
 const char *const bind_fields_cluster[] = {
     "compute_capability",
     "cpu_vendor",
@@ -146,7 +146,7 @@ const char *const bind_fields_links_entry[] = {
     NULL,
 };
 
-/* ps.collective{...} (core/bind_collective.c); params_json is added by
+/* ps.collective{...} (core/bind/collective.c); params_json is added by
  * init.lua */
 const char *const bind_fields_collective[] = {
     "algorithm",
@@ -178,7 +178,7 @@ const char *const bind_fields_collective[] = {
 
 /* ps.run's and ps.collective's meta = {...}: added by init.lua (from
  * tags, the model's shape and the enclosing ps.sweep), read by
- * core/bind_sweep.c into rec_meta */
+ * core/bind/sweep.c into rec_meta */
 const char *const bind_fields_meta[] = {
     "global_batch",
     "micro_batch",
@@ -192,7 +192,7 @@ const char *const bind_fields_meta[] = {
 };
 
 /* each entry of ps.run{ faults = {...} } and ps.collective's
- * (core/bind_fault.c) */
+ * (core/bind/fault.c) */
 const char *const bind_fields_fault[] = {
     "down",
     "from",

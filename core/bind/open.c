@@ -1,7 +1,7 @@
 /* The entry point of the binding: bind_setup prepares a Lua state and
  * bind_open_core opens "pipesim.core" from every area's luaL_Reg table.
  * The only file that knows every area, so that no area depends on
- * another's registration (bind_core.c provides the readers and knows
+ * another's registration (bind/core.c provides the readers and knows
  * none). */
 #include "bind/bind.h"
 

@@ -36,7 +36,7 @@ typedef struct wdb {
     char *path; /* as ps.run's db field gave it; NULL: the session's */
     char file[4200];
     rec_db *db;
-    rec_ship *ship; /* its runs below the events level (rec_ship.c) */
+    rec_ship *ship; /* its runs below the events level (rec/ship.c) */
 } wdb;
 
 /* 1 from the fork on in a worker process */
@@ -112,7 +112,7 @@ rec_db *bind_sweep_database(lua_State *L, const char *path)
         return bind_raise(L, &err), NULL;
     }
     /* runs below the events level go to the writer as bytes, recorded
-     * there once (rec_ship.c), unless a test makes the scratch database
+     * there once (rec/ship.c), unless a test makes the scratch database
      * fail (it must then get every run) */
     const char *test_sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
     d->ship = test_sql && *test_sql ? NULL : rec_ship_new();
@@ -277,7 +277,7 @@ static void pool_forget(pool *p);
  * that the worker frees what it allocated (valgrind checks workers too,
  * tests/run.sh); the finalizers of what it inherited leave the writer's
  * resources alone: the writer's SQLite connections are not touched
- * (bind_core.c db_gc) and the pool p forgets the writer's other workers
+ * (bind/core.c db_gc) and the pool p forgets the writer's other workers
  * and scratch directory. [-0, +0] (its worker record goes to the
  * registry) */
 static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,

@@ -1,4 +1,4 @@
-/* A sweep worker's results across processes (core/bind_pool.c): Lua
+/* A sweep worker's results across processes (core/bind/pool.c): Lua
  * values (nil, booleans, numbers, strings and tables of them) as bytes,
  * built in memory and read back into tables of the same shape and sizes.
  * Short strings (a result's keys) go once per buffer and then by number. */

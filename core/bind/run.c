@@ -1,6 +1,6 @@
 /* core.run: one pipeline training step from a normalized scenario table
  * (lua/pipesim/init.lua fills defaults). Every field is checked here
- * (core/bind_check.c, lists in core/bind_fields.c) before the Lua layer is
+ * (core/bind/check.c, lists in core/bind/fields.c) before the Lua layer is
  * asked for the partition and the params JSON, so those see valid input.
  * Scratch arrays are Lua userdata, so an error raised half way leaks
  * nothing; the pipe_ctx lives in the registry and is reused by every run.
@@ -21,7 +21,7 @@
 #include "step/dp.h"
 #include "step/pipe.h"
 
-#define MAX_RANKS (1 << 20) /* as in ps.cluster (net.h) */
+#define MAX_RANKS (1 << 20) /* as in ps.cluster (net/net.h) */
 #define MAX_LAYERS BIND_MAX_LAYERS
 #define CTX_KEY "pipesim.pipe_ctx.instance" /* registry slot of the ctx */
 
@@ -482,8 +482,8 @@ static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
 
 /* The fields init.lua computes from before core.run, checked in the same
  * way for both: names at the top, the counts (in 64 bits before they are
- * narrowed: ranks as in ps.cluster, chunks per rank as sched.h allows) and
- * every layer, read into cfg->layers (a scratch userdata left on the
+ * narrowed: ranks as in ps.cluster, chunks per rank as sched/sched.h allows)
+ * and every layer, read into cfg->layers (a scratch userdata left on the
  * stack). *uses_flops: some layer needs the device's FLOP/s. sealed > 0:
  * the stack index of sealed layers standing for spec.layers; < 0: the
  * scratch is made a sealed copy (names anchored); 0: neither. A `layers`

@@ -1,8 +1,8 @@
 /* A build-time program, not part of pipesim: writes build/embed_data.c
- * (embed.h) from the Lua files named on its command line and from the
+ * (base/embed.h) from the Lua files named on its command line and from the
  * database rec_open makes for a new path. It is linked with the core but
  * with nothing embedded (the definitions below), so that database comes
- * from rec_schema.c's SQL. Like main.c it includes lua.h: it compiles
+ * from rec/schema.c's SQL. Like cli/main.c it includes lua.h: it compiles
  * lua/ with the Lua library pipesim links, so the bytecode's format is
  * that loader's by construction (luac5.4 is a separate Debian package).
  * Usage: embed_tool OUT.c LUADIR FILE.lua... (FILE under LUADIR) */
@@ -69,7 +69,7 @@ static int read_file(const char *path, buf *b)
     return rc;
 }
 
-/* name as lua_dump's dumpString writes it (bind_embed.c's load_code
+/* name as lua_dump's dumpString writes it (bind/embed.c's load_code
  * writes a name the same way) */
 static void encode_name(const char *name, buf *out)
 {
@@ -96,7 +96,7 @@ static int dump_file(lua_State *L, const char *file, buf *out)
     return rc;
 }
 
-/* decl: "static const unsigned char x" or an extern name of embed.h */
+/* decl: "static const unsigned char x" or an extern name of base/embed.h */
 static void emit_bytes(FILE *o, const char *decl, const unsigned char *p,
                        size_t n)
 {
@@ -181,7 +181,7 @@ out:
  * but their sqlite_master rows), emitted as embed_schema_rows and taken
  * out of the file at path, which keeps its tables and indexes (rowids
  * and the rest unchanged): a scratch made from it parses only those
- * (rec_schema.c, rec_schema_rest). */
+ * (rec/schema.c, rec_schema_rest). */
 static int split_schema(FILE *o, const char *path)
 {
     sqlite3 *c = NULL;
@@ -280,8 +280,10 @@ int main(int argc, char **argv)
     buf img = {0};
     int rc = o && L ? 0 : -1;
     if (rc == 0)
-        fprintf(o, "/* Made by core/embed_tool.c at build time (embed.h): do "
-                   "not edit. */\n#include \"base/embed.h\"\n\n");
+        fprintf(
+            o,
+            "/* Made by core/cli/embed_tool.c at build time (base/embed.h): do "
+            "not edit. */\n#include \"base/embed.h\"\n\n");
     int n = 0;
     for (int i = 3; rc == 0 && i < argc; i++, n++)
         rc = one_module(o, L, n, argv[2], argv[i]);

@@ -76,8 +76,8 @@ static const char usage[] =
     "  sqlite3 results/demo.db < results/queries/bubble_per_rank.sql\n";
 
 /* Errors go through ps_print_error: one line whatever they quote. Returns
- * the exit status 1 (main.c's convention: commands return exit statuses,
- * see err.h): ps_fail, shared with export_cli.c. */
+ * the exit status 1 (cli/main.c's convention: commands return exit statuses,
+ * see base/err.h): ps_fail, shared with out/export_cli.c. */
 #define fail ps_fail
 
 /* The Lua library directory: $PIPESIM_LUA, else ../lua next to the binary
@@ -409,7 +409,7 @@ static int cmd_report(int argc, char **argv)
         switch (c) {
         case OPT_CSV: csv = 1; break;
         case OPT_WIDTH: {
-            ps_err err; /* ps.show's range and message (report.h) */
+            ps_err err; /* ps.show's range and message (out/report.h) */
             if (report_parse_width(optarg, &width, &err))
                 return fail("report: %s", err.msg);
             break;
@@ -473,7 +473,7 @@ static int checked_stdout(int rc)
     return rc;
 }
 
-/* pipesim merge OUT.db PART.db... (merge.c) */
+/* pipesim merge OUT.db PART.db... (out/merge.c) */
 static int cmd_merge(int argc, char **argv)
 {
     if (argc < 2)

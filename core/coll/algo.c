@@ -522,7 +522,9 @@ int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
         break;
     case COLL_HALVING_DOUBLING: s = halving_doubling(g, op, 0); break;
     case COLL_DIRECT:
-    case COLL_NVLS: s = direct(g, op, 0); break; /* nvls: scaled (coll.c) */
+    case COLL_NVLS:
+        s = direct(g, op, 0);
+        break; /* nvls: scaled (coll/coll.c) */
     case COLL_HIERARCHICAL: s = hierarchical(g, rpn, 0); break;
     case COLL_PIPELINE: s = pipeline(g, root, chunks, 0); break;
     case COLL_SCATTER_ALLGATHER: s = scatter_allgather(g, root, 0); break;

@@ -1,6 +1,7 @@
 /* Internal to the coll module: the step emitter shared by the algorithm
- * generators (coll_algo.c) and the driver (coll.c). Positions 0 .. N-1 index
- * the collective's listed ranks; element ranges are in float32 elements. */
+ * generators (coll/algo.c) and the driver (coll/coll.c). Positions 0 .. N-1
+ * index the collective's listed ranks; element ranges are in float32 elements.
+ */
 #ifndef PS_COLL_ALGO_H
 #define PS_COLL_ALGO_H
 
@@ -26,12 +27,12 @@ typedef struct coll_gen {
     int64_t n;          /* elements */
     int32_t channels;   /* ring and tree: channels (coll_ring_start); 1 =
                            one ring or one pair of trees */
-    int32_t slots;      /* > 1: sends do not wait for the receiver (coll.h,
+    int32_t slots;      /* > 1: sends do not wait for the receiver (coll/coll.h,
                            "Slots"); 1: lockstep */
     double wire;        /* bytes on the wire per payload byte (the
                            protocol's, coll_proto_wire); 0 = 1 */
     int32_t chan_lanes; /* lanes per position: channels of a pipelined ring
-                           each have their own (coll.c plan), else 1 */
+                           each have their own (coll/coll.c plan), else 1 */
     int32_t chan;       /* the channel being emitted (ring_channels) */
     int32_t *lane;      /* lane slot -> lane; slot = position, + chan N
                            with channel lanes (coll_slot) */
@@ -81,7 +82,7 @@ static inline int32_t coll_ring_start(int32_t rpn, int32_t C, int32_t c)
 }
 
 /* Position v with its local index in its node of rpn rotated by st: the
- * relabelling that gives channel c of NCCL's tree (coll_algo.c). */
+ * relabelling that gives channel c of NCCL's tree (coll/algo.c). */
 static inline int32_t coll_tree_rot(int32_t v, int32_t rpn, int32_t st)
 {
     return v - v % rpn + (v % rpn + st) % rpn;
@@ -102,7 +103,7 @@ void coll_emit_to(coll_gen *g, int32_t step, int32_t src, int32_t dst,
 int32_t coll_generate(coll_gen *g, enum coll_op op, int algo, int32_t root,
                       int32_t rpn, int32_t chunks);
 
-/* NCCL's double binary tree (coll_dbt.c) from step s0, in chunks: over
+/* NCCL's double binary tree (coll/dbt.c) from step s0, in chunks: over
  * all positions (rpn = 0) or NCCL's tree over nodes of rpn positions, on C
  * channels; pipelined in up and down lanes when g->slots > 1 and the lanes
  * allow it. Returns the number of steps (0 when out of memory). */

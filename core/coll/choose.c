@@ -1,5 +1,5 @@
-/* NCCL's tuner layer over the cost models (coll_cost.c): the wire bytes a
- * protocol sends under NCCL's caps on its bandwidth (coll_proto.c), the
+/* NCCL's tuner layer over the cost models (coll/cost.c): the wire bytes a
+ * protocol sends under NCCL's caps on its bandwidth (coll/proto.c), the
  * predicted time of an (algorithm, protocol) pair, and `auto`'s choice of
  * the pair with the lowest predicted time, as NCCL's tuner picks
  * (src/graph/tuning.cc, NCCL 2.30.7). Pure functions: no engine. */

@@ -1,7 +1,7 @@
 /* Collectives: op and algorithm names, the checks of a spec, and the run
  * driver (auto's pick, the counting pass, program generation, the engine
- * run). Cost models and `auto` live in coll_cost.c, the data-mode replay and
- * check in coll_verify.c, the algorithm generators in coll_algo.c. */
+ * run). Cost models and `auto` live in coll/cost.c, the data-mode replay and
+ * check in coll/verify.c, the algorithm generators in coll/algo.c. */
 #include "coll/coll.h"
 
 #include <stdio.h>
@@ -507,7 +507,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     res->channels = g.channels;
     res->slots = g.slots;
     res->predicted = pred;
-    /* the protocol's fixed latency (coll_proto.c) is not simulated: it is
+    /* the protocol's fixed latency (coll/proto.c) is not simulated: it is
      * added to the makespan in closed form */
     res->time =
         er.makespan +
@@ -664,12 +664,12 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
         if (over > 0 && prog_push(ps, lanes[i], &d))
             g.oom = 1;
     }
-    /* With lanes of its own (chan_lanes > 1) the collective forks (coll.h):
-     * signals are instant (eng.c), and each fork's start signal wakes that
-     * fork alone, in slot order, as coll_run's lanes start, so the forks
-     * run what coll_run's lanes run from the moment the rank's lane gets
-     * there, and a collective whose ranks all arrive at once takes its
-     * standalone time (tests/cli.sh 'grad sync tree and ring as alone').
+    /* With lanes of its own (chan_lanes > 1) the collective forks
+     * (coll/coll.h): signals are instant (sim/eng.c), and each fork's start
+     * signal wakes that fork alone, in slot order, as coll_run's lanes start,
+     * so the forks run what coll_run's lanes run from the moment the rank's
+     * lane gets there, and a collective whose ranks all arrive at once takes
+     * its standalone time (tests/cli.sh 'grad sync tree and ring as alone').
      * Without (one channel, or slots = 1) the ops go on the rank's lane
      * itself. */
     int32_t start = -1;

@@ -35,7 +35,7 @@
  * NCCL 2.30.7); a step hands its chunk to every peer, each peer's chunks
  * leave in order on their own connection (one per lane and peer, as
  * prims_simple.h keeps a FIFO per peer; net_start_conn), at most slots
- * chunks ahead of the receiver, in NCCL's chunk size (coll_tree.c).
+ * chunks ahead of the receiver, in NCCL's chunk size (coll/tree.c).
  * slots = 1 is the lockstep model (rendezvous per step). */
 #ifndef PS_COLL_H
 #define PS_COLL_H
@@ -86,7 +86,7 @@ enum coll_algo {
  * and Simple (bulk data, then a flag after a memory fence). COLL_PROTO_NONE
  * is no protocol at all: transfers carry the payload and pay the links'
  * latency, the model of the textbook algorithms (and the default). See
- * coll_proto.c for how a protocol changes the simulated transfers. */
+ * coll/proto.c for how a protocol changes the simulated transfers. */
 enum coll_proto {
     COLL_PROTO_NONE,
     COLL_LL,
@@ -116,7 +116,7 @@ enum coll_cpu {
 };
 
 /* A cluster's NCCL-relevant hardware (cluster fields nvls,
- * compute_capability, cpu_vendor, nccl_channels; coll_proto.c uses them). */
+ * compute_capability, cpu_vendor, nccl_channels; coll/proto.c uses them). */
 typedef struct coll_hw {
     int nvls;         /* 1: the node's NVSwitch has NVLink SHARP (nvls
                          applies) */
@@ -163,10 +163,10 @@ typedef struct coll_spec {
     double (*data_fn)(void *ctx, int32_t rank, int64_t i);
     void *data_ctx;
     uint64_t seed;
-    const fault_plan *faults; /* coll_run only (fault.h); NULL: none */
+    const fault_plan *faults; /* coll_run only (sim/fault.h); NULL: none */
     int stream; /* coll_run: 1 when the caller reads no programs back from
                    ps (no event rows): the ring then runs as a generator
-                   (gen_coll.h) in O(ranks) memory and ps is left empty */
+                   (coll/gen_coll.h) in O(ranks) memory and ps is left empty */
 } coll_spec;
 
 typedef struct coll_result {
@@ -210,7 +210,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
 int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
                 ps_err *err);
 
-/* --- a collective as a recorded run (coll_exec.c) --- */
+/* --- a collective as a recorded run (coll/exec.c) --- */
 
 /* A context keeps the engine and the program set across collectives, so
  * that a sweep of them allocates only when a run is bigger than every run
@@ -225,7 +225,7 @@ typedef struct coll_rec {
     const char *params_json; /* run.params, may be NULL */
     rec_db *db;              /* NULL: nothing recorded */
     enum rec_level level;
-    rec_meta meta; /* sweep, point, tags ... (rec.h) */
+    rec_meta meta; /* sweep, point, tags ... (rec/rec.h) */
     /* When set, called once coll_run has returned: a failure of the data
      * function (data_fn cannot fail coll_run) as PS_ERR with err set; it
      * replaces coll_run's own outcome. */
@@ -242,7 +242,7 @@ typedef struct coll_rec {
  * is read (bad input, a run failure, a wrong result, the data function's)
  * is recorded, when rc->db is given, as a run row with status 'failed' and
  * the message, and returned; if recording it fails too, the message says
- * so. A run cut short by a stop (limit.h) leaves no rows. Fails without
+ * so. A run cut short by a stop (base/limit.h) leaves no rows. Fails without
  * running, and without rows, when ctx is already inside coll_exec (a data
  * function that runs a collective). res as coll_run. */
 int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
@@ -287,7 +287,7 @@ void coll_result_free(coll_result *res);
  * (with its channels), tree and double_binary_tree are costed step by step
  * from the flows each step runs (route latency, share of each link), the
  * others with the worst latency and bottleneck bandwidth over the pairs
- * they use; see coll_cost.c. Fails when algo does not apply (wrong op, missing
+ * they use; see coll/cost.c. Fails when algo does not apply (wrong op, missing
  * ranks_per_node) or spec is bad, or when out of memory. */
 int coll_predict(const coll_spec *spec, const net *nw, int algo,
                  double *seconds, int32_t *chunks, ps_err *err);

@@ -1,7 +1,7 @@
 /* Collective cost models: alpha-beta closed forms on a mesh, and off a mesh
  * step-by-step costs from the flows each step runs (route latency, share of
  * each link), at a given number of bytes on the wire. The protocols' wire
- * bytes and `auto`'s choice on top of them are coll_choose.c. Pure
+ * bytes and `auto`'s choice on top of them are coll/choose.c. Pure
  * functions of the spec and the network: nothing here runs the engine. */
 #include "coll/coll.h"
 
@@ -193,11 +193,11 @@ static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
     return rc;
 }
 
-/* The ring's `steps` steps (C channels, coll_algo.c ring_channels), every
+/* The ring's `steps` steps (C channels, coll/algo.c ring_channels), every
  * flow carrying a block of T / (C N) bytes, all C N flows costed as running
  * at once (flows_ab). Lockstep (slots = 1): all steps are alike and each
  * waits for the slowest hop, so the ring takes steps x the slowest flow.
- * Pipelined (slots > 1, coll.h "Slots"): a rank sends step s once it has
+ * Pipelined (slots > 1, coll/coll.h "Slots"): a rank sends step s once it has
  * received step s - 1, so the last block to land has crossed `steps`
  * consecutive hops, each at its own latency, while the narrowest hop moves
  * a block every step: the ring takes the largest sum of `steps`
@@ -210,7 +210,7 @@ static int step_time(const net *nw, const int32_t *src, const int32_t *dst,
  * ring: the inter-node term shrinks C-fold until NVLink, which carries (C - 1)
  * / C of the data, is the bottleneck (busbw -> min(b_in C / (C - 1), C b_out)
  * as T grows). */
-/* The C N flows of a ring step (C channels, coll_algo.c ring_channels):
+/* The C N flows of a ring step (C channels, coll/algo.c ring_channels):
  * channel c's hop k at c N + k. */
 static void ring_flows(const coll_view *v, int32_t rpn, int32_t C, int32_t *src,
                        int32_t *dst)
@@ -367,7 +367,7 @@ static int64_t envelope(const double *lat, const double *bw, int64_t n,
  * the leaves cost less than the steady state, where all flows of both
  * trees run at once. The sum over the k + 2H - 1 steps is minimised over
  * k <= kmax (or taken at spec's k). With C channels (NCCL's tree on
- * whole nodes, coll_algo.c) every edge runs once per channel, rotated
+ * whole nodes, coll/algo.c) every edge runs once per channel, rotated
  * within the nodes, carrying T / 2kC. O(C N H^2 + kmax H^2) for the
  * O(H^2) ranges. */
 static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
@@ -614,7 +614,7 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
             fixed = 2.0 * H - 1;
         }
         if (topo && algo == COLL_TREE && coll_slots(spec, nw, algo) > 1) {
-            /* pipelined (coll_tree.c), in NCCL's chunks */
+            /* pipelined (coll/tree.c), in NCCL's chunks */
             int32_t C = coll_ring_channels(spec, nw, v);
             *chunks = spec->chunks
                           ? spec->chunks

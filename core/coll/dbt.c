@@ -1,8 +1,8 @@
 /* NCCL's double binary tree as a collective algorithm: the shape of its
  * two trees (ncclGetBtree / ncclGetDtree, the intra-node chain of
  * ncclTopoPreset) and the generator of its transfers, step by step or
- * pipelined with up and down lanes (runTreeSplit). coll_algo.c's
- * coll_generate calls it; coll_cost.c and coll_tree.c cost the same shape. */
+ * pipelined with up and down lanes (runTreeSplit). coll/algo.c's
+ * coll_generate calls it; coll/cost.c and coll/tree.c cost the same shape. */
 #include "coll/algo.h"
 
 #include <stdlib.h>

@@ -148,7 +148,7 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
     if (ctx->busy)
         return ps_errf(err, "a data function cannot run a collective");
     int status = check_spec(spec, err);
-    /* Event rows are written as the engine completes ops (rec_stream.c),
+    /* Event rows are written as the engine completes ops (rec/stream.c),
      * so the programs need not be kept and the ring runs as a generator
      * (coll_spec.stream). Not with a data function: it runs Lua inside
      * coll_run, which may record other runs into the same database while
@@ -184,7 +184,7 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
                  coll_algo_name(status ? spec->algorithm : res->algorithm));
         rc->used_name = rc->name_buf;
     }
-    /* a run cut short by a signal or a limit leaves no rows (limit.h) */
+    /* a run cut short by a signal or a limit leaves no rows (base/limit.h) */
     if (rc->db && status != PS_OK && limit_stopped())
         rec_stream_cancel(rc->db);
     if (!rc->db || (status != PS_OK && limit_stopped()))

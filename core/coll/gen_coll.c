@@ -1,7 +1,7 @@
 /* Collective generators: the ring reduce-scatter / allgather / allreduce
- * of gen_ring.h (op for op what coll_algo.c's ring_rs and ring_ag emit:
+ * of sim/gen_ring.h (op for op what coll/algo.c's ring_rs and ring_ag emit:
  * same order in each lane, same batches, flags, tags and bytes) set up
- * and run, with the figures coll_run reports. Also gen.h's test-mode
+ * and run, with the figures coll_run reports. Also sim/gen.h's test-mode
  * switch. */
 #include "coll/gen_coll.h"
 

@@ -1,5 +1,5 @@
-/* Generators of the built-in collective algorithms (gen.h): the same
- * programs coll_algo.c lowers to arrays, computed op by op from a lane's
+/* Generators of the built-in collective algorithms (sim/gen.h): the same
+ * programs coll/algo.c lowers to arrays, computed op by op from a lane's
  * position and op count, so a collective on N ranks needs O(N) memory
  * instead of O(transfers). coll_run uses them when its caller reads no
  * programs back (coll_spec.stream). */
@@ -22,7 +22,7 @@ int gen_coll_applies(enum coll_op op, int algo, int32_t channels, int32_t N,
 
 /* Runs it on eng: rank[i] is position i's cluster rank, n the element
  * count, slots as coll_slots. Fills *er, sent[i] (bytes position i sends,
- * the sum coll_algo.c's emitter keeps), *transfers and *steps. Fails like
+ * the sum coll/algo.c's emitter keeps), *transfers and *steps. Fails like
  * eng_run_gen. */
 int gen_coll_run(enum coll_op op, int algo, const int32_t *rank, int32_t N,
                  int64_t n, int32_t slots, enum eng_p2p p2p, net *nw,

@@ -1,8 +1,8 @@
 /* NCCL's graph as its tuner sees it across nodes: how many channels a
  * ring (and the tree, doubled alike) runs and at what per-channel speed,
  * from ncclTopoCompute's first pass and ncclTopoDupChannels (search.cc,
- * NCCL 2.30.7). The cost models (coll_cost.c), the protocol caps
- * (coll_proto.c, coll_choose.c) and the generators (coll.c) all take the
+ * NCCL 2.30.7). The cost models (coll/cost.c), the protocol caps
+ * (coll/proto.c, coll/choose.c) and the generators (coll/coll.c) all take the
  * channel count from here. A pure function of the spec and the network. */
 #include "coll/coll.h"
 
@@ -46,7 +46,7 @@ static double search_speed(int cc, const net *nw, int32_t src, int32_t dst,
     return a[i];
 }
 
-/* Rings on whole nodes run as several channels (coll_algo.c,
+/* Rings on whole nodes run as several channels (coll/algo.c,
  * ring_channels): NCCL's ring graph, the nChannels its tuner multiplies
  * the per-channel caps by (coll_proto_cap). One ring when the ranks are
  * not whole nodes (ranks_per_node < 2, fewer than two nodes) or on a mesh,

@@ -1,5 +1,5 @@
-/* Internal to the coll module: what the driver (coll.c), the cost models
- * (coll_cost.c) and the data check (coll_verify.c) share. Positions
+/* Internal to the coll module: what the driver (coll/coll.c), the cost models
+ * (coll/cost.c) and the data check (coll/verify.c) share. Positions
  * 0 .. N-1 index the collective's listed ranks. */
 #ifndef PS_COLL_INT_H
 #define PS_COLL_INT_H
@@ -33,7 +33,7 @@ void coll_view_free(coll_view *v);
 /* The slots algo runs with for spec on nw: spec's for the ring and, off a
  * mesh, NCCL's tree, 0 = the default; else 1 (auto may pick an algorithm
  * that runs step by step; the tree on a mesh is the textbook closed form,
- * coll_cost.c). */
+ * coll/cost.c). */
 static inline int32_t coll_slots(const coll_spec *spec, const net *nw, int algo)
 {
     if (algo != COLL_RING && (algo != COLL_TREE || net_is_mesh(nw)))
@@ -54,12 +54,12 @@ static inline int64_t coll_stride(enum coll_op op, int64_t n)
 #define COLL_MAX_CHUNKS 256
 
 /* Alpha-beta of nf flows that run at once: each flow's route latency and
- * its share of its narrowest link (coll_cost.c). Returns 0, or -1 when out
+ * its share of its narrowest link (coll/cost.c). Returns 0, or -1 when out
  * of memory. */
 int coll_flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
                   int64_t nf, double *lat, double *bw);
 
-/* NCCL's tree chunk (coll_tree.c): the payload bytes per chunk NCCL's
+/* NCCL's tree chunk (coll/tree.c): the payload bytes per chunk NCCL's
  * allreduce tree runs with under proto (none: Simple's) on nodes x ppn
  * ranks for a channel of `bytes`; the chunk count of each tree of each of
  * C channels for spec (at least 1, at most COLL_MAX_CHUNKS and the
@@ -73,19 +73,19 @@ int coll_tree_pipe_cost(const net *nw, const coll_view *v, int32_t rpn,
                         double *t);
 
 /* Ring channels (rings side by side) for spec on nw; NCCL's graph across nodes
- * (coll_graph.c). */
+ * (coll/graph.c). */
 int32_t coll_ring_channels(const coll_spec *spec, const net *nw,
                            const coll_view *v);
 
 /* The cost model of algo for a checked spec moving `bytes` on the wire
- * (coll_cost.c; spec->bytes times the protocol's wire factor); err may be
+ * (coll/cost.c; spec->bytes times the protocol's wire factor); err may be
  * NULL. Fails when algo does not apply. */
 int coll_cost_predict(const coll_spec *spec, const net *nw, const coll_view *v,
                       int algo, double bytes, double *seconds, int32_t *chunks,
                       ps_err *err);
 
 /* The algorithm bandwidth ring or NCCL's tree reaches at large sizes at
- * one wire byte per payload byte (coll_cost.c), into *A. Returns 0, or -1
+ * one wire byte per payload byte (coll/cost.c), into *A. Returns 0, or -1
  * when out of memory. */
 int coll_cost_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
                     int algo, double *A);
@@ -94,7 +94,7 @@ int coll_cost_algbw(const coll_spec *spec, const net *nw, const coll_view *v,
  * under proto: the protocol's (coll_wire), raised where NCCL's cap on the
  * protocol's bandwidth (coll_proto_cap) is below what the network gives
  * the algorithm at large sizes, so that the simulated bandwidth is the
- * cap (coll_choose.c). Fails only when out of memory. */
+ * cap (coll/choose.c). Fails only when out of memory. */
 int coll_cost_wire(const coll_spec *spec, const net *nw, const coll_view *v,
                    int algo, int proto, double *wire, ps_err *err);
 
@@ -118,7 +118,7 @@ int coll_cost_choose(const coll_spec *spec, const net *nw, const coll_view *v,
  * one whole node. */
 int coll_nvls_applies(const coll_spec *spec, int32_t N);
 
-/* Protocols (coll_proto.c): NCCL's bandwidth efficiency of (algo, proto)
+/* Protocols (coll/proto.c): NCCL's bandwidth efficiency of (algo, proto)
  * on `nodes` nodes; the wire factor of algo with proto on N ranks (1 /
  * efficiency; nvls: its traffic on the direct pattern); the cap on the bus
  * bandwidth (B/s, INFINITY none) with NCCL's `channels` and its graph's

@@ -47,7 +47,7 @@ int coll_algo_has_proto(int algo)
  * (algorithm, protocol) is min(links x efficiency, cap). pipesim's links
  * are the simulated network, so the efficiency becomes wire bytes per
  * payload byte (1 / efficiency) and the cap a floor on the wire factor
- * (coll_cost_wire, coll_cost.c): with it the simulated bandwidth at large
+ * (coll_cost_wire, coll/cost.c): with it the simulated bandwidth at large
  * sizes is min(the network's x efficiency, the cap). The caps are the
  * GPU's and the CPU's, not the links': LL's (llMaxBw) is the rate at which
  * a GPU's threads poll LL's flags, per GPU generation on one node and per

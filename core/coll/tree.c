@@ -1,7 +1,7 @@
 /* NCCL's pipelined tree (slots > 1) in the cost model: the chunk size NCCL
  * runs the tree allreduce with (calcCollChunking, src/enqueue.cc, NCCL
  * 2.30.7, NVIDIA/nccl commit 5067397) and the time of the split tree
- * (coll_dbt.c: up and down lanes, a connection per peer) from the flows it
+ * (coll/dbt.c: up and down lanes, a connection per peer) from the flows it
  * runs. Pure functions of the spec and the network. */
 #include <math.h>
 #include <stdlib.h>
@@ -64,7 +64,7 @@ int32_t coll_tree_chunks(const coll_spec *spec, int proto, int32_t N, int32_t C,
     return k < 1 ? 1 : k > (double)kmax ? (int32_t)kmax : (int32_t)k;
 }
 
-/* The pipelined tree (coll_algo.c tree_split_step): every position sends
+/* The pipelined tree (coll/algo.c tree_split_step): every position sends
  * a chunk of x = T / 2kC to its parent once it holds it from all its
  * children (up) and forwards what its parent sends (down), one chunk
  * after another per connection (one FIFO per peer, net_start_conn), up

@@ -1,7 +1,7 @@
 /* Network at run time: the FIFO and max-min fair transfer models, mesh
  * state slots, and the per-link figures of the last run (net_links). The
- * static topology and routes are in net.c; the private record they share
- * is in net_impl.h.
+ * static topology and routes are in net/net.c; the private record they share
+ * is in net/impl.h.
  *
  * A mesh keeps no N*N state: at run time a pair gets a state slot on its
  * first transfer, found again through an open-addressing hash of (src,

@@ -1,7 +1,7 @@
-/* Internal to the network module (net.c, net_flow.c); not a public
+/* Internal to the network module (net/net.c, net/flow.c); not a public
  * header: nothing outside core/net*.c includes it. It holds the network's
- * private record, shared by the static topology and routes (net.c) and the
- * run-time transfer models (net_flow.c), and the small inline accessors
+ * private record, shared by the static topology and routes (net/net.c) and the
+ * run-time transfer models (net/flow.c), and the small inline accessors
  * both use. */
 #ifndef PS_NET_IMPL_H
 #define PS_NET_IMPL_H
@@ -15,7 +15,7 @@ typedef struct link {
     double bandwidth, latency;
 } link;
 
-typedef net_lstat lstat; /* net.h */
+typedef net_lstat lstat; /* net/net.h */
 
 /* FLOW_QUEUED: behind the data phase of the flow before it on its
  * connection (net_start_conn), on no link yet */
@@ -120,7 +120,7 @@ static inline int slack(const net *nw, int32_t l)
     return nw->slack && nw->slack[l];
 }
 
-/* Frees the run state (net_flow.c): per-link records, mesh slots, the FAIR
+/* Frees the run state (net/flow.c): per-link records, mesh slots, the FAIR
  * arrays and the flow pool. For net_free. */
 void net_run_free(net *nw);
 

@@ -1,13 +1,13 @@
 /* Network: the static topology and routes (links, clusters, the route
  * table, path figures). The run-time transfer models, FIFO and max-min
- * fair, are in net_flow.c; both share the private record in net_impl.h.
+ * fair, are in net/flow.c; both share the private record in net/impl.h.
  *
  * Routes are computed once per network by a breadth-first search from every
  * rank (O(ranks * (nodes + links))); neighbours are visited in increasing
  * node id, so among equally short routes the one through lower node ids
  * wins, deterministically. A mesh keeps its N*N links implicit and stores
  * no route table (65536 ranks would need 4e9 entries); its run-time state
- * is per pair used (net_flow.c). */
+ * is per pair used (net/flow.c). */
 #include "net/net.h"
 
 #include <assert.h>

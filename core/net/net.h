@@ -43,7 +43,7 @@ typedef struct net net;
 
 enum net_sharing { NET_FIFO, NET_FAIR };
 
-/* The network pushes its events into the engine's queue as EQ_NET (eq.h,
+/* The network pushes its events into the engine's queue as EQ_NET (base/eq.h,
  * which owns the event types); the engine hands each back to net_event. */
 
 typedef struct net_link_info {

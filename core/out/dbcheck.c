@@ -243,7 +243,7 @@ static int check_table(rec_db *db, int64_t id, int32_t nranks,
     return rc < 0 ? PS_ERR : PS_OK;
 }
 
-/* The run's makespan and rank bound (see dbcheck.h). 0 when the run does
+/* The run's makespan and rank bound (see out/dbcheck.h). 0 when the run does
  * not exist. */
 static int check_run_row(rec_db *db, int64_t id, int32_t *nranks, int *found,
                          ps_err *err)

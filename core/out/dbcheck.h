@@ -1,6 +1,6 @@
 /* Checking a recorded run before report or export draws it: the database
  * may have been edited by hand or damaged, and the readers index arrays by
- * rank and scale loops by times. Reads only through rec.h's query API. */
+ * rank and scale loops by times. Reads only through rec/rec.h's query API. */
 #ifndef PS_DBCHECK_H
 #define PS_DBCHECK_H
 

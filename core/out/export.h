@@ -1,6 +1,6 @@
 /* Export of recorded runs for looking at them: Chrome Trace Event JSON (for
  * Perfetto and chrome://tracing) and an SVG Gantt chart with memory curves.
- * Both read the database only through rec.h's read API and write to a
+ * Both read the database only through rec/rec.h's read API and write to a
  * caller-owned FILE; on failure part of the output may have been written
  * (export_main buffers, so the CLI never leaves a partial file). */
 #ifndef PS_EXPORT_H
@@ -44,7 +44,7 @@ int export_svg(rec_db *db, const int64_t *runs, int nruns, FILE *out,
                ps_err *err);
 
 /* Writes a pipeline run's per-rank compute orders as PyTorch's schedule
- * CSV (core/export_pytorch.c): one row per pipeline rank, cells such as
+ * CSV (core/out/export_pytorch.c): one row per pipeline rank, cells such as
  * "0F0", "4I1", "4W1", "2B0" (global stage, F / I / W / B, microbatch);
  * recomputes and gradient-sync pieces are not actions of their own. With
  * data parallelism, replica 0's ranks. Fails as export_chrome does, or for

@@ -17,7 +17,7 @@ static const char usage[] =
     "Without -o the export goes to stdout. Without --format it follows the\n"
     "extension of FILE (.json: chrome, .svg: svg, .csv: pytorch-csv).\n";
 
-/* one line per failure, exit status 1 (err.h) */
+/* one line per failure, exit status 1 (base/err.h) */
 #define fail ps_fail
 
 /* A run id: a positive integer. */

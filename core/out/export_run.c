@@ -1,4 +1,4 @@
-/* Loading one run for export: its rows through the rec.h read API into
+/* Loading one run for export: its rows through the rec/rec.h read API into
  * plain arrays (each ordered as the writers walk them), hints read from its
  * params JSON, and the names of events and transfers. The writers never
  * query the database themselves. */
@@ -517,7 +517,7 @@ void export_transfer_name(const export_run *r, const export_transfer *t,
 {
     if (strcmp(t->kind, "coll") == 0) {
         /* in a training step, collective transfers are the gradient sync
-         * and their tag is the bucket (dp.c) */
+         * and their tag is the bucket (step/dp.c) */
         int in_step = r->kind && strcmp(r->kind, "pipeline") == 0;
         if (in_step && t->tag >= 0)
             snprintf(buf, n, "grad sync bucket %d", (int)t->tag);

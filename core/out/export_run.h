@@ -1,6 +1,6 @@
-/* Shared by the export writers (export_chrome.c, export_svg.c): one run's
- * rows loaded into plain arrays through rec.h's read API, and the names
- * both writers give to events and transfers. Not a public interface. */
+/* Shared by the export writers (out/export_chrome.c, out/export_svg.c): one
+ * run's rows loaded into plain arrays through rec/rec.h's read API, and the
+ * names both writers give to events and transfers. Not a public interface. */
 #ifndef PS_EXPORT_RUN_H
 #define PS_EXPORT_RUN_H
 

@@ -3,7 +3,7 @@
  * row of every table kept, inputs from other scenario versions, sweeps or
  * schema versions refused. The result is written to a scratch file and
  * linked into place only when complete, so OUT either does not exist or
- * holds every run. Reads and copies through rec.h only. */
+ * holds every run. Reads and copies through rec/rec.h only. */
 #include "out/merge.h"
 
 #include <errno.h>

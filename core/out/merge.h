@@ -1,4 +1,4 @@
-/* pipesim merge (merge.c): shard databases into one, in the unsharded run
+/* pipesim merge (out/merge.c): shard databases into one, in the unsharded run
  * order. */
 #ifndef PS_MERGE_H
 #define PS_MERGE_H

@@ -1,7 +1,7 @@
 /* `pipesim plot`: a line chart (SVG) or its table (CSV) of one recorded
  * quantity against another, one line per group, read from a database
- * through rec.h. plot.c parses the command and queries the runs; plot_svg.c
- * draws axes in units, ticks, lines and the legend. */
+ * through rec/rec.h. out/plot.c parses the command and queries the runs;
+ * out/plot_svg.c draws axes in units, ticks, lines and the legend. */
 #ifndef PS_PLOT_H
 #define PS_PLOT_H
 

@@ -1,5 +1,5 @@
 /* The drawing half of `pipesim plot`: units and nice ticks for each axis,
- * then plain SVG 1.1 (inline attributes, as export_svg.c writes, so it
+ * then plain SVG 1.1 (inline attributes, as out/export_svg.c writes, so it
  * renders the same in browsers, rsvg and editors): grid, axes with unit
  * labels, one polyline with markers per series, dashed companions, legend. */
 #include "out/plot.h"
@@ -31,7 +31,7 @@ typedef struct unit_row {
     enum plot_unit unit;
 } unit_row;
 
-/* Columns of the run, rank_stat, stage and collective tables (rec.h) and
+/* Columns of the run, rank_stat, stage and collective tables (rec/rec.h) and
  * the sweep's usual coordinates, by what they measure. */
 static const unit_row unit_rows[] = {
     {"makespan", PLOT_UNIT_SECONDS},

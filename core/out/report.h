@@ -1,6 +1,6 @@
 /* Reports over a recorded database, for `pipesim report`: a table comparing
  * all runs, and one run's summary with an ASCII Gantt chart. Reads only
- * through rec.h's query API, so it works on any pipesim database, including
+ * through rec/rec.h's query API, so it works on any pipesim database, including
  * one opened read-only. */
 #ifndef PS_REPORT_H
 #define PS_REPORT_H

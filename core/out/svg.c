@@ -1,5 +1,5 @@
 /* The SVG document scaffolding the readers share: XML escaping and the
- * opening tags (svg.h). Plain SVG 1.1, so pictures render the same in
+ * opening tags (out/svg.h). Plain SVG 1.1, so pictures render the same in
  * browsers, rsvg and document editors. */
 #include "out/svg.h"
 

@@ -1,5 +1,5 @@
-/* The SVG document scaffolding the readers share (export_svg.c's Gantt,
- * plot_svg.c's plots): the XML text escaping and the document's opening
+/* The SVG document scaffolding the readers share (out/export_svg.c's Gantt,
+ * out/plot_svg.c's plots): the XML text escaping and the document's opening
  * tags. What goes inside each picture stays with its file. */
 #ifndef PS_SVG_H
 #define PS_SVG_H

@@ -1,7 +1,7 @@
 /* The recorder's second writer's database (issue 12): while a streamed run
  * executes, its transfer rows go into a private in-memory twin of
  * transfer_row (the same declaration, read from the file), inserted by a
- * second writer thread (rec_writer.c) in parallel with the event and
+ * second writer thread (rec/writer.c) in parallel with the event and
  * memory rows the first one inserts into the file. At the end the first
  * writer moves them with one INSERT INTO main.transfer_row SELECT * FROM
  * pipesim_aux.transfer_row, which SQLite runs as its transfer optimization

@@ -1,6 +1,6 @@
 /* Copying runs from one pipesim database into another, with new run ids:
  * how a sweep's worker processes hand their runs to the one writer, and
- * what pipesim merge (merge.c) is made of. The source is ATTACHed to the
+ * what pipesim merge (out/merge.c) is made of. The source is ATTACHed to the
  * destination's connection, so rows move inside SQLite without being read
  * into C; every table with a `run` column is copied, column by column by
  * name, so a table or column the schema gains later is copied too. The
@@ -20,13 +20,13 @@ struct rec_copy {
     int ntables;
     sqlite3_stmt *copy[MAX_TABLES]; /* [0] copies run rows */
     sqlite3_stmt *next_id;
-    /* the timeline (rec_schema.c): per table the source range of the
+    /* the timeline (rec/schema.c): per table the source range of the
      * runs, the destination's last rowid and the row copy; then the spans */
     sqlite3_stmt *range[3], *base[3], *rows[3], *span;
 };
 
 /* The timeline tables, copied by rowid range rather than by run; a
- * table of rec_schema.c without a run column is one of these or a kind
+ * table of rec/schema.c without a run column is one of these or a kind
  * table (the same codes in every file of this schema version). */
 static const char *const timeline[3] = {"event", "transfer", "memory"};
 
@@ -87,7 +87,7 @@ static int prepare(rec_copy *c, const char *sql, sqlite3_stmt **st, ps_err *err)
 rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
 {
     static int serial;
-    /* a new file's connection moves to its path first (rec_txn.c) */
+    /* a new file's connection moves to its path first (rec/txn.c) */
     if (rec_publish(db, NULL, err))
         return NULL;
     rec_copy *c = calloc(1, sizeof *c);

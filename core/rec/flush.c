@@ -1,7 +1,7 @@
 /* The recorder's early writeback (issue 12): a streamed run's pages reach
  * its file as SQLite's cache spills them (the scratch of a new file, or
  * the -wal of an existing one), and the kernel would write them to disk
- * only at the fsync that makes the run durable (rec_txn.c), which then
+ * only at the fsync that makes the run durable (rec/txn.c), which then
  * waits for all of them (12 MB: 50 ms here). Asking the kernel to start
  * writing what is dirty while the run goes on leaves that fsync the last
  * pages. Durability is unchanged: the fsync still comes before the run

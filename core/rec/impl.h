@@ -1,4 +1,4 @@
-/* Internal to the recorder (rec.c, rec_txn.c, rec_schema.c, rec_read.c and
+/* Internal to the recorder (rec/rec.c, rec/txn.c, rec/schema.c, rec/read.c and
  * the others of core/rec*.c); not a public header: nothing outside
  * core/rec*.c includes it. The handle's record, the prepared statements'
  * ids, and the SQL helpers the files share (errors, the busy handler and
@@ -12,7 +12,7 @@
 #include "rec/rec.h"
 #include "sim/mem.h"
 
-/* The pipesim tables (rec_schema.c lists them). */
+/* The pipesim tables (rec/schema.c lists them). */
 #define REC_NTABLES 8
 
 enum stmt_id {
@@ -34,7 +34,7 @@ enum stmt_id {
 };
 
 /* The timeline tables take blocks of up to REC_ROWS rows per INSERT ...
- * SELECT from the pipesim_rows virtual table (rec_rows.c), which reads the
+ * SELECT from the pipesim_rows virtual table (rec/rows.c), which reads the
  * block from C memory: one statement execution (cursor open, seek, close)
  * per block and no bind call per value. 256 rather than 64: the statement's
  * fixed cost per row drops by 4 (BENCHMARKS.md, the recorder). */
@@ -43,15 +43,15 @@ enum stmt_id {
 enum rows_id { ROWS_EVENT, ROWS_TRANSFER, ROWS_MEMORY, NROWS };
 
 /* One timeline row's values, as pipesim_rows gives them per table
- * (rec.c's rows_def maps them to columns). */
+ * (rec/rec.c's rows_def maps them to columns). */
 typedef struct rec_row {
     int64_t i[5];
     double d[3];
 } rec_row;
 
-typedef struct rec_writer rec_writer; /* rec_writer.c */
+typedef struct rec_writer rec_writer; /* rec/writer.c */
 
-/* rec_sum.c: a batch's stage and rank_stat rows, kept until it commits.
+/* rec/sum.c: a batch's stage and rank_stat rows, kept until it commits.
  * A row's values as pipesim_summary gives them: i[0..REC_SUM_INTS) the
  * integers (bit k of nulls: i[k] is NULL), d the reals (NaN: NULL). */
 #define REC_SUM_INTS 6
@@ -70,9 +70,9 @@ typedef struct rec_sums {
     int32_t mark; /* n when the current run's savepoint began */
 } rec_sums;
 
-/* rec_vtab.c: a row source an INSERT ... SELECT reads from C memory, an
- * eponymous virtual table (pipesim_rows in rec_rows.c, pipesim_summary in
- * rec_sum.c). A kind says what its rows look like; its owner points the
+/* rec/vtab.c: a row source an INSERT ... SELECT reads from C memory, an
+ * eponymous virtual table (pipesim_rows in rec/rows.c, pipesim_summary in
+ * rec/sum.c). A kind says what its rows look like; its owner points the
  * scan at rows, n and nulls around each statement execution. */
 typedef struct rec_vtab_kind {
     const char *name; /* the table's name in SQL */
@@ -113,11 +113,12 @@ struct rec_db {
      * publishes it at path (rec_publish), or NULL */
     char *pending;
     /* 1: the first run published the file and left the connection closed
-     * (rec_txn.c's publish): rec_reopen opens it at path when anything
+     * (rec/txn.c's publish): rec_reopen opens it at path when anything
      * more is asked of it */
     int reopen;
     int64_t published_runs; /* the runs the file holds while reopen is 1 */
-    int schema_rest; /* the scratch lacks its views and triggers (embed.h) */
+    int schema_rest; /* the scratch lacks its views and triggers (base/embed.h)
+                      */
     int readonly;
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
@@ -127,11 +128,11 @@ struct rec_db {
     int32_t mem_cap;
     net_link_info *links; /* scratch for net_links, links_cap entries */
     int32_t links_cap;
-    int kinds_ok;       /* the kind tables hold every name of rec.c's lists */
-    int streaming;      /* rec_stream_begin's transaction is open */
-    rec_ship *ship;     /* runs go to it (rec_ship.c), or NULL */
+    int kinds_ok;   /* the kind tables hold every name of rec/rec.c's lists */
+    int streaming;  /* rec_stream_begin's transaction is open */
+    rec_ship *ship; /* runs go to it (rec/ship.c), or NULL */
     rec_writer *writer; /* the writer thread, NULL until a first stream */
-    int writing;        /* rows go to the writer thread (rec_writer.c) */
+    int writing;        /* rows go to the writer thread (rec/writer.c) */
     /* batched commits (rec_set_batch): the mode of the next rec_write, the
      * batch's transaction, its runs and when it began */
     int batch_mode, batch_open, batch_runs;
@@ -142,10 +143,10 @@ struct rec_db {
     int rows_code;   /* SQLite's code of the last failed timeline insert */
     int defer_ckpt;  /* a streamed run is committing (rec_write) */
     int ckpt_frames; /* REC_CKPT_FRAMES (a test may lower it) */
-    /* the block pipesim_rows reads (rec_rows.c), set by rec_rows_insert
+    /* the block pipesim_rows reads (rec/rows.c), set by rec_rows_insert
      * around one statement execution */
     rec_vtab_scan vt;
-    /* the open batch's summary rows (rec_sum.c) and the scan
+    /* the open batch's summary rows (rec/sum.c) and the scan
      * pipesim_summary reads during their INSERT */
     rec_sums sums[NSUM];
     rec_vtab_scan vs;
@@ -156,13 +157,13 @@ struct rec_query {
     sqlite3_stmt *st;
 };
 
-/* rec_txn.c: a run's transaction: BEGIN IMMEDIATE ... COMMIT, or in batch mode
+/* rec/txn.c: a run's transaction: BEGIN IMMEDIATE ... COMMIT, or in batch mode
  * a SAVEPOINT inside the batch's transaction (opened on the first run; it
  * commits every REC_BATCH_RUNS runs or REC_BATCH_SECONDS). run_begin
  * commits an open batch first when the mode is off. run_rollback undoes
  * the run alone. */
 int rec_run_begin(rec_db *db, ps_err *err);
-/* rec_txn.c: commits the open batch, if any (PS_ERR: its runs are lost,
+/* rec/txn.c: commits the open batch, if any (PS_ERR: its runs are lost,
  * which the message says). */
 int rec_batch_commit(rec_db *db, ps_err *err);
 int rec_run_commit(rec_db *db, ps_err *err);
@@ -173,7 +174,7 @@ void rec_run_rollback(rec_db *db);
  * INSERT runs to kilobytes. A lock given up on says how long it was waited
  * for. */
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err);
-/* rec_vtab.c: registers scan's module on db's connection, once; _on: on
+/* rec/vtab.c: registers scan's module on db's connection, once; _on: on
  * connection c, SQLite's code */
 int rec_vtab_register(rec_db *db, rec_vtab_scan *scan,
                       const rec_vtab_kind *kind, ps_err *err);
@@ -181,7 +182,7 @@ int rec_vtab_register_on(sqlite3 *c, rec_vtab_scan *scan,
                          const rec_vtab_kind *kind);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
-/* Sleeps before lock retry number tries (jittered, capped; see rec_txn.c). */
+/* Sleeps before lock retry number tries (jittered, capped; see rec/txn.c). */
 void rec_backoff(rec_db *db, int tries);
 /* SQLite's busy handler for every rec_db (ctx is the rec_db). */
 int rec_busy_handler(void *ctx, int tries);
@@ -193,39 +194,39 @@ int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
 rec_db *rec_new_handle(const char *path, ps_err *err);
 void rec_free_handle(rec_db *db);
 
-/* rec.c: the write-path statement id, prepared on first use (NULL with err
+/* rec/rec.c: the write-path statement id, prepared on first use (NULL with err
  * filled when SQLite cannot prepare it), and a step of a statement that
  * returns no rows, then its reset (PS_ERR: "run not recorded"). */
 sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err);
 int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err);
 
-/* rec.c: before a run's timeline rows (inside its transaction): the kind
+/* rec/rec.c: before a run's timeline rows (inside its transaction): the kind
  * names, the row statements and empty row buffers. */
 int rec_timeline_start(rec_db *db, ps_err *err);
-/* rec.c: one event row (a COMPUTE op of rank) or transfer row (a SEND of
+/* rec/rec.c: one event row (a COMPUTE op of rank) or transfer row (a SEND of
  * src), batched REC_ROWS to an INSERT. */
 int rec_event_row(rec_db *db, int32_t rank, const prog_op *op, ps_err *err);
 int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err);
-/* rec.c: one memory row (rank's total bytes after a change at t). */
+/* rec/rec.c: one memory row (rank's total bytes after a change at t). */
 int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
                    ps_err *err);
 
-/* rec.c: inserts rows[0..n) into table's row table (one statement), or
+/* rec/rec.c: inserts rows[0..n) into table's row table (one statement), or
  * fails with "run not recorded". Counts them into the run's span. */
 int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
                     ps_err *err);
-/* rec_rows.c: registers pipesim_rows on the connection, once (harmless
+/* rec/rows.c: registers pipesim_rows on the connection, once (harmless
  * to call again); PS_ERR with SQLite's message. */
 int rec_rows_module(rec_db *db, ps_err *err);
-/* rec_rows.c: pipesim_rows on another connection (the second writer's,
- * rec_aux.c) with its own scan; SQLite's code. */
+/* rec/rows.c: pipesim_rows on another connection (the second writer's,
+ * rec/aux.c) with its own scan; SQLite's code. */
 int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan);
-/* rec.c: a timeline table's INSERT from pipesim_rows and the integers
+/* rec/rec.c: a timeline table's INSERT from pipesim_rows and the integers
  * it reads as NULL below 0 (the same statement fits a twin table of the
- * same declaration, rec_aux.c). */
+ * same declaration, rec/aux.c). */
 const char *rec_rows_sql(int table, unsigned *nulls);
 
-/* rec_sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
+/* rec/sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
  * table's (NULL: out of memory); rec_sum_flush inserts what is kept (the
  * batch's commit, before COMMIT; PS_ERR: "run not recorded"), which
  * empties it; rec_sum_pending counts the kept rows. A run's savepoint
@@ -240,11 +241,11 @@ void rec_sum_undo(rec_db *db);
 void rec_sum_drop(rec_db *db);
 void rec_sum_free(rec_db *db);
 
-/* rec_writer.c, the writer threads. rec_writer_start starts them once per
+/* rec/writer.c, the writer threads. rec_writer_start starts them once per
  * handle (PS_ERR: no thread; rows are then bound on the caller's thread)
  * and readies a run; aux: the connection has pipesim_aux attached and no
  * transaction was open before the run's (rec_aux_attach), so the run's
- * transfer rows may go through the twin (rec_aux.c).
+ * transfer rows may go through the twin (rec/aux.c).
  * While db->writing, the caller fills rec_writer_row's slot for table and
  * hands it over with rec_writer_commit_row (a full block goes to a
  * writer), and must not use the connection. rec_writer_drain hands over
@@ -258,7 +259,7 @@ void rec_writer_commit_row(rec_db *db, int table);
 int rec_writer_drain(rec_db *db, ps_err *err);
 void rec_writer_discard(rec_db *db);
 void rec_writer_free(rec_db *db);
-/* rec_aux.c, the second writer's in-memory twin of transfer_row.
+/* rec/aux.c, the second writer's in-memory twin of transfer_row.
  * rec_aux_new makes it from the file's declaration (NULL: none, rows go
  * to the first writer); rec_aux_attach attaches pipesim_aux to db's
  * connection, outside any transaction (PS_ERR: not attached);
@@ -268,7 +269,7 @@ void rec_writer_free(rec_db *db);
  * writer's thread, the second one idle). */
 typedef struct rec_aux rec_aux;
 rec_aux *rec_aux_new(rec_db *db);
-/* rec_aux.c: 1 when a second writer can have a core: the twin costs
+/* rec/aux.c: 1 when a second writer can have a core: the twin costs
  * about 12 % more CPU in all for a critical path 24 % shorter, which
  * gains only with a core free for it (BENCHMARKS.md: at a load of 4 on
  * 2 cores the run took 15 % longer with it), so it is used when the
@@ -280,7 +281,7 @@ int rec_aux_begin(rec_aux *a);
 int rec_aux_insert(const rec_db *db, rec_aux *a, const rec_row *rows, int32_t n,
                    ps_err *err);
 int rec_aux_move(rec_db *db, rec_aux *a, ps_err *err);
-/* rec_flush.c: a read-only descriptor on the file a streamed run's pages
+/* rec/flush.c: a read-only descriptor on the file a streamed run's pages
  * are spilled to (a new file's scratch, else the -wal), -1 when it cannot
  * be opened; rec_flush_start asks the kernel to begin writing its dirty
  * pages back (no wait; a no-op for fd -1 and off Linux). */
@@ -290,36 +291,36 @@ void rec_flush_start(int fd);
  * caller keeps using its own); rec_writer_free waits for it. */
 void rec_writer_checkpoint(rec_db *db);
 /* The log size (frames) at which a commit asks for a checkpoint: SQLite's
- * default autocheckpoint, which rec_open replaces (rec_txn.c, wal_hook). */
+ * default autocheckpoint, which rec_open replaces (rec/txn.c, wal_hook). */
 #define REC_CKPT_FRAMES 1000
 
-/* rec_schema.c: user_version and the number of pipesim tables and of all
+/* rec/schema.c: user_version and the number of pipesim tables and of all
  * objects present; fails when the file is not SQLite at all. */
 int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
                 ps_err *err);
-/* rec_schema.c: a new file for a missing path: a scratch file beside it
+/* rec/schema.c: a new file for a missing path: a scratch file beside it
  * holding the empty schema in rollback mode (its malloc'd name, NULL when
  * it cannot be made); rec_schema_link switches it to WAL, syncs it (sync)
  * and links it at path: 1 done, 0 path exists (or no hard links: errno),
  * -1 the scratch could not be synced (errno). */
 char *rec_schema_scratch(const char *path, int *rest);
-/* rec_schema.c: *rest (rec_schema_scratch) is 1 when the scratch was made
- * from the embedded image (embed.h), whose views and triggers are not in
+/* rec/schema.c: *rest (rec_schema_scratch) is 1 when the scratch was made
+ * from the embedded image (base/embed.h), whose views and triggers are not in
  * it yet: rec_schema_rest writes them (db->schema_rest) before the file
  * is published or read; a no-op otherwise. */
 int rec_schema_rest(rec_db *db, ps_err *err);
 int rec_schema_link(const char *path, const char *scratch, int sync);
-/* rec_txn.c: publishes a new file's scratch at its path (rec_schema.c);
+/* rec/txn.c: publishes a new file's scratch at its path (rec/schema.c);
  * with id, the run id of the scratch's one committed run, which becomes
  * its id in the file (another process's file when it made the path first:
  * the run is copied into it), and the connection is left closed until it
  * is needed (rec_reopen); without, it is reopened at the path at once. */
 int rec_publish(rec_db *db, int64_t *id, ps_err *err);
-/* rec_txn.c: opens the connection at the path when rec_publish left it
+/* rec/txn.c: opens the connection at the path when rec_publish left it
  * closed (db->reopen); a no-op otherwise. Every entry point that uses the
  * connection calls it first (rec_run_begin, rec_exec_sql, rec_publish). */
 int rec_reopen(rec_db *db, ps_err *err);
-/* rec_schema.c: for a writer, after opening: refuses a foreign file or an
+/* rec/schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */
 int rec_schema_prepare(rec_db *db, ps_err *err);

@@ -82,7 +82,7 @@ int rec_run_count(rec_db *db, int64_t *n, ps_err *err)
 {
     sqlite3_stmt *st = NULL;
     *n = 0;
-    if (db->reopen) { /* a new file's first run only (rec_txn.c) */
+    if (db->reopen) { /* a new file's first run only (rec/txn.c) */
         *n = db->published_runs;
         return PS_OK;
     }

@@ -1,7 +1,7 @@
 /* The recorder's write path: a run's rows, one transaction per run. The
  * connection, its locks and the transactions (a run's, a sweep's batch)
- * are in rec_txn.c, the schema and its migrations in rec_schema.c, the
- * read API in rec_read.c; rec_impl.h holds what they share.
+ * are in rec/txn.c, the schema and its migrations in rec/schema.c, the
+ * read API in rec/read.c; rec/impl.h holds what they share.
  *
  * Every statement on the write path is prepared once per rec_db and reset
  * after each use, so a run costs only bind + step per row. Each run is one
@@ -74,7 +74,7 @@ static const char *const stmt_sql[NSTMT] = {
     [ST_ROLLBACK_TO] = "ROLLBACK TO run",
 };
 
-/* Each timeline table's INSERT from pipesim_rows (rec_rows.c): which of
+/* Each timeline table's INSERT from pipesim_rows (rec/rows.c): which of
  * a rec_row's fields go to which column, and which integers are indexes,
  * NULL below 0 ("none" in programs: mb -1 of an optimizer step). OR FAIL:
  * a NOT NULL violation stops the statement without undoing its earlier
@@ -185,7 +185,8 @@ static int rows_flush(rec_db *db, rowbuf *rb, ps_err *err)
 /* Writing                                                             */
 /* ------------------------------------------------------------------ */
 
-/* NaN (the "not meaningful" marker in rec.h) and absent text become NULL. */
+/* NaN (the "not meaningful" marker in rec/rec.h) and absent text become NULL.
+ */
 static void bind_real(sqlite3_stmt *st, int i, double v)
 {
     if (isnan(v))
@@ -384,7 +385,7 @@ static void bind_rank(sqlite3_stmt *st, int b, int64_t id, const rec_rank *r)
 }
 
 /* A batched run's stage and rank_stat rows, kept until the batch commits
- * (rec_sum.c): the values bind_stage and bind_rank give, in the same
+ * (rec/sum.c): the values bind_stage and bind_rank give, in the same
  * order. PS_ERR: out of memory. */
 static int keep_summary(rec_db *db, const rec_payload *p, int64_t id,
                         ps_err *err)
@@ -499,7 +500,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
 }
 
 /* The row's slot: in the writer thread's next block while a stream has
- * one (rec_writer.c), else in the table's buffer, inserted when full
+ * one (rec/writer.c), else in the table's buffer, inserted when full
  * (put_row). */
 static inline rec_row *row_slot(rec_db *db, int table)
 {
@@ -600,7 +601,7 @@ static void mem_row(void *vctx, int32_t rank, double t, double bytes)
 /* The memory rows of a payload of stored programs that was not streamed
  * (unit tests and tools holding executed programs): mem_ledger replays
  * them. A streamed run has its rows from the engine's mem_change as the
- * ops ran (rec_stream.c), the same rows rank by rank, and no second pass. */
+ * ops ran (rec/stream.c), the same rows rank by rank, and no second pass. */
 static int write_memory(rec_db *db, const rec_payload *p, ps_err *err)
 {
     const prog_set *ps = p->progs;
@@ -690,7 +691,7 @@ static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
         return PS_ERR;
     if (level != REC_EVENTS || !run_ok(p))
         return PS_OK;
-    /* streamed runs (rec_stream.c) have their event, transfer and memory
+    /* streamed runs (rec/stream.c) have their event, transfer and memory
      * rows in */
     if (p->progs && !streamed &&
         (rec_timeline_start(db, err) || write_ops(db, p->progs, err)))
@@ -727,7 +728,7 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
     if (!p->run)
         return ps_errf(err, "%s: run without a run record", db->path);
     /* a sweep worker's run below the events level goes to the writer as
-     * bytes (rec_ship.c); anything else first writes what was shipped */
+     * bytes (rec/ship.c); anything else first writes what was shipped */
     if (db->ship && level != REC_EVENTS && !db->streaming) {
         if (rec_ship_add(db->ship, p, level, err))
             return PS_ERR;
@@ -791,7 +792,7 @@ int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
             *err = ce;
         return PS_ERR;
     }
-    /* a new file's first run: the file appears with it (rec_txn.c) */
+    /* a new file's first run: the file appears with it (rec/txn.c) */
     if (db->pending && rec_publish(db, &id, err))
         return PS_ERR;
     *run_id = id;

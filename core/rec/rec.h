@@ -29,7 +29,7 @@
  *   transfer_row and memory_row (no run column, kind as a code of
  *   event_kind / transfer_kind), span(run, event_first, event_last, ...)
  *   holds each events-level run's rowid range in each; rowid is the row's
- *   id there (recording order). rec_schema.c has the layout and why.
+ *   id there (recording order). rec/schema.c has the layout and why.
  *   stage(run, stage, rank, chunk, first_layer, last_layer, fwd_flops,
  *         params, fwd_time, bwd_time, act_bytes, out_bytes, exposed_comm,
  *         tp_comm, tp_exposed)
@@ -65,10 +65,10 @@
  * jittered backoff for up to REC_BUSY_LIMIT_S seconds. A run that fails half
  * way (constraint, full disk) is rolled back whole: nothing of it remains.
  * A path that does not exist yet is made complete (schema, WAL mode) in a
- * scratch file beside it and linked into place (rec_schema.c), so no
+ * scratch file beside it and linked into place (rec/schema.c), so no
  * process sees half a schema. The log is checkpointed at 1000 frames as
  * SQLite would, after a streamed run's commit on the writer thread's own
- * connection (rec_writer.c) rather than inside it; rec_close waits for it.
+ * connection (rec/writer.c) rather than inside it; rec_close waits for it.
  *
  * Interrupts (SIGINT/SIGTERM): let a rec_write in progress return (do not
  * exit or longjmp from the handler), then rec_close. Nothing is pending
@@ -213,7 +213,7 @@ void rec_forked_release(rec_db *db);
 int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
               int64_t *run_id, ps_err *err);
 
-/* Shipped runs (rec_ship.c, --jobs): a sweep worker's runs below the
+/* Shipped runs (rec/ship.c, --jobs): a sweep worker's runs below the
  * events level as bytes for the writer, which records them with rec_write
  * (rather than copying rows the worker wrote into its scratch database).
  * With a shipper set on db, rec_write appends such a run to it instead of
@@ -235,7 +235,7 @@ int rec_ship_unload(rec_db *db, ps_err *err);
 int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
                    int64_t max, ps_err *err);
 
-/* Batch mode (ps.sweep's own runs, core/bind_sweep.c): while on, each
+/* Batch mode (ps.sweep's own runs, core/bind/sweep.c): while on, each
  * rec_write is a SAVEPOINT inside one transaction that commits every 1000
  * runs or 0.1 s, at rec_flush and at rec_close, and before any rec_write
  * made with the mode off (or a copy's rec_begin). A run is still all or
@@ -258,7 +258,7 @@ int rec_scratch(rec_db *db, ps_err *err);
  * and each change of the engine's memory ledger a memory row (each rank's
  * baseline first), REC_ROWS to an INSERT (no SQL per op; the engine's
  * thread copies each row into a block that a writer thread inserts,
- * rec_writer.c; PIPESIM_REC_THREAD=0 inserts them on the caller's thread,
+ * rec/writer.c; PIPESIM_REC_THREAD=0 inserts them on the caller's thread,
  * the test mode that compares both). The payload's
  * programs are then not read. The following rec_write at REC_EVENTS of an
  * ok run writes the rest (run, summary, links, the spans) and commits; for a
@@ -292,7 +292,7 @@ int rec_flush(rec_db *db, ps_err *err);
  * recorded runs subtracts it after rec_flush; 0 without batches. */
 int64_t rec_lost_runs(const rec_db *db);
 
-/* --- copying runs between databases (rec_copy.c): a sweep's workers hand
+/* --- copying runs between databases (rec/copy.c): a sweep's workers hand
  * their runs to the one writer this way, and pipesim merge is made of it */
 
 typedef struct rec_copy rec_copy;

@@ -5,7 +5,7 @@
  * value (binding and the multi-row VALUES co-routine were a quarter of the
  * writer's instructions per row; BENCHMARKS.md). It exists only on
  * pipesim's own connections, for that statement: nothing in a database
- * file refers to it. This file says how its rows read; rec_vtab.c has the
+ * file refers to it. This file says how its rows read; rec/vtab.c has the
  * rest of the table. */
 #include "rec/impl.h"
 

@@ -1,7 +1,7 @@
 /* The recorder's schema: the tables and views a new database gets, the
  * in-place migrations from older versions, and the checks a writer makes
  * before it trusts a file (rec_schema_prepare). The write path is in
- * rec.c, the read API in rec_read.c. */
+ * rec/rec.c, the read API in rec/read.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -403,7 +403,7 @@ static const char *const table_names[] = {
     "stage", "rank_stat", "collective", "link",
 };
 _Static_assert(sizeof table_names / sizeof table_names[0] == REC_NTABLES,
-               "REC_NTABLES (rec_impl.h) counts the tables");
+               "REC_NTABLES (rec/impl.h) counts the tables");
 
 /* user_version and the number of pipesim tables present; fails when the
  * file is not SQLite at all. */
@@ -534,7 +534,7 @@ char *rec_schema_scratch(const char *path, int *rest)
     int ok;
     if (embed_schema_len > 0 && embed_enabled()) {
         /* the same file, written from the bytes built into pipesim
-         * (embed.h: what the SQL below made at build time, published),
+         * (base/embed.h: what the SQL below made at build time, published),
          * back in rollback mode */
         size_t done = 0;
         while (done < embed_schema_len) {
@@ -575,7 +575,7 @@ char *rec_schema_scratch(const char *path, int *rest)
 }
 
 /* The scratch's views and triggers, back in sqlite_master as the build
- * made them (embed.h: the rows themselves, rowids included, so the file
+ * made them (base/embed.h: the rows themselves, rowids included, so the file
  * is the one the SQL makes): PRAGMA writable_schema is SQLite's own way
  * to write such rows, which hold no pages (its shell's .dump writes a
  * virtual table so). The connection's parsed schema keeps the tables

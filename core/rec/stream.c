@@ -1,9 +1,9 @@
 /* The recorder's streaming write path (issue 12): the engine's completion
- * hook (eng_sink, eng.h) turns finished ops into batched event and
+ * hook (eng_sink, sim/eng.h) turns finished ops into batched event and
  * transfer rows and ledger changes into memory rows inside the run's
- * transaction, which rec_write (rec.c) completes and commits. The per-op path
- * copies each row into a block of REC_ROWS rows, which one INSERT reads
- * through the pipesim_rows virtual table (rec_rows.c). */
+ * transaction, which rec_write (rec/rec.c) completes and commits. The per-op
+ * path copies each row into a block of REC_ROWS rows, which one INSERT reads
+ * through the pipesim_rows virtual table (rec/rows.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +22,7 @@ static void stream_op(void *ctx, const eng_done *d)
         db->stream_rc = rec_transfer_row(db, d->rank, op, &db->stream_err);
 }
 
-/* The engine's ledger as it changes: each rank's baseline first (eng.h),
+/* The engine's ledger as it changes: each rank's baseline first (sim/eng.h),
  * then its total after every change, in time order per rank. */
 static void stream_mem(void *ctx, int32_t rank, double t, double bytes)
 {
@@ -35,7 +35,7 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
 {
     if (db->readonly)
         return ps_errf(err, "%s: opened read-only", db->path);
-    /* a sweep worker's shipped runs come before this one (rec_ship.c) */
+    /* a sweep worker's shipped runs come before this one (rec/ship.c) */
     if (db->ship && rec_ship_unload(db, err))
         return PS_ERR;
     rec_stream_cancel(db);

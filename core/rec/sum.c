@@ -1,8 +1,8 @@
 /* A sweep batch's summary rows (issue 12): the stage and rank_stat rows of
- * the runs of an open batch (rec_txn.c) are kept in C memory and go in
+ * the runs of an open batch (rec/txn.c) are kept in C memory and go in
  * when the batch commits, each table's with one
  * INSERT ... SELECT ... FROM pipesim_summary (an eponymous virtual table
- * reading the kept rows, as rec_rows.c's pipesim_rows does for timelines),
+ * reading the kept rows, as rec/rows.c's pipesim_rows does for timelines),
  * instead of two statement executions and 110 bound values per run. */
 #include <math.h>
 #include <stdlib.h>
@@ -31,7 +31,7 @@ static const char *const sum_sql[NSUM] = {
                  "pipesim_summary",
 };
 
-/* NaN reals and integers flagged in a row's nulls are NULL, as rec.c
+/* NaN reals and integers flagged in a row's nulls are NULL, as rec/rec.c
  * binds them */
 static int sum_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int col)
 {

@@ -1,7 +1,7 @@
 /* The recorder's connection: opening and closing a database for writing,
  * waiting for another process's lock (busy handler, backoff), and the
  * transactions around runs, one per run or a sweep's batch of runs
- * (rec_set_batch). The write path itself is in rec.c. */
+ * (rec_set_batch). The write path itself is in rec/rec.c. */
 #include "rec/rec.h"
 
 #include <errno.h>
@@ -123,7 +123,7 @@ static void close_conn(rec_db *db)
         db->sums[i].st = NULL;
     }
     /* the virtual tables and the kinds are checked again on the next
-     * connection (rec_rows.c, rec_sum.c, rec.c) */
+     * connection (rec/rows.c, rec/sum.c, rec/rec.c) */
     db->vt.registered = 0;
     db->vs.registered = 0;
     db->kinds_ok = 0;
@@ -192,7 +192,7 @@ static int check_parent(const char *path, ps_err *err)
  * frames, inside the commit), except for a streamed run's commit, whose
  * log is large (a 391k-row run: 3,000 frames, 12 MB, a checkpoint of 0.1
  * to 0.3 s here, most of it the two fsyncs): the writer thread runs that
- * one on its own connection once the run is committed (rec_writer.c). */
+ * one on its own connection once the run is committed (rec/writer.c). */
 static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
 {
     rec_db *db = ctx;
@@ -205,7 +205,7 @@ static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
     return SQLITE_OK;
 }
 
-/* Opens db's connection: on the scratch of a new file (rec_schema.c) in
+/* Opens db's connection: on the scratch of a new file (rec/schema.c) in
  * rollback mode with the journal in memory and no syncs, or on the file
  * at its path, checked and in WAL mode (rec_schema_prepare). */
 static int connect(rec_db *db, ps_err *err)
@@ -249,7 +249,7 @@ rec_db *rec_open(const char *path, ps_err *err)
     if (!db)
         return NULL;
     /* a new file is made beside the path and linked into place with its
-     * first run (rec_schema.c: one fsync); an existing one is opened, and
+     * first run (rec/schema.c: one fsync); an existing one is opened, and
      * so is a new one whose scratch cannot be made (created in place by
      * rec_schema_prepare, which then reports the real error) */
     struct stat sb;
@@ -377,7 +377,7 @@ static int commit_batch(rec_db *db, int pending, ps_err *err)
     }
     ps_err e;
     sqlite3_stmt *commit = rec_stmt(db, ST_COMMIT, &e);
-    /* the batch's summary rows (rec_sum.c) go in first */
+    /* the batch's summary rows (rec/sum.c) go in first */
     int kept = rec_sum_flush(db, &e) == PS_OK;
     if (kept && commit && rec_step_done(db, commit, &e) == PS_OK)
         return PS_OK;

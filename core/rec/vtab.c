@@ -1,5 +1,5 @@
 /* What the recorder's two row sources share (issue 12): pipesim_rows
- * (rec_rows.c, a timeline block) and pipesim_summary (rec_sum.c, a batch's
+ * (rec/rows.c, a timeline block) and pipesim_summary (rec/sum.c, a batch's
  * summary rows) are eponymous, read-only virtual tables over rows in C
  * memory, scanned in full by one INSERT ... SELECT. Everything but how a
  * row's columns read is the same, and lives here: connecting, the one

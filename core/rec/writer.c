@@ -1,11 +1,11 @@
 /* The recorder's writer threads (issue 12): while a streamed run executes,
- * the engine's completion hook (rec_stream.c) only copies each row into a
+ * the engine's completion hook (rec/stream.c) only copies each row into a
  * block of a preallocated pool, and writer threads insert the blocks (one
- * INSERT per block reads it through pipesim_rows, rec_rows.c), so
+ * INSERT per block reads it through pipesim_rows, rec/rows.c), so
  * SQLite's per-row work (the VDBE, the record, the b-tree append, the WAL
  * pages) runs beside the engine. Lane 0 inserts into the file; lane 1,
  * when the run has one, inserts the transfer rows into an in-memory twin
- * (rec_aux.c) in parallel, which lane 0 moves into the file at the end
+ * (rec/aux.c) in parallel, which lane 0 moves into the file at the end
  * (one statement, records copied as they are).
  *
  * The file's connection is used by one thread at a time: lane 0 only
@@ -15,7 +15,7 @@
  * for the move once lane 1 is idle; each handover is a mutex, so SQLite's
  * own locking is not needed (the connections are opened NOMUTEX). The
  * run's transaction, its atomicity and every other statement stay on the
- * caller's thread (rec.c). Blocks of a table are inserted in the order
+ * caller's thread (rec/rec.c). Blocks of a table are inserted in the order
  * they were filled, so rowid order is completion order as before. */
 #include <pthread.h>
 #include <signal.h>
@@ -31,7 +31,7 @@
 #define NBLOCKS 32
 
 /* Blocks handed over between two requests for early writeback of the
- * file the pages spill to (rec_flush.c): 4096 rows, about 128 KiB of
+ * file the pages spill to (rec/flush.c): 4096 rows, about 128 KiB of
  * pages, so the disk writes the run as it is inserted and the fsync
  * after the commit waits for the last pages only. */
 #define FLUSH_BLOCKS 16
@@ -193,7 +193,7 @@ static void *writer_main(void *arg)
 
 /* Starts lane l's thread, which blocks every signal, so SIGINT, SIGTERM
  * and --timeout's alarm still reach the engine's thread, whose sleeps
- * and reads they cut short (limit.h). */
+ * and reads they cut short (base/limit.h). */
 static int start_lane(rec_db *db, rec_writer *w, int l)
 {
     lane *L = &w->lane[l];
@@ -217,7 +217,7 @@ static int start_lane(rec_db *db, rec_writer *w, int l)
 }
 
 /* The twin for this run's transfer rows, when aux says the file's
- * connection has it attached outside a transaction (rec_stream.c): made
+ * connection has it attached outside a transaction (rec/stream.c): made
  * on first use, emptied, lane 1 started. Any failure leaves the run's
  * rows all to lane 0, as without it. */
 static void begin_aux(rec_db *db, rec_writer *w, int aux)

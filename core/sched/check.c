@@ -1,7 +1,7 @@
 /* Checks of schedule specs: sizes, placements, the constraints of each
  * named schedule, and custom action lists (every F and B of every unit
- * once, a W after its B, an FB's two halves). Used by sched.c's
- * sched_order and by sched_lower.c before anything is built. */
+ * once, a W after its B, an FB's two halves). Used by sched/sched.c's
+ * sched_order and by sched/lower.c before anything is built. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Pipeline generators: a lane walks its rank's order (closed forms of
- * sched.c's order_gpipe, order_1f1b and order_interleaved) step by step as
- * sched_lower.c's lower_rank does: before each step one batch with the
+ * sched/sched.c's order_gpipe, order_1f1b and order_interleaved) step by step
+ * as sched/lower.c's lower_rank does: before each step one batch with the
  * previous step's sends and this step's receives (for 1F1B's warm-up and
  * cool-down the sends and receives alone, as Megatron's send_forward /
  * recv_forward), then the step's compute ops. Channels: the forward
@@ -43,8 +43,8 @@ typedef struct pstate {
 enum { BATCH, SECOND, OPS };
 
 /* The ops a stage's actions make, but for the microbatch: its F and B
- * compute ops (sched_lower.c's unit_cost without W or checkpointing) and
- * sched_lower.c's unit_transfer on the loop placement, by [B][send]: F's
+ * compute ops (sched/lower.c's unit_cost without W or checkpointing) and
+ * sched/lower.c's unit_transfer on the loop placement, by [B][send]: F's
  * receive and send, B's receive and send, has[] 0 where there is none. The
  * peer is stage st + 1 (on the next rank) for a forward's send and a
  * backward's receive, stage st - 1 (on the previous rank) otherwise; the
@@ -107,7 +107,7 @@ static void stage_ops_of(const sched_spec *s, int32_t st, uint8_t send_flags,
     }
 }
 
-/* Megatron's get_schedule_table (sched.c virtual_mb). */
+/* Megatron's get_schedule_table (sched/sched.c virtual_mb). */
 static inline void virtual_mb(const sched_spec *s, int32_t r, int32_t k,
                               int forward, act *a)
 {
@@ -238,7 +238,7 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
                 return 1;
             }
             if (p->i == n) {
-                /* dp.c's rewrite_lane with one replica: the step's OPT
+                /* step/dp.c's rewrite_lane with one replica: the step's OPT
                  * op after the lane's last op */
                 if (!(pg->opt > 0) || p->opt_done)
                     return 0;
@@ -379,7 +379,7 @@ static int flat_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
         p->phase = BATCH;
         return 1;
     }
-    /* dp.c's rewrite_lane with one replica: the step's OPT op after the
+    /* step/dp.c's rewrite_lane with one replica: the step's OPT op after the
      * lane's last op */
     if (!(pg->opt > 0) || p->opt_done)
         return 0;

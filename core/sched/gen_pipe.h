@@ -1,8 +1,8 @@
-/* Generators of the built-in pipeline schedules (gen.h): GPipe, 1F1B and
+/* Generators of the built-in pipeline schedules (sim/gen.h): GPipe, 1F1B and
  * interleaved 1F1B, op for op what sched_lower makes of them (the same
  * steps, batches, flags, times and memory), computed from a lane's
  * position in its order, so a step needs O(p) memory instead of O(p m v).
- * pipe.c uses them for runs without data parallelism or faults. */
+ * step/pipe.c uses them for runs without data parallelism or faults. */
 #ifndef PS_GEN_PIPE_H
 #define PS_GEN_PIPE_H
 
@@ -17,7 +17,7 @@
 int gen_pipe_applies(const sched_spec *s);
 
 /* Runs s on eng (lane r is pipeline rank r on rank s->rank_of[r], or r),
- * filling *res; the sink and statistics of eng.h carry the op times.
+ * filling *res; the sink and statistics of sim/eng.h carry the op times.
  * Fails as sched_lower does on a bad rank mapping, else like
  * eng_run_gen. */
 int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,

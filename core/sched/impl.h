@@ -1,6 +1,6 @@
-/* Internal to sched.c, sched_check.c and sched_lower.c: the buffer the
+/* Internal to sched/sched.c, sched/check.c and sched/lower.c: the buffer the
  * order generators fill, and the helpers the three files share. Not a
- * public interface (sched.h is). */
+ * public interface (sched/sched.h is). */
 #ifndef PS_SCHED_INT_H
 #define PS_SCHED_INT_H
 

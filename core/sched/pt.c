@@ -177,7 +177,7 @@ static void dpv_b(dpv *d, int c, int split)
     }
 }
 
-/* OVERLAP_F_B: one FB action (sched.h), a full backward */
+/* OVERLAP_F_B: one FB action (sched/sched.h), a full backward */
 static void dpv_overlap(dpv *d, int fc, int bc)
 {
     if (d->o->n < d->o->max)

@@ -2,7 +2,7 @@
  * the per-rank compute orders of ScheduleLoopedBFS,
  * ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble,
  * ScheduleZBVZeroBubble and ScheduleDualPipeV, and a forward-only order.
- * Internal to sched.c. */
+ * Internal to sched/sched.c. */
 #ifndef PS_SCHED_PT_H
 #define PS_SCHED_PT_H
 

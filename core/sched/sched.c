@@ -1,7 +1,7 @@
 /* Pipeline schedules: names, action strings and the per-rank compute
  * orders of the built-in schedules (transcriptions of the reference
- * implementations; each function names its source). sched_check.c checks
- * specs and custom lists, sched_lower.c turns orders into programs, so a
+ * implementations; each function names its source). sched/check.c checks
+ * specs and custom lists, sched/lower.c turns orders into programs, so a
  * schedule differs from another only in its order. */
 #include "sched/sched.h"
 #include "sched/impl.h"

@@ -37,14 +37,14 @@ enum sched_kind {
     SCHED_CUSTOM,
     SCHED_ZB_H1, /* zero-bubble handcrafted, 1F1B's activation memory */
     SCHED_ZB_H2, /* zero-bubble handcrafted, twice that, no bubble */
-    /* PyTorch torch.distributed.pipelining (sched_pt.c) */
+    /* PyTorch torch.distributed.pipelining (sched/pt.c) */
     SCHED_LOOPED_BFS,     /* ScheduleLoopedBFS */
     SCHED_INTERLEAVED_PT, /* ScheduleInterleaved1F1B: m need not divide */
     SCHED_INTERLEAVED_ZB, /* ScheduleInterleavedZeroBubble (ZB1P) */
     SCHED_ZBV,            /* ScheduleZBVZeroBubble, V placement */
     SCHED_FORWARD_ONLY,   /* inference: forwards only */
     SCHED_DUALPIPEV,      /* ScheduleDualPipeV (DeepSeek), V placement */
-    SCHED_DUALPIPE        /* DeepSeek's bidirectional DualPipe (sched_ds.c) */
+    SCHED_DUALPIPE        /* DeepSeek's bidirectional DualPipe (sched/ds.c) */
 };
 
 /* Where chunk c of rank r sits in the model: SCHED_LOOP (Megatron-LM,

@@ -1,7 +1,7 @@
 /* Zero-bubble handcrafted schedules ZB-H1 and ZB-H2 (Qi et al., "Zero
  * Bubble Pipeline Parallelism", ICLR 2024) as sail-sg's scheduler builds
  * them: a greedy placement of F, B and W per stage under a memory limit of
- * p (H1) or 2p (H2) pending microbatches. Internal to sched.c. */
+ * p (H1) or 2p (H2) pending microbatches. Internal to sched/sched.c. */
 #ifndef PS_SCHED_ZB_H
 #define PS_SCHED_ZB_H
 

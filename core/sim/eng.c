@@ -21,7 +21,7 @@ enum msg_state_bits {
     MSG_RECV_POSTED = 2,
     MSG_STARTED = 4,
     MSG_ARRIVED = 8,
-    MSG_LOST = 16 /* on a link that is down (fault.h): never arrives */
+    MSG_LOST = 16 /* on a link that is down (sim/fault.h): never arrives */
 };
 
 /* Connections a lane keeps apart: a tree position's 3 children and its
@@ -265,7 +265,7 @@ static void start_transfer(eng_sim *e, int32_t id, double now)
      * the other lanes run (a hint; the table has a spare entry). */
     __builtin_prefetch(&e->ps->msgs[id + 1]);
     int32_t src = e->ps->lanes[m->send_lane].rank;
-    /* a slotted send (coll.h "Slots": NCCL's pipelined ring and tree) is
+    /* a slotted send (coll/coll.h "Slots": NCCL's pipelined ring and tree) is
      * one of the lane's connection to its peer, whose chunks leave in
      * order: behind the one before it to that peer (net_start_conn) rather
      * than sharing the link with it; sends to other peers go on at once */
@@ -679,7 +679,7 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             return PS_ERR;
         if (e->oom || eq_pop(&e->q, &ev) != 0)
             break;
-        /* a stop (signal, --timeout, memory: limit.h) ends the run at an
+        /* a stop (signal, --timeout, memory: base/limit.h) ends the run at an
          * event boundary; polled every 4096 events, a load and a branch */
         if ((++events & 4095) == 0 && limit_stopped())
             return ps_errf(err, "stopped at t=%.9g s after %lld events", now,

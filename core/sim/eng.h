@@ -2,22 +2,20 @@
  *
  * Each lane runs its ops in order. A COMPUTE op waits for its rank's device
  * (one compute op at a time per rank, lanes queue FIFO) and occupies it for
- * op.seconds. A batch of SEND/RECV ops (see prog.h) is posted at once and the
- * lane continues when all of them are complete:
- *   rendezvous  a transfer starts when both SEND and RECV are posted; both
- *               complete when its bytes have arrived (NCCL send/recv, which
- *               Megatron-LM waits on).
- *   eager       a transfer starts when the SEND is posted and the SEND
- *               completes at once (buffered); the RECV completes when the
- *               bytes have arrived and it is posted.
- * SIGNAL raises a signal; WAIT blocks until it has been raised.
+ * op.seconds. A batch of SEND/RECV ops (see sim/prog.h) is posted at once and
+ * the lane continues when all of them are complete: rendezvous  a transfer
+ * starts when both SEND and RECV are posted; both complete when its bytes have
+ * arrived (NCCL send/recv, which Megatron-LM waits on). eager       a transfer
+ * starts when the SEND is posted and the SEND completes at once (buffered); the
+ * RECV completes when the bytes have arrived and it is posted. SIGNAL raises a
+ * signal; WAIT blocks until it has been raised.
  *
  * Events are processed in (time, sequence) order; the engine writes
  * t_start/t_end into every op and nothing else. When the queue runs dry with
  * unfinished lanes the run fails with a deadlock report naming every blocked
  * rank, the op it waits on, its peer and its microbatch.
  *
- * With a fault plan (fault.h, eng_set_faults) the engine applies stalls and
+ * With a fault plan (sim/fault.h, eng_set_faults) the engine applies stalls and
  * slow ranks when an op starts and failed links when a transfer starts or
  * arrives, and a lane blocked in a batch for longer than recv_timeout ends
  * the run with a deadline error; a deadlock report then names the faults in
@@ -76,7 +74,7 @@ void eng_set_faults(eng_sim *e, const fault_plan *fp);
  * completed before it failed. */
 typedef struct eng_done {
     const prog_op *op; /* type, kind, stage/tag, mb, chunk, bytes, t_start,
-                          t_end as in prog.h */
+                          t_end as in sim/prog.h */
     int64_t index;     /* its position in its lane (0, 1, ...) */
     int32_t lane;
     int32_t rank; /* the lane's rank; for SEND the source, op->peer the
@@ -97,7 +95,7 @@ void eng_set_sink(eng_sim *e, const eng_sink *sink);
 /* Online statistics, kept by every run as ops complete (no second pass
  * over the executed programs):
  *   busy[lane]  seconds of the lane's COMPUTE ops, summed in lane order;
- *   mem[rank]   the memory ledger of mem.h (static bytes from
+ *   mem[rank]   the memory ledger of sim/mem.h (static bytes from
  *               eng_set_memory, allocations when a COMPUTE op with mem > 0
  *               starts, frees when one with mem < 0 ends), exactly what
  *               mem_ledger computes when each rank's memory changes come
@@ -134,18 +132,18 @@ void eng_set_count_base(eng_sim *e, int64_t base);
  * (microbatch 3); ..."), on a deadline ("deadline at t=12.000 ms: rank 4
  * waited 10 ms on recv F3 from rank 3 (microbatch 3); rank 3 stalled at 2
  * ms"), on a fault naming a rank without ops in ps, when memory runs out,
- * or when a stop is requested (limit.h; checked every few thousand
+ * or when a stop is requested (base/limit.h; checked every few thousand
  * events). */
 int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
             eng_result *res, ps_err *err);
 
-/* The cursor path: runs the generated program g (gen.h) on nw, whose rank
+/* The cursor path: runs the generated program g (sim/gen.h) on nw, whose rank
  * count must equal g->nranks, with eng_run's semantics and event order, so
  * a generator and the array of the same program give the same times bit
  * for bit. Op times reach the caller only through the sink (eng_set_sink)
  * and the statistics (eng_stats_of); faults and recv_timeout do not apply
  * (run those as arrays). Fails on a deadlock, a generator that breaks
- * gen.h's contract, out of memory or a stop, like eng_run. */
+ * sim/gen.h's contract, out of memory or a stop, like eng_run. */
 int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
                 eng_result *res, ps_err *err);
 

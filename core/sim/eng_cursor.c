@@ -1,5 +1,5 @@
-/* Engine, cursor path: runs a generated program (gen.h) with the array
- * path's semantics and event order (eng.c), so both give the same times
+/* Engine, cursor path: runs a generated program (sim/gen.h) with the array
+ * path's semantics and event order (sim/eng.c), so both give the same times
  * bit for bit. A lane holds its current op or batch in a small buffer and
  * asks the generator for the next one when it moves on; messages match by
  * channel sequence numbers through per-channel FIFO queues of posts not yet
@@ -234,7 +234,7 @@ static int alloc_cursor(eng_sim *e, const gen_prog *g, int hook)
     if (hook && c->sop_cap < c->msg_cap && hook_grow(c, c->msg_cap))
         return -1;
     memset(c->state, 0, sb);
-    /* gen.h: a generator may update its previous batch in place, so the
+    /* sim/gen.h: a generator may update its previous batch in place, so the
      * buffer starts defined */
     memset(c->buf, 0, (size_t)nb * sizeof *c->buf);
     for (int32_t l = 0; l < g->nlanes; l++)
@@ -371,9 +371,9 @@ HOT int64_t recv_index(const eng_cursor *c, int32_t l, int32_t slot)
     return c->lane[l].index + (slot - (int64_t)l * c->B);
 }
 
-/* The transfer of message m through net.h: for a channel whose pair is
+/* The transfer of message m through net/net.h: for a channel whose pair is
  * not cached (looked up once per channel) or not on a FIFO mesh. A
- * slotted send leaves behind the channel's one before it, as in eng.c's
+ * slotted send leaves behind the channel's one before it, as in sim/eng.c's
  * start_transfer (net_start_conn). */
 COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
                      double bytes, double now, double *t_begin, int slotted)
@@ -534,7 +534,7 @@ HOT void arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *r0,
     x->st = st;
     if (H) {
         c->sop[m].t_end = now;
-        net_event_queued(e->nw, &c->sop[m].t_start); /* waited (eng.c) */
+        net_event_queued(e->nw, &c->sop[m].t_start); /* waited (sim/eng.c) */
         done(e, x->send_lane, &c->sop[m], c->sidx[m]);
     }
     *r0 = st & CM_SEND_WAITS ? complete_one(c, x->send_lane) : -1;
@@ -563,7 +563,7 @@ COLD void bad(eng_sim *e, int32_t l, const char *why)
     e->oom = 1; /* stops the loop, which tests one flag; c->bad says why */
 }
 
-/* gen.h's contract for a batch b of n ops of lane l, checked for
+/* sim/gen.h's contract for a batch b of n ops of lane l, checked for
  * generators that are not trusted: a lone compute op, or SEND/RECV ops on
  * its channels, PROG_BATCH on all but the last, each channel between the
  * two ranks its first SEND named. 0 when it holds. */
@@ -771,7 +771,7 @@ HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
             compute_done(e, c, ev->id, &r0, &r1, H);
         } else {
             /* FIFO: every EQ_NET event is the arrival of transfer ev.id
-             * (net.h) */
+             * (net/net.h) */
             eq_event copy; /* net_event may push over *ev */
             int32_t id = fifo ? ev->id : net_event(e->nw, (copy = *ev, &copy));
             if (id < 0)
@@ -798,7 +798,7 @@ HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
 
 /* run_loop compiled per case: any generator, with and without a hook; a
  * ring without one, lockstep (F 0) or slotted (F its sends' flags, the
- * only two gen_coll.c sets). */
+ * only two coll/gen_coll.c sets). */
 static int loop_any(eng_sim *e, eng_cursor *c, int fifo, double *last,
                     int64_t *events, ps_err *err)
 {
@@ -863,7 +863,7 @@ static int deadlock(eng_sim *e, double now, ps_err *err)
     return ps_errf(err, "%s", buf);
 }
 
-/* Checked once a run has drained (gen.h's contract and this file's
+/* Checked once a run has drained (sim/gen.h's contract and this file's
  * bookkeeping, O(channels + pool)): every post met its other side and
  * every message record went back to its channel or the pool. 0 when
  * they hold. */

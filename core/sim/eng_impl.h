@@ -1,4 +1,4 @@
-/* Internal to the engine (eng.c, the array path; eng_cursor.c, the
+/* Internal to the engine (sim/eng.c, the array path; sim/eng_cursor.c, the
  * cursor path): the engine's record and what both paths share. Not a
  * public header: nothing outside core/eng*.c includes it. */
 #ifndef PS_ENG_IMPL_H
@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-typedef struct eng_cursor eng_cursor; /* eng_cursor.c's per-run state */
-typedef struct lane_rt lane_rt;       /* eng.c's per-lane state */
+typedef struct eng_cursor eng_cursor; /* sim/eng_cursor.c's per-run state */
+typedef struct lane_rt lane_rt;       /* sim/eng.c's per-lane state */
 
 enum lane_state {
     LANE_READY,
@@ -17,7 +17,7 @@ enum lane_state {
     LANE_WAIT_DEVICE,
     LANE_WAIT_BATCH,
     LANE_WAIT_SIGNAL,
-    LANE_STALLED, /* its rank stalled (fault.h): it starts nothing more */
+    LANE_STALLED, /* its rank stalled (sim/fault.h): it starts nothing more */
     LANE_DONE
 };
 
@@ -81,7 +81,7 @@ int eng_reserve_(void **p, int32_t *cap, int32_t n, size_t sz);
  * the sink's mem_change; -1 when out of memory. */
 int eng_begin_stats_(eng_sim *e, int32_t nlanes, int32_t nranks);
 
-/* Frees the cursor path's arrays (eng_cursor.c). */
+/* Frees the cursor path's arrays (sim/eng_cursor.c). */
 void eng_cursor_free_(eng_sim *e);
 
 /* A memory change of lane l's rank r at t (mem_ledger's apply). */

@@ -1,6 +1,6 @@
 /* Fault plans: checking a scenario's fault list, the per-rank table the
  * engine reads, and the words error messages use for faults. Nothing here
- * runs per event; the engine's per-op helpers are inline in fault.h. */
+ * runs per event; the engine's per-op helpers are inline in sim/fault.h. */
 #include "sim/fault.h"
 
 #include <ctype.h>

@@ -4,7 +4,7 @@
  * so a run holds per lane a few ops and a cursor, and per message in
  * flight one record, however many ops the program has.
  *
- * An op is the prog_op of prog.h with one difference: a SEND or RECV
+ * An op is the prog_op of sim/prog.h with one difference: a SEND or RECV
  * carries in `msg` a channel id (0 .. nchannels - 1) chosen by the
  * generator, the same on both sides, instead of a message id. Messages
  * match by channel sequence numbers: the k-th SEND posted on a channel
@@ -15,8 +15,8 @@
  * max_batch ops. A channel joins one rank to one other: every SEND on it
  * goes from the same rank to the same peer.
  *
- * Generators of the built-in collectives live in gen_coll.c, of the
- * built-in pipeline schedules in gen_pipe.c. */
+ * Generators of the built-in collectives live in coll/gen_coll.c, of the
+ * built-in pipeline schedules in sched/gen_pipe.c. */
 #ifndef PS_GEN_H
 #define PS_GEN_H
 
@@ -30,7 +30,7 @@ typedef struct gen_prog gen_prog;
 /* What the engine may assume of a generator beyond this contract. */
 enum gen_kind {
     GEN_ANY = 0, /* next is called through its pointer */
-    GEN_RING = 1 /* next is gen_ring_next and ctx a gen_ring (gen_ring.h):
+    GEN_RING = 1 /* next is gen_ring_next and ctx a gen_ring (sim/gen_ring.h):
                     the engine calls it inline */
 };
 

@@ -1,6 +1,6 @@
-/* The ring collectives' step generator (gen.h): reduce-scatter, allgather
- * and allreduce over positions 0 .. N-1, op for op what coll_algo.c's
- * ring_rs and ring_ag emit. gen_coll.c sets it up; the engine's cursor
+/* The ring collectives' step generator (sim/gen.h): reduce-scatter, allgather
+ * and allreduce over positions 0 .. N-1, op for op what coll/algo.c's
+ * ring_rs and ring_ag emit. coll/gen_coll.c sets it up; the engine's cursor
  * path calls it inline for a program of kind GEN_RING rather than through
  * gen_prog.next, since it runs once per transfer. Channel ids: position
  * i's sends to i + 1 go on channel i. */
@@ -56,7 +56,7 @@ static inline int gen_ring_step(const gen_ring *c, gen_ring_state *st,
  * from r - 1, batched; position 0 emits its SEND first (the emitter walks
  * senders 0 .. N-1, and position N-1's send to 0 comes last), the others
  * their RECV. The first step writes both ops; later steps change only
- * their bytes and step tags in place (gen.h: ops holds the previous
+ * their bytes and step tags in place (sim/gen.h: ops holds the previous
  * step). */
 static inline int gen_ring_next(const gen_prog *g, int32_t r, void *state,
                                 prog_op *ops)

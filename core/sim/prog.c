@@ -194,7 +194,7 @@ int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
     prog_lane *l = &ps->lanes[lane];
     if (l->n == l->cap && move_lane(ps, l, l->cap ? 2 * (int64_t)l->cap : 64))
         return -1;
-    /* generating a huge run takes seconds: a stop (limit.h) ends it too */
+    /* generating a huge run takes seconds: a stop (base/limit.h) ends it too */
     if ((l->n & 4095) == 4095 && limit_stopped())
         return -1;
     l->ops[l->n++] = *op;

@@ -25,12 +25,12 @@ enum prog_type {
     PROG_SIGNAL,  /* raises signal `msg` (instant) */
     PROG_WAIT,    /* blocks the lane until signal `msg` has been raised */
     PROG_DELAY    /* holds the lane for `seconds` without the device: a
-                     fixed latency (a collective protocol's, coll.c) */
+                     fixed latency (a collective protocol's, coll/coll.c) */
 };
 
 /* Compute kinds; SEND/RECV reuse them to say what is moved (F: activation,
  * B: gradient of an activation, COLL: collective payload). An overlapped
- * forward-backward (DualPipe's F&B, sched.h) is two back-to-back ops:
+ * forward-backward (DualPipe's F&B, sched/sched.h) is two back-to-back ops:
  * FB_F, the forward's share (allocates its activations at the start), and
  * FB_B, the backward's share (frees at the end). */
 enum prog_kind {
@@ -176,8 +176,8 @@ int prog_seal(prog_set *ps, ps_err *err);
  * per-message tables): with 4 KiB pages nearly every such access misses the
  * TLB, which is expensive under virtualisation. Where transparent huge
  * pages are on request (Linux, madvise mode) it asks for them; elsewhere it
- * is malloc. It counts against --max-memory: free with limit_free (limit.h);
- * NULL when out of memory or over the budget. */
+ * is malloc. It counts against --max-memory: free with limit_free
+ * (base/limit.h); NULL when out of memory or over the budget. */
 void *prog_big_alloc(size_t bytes);
 
 /* Total ops over all lanes. */

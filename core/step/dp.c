@@ -374,7 +374,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     spec.root = ranks[0];
     spec.ranks_per_node = c->ranks_per_node;
     spec.hw = c->hw;
-    /* NCCL picks the protocol with the algorithm (coll.h); a fixed
+    /* NCCL picks the protocol with the algorithm (coll/coll.h); a fixed
      * textbook algorithm runs without one */
     spec.protocol =
         c->algorithm == COLL_AUTO || coll_algo_has_proto(c->algorithm)
@@ -431,7 +431,7 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
     int32_t *ranks = malloc((size_t)d * sizeof *ranks);
     int32_t *ready = NULL;
     int32_t *last = malloc(((size_t)c->v + 1) * sizeof *last);
-    /* the all-gathers beside the forward (dp.h): Megatron asserts
+    /* the all-gathers beside the forward (step/dp.h): Megatron asserts
      * --overlap-grad-reduce and the distributed optimizer for it */
     int pg = c->overlap_param_gather && c->zero && c->overlap && d > 1;
     /* a communication lane's collectives, one after the other, reuse the

@@ -25,7 +25,7 @@
  *     Megatron's DistributedOptimizer does it (distributed_data_parallel.py
  *     _make_forward_pre_hook, param_and_grad_buffer.py finish_param_sync):
  *     a chunk's buckets back to back in forward order once the chunk is
- *     dispatched (dp.c dispatch_points: without interleaving at the
+ *     dispatched (step/dp.c dispatch_points: without interleaving at the
  *     stage's first forward, after its receive; with it aligned across the
  *     pipeline, align_param_gather), and the first forward of each
  *     bucket's layers waits for its own. The first forward of each chunk is
@@ -73,7 +73,7 @@ void dp_log_span(const dp_log *log, const prog_set *ps, int32_t k, double *t0,
 /* Which model chunks are cut into buckets; the others go as one bucket,
  * ready when the chunk's last backward ends. Megatron-Core's
  * DistributedDataParallel cuts only pipeline rank 0's first chunk
- * (DP_BUCKET_FIRST, dp.c plan_chunk); PyTorch DDP knows no pipeline and
+ * (DP_BUCKET_FIRST, step/dp.c plan_chunk); PyTorch DDP knows no pipeline and
  * cuts all. */
 enum dp_bucketed {
     DP_BUCKET_ALL,   /* every rank's every chunk (PyTorch DDP) */
@@ -101,7 +101,7 @@ typedef struct dp_config {
     int overlap_param_gather; /* zero's all-gather beside the forward */
     double optimizer_seconds; /* OPT op of a rank holding all its params */
     int32_t ranks_per_node;   /* for hierarchical algorithms, 0 unknown */
-    coll_hw hw;               /* the cluster's NCCL hardware (coll.h) */
+    coll_hw hw;               /* the cluster's NCCL hardware (coll/coll.h) */
     dp_log *log;              /* NULL, or where dp_lower lists its
                                  collectives */
 } dp_config;

@@ -1,4 +1,4 @@
-/* Pipeline step: stage costs (pipe_cost.c) -> programs -> engine ->
+/* Pipeline step: stage costs (step/pipe_cost.c) -> programs -> engine ->
  * statistics -> record. Everything per run is O(ops); buffers live in the
  * pipe_ctx and grow geometrically, so a sweep of small runs allocates
  * almost nothing. */
@@ -211,7 +211,7 @@ double pipe_closed_form_dual(enum sched_kind kind, int32_t p, int32_t m,
      * part, F&B an overlapped forward and backward. DualPipe on p ranks has
      * PP = p; DualPipeV, DualPipe "cut in half", holds PP = 2p stages on p
      * ranks. Here B = b + w and F&B = F + B, pipesim's F&B when nothing
-     * says it hides time (sched.h): every rank is then busy m (f + b + w)
+     * says it hides time (sched/sched.h): every rank is then busy m (f + b + w)
      * (DualPipe: m/2 microbatches each way through its two chunks) or
      * 2m (f + b + w) (DualPipeV: all m through both), so every rank idles
      * the same and the mean fraction is the table's idle over busy + idle.
@@ -416,7 +416,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         if (res->peak_memory[k] > max_peak)
             max_peak = res->peak_memory[k];
     /* schedules with W and PyTorch's post their transfers as PyTorch's
-     * runtime does whatever the mode (sched.h) */
+     * runtime does whatever the mode (sched/sched.h) */
     sched_spec how = {.kind = cfg->schedule,
                       .p = cfg->p,
                       .custom = cfg->custom,
@@ -452,7 +452,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .meta = cfg->meta,
     };
     /* one collective row per gradient-sync bucket and pipeline rank, with
-     * the algorithm and protocol auto chose (rec.h) */
+     * the algorithm and protocol auto chose (rec/rec.h) */
     int32_t ncoll = error ? 0 : ctx->grad_log.n;
     rec_collective *coll = calloc((size_t)ncoll + 1, sizeof *coll);
     if (!coll)
@@ -580,9 +580,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
     /* without data parallelism or faults nothing reads the programs back
-     * (event rows are streamed from the engine's hook, rec_stream.c): the
+     * (event rows are streamed from the engine's hook, rec/stream.c): the
      * built-in schedules then stream, generated as the engine runs
-     * (gen_pipe.h), with the optimizer step dp_lower would append as each
+     * (sched/gen_pipe.h), with the optimizer step dp_lower would append as each
      * lane's last op, and ps stays empty */
     int streamed = cfg->dp == 1 && !cfg->faults && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
@@ -658,7 +658,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     }
     if (rc == PS_OK) {
         /* the ledger as the engine kept it online; mem_ledger's own order
-         * when a rank's changes came from several lanes (eng.h) */
+         * when a rank's changes came from several lanes (sim/eng.h) */
         eng_stats es;
         eng_stats_of(ctx->eng, &es);
         if (es.mem_merged)
@@ -716,7 +716,7 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     if (events)
         eng_set_sink(ctx->eng, NULL);
     /* a run cut short by a signal or a limit leaves no rows: the whole
-     * scenario stops there (limit.h) */
+     * scenario stops there (base/limit.h) */
     if (db && rc != PS_OK && limit_stopped())
         rec_stream_cancel(db);
     if (!db || (rc != PS_OK && limit_stopped()))

@@ -48,7 +48,7 @@ typedef struct pipe_layer {
 
 /* Sets l to a layer with every optional field "not given" (< 0, the
  * defaults pipe_layer's comments name) and every figure 0: what a layer
- * table that sets nothing reads as (bind_run.c's defaults), for callers in
+ * table that sets nothing reads as (bind/run.c's defaults), for callers in
  * C that then set what they have. */
 void pipe_layer_init(pipe_layer *l);
 
@@ -83,11 +83,11 @@ typedef struct pipe_config {
     const double *device_rate;
     const double *device_memory;
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
-    /* gradient sync between replicas (dp.h); used when dp > 1 */
+    /* gradient sync between replicas (step/dp.h); used when dp > 1 */
     double bucket_bytes, first_bucket_bytes;
     int grad_bucketed;        /* enum dp_bucketed: which chunks are cut */
     int grad_algorithm;       /* enum coll_algo or COLL_AUTO */
-    unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll.h) */
+    unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll/coll.h) */
     int overlap;              /* start buckets as the backward makes them */
     int zero;                 /* ZeRO stage 1: 0 or 1 */
     int overlap_param_gather; /* zero's all-gather beside the forward */
@@ -95,13 +95,13 @@ typedef struct pipe_config {
      * with the same number of GPUs on each of its nodes gets node-aware
      * collectives (ring channels, hierarchical; coll_ranks_per_node) */
     int32_t gpus_per_node;
-    coll_hw hw; /* the cluster's NCCL hardware: NVLS, caps (coll.h) */
+    coll_hw hw; /* the cluster's NCCL hardware: NVLS, caps (coll/coll.h) */
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
     const char *params_json;  /* recorded as run.params, may be NULL */
     rec_meta meta;            /* run.sweep, point, tags, model ... */
-    const fault_plan *faults; /* fault.h; NULL: none */
+    const fault_plan *faults; /* sim/fault.h; NULL: none */
 } pipe_config;
 
 typedef struct pipe_result {

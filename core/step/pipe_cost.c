@@ -150,7 +150,7 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
         double kept, unit;
         stage_recompute(cfg, first, count, rate, &st.recompute, &kept, &unit);
         if (kept >= 0 && cfg->checkpoint) {
-            /* F keeps `kept`, R restores one unit: sched.c's extra */
+            /* F keeps `kept`, R restores one unit: sched/sched.c's extra */
             st.in_bytes = kept;
             st.act_bytes = kept + unit;
         }

@@ -1,6 +1,6 @@
-/* Internal to pipe.c and pipe_cost.c: the stage-cost buffers a run fills
- * and the rank mappings both files use. Not a public interface (pipe.h
- * is). */
+/* Internal to step/pipe.c and step/pipe_cost.c: the stage-cost buffers a run
+ * fills and the rank mappings both files use. Not a public interface
+ * (step/pipe.h is). */
 #ifndef PS_PIPE_IMPL_H
 #define PS_PIPE_IMPL_H
 
@@ -11,7 +11,7 @@
 #include "sched/sched.h"
 #include "step/pipe.h"
 
-/* Where pipe_stage_costs writes; pipe.c sizes every array (pipe_ctx) and
+/* Where pipe_stage_costs writes; step/pipe.c sizes every array (pipe_ctx) and
  * keeps it across runs. */
 typedef struct pipe_costs {
     sched_stage *stages;  /* p * v * dp: replica j's stages at j * p * v */

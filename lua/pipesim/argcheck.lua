@@ -59,7 +59,7 @@ end
 
 -- Rejects fields of t that are not in allowed (a set or a list of
 -- names): "<what>: unknown field 'k' (did you mean 'x'?)". The checker is
--- the C binding's (core/bind_check.c), so Lua and C tables report unknown
+-- the C binding's (core/bind/check.c), so Lua and C tables report unknown
 -- fields alike.
 function M.known_fields(t, allowed, what)
     if next(t) == nil and type(allowed) == "table" then return end -- nothing to reject
@@ -69,7 +69,7 @@ end
 
 -- v as an integer in lo..hi (an integral float is an integer), else
 -- "<what>: field '<name>' must be an integer in lo..hi, got <v>": the
--- binding's check and message (core/bind_check.c).
+-- binding's check and message (core/bind/check.c).
 function M.int(v, what, name, lo, hi)
     local ok, res = pcall(core.check_int, v, name, lo, hi)
     if not ok then error(what and (what .. ": " .. res) or res, 0) end

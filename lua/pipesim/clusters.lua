@@ -145,7 +145,7 @@ for _, d in pairs(DEVICES) do
 end
 
 -- What NCCL's tuner reads of each system beyond the links (the cluster
--- fields compute_capability, cpu_vendor, nccl_channels; core/coll_proto.c,
+-- fields compute_capability, cpu_vendor, nccl_channels; core/coll/proto.c,
 -- after src/graph/tuning.cc of NCCL 2.30.7): the GPU's CUDA compute
 -- capability picks its generation's bandwidth caps; the host CPU of the
 -- DGX picks llMaxBw across nodes and the network post overhead of a ring
@@ -178,7 +178,7 @@ M.ROOFLINE_OPTIONAL = { sms = true, attention_fwd = true, attention_bwd = true }
 -- ncclTunerConstantsDefaults hwLatencies, NCCL 2.30.7: NVLink ring LL 0.6
 -- us, network ring LL 2.7 us), LL being the protocol whose only overhead
 -- is the flag in each line; NCCL's LL128 and Simple pay more per step,
--- which core/coll_proto.c adds for collectives run with them. Datasheets
+-- which core/coll/proto.c adds for collectives run with them. Datasheets
 -- give no latency; one pair for every GPU type (NVLink 3 and 4, HDR and
 -- NDR NICs alike in NCCL's table). Until issue 14 these were 2 and 5 us.
 local INTRA_LATENCY = 0.6e-6

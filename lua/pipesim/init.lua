@@ -53,7 +53,7 @@ local function call(fn, f, ...)
 end
 
 -- A cluster whose __gc was called by hand raises on every use
--- (core/bind_cluster.c); say so at the scenario's line before the front
+-- (core/bind/cluster.c); say so at the scenario's line before the front
 -- end reads it (level 3, as call).
 local function check_live(fn, c)
     if type(c) == "userdata" and not pcall(function() return c.ranks end) then
@@ -360,7 +360,7 @@ local function json(v, out, seen)
 end
 
 -- json's text of v: for plain data (no metatables, userdata or strings to
--- escape) from the binding's copy of put (core/bind_sweep.c), about 10x
+-- escape) from the binding's copy of put (core/bind/sweep.c), about 10x
 -- faster; put's own when the binding leaves it (nil).
 local json_plain = core.json_plain
 local function json_text(v)
@@ -398,7 +398,7 @@ end
 
 -- The number of params_table(spec, partition)'s keys without building
 -- it (a table filled key by key costs a rehash every power of two, and
--- pairs a C call per key): spec's (core/bind_sweep.c) less layers,
+-- pairs a C call per key): spec's (core/bind/sweep.c) less layers,
 -- cluster and tags, plus partition and layers, plus cluster when there is
 -- one; nil for a spec with a metatable (pairs could see other keys).
 local count_fields = core.count_fields
@@ -523,7 +523,7 @@ local function tags_json(fn, tags)
     return table.concat(json(tags, {}))
 end
 
--- meta for the core (core/bind_sweep.c): the sweep's place, the tags and,
+-- meta for the core (core/bind/sweep.c): the sweep's place, the tags and,
 -- for layers from ps.models, the model's name and batch shape
 -- (global batch = micro-batch size x microbatches x dp, as Megatron-LM's
 -- --global-batch-size = --micro-batch-size x num_microbatches x dp).
@@ -569,7 +569,7 @@ local NIL = {} -- stands for nil in the plan memo's keys
 -- sets none of them is "plain" (prepare_run, run_meta)
 
 -- The memo entry of a sweep's run table: one per (layers, cluster)
--- pair, holding the layers read once (sealed, core/bind_run.c) and the
+-- pair, holding the layers read once (sealed, core/bind/run.c) and the
 -- lowered plans. A sweep given as `base` runs no user code between its
 -- points (lua/pipesim/sweep.lua), so tables it shares cannot change
 -- while the memo lives; it is dropped when the sweep ends.
@@ -831,7 +831,7 @@ function ps.search(spec)
     return res
 end
 
--- ps.collective: one collective on a cluster (core/bind_collective.c).
+-- ps.collective: one collective on a cluster (core/bind/collective.c).
 
 -- The inputs of a collective as JSON for run.params: the cluster by its
 -- shape and name (the `topology` key, which results/queries/crossover.sql

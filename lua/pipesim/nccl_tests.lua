@@ -168,7 +168,7 @@ function M.run(ps, spec, where)
     return out
 end
 
--- `pipesim nccl-tests` (core/bind_nccl_tests.c): opts holds the flags as
+-- `pipesim nccl-tests` (core/bind/nccl_tests.c): opts holds the flags as
 -- typed (strings) and cluster, a preset "h100" or "h100:4" (DGX nodes) or
 -- the value a cluster file returned (a ps.cluster or a table for one).
 -- Errors are one line naming the flag.

@@ -26,7 +26,7 @@ local M = {}
 
 local RECOMPUTE = { none = true, selective = true, full = true }
 
--- Layer fields the C core reads (core/bind_run.c read_layer).
+-- Layer fields the C core reads (core/bind/run.c read_layer).
 local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time = true,
                      bwd_time = true, bwd_input_time = true, bwd_weight_time = true,
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
@@ -60,7 +60,7 @@ end
 -- tp-cp-ep-dp-pp (parallel_state RankGenerator): rank = k + t * (j + d *
 -- r) ("dp_inner", the default); placement = "pp_inner" is k + t * (r + p *
 -- j). An explicit `ranks` list holds them TP rank innermost, then stage,
--- then replica: ranks[(j * p + r) * t + k + 1]. core/pipe.c pipe_place
+-- then replica: ranks[(j * p + r) * t + k + 1]. core/step/pipe.c pipe_place
 -- applies the same rule to the runs it places itself (t = 1). Nothing is
 -- checked here: an unknown placement counts as the default, a short list
 -- gives nil (the callers check).
@@ -527,7 +527,7 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
         args.placement = nil
     end
     for i = 1, #FIELD_LIST do args[FIELD_LIST[i]] = nil end
-    -- recorded in the run row (core/rec.c)
+    -- recorded in the run row (core/rec/rec.c)
     args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
     plan.partition = partition
 end

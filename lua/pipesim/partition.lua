@@ -307,7 +307,7 @@ end
 
 -- A layer's forward + backward (+ recompute) as seconds a plus FLOPs b, so
 -- that it takes a + b / rate on a device of `rate` FLOP/s (peak x
--- efficiency), by the C core's rule (core/pipe.c layer_fwd, layer_bwd,
+-- efficiency), by the C core's rule (core/step/pipe.c layer_fwd, layer_bwd,
 -- stage_recompute): the forward is fwd_time, else fwd_flops / rate; the
 -- backward bwd_time, else bwd_input_time + bwd_weight_time, else bwd_flops
 -- / rate (only without fwd_time), else twice the forward; with

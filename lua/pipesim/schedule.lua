@@ -157,7 +157,7 @@ local function load_pytorch(path, opts)
             return a.mb .. (c > 0 and (".c" .. c) or "")
         end
         for i, a in ipairs(acts) do
-            if a.overlap == 1 then -- FB<f>/<b>, sched.h's overlapped action
+            if a.overlap == 1 then -- FB<f>/<b>, sched/sched.h's overlapped action
                 list[#list + 1] = "FB" .. unit(a) .. "/" .. unit(acts[i + 1])
             elseif a.overlap ~= 2 then
                 list[#list + 1] = (a.kind == "I" and "B" or a.kind) .. unit(a)

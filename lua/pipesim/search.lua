@@ -23,7 +23,7 @@ local RECOMPUTE = { none = true, selective = true, full = true }
 -- Schedules whose per-rank order (and so whose peak memory) the closed form
 -- below reproduces exactly; the others get a lower bound.
 local EXACT = { gpipe = true, ["1f1b"] = true, interleaved = true }
--- Schedules that run v > 1 chunks per rank (core/sched.c sched_check), and
+-- Schedules that run v > 1 chunks per rank (core/sched/sched.c sched_check), and
 -- those whose second chunk sits in V shape (sched_default_placement).
 local MULTI_CHUNK = { interleaved = true, looped_bfs = true, interleaved_pytorch = true,
                       interleaved_zb = true, zbv = true, dualpipev = true }
@@ -50,8 +50,8 @@ local function list_of(space, k, kind)
         else ok = type(x) == "string" end
         if not ok then
             -- ZeRO-2 and -3 also partition the gradients and the weights:
-            -- neither the memory model (core/pipe.c: 1/d of the optimizer
-            -- state only) nor the gradient sync (core/dp.c) has them, and
+            -- neither the memory model (core/step/pipe.c: 1/d of the optimizer
+            -- state only) nor the gradient sync (core/step/dp.c) has them, and
             -- DeepSpeed's own pipeline engine refuses them (runtime/pipe/
             -- engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
             -- parallelism")
@@ -125,7 +125,7 @@ local function stage_of(sched, p, chunk, r)
 end
 
 -- Per model stage: forward, backward, recompute seconds per microbatch,
--- parameters, and the memory its microbatch holds, mirroring core/pipe.c
+-- parameters, and the memory its microbatch holds, mirroring core/step/pipe.c
 -- build_stages and stage_recompute: without recompute F allocates the
 -- stage's activations and B frees them; with full recompute F keeps the
 -- checkpointed inputs (`kept`), R restores the largest unit beyond them
@@ -147,7 +147,7 @@ local function stages(args)
             st.F, st.B = st.F + f, st.B + (b or 2 * f)
             if ck then st.R = st.R + (tonumber(l.recompute_time) or f) end
             st.params = st.params + (tonumber(l.params) or 0)
-            -- what the stage sends on (core/pipe_cost.c: its last layer's)
+            -- what the stage sends on (core/step/pipe_cost.c: its last layer's)
             st.out = tonumber(l.out_bytes) or 0
             local a = tonumber(l.act_bytes) or 0
             act = act + a
@@ -171,7 +171,7 @@ local function stages(args)
 end
 
 -- The compute order of pipeline rank r as { kind, chunk } pairs, for the
--- schedules core/sched.c builds Megatron's way (order_gpipe, order_1f1b,
+-- schedules core/sched/sched.c builds Megatron's way (order_gpipe, order_1f1b,
 -- order_interleaved with virtual_mb); nil for the others.
 local function order(sched, p, v, m, r)
     local o = {}
@@ -220,7 +220,7 @@ local function path(cluster, a, b)
 end
 
 -- The least time bytes take from cluster rank a to b: the route's latency
--- plus bytes over its bottleneck bandwidth (core/net.c net_lone_time), what
+-- plus bytes over its bottleneck bandwidth (core/net/net.c net_lone_time), what
 -- the transfer takes alone; sharing links and waiting only add to it.
 local function lone(cluster, a, b, bytes)
     if not cluster or a == b then return 0 end
@@ -234,7 +234,7 @@ end
 -- and the last of them arrives a route latency later at the earliest.
 -- What it must send, whatever the algorithm (ring, the trees, direct,
 -- NVLS) and protocol (which only add bytes; NVLS's transfers are scaled to
--- carry more, core/coll_proto.c): in an all-reduce its whole gradient,
+-- carry more, core/coll/proto.c): in an all-reduce its whole gradient,
 -- since every other rank needs a sum of each of its elements; in a
 -- reduce-scatter its contributions to the other d - 1 shards, (d - 1)/d of
 -- it; in an all-gather its own shard, 1/d of the weights, at least once.
@@ -262,22 +262,22 @@ end
 -- exact = whether it is the simulated peak or only a lower bound, bound =
 -- a lower bound on the step time, rank = the rank with the largest peak }.
 -- The peak of a rank is its static memory (weights, gradients, optimizer
--- state, ZeRO-1 dividing the last by dp: core/pipe.c) plus the largest
+-- state, ZeRO-1 dividing the last by dp: core/step/pipe.c) plus the largest
 -- running sum of its schedule's allocations (F +alloc, R +extra, B -held),
--- which is what the memory ledger (core/mem.c) computes from one compute
+-- which is what the memory ledger (core/sim/mem.c) computes from one compute
 -- lane. The bound on the step time holds for any schedule: rank r cannot
 -- start before microbatch 0's forward went through stages 0..r-1 and over
 -- the r links between them (fill; each transfer at least its time alone on
 -- the network), then computes m (F + R + B) per chunk one op at a time
 -- (busy). Without overlap (Megatron's default, which ps.search builds) the
--- gradient sync starts after the rank's last op (core/dp.c rewrite_lane),
+-- gradient sync starts after the rank's last op (core/step/dp.c rewrite_lane),
 -- and the optimizer step waits for it; with ZeRO-1 the sync is a
 -- reduce-scatter and an all-gather of the updated weights follows the step
 -- (sync = before + opt + after). For the
 -- Megatron-order schedules the rank's last op is the backward of stage r,
 -- after which stages r-1..0 still run theirs, each after the gradient
 -- came down its link (drain; Megatron receives it before the recompute,
--- core/sched_lower.c), and then rank 0 syncs and steps.
+-- core/sched/lower.c), and then rank 0 syncs and steps.
 function M.cost(args, c)
     local st = stages(args)
     local p, v, m = args.stages, args.virtual_stages or 1, args.microbatches
@@ -366,7 +366,7 @@ end
 -- with interleaved schedule"), num_microbatches_calculator.py (global batch
 -- divisible by micro batch x dp), schedules.py (interleaving needs m a
 -- multiple of pp with the default microbatch_group_size_per_vp_stage;
--- core/sched.c sched_check), tensor_parallel layers (hidden and ffn split
+-- core/sched/sched.c sched_check), tensor_parallel layers (hidden and ffn split
 -- evenly).
 local function constraints(shape, spec, nodesize)
     local L, B = shape.layers, spec.global_batch
@@ -530,7 +530,7 @@ end
 function M.run(ps, spec, hooks)
     local ok, space, shape, prune = pcall(check_spec, ps, spec)
     if not ok then error(space, hooks.level + 1) end
-    -- a search is a sweep for --shard's check (core/main.c): see shards below
+    -- a search is a sweep for --shard's check (core/cli/main.c): see shards below
     core.sweep_begin()
     local name = spec.name or "search"
     local cluster = spec.cluster
@@ -691,7 +691,7 @@ function M.run(ps, spec, hooks)
             local o, row = outs[j], c.row
             simulated = simulated + 1
             if o.failed then
-                -- a rule of the schedule's own (core/sched.c sched_check)
+                -- a rule of the schedule's own (core/sched/sched.c sched_check)
                 -- that the constraints above do not repeat
                 row.status, row.error = "failed", o.failed
                 result.dropped["ps.run"] = (result.dropped["ps.run"] or 0) + 1

@@ -1,7 +1,7 @@
 -- ps.sweep: a sweep as one call. The points of a product space (or a
 -- list), each turned into a ps.run (or ps.collective) table by `run`,
 -- simulated in point order or by --jobs worker processes
--- (core/bind_sweep.c), recorded with run.sweep, run.point (JSON) and
+-- (core/bind/sweep.c), recorded with run.sweep, run.point (JSON) and
 -- run.point_index, and returned in point order. README "Sweeps".
 local check = require "pipesim.argcheck"
 local core = require "pipesim.core"
@@ -186,7 +186,7 @@ local function parse(spec, json, shared)
             end
         end
         run = function(p)
-            -- in one go, sized for ps.run's fields (core/bind_sweep.c)
+            -- in one go, sized for ps.run's fields (core/bind/sweep.c)
             local t = core.copy_fields(base, p)
             if t then return t end
             t = copy(base)
@@ -198,7 +198,7 @@ local function parse(spec, json, shared)
     if jobs ~= nil then jobs = check.int(jobs, "ps.sweep", "jobs", 1, 1024) end
     local jsons = {}
     for i, p in ipairs(points) do
-        -- plain data as it is (core/bind_sweep.c), else a copy with
+        -- plain data as it is (core/bind/sweep.c), else a copy with
         -- clusters by name
         jsons[i] = core.json_plain(p) or table.concat(json(plain(p, i), {}))
     end
@@ -259,7 +259,7 @@ function M.run(ps, spec, hooks)
     end
 
     running = true
-    -- the points' runs commit in batches (core/bind_sweep.c); ending the
+    -- the points' runs commit in batches (core/bind/sweep.c); ending the
     -- batches commits them, before any id is returned or an error raised
     core.sweep_batch(true)
     local function stop(err)

@@ -241,7 +241,7 @@ static void bench_events(int32_t p, int32_t m)
         writer[REPS], t_sql[REPS], c_sql[REPS];
     int64_t rows = 0;
     const char *path = "/tmp/pipesim-recbench-events.db";
-    /* a new file appears with its first run (rec_txn.c), so the empty
+    /* a new file appears with its first run (rec/txn.c), so the empty
      * schema's bytes are those of a new file closed without a run */
     const char *empty_path = "/tmp/pipesim-recbench-empty.db";
     remove_db(empty_path);

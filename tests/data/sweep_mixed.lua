@@ -1,5 +1,5 @@
 -- tests/cli_sweep.sh: a sweep whose chunks under --jobs mix summary runs
--- (a worker ships them to the writer as bytes, core/rec_ship.c) with runs
+-- (a worker ships them to the writer as bytes, core/rec/ship.c) with runs
 -- at the events level (written to the worker's scratch database, which
 -- first takes the runs shipped before them): 48 points, every third one
 -- with a timeline, so that each chunk of 3 points has both kinds.

@@ -1,5 +1,5 @@
 /* libFuzzer target: the schedule action parser and custom schedules
- * (core/sched.c). Two modes, by the first byte:
+ * (core/sched/sched.c). Two modes, by the first byte:
  *   odd:  raw parse: 4 + 4 bytes of m and v (any int32), then one action
  *         text and a schedule name; a parsed action (FB's backward half
  *         too) must be in range;

@@ -1,4 +1,4 @@
-/* libFuzzer target: the unit parser (core/unit.c). Input: one byte
+/* libFuzzer target: the unit parser (core/base/unit.c). Input: one byte
  * choosing the kind, then the text. Checks the contract: a success gives
  * a finite value, a failure a non-empty one-line message. */
 #include <math.h>

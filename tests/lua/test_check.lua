@@ -1,4 +1,4 @@
--- The checking vocabulary (core/bind_check.c, core/bind_fields.c): what is
+-- The checking vocabulary (core/bind/check.c, core/bind/fields.c): what is
 -- accepted (spellings users type) and how the shared checker reports;
 -- the bad inputs themselves are tests/errors/*.lua cases.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path

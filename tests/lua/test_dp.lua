@@ -9,7 +9,7 @@ local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
 local function mesh(n) return F.mesh(n, beta, alpha) end
 -- ring allreduce on 2 ranks: 2(N-1)(a + T/(N b)), plus the protocol's
 -- fixed latency that a gradient-sync bucket is charged as a delay on the
--- communication lane (core/coll.c coll_append, core/coll_proto.c
+-- communication lane (core/coll/coll.c coll_append, core/coll/proto.c
 -- coll_proto_overhead), from NCCL 2.30.7 src/graph/tuning.cc
 -- (ncclTunerConstantsDefaults, ncclTopoTuneModel, ncclTopoGetAlgoTime).
 -- At these sizes auto picks ring Simple. A mesh rank is its own node
@@ -139,7 +139,7 @@ end
 -- others' ring steps that need none of its data run ahead (rank 2 + k
 -- does its first k steps, NCCL's slots let a sender run ahead), so when
 -- rank 2 arrives its receives are there and it posts k steps' sends at
--- once. Those are one channel's chunks, which leave in order (net.h
+-- once. Those are one channel's chunks, which leave in order (net/net.h
 -- net_start_conn, NCCL's per-peer FIFO, prims_simple.h): the first reaches
 -- rank 3 after one transfer's time and the ring is pipelined again from
 -- there; the dependency chain wraps around the ring (2(N - 1) >= N steps),
@@ -166,7 +166,7 @@ do
     end
 end
 
--- 9. Which chunks are bucketed (grad_sync.bucketed, core/dp.c
+-- 9. Which chunks are bucketed (grad_sync.bucketed, core/step/dp.c
 -- chunk_bucketed). Megatron-Core's DistributedDataParallel cuts only
 -- pipeline rank 0's first chunk into buckets; every other chunk goes as one
 -- bucket once its last backward has ended. Two stages of two layers

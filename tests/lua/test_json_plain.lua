@@ -1,4 +1,4 @@
--- core.json_plain (core/bind_sweep.c), the binding's copy of init.lua's
+-- core.json_plain (core/bind/sweep.c), the binding's copy of init.lua's
 -- JSON encoder for plain data that run.params and run.point go through:
 -- the texts the Lua encoder writes (sorted keys, integers as integers,
 -- floats with 17 digits, non-finite numbers as null), and nil (the Lua
@@ -16,7 +16,7 @@ H.eq(J(0.1), "0.10000000000000001")
 H.eq(J(2 ^ 60), "1.152921504606847e+18")
 H.eq(J(1 << 60), "1152921504606846976")
 H.eq(J(math.mininteger), "-9223372036854775808")
--- integers are written without snprintf (core/bind_sweep.c int_text): as
+-- integers are written without snprintf (core/bind/sweep.c int_text): as
 -- tostring gives them, at the edges and around powers of ten
 H.eq(J(math.maxinteger), "9223372036854775807")
 H.eq(J(0), "0")

@@ -69,7 +69,7 @@ end
 
 -- NCCL's crossover against pipesim's: where auto's pick turns from tree to
 -- ring (auto ranks NCCL's tree with NCCL's treeCorrectionFactor as a
--- floor, core/coll_choose.c tuner_rank), and for the record where the
+-- floor, core/coll/choose.c tuner_rank), and for the record where the
 -- predicted times (physical: no correction) cross; printed for README
 -- "Against NCCL"; one node: ring from 8 B in both
 local function pipesim_crossover(c)
@@ -113,7 +113,7 @@ for _, g in ipairs{ "a100", "h100" } do
                 string.format("%s x%d: crossover within 2x of NCCL's (%.2fx)", g, n, y / x))
             -- the tree's latency is NCCL's: 2 log2(nodes) network steps of
             -- 5.0 us with LL, of which the link charges 2.7 (ring LL's) and
-            -- the protocol the rest (core/coll_proto.c)
+            -- the protocol the rest (core/coll/proto.c)
             local _, lat = NM.tune(g, n, 8, "tree", 1)
             local t = ps.collective{ cluster = ps.cluster(ps.clusters.dgx(g, n)), op = "allreduce",
                 algorithm = "tree", protocol = "ll", bytes = 8, simulate = false }.predicted

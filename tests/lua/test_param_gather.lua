@@ -1,9 +1,9 @@
--- overlap_param_gather (Megatron's --overlap-param-gather, core/dp.h): the
+-- overlap_param_gather (Megatron's --overlap-param-gather, core/step/dp.h): the
 -- distributed optimizer's all-gather moves from after the optimizer step
 -- to beside the forward: a chunk's buckets back to back once dispatched
 -- (without interleaving at the stage's first forward, after its input
 -- arrived; with it aligned across the pipeline), each piece of the first
--- forward waiting for its bucket (core/dp.c dispatch_points, Megatron-LM
+-- forward waiting for its bucket (core/step/dp.c dispatch_points, Megatron-LM
 -- core 0.20.0). Hand-computed against the same run without it.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
@@ -12,7 +12,7 @@ local ps = require "pipesim"
 
 local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
 -- ring all-gather on 2 ranks: (N-1)(a + T/(N b)), plus the protocol's
--- fixed latency charged to every gradient-sync collective (core/coll.c
+-- fixed latency charged to every gradient-sync collective (core/coll/coll.c
 -- coll_append; NCCL 2.30.7 src/graph/tuning.cc): ring Simple (auto's
 -- pick at these sizes), baseLatency 8.4 us and N - 1 = 1 step across
 -- nodes (a mesh rank is its own node) at NCCL's 14.0 us less the link's

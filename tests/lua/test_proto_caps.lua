@@ -1,5 +1,5 @@
 -- NCCL's caps on a protocol's bandwidth and the network post overhead
--- (core/coll_proto.c, after ncclTopoTuneModel in src/graph/tuning.cc, NCCL
+-- (core/coll/proto.c, after ncclTopoTuneModel in src/graph/tuning.cc, NCCL
 -- 2.30.7) against their closed forms on small clusters: the simulated bus
 -- bandwidth is min(the network's x the protocol's efficiency, the cap).
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
@@ -131,7 +131,7 @@ do
 end
 
 -- auto ranks NCCL's tree with NCCL's treeCorrectionFactor as a floor
--- (core/coll_choose.c): on DGX A100 x2 at 16 MiB (factor LL128 .9) the
+-- (core/coll/choose.c): on DGX A100 x2 at 16 MiB (factor LL128 .9) the
 -- tree LL128's physical prediction is below the ring's, yet auto picks
 -- ring/LL128 as NCCL's tuner does; at 64 MiB (LL128 .9, Simple .8) the
 -- tree's Simple is physically faster than its LL128, yet auto runs the

@@ -1,4 +1,4 @@
--- NCCL's protocols (core/coll_proto.c): wire bytes per payload byte and
+-- NCCL's protocols (core/coll/proto.c): wire bytes per payload byte and
 -- the fixed latency from NCCL's tuner constants (src/graph/tuning.cc, NCCL
 -- 2.30.7), auto's (algorithm, protocol) choice, and NCCL's tree
 -- (coll_tree_build) against its closed form.
@@ -128,7 +128,7 @@ do
     H.near(auto_k.predicted, auto_k.time, 1e-6, "chunked tree model")
     -- pipelined: NCCL's chunks (Simple's 512 KiB without a protocol, on
     -- each of the 2C trees' T / 2C: calcCollChunking, src/enqueue.cc), and
-    -- the model within 7 % of the simulation (core/coll_tree.c: the fill
+    -- the model within 7 % of the simulation (core/coll/tree.c: the fill
     -- at each step's shares, then the slowest flow's pace)
     local pipe = coll(c4, "tree", nil, big)
     H.eq(pipe.chunks, big / (2 * C) / 2 ^ 19, "NCCL's Simple chunks")

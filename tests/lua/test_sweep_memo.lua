@@ -1,6 +1,6 @@
 -- ps.sweep with `base` checks and lowers the layers its points share once
 -- (lua/pipesim/init.lua prepare_run's memo, sealed layers from
--- core/bind_run.c): every point's result must equal the same ps.run made
+-- core/bind/run.c): every point's result must equal the same ps.run made
 -- alone, over model layers (TP, sequence parallelism, selective and full
 -- recompute, dp), plain layers with unit strings, weighted partitions and
 -- a failing point; sealed layers are a snapshot of the list.

@@ -230,7 +230,7 @@ static inline rec_db *fixture_new_db(const char *path, ps_err *err)
         unlink(file);
     }
     /* the file appears at once (a new file's first run would otherwise
-     * publish it, rec_txn.c), so that readers can open it */
+     * publish it, rec/txn.c), so that readers can open it */
     rec_db *db = rec_open(path, err);
     if (db && rec_flush(db, err)) {
         rec_close(db, NULL);

@@ -149,7 +149,7 @@ static void test_batch_lost(void)
 }
 
 /* A batch's stage and rank_stat rows are kept in memory and inserted at
- * its commit (rec_sum.c): the same rows and rowids as runs written one by
+ * its commit (rec/sum.c): the same rows and rowids as runs written one by
  * one, and a run rolled back after its rows were kept leaves none of them
  * (its id is given again to the next run: a kept row would break the
  * primary key at the commit). */

@@ -1,5 +1,5 @@
 /* Hand-edited databases: report and export check a run's rows before they
- * draw it (dbcheck.c) and name the first bad row in one line, and a huge
+ * draw it (out/dbcheck.c) and name the first bad row in one line, and a huge
  * but finite makespan draws instead of hanging the report's axis loop.
  * The test edits the file with SQLite directly, as a user would. */
 #include "out/dbcheck.h"

@@ -1,4 +1,4 @@
-/* Data-parallel lowering (dp.c): the bucket plan (reverse layer order, a
+/* Data-parallel lowering (step/dp.c): the bucket plan (reverse layer order, a
  * smaller first bucket, the fraction of the last backward at which each is
  * ready), the split of the last backward, the lanes and signals added, the
  * optimizer step, ZeRO-1's division of it, and dp_exposed. Expected values

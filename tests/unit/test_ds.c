@@ -1,4 +1,4 @@
-/* DeepSeek's bidirectional DualPipe (schedule "dualpipe", sched_ds.c):
+/* DeepSeek's bidirectional DualPipe (schedule "dualpipe", sched/ds.c):
  * its per-rank orders against the reference, the bubble of the
  * DeepSeek-V3 report's table for DualPipe and DualPipeV (exact, on every
  * rank's idle time), both pipelines' routing, and the errors. */

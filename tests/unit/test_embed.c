@@ -1,8 +1,8 @@
-/* The data built into pipesim (core/embed.h, issue 12): every module of
+/* The data built into pipesim (core/base/embed.h, issue 12): every module of
  * lua/ is used from its bytecode when its file is unchanged, and that
  * chunk is the one luaL_loadfilex makes of the file (same bytecode, same
  * chunk name); a changed file or PIPESIM_EMBED=0 loads the file; a new
- * database is the embedded image and rows, the schema rec_schema.c's SQL
+ * database is the embedded image and rows, the schema rec/schema.c's SQL
  * makes today. */
 #include <lauxlib.h>
 #include <lualib.h>

@@ -1,6 +1,6 @@
 /* The engine's completion hook and online statistics: every op is reported
  * exactly once with the times the engine stored, the busy time per lane
- * and the memory ledger kept online equal the second passes (pipe.c's sum,
+ * and the memory ledger kept online equal the second passes (step/pipe.c's sum,
  * mem_ledger) bit for bit, and the memory changes reported (baselines
  * first) are mem_ledger's visits rank by rank, for every built-in schedule
  * and both p2p modes. */

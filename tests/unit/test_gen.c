@@ -1,11 +1,11 @@
-/* Generated programs (gen.h) against the arrays of the same programs: the
+/* Generated programs (sim/gen.h) against the arrays of the same programs: the
  * completion stream of the cursor path (every op, its fields and times, in
  * the order the engine completed them) equals the array path's bit for
  * bit, and so do makespan, events, transfers and the collective's
  * figures; for every generated collective on a mesh (FIFO) and on a
  * cluster (max-min fair), both p2p modes, lockstep and slotted rings; for
  * every generated schedule, the busy times and memory ledgers too; a
- * generator that breaks gen.h's contract fails the run with its rank; the
+ * generator that breaks sim/gen.h's contract fails the run with its rank; the
  * same on a mesh of 1 << 20 ranks; a ring without a hook (the engine's
  * advance_ring) gives the same figures. */
 #include <stdlib.h>
@@ -155,7 +155,7 @@ static void compare_pipe(enum sched_kind kind, int32_t p, int32_t v, int32_t m,
     eng_free(e2);
 }
 
-/* Generators that break gen.h's contract, one way each (mode): the run
+/* Generators that break sim/gen.h's contract, one way each (mode): the run
  * fails naming the rank and the op instead of reading out of bounds. */
 static int broken_rank(const gen_prog *g, int32_t lane)
 {

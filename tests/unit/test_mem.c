@@ -1,4 +1,4 @@
-/* Memory ledger (mem.c): peaks, the time of the first peak, the final total
+/* Memory ledger (sim/mem.c): peaks, the time of the first peak, the final total
  * and the visited timeline, on programs whose times are set by hand (no
  * engine), for a one-lane rank and for a rank whose compute ops sit on two
  * lanes (merged by start time, frees before allocations at a tie). */

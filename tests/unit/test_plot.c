@@ -1,4 +1,4 @@
-/* plot_svg.c's pieces that the CLI test cannot pin down exactly: the tick
+/* out/plot_svg.c's pieces that the CLI test cannot pin down exactly: the tick
  * positions of linear and log axes, unit names, and an SVG of two series
  * (one with a gap in its dashed companion) that holds what it should. */
 #include <math.h>

@@ -184,7 +184,7 @@ static void test_timeline_upgrade(void)
     fixture_free(&fx);
 }
 
-/* The timeline streamed from the engine's completion hook (rec_stream.c)
+/* The timeline streamed from the engine's completion hook (rec/stream.c)
  * holds the same rows as the one read back from the programs (in
  * completion order rather than lane order), with the same spans; a failed
  * run or a cancel drops the streamed rows and frees the lock. */
@@ -274,7 +274,7 @@ static void test_stream(void)
 }
 
 /* A full disk while the writer thread inserts a streamed run's rows
- * (rec_writer.c): that run fails with the full-disk message, nothing of it
+ * (rec/writer.c): that run fails with the full-disk message, nothing of it
  * remains, and the run before it is kept. */
 static void test_stream_full(void)
 {
@@ -311,7 +311,7 @@ static void test_stream_full(void)
     fixture_free(&fx);
 }
 
-/* The writer thread blocks every signal (rec_writer.c), so SIGINT,
+/* The writer thread blocks every signal (rec/writer.c), so SIGINT,
  * SIGTERM and SIGALRM go to the engine's thread: each thread's mask from
  * /proc (Linux; elsewhere nothing is checked). */
 static void test_writer_signals(void)
@@ -356,7 +356,7 @@ static void test_writer_signals(void)
 
 /* A streamed run whose log passes the checkpoint size (lowered to 100
  * frames here): the checkpoint runs on the writer thread's own connection
- * after the commit (rec_txn.c, wal_hook) while the next run streams; every
+ * after the commit (rec/txn.c, wal_hook) while the next run streams; every
  * row is in, and the database file holds the first run once the second
  * is committed. */
 static void test_stream_checkpoint(void)
@@ -392,7 +392,7 @@ static void test_stream_checkpoint(void)
 }
 
 /* The timeline's rows go in by blocks of REC_ROWS through the
- * pipesim_rows virtual table (rec_rows.c): a streamed run of several
+ * pipesim_rows virtual table (rec/rows.c): a streamed run of several
  * blocks and a partial one, and a stored run whose indexes are -1 (NULL
  * in the views), give the same rows from the writer thread and with
  * PIPESIM_REC_THREAD=0, each table's span is its contiguous rowids, and
@@ -493,7 +493,7 @@ static void test_rows_blocks(void)
 
 /* A row SQLite refuses (a NaN time is stored as NULL, and t_end is NOT
  * NULL) fails its run with the constraint's message. The timeline's
- * INSERTs are OR FAIL (rec.c: no statement journal), so the rows of the
+ * INSERTs are OR FAIL (rec/rec.c: no statement journal), so the rows of the
  * block before that row are in until the run is taken back: nothing of
  * the failed run remains, alone or in a batch, and the runs before it in
  * the same batch are kept. */
@@ -769,7 +769,7 @@ static int dir_entries(const char *dir)
 }
 
 /* A new file is built beside its path and linked into place with its
- * first run (rec_schema.c, rec_txn.c): before it, the path does not
+ * first run (rec/schema.c, rec/txn.c): before it, the path does not
  * exist (a failed first run leaves none); after it, a complete database
  * in WAL mode with the mode SQLite would give it (0644 less the umask),
  * and no scratch file left. Two writers of the same new path: the second

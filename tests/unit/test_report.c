@@ -220,7 +220,8 @@ static void test_failed(void)
 }
 
 /* The one CSV quoting of the readers: RFC 4180, CR included (a name with a
- * bare CR split a report's row before plot.c and report.c shared it). */
+ * bare CR split a report's row before out/plot.c and out/report.c shared it).
+ */
 static void test_csv_field(void)
 {
     static const struct {

@@ -148,7 +148,8 @@ static void test_peak_activations(void)
         CHECK_NEAR(mr[r].peak, 3 * (4 - r));
 }
 
-/* Orders read off the reference code by hand (see sched.c for sources). */
+/* Orders read off the reference code by hand (see sched/sched.c for sources).
+ */
 static void test_orders(void)
 {
     uniform(1, 2, 0);

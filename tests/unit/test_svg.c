@@ -1,4 +1,4 @@
-/* The SVG scaffolding export_svg.c and plot_svg.c share: XML escaping
+/* The SVG scaffolding out/export_svg.c and out/plot_svg.c share: XML escaping
  * (the forbidden control characters dropped, tab and newline kept) and the
  * document's opening tags. */
 #include "out/svg.h"

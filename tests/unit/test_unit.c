@@ -1,4 +1,4 @@
-/* unit.c: quantities as scenarios write them, the whole text read (a NUL
+/* base/unit.c: quantities as scenarios write them, the whole text read (a NUL
  * byte inside is an error, not the end), FLOPs as a count or a rate,
  * fractions, and the messages that quote the text. */
 #include "base/unit.h"

@@ -1,7 +1,7 @@
-/* Unit parsing (unit.c), the scales: every prefix family gives its exact scale,
- * the kinds do not mix, "FLOPs" takes the field's kind, and bad text fails
- * naming the text. Expected values are the definitions (SI powers of 1000,
- * binary powers of 1024, a bit is 1/8 byte), written as the product the
+/* Unit parsing (base/unit.c), the scales: every prefix family gives its exact
+ * scale, the kinds do not mix, "FLOPs" takes the field's kind, and bad text
+ * fails naming the text. Expected values are the definitions (SI powers of
+ * 1000, binary powers of 1024, a bit is 1/8 byte), written as the product the
  * parser must compute (5 * 1e-6 is not the double 5e-6), exact. */
 #include "base/unit.h"
 #include "harness.h"

@@ -1,7 +1,7 @@
 /* Integer widths of the engine's counters (issue 12: at least 1 << 20
  * ranks and 2^40 ops). Each counter that grows with ops is 64-bit
  * (asserted here for the public ones, next to their definitions in
- * eng_cursor.c for the cursor's own); the ones that grow with ranks hold
+ * sim/eng_cursor.c for the cursor's own); the ones that grow with ranks hold
  * a ring of 1 << 20 positions, driven here to its last steps without
  * running the rest: step tags, blocks and bytes there equal the closed
  * forms, and the ring's op and transfer totals (about 2^42) fit. The
@@ -211,7 +211,7 @@ int main(void)
         N,  N, N,       2, sizeof(gen_ring_state), NULL, gen_ring_next,
         &c, 1, GEN_RING};
     /* position r = N - 1 at its last two steps: allreduce step s sends
-     * block r - 1 - s mod N (gen_ring.h); the first call writes the ops,
+     * block r - 1 - s mod N (sim/gen_ring.h); the first call writes the ops,
      * so run it at step 0, then jump the cursor */
     int32_t r = N - 1;
     prog_op ops[2];

@@ -182,7 +182,7 @@ function M.build(a)
     -- elements as the backward produces them (DistributedDataParallelConfig
     -- bucket_size)
     -- --overlap-param-gather: the distributed optimizer's all-gather of the
-    -- updated parameters overlaps the next step's forward (core/dp.h);
+    -- updated parameters overlaps the next step's forward (core/step/dp.h);
     -- Megatron asserts the distributed optimizer and --overlap-grad-reduce
     -- for it (arguments.py)
     local pg = bool(a, "overlap_param_gather", false)
@@ -202,7 +202,7 @@ function M.build(a)
             -- via get_model's disable_bucketing;
             -- megatron/core/distributed/distributed_data_parallel.py,
             -- megatron/training/training.py, core 0.20.0 commit d98e8a6
-            -- and core_v0.19.0 5be9626; core/dp.c chunk_bucketed). The
+            -- and core_v0.19.0 5be9626; core/step/dp.c chunk_bucketed). The
             -- all-gathers of --overlap-param-gather follow the same buckets.
             grad_sync = { bucket = b, first_bucket = b, bucketed = "first", overlap = true,
                           overlap_param_gather = (pg and dp > 1) or nil }

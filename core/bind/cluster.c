@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/limit.h"
 #include "base/unit.h"
 #include "bind/bind.h"
 
@@ -28,8 +29,8 @@ static int cluster_gc(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
     net_free(c->nw);
-    free(c->rate);
-    free(c->memory);
+    limit_free(c->rate);
+    limit_free(c->memory);
     c->nw = NULL;
     c->rate = c->memory = NULL;
     return 0;
@@ -76,7 +77,7 @@ static int cluster_path(lua_State *L)
     lua_pushnumber(L, lat);
     lua_pushnumber(L, bw);
     const int32_t *links = NULL;
-    int32_t one = 0;
+    net_route_buf one;
     int32_t n =
         a == b ? 0 : net_route(c->nw, (int32_t)a, (int32_t)b, &links, &one);
     if (n <= 0) {
@@ -180,8 +181,8 @@ static bind_cluster *new_cluster(lua_State *L, int32_t n)
     c->nodes = n;
     c->topology = "mesh";
     c->nw = net_new(n);
-    c->rate = calloc((size_t)n, sizeof *c->rate);
-    c->memory = calloc((size_t)n, sizeof *c->memory);
+    c->rate = limit_calloc((size_t)n, sizeof *c->rate);
+    c->memory = limit_calloc((size_t)n, sizeof *c->memory);
     if (!c->nw || !c->rate || !c->memory)
         luaL_error(L, "out of memory for a cluster of %d ranks", (int)n);
     return c;

@@ -20,6 +20,7 @@
  * steady state. */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,17 +46,20 @@ static void free_fair(net *nw)
 static void free_flows(net *nw)
 {
     limit_free(nw->flows);
+    limit_free(nw->f_route);
     limit_free(nw->m_prev);
     limit_free(nw->m_next);
     limit_free(nw->comp_flows);
     nw->flows = NULL;
-    nw->m_prev = nw->m_next = nw->comp_flows = NULL;
+    nw->f_route = nw->m_prev = nw->m_next = nw->comp_flows = NULL;
     nw->flows_cap = 0;
 }
 
 void net_run_free(net *nw)
 {
     limit_free(nw->ls);
+    limit_free(nw->l_dirty);
+    limit_free(nw->dirty);
     limit_free(nw->mkey);
     limit_free(nw->mval);
     limit_free(nw->slot_src);
@@ -67,9 +71,13 @@ void net_run_free(net *nw)
 /* ------------------------------------------------------------------ */
 /* Run state                                                           */
 
-static int size_fair(net *nw, int32_t count)
+/* Sizes the FAIR arrays for count links (or mesh slots); with full, or
+ * when they are new, every entry is reset, else only those of the links
+ * the last run touched are, by reset_touched. */
+static int size_fair(net *nw, int32_t count, int full)
 {
     if (nw->fair_links != count || !nw->l_head) {
+        full = 1;
         free_fair(nw);
         size_t n = (size_t)count + 1;
         nw->l_head = limit_malloc(n * sizeof *nw->l_head);
@@ -86,10 +94,85 @@ static int size_fair(net *nw, int32_t count)
         }
         nw->fair_links = count;
     }
+    if (!full)
+        return 0;
     memset(nw->l_head, 0xff, (size_t)count * sizeof *nw->l_head);
     memset(nw->l_count, 0, (size_t)count * sizeof *nw->l_count);
     memset(nw->l_stamp, 0, (size_t)count * sizeof *nw->l_stamp);
     return 0;
+}
+
+/* Not a mesh: link l's run state is about to change; the first time in a
+ * run, it goes on the list that the next net_begin resets. */
+static inline void touch(net *nw, int32_t l)
+{
+    if (!nw->l_dirty[l]) {
+        nw->l_dirty[l] = 1;
+        nw->dirty[nw->ndirty++] = l;
+    }
+}
+
+/* Not a mesh: puts the links the last run touched back in their initial
+ * state (the FAIR arrays too when they are sized for the links), so that
+ * a run costs O(links it uses), not O(links): a few GPUs of a cluster of
+ * 100,000 do not reset its 600,000 links. */
+static void reset_touched(net *nw)
+{
+    int fair = nw->l_head && nw->fair_links == nw->nlinks;
+    for (int32_t i = 0; i < nw->ndirty; i++) {
+        int32_t l = nw->dirty[i];
+        memset(&nw->ls[l], 0, sizeof nw->ls[l]);
+        nw->l_dirty[l] = 0;
+        if (fair) {
+            nw->l_head[l] = -1;
+            nw->l_count[l] = 0;
+            nw->l_stamp[l] = 0;
+        }
+    }
+    nw->ndirty = 0;
+}
+
+/* Not a mesh: (re)allocates the per-link run state for nlinks links, all
+ * reset; 0, or -1 when out of memory (the memory stop then says what it
+ * needs). */
+static int alloc_link_state(net *nw)
+{
+    size_t n = (size_t)nw->nlinks + 1;
+    limit_free(nw->ls);
+    limit_free(nw->l_dirty);
+    limit_free(nw->dirty);
+    nw->ls = limit_calloc(n, sizeof *nw->ls);
+    nw->l_dirty = limit_calloc(n, 1);
+    nw->dirty = limit_malloc(n * sizeof *nw->dirty);
+    nw->ndirty = 0;
+    nw->state_links = nw->nlinks;
+    if (nw->ls && nw->l_dirty && nw->dirty)
+        return 0;
+    limit_free(nw->ls);
+    limit_free(nw->l_dirty);
+    limit_free(nw->dirty);
+    nw->ls = NULL;
+    nw->l_dirty = NULL;
+    nw->dirty = NULL;
+    if (limit_stopped() == LIMIT_MEMORY) {
+        char b[64], line[200];
+        snprintf(line, sizeof line,
+                 "the network's link state needs about %s (%d links)",
+                 limit_format_bytes(net_run_bytes(nw), b, sizeof b),
+                 (int)nw->nlinks);
+        limit_note_need(line);
+    }
+    return -1;
+}
+
+size_t net_run_bytes(const net *nw)
+{
+    if (nw->mesh) /* per pair used: net_pair_bytes */
+        return 0;
+    size_t b = sizeof(lstat) + 1 + sizeof(int32_t);
+    if (net_sharing_of(nw) == NET_FAIR) /* size_fair's arrays */
+        b += 4 * sizeof(int32_t) + sizeof(uint32_t) + 2 * sizeof(double);
+    return b * ((size_t)nw->nlinks + 1);
 }
 
 /* Doubles the mesh's slot capacity: ls, slot_src / slot_dst and, when
@@ -212,17 +295,17 @@ static int32_t mesh_slot(net *nw, int32_t src, int32_t dst)
     return slot;
 }
 
-/* route() for the run-time path: a mesh link is its state slot (*one; -1
- * when out of memory). */
+/* route() for the run-time path: a mesh link is its state slot (in buf;
+ * -1 when out of memory). */
 static inline int32_t run_route(net *nw, int32_t src, int32_t dst,
-                                const int32_t **links, int32_t *one)
+                                const int32_t **links, net_route_buf *buf)
 {
     if (nw->mesh) {
-        *one = mesh_slot(nw, src, dst);
-        *links = one;
+        buf->link[0] = mesh_slot(nw, src, dst);
+        *links = buf->link;
         return 1;
     }
-    return route(nw, src, dst, links, one);
+    return route(nw, src, dst, links, buf);
 }
 
 void net_begin(net *nw, eq *q)
@@ -239,18 +322,20 @@ void net_begin(net *nw, eq *q)
         nw->nslots = 0;
     }
     int32_t count = nw->mesh ? nw->state_links : nw->nlinks;
-    if (count != nw->state_links || !nw->ls) {
-        limit_free(nw->ls);
-        nw->ls = limit_malloc(((size_t)count + 1) * sizeof *nw->ls);
-        nw->state_links = count;
+    int full = nw->mesh; /* a mesh resets its slots in use, all of them */
+    if (!nw->mesh && (count != nw->state_links || !nw->ls || !nw->l_dirty)) {
+        if (alloc_link_state(nw)) {
+            nw->oom = 1;
+            return;
+        }
+        full = 1;
+    } else if (!nw->mesh) {
+        reset_touched(nw);
+    } else {
+        memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
     }
-    if (!nw->ls) {
-        nw->oom = 1;
-        return;
-    }
-    memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
     if (net_sharing_of(nw) == NET_FAIR) {
-        if (size_fair(nw, count))
+        if (size_fair(nw, count, full))
             nw->oom = 1;
         if (nw->flows_hops != nw->max_hops) /* memberships are per hop */
             free_flows(nw);
@@ -265,11 +350,12 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
                       double bytes, double now, double *t_begin, int32_t pair)
 {
     const int32_t *links;
-    int32_t one = pair, len = 1;
+    net_route_buf buf = {{pair}};
+    int32_t len = 1;
     if (pair >= 0 && nw->mesh)
-        links = &one;
+        links = buf.link;
     else
-        len = run_route(nw, src, dst, &links, &one);
+        len = run_route(nw, src, dst, &links, &buf);
     if (len == 1 && links[0] < 0)
         return -1; /* out of memory for a mesh slot */
     double start = now, lat = 0, bw = INFINITY;
@@ -284,6 +370,8 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
     double end = start + lat + bytes / bw;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
+        if (!nw->mesh)
+            touch(nw, l);
         nw->ls[l].free_at = end;
         nw->ls[l].carried += bytes;
         nw->ls[l].busy += end - start;
@@ -310,6 +398,9 @@ static int32_t alloc_flow(net *nw)
         flow *fl = limit_realloc(nw->flows, (size_t)cap * sizeof *fl);
         if (fl)
             nw->flows = fl;
+        int32_t *fr = limit_realloc(nw->f_route, (size_t)cap * h * sizeof *fr);
+        if (fr)
+            nw->f_route = fr;
         int32_t *mp = limit_realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
         if (mp)
             nw->m_prev = mp;
@@ -319,7 +410,7 @@ static int32_t alloc_flow(net *nw)
         int32_t *cf = limit_realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
         if (cf)
             nw->comp_flows = cf;
-        if (!fl || !mp || !mn || !cf)
+        if (!fl || !fr || !mp || !mn || !cf)
             return -1;
         /* stamps of new slots must not equal the current stamp */
         memset(fl + nw->flows_cap, 0,
@@ -329,15 +420,17 @@ static int32_t alloc_flow(net *nw)
     return nw->flows_used++;
 }
 
-static inline int32_t flow_route(const net *nw, const flow *f,
-                                 const int32_t **links, int32_t *one)
+/* The links of flow fi's route, kept since start_fair (a mesh's: its
+ * state slot), borrowed until the pool grows. */
+static inline int32_t flow_route(const net *nw, int32_t fi,
+                                 const int32_t **links)
 {
     if (nw->mesh) {
-        *one = f->slot;
-        *links = one;
+        *links = &nw->flows[fi].slot;
         return 1;
     }
-    return route(nw, f->src, f->dst, links, one);
+    *links = nw->f_route + (size_t)fi * (size_t)nw->max_hops;
+    return nw->flows[fi].hops;
 }
 
 static uint32_t next_stamp(net *nw)
@@ -375,7 +468,7 @@ static void collect(net *nw, const int32_t *seed, int32_t nseed,
             f->stamp = st;
             nw->comp_flows[nf++] = fi;
             const int32_t *links;
-            int32_t one, len = flow_route(nw, f, &links, &one);
+            int32_t len = flow_route(nw, fi, &links);
             for (int32_t k = 0; k < len; k++) {
                 if (!slack(nw, links[k]) && nw->l_stamp[links[k]] != st) {
                     nw->l_stamp[links[k]] = st;
@@ -426,7 +519,7 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
                 f->new_rate = share;
                 left--;
                 const int32_t *links;
-                int32_t one, len = flow_route(nw, f, &links, &one);
+                int32_t len = flow_route(nw, m / h, &links);
                 for (int32_t k = 0; k < len; k++) {
                     if (slack(nw, links[k]))
                         continue; /* not in the component */
@@ -479,7 +572,7 @@ static int begin_data(net *nw, int32_t fi, double now, int re_solve)
         f->begin = now;
     }
     const int32_t *links;
-    int32_t one, len = flow_route(nw, f, &links, &one);
+    int32_t len = flow_route(nw, fi, &links);
     f->state = FLOW_DATA;
     int32_t h = nw->max_hops;
     for (int32_t k = 0; k < len; k++) {
@@ -510,14 +603,23 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
     if (fi < 0)
         return -1;
     const int32_t *links;
-    int32_t one = -1, len = run_route(nw, src, dst, &links, &one);
+    net_route_buf buf = {{-1}};
+    int32_t len = run_route(nw, src, dst, &links, &buf);
     if (len == 1 && links[0] < 0)
         return -1; /* out of memory for a mesh slot */
     flow *f = &nw->flows[fi];
-    f->stamp = 0;  /* the search counter never hands out 0 */
-    f->slot = one; /* used by flow_route on a mesh only */
+    f->stamp = 0; /* the search counter never hands out 0 */
+    if (nw->mesh) {
+        f->slot = links[0];
+    } else { /* kept: a cluster's route is worked out, not stored */
+        memcpy(nw->f_route + (size_t)fi * (size_t)nw->max_hops, links,
+               (size_t)len * sizeof *links);
+        f->hops = len;
+    }
     double lat = 0;
     for (int32_t k = 0; k < len; k++) {
+        if (!nw->mesh)
+            touch(nw, links[k]);
         lat += link_lat(nw, links[k]);
         nw->ls[links[k]].carried += bytes;
     }
@@ -554,7 +656,7 @@ static int32_t data_done(net *nw, int32_t fi, double now)
 {
     flow *f = &nw->flows[fi];
     const int32_t *links;
-    int32_t one, len = flow_route(nw, f, &links, &one);
+    int32_t len = flow_route(nw, fi, &links);
     int32_t h = nw->max_hops;
     for (int32_t k = 0; k < len; k++) {
         int32_t l = links[k], m = fi * h + k;
@@ -713,6 +815,8 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
             qsort(out, (size_t)n, sizeof *out, cmp_link_info);
         return n;
     }
+    if (max <= 0) /* a count: coll_flows_ab asks on every cost */
+        return nw->nlinks;
     for (int32_t l = 0; l < nw->nlinks; l++) {
         if (n < max)
             out[n] = (net_link_info){nw->links[l].a,

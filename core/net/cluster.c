@@ -9,7 +9,6 @@
 #include "net/net.h"
 
 #include <math.h>
-#include <stdio.h>
 
 #include "base/limit.h"
 #include "net/impl.h"
@@ -82,22 +81,16 @@ static int add_node(net *nw, const net_cluster *c, int32_t nics, int32_t n,
     return PS_OK;
 }
 
-/* For the memory stop's message (limit_note_need): what building the
- * cluster takes, its links (and their slack marks) and net_set_slack's
- * bandwidth per node while it runs. */
-static void note_need(const net_cluster *c, int64_t links, int64_t nodes)
+size_t net_cluster_bytes(const net_cluster *c)
 {
-    if (limit_stopped() != LIMIT_MEMORY)
-        return;
-    size_t bytes =
-        (size_t)links * (sizeof(link) + 1) + (size_t)nodes * sizeof(double);
-    char b[64], line[200];
-    snprintf(line, sizeof line,
-             "the cluster's network needs about %s (%lld links for %lld "
-             "GPUs; it grows with GPUs)",
-             limit_format_bytes(bytes, b, sizeof b), (long long)links,
-             (long long)c->nodes * c->gpus_per_node);
-    limit_note_need(line);
+    if (c->nodes < 1 || c->gpus_per_node < 1)
+        return 0;
+    int64_t g = c->gpus_per_node, nics = c->nics_per_node;
+    if (nics < 1 || nics > g)
+        nics = g;
+    int64_t links = c->nodes * (4 * g + 2 * nics) + 1;
+    int64_t nodes = c->nodes * (g + 1 + nics) + 2;
+    return (size_t)links * (sizeof(link) + 1) + (size_t)nodes * sizeof(double);
 }
 
 int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
@@ -116,11 +109,9 @@ int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
     int32_t sw0 = nw->nranks;      /* node switches: sw0 + node */
     int32_t nic0 = sw0 + c->nodes; /* NICs: nic0 + node * nics + k */
     int32_t up = nic0 + c->nodes * nics, down = up + 1;
-    if (net_reserve_links(nw, nlinks)) {
-        note_need(c, nlinks, down + 1);
+    if (net_reserve_links(nw, nlinks))
         return ps_errf(err, "out of memory for the cluster's %d links",
                        (int)nlinks);
-    }
     nw->nnodes = down + 1;
     double core = (double)c->nodes * nics * c->inter_bw / over;
     for (int32_t n = 0; n < c->nodes; n++)
@@ -128,10 +119,8 @@ int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
             return PS_ERR;
     if (net_add_link(nw, up, down, core, 0, err))
         return PS_ERR;
-    if (net_set_slack(nw, err)) {
-        note_need(c, nlinks, nw->nnodes);
+    if (net_set_slack(nw, err))
         return PS_ERR;
-    }
     nw->max_hops = c->nodes > 1 ? 5 : g > 1 ? 2 : 1;
     nw->cl_gpus = g;
     nw->cl_nics = nics;

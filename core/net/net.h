@@ -108,9 +108,14 @@ int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
 /* Builds the cluster c (see net_cluster) into nw, which must have been
  * created with nodes * gpus_per_node ranks and have no links; it needs no
  * net_finalize, and takes no more links or switches after. Fails naming
- * the bad field, or when out of memory (a memory stop then says what the
- * links need). */
+ * the bad field, or when out of memory. */
 int net_build_cluster(net *nw, const net_cluster *c, ps_err *err);
+
+/* What net_build_cluster allocates for c, in bytes (its links, their
+ * slack marks, and the bandwidth into each node that it sums while it
+ * runs), for the memory stop's message; O(1). A run's state on it is
+ * net_run_bytes. */
+size_t net_cluster_bytes(const net_cluster *c);
 
 /* Overrides the default sharing model (see the top of this file). */
 void net_set_sharing(net *nw, enum net_sharing sharing);

@@ -177,7 +177,12 @@ int net_set_slack(net *nw, ps_err *err);
  * otherwise). Returns 0, or -1 when out of memory. */
 int net_reserve_links(net *nw, int32_t count);
 
-/* Frees the run state (net/flow.c): per-link records, mesh slots, the FAIR
+/* The state slot of the mesh link src -> dst, handing out the next one on
+ * first use; -1 when out of memory. O(1) expected; allocates only when the
+ * run uses more pairs than any run before it. (net/state.c) */
+int32_t net_mesh_slot(net *nw, int32_t src, int32_t dst);
+
+/* Frees the run state (net/state.c): per-link records, mesh slots, the FAIR
  * arrays and the flow pool. For net_free. */
 void net_run_free(net *nw);
 

@@ -114,6 +114,12 @@ sh tests/check_includes.sh >"$TMP/includes.out" 2>&1
 grep -E '^FAIL' "$TMP/includes.out"
 add_counts "$TMP/includes.out"
 
+echo "== link layers"
+# tests/check_links.py: no call back up a layer, no new circle of files
+python3 tests/check_links.py "$BUILD" >"$TMP/links.out" 2>&1
+grep -E '^FAIL' "$TMP/links.out"
+add_counts "$TMP/links.out"
+
 echo "== luacheck"
 # Lua lint (.luacheckrc), fatal: one warning fails the suite (Debian
 # lua-check; make deps installs it)

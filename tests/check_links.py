@@ -26,8 +26,6 @@ KNOWN = {
     ("net/flow", "net/net"),
     ("rec/aux", "rec/copy", "rec/rec", "rec/rows", "rec/schema", "rec/ship",
      "rec/stream", "rec/sum", "rec/txn", "rec/vtab", "rec/writer"),
-    ("sched/check", "sched/sched"),
-    ("sim/eng", "sim/eng_cursor"),
 }
 
 

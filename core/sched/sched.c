@@ -192,7 +192,8 @@ int sched_splits(const sched_spec *s)
 
 /* The order of rank into o; s is checked. Fails with -1 when out of
  * memory, -2 when a zero-bubble schedule cannot fit its memory limit. */
-int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
+int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o,
+                     ps_err *err)
 {
     switch (s->kind) {
     case SCHED_GPIPE: order_gpipe(s, o); break;
@@ -204,10 +205,12 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
         const sched_action *zb = o->zb;
         if (!zb) {
             own = malloc((size_t)3 * s->m * (size_t)s->p * sizeof *own);
-            int rc = own ? sched_zb_orders(s, own) : -1;
-            if (rc) {
+            if (!own)
+                return ps_errf(err, "out of memory ordering rank %d",
+                               (int)rank);
+            if (sched_zb_orders(s, own, err)) {
                 free(own);
-                return rc;
+                return PS_ERR;
             }
             zb = own;
         }
@@ -233,7 +236,7 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
                      : sched_pt_order(s, rank, a, cap, &n);
         if (rc) {
             free(a);
-            return -1;
+            return ps_errf(err, "out of memory ordering rank %d", (int)rank);
         }
         for (int32_t i = 0; i < n; i++)
             emit_action(o, a[i], 0);
@@ -243,7 +246,7 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
     case SCHED_CUSTOM: {
         uint8_t *has_r = calloc((size_t)s->m * (size_t)s->v, 1);
         if (!has_r)
-            return -1;
+            return ps_errf(err, "out of memory ordering rank %d", (int)rank);
         for (int32_t i = 0; i < s->ncustom[rank]; i++) {
             const sched_action *x = &s->custom[rank][i];
             if (x->kind == PROG_R)
@@ -260,16 +263,6 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
     return 0;
 }
 
-int sched_order_error(const sched_spec *s, int32_t rank, int rc, ps_err *err)
-{
-    if (rc == -2)
-        return ps_errf(err,
-                       "%s: the zero-bubble scheduler cannot fit %d "
-                       "microbatches in its memory limit",
-                       sched_name(s->kind), (int)s->m);
-    return ps_errf(err, "out of memory ordering rank %d", (int)rank);
-}
-
 int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
                 int32_t max, int32_t *n, ps_err *err)
 {
@@ -281,9 +274,8 @@ int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
     sched_buf o = {out,           NULL, 0,    max,
                    s->checkpoint, NULL, s->m, sched_builtin_split(s),
                    NULL};
-    int rc = sched_order_rank(s, rank, &o);
-    if (rc)
-        return sched_order_error(s, rank, rc, err);
+    if (sched_order_rank(s, rank, &o, err))
+        return PS_ERR;
     *n = o.n;
     if (o.n > max)
         return ps_errf(err, "rank %d: order has %d actions but room for %d",

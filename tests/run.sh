@@ -11,6 +11,8 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/pipesim-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT INT TERM
 PASSED=0
 FAILED=0
+CHECKS_PASSED=0
+CHECKS_FAILED=0
 VG=""
 if [ -n "${VALGRIND:-}" ]; then
     # sweep workers (core/bind/pool.c) are checked too: they close their
@@ -20,21 +22,32 @@ if [ -n "${VALGRIND:-}" ]; then
     VG="valgrind -q --suppressions=$(pwd)/tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible"
 fi
 
-# add_counts FILE: adds the last "N passed, N failed" line of FILE
+# add_counts FILE: adds the last "N passed, N failed" line of FILE to the
+# cases, and its last "checks: N passed, N failed" line to the checks (a
+# part without one, a shell script whose every check is written out, adds
+# its cases there too)
 add_counts() {
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
     if [ -z "$line" ]; then
         FAILED=$((FAILED + 1))
+        CHECKS_FAILED=$((CHECKS_FAILED + 1))
         return
     fi
     p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
     f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
     PASSED=$((PASSED + p))
     FAILED=$((FAILED + f))
+    checks=$(grep -E '^checks: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+    if [ -n "$checks" ]; then
+        p=$(echo "$checks" | sed -E 's/^checks: ([0-9]+) passed.*/\1/')
+        f=$(echo "$checks" | sed -E 's/^checks: [0-9]+ passed, ([0-9]+) failed.*/\1/')
+    fi
+    CHECKS_PASSED=$((CHECKS_PASSED + p))
+    CHECKS_FAILED=$((CHECKS_FAILED + f))
 }
 
-pass() { PASSED=$((PASSED + 1)); }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+pass() { PASSED=$((PASSED + 1)); CHECKS_PASSED=$((CHECKS_PASSED + 1)); }
+fail() { FAILED=$((FAILED + 1)); CHECKS_FAILED=$((CHECKS_FAILED + 1)); echo "FAIL $*"; }
 
 echo "== unit tests"
 for t in "$BUILD"/tests/test_*; do
@@ -137,5 +150,9 @@ if [ -f tests/concurrency.sh ]; then
     add_counts "$TMP/concurrency.out"
 fi
 
+# the checks run (loops counted per iteration), then the closing line: the
+# cases, each check written in a test (a unit test's CHECK, a Lua test's
+# H.check, a script's check), failed when any of its runs failed
+echo "checks: $CHECKS_PASSED passed, $CHECKS_FAILED failed"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

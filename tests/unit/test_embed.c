@@ -94,8 +94,7 @@ static void test_modules(const char *luadir)
         module_file(luadir, m->name, file, sizeof file);
         have_init += strcmp(m->name, "pipesim") == 0;
         int same = bind_embedded(m->name, file);
-        CHECK_MSG(same, "%s: the built-in %s is not the file's", file,
-                  m->name);
+        CHECK_MSG(same, "%s: the built-in %s is not the file's", file, m->name);
         if (!same)
             continue;
         CHECK_INT(bind_load_module(L, m->name, file, "t"), LUA_OK);

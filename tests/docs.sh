@@ -5,14 +5,16 @@
 #                   a first line "-- NAME.lua: ..." also leaves it as NAME.lua
 #                   for the page's later blocks
 #   ```sh           commands: run with sh -e, in order, in one scratch
-#                   directory per page (build/, lua/, scenarios/, tests/ and
-#                   results/queries/ link to the tree; results/ is empty)
+#                   directory per page (build/pipesim is BIN; lua/,
+#                   scenarios/, tests/ and results/queries/ link to the
+#                   tree; results/ is empty)
 #   ```output       right after a ```sh block: what it prints (stdout and
 #                   stderr); a line "..." stands for any number of lines
 #   ```lua no-run: WHY / ```sh no-run: WHY   shown, not run; WHY is required
 # Any other block (```sql, ```text, untagged) is text. Also checked: every
 # relative link points at a file, and every #anchor at a heading of it;
-# README.md stays under 300 lines.
+# README.md stays under 300 lines. Last, a self-check: a page with one mistake
+# of each kind must fail each of them.
 # Env: BIN (pipesim), TMP. Prints "N passed, N failed".
 set -u
 BIN=${BIN:-build/pipesim}
@@ -26,7 +28,8 @@ F=0
 ok() { P=$((P + 1)); }
 bad() { F=$((F + 1)); echo "FAIL docs: $*"; }
 
-PAGES="README.md $(ls docs/*.md docs/reference/*.md 2>/dev/null)"
+# DOCS_PAGES: other pages (the self-check below), without the README check
+PAGES=${DOCS_PAGES:-"README.md $(ls docs/*.md docs/reference/*.md 2>/dev/null)"}
 
 # extract PAGE DIR: each fenced block of PAGE as DIR/NNN.TAG (TAG lua, sh,
 # output, norun, bad), and DIR/list with "NNN TAG LINE" per block
@@ -87,7 +90,11 @@ scratch() {
     d="$TMP/docs/$(echo "$1" | tr '/.' '__')"
     rm -rf "$d"
     mkdir -p "$d/results" "$d/blocks"
-    for x in build lua scenarios tests; do ln -s "$ROOT/$x" "$d/$x"; done
+    # build/pipesim is the binary under test (BIN: build-san/pipesim
+    # under make SAN=... test), as is pipesim on PATH
+    mkdir -p "$d/build"
+    ln -s "$BINDIR/$(basename "$BIN")" "$d/build/pipesim"
+    for x in lua scenarios tests; do ln -s "$ROOT/$x" "$d/$x"; done
     ln -s "$ROOT/results/queries" "$d/results/queries"
     echo "$d"
 }
@@ -128,7 +135,7 @@ for page in $PAGES; do
             ;;
         norun) last="" ;;
         bad)
-            bad "$where: a lua/sh block tagged neither nothing nor 'no-run: WHY'"
+            bad "$where: a lua or sh block whose tag is neither empty nor 'no-run: WHY'"
             last=""
             ;;
         esac
@@ -171,7 +178,53 @@ for page in $PAGES; do
 done
 [ "$links" -gt 0 ] || bad "no relative link checked"
 
-n=$(wc -l <README.md)
-[ "$n" -lt 300 ] && ok || bad "README.md has $n lines (the limit is 299)"
+if [ -z "${DOCS_PAGES:-}" ]; then
+    n=$(wc -l <README.md)
+    [ "$n" -lt 300 ] && ok || bad "README.md has $n lines (the limit is 299)"
+
+    # the self-check: a page with one mistake of each kind fails each of
+    # them, and its good blocks pass (a checker that cannot fail is none)
+    S="$TMP/docs-self"
+    mkdir -p "$S/pages"
+    cat >"$S/pages/self.md" <<'PAGE'
+# Self-check
+
+```sh
+echo one; echo two; echo three
+```
+
+```output
+one
+...
+three
+```
+
+```sh
+echo one
+```
+
+```output
+two
+```
+
+```sh
+false
+```
+
+```lua
+error("a failing scenario")
+```
+
+```lua no-run
+```
+
+[a link](nowhere.md) and [an anchor](#self-check), [a wrong one](#nothing)
+PAGE
+    DOCS_PAGES="$S/pages/self.md" BIN="$BIN" TMP="$S" sh "$0" >"$S/out" 2>&1
+    if [ "$(tail -n 1 "$S/out")" = "4 passed, 6 failed" ]; then ok; else
+        bad "self-check: expected '4 passed, 6 failed', got:"
+        cat "$S/out"
+    fi
+fi
 
 echo "$P passed, $F failed"

@@ -15,7 +15,9 @@
 # relative link points at a file, and every #anchor at a heading of it;
 # README.md stays under 300 lines. Last, a self-check: a page with one mistake
 # of each kind must fail each of them.
-# Env: BIN (pipesim), TMP. Prints "N passed, N failed".
+# Env: BIN (pipesim), TMP; DOCS_UPDATE=1 rewrites each output block that
+# differs (and has no "..." line) with what its block printed, for a change
+# that moves a figure on purpose (review the diff). Prints "N passed, N failed".
 set -u
 BIN=${BIN:-build/pipesim}
 TMP=${TMP:-$(mktemp -d)}
@@ -130,6 +132,11 @@ for page in $PAGES; do
             elif matches "$f" "$lastout"; then ok; else
                 bad "$where: the output differs from what the block above prints:"
                 diff "$f" "$lastout" | head -n 10
+                # DOCS_UPDATE=1: the block becomes what was printed (not
+                # where it has "..." lines: those are edited by hand)
+                if [ -n "${DOCS_UPDATE:-}" ] && ! grep -qx '\.\.\.' "$f"; then
+                    echo "$line $lastout" >>"$d/updates"
+                fi
             fi
             last=""
             ;;
@@ -140,6 +147,17 @@ for page in $PAGES; do
             ;;
         esac
     done <"$d/blocks/list"
+    # apply the updates bottom up, so that the lines above stay where they are
+    if [ -s "$d/updates" ]; then
+        sort -rn "$d/updates" | while read -r line out; do
+            awk -v start="$line" -v out="$out" '
+                NR == start { print; while ((getline l < out) > 0) { sub(/[ \t]+$/, "", l); print l }
+                              skip = 1; next }
+                skip && /^ *```/ { skip = 0 }
+                !skip { print }' "$page" >"$d/page.new" && cat "$d/page.new" >"$page"
+        done
+        echo "updated: $page (check git diff)"
+    fi
 done
 
 # links: every relative target exists, every #anchor is a heading there

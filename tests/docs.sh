@@ -8,10 +8,13 @@
 #                   directory per page (build/pipesim is BIN; lua/,
 #                   scenarios/, tests/ and results/queries/ link to the
 #                   tree; results/ is empty)
-#   ```output       right after a ```sh block: what it prints (stdout and
-#                   stderr); a line "..." stands for any number of lines
-#   ```lua no-run: WHY / ```sh no-run: WHY   shown, not run; WHY is required
-# Any other block (```sql, ```text, untagged) is text. Also checked: every
+#   ```sql DB       a query: run by sqlite3 on DB (a file an earlier block
+#                   of the page made); a bare ```sql is an error
+#   ```output       right after a ```sh or ```sql block: what it prints
+#                   (stdout and stderr); a line "..." stands for any number
+#                   of lines
+#   ```lua no-run: WHY (also sh, sql)   shown, not run; WHY is required
+# Any other block (```text, untagged) is text. Also checked: every
 # relative link points at a file, and every #anchor at a heading of it;
 # README.md stays under 300 lines. Last, a self-check: a page with one mistake
 # of each kind must fail each of them.
@@ -42,7 +45,7 @@ extract() {
         printf "" > f
         for (i = 1; i <= n; i++) print buf[i] > f
         close(f)
-        printf "%03d %s %d\n", k, tag, start > (dir "/list")
+        printf "%03d %s %d %s\n", k, tag, start, db > (dir "/list")
     }
     /^ *```/ {
         if (inblock) {
@@ -51,19 +54,29 @@ extract() {
             next
         }
         inblock = 1; n = 0; start = NR
+        # a fence indented in a list item: its lines lose that indent
+        ind = match($0, /[^ ]/) - 1
         info = $0; sub(/^ *```/, "", info)
         lang = info; sub(/ .*/, "", lang)
         rest = substr(info, length(lang) + 1); sub(/^ +/, "", rest)
-        tag = ""
+        tag = ""; db = ""
         if (lang == "lua" || lang == "sh") {
             if (rest == "") tag = lang
             else if (rest ~ /^no-run: [^ ]/) tag = "norun"
+            else tag = "bad"
+        } else if (lang == "sql") {
+            if (rest ~ /^no-run: [^ ]/) tag = "norun"
+            else if (rest ~ /^[^ ]+$/) { tag = "sql"; db = rest }
             else tag = "bad"
         } else if (lang == "output")
             tag = "output"
         next
     }
-    inblock { buf[++n] = $0 }
+    inblock {
+        l = $0
+        for (i = 0; i < ind && substr(l, 1, 1) == " "; i++) l = substr(l, 2)
+        buf[++n] = l
+    }
     END { printf "" >> (dir "/list") }' "$1"
 }
 
@@ -106,7 +119,7 @@ for page in $PAGES; do
     extract "$page" "$d/blocks"
     last=""
     lastout=""
-    while read -r k tag line; do
+    while read -r k tag line db; do
         f="$d/blocks/$k.$tag"
         where="$page:$line"
         case $tag in
@@ -126,9 +139,18 @@ for page in $PAGES; do
             last=sh
             lastout="$d/blocks/$k.log"
             ;;
+        sql)
+            if [ ! -f "$d/$db" ]; then
+                bad "$where: the sql block's database $db does not exist (an earlier block of the page makes it)"
+            elif (cd "$d" && sqlite3 -bail "$db" <"blocks/$k.sql") </dev/null >"$d/blocks/$k.log" 2>&1; then ok; else
+                bad "$where: the sql block fails on $db: $(tail -n 3 "$d/blocks/$k.log")"
+            fi
+            last=sh
+            lastout="$d/blocks/$k.log"
+            ;;
         output)
             if [ "$last" != sh ]; then
-                bad "$where: an output block follows no sh block"
+                bad "$where: an output block follows no sh or sql block"
             elif matches "$f" "$lastout"; then ok; else
                 bad "$where: the output differs from what the block above prints:"
                 diff "$f" "$lastout" | head -n 10
@@ -142,7 +164,7 @@ for page in $PAGES; do
             ;;
         norun) last="" ;;
         bad)
-            bad "$where: a lua or sh block whose tag is neither empty nor 'no-run: WHY'"
+            bad "$where: a lua, sh or sql block tagged neither as the convention says nor 'no-run: WHY'"
             last=""
             ;;
         esac
@@ -236,11 +258,15 @@ error("a failing scenario")
 ```lua no-run
 ```
 
+```sql
+SELECT 1;
+```
+
 [a link](nowhere.md) and [an anchor](#self-check), [a wrong one](#nothing)
 PAGE
     DOCS_PAGES="$S/pages/self.md" BIN="$BIN" TMP="$S" sh "$0" >"$S/out" 2>&1
-    if [ "$(tail -n 1 "$S/out")" = "4 passed, 6 failed" ]; then ok; else
-        bad "self-check: expected '4 passed, 6 failed', got:"
+    if [ "$(tail -n 1 "$S/out")" = "4 passed, 7 failed" ]; then ok; else
+        bad "self-check: expected '4 passed, 7 failed', got:"
         cat "$S/out"
     fi
 fi

@@ -113,13 +113,20 @@ for c in tests/cli.sh tests/cli_*.sh; do
 done
 
 if [ -f tests/cluster_recipes.sh ]; then
-    # the README's GNU parallel recipe (skipped, saying so, without
+    # docs/cluster-recipes.md's GNU parallel recipe (skipped, saying so, without
     # parallel); .ci/run adds the Slurm one
     echo "== cluster recipes"
     BIN="$BIN" TMP="$TMP" sh tests/cluster_recipes.sh >"$TMP/recipes.out" 2>&1
     grep -E '^FAIL|^skip' "$TMP/recipes.out"
     add_counts "$TMP/recipes.out"
 fi
+
+echo "== docs"
+# tests/docs.sh: the manual's lua and sh blocks run, their shown output
+# matches, its links resolve (docs/hacking.md, "The docs test")
+BIN="$BIN" TMP="$TMP" sh tests/docs.sh >"$TMP/docs.out" 2>&1
+grep -E '^FAIL' "$TMP/docs.out"
+add_counts "$TMP/docs.out"
 
 echo "== include layers"
 # tests/check_includes.sh: core/README.md's map, no include back up

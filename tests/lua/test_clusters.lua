@@ -30,9 +30,10 @@ local d2 = clusters.dgx("dgx-h100", 2, { inter = { latency = 8e-6 } })
 H.near(d2.intra.bandwidth, 370e9, 1e-15, "NCCL: 370 GB/s effective of 450"); H.eq(d2.inter.bandwidth, 50e9)
 H.eq(d2.inter.latency, 8e-6, "nested override"); H.eq(d2.inter.bandwidth, 50e9, "rest kept")
 H.eq(clusters.dgx("H200").nodes, 1, "one node by default")
-H.eq(#clusters.devices(), 5)
+H.eq(#clusters.devices(), 7)
 
-H.raises(function() clusters.device("V100") end, "unknown device 'V100' (known: A100, A100 40GB, H100, H200, B200)")
+H.raises(function() clusters.device("V100") end,
+    "unknown device 'V100' (known: A100, A100 40GB, H100, H200, H800, B200, GB200)")
 H.raises(function() clusters.dgx("H100", 0) end, "nodes must be a positive integer")
 H.raises(function() clusters.dgx("H100", 1, { nicks = 4 }) end, "unknown field 'nicks'")
 H.done()

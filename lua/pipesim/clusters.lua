@@ -59,7 +59,14 @@ local GiB = 2 ^ 30
 --   hbm        HBM bandwidth from each datasheet; mem_efficiency 0.9, the
 --              fraction Calculon's A100 system file gives 10-100 MB
 --              transfers (calculon-ai/calculon examples/a100_80g.json,
---              mem1.MB_efficiency), used for every GPU.
+--              mem1.MB_efficiency), for A100 and Hopper: on an H200 NVL,
+--              Transformer Engine's quantisation kernels (models/fp8.lua's
+--              bytes) take 3.500 ms for what 0.9 of its 4.8 TB/s moves in
+--              3.449 (TE's gemm_profiling page, autocast less pre-quantized
+--              FP8 current scaling). Blackwell: the same kernels on a B300
+--              (8 TB/s) move 12.41 GB in 2.335 ms (current scaling, 5.32
+--              TB/s) and 10.09 GB in 1.823 ms (MXFP8, 5.53 TB/s): 0.665
+--              and 0.692 of the datasheet rate, 0.68 taken.
 --   vector     non-tensor FP32 FLOP/s (datasheets), the compute roof of
 --              the memory-bound operations.
 --   nvlink_efficiency  the fraction of the NVLink line rate NCCL gets, so
@@ -126,7 +133,8 @@ local MEM_EFFICIENCY = 0.9
 local HOPPER_GEMM = { gemm_max = 598.9 / 835.5, fp8_gemm_max = 1142.3 / 1670.5,
                       fp8_block_gemm_max = 933.1 / 1670.5 }
 local BLACKWELL_GEMM = { gemm_max = 1502.8 / 2250, fp8_gemm_max = 2814.6 / 4500,
-                         fp8_block_gemm_max = 2677.4 / 4500, mx_block = 32 }
+                         fp8_block_gemm_max = 2677.4 / 4500, mx_block = 32,
+                         mem_efficiency = 0.68 }
 
 local DEVICES = {
     a100 = {
@@ -239,7 +247,7 @@ local DEVICES = {
 for _, d in pairs(DEVICES) do
     d.gemm_overhead = GEMM_OVERHEAD
     d.mem_efficiency = MEM_EFFICIENCY
-    for k, v in pairs(d.gemm or {}) do d[k] = v end
+    for k, v in pairs(d.gemm or {}) do d[k] = v end -- the generation's (above)
     d.gemm = nil
 end
 

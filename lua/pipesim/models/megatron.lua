@@ -40,7 +40,7 @@ sequence_parallel tp_comm_overlap recompute_granularity recompute_method recompu
 recompute_activations use_distributed_optimizer overlap_grad_reduce overlap_param_gather
 ddp_bucket_size accumulate_allreduce_grads_in_fp32 grad_reduce_in_bf16
 use_precision_aware_optimizer main_grads_dtype main_params_dtype exp_avg_dtype exp_avg_sq_dtype
-cross_entropy_loss_fusion cross_entropy_fusion_impl
+cross_entropy_loss_fusion
 fp8_format fp8_recipe fp8_param_gather no_fp8_wgrad disable_fp8_wgrad fp8_output_proj
 first_last_layers_bf16 num_layers_at_start_in_bf16 num_layers_at_end_in_bf16
 ]]):gmatch("%S+") do MODELLED[name] = true end
@@ -232,6 +232,22 @@ local function fp8_fields(a, L)
     return f
 end
 
+-- Dropout: pipesim's shape has one switch for the attention and hidden
+-- dropouts (models/transformer.lua), so they must agree.
+local function dropout_of(a)
+    local ad, hd = a.attention_dropout or 0.1, a.hidden_dropout or 0.1
+    for k, v in pairs { attention_dropout = ad, hidden_dropout = hd } do
+        if type(v) ~= "number" or v < 0 or v >= 1 then
+            check.fail("megatron: flag '%s' must be a probability in [0, 1), got %s", k, check.show(v))
+        end
+    end
+    if (ad > 0) ~= (hd > 0) then
+        check.fail("megatron: attention_dropout (%s) and hidden_dropout (%s): pipesim models " ..
+            "dropout as one switch; give both 0 or both > 0", check.show(ad), check.show(hd))
+    end
+    return ad > 0
+end
+
 -- The model's shape (models/transformer.lua) from the flags.
 local function shape_of(a, tp, dtype)
     local L, h = int(a, "num_layers"), int(a, "hidden_size")
@@ -263,7 +279,7 @@ local function shape_of(a, tp, dtype)
         norm = norm == "RMSNorm" and "rmsnorm" or "layernorm",
         position = pos == "rope" and "rope" or "learned",
         max_positions = a.max_position_embeddings ~= nil and int(a, "max_position_embeddings") or nil,
-        dropout = (a.attention_dropout or 0.1) > 0 or (a.hidden_dropout or 0.1) > 0,
+        dropout = dropout_of(a),
         flash_attention = attention(a), name = a.name,
     }
     if shape.ffn_hidden == nil and shape.swiglu then
@@ -369,6 +385,11 @@ local function grad_sync_of(a, dp, grad_bytes)
     end
     if a.grad_sync ~= nil then return a.grad_sync end
     if not bool(a, "overlap_grad_reduce", false) then
+        if a.ddp_bucket_size ~= nil then
+            -- megatron/core/distributed/distributed_data_parallel.py: no
+            -- buckets without --overlap-grad-reduce (bucket_size = None)
+            check.fail("megatron: ddp_bucket_size changes nothing without overlap_grad_reduce")
+        end
         return { bucket = 2 ^ 53, first_bucket = 2 ^ 53, overlap = false }
     end
     local b = (a.ddp_bucket_size ~= nil and int(a, "ddp_bucket_size") or math.max(40e6, 1e6 * dp))
@@ -405,21 +426,11 @@ local function tp_overlap_of(a, sp, tp)
 end
 
 -- --cross-entropy-loss-fusion: Megatron's fused vocab-parallel
--- cross-entropy (megatron/core/fusions/fused_cross_entropy.py, the
--- default --cross-entropy-fusion-impl native); TE's is not modelled.
+-- cross-entropy (megatron/core/fusions/fused_cross_entropy.py), the
+-- default --cross-entropy-fusion-impl native (TE's is not modelled: an
+-- error away from that default, as every unmodelled flag).
 local function ce_fusion_of(a)
-    if not bool(a, "cross_entropy_loss_fusion", false) then
-        if a.cross_entropy_fusion_impl ~= nil and a.cross_entropy_fusion_impl ~= "native" then
-            check.fail("megatron: cross_entropy_fusion_impl needs cross_entropy_loss_fusion")
-        end
-        return nil
-    end
-    local impl = choice(a, "cross_entropy_fusion_impl", { "native", "te" }, "native")
-    if impl == "te" then
-        check.fail("megatron: flag 'cross_entropy_fusion_impl' = 'te' changes the step's time " ..
-            "and is not modelled by pipesim (Megatron's default: native)")
-    end
-    return true
+    return bool(a, "cross_entropy_loss_fusion", false) or nil
 end
 
 -- megatron(flags) -> ps.run table, the model's shape, and { ignored =

@@ -275,6 +275,9 @@ function M.block(s, dev, opt)
         -- (megatron/core/activations.py squared_relu: torch.pow(F.relu(x),
         -- 2) under jit_fuser, one fused kernel each way): the same bytes
         if s.squared_relu then
+            -- with a bias, Megatron-Core's MLP adds it in a kernel of its
+            -- own first (bias_activation_fusion fuses GeLU and SwiGLU only)
+            if s.bias then memop("fc1 bias", T * f / t, 3 * e, 0, 1) end
             memop("squared relu", T * f / t, 2 * e, 3 * e, FLOPS_SQRELU)
         else
             memop("bias-gelu", T * f / t, 2 * e, 3 * e, FLOPS_GELU)

@@ -54,17 +54,17 @@ H.eq(clusters.dgx("B200").nvls, true, "DGX B200: NVLink SHARP")
 -- one set of GEMM constants per generation (Transformer Engine's GEMM
 -- benchmark): Hopper 598.9/835.5 BF16, 1142.3/1670.5 FP8; Blackwell
 -- 1502.8/2250, 2814.6/4500, MXFP8 2677.4/4500
-for _, d in ipairs { "H100", "H200", "H800" } do
-    local dev = clusters.device(d)
+for _, name in ipairs { "H100", "H200", "H800" } do
+    local dev = clusters.device(name)
     H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.mem_efficiency },
-        { 598.9 / 835.5, 1142.3 / 1670.5, 0.9 }, d .. " GEMM constants")
-    H.eq(dev.mx_block, nil, d .. ": no MX block scaling")
+        { 598.9 / 835.5, 1142.3 / 1670.5, 0.9 }, name .. " GEMM constants")
+    H.eq(dev.mx_block, nil, name .. ": no MX block scaling")
 end
-for _, d in ipairs { "B200", "GB200" } do
-    local dev = clusters.device(d)
+for _, name in ipairs { "B200", "GB200" } do
+    local dev = clusters.device(name)
     H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.fp8_block_gemm_max, dev.mx_block,
         dev.mem_efficiency }, { 1502.8 / 2250, 2814.6 / 4500, 2677.4 / 4500, 32, 0.68 },
-        d .. " GEMM constants")
+        name .. " GEMM constants")
 end
 H.eq(clusters.device("A100").fp8_flops, nil, "A100: no FP8 tensor cores")
 -- an NVL72 cluster builds and runs a collective inside a rack

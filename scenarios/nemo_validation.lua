@@ -75,8 +75,13 @@ end
 -- selective recompute, the fused cross-entropy; NeMo's distributed Adam
 -- with bf16 state and gradient sync (dtype: bf16, grad_sync_dtype: bf16),
 -- which is Megatron's precision-aware optimizer with bf16 moments (its
--- bf16 master remainder: 2 + 2 + 2 bytes, as Apex's bf16 state).
+-- bf16 master remainder: 2 + 2 + 2 bytes, as Apex's bf16 state). On
+-- GB200 (NeMo 2.0's scripts/performance/llm/pretrain_nemotron4_340b.py,
+-- PP 4): Megatron's distributed optimizer in fp32 with bf16 gradient
+-- reduction and TE's cross-entropy (helpers.py set_precision_configs,
+-- set_perf_optimization_configs).
 local function nemotron340(fp8, gpus, pp)
+    local nemo2 = pp == 4
     return {
         num_layers = 96, hidden_size = 18432, ffn_hidden_size = 73728, num_attention_heads = 96,
         group_query_attention = true, num_query_groups = 8, squared_relu = true,
@@ -88,9 +93,10 @@ local function nemotron340(fp8, gpus, pp)
         num_virtual_stages_per_pipeline_rank = 12, sequence_parallel = true,
         tp_comm_overlap = true, recompute_granularity = "selective",
         use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
-        grad_reduce_in_bf16 = true, use_precision_aware_optimizer = true,
-        main_grads_dtype = "bf16", exp_avg_dtype = "bf16", exp_avg_sq_dtype = "bf16",
-        cross_entropy_loss_fusion = true,
+        grad_reduce_in_bf16 = true, use_precision_aware_optimizer = not nemo2 or nil,
+        main_grads_dtype = not nemo2 and "bf16" or nil,
+        exp_avg_dtype = not nemo2 and "bf16" or nil, exp_avg_sq_dtype = not nemo2 and "bf16" or nil,
+        cross_entropy_loss_fusion = true, cross_entropy_fusion_impl = nemo2 and "te" or nil,
         fp8_format = fp8 and "hybrid" or nil, fp8_param_gather = fp8 or nil,
     }
 end
@@ -99,7 +105,11 @@ end
 -- groups, SwiGLU of 14336, RMSNorm, RoPE, no biases, no dropout, untied,
 -- vocabulary 128,256, sequence 8192; TP 1, MBS 2, GBS 128 on 8 GPUs, the
 -- distributed optimizer overlapped; FP8 per-tensor current scaling
--- ("FP8-CS": Megatron's tensorwise) or MXFP8.
+-- ("FP8-CS": Megatron's tensorwise) or MXFP8; the benchmark defaults of
+-- Megatron-Bridge's perf recipes (src/megatron/bridge/perf_recipes/
+-- _common.py _benchmark_common: TE's cross-entropy, gradients reduced in
+-- bf16; CUDA graphs, which pipesim does not model: it charges no CPU
+-- launch time anyway).
 local function llama8(recipe)
     return {
         num_layers = 32, hidden_size = 4096, ffn_hidden_size = 14336, num_attention_heads = 32,
@@ -110,6 +120,7 @@ local function llama8(recipe)
         attention_dropout = 0, hidden_dropout = 0, micro_batch_size = 2, global_batch_size = 128,
         world_size = 8, use_distributed_optimizer = true, overlap_grad_reduce = true,
         overlap_param_gather = true, cross_entropy_loss_fusion = true,
+        cross_entropy_fusion_impl = "te", grad_reduce_in_bf16 = true,
         fp8_format = "hybrid", fp8_recipe = recipe,
     }
 end

@@ -265,7 +265,9 @@ local function lower_layer(l, o, dev, cost)
         out.params = s.vocab * s.hidden / t + norm
         out.shared_params = l.shared_params and s.vocab * s.hidden / t or nil
         -- final norm input and LM head input (split with SP), fp32 logits
-        out.act_bytes = 2 * e * sbh / (sp and t or 1) + 4 * s.seq * s.microbatch * s.vocab / t
+        -- (TE's fused cross-entropy keeps its e-byte gradient, not fp32)
+        local logit = s.ce_fusion == "te" and e or 4
+        out.act_bytes = 2 * e * sbh / (sp and t or 1) + logit * s.seq * s.microbatch * s.vocab / t
         if s.fp8 and s.fp8_head then -- --fp8-output-proj: the head's FP8 copies
             out.static_bytes = roofline.fp8.weight_bytes(s, dev, e) * s.vocab * s.hidden / t
         end

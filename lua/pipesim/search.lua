@@ -95,7 +95,8 @@ local function flags(s, c, spec)
         -- Megatron-Core's attention is TE's fused kernel unless unfused
         -- (models/megatron.lua attention)
         attention_backend = s.flash_attention and "auto" or "unfused",
-        cross_entropy_loss_fusion = s.ce_fusion or nil,
+        cross_entropy_loss_fusion = s.ce_fusion and true or nil,
+        cross_entropy_fusion_impl = s.ce_fusion or nil,
         fp8_format = s.fp8 or nil, fp8_recipe = s.fp8 and s.fp8_recipe or nil,
         fp8_param_gather = s.fp8 and s.fp8_params or nil,
         no_fp8_wgrad = s.fp8 and not s.fp8_wgrad or nil,

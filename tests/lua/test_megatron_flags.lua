@@ -94,6 +94,7 @@ local VARY = {
     exp_avg_dtype = { "bf16", { use_precision_aware_optimizer = true } },
     exp_avg_sq_dtype = { "bf16", { use_precision_aware_optimizer = true } },
     cross_entropy_loss_fusion = { true },
+    cross_entropy_fusion_impl = { "te", { cross_entropy_loss_fusion = true } },
     fp8_format = { "hybrid" }, fp8_recipe = { "tensorwise", { fp8_format = "hybrid" } },
     fp8_param_gather = { true, { fp8_format = "hybrid", use_distributed_optimizer = true } },
     no_fp8_wgrad = { true, { fp8_format = "hybrid" } },

@@ -40,7 +40,7 @@ sequence_parallel tp_comm_overlap recompute_granularity recompute_method recompu
 recompute_activations use_distributed_optimizer overlap_grad_reduce overlap_param_gather
 ddp_bucket_size accumulate_allreduce_grads_in_fp32 grad_reduce_in_bf16
 use_precision_aware_optimizer main_grads_dtype main_params_dtype exp_avg_dtype exp_avg_sq_dtype
-cross_entropy_loss_fusion
+cross_entropy_loss_fusion cross_entropy_fusion_impl
 fp8_format fp8_recipe fp8_param_gather no_fp8_wgrad disable_fp8_wgrad fp8_output_proj
 first_last_layers_bf16 num_layers_at_start_in_bf16 num_layers_at_end_in_bf16
 ]]):gmatch("%S+") do MODELLED[name] = true end
@@ -426,11 +426,19 @@ local function tp_overlap_of(a, sp, tp)
 end
 
 -- --cross-entropy-loss-fusion: Megatron's fused vocab-parallel
--- cross-entropy (megatron/core/fusions/fused_cross_entropy.py), the
--- default --cross-entropy-fusion-impl native (TE's is not modelled: an
--- error away from that default, as every unmodelled flag).
+-- cross-entropy (megatron/core/fusions/fused_cross_entropy.py) with the
+-- default --cross-entropy-fusion-impl native, or Transformer Engine's
+-- Triton kernels with te (models/roofline.lua M.head).
 local function ce_fusion_of(a)
-    return bool(a, "cross_entropy_loss_fusion", false) or nil
+    local impl = choice(a, "cross_entropy_fusion_impl", { "native", "te" }, "native")
+    if not bool(a, "cross_entropy_loss_fusion", false) then
+        if a.cross_entropy_fusion_impl ~= nil then
+            check.fail("megatron: cross_entropy_fusion_impl changes nothing without " ..
+                "cross_entropy_loss_fusion")
+        end
+        return nil
+    end
+    return impl
 end
 
 -- megatron(flags) -> ps.run table, the model's shape, and { ignored =

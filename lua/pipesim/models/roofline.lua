@@ -29,6 +29,18 @@ M.CE_BWD_BYTES = 8 + 4
 -- softmax (4) and writes the e-byte gradient: 4 + e.
 M.CE_FUSED_FWD_BYTES = 4 + 4 + 4 + 4 + 4 + 4 + 4
 M.CE_FUSED_BWD_BYTES = 4
+-- Transformer Engine's (--cross-entropy-fusion-impl te: transformer_engine/
+-- pytorch/triton/cross_entropy.py): online_softmax_kernel reads the
+-- logits, cross_entropy_kernel reads them again and writes the gradient
+-- in the logits' dtype (e + e beyond the first read); the backward's
+-- element_mul_kernel scales that gradient in place (read e, write e:
+-- Megatron's per-token loss makes grad_output no scalar 1).
+local function ce_bytes(s, e)
+    if s.ce_fusion == "te" then return 2 * e, e end
+    if s.ce_fusion then return M.CE_FUSED_FWD_BYTES, M.CE_FUSED_BWD_BYTES end
+    return M.CE_FWD_BYTES, M.CE_BWD_BYTES
+end
+M.ce_bytes = ce_bytes
 
 -- Time of a (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch` of them
 -- in one kernel, of e-byte operands (default 2): the roofline's two roofs
@@ -438,8 +450,7 @@ function M.head(s, dev, opt)
     local el = T * h / r
     local norm = M.mem_time(dev, el * norm_op(e), el * FLOPS_NORM)
     local norm_b = M.mem_time(dev, el * norm_bwd(e), 2 * el * FLOPS_NORM)
-    local cf = s.ce_fusion and M.CE_FUSED_FWD_BYTES or M.CE_FWD_BYTES
-    local cb = s.ce_fusion and M.CE_FUSED_BWD_BYTES or M.CE_BWD_BYTES
+    local cf, cb = ce_bytes(s, e)
     local ce_f = M.mem_time(dev, T * V / t * (e + cf), T * V / t * 10)
     local ce_b = M.mem_time(dev, T * V / t * (e + cb), T * V / t * 2)
     -- the output layer stays BF16 but with --fp8-output-proj under the

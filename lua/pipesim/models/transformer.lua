@@ -138,8 +138,13 @@ local function normalize(c)
     end
     int("max_positions", s.seq)
     s.squared_relu = boolean(default(c.squared_relu, false), "squared_relu")
-    -- Megatron's --cross-entropy-loss-fusion (models/roofline.lua M.head)
-    s.ce_fusion = boolean(default(c.ce_fusion, false), "ce_fusion")
+    -- Megatron's --cross-entropy-loss-fusion with its --cross-entropy-
+    -- fusion-impl, native or te (models/roofline.lua M.head); false: unfused
+    s.ce_fusion = default(c.ce_fusion, false)
+    if s.ce_fusion ~= false and s.ce_fusion ~= "native" and s.ce_fusion ~= "te" then
+        check.fail("transformer: ce_fusion must be false, 'native' or 'te', got %s",
+            check.show(s.ce_fusion))
+    end
     if s.squared_relu and s.swiglu then
         check.fail("transformer: squared_relu and swiglu are both set (one MLP activation)")
     end

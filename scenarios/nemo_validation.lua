@@ -48,57 +48,60 @@ local function gpt175(fp8)
     }
 end
 
--- Nemotron-4 15B (nemotron4-15b-synth.yaml, configure.sh 15b): 32 x 6144,
--- 48 heads, 8 query groups, squared-ReLU MLP of 24576, RoPE, no biases, no
--- dropout, untied, vocabulary 256,000, sequence 4096; TP 4, MBS 4, GBS 4 x
--- GPUs; SP, TP overlap; Megatron's distributed optimizer (mcore_
--- distributed_optim) overlapped; the fused cross-entropy.
-local function nemotron15(fp8)
+-- Nemotron-4's architecture (nemotron4-15b-synth.yaml and -340b-synth.yaml):
+-- L x h, `heads` heads in 8 query groups, a squared-ReLU MLP of 4h, RoPE on
+-- half the head (ignored: its cost is the whole tensor's), LayerNorm with
+-- a zero-centred gamma, no biases, no dropout, untied, vocabulary 256,000,
+-- sequence 4096; SP, TP overlap, the distributed optimizer overlapped, the
+-- fused cross-entropy; FP8: hybrid, delayed, FP8 parameters (+model.
+-- fp8_params).
+local function nemotron4(L, h, heads, fp8)
     return {
-        num_layers = 32, hidden_size = 6144, ffn_hidden_size = 24576, num_attention_heads = 48,
+        num_layers = L, hidden_size = h, ffn_hidden_size = 4 * h, num_attention_heads = heads,
         group_query_attention = true, num_query_groups = 8, squared_relu = true,
         seq_length = 4096, max_position_embeddings = 4096, vocab_size = 256000, bf16 = true,
         position_embedding_type = "rope", untie_embeddings_and_output_weights = true,
         disable_bias_linear = true, attention_dropout = 0, hidden_dropout = 0,
-        micro_batch_size = 4, global_batch_size = 64, world_size = 16,
-        tensor_model_parallel_size = 4, sequence_parallel = true, tp_comm_overlap = true,
-        use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
-        cross_entropy_loss_fusion = true,
+        sequence_parallel = true, tp_comm_overlap = true, use_distributed_optimizer = true,
+        overlap_grad_reduce = true, overlap_param_gather = true, cross_entropy_loss_fusion = true,
         fp8_format = fp8 and "hybrid" or nil, fp8_param_gather = fp8 or nil,
         rotary_percent = 0.5, apply_layernorm_1p = true,
     }
 end
 
--- Nemotron-4 340B (nemotron4-340b-synth.yaml, configure.sh 340b): 96 x
--- 18432, 96 heads, 8 query groups, squared ReLU of 73728, the 15B's other
--- choices; TP 8, PP 8, VP 12, MBS 1, GBS 2 x nodes; SP, TP overlap,
--- selective recompute, the fused cross-entropy; NeMo's distributed Adam
--- with bf16 state and gradient sync (dtype: bf16, grad_sync_dtype: bf16),
--- which is Megatron's precision-aware optimizer with bf16 moments (its
--- bf16 master remainder: 2 + 2 + 2 bytes, as Apex's bf16 state). On
+-- Nemotron-4 15B (configure.sh 15b): 32 x 6144, 48 heads; TP 4, MBS 4,
+-- GBS 4 x GPUs; Megatron's distributed optimizer (mcore_distributed_optim).
+local function nemotron15(fp8)
+    local f = nemotron4(32, 6144, 48, fp8)
+    f.micro_batch_size, f.global_batch_size, f.world_size = 4, 64, 16
+    f.tensor_model_parallel_size = 4
+    return f
+end
+
+-- Nemotron-4 340B (configure.sh 340b): 96 x 18432, 96 heads; TP 8, PP 8,
+-- VP 12, MBS 1, GBS 2 x nodes; selective recompute; NeMo's distributed
+-- Adam with bf16 state and gradient sync (dtype: bf16, grad_sync_dtype:
+-- bf16), which is Megatron's precision-aware optimizer with bf16 moments
+-- (its bf16 master remainder: 2 + 2 + 2 bytes, as Apex's bf16 state). On
 -- GB200 (NeMo 2.0's scripts/performance/llm/pretrain_nemotron4_340b.py,
 -- PP 4): Megatron's distributed optimizer in fp32 with bf16 gradient
 -- reduction and TE's cross-entropy (helpers.py set_precision_configs,
 -- set_perf_optimization_configs).
 local function nemotron340(fp8, gpus, pp)
     local nemo2 = pp == 4
-    return {
-        num_layers = 96, hidden_size = 18432, ffn_hidden_size = 73728, num_attention_heads = 96,
-        group_query_attention = true, num_query_groups = 8, squared_relu = true,
-        seq_length = 4096, max_position_embeddings = 4096, vocab_size = 256000, bf16 = true,
-        position_embedding_type = "rope", untie_embeddings_and_output_weights = true,
-        disable_bias_linear = true, attention_dropout = 0, hidden_dropout = 0,
-        micro_batch_size = 1, global_batch_size = gpus // 4, world_size = gpus,
-        tensor_model_parallel_size = 8, pipeline_model_parallel_size = pp,
-        num_virtual_stages_per_pipeline_rank = 12, sequence_parallel = true,
-        tp_comm_overlap = true, recompute_granularity = "selective",
-        use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
-        grad_reduce_in_bf16 = true, use_precision_aware_optimizer = not nemo2 or nil,
-        main_grads_dtype = not nemo2 and "bf16" or nil,
-        exp_avg_dtype = not nemo2 and "bf16" or nil, exp_avg_sq_dtype = not nemo2 and "bf16" or nil,
-        cross_entropy_loss_fusion = true, cross_entropy_fusion_impl = nemo2 and "te" or nil,
-        fp8_format = fp8 and "hybrid" or nil, fp8_param_gather = fp8 or nil,
-    }
+    local f = nemotron4(96, 18432, 96, fp8)
+    f.micro_batch_size, f.global_batch_size, f.world_size = 1, gpus // 4, gpus
+    f.tensor_model_parallel_size, f.pipeline_model_parallel_size = 8, pp
+    f.num_virtual_stages_per_pipeline_rank = 12
+    f.recompute_granularity = "selective"
+    f.grad_reduce_in_bf16 = true
+    if nemo2 then
+        f.cross_entropy_fusion_impl = "te"
+    else
+        f.use_precision_aware_optimizer = true
+        f.main_grads_dtype, f.exp_avg_dtype, f.exp_avg_sq_dtype = "bf16", "bf16", "bf16"
+    end
+    return f
 end
 
 -- Llama 3 8B (Megatron-Bridge's recipe): 32 x 4096, 32 heads, 8 query

@@ -451,16 +451,15 @@ function M.build(a)
     local tp = int(a, "tensor_model_parallel_size", 1)
     local pp = int(a, "pipeline_model_parallel_size", 1)
     local world = int(a, "world_size", tp * pp)
-    if world % (tp * pp) ~= 0 then
-        check.fail("megatron: world_size (%d) is not divisible by tensor_model_parallel_size " ..
-            "(%d) x pipeline_model_parallel_size (%d)", world, tp, pp)
-    end
     local dp = world // (tp * pp)
     local mbs = int(a, "micro_batch_size", 1)
     local gbs = int(a, "global_batch_size", mbs * dp)
-    if gbs % (mbs * dp) ~= 0 then
-        check.fail("megatron: global_batch_size (%d) is not divisible by micro_batch_size (%d) " ..
-            "x data-parallel size (%d)", gbs, mbs, dp)
+    for _, d in ipairs { { world, tp * pp, "world_size (%d) is not divisible by " ..
+                             "tensor_model_parallel_size (%d) x pipeline_model_parallel_size (%d)",
+                           tp, pp },
+                         { gbs, mbs * dp, "global_batch_size (%d) is not divisible by " ..
+                             "micro_batch_size (%d) x data-parallel size (%d)", mbs, dp } } do
+        if d[1] % d[2] ~= 0 then check.fail("megatron: " .. d[3], d[1], d[4], d[5]) end
     end
     -- precision: Megatron trains in fp32 unless --fp16 or --bf16
     local fp16, bf16 = bool(a, "fp16", false), bool(a, "bf16", false)

@@ -79,6 +79,7 @@ end
 -- run from them, with Megatron's defaults: memory bytes per parameter,
 -- vocab padding, the even layer split, gradient sync in one go).
 local function flags(s, c, spec)
+    local ends = s.fp8 and s.fp8_bf16_first + s.fp8_bf16_last > 0
     return {
         num_layers = s.layers, hidden_size = s.hidden, ffn_hidden_size = s.ffn_hidden,
         num_attention_heads = s.heads, kv_channels = s.head_dim,
@@ -99,7 +100,10 @@ local function flags(s, c, spec)
         cross_entropy_fusion_impl = s.ce_fusion or nil,
         fp8_format = s.fp8 or nil, fp8_recipe = s.fp8 and s.fp8_recipe or nil,
         fp8_param_gather = s.fp8 and s.fp8_params or nil,
-        no_fp8_wgrad = s.fp8 and not s.fp8_wgrad or nil,
+        no_fp8_wgrad = s.fp8 and not s.fp8_wgrad or nil, fp8_output_proj = s.fp8 and s.fp8_head or nil,
+        first_last_layers_bf16 = ends or nil,
+        num_layers_at_start_in_bf16 = ends and s.fp8_bf16_first or nil,
+        num_layers_at_end_in_bf16 = ends and s.fp8_bf16_last or nil,
         micro_batch_size = c.microbatch, global_batch_size = spec.global_batch,
         world_size = c.tp * c.pp * c.dp, tensor_model_parallel_size = c.tp,
         pipeline_model_parallel_size = c.pp,

@@ -195,6 +195,9 @@ H.raises(function() ps.models.megatron(flags { fp8_format = "hybrid", fp8_output
 H.raises(function() ps.models.megatron(flags { fp8_format = "hybrid",
     first_last_layers_bf16 = true }) end,
     "fp8_bf16_first/fp8_bf16_last need a recipe other than 'delayed'")
+H.raises(function() ps.models.megatron(flags { fp8_format = "hybrid", fp8_recipe = "tensorwise",
+    num_layers_at_start_in_bf16 = 2 }) end,
+    "megatron: num_layers_at_start_in_bf16 changes nothing without first_last_layers_bf16")
 H.raises(function() ps.models.megatron(flags { tp_comm_overlap = true }) end,
     "megatron: tp_comm_overlap needs sequence_parallel")
 H.raises(function() ps.models.megatron(flags { num_query_groups = 2 }) end,

@@ -223,7 +223,13 @@ local function fp8_fields(a, L)
         end
         f.fp8_head = true
     end
-    if bool(a, "first_last_layers_bf16", false) then
+    if not bool(a, "first_last_layers_bf16", false) then
+        for _, k in ipairs { "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16" } do
+            if a[k] ~= nil then
+                check.fail("megatron: %s changes nothing without first_last_layers_bf16", k)
+            end
+        end
+    else
         f.fp8_bf16_first = check.int(a.num_layers_at_start_in_bf16 or 1, "megatron",
             "num_layers_at_start_in_bf16", 0, L)
         f.fp8_bf16_last = check.int(a.num_layers_at_end_in_bf16 or 1, "megatron",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Limits of `pipesim run` (README "Safety and limits"): --timeout and
+# Limits of `pipesim run` (docs/safety.md): --timeout and
 # --max-memory end a run with one line at the scenario's line, SIGINT and
 # SIGTERM stop a sweep between runs, and the database keeps only complete
 # runs. Also the options' own checks and lost output (/dev/full). Nothing here asserts a duration: the limits are small so that the

@@ -6,7 +6,8 @@
 # make fuzz [FUZZ_TIME=60]          libFuzzer targets (clang), FUZZ_TIME s each
 
 PKGS      := lua5.4 sqlite3
-DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3 lua-check
+DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3 lua-check \
+            python3-dev python3-venv python3-setuptools python3-wheel python3-pip
 CC        ?= cc
 WERROR    ?= 1
 SAN       ?=
@@ -86,7 +87,7 @@ MAN_PAGE    := $(BUILD)/pipesim.1
 COMPLETIONS := $(BUILD)/completions/pipesim.bash $(BUILD)/completions/_pipesim
 
 .PHONY: all deps demo test unit bench stress clean format format-check \
-        fuzz fuzz-deps install uninstall
+        fuzz fuzz-deps install uninstall wheel
 all: deps $(BIN) $(MAN_PAGE) $(COMPLETIONS)
 
 # Installs the Debian build dependencies when pkg-config cannot find them.
@@ -160,6 +161,22 @@ uninstall:
 	rm -f $(BINDIR)/pipesim $(MAN1DIR)/pipesim.1 $(BASHCOMPDIR)/pipesim \
 	      $(ZSHCOMPDIR)/_pipesim
 	rm -rf $(SHAREDIR)/pipesim
+
+# make wheel: the Python package (python/, docs/python.md) as a wheel in
+# build/wheel, built offline by Debian's python3-setuptools, python3-wheel
+# and python3-dev (no package index); tests/cli_python.sh installs it into
+# a virtual environment. PYTHON: the first of python3, /usr/bin/python3 with
+# setuptools and wheel.
+PYTHON ?= $(shell for p in python3 /usr/bin/python3; do \
+            $$p -c 'import setuptools, wheel' 2>/dev/null && { echo $$p; break; }; done)
+PY_SRC := $(wildcard python/pipesim/*.py python/pipesim/*.c) python/setup.py python/pyproject.toml
+wheel: build/wheel/.stamp
+build/wheel/.stamp: $(CORE_SRC) $(CORE_HDR) $(LUA_SRC) $(PY_SRC) VERSION
+	@test -n "$(PYTHON)" || { echo "pipesim: make wheel needs python3 with setuptools and wheel (Debian: python3-setuptools python3-wheel python3-dev)"; exit 1; }
+	@rm -rf build/wheel && mkdir -p build/wheel
+	@echo "WHEEL build/wheel"
+	@$(PYTHON) -m pip wheel -q --no-build-isolation --no-index --no-deps -w build/wheel ./python
+	@touch $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(CORE_OBJ)
 	@mkdir -p $(dir $@)

@@ -3,7 +3,8 @@
 # pipesim COMMAND --help for each command main.c dispatches, the one-line
 # error with a suggestion for an unknown command, the man page (groff's
 # warnings, man -l) and the bash and zsh completions written from the same
-# text (bash exercised through compgen; zsh checked by zsh -n when present).
+# text (bash exercised through compgen; zsh parsed by zsh -n and driven in
+# a pseudo-terminal when zsh is present).
 # Env from tests/run.sh: BIN, TMP, VG.
 set -u
 SUITE=cli_help OUT=help
@@ -114,6 +115,34 @@ check_bash "--completion " pipesim help --comp
 head -n 1 "$TMP/_pipesim" | grep -qx '#compdef pipesim' && ok || bad "zsh script lacks #compdef"
 if command -v zsh >/dev/null; then
     zsh -n "$TMP/_pipesim" && ok || bad "zsh -n _pipesim"
+    # an interactive zsh in a pseudo-terminal (zsh/zpty): each line typed,
+    # TAB, then ^X, bound to a widget that appends the completed line to a
+    # file; a unique completion ends in a space
+    mkdir -p "$TMP/zfp" && cp "$TMP/_pipesim" "$TMP/zfp/_pipesim"
+    mkdir -p "$TMP/zbin" && ln -sf "$(cd "$(dirname "$BIN")" && pwd)/pipesim" "$TMP/zbin/pipesim"
+    cat >"$TMP/zdrive.zsh" <<'ZSH'
+zmodload zsh/zpty || exit 2
+zpty -b z 'zsh -f -i'
+zpty -w z "fpath=($ZT/zfp \$fpath); autoload -U compinit; compinit -u -D; cd $ZT/comp; PATH=$ZT/zbin:\$PATH; dump() { print -r -- \"\$BUFFER\" >>$ZT/zbufs; BUFFER=; }; zle -N dump; bindkey '^X' dump"
+n=0
+for w in "$@"; do
+    zpty -w -n z "$w"$'\t'
+    sleep 0.3
+    zpty -w -n z $'\x18'
+    n=$((n + 1))
+    for i in {1..100}; do
+        [[ -f $ZT/zbufs && $(wc -l <$ZT/zbufs) -ge $n ]] && break
+        sleep 0.1
+    done
+done
+zpty -d z
+ZSH
+    rm -f "$TMP/zbufs"
+    ZT="$TMP" timeout 60 zsh -f "$TMP/zdrive.zsh" 'pipesim rep' 'pipesim run --max-' 'pipesim run a' \
+        'pipesim report b' 'pipesim export b.db 1 --format ch' 'pipesim nccl-tests all_r' >/dev/null 2>&1
+    printf '%s\n' 'pipesim report ' 'pipesim run --max-memory ' 'pipesim run a.lua ' 'pipesim report b.db ' \
+        'pipesim export b.db 1 --format chrome ' 'pipesim nccl-tests all_reduce ' >"$TMP/zwant"
+    cmp -s "$TMP/zwant" "$TMP/zbufs" && ok || bad "zsh completion: got $(tr '\n' '|' <"$TMP/zbufs" 2>/dev/null)"
 else
     echo "skip: zsh absent, the zsh completion is not parsed"
 fi

@@ -6,12 +6,13 @@ process (no subprocess per run).
     r = pipesim.run(cluster=c, layers=[...], stages=4, microbatches=8, db="x.db")
     r.makespan, r["bubble"]
 
-pipesim.run, .collective, .search, .cluster, .nccl_tests take the keyword
+pipesim.run, .collective, .search, .cluster, .sweep, .nccl_tests take the keyword
 arguments of the Lua tables (docs/python.md); any other ps.* is reachable
 as an attribute (pipesim.models.preset("llama3-8b"), pipesim.clusters.dgx(
 "h100", 2), pipesim.partition...). Results are dicts (Result: also by
 attribute); clusters, functions and other Lua objects are LuaObject
-handles that pass back as they came. Errors raise pipesim.Error with
+handles that pass back as they came; Python functions pass as Lua
+functions (a sweep's run). Errors raise pipesim.Error with
 pipesim's one-line message.
 """
 import atexit
@@ -21,7 +22,7 @@ import sqlite3
 from . import _core
 
 __all__ = ["Error", "LuaObject", "Result", "run", "collective", "search",
-           "cluster", "nccl_tests", "run_file", "read", "close", "LUA_DIR",
+           "cluster", "sweep", "nccl_tests", "run_file", "read", "close", "LUA_DIR",
            "__version__"]
 
 Error = _core.Error
@@ -125,6 +126,13 @@ def cluster(spec=None, **kwargs):
     """A cluster: ps.cluster{...}, or ps.cluster(preset) for a table such
     as pipesim.clusters.dgx("h100", 2) returns. A LuaObject."""
     return _call("cluster", spec, kwargs)
+
+
+def sweep(spec=None, **kwargs):
+    """A sweep: ps.sweep{...} (name, space or points, base or run; run may
+    be a Python function of the point returning the run's fields). Returns
+    the list of its Results, in point order."""
+    return [_wrap(r) for r in _call("sweep", spec, kwargs)]
 
 
 def nccl_tests(spec=None, **kwargs):

@@ -64,6 +64,79 @@ static int push_table(lua_State *L, PyObject *v, int depth)
     return 0;
 }
 
+/* ---- Python functions called from Lua ---------------------------------- */
+
+static PyObject *to_py(lua_State *L, int idx, int depth);
+
+#define PYFUNC_META "pipesim.pyfunc" /* the box of a Python callable */
+
+static int pyfunc_gc(lua_State *L)
+{
+    PyObject **box = luaL_checkudata(L, 1, PYFUNC_META);
+    Py_CLEAR(*box);
+    return 0;
+}
+
+/* The Lua function standing for a Python callable (upvalue 1, its box):
+ * its arguments converted, its result back (None: nothing); a Python
+ * exception becomes a Lua error "python: Type: message". The GIL is held:
+ * Lua runs only inside a _core call. */
+static int pyfunc_call(lua_State *L)
+{
+    PyObject **box = lua_touserdata(L, lua_upvalueindex(1));
+    int n = lua_gettop(L);
+    PyObject *args = PyTuple_New(n), *res = NULL;
+    for (int i = 0; args && i < n; i++) {
+        PyObject *x = to_py(L, i + 1, 0);
+        if (!x) {
+            Py_CLEAR(args);
+            break;
+        }
+        PyTuple_SET_ITEM(args, i, x);
+    }
+    if (args && *box)
+        res = PyObject_Call(*box, args, NULL);
+    Py_XDECREF(args);
+    if (res && res != Py_None && push_py(L, res, 0) == 0) {
+        Py_DECREF(res);
+        return 1;
+    }
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return 0;
+    }
+    Py_XDECREF(res);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    lua_pushfstring(L, "python: %s: %s",
+                    type ? ((PyTypeObject *)type)->tp_name : "error",
+                    msg ? msg : "?");
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return lua_error(L);
+}
+
+/* [-0, +1] A Lua function calling the Python callable f. */
+static void push_pyfunc(lua_State *L, PyObject *f)
+{
+    PyObject **box = lua_newuserdatauv(L, sizeof *box, 0);
+    *box = NULL;
+    if (luaL_newmetatable(L, PYFUNC_META)) {
+        lua_pushcfunction(L, pyfunc_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    Py_INCREF(f);
+    *box = f;
+    lua_pushcclosure(L, pyfunc_call, 1);
+}
+
 /* Pushes v as a Lua value; returns 0, or -1 with a Python exception set
  * (the stack then holds partial values: the caller resets it). */
 static int push_py(lua_State *L, PyObject *v, int depth)
@@ -105,11 +178,13 @@ static int push_py(lua_State *L, PyObject *v, int depth)
         lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
     } else if (PyDict_Check(v) || PyList_Check(v) || PyTuple_Check(v)) {
         return push_table(L, v, depth);
+    } else if (PyCallable_Check(v)) {
+        push_pyfunc(L, v);
     } else {
         PyErr_Format(PyExc_TypeError,
                      "pipesim: cannot pass a %.100s to Lua (expected None, "
-                     "bool, int, float, str, bytes, dict, list, tuple or a "
-                     "pipesim object)",
+                     "bool, int, float, str, bytes, dict, list, tuple, a "
+                     "function or a pipesim object)",
                      Py_TYPE(v)->tp_name);
         return -1;
     }

@@ -84,6 +84,11 @@ check(d.get("db") is None and d.id == 1 and os.path.isfile("results/python.db"),
 rows = d.frame("stage")
 check(len(rows) == 2, "default database's stage rows: %r" % (rows,))
 
+# nccl-tests' sizes 8 B .. 64 KiB by powers of two on the DGX node, quietly
+rows = pipesim.nccl_tests(op="all_reduce", cluster=node, b=8, e="64K", f=2, print=False, db="nt.db")
+check([x["size"] for x in rows] == [2 ** i for i in range(3, 17)], "nccl_tests sizes %r" % (rows,))
+check(all(x["time"] > 0 and x["busbw"] > 0 for x in rows), "nccl_tests times")
+
 # errors: pipesim's one line, as a Python exception
 raises(lambda: pipesim.run(cluster=c, layers=layers, stages=2, microbatches=4, schedul="1f1b"),
        "ps.run: unknown field 'schedul' (did you mean 'schedule'?)", "misspelt field")
@@ -91,7 +96,37 @@ raises(lambda: pipesim.collective(cluster=mesh, op="allreduse", bytes=T),
        "ps.collective: unknown collective op 'allreduse' (expected allreduce, reduce_scatter, "
        "allgather, broadcast, reduce, alltoall, sendrecv)", "unknown op")
 raises(lambda: pipesim.run(cluster={1, 2}), "pipesim: cannot pass a set to Lua (expected None, bool, "
-       "int, float, str, bytes, dict, list, tuple or a pipesim object)", "a set", TypeError)
+       "int, float, str, bytes, dict, list, tuple, a function or a pipesim object)", "a set", TypeError)
+
+# sweeps: a base table, and a Python function as the point's run
+sw = pipesim.sweep(name="m", space={"microbatches": [4, 8]},
+                   base={"cluster": c, "layers": layers, "stages": 2, "record": "summary", "db": "sweep.db"})
+check([x.microbatches for x in sw] == [4, 8], "sweep points %r" % ([x.get("microbatches") for x in sw],))
+for x in sw:
+    near(x.makespan, 0.06 * (x.microbatches + 1), "sweep makespan m = %d" % x.microbatches)
+seen = []
+
+
+def point_run(p):
+    seen.append(p["stages"])
+    return {"cluster": c, "layers": layers, "stages": p["stages"], "microbatches": 4, "record": "summary",
+            "db": "sweep.db"}
+
+
+sw = pipesim.sweep(name="p", space={"stages": [1, 2]}, run=point_run)
+check(seen == [1, 2] and len(sw) == 2, "a Python run function: points %r" % (seen,))
+near(sw[0].makespan, 4 * 0.12, "one stage, four microbatches: 4 (F + B) of 4 layers")
+
+
+def boom(p):
+    raise ValueError("no such point")
+
+
+try:
+    pipesim.sweep(name="b", space={"stages": [1]}, run=boom)
+    check(False, "a raising run function raised nothing")
+except pipesim.Error as e:
+    check("python: ValueError: no such point" in str(e) and "\n" not in str(e), "raising run function: %r" % str(e))
 raises(lambda: pipesim.run(5), "pipesim.run: expected keyword arguments or one dict, got int",
        "a positional int", TypeError)
 

@@ -64,8 +64,9 @@ class LuaObject:
 
 
 class Result(dict):
-    """A result table of ps.run, ps.collective or ps.search: a dict whose
-    keys also read as attributes (r.makespan)."""
+    """A result table of ps.run, ps.collective or ps.search, and every table
+    inside one: a dict whose keys also read as attributes (r.makespan,
+    s.best.step_time)."""
 
     def __getattr__(self, name):
         try:
@@ -81,7 +82,12 @@ class Result(dict):
 
 
 def _wrap(v):
-    return Result(v) if isinstance(v, dict) else v
+    """Dicts as Results, at any depth (search's best, a sweep's points)."""
+    if isinstance(v, dict):
+        return Result((k, _wrap(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return [_wrap(x) for x in v]
+    return v
 
 
 _core.start(LUA_DIR, DEFAULT_DB, LuaObject)

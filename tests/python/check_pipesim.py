@@ -135,6 +135,7 @@ model = {"layers": 8, "hidden": 512, "heads": 8, "seq": 512, "vocab": 8192, "tie
 space = {"tp": [1, 2], "pp": [1, 2], "microbatch": [1, 2], "schedule": ["1f1b", "gpipe"]}
 s = pipesim.search(model=model, cluster=node, gpus=8, global_batch=16, space=space, record="none")
 best = s.best
+check(isinstance(best, pipesim.Result) and best.step_time == best["step_time"], "search best is a Result")
 check(isinstance(best, dict) and best["step_time"] > 0 and "label" in best, "search best %r" % (best,))
 check(all(row["step_time"] >= best["step_time"] for row in s.table if row.get("step_time")),
       "best is the fastest of the table")

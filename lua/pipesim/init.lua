@@ -168,8 +168,12 @@ local function tp_cost(cluster)
         local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
         local t = cache[key]
         if t == nil then
+            -- protocol "none" as before issue 27 item 11: core.collective
+            -- now defaults to NCCL's protocols on clusters with NCCL's
+            -- constants (coll_default_protocol, core/coll/coll.h); the TP
+            -- path takes that rule on with the layout work
             t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
-                ranks = ranks, record = "none" }.time
+                ranks = ranks, record = "none", protocol = "none" }.time
             cache[key] = t
         end
         return t

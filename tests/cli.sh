@@ -66,7 +66,7 @@ $VG "$BIN" report "$TMP/over.db" >"$TMP/over.rep" 2>"$TMP/over.err" && ok || bad
 printf '%s\n%s\n' "$W0" 'pipesim: warning: run 2: rank 0 needs 240 GiB, device has 80 GiB (and 3 more ranks over capacity)' >"$TMP/over.want"
 cmp -s "$TMP/over.err" "$TMP/over.want" && ok || bad "report table warnings: $(cat "$TMP/over.err")"
 grep -q '^ *1  over .*  NO ' "$TMP/over.rep" && grep -q '^ *4  fits .*  yes ' "$TMP/over.rep" && ok || bad "fits column: $(cat "$TMP/over.rep")"
-$VG "$BIN" report "$TMP/over.db" --csv 2>/dev/null | head -n 2 | tail -n 1 | grep -q ',128849018880,0,1,ok$' && ok || bad "csv fits: $($BIN report "$TMP/over.db" --csv 2>&1 | head -n 2)"
+$VG "$BIN" report "$TMP/over.db" --csv 2>/dev/null | head -n 2 | tail -n 1 | grep -q ',128849018880,0,1,ok,' && ok || bad "csv fits: $($BIN report "$TMP/over.db" --csv 2>&1 | head -n 2)"
 $VG "$BIN" report "$TMP/over.db" 1 >/dev/null 2>"$TMP/over.err"
 [ "$(cat "$TMP/over.err")" = "$W0" ] && ok || bad "report RUN warning: '$(cat "$TMP/over.err")'"
 $VG "$BIN" report "$TMP/over.db" 4 >/dev/null 2>"$TMP/over.err"
@@ -86,11 +86,17 @@ sqlite3 "$TMP/v1.db" "ALTER TABLE stage DROP COLUMN tp_comm; ALTER TABLE stage D
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
+    ALTER TABLE run DROP COLUMN model_flops; ALTER TABLE run DROP COLUMN hardware_flops;
+    ALTER TABLE run DROP COLUMN tokens; ALTER TABLE run DROP COLUMN gpus;
+    ALTER TABLE run DROP COLUMN peak_flops; ALTER TABLE run DROP COLUMN precision;
+    ALTER TABLE run DROP COLUMN model_tflops_per_gpu; ALTER TABLE run DROP COLUMN mfu;
+    ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu;
+    ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu; ALTER TABLE run DROP COLUMN efficiency_note;
     PRAGMA user_version = 1"
-expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 7; writing one run to it upgrades it in place"
+expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 8; writing one run to it upgrades it in place"
 $VG "$BIN" run "$TMP/over.lua" -o "$TMP/v1.db" >"$TMP/v1.out" 2>/dev/null && grep -q "4 runs added to $TMP/v1.db (8 in all" "$TMP/v1.out" && ok || bad "upgrade run: $(cat "$TMP/v1.out")"
 got=$(sqlite3 "$TMP/v1.db" "PRAGMA user_version; SELECT group_concat(coalesce(fits, 'NULL'), ',') FROM (SELECT fits FROM run ORDER BY id)")
-[ "$got" = "7
+[ "$got" = "8
 NULL,NULL,NULL,NULL,0,0,NULL,1" ] && ok || bad "upgraded v1: $got"
 [ "$(sqlite3 "$TMP/v1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" = \
   "$(sqlite3 "$TMP/over.db" "SELECT group_concat(name, ',') FROM pragma_table_info('rank_stat')")" ] && ok || bad "upgraded columns differ from a new file's"

@@ -18,6 +18,7 @@
 #include "base/limit.h"
 #include "base/unit.h"
 #include "bind/bind.h"
+#include "bind/calibrate.h"
 #include "bind/nccl_tests.h"
 #include "out/export.h"
 #include "out/merge.h"
@@ -40,6 +41,9 @@ static const char usage[] =
     "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
     "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
     "                    [--algorithm A] [--protocol P] [--db DB]\n"
+    "       pipesim calibrate [--nccl-tests LOG...] [--gemm CSV...]\n"
+    "                    [--cluster PRESET[:NODES]|CLUSTER.lua] [--ranks N]\n"
+    "                    [--nodes N] [--op OP] [--in-place] [-o FILE.lua]\n"
     "       pipesim --help | --version\n"
     "\n"
     "  run      runs a Lua scenario; its runs are appended to DB\n"
@@ -66,6 +70,11 @@ static const char usage[] =
     "           cluster: a DGX preset (h100, h100:4 for 4 nodes) or a Lua\n"
     "           file returning a cluster; each size is recorded in DB\n"
     "           (default results/nccl_tests.db).\n"
+    "  calibrate  a cluster file fitted to your measurements: per-tier\n"
+    "           link bandwidth and latency from nccl-tests logs, the GEMM\n"
+    "           constants from a CSV of m,n,k,dtype,seconds; its header\n"
+    "           states the error per size. Load it with\n"
+    "           ps.cluster(ps.clusters.load(\"FILE.lua\")).\n"
     "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
     "           runs renumbered in point order as if run unsharded.\n"
     "\n"
@@ -523,7 +532,12 @@ int main(int argc, char **argv)
         find_luadir(luadir, sizeof luadir);
         return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
     }
+    if (strcmp(cmd, "calibrate") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        return checked_stdout(bind_calibrate_main(argc - 1, argv + 1, luadir));
+    }
     return fail("unknown command '%s' (expected run, report, export, plot, "
-                "merge or nccl-tests; try pipesim --help)",
+                "merge, nccl-tests or calibrate; try pipesim --help)",
                 cmd);
 }

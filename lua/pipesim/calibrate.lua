@@ -553,7 +553,8 @@ local function fit_links(ps, base, groups)
     return params, lines, warnings
 end
 
--- The GEMM fit into t.device; returns the header lines.
+-- The GEMM fit into t.device; returns the header lines, the RMS and the
+-- max |error| over the rows.
 local function fit_device(t, rows)
     local roofline = require "pipesim.models.roofline"
     local dev = t.device
@@ -581,7 +582,7 @@ local function fit_device(t, rows)
     end
     lines[#lines + 1] = string.format("  GEMMs: RMS %.1f%%, max %.1f%%", 100 * math.sqrt(s2 / #rows),
         100 * worst)
-    return lines
+    return lines, math.sqrt(s2 / #rows), worst
 end
 
 -- calibrate(ps, spec) -> the cluster file's text, and { cluster, rms, max,
@@ -598,7 +599,7 @@ function M.calibrate(ps, spec)
         ps.version), "inputs:" }
     for _, line in ipairs(spec.inputs or {}) do header[#header + 1] = "  " .. line end
     header[#header + 1] = "base: " .. (spec.base_name or "the given table")
-    local t, warnings, rms, max = base, {}, nil, nil
+    local t, warnings, rms, max, grms, gmax = base, {}, nil, nil, nil, nil
     if #groups > 0 then
         header[#header + 1] = "fit: each tier's bandwidth and latency minimise the mean of "
             .. "ln(simulated / measured time)^2 over its points (" .. (spec.column or "measured") .. ")"
@@ -615,11 +616,14 @@ function M.calibrate(ps, spec)
     if spec.gemm and #spec.gemm > 0 then
         header[#header + 1] = "fit: GEMM time = FLOPs / (peak x gemm_max) + gemm_overhead, least "
             .. "squares of the relative error"
-        for _, l in ipairs(fit_device(t, spec.gemm)) do header[#header + 1] = l end
+        local lines
+        lines, grms, gmax = fit_device(t, spec.gemm)
+        for _, l in ipairs(lines) do header[#header + 1] = l end
     end
     header[#header + 1] = "load: ps.cluster(ps.clusters.load(\"this file\")); set nodes for a "
         .. "larger cluster of the same nodes"
-    return M.render(header, t), { cluster = t, rms = rms, max = max, warnings = warnings }
+    return M.render(header, t), { cluster = t, rms = rms, max = max, gemm_rms = grms,
+                                  gemm_max = gmax, warnings = warnings }
 end
 
 -- The base cluster of the CLI: --cluster PRESET[:NODES] or a file's
@@ -693,11 +697,16 @@ function M.cli(ps, opts)
         base = base, base_name = base_name, points = M.points_of(runs, opts.in_place), gemm = rows,
         inputs = inputs, column = opts.in_place and "in-place times" or "out-of-place times",
     })
-    local summary = "a calibrated cluster"
+    local parts = {}
     if res.rms then
-        summary = string.format("a cluster reproducing %d measured collectives within RMS %.1f%%, "
-            .. "max %.1f%%,", #M.points_of(runs, opts.in_place), 100 * res.rms, 100 * res.max)
+        parts[#parts + 1] = string.format("%d measured collectives within RMS %.1f%%, max %.1f%%",
+            #M.points_of(runs, opts.in_place), 100 * res.rms, 100 * res.max)
     end
+    if res.gemm_rms then
+        parts[#parts + 1] = string.format("%d GEMMs within RMS %.1f%%, max %.1f%%", #rows,
+            100 * res.gemm_rms, 100 * res.gemm_max)
+    end
+    local summary = "a cluster reproducing " .. table.concat(parts, " and ") .. ","
     return text, res.warnings, summary
 end
 

@@ -25,7 +25,8 @@ static const char driver[] =
     "    if not one_line(ok, rows) then return end\n"
     "    assert(#rows >= 1, 'no rows')\n"
     "    for _, r in ipairs(rows) do\n"
-    "      assert(math.type(r.m) == 'integer' and r.m > 0 and r.n > 0 and r.k > 0)\n"
+    "      assert(math.type(r.m) == 'integer' and r.m > 0 and r.n > 0 and r.k "
+    "> 0)\n"
     "      assert(r.seconds > 0 and r.seconds < math.huge, 'seconds')\n"
     "      assert(r.dtype == 'bf16' or r.dtype == 'fp16', 'dtype')\n"
     "    end\n"
@@ -47,7 +48,8 @@ static const char driver[] =
     "      assert(row.oop > 0 and row.oop < math.huge, 'time')\n"
     "    end\n"
     "    local pts = C.points_of(runs)\n"
-    "    for _, p in ipairs(pts) do assert(p.bytes > 0 and p.bytes % 4 == 0) end\n"
+    "    for _, p in ipairs(pts) do assert(p.bytes > 0 and p.bytes % 4 == 0) "
+    "end\n"
     "  end\n"
     "end\n";
 

@@ -197,18 +197,18 @@ end
 -- (rec/eff.c computes the same): model_tflops_per_gpu, mfu,
 -- hardware_tflops_per_gpu, tokens_per_s_per_gpu; nil where unknown.
 function M.rates(t, makespan)
-    local out = {}
-    for k, v in pairs(t) do out[k] = v end
     local g = t.gpus
-    if not (makespan and makespan > 0 and makespan < math.huge and g and g > 0) then return out end
+    local known = makespan and makespan > 0 and makespan < math.huge and g and g > 0
     local function per(v, scale)
-        if v and v > 0 and scale and scale > 0 then return v / (makespan * g * scale) end
+        if known and v and v > 0 and scale and scale > 0 then return v / (makespan * g * scale) end
     end
-    out.model_tflops_per_gpu = per(t.model_flops, 1e12)
-    out.mfu = per(t.model_flops, t.peak_flops)
-    out.hardware_tflops_per_gpu = per(t.hardware_flops, 1e12)
-    out.tokens_per_s_per_gpu = per(t.tokens, 1)
-    return out
+    -- one constructor: the table is sized once (ps.run builds one per run)
+    return {
+        model_flops = t.model_flops, hardware_flops = t.hardware_flops, tokens = t.tokens,
+        gpus = g, peak_flops = t.peak_flops, precision = t.precision, note = t.note,
+        model_tflops_per_gpu = per(t.model_flops, 1e12), mfu = per(t.model_flops, t.peak_flops),
+        hardware_tflops_per_gpu = per(t.hardware_flops, 1e12), tokens_per_s_per_gpu = per(t.tokens, 1),
+    }
 end
 
 return M

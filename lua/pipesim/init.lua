@@ -818,8 +818,16 @@ function ps.run(spec)
     -- itself is an unknown field or a bad value before it reaches json)
     args.params_json = function() return params_json(spec, partition, m) end
     args.meta = run_meta("ps.run", spec, m and SWEEP_AT and SWEEP_AT.plain and m or nil)
-    -- the step's efficiency figures, recorded with the run (issue 27 item 16)
-    args.meta.efficiency = efficiency.figures(spec, partition, PEAKS[spec.cluster])
+    -- the step's efficiency figures, recorded with the run (issue 27 item
+    -- 16); a plain sweep point has its base's figures, unless the
+    -- partition decides which blocks recompute
+    local plain = m and SWEEP_AT and SWEEP_AT.plain and spec.recompute_method ~= "block"
+    local eff = plain and m.efficiency
+    if not eff then
+        eff = efficiency.figures(spec, partition, PEAKS[spec.cluster])
+        if plain then m.efficiency = eff end
+    end
+    args.meta.efficiency = eff
     if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
     -- the core views of model layers, read once (parallel.finish)
     if plan and plan.sealed_layers then args.layers = plan.sealed_layers end

@@ -86,12 +86,7 @@ sqlite3 "$TMP/v1.db" "ALTER TABLE stage DROP COLUMN tp_comm; ALTER TABLE stage D
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
-    ALTER TABLE run DROP COLUMN model_flops; ALTER TABLE run DROP COLUMN hardware_flops;
-    ALTER TABLE run DROP COLUMN tokens; ALTER TABLE run DROP COLUMN gpus;
-    ALTER TABLE run DROP COLUMN peak_flops; ALTER TABLE run DROP COLUMN precision;
-    ALTER TABLE run DROP COLUMN model_tflops_per_gpu; ALTER TABLE run DROP COLUMN mfu;
-    ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu;
-    ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu; ALTER TABLE run DROP COLUMN efficiency_note;
+    $DROP_V8
     PRAGMA user_version = 1"
 expect_fail "report $TMP/v1.db" "v1.db: schema version 1 (before the memory 'fits' columns), this pipesim reads 8; writing one run to it upgrades it in place"
 $VG "$BIN" run "$TMP/over.lua" -o "$TMP/v1.db" >"$TMP/v1.out" 2>/dev/null && grep -q "4 runs added to $TMP/v1.db (8 in all" "$TMP/v1.out" && ok || bad "upgrade run: $(cat "$TMP/v1.out")"

@@ -46,12 +46,7 @@ q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN p
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
-    ALTER TABLE run DROP COLUMN model_flops; ALTER TABLE run DROP COLUMN hardware_flops;
-    ALTER TABLE run DROP COLUMN tokens; ALTER TABLE run DROP COLUMN gpus;
-    ALTER TABLE run DROP COLUMN peak_flops; ALTER TABLE run DROP COLUMN precision;
-    ALTER TABLE run DROP COLUMN model_tflops_per_gpu; ALTER TABLE run DROP COLUMN mfu;
-    ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu;
-    ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu; ALTER TABLE run DROP COLUMN efficiency_note;
+    $DROP_V8
     PRAGMA user_version = 4"
 expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 8"
 $VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"

@@ -236,6 +236,11 @@ const char *bind_params_json(lua_State *L, int idx);
 struct rec_meta;
 void bind_meta(lua_State *L, int idx, struct rec_meta *m);
 
+/* A command's call into Lua (bind/command.c): status LUA_OK gives 0;
+ * otherwise the error object on top is printed as the one `pipesim: ...`
+ * line, popped, and 1 is returned (the exit status). */
+int bind_command_status(lua_State *L, int status);
+
 /* Field efficiency of the meta table at idx (lua/pipesim/efficiency.lua's
  * figures of a training step; core/bind/efficiency.c) into *e, zeroed
  * when absent. The strings stay valid while the table is alive. */

@@ -192,17 +192,6 @@ static int write_atomic(const char *path, const char *text, size_t len)
     return 0;
 }
 
-/* [-0, +0] the pcall's message as the one failure line */
-static int report(lua_State *L, int status)
-{
-    if (status == LUA_OK)
-        return 0;
-    const char *msg = lua_tostring(L, -1);
-    ps_print_error(msg ? msg : "(error object is not a string)");
-    lua_pop(L, 1);
-    return 1;
-}
-
 /* [-0, +0] the options table for calibrate.cli, on top; 1 after a
  * failure line */
 static int push_opts(lua_State *L, const cal_opts *o, long ranks, long nodes)
@@ -230,8 +219,8 @@ static int push_opts(lua_State *L, const cal_opts *o, long ranks, long nodes)
     size_t n = strlen(o->cluster);
     if (n > 4 && strcmp(o->cluster + n - 4, ".lua") == 0) {
         /* the file's value: a table for ps.cluster */
-        if (report(L, bind_load_scenario(L, o->cluster, 1)) ||
-            report(L, lua_pcall(L, 0, 1, 0)))
+        if (bind_command_status(L, bind_load_scenario(L, o->cluster, 1)) ||
+            bind_command_status(L, lua_pcall(L, 0, 1, 0)))
             return 1;
     } else {
         lua_pushstring(L, o->cluster);
@@ -247,13 +236,14 @@ static int run(lua_State *L, const cal_opts *o, long ranks, long nodes)
 {
     lua_getglobal(L, "require");
     lua_pushstring(L, "pipesim.calibrate");
-    if (report(L, lua_pcall(L, 1, 1, 0)))
+    if (bind_command_status(L, lua_pcall(L, 1, 1, 0)))
         return 1;
     lua_getfield(L, -1, "cli");
     lua_getglobal(L, "require");
     lua_pushstring(L, "pipesim");
-    if (report(L, lua_pcall(L, 1, 1, 0)) || push_opts(L, o, ranks, nodes) ||
-        report(L, lua_pcall(L, 2, 3, 0)))
+    if (bind_command_status(L, lua_pcall(L, 1, 1, 0)) ||
+        push_opts(L, o, ranks, nodes) ||
+        bind_command_status(L, lua_pcall(L, 2, 3, 0)))
         return 1;
     size_t len;
     const char *text = lua_tolstring(L, -3, &len);

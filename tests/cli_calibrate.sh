@@ -39,6 +39,12 @@ $VG "$BIN" run "$TMP/evil_load.lua" -o "$TMP/evil.db" >/dev/null 2>"$TMP/evil.er
     grep -q "evil_load.lua:2: load: .*evil.lua:1: attempt to index a nil value (global 'os')" "$TMP/evil.err" &&
     ok || bad "evil file: $(cat "$TMP/evil.err")"
 
+printf 'local ps = require "pipesim"\nps.clusters.load("%s")\n' "$TMP/num_cluster.lua" >"$TMP/num_load.lua"
+printf 'return 42\n' >"$TMP/num_cluster.lua"
+$VG "$BIN" run "$TMP/num_load.lua" -o "$TMP/num.db" >/dev/null 2>"$TMP/num.err" && bad "a number loaded as a cluster" ||
+    [ "$(cat "$TMP/num.err")" = "pipesim: $TMP/num_load.lua:2: load: $TMP/num_cluster.lua must return a table for ps.cluster, got number" ] &&
+    ok || bad "number file: $(cat "$TMP/num.err")"
+
 # without -o: the file on standard output; a tier not measured is a warning
 $VG "$BIN" calibrate $LOGS/v100_dgx2_12gpu.log >"$TMP/cal2.out" 2>"$TMP/cal2.err" && ok || bad "stdout: $(cat "$TMP/cal2.err")"
 head -n 1 "$TMP/cal2.out" | grep -q '^-- pipesim calibrate' && grep -q '^return {$' "$TMP/cal2.out" && ok ||

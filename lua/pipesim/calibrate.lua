@@ -12,7 +12,9 @@
 -- minimise the mean squared log ratio of simulated to measured time,
 -- ln(t_sim / t_meas)^2, over every point of the tier: Nelder-Mead in
 -- (ln bandwidth, ln latency), first on pipesim's cost model (simulate =
--- false, milliseconds), then polished on the simulated collectives. On a
+-- false, milliseconds), then on that model corrected point by point
+-- toward the simulated collectives, and a last look around on the
+-- simulation itself. On a
 -- cluster with NCCL's constants (a DGX preset) every collective runs with
 -- NCCL's (algorithm, protocol) choice, as the real run did
 -- (coll_default_protocol); on textbook links without a protocol. GEMMs:
@@ -375,7 +377,9 @@ function M.parse_gemm(text, name)
             local r = { dtype = f[cols.dtype], where = where }
             for _, k in ipairs { "m", "n", "k" } do
                 r[k] = math.tointeger(tonumber(f[cols[k]]))
-                if not r[k] or r[k] < 1 then fail("%s: %s '%s' is not a positive integer", where, k, f[cols[k]]) end
+                if not r[k] or r[k] < 1 or r[k] > 1 << 31 then
+                    fail("%s: %s '%s' is not an integer from 1 to 2^31", where, k, f[cols[k]])
+                end
             end
             r.seconds = tonumber(f[cols.seconds])
             if not r.seconds or not (r.seconds > 0) or r.seconds == math.huge then
@@ -408,7 +412,7 @@ function M.fit_gemm(dev, rows)
         local sxx, sxy, syy, sx, sy, n = 0, 0, 0, 0, 0, 0
         for i, r in ipairs(rows) do
             if used[i] then
-                local x, y = 2 * r.m * r.n * r.k / r.seconds, 1 / r.seconds
+                local x, y = 2.0 * r.m * r.n * r.k / r.seconds, 1 / r.seconds
                 sxx, sxy, syy, sx, sy, n = sxx + x * x, sxy + x * y, syy + y * y, sx + x, sy + y, n + 1
             end
         end
@@ -418,8 +422,8 @@ function M.fit_gemm(dev, rows)
         if not (b >= 0) or det <= 0 then a, b = sx / sxx, 0 end
         local changed = false
         for i, r in ipairs(rows) do
-            local mem = GEMM_BYTES[r.dtype] * (r.m * r.k + r.k * r.n + r.m * r.n) / hbm
-            local keep = 2 * r.m * r.n * r.k * a + b >= mem
+            local mem = GEMM_BYTES[r.dtype] * (1.0 * r.m * r.k + 1.0 * r.k * r.n + 1.0 * r.m * r.n) / hbm
+            local keep = 2.0 * r.m * r.n * r.k * a + b >= mem
             if keep ~= used[i] then used[i], changed = keep, true end
         end
         if not changed then break end
@@ -574,7 +578,7 @@ local function fit_device(t, rows)
             "roofline us", "error") }
     local s2, worst = 0, 0
     for _, r in ipairs(rows) do
-        local tm = roofline.gemm_time(dev, r.m, r.n, r.k, 1, 2)
+        local tm = roofline.gemm_time(dev, r.m + 0.0, r.n + 0.0, r.k + 0.0, 1, 2)
         local e = tm / r.seconds - 1
         s2, worst = s2 + e * e, math.max(worst, math.abs(e))
         lines[#lines + 1] = string.format("  %8d %8d %8d  %-5s  %13.3f  %13.3f  %8s", r.m, r.n, r.k,

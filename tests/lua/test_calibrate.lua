@@ -214,7 +214,7 @@ H.eq(gemm_err("m,n,k,dtype,time\n"), "calibrate: g.csv:1: unknown column 'time' 
     .. "dtype, seconds)")
 H.eq(gemm_err("m,n,k,seconds\n"), "calibrate: g.csv:1: the header has no column 'dtype'")
 H.eq(gemm_err("m,n,k,dtype,seconds\n1024,0,1024,bf16,1e-3\n"), "calibrate: g.csv:2: n '0' is not "
-    .. "a positive integer")
+    .. "an integer from 1 to 2^31")
 H.eq(gemm_err("m,n,k,dtype,seconds\n1024,1024,1024,bf16,-1\n"), "calibrate: g.csv:2: seconds '-1' "
     .. "is not a positive time")
 H.eq(gemm_err("m,n,k,dtype,seconds\n1024,1024,1024,fp8,1e-3\n"), "calibrate: g.csv:2: dtype 'fp8': "

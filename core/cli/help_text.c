@@ -107,6 +107,28 @@ static const help_opt merge_opts[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+static const help_opt calibrate_opts[] = {
+    {"--nccl-tests", "LOG",
+     "nccl-tests output to fit (several logs, sizes and ops; the files\n"
+     "after it are logs too)",
+     "file"},
+    {"--gemm", "CSV",
+     "measured GEMMs (m,n,k,dtype,seconds) to fit the device's GEMM\n"
+     "constants",
+     "file"},
+    {"--cluster", "CLUSTER",
+     "the starting point: a DGX preset (h100, h100:2) or a cluster file",
+     LUA_FILE},
+    {"--ranks", "N", "the ranks of the logs, when they do not say", NULL},
+    {"--nodes", "N", "the nodes of the logs, when they do not say", NULL},
+    {"--op", "OP", "the collective of the logs, when they do not say", NULL},
+    {"--in-place", NULL, "fit the in-place columns instead of out-of-place",
+     NULL},
+    {"-o, --output", "FILE", "write the cluster file to FILE", "file"},
+    HELP_OPT,
+    {NULL, NULL, NULL, NULL},
+};
+
 static const help_opt nccl_opts[] = {
     {"--cluster", "CLUSTER",
      "a DGX preset (a100, h100, h200, b200; h100:4 for 4 nodes) or a Lua\n"
@@ -225,6 +247,19 @@ const help_cmd help_cmds[] = {
      "pipesim nccl-tests all_reduce --cluster h100:2 -b 8 -e 8G -f 2\n"
      "pipesim nccl-tests all_gather --cluster my_cluster.lua -b 1M -e 1G "
      "-g 8"},
+    {"calibrate", "fit a cluster file to your own measurements",
+     "calibrate [--nccl-tests LOG...] [--gemm CSV...]\n"
+     "    [--cluster PRESET[:NODES]|CLUSTER.lua] [--ranks N]\n"
+     "    [--nodes N] [--op OP] [--in-place] [-o FILE.lua]",
+     "Fits the cluster's per-tier link bandwidth and latency to nccl-tests\n"
+     "logs, and the device's GEMM constants to a CSV of measured GEMMs, and\n"
+     "writes a cluster file whose header states the fit's error per size.\n"
+     "Load it with ps.cluster(ps.clusters.load(\"FILE.lua\")) or\n"
+     "pipesim nccl-tests --cluster FILE.lua (docs/calibrate.md).",
+     NULL, calibrate_opts,
+     "pipesim calibrate --nccl-tests allreduce.log --cluster h100:2 "
+     "-o mine.lua\n"
+     "pipesim calibrate --gemm gemms.csv --cluster h100 -o mine.lua"},
     {"help", "print the help of a command, the man page or a completion",
      "help [COMMAND]\n"
      "help --man | --completion bash|zsh",
@@ -232,7 +267,7 @@ const help_cmd help_cmds[] = {
      "without one the list of commands. --man prints this manual page in\n"
      "roff and --completion a completion script, both made from the same\n"
      "text.",
-     "words:run report export plot merge nccl-tests help", help_opts,
+     "words:run report export plot merge nccl-tests calibrate help", help_opts,
      "pipesim help run\n"
      "pipesim help --man | man -l -\n"
      "source <(pipesim help --completion bash)"},

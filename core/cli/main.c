@@ -18,6 +18,7 @@
 #include "base/limit.h"
 #include "base/unit.h"
 #include "bind/bind.h"
+#include "bind/calibrate.h"
 #include "bind/nccl_tests.h"
 #include "cli/help.h"
 #include "out/export.h"
@@ -482,6 +483,11 @@ int main(int argc, char **argv)
         char luadir[PATH_MAX];
         find_luadir(luadir, sizeof luadir);
         return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
+    }
+    if (strcmp(cmd, "calibrate") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        return checked_stdout(bind_calibrate_main(argc - 1, argv + 1, luadir));
     }
     return help_unknown(cmd);
 }

@@ -25,7 +25,6 @@ KNOWN = {
     ("bind/core", "bind/pool"),
     ("coll/algo", "coll/dbt"),
     ("coll/choose", "coll/coll", "coll/cost", "coll/tree"),
-    ("net/flow", "net/net"),
     ("rec/aux", "rec/copy", "rec/rec", "rec/rows", "rec/schema", "rec/ship",
      "rec/stream", "rec/sum", "rec/txn", "rec/vtab", "rec/writer"),
 }

@@ -120,9 +120,7 @@ void net_set_sharing(net *nw, enum net_sharing sharing)
 
 enum net_sharing net_sharing_of(const net *nw)
 {
-    if (nw->sharing_set)
-        return nw->sharing;
-    return nw->mesh ? NET_FIFO : NET_FAIR;
+    return sharing_of(nw);
 }
 
 int net_is_mesh(const net *nw)

@@ -144,7 +144,7 @@ size_t net_run_bytes(const net *nw)
     if (nw->mesh) /* per pair used: net_pair_bytes */
         return 0;
     size_t b = sizeof(lstat) + 1 + sizeof(int32_t);
-    if (net_sharing_of(nw) == NET_FAIR) /* size_fair's arrays */
+    if (sharing_of(nw) == NET_FAIR) /* size_fair's arrays */
         b += 4 * sizeof(int32_t) + sizeof(uint32_t) + 2 * sizeof(double);
     return b * ((size_t)nw->nlinks + 1);
 }
@@ -295,7 +295,7 @@ void net_begin(net *nw, eq *q)
     } else {
         memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
     }
-    if (net_sharing_of(nw) == NET_FAIR) {
+    if (sharing_of(nw) == NET_FAIR) {
         if (size_fair(nw, count, full))
             nw->oom = 1;
         if (nw->flows_hops != nw->max_hops) /* memberships are per hop */

@@ -404,7 +404,7 @@ int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
 {
     if (nw->oom)
         return -1;
-    if (sharing_of(nw) == NET_FIFO)
+    if (net_sharing_of(nw) == NET_FIFO)
         return start_fifo(nw, id, src, dst, bytes, now, t_begin, -1);
     return start_fair(nw, id, src, dst, bytes, now, t_begin, -1, -1, NULL);
 }
@@ -414,7 +414,7 @@ int net_start_conn(net *nw, int32_t *conn, int32_t key, int32_t id, int32_t src,
 {
     if (nw->oom)
         return -1;
-    if (sharing_of(nw) == NET_FIFO) /* the links are in order already */
+    if (net_sharing_of(nw) == NET_FIFO) /* the links are in order already */
         return start_fifo(nw, id, src, dst, bytes, now, t_begin, -1);
     /* a stale handle (another run's, or of a slot reused since) fails
      * start_fair's check of key and ends */
@@ -424,7 +424,7 @@ int net_start_conn(net *nw, int32_t *conn, int32_t key, int32_t id, int32_t src,
 
 int net_event_queued(const net *nw, double *t_begin)
 {
-    if (sharing_of(nw) == NET_FIFO || !nw->last_queued)
+    if (net_sharing_of(nw) == NET_FIFO || !nw->last_queued)
         return 0;
     *t_begin = nw->last_begin;
     return 1;
@@ -434,8 +434,9 @@ int32_t net_pair(net *nw, int32_t src, int32_t dst)
 {
     if (nw->oom)
         return -1;
-    return nw->mesh && sharing_of(nw) == NET_FIFO ? net_mesh_slot(nw, src, dst)
-                                                  : NET_NO_PAIR;
+    return nw->mesh && net_sharing_of(nw) == NET_FIFO
+               ? net_mesh_slot(nw, src, dst)
+               : NET_NO_PAIR;
 }
 
 int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
@@ -454,7 +455,7 @@ int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
 int net_mesh_fifo(net *nw, net_lstat **slots, double *bandwidth,
                   double *latency)
 {
-    if (!nw->mesh || sharing_of(nw) != NET_FIFO || nw->oom)
+    if (!nw->mesh || net_sharing_of(nw) != NET_FIFO || nw->oom)
         return 0;
     *slots = nw->ls;
     *bandwidth = nw->mesh_bw;
@@ -464,7 +465,7 @@ int net_mesh_fifo(net *nw, net_lstat **slots, double *bandwidth,
 
 int32_t net_event(net *nw, const eq_event *ev)
 {
-    if (sharing_of(nw) == NET_FIFO)
+    if (net_sharing_of(nw) == NET_FIFO)
         return ev->id; /* the link held it to the end */
     flow *f = &nw->flows[ev->id];
     if (ev->version != f->version)

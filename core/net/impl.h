@@ -149,15 +149,6 @@ static inline int32_t route(const net *nw, int32_t src, int32_t dst,
     return nw->route_off[k + 1] - nw->route_off[k];
 }
 
-/* net_sharing_of, inline for the run-time files (net/state.c,
- * net/flow.c), which so call nothing in net/net.c: no circle of files */
-static inline enum net_sharing sharing_of(const net *nw)
-{
-    if (nw->sharing_set)
-        return nw->sharing;
-    return nw->mesh ? NET_FIFO : NET_FAIR;
-}
-
 static inline double link_bw(const net *nw, int32_t l)
 {
     return nw->mesh ? nw->mesh_bw : nw->links[l].bandwidth;

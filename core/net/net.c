@@ -118,11 +118,6 @@ void net_set_sharing(net *nw, enum net_sharing sharing)
     nw->sharing_set = 1;
 }
 
-enum net_sharing net_sharing_of(const net *nw)
-{
-    return sharing_of(nw);
-}
-
 int net_is_mesh(const net *nw)
 {
     return nw->mesh;

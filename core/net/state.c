@@ -42,6 +42,15 @@ static void free_flows(net *nw)
     nw->flows_cap = 0;
 }
 
+/* Here rather than in net.c, which frees a run's state through this file:
+ * the run state reads the sharing rule, and net.c calls down into it. */
+enum net_sharing net_sharing_of(const net *nw)
+{
+    if (nw->sharing_set)
+        return nw->sharing;
+    return nw->mesh ? NET_FIFO : NET_FAIR;
+}
+
 void net_run_free(net *nw)
 {
     limit_free(nw->ls);
@@ -144,7 +153,7 @@ size_t net_run_bytes(const net *nw)
     if (nw->mesh) /* per pair used: net_pair_bytes */
         return 0;
     size_t b = sizeof(lstat) + 1 + sizeof(int32_t);
-    if (sharing_of(nw) == NET_FAIR) /* size_fair's arrays */
+    if (net_sharing_of(nw) == NET_FAIR) /* size_fair's arrays */
         b += 4 * sizeof(int32_t) + sizeof(uint32_t) + 2 * sizeof(double);
     return b * ((size_t)nw->nlinks + 1);
 }
@@ -295,7 +304,7 @@ void net_begin(net *nw, eq *q)
     } else {
         memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
     }
-    if (sharing_of(nw) == NET_FAIR) {
+    if (net_sharing_of(nw) == NET_FAIR) {
         if (size_fair(nw, count, full))
             nw->oom = 1;
         if (nw->flows_hops != nw->max_hops) /* memberships are per hop */

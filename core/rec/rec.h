@@ -198,7 +198,11 @@ typedef struct rec_payload {
  * that commit's); rec_close(NULL) is a no-op. */
 rec_db *rec_open(const char *path, ps_err *err);
 int rec_close(rec_db *db, ps_err *err);
-/* In a process forked while db was open (a sweep worker, which must not
+/* fork(): every fork of the process waits until the recorder's writer
+ * threads are idle, outside SQLite (rec/writer.c, pthread_atfork), so the
+ * child may open connections of its own; it must not use the ones it
+ * inherited.
+ * In a process forked while db was open (a sweep worker, which must not
  * use or close the writer's connection): gives back the memory SQLite can
  * free without touching the file (its cache of unchanged pages), so the
  * handle that stays until _exit holds little. */

@@ -262,6 +262,8 @@ int bind_raise(lua_State *L, const ps_err *err);
 struct rec_db *bind_database(lua_State *L, const char *path);
 /* Counts a recorded run toward bind_finish's total. */
 void bind_count_run(lua_State *L);
+/* The runs counted so far (bind_count_run), in this process. */
+long bind_runs_recorded(lua_State *L);
 /* Called after every simulated run: may redraw the progress line. */
 void bind_progress(lua_State *L);
 /* A sweep's progress: done of total points, with the rate and the time

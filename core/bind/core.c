@@ -177,6 +177,13 @@ void bind_count_run(lua_State *L)
     get_session(L)->runs++;
 }
 
+/* [-0, +0] */
+long bind_runs_recorded(lua_State *L)
+{
+    session *s = get_session(L);
+    return s ? s->runs : 0;
+}
+
 static double monotonic(void)
 {
     struct timespec ts;

@@ -7,7 +7,6 @@
  * each chunk's results travel in a file next to its databases. */
 #include "bind/bind.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <lauxlib.h>
 #include <poll.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/limit.h"
+#include "bind/proc.h"
 #include "rec/rec.h"
 
 #define POOL_TYPE "pipesim.sweep_pool"
@@ -50,6 +50,7 @@ int bind_sweep_forked(void)
 /* Set in a worker process only (the registry's WORKER_KEY points to it). */
 typedef struct worker {
     const char *dir;
+    pid_t writer; /* the process that forked this one */
     int32_t chunk;
     wdb dbs[MAX_DBS];
     int ndbs;
@@ -164,11 +165,28 @@ static void user_names(lua_State *L, const worker *w)
     }
 }
 
+/* 1 when the point just evaluated (its result on top) recorded more runs
+ * than its own, which its result's id names: its run function called
+ * ps.run or ps.collective itself, and those calls returned ids of this
+ * worker's scratch database, which the writer renumbers. Only the writer
+ * can give such a call the id its run will have. [-0, +0] */
+static int records_itself(lua_State *L, long before)
+{
+    long own = 0;
+    if (lua_istable(L, -1)) {
+        own = lua_getfield(L, -1, "id") == LUA_TNUMBER;
+        lua_pop(L, 1);
+    }
+    return bind_runs_recorded(L) - before > own;
+}
+
 /* Evaluates chunk c's points first..last (eval's indices) and writes
- * { results = {...}, error = msg, dbs = { { path =, file = }, ... } } to
- * DIR/cC.res. Returns 0, or -1 when a stop was requested. [-0, +(0|?)]
- * pushes nothing when it returns 0; -1 leaves what it pushed (the worker
- * exits). */
+ * { results = {...}, error = msg, nested = j, dbs = { { path =, file = },
+ * ... } } to DIR/cC.res (nested: point j recorded runs of its own, see
+ * records_itself; the results stop before it). Returns 0; 1 when nested
+ * is set (the worker has nothing more to do); -1 when a stop was
+ * requested or the writer died. [-0, +(0|?)] pushes nothing when it
+ * returns 0 or 1; -1 leaves what it pushed (the worker exits). */
 static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
                      lua_Integer first, lua_Integer last)
 {
@@ -178,6 +196,9 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
     int out = lua_gettop(L);
     lua_createtable(L, (int)(last - first + 1), 0);
     for (lua_Integer j = first; j <= last; j++) {
+        if (proc_orphaned(w->writer))
+            return -1; /* the writer died: nobody takes the results */
+        long before = bind_runs_recorded(L);
         lua_pushvalue(L, eval);
         lua_pushinteger(L, j);
         if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
@@ -189,6 +210,14 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
             }
             user_names(L, w);
             lua_setfield(L, out, "error");
+            break;
+        }
+        if (records_itself(L, before)) {
+            /* its runs' ids are this process's: the writer evaluates the
+             * sweep from this point on itself (take_chunk) */
+            lua_pop(L, 1);
+            lua_pushinteger(L, j);
+            lua_setfield(L, out, "nested");
             break;
         }
         lua_rawseti(L, -2, j - first + 1);
@@ -251,8 +280,10 @@ static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
     free(bytes);
     if (!f || fclose(f) || !wrote || rename(tmp, final))
         return -1;
+    lua_getfield(L, out, "nested");
+    int nested = !lua_isnil(L, -1);
     lua_settop(L, out - 1);
-    return 0;
+    return nested;
 }
 
 static void write_all(int fd, const void *buf, size_t n)
@@ -281,7 +312,7 @@ static void pool_forget(pool *p);
  * and scratch directory. [-0, +0] (its worker record goes to the
  * registry) */
 static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
-                        int task_fd, int done_fd, lua_Integer n,
+                        pid_t writer, int task_fd, int done_fd, lua_Integer n,
                         lua_Integer size)
 {
     char dir[4096];
@@ -290,6 +321,7 @@ static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
     worker *w = lua_newuserdatauv(L, sizeof *w, 0);
     memset(w, 0, sizeof *w);
     w->dir = dir;
+    w->writer = writer;
     lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
     int status = 0;
     for (;;) {
@@ -301,11 +333,14 @@ static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
             break;
         lua_Integer first = (lua_Integer)c * size + 1;
         lua_Integer last = first + size - 1 < n ? first + size - 1 : n;
-        if (run_chunk(L, eval, w, c, first, last)) {
+        int rc = run_chunk(L, eval, w, c, first, last);
+        if (rc < 0) {
             status = 1;
             break;
         }
         write_all(done_fd, &c, sizeof c);
+        if (rc > 0)
+            break; /* the writer takes the sweep over from here */
     }
     fflush(NULL); /* what the run functions printed */
     close(task_fd);
@@ -320,9 +355,10 @@ static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
 
 struct pool {
     pid_t pids[1024];
+    double stopped_since[1024]; /* proc_watch's */
     int npids;
     int done_fd;
-    char dir[4096];
+    proc_scratch scratch;
 };
 
 /* In a new worker: the pool's pids (its elder siblings), pipe and
@@ -334,7 +370,7 @@ static void pool_forget(pool *p)
     if (p->done_fd >= 0)
         close(p->done_fd);
     p->done_fd = -1;
-    p->dir[0] = '\0';
+    proc_scratch_forget(&p->scratch);
 }
 
 /* Stops the workers still running (they are this process's children),
@@ -353,21 +389,7 @@ static void pool_close(pool *p)
     if (p->done_fd >= 0)
         close(p->done_fd);
     p->done_fd = -1;
-    if (p->dir[0]) {
-        DIR *d = opendir(p->dir);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
-            char f[8192];
-            snprintf(f, sizeof f, "%s/%s", p->dir, e->d_name);
-            unlink(f);
-        }
-        if (d)
-            closedir(d);
-        rmdir(p->dir);
-        p->dir[0] = '\0';
-    }
+    proc_scratch_remove(&p->scratch);
 }
 
 /* [-0, +0] the pool userdata's __gc */
@@ -446,14 +468,16 @@ static int take_shipped(rec_db *db, const char *file, lua_Integer k,
 /* Copies chunk c's databases into the real ones and appends its results
  * (ids renumbered) to the table at results; next is the index of its
  * first point there. Returns 0; 1 when the chunk ends in a point's error
- * (its message pushed); -1 with err filled on any other failure.
- * [-0, +(0|1|?)] nothing left on 0, the message on 1; -1 leaves what it
- * pushed (the caller raises err). */
+ * (its message pushed); 2 when a point of the chunk recorded runs of its
+ * own (records_itself: nothing of the chunk is taken, the writer
+ * evaluates the sweep from the chunk's first point on); -1 with err
+ * filled on any other failure. [-0, +(0|1|?)] nothing left on 0 and 2,
+ * the message on 1; -1 leaves what it pushed (the caller raises err). */
 static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
                       lua_Integer next, ps_err *err)
 {
     char file[4200];
-    snprintf(file, sizeof file, "%s/c%d.res", p->dir, (int)c);
+    snprintf(file, sizeof file, "%s/c%d.res", p->scratch.dir, (int)c);
     unsigned char *buf;
     size_t size;
     if (read_whole(file, &buf, &size) < 0)
@@ -465,6 +489,11 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     if (bad)
         return ps_errf(err, "ps.sweep: a worker's results are damaged");
     int chunk = lua_gettop(L);
+    if (lua_getfield(L, chunk, "nested") != LUA_TNIL) {
+        lua_settop(L, chunk - 1); /* its scratch goes with the pool's */
+        return 2;
+    }
+    lua_pop(L, 1);
     lua_getfield(L, chunk, "dbs");
     int dbs = lua_gettop(L);
     lua_getfield(L, chunk, "results");
@@ -575,140 +604,224 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     return 0;
 }
 
-/* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
- * by jobs worker processes; raises the first failing point's error after
- * recording the runs before it, as --jobs 1 does. [-0, +1] returns the
- * results table */
-int bind_sweep_map(lua_State *L)
-{
-    lua_Integer n = luaL_checkinteger(L, 1);
-    lua_Integer jobs = luaL_checkinteger(L, 2);
-    luaL_checktype(L, 3, LUA_TFUNCTION);
-    lua_settop(L, 3);
-    /* chunks of at most CHUNK_MAX points, about 8 per worker */
-    lua_Integer size = (n + jobs * 8 - 1) / (jobs * 8);
-    if (size > CHUNK_MAX)
-        size = CHUNK_MAX;
-    if (size < (n + MAX_CHUNKS - 1) / MAX_CHUNKS)
-        size = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-    if (size < 1)
-        size = 1;
-    int32_t nchunks = (int32_t)((n + size - 1) / size);
-    if (jobs > nchunks)
-        jobs = nchunks;
+/* A sweep's evaluation by the pool: sizes, then the state of its
+ * collection (bind_sweep_map). */
+typedef struct sweep_run {
+    lua_Integer n, size; /* points, points per chunk */
+    int32_t nchunks;
+    int eval;         /* stack index of the function of a point */
+    int results;      /* stack index of the results table */
+    int32_t next;     /* the first chunk not taken */
+    int failed;       /* 1: a point's error is on the stack; -1: err */
+    lua_Integer here; /* > 0: the points from here on run in this
+                         process (take_chunk's 2) */
+    ps_err err;
+} sweep_run;
 
-    pool *p = lua_newuserdatauv(L, sizeof *p, 0); /* 4 */
+/* [-0, +1] the pool's userdata, with its __gc (which ends the workers and
+ * removes the scratch), and its scratch directory; raises on failure */
+static pool *pool_new(lua_State *L)
+{
+    pool *p = lua_newuserdatauv(L, sizeof *p, 0);
     memset(p, 0, sizeof *p);
     p->done_fd = -1;
+    p->scratch.lock_fd = -1;
     if (luaL_newmetatable(L, POOL_TYPE)) {
         lua_pushcfunction(L, pool_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_setmetatable(L, -2);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(p->dir, sizeof p->dir, "%s/pipesim-sweep.XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(p->dir)) {
-        p->dir[0] = '\0';
-        return luaL_error(L, "ps.sweep: cannot create a scratch directory: %s",
-                          strerror(errno));
-    }
+    ps_err err;
+    if (proc_scratch_make(&p->scratch, NULL, &err))
+        bind_raise(L, &err);
+    return p;
+}
+
+/* Forks up to jobs workers, each handed the task pipe's chunks; raises
+ * when none can start. [-0, +0] */
+static void pool_start(lua_State *L, pool *p, const sweep_run *sr,
+                       lua_Integer jobs)
+{
     int task[2], done[2];
     if (pipe(task))
-        return luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
+        luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
     if (pipe(done)) {
         close(task[0]);
         close(task[1]);
-        return luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
+        luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
     }
     p->done_fd = done[0];
-    for (int32_t c = 0; c < nchunks; c++)
+    for (int32_t c = 0; c < sr->nchunks; c++)
         write_all(task[1], &c, sizeof c);
     close(task[1]);
-    lua_createtable(L, (int)n, 0); /* 5: the results */
-    bind_progress_sweep(L, 0, (long)n);
     fflush(NULL); /* or the children print it again */
+    pid_t writer = getpid();
     for (lua_Integer k = 0; k < jobs; k++) {
         pid_t pid = fork();
         if (pid == 0) {
             forked = 1;
-            worker_main(L, 3, p, p->dir, task[0], done[1], n, size);
+            proc_child_init(writer);
+            worker_main(L, sr->eval, p, p->scratch.dir, writer, task[0],
+                        done[1], sr->n, sr->size);
         }
         if (pid < 0)
             break;
         p->pids[p->npids++] = pid;
     }
+    int e = errno;
     close(task[0]);
     close(done[1]);
     if (p->npids == 0) {
         pool_close(p);
-        return luaL_error(L, "ps.sweep: cannot start a worker process: %s",
-                          strerror(errno));
+        luaL_error(L, "ps.sweep: cannot start a worker process: %s",
+                   strerror(e));
     }
+}
 
-    unsigned char *ready = calloc((size_t)nchunks, 1);
+/* Takes the chunks in order as the workers finish them, until all are
+ * in, a point fails, a chunk hands the sweep back (sr->here), a worker
+ * fails or a stop is requested. [-0, +(0|1)] a point's error stays on
+ * top (sr->failed 1) */
+static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
+{
+    unsigned char *ready = calloc((size_t)sr->nchunks, 1);
     if (!ready) {
-        pool_close(p);
-        return luaL_error(L, "ps.sweep: out of memory");
+        ps_errf(&sr->err, "ps.sweep: out of memory");
+        sr->failed = -1;
+        return;
     }
-    ps_err err = {0};
-    int failed = 0; /* 1: a point's error is on the stack; -1: err */
-    int32_t next = 0;
-    while (next < nchunks && !failed) {
+    while (sr->next < sr->nchunks && !sr->failed && !sr->here) {
         if (limit_stopped())
             break;
         struct pollfd pf = {.fd = p->done_fd, .events = POLLIN};
         int pr = poll(&pf, 1, 200);
-        if (pr <= 0)
-            continue; /* a signal, or a wake-up to check for a stop */
+        if (pr <= 0) {
+            /* a signal, or a wake-up to check for a stop and on the
+             * workers: one that died or stays stopped ends the wait */
+            if (pr == 0 &&
+                proc_watch(p->pids, p->npids, p->stopped_since, &sr->err))
+                sr->failed = -1;
+            continue;
+        }
         int32_t c;
         ssize_t k = read(p->done_fd, &c, sizeof c);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k != (ssize_t)sizeof c || c < 0 || c >= nchunks) {
-            ps_errf(&err, "ps.sweep: a worker process ended before its "
-                          "points were done (killed, or out of memory?)");
-            failed = -1;
+        if (k != (ssize_t)sizeof c || c < 0 || c >= sr->nchunks) {
+            if (!proc_watch(p->pids, p->npids, p->stopped_since, &sr->err))
+                ps_errf(&sr->err, "ps.sweep: a worker process ended before "
+                                  "its points were done (killed, or out of "
+                                  "memory?)");
+            sr->failed = -1;
             break;
         }
         ready[c] = 1;
-        while (next < nchunks && ready[next] && !failed) {
-            int rc =
-                take_chunk(L, p, next, 5, (lua_Integer)next * size + 1, &err);
-            failed = rc > 0 ? 1 : rc < 0 ? -1 : 0;
-            next++;
-            lua_Integer doneb = (lua_Integer)next * size;
-            bind_progress_sweep(L, (long)(doneb < n ? doneb : n), (long)n);
+        while (sr->next < sr->nchunks && ready[sr->next] && !sr->failed) {
+            lua_Integer first = (lua_Integer)sr->next * sr->size + 1;
+            int rc = take_chunk(L, p, sr->next, sr->results, first, &sr->err);
+            if (rc == 2) {
+                sr->here = first;
+                break;
+            }
+            sr->failed = rc > 0 ? 1 : rc < 0 ? -1 : 0;
+            sr->next++;
+            lua_Integer doneb = (lua_Integer)sr->next * sr->size;
+            bind_progress_sweep(L, (long)(doneb < sr->n ? doneb : sr->n),
+                                (long)sr->n);
         }
     }
     free(ready);
-    if (next == nchunks && !failed) {
-        /* every worker has read its last task and exits, with status 0:
-         * anything else (a crash at its end, valgrind's --error-exitcode
-         * for a leak, tests/run.sh) is reported, after its runs are in */
-        for (int i = 0; i < p->npids; i++) {
-            int st = 0;
-            while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
-                ;
-            p->pids[i] = 0;
-            if (!failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                ps_errf(&err,
-                        "ps.sweep: a worker process ended with %s %d after "
-                        "its points were done",
-                        WIFEXITED(st) ? "status" : "signal",
-                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-                failed = -1;
-            }
+}
+
+/* After every chunk is taken: each worker has read its last task and
+ * exits with status 0; anything else (a crash at its end, valgrind's
+ * --error-exitcode for a leak, tests/run.sh) is reported, after its runs
+ * are in. */
+static void pool_reap(pool *p, sweep_run *sr)
+{
+    for (int i = 0; i < p->npids; i++) {
+        int st = 0;
+        while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
+            ;
+        p->pids[i] = 0;
+        if (!sr->failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+            ps_errf(&sr->err,
+                    "ps.sweep: a worker process ended with %s %d after "
+                    "its points were done",
+                    WIFEXITED(st) ? "status" : "signal",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            sr->failed = -1;
         }
     }
+}
+
+/* The points from sr->here on, evaluated in this process as --jobs 1
+ * does (a point's run function records runs of its own, whose ids only
+ * this process can give). [-0, +(0|1)] a point's error stays on top
+ * (sr->failed 1) */
+static void run_here(lua_State *L, sweep_run *sr)
+{
+    bind_progress_sweep(L, 0, 0);
+    fprintf(stderr,
+            "pipesim: note: a ps.sweep's run function records runs itself "
+            "(ps.run inside it), whose ids only this process can give: its "
+            "points from the %lld-th on run here, one at a time\n",
+            (long long)sr->here);
+    for (lua_Integer j = sr->here; j <= sr->n; j++) {
+        lua_pushvalue(L, sr->eval);
+        lua_pushinteger(L, j);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            sr->failed = 1;
+            return;
+        }
+        lua_rawseti(L, sr->results, j);
+        bind_progress_sweep(L, (long)j, (long)sr->n);
+    }
+}
+
+/* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
+ * by jobs worker processes; raises the first failing point's error after
+ * recording the runs before it, as --jobs 1 does. A point whose run
+ * function records runs itself hands the rest of the sweep to this
+ * process (run_here), so that every id returned is the id stored.
+ * [-0, +1] returns the results table */
+int bind_sweep_map(lua_State *L)
+{
+    sweep_run sr = {0};
+    sr.n = luaL_checkinteger(L, 1);
+    lua_Integer jobs = luaL_checkinteger(L, 2);
+    luaL_checktype(L, 3, LUA_TFUNCTION);
+    lua_settop(L, 3);
+    sr.eval = 3;
+    /* chunks of at most CHUNK_MAX points, about 8 per worker */
+    lua_Integer size = (sr.n + jobs * 8 - 1) / (jobs * 8);
+    if (size > CHUNK_MAX)
+        size = CHUNK_MAX;
+    if (size < (sr.n + MAX_CHUNKS - 1) / MAX_CHUNKS)
+        size = (sr.n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+    sr.size = size < 1 ? 1 : size;
+    sr.nchunks = (int32_t)((sr.n + sr.size - 1) / sr.size);
+    if (jobs > sr.nchunks)
+        jobs = sr.nchunks;
+
+    pool *p = pool_new(L);            /* 4 */
+    lua_createtable(L, (int)sr.n, 0); /* 5: the results */
+    sr.results = 5;
+    bind_progress_sweep(L, 0, (long)sr.n);
+    pool_start(L, p, &sr, jobs);
+    pool_collect(L, p, &sr);
+    if (sr.next == sr.nchunks && !sr.failed)
+        pool_reap(p, &sr);
     pool_close(p);
+    if (sr.here && !limit_stopped())
+        run_here(L, &sr);
     bind_progress_sweep(L, 0, 0);
     if (limit_stopped())
         return bind_raise_stop(L);
-    if (failed > 0)
+    if (sr.failed > 0)
         return lua_error(L); /* the point's message, on top */
-    if (failed < 0)
-        return bind_raise(L, &err);
+    if (sr.failed < 0)
+        return bind_raise(L, &sr.err);
     lua_settop(L, 5);
     return 1;
 }

@@ -321,6 +321,12 @@ int rec_begin(rec_db *db, ps_err *err);
 int rec_commit(rec_db *db, ps_err *err);
 void rec_rollback(rec_db *db);
 
+/* 0 when path is a regular file, 1 when it does not exist, PS_ERR ("DB
+ * is a directory, not a database file", "DB is not a regular file (a
+ * FIFO)") otherwise: SQLite would block on a FIFO forever and fail on a
+ * directory with "disk I/O error". Every open of a database checks it. */
+int rec_check_path(const char *path, ps_err *err);
+
 /* --- reading, for report and export --- */
 
 /* Opens an existing database read-only; fails with "DB: no such file" or

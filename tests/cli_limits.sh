@@ -199,4 +199,111 @@ if [ -w /dev/full ]; then
     done
 fi
 
+# --- finalizers (issue 27 item 3): limits hold until the process exits;
+# pipesim calls from a __gc metamethod at exit raise; an error in one fails
+# the run. Each run under `timeout -s KILL` (137: it ran past its limits).
+now_ms() { date +%s%3N; }
+gc_case() { # NAME BODY: a scenario with one run, then G whose __gc is BODY
+    cat >"$TMP/gc_$1.lua" <<LUA
+local ps = require "pipesim"
+local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+local r = ps.run{ layers = l, stages = 2, microbatches = 2 }
+G = setmetatable({}, { __gc = function() $2 end })
+LUA
+}
+# gc_expect NAME ARGS WANT MAX_S: exit non-zero within MAX_S seconds with
+# the one line WANT (a substring)
+gc_expect() {
+    rm -f "$TMP/gc_$1.db"*
+    t0=$(now_ms)
+    # shellcheck disable=SC2086
+    PIPESIM_TEST_HARD_STOP=0.5 timeout -s KILL 20 "$BIN" run "$TMP/gc_$1.lua" -o "$TMP/gc_$1.db" $2 >"$TMP/gc.out" 2>"$TMP/gc.err"
+    rc=$?
+    ms=$(( $(now_ms) - t0 ))
+    [ $rc -ne 0 ] && [ $rc -ne 137 ] && ok || bad "__gc $1: exit $rc (137: past its limits)"
+    [ "$(wc -l <"$TMP/gc.err")" = 1 ] && grep -q "^pipesim: .*$3" "$TMP/gc.err" && ok || bad "__gc $1: got '$(cat "$TMP/gc.err")', want '$3'"
+    [ $ms -le $(($4 * 1000)) ] && ok || bad "__gc $1: took $ms ms, want <= $4 s"
+    [ "$(sqlite3 "$TMP/gc_$1.db" "SELECT count(*) FROM run")" = 1 ] && ok || bad "__gc $1: the scenario's run is not in the database"
+}
+gc_case loop "while true do end"
+gc_expect loop "--timeout 1" "time limit of 1 s reached" 5
+gc_case alloc 'local t = {} for i = 1, 1e9 do t[i] = ("x"):rep(64) .. i end'
+gc_expect alloc "--max-memory 64MiB" "memory limit of 64 MiB reached (--max-memory)" 10
+gc_case err 'error("boom")'
+gc_expect err "" "gc_err.lua:4: boom (raised in a __gc metamethod)" 10
+gc_case run "ps.run{ layers = l, stages = 2, microbatches = 2 }"
+gc_expect run "" "gc_run.lua:4: ps.run: the scenario has ended: pipesim cannot run, record or show anything from a __gc metamethod at exit" 10
+gc_case show "ps.show(r)"
+gc_expect show "" "gc_show.lua:4: ps.show: the scenario has ended" 10
+gc_case cluster "ps.cluster{ ranks = 2 }"
+gc_expect cluster "" "gc_cluster.lua:4: ps.cluster: the scenario has ended" 10
+# a finalizer that loops at a collection during the scenario: Lua runs no
+# hook inside it, so the stop ends the process (after the hard stop's grace,
+# 0.5 s here) and the run before it is kept
+cat >"$TMP/gc_during.lua" <<'LUA'
+local ps = require "pipesim"
+local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+ps.run{ layers = l, stages = 2, microbatches = 2 }
+do local _ = setmetatable({}, { __gc = function() while true do end end }) end
+collectgarbage()
+LUA
+gc_expect during "--timeout 1" "time limit of 1 s reached (stopped at once" 5
+# ps.run from a finalizer during the scenario works, with the file's id
+cat >"$TMP/gc_ok.lua" <<'LUA'
+local ps = require "pipesim"
+local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+ps.run{ layers = l, stages = 2, microbatches = 2 }
+do local _ = setmetatable({}, { __gc = function() print(ps.run{ layers = l, stages = 2, microbatches = 2 }.id) end }) end
+collectgarbage()
+LUA
+rm -f "$TMP/gc_ok.db"*
+$VG "$BIN" run "$TMP/gc_ok.lua" -o "$TMP/gc_ok.db" >"$TMP/gc.out" 2>&1 && [ "$(head -n 1 "$TMP/gc.out")" = 2 ] &&
+    [ "$(sqlite3 "$TMP/gc_ok.db" "SELECT count(*) FROM run")" = 2 ] && ok || bad "ps.run in a __gc during the scenario: $(cat "$TMP/gc.out")"
+
+# --- blocking reads (issue 27 item 4): scenarios from pipes run; a FIFO
+# and a quiet stdin respect --timeout; databases that are FIFOs are refused
+printf 'local ps = require "pipesim"\nprint(#ps.args == 0)\nps.run{ layers = { { fwd_time = 1 }, { fwd_time = 1 } }, stages = 2, microbatches = 2 }\n' >"$TMP/piped.lua"
+rm -f "$TMP/piped.db"*
+# shellcheck disable=SC2002
+cat "$TMP/piped.lua" | $VG "$BIN" run /dev/stdin -o "$TMP/piped.db" >"$TMP/piped.out" 2>&1 &&
+    grep -q "^1 run added to $TMP/piped.db" "$TMP/piped.out" && ok || bad "scenario from a pipe: $(cat "$TMP/piped.out")"
+mkfifo "$TMP/scen.fifo"
+t0=$(now_ms)
+timeout -s KILL 10 "$BIN" run "$TMP/scen.fifo" -o "$TMP/fifo.db" --timeout 1 >/dev/null 2>"$TMP/fifo.err"
+rc=$?
+ms=$(( $(now_ms) - t0 ))
+[ $rc = 1 ] && [ "$(cat "$TMP/fifo.err")" = "pipesim: time limit of 1 s reached" ] && [ $ms -le 3000 ] && ok ||
+    bad "a FIFO scenario nobody writes: exit $rc after $ms ms: $(cat "$TMP/fifo.err")"
+(sleep 0.3; cat "$TMP/piped.lua" >"$TMP/scen.fifo") &
+rm -f "$TMP/fifo.db"*
+timeout -s KILL 10 "$BIN" run "$TMP/scen.fifo" -o "$TMP/fifo.db" --timeout 5 >"$TMP/fifo.out" 2>&1 &&
+    grep -q "^1 run added" "$TMP/fifo.out" && ok || bad "a FIFO scenario: $(cat "$TMP/fifo.out")"
+wait
+printf 'local l = io.read("l")\nprint("read", l)\n' >"$TMP/quiet.lua"
+mkfifo "$TMP/stdin.fifo"
+(sleep 4 >"$TMP/stdin.fifo") &
+t0=$(now_ms)
+timeout -s KILL 10 "$BIN" run "$TMP/quiet.lua" -o "$TMP/quiet.db" --timeout 1 <"$TMP/stdin.fifo" >/dev/null 2>"$TMP/quiet.err"
+rc=$?
+ms=$(( $(now_ms) - t0 ))
+[ $rc = 1 ] && grep -q "^pipesim: .*quiet.lua:[0-9]*: time limit of 1 s reached$" "$TMP/quiet.err" && [ $ms -le 3000 ] && ok ||
+    bad "io.read on a quiet stdin: exit $rc after $ms ms: $(cat "$TMP/quiet.err")"
+wait
+printf 'local f = io.open(ps_fifo)\n' | sed "s|ps_fifo|\"$TMP/scen.fifo\"|" >"$TMP/openfifo.lua"
+t0=$(now_ms)
+timeout -s KILL 10 "$BIN" run --unsafe "$TMP/openfifo.lua" -o "$TMP/quiet.db" --timeout 1 >/dev/null 2>"$TMP/quiet.err"
+rc=$?
+ms=$(( $(now_ms) - t0 ))
+[ $rc = 1 ] && grep -q "time limit of 1 s reached" "$TMP/quiet.err" && [ $ms -le 3000 ] && ok ||
+    bad "io.open of a FIFO nobody writes: exit $rc after $ms ms: $(cat "$TMP/quiet.err")"
+for args in "report $TMP/scen.fifo" "report $TMP/scen.fifo 1" "export $TMP/scen.fifo 1 --format svg -o $TMP/x.svg" \
+    "plot $TMP/scen.fifo --x microbatches --y makespan" "merge $TMP/fifo-out.db $TMP/scen.fifo" \
+    "run $TMP/two.lua -o $TMP/scen.fifo"; do
+    # shellcheck disable=SC2086
+    timeout -s KILL 10 "$BIN" $args >/dev/null 2>"$TMP/fifo.err"
+    rc=$?
+    [ $rc = 1 ] && grep -q "$TMP/scen.fifo is not a regular file (a FIFO): a pipesim database is a file SQLite can seek in" "$TMP/fifo.err" && ok ||
+        bad "pipesim $args: exit $rc: $(cat "$TMP/fifo.err")"
+done
+
 echo "$P passed, $F failed"

@@ -36,6 +36,7 @@ typedef struct session {
     double sweep_started;
     int64_t
         total; /* runs in the default database at bind_finish, -1: unknown */
+    int ended; /* bind_finish has begun: the scenario has returned */
 } session;
 
 /* [-0, +0] */
@@ -51,6 +52,26 @@ void *bind_registry_ptr(lua_State *L, const char *key)
 static session *get_session(lua_State *L)
 {
     return bind_registry_ptr(L, SESSION_KEY);
+}
+
+/* [-0, +0] raises once the scenario has ended (bind_finish): what a
+ * __gc metamethod calls at exit, when the databases are closed and new
+ * objects get no finalizer (lua_close), neither records nor leaks */
+void bind_check_open(lua_State *L)
+{
+    session *s = get_session(L);
+    if (s && s->ended)
+        luaL_error(L, "the scenario has ended: pipesim cannot run, record or "
+                      "show anything from a __gc metamethod at exit (do it "
+                      "before the scenario returns)");
+}
+
+/* [-0, +0] */
+void bind_session_end(lua_State *L)
+{
+    session *s = get_session(L);
+    if (s)
+        s->ended = 1;
 }
 
 /* [-0, +0] raises */
@@ -98,6 +119,7 @@ static int db_gc(lua_State *L)
 struct rec_db *bind_database(lua_State *L, const char *path)
 {
     session *s = get_session(L);
+    bind_check_open(L);
     rec_db *worker = bind_sweep_database(L, path); /* a sweep's worker */
     if (worker)
         return worker;
@@ -269,6 +291,7 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
 {
     session *s = get_session(L);
     int rc = PS_OK;
+    bind_session_end(L);
     progress_done(s);
     long runs_in = s ? s->runs : 0;
     *db_path = s && s->default_used ? s->s.default_db : NULL;
@@ -374,6 +397,7 @@ const luaL_Reg bind_core_funcs[] = {
 /* [-0, +0] */
 void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
 {
+    bind_check_open(L); /* every pipesim object with a finalizer */
     if (luaL_newmetatable(L, tname))
         luaL_setfuncs(L, meta, 0);
     lua_setmetatable(L, -2);

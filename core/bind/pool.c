@@ -345,6 +345,8 @@ static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
     fflush(NULL); /* what the run functions printed */
     close(task_fd);
     close(done_fd);
+    /* finalizers at the worker's exit record nothing (bind_check_open) */
+    bind_session_end(L);
     lua_close(L);
     _exit(status);
 }
@@ -788,6 +790,7 @@ static void run_here(lua_State *L, sweep_run *sr)
 int bind_sweep_map(lua_State *L)
 {
     sweep_run sr = {0};
+    bind_check_open(L);
     sr.n = luaL_checkinteger(L, 1);
     lua_Integer jobs = luaL_checkinteger(L, 2);
     luaL_checktype(L, 3, LUA_TFUNCTION);

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "base/limit.h"
 
 #include "rec/rec.h"
 
@@ -56,29 +59,76 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* The scenario's version: FNV-1a 64 over the script's bytes and each -D
- * argument (NUL-separated), so that shards of one command line agree and
- * an edited script or other arguments do not. Files the script requires
- * are not included. [-0, +0] */
+/* A -D argument and its place on the command line. */
+typedef struct def_at {
+    const char *d;
+    int i;
+} def_at;
+
+/* -D arguments by key; a key given twice keeps its last value, as
+ * ps.args does (bind/core.c push_args): the later one sorts first. */
+static int by_key(const void *pa, const void *pb)
+{
+    const def_at *a = pa, *b = pb;
+    size_t na = strcspn(a->d, "="), nb = strcspn(b->d, "=");
+    int c = strncmp(a->d, b->d, na < nb ? na : nb);
+    if (c == 0 && na != nb)
+        c = na < nb ? -1 : 1;
+    return c ? c : b->i - a->i;
+}
+
+/* The scenario's version: FNV-1a 64 over the script's bytes (src, n) and
+ * the -D arguments as ps.args sees them (NUL-separated, by key, each key
+ * once), so that shards of one command line agree whatever the order of
+ * their -D arguments, and an edited script or other values do not. Files
+ * the script requires are not included. [-0, +0] */
+static void set_version(lua_State *L, const void *src, size_t n)
+{
+    sweep_state *st = get_state(L);
+    const bind_session *s = bind_get_session(L);
+    uint64_t h = fnv1a(0xcbf29ce484222325u, src, n);
+    int nd = s ? s->ndefs : 0;
+    def_at *defs = nd > 0 ? malloc((size_t)nd * sizeof *defs) : NULL;
+    for (int i = 0; defs && i < nd; i++)
+        defs[i] = (def_at){s->defs[i], i};
+    if (defs)
+        qsort(defs, (size_t)nd, sizeof *defs, by_key);
+    for (int i = 0; defs && i < nd; i++) {
+        const char *d = defs[i].d, *prev = i > 0 ? defs[i - 1].d : NULL;
+        size_t k = strcspn(d, "=");
+        if (prev && strcspn(prev, "=") == k && strncmp(prev, d, k) == 0)
+            continue; /* an earlier value of the same key */
+        h = fnv1a(h, d, strlen(d) + 1);
+    }
+    free(defs);
+    snprintf(st->scenario, sizeof st->scenario, "fnv1a64:%016llx",
+             (unsigned long long)h);
+}
+
+/* [-0, +0] */
+void bind_sweep_source(lua_State *L, const char *bytes, size_t n)
+{
+    set_version(L, bytes, n);
+}
+
+/* The version set by bind_sweep_source when the scenario was loaded;
+ * else (a cluster file of pipesim nccl-tests) of the session's file when
+ * it is a regular one. [-0, +0] */
 static const char *scenario_version(lua_State *L)
 {
     sweep_state *st = get_state(L);
     if (st->scenario[0])
         return st->scenario;
     const bind_session *s = bind_get_session(L);
-    uint64_t h = 0xcbf29ce484222325u;
-    FILE *f = s && s->scenario ? fopen(s->scenario, "rb") : NULL;
-    if (f) {
-        char buf[4096];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            h = fnv1a(h, buf, n);
-        fclose(f);
-    }
-    for (int i = 0; s && i < s->ndefs; i++)
-        h = fnv1a(h, s->defs[i], strlen(s->defs[i]) + 1);
-    snprintf(st->scenario, sizeof st->scenario, "fnv1a64:%016llx",
-             (unsigned long long)h);
+    char *bytes = NULL;
+    size_t n = 0;
+    struct stat sb;
+    ps_err err;
+    if (s && s->scenario && stat(s->scenario, &sb) == 0 &&
+        S_ISREG(sb.st_mode) && limit_read_file(s->scenario, &bytes, &n, &err))
+        bytes = NULL, n = 0;
+    set_version(L, bytes ? bytes : "", n);
+    limit_free(bytes);
     return st->scenario;
 }
 

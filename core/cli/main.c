@@ -329,6 +329,11 @@ static int cmd_run(int argc, char **argv)
         rc = fail("%s: cannot create its directory: %s", o.db, strerror(errno));
         goto out;
     }
+    ps_err perr; /* a directory or a FIFO: before the scenario runs */
+    if (rec_check_path(o.db, &perr) < 0) {
+        rc = fail("run: -o %s", perr.msg);
+        goto out;
+    }
     find_luadir(luadir, sizeof luadir);
 
     limit_set_memory(o.max_memory);
@@ -352,11 +357,16 @@ static int cmd_run(int argc, char **argv)
         rc = fail("%s: --shard %d/%d needs a ps.sweep, and the scenario "
                   "runs none (its runs are not divided among shards)",
                   o.scenario, o.shard_k, o.shard_n);
-    bind_limits_end(L);
     long runs = 0;
     const char *path = NULL;
     int finish = bind_finish(L, &runs, &path, &err);
+    /* the file's total, counted by bind_finish before it closed the file */
+    int64_t total = bind_finish_total(L);
+    /* finalizers at exit run under the limits, and may fail the run */
+    bind_limits_close(L);
+    L = NULL;
     int stop = limit_stopped();
+    const char *gc = bind_gc_error();
     if (stop == LIMIT_SIGINT || stop == LIMIT_SIGTERM) {
         /* the run in progress left no rows; the finished ones are in */
         fprintf(stderr, "pipesim: interrupted; %ld run%s recorded in %s\n",
@@ -369,11 +379,11 @@ static int cmd_run(int argc, char **argv)
     } else if (finish && rc == 0) {
         ps_print_error(err.msg);
         rc = 1;
+    } else if (gc && rc == 0) {
+        rc = fail("%s (raised in a __gc metamethod)", gc);
     }
     if (rc == 0 && runs > 0 && path) {
-        /* added by this scenario and in the whole file (runs append),
-         * counted by bind_finish before it closed the file */
-        int64_t total = bind_finish_total(L);
+        /* added by this scenario and in the whole file (runs append) */
         if (total >= runs)
             printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n",
                    runs, runs == 1 ? "" : "s", path, (long long)total, path);

@@ -83,4 +83,13 @@ grep -q "^pipesim: .*ps.sweep: worker process $w has been stopped (signal 19, .*
 running "$w" && { bad "the stopped worker is still there"; kill -9 "$w"; } || ok
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "a stopped worker: scratch left: $(ls -a "$TMPDIR")"
 
+# --- item 15: a full TMPDIR (here the scratch databases capped, as a full
+# disk fails them) is named as such, not blamed on the output database
+rm -f "$D/full.db"*
+PIPESIM_TEST_SCRATCH_SQL="PRAGMA max_page_count = 40" $VG "$BIN" run tests/data/sweep_small.lua -D record=events -o "$D/full.db" --jobs 2 >/dev/null 2>"$D/full.err" &&
+    bad "a full scratch space: exit 0"
+grep -q "^pipesim: .*ps.run: a --jobs scratch database: run not recorded: database or disk is full (runs recorded before are kept) (the scratch space of --jobs, in TMPDIR=$TMPDIR, is full, not $D/full.db's disk: free space there, set TMPDIR to a directory with room, or run with --jobs 1)$" "$D/full.err" &&
+    ok || bad "a full scratch space: $(cat "$D/full.err")"
+[ -z "$(ls -A "$TMPDIR")" ] && ok || bad "a full scratch space: scratch left: $(ls -a "$TMPDIR")"
+
 echo "$P passed, $F failed"

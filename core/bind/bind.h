@@ -293,6 +293,10 @@ int bind_sweep_map(lua_State *L);
  * arguments they make the scenario's version (run.scenario), which
  * pipesim merge compares. */
 void bind_sweep_source(lua_State *L, const char *bytes, size_t n);
+/* Under --shard K/N: marks this process's shard rows finished (the
+ * scenario ended without an error: the shard holds every run of its
+ * points, rec_shard_end); PS_OK when it recorded none. */
+int bind_sweep_shard_end(lua_State *L, ps_err *err);
 /* 1 when the scenario has called ps.sweep (--shard needs one). */
 int bind_sweeps_run(lua_State *L);
 /* In a sweep's worker process: the database the worker records path's

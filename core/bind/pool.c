@@ -158,10 +158,32 @@ static void user_names(lua_State *L, const worker *w)
         const char *user = w->dbs[i].path ? w->dbs[i].path
                            : s            ? s->default_db
                                           : NULL;
-        if (user && lua_type(L, -1) == LUA_TSTRING) {
-            luaL_gsub(L, lua_tostring(L, -1), w->dbs[i].file, user);
+        if (!user || lua_type(L, -1) != LUA_TSTRING)
+            continue;
+        const char *msg = lua_tostring(L, -1);
+        if (strstr(msg, w->dbs[i].file) &&
+            strstr(msg, "database or disk is full")) {
+            /* the scratch file is in TMPDIR, not beside the user's
+             * database: that is what is full (issue 27 item 15) */
+            const char *slash = strrchr(w->dir, '/');
+            char root[4096];
+            snprintf(root, sizeof root, "%.*s",
+                     slash ? (int)(slash - w->dir) : (int)strlen(w->dir),
+                     w->dir);
+            lua_pushfstring(L,
+                            "%s (the scratch space of --jobs, in TMPDIR=%s, "
+                            "is full, not %s's disk: free space there, set "
+                            "TMPDIR to a directory with room, or run with "
+                            "--jobs 1)",
+                            msg, root, user);
+            luaL_gsub(L, lua_tostring(L, -1), w->dbs[i].file,
+                      "a --jobs scratch database");
             lua_remove(L, -2);
+            lua_remove(L, -2);
+            continue;
         }
+        luaL_gsub(L, msg, w->dbs[i].file, user);
+        lua_remove(L, -2);
     }
 }
 

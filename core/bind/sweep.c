@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/limit.h"
-
 #include "rec/rec.h"
 
 #define SWEEP_KEY "pipesim.sweep"
@@ -32,6 +33,10 @@ typedef struct sweep_state {
      * handles, open until bind_finish) */
     rec_db *batched[MAX_BATCHED];
     int nbatched;
+    /* --shard K/N: this process's token and the database its sweeps'
+     * shard rows are in (rec/shard.c), NULL before the first */
+    char session[40];
+    rec_db *shard_db;
 } sweep_state;
 
 /* [-0, +0] the state, made and kept in the registry on first use */
@@ -175,12 +180,85 @@ static int core_sweep_info(lua_State *L)
     return 3;
 }
 
-/* core.sweep_begin(): counts a ps.sweep call (for --shard's check).
- * [-0, +0] */
+/* The FNV-1a 64 of the list of strings at idx (each with its NUL), as
+ * "fnv1a64:<16 hex>" into buf; its length. [-0, +0] */
+static lua_Integer hash_list(lua_State *L, int idx, char *buf, size_t size)
+{
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, i);
+        size_t len = 0;
+        const char *j = lua_tolstring(L, -1, &len);
+        if (j)
+            h = fnv1a(h, j, len + 1);
+        lua_pop(L, 1);
+    }
+    snprintf(buf, size, "fnv1a64:%016llx", (unsigned long long)h);
+    return n;
+}
+
+/* Records the sweep beginning (its name and points' JSON at 1 and 2, when
+ * given) as a row of the session's database's shard table, committed now
+ * (rec_shard_begin); the token names this process's rows. [-0, +0]
+ * raises when the database cannot be written */
+static void record_shard(lua_State *L, sweep_state *st, const bind_session *s)
+{
+    if (!st->session[0]) {
+        /* the process (pid, clocks, an address of its stack) hashed */
+        struct timespec t[2];
+        clock_gettime(CLOCK_REALTIME, &t[0]);
+        clock_gettime(CLOCK_MONOTONIC, &t[1]);
+        uint64_t h = fnv1a(0xcbf29ce484222325u, t, sizeof t);
+        pid_t pid = getpid();
+        h = fnv1a(h, &pid, sizeof pid);
+        void *where = &h;
+        h = fnv1a(h, &where, sizeof where);
+        snprintf(st->session, sizeof st->session, "%ld-%016llx", (long)pid,
+                 (unsigned long long)h);
+    }
+    char hash[32], host[256];
+    rec_shard sh = {.session = st->session,
+                    .scenario = scenario_version(L),
+                    .k = (int32_t)s->shard_k,
+                    .n = (int32_t)s->shard_n,
+                    .sweep = lua_tostring(L, 1),
+                    .points = -1,
+                    .pid = (int64_t)getpid()};
+    if (lua_istable(L, 2)) {
+        sh.points = (int64_t)hash_list(L, 2, hash, sizeof hash);
+        sh.points_hash = hash;
+    }
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    sh.host = host;
+    rec_db *db = bind_database(L, NULL);
+    ps_err err;
+    if (rec_shard_begin(db, &sh, &err))
+        bind_raise(L, &err);
+    st->shard_db = db;
+}
+
+/* core.sweep_begin([name, jsons]): counts a ps.sweep call (for --shard's
+ * check); under --shard K/N, records it in the session's database (name
+ * and the points' JSON, in order, identify the sweep; a ps.search gives
+ * neither). [-0, +0] */
 static int core_sweep_begin(lua_State *L)
 {
-    get_state(L)->sweeps++;
+    sweep_state *st = get_state(L);
+    st->sweeps++;
+    const bind_session *s = bind_get_session(L);
+    if (s && s->shard_n > 0)
+        record_shard(L, st, s);
     return 0;
+}
+
+/* [-0, +0] */
+int bind_sweep_shard_end(lua_State *L, ps_err *err)
+{
+    sweep_state *st = get_state(L);
+    return st->shard_db ? rec_shard_end(st->shard_db, st->session, err) : PS_OK;
 }
 
 /* core.sweep_progress(done, total): the progress line of a sweep

@@ -36,7 +36,7 @@ static const char usage[] =
     "                    [--dashed COLUMN] [--agg min|max|mean] [--log "
     "x|y|xy]\n"
     "                    [--format svg|csv] [-o FILE]\n"
-    "       pipesim merge OUT.db PART.db...\n"
+    "       pipesim merge [--partial] OUT.db PART.db...\n"
     "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
     "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
     "                    [--algorithm A] [--protocol P] [--db DB]\n"
@@ -67,7 +67,9 @@ static const char usage[] =
     "           file returning a cluster; each size is recorded in DB\n"
     "           (default results/nccl_tests.db).\n"
     "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
-    "           runs renumbered in point order as if run unsharded.\n"
+    "           runs renumbered in point order as if run unsharded; refuses\n"
+    "           a missing, repeated, foreign, unfinished or live shard\n"
+    "           unless --partial (docs/sweeps.md).\n"
     "\n"
     "Examples:\n"
     "  pipesim run scenarios/demo.lua\n"
@@ -357,6 +359,11 @@ static int cmd_run(int argc, char **argv)
         rc = fail("%s: --shard %d/%d needs a ps.sweep, and the scenario "
                   "runs none (its runs are not divided among shards)",
                   o.scenario, o.shard_k, o.shard_n);
+    /* the shard is complete: pipesim merge takes it without --partial */
+    if (rc == 0 && !limit_stopped() && bind_sweep_shard_end(L, &err)) {
+        ps_print_error(err.msg);
+        rc = 1;
+    }
     long runs = 0;
     const char *path = NULL;
     int finish = bind_finish(L, &runs, &path, &err);
@@ -483,24 +490,36 @@ static int checked_stdout(int rc)
     return rc;
 }
 
-/* pipesim merge OUT.db PART.db... (out/merge.c) */
+/* pipesim merge [--partial] OUT.db PART.db... (out/merge.c) */
 static int cmd_merge(int argc, char **argv)
 {
-    if (argc < 2)
+    int partial = 0, first = 0;
+    const char *const use = "(usage: pipesim merge [--partial] OUT.db "
+                            "PART.db...)";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--partial") == 0 && i == first) {
+            partial = 1;
+            first++;
+        } else if (argv[i][0] == '-') {
+            return fail("merge: unknown option '%s' %s", argv[i], use);
+        }
+    }
+    if (argc - first < 2)
         return fail("merge: expected OUT.db and at least one shard database "
-                    "(usage: pipesim merge OUT.db PART.db...)");
-    for (int i = 0; i < argc; i++)
-        if (argv[i][0] == '-')
-            return fail("merge: unknown option '%s' (usage: pipesim merge "
-                        "OUT.db PART.db...)",
-                        argv[i]);
+                    "%s",
+                    use);
     int64_t runs;
+    char *note = NULL;
     ps_err err;
-    if (merge_dbs(argv[0], (const char *const *)argv + 1, argc - 1, &runs,
-                  &err))
+    int n = argc - first - 1;
+    if (merge_dbs(argv[first], (const char *const *)argv + first + 1, n,
+                  partial, &runs, &note, &err))
         return fail("merge: %s", err.msg);
-    printf("%lld run%s from %d database%s merged into %s\n", (long long)runs,
-           runs == 1 ? "" : "s", argc - 1, argc == 2 ? "" : "s", argv[0]);
+    printf("%lld run%s from %d database%s merged into %s%s%s%s\n",
+           (long long)runs, runs == 1 ? "" : "s", n, n == 1 ? "" : "s",
+           argv[first], note ? " (partial: " : "", note ? note : "",
+           note ? ")" : "");
+    free(note);
     return 0;
 }
 

@@ -32,11 +32,12 @@ struct rec_copy {
  * table (the same codes in every file of this schema version). */
 static const char *const timeline[3] = {"event", "transfer", "memory"};
 
-static int is_timeline_table(const char *name)
+static int copied_otherwise(const char *name)
 {
-    static const char *const names[] = {"event_row",  "transfer_row",
-                                        "memory_row", "span",
-                                        "event_kind", "transfer_kind"};
+    /* and shard (rec/shard.c): a copy is no shard of the source's */
+    static const char *const names[] = {
+        "event_row",  "transfer_row",  "memory_row", "span",
+        "event_kind", "transfer_kind", "shard"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;
@@ -179,7 +180,7 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
         char table[64];
         snprintf(table, sizeof table, "%s",
                  (const char *)sqlite3_column_text(st, 0));
-        if (is_timeline_table(table))
+        if (copied_otherwise(table))
             continue;
         if (sqlite3_column_int(st, 1) != 1) {
             ps_errf(err, "%s: table %s has no run column: cannot copy it",

@@ -327,6 +327,29 @@ void rec_rollback(rec_db *db);
  * directory with "disk I/O error". Every open of a database checks it. */
 int rec_check_path(const char *path, ps_err *err);
 
+/* --- shards (rec/shard.c): what pipesim run --shard K/N records about
+ * itself, for pipesim merge's checks (issue 27 item 6). Table
+ *   shard(id, session, scenario, k, n, sweep, points, points_hash, host,
+ *         pid, started, finished)
+ * one row per sweep of a sharded process, made by the first sharded run
+ * of a file (other files have no such table). */
+typedef struct rec_shard {
+    const char *session;     /* the process's token */
+    const char *scenario;    /* run.scenario's version */
+    int32_t k, n;            /* --shard K/N */
+    const char *sweep;       /* the sweep's name; NULL: a ps.search */
+    int64_t points;          /* its points, all shards together; -1 unknown */
+    const char *points_hash; /* "fnv1a64:..." of their JSON; may be NULL */
+    const char *host;
+    int64_t pid;
+} rec_shard;
+/* Records a sweep of the shard (committed at once, after what a batch
+ * holds; a new file is published, empty when no run is in yet). */
+int rec_shard_begin(rec_db *db, const rec_shard *s, ps_err *err);
+/* Marks every sweep of session finished: the scenario ended without an
+ * error, so the shard holds every run of its points. */
+int rec_shard_end(rec_db *db, const char *session, ps_err *err);
+
 /* --- reading, for report and export --- */
 
 /* Opens an existing database read-only; fails with "DB: no such file" or

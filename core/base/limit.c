@@ -26,7 +26,7 @@ static void (*stop_hook)(void);
 static double timeout_seconds;
 static char where_buf[256];
 static int where_set;
-static char need_buf[224]; /* limit_note_need, "" if none */
+static char need_buf[320]; /* limit_note_need, "" if none */
 
 static size_t budget; /* 0: none */
 static size_t used;

@@ -57,7 +57,7 @@ int limit_has_where(void);
 /* What the allocation that hit the memory budget was for, appended to the
  * memory stop's message after a colon: "the run's programs need 1.5 GiB as
  * arrays (33.5 M ops)". The last call before the message wins (at most
- * ~200 bytes kept); limit_reset forgets it. */
+ * ~300 bytes kept); limit_reset forgets it. */
 void limit_note_need(const char *need);
 
 /* --- memory --- */

@@ -20,7 +20,7 @@ rows() { q "$1" "SELECT name, sweep, point, point_index, makespan, microbatches 
 "$BIN" run $S -o "$TMP/full.db" -D points=$N >/dev/null || fail "unsharded run"
 t0=$(date +%s.%N)
 jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
-seq 0 $((N - 1)) | xargs -P "$jobs" -I K "$BIN" run $S -D points=$N --shard K/$N -o "$TMP/part-K.db" >/dev/null ||
+seq 0 $((N - 1)) | xargs -P "$jobs" -I @@ "$BIN" run $S -D points=$N --shard @@/$N -o "$TMP/part-@@.db" >/dev/null ||
     fail "a shard failed"
 t1=$(date +%s.%N)
 # peak N OUT: merges the first N shards (--partial) into OUT; its peak RSS

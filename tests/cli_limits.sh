@@ -219,6 +219,14 @@ $VG "$BIN" report --width=60 "$TMP/two.db" 1 >"$TMP/w60.txt" 2>"$TMP/lim.err" &&
     bad "report --width=60: lines wider than 60"
 $VG "$BIN" report -- "$TMP/two.db" >/dev/null 2>"$TMP/lim.err" && ok || bad "report -- DB: $(cat "$TMP/lim.err")"
 expect_fail "report $TMP/two.db --width" "report: --width (missing): expected a number of columns"
+# unclear lines of issue 27 item 15, each saying what to change
+expect_fail "report $TMP/two.db 99999999999999999999" "report: run id 99999999999999999999 is out of range (run ids are at most 9223372036854775807)"
+expect_fail "export $TMP/two.db 99999999999999999999 --format svg" "export: run id 99999999999999999999 is out of range (run ids are at most 9223372036854775807)"
+expect_fail "export $TMP/two.db 1 --format svg -o" "export: -o needs a file name"
+if $VG "$BIN" export "$TMP/two.db" 1 --format svg -o '' >/dev/null 2>"$TMP/lim.err"; then bad "export -o '' exited 0"; else
+    [ "$(cat "$TMP/lim.err")" = "pipesim: export: -o: the file name is empty (leave -o out to write to standard output)" ] && ok || bad "export -o '': $(cat "$TMP/lim.err")"; fi
+expect_fail "run $TMP/two.lua -o $TMP/two.db --max-memory 1e30" "run: --max-memory 1e30: more memory than any machine has (at most 4 EiB); without --max-memory the budget is half of the physical or cgroup memory, here "
+expect_fail "run $TMP/two.lua -o :memory:" "run: -o :memory: would keep the runs nowhere: name a database file"
 expect_fail "report --bogus $TMP/two.db" "report: unknown option '--bogus'"
 expect_fail "report $TMP/two.db 1 2" "report: unexpected argument '2'"
 # output that cannot be written is an error, not exit 0

@@ -53,6 +53,13 @@ $VG "$BIN" run $S -o "$D/other-1.db" --shard 1/2 -D points=13 >/dev/null 2>&1
 expect_fail "merge $D/x.db $D/other-0.db $D/other-1.db" "merge: $D/other-1.db comes from another scenario version than $D/other-0.db"
 [ ! -e "$D/x.db" ] && ok || bad "a refused merge wrote $D/x.db"
 
+# -D arguments in another order are the same scenario version (issue 27
+# item 15), as is a key given twice, whose last value counts
+$VG "$BIN" run $S -o "$D/d-0.db" --shard 0/2 -D points=4 -D x=1 -D y=2 >/dev/null 2>&1
+$VG "$BIN" run $S -o "$D/d-1.db" --shard 1/2 -D y=2 -D x=0 -D x=1 -D points=4 >/dev/null 2>&1
+$VG "$BIN" merge "$D/d.db" "$D/d-0.db" "$D/d-1.db" >"$D/out" 2>&1 && ok || bad "-D in another order: $(cat "$D/out")"
+[ "$(q "$D/d-0.db" "SELECT DISTINCT scenario FROM run")" = "$(q "$D/d-1.db" "SELECT DISTINCT scenario FROM run")" ] && ok || bad "-D in another order: two scenario versions"
+
 # --partial: what there is, and the line says what it lacks
 $VG "$BIN" merge --partial "$D/p.db" "$D/part-0.db" "$D/part-5.db" >"$D/out" 2>&1 &&
     [ "$(cat "$D/out")" = "6 runs from 2 databases merged into $D/p.db (partial: $(($N - 2)) shards of $N are missing (1/$N, 2/$N, 3/$N, 4/$N, ...))" ] && ok ||

@@ -120,6 +120,14 @@ struct rec_db *bind_database(lua_State *L, const char *path)
 {
     session *s = get_session(L);
     bind_check_open(L);
+    /* SQLite's temporary and in-memory databases would return ids of
+     * runs kept nowhere (issue 27 item 13) */
+    if (path && (!*path || strcmp(path, ":memory:") == 0))
+        luaL_error(L,
+                   "field 'db' must name a database file, got '%s': runs "
+                   "recorded there would be kept nowhere (to simulate "
+                   "without recording, set record = \"none\")",
+                   path);
     rec_db *worker = bind_sweep_database(L, path); /* a sweep's worker */
     if (worker)
         return worker;

@@ -215,6 +215,9 @@ static int parse_run(int argc, char **argv, run_opts *o)
             o->db = optarg;
             if (!*o->db)
                 return fail("run: -o: the database path is empty");
+            if (strcmp(o->db, ":memory:") == 0)
+                return fail("run: -o :memory: would keep the runs nowhere: "
+                            "name a database file");
             break;
         case OPT_UNSAFE: o->unsafe = 1; break;
         case OPT_JOBS: {
@@ -248,7 +251,16 @@ static int parse_run(int argc, char **argv, run_opts *o)
             ps_err err;
             if (unit_parse(v, UNIT_BYTES, &bytes, &err))
                 return fail("run: --max-memory: %s", err.msg);
-            if (!(bytes >= 1 << 20) || bytes > 0x1p62)
+            if (bytes > 0x1p62) { /* issue 27 item 15: not "at least" */
+                char def[64];
+                limit_format_bytes(limit_default_memory(), def, sizeof def);
+                return fail("run: --max-memory %s: more memory than any "
+                            "machine has (at most 4 EiB); without "
+                            "--max-memory the budget is half of the "
+                            "physical or cgroup memory, here %s",
+                            v, def);
+            }
+            if (!(bytes >= 1 << 20))
                 return fail("run: --max-memory %s: expected a size of at "
                             "least 1 MiB, such as 64MiB or 12GiB",
                             v);
@@ -452,8 +464,13 @@ static int cmd_report(int argc, char **argv)
         return fail("report: no database given (usage: pipesim report DB "
                     "[RUN])");
     char *end;
+    errno = 0;
     long long id = run ? strtoll(run, &end, 10) : 0;
-    if (run && (*end || id < 1))
+    if (run && errno == ERANGE && id > 0) /* not LLONG_MAX's run */
+        return fail("report: run id %s is out of range (run ids are at most "
+                    "%lld)",
+                    run, LLONG_MAX);
+    if (run && (end == run || *end || id < 1))
         return fail("report: run id must be a positive integer, got '%s'", run);
     ps_err err;
     rec_db *db = rec_open_read(dbpath, &err);

@@ -1,7 +1,8 @@
 #!/bin/sh
-# The README's "Sweeps on a cluster" recipes run as written: the blocks
-# named sweep.lua, parallel.sh, parallel-ssh.sh, sweep.sbatch, merge.sbatch
-# and submit.sh are extracted from README.md and run with N = 4 shards; each
+# The "Sweeps on a cluster" recipes run as written: the blocks named
+# sweep.lua, parallel.sh, parallel-ssh.sh, sweep.sbatch, merge.sbatch and
+# submit.sh are extracted from docs/sweeps.md (README.md's copies must be
+# the same, byte for byte) and run with N = 4 shards; each
 # merged database must hold exactly the rows of the unsharded run (every
 # table, every column but run.created).
 # Env: BIN (pipesim), TMP; RECIPES: "parallel" (default, tests/run.sh),
@@ -26,7 +27,7 @@ BINDIR=$(cd "$(dirname "$BIN")" && pwd)
 export PATH="$BINDIR:$PATH"
 export LC_ALL=C
 
-# extract DIR: every ```sh / ```lua block of README.md whose first line (or
+# extract DIR FILE: every ```sh / ```lua block of FILE whose first line (or
 # second, after a #! line) is "# NAME: ..." or "-- NAME: ..." becomes DIR/NAME
 extract() {
     awk -v dir="$1" '
@@ -48,7 +49,7 @@ extract() {
         if ($0 ~ /^```(sh|lua)$/) { inblock = 1; n = 0 }
         next
     }
-    inblock { buf[++n] = $0 }' README.md
+    inblock { buf[++n] = $0 }' "$2"
 }
 
 # dump DB: every row of every table as text, sorted (run.created left out:
@@ -75,9 +76,12 @@ same_db() {
 W="$TMP/recipes"
 rm -rf "$W"
 mkdir -p "$W"
-extract "$W"
+extract "$W" docs/sweeps.md
+mkdir -p "$W/readme"
+extract "$W/readme" README.md
 for f in sweep.lua parallel.sh parallel-ssh.sh sweep.sbatch merge.sbatch submit.sh; do
-    [ -s "$W/$f" ] && ok || bad "README.md has no block named $f"
+    [ -s "$W/$f" ] && ok || bad "docs/sweeps.md has no block named $f"
+    cmp -s "$W/$f" "$W/readme/$f" && ok || bad "README.md's block $f differs from docs/sweeps.md's"
 done
 # the reference: the same sweep unsharded
 mkdir -p "$W/whole"

@@ -48,7 +48,7 @@ done
 wait
 i=0
 while [ $i -lt $PROCS ]; do
-    [ "$(cat "$D/many$i.rc")" = 0 ] && ok || bad "writer $i of $PROCS: exit $(cat "$D/many$i.rc") (124: hung): $(tail -n 2 "$D/many$i.out")"
+    [ "$(cat "$D/many$i.rc")" = 0 ] && ok || bad "writer $i of $PROCS: exit $(cat "$D/many$i.rc") (124: hung): $(grep -v "^[0-9]" "$D/many$i.out" | tail -n 2)"
     i=$((i + 1))
 done
 [ "$(q "$D/many.db" "PRAGMA integrity_check")" = ok ] && ok || bad "many: integrity_check"

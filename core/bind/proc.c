@@ -75,19 +75,22 @@ static int own(const char *name)
     return strncmp(name, mine, strlen(mine)) == 0;
 }
 
-/* Removes dir when its maker died: its lock can be taken, or (a
- * directory being made) it has no lock file and is stale. 1 when
- * removed. */
+/* Removes dir when its maker died: its lock can be taken. A directory
+ * being made is left alone until it is stale: its maker creates the lock
+ * file before it takes the lock, and another process taking the lock in
+ * between must not remove it. 1 when removed. */
 static int reclaim_one(const char *dir, int being_made)
 {
+    struct stat sb;
+    if (being_made &&
+        (stat(dir, &sb) != 0 || time(NULL) - sb.st_mtime < NEW_STALE_S))
+        return 0;
     char lock[8400];
     snprintf(lock, sizeof lock, "%s/" LOCK_FILE, dir);
     int fd = open(lock, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        struct stat sb;
-        if (!being_made || errno != ENOENT || stat(dir, &sb) != 0 ||
-            time(NULL) - sb.st_mtime < NEW_STALE_S)
-            return 0; /* not ours to judge (an older pipesim's), or young */
+        if (!being_made || errno != ENOENT)
+            return 0; /* not ours to judge (an older pipesim's) */
         remove_tree(dir);
         return 1;
     }

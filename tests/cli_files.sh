@@ -38,8 +38,13 @@ done
 $VG "$BIN" run $S -o "$D/other.db" --shard 1/3 -D sweep=other >/dev/null 2>&1 || bad "other shard"
 $VG "$BIN" merge "$D/m.db" "$D/part-0.db" "$D/part-1.db" "$D/part-2.db" >/dev/null 2>"$D/err" && ok || bad "merge: $(cat "$D/err")"
 "$BIN" merge "$D/m2.db" "$D/part-0.db" "$D/other.db" "$D/part-2.db" >/dev/null 2>&1 && bad "merge of a foreign shard exited 0" || ok
+# a merge that fails after it has read every input (the unsharded run's
+# points are part-0's too)
+$VG "$BIN" run $S -o "$D/whole.db" >/dev/null 2>&1 || bad "unsharded run"
+"$BIN" merge --partial "$D/m3.db" "$D/part-0.db" "$D/part-1.db" "$D/whole.db" >/dev/null 2>"$D/err" && bad "merge of a shard and the whole run exited 0"
+grep -q "^pipesim: merge: point_index 0 of sweep 'small' is in $D/part-0.db and $D/whole.db" "$D/err" && ok || bad "merge of a shard and the whole run: $(cat "$D/err")"
 [ -z "$(sidecars "$D")" ] && ok || bad "merge left $(sidecars "$D")"
-[ ! -e "$D/m2.db" ] && ok || bad "a failed merge left its output"
+[ ! -e "$D/m2.db" ] && [ ! -e "$D/m3.db" ] && [ -z "$(ls "$D" | grep 'merge-')" ] && ok || bad "a failed merge left its output: $(ls "$D")"
 
 # --- a directory as the database
 mkdir -p "$D/dir.db"

@@ -66,8 +66,9 @@ static double hard_grace(void)
     return v > 0 ? v : HARD_STOP_S;
 }
 
-/* One alarm in seconds (async-signal-safe: setitimer). */
-static void alarm_in(double seconds)
+/* One alarm in seconds, at least a microsecond (async-signal-safe:
+ * setitimer); setitimer's result. */
+static int alarm_in(double seconds)
 {
     struct itimerval it;
     memset(&it, 0, sizeof it);
@@ -76,10 +77,11 @@ static void alarm_in(double seconds)
         (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
     if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
         it.it_value.tv_usec = 1;
-    setitimer(ITIMER_REAL, &it, NULL);
+    return setitimer(ITIMER_REAL, &it, NULL);
 }
 
 static void on_signal(int sig);
+static void set_action(int sig, void (*fn)(int), int flags);
 
 static void request(int reason)
 {
@@ -92,11 +94,7 @@ static void request(int reason)
         stop_hook();
     if (!hard_armed && stop_hook) { /* between limit_start and limit_end */
         hard_armed = 1;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGALRM, &sa, NULL);
+        set_action(SIGALRM, on_signal, 0);
         alarm_in(hard_grace());
     }
 }
@@ -156,14 +154,7 @@ int limit_start(double seconds, void (*on_stop)(void), ps_err *err)
          * fails with EINTR, and the Lua hook raises the stop right after
          * (SQLite retries its own reads and writes on EINTR) */
         set_action(SIGALRM, on_signal, 0);
-        struct itimerval it;
-        memset(&it, 0, sizeof it);
-        it.it_value.tv_sec = (time_t)seconds;
-        it.it_value.tv_usec =
-            (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
-        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
-            it.it_value.tv_usec = 1;
-        if (setitimer(ITIMER_REAL, &it, NULL))
+        if (alarm_in(seconds))
             return ps_errf(err, "--timeout %g: cannot set the timer", seconds);
     }
     return PS_OK;

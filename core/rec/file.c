@@ -59,6 +59,18 @@ char *rec_uri(const char *path, const char *params)
     return u;
 }
 
+const char *rec_dir_of(const char *path, char *buf, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(buf, n, ".");
+    else if (slash == path)
+        snprintf(buf, n, "/");
+    else
+        snprintf(buf, n, "%.*s", (int)(slash - path), path);
+    return buf;
+}
+
 int rec_check_path(const char *path, ps_err *err)
 {
     struct stat sb;

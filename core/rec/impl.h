@@ -325,6 +325,8 @@ int rec_reopen(rec_db *db, ps_err *err);
  * but [A-Za-z0-9/._-~+,=@] escaped), with "?params" when params is not
  * NULL; malloc'd, NULL when out of memory. Open it with SQLITE_OPEN_URI. */
 char *rec_uri(const char *path, const char *params);
+/* rec/file.c: the directory of path ("." without one) into buf; buf. */
+const char *rec_dir_of(const char *path, char *buf, size_t n);
 /* rec/file.c: which of path's -wal and -shm exist (REC_HAD_ bits), noted
  * before a read-only open; rec_sidecars_tidy removes after its close the
  * ones that were not there before, when no connection of any process

@@ -13,15 +13,9 @@
 /* 1 when the directory of path cannot be written by this process. */
 static int dir_readonly(const char *path)
 {
-    const char *slash = strrchr(path, '/');
     char dir[4200];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    return access(dir, W_OK) != 0 && errno != ENOENT;
+    return access(rec_dir_of(path, dir, sizeof dir), W_OK) != 0 &&
+           errno != ENOENT;
 }
 
 /* The connection of a reader: read-only, and immutable when no writer

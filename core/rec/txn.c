@@ -24,10 +24,8 @@
  * it). "" when both are. */
 static const char *readonly_hint(const char *path, char *buf, size_t n)
 {
-    const char *slash = strrchr(path, '/');
     char dir[4200];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
-             slash ? (slash == path ? "/" : path) : ".");
+    rec_dir_of(path, dir, sizeof dir);
     if (access(path, F_OK) != 0 && access(dir, W_OK) != 0)
         snprintf(buf, n,
                  " (its directory %s is read-only: the database cannot be "

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/limit.h"
 #include "coll/coll.h"
 
 typedef struct bucket {
@@ -20,11 +21,20 @@ typedef struct plan {
     int32_t n, cap;
 } plan;
 
+/* Buckets a pipeline rank may have: 2^20 hold 40 TB of gradients at
+ * Megatron-LM's default 40M parameters a bucket; more are a bucket size
+ * given in the wrong unit (grad_sync.bucket = 25 for "25 MB"). */
+#define DP_MAX_BUCKETS (1 << 20)
+
+/* 0; -1 out of memory (or past --max-memory, which the plan is charged
+ * to); -2 past DP_MAX_BUCKETS. */
 static int add_bucket(plan *pl, bucket b)
 {
+    if (pl->n == DP_MAX_BUCKETS)
+        return -2;
     if (pl->n == pl->cap) {
         int32_t cap = pl->cap ? pl->cap * 2 : 16;
-        bucket *nb = realloc(pl->b, (size_t)cap * sizeof *nb);
+        bucket *nb = limit_realloc(pl->b, (size_t)cap * sizeof *nb);
         if (!nb)
             return -1;
         pl->b = nb;
@@ -83,8 +93,9 @@ static int plan_chunk(const dp_config *c, int32_t r, int32_t stage,
             if (cur.bytes >= cap) {
                 cur.frac =
                     total > 0 ? (elapsed + t * (g - left) / g) / total : 1;
-                if (add_bucket(pl, cur))
-                    return -1;
+                int rc = add_bucket(pl, cur);
+                if (rc)
+                    return rc;
                 cur = (bucket){0, 0, 0, chunk};
                 first = 0;
             }
@@ -93,9 +104,7 @@ static int plan_chunk(const dp_config *c, int32_t r, int32_t stage,
         if (cur.bytes > 0)
             cur.frac = total > 0 ? elapsed / total : 1;
     }
-    if (cur.bytes > 0 && add_bucket(pl, cur))
-        return -1;
-    return 0;
+    return cur.bytes > 0 ? add_bucket(pl, cur) : 0;
 }
 
 /* A gradient-producing op: a backward (also the backward half of an
@@ -249,7 +258,9 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
         dispatch_points(c, lane, stage, first, seq, disp);
     }
     last_backwards(lane, c->v, last);
-    prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
+    /* the lane's ops, as prog.c's, in the --max-memory budget */
+    prog_op *ops =
+        limit_malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
     if (!ops)
         return -1;
     int32_t n = 0;
@@ -348,7 +359,7 @@ static int rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     if (c->zero && c->d > 1)
         ops[n++] = prog_signal(PROG_SIGNAL, updated);
     if (!lane->in_arena) /* a slice of prog_reserve's block is not ours */
-        free(lane->ops);
+        limit_free(lane->ops);
     lane->ops = ops;
     lane->in_arena = 0;
     lane->n = n;
@@ -391,7 +402,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
         dp_log *log = c->log;
         if (log->n == log->cap) {
             int32_t cap = log->cap ? 2 * log->cap : 16;
-            dp_coll *p = realloc(log->c, (size_t)cap * sizeof *p);
+            dp_coll *p = limit_realloc(log->c, (size_t)cap * sizeof *p);
             if (!p) {
                 free(before);
                 return ps_errf(err, "out of memory");
@@ -399,7 +410,7 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
             log->c = p;
             log->cap = cap;
         }
-        int32_t *blk = malloc((size_t)c->d * 3 * sizeof *blk);
+        int32_t *blk = limit_malloc((size_t)c->d * 3 * sizeof *blk);
         if (!blk) {
             free(before);
             return ps_errf(err, "out of memory");
@@ -415,6 +426,23 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     }
     free(before);
     return rc;
+}
+
+/* The refusal of a bucket size that cuts pipeline rank r's gradients
+ * (its stage's, at least) into more than DP_MAX_BUCKETS buckets. */
+static int too_many(const dp_config *c, int32_t r, int32_t stage, ps_err *err)
+{
+    double g = 0;
+    for (int32_t i = 0; i < c->count[stage]; i++)
+        g += c->layer_params[c->first[stage] + i] * c->grad_bytes;
+    return ps_errf(err,
+                   "field 'grad_sync.bucket' must be a bucket size for the "
+                   "model, got %.6g bytes: it cuts stage %d's %.3g GB of "
+                   "gradients (pipeline rank %d) into %.3g buckets, more "
+                   "than %d (sizes are bytes: \"25 MB\" is PyTorch DDP's, "
+                   "40M parameters Megatron-LM's)",
+                   c->bucket_bytes, (int)stage, g / 1e9, (int)r,
+                   ceil(g / c->bucket_bytes), DP_MAX_BUCKETS);
 }
 
 int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
@@ -450,8 +478,12 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
         last_backwards(lane, c->v, last);
         for (int32_t i = 0; i < lane->n && rc == PS_OK; i++) {
             const prog_op *op = &lane->ops[i];
-            if (is_last_backward(lane, last, i) &&
-                plan_chunk(c, r, op->stage, op->chunk, &plans[r]))
+            int bad = is_last_backward(lane, last, i)
+                          ? plan_chunk(c, r, op->stage, op->chunk, &plans[r])
+                          : 0;
+            if (bad == -2)
+                rc = too_many(c, r, op->stage, err);
+            else if (bad)
                 rc = ps_errf(err, "out of memory");
         }
         if (plans[r].n > most)
@@ -459,7 +491,8 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
     }
     /* ready, then with pg gathered and reached: most each; and
      * rewrite_lane's scratch, 3v + most */
-    ready = malloc(((size_t)3 * most + 3 * c->v + most + 1) * sizeof *ready);
+    ready =
+        limit_malloc(((size_t)3 * most + 3 * c->v + most + 1) * sizeof *ready);
     if (!ready && rc == PS_OK)
         rc = ps_errf(err, "out of memory");
     if (rc)
@@ -485,8 +518,10 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
             if (rewrite_lane(c, &ps->lanes[j * p + r], &plans[r], ready,
                              base + nb, base + nb + 1, r, last,
                              pg ? gathered : NULL, pg ? reached : NULL,
-                             scratch))
+                             scratch)) {
+                prog_note_need(ps, 2 * plans[r].n); /* --max-memory */
                 rc = ps_errf(err, "out of memory");
+            }
         }
     if (rc || d == 1)
         goto done;
@@ -570,12 +605,12 @@ int dp_lower(const dp_config *c, prog_set *ps, const net *nw, ps_err *err)
 done:
     coll_forks_free(&forks);
     for (int32_t r = 0; plans && r < p; r++)
-        free(plans[r].b);
+        limit_free(plans[r].b);
     free(plans);
     free(ready_base);
     free(lanes);
     free(ranks);
-    free(ready);
+    limit_free(ready);
     free(last);
     return rc;
 }
@@ -609,14 +644,14 @@ void dp_exposed(const dp_config *c, const prog_set *ps, double *exposed)
 void dp_log_clear(dp_log *log)
 {
     for (int32_t k = 0; k < log->n; k++)
-        free(log->c[k].lanes);
+        limit_free(log->c[k].lanes);
     log->n = 0;
 }
 
 void dp_log_free(dp_log *log)
 {
     dp_log_clear(log);
-    free(log->c);
+    limit_free(log->c);
     log->c = NULL;
     log->cap = 0;
 }

@@ -314,6 +314,13 @@ int coll_parse_proto(const char *name, int *proto, ps_err *err);
  * simple only). */
 int coll_algo_has_proto(int algo);
 
+/* The protocol a collective takes when its caller names none (issue 27,
+ * one rule for every front end): NCCL's own choice (COLL_PROTO_AUTO) on a
+ * cluster whose devices carry NCCL's constants (a compute capability,
+ * hw->cc > 0: its caps and tuner apply), no protocol (COLL_PROTO_NONE) on
+ * textbook links. */
+int coll_default_protocol(const coll_hw *hw);
+
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
  * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */
 int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);

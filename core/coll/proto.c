@@ -42,6 +42,11 @@ int coll_algo_has_proto(int algo)
     return algo == COLL_RING || algo == COLL_TREE || algo == COLL_NVLS;
 }
 
+int coll_default_protocol(const coll_hw *hw)
+{
+    return hw && hw->cc > 0 ? COLL_PROTO_AUTO : COLL_PROTO_NONE;
+}
+
 /* How a protocol changes a collective's bandwidth, as ncclTopoTuneModel
  * does (tuning.cc, "Various model refinements"): NCCL's bus bandwidth of
  * (algorithm, protocol) is min(links x efficiency, cap). pipesim's links

@@ -46,11 +46,11 @@ q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN p
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
-    PRAGMA user_version = 4"
-expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 7"
+    DROP TABLE rank_member; PRAGMA user_version = 4"
+expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 8"
 $VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"
 got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM run")
-[ "$got" = "7
+[ "$got" = "8
 16|6" ] && ok || bad "upgraded v4: $got"
 [ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
@@ -146,7 +146,7 @@ expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xc.db" "merge: $TMP/xc.db comes fr
 cp "$TMP/xa.db" "$TMP/xd.db"
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xd.db" "merge: point_index 0 of sweep 'alpha' is in $TMP/xa.db and $TMP/xd.db (the same shard twice"
 cp "$TMP/xa.db" "$TMP/x4.db"
-q "$TMP/x4.db" "ALTER TABLE run DROP COLUMN scenario; PRAGMA user_version = 4"  # enough for the check
+q "$TMP/x4.db" "ALTER TABLE run DROP COLUMN scenario; DROP TABLE rank_member; PRAGMA user_version = 4"  # enough for the check
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/x4.db" "merge: $TMP/x4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads"
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xa.db" "merge: $TMP/xa.db is given twice"
 expect_fail "merge $TMP/xo.db $TMP/nosuch.db" "merge: $TMP/nosuch.db: no such file"

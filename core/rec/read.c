@@ -47,7 +47,8 @@ rec_db *rec_open_read(const char *path, ps_err *err)
         if (rec_inspect(db, &version, &tables, &objects, err))
             goto fail;
     }
-    if (version >= 1 && version < REC_SCHEMA_VERSION && tables == REC_NTABLES) {
+    if (version >= 1 && version < REC_SCHEMA_VERSION &&
+        tables == REC_NTABLES_AT(version)) {
         ps_errf(err,
                 "%s: schema version %d (before %s), this "
                 "pipesim reads %d; writing one run to it upgrades it in "
@@ -58,12 +59,13 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 : version == 3 ? "the 'tp_comm' columns"
                 : version == 4 ? "the run 'sweep' columns"
                 : version == 5 ? "the collective 'protocol' columns"
-                               : "the timeline's rowid spans",
+                : version == 6 ? "the timeline's rowid spans"
+                               : "the 'rank_member' table",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }
     if (version != 0 && version != REC_SCHEMA_VERSION &&
-        tables == REC_NTABLES) {
+        tables == REC_NTABLES_AT(version)) {
         ps_errf(err, "%s: schema version %d, this pipesim reads %d", path,
                 version, REC_SCHEMA_VERSION);
         goto fail;

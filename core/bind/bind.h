@@ -96,6 +96,7 @@ extern const luaL_Reg bind_collective_funcs[]; /* collective */
 extern const luaL_Reg bind_report_funcs[];     /* report */
 extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
 extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
+extern const luaL_Reg bind_layout_funcs[];     /* layout */
 
 /* Layer tables of core.run hold at most this many layers (int32 counts);
  * core.max_layers for the Lua side. */
@@ -240,6 +241,8 @@ void bind_meta(lua_State *L, int idx, struct rec_meta *m);
 extern const char *const bind_fields_run[];
 extern const char *const bind_fields_memory[];
 extern const char *const bind_fields_grad_sync[];
+extern const char *const bind_fields_tp_comm[];
+extern const char *const bind_fields_layout[];
 extern const char *const bind_fields_layer[];
 extern const char *const bind_fields_cluster[];
 extern const char *const bind_fields_device[];

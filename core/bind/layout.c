@@ -92,15 +92,14 @@ static bind_cluster *read_layout(lua_State *L, par_layout *lay)
     if (v[3] == 0 && world % model)
         luaL_error(L,
                    "the world of %d ranks is not divisible by tp %d x cp %d "
-                   "x pp %d (%lld ranks)",
+                   "x pp %d (%I ranks)",
                    (int)world, (int)s.tp, (int)s.cp, (int)s.pp,
-                   (long long)model);
+                   (lua_Integer)model);
     s.dp = v[3] ? (int32_t)v[3] : (int32_t)(world / model);
     if (world && par_sizes_world(&s) != world)
-        luaL_error(L,
-                   "tp %d x cp %d x dp %d x pp %d is %lld ranks but %s has %d",
+        luaL_error(L, "tp %d x cp %d x dp %d x pp %d is %I ranks but %s has %d",
                    (int)s.tp, (int)s.cp, (int)s.dp, (int)s.pp,
-                   (long long)par_sizes_world(&s),
+                   (lua_Integer)par_sizes_world(&s),
                    cl ? "the cluster" : "the world", (int)world);
     enum par_order order = PAR_DP_INNER;
     const char *placement = bind_string(L, 1, "placement");

@@ -739,6 +739,30 @@ static int rewrite_lanes(const dp_config *c, prog_set *ps, dp_work *w)
     return 0;
 }
 
+/* Buckets a step may plan: a bucket is a collective with lanes and
+ * signals, so a size that cuts the model into more is a slip (25 for "25
+ * MB"), refused before the plan is made. */
+#define DP_MAX_BUCKETS (1 << 20)
+
+/* Fails, naming grad_sync.bucket, when cutting the gradients of the
+ * stages into buckets would make more than DP_MAX_BUCKETS. */
+static int check_bucket_count(const dp_config *c, const par_step *st,
+                              ps_err *err)
+{
+    double bytes = 0;
+    for (int32_t s = 0; s < st->nstages; s++)
+        for (int32_t i = c->first[s]; i < c->first[s] + c->count[s]; i++)
+            bytes += c->layer_params[i] * c->grad_bytes;
+    double n = bytes / c->bucket_bytes + st->nstages;
+    if (!(n <= DP_MAX_BUCKETS))
+        return ps_errf(err,
+                       "grad_sync.bucket: %g bytes cut the model's %g bytes of "
+                       "gradients into more than %d buckets (a size in bytes: "
+                       "\"25 MB\", not 25)",
+                       c->bucket_bytes, bytes, DP_MAX_BUCKETS);
+    return PS_OK;
+}
+
 /* The pipeline rank after whose collectives rank q's sync ends: q, or
  * the later rank of a finalize reduction q takes part in. */
 static int32_t sync_end(const par_step *st, int32_t q)
@@ -794,8 +818,10 @@ static int dp_lower(par_step *st, ps_err *err)
         sync_ranks(st, d, w.sync);
         configure(&c, st, w.sync);
     }
-    if (!w.sync || plan_buckets(&c, st->ps, &w) ||
-        rewrite_lanes(&c, st->ps, &w))
+    if (w.sync && d > 1 && check_bucket_count(&c, st, err))
+        rc = PS_ERR;
+    else if (!w.sync || plan_buckets(&c, st->ps, &w) ||
+             rewrite_lanes(&c, st->ps, &w))
         rc = ps_errf(err, "out of memory");
     /* communication lanes, in simulated-rank order */
     for (int32_t k = 0; rc == PS_OK && k < sim->n * p; k++) {

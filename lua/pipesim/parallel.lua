@@ -34,7 +34,7 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
                      tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
-                     bwd_weight_flops = true }
+                     bwd_weight_flops = true, shared_params = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
@@ -406,6 +406,30 @@ local function lower_memoised(memo, l, o, dev, cost, okey, sigs)
     return out
 end
 
+-- A model layer's shape as ps.models makes it: a table that the
+-- transformer's own check accepts (models/transformer.lua normalize) with
+-- every field it fills present, since the lowering reads the shape as is
+-- (issue 27: a hand-made shape once ended in a Lua error). Raises naming
+-- layers[i].shape.
+local function check_shape(sh, i)
+    if type(sh) ~= "table" then
+        check.fail("layers[%d].shape must be a table (the shape of a layer from ps.models), got %s",
+            i, check.show(sh))
+    end
+    local path = package_.path
+    package_.path = LOAD_PATH
+    local ok, transformer = pcall(require, "pipesim.models.transformer")
+    package_.path = path
+    if not ok then error(transformer, 0) end
+    local good, norm = pcall(transformer.normalize, sh)
+    if not good then check.fail("layers[%d].shape: %s", i, norm) end
+    for k in pairs(norm) do
+        if sh[k] == nil and k ~= "name" then
+            check.fail("layers[%d].shape lacks field '%s' (ps.models fills every field)", i, k)
+        end
+    end
+end
+
 -- prepare(spec, dev, cost, memo) -> plan: { options, layers (for the
 -- core and the partition), group (the cluster ranks of the first TP group,
 -- whose collectives the TP costs are of) }. dev: roofline device or nil;
@@ -436,13 +460,14 @@ function M.prepare(spec, dev, cost, memo)
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
-        if sh ~= nil and t > 1 and not checked[sh] then
+        if sh ~= nil and not checked[sh] then
+            check_shape(sh, i)
             -- Megatron-LM's own checks (megatron/training/arguments.py,
             -- core/utils divide): heads, query groups, hidden and ffn
             -- split evenly over the TP ranks
             for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
                                  { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
-                if f[2] % t ~= 0 then
+                if t > 1 and f[2] % t ~= 0 then
                     check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
                 end
             end

@@ -154,7 +154,7 @@ function M.build(a)
         for _, f in ipairs { "recompute_method", "recompute_num_layers" } do
             if a[f] ~= nil then
                 check.fail("megatron: %s needs recompute_granularity 'full' (got %s): " ..
-                    "Megatron-LM recomputes %s", f, check.show(gran),
+                    "Megatron-LM recomputes %s", f, gran == nil and "none" or check.show(gran),
                     gran == "selective" and "selected parts only, without a method"
                         or "nothing without a granularity")
             end

@@ -349,6 +349,39 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
                       &cfg->optimizer_seconds);
 }
 
+/* [-0, +0] An identity of the cluster userdata at idx that no other
+ * cluster of the process shares, kept in a weak-keyed registry table: a
+ * collected cluster takes its entry along, and the one allocated at its
+ * address gets a new number (pipe_config.net_id). */
+static uint64_t cluster_id(lua_State *L, int idx)
+{
+    static const char key = 0;
+    static uint64_t last = 0;
+    idx = lua_absindex(L, idx);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &key);
+    }
+    lua_pushvalue(L, idx);
+    lua_rawget(L, -2);
+    uint64_t id = (uint64_t)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (!id) {
+        id = ++last;
+        lua_pushvalue(L, idx);
+        lua_pushinteger(L, (lua_Integer)id);
+        lua_rawset(L, -3);
+    }
+    lua_pop(L, 1);
+    return id;
+}
+
 /* [-0, +1] pushes the list */
 static void push_ints(lua_State *L, const int32_t *v, int32_t n)
 {
@@ -567,14 +600,16 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
     cfg->v = (int32_t)v;
     cfg->m = (int32_t)m;
     cfg->dp = (int32_t)dp;
-    /* the layout on the cluster, before the Lua layer costs a TP group */
-    if (lua_getfield(L, 1, "cluster") == LUA_TUSERDATA) {
+    /* the layout on the cluster, before the Lua layer costs a TP group
+     * (with tp = 1 nothing reads it before core.run checks it) */
+    if (tp > 1 && lua_getfield(L, 1, "cluster") == LUA_TUSERDATA) {
         bind_cluster *cl = luaL_testudata(L, -1, BIND_CLUSTER_TYPE);
         ps_err err;
         if (cl && cl->nw && pipe_check_world(cfg, cl->nranks, &err))
             luaL_error(L, "%s", err.msg);
     }
-    lua_pop(L, 1);
+    if (tp > 1)
+        lua_pop(L, 1);
 
     /* sealed: the list was read once for the whole sweep (the copy stays
      * on the stack as this run's scratch) */
@@ -803,6 +838,7 @@ static int core_run(lua_State *L)
     } else {
         cl = bind_check_cluster(L, -1);
     }
+    cfg.net_id = cluster_id(L, -1);
     ps_err werr;
     if (pipe_check_world(&cfg, cl->nranks, &werr))
         return luaL_error(L, "%s", werr.msg);

@@ -849,6 +849,8 @@ static void dp_exposed(const par_step *st, double *exposed)
     int zero = st->layout->s.shard == PAR_SHARD_OPTIMIZER && d > 1;
     const prog_set *ps = st->ps;
     int32_t comm = n; /* communication lanes follow, one per synced rank */
+    if (!needs_sync(st))
+        return;
     for (int32_t l = 0; l < n; l++) {
         const prog_lane *lane = &ps->lanes[l];
         if (!rank_synced(st, d, l % p))
@@ -885,16 +887,17 @@ static void dp_memory(const par_step *st, double *rank_static)
     double per_param = st->weight_bytes + st->grad_bytes +
                        st->optimizer_bytes / (zero ? shard : 1);
     int32_t p = sim->p;
-    for (int32_t s = 0; s < st->nstages; s++)
+    for (int32_t s = 0; s < st->nstages; s++) {
+        int32_t r =
+            sched_place_rank(st->sched.placement, st->sched.place, p, s);
         for (int32_t i = 0; i < sim->n; i++) {
-            int32_t r =
-                sched_place_rank(st->sched.placement, st->sched.place, p, s);
             rank_static[sim->rank_of[i * p + r]] +=
                 st->stage_params[s] * per_param;
             if (st->sched.kind == SCHED_DUALPIPE)
                 rank_static[sim->rank_of[i * p + p - 1 - s]] +=
                     st->stage_params[s] * per_param;
         }
+    }
 }
 
 static int dp_arrays(const par_step *st)

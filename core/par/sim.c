@@ -44,31 +44,30 @@ int par_sim_build(par_sim *s, const par_layout *L, const int fold[PAR_NDIMS],
         s->n = 0;
         return ps_errf(err, "out of memory");
     }
+    const int32_t *stride = L->dense.stride;
     for (int32_t i = 0; i < s->n; i++) {
-        int32_t *c = s->coord + (size_t)i * PAR_NDIMS, left = i;
+        int32_t *c = s->coord + (size_t)i * PAR_NDIMS, left = i, base = 0;
         memset(c, 0, PAR_NDIMS * sizeof *c);
         for (int k = 0; k < 3; k++) {
             int d = inst_dims[k];
             c[d] = left % s->unfolded[d];
             left /= s->unfolded[d];
+            base += c[d] * stride[d];
         }
         for (int32_t r = 0; r < s->p; r++) {
-            int32_t x[PAR_NDIMS];
-            memcpy(x, c, sizeof x);
-            x[PAR_PP] = r;
             int32_t k = i * s->p + r, *m = s->member + (size_t)k * s->per;
-            /* members: the folded dimensions' values, TP fastest */
+            /* members: the folded dimensions' values, TP fastest, as
+             * layout ranks (par_rank's sum of coordinate x stride) */
             for (int32_t q = 0; q < s->per; q++) {
-                int32_t y[PAR_NDIMS], rest = q;
-                memcpy(y, x, sizeof y);
-                for (int kk = 0; kk < 3; kk++) {
+                int32_t at = base + r * stride[PAR_PP], rest = q;
+                for (int kk = 0; s->per > 1 && kk < 3; kk++) {
                     int d = inst_dims[kk];
                     if (!s->fold[d])
                         continue;
-                    y[d] = rest % size[d];
+                    at += rest % size[d] * stride[d];
                     rest /= size[d];
                 }
-                m[q] = par_rank(L, y);
+                m[q] = par_cluster(L, at);
             }
             s->rank_of[k] = m[0];
         }

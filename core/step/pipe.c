@@ -33,6 +33,7 @@ struct pipe_ctx {
     double *layer_params, *layer_bwd, *layer_shared;
     int32_t *stage_first, *stage_count;
     double *stage_params;
+    int32_t nshared; /* layers of the last run that share parameters */
     int32_t layers_cap;
     int32_t ranks_cap;
     double *rank_static; /* by cluster rank */
@@ -40,12 +41,13 @@ struct pipe_ctx {
     int32_t cluster_cap;
     par_sim sim;         /* the simulated ranks of the last run */
     par_layout layout;   /* its layout (borrowing the run's ranks list) */
+    uint64_t sim_net;    /* the net_id sim was built for; 0: none */
     rec_member *members; /* the rank_member rows of the last record */
     int32_t members_cap;
     par_log log; /* the collectives the passes appended in the last run */
     /* the last fold decision (par_fold_exact) and what it was for: a
      * sweep over one cluster and layout asks once */
-    const net *fold_net;
+    uint64_t fold_net; /* cfg->net_id of the decision; 0: none */
     par_sizes fold_sizes;
     enum par_order fold_order;
     int fold_tp;
@@ -520,6 +522,7 @@ static void pipe_sizes(const pipe_config *cfg, par_sizes *sz)
 {
     par_sizes_init(sz);
     sz->tp = cfg->tp > 0 ? cfg->tp : 1;
+    sz->etp = sz->tp; /* as par_layout_init fills it: layouts compare */
     sz->dp = cfg->dp;
     sz->pp = cfg->p;
     sz->vp = cfg->v;
@@ -544,18 +547,20 @@ int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err)
                    (int)cfg->dp, (int)cfg->p, (int)world, (int)nranks);
 }
 
-/* Is TP simulated once (par_fold_exact), asked once per cluster and
- * layout (a layout with an explicit list is asked every run). */
+/* Is TP simulated once (par_fold_exact), asked once per network (its
+ * net_id: a pointer could be a freed cluster's) and layout (a layout with
+ * an explicit list is asked every run). */
 static int fold_tp(pipe_ctx *ctx, const par_layout *L, const net *nw,
-                   ps_err *err)
+                   uint64_t net_id, ps_err *err)
 {
-    if (!L->ranks && ctx->fold_net == nw && ctx->fold_order == L->order &&
+    if (!L->ranks && net_id && ctx->fold_net == net_id &&
+        ctx->fold_order == L->order &&
         memcmp(&ctx->fold_sizes, &L->s, sizeof L->s) == 0)
         return ctx->fold_tp;
     int f = par_fold_exact(L, PAR_TP, nw, err);
     if (f < 0)
         return f;
-    ctx->fold_net = L->ranks ? NULL : nw;
+    ctx->fold_net = L->ranks ? 0 : net_id;
     ctx->fold_sizes = L->s;
     ctx->fold_order = L->order;
     ctx->fold_tp = f;
@@ -569,6 +574,13 @@ static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     int32_t nranks = net_ranks(nw);
     par_sizes sz;
     pipe_sizes(cfg, &sz);
+    /* a sweep's runs share their layout: the last one's simulated ranks
+     * stand (a list is read anew each run, so it is never reused) */
+    if (cfg->net_id && ctx->sim_net == cfg->net_id && !cfg->ranks &&
+        !L->ranks && L->order == cfg->order &&
+        memcmp(&L->s, &sz, sizeof sz) == 0)
+        return PS_OK;
+    ctx->sim_net = 0;
     if (par_layout_init(L, &sz, cfg->order, cfg->ranks, err))
         return PS_ERR;
     if (pipe_check_world(cfg, nranks, err))
@@ -580,10 +592,11 @@ static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                            "ranks",
                            (int)k + 1, (int)cfg->ranks[k], (int)nranks);
     int fold[PAR_NDIMS] = {0};
-    fold[PAR_TP] = fold_tp(ctx, L, nw, err);
-    if (fold[PAR_TP] < 0)
+    fold[PAR_TP] = fold_tp(ctx, L, nw, cfg->net_id, err);
+    if (fold[PAR_TP] < 0 || par_sim_build(&ctx->sim, L, fold, err))
         return PS_ERR;
-    return par_sim_build(&ctx->sim, L, fold, err);
+    ctx->sim_net = cfg->net_id;
+    return PS_OK;
 }
 
 /* Stage costs of every instance and the imbalance. *built is set once
@@ -597,10 +610,19 @@ static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
     if ((int64_t)nstages * sim->n > INT32_MAX ||
         size_buffers(ctx, nstages * sim->n, n, nranks, cfg->nlayers))
         return ps_errf(err, "out of memory");
-    pipe_costs costs = {ctx->stages,       ctx->stage_rows,   ctx->stage_first,
-                        ctx->stage_count,  ctx->layer_params, ctx->layer_bwd,
-                        ctx->layer_shared, ctx->stage_params, sim->n,
-                        sim->rank_of};
+    pipe_costs costs = {
+        .stages = ctx->stages,
+        .rows = ctx->stage_rows,
+        .first = ctx->stage_first,
+        .count = ctx->stage_count,
+        .layer_params = ctx->layer_params,
+        .layer_bwd = ctx->layer_bwd,
+        .layer_shared = ctx->layer_shared,
+        .nshared = &ctx->nshared,
+        .stage_params = ctx->stage_params,
+        .n = sim->n,
+        .rank_of = sim->rank_of,
+    };
     if (pipe_stage_costs(cfg, &costs, err))
         return PS_ERR;
     *built = 1;
@@ -634,7 +656,7 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .count = ctx->stage_count,
         .layer_params = ctx->layer_params,
         .layer_bwd = ctx->layer_bwd,
-        .layer_shared = ctx->layer_shared,
+        .layer_shared = ctx->nshared ? ctx->layer_shared : NULL,
         .stage_params = ctx->stage_params,
         .weight_bytes = cfg->weight_bytes,
         .grad_bytes = cfg->grad_bytes,

@@ -105,6 +105,10 @@ typedef struct pipe_config {
      * collectives (ring channels, hierarchical; coll_ranks_per_node) */
     int32_t gpus_per_node;
     coll_hw hw; /* the cluster's NCCL hardware: NVLS, caps (coll/coll.h) */
+    /* an identity of the network that no other network of the process
+     * shares (a freed one's address may be reused), for the layout's
+     * caches across a sweep's runs; 0: unknown, nothing cached */
+    uint64_t net_id;
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;

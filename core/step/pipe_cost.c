@@ -99,7 +99,7 @@ static void stage_recompute(const pipe_config *cfg, int32_t first,
 
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
 {
-    int32_t nstages = cfg->p * cfg->v, first = 0;
+    int32_t nstages = cfg->p * cfg->v, first = 0, nshared = 0;
     for (int32_t s = 0; s < nstages; s++) {
         int32_t count = cfg->partition[s];
         if (count < 1)
@@ -131,6 +131,7 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
             out->layer_params[i] = l->params;
             out->layer_bwd[i] = b + w;
             out->layer_shared[i] = l->shared_params;
+            nshared += l->shared_params > 0;
             st.fwd += layer_fwd(l, rate);
             st.bwd += b;
             st.wgt += w;
@@ -167,6 +168,7 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
     if (first != cfg->nlayers)
         return ps_errf(err, "partition sums to %d layers but the model has %d",
                        (int)first, (int)cfg->nlayers);
+    *out->nshared = nshared;
     /* instance j's stages at j * nstages: the same layers timed on its own
      * devices, so a straggler in any replica slows its copy (and, through
      * the gradient sync, the step) */

@@ -406,6 +406,10 @@ local function lower_memoised(memo, l, o, dev, cost, okey, sigs)
     return out
 end
 
+-- Shapes check_shape passed, by table (weak), with the signature of the
+-- values it passed with.
+local CHECKED_SHAPES = setmetatable({}, { __mode = "k" })
+
 -- A model layer's shape as ps.models makes it: a table that the
 -- transformer's own check accepts (models/transformer.lua normalize) with
 -- every field it fills present, since the lowering reads the shape as is
@@ -455,20 +459,30 @@ function M.prepare(spec, dev, cost, memo)
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
     local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s", t, tostring(o.sp), o.recompute,
-        tostring(o.overlap), group and table.concat(group, ",") or "", tostring(o.tp_algorithm),
-        tostring(o.tp_protocol))
+        tostring(o.overlap), group and table.concat(group, ",") or "", o.tp_algorithm or "",
+        o.tp_protocol or "")
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
         if sh ~= nil and not checked[sh] then
-            check_shape(sh, i)
+            -- checked once per shape and its values (the signature the
+            -- lowering's memo keeps anyway): a ps.run loop pays a lookup
+            if type(sh) ~= "table" then check_shape(sh, i) end
+            local sig = sigs[sh] or shape_signature(sh)
+            sigs[sh] = sig
+            if CHECKED_SHAPES[sh] ~= sig then
+                check_shape(sh, i)
+                CHECKED_SHAPES[sh] = sig
+            end
             -- Megatron-LM's own checks (megatron/training/arguments.py,
             -- core/utils divide): heads, query groups, hidden and ffn
             -- split evenly over the TP ranks
-            for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
-                                 { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
-                if t > 1 and f[2] % t ~= 0 then
-                    check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
+            if t > 1 then
+                for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
+                                     { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
+                    if f[2] % t ~= 0 then
+                        check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
+                    end
                 end
             end
             checked[sh] = true

@@ -102,6 +102,16 @@ do
         "the shared NIC carries both ranks' activations: %.6f > %.6f", shared.makespan,
         own.makespan))
     H.eq(#over.rank, 4, "an oversubscribed core: every TP rank simulated")
+    -- the decision is the network's, never a collected cluster's whose
+    -- address a new one took (the core caches it across a sweep's runs)
+    local bad = 0
+    for i = 1, 8 do
+        local nics = i % 2 == 0 and 1 or 2
+        local r = run(cl(nics, 1))
+        if #r.rank ~= (nics == 1 and 4 or 2) then bad = bad + 1 end
+        collectgarbage()
+    end
+    H.eq(bad, 0, "each new cluster decided anew")
     -- a DGX node per GPU NIC, no oversubscription: folded
     local dgx = ps.cluster(ps.clusters.dgx("H100", 2))
     local d = ps.run{ cluster = dgx, layers = layers, stages = 2, microbatches = 4, tp = 8,

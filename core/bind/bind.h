@@ -98,6 +98,12 @@ extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
 extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
 extern const luaL_Reg bind_layout_funcs[];     /* layout */
 
+/* [-0, +0] An identity of the cluster userdata at idx that no other
+ * cluster of the process shares (bind/layout.c): a number kept in a
+ * weak-keyed registry table, so the cluster allocated at a collected one's
+ * address gets a new one (pipe_config.net_id). */
+uint64_t bind_cluster_id(lua_State *L, int idx);
+
 /* Layer tables of core.run hold at most this many layers (int32 counts);
  * core.max_layers for the Lua side. */
 #define BIND_MAX_LAYERS (1 << 24)

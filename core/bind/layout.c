@@ -332,6 +332,39 @@ static int core_collective_rule(lua_State *L)
     return 1;
 }
 
+/* [-0, +0] An identity of the cluster userdata at idx that no other
+ * cluster of the process shares, kept in a weak-keyed registry table: a
+ * collected cluster takes its entry along, and the one allocated at its
+ * address gets a new number (pipe_config.net_id). */
+uint64_t bind_cluster_id(lua_State *L, int idx)
+{
+    static const char key = 0;
+    static uint64_t last = 0;
+    idx = lua_absindex(L, idx);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &key);
+    }
+    lua_pushvalue(L, idx);
+    lua_rawget(L, -2);
+    uint64_t id = (uint64_t)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (!id) {
+        id = ++last;
+        lua_pushvalue(L, idx);
+        lua_pushinteger(L, (lua_Integer)id);
+        lua_rawset(L, -3);
+    }
+    lua_pop(L, 1);
+    return id;
+}
+
 const luaL_Reg bind_layout_funcs[] = {
     {"layout", core_layout},
     {"collective_rule", core_collective_rule},

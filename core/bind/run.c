@@ -349,39 +349,6 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
                       &cfg->optimizer_seconds);
 }
 
-/* [-0, +0] An identity of the cluster userdata at idx that no other
- * cluster of the process shares, kept in a weak-keyed registry table: a
- * collected cluster takes its entry along, and the one allocated at its
- * address gets a new number (pipe_config.net_id). */
-static uint64_t cluster_id(lua_State *L, int idx)
-{
-    static const char key = 0;
-    static uint64_t last = 0;
-    idx = lua_absindex(L, idx);
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        lua_createtable(L, 0, 1);
-        lua_pushliteral(L, "k");
-        lua_setfield(L, -2, "__mode");
-        lua_setmetatable(L, -2);
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &key);
-    }
-    lua_pushvalue(L, idx);
-    lua_rawget(L, -2);
-    uint64_t id = (uint64_t)lua_tointeger(L, -1);
-    lua_pop(L, 1);
-    if (!id) {
-        id = ++last;
-        lua_pushvalue(L, idx);
-        lua_pushinteger(L, (lua_Integer)id);
-        lua_rawset(L, -3);
-    }
-    lua_pop(L, 1);
-    return id;
-}
-
 /* [-0, +1] pushes the list */
 static void push_ints(lua_State *L, const int32_t *v, int32_t n)
 {
@@ -721,6 +688,75 @@ static int core_seal_layers(lua_State *L)
     return 1;
 }
 
+/* [-0, +2] The cluster (or an ideal one for the layout's world) and the
+ * placement: an explicit ranks list (cfg->ranks, a scratch left on the
+ * stack below the cluster) or Megatron's order (cfg->order); checks the
+ * layout's world against the cluster and the device FLOP/s layers need.
+ * Returns the cluster, on top. */
+static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
+                                        int uses_flops)
+{
+    /* cluster and placement: the layout's world (tp x dp x p ranks) on
+     * the cluster, Megatron's order or an explicit list */
+    bind_cluster *cl;
+    int32_t n = cfg->tp * cfg->p * cfg->dp; /* <= MAX_RANKS (read_shape) */
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
+        lua_pop(L, 1);
+        cl = bind_push_ideal_cluster(L, n);
+    } else {
+        cl = bind_check_cluster(L, -1);
+    }
+    cfg->net_id = bind_cluster_id(L, -1);
+    ps_err werr;
+    if (pipe_check_world(cfg, cl->nranks, &werr))
+        luaL_error(L, "%s", werr.msg);
+    int32_t *ranks = scratch(L, (size_t)n, sizeof *ranks);
+    lua_rotate(L, -2, 1); /* keep the cluster on top */
+    if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
+        lua_Integer len = bind_list_len(L, -1, "ranks");
+        if (len != n && cfg->tp > 1)
+            luaL_error(L,
+                       "field 'ranks' must list %d cluster ranks (tp "
+                       "%d x stages %d x dp %d, TP rank innermost), "
+                       "got %d",
+                       (int)n, (int)cfg->tp, (int)cfg->p, (int)cfg->dp,
+                       (int)len);
+        if (len != n)
+            luaL_error(L,
+                       "field 'ranks' must list %d cluster ranks (one "
+                       "per stage%s), got %d",
+                       (int)n, cfg->dp > 1 ? " of every replica" : "",
+                       (int)len);
+        for (int32_t k = 0; k < n; k++) {
+            lua_geti(L, -1, k + 1);
+            long long r;
+            int at = lua_gettop(L);
+            bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)k + 1),
+                           0, cl->nranks - 1, &r);
+            lua_pop(L, 2);
+            ranks[k] = (int32_t)r;
+        }
+        cfg->ranks = ranks;
+    } else {
+        lua_pushnil(L); /* popped below, like the list */
+        const char *placement = bind_string(L, 1, "placement");
+        ps_err err;
+        if (placement && par_parse_order(placement, &cfg->order, &err))
+            luaL_error(L, "field 'placement': %s", err.msg);
+        for (int32_t k = 0; k < n; k++)
+            ranks[k] = k; /* Megatron's orders cover ranks 0 .. n - 1 */
+    }
+    lua_pop(L, 1);
+    if (uses_flops) {
+        for (int32_t k = 0; k < n; k++)
+            if (isnan(cl->rate[ranks[k]]))
+                luaL_error(L, "layers give FLOPs but the cluster has no "
+                              "device flops (set cluster.device.flops "
+                              "or give fwd_time)");
+    }
+    return cl;
+}
+
 /* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
  * it through pipe_run, pushes the result table. */
 static int core_run(lua_State *L)
@@ -828,64 +864,7 @@ static int core_run(lua_State *L)
     cfg.partition = partition;
     lua_pop(L, 1);
 
-    /* cluster and placement: the layout's world (tp x dp x p ranks) on
-     * the cluster, Megatron's order or an explicit list */
-    bind_cluster *cl;
-    int32_t n = cfg.tp * cfg.p * cfg.dp; /* <= MAX_RANKS (read_shape) */
-    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
-        lua_pop(L, 1);
-        cl = bind_push_ideal_cluster(L, n);
-    } else {
-        cl = bind_check_cluster(L, -1);
-    }
-    cfg.net_id = cluster_id(L, -1);
-    ps_err werr;
-    if (pipe_check_world(&cfg, cl->nranks, &werr))
-        return luaL_error(L, "%s", werr.msg);
-    int32_t *ranks = scratch(L, (size_t)n, sizeof *ranks);
-    lua_rotate(L, -2, 1); /* keep the cluster on top */
-    if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
-        lua_Integer len = bind_list_len(L, -1, "ranks");
-        if (len != n && cfg.tp > 1)
-            return luaL_error(L,
-                              "field 'ranks' must list %d cluster ranks (tp "
-                              "%d x stages %d x dp %d, TP rank innermost), "
-                              "got %d",
-                              (int)n, (int)cfg.tp, (int)cfg.p, (int)cfg.dp,
-                              (int)len);
-        if (len != n)
-            return luaL_error(L,
-                              "field 'ranks' must list %d cluster ranks (one "
-                              "per stage%s), got %d",
-                              (int)n, cfg.dp > 1 ? " of every replica" : "",
-                              (int)len);
-        for (int32_t k = 0; k < n; k++) {
-            lua_geti(L, -1, k + 1);
-            long long r;
-            int at = lua_gettop(L);
-            bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)k + 1),
-                           0, cl->nranks - 1, &r);
-            lua_pop(L, 2);
-            ranks[k] = (int32_t)r;
-        }
-        cfg.ranks = ranks;
-    } else {
-        lua_pushnil(L); /* popped below, like the list */
-        const char *placement = bind_string(L, 1, "placement");
-        ps_err err;
-        if (placement && par_parse_order(placement, &cfg.order, &err))
-            return luaL_error(L, "field 'placement': %s", err.msg);
-        for (int32_t k = 0; k < n; k++)
-            ranks[k] = k; /* Megatron's orders cover ranks 0 .. n - 1 */
-    }
-    lua_pop(L, 1);
-    if (uses_flops) {
-        for (int32_t k = 0; k < n; k++)
-            if (isnan(cl->rate[ranks[k]]))
-                return luaL_error(L, "layers give FLOPs but the cluster has no "
-                                     "device flops (set cluster.device.flops "
-                                     "or give fwd_time)");
-    }
+    bind_cluster *cl = read_cluster_ranks(L, &cfg, uses_flops);
     read_grad_sync(L, &cfg);
     cfg.gpus_per_node = cl->gpus_per_node;
     cfg.hw = cl->hw;

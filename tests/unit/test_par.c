@@ -81,38 +81,37 @@ static void test_list(void)
     CHECK_INT(par_rank(&L, c), 41);
 }
 
-static void test_errors(void)
+/* par_layout_init of tp, ep, dp, pp in order fails with msg. */
+static void check_refused(int32_t tp, int32_t ep, int32_t dp, int32_t pp,
+                          enum par_order order, const char *msg)
 {
     ps_err err;
     par_sizes s;
     par_layout L;
     par_sizes_init(&s);
-    s.tp = 0;
-    CHECK_INT(par_layout_init(&L, &s, PAR_DP_INNER, NULL, &err), PS_ERR);
-    CHECK_STR(err.msg, "tp must be at least 1, got 0");
-    par_sizes_init(&s);
-    s.tp = 1024;
-    s.pp = 1024;
-    s.dp = 2;
-    CHECK_INT(par_layout_init(&L, &s, PAR_DP_INNER, NULL, &err), PS_ERR);
-    CHECK_STR(err.msg, "tp 1024 x cp 1 x dp 2 x pp 1024 is 2097152 ranks, "
-                       "more than the limit of 1048576");
-    par_sizes_init(&s);
-    s.tp = 2;
-    s.ep = 3;
-    s.dp = 4;
-    CHECK_INT(par_layout_init(&L, &s, PAR_DP_INNER, NULL, &err), PS_ERR);
-    CHECK_STR(err.msg, "etp 2 x ep 3 x pp 1 (6 ranks) does not divide the "
-                       "world of 8 ranks");
+    s.tp = tp;
+    s.ep = ep;
+    s.dp = dp;
+    s.pp = pp;
+    CHECK_INT(par_layout_init(&L, &s, order, NULL, &err), PS_ERR);
+    CHECK_STR(err.msg, msg);
+}
+
+static void test_errors(void)
+{
+    ps_err err;
+    check_refused(0, 1, 1, 1, PAR_DP_INNER, "tp must be at least 1, got 0");
+    check_refused(1024, 1, 2, 1024, PAR_DP_INNER,
+                  "tp 1024 x cp 1 x dp 2 x pp 1024 is 2097152 ranks, more "
+                  "than the limit of 1048576");
+    check_refused(2, 3, 4, 1, PAR_DP_INNER,
+                  "etp 2 x ep 3 x pp 1 (6 ranks) does not divide the world "
+                  "of 8 ranks");
     /* Megatron's assert: pp_inner needs the expert dp equal to dp */
-    par_sizes_init(&s);
-    s.dp = 4;
-    s.ep = 2;
-    s.pp = 2;
-    CHECK_INT(par_layout_init(&L, &s, PAR_PP_INNER, NULL, &err), PS_ERR);
-    CHECK_STR(err.msg, "placement pp_inner (and an explicit ranks list) needs "
-                       "the expert data-parallel size (2) to equal dp (4), as "
-                       "Megatron-LM asserts");
+    check_refused(1, 2, 4, 2, PAR_PP_INNER,
+                  "placement pp_inner (and an explicit ranks list) needs the "
+                  "expert data-parallel size (2) to equal dp (4), as "
+                  "Megatron-LM asserts");
     enum par_order o;
     CHECK_INT(par_parse_order("tp-cp-ep-pp-dp", &o, &err), PS_OK);
     CHECK_INT(o, PAR_PP_INNER);

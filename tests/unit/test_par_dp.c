@@ -30,23 +30,20 @@ static const double stage_params[1] = {400};
 static par_layout layout;
 static par_sim sim;
 
-/* A step of d replicas of one stage (pp = 1) for the dp pass; ps and nw
- * are set by the caller. */
-static par_step config(int32_t d, int overlap, int zero)
+/* A step of the layout sz for the dp pass on the stage tables above
+ * (nstages stages of the layers first/count); ps and nw are set by the
+ * caller. */
+static par_step base_step(const par_sizes *sz, int32_t nstages)
 {
     ps_err err;
-    par_sizes sz;
-    par_sizes_init(&sz);
-    sz.dp = d;
-    sz.shard = zero ? PAR_SHARD_OPTIMIZER : PAR_SHARD_NONE;
-    CHECK_INT(par_layout_init(&layout, &sz, PAR_DP_INNER, NULL, &err), PS_OK);
+    CHECK_INT(par_layout_init(&layout, sz, PAR_DP_INNER, NULL, &err), PS_OK);
     const int fold[PAR_NDIMS] = {0};
     CHECK_INT(par_sim_build(&sim, &layout, fold, &err), PS_OK);
     par_step c = {0};
     c.layout = &layout;
     c.sim = &sim;
     c.v = 1;
-    c.nstages = 1;
+    c.nstages = nstages;
     c.first = first;
     c.count = count;
     c.layer_params = layer_params;
@@ -59,6 +56,17 @@ static par_step config(int32_t d, int overlap, int zero)
     c.dp.first_bucket_bytes = 100;
     c.dp.algorithm = COLL_RING;
     c.dp.protocol = PAR_PROTOCOL_DEFAULT;
+    return c;
+}
+
+/* d replicas of one stage (pp = 1). */
+static par_step config(int32_t d, int overlap, int zero)
+{
+    par_sizes sz;
+    par_sizes_init(&sz);
+    sz.dp = d;
+    sz.shard = zero ? PAR_SHARD_OPTIMIZER : PAR_SHARD_NONE;
+    par_step c = base_step(&sz, 1);
     c.dp.overlap = overlap;
     c.dp.optimizer_seconds = 0.5;
     return c;
@@ -106,26 +114,15 @@ static void test_finalize(const net *nw)
     par_sizes sz;
     par_sizes_init(&sz);
     sz.pp = 2;
-    CHECK_INT(par_layout_init(&layout, &sz, PAR_DP_INNER, NULL, &err), PS_OK);
-    const int fold[PAR_NDIMS] = {0};
-    CHECK_INT(par_sim_build(&sim, &layout, fold, &err), PS_OK);
     static const int32_t f2[2] = {0, 1}, c2[2] = {1, 1};
     static const double sp2[2] = {100, 300};
-    par_step c = {0};
-    c.layout = &layout;
-    c.sim = &sim;
-    c.v = 1;
-    c.nstages = 2;
+    par_step c = base_step(&sz, 2);
     c.first = f2;
     c.count = c2;
-    c.layer_params = layer_params;
-    c.layer_bwd = layer_bwd;
     c.stage_params = sp2;
     c.grad_bytes = 4;
     c.dp.bucket_bytes = 1e6; /* one bucket per rank: one ready signal */
     c.dp.first_bucket_bytes = 1e6;
-    c.dp.algorithm = COLL_RING;
-    c.dp.protocol = PAR_PROTOCOL_DEFAULT;
     c.dp.overlap = 1;
     c.finalize[0] = (par_finalize){0, 1, 1000 * 4};
     c.nfinalize = 1;

@@ -328,7 +328,8 @@ static int core_layout(lua_State *L)
 static int core_collective_rule(lua_State *L)
 {
     bind_cluster *cl = bind_check_cluster(L, 1);
-    lua_pushstring(L, coll_proto_name(coll_default_protocol(&cl->hw)));
+    lua_pushstring(L, coll_proto_name(coll_default_protocol(
+                          COLL_ALLREDUCE, COLL_AUTO, 0, &cl->hw)));
     return 1;
 }
 

@@ -27,7 +27,7 @@ static int group_collective(par_step *st, coll_forks *forks,
     spec.root = ranks[0];
     spec.ranks_per_node = rpn;
     spec.hw = st->hw;
-    spec.protocol = par_protocol(st, st->dp.algorithm, st->dp.protocol);
+    spec.protocol = par_protocol(st, &spec, st->dp.protocol);
     return par_append_coll(st, forks, &spec, lanes, tag, err);
 }
 
@@ -510,12 +510,15 @@ static void dp_memory(const par_step *st, double *rank_static)
     for (int32_t s = 0; s < st->nstages; s++) {
         int32_t r =
             sched_place_rank(st->sched.placement, st->sched.place, p, s);
+        /* and the layers' own static bytes (pipe_layer.static_bytes) */
+        double stage_static = st->stage_params[s] * per_param;
+        for (int32_t l = st->first[s];
+             st->layer_static && l < st->first[s] + st->count[s]; l++)
+            stage_static += st->layer_static[l];
         for (int32_t i = 0; i < sim->n; i++) {
-            rank_static[sim->rank_of[i * p + r]] +=
-                st->stage_params[s] * per_param;
+            rank_static[sim->rank_of[i * p + r]] += stage_static;
             if (st->sched.kind == SCHED_DUALPIPE)
-                rank_static[sim->rank_of[i * p + p - 1 - s]] +=
-                    st->stage_params[s] * per_param;
+                rank_static[sim->rank_of[i * p + p - 1 - s]] += stage_static;
         }
     }
 }

@@ -46,7 +46,8 @@ static int add_route(const net *nw, int32_t a, int32_t b, int32_t coord,
                      use **u, int64_t *n, int64_t *cap)
 {
     const int32_t *links;
-    int32_t one, len = net_route(nw, a, b, &links, &one);
+    net_route_buf buf;
+    int32_t len = net_route(nw, a, b, &links, &buf);
     if (*n + len > *cap) {
         int64_t c = *cap ? 2 * *cap + len : 256 + len;
         use *v = realloc(*u, (size_t)c * sizeof *v);

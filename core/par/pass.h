@@ -99,6 +99,9 @@ typedef struct par_step {
     const int32_t *first, *count;
     const double *layer_params, *layer_bwd, *layer_shared;
     const double *stage_params; /* nstages: each stage's parameters */
+    /* per layer: static bytes beyond its parameters x the per-parameter
+     * bytes (FP8 weight copies; pipe_layer.static_bytes) */
+    const double *layer_static;
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
     par_dp_opts dp;
     /* filled by the passes as they run */
@@ -159,11 +162,12 @@ void par_log_span(const par_log *log, const prog_set *ps, int32_t k, double *t0,
 int par_append_coll(par_step *st, coll_forks *forks, const coll_spec *spec,
                     const int32_t *lanes, int32_t tag, ps_err *err);
 
-/* The protocol of a collective: asked, or when that is
- * PAR_PROTOCOL_DEFAULT the one rule for every collective of a step (and
- * of ps.collective): NCCL's own choice (auto) on a cluster whose devices
- * carry NCCL's constants, none on textbook links
- * (coll_default_protocol); none for an algorithm without protocols. */
-int par_protocol(const par_step *st, int algorithm, int asked);
+/* The protocol of collective spec (its op, algorithm and candidates set):
+ * asked, or when that is PAR_PROTOCOL_DEFAULT the one rule for every
+ * collective of a step and of ps.collective (coll_default_protocol):
+ * NCCL's own choice (auto) on a cluster whose devices carry NCCL's
+ * constants, none on textbook links and for algorithms without
+ * protocols. */
+int par_protocol(const par_step *st, const coll_spec *spec, int asked);
 
 #endif

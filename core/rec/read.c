@@ -60,6 +60,7 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 : version == 4 ? "the run 'sweep' columns"
                 : version == 5 ? "the collective 'protocol' columns"
                 : version == 6 ? "the timeline's rowid spans"
+                : version == 7 ? "the run's efficiency columns"
                                : "the 'rank_member' table",
                 REC_SCHEMA_VERSION, path);
         goto fail;

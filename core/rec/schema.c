@@ -269,7 +269,11 @@ static const char schema_head_sql[] =
     "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT,\n"
     "  sweep TEXT, point TEXT, point_index INTEGER, tags TEXT, model TEXT,\n"
     "  seq_length INTEGER, micro_batch INTEGER, global_batch INTEGER,\n"
-    "  scenario TEXT);\n" TIMELINE_TABLES_SQL;
+    "  scenario TEXT,\n"
+    "  model_flops REAL, hardware_flops REAL, tokens REAL, gpus INTEGER,\n"
+    "  peak_flops REAL, precision TEXT, model_tflops_per_gpu REAL, mfu REAL,\n"
+    "  hardware_tflops_per_gpu REAL, tokens_per_s_per_gpu REAL,\n"
+    "  efficiency_note TEXT);\n" TIMELINE_TABLES_SQL;
 
 static const char schema_tail_sql[] =
     "CREATE TABLE stage(\n"
@@ -384,16 +388,33 @@ static const char migrate_v7_sql[] =
     "DROP TABLE memory;\n";
 /* clang-format on */
 
+/* Version 7 -> 8: a training step's efficiency figures (issue 27 item 16,
+ * rec/rec.h; NULL for old runs and for collectives), appended last as
+ * CREATE TABLE has them. */
+static const char migrate_v8_sql[] =
+    "ALTER TABLE run ADD COLUMN model_flops REAL;\n"
+    "ALTER TABLE run ADD COLUMN hardware_flops REAL;\n"
+    "ALTER TABLE run ADD COLUMN tokens REAL;\n"
+    "ALTER TABLE run ADD COLUMN gpus INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN peak_flops REAL;\n"
+    "ALTER TABLE run ADD COLUMN precision TEXT;\n"
+    "ALTER TABLE run ADD COLUMN model_tflops_per_gpu REAL;\n"
+    "ALTER TABLE run ADD COLUMN mfu REAL;\n"
+    "ALTER TABLE run ADD COLUMN hardware_tflops_per_gpu REAL;\n"
+    "ALTER TABLE run ADD COLUMN tokens_per_s_per_gpu REAL;\n"
+    "ALTER TABLE run ADD COLUMN efficiency_note TEXT;\n"
+    "PRAGMA user_version = 8;\n";
+
 /* A new file's schema and the version 7 upgrade, each run in order (C
  * caps one string literal at 4095 bytes). */
 static const char *const schema_sql[] = {
     schema_head_sql, EVENT_VIEW_SQL,  TRANSFER_VIEW_SQL,
     MEMORY_VIEW_SQL, schema_tail_sql, NULL,
 };
-/* Version 7 -> 8: the rank_member table (what a simulated rank stands
+/* Version 8 -> 9: the rank_member table (what a simulated rank stands
  * for, core/par/sim.h); old runs have none. */
-static const char migrate_v8_sql[] =
-    RANK_MEMBER_SQL "PRAGMA user_version = 8;\n";
+static const char migrate_v9_sql[] =
+    RANK_MEMBER_SQL "PRAGMA user_version = 9;\n";
 
 static const char *const upgrade_v7_sql[] = {
     migrate_v7_sql,
@@ -722,7 +743,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 6 &&
              rec_exec_sql(db, "PRAGMA user_version = 7", err)) ||
             (version >= 1 && version <= 7 &&
-             rec_exec_sql(db, migrate_v8_sql, err))) {
+             rec_exec_sql(db, migrate_v8_sql, err)) ||
+            (version >= 1 && version <= 8 &&
+             rec_exec_sql(db, migrate_v9_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

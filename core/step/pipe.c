@@ -30,7 +30,7 @@ struct pipe_ctx {
     int32_t *ranks;
     rec_rank *rank_rows;
     /* per layer, for the gradient buckets and the tied embedding */
-    double *layer_params, *layer_bwd, *layer_shared;
+    double *layer_params, *layer_bwd, *layer_shared, *layer_static;
     int32_t *stage_first, *stage_count;
     double *stage_params;
     int32_t nshared; /* layers of the last run that share parameters */
@@ -90,6 +90,7 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->layer_params);
     free(ctx->layer_bwd);
     free(ctx->layer_shared);
+    free(ctx->layer_static);
     free(ctx->stage_params);
     free(ctx->stage_first);
     free(ctx->stage_count);
@@ -166,6 +167,8 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
         if (grow((void **)&ctx->layer_params, (size_t)nlayers,
                  sizeof(double)) ||
             grow((void **)&ctx->layer_shared, (size_t)nlayers,
+                 sizeof(double)) ||
+            grow((void **)&ctx->layer_static, (size_t)nlayers,
                  sizeof(double)) ||
             grow((void **)&ctx->layer_bwd, (size_t)nlayers, sizeof(double)))
             return -1;
@@ -544,6 +547,7 @@ static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
         .layer_params = ctx->layer_params,
         .layer_bwd = ctx->layer_bwd,
         .layer_shared = ctx->layer_shared,
+        .layer_static = ctx->layer_static,
         .nshared = &ctx->nshared,
         .stage_params = ctx->stage_params,
         .n = sim->n,
@@ -583,6 +587,7 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .layer_params = ctx->layer_params,
         .layer_bwd = ctx->layer_bwd,
         .layer_shared = ctx->nshared ? ctx->layer_shared : NULL,
+        .layer_static = ctx->layer_static,
         .stage_params = ctx->stage_params,
         .weight_bytes = cfg->weight_bytes,
         .grad_bytes = cfg->grad_bytes,

@@ -48,6 +48,12 @@ typedef struct pipe_layer {
     /* parameters this layer shares with the model's first layer (a tied
      * output layer's copy of the embedding, par/tied.h); < 0: none */
     double shared_params;
+    /* Static bytes the layer holds on its rank beyond params x the run's
+     * per-parameter bytes (weight + gradient + optimizer state): FP8
+     * weight copies (lua/pipesim/models/fp8.lua); negative where the
+     * layer keeps its weights in fewer bytes than weight_bytes (FP8
+     * parameters). 0: none. */
+    double static_bytes;
 } pipe_layer;
 
 /* Sets l to a layer with every optional field "not given" (< 0, the

@@ -131,6 +131,7 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
             out->layer_params[i] = l->params;
             out->layer_bwd[i] = b + w;
             out->layer_shared[i] = l->shared_params;
+            out->layer_static[i] = l->static_bytes;
             nshared += l->shared_params > 0;
             st.fwd += layer_fwd(l, rate);
             st.bwd += b;

@@ -21,6 +21,7 @@ typedef struct pipe_costs {
     double *layer_params; /* nlayers: parameters, for the gradient buckets */
     double *layer_bwd;    /* nlayers: backward seconds (B + W), ditto */
     double *layer_shared; /* nlayers: parameters shared with the first */
+    double *layer_static; /* nlayers: static bytes beyond its parameters' */
     int32_t *nshared;     /* out: layers that share parameters */
     double *stage_params; /* p * v: each stage's parameters */
     /* the simulated ranks (par/sim.h): n instances, instance i's

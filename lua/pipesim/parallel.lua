@@ -34,7 +34,7 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
                      tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
-                     bwd_weight_flops = true, shared_params = true }
+                     bwd_weight_flops = true, shared_params = true, static_bytes = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
@@ -224,6 +224,14 @@ function M.block_params(s, t)
     return split / t + repl
 end
 
+-- Parameters of a block's linear layers on one TP rank (the weights TE
+-- runs in FP8): M.block_params without norms and biases.
+function M.block_linear_params(s, t)
+    local h, f = s.hidden, s.ffn_hidden
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    return (h * q + 2 * h * kv + q * h + (s.swiglu and 3 or 2) * h * f) / t
+end
+
 -- Activation bytes one block keeps per microbatch on one TP rank,
 -- Korthikanti et al. 2022 Table 2 generalised term by term as in
 -- models/transformer.lua: the norms' inputs, the QKV and MLP inputs and
@@ -241,6 +249,9 @@ function M.block_act_bytes(s, t, sp, selective)
     local sb = n * b
     local repl = 2 * e * sb * h + e * sb * h + e * sb * h + 2 * mask * sb * h
     local split = e * sb * (q + kv) + e * sb * kv + e * sb * q + (s.swiglu and 3 or 2) * e * sb * f
+    -- FP8: TE keeps the GEMM inputs in FP8 (models/fp8.lua act_delta)
+    local dr, ds = roofline.fp8.act_delta(s)
+    repl, split = repl + dr * sb, split + ds * sb
     local core = 0
     if s.flash_attention then
         core = 4 * a * sb
@@ -277,9 +288,16 @@ local function lower_layer(l, o, dev, cost)
     out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
     local e = roofline.DTYPE_BYTES[s.dtype]
     local sbh = s.seq * s.microbatch * s.hidden
+    if s.fp8 and not dev then
+        check.fail("fp8: the cluster's device has no roofline constants (fp8_flops); " ..
+            "use a device of ps.clusters")
+    end
     if kind == "block" then
         out.params = M.block_params(s, t)
         out.act_bytes = M.block_act_bytes(s, t, sp, o.recompute == "selective")
+        -- FP8 weight copies of the linear layers (models/fp8.lua)
+        local fb = s.fp8 and roofline.fp8.weight_bytes(s, dev, roofline.DTYPE_BYTES[s.dtype]) or 0
+        if fb ~= 0 then out.static_bytes = fb * M.block_linear_params(s, t) end
     elseif kind == "embedding" then
         local pos = s.position == "learned" and s.max_positions * s.hidden or 0
         out.params = s.vocab * s.hidden / t + pos
@@ -289,7 +307,12 @@ local function lower_layer(l, o, dev, cost)
         out.params = s.vocab * s.hidden / t + norm
         out.shared_params = l.shared_params and s.vocab * s.hidden / t or nil
         -- final norm input and LM head input (split with SP), fp32 logits
-        out.act_bytes = 2 * e * sbh / (sp and t or 1) + 4 * s.seq * s.microbatch * s.vocab / t
+        -- (TE's fused cross-entropy keeps its e-byte gradient, not fp32)
+        local logit = s.ce_fusion == "te" and e or 4
+        out.act_bytes = 2 * e * sbh / (sp and t or 1) + logit * s.seq * s.microbatch * s.vocab / t
+        if s.fp8 and s.fp8_head then -- --fp8-output-proj: the head's FP8 copies
+            out.static_bytes = roofline.fp8.weight_bytes(s, dev, e) * s.vocab * s.hidden / t
+        end
     end
     -- pipeline p2p: each TP rank sends 1/t of the boundary activation
     -- (Narayanan et al. 2021 Sec. 4.1 scatter/gather; with SP the tensor
@@ -410,27 +433,32 @@ end
 -- values it passed with.
 local CHECKED_SHAPES = setmetatable({}, { __mode = "k" })
 
--- A model layer's shape as ps.models makes it: a table that the
--- transformer's own check accepts (models/transformer.lua normalize) with
--- every field it fills present, since the lowering reads the shape as is
--- (issue 27: a hand-made shape once ended in a Lua error). Raises naming
--- layers[i].shape.
+-- A model layer's shape as the lowering reads it: a table with the sizes
+-- and the dtype ps.models fills in (models/transformer.lua), each a
+-- positive integer (a hand-made shape once ended in a Lua error, issue
+-- 27). Checked rather than normalised again: ps.models' own per-layer
+-- variants (FP8's BF16 end layers) are no new input for its checks.
+-- Raises naming layers[i].shape.
+local SHAPE_SIZES = { "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "seq",
+                      "microbatch", "vocab" }
 local function check_shape(sh, i)
     if type(sh) ~= "table" then
         check.fail("layers[%d].shape must be a table (the shape of a layer from ps.models), got %s",
             i, check.show(sh))
     end
-    local path = package_.path
-    package_.path = LOAD_PATH
-    local ok, transformer = pcall(require, "pipesim.models.transformer")
-    package_.path = path
-    if not ok then error(transformer, 0) end
-    local good, norm = pcall(transformer.normalize, sh)
-    if not good then check.fail("layers[%d].shape: %s", i, norm) end
-    for k in pairs(norm) do
-        if sh[k] == nil and k ~= "name" then
-            check.fail("layers[%d].shape lacks field '%s' (ps.models fills every field)", i, k)
+    for n = 1, #SHAPE_SIZES + 1 do
+        -- learned positions: the embedding holds max_positions of them
+        local k = SHAPE_SIZES[n] or (sh.position == "learned" and "max_positions")
+        if not k then break end
+        local v = sh[k]
+        if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v)) or v < 1 then
+            check.fail("layers[%d].shape.%s must be a positive integer (ps.models fills it), got %s",
+                i, k, check.show(v))
         end
+    end
+    if not roofline.DTYPE_BYTES[sh.dtype] then
+        check.fail("layers[%d].shape.dtype: unknown dtype %s (ps.models fills it)", i,
+            check.show(sh.dtype))
     end
 end
 

@@ -21,16 +21,24 @@ static void check_group(const par_layout *L, unsigned mask, int32_t g,
         CHECK_INT(got[i], want[i]);
 }
 
+/* A layout of tp x dp x pp in Megatron's default order. */
+static par_layout layout_of(int32_t tp, int32_t dp, int32_t pp, par_sizes *s)
+{
+    ps_err err;
+    par_layout L;
+    par_sizes_init(s);
+    s->tp = tp;
+    s->dp = dp;
+    s->pp = pp;
+    CHECK_INT(par_layout_init(&L, s, PAR_DP_INNER, NULL, &err), PS_OK);
+    return L;
+}
+
 static void test_megatron_example(void)
 {
     ps_err err;
     par_sizes s;
-    par_sizes_init(&s);
-    s.tp = 2;
-    s.pp = 4;
-    s.dp = 2;
-    par_layout L;
-    CHECK_INT(par_layout_init(&L, &s, PAR_DP_INNER, NULL, &err), PS_OK);
+    par_layout L = layout_of(2, 2, 4, &s);
     CHECK_INT(par_world(&L), 16);
     /* 8 data-parallel groups [g0, g2], [g1, g3], [g4, g6], ... */
     CHECK_INT(par_group_count(&L, PAR_BIT(PAR_DP)), 8);
@@ -147,12 +155,7 @@ static void test_sim(void)
 {
     ps_err err;
     par_sizes s;
-    par_sizes_init(&s);
-    s.tp = 2;
-    s.pp = 2;
-    s.dp = 2;
-    par_layout L;
-    CHECK_INT(par_layout_init(&L, &s, PAR_DP_INNER, NULL, &err), PS_OK);
+    par_layout L = layout_of(2, 2, 2, &s);
     par_sim sim = {0};
     int fold[PAR_NDIMS] = {0};
     fold[PAR_TP] = 1;
@@ -198,11 +201,7 @@ static void test_fold(void)
 {
     ps_err err;
     par_sizes s;
-    par_sizes_init(&s);
-    s.tp = 2;
-    s.pp = 2;
-    par_layout L;
-    CHECK_INT(par_layout_init(&L, &s, PAR_DP_INNER, NULL, &err), PS_OK);
+    par_layout L = layout_of(2, 1, 2, &s);
     net *mesh = net_new(4);
     CHECK_INT(net_set_mesh(mesh, 1e9, 1e-6, &err), PS_OK);
     CHECK_INT(par_fold_exact(&L, PAR_TP, mesh, &err), 1);

@@ -46,12 +46,12 @@ q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN p
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
-    $DROP_V8
+    $DROP_V8 $DROP_V9
     PRAGMA user_version = 4"
-expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 8"
+expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 9"
 $VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"
 got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM run")
-[ "$got" = "8
+[ "$got" = "9
 16|6" ] && ok || bad "upgraded v4: $got"
 [ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"
@@ -155,7 +155,7 @@ $VG "$BIN" run $S -o "$TMP/xe.db" --shard 0/2 -D sweep=alpha >/dev/null 2>&1
 $VG "$BIN" run $S -o "$TMP/xf.db" --shard 1/2 -D sweep=alpha >/dev/null 2>&1
 expect_fail "merge $TMP/xo.db $TMP/xe.db $TMP/xf.db" "merge: $TMP/xe.db holds 2 runs of pipesim run --shard 0/2 (the shard run again into the same file?): its points are there more than once"
 cp "$TMP/xa.db" "$TMP/x4.db"
-q "$TMP/x4.db" "ALTER TABLE run DROP COLUMN scenario; PRAGMA user_version = 4"  # enough for the check
+q "$TMP/x4.db" "ALTER TABLE run DROP COLUMN scenario; DROP TABLE rank_member; PRAGMA user_version = 4"  # enough for the check
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/x4.db" "merge: $TMP/x4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads"
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xa.db" "merge: $TMP/xa.db is given twice"
 expect_fail "merge $TMP/xo.db $TMP/nosuch.db" "merge: $TMP/nosuch.db: no such file"

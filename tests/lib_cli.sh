@@ -12,6 +12,8 @@ DROP_V8="ALTER TABLE run DROP COLUMN model_flops; ALTER TABLE run DROP COLUMN ha
     ALTER TABLE run DROP COLUMN model_tflops_per_gpu; ALTER TABLE run DROP COLUMN mfu;
     ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu;
     ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu; ALTER TABLE run DROP COLUMN efficiency_note;"
+# ... and version 9's table: DROP_V8 then DROP_V9 make a version 7 file
+DROP_V9="DROP TABLE rank_member;"
 ok() { P=$((P + 1)); }
 bad() { F=$((F + 1)); echo "FAIL $SUITE: $*"; }
 

@@ -103,6 +103,13 @@ extern const luaL_Reg bind_collective_funcs[]; /* collective */
 extern const luaL_Reg bind_report_funcs[];     /* report */
 extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
 extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
+extern const luaL_Reg bind_layout_funcs[];     /* layout */
+
+/* [-0, +0] An identity of the cluster userdata at idx that no other
+ * cluster of the process shares (bind/layout.c): a number kept in a
+ * weak-keyed registry table, so the cluster allocated at a collected one's
+ * address gets a new one (pipe_config.net_id). */
+uint64_t bind_cluster_id(lua_State *L, int idx);
 
 /* Layer tables of core.run hold at most this many layers (int32 counts);
  * core.max_layers for the Lua side. */
@@ -265,6 +272,8 @@ void bind_efficiency(lua_State *L, int idx, struct rec_eff *e);
 extern const char *const bind_fields_run[];
 extern const char *const bind_fields_memory[];
 extern const char *const bind_fields_grad_sync[];
+extern const char *const bind_fields_tp_comm[];
+extern const char *const bind_fields_layout[];
 extern const char *const bind_fields_layer[];
 extern const char *const bind_fields_cluster[];
 extern const char *const bind_fields_device[];

@@ -8,9 +8,10 @@
 /* One field per line keeps merges of new fields simple: */
 /* clang-format off */
 
-/* ps.run{...} (core/bind/run.c); params_json is added by init.lua; tp,
- * sequence_parallel, tp_overlap and recompute* are read by
- * lua/pipesim/parallel.lua, which takes them out before core.run */
+/* ps.run{...} (core/bind/run.c); params_json is added by init.lua;
+ * sequence_parallel, tp_overlap, tp_comm and recompute* are read by
+ * lua/pipesim/parallel.lua, which takes them out before core.run (tp
+ * too, and gives it back: the core places the TP groups) */
 const char *const bind_fields_run[] = {
     "checkpoint",
     "chunk_placement",
@@ -43,9 +44,37 @@ const char *const bind_fields_run[] = {
     "stages",
     "tags",
     "tp",
+    "tp_comm",
     "tp_overlap",
     "virtual_stages",
     "zero",
+    NULL,
+};
+
+/* ps.run{ tp_comm = {...} }: how the TP collectives run (read by
+ * lua/pipesim/parallel.lua; without it, as every collective does:
+ * par/pass.h par_protocol) */
+const char *const bind_fields_tp_comm[] = {
+    "algorithm",
+    "protocol",
+    NULL,
+};
+
+/* ps.layout{...} (core/bind/layout.c) */
+const char *const bind_fields_layout[] = {
+    "cluster",
+    "cp",
+    "dp",
+    "ep",
+    "etp",
+    "placement",
+    "pp",
+    "ranks",
+    "shard",
+    "shard_group",
+    "tp",
+    "vp",
+    "world",
     NULL,
 };
 
@@ -65,6 +94,7 @@ const char *const bind_fields_grad_sync[] = {
     "first_bucket",
     "overlap",
     "overlap_param_gather",
+    "protocol",
     NULL,
 };
 
@@ -226,6 +256,8 @@ static const struct {
     {"run", bind_fields_run},
     {"memory", bind_fields_memory},
     {"grad_sync", bind_fields_grad_sync},
+    {"tp_comm", bind_fields_tp_comm},
+    {"layout", bind_fields_layout},
     {"layer", bind_fields_layer},
     {"cluster", bind_fields_cluster},
     {"device", bind_fields_device},

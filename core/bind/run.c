@@ -18,10 +18,11 @@
 #include "bind/bind.h"
 #include "bind/cluster.h"
 #include "coll/coll.h"
-#include "step/dp.h"
+#include "par/dp.h"
+#include "par/layout.h"
 #include "step/pipe.h"
 
-#define MAX_RANKS (1 << 20) /* as in ps.cluster (net/net.h) */
+#define MAX_RANKS PAR_MAX_RANKS /* as in ps.cluster (net/net.h) */
 #define MAX_LAYERS BIND_MAX_LAYERS
 #define CTX_KEY "pipesim.pipe_ctx.instance" /* registry slot of the ctx */
 
@@ -50,7 +51,7 @@ static void *scratch(lua_State *L, size_t n, size_t size)
  * is in bind_fields_layer (bind_check_layer_fields checks that at
  * start-up);
  * that list also holds fields the core accepts without reading (kind,
- * shape, shared_params: the model's). */
+ * shape: the model's). */
 static const struct layer_num {
     const char *key;
     size_t off;
@@ -78,7 +79,7 @@ static const struct layer_num {
     {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
     {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
      -1},
-    {"shared_params", (size_t)-1, UNIT_FLOP, 0}, /* checked, not read */
+    {"shared_params", offsetof(pipe_layer, shared_params), UNIT_FLOP, -1},
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 
@@ -292,11 +293,11 @@ static int read_bucketed(lua_State *L, int t)
 {
     const char *b = bind_string(L, t, "grad_sync.bucketed");
     if (!b || strcmp(b, "all") == 0)
-        return DP_BUCKET_ALL;
+        return PAR_BUCKET_ALL;
     if (strcmp(b, "first") == 0)
-        return DP_BUCKET_FIRST;
+        return PAR_BUCKET_FIRST;
     if (strcmp(b, "none") == 0)
-        return DP_BUCKET_NONE;
+        return PAR_BUCKET_NONE;
     return luaL_error(L,
                       "field 'grad_sync.bucketed': unknown value '%s' "
                       "(expected all, first or none)",
@@ -325,6 +326,18 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
         if (algo &&
             coll_parse_algo(COLL_ALLREDUCE, algo, &cfg->grad_algorithm, &err))
             luaL_error(L, "field 'grad_sync.algorithm': %s", err.msg);
+        /* the protocol when the user asks for one; else the rule of every
+         * collective (par_protocol: NCCL's auto on NCCL's hardware) */
+        const char *proto = bind_string(L, t, "grad_sync.protocol");
+        if (proto && coll_parse_proto(proto, &cfg->grad_protocol, &err))
+            luaL_error(L, "field 'grad_sync.protocol': %s", err.msg);
+        if (proto && cfg->grad_protocol != COLL_PROTO_NONE &&
+            cfg->grad_algorithm != COLL_AUTO &&
+            !coll_algo_has_proto(cfg->grad_algorithm))
+            luaL_error(L,
+                       "field 'grad_sync.protocol': algorithm '%s' has no "
+                       "protocols (ring, tree and nvls have)",
+                       algo);
         lua_pop(L, 1);
     }
     long long zero = 0;
@@ -360,6 +373,34 @@ static void push_array(lua_State *L, const double *v, int32_t n)
         lua_pushnumber(L, v[i]);
         lua_rawseti(L, -2, i + 1);
     }
+}
+
+/* [-0, +0] With tensor parallelism, on the result table on top: r.stands_for
+ * (per simulated rank, the cluster ranks it stands for: its TP group when
+ * TP is simulated once, else itself) and r.tp_groups (per simulated rank,
+ * its TP group). With TP simulated once each simulated rank's two lists
+ * are one table. */
+static void push_groups(lua_State *L, const pipe_result *res, int32_t tp)
+{
+    lua_createtable(L, res->n, 0); /* stands_for */
+    lua_createtable(L, res->n, 0); /* tp_groups */
+    for (int32_t k = 0; k < res->n; k++) {
+        push_ints(L, res->member + (size_t)k * res->per, res->per);
+        if (res->tp_unfolded == 1) {
+            lua_pushvalue(L, -1);
+        } else { /* instances i = j tp + tp rank: the group's are adjacent */
+            int32_t p = res->n / res->ninstances, i = k / p, r = k % p;
+            lua_createtable(L, tp, 0);
+            for (int32_t x = 0; x < tp; x++) {
+                lua_pushinteger(L, res->rank[(i / tp * tp + x) * p + r]);
+                lua_rawseti(L, -2, x + 1);
+            }
+        }
+        lua_rawseti(L, -3, k + 1);
+        lua_rawseti(L, -3, k + 1);
+    }
+    lua_setfield(L, -3, "tp_groups");
+    lua_setfield(L, -2, "stands_for");
 }
 
 /* [-0, +0] t[k] = v (nothing for NaN), t on top */
@@ -509,19 +550,39 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
         luaL_error(L, "missing field 'microbatches'");
     bind_int(L, 1, "virtual_stages", 1, INT16_MAX, &v);
     bind_int(L, 1, "dp", 1, MAX_RANKS, &dp);
-    /* tp is lowered by lua/pipesim/parallel.lua (core.run records it):
-     * checked here, before that code loops over it */
+    /* tp: lua/pipesim/parallel.lua lowers the layers for one TP rank and
+     * the layout places the groups: checked here, before that code loops
+     * over it */
     long long tp = 1;
     bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
     cfg->tp = (int32_t)tp;
+    /* every path reads checkpoint here, before the Lua layer turns it into
+     * a recompute mode (issue 27: model layers once took any value) */
+    bind_boolean(L, 1, "checkpoint", &cfg->checkpoint);
     if (dp * p > MAX_RANKS) /* both <= 2^20: no overflow */
         luaL_error(
             L, "dp %I x %I stages is %I ranks, more than the limit of %d",
             (lua_Integer)dp, (lua_Integer)p, (lua_Integer)(dp * p), MAX_RANKS);
+    if (tp * dp * p > MAX_RANKS) /* all three <= 2^20: fits 64 bits */
+        luaL_error(L,
+                   "tp %I x stages %I x dp %I is %I ranks, more than the "
+                   "limit of %d",
+                   (lua_Integer)tp, (lua_Integer)p, (lua_Integer)dp,
+                   (lua_Integer)(tp * dp * p), MAX_RANKS);
     cfg->p = (int32_t)p;
     cfg->v = (int32_t)v;
     cfg->m = (int32_t)m;
     cfg->dp = (int32_t)dp;
+    /* the layout on the cluster, before the Lua layer costs a TP group
+     * (with tp = 1 nothing reads it before core.run checks it) */
+    if (tp > 1 && lua_getfield(L, 1, "cluster") == LUA_TUSERDATA) {
+        bind_cluster *cl = luaL_testudata(L, -1, BIND_CLUSTER_TYPE);
+        ps_err err;
+        if (cl && cl->nw && pipe_check_world(cfg, cl->nranks, &err))
+            luaL_error(L, "%s", err.msg);
+    }
+    if (tp > 1)
+        lua_pop(L, 1);
 
     /* sealed: the list was read once for the whole sweep (the copy stays
      * on the stack as this run's scratch) */
@@ -633,6 +694,75 @@ static int core_seal_layers(lua_State *L)
     return 1;
 }
 
+/* [-0, +2] The cluster (or an ideal one for the layout's world) and the
+ * placement: an explicit ranks list (cfg->ranks, a scratch left on the
+ * stack below the cluster) or Megatron's order (cfg->order); checks the
+ * layout's world against the cluster and the device FLOP/s layers need.
+ * Returns the cluster, on top. */
+static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
+                                        int uses_flops)
+{
+    /* cluster and placement: the layout's world (tp x dp x p ranks) on
+     * the cluster, Megatron's order or an explicit list */
+    bind_cluster *cl;
+    int32_t n = cfg->tp * cfg->p * cfg->dp; /* <= MAX_RANKS (read_shape) */
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
+        lua_pop(L, 1);
+        cl = bind_push_ideal_cluster(L, n);
+    } else {
+        cl = bind_check_cluster(L, -1);
+    }
+    cfg->net_id = bind_cluster_id(L, -1);
+    ps_err werr;
+    if (pipe_check_world(cfg, cl->nranks, &werr))
+        luaL_error(L, "%s", werr.msg);
+    int32_t *ranks = scratch(L, (size_t)n, sizeof *ranks);
+    lua_rotate(L, -2, 1); /* keep the cluster on top */
+    if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
+        lua_Integer len = bind_list_len(L, -1, "ranks");
+        if (len != n && cfg->tp > 1)
+            luaL_error(L,
+                       "field 'ranks' must list %d cluster ranks (tp "
+                       "%d x stages %d x dp %d, TP rank innermost), "
+                       "got %d",
+                       (int)n, (int)cfg->tp, (int)cfg->p, (int)cfg->dp,
+                       (int)len);
+        if (len != n)
+            luaL_error(L,
+                       "field 'ranks' must list %d cluster ranks (one "
+                       "per stage%s), got %d",
+                       (int)n, cfg->dp > 1 ? " of every replica" : "",
+                       (int)len);
+        for (int32_t k = 0; k < n; k++) {
+            lua_geti(L, -1, k + 1);
+            long long r;
+            int at = lua_gettop(L);
+            bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)k + 1),
+                           0, cl->nranks - 1, &r);
+            lua_pop(L, 2);
+            ranks[k] = (int32_t)r;
+        }
+        cfg->ranks = ranks;
+    } else {
+        lua_pushnil(L); /* popped below, like the list */
+        const char *placement = bind_string(L, 1, "placement");
+        ps_err err;
+        if (placement && par_parse_order(placement, &cfg->order, &err))
+            luaL_error(L, "field 'placement': %s", err.msg);
+        for (int32_t k = 0; k < n; k++)
+            ranks[k] = k; /* Megatron's orders cover ranks 0 .. n - 1 */
+    }
+    lua_pop(L, 1);
+    if (uses_flops) {
+        for (int32_t k = 0; k < n; k++)
+            if (isnan(cl->rate[ranks[k]]))
+                luaL_error(L, "layers give FLOPs but the cluster has no "
+                              "device flops (set cluster.device.flops "
+                              "or give fwd_time)");
+    }
+    return cl;
+}
+
 /* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
  * it through pipe_run, pushes the result table. */
 static int core_run(lua_State *L)
@@ -643,9 +773,7 @@ static int core_run(lua_State *L)
     int uses_flops = 0;
     read_shape(L, &cfg, &uses_flops, 0); /* leaves the layers' scratch */
     cfg.name = bind_string(L, 1, "name");
-    bind_boolean(L, 1, "checkpoint", &cfg.checkpoint);
     /* recorded only: lua/pipesim/parallel.lua has lowered them */
-
     bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
     cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
@@ -742,57 +870,7 @@ static int core_run(lua_State *L)
     cfg.partition = partition;
     lua_pop(L, 1);
 
-    /* cluster and placement */
-    bind_cluster *cl;
-    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
-        lua_pop(L, 1);
-        cl = bind_push_ideal_cluster(L, cfg.p * cfg.dp);
-    } else {
-        cl = bind_check_cluster(L, -1);
-    }
-    int32_t n = cfg.p * cfg.dp;
-    if (n > cl->nranks)
-        return luaL_error(L,
-                          "dp %d x %d stages need %d ranks but the cluster "
-                          "has %d",
-                          (int)cfg.dp, (int)cfg.p, (int)n, (int)cl->nranks);
-    int32_t *rank_of = scratch(L, (size_t)n, sizeof *rank_of);
-    lua_rotate(L, -2, 1); /* keep the cluster on top */
-    if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
-        lua_Integer len = bind_list_len(L, -1, "ranks");
-        if (len != n)
-            return luaL_error(L,
-                              "field 'ranks' must list %d cluster ranks (one "
-                              "per stage%s), got %d",
-                              (int)n, cfg.dp > 1 ? " of every replica" : "",
-                              (int)len);
-        for (int32_t k = 0; k < n; k++) {
-            lua_geti(L, -1, k + 1);
-            long long r;
-            int at = lua_gettop(L);
-            bind_check_int(L, at, lua_pushfstring(L, "ranks[%d]", (int)k + 1),
-                           0, cl->nranks - 1, &r);
-            lua_pop(L, 2);
-            rank_of[k] = (int32_t)r;
-        }
-    } else {
-        lua_pushnil(L); /* popped below, like the list */
-        const char *placement = bind_string(L, 1, "placement");
-        enum pipe_order order = PIPE_DP_INNER;
-        ps_err err;
-        if (placement && pipe_parse_order(placement, &order, &err))
-            return luaL_error(L, "field 'placement': %s", err.msg);
-        pipe_place(order, cfg.p, cfg.dp, rank_of);
-    }
-    lua_pop(L, 1);
-    cfg.rank_of = rank_of;
-    if (uses_flops) {
-        for (int32_t k = 0; k < n; k++)
-            if (isnan(cl->rate[rank_of[k]]))
-                return luaL_error(L, "layers give FLOPs but the cluster has no "
-                                     "device flops (set cluster.device.flops "
-                                     "or give fwd_time)");
-    }
+    bind_cluster *cl = read_cluster_ranks(L, &cfg, uses_flops);
     read_grad_sync(L, &cfg);
     cfg.gpus_per_node = cl->gpus_per_node;
     cfg.hw = cl->hw;
@@ -861,6 +939,8 @@ static int core_run(lua_State *L)
     push_fits(L, &res);
     lua_pushinteger(L, res.eng.events);
     lua_setfield(L, -2, "events");
+    if (cfg.tp > 1)
+        push_groups(L, &res, cfg.tp);
     return 1;
 }
 

@@ -12,8 +12,10 @@
 #include "rec/rec.h"
 #include "sim/mem.h"
 
-/* The pipesim tables (rec/schema.c lists them). */
-#define REC_NTABLES 8
+/* The pipesim tables (rec/schema.c lists them), and how many a file of
+ * schema version v has (rank_member came with version 9). */
+#define REC_NTABLES 9
+#define REC_NTABLES_AT(v) ((v) >= 9 ? REC_NTABLES : 8)
 
 enum stmt_id {
     ST_RUN,
@@ -24,6 +26,7 @@ enum stmt_id {
     ST_COLL,
     ST_LINK,
     ST_SPAN,
+    ST_MEMBER,
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,

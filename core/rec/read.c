@@ -80,7 +80,8 @@ rec_db *rec_open_read(const char *path, ps_err *err)
         if (rec_inspect(db, &version, &tables, &objects, err))
             goto fail;
     }
-    if (version >= 1 && version < REC_SCHEMA_VERSION && tables == REC_NTABLES) {
+    if (version >= 1 && version < REC_SCHEMA_VERSION &&
+        tables == REC_NTABLES_AT(version)) {
         ps_errf(err,
                 "%s: schema version %d (before %s), this "
                 "pipesim reads %d; writing one run to it upgrades it in "
@@ -92,12 +93,13 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 : version == 4 ? "the run 'sweep' columns"
                 : version == 5 ? "the collective 'protocol' columns"
                 : version == 6 ? "the timeline's rowid spans"
-                               : "the run's efficiency columns",
+                : version == 7 ? "the run's efficiency columns"
+                               : "the 'rank_member' table",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }
     if (version != 0 && version != REC_SCHEMA_VERSION &&
-        tables == REC_NTABLES) {
+        tables == REC_NTABLES_AT(version)) {
         ps_errf(err, "%s: schema version %d, this pipesim reads %d", path,
                 version, REC_SCHEMA_VERSION);
         goto fail;

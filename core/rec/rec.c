@@ -59,6 +59,8 @@ static const char *const stmt_sql[NSTMT] = {
                 "?6, ?7, ?8, ?9)",
     [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
                 "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_MEMBER] = "INSERT INTO rank_member(run, rank, member, tp, cp, dp, "
+                  "pp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_SPAN] = "INSERT INTO span(run, event_first, event_last, "
                 "transfer_first, transfer_last, memory_first, memory_last) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -652,6 +654,27 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
     return PS_OK;
 }
 
+static int write_members(rec_db *db, const rec_payload *p, int64_t id,
+                         ps_err *err)
+{
+    sqlite3_stmt *st = rec_stmt(db, ST_MEMBER, err);
+    if (!st)
+        return PS_ERR;
+    sqlite3_bind_int64(st, 1, id);
+    for (int32_t i = 0; i < p->nmembers; i++) {
+        const rec_member *m = &p->members[i];
+        sqlite3_bind_int64(st, 2, m->rank);
+        sqlite3_bind_int64(st, 3, m->member);
+        sqlite3_bind_int64(st, 4, m->tp);
+        sqlite3_bind_int64(st, 5, m->cp);
+        sqlite3_bind_int64(st, 6, m->dp);
+        sqlite3_bind_int64(st, 7, m->pp);
+        if (rec_step_done(db, st, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
 /* The run's rowid range in each timeline table (NULLs: no rows). */
 static int write_span(rec_db *db, int64_t id, ps_err *err)
 {
@@ -704,6 +727,8 @@ static int write_body(rec_db *db, const rec_payload *p, enum rec_level level,
          write_span(db, *id, err)))
         return PS_ERR;
     if (p->network && write_links(db, p->network, *id, err))
+        return PS_ERR;
+    if (p->members && write_members(db, p, *id, err))
         return PS_ERR;
     return PS_OK;
 }

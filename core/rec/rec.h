@@ -56,6 +56,11 @@
  *       start to its last op's end); protocol: NCCL's (ll, ll128, simple)
  *       or none
  *   link(run, src, dst, bandwidth, latency, bytes, busy)
+ *   rank_member(run, rank, member, tp, cp, dp, pp)
+ *       events level, pipeline runs: what each simulated rank (rank, as in
+ *       event and rank_stat) stands for: one row per cluster rank of the
+ *       layout (member) with its coordinates; a rank simulated once for
+ *       its TP group has the group's t rows (core/par/sim.h). Version 9.
  * Views:
  *   bubble(run, rank, busy, makespan, fraction)
  *   memory_peak(run, rank, peak, t_peak)
@@ -102,7 +107,7 @@
 #include "net/net.h"
 #include "sim/prog.h"
 
-#define REC_SCHEMA_VERSION 8
+#define REC_SCHEMA_VERSION 9
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -197,6 +202,13 @@ typedef struct rec_collective {
 } rec_collective;
 
 /* What one run contributes; NULL/0 fields are skipped. */
+/* A rank_member row: cluster rank member, simulated by rank, at the
+ * layout's coordinates (core/par/layout.h's tp, cp, dp, pp). */
+typedef struct rec_member {
+    int32_t rank, member;
+    int32_t tp, cp, dp, pp;
+} rec_member;
+
 typedef struct rec_payload {
     const rec_run *run;
     const rec_stage *stages;
@@ -212,6 +224,9 @@ typedef struct rec_payload {
     const prog_set *progs;
     const double *static_memory;
     const net *network;
+    /* REC_EVENTS only: the rank_member rows, nmembers of them, or NULL */
+    const rec_member *members;
+    int32_t nmembers;
 } rec_payload;
 
 /* Opens (creating if needed) a database for writing and makes sure the

@@ -238,6 +238,15 @@
                                               "WHERE rowid = OLD.rowid;\n"     \
                                               "END;\n"
 
+/* What each simulated rank stands for (version 8): one row per cluster
+ * rank of a pipeline run's layout, at the events level. */
+#define RANK_MEMBER_SQL                                                        \
+    "CREATE TABLE rank_member(\n"                                              \
+    "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"           \
+    "  rank INTEGER NOT NULL, member INTEGER NOT NULL,\n"                      \
+    "  tp INTEGER, cp INTEGER, dp INTEGER, pp INTEGER,\n"                      \
+    "  PRIMARY KEY (run, member));\n"
+
 /* The small per-run tables carry an index on run (reports and the views
  * select one run, and run ids only grow, so each index insert appends at
  * the right edge of its b-tree); the timeline has its spans instead. */
@@ -290,7 +299,7 @@ static const char schema_tail_sql[] =
     "  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  src INTEGER NOT NULL, dst INTEGER NOT NULL, bandwidth REAL,\n"
     "  latency REAL, bytes REAL, busy REAL);\n"
-    "CREATE INDEX link_run ON link(run);\n"
+    "CREATE INDEX link_run ON link(run);\n" RANK_MEMBER_SQL
     /* rank_stat is written at every level, so the views work for summary
      * runs too; the fraction is the front end's own figure, not
      * recomputed here, so that the view and ps.run agree bit for bit */
@@ -402,6 +411,11 @@ static const char *const schema_sql[] = {
     schema_head_sql, EVENT_VIEW_SQL,  TRANSFER_VIEW_SQL,
     MEMORY_VIEW_SQL, schema_tail_sql, NULL,
 };
+/* Version 8 -> 9: the rank_member table (what a simulated rank stands
+ * for, core/par/sim.h); old runs have none. */
+static const char migrate_v9_sql[] =
+    RANK_MEMBER_SQL "PRAGMA user_version = 9;\n";
+
 static const char *const upgrade_v7_sql[] = {
     migrate_v7_sql,
     EVENT_VIEW_SQL,
@@ -420,8 +434,8 @@ static int exec_all(rec_db *db, const char *const *sql, ps_err *err)
 }
 
 static const char *const table_names[] = {
-    "run",   "event",     "transfer",   "memory",
-    "stage", "rank_stat", "collective", "link",
+    "run",       "event",      "transfer", "memory",      "stage",
+    "rank_stat", "collective", "link",     "rank_member",
 };
 _Static_assert(sizeof table_names / sizeof table_names[0] == REC_NTABLES,
                "REC_NTABLES (rec/impl.h) counts the tables");
@@ -437,7 +451,8 @@ int rec_inspect(rec_db *db, int *version, int *tables, int *objects,
         "(SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') "
         "AND name "
         "IN ('run', 'event', 'transfer', 'memory', 'stage', 'rank_stat', "
-        "'collective', 'link')), (SELECT count(*) FROM sqlite_master)";
+        "'collective', 'link', 'rank_member')), (SELECT count(*) FROM "
+        "sqlite_master)";
     if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
         int code = sqlite3_errcode(db->db) & 0xff;
@@ -681,7 +696,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
                 version, REC_SCHEMA_VERSION);
         return PS_ERR;
     }
-    if (version != 0 && tables != REC_NTABLES) {
+    if (version != 0 && tables != REC_NTABLES_AT(version)) {
         ps_errf(err, "%s: not a pipesim database (tables missing)", path);
         return PS_ERR;
     }
@@ -728,7 +743,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 6 &&
              rec_exec_sql(db, "PRAGMA user_version = 7", err)) ||
             (version >= 1 && version <= 7 &&
-             rec_exec_sql(db, migrate_v8_sql, err))) {
+             rec_exec_sql(db, migrate_v8_sql, err)) ||
+            (version >= 1 && version <= 8 &&
+             rec_exec_sql(db, migrate_v9_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

@@ -10,9 +10,12 @@
 
 #include "base/limit.h"
 #include "coll/coll.h"
+#include "par/dp.h"
+#include "par/links.h"
+#include "par/pass.h"
+#include "par/sim.h"
 #include "sched/gen_pipe.h"
 #include "sim/mem.h"
-#include "step/dp.h"
 #include "step/pipe_impl.h"
 
 struct pipe_ctx {
@@ -26,15 +29,28 @@ struct pipe_ctx {
         *capacity;
     int32_t *ranks;
     rec_rank *rank_rows;
-    /* per layer, for the gradient buckets */
-    double *layer_params, *layer_bwd;
+    /* per layer, for the gradient buckets and the tied embedding */
+    double *layer_params, *layer_bwd, *layer_shared, *layer_static;
     int32_t *stage_first, *stage_count;
+    double *stage_params;
+    int32_t nshared; /* layers of the last run that share parameters */
     int32_t layers_cap;
     int32_t ranks_cap;
     double *rank_static; /* by cluster rank */
     mem_rank *ledger;    /* by cluster rank */
     int32_t cluster_cap;
-    dp_log grad_log; /* the gradient-sync collectives of the last run */
+    par_sim sim;         /* the simulated ranks of the last run */
+    par_layout layout;   /* its layout (borrowing the run's ranks list) */
+    uint64_t sim_net;    /* the net_id sim was built for; 0: none */
+    rec_member *members; /* the rank_member rows of the last record */
+    int32_t members_cap;
+    par_log log; /* the collectives the passes appended in the last run */
+    /* the last fold decision (par_fold_exact) and what it was for: a
+     * sweep over one cluster and layout asks once */
+    uint64_t fold_net; /* cfg->net_id of the decision; 0: none */
+    par_sizes fold_sizes;
+    enum par_order fold_order;
+    int fold_tp;
 };
 
 pipe_ctx *pipe_ctx_new(void)
@@ -57,7 +73,9 @@ void pipe_ctx_free(pipe_ctx *ctx)
         return;
     eng_free(ctx->eng);
     prog_free(ctx->ps);
-    dp_log_free(&ctx->grad_log);
+    par_log_free(&ctx->log);
+    par_sim_free(&ctx->sim);
+    free(ctx->members);
     free(ctx->stages);
     free(ctx->stage_rows);
     free(ctx->stage_bubble);
@@ -71,6 +89,9 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->rank_rows);
     free(ctx->layer_params);
     free(ctx->layer_bwd);
+    free(ctx->layer_shared);
+    free(ctx->layer_static);
+    free(ctx->stage_params);
     free(ctx->stage_first);
     free(ctx->stage_count);
     free(ctx->rank_static);
@@ -92,7 +113,9 @@ void pipe_config_init(pipe_config *cfg)
     cfg->bucket_bytes = 25.0 * 1024 * 1024;
     cfg->first_bucket_bytes = 1.0 * 1024 * 1024;
     cfg->grad_algorithm = COLL_AUTO;
+    cfg->grad_protocol = PAR_PROTOCOL_DEFAULT;
     cfg->overlap = 1;
+    cfg->order = PAR_DP_INNER;
 }
 
 void pipe_layer_init(pipe_layer *l)
@@ -112,127 +135,8 @@ void pipe_layer_init(pipe_layer *l)
         .kept_bytes = -1,
         .tp_comm_time = -1,
         .tp_exposed_time = -1,
+        .shared_params = -1,
     };
-}
-
-int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err)
-{
-    if (strcmp(name, "dp_inner") == 0)
-        *order = PIPE_DP_INNER;
-    else if (strcmp(name, "pp_inner") == 0)
-        *order = PIPE_PP_INNER;
-    else
-        return ps_errf(err,
-                       "unknown placement '%s' (expected dp_inner or "
-                       "pp_inner)",
-                       name);
-    return PS_OK;
-}
-
-void pipe_place(enum pipe_order order, int32_t p, int32_t dp, int32_t *rank_of)
-{
-    for (int32_t j = 0; j < dp; j++)
-        for (int32_t r = 0; r < p; r++)
-            rank_of[j * p + r] =
-                order == PIPE_PP_INNER ? j * p + r : r * dp + j;
-}
-
-/* ranks_per_node of the data-parallel groups (the replicas of one pipeline
- * rank) when every group has the same, by coll_ranks_per_node's rule:
- * gpus_per_node for whole nodes, k for k GPUs of each group on each node
- * (tensor parallelism strides a group over a node); else 0. */
-static int32_t group_ranks_per_node(const pipe_config *cfg)
-{
-    if (cfg->gpus_per_node < 2 || cfg->dp < 2)
-        return 0;
-    int32_t *group = malloc((size_t)cfg->dp * sizeof *group);
-    if (!group)
-        return 0; /* one ring per group: the conservative model */
-    int32_t rpn = -1;
-    for (int32_t r = 0; r < cfg->p && rpn != 0; r++) {
-        for (int32_t j = 0; j < cfg->dp; j++) {
-            int32_t k = j * cfg->p + r;
-            group[j] = cfg->rank_of ? cfg->rank_of[k] : k;
-        }
-        int32_t g = coll_ranks_per_node(cfg->gpus_per_node, group, cfg->dp);
-        rpn = rpn < 0 || rpn == g ? g : 0;
-    }
-    free(group);
-    return rpn < 0 ? 0 : rpn;
-}
-
-double pipe_closed_form_bubble(enum sched_kind kind, int32_t p, int32_t v,
-                               int32_t m)
-{
-    switch (kind) {
-    case SCHED_GPIPE:
-    case SCHED_1F1B:
-    /* inference: each rank idles (p-1)F of (m+p-1)F */
-    case SCHED_FORWARD_ONLY: return (double)(p - 1) / (double)(m + p - 1);
-    case SCHED_INTERLEAVED: return (double)(p - 1) / ((double)v * m + p - 1);
-    default: return NAN;
-    }
-}
-
-double pipe_closed_form_split(enum sched_kind kind, int32_t p, int32_t m,
-                              double f, double b, double w)
-{
-    /* Where the forms hold was checked against the simulated schedules
-     * (tests/unit/test_sched.c, test_zb_closed_form): H1 needs W no
-     * longer than F and B (the paper's W fills the warm-up gaps F + B - W
-     * long) and m >= p; H2 equal costs and m >= 2p (its warm-up holds 2p
-     * forwards). Elsewhere the schedule is valid but the form is not. */
-    double idle;
-    switch (kind) {
-    case SCHED_1F1B: idle = (p - 1) * (f + b); break;
-    case SCHED_ZB_H1:
-        if (m < p || w > f || w > b)
-            return NAN;
-        idle = (p - 1) * (f + b - w);
-        break;
-    case SCHED_ZB_H2:
-        if (m < 2 * p || f != b || b != w)
-            return NAN;
-        idle = (p - 1) * f;
-        break;
-    default: return NAN;
-    }
-    double busy = m * (f + b + w);
-    return busy + idle > 0 ? idle / (busy + idle) : NAN;
-}
-
-double pipe_closed_form_dual(enum sched_kind kind, int32_t p, int32_t m,
-                             double f, double b, double w)
-{
-    /* DeepSeek-V3 technical report (arXiv:2412.19437), section 3.2.1,
-     * Table 2, which github.com/deepseek-ai/DualPipe's README repeats:
-     * the bubble of DualPipe is (PP/2 - 1)(F&B + B - 3W), PP pipeline
-     * stages, F a forward chunk, B a full backward chunk, W its weight
-     * part, F&B an overlapped forward and backward. DualPipe on p ranks has
-     * PP = p; DualPipeV, DualPipe "cut in half", holds PP = 2p stages on p
-     * ranks. Here B = b + w and F&B = F + B, pipesim's F&B when nothing
-     * says it hides time (sched/sched.h): every rank is then busy m (f + b + w)
-     * (DualPipe: m/2 microbatches each way through its two chunks) or
-     * 2m (f + b + w) (DualPipeV: all m through both), so every rank idles
-     * the same and the mean fraction is the table's idle over busy + idle.
-     * The form is exact with f = b = w and m >= 2p (tests/unit/test_ds.c,
-     * test_pipe.c); with unequal parts it bounds the worst rank only. */
-    double busy, pp;
-    switch (kind) {
-    case SCHED_DUALPIPE:
-        busy = m * (f + b + w);
-        pp = p;
-        break;
-    case SCHED_DUALPIPEV:
-        busy = 2.0 * m * (f + b + w);
-        pp = 2.0 * p;
-        break;
-    default: return NAN;
-    }
-    if (m < 2 * p || f != b || b != w)
-        return NAN;
-    double idle = (pp / 2 - 1) * ((f + b + w) + (b + w) - 3 * w);
-    return busy + idle > 0 ? idle / (busy + idle) : NAN;
 }
 
 static int grow(void **p, size_t n, size_t sz)
@@ -253,12 +157,18 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
                  sizeof *ctx->stage_rows) ||
             grow((void **)&ctx->stage_first, (size_t)nstages,
                  sizeof(int32_t)) ||
+            grow((void **)&ctx->stage_params, (size_t)nstages,
+                 sizeof(double)) ||
             grow((void **)&ctx->stage_count, (size_t)nstages, sizeof(int32_t)))
             return -1;
         ctx->stages_cap = nstages;
     }
     if (nlayers > ctx->layers_cap) {
         if (grow((void **)&ctx->layer_params, (size_t)nlayers,
+                 sizeof(double)) ||
+            grow((void **)&ctx->layer_shared, (size_t)nlayers,
+                 sizeof(double)) ||
+            grow((void **)&ctx->layer_static, (size_t)nlayers,
                  sizeof(double)) ||
             grow((void **)&ctx->layer_bwd, (size_t)nlayers, sizeof(double)))
             return -1;
@@ -293,11 +203,12 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
 /* Uniform: every stage the same forward and backward time and every stage
  * boundary free (zero bytes over zero latency or infinite bandwidth). */
 static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
-                      const net *nw)
+                      const par_step *st, const net *nw)
 {
-    int32_t nstages = cfg->p * cfg->v;
+    const par_sim *sim = &ctx->sim;
+    int32_t nstages = cfg->p * cfg->v, p = cfg->p;
     const sched_stage *s0 = &ctx->stages[0];
-    for (int32_t s = 0; s < nstages * cfg->dp; s++) { /* every replica */
+    for (int32_t s = 0; s < nstages * sim->n; s++) { /* every instance */
         const sched_stage *x = &ctx->stages[s];
         if (fabs(x->fwd - s0->fwd) > UNIFORM_REL_TOL * s0->fwd ||
             fabs(x->bwd - s0->bwd) > UNIFORM_REL_TOL * s0->bwd ||
@@ -305,45 +216,49 @@ static int is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
             return 0;
     }
     for (int32_t s = 0; s < nstages; s++) {
-        const sched_stage *st = &ctx->stages[s];
-        for (int32_t j = 0; s + 1 < nstages && j < cfg->dp; j++) {
-            int32_t a = pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s), j);
-            int32_t b = pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s + 1), j);
-            if (a != b && (net_lone_time(nw, a, b, st->out_bytes) > 0 ||
-                           net_lone_time(nw, b, a, st->out_bytes) > 0))
+        const sched_stage *x = &ctx->stages[s];
+        for (int32_t i = 0; s + 1 < nstages && i < sim->n; i++) {
+            int32_t a = sim->rank_of[i * p + pipe_stage_rank(cfg, s)];
+            int32_t b = sim->rank_of[i * p + pipe_stage_rank(cfg, s + 1)];
+            if (a != b && (net_lone_time(nw, a, b, x->out_bytes) > 0 ||
+                           net_lone_time(nw, b, a, x->out_bytes) > 0))
                 return 0;
         }
     }
-    /* gradient sync and the optimizer step are outside the closed form
-     * unless they cost nothing */
+    /* gradient sync, the finalize reductions and the optimizer step are
+     * outside the closed form unless they cost nothing */
     if (cfg->optimizer_seconds > 0)
         return 0;
-    for (int32_t j = 1; j < cfg->dp; j++)
-        for (int32_t r = 0; r < cfg->p; r++)
-            if (net_lone_time(nw, pipe_cluster_rank(cfg, r, 0),
-                              pipe_cluster_rank(cfg, r, j), 4) > 0)
+    for (int32_t i = 1; i < sim->n; i++)
+        for (int32_t r = 0; r < p; r++)
+            if (net_lone_time(nw, sim->rank_of[r], sim->rank_of[i * p + r], 4) >
+                0)
+                return 0;
+    for (int32_t f = 0; f < st->nfinalize; f++)
+        for (int32_t i = 0; i < sim->n; i++)
+            if (net_lone_time(nw, sim->rank_of[i * p + st->finalize[f].r0],
+                              sim->rank_of[i * p + st->finalize[f].r1], 4) > 0)
                 return 0;
     return 1;
 }
 
 static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
-                       const dp_config *dc, pipe_result *res)
+                       const par_step *st, pipe_result *res)
 {
-    int32_t n = cfg->p * cfg->dp;
-    /* compute lanes come first, one per rank, index j * p + r; the
-     * engine summed their compute time as the ops ended */
+    const par_sim *sim = &ctx->sim;
+    int32_t n = sim->n * cfg->p;
+    /* compute lanes come first, one per simulated rank, index i * p + r;
+     * the engine summed their compute time as the ops ended */
     eng_stats es;
     eng_stats_of(ctx->eng, &es);
     for (int32_t l = 0; l < n; l++)
         ctx->busy[l] = es.busy[l];
-    int synced = cfg->dp > 1;
-    if (synced)
-        dp_exposed(dc, ctx->ps, ctx->exposed);
+    par_exposed(st, ctx->exposed); /* NAN: nothing to wait on */
     double sum = 0, makespan = res->eng.makespan;
     int unknown = 0;
     res->nover = 0;
     for (int32_t k = 0; k < n; k++) {
-        int32_t cr = pipe_cluster_rank(cfg, k % cfg->p, k / cfg->p);
+        int32_t cr = sim->rank_of[k];
         double b = makespan > 0 ? (makespan - ctx->busy[k]) / makespan : 0;
         ctx->ranks[k] = cr;
         ctx->stage_bubble[k] = b;
@@ -351,8 +266,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
         ctx->peak[k] = ctx->ledger[cr].peak;
         ctx->t_peak[k] = ctx->ledger[cr].t_peak;
         ctx->static_mem[k] = ctx->ledger[cr].static_bytes;
-        double exposed = synced ? ctx->exposed[k] : NAN;
-        if (!synced)
+        double exposed = ctx->exposed[k];
+        if (isnan(exposed))
             ctx->exposed[k] = 0;
         /* a device without a memory figure gives no verdict, not "fits" */
         double cap = cfg->device_memory ? cfg->device_memory[cr] : 0;
@@ -385,24 +300,57 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     res->fits = res->nover > 0 ? REC_FITS_NO
                 : unknown      ? REC_FITS_UNKNOWN
                                : REC_FITS_YES;
-    /* per stage: the longest wait over the replicas of its rank */
-    for (int32_t s = 0; synced && s < cfg->p * cfg->v; s++) {
-        double worst = 0;
-        for (int32_t j = 0; j < cfg->dp; j++)
-            worst =
-                fmax(worst, ctx->exposed[j * cfg->p + pipe_stage_rank(cfg, s)]);
+    /* per stage: the longest wait over the instances of its rank */
+    for (int32_t s = 0; s < cfg->p * cfg->v; s++) {
+        double worst = NAN;
+        for (int32_t i = 0; i < sim->n; i++) {
+            double x = ctx->rank_rows[i * cfg->p + pipe_stage_rank(cfg, s)]
+                           .exposed_comm;
+            if (!isnan(x))
+                worst = isnan(worst) ? x : fmax(worst, x);
+        }
         ctx->stage_rows[s].exposed_comm = worst;
     }
     res->makespan = makespan;
     res->bubble = sum / n;
     res->n = n;
     res->rank = ctx->ranks;
+    res->per = sim->per;
+    res->member = sim->member;
+    res->ninstances = sim->n;
+    res->tp_unfolded = sim->unfolded[PAR_TP];
     res->stage_bubble = ctx->stage_bubble;
     res->peak_memory = ctx->peak;
     res->t_peak = ctx->t_peak;
     res->static_memory = ctx->static_mem;
     res->exposed_comm = ctx->exposed;
     res->capacity = ctx->capacity;
+}
+
+/* The rank_member rows of the last run in ctx->members (*n of them);
+ * -1 when out of memory. */
+static int members(pipe_ctx *ctx, int32_t *n)
+{
+    const par_sim *sim = &ctx->sim;
+    int32_t total = sim->n * sim->p * sim->per;
+    if (total > ctx->members_cap) {
+        rec_member *m = realloc(ctx->members, (size_t)total * sizeof *m);
+        if (!m)
+            return -1;
+        ctx->members = m;
+        ctx->members_cap = total;
+    }
+    for (int32_t k = 0, i = 0; k < sim->n * sim->p; k++)
+        for (int32_t q = 0; q < sim->per; q++, i++) {
+            int32_t c[PAR_NDIMS];
+            par_sim_member_coords(sim, &ctx->layout, k, q, c);
+            ctx->members[i] = (rec_member){
+                sim->rank_of[k], sim->member[(size_t)k * sim->per + q],
+                c[PAR_TP],       c[PAR_CP],
+                c[PAR_DP],       c[PAR_PP]};
+        }
+    *n = total;
+    return 0;
 }
 
 /* Writes the run; error != NULL records it as failed (summary level, no
@@ -451,16 +399,17 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .fits = error ? REC_FITS_UNKNOWN : res->fits,
         .meta = cfg->meta,
     };
-    /* one collective row per gradient-sync bucket and pipeline rank, with
-     * the algorithm and protocol auto chose (rec/rec.h) */
-    int32_t ncoll = error ? 0 : ctx->grad_log.n;
+    /* one collective row per gradient-sync bucket and data-parallel group,
+     * and per finalize reduction and instance, with the algorithm and
+     * protocol auto chose (rec/rec.h) */
+    int32_t ncoll = error ? 0 : ctx->log.n;
     rec_collective *coll = calloc((size_t)ncoll + 1, sizeof *coll);
     if (!coll)
         return ps_errf(err, "out of memory");
     for (int32_t k = 0; k < ncoll; k++) {
-        const dp_coll *e = &ctx->grad_log.c[k];
+        const par_coll *e = &ctx->log.c[k];
         double t0, t1;
-        dp_log_span(&ctx->grad_log, ctx->ps, k, &t0, &t1);
+        par_log_span(&ctx->log, ctx->ps, k, &t0, &t1);
         double t = t1 - t0, algbw = t > 0 ? e->bytes / t : 0;
         coll[k] = (rec_collective){
             .op = coll_op_name((enum coll_op)e->op),
@@ -473,7 +422,13 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
             .protocol = coll_proto_name(e->protocol),
         };
     }
+    /* what each simulated rank stands for (events level) */
+    int32_t nm = 0;
+    if (!error && cfg->record == REC_EVENTS && members(ctx, &nm))
+        return ps_errf(err, "out of memory");
     rec_payload pl = {
+        .members = nm ? ctx->members : NULL,
+        .nmembers = nm,
         .run = &run,
         .collective = ncoll ? coll : NULL,
         .ncollectives = ncoll,
@@ -491,6 +446,224 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     return rc;
 }
 
+/* The layout sizes of cfg. */
+static void pipe_sizes(const pipe_config *cfg, par_sizes *sz)
+{
+    par_sizes_init(sz);
+    sz->tp = cfg->tp > 0 ? cfg->tp : 1;
+    sz->etp = sz->tp; /* as par_layout_init fills it: layouts compare */
+    sz->dp = cfg->dp;
+    sz->pp = cfg->p;
+    sz->vp = cfg->v;
+    sz->shard = cfg->zero ? PAR_SHARD_OPTIMIZER : PAR_SHARD_NONE;
+}
+
+int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err)
+{
+    par_sizes sz;
+    pipe_sizes(cfg, &sz);
+    int64_t world = par_sizes_world(&sz);
+    if (world <= nranks)
+        return PS_OK;
+    if (cfg->tp > 1)
+        return ps_errf(err,
+                       "tp %d x stages %d x dp %d need %d ranks but the "
+                       "cluster has %d",
+                       (int)cfg->tp, (int)cfg->p, (int)cfg->dp, (int)world,
+                       (int)nranks);
+    return ps_errf(err,
+                   "dp %d x %d stages need %d ranks but the cluster has %d",
+                   (int)cfg->dp, (int)cfg->p, (int)world, (int)nranks);
+}
+
+/* Is TP simulated once (par_fold_exact), asked once per network (its
+ * net_id: a pointer could be a freed cluster's) and layout (a layout with
+ * an explicit list is asked every run). */
+static int fold_tp(pipe_ctx *ctx, const par_layout *L, const net *nw,
+                   uint64_t net_id, ps_err *err)
+{
+    if (!L->ranks && net_id && ctx->fold_net == net_id &&
+        ctx->fold_order == L->order &&
+        memcmp(&ctx->fold_sizes, &L->s, sizeof L->s) == 0)
+        return ctx->fold_tp;
+    int f = par_fold_exact(L, PAR_TP, nw, err);
+    if (f < 0)
+        return f;
+    ctx->fold_net = L->ranks ? 0 : net_id;
+    ctx->fold_sizes = L->s;
+    ctx->fold_order = L->order;
+    ctx->fold_tp = f;
+    return f;
+}
+
+/* The layout of cfg and the ranks simulated (ctx->sim). */
+static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
+                        par_layout *L, ps_err *err)
+{
+    int32_t nranks = net_ranks(nw);
+    par_sizes sz;
+    pipe_sizes(cfg, &sz);
+    /* a sweep's runs share their layout: the last one's simulated ranks
+     * stand (a list is read anew each run, so it is never reused) */
+    if (cfg->net_id && ctx->sim_net == cfg->net_id && !cfg->ranks &&
+        !L->ranks && L->order == cfg->order &&
+        memcmp(&L->s, &sz, sizeof sz) == 0)
+        return PS_OK;
+    ctx->sim_net = 0;
+    if (par_layout_init(L, &sz, cfg->order, cfg->ranks, err))
+        return PS_ERR;
+    if (pipe_check_world(cfg, nranks, err))
+        return PS_ERR;
+    for (int32_t k = 0; cfg->ranks && k < par_world(L); k++)
+        if (cfg->ranks[k] < 0 || cfg->ranks[k] >= nranks)
+            return ps_errf(err,
+                           "ranks[%d] is rank %d, outside the cluster's %d "
+                           "ranks",
+                           (int)k + 1, (int)cfg->ranks[k], (int)nranks);
+    int fold[PAR_NDIMS] = {0};
+    fold[PAR_TP] = fold_tp(ctx, L, nw, cfg->net_id, err);
+    if (fold[PAR_TP] < 0 || par_sim_build(&ctx->sim, L, fold, err))
+        return PS_ERR;
+    ctx->sim_net = cfg->net_id;
+    return PS_OK;
+}
+
+/* Stage costs of every instance and the imbalance. *built is set once
+ * the stage rows are complete. */
+static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
+                       pipe_result *res, int *built, ps_err *err)
+{
+    const par_sim *sim = &ctx->sim;
+    int32_t nstages = cfg->p * cfg->v, n = sim->n * cfg->p;
+    /* stage buffers hold every instance's stage costs (pipe_stage_costs) */
+    if ((int64_t)nstages * sim->n > INT32_MAX ||
+        size_buffers(ctx, nstages * sim->n, n, nranks, cfg->nlayers))
+        return ps_errf(err, "out of memory");
+    pipe_costs costs = {
+        .stages = ctx->stages,
+        .rows = ctx->stage_rows,
+        .first = ctx->stage_first,
+        .count = ctx->stage_count,
+        .layer_params = ctx->layer_params,
+        .layer_bwd = ctx->layer_bwd,
+        .layer_shared = ctx->layer_shared,
+        .layer_static = ctx->layer_static,
+        .nshared = &ctx->nshared,
+        .stage_params = ctx->stage_params,
+        .n = sim->n,
+        .rank_of = sim->rank_of,
+    };
+    if (pipe_stage_costs(cfg, &costs, err))
+        return PS_ERR;
+    *built = 1;
+    double tmax = 0, tsum = 0;
+    for (int32_t s = 0; s < nstages; s++) {
+        double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
+        tsum += t;
+        if (t > tmax)
+            tmax = t;
+    }
+    res->imbalance = tsum > 0 ? tmax / (tsum / nstages) : 1;
+    return PS_OK;
+}
+
+/* The passes' shared state for cfg (par/pass.h). */
+static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
+                      const par_layout *L, const sched_spec *spec, par_step *st)
+{
+    *st = (par_step){
+        .layout = L,
+        .sim = &ctx->sim,
+        .ps = ctx->ps,
+        .nw = nw,
+        .gpus_per_node = cfg->gpus_per_node,
+        .hw = cfg->hw,
+        .sched = *spec,
+        .v = sched_chunks(cfg->schedule, cfg->v),
+        .nstages = cfg->p * cfg->v,
+        .stages = ctx->stages,
+        .first = ctx->stage_first,
+        .count = ctx->stage_count,
+        .layer_params = ctx->layer_params,
+        .layer_bwd = ctx->layer_bwd,
+        .layer_shared = ctx->nshared ? ctx->layer_shared : NULL,
+        .layer_static = ctx->layer_static,
+        .stage_params = ctx->stage_params,
+        .weight_bytes = cfg->weight_bytes,
+        .grad_bytes = cfg->grad_bytes,
+        .optimizer_bytes = cfg->optimizer_bytes,
+        .dp =
+            {
+                .bucket_bytes = cfg->bucket_bytes,
+                .first_bucket_bytes = cfg->first_bucket_bytes,
+                .bucketed = cfg->grad_bucketed,
+                .algorithm = cfg->grad_algorithm,
+                /* the reduction runs on the network like NCCL's */
+                .candidates =
+                    cfg->grad_algorithm == COLL_AUTO && !cfg->grad_candidates
+                        ? coll_default_candidates(COLL_ALLREDUCE)
+                        : cfg->grad_candidates,
+                .protocol = cfg->grad_protocol,
+                .overlap = cfg->overlap,
+                .overlap_param_gather = cfg->overlap_param_gather,
+                .optimizer_seconds = cfg->optimizer_seconds,
+            },
+        .log = &ctx->log,
+    };
+}
+
+/* The closed-form bubble of a uniform step (else NAN). */
+static double closed_form(const pipe_ctx *ctx, const pipe_config *cfg,
+                          const sched_spec *spec)
+{
+    const sched_stage *g = &ctx->stages[0];
+    int dual =
+        cfg->schedule == SCHED_DUALPIPE || cfg->schedule == SCHED_DUALPIPEV;
+    if (dual)
+        return !cfg->checkpoint && !cfg->fb_given
+                   ? pipe_closed_form_dual(cfg->schedule, cfg->p, cfg->m,
+                                           g->fwd, g->bwd, g->wgt)
+                   : NAN;
+    if (sched_splits(spec))
+        return cfg->v == 1 && !cfg->checkpoint
+                   ? pipe_closed_form_split(cfg->schedule, cfg->p, cfg->m,
+                                            g->fwd, g->bwd, g->wgt)
+                   : NAN;
+    return pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v, cfg->m);
+}
+
+/* Runs the engine on the programs (or the generated lanes) and takes the
+ * memory ledger it kept. */
+static int execute(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+                   const sched_spec *spec, int streamed, pipe_result *res,
+                   ps_err *err)
+{
+    fault_plan fp;
+    if (cfg->faults) {
+        fp = *cfg->faults;
+        fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
+    }
+    eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
+    eng_set_memory(ctx->eng, ctx->rank_static);
+    int rc = streamed
+                 ? gen_pipe_run_step(spec, cfg->optimizer_seconds, nw, cfg->p2p,
+                                     ctx->eng, &res->eng, err)
+                 : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+    eng_set_faults(ctx->eng, NULL);
+    eng_set_memory(ctx->eng, NULL);
+    if (rc != PS_OK)
+        return rc;
+    /* the ledger as the engine kept it online; mem_ledger's own order
+     * when a rank's changes came from several lanes (sim/eng.h) */
+    eng_stats es;
+    eng_stats_of(ctx->eng, &es);
+    if (es.mem_merged)
+        return mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
+                          err);
+    memcpy(ctx->ledger, es.mem, (size_t)ctx->ps->nranks * sizeof *ctx->ledger);
+    return PS_OK;
+}
+
 /* Everything of pipe_run but the recording. *built is set once the stage
  * rows are complete (a failed run records them when they are). */
 static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
@@ -498,7 +671,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
 {
     res->closed_form_bubble = NAN;
     res->imbalance = NAN;
-    int32_t nranks = net_ranks(nw), nstages = cfg->p * cfg->v;
+    int32_t nranks = net_ranks(nw);
     if (cfg->p < 1 || cfg->v < 1 || cfg->m < 1 || cfg->dp < 1)
         return ps_errf(err, "stages, virtual_stages, microbatches and dp must "
                             "be at least 1");
@@ -508,68 +681,15 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
                        "(two copies, not model chunks): leave virtual_stages "
                        "at 1 (got %d)",
                        (int)cfg->p, (int)cfg->v);
-    int32_t n = cfg->p * cfg->dp;
-    if (n > nranks)
-        return ps_errf(err,
-                       "dp %d x %d stages need %d ranks but the cluster has %d",
-                       (int)cfg->dp, (int)cfg->p, (int)n, (int)nranks);
-    for (int32_t k = 0; k < n; k++) {
-        int32_t cr = pipe_cluster_rank(cfg, k % cfg->p, k / cfg->p);
-        if (cr < 0 || cr >= nranks)
-            return ps_errf(err,
-                           "pipeline rank %d of replica %d maps to rank %d, "
-                           "outside the cluster's %d ranks",
-                           (int)(k % cfg->p), (int)(k / cfg->p), (int)cr,
-                           (int)nranks);
-    }
-    /* stage buffers hold every replica's stage costs (pipe_stage_costs) */
-    if ((int64_t)nstages * cfg->dp > INT32_MAX ||
-        size_buffers(ctx, nstages * cfg->dp, n, nranks, cfg->nlayers))
-        return ps_errf(err, "out of memory");
-    pipe_costs costs = {ctx->stages,      ctx->stage_rows,   ctx->stage_first,
-                        ctx->stage_count, ctx->layer_params, ctx->layer_bwd};
-    if (pipe_stage_costs(cfg, &costs, err))
+    par_layout *L = &ctx->layout;
+    if (build_layout(ctx, cfg, nw, L, err))
         return PS_ERR;
-    *built = 1;
-
-    /* static memory: weights, gradients, optimizer state of the rank's
-     * parameters (ZeRO paper accounting, Rajbhandari et al. 2020: 2 + 2 + 12
-     * bytes per parameter for bf16 mixed precision with Adam); ZeRO-1 keeps
-     * 1/d of the optimizer state */
-    int zero = cfg->zero && cfg->dp > 1;
-    double per_param = cfg->weight_bytes + cfg->grad_bytes +
-                       cfg->optimizer_bytes / (zero ? cfg->dp : 1);
-    for (int32_t r = 0; r < nranks; r++)
-        ctx->rank_static[r] = 0;
-    double tmax = 0, tsum = 0;
-    for (int32_t s = 0; s < nstages; s++) {
-        /* and the layers' own static bytes (pipe_layer.static_bytes) */
-        double stage_static = ctx->stage_rows[s].params * per_param;
-        for (int32_t i = ctx->stage_first[s];
-             i < ctx->stage_first[s] + ctx->stage_count[s]; i++)
-            stage_static += cfg->layers[i].static_bytes;
-        for (int32_t j = 0; j < cfg->dp; j++) {
-            ctx->rank_static[pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s),
-                                               j)] += stage_static;
-            /* DualPipe: the second copy, on rank p - 1 - s (2x params) */
-            if (cfg->schedule == SCHED_DUALPIPE)
-                ctx->rank_static[pipe_cluster_rank(cfg, cfg->p - 1 - s, j)] +=
-                    stage_static;
-        }
-        double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
-        tsum += t;
-        if (t > tmax)
-            tmax = t;
-    }
-    res->imbalance = tsum > 0 ? tmax / (tsum / nstages) : 1;
-
     sched_spec spec = {
         .kind = cfg->schedule,
         .p = cfg->p,
         .v = sched_chunks(cfg->schedule, cfg->v),
         .m = cfg->m,
         .checkpoint = cfg->checkpoint,
-        .stages = ctx->stages,
         .custom = cfg->custom,
         .ncustom = cfg->ncustom,
         .split = cfg->split_backward,
@@ -580,122 +700,44 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .fb_interference = cfg->fb_interference,
         .fb_given = cfg->fb_given,
     };
+    if (build_costs(ctx, cfg, nranks, res, built, err))
+        return PS_ERR;
+    spec.stages = ctx->stages;
+    spec.rank_of = ctx->sim.rank_of;
+    par_step st;
+    make_step(ctx, cfg, nw, L, &spec, &st);
+    /* static memory: weights, gradients and optimizer state (par/dp.c) */
+    for (int32_t r = 0; r < nranks; r++)
+        ctx->rank_static[r] = 0;
+    par_memory(&st, ctx->rank_static);
     if (sched_check(&spec, err))
         return PS_ERR;
     prog_reset(ctx->ps, nranks);
-    /* without data parallelism or faults nothing reads the programs back
-     * (event rows are streamed from the engine's hook, rec/stream.c): the
-     * built-in schedules then stream, generated as the engine runs
-     * (sched/gen_pipe.h), with the optimizer step dp_lower would append as each
-     * lane's last op, and ps stays empty */
-    int streamed = cfg->dp == 1 && !cfg->faults && gen_pipe_applies(&spec);
-    int32_t *identity = NULL;
-    if (streamed) { /* one replica: sched_lower's j = 0 */
-        spec.stages = ctx->stages;
-        spec.rank_of = cfg->rank_of;
-    }
-    for (int32_t j = 0; j < cfg->dp && !streamed; j++) {
-        /* each replica's pipeline is the same schedule on its own ranks,
-         * timed on their devices */
-        spec.stages = ctx->stages + (size_t)j * nstages;
-        if (cfg->rank_of) {
-            spec.rank_of = cfg->rank_of + j * cfg->p;
-        } else if (j > 0 || cfg->dp > 1) {
-            if (!identity && !(identity = malloc((size_t)n * sizeof *identity)))
-                return ps_errf(err, "out of memory");
-            for (int32_t k = 0; k < n; k++)
-                identity[k] = k;
-            spec.rank_of = identity + j * cfg->p;
-        }
-        if (sched_lower(&spec, ctx->ps, err)) {
-            free(identity);
-            return PS_ERR;
-        }
-    }
-    dp_config dc = {
-        .p = cfg->p,
-        .v = sched_chunks(cfg->schedule, cfg->v),
-        .d = cfg->dp,
-        .rank_of = cfg->rank_of ? cfg->rank_of : identity,
-        .first = ctx->stage_first,
-        .count = ctx->stage_count,
-        .layer_params = ctx->layer_params,
-        .layer_bwd = ctx->layer_bwd,
-        .grad_bytes = cfg->grad_bytes,
-        .weight_bytes = cfg->weight_bytes,
-        .bucket_bytes = cfg->bucket_bytes,
-        .first_bucket_bytes = cfg->first_bucket_bytes,
-        .bucketed = cfg->grad_bucketed,
-        .algorithm = cfg->grad_algorithm,
-        /* the reduction runs on the network like NCCL's */
-        .candidates = cfg->grad_algorithm == COLL_AUTO && !cfg->grad_candidates
-                          ? coll_default_candidates(COLL_ALLREDUCE)
-                          : cfg->grad_candidates,
-        .overlap = cfg->overlap,
-        .zero = zero,
-        .overlap_param_gather = cfg->overlap_param_gather,
-        .optimizer_seconds = cfg->optimizer_seconds,
-        .ranks_per_node = group_ranks_per_node(cfg),
-        .hw = cfg->hw,
-        .log = &ctx->grad_log,
-    };
-    dp_log_clear(&ctx->grad_log);
+    par_log_clear(&ctx->log);
+    if (par_plan(&st, err))
+        return PS_ERR;
+    /* with one instance and no pass adding communication nothing reads
+     * the programs back (event rows are streamed from the engine's hook,
+     * rec/stream.c): the built-in schedules then stream, generated as the
+     * engine runs (sched/gen_pipe.h), with the optimizer step the dp pass
+     * would append as each lane's last op, and ps stays empty */
+    int streamed = ctx->sim.n == 1 && !cfg->faults && !par_arrays(&st) &&
+                   gen_pipe_applies(&spec);
     int rc = PS_OK;
-    if (!streamed && (cfg->dp > 1 || cfg->optimizer_seconds > 0))
-        rc = dp_lower(&dc, ctx->ps, nw, err);
-    if (rc == PS_OK && !streamed)
-        rc = prog_seal(ctx->ps, err);
-    if (rc == PS_OK) {
-        fault_plan fp;
-        if (cfg->faults) {
-            fp = *cfg->faults;
-            fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
-        }
-        eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
-        eng_set_memory(ctx->eng, ctx->rank_static);
-        rc = streamed
-                 ? gen_pipe_run_step(&spec, cfg->optimizer_seconds, nw,
-                                     cfg->p2p, ctx->eng, &res->eng, err)
-                 : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
-        eng_set_faults(ctx->eng, NULL);
-        eng_set_memory(ctx->eng, NULL);
+    if (!streamed) {
+        rc = par_lower(&st, err);
+        if (rc == PS_OK)
+            rc = prog_seal(ctx->ps, err);
     }
+    if (rc == PS_OK)
+        rc = execute(ctx, cfg, nw, &spec, streamed, res, err);
     if (rc == PS_OK) {
-        /* the ledger as the engine kept it online; mem_ledger's own order
-         * when a rank's changes came from several lanes (sim/eng.h) */
-        eng_stats es;
-        eng_stats_of(ctx->eng, &es);
-        if (es.mem_merged)
-            rc = mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
-                            err);
-        else
-            memcpy(ctx->ledger, es.mem,
-                   (size_t)ctx->ps->nranks * sizeof *ctx->ledger);
-    }
-    if (rc == PS_OK) {
-        fill_stats(ctx, cfg, &dc, res);
+        fill_stats(ctx, cfg, &st, res);
         /* a slow or stalled rank, a failed link: not the closed form */
-        if (is_uniform(ctx, cfg, nw) && !(cfg->faults && cfg->faults->n > 0)) {
-            const sched_stage *g = &ctx->stages[0];
-            int dual = cfg->schedule == SCHED_DUALPIPE ||
-                       cfg->schedule == SCHED_DUALPIPEV;
-            res->closed_form_bubble =
-                dual ? (!cfg->checkpoint && !cfg->fb_given
-                            ? pipe_closed_form_dual(cfg->schedule, cfg->p,
-                                                    cfg->m, g->fwd, g->bwd,
-                                                    g->wgt)
-                            : NAN)
-                : sched_splits(&spec)
-                    ? (cfg->v == 1 && !cfg->checkpoint
-                           ? pipe_closed_form_split(cfg->schedule, cfg->p,
-                                                    cfg->m, g->fwd, g->bwd,
-                                                    g->wgt)
-                           : NAN)
-                    : pipe_closed_form_bubble(cfg->schedule, cfg->p, cfg->v,
-                                              cfg->m);
-        }
+        if (is_uniform(ctx, cfg, &st, nw) &&
+            !(cfg->faults && cfg->faults->n > 0))
+            res->closed_form_bubble = closed_form(ctx, cfg, &spec);
     }
-    free(identity);
     return rc;
 }
 

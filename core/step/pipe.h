@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "coll/coll.h"
 #include "net/net.h"
+#include "par/layout.h"
 #include "rec/rec.h"
 #include "sched/sched.h"
 #include "sim/eng.h"
@@ -44,6 +45,9 @@ typedef struct pipe_layer {
      * R (seconds, recorded only: parallel.lua has put the exposed part in
      * the layer's times), and the part on the compute stream; < 0: 0. */
     double tp_comm_time, tp_exposed_time;
+    /* parameters this layer shares with the model's first layer (a tied
+     * output layer's copy of the embedding, par/tied.h); < 0: none */
+    double shared_params;
     /* Static bytes the layer holds on its rank beyond params x the run's
      * per-parameter bytes (weight + gradient + optimizer state): FP8
      * weight copies (lua/pipesim/models/fp8.lua); negative where the
@@ -76,24 +80,29 @@ typedef struct pipe_config {
     int32_t nlayers;
     const int32_t *partition; /* p * v layer counts, by model stage */
     int32_t dp;               /* data-parallel replicas, >= 1 */
-    /* recorded only (parallel.lua lowered them into layers and ranks):
-     * tensor-parallel size, sequence parallelism, recompute mode */
+    /* tensor-parallel size: the layout's TP groups (lua/pipesim/
+     * parallel.lua has lowered the layers for one TP rank), sequence
+     * parallelism and the recompute mode (recorded) */
     int32_t tp;
     int sequence_parallel;
     const char *recompute;
-    /* cluster rank of pipeline rank r of replica j at j * p + r (p * dp
-     * entries), or NULL for rank j * p + r */
-    const int32_t *rank_of;
+    /* the rank order (par/layout.h), and an explicit list of tp x dp x p
+     * cluster ranks in the list order of par/layout.h (TP rank innermost,
+     * then stage, then replica) or NULL */
+    enum par_order order;
+    const int32_t *ranks;
     /* per cluster rank: peak FLOP/s * efficiency, and capacity in bytes (0:
      * unknown) */
     const double *device_rate;
     const double *device_memory;
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
-    /* gradient sync between replicas (step/dp.h); used when dp > 1 */
+    /* gradient sync between replicas (par/dp.h); used when dp > 1 */
     double bucket_bytes, first_bucket_bytes;
-    int grad_bucketed;        /* enum dp_bucketed: which chunks are cut */
+    int grad_bucketed;        /* enum par_bucketed: which chunks are cut */
     int grad_algorithm;       /* enum coll_algo or COLL_AUTO */
     unsigned grad_candidates; /* for COLL_AUTO, 0: NCCL's (coll/coll.h) */
+    int grad_protocol;        /* enum coll_proto, COLL_PROTO_AUTO or
+                                 PAR_PROTOCOL_DEFAULT (par/pass.h) */
     int overlap;              /* start buckets as the backward makes them */
     int zero;                 /* ZeRO stage 1: 0 or 1 */
     int overlap_param_gather; /* zero's all-gather beside the forward */
@@ -102,6 +111,10 @@ typedef struct pipe_config {
      * collectives (ring channels, hierarchical; coll_ranks_per_node) */
     int32_t gpus_per_node;
     coll_hw hw; /* the cluster's NCCL hardware: NVLS, caps (coll/coll.h) */
+    /* an identity of the network that no other network of the process
+     * shares (a freed one's address may be reused), for the layout's
+     * caches across a sweep's runs; 0: unknown, nothing cached */
+    uint64_t net_id;
     double optimizer_seconds; /* optimizer step of a rank's parameters */
     const sched_action *const *custom; /* SCHED_CUSTOM orders per rank */
     const int32_t *ncustom;
@@ -116,10 +129,20 @@ typedef struct pipe_result {
     double bubble;             /* mean over the run's ranks */
     double closed_form_bubble; /* NAN unless uniform and free communication */
     double imbalance;          /* slowest stage time / mean stage time */
-    /* One entry per rank of the run (n = p * dp), index j * p + r for
-     * pipeline rank r of replica j; owned by the pipe_ctx. */
+    /* One entry per simulated rank (n = p x the instances of
+     * par/sim.h: dp, times tp where the TP ranks are not simulated once),
+     * index i * p + r for pipeline rank r of instance i; owned by the
+     * pipe_ctx. */
     int32_t n;
-    int32_t *rank;        /* cluster rank */
+    int32_t *rank; /* cluster rank */
+    /* the cluster ranks simulated rank k stands for: member[k * per ..
+     * (k + 1) * per), its own first (its TP group when TP is simulated
+     * once, else itself) */
+    int32_t per;
+    const int32_t *member;
+    int32_t ninstances;   /* n / p: copies of the pipeline simulated */
+    int32_t tp_unfolded;  /* 1 when a rank stands for its TP group, else tp
+                             (instance i is TP rank i % tp of replica i / tp) */
     double *stage_bubble; /* idle fraction */
     double *peak_memory;  /* bytes */
     double *t_peak;
@@ -133,29 +156,20 @@ typedef struct pipe_result {
     eng_result eng;
 } pipe_result;
 
-/* How replicas are laid out on cluster ranks when no list is given. */
-enum pipe_order {
-    /* Megatron-LM's order tp-cp-ep-dp-pp (parallel_state.RankGenerator):
-     * data-parallel peers adjacent (rank r * dp + j), inside a node, the
-     * pipeline across nodes */
-    PIPE_DP_INNER,
-    PIPE_PP_INNER /* the reverse: replica j's pipeline is j * p .. */
-};
-
 /* Sets every field to its default: what a scenario gets for a field it
  * leaves out (README, "ps.run"). Bytes per parameter 2 + 2 + 12 (bf16
  * weights and gradients, fp32 Adam state with master weights: ZeRO paper,
  * Rajbhandari et al. 2020, section 3.1); PyTorch DDP's buckets (25 MiB
  * bucket_cap_mb and 1 MiB dist._DEFAULT_FIRST_BUCKET_BYTES); NCCL's auto
- * algorithm; overlap on; p = v = m = dp = tp = 1; 1F1B. */
+ * algorithm; overlap on; p = v = m = dp = tp = 1; 1F1B; Megatron's rank
+ * order (PAR_DP_INNER). */
 void pipe_config_init(pipe_config *cfg);
 
-/* Parses "dp_inner" / "pp_inner". Fails with "unknown placement 'x'
- * (expected dp_inner or pp_inner)". */
-int pipe_parse_order(const char *name, enum pipe_order *order, ps_err *err);
-
-/* Fills rank_of (p * dp entries, index j * p + r) with order's layout. */
-void pipe_place(enum pipe_order order, int32_t p, int32_t dp, int32_t *rank_of);
+/* Fails with "dp 4 x 2 stages need 8 ranks but the cluster has 4" (tp > 1:
+ * "tp 8 x stages 2 x dp 2 need 32 ranks but the cluster has 16") when the
+ * layout of cfg (tp x dp x p ranks) does not fit nranks. The one owner of
+ * that message: the binding checks it before a run, pipe_run again. */
+int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err);
 
 /* A context keeps the engine, programs and buffers across runs so that a
  * sweep allocates only when a run is bigger than every run before it.
@@ -164,10 +178,10 @@ typedef struct pipe_ctx pipe_ctx;
 pipe_ctx *pipe_ctx_new(void);
 void pipe_ctx_free(pipe_ctx *ctx);
 
-/* Runs one training step. nw must span every cluster rank used; db may be
- * NULL (nothing recorded). Result arrays stay valid until the next call on
- * ctx. Any failure (bad input, a schedule that does not check, a deadlock,
- * a deadline) is recorded, when db is given, as a run row with status
+/* Runs one training step. nw must span the layout's world (tp x dp x p
+ * ranks); db may be NULL (nothing recorded). Result arrays stay valid until the
+ * next call on ctx. Any failure (bad input, a schedule that does not check, a
+ * deadlock, a deadline) is recorded, when db is given, as a run row with status
  * 'failed' and the message, and the error returned; if recording it fails
  * too, nothing of the run remains and the message says so. */
 int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,

@@ -99,7 +99,7 @@ static void stage_recompute(const pipe_config *cfg, int32_t first,
 
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
 {
-    int32_t nstages = cfg->p * cfg->v, first = 0;
+    int32_t nstages = cfg->p * cfg->v, first = 0, nshared = 0;
     for (int32_t s = 0; s < nstages; s++) {
         int32_t count = cfg->partition[s];
         if (count < 1)
@@ -110,9 +110,9 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
                            "partition needs more than the %d layers of "
                            "the model",
                            (int)cfg->nlayers);
-        /* rows and gradient buckets from replica 0's device; each
-         * replica's compute times below from its own */
-        int32_t rank = pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s), 0);
+        /* rows and gradient buckets from instance 0's device; each
+         * instance's compute times below from its own */
+        int32_t rank = out->rank_of[pipe_stage_rank(cfg, s)];
         double rate = cfg->device_rate[rank];
         out->first[s] = first;
         out->count[s] = count;
@@ -130,6 +130,9 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
                 return PS_ERR;
             out->layer_params[i] = l->params;
             out->layer_bwd[i] = b + w;
+            out->layer_shared[i] = l->shared_params;
+            out->layer_static[i] = l->static_bytes;
+            nshared += l->shared_params > 0;
             st.fwd += layer_fwd(l, rate);
             st.bwd += b;
             st.wgt += w;
@@ -160,18 +163,21 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
         row.exposed_comm = NAN;
         out->stages[s] = st;
         out->rows[s] = row;
+        out->stage_params[s] = row.params;
         first += count;
     }
     if (first != cfg->nlayers)
         return ps_errf(err, "partition sums to %d layers but the model has %d",
                        (int)first, (int)cfg->nlayers);
-    /* replica j's stages at j * nstages: the same layers timed on its own
+    *out->nshared = nshared;
+    /* instance j's stages at j * nstages: the same layers timed on its own
      * devices, so a straggler in any replica slows its copy (and, through
      * the gradient sync, the step) */
-    for (int32_t j = 1; j < cfg->dp; j++)
+    for (int32_t j = 1; j < out->n; j++)
         for (int32_t s = 0; s < nstages; s++) {
-            double rate = cfg->device_rate[pipe_cluster_rank(
-                cfg, pipe_stage_rank(cfg, s), j)];
+            double rate =
+                cfg->device_rate[out->rank_of[j * cfg->p +
+                                              pipe_stage_rank(cfg, s)]];
             sched_stage st = out->stages[s];
             st.fwd = st.bwd = st.wgt = 0;
             for (int32_t i = out->first[s]; i < out->first[s] + out->count[s];

@@ -29,9 +29,11 @@ local function is_finite(x)
 end
 M.is_finite = is_finite
 
--- A positive integer (integral float accepted: 2.0 is 2).
+-- A positive integer (integral float accepted: 2.0 is 2; one beyond the
+-- integers, 1e300, is not: it would not format as %d).
 function M.posint(v, what)
-    if type(v) ~= "number" or v ~= math.floor(v) or v < 1 or not is_finite(v) then
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 1 or not is_finite(v)
+        or not math.tointeger(v) then
         M.fail("%s must be a positive integer, got %s", what, M.show(v))
     end
     return math.tointeger(v) or v

@@ -156,11 +156,16 @@ function ps.cluster(spec)
     return c -- not a tail call: `call` blames the caller two frames up
 end
 
--- The time of one TP collective on the listed cluster ranks: pipesim's
--- own ring algorithm, event-simulated once per (cluster, op, bytes, ranks)
--- and cached. Run alone, as it is where no other traffic shares the TP
--- group's links (inside a node with the pipeline and data-parallel
--- traffic on the NICs); parallel.lua puts it on the compute stream.
+-- The time of one TP collective on the listed cluster ranks, event-
+-- simulated once per (cluster, op, bytes, ranks, algorithm, protocol) and
+-- cached. How it runs: tp_comm's algorithm and protocol when the scenario
+-- gives them, else the rule every collective of a step follows
+-- (core.collective_rule, core/par/pass.h par_protocol): NCCL's own choice
+-- (algorithm and protocol auto) on a cluster whose devices carry NCCL's
+-- constants, pipesim's ring without a protocol on textbook links. Run
+-- alone, as it is where no other traffic shares the TP group's links
+-- (inside a node with the pipeline and data-parallel traffic on the NICs);
+-- parallel.lua puts it on the compute stream.
 local TP_COST = setmetatable({}, { __mode = "k" })
 
 -- Lowered model layers per cluster (parallel.prepare's memo).
@@ -168,18 +173,22 @@ local LOWERED = setmetatable({}, { __mode = "k" })
 
 local function tp_cost(cluster)
     local cache = TP_COST[cluster]
-    if not cache then cache = {}; TP_COST[cluster] = cache end
-    return function(op, bytes, ranks)
+    if not cache then
+        cache = { rule = core.collective_rule(cluster) }
+        TP_COST[cluster] = cache
+    end
+    return function(op, bytes, ranks, o)
         bytes = math.ceil(bytes / 4) * 4
-        local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
+        local proto = o.tp_protocol or cache.rule
+        local algo = o.tp_algorithm or (proto == "none" and "ring" or "auto")
+        local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",") .. " " .. algo ..
+            " " .. proto
         local t = cache[key]
         if t == nil then
-            -- protocol "none" as before issue 27 item 11: core.collective
-            -- now defaults to NCCL's protocols on clusters with NCCL's
-            -- constants (coll_default_protocol, core/coll/coll.h); the TP
-            -- path takes that rule on with the layout work
-            t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
-                ranks = ranks, record = "none", protocol = "none" }.time
+            local ok, r = pcall(core.collective, { cluster = cluster, op = op, algorithm = algo,
+                bytes = bytes, ranks = ranks, record = "none", protocol = proto })
+            if not ok then error("field 'tp_comm': " .. r, 0) end
+            t = r.time
             cache[key] = t
         end
         return t
@@ -224,24 +233,24 @@ local function normalize_layers(layers)
 end
 
 -- FLOP/s of each pipeline rank's device for partition = "time" ([r + 1]
--- for rank r; nil entries unknown): the cluster rank it runs on
--- (parallel.cluster_rank, one rank per TP group: with tp > 1 `ranks` is
--- the plan's), the slowest replica's device when dp > 1 (a stage's
--- replicas all wait for the slowest at the gradient sync). Without a
--- cluster every rate is unknown (measured times only). core.check_run has
--- checked stages and dp.
+-- for rank r; nil entries unknown): the cluster rank its program runs on
+-- (the layout's, parallel.stage_ranks: TP rank 0 of its group), the
+-- slowest replica's device when dp > 1 (a stage's replicas all wait for
+-- the slowest at the gradient sync). Without a cluster every rate is
+-- unknown (measured times only). core.check_run has checked stages, dp
+-- and tp.
 local function stage_rates(spec)
     local c = spec.cluster
     if type(c) ~= "userdata" then return nil end
     local all = c.flops_rates
     local p, dp = spec.stages, spec.dp or 1
-    local ranks = type(spec.ranks) == "table" and spec.ranks or nil
+    local ok, at = pcall(parallel.stage_ranks, spec)
+    if not ok then return nil end -- a bad list or placement: core.run says so
     local rates = {}
     for r = 0, p - 1 do
         local slowest
         for j = 0, dp - 1 do
-            local cr = parallel.cluster_rank(ranks, spec.placement, p, dp, 1, r, j, 0)
-            local x = math.type(cr) == "integer" and all[cr + 1] or nil
+            local x = all[at[j * p + r + 1] + 1]
             if x == nil or x ~= x then slowest = nil; break end
             if not slowest or x < slowest then slowest = x end
         end
@@ -573,7 +582,7 @@ local function set_sweep_at(at) SWEEP_AT = at end
 -- a sweep's lowered plans are kept per combination of their values.
 local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
                       "recompute_method", "recompute_layers", "stages", "dp", "ranks",
-                      "placement" }
+                      "placement", "tp_comm" }
 local NIL = {} -- stands for nil in the plan memo's keys
 -- SHARED_FIELDS (below, after CHECK_FIELDS): a base sweep's point that
 -- sets none of them is "plain" (prepare_run, run_meta)
@@ -612,7 +621,7 @@ end
 -- the same list) and the layers are the sealed ones, so a point whose
 -- values of these equal those of a point that passed would pass too (the
 -- binding takes 4 and 4.0 alike): it is not checked again.
-local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp" }
+local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp", "checkpoint" }
 
 -- What prepare_run and run_meta read and keep for a plain point: the
 -- check's and the plan's fields, the memo entry's keys, and the meta's.
@@ -702,8 +711,8 @@ local function prepare_run(spec, memo)
                 lmemo = LOWERED[c]
                 if not lmemo then lmemo = {}; LOWERED[c] = lmemo end
             end
-            ok, plan = pcall(parallel.prepare, spec, dev, type(c) == "userdata" and tp_cost(c),
-                type(c) == "userdata" and c.ranks or nil, lmemo)
+            ok, plan = pcall(parallel.prepare, spec, dev,
+                type(c) == "userdata" and tp_cost(c) or nil, lmemo)
             if not ok then error("ps.run: " .. plan, 0) end
             if slot then slot.plan, slot.finish = plan, {} end
         end
@@ -714,7 +723,6 @@ local function prepare_run(spec, memo)
             pspec = {}
             for k, val in pairs(spec) do pspec[k] = val end
             pspec.layers = layers
-            if plan.ranks then pspec.ranks = plan.ranks; pspec.placement = nil end
         end
     end
     local p = spec.partition
@@ -850,6 +858,22 @@ function ps.search(spec)
     local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2,
         at = set_sweep_at, json = json })
     return res
+end
+
+-- ps.layout{ tp =, cp =, ep =, etp =, dp =, pp =, vp =, placement =,
+-- ranks =, cluster = | world = }: the parallel layout of a run, as the C
+-- core places it (core/par/layout.h, Megatron-LM's RankGenerator): world,
+-- sizes, order, coords[rank + 1], rank_of (each stage's program's rank),
+-- span (with a cluster: how the groups spread over nodes and NICs) and
+-- groups.<token> (Megatron's get_ranks names: tp, dp, pp, cp, ep, etp,
+-- edp, "dp-cp", "tp-pp", embedding, ...). dp defaults to the world's
+-- remainder; given, tp x cp x dp x pp must equal the world.
+function ps.layout(spec)
+    expect_table("ps.layout", spec)
+    check_live("ps.layout", spec.cluster)
+    local ok, view = pcall(parallel.layout, spec)
+    if not ok then error("ps.layout: " .. tostring(view), 2) end
+    return view
 end
 
 -- ps.collective: one collective on a cluster (core/bind/collective.c).

@@ -1,9 +1,11 @@
 -- Tensor/sequence parallelism and recompute for ps.run, lowered to what the
--- C core runs: one program per TP group (its TP rank 0 stands for the t
--- ranks, which run the same program in lockstep), layer times from the
--- roofline (models/roofline.lua) plus the TP collectives on the compute
--- stream, per-rank parameters and activations after Korthikanti et al.
--- 2022, and Megatron-LM's rank order tp-cp-ep-dp-pp.
+-- C core runs: layer times of one TP rank from the roofline
+-- (models/roofline.lua) plus the TP collectives on the compute stream,
+-- costed on the layout's first TP group, and per-rank parameters and
+-- activations after Korthikanti et al. 2022. The placement (Megatron-LM's
+-- rank order tp-cp-ep-dp-pp, the TP groups, which ranks are simulated once)
+-- belongs to the C core's layout (core/par/layout.h); ps.layout is its
+-- view (M.layout).
 local check = require "pipesim.argcheck"
 local pcore = require "pipesim.core" -- core.seal_layers
 -- models/roofline.lua, and clusters.lua behind it, load on first use
@@ -32,12 +34,13 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
                      tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
-                     bwd_weight_flops = true, static_bytes = true }
+                     bwd_weight_flops = true, shared_params = true, static_bytes = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
 M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
-             recompute_method = true, recompute_layers = true, tp_overlap = true }
+             recompute_method = true, recompute_layers = true, tp_overlap = true,
+             tp_comm = true }
 local FIELD_LIST = {} -- M.FIELDS' names, for loops without pairs
 for k in pairs(M.FIELDS) do FIELD_LIST[#FIELD_LIST + 1] = k end
 table.sort(FIELD_LIST)
@@ -54,20 +57,45 @@ function M.applies(spec)
     return false
 end
 
--- The placement rule, its one owner in Lua: the cluster rank that holds
--- TP rank k of pipeline stage r in data-parallel replica j (all from 0)
--- among p stages, d replicas and t TP ranks. Megatron-LM orders ranks
--- tp-cp-ep-dp-pp (parallel_state RankGenerator): rank = k + t * (j + d *
--- r) ("dp_inner", the default); placement = "pp_inner" is k + t * (r + p *
--- j). An explicit `ranks` list holds them TP rank innermost, then stage,
--- then replica: ranks[(j * p + r) * t + k + 1]. core/step/pipe.c pipe_place
--- applies the same rule to the runs it places itself (t = 1). Nothing is
--- checked here: an unknown placement counts as the default, a short list
--- gives nil (the callers check).
-function M.cluster_rank(ranks, placement, p, d, t, r, j, k)
-    if ranks then return ranks[(j * p + r) * t + k + 1] end
-    if placement == "pp_inner" then return k + t * (r + p * j) end
-    return k + t * (j + d * r)
+-- The layout of a ps.run table's ranks (core.layout: tp x dp x stages
+-- ranks in Megatron's order, or its `ranks` list), as core.layout's view,
+-- or with a token its groups ("tp", "dp-cp", ...). Raises plain messages.
+local function run_layout(spec, token)
+    local lay = { tp = spec.tp or 1, dp = spec.dp or 1, pp = spec.stages, ranks = spec.ranks,
+                  placement = spec.placement }
+    local ok, res = pcall(pcore.layout, lay, token)
+    if not ok then error(res, 0) end
+    return res
+end
+
+-- The ranks a layout of these sizes spans (tp, cp, dp and pp: the fields
+-- of ps.layout or ps.search's configurations, absent ones 1): the one
+-- formula in Lua, as par_sizes_world in core/par/layout.c.
+function M.world(s)
+    return (s.tp or 1) * (s.cp or 1) * (s.dp or 1) * (s.pp or s.stages or 1)
+end
+
+-- The cluster rank each stage's program runs on: rank_of[j * p + r + 1]
+-- for stage r of replica j (its TP rank 0's), from the layout.
+function M.stage_ranks(spec)
+    return run_layout(spec).rank_of
+end
+
+-- ps.layout{...}: the layout's view (core/bind/layout.c) with its groups
+-- by Megatron's names, computed when first read: L.groups.tp,
+-- L.groups["dp-cp"], L.groups.ep, L.groups.embedding ... (lists of
+-- cluster ranks, Megatron's RankGenerator.get_ranks order).
+function M.layout(spec)
+    local ok, view = pcall(pcore.layout, spec)
+    if not ok then error(view, 0) end
+    view.groups = setmetatable({}, { __index = function(t, token)
+        if type(token) ~= "string" then return nil end
+        local good, g = pcall(pcore.layout, spec, token)
+        if not good then error("ps.layout: " .. g, 2) end
+        rawset(t, token, g)
+        return g
+    end })
+    return view
 end
 
 -- Options from a ps.run table, checked; errors are plain messages.
@@ -114,6 +142,20 @@ function M.options(spec)
         check.fail("fields 'recompute_method' and 'recompute_layers' need recompute = 'full' (got '%s')", rc)
     end
     o.method, o.k = method, k
+    local tc = spec.tp_comm
+    if tc ~= nil then
+        if type(tc) ~= "table" then
+            check.fail("field 'tp_comm' must be a table such as { algorithm = \"ring\", " ..
+                "protocol = \"none\" }, got %s", check.show(tc))
+        end
+        check.known_fields(tc, pcore.fields.tp_comm, "tp_comm")
+        for _, f in ipairs { "algorithm", "protocol" } do
+            if tc[f] ~= nil and type(tc[f]) ~= "string" then
+                check.fail("field 'tp_comm.%s' must be a string, got %s", f, check.show(tc[f]))
+            end
+        end
+        o.tp_algorithm, o.tp_protocol = tc.algorithm, tc.protocol
+    end
     return o
 end
 
@@ -387,70 +429,88 @@ local function lower_memoised(memo, l, o, dev, cost, okey, sigs)
     return out
 end
 
--- prepare(spec, dev, cost, nranks, memo) -> plan: { options, layers (for
--- the core and the partition), ranks (core ranks, one per TP group) or
--- nil, groups }. dev: roofline device or nil; cost(op, bytes, ranks): a TP
--- collective's time on the listed cluster ranks; memo: a table kept per
--- cluster for lowered layers, or nil. Plain layers (no shape) pass through
--- unchanged at tp = 1 and are an error at tp > 1.
-function M.prepare(spec, dev, cost, nranks, memo)
-    local o = M.options(spec)
-    local t, p, d = o.tp, spec.stages, spec.dp or 1
-    local plan = { o = o }
-    -- placement: M.cluster_rank, over every (replica, stage, TP rank)
-    if t > 1 then
-        local need = t * p * d
-        if nranks and need > nranks then
-            check.fail("tp %d x stages %d x dp %d need %d ranks but the cluster has %d",
-                t, p, d, need, nranks)
-        end
-        if spec.ranks ~= nil then
-            if type(spec.ranks) ~= "table" or #spec.ranks ~= need then
-                check.fail("field 'ranks' must list %d cluster ranks (tp %d x stages %d x dp %d, " ..
-                    "TP rank innermost), got %s", need, t, p, d,
-                    type(spec.ranks) == "table" and tostring(#spec.ranks) or type(spec.ranks))
-            end
-        elseif spec.placement ~= nil and spec.placement ~= "dp_inner" and spec.placement ~= "pp_inner" then
-            check.fail("field 'placement': unknown placement %s (expected dp_inner or pp_inner)",
-                check.show(spec.placement))
-        end
-        local all = {}
-        for j = 0, d - 1 do
-            for r = 0, p - 1 do
-                for k = 0, t - 1 do
-                    all[(j * p + r) * t + k + 1] = M.cluster_rank(spec.ranks, spec.placement, p, d, t, r, j, k)
-                end
-            end
-        end
-        plan.ranks, plan.groups = {}, {}
-        for g = 0, p * d - 1 do
-            plan.ranks[g + 1] = all[g * t + 1]
-            local grp = {}
-            for k = 1, t do grp[k] = all[g * t + k] end
-            plan.groups[g + 1] = grp
+-- Shapes check_shape passed, by table (weak), with the signature of the
+-- values it passed with.
+local CHECKED_SHAPES = setmetatable({}, { __mode = "k" })
+
+-- A model layer's shape as the lowering reads it: a table with the sizes
+-- and the dtype ps.models fills in (models/transformer.lua), each a
+-- positive integer (a hand-made shape once ended in a Lua error, issue
+-- 27). Checked rather than normalised again: ps.models' own per-layer
+-- variants (FP8's BF16 end layers) are no new input for its checks.
+-- Raises naming layers[i].shape.
+local SHAPE_SIZES = { "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "seq",
+                      "microbatch", "vocab" }
+local function check_shape(sh, i)
+    if type(sh) ~= "table" then
+        check.fail("layers[%d].shape must be a table (the shape of a layer from ps.models), got %s",
+            i, check.show(sh))
+    end
+    for n = 1, #SHAPE_SIZES + 1 do
+        -- learned positions: the embedding holds max_positions of them
+        local k = SHAPE_SIZES[n] or (sh.position == "learned" and "max_positions")
+        if not k then break end
+        local v = sh[k]
+        if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v)) or v < 1 then
+            check.fail("layers[%d].shape.%s must be a positive integer (ps.models fills it), got %s",
+                i, k, check.show(v))
         end
     end
-    local group = plan.groups and plan.groups[1]
+    if not roofline.DTYPE_BYTES[sh.dtype] then
+        check.fail("layers[%d].shape.dtype: unknown dtype %s (ps.models fills it)", i,
+            check.show(sh.dtype))
+    end
+end
+
+-- prepare(spec, dev, cost, memo) -> plan: { options, layers (for the
+-- core and the partition), group (the cluster ranks of the first TP group,
+-- whose collectives the TP costs are of) }. dev: roofline device or nil;
+-- cost(op, bytes, ranks, o): a TP collective's time on the listed cluster
+-- ranks with the options' tp_comm, or nil without a cluster (an ideal
+-- network: free); memo: a table kept per cluster for lowered layers, or
+-- nil. core.check_run has checked the sizes against the cluster. Plain
+-- layers (no shape) pass through unchanged at tp = 1 and are an error at tp
+-- > 1.
+function M.prepare(spec, dev, cost, memo)
+    local o = M.options(spec)
+    local t = o.tp
+    local plan = { o = o }
+    -- the TP group of stage 0 in replica 0 (core/par/layout.h: the first
+    -- of Megatron's TP groups); ranks and placement checked there
+    local group = t > 1 and run_layout(spec, "tp")[1] or nil
+    plan.group = group
     local function tcost(op, bytes)
-        if t == 1 then return 0 end
-        return cost(op, bytes, group)
+        if t == 1 or not cost then return 0 end
+        return cost(op, bytes, group, o)
     end
     local layers = {}
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
-    local okey = memo and string.format("%d|%s|%s|%s|%s", t, tostring(o.sp), o.recompute,
-        tostring(o.overlap), group and table.concat(group, ",") or "")
+    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s", t, tostring(o.sp), o.recompute,
+        tostring(o.overlap), group and table.concat(group, ",") or "", o.tp_algorithm or "",
+        o.tp_protocol or "")
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
-        if sh ~= nil and t > 1 and not checked[sh] then
+        if sh ~= nil and not checked[sh] then
+            -- checked once per shape and its values (the signature the
+            -- lowering's memo keeps anyway): a ps.run loop pays a lookup
+            if type(sh) ~= "table" then check_shape(sh, i) end
+            local sig = sigs[sh] or shape_signature(sh)
+            sigs[sh] = sig
+            if CHECKED_SHAPES[sh] ~= sig then
+                check_shape(sh, i)
+                CHECKED_SHAPES[sh] = sig
+            end
             -- Megatron-LM's own checks (megatron/training/arguments.py,
             -- core/utils divide): heads, query groups, hidden and ffn
             -- split evenly over the TP ranks
-            for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
-                                 { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
-                if f[2] % t ~= 0 then
-                    check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
+            if t > 1 then
+                for _, f in ipairs { { "heads", sh.heads }, { "kv_heads", sh.kv_heads },
+                                     { "hidden", sh.hidden }, { "ffn_hidden", sh.ffn_hidden } } do
+                    if f[2] % t ~= 0 then
+                        check.fail("tp = %d does not divide the model's %s (%d)", t, f[1], f[2])
+                    end
                 end
             end
             checked[sh] = true
@@ -544,10 +604,6 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
             end
         end
         args.optimizer_time = t
-    end
-    if plan.ranks then
-        args.ranks = plan.ranks
-        args.placement = nil
     end
     for i = 1, #FIELD_LIST do args[FIELD_LIST[i]] = nil end
     -- recorded in the run row (core/rec/rec.c)
@@ -671,7 +727,8 @@ end
 -- annotate(r, plan): adds the parallel layout to ps.run's result: tp,
 -- sequence_parallel, recompute, and per block and microbatch the TP
 -- collectives' time (tp_comm = { fwd, bwd, exposed }, seconds on one TP
--- rank; exposed is what tp_overlap leaves on the compute stream).
+-- rank; exposed is what tp_overlap leaves on the compute stream). The core
+-- has set r.tp_groups and r.stands_for (core/bind/run.c).
 function M.annotate(r, plan)
     local o = plan.o
     r.tp, r.sequence_parallel, r.recompute = o.tp, o.sp, o.recompute
@@ -688,7 +745,6 @@ function M.annotate(r, plan)
     if l then
         r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
     end
-    if plan.groups then r.tp_groups = plan.groups end
 end
 
 return M

@@ -105,7 +105,7 @@ local function flags(s, c, spec)
         num_layers_at_start_in_bf16 = ends and s.fp8_bf16_first or nil,
         num_layers_at_end_in_bf16 = ends and s.fp8_bf16_last or nil,
         micro_batch_size = c.microbatch, global_batch_size = spec.global_batch,
-        world_size = c.tp * c.pp * c.dp, tensor_model_parallel_size = c.tp,
+        world_size = parallel.world(c), tensor_model_parallel_size = c.tp,
         pipeline_model_parallel_size = c.pp,
         num_layers_per_virtual_pipeline_stage = c.v > 1 and s.layers // (c.pp * c.v) or nil,
         sequence_parallel = c.sp, recompute_granularity = c.recompute ~= "none" and c.recompute or nil,
@@ -284,7 +284,7 @@ end
 -- the r links between them (fill; each transfer at least its time alone on
 -- the network), then computes m (F + R + B) per chunk one op at a time
 -- (busy). Without overlap (Megatron's default, which ps.search builds) the
--- gradient sync starts after the rank's last op (core/step/dp.c rewrite_lane),
+-- gradient sync starts after the rank's last op (core/par/dp.c rewrite_lane),
 -- and the optimizer step waits for it; with ZeRO-1 the sync is a
 -- reduce-scatter and an all-gather of the updated weights follows the step
 -- (sync = before + opt + after). For the
@@ -303,8 +303,8 @@ function M.cost(args, c)
     local opt = (tonumber(args.optimizer_time) or 0) / (zero and d or 1)
     local exact = EXACT[c.schedule] ~= nil
     local cluster = type(args.cluster) == "userdata" and args.cluster or nil
-    local ranks = type(args.ranks) == "table" and args.ranks or nil
-    local function at(r, j) return parallel.cluster_rank(ranks, args.placement, p, d, 1, r, j, 0) end
+    local at_list = parallel.stage_ranks(args) -- the layout's: TP rank 0 of each group
+    local function at(r, j) return at_list[j * p + r + 1] end
     local gs = args.grad_sync
     local overlap = not (type(gs) == "table" and gs.overlap == false)
     local grad_bytes, weight_bytes = mem.grad_bytes or 2, mem.weight_bytes or 2
@@ -387,7 +387,7 @@ local function constraints(shape, spec, nodesize)
     local seen = {}
     local list = {
         { "gpus", "tp x pp x dp is not the number of GPUs",
-            function(c) return c.tp * c.pp * c.dp == spec.gpus end },
+            function(c) return parallel.world(c) == spec.gpus end },
         { "tp_divides", "tp does not divide the heads, query groups, hidden or ffn size",
             function(c)
                 return shape.heads % c.tp == 0 and shape.kv_heads % c.tp == 0

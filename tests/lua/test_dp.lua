@@ -32,7 +32,7 @@ do
     local m = 4
     local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = m,
                         dp = 2, grad_sync = { bucket = "1 GB", first_bucket = "1 GB",
-                          algorithm = "ring", overlap = false }, record = "none" }
+                          algorithm = "ring", protocol = "auto", overlap = false }, record = "none" }
     -- the same pipeline alone (its 0-byte transfers still pay the latency)
     local alone = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
                             microbatches = m, record = "none" }
@@ -55,7 +55,7 @@ local function overlap_case(bytes_per_layer)
     for i = 1, 4 do layers[i] = { fwd_time = 0.5, params = bytes_per_layer / 2 } end
     return ps.run{ cluster = mesh(2), layers = layers, stages = 1, microbatches = 1,
                      dp = 2, grad_sync = { bucket = bytes_per_layer,
-                       first_bucket = bytes_per_layer, algorithm = "ring" },
+                       first_bucket = bytes_per_layer, algorithm = "ring", protocol = "auto" },
                      record = "none" }
 end
 do
@@ -91,12 +91,27 @@ do
     H.check(off.exposed_comm[1] > on.exposed_comm[1], "less exposed with overlap")
     local free = ps.run{ layers = layers, stages = 4, microbatches = 8, dp = 2,
                            record = "none" }
-    -- the free network moves the buckets in no time, but NCCL's software
-    -- latency remains: auto picks ring LL there, baseLatency 6.6 us plus 2
-    -- network steps of the tree's LL hop (ppn = 1) 5.0 us less the link's
-    -- 2.7 (tuning.cc, as above), once, for the last bucket of stage 0
-    H.near(free.makespan, 1.5 * 11 + (6.6 + 2 * (5.0 - 2.7)) * 1e-6)
+    -- the free network moves the buckets in no time, and with no NCCL
+    -- hardware the collectives run without a protocol (one rule for every
+    -- collective, core/par/pass.h par_protocol): the step is the closed
+    -- form's. NCCL's software latency is asked for explicitly: auto picks
+    -- ring LL there, baseLatency 6.6 us plus 2 network steps of the tree's
+    -- LL hop (ppn = 1) 5.0 us less the link's 2.7 (tuning.cc, as above),
+    -- once, for the last bucket of stage 0
+    H.near(free.makespan, 1.5 * 11, 1e-12, "a free network: no protocol latency")
     H.near(free.closed_form_bubble, 3 / 11)
+    local nccl = ps.run{ layers = layers, stages = 4, microbatches = 8, dp = 2,
+                           grad_sync = { protocol = "auto" }, record = "none" }
+    H.near(nccl.makespan, 1.5 * 11 + (6.6 + 2 * (5.0 - 2.7)) * 1e-6)
+    -- on textbook links the default gradient sync is the textbook ring: no
+    -- protocol's latency or wire overhead
+    local layers2 = { { fwd_time = 1, params = 1e8 }, { fwd_time = 1, params = 1e8 } }
+    local tb = ps.run{ cluster = mesh(4), layers = layers2, stages = 2, microbatches = 4,
+                         dp = 2, grad_sync = { bucket = "1 GB", first_bucket = "1 GB",
+                           algorithm = "ring", overlap = false }, record = "none" }
+    local alone = ps.run{ cluster = mesh(4), layers = layers2, stages = 2, microbatches = 4,
+                            record = "none" }
+    H.near(tb.makespan, alone.makespan + ring2(2e8), 1e-9, "textbook links: the ring alone")
 end
 
 -- 4. ZeRO-1 divides optimizer state by d: 2 + 2 + 12/d bytes per param.
@@ -157,7 +172,7 @@ do
                 return ps.run{ cluster = c, layers = { { fwd_time = 1, params = 1e8 } },
                     stages = 1, microbatches = 1, dp = N, zero = zero,
                     grad_sync = { bucket = "1 GB", first_bucket = "1 GB",
-                                  algorithm = "ring", overlap = false },
+                                  algorithm = "ring", protocol = "auto", overlap = false },
                     faults = faults, record = "none" }.makespan
             end
             H.near(step{ { rank = 2, slow = 0.5 } }, step(nil) + 3, 1e-9,
@@ -182,7 +197,7 @@ do
         local layers = {}
         for i = 1, 4 do layers[i] = { fwd_time = 1, params = 1e8, out_bytes = 0 } end
         return ps.run{ cluster = mesh(4), layers = layers, stages = 2, microbatches = 1,
-            dp = 2, grad_sync = { bucket = 2e8, first_bucket = 2e8, algorithm = "ring",
+            dp = 2, grad_sync = { bucket = 2e8, first_bucket = 2e8, algorithm = "ring", protocol = "auto",
                                   bucketed = bucketed }, record = "none" }
     end
     local one, whole = sync2(2e8), sync2(4e8)
@@ -216,7 +231,7 @@ do
         for i = 1, 4 do layers[i] = { fwd_time = 1, params = 1e8, out_bytes = 0 } end
         return ps.run{ cluster = mesh(4), layers = layers, stages = 2, virtual_stages = 2,
             schedule = "interleaved", microbatches = 2, dp = 2,
-            grad_sync = { bucket = 1e8, first_bucket = 1e8, algorithm = "ring",
+            grad_sync = { bucket = 1e8, first_bucket = 1e8, algorithm = "ring", protocol = "auto",
                           bucketed = bucketed }, record = "none" }
     end
     local all, first, none = run("all"), run("first"), run("none")

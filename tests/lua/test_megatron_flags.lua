@@ -104,11 +104,11 @@ local VARY = {
     num_layers_at_start_in_bf16 = { 2, plus(FP8, { first_last_layers_bf16 = true }) },
     num_layers_at_end_in_bf16 = { 2, plus(FP8, { first_last_layers_bf16 = true }) },
 }
--- Read but changing nothing pipesim simulates, the one exception: a tied
--- embedding's copy on the last stage weighs as an untied head, and the
--- all-reduce of its gradient between the first and last stage is not
--- modelled (docs/fidelity.md, "What is not modelled")
-local NO_CHANGE = { untie_embeddings_and_output_weights = true }
+-- untie_embeddings_and_output_weights changes the step since the tied
+-- embedding's gradient all-reduce between the first and last stage is
+-- modelled (core/par/tied.h); none is read and changes nothing now
+VARY.untie_embeddings_and_output_weights = { true }
+local NO_CHANGE = {}
 local walked = 0
 for name in pairs(megatron.MODELLED) do
     local v = VARY[name]

@@ -31,7 +31,7 @@ local function run(pg)
     return ps.run { cluster = F.mesh(2, beta, alpha), layers = layers, stages = 1,
         microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
         memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-        grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", overlap = true,
+        grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", protocol = "auto", overlap = true,
             overlap_param_gather = pg },
         record = "events" }
 end
@@ -52,7 +52,7 @@ do
         return ps.run { cluster = F.mesh(2, beta, alpha), layers = layers, stages = 1,
             microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
             memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 6e9, first_bucket = 6e9, algorithm = "ring",
+            grad_sync = { bucket = 6e9, first_bucket = 6e9, algorithm = "ring", protocol = "auto",
                 overlap = true, overlap_param_gather = pg }, record = "none" }
     end
     local big = ag2(3e9)
@@ -85,7 +85,7 @@ do
         return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
             microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
             memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", overlap = true,
+            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", protocol = "auto", overlap = true,
                 overlap_param_gather = pg }, record = "none" }
     end
     H.near(run2(false).makespan - run2(true).makespan, -a, 1e-9,
@@ -109,7 +109,7 @@ do
         return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
             microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
             memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", overlap = true,
+            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", protocol = "auto", overlap = true,
                 overlap_param_gather = true, bucketed = bucketed }, record = "none" }
     end
     local all, first = run2("all"), run2("first")
@@ -137,7 +137,7 @@ do
         return ps.run { cluster = F.mesh(8, beta, alpha), layers = layers, stages = 4,
             virtual_stages = 2, schedule = "interleaved", microbatches = 8, dp = 2, zero = 1,
             optimizer_time = 0.1, memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 3.2e8, first_bucket = 3.2e8, algorithm = "ring",
+            grad_sync = { bucket = 3.2e8, first_bucket = 3.2e8, algorithm = "ring", protocol = "auto",
                 overlap = true, overlap_param_gather = pg }, record = "none" }
     end
     local a4 = ag2(1.6e8)

@@ -95,24 +95,25 @@ local rr = ps.run{ cluster = c8, layers = layers, stages = 2, microbatches = 4, 
     ranks = { 7, 6, 5, 4 }, record = "none" }
 H.eq(rr.rank, { 7, 5 }, "ranks: TP rank innermost"); H.eq(rr.tp_groups[2], { 5, 4 })
 
--- the rule itself (parallel.cluster_rank) on Megatron-LM's own example
--- (megatron/core/parallel_state.py, initialize_model_parallel's docstring:
--- 16 GPUs, tp 2, pp 4, so dp 2): tensor groups [g0, g1], [g2, g3], ...;
--- pipeline groups [g0, g4, g8, g12], [g1, g5, g9, g13], ...; data-parallel
--- groups [g0, g2], [g1, g3], [g4, g6], ...
+-- the rule itself (the C core's layout, ps.layout) on Megatron-LM's own
+-- example (megatron/core/parallel_state.py, initialize_model_parallel's
+-- docstring: 16 GPUs, tp 2, pp 4, so dp 2): tensor groups [g0, g1], [g2,
+-- g3], ...; pipeline groups [g0, g4, g8, g12], [g1, g5, g9, g13], ...;
+-- data-parallel groups [g0, g2], [g1, g3], [g4, g6], ...
 do
-    local function at(placement, stage, j, k) return parallel.cluster_rank(nil, placement, 4, 2, 2, stage, j, k) end
-    local pipe, data, tensor = {}, {}, {}
-    for stage = 0, 3 do pipe[#pipe + 1] = at(nil, stage, 0, 1) end
-    for j = 0, 1 do data[#data + 1] = at("dp_inner", 2, j, 0) end
-    for k = 0, 1 do tensor[#tensor + 1] = at(nil, 3, 1, k) end
-    H.eq(pipe, { 1, 5, 9, 13 }, "Megatron: pipeline group [g1, g5, g9, g13]")
-    H.eq(data, { 8, 10 }, "Megatron: data-parallel group [g8, g10]")
-    H.eq(tensor, { 14, 15 }, "Megatron: tensor group [g14, g15]")
-    H.eq(at("pp_inner", 3, 1, 1), 1 + 2 * (3 + 4 * 1), "pp_inner: k + t (r + p j)")
+    local L = ps.layout{ tp = 2, pp = 4, world = 16 }
+    H.eq(L.dp, 2, "dp = world / (tp pp)")
+    H.eq(L.groups.pp[2], { 1, 5, 9, 13 }, "Megatron: pipeline group [g1, g5, g9, g13]")
+    H.eq(L.groups.dp[5], { 8, 10 }, "Megatron: data-parallel group [g8, g10]")
+    H.eq(L.groups.tp[8], { 14, 15 }, "Megatron: tensor group [g14, g15]")
+    H.eq(L.coords[16], { tp = 1, cp = 0, dp = 1, pp = 3, ep = 0, etp = 1, edp = 1 },
+        "rank 15: tp_rank + t (dp_rank + d pp_rank)")
+    local P = ps.layout{ tp = 2, pp = 4, dp = 2, placement = "pp_inner" }
+    H.eq(P.rank_of[2 * 4], 2 * (3 + 4 * 1), "pp_inner: k + t (r + p j), stage 3 of replica 1")
     local list = {}
     for i = 1, 16 do list[i] = 100 + i end
-    H.eq(parallel.cluster_rank(list, nil, 4, 2, 2, 3, 1, 1), 100 + (1 * 4 + 3) * 2 + 1 + 1,
+    local Q = ps.layout{ tp = 2, pp = 4, dp = 2, ranks = list }
+    H.eq(Q.groups.tp[8], { 100 + (1 * 4 + 3) * 2 + 1, 100 + (1 * 4 + 3) * 2 + 2 },
         "a ranks list: TP rank innermost, then stage, then replica")
 end
 
@@ -146,7 +147,11 @@ H.eq(ck.peak_memory[1], peak.full, "checkpoint = true is recompute = 'full'")
 H.eq(ck.recompute, "full")
 
 -- a TP group larger than a node is costed on the links it crosses: the
--- same event-simulated ring on its 16 ranks, slower than inside one node
+-- same event-simulated collective on its 16 ranks, slower than inside one
+-- node. On a DGX preset (its devices carry NCCL's constants) it runs as
+-- NCCL would, algorithm and protocol auto, as every collective of the step
+-- does (issue 27: the TP collectives once took ring without a protocol);
+-- tp_comm asks for another
 local two = ps.cluster(ps.clusters.dgx("A100", 2))
 local big = ps.models.transformer { layers = 2, hidden = 1024, heads = 16, seq = 512, vocab = 1024 }
 local r16 = ps.run{ cluster = two, layers = big, stages = 1, microbatches = 1, tp = 16,
@@ -155,10 +160,15 @@ local r8 = ps.run{ cluster = two, layers = big, stages = 1, microbatches = 1, tp
     record = "none" }
 local all16 = {}
 for k = 0, 15 do all16[#all16 + 1] = k end
--- (protocol "none": the TP path's, until it takes coll_default_protocol)
-local ar16 = ps.collective{ cluster = two, op = "allreduce", algorithm = "ring",
-    bytes = 2 * 512 * 1024, ranks = all16, record = "none", protocol = "none" }
-H.near(r16.tp_comm.fwd, 2 * ar16.time, 1e-12, "tp = 16 over two nodes: the ring on its 16 ranks")
+local ar16 = ps.collective{ cluster = two, op = "allreduce", algorithm = "auto",
+    protocol = "auto", bytes = 2 * 512 * 1024, ranks = all16, record = "none" }
+H.near(r16.tp_comm.fwd, 2 * ar16.time, 1e-12, "tp = 16 over two nodes: NCCL's auto on its 16 ranks")
+local ring16 = ps.collective{ cluster = two, op = "allreduce", algorithm = "ring",
+    protocol = "none", bytes = 2 * 512 * 1024, ranks = all16, record = "none" }
+local r16r = ps.run{ cluster = two, layers = big, stages = 1, microbatches = 1, tp = 16,
+    tp_comm = { algorithm = "ring", protocol = "none" }, record = "none" }
+H.near(r16r.tp_comm.fwd, 2 * ring16.time, 1e-12, "tp_comm: the ring without a protocol")
+H.check(ar16.time ~= ring16.time, "auto and ring/none differ here")
 H.check(r16.tp_comm.fwd > r8.tp_comm.fwd, "crossing the NICs costs more than NVLink")
 
 -- tp_overlap: the collectives hide behind the GEMMs, never more than all

@@ -36,9 +36,11 @@ for _, s in ipairs{ "gpipe", "1f1b" } do
 end
 -- a link: transfers and link rows; data parallelism: exposed gradient sync
 -- (each bucket's ring Simple allreduce includes NCCL's fixed latency,
--- 45.56 us on 2 ranks: tests/lua/test_dp.lua derives it)
+-- 45.56 us on 2 ranks: tests/lua/test_dp.lua derives it; asked for with
+-- protocol = "auto", since textbook links take none by default)
 ps.run{ name = "dp/1f1b", cluster = linked, layers = layers, stages = 2,
-          microbatches = 4, schedule = "1f1b", dp = 2, record = "events" }
+          microbatches = 4, schedule = "1f1b", dp = 2, record = "events",
+          grad_sync = { protocol = "auto" } }
 -- ring vs binomial_tree allreduce on the 4-rank mesh: binomial_tree (log2 4 = 2 steps each
 -- way of the whole array) wins at 1 KiB, ring (2 (N - 1) steps of 1/N of
 -- it) from 16 MiB

@@ -1,5 +1,5 @@
 /* The front ends' own policy and run life cycle (issue 11: the binding
- * only translates): pipe_config_init's defaults, pipe_place's rank orders,
+ * only translates): pipe_config_init's defaults, the layout's rank orders,
  * auto's default candidates, coll_ranks_per_node, and coll_exec recording a
  * collective's rows itself, a failed one as a failed run row. */
 #include <stdlib.h>
@@ -7,6 +7,8 @@
 
 #include "coll/coll.h"
 #include "harness.h"
+#include "par/layout.h"
+#include "par/sim.h"
 #include "rec/rec.h"
 #include "step/pipe.h"
 
@@ -32,23 +34,36 @@ static void test_pipe_defaults(void)
     CHECK_INT(c.p * c.v * c.m * c.dp, 1);
 }
 
+/* The simulated ranks of p = 3 stages and dp = 2 replicas in each order:
+ * rank_of[j * p + r], stage r of replica j. */
 static void test_pipe_place(void)
 {
-    int32_t r[6];
-    pipe_place(PIPE_DP_INNER, 3, 2, r); /* replicas adjacent: r * dp + j */
+    ps_err err;
+    par_sizes sz;
+    par_sizes_init(&sz);
+    sz.pp = 3;
+    sz.dp = 2;
+    par_layout L;
+    par_sim s = {0};
+    const int fold[PAR_NDIMS] = {0};
+    CHECK_INT(par_layout_init(&L, &sz, PAR_DP_INNER, NULL, &err), PS_OK);
+    CHECK_INT(par_sim_build(&s, &L, fold, &err), PS_OK);
+    const int32_t *r = s.rank_of; /* replicas adjacent: r * dp + j */
     CHECK_INT(r[0], 0);
     CHECK_INT(r[1], 2);
     CHECK_INT(r[2], 4);
     CHECK_INT(r[3], 1);
     CHECK_INT(r[5], 5);
-    pipe_place(PIPE_PP_INNER, 3, 2, r); /* replica j's pipeline j * p + r */
+    CHECK_INT(par_layout_init(&L, &sz, PAR_PP_INNER, NULL, &err), PS_OK);
+    CHECK_INT(par_sim_build(&s, &L, fold, &err), PS_OK);
+    r = s.rank_of; /* replica j's pipeline j * p + r */
     CHECK_INT(r[3], 3);
     CHECK_INT(r[1], 1);
-    enum pipe_order o;
-    ps_err err;
-    CHECK_INT(pipe_parse_order("pp_inner", &o, &err), 0);
-    CHECK_INT(o, PIPE_PP_INNER);
-    CHECK_INT(pipe_parse_order("inner", &o, &err), PS_ERR);
+    par_sim_free(&s);
+    enum par_order o;
+    CHECK_INT(par_parse_order("pp_inner", &o, &err), 0);
+    CHECK_INT(o, PAR_PP_INNER);
+    CHECK_INT(par_parse_order("inner", &o, &err), PS_ERR);
     CHECK_STR(err.msg,
               "unknown placement 'inner' (expected dp_inner or pp_inner)");
 }

@@ -309,6 +309,22 @@ local function recompute_of(a)
         end
         gran = "selective"
     end
+    -- a method or a layer count changes nothing without full recompute:
+    -- Megatron asserts it away for selective (arguments.py, "recompute
+    -- method is not yet supported for selective recomputing granularity")
+    -- and ignores it without a granularity (TransformerBlock reads it only
+    -- under 'full'; core_v0.19.0), so it is refused rather than accepted
+    -- and dropped (issue 27)
+    if gran ~= "full" then
+        for _, f in ipairs { "recompute_method", "recompute_num_layers" } do
+            if a[f] ~= nil then
+                check.fail("megatron: %s needs recompute_granularity 'full' (got %s): " ..
+                    "Megatron-LM recomputes %s", f, gran == nil and "none" or check.show(gran),
+                    gran == "selective" and "selected parts only, without a method"
+                        or "nothing without a granularity")
+            end
+        end
+    end
     if gran == "full" then
         local method = a.recompute_method
         if method ~= "uniform" and method ~= "block" then

@@ -1,15 +1,18 @@
-/* Data-parallel lowering (step/dp.c): the bucket plan (reverse layer order, a
- * smaller first bucket, the fraction of the last backward at which each is
- * ready), the split of the last backward, the lanes and signals added, the
- * optimizer step, ZeRO-1's division of it, and dp_exposed. Expected values
- * are worked out by hand in the comments. */
+/* The dp pass (par/dp.c): the bucket plan (reverse layer order, a smaller
+ * first bucket, the fraction of the last backward at which each is ready),
+ * the split of the last backward, the lanes and signals added, the
+ * optimizer step, ZeRO-1's division of it, the finalize reduction a tied
+ * embedding asks for, and the exposed time. Expected values are worked out
+ * by hand in the comments. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "coll/coll.h"
 #include "harness.h"
 #include "net/net.h"
+#include "par/dp.h"
+#include "par/pass.h"
 #include "sim/prog.h"
-#include "step/dp.h"
 
 /* One stage of two layers: layer 0 has 100 parameters, layer 1 has 300, 2
  * gradient bytes each, 1 s of backward each. Walked last layer first with a
@@ -22,28 +25,59 @@
  * With the backward 2 s long, the pieces are 1/6, 2/3 and 7/6 s. */
 static const int32_t first[1] = {0}, count[1] = {2};
 static const double layer_params[2] = {100, 300}, layer_bwd[2] = {1, 1};
-static const int32_t rank_of[2] = {0, 1};
+static const double stage_params[1] = {400};
 
-static dp_config config(int32_t d, int overlap, int zero)
+static par_layout layout;
+static par_sim sim;
+
+/* A step of the layout sz for the dp pass on the stage tables above
+ * (nstages stages of the layers first/count); ps and nw are set by the
+ * caller. */
+static par_step base_step(const par_sizes *sz, int32_t nstages)
 {
-    dp_config c = {0};
-    c.p = 1;
+    ps_err err;
+    CHECK_INT(par_layout_init(&layout, sz, PAR_DP_INNER, NULL, &err), PS_OK);
+    const int fold[PAR_NDIMS] = {0};
+    CHECK_INT(par_sim_build(&sim, &layout, fold, &err), PS_OK);
+    par_step c = {0};
+    c.layout = &layout;
+    c.sim = &sim;
     c.v = 1;
-    c.d = d;
-    c.rank_of = rank_of;
+    c.nstages = nstages;
     c.first = first;
     c.count = count;
     c.layer_params = layer_params;
     c.layer_bwd = layer_bwd;
+    c.stage_params = stage_params;
     c.grad_bytes = 2;
     c.weight_bytes = 2;
-    c.bucket_bytes = 400;
-    c.first_bucket_bytes = 100;
-    c.algorithm = COLL_RING;
-    c.overlap = overlap;
-    c.zero = zero;
-    c.optimizer_seconds = 0.5;
+    c.optimizer_bytes = 12;
+    c.dp.bucket_bytes = 400;
+    c.dp.first_bucket_bytes = 100;
+    c.dp.algorithm = COLL_RING;
+    c.dp.protocol = PAR_PROTOCOL_DEFAULT;
     return c;
+}
+
+/* d replicas of one stage (pp = 1). */
+static par_step config(int32_t d, int overlap, int zero)
+{
+    par_sizes sz;
+    par_sizes_init(&sz);
+    sz.dp = d;
+    sz.shard = zero ? PAR_SHARD_OPTIMIZER : PAR_SHARD_NONE;
+    par_step c = base_step(&sz, 1);
+    c.dp.overlap = overlap;
+    c.dp.optimizer_seconds = 0.5;
+    return c;
+}
+
+/* The dp pass's lower on ps. */
+static int dp_lower(par_step *c, prog_set *ps, const net *nw, ps_err *err)
+{
+    c->ps = ps;
+    c->nw = nw;
+    return par_dp_pass.lower(c, err);
 }
 
 /* d replicas of F (1 s, +8 B) then B (2 s, -8 B) on stage 0. */
@@ -69,13 +103,73 @@ static net *mesh(int32_t n)
     return nw;
 }
 
+/* One replica (no data-parallel peers) of two stages whose ranks share a
+ * tied embedding: the finalize reduction gets communication lanes on both
+ * ranks that wait for their backward (signals raised at its end), run a
+ * 2-rank all-reduce of shared x grad_bytes, then raise synced, which the
+ * compute lanes wait for before OPT. */
+static void test_finalize(const net *nw)
+{
+    ps_err err;
+    par_sizes sz;
+    par_sizes_init(&sz);
+    sz.pp = 2;
+    static const int32_t f2[2] = {0, 1}, c2[2] = {1, 1};
+    static const double sp2[2] = {100, 300};
+    par_step c = base_step(&sz, 2);
+    c.first = f2;
+    c.count = c2;
+    c.stage_params = sp2;
+    c.grad_bytes = 4;
+    c.dp.bucket_bytes = 1e6; /* one bucket per rank: one ready signal */
+    c.dp.first_bucket_bytes = 1e6;
+    c.dp.overlap = 1;
+    c.finalize[0] = (par_finalize){0, 1, 1000 * 4};
+    c.nfinalize = 1;
+    par_log log = {0};
+    c.log = &log;
+    prog_set *ps = prog_new(2);
+    for (int32_t r = 0; r < 2; r++) {
+        int32_t l = prog_add_lane(ps, r);
+        prog_op b = prog_compute(PROG_B, r, 0, 0, 2, -8);
+        CHECK_INT(prog_push(ps, l, &b), PS_OK);
+    }
+    CHECK_INT(par_dp_pass.arrays(&c), 1);
+    CHECK_INT(dp_lower(&c, ps, nw, &err), PS_OK);
+    CHECK_INT(ps->nlanes >= 4, 1); /* 2 compute + 2 communication lanes */
+    /* compute lane: B, SIGNAL(ready), WAIT(synced), OPT */
+    const prog_lane *l0 = &ps->lanes[0];
+    CHECK_INT(l0->n, 4);
+    CHECK_INT(l0->ops[1].type, PROG_SIGNAL);
+    CHECK_INT(l0->ops[2].type, PROG_WAIT);
+    CHECK_INT(l0->ops[3].kind, PROG_OPT);
+    /* communication lane: WAIT(ready) first, SIGNAL(synced) last */
+    const prog_lane *cl = &ps->lanes[2];
+    CHECK_INT(cl->ops[0].type, PROG_WAIT);
+    CHECK_INT(cl->ops[0].msg, l0->ops[1].msg);
+    CHECK_INT(cl->ops[cl->n - 1].type, PROG_SIGNAL);
+    CHECK_INT(cl->ops[cl->n - 1].msg, l0->ops[2].msg);
+    CHECK_INT(log.n, 1);
+    if (log.n == 1) {
+        CHECK_INT(log.c[0].op, COLL_ALLREDUCE);
+        CHECK_INT(log.c[0].d, 2);
+        CHECK(log.c[0].bytes == 4000);
+    }
+    CHECK_INT(prog_seal(ps, &err), PS_OK);
+    par_log_free(&log);
+    prog_free(ps);
+    /* the same ranks, one each: nothing to reduce */
+    c.finalize[0].r1 = 0;
+    CHECK_INT(par_dp_pass.arrays(&c), 0);
+}
+
 int main(void)
 {
     ps_err err;
     net *nw = mesh(2);
 
     /* overlap: F, B(1/6), SIG, B(2/3), SIG, B(7/6), SIG, WAIT, OPT */
-    dp_config c = config(2, 1, 0);
+    par_step c = config(2, 1, 0);
     prog_set *ps = replicas(2);
     CHECK_INT(dp_lower(&c, ps, nw, &err), PS_OK);
     CHECK_INT(ps->nlanes, 4); /* 2 compute + 2 communication lanes */
@@ -127,13 +221,13 @@ int main(void)
     CHECK_INT(badtag, 0);
     CHECK_INT(prog_seal(ps, &err), PS_OK);
 
-    /* dp_exposed: OPT start minus WAIT(synced) start, set by hand */
-    double exposed[2] = {-1, -1};
+    /* exposed: OPT start minus WAIT(synced) start, set by hand */
+    double exposed[2] = {NAN, NAN};
     ps->lanes[0].ops[7].t_start = 5;
     ps->lanes[0].ops[8].t_start = 7.5;
     ps->lanes[1].ops[7].t_start = 6;
     ps->lanes[1].ops[8].t_start = 6;
-    dp_exposed(&c, ps, exposed);
+    par_dp_pass.exposed(&c, exposed);
     CHECK(exposed[0] == 2.5);
     CHECK(exposed[1] == 0);
     prog_free(ps);
@@ -175,7 +269,7 @@ int main(void)
 
     /* bad settings fail, named */
     c = config(2, 1, 0);
-    c.bucket_bytes = 0;
+    c.dp.bucket_bytes = 0;
     ps = replicas(2);
     CHECK_INT(dp_lower(&c, ps, nw, &err), PS_ERR);
     CHECK_HAS(err.msg, "bucket sizes must be positive");
@@ -186,6 +280,8 @@ int main(void)
     CHECK_HAS(err.msg, "expected 2 compute lanes, found 1");
     prog_free(ps);
 
+    test_finalize(nw);
     net_free(nw);
+    par_sim_free(&sim);
     return harness_done();
 }

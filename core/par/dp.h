@@ -1,0 +1,69 @@
+/* The dp pass (par/pass.h): data parallelism on top of a pipeline, its
+ * gradient synchronisation as events.
+ *
+ * Each data-parallel group (par_sim_group over dp and cp: d instances)
+ * reduces the gradients of one pipeline rank. The pass adds, per simulated
+ * rank, a communication lane that reduces the rank's gradients with the
+ * same rank of the group's other instances, bucket by bucket, then runs
+ * the reductions other passes asked for at the end of the sync
+ * (par_step.finalize: Megatron's finalize_model_grads after
+ * finish_grad_sync, such as the tied embedding's all-reduce), and ends
+ * each compute lane with the optimizer step (an OPT op) that waits for
+ * them:
+ *
+ *   - Gradients are grouped into buckets in reverse layer order (the order
+ *     the backward produces them), per model chunk, as PyTorch DDP and
+ *     Megatron-LM's DistributedDataParallel do; the first bucket of a chunk
+ *     may be smaller (DDP's first_bucket_cap, 1 MiB by default in PyTorch).
+ *   - With overlap, a bucket's collective starts when the backward of its
+ *     last layer for the last microbatch has produced it (DDP's bucket-ready
+ *     hook): that last backward is split at the bucket boundaries, each piece
+ *     followed by a signal. Gradients are taken to appear uniformly over a
+ *     layer's backward. Without overlap every reduction starts after the
+ *     rank's last backward.
+ *   - zero = 1 (ZeRO stage 1 / Megatron's distributed optimizer): buckets are
+ *     reduce-scattered, the optimizer updates 1/d of the parameters, then the
+ *     updated parameters are all-gathered; optimizer state is divided by d.
+ *   - overlap_param_gather (with zero and overlap; Megatron's
+ *     --overlap-param-gather): the all-gather of the previous step's update
+ *     overlaps this step's forward instead of following the optimizer. As
+ *     Megatron's DistributedOptimizer does it (distributed_data_parallel.py
+ *     _make_forward_pre_hook, param_and_grad_buffer.py finish_param_sync):
+ *     a chunk's buckets back to back in forward order once the chunk is
+ *     dispatched (par/dp.c dispatch_points: without interleaving at the
+ *     stage's first forward, after its receive; with it aligned across the
+ *     pipeline, align_param_gather), and the first forward of each
+ *     bucket's layers waits for its own. The first forward of each chunk is
+ *     split at the buckets' boundaries, placed by the layers' backward
+ *     times (dp has no forward times; the split only places the waits).
+ *     The steady state of consecutive steps: the step starts with the
+ *     all-gathers.
+ *
+ * Collectives come from the coll module and run on the same network as the
+ * pipeline's transfers, so they contend with them. Static memory: weights,
+ * gradients and optimizer state per parameter, the last divided by the
+ * group with ZeRO-1 (par_sizes.shard). */
+#ifndef PS_PAR_DP_H
+#define PS_PAR_DP_H
+
+#include "par/pass.h"
+
+/* Which model chunks are cut into buckets; the others go as one bucket,
+ * ready when the chunk's last backward ends. Megatron-Core's
+ * DistributedDataParallel cuts only pipeline rank 0's first chunk
+ * (PAR_BUCKET_FIRST, par/dp.c plan_chunk); PyTorch DDP knows no pipeline
+ * and cuts all. */
+enum par_bucketed {
+    PAR_BUCKET_ALL,   /* every rank's every chunk (PyTorch DDP) */
+    PAR_BUCKET_FIRST, /* pipeline rank 0's chunk 0 only (Megatron) */
+    PAR_BUCKET_NONE,  /* none (Megatron with
+                         --overlap-param-gather-with-optimizer-step) */
+};
+
+extern const par_pass par_dp_pass;
+
+/* The ranks each data-parallel group's collectives count as on one node
+ * (coll_ranks_per_node) when every group has the same, else 0. */
+int32_t par_dp_ranks_per_node(const par_step *st);
+
+#endif

@@ -150,13 +150,17 @@ const char *const bind_fields_links_entry[] = {
  * init.lua */
 const char *const bind_fields_collective[] = {
     "algorithm",
+    "backend",
     "bytes",
+    "bytes_log",
     "candidates",
     "chunks",
     "cluster",
     "data",
     "db",
     "faults",
+    "inject",
+    "iterations",
     "meta",
     "name",
     "op",
@@ -173,6 +177,8 @@ const char *const bind_fields_collective[] = {
     "slots",
     "tags",
     "verify",
+    "warmup",
+    "watchdog",
     NULL,
 };
 

@@ -330,6 +330,9 @@ void coll_result_free(coll_result *res)
     free(res->outputs);
     free(res->out_count);
     free(res->store_);
+    free(res->moves);
+    res->moves = NULL;
+    res->nmoves = 0;
     res->bytes_sent = NULL;
     res->outputs = NULL;
     res->out_count = NULL;
@@ -529,6 +532,16 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         buf = NULL;
         if ((rc = coll_verify_run(spec, &v, &g, res->store_, res, err)))
             goto fail;
+        /* what each message moves, for live mode (coll/live.c) */
+        res->moves = calloc((size_t)ps->nmsgs + 1, sizeof *res->moves);
+        if (!res->moves) {
+            rc = ps_errf(err, "out of memory");
+            goto fail;
+        }
+        res->nmoves = ps->nmsgs;
+        for (int64_t k = 0; k < g.nx; k++)
+            res->moves[g.x[k].msg] =
+                (coll_move){g.x[k].lo, g.x[k].cnt, g.x[k].dlo, g.x[k].add};
     }
     gen_free(&g);
     coll_view_free(&v);

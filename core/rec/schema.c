@@ -260,7 +260,9 @@ static const char schema_head_sql[] =
     "  tp INTEGER, sequence_parallel INTEGER, recompute TEXT,\n"
     "  sweep TEXT, point TEXT, point_index INTEGER, tags TEXT, model TEXT,\n"
     "  seq_length INTEGER, micro_batch INTEGER, global_batch INTEGER,\n"
-    "  scenario TEXT);\n" TIMELINE_TABLES_SQL;
+    "  scenario TEXT,\n"
+    "  backend TEXT NOT NULL DEFAULT 'sim' CHECK (backend IN ('sim', 'tcp')),\n"
+    "  simulated REAL);\n" TIMELINE_TABLES_SQL;
 
 static const char schema_tail_sql[] =
     "CREATE TABLE stage(\n"
@@ -374,6 +376,16 @@ static const char migrate_v7_sql[] =
     "DROP TABLE transfer;\n"
     "DROP TABLE memory;\n";
 /* clang-format on */
+
+/* Version 7 -> 8: which executor ran the run (issue 25: 'tcp' for live
+ * mode, 'sim' for every older run) and, for a live run, the simulated
+ * twin's makespan beside the measured one; appended last as CREATE TABLE
+ * has them. */
+static const char migrate_v8_sql[] =
+    "ALTER TABLE run ADD COLUMN backend TEXT NOT NULL DEFAULT 'sim' "
+    "CHECK (backend IN ('sim', 'tcp'));\n"
+    "ALTER TABLE run ADD COLUMN simulated REAL;\n"
+    "PRAGMA user_version = 8;\n";
 
 /* A new file's schema and the version 7 upgrade, each run in order (C
  * caps one string literal at 4095 bytes). */
@@ -705,7 +717,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 6 && timeline_is_tables(db) &&
              exec_all(db, upgrade_v7_sql, err)) ||
             (version >= 1 && version <= 6 &&
-             rec_exec_sql(db, "PRAGMA user_version = 7", err))) {
+             rec_exec_sql(db, "PRAGMA user_version = 7", err)) ||
+            (version >= 1 && version <= 7 &&
+             rec_exec_sql(db, migrate_v8_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

@@ -89,7 +89,7 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
                           r->p2p,          r->recompute, r->params_json,
                           r->status,       r->error,     r->meta.sweep,
                           r->meta.point,   r->meta.tags, r->meta.model,
-                          r->meta.scenario};
+                          r->meta.scenario, r->backend};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         put_str(s, strs[i]);
     int64_t ints[] = {r->stages,
@@ -105,8 +105,8 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
                       r->meta.global_batch};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         put_i64(s, ints[i]);
-    double reals[] = {r->makespan, r->bubble, r->closed_form_bubble,
-                      r->imbalance, r->peak_memory};
+    double reals[] = {r->makespan,  r->bubble,      r->closed_form_bubble,
+                      r->imbalance, r->peak_memory, r->simulated};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
         put_f64(s, reals[i]);
     int32_t ns = p->stages ? p->nstages : 0;
@@ -222,7 +222,7 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
             &run.p2p,          &run.recompute, &run.params_json,
             &run.status,       &run.error,     &run.meta.sweep,
             &run.meta.point,   &run.meta.tags, &run.meta.model,
-            &run.meta.scenario};
+            &run.meta.scenario, &run.backend};
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
             *strs[i] = take_str(&r);
         run.stages = (int32_t)take_i64(&r);
@@ -236,8 +236,9 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
         run.meta.seq_length = take_i64(&r);
         run.meta.micro_batch = take_i64(&r);
         run.meta.global_batch = take_i64(&r);
-        double *reals[] = {&run.makespan, &run.bubble, &run.closed_form_bubble,
-                           &run.imbalance, &run.peak_memory};
+        double *reals[] = {&run.makespan,  &run.bubble,
+                           &run.closed_form_bubble, &run.imbalance,
+                           &run.peak_memory, &run.simulated};
         for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
             take(&r, reals[i], sizeof(double));
         rec_payload p = {.run = &run};

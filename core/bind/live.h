@@ -1,0 +1,45 @@
+/* Live mode's fields and results in the binding (bind/live.c), shared by
+ * ps.collective (bind/collective.c) and ps.run (bind/run.c). */
+#ifndef PS_BIND_LIVE_H
+#define PS_BIND_LIVE_H
+
+#include <lua.h>
+#include <stdint.h>
+
+#include "live/live.h"
+#include "rec/rec.h"
+
+typedef struct bind_live {
+    int tcp;               /* backend = "tcp" */
+    int iterations, warmup;
+    double watchdog;       /* seconds; 0: live mode's default */
+    live_inject inject;    /* tests of the calibration */
+    const char *bytes_log; /* NULL: none */
+} bind_live;
+
+/* Reads backend, iterations, warmup, watchdog, inject and bytes_log of the
+ * table at idx into *out; iterations and warmup default to the given
+ * values. Raises on a bad value, and on a live-mode field without backend
+ * = "tcp". */
+void bind_live_read(lua_State *L, int idx, int iterations, int warmup,
+                    bind_live *out);
+
+/* [-0, +0] Adds live mode's fields to the result table at the top:
+ * backend, simulated, times, median_iteration, clock_error, and per listed
+ * rank (ranks[i], or i when ranks is NULL; n of them) bytes_sent,
+ * bytes_received and header_bytes as the sockets counted them. */
+void bind_live_push(lua_State *L, const live_result *r, double simulated,
+                    const int32_t *ranks, int32_t n);
+
+/* Writes lv->bytes_log, when set, for run id: live mode's socket counts
+ * (r), or a simulated run's transfer rows (r NULL: needs events, the run
+ * recorded at the events level, and db). Returns 0, or PS_ERR with err
+ * set (the caller frees what it holds, then raises). */
+int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
+                        int64_t id, int events, const live_result *r,
+                        ps_err *err);
+
+/* --bytes-log: the file of runs that name none (borrowed; NULL: none). */
+void bind_live_set_bytes_log(const char *path);
+
+#endif

@@ -12,14 +12,18 @@
  * sequence_parallel, tp_overlap and recompute* are read by
  * lua/pipesim/parallel.lua, which takes them out before core.run */
 const char *const bind_fields_run[] = {
+    "backend",
+    "bytes_log",
     "checkpoint",
     "chunk_placement",
     "cluster",
+    "compute",
     "db",
     "dp",
     "faults",
     "fb_interference",
     "grad_sync",
+    "iterations",
     "layers",
     "memory",
     "meta",
@@ -45,6 +49,8 @@ const char *const bind_fields_run[] = {
     "tp",
     "tp_overlap",
     "virtual_stages",
+    "warmup",
+    "watchdog",
     "zero",
     NULL,
 };

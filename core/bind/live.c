@@ -172,3 +172,118 @@ int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
     }
     return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* ps.run{ backend = "tcp", compute = {...} }                          */
+
+#define PIPE_LIVE_TYPE "pipesim.pipe_live"
+
+static int pipe_live_gc(lua_State *L)
+{
+    pipe_live_free(luaL_checkudata(L, 1, PIPE_LIVE_TYPE));
+    return 0;
+}
+
+static const char *const compute_fields[] = {
+    "dtype", "model", "samples", "seed", "width", "widths", NULL,
+};
+
+/* [-0, +0] compute.width or compute.widths into w (nlayers + 1). */
+static void read_widths(lua_State *L, int t, int32_t nlayers, int32_t *w)
+{
+    long long width = 0;
+    int has = bind_int(L, t, "width", 1, 1 << 16, &width);
+    if (lua_getfield(L, t, "widths") != LUA_TNIL) {
+        if (has)
+            luaL_error(L, "field 'compute': give width or widths, not both");
+        lua_Integer n = bind_list_len(L, -1, "compute.widths");
+        if (n != nlayers + 1)
+            luaL_error(L,
+                       "field 'compute.widths' needs %d entries (the input "
+                       "and each layer's output), got %d",
+                       (int)nlayers + 1, (int)n);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_geti(L, -1, i);
+            long long v;
+            bind_check_int(L, lua_gettop(L), "compute.widths[i]", 1, 1 << 16,
+                           &v);
+            w[i - 1] = (int32_t)v;
+            lua_pop(L, 1);
+        }
+    } else {
+        for (int32_t i = 0; i <= nlayers; i++)
+            w[i] = (int32_t)(has ? width : 64);
+    }
+    lua_pop(L, 1);
+}
+
+pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
+                          int32_t nlayers)
+{
+    if (lua_getfield(L, idx, "compute") == LUA_TNIL) {
+        lua_pop(L, 1);
+        if (lv->tcp)
+            luaL_error(L, "backend = \"tcp\" needs field 'compute' (the model "
+                          "to run: { model = \"mlp\", width = 256, dtype = "
+                          "\"float64\", seed = 1 })");
+        lua_pushnil(L);
+        return NULL;
+    }
+    if (!lv->tcp)
+        luaL_error(L, "field 'compute' applies to backend = \"tcp\" (live "
+                      "mode) only");
+    int t = lua_gettop(L);
+    if (!lua_istable(L, t))
+        luaL_error(L, "field 'compute' must be a table { model = \"mlp\", "
+                      "width = ..., dtype = \"float64\", seed = ... }");
+    bind_check_fields(L, t, "compute", compute_fields);
+    const char *model = bind_string_in(L, t, "compute", "model");
+    if (!model || strcmp(model, "mlp") != 0)
+        luaL_error(L, "field 'compute.model': live mode runs \"mlp\", got %s",
+                   model ? model : "nothing");
+    const char *dtype = bind_string_in(L, t, "compute", "dtype");
+    if (dtype && strcmp(dtype, "float64") != 0)
+        luaL_error(L, "field 'compute.dtype': live mode computes in "
+                      "\"float64\", got '%s'",
+                   dtype);
+    size_t wbytes = ((size_t)nlayers + 1) * sizeof(int32_t);
+    pipe_live *pl = lua_newuserdatauv(L, sizeof *pl + wbytes, 0);
+    memset(pl, 0, sizeof *pl);
+    static const luaL_Reg meta[] = {{"__gc", pipe_live_gc}, {NULL, NULL}};
+    bind_setmetatable(L, PIPE_LIVE_TYPE, meta);
+    int32_t *w = (int32_t *)(pl + 1);
+    read_widths(L, t, nlayers, w);
+    long long seed = 1, samples = 8;
+    bind_integer(L, t, "seed", &seed);
+    bind_int(L, t, "samples", 1, 1 << 20, &samples);
+    *pl = (pipe_live){.iterations = lv->iterations,
+                      .warmup = lv->warmup,
+                      .watchdog = lv->watchdog,
+                      .width = w,
+                      .nwidth = nlayers + 1,
+                      .seed = (uint64_t)seed,
+                      .rows = (int32_t)samples};
+    lua_remove(L, t); /* the userdata stays, at the top */
+    return pl;
+}
+
+/* [-0, +0] t[k] = array of n numbers */
+static void set_array(lua_State *L, const char *k, const double *v,
+                      int32_t n)
+{
+    lua_createtable(L, n, 0);
+    for (int32_t i = 0; i < n; i++) {
+        lua_pushnumber(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, k);
+}
+
+void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
+                         const int32_t *ranks, int32_t n)
+{
+    bind_live_push(L, &pl->run, pl->simulated, ranks, n);
+    set_number(L, "grad_error", pl->grad_error);
+    set_array(L, "held_activations", pl->held_peak, n);
+    set_array(L, "recompute_time", pl->recompute, n);
+}

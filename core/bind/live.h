@@ -8,6 +8,7 @@
 
 #include "live/live.h"
 #include "rec/rec.h"
+#include "step/pipe.h"
 
 typedef struct bind_live {
     int tcp;               /* backend = "tcp" */
@@ -38,6 +39,19 @@ void bind_live_push(lua_State *L, const live_result *r, double simulated,
 int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
                         int64_t id, int events, const live_result *r,
                         ps_err *err);
+
+/* [-0, +1] ps.run's field compute (the MLP) into a pipe_live, pushed as
+ * a userdata that owns it (keep it on the stack while pipe_run runs), for
+ * a model of nlayers layers; pushes nil and returns NULL without backend
+ * = "tcp". Raises on a bad field, or without compute in live mode. */
+pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
+                          int32_t nlayers);
+
+/* [-0, +0] Live mode's fields of a pipeline's result table at the top:
+ * bind_live_push's, grad_error, held_activations and recompute_time (per
+ * entry of the result's rank list, n of them). */
+void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
+                         const int32_t *ranks, int32_t n);
 
 /* --bytes-log: the file of runs that name none (borrowed; NULL: none). */
 void bind_live_set_bytes_log(const char *path);

@@ -137,7 +137,7 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
         .run = &run,
         .collective = error ? NULL : &row,
         .progs = streamed ? NULL : ctx->ps,
-        .network = nw,
+        .network = rc->live ? NULL : nw, /* the twin's link loads */
     };
     return rec_write(rc->db, &pl, error ? REC_SUMMARY : rc->level, id, err);
 }

@@ -141,6 +141,9 @@ typedef struct live_result {
  * out of memory. Every worker process has exited when it returns. */
 int live_run(const live_cfg *cfg, live_result *res, ps_err *err);
 
+/* CLOCK_MONOTONIC in seconds: the clock live mode measures with. */
+double live_clock(void);
+
 /* Frees what live_run allocated in res; harmless on a zeroed or freed
  * res. */
 void live_result_free(live_result *res);

@@ -13,6 +13,7 @@
 
 #include "base/err.h"
 #include "live/live.h"
+#include "sim/prog.h"
 
 #define WIRE_MAGIC 0x564c5350u /* "PSLV" */
 #define WIRE_HDR 16
@@ -84,5 +85,13 @@ double wire_next_write(const wire_conn *c, const live_inject *inj,
  * unless the message was staged, and releases a connection stuck on it.
  * Returns 0, or -1 out of memory. */
 int wire_post(wire_conn *c, wire_in *in, int32_t msg);
+
+/* Connects rank to every peer its lanes in ps name (live/peers.c):
+ * through the listeners, listen_fd its own and ports[r] rank r's on
+ * loopback. Fills *conns (nconn of them, owned by the caller) and
+ * *conn_of (peer rank -> connection, -1). Fails naming the peer. */
+int wire_connect(const prog_set *ps, int32_t rank, int listen_fd,
+                 const uint16_t *ports, wire_conn **conns, int32_t *nconn,
+                 int32_t **conn_of, ps_err *err);
 
 #endif

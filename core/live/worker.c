@@ -74,6 +74,8 @@ static void count(worker *w, const prog_op *op, int send, double bytes,
         w->counts = c;
         w->counts_cap = cap;
     }
+    /* whole, padding included: the bytes go to the coordinator */
+    memset(&w->counts[w->ncounts], 0, sizeof w->counts[0]);
     w->counts[w->ncounts++] = (live_count){
         .iteration = w->iteration - w->cfg->warmup,
         .rank = w->rank,
@@ -519,13 +521,12 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
     return PS_OK;
 }
 
-/* Runs the rank's lanes once, from t0. */
+/* Runs the rank's lanes once, from t0; the front end's buffers were
+ * reset (prepare) when the previous iteration ended, so that the start is
+ * not late by a copy of the inputs. */
 static int run_iteration(worker *w, double t0, ps_err *err)
 {
     reset_iteration(w);
-    if (w->cfg->ops->reset &&
-        w->cfg->ops->reset(w->cfg->ctx, w->rank, err))
-        return PS_ERR;
     while (live_now() < t0) {
         double left = t0 - live_now();
         struct timespec ts = {0, left > 1e-3 ? 500000 : 0};
@@ -614,101 +615,11 @@ static int send_done(worker *w)
     return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* Connections                                                         */
-
-static int set_nodelay(int fd)
+/* The front end's buffers back to the inputs, for the next iteration. */
+static int prepare(worker *w, ps_err *err)
 {
-    int one = 1;
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))
-        return -1;
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-/* Which ranks w talks to: a connection per peer named by its lanes. */
-static int find_peers(worker *w, ps_err *err)
-{
-    int32_t R = w->ps->nranks;
-    w->conn_of = malloc((size_t)R * sizeof *w->conn_of);
-    if (!w->conn_of)
-        return ps_errf(err, "out of memory");
-    for (int32_t r = 0; r < R; r++)
-        w->conn_of[r] = -1;
-    for (int32_t l = 0; l < w->nl; l++) {
-        const prog_lane *lane = &w->ps->lanes[w->lanes[l].lane];
-        for (int32_t i = 0; i < lane->n; i++) {
-            const prog_op *op = &lane->ops[i];
-            if ((op->type == PROG_SEND || op->type == PROG_RECV) &&
-                op->peer >= 0 && op->peer < R && op->peer != w->rank &&
-                w->conn_of[op->peer] < 0)
-                w->conn_of[op->peer] = w->nconn++;
-        }
-    }
-    w->conns = calloc((size_t)w->nconn + 1, sizeof *w->conns);
-    if (!w->conns)
-        return ps_errf(err, "out of memory");
-    for (int32_t r = 0; r < R; r++)
-        if (w->conn_of[r] >= 0) {
-            w->conns[w->conn_of[r]].peer = r;
-            w->conns[w->conn_of[r]].fd = -1;
-        }
-    return PS_OK;
-}
-
-/* Connects to every higher peer's listener and accepts every lower one;
- * each connection opens with the connecting rank's number. */
-static int connect_peers(worker *w, int listen_fd, const uint16_t *ports,
-                         ps_err *err)
-{
-    int32_t expect = 0;
-    for (int32_t c = 0; c < w->nconn; c++) {
-        wire_conn *cn = &w->conns[c];
-        if (cn->peer < w->rank) {
-            expect++;
-            continue;
-        }
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons(ports[cn->peer])};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        int32_t me = w->rank;
-        if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) ||
-            write(fd, &me, sizeof me) != (ssize_t)sizeof me) {
-            if (fd >= 0)
-                close(fd);
-            return ps_errf(err, "rank %d: cannot connect to rank %d: %s",
-                           (int)w->rank, (int)cn->peer, strerror(errno));
-        }
-        cn->fd = fd;
-    }
-    double until = live_now() + 30;
-    while (expect > 0) {
-        struct pollfd pf = {listen_fd, POLLIN, 0};
-        if (poll(&pf, 1, 1000) <= 0) {
-            if (live_now() > until)
-                return ps_errf(err, "rank %d: peers did not connect",
-                               (int)w->rank);
-            continue;
-        }
-        int fd = accept(listen_fd, NULL, NULL);
-        int32_t who = -1;
-        if (fd < 0 || read(fd, &who, sizeof who) != (ssize_t)sizeof who ||
-            who < 0 || who >= w->ps->nranks || w->conn_of[who] < 0 ||
-            w->conns[w->conn_of[who]].fd >= 0) {
-            if (fd >= 0)
-                close(fd);
-            return ps_errf(err, "rank %d: a bad peer connection",
-                           (int)w->rank);
-        }
-        w->conns[w->conn_of[who]].fd = fd;
-        expect--;
-    }
-    for (int32_t c = 0; c < w->nconn; c++)
-        if (set_nodelay(w->conns[c].fd))
-            return ps_errf(err, "rank %d: socket options failed",
-                           (int)w->rank);
-    return PS_OK;
+    return w->cfg->ops->reset ? w->cfg->ops->reset(w->cfg->ctx, w->rank, err)
+                              : PS_OK;
 }
 
 static int setup(worker *w, int listen_fd, const uint16_t *ports, ps_err *err)
@@ -733,11 +644,12 @@ static int setup(worker *w, int listen_fd, const uint16_t *ports, ps_err *err)
     w->stall_at = fp && fp->rank && w->rank < fp->nranks
                       ? fp->rank[w->rank].stall_at
                       : INFINITY;
-    if (find_peers(w, err) || connect_peers(w, listen_fd, ports, err))
+    if (wire_connect(ps, w->rank, listen_fd, ports, &w->conns, &w->nconn,
+                     &w->conn_of, err))
         return PS_ERR;
     if (w->cfg->ops->setup && w->cfg->ops->setup(w->cfg->ctx, w->rank, err))
         return PS_ERR;
-    return PS_OK;
+    return prepare(w, err);
 }
 
 /* Serves GO, PROBE and FINISH until the run ends. */
@@ -764,6 +676,10 @@ static int serve(worker *w, ps_err *err)
             rc = run_iteration(w, g.t0, err);
             if (rc == PS_OK && send_done(w))
                 rc = ps_errf(err, "rank %d: cannot report", (int)w->rank);
+            /* the last iteration's buffers are the result */
+            if (rc == PS_OK &&
+                g.iteration + 1 < w->cfg->warmup + w->cfg->iterations)
+                rc = prepare(w, err);
         } else if (type == LIVE_FINISH) {
             const void *data = NULL;
             size_t n = 0;

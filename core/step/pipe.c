@@ -336,6 +336,13 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     eng_stats_of(ctx->eng, &es);
     for (int32_t l = 0; l < n; l++)
         ctx->busy[l] = es.busy[l];
+    for (int32_t l = 0; cfg->live && l < n; l++) { /* measured */
+        const prog_lane *lane = &ctx->ps->lanes[l];
+        ctx->busy[l] = 0;
+        for (int32_t i = 0; i < lane->n; i++)
+            if (lane->ops[i].type == PROG_COMPUTE)
+                ctx->busy[l] += lane->ops[i].t_end - lane->ops[i].t_start;
+    }
     int synced = cfg->dp > 1;
     if (synced)
         dp_exposed(dc, ctx->ps, ctx->exposed);
@@ -450,6 +457,8 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .error = error,
         .fits = error ? REC_FITS_UNKNOWN : res->fits,
         .meta = cfg->meta,
+        .backend = cfg->live ? "tcp" : NULL,
+        .simulated = cfg->live && !error ? cfg->live->simulated : NAN,
     };
     /* one collective row per gradient-sync bucket and pipeline rank, with
      * the algorithm and protocol auto chose (rec/rec.h) */
@@ -483,7 +492,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .nranks = error ? 0 : res->n,
         .progs = ctx->ps,
         .static_memory = ctx->rank_static,
-        .network = nw,
+        .network = cfg->live ? NULL : nw, /* the twin's link loads */
     };
     int rc =
         rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
@@ -584,7 +593,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
      * built-in schedules then stream, generated as the engine runs
      * (sched/gen_pipe.h), with the optimizer step dp_lower would append as each
      * lane's last op, and ps stays empty */
-    int streamed = cfg->dp == 1 && !cfg->faults && gen_pipe_applies(&spec);
+    /* live mode runs the stored programs (step/pipe_live.c) */
+    int streamed = cfg->dp == 1 && !cfg->faults && !cfg->live &&
+                   gen_pipe_applies(&spec);
     int32_t *identity = NULL;
     if (streamed) { /* one replica: sched_lower's j = 0 */
         spec.stages = ctx->stages;
@@ -647,7 +658,9 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
             fp = *cfg->faults;
             fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
         }
-        eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
+        /* live mode's twin runs without the faults, which the workers
+         * inject for real */
+        eng_set_faults(ctx->eng, cfg->faults && !cfg->live ? &fp : NULL);
         eng_set_memory(ctx->eng, ctx->rank_static);
         rc = streamed
                  ? gen_pipe_run_step(&spec, cfg->optimizer_seconds, nw,
@@ -656,12 +669,19 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         eng_set_faults(ctx->eng, NULL);
         eng_set_memory(ctx->eng, NULL);
     }
+    if (rc == PS_OK && cfg->live) {
+        /* the simulated twin's makespan, then the same programs for real:
+         * their op times become the measured ones */
+        cfg->live->simulated = res->eng.makespan;
+        rc = pipe_live_run(cfg, &spec, ctx->ps, ctx->stage_first,
+                           ctx->stage_count, &res->eng.makespan, err);
+    }
     if (rc == PS_OK) {
         /* the ledger as the engine kept it online; mem_ledger's own order
          * when a rank's changes came from several lanes (sim/eng.h) */
         eng_stats es;
         eng_stats_of(ctx->eng, &es);
-        if (es.mem_merged)
+        if (es.mem_merged || cfg->live)
             rc = mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
                             err);
         else
@@ -706,7 +726,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     int built = 0;
     /* event and transfer rows are written as the engine completes ops
      * (rec_stream_begin), in the run's transaction that record() commits */
-    int events = db && cfg->record == REC_EVENTS;
+    /* (live mode's rows are read back from its measured programs) */
+    int events = db && cfg->record == REC_EVENTS && !cfg->live;
     eng_sink sink;
     if (events && rec_stream_begin(db, &sink, err))
         return PS_ERR;

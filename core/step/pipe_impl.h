@@ -29,6 +29,14 @@ typedef struct pipe_costs {
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out,
                      ps_err *err);
 
+/* Runs the lowered, sealed programs ps of cfg (spec as lowered; stage s
+ * holds layers first[s] .. first[s] + count[s] - 1) for real
+ * (step/pipe_live.c): fills cfg->live, writes the median iteration's
+ * measured times into ps and its makespan into *makespan. */
+int pipe_live_run(const pipe_config *cfg, const sched_spec *spec,
+                  prog_set *ps, const int32_t *first, const int32_t *count,
+                  double *makespan, ps_err *err);
+
 /* Cluster rank of pipeline rank r in replica j. */
 static inline int32_t pipe_cluster_rank(const pipe_config *cfg, int32_t r,
                                         int32_t j)

@@ -422,6 +422,8 @@ static void write_times(const coord *c, int32_t k)
     }
     for (int32_t m = 0; m < ps->nmsgs; m++) {
         const prog_msg *pm = &ps->msgs[m];
+        if (pm->send_lane < 0 || pm->recv_lane < 0)
+            continue; /* an id no op took (a hand-over on one rank) */
         prog_op *s = &ps->lanes[pm->send_lane].ops[pm->send_op];
         const prog_op *r = &ps->lanes[pm->recv_lane].ops[pm->recv_op];
         if (r->t_end > s->t_end)

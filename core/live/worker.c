@@ -636,7 +636,8 @@ static int setup(worker *w, int listen_fd, const uint16_t *ports, ps_err *err)
             w->lanes[w->nl++].lane = l;
     for (int32_t m = 0; m < ps->nmsgs; m++) {
         const prog_msg *pm = &ps->msgs[m];
-        w->ins[m].peer = ps->lanes[pm->recv_lane].rank == w->rank
+        w->ins[m].peer = pm->recv_lane >= 0 && pm->send_lane >= 0 &&
+                                 ps->lanes[pm->recv_lane].rank == w->rank
                              ? ps->lanes[pm->send_lane].rank
                              : -1;
     }

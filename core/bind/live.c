@@ -125,6 +125,22 @@ void bind_live_push(lua_State *L, const live_result *r, double simulated,
     }
 }
 
+/* The log's order: iteration, then time, then rank. */
+static int by_time(const void *a, const void *b)
+{
+    const rec_bytes_row *x = a, *y = b;
+    if (x->iteration != y->iteration)
+        return x->iteration < y->iteration ? -1 : 1;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    /* one rank's counters only grow: they order its messages of one
+     * instant */
+    double u = x->sent + x->received, v = y->sent + y->received;
+    return (u > v) - (u < v);
+}
+
 static const char *kind_name(uint8_t kind)
 {
     return kind == PROG_F ? "act" : kind == PROG_B ? "grad" : "coll";
@@ -161,6 +177,7 @@ int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
                 .t = c->t,
             };
         }
+        qsort(rows, (size_t)r->ncounts, sizeof *rows, by_time);
         rc = rec_bytes_log(lv->bytes_log, append, rows, r->ncounts, err);
         free(rows);
     } else {

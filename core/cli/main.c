@@ -18,6 +18,7 @@
 #include "base/limit.h"
 #include "base/unit.h"
 #include "bind/bind.h"
+#include "bind/live.h"
 #include "bind/nccl_tests.h"
 #include "out/export.h"
 #include "out/merge.h"
@@ -28,7 +29,7 @@
 static const char usage[] =
     "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
     "                   [--timeout SECONDS] [--max-memory SIZE]\n"
-    "                   [--jobs N] [--shard K/N]\n"
+    "                   [--jobs N] [--shard K/N] [--bytes-log FILE]\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
     "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
@@ -55,6 +56,8 @@ static const char usage[] =
     "           processes (default: the number of cores); the rows are\n"
     "           those of --jobs 1. --shard K/N runs only the points whose\n"
     "           index is K modulo N (K from 0), for pipesim merge.\n"
+    "           --bytes-log FILE: every run's byte counters as JSON Lines\n"
+    "           (the bytes_log field of ps.run and ps.collective).\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
     "           --csv: the table as CSV, or with RUN one line per rank.\n"
@@ -146,6 +149,7 @@ typedef struct run_opts {
     size_t max_memory;    /* bytes */
     int jobs;             /* --jobs, >= 1 */
     int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
+    const char *bytes_log; /* --bytes-log FILE; NULL: none */
 } run_opts;
 
 /* A decimal integer in lo..hi, the whole string. */
@@ -190,13 +194,21 @@ static int parse_shard(const char *v, run_opts *o)
  * (opterr = 0) so that every error is pipesim's one line. */
 static int parse_run(int argc, char **argv, run_opts *o)
 {
-    enum { OPT_UNSAFE = 256, OPT_TIMEOUT, OPT_MAX_MEMORY, OPT_JOBS, OPT_SHARD };
+    enum {
+        OPT_UNSAFE = 256,
+        OPT_TIMEOUT,
+        OPT_MAX_MEMORY,
+        OPT_JOBS,
+        OPT_SHARD,
+        OPT_BYTES_LOG
+    };
     static const struct option longopts[] = {
         {"unsafe", no_argument, NULL, OPT_UNSAFE},
         {"jobs", required_argument, NULL, OPT_JOBS},
         {"shard", required_argument, NULL, OPT_SHARD},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        {"bytes-log", required_argument, NULL, OPT_BYTES_LOG},
         {NULL, 0, NULL, 0},
     };
     o->max_memory = limit_default_memory();
@@ -215,6 +227,11 @@ static int parse_run(int argc, char **argv, run_opts *o)
                 return fail("run: -o: the database path is empty");
             break;
         case OPT_UNSAFE: o->unsafe = 1; break;
+        case OPT_BYTES_LOG:
+            if (!*optarg)
+                return fail("run: --bytes-log: the file name is empty");
+            o->bytes_log = optarg;
+            break;
         case OPT_JOBS: {
             long n;
             if (parse_int(optarg, 1, 1024, &n))
@@ -342,6 +359,7 @@ static int cmd_run(int argc, char **argv)
     bind_setup(L, luadir, &s);
     if (!o.unsafe)
         bind_sandbox(L, luadir, o.scenario, o.db);
+    bind_live_set_bytes_log(o.bytes_log);
     ps_err err;
     rc = bind_limits(L, luadir, o.timeout, &err);
     if (rc)

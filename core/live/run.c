@@ -237,6 +237,34 @@ static int take_done(coord *c, int32_t i, size_t len, int32_t iter,
     return PS_OK;
 }
 
+/* Worker i failed with the message in c->buf. A broken connection is
+ * the symptom of a peer that died: the death, when there is one within a
+ * moment, is the run's error (naming the rank that died). */
+static int failed(coord *c, int32_t i, ps_err *err)
+{
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", (char *)c->buf);
+    for (int tries = 0; strstr(msg, "broke") && tries < 40; tries++) {
+        for (int32_t k = 0; k < c->n; k++) {
+            int status;
+            if (k == i || c->w[k].pid <= 0 ||
+                waitpid(c->w[k].pid, &status, WNOHANG) != c->w[k].pid)
+                continue;
+            c->w[k].pid = 0;
+            if (WIFSIGNALED(status))
+                return ps_errf(err,
+                               "rank %d: its worker died (killed by signal "
+                               "%d)",
+                               (int)c->w[k].rank, WTERMSIG(status));
+            if (WEXITSTATUS(status) != 0)
+                return ps_errf(err, "rank %d: its worker died (exit status %d)",
+                               (int)c->w[k].rank, WEXITSTATUS(status));
+        }
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    return ps_errf(err, "%s", msg);
+}
+
 /* Everyone still running has said it is blocked, and probes confirm that
  * nothing moved since: the engine's deadlock report. */
 static int deadlock(coord *c, ps_err *err)
@@ -297,7 +325,7 @@ static int on_message(coord *c, int32_t i, int32_t iter, int *probing,
         return died(c, i, err);
     wk *w = &c->w[i];
     if (type == LIVE_FAIL)
-        return ps_errf(err, "%s", (char *)c->buf);
+        return failed(c, i, err);
     if (type == LIVE_DONE) {
         *quiet_since = live_now();
         w->blocked = 0;

@@ -369,8 +369,9 @@ static int core_collective(lua_State *L)
     bind_live lv; /* live mode (bind/live.c); nccl-tests' -n 20 -w 5 */
     bind_live_read(L, 1, 20, 5, &lv);
     if (!simulate && (lv.tcp || lv.bytes_log))
-        return luaL_error(L, "field '%s' needs a collective that runs; "
-                             "simulate = false only predicts",
+        return luaL_error(L,
+                          "field '%s' needs a collective that runs; "
+                          "simulate = false only predicts",
                           lv.tcp ? "backend" : "bytes_log");
     if (!simulate)
         return predict_only(L, &spec, cl->nw);

@@ -42,8 +42,9 @@ static int live_only(lua_State *L, int idx, const char *name, int tcp)
     int t = lua_getfield(L, idx, name);
     lua_pop(L, 1);
     if (t != LUA_TNIL && !tcp)
-        return luaL_error(L, "field '%s' applies to backend = \"tcp\" (live "
-                             "mode) only",
+        return luaL_error(L,
+                          "field '%s' applies to backend = \"tcp\" (live "
+                          "mode) only",
                           name);
     return t != LUA_TNIL;
 }
@@ -56,8 +57,9 @@ void bind_live_read(lua_State *L, int idx, int iterations, int warmup,
     if (b && strcmp(b, "tcp") == 0)
         out->tcp = 1;
     else if (b && strcmp(b, "sim") != 0)
-        luaL_error(L, "field 'backend': unknown backend '%s' (expected sim "
-                      "or tcp)",
+        luaL_error(L,
+                   "field 'backend': unknown backend '%s' (expected sim "
+                   "or tcp)",
                    b);
     out->bytes_log = bind_string(L, idx, "bytes_log");
     if (!out->bytes_log)
@@ -155,8 +157,7 @@ int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
         return PS_OK;
     int append = !first_write(lv->bytes_log), rc;
     if (r) {
-        rec_bytes_row *rows =
-            malloc(((size_t)r->ncounts + 1) * sizeof *rows);
+        rec_bytes_row *rows = malloc(((size_t)r->ncounts + 1) * sizeof *rows);
         if (!rows)
             return ps_errf(err, "out of memory");
         for (int64_t k = 0; k < r->ncounts; k++) {
@@ -234,9 +235,43 @@ static void read_widths(lua_State *L, int t, int32_t nlayers, int32_t *w)
     lua_pop(L, 1);
 }
 
-pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
-                          int32_t nlayers)
+/* The layers as the simulated twin needs them to match the MLP: each
+ * layer's params, the bytes it sends on and keeps (float64, `rows`
+ * samples), from the model where the scenario left them out; a value
+ * that disagrees is refused rather than simulated. */
+static void fit_layers(lua_State *L, pipe_layer *l, int32_t n, const int32_t *w,
+                       int32_t rows)
 {
+    for (int32_t i = 0; i < n; i++) {
+        double params = (double)w[i + 1] * (w[i] + 1);
+        double out = (double)rows * w[i + 1] * 8;
+        if (l[i].params == 0)
+            l[i].params = params;
+        if (l[i].out_bytes == 0)
+            l[i].out_bytes = out;
+        if (l[i].act_bytes == 0)
+            l[i].act_bytes = out;
+        char why[256];
+        if (l[i].params != params)
+            snprintf(why, sizeof why,
+                     "layer %d: params %.17g, the live MLP's layer has %.17g "
+                     "(width %d -> %d with biases): leave params out",
+                     (int)i + 1, l[i].params, params, (int)w[i], (int)w[i + 1]);
+        else if (l[i].out_bytes != out)
+            snprintf(why, sizeof why,
+                     "layer %d: out_bytes %.17g, the live MLP sends %.17g "
+                     "(%d samples x %d float64): leave out_bytes out",
+                     (int)i + 1, l[i].out_bytes, out, (int)rows, (int)w[i + 1]);
+        else
+            continue;
+        luaL_error(L, "%s", why);
+    }
+}
+
+pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
+                          pipe_config *cfg)
+{
+    int32_t nlayers = cfg->nlayers;
     if (lua_getfield(L, idx, "compute") == LUA_TNIL) {
         lua_pop(L, 1);
         if (lv->tcp)
@@ -260,19 +295,28 @@ pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
                    model ? model : "nothing");
     const char *dtype = bind_string_in(L, t, "compute", "dtype");
     if (dtype && strcmp(dtype, "float64") != 0)
-        luaL_error(L, "field 'compute.dtype': live mode computes in "
-                      "\"float64\", got '%s'",
+        luaL_error(L,
+                   "field 'compute.dtype': live mode computes in "
+                   "\"float64\", got '%s'",
                    dtype);
+    size_t lbytes = (size_t)nlayers * sizeof(pipe_layer);
     size_t wbytes = ((size_t)nlayers + 1) * sizeof(int32_t);
-    pipe_live *pl = lua_newuserdatauv(L, sizeof *pl + wbytes, 0);
+    pipe_live *pl = lua_newuserdatauv(L, sizeof *pl + lbytes + wbytes, 0);
     memset(pl, 0, sizeof *pl);
     static const luaL_Reg meta[] = {{"__gc", pipe_live_gc}, {NULL, NULL}};
     bind_setmetatable(L, PIPE_LIVE_TYPE, meta);
-    int32_t *w = (int32_t *)(pl + 1);
+    pipe_layer *layers = (pipe_layer *)(pl + 1);
+    int32_t *w = (int32_t *)(layers + nlayers);
     read_widths(L, t, nlayers, w);
     long long seed = 1, samples = 8;
     bind_integer(L, t, "seed", &seed);
     bind_int(L, t, "samples", 1, 1 << 20, &samples);
+    memcpy(layers, cfg->layers, lbytes); /* a sweep's layers are shared */
+    fit_layers(L, layers, nlayers, w, (int32_t)samples);
+    cfg->layers = layers;
+    /* the MLP's numbers are float64: the gradient sync's buckets are cut
+     * in its bytes */
+    cfg->grad_bytes = cfg->weight_bytes = 8;
     *pl = (pipe_live){.iterations = lv->iterations,
                       .warmup = lv->warmup,
                       .watchdog = lv->watchdog,
@@ -285,8 +329,7 @@ pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
 }
 
 /* [-0, +0] t[k] = array of n numbers */
-static void set_array(lua_State *L, const char *k, const double *v,
-                      int32_t n)
+static void set_array(lua_State *L, const char *k, const double *v, int32_t n)
 {
     lua_createtable(L, n, 0);
     for (int32_t i = 0; i < n; i++) {

@@ -11,7 +11,7 @@
 #include "step/pipe.h"
 
 typedef struct bind_live {
-    int tcp;               /* backend = "tcp" */
+    int tcp; /* backend = "tcp" */
     int iterations, warmup;
     double watchdog;       /* seconds; 0: live mode's default */
     live_inject inject;    /* tests of the calibration */
@@ -42,10 +42,12 @@ int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
 
 /* [-0, +1] ps.run's field compute (the MLP) into a pipe_live, pushed as
  * a userdata that owns it (keep it on the stack while pipe_run runs), for
- * a model of nlayers layers; pushes nil and returns NULL without backend
- * = "tcp". Raises on a bad field, or without compute in live mode. */
+ * cfg's layers, which it replaces by a copy whose params, out_bytes and
+ * act_bytes are the MLP's where the scenario left them out (and refused
+ * where they differ); pushes nil and returns NULL without backend =
+ * "tcp". Raises on a bad field, or without compute in live mode. */
 pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
-                          int32_t nlayers);
+                          pipe_config *cfg);
 
 /* [-0, +0] Live mode's fields of a pipeline's result table at the top:
  * bind_live_push's, grad_error, held_activations and recompute_time (per

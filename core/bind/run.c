@@ -16,8 +16,8 @@
 
 #include "base/unit.h"
 #include "bind/bind.h"
-#include "bind/live.h"
 #include "bind/cluster.h"
+#include "bind/live.h"
 #include "coll/coll.h"
 #include "step/dp.h"
 #include "step/pipe.h"
@@ -797,7 +797,7 @@ static int core_run(lua_State *L)
     cfg.faults = bind_faults(L, 1, cl->nranks, 1);
     bind_live lv; /* live mode (bind/live.c): one step unless asked */
     bind_live_read(L, 1, 1, 0, &lv);
-    cfg.live = bind_live_pipe(L, 1, &lv, cfg.nlayers);
+    cfg.live = bind_live_pipe(L, 1, &lv, &cfg);
 
     cfg.params_json = bind_params_json(L, 1);
     bind_meta(L, 1, &cfg.meta);

@@ -145,10 +145,10 @@ typedef struct run_opts {
     const char **defs; /* -D key=value, ndefs of them */
     int ndefs;
     int unsafe;
-    double timeout;       /* seconds; 0: none */
-    size_t max_memory;    /* bytes */
-    int jobs;             /* --jobs, >= 1 */
-    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
+    double timeout;        /* seconds; 0: none */
+    size_t max_memory;     /* bytes */
+    int jobs;              /* --jobs, >= 1 */
+    int shard_k, shard_n;  /* --shard K/N; shard_n 0: none */
     const char *bytes_log; /* --bytes-log FILE; NULL: none */
 } run_opts;
 

@@ -136,6 +136,22 @@ enum coll_data {
     COLL_DATA_FN      /* data_fn(data_ctx, rank, i) */
 };
 
+/* One message of a data-mode run as live mode moves it (coll/live.c):
+ * elements [lo, lo + cnt) of the sender's buffer land at dlo of the
+ * receiver's, added (add = 1) or copied. */
+typedef struct coll_move {
+    int64_t lo, cnt, dlo;
+    int32_t add;
+} coll_move;
+
+/* What every message coll_append added moves, by message id (live mode's
+ * gradient sync, step/pipe_live.c): m holds cap entries, zero where no
+ * collective wrote one. Zeroed before first use; free m when done. */
+typedef struct coll_move_log {
+    coll_move *m;
+    int64_t cap;
+} coll_move_log;
+
 typedef struct coll_spec {
     enum coll_op op;
     int algorithm;          /* enum coll_algo, or COLL_AUTO */
@@ -165,18 +181,12 @@ typedef struct coll_spec {
     void *data_ctx;
     uint64_t seed;
     const fault_plan *faults; /* coll_run only (sim/fault.h); NULL: none */
+    coll_move_log *moves;     /* coll_append only: NULL, or where it notes
+                                 what each message it adds moves */
     int stream; /* coll_run: 1 when the caller reads no programs back from
                    ps (no event rows): the ring then runs as a generator
                    (coll/gen_coll.h) in O(ranks) memory and ps is left empty */
 } coll_spec;
-
-/* One message of a data-mode run as live mode moves it (coll/live.c):
- * elements [lo, lo + cnt) of the sender's buffer land at dlo of the
- * receiver's, added (add = 1) or copied. */
-typedef struct coll_move {
-    int64_t lo, cnt, dlo;
-    int32_t add;
-} coll_move;
 
 typedef struct coll_result {
     int algorithm;    /* the one that ran (auto's choice) */

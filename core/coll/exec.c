@@ -169,9 +169,10 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
     if (status == PS_OK) {
         ctx->busy = 1;
         /* live mode: the same programs run for real (coll/live.c) */
-        status = rc->live ? coll_live_run(&run_spec, nw, ctx->eng, ctx->ps,
-                                          rc->live, res, err)
-                          : coll_run(&run_spec, nw, ctx->eng, ctx->ps, res, err);
+        status = rc->live
+                     ? coll_live_run(&run_spec, nw, ctx->eng, ctx->ps, rc->live,
+                                     res, err)
+                     : coll_run(&run_spec, nw, ctx->eng, ctx->ps, res, err);
         ctx->busy = 0;
     }
     if (streamed)

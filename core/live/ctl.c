@@ -46,8 +46,8 @@ int live_ctl_send(int fd, uint32_t type, const void *a, size_t alen,
         if (n <= 0)
             return -1;
         while (n > 0 && at < 3) {
-            size_t take = (size_t)n < iov[at].iov_len ? (size_t)n
-                                                      : iov[at].iov_len;
+            size_t take =
+                (size_t)n < iov[at].iov_len ? (size_t)n : iov[at].iov_len;
             iov[at].iov_base = (char *)iov[at].iov_base + take;
             iov[at].iov_len -= take;
             n -= (ssize_t)take;
@@ -75,8 +75,7 @@ static int read_all(int fd, void *p, size_t n)
     return 0;
 }
 
-int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap,
-                  size_t *len)
+int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap, size_t *len)
 {
     uint32_t hdr[2];
     int rc = read_all(fd, hdr, sizeof hdr);

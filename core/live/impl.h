@@ -34,8 +34,8 @@ typedef struct live_go {
 
 typedef struct live_done {
     int32_t iteration;
-    int32_t ncounts;  /* live_count records after the op times */
-    int64_t nops;     /* op time pairs that follow */
+    int32_t ncounts;            /* live_count records after the op times */
+    int64_t nops;               /* op time pairs that follow */
     double sent, recvd, header; /* socket bytes this iteration */
 } live_done;
 
@@ -53,8 +53,7 @@ int live_ctl_send(int fd, uint32_t type, const void *a, size_t alen,
 
 /* Receives one message into *buf (realloc'ed, *cap its size); 0 with
  * *type and *len, 1 at end of file, -1 on an error or a bad header. */
-int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap,
-                  size_t *len);
+int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap, size_t *len);
 
 /* CLOCK_MONOTONIC in seconds. */
 double live_now(void);
@@ -63,7 +62,7 @@ double live_now(void);
  * (listen_fd its own, ports[r] every rank's, 0 for ranks without a
  * worker), then serves the coordinator on ctl until LIVE_FINISH or a
  * failure. Returns the process's exit status. */
-int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl,
-                     int listen_fd, const uint16_t *ports);
+int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl, int listen_fd,
+                     const uint16_t *ports);
 
 #endif

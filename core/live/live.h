@@ -106,13 +106,13 @@ typedef struct live_cfg {
 typedef struct live_count {
     int32_t iteration; /* 0-based, warm-up iterations excluded */
     int32_t rank, peer, msg, tag, mb;
-    int32_t send;   /* 1 send, 0 receive */
-    uint8_t kind;   /* enum prog_kind of the op */
-    double bytes;   /* the message's payload */
-    double sent;    /* payload bytes this rank's sockets sent so far in the
-                       iteration */
-    double recvd;   /* and received */
-    double t;       /* seconds since the iteration's start */
+    int32_t send; /* 1 send, 0 receive */
+    uint8_t kind; /* enum prog_kind of the op */
+    double bytes; /* the message's payload */
+    double sent;  /* payload bytes this rank's sockets sent so far in the
+                     iteration */
+    double recvd; /* and received */
+    double t;     /* seconds since the iteration's start */
 } live_count;
 
 typedef struct live_result {

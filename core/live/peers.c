@@ -106,16 +106,14 @@ static int connect_peers(wire_set *w, int listen_fd, const uint16_t *ports,
             w->conns[w->conn_of[who]].fd >= 0) {
             if (fd >= 0)
                 close(fd);
-            return ps_errf(err, "rank %d: a bad peer connection",
-                           (int)w->rank);
+            return ps_errf(err, "rank %d: a bad peer connection", (int)w->rank);
         }
         w->conns[w->conn_of[who]].fd = fd;
         expect--;
     }
     for (int32_t c = 0; c < w->nconn; c++)
         if (set_nodelay(w->conns[c].fd))
-            return ps_errf(err, "rank %d: socket options failed",
-                           (int)w->rank);
+            return ps_errf(err, "rank %d: socket options failed", (int)w->rank);
     return PS_OK;
 }
 

@@ -34,10 +34,10 @@ typedef struct coord {
     const live_cfg *cfg;
     wk *w;
     int32_t n;
-    int32_t measured;      /* iterations measured so far */
-    double *op_times;      /* per measured iteration: 2 per op, lane order */
+    int32_t measured; /* iterations measured so far */
+    double *op_times; /* per measured iteration: 2 per op, lane order */
     int64_t nops;
-    int64_t *lane_base;    /* lane -> its first op's index in op_times */
+    int64_t *lane_base;         /* lane -> its first op's index in op_times */
     double *sent, *recvd, *hdr; /* per measured iteration x worker */
     void *buf;
     size_t cap;
@@ -137,8 +137,7 @@ static int spawn(coord *c, ps_err *err)
         if (lfd[i] < 0) {
             for (int32_t k = 0; k < i; k++)
                 close(lfd[k]);
-            rc = ps_errf(err, "cannot listen on loopback: %s",
-                         strerror(errno));
+            rc = ps_errf(err, "cannot listen on loopback: %s", strerror(errno));
         }
     }
     if (rc) {
@@ -213,8 +212,7 @@ static int take_done(coord *c, int32_t i, size_t len, int32_t iter,
             continue;
         int64_t n = ps->lanes[l].n;
         if (at + n > d.nops)
-            return ps_errf(err, "rank %d: a damaged report",
-                           (int)c->w[i].rank);
+            return ps_errf(err, "rank %d: a damaged report", (int)c->w[i].rank);
         memcpy(c->op_times + (size_t)k * (size_t)c->nops * 2 +
                    (size_t)c->lane_base[l] * 2,
                t + at * 2, (size_t)n * 2 * sizeof *t);
@@ -225,9 +223,8 @@ static int take_done(coord *c, int32_t i, size_t len, int32_t iter,
     c->recvd[slot] = d.recvd;
     c->hdr[slot] = d.header;
     if (d.ncounts) {
-        live_count *nc = realloc(res->counts, (size_t)(res->ncounts +
-                                                       d.ncounts) *
-                                                  sizeof *nc);
+        live_count *nc = realloc(
+            res->counts, (size_t)(res->ncounts + d.ncounts) * sizeof *nc);
         if (!nc)
             return ps_errf(err, "out of memory");
         memcpy(nc + res->ncounts, (char *)c->buf + sizeof d + tb, cb);
@@ -338,8 +335,7 @@ static int on_message(coord *c, int32_t i, int32_t iter, int *probing,
         if (type == LIVE_BLOCKED) {
             w->blocked = 1;
             w->b = b;
-            snprintf(w->text, sizeof w->text, "%s",
-                     (char *)c->buf + sizeof b);
+            snprintf(w->text, sizeof w->text, "%s", (char *)c->buf + sizeof b);
             *quiet_since = live_now();
             return PS_OK;
         }
@@ -389,8 +385,7 @@ static int gather(coord *c, int32_t iter, live_result *res, ps_err *err)
             if (iter < 0) { /* setup: LIVE_READY or a failure */
                 uint32_t type;
                 size_t len;
-                if (live_ctl_recv(c->w[i].ctl, &type, &c->buf, &c->cap,
-                                  &len))
+                if (live_ctl_recv(c->w[i].ctl, &type, &c->buf, &c->cap, &len))
                     rc = died(c, i, err);
                 else if (type == LIVE_READY)
                     c->w[i].done = 1;

@@ -16,8 +16,7 @@
 
 /* Starts reading the message whose header c holds; 1 when it must wait
  * for its receive (stuck), 0 when started, -1 on a bad header or memory. */
-static int start_message(wire_conn *c, wire_in *ins, int32_t nmsgs,
-                         ps_err *err)
+static int start_message(wire_conn *c, wire_in *ins, int32_t nmsgs, ps_err *err)
 {
     uint32_t magic = c->hdr[0];
     int32_t msg = (int32_t)c->hdr[1];
@@ -74,8 +73,8 @@ int wire_read(wire_conn *c, wire_in *ins, int32_t nmsgs, wire_bytes *bytes,
         if (!c->cur && c->stuck)
             return PS_OK;
         if (!c->cur && c->hdr_got < WIRE_HDR) {
-            ssize_t n = read(c->fd, (char *)c->hdr + c->hdr_got,
-                             WIRE_HDR - c->hdr_got);
+            ssize_t n =
+                read(c->fd, (char *)c->hdr + c->hdr_got, WIRE_HDR - c->hdr_got);
             if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return PS_OK;
             if (n == 0 && c->hdr_got == 0) {
@@ -135,8 +134,7 @@ int wire_post(wire_conn *c, wire_in *in, int32_t msg)
 /* Writing                                                             */
 
 /* Payload bytes the head message may have written by now (pacing). */
-static size_t paced_limit(const wire_out *o, const live_inject *inj,
-                          double now)
+static size_t paced_limit(const wire_out *o, const live_inject *inj, double now)
 {
     if (!(inj->bandwidth > 0))
         return o->len;
@@ -145,8 +143,7 @@ static size_t paced_limit(const wire_out *o, const live_inject *inj,
     return allowed >= (double)o->len ? o->len : (size_t)allowed;
 }
 
-double wire_next_write(const wire_conn *c, const live_inject *inj,
-                       double now)
+double wire_next_write(const wire_conn *c, const live_inject *inj, double now)
 {
     const wire_out *o = c->head;
     if (!o)
@@ -160,8 +157,8 @@ double wire_next_write(const wire_conn *c, const live_inject *inj,
 }
 
 int wire_write(wire_conn *c, const live_inject *inj, wire_bytes *bytes,
-               double now, void (*done_cb)(void *ctx, wire_out *out),
-               void *ctx, ps_err *err)
+               double now, void (*done_cb)(void *ctx, wire_out *out), void *ctx,
+               ps_err *err)
 {
     while (c->head) {
         wire_out *o = c->head;

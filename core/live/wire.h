@@ -63,8 +63,9 @@ typedef struct wire_conn {
 } wire_conn;
 
 /* Reads what the socket has. ins holds nmsgs records; done_cb is called
- * for every message completed (its record; posted or staged) with ctx. Returns 0, or fills
- * err and returns PS_ERR on a closed connection or a damaged stream. */
+ * for every message completed (its record; posted or staged) with ctx. Returns
+ * 0, or fills err and returns PS_ERR on a closed connection or a damaged
+ * stream. */
 int wire_read(wire_conn *c, wire_in *ins, int32_t nmsgs, wire_bytes *bytes,
               double now, void (*done_cb)(void *ctx, wire_in *in), void *ctx,
               ps_err *err);
@@ -73,13 +74,12 @@ int wire_read(wire_conn *c, wire_in *ins, int32_t nmsgs, wire_bytes *bytes,
  * done_cb for every message whose last byte was taken. Returns 0, or
  * fills err and returns PS_ERR when the peer is gone. */
 int wire_write(wire_conn *c, const live_inject *inj, wire_bytes *bytes,
-               double now, void (*done_cb)(void *ctx, wire_out *out),
-               void *ctx, ps_err *err);
+               double now, void (*done_cb)(void *ctx, wire_out *out), void *ctx,
+               ps_err *err);
 
 /* The earliest time the head message may write again (injected latency
  * or pacing), or 0 when it may now; INFINITY with nothing queued. */
-double wire_next_write(const wire_conn *c, const live_inject *inj,
-                       double now);
+double wire_next_write(const wire_conn *c, const live_inject *inj, double now);
 
 /* A receive was posted for in (whose len is set): allocates its buffer
  * unless the message was staged, and releases a connection stuck on it.

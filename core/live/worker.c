@@ -47,12 +47,12 @@ typedef struct worker {
     uint8_t *raised;  /* by signal id */
     wire_bytes bytes;
     double t0;
-    double stall_at;  /* INFINITY: never */
+    double stall_at; /* INFINITY: never */
     int32_t iteration;
     int64_t open_sends; /* posted, not yet all taken by the kernel */
     uint64_t seen;      /* progress count at the last look */
     double last_progress;
-    int reported;       /* LIVE_BLOCKED sent since the last progress */
+    int reported; /* LIVE_BLOCKED sent since the last progress */
     live_count *counts;
     int32_t ncounts, counts_cap;
     char msg[4096]; /* the failure */
@@ -121,13 +121,11 @@ static void in_done(void *ctx, wire_in *in)
 /* ------------------------------------------------------------------ */
 /* Posting                                                             */
 
-static int post_send(worker *w, lane_rt *lr, int32_t i, double now,
-                     ps_err *err)
+static int post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
 {
     prog_op *op = &w->ps->lanes[lr->lane].ops[i];
-    int32_t c = op->peer >= 0 && op->peer < w->ps->nranks
-                    ? w->conn_of[op->peer]
-                    : -1;
+    int32_t c =
+        op->peer >= 0 && op->peer < w->ps->nranks ? w->conn_of[op->peer] : -1;
     if (c < 0)
         return ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
                        (int)op->peer);
@@ -167,19 +165,16 @@ static int post_send(worker *w, lane_rt *lr, int32_t i, double now,
     return PS_OK;
 }
 
-static int post_recv(worker *w, lane_rt *lr, int32_t i, double now,
-                     ps_err *err)
+static int post_recv(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
 {
     prog_op *op = &w->ps->lanes[lr->lane].ops[i];
-    int32_t c = op->peer >= 0 && op->peer < w->ps->nranks
-                    ? w->conn_of[op->peer]
-                    : -1;
+    int32_t c =
+        op->peer >= 0 && op->peer < w->ps->nranks ? w->conn_of[op->peer] : -1;
     if (c < 0)
         return ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
                        (int)op->peer);
     size_t len = 0;
-    if (w->cfg->ops->recv_len(w->cfg->ctx, w->rank, lr->lane, i, op, &len,
-                              err))
+    if (w->cfg->ops->recv_len(w->cfg->ctx, w->rank, lr->lane, i, op, &len, err))
         return PS_ERR;
     wire_in *in = &w->ins[op->msg];
     if (in->started && in->len != len)
@@ -273,8 +268,8 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
         switch (op->type) {
         case PROG_COMPUTE:
             if (w->cfg->ops->compute &&
-                w->cfg->ops->compute(w->cfg->ctx, w->rank, lr->lane, lr->pc,
-                                     op, err))
+                w->cfg->ops->compute(w->cfg->ctx, w->rank, lr->lane, lr->pc, op,
+                                     err))
                 return PS_ERR;
             op->t_end = live_now() - w->t0;
             lr->pc++;
@@ -340,9 +335,8 @@ static int describe(const worker *w, const lane_rt *lr, char *buf, int size)
         return snprintf(buf, (size_t)size, "rank %d waits on signal %d",
                         (int)w->rank, (int)lane->ops[lr->pc].msg);
     int len = 0;
-    for (int32_t i = lr->pc; lr->state == L_BATCH && i < lr->batch_end &&
-                             len < size;
-         i++) {
+    for (int32_t i = lr->pc;
+         lr->state == L_BATCH && i < lr->batch_end && len < size; i++) {
         const prog_op *op = &lane->ops[i];
         if (op_complete(w, op))
             continue;
@@ -388,8 +382,7 @@ static int deadline(worker *w, const lane_rt *lr, double now, ps_err *err)
             op = o;
     }
     if (!op)
-        return ps_errf(err, "deadline: rank %d waits on nothing",
-                       (int)w->rank);
+        return ps_errf(err, "deadline: rank %d waits on nothing", (int)w->rank);
     const fault_plan *fp = w->cfg->faults;
     char what[96], at[32], waited[32], unit[48];
     prog_describe(op, what, sizeof what);
@@ -453,8 +446,7 @@ static int serve_ctl(worker *w, int blocked)
     for (int32_t l = 0; l < w->nl; l++)
         b.stalled |= w->lanes[l].state == L_FROZEN;
     (void)blocked;
-    return live_ctl_send(w->ctl, LIVE_PROBED, &b, sizeof b, text,
-                         strlen(text));
+    return live_ctl_send(w->ctl, LIVE_PROBED, &b, sizeof b, text, strlen(text));
 }
 
 static int all_done(const worker *w)
@@ -597,8 +589,8 @@ static int send_done(worker *w)
             t[k++] = lane->ops[i].t_end;
         }
     }
-    live_done d = {w->iteration,     w->ncounts,      nops,
-                   w->bytes.sent,    w->bytes.recvd,  w->bytes.header};
+    live_done d = {w->iteration,  w->ncounts,     nops,
+                   w->bytes.sent, w->bytes.recvd, w->bytes.header};
     size_t tb = (size_t)nops * 2 * sizeof *t;
     size_t cb = (size_t)w->ncounts * sizeof *w->counts;
     char *payload = malloc(tb + cb + 1);
@@ -700,8 +692,8 @@ static int serve(worker *w, ps_err *err)
     return rc;
 }
 
-int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl,
-                     int listen_fd, const uint16_t *ports)
+int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl, int listen_fd,
+                     const uint16_t *ports)
 {
     worker w = {.cfg = cfg, .ps = cfg->ps, .rank = rank, .ctl = ctl};
     ps_err err;

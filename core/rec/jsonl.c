@@ -42,17 +42,15 @@ int rec_bytes_log(const char *path, int append, const rec_bytes_row *rows,
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     int rc = open_mem(&db, err);
-    if (rc == PS_OK &&
-        sqlite3_prepare_v2(db, "SELECT " OBJECT_SQL, -1, &st, NULL) !=
-            SQLITE_OK)
+    if (rc == PS_OK && sqlite3_prepare_v2(db, "SELECT " OBJECT_SQL, -1, &st,
+                                          NULL) != SQLITE_OK)
         rc = ps_errf(err, "bytes_log: %s", sqlite3_errmsg(db));
     for (int64_t k = 0; rc == PS_OK && k < n; k++) {
         const rec_bytes_row *r = &rows[k];
         sqlite3_bind_int64(st, 1, r->run);
         sqlite3_bind_int64(st, 2, r->iteration);
         sqlite3_bind_int64(st, 3, r->rank);
-        sqlite3_bind_text(st, 4, r->send ? "send" : "recv", -1,
-                          SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->send ? "send" : "recv", -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, r->peer);
         bind_opt(st, 6, r->msg);
         bind_opt(st, 7, r->step);

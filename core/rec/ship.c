@@ -85,10 +85,10 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
     size_t mark = s->n;
     const rec_run *r = p->run;
     put_i64(s, level);
-    const char *strs[] = {r->kind,         r->name,      r->schedule,
-                          r->p2p,          r->recompute, r->params_json,
-                          r->status,       r->error,     r->meta.sweep,
-                          r->meta.point,   r->meta.tags, r->meta.model,
+    const char *strs[] = {r->kind,          r->name,      r->schedule,
+                          r->p2p,           r->recompute, r->params_json,
+                          r->status,        r->error,     r->meta.sweep,
+                          r->meta.point,    r->meta.tags, r->meta.model,
                           r->meta.scenario, r->backend};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         put_str(s, strs[i]);
@@ -218,10 +218,10 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
         memset(&run, 0, sizeof run);
         enum rec_level level = (enum rec_level)take_i64(&r);
         const char **strs[] = {
-            &run.kind,         &run.name,      &run.schedule,
-            &run.p2p,          &run.recompute, &run.params_json,
-            &run.status,       &run.error,     &run.meta.sweep,
-            &run.meta.point,   &run.meta.tags, &run.meta.model,
+            &run.kind,          &run.name,      &run.schedule,
+            &run.p2p,           &run.recompute, &run.params_json,
+            &run.status,        &run.error,     &run.meta.sweep,
+            &run.meta.point,    &run.meta.tags, &run.meta.model,
             &run.meta.scenario, &run.backend};
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
             *strs[i] = take_str(&r);
@@ -236,9 +236,9 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
         run.meta.seq_length = take_i64(&r);
         run.meta.micro_batch = take_i64(&r);
         run.meta.global_batch = take_i64(&r);
-        double *reals[] = {&run.makespan,  &run.bubble,
+        double *reals[] = {&run.makespan,           &run.bubble,
                            &run.closed_form_bubble, &run.imbalance,
-                           &run.peak_memory, &run.simulated};
+                           &run.peak_memory,        &run.simulated};
         for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
             take(&r, reals[i], sizeof(double));
         rec_payload p = {.run = &run};

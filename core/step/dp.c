@@ -376,10 +376,11 @@ static int bucket_collective(const dp_config *c, prog_set *ps, const net *nw,
     spec.hw = c->hw;
     /* NCCL picks the protocol with the algorithm (coll/coll.h); a fixed
      * textbook algorithm runs without one */
-    spec.protocol =
-        c->algorithm == COLL_AUTO || coll_algo_has_proto(c->algorithm)
-            ? COLL_PROTO_AUTO
-            : COLL_PROTO_NONE;
+    spec.protocol = !c->moves && (c->algorithm == COLL_AUTO ||
+                                  coll_algo_has_proto(c->algorithm))
+                        ? COLL_PROTO_AUTO
+                        : COLL_PROTO_NONE;
+    spec.moves = c->moves;
     int32_t *before = malloc((size_t)c->d * sizeof *before);
     if (!before)
         return ps_errf(err, "out of memory");

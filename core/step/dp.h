@@ -104,6 +104,10 @@ typedef struct dp_config {
     coll_hw hw;               /* the cluster's NCCL hardware (coll/coll.h) */
     dp_log *log;              /* NULL, or where dp_lower lists its
                                  collectives */
+    /* live mode (step/pipe_live.c): NULL, or where the collectives note
+     * what each message moves; with it the reductions run without NCCL's
+     * protocols (TCP has none) */
+    coll_move_log *moves;
 } dp_config;
 
 /* Appends the gradient sync to ps, whose first p*d lanes are the replicas'

@@ -594,8 +594,8 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
      * (sched/gen_pipe.h), with the optimizer step dp_lower would append as each
      * lane's last op, and ps stays empty */
     /* live mode runs the stored programs (step/pipe_live.c) */
-    int streamed = cfg->dp == 1 && !cfg->faults && !cfg->live &&
-                   gen_pipe_applies(&spec);
+    int streamed =
+        cfg->dp == 1 && !cfg->faults && !cfg->live && gen_pipe_applies(&spec);
     int32_t *identity = NULL;
     if (streamed) { /* one replica: sched_lower's j = 0 */
         spec.stages = ctx->stages;
@@ -645,6 +645,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         .ranks_per_node = group_ranks_per_node(cfg),
         .hw = cfg->hw,
         .log = &ctx->grad_log,
+        .moves = cfg->live ? &cfg->live->moves : NULL,
     };
     dp_log_clear(&ctx->grad_log);
     int rc = PS_OK;
@@ -674,7 +675,8 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
          * their op times become the measured ones */
         cfg->live->simulated = res->eng.makespan;
         rc = pipe_live_run(cfg, &spec, ctx->ps, ctx->stage_first,
-                           ctx->stage_count, &res->eng.makespan, err);
+                           ctx->stage_count, &ctx->grad_log, &res->eng.makespan,
+                           err);
     }
     if (rc == PS_OK) {
         /* the ledger as the engine kept it online; mem_ledger's own order

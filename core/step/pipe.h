@@ -69,6 +69,7 @@ typedef struct pipe_live {
                           activations, measured */
     double *recompute; /* per entry: seconds of R ops, measured */
     live_result run;
+    coll_move_log moves; /* the gradient sync's messages (dp > 1) */
 } pipe_live;
 
 /* Frees what a run left in pl; harmless twice. */

@@ -9,6 +9,7 @@
 #include "base/err.h"
 #include "rec/rec.h"
 #include "sched/sched.h"
+#include "step/dp.h"
 #include "step/pipe.h"
 
 /* Where pipe_stage_costs writes; step/pipe.c sizes every array (pipe_ctx) and
@@ -30,11 +31,12 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out,
                      ps_err *err);
 
 /* Runs the lowered, sealed programs ps of cfg (spec as lowered; stage s
- * holds layers first[s] .. first[s] + count[s] - 1) for real
+ * holds layers first[s] .. first[s] + count[s] - 1; log the gradient
+ * sync's collectives, each bucket of each rank) for real
  * (step/pipe_live.c): fills cfg->live, writes the median iteration's
  * measured times into ps and its makespan into *makespan. */
-int pipe_live_run(const pipe_config *cfg, const sched_spec *spec,
-                  prog_set *ps, const int32_t *first, const int32_t *count,
+int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
+                  const int32_t *first, const int32_t *count, const dp_log *log,
                   double *makespan, ps_err *err);
 
 /* Cluster rank of pipeline rank r in replica j. */

@@ -18,10 +18,10 @@
 
 /* One unit (slot, microbatch) on a worker. */
 typedef struct unit {
-    double *x;   /* the stage's input (kept from F to B, or W) */
-    double **a;  /* each layer's output (NULL: not held) */
-    double **dz; /* each layer's dZ, B to W */
-    double *out; /* the stage's output, to send */
+    double *x;    /* the stage's input (kept from F to B, or W) */
+    double **a;   /* each layer's output (NULL: not held) */
+    double **dz;  /* each layer's dZ, B to W */
+    double *out;  /* the stage's output, to send */
     double *gout; /* the gradient at the stage's output */
     double *gin;  /* the gradient at its input, to send */
     int f, b, w;  /* done */
@@ -42,9 +42,16 @@ typedef struct plive {
     int64_t nmsg; /* per replica */
     mlp model;
     const prog_set *ps;
+    const dp_log *log; /* the gradient sync's collectives */
+    const coll_move_log *moves;
     /* in the worker */
     int32_t r, j; /* pipeline rank and replica */
     slot *s;
+    double *gbuf; /* every gradient of the rank, in dp's bucket order */
+    int64_t ngbuf;
+    int64_t *boff; /* bucket k (the tag of its ops) -> offset in gbuf */
+    int32_t nbuckets;
+    prog_op *prev;    /* per lane: its last compute op (pieces of one) */
     int32_t *slot_of; /* stage * m + mb -> slot running its F, -1 */
     double held, held_peak, recompute;
     double *result;
@@ -98,6 +105,71 @@ static void scan_lanes(plive *c, const prog_set *ps, int32_t rank)
     }
 }
 
+/* The rank's gradients in one buffer, laid out as dp_lower cuts them into
+ * buckets (step/dp.c plan_chunk): chunks in the order their last backward
+ * runs on the compute lane, each chunk's layers last to first, a layer's
+ * weights then biases. Bucket k of the rank is then bytes off[k] .. of
+ * it, off the prefix sums of the log's bucket sizes. */
+static int layout_grads(plive *c, ps_err *err)
+{
+    const prog_lane *lane = &c->ps->lanes[c->j * c->cfg->p + c->r];
+    int32_t V = c->nchunks;
+    int32_t *last = malloc((size_t)V * sizeof *last);
+    int32_t *order = malloc((size_t)V * sizeof *order);
+    c->gbuf = calloc((size_t)c->ngbuf + 1, sizeof *c->gbuf);
+    if (!last || !order || !c->gbuf) {
+        free(last);
+        free(order);
+        return ps_errf(err, "out of memory");
+    }
+    for (int32_t ch = 0; ch < V; ch++)
+        last[ch] = -1;
+    for (int32_t i = 0; i < lane->n; i++) {
+        const prog_op *op = &lane->ops[i];
+        if (op->type == PROG_COMPUTE && op->chunk >= 0 && op->chunk < V &&
+            (op->kind == PROG_B || op->kind == PROG_W || op->kind == PROG_FB_B))
+            last[op->chunk] = i;
+    }
+    for (int32_t ch = 0; ch < V; ch++) { /* by last backward (stable) */
+        int32_t k = ch;
+        while (k > 0 && last[order[k - 1]] > last[ch]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = ch;
+    }
+    int64_t at = 0;
+    for (int32_t q = 0; q < V; q++) {
+        slot *s = &c->s[order[q]];
+        for (int32_t l = s->count - 1; l >= 0; l--) {
+            s->grad[l] = c->gbuf + at;
+            at += mlp_params(&c->model, s->first + l);
+        }
+    }
+    free(last);
+    free(order);
+    /* the buckets of this pipeline rank: replica 0's communication lane
+     * is p d + r (step/dp.c) */
+    int32_t lane0 = c->cfg->p * c->cfg->dp + c->r;
+    c->boff = malloc(((size_t)(c->log ? c->log->n : 0) + 1) * sizeof *c->boff);
+    if (!c->boff)
+        return ps_errf(err, "out of memory");
+    int64_t off = 0;
+    for (int32_t k = 0; c->log && k < c->log->n; k++)
+        if (c->log->c[k].lanes[0] == lane0) {
+            c->boff[c->nbuckets++] = off;
+            off += (int64_t)(c->log->c[k].bytes / sizeof(double));
+        }
+    if (c->cfg->dp > 1 && off != c->ngbuf)
+        return ps_errf(err,
+                       "rank %d: the gradient sync's buckets hold %lld "
+                       "values, the MLP's stages %lld (each layer's params "
+                       "must be the MLP's)",
+                       (int)pipe_cluster_rank(c->cfg, c->r, c->j),
+                       (long long)off, (long long)c->ngbuf);
+    return PS_OK;
+}
+
 static int pl_setup(void *ctx, int32_t rank, ps_err *err)
 {
     plive *c = ctx;
@@ -116,8 +188,8 @@ static int pl_setup(void *ctx, int32_t rank, ps_err *err)
         c->slot_of[k] = -1;
     for (int32_t ch = 0; ch < c->nchunks; ch++) {
         slot *s = &c->s[ch];
-        s->stage = sched_place_stage(c->spec->placement, c->spec->place,
-                                     cfg->p, c->spec->v, ch, c->r);
+        s->stage = sched_place_stage(c->spec->placement, c->spec->place, cfg->p,
+                                     c->spec->v, ch, c->r);
         s->first = c->first[s->stage];
         s->count = c->count[s->stage];
         s->wt = calloc((size_t)s->count + 1, sizeof *s->wt);
@@ -129,9 +201,9 @@ static int pl_setup(void *ctx, int32_t rank, ps_err *err)
         for (int32_t l = 0; l < s->count; l++) {
             int64_t np = mlp_params(&c->model, s->first + l);
             s->wt[l] = malloc((size_t)np * sizeof(double));
-            s->grad[l] = calloc((size_t)np, sizeof(double));
-            if (!s->wt[l] || !s->grad[l])
+            if (!s->wt[l])
                 return ps_errf(err, "out of memory");
+            c->ngbuf += np;
             mlp_init_layer(&c->model, s->first + l, s->wt[l]);
         }
         for (int32_t mb = 0; mb < m; mb++) {
@@ -142,7 +214,10 @@ static int pl_setup(void *ctx, int32_t rank, ps_err *err)
         }
     }
     scan_lanes(c, c->ps, rank);
-    return PS_OK;
+    c->prev = calloc((size_t)c->ps->nlanes + 1, sizeof *c->prev);
+    if (!c->prev)
+        return ps_errf(err, "out of memory");
+    return layout_grads(c, err);
 }
 static void free_unit(plive *c, const slot *s, unit *u)
 {
@@ -164,12 +239,11 @@ static int pl_reset(void *ctx, int32_t rank, ps_err *err)
 {
     plive *c = ctx;
     (void)rank, (void)err;
+    memset(c->gbuf, 0, (size_t)c->ngbuf * sizeof *c->gbuf);
+    for (int32_t l = 0; l < c->ps->nlanes; l++) /* nothing before */
+        c->prev[l] = (prog_op){.type = PROG_DELAY, .mb = -1};
     for (int32_t ch = 0; ch < c->nchunks; ch++) {
         slot *s = &c->s[ch];
-        for (int32_t l = 0; l < s->count; l++)
-            memset(s->grad[l], 0,
-                   (size_t)mlp_params(&c->model, s->first + l) *
-                       sizeof(double));
         for (int32_t mb = 0; mb < c->cfg->m; mb++)
             free_unit(c, s, &s->u[mb]);
     }
@@ -329,8 +403,16 @@ static int pl_compute(void *ctx, int32_t rank, int32_t lane, int32_t index,
                       const prog_op *op, ps_err *err)
 {
     plive *c = ctx;
-    (void)rank, (void)lane, (void)index;
+    (void)rank, (void)index;
     if (op->kind == PROG_OPT || op->mb < 0)
+        return PS_OK;
+    /* dp_lower cuts a chunk's last backward into pieces at its buckets'
+     * ready points: the first piece computes, the rest are its time */
+    prog_op *prev = &c->prev[lane];
+    int piece = prev->type == PROG_COMPUTE && prev->kind == op->kind &&
+                prev->chunk == op->chunk && prev->mb == op->mb;
+    *prev = *op;
+    if (piece)
         return PS_OK;
     if (op->chunk < 0 || op->chunk >= c->nchunks || op->mb >= c->cfg->m)
         return wrong(c, op, "is not this rank's", err);
@@ -385,12 +467,35 @@ static unit *msg_unit(plive *c, const prog_op *op, int send, int *back,
     return t < 0 ? NULL : &c->s[t].u[mb];
 }
 
+/* A gradient-sync message (dp > 1): its doubles in gbuf. The collective
+ * counts float32 elements; a range's ends are rounded down to whole
+ * doubles, the same on both sides, so the ranges still tile each bucket
+ * and every double is reduced as the element at its first half is. */
+static int grad_range(const plive *c, const prog_op *op, int recv, double **at,
+                      size_t *len)
+{
+    if (op->msg < c->nmsg * c->cfg->dp || !c->moves ||
+        op->msg >= c->moves->cap || op->tag < 0 || op->tag >= c->nbuckets)
+        return -1;
+    const coll_move *mv = &c->moves->m[op->msg];
+    int64_t lo = mv->lo / 2, hi = (mv->lo + mv->cnt) / 2;
+    int64_t to = recv ? mv->dlo / 2 : lo;
+    *at = c->gbuf + c->boff[op->tag] + to;
+    *len = (size_t)(hi - lo) * sizeof(double);
+    return 0;
+}
+
 static int pl_send(void *ctx, int32_t rank, int32_t lane, int32_t index,
                    const prog_op *op, const void **data, size_t *len,
                    ps_err *err)
 {
     plive *c = ctx;
     (void)rank, (void)lane, (void)index;
+    double *g;
+    if (grad_range(c, op, 0, &g, len) == 0) {
+        *data = g;
+        return PS_OK;
+    }
     int back;
     int32_t layer;
     unit *u = msg_unit(c, op, 1, &back, &layer);
@@ -409,6 +514,9 @@ static int pl_recv_len(void *ctx, int32_t rank, int32_t lane, int32_t index,
     (void)rank, (void)lane, (void)index;
     int back;
     int32_t layer;
+    double *g;
+    if (grad_range(c, op, 1, &g, len) == 0)
+        return PS_OK;
     if (!msg_unit(c, op, 0, &back, &layer))
         return wrong(c, op, "is not this rank's to receive", err);
     *len = act_bytes(c, layer);
@@ -423,7 +531,22 @@ static int pl_recv_done(void *ctx, int32_t rank, int32_t lane, int32_t index,
     (void)rank, (void)lane, (void)index;
     int back;
     int32_t layer;
+    double *g;
+    size_t glen;
+    if (grad_range(c, op, 1, &g, &glen) == 0) {
+        const coll_move *mv = &c->moves->m[op->msg];
+        const double *v = data;
+        size_t n = len / sizeof *v;
+        if (mv->add)
+            for (size_t e = 0; e < n; e++)
+                g[e] += v[e];
+        else
+            memcpy(g, v, len);
+        return PS_OK;
+    }
     unit *u = msg_unit(c, op, 0, &back, &layer);
+    if (!u)
+        return wrong(c, op, "is not this rank's to receive", err);
     double **to = back ? &u->gout : &u->x;
     if (*to)
         return wrong(c, op, "arrived twice", err);
@@ -558,8 +681,7 @@ static int reference(const plive *c, const int64_t *off, double *ref)
  * reference, over the largest reference magnitude, every layer of every
  * stage; each replica's stage (after its all-reduce) and, where a stage
  * has two copies (DualPipe), their sum. */
-static int compare(plive *c, const live_result *lr, pipe_live *pl,
-                   ps_err *err)
+static int compare(plive *c, const live_result *lr, pipe_live *pl, ps_err *err)
 {
     const pipe_config *cfg = c->cfg;
     int32_t L = c->model.layers;
@@ -600,8 +722,8 @@ static int compare(plive *c, const live_result *lr, pipe_live *pl,
         scale = fmax(scale, fabs(ref[e]));
     for (int32_t j = 0; rc == PS_OK && j < cfg->dp; j++)
         for (int64_t e = 0; e < off[L]; e++)
-            diff = fmax(diff, fabs(got[(size_t)j * (size_t)off[L] + e] -
-                                   ref[e]));
+            diff =
+                fmax(diff, fabs(got[(size_t)j * (size_t)off[L] + e] - ref[e]));
     pl->grad_error = scale > 0 ? diff / scale : diff;
     free(off);
     free(ref);
@@ -614,13 +736,14 @@ static void free_ctx(plive *c)
     (void)c; /* the worker's buffers live in the workers */
 }
 
-int pipe_live_run(const pipe_config *cfg, const sched_spec *spec,
-                  prog_set *ps, const int32_t *first, const int32_t *count,
+int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
+                  const int32_t *first, const int32_t *count, const dp_log *log,
                   double *makespan, ps_err *err)
 {
     pipe_live *pl = cfg->live;
-    if (cfg->dp > 1)
-        return ps_errf(err, "backend 'tcp': dp > 1 is not supported yet");
+    if (cfg->zero)
+        return ps_errf(err, "backend 'tcp' reduces gradients with "
+                            "all-reduce: ZeRO (zero = 1) is not run live");
     if (!pl->width || pl->nwidth != cfg->nlayers + 1)
         return ps_errf(err,
                        "backend 'tcp': the MLP needs %d widths (one per "
@@ -636,6 +759,8 @@ int pipe_live_run(const pipe_config *cfg, const sched_spec *spec,
         .nmsg = sched_msg_count(spec),
         .model = {cfg->nlayers, pl->width, pl->seed, pl->rows},
         .ps = ps,
+        .log = log,
+        .moves = &pl->moves,
     };
     int32_t n = cfg->p * cfg->dp;
     free(pl->held_peak);
@@ -668,5 +793,8 @@ void pipe_live_free(pipe_live *pl)
     live_result_free(&pl->run);
     free(pl->held_peak);
     free(pl->recompute);
+    free(pl->moves.m);
     pl->held_peak = pl->recompute = NULL;
+    pl->moves.m = NULL;
+    pl->moves.cap = 0;
 }

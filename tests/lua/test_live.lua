@@ -105,7 +105,8 @@ end
 -- pipelines: the accumulated gradients equal the full-batch gradient
 local function layers(n)
     local l = {}
-    for i = 1, n do l[i] = { fwd_time = "1 ms", out_bytes = 8 * 8 * 16 } end
+    -- params, out_bytes and act_bytes are the MLP's (bind/live.c)
+    for i = 1, n do l[i] = { fwd_time = "1 ms" } end
     return l
 end
 local compute = { model = "mlp", width = 16, dtype = "float64", seed = 3, samples = 8 }
@@ -138,6 +139,26 @@ for _, s in ipairs(SCHEDULES) do
     H.check(r.makespan > 0 and r.simulated > 0, name .. ": measured and simulated")
     H.eq(r.backend, "tcp")
 end
+
+-- data parallelism: each pipeline rank's replicas all-reduce their
+-- gradients with pipesim's own collectives (bucket by bucket, the
+-- backward split at the buckets), every replica then holds the gradient
+-- of the global batch
+for _, s in ipairs{ { schedule = "1f1b", algorithm = "ring" },
+                    { schedule = "1f1b", algorithm = "binomial_tree", checkpoint = true },
+                    { schedule = "interleaved", virtual_stages = 2, algorithm = "halving_doubling" },
+                    { schedule = "zb_h1", algorithm = "direct" } } do
+    local r = live_run{ stages = 2, dp = 2, microbatches = 4, schedule = s.schedule,
+                        virtual_stages = s.virtual_stages, checkpoint = s.checkpoint,
+                        grad_sync = { algorithm = s.algorithm, bucket = "1 KiB", first_bucket = "512 B" } }
+    H.check(r.grad_error < 1e-12, s.schedule .. " dp 2 " .. s.algorithm .. ": grad_error " ..
+        tostring(r.grad_error))
+    H.eq(#r.held_activations, 4, "one entry per rank of the run")
+end
+H.raises(function() live_run{ stages = 2, dp = 2, microbatches = 2, zero = 1 } end,
+    "ZeRO (zero = 1) is not run live")
+H.raises(function() live_run{ layers = { { fwd_time = 1, params = 5 }, { fwd_time = 1 } },
+    stages = 2, microbatches = 2 } end, "layer 1: params 5, the live MLP's layer has 272")
 
 -- held activations: GPipe holds all 8 microbatches, 1F1B at most 4 on
 -- stage 0, recompute keeps the inputs alone; R takes time

@@ -96,6 +96,7 @@ extern const luaL_Reg bind_collective_funcs[]; /* collective */
 extern const luaL_Reg bind_report_funcs[];     /* report */
 extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
 extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
+extern const luaL_Reg bind_live_funcs[];       /* live_calibrate */
 
 /* Layer tables of core.run hold at most this many layers (int32 counts);
  * core.max_layers for the Lua side. */

@@ -3,13 +3,18 @@
  * fields it adds (times, simulated, bytes_received), and bytes_log, the
  * JSON Lines byte counters of any backend (rec_bytes_log). ps.collective
  * and ps.run call these from bind/collective.c and bind/run.c. */
+#include <errno.h>
+#include <lualib.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/unit.h"
 #include "bind/bind.h"
 #include "bind/live.h"
+#include "live/calib.h"
 
 /* The session's --bytes-log, for runs that name none (NULL: none). */
 static const char *cli_bytes_log;
@@ -346,4 +351,247 @@ void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
     set_number(L, "grad_error", pl->grad_error);
     set_array(L, "held_activations", pl->held_peak, n);
     set_array(L, "recompute_time", pl->recompute, n);
+}
+
+/* ------------------------------------------------------------------ */
+/* core.live_calibrate{...}                                            */
+
+static const char *const calibrate_fields[] = {
+    "compute", "inject", "iterations", "layers",
+    "reps",    "sizes",  "warmup",     NULL,
+};
+
+/* [-0, +0] field name of the table at idx: a list of byte quantities. */
+static int read_sizes(lua_State *L, int idx, double *out, int max)
+{
+    if (lua_getfield(L, idx, "sizes") == LUA_TNIL) {
+        lua_pop(L, 1);
+        static const double def[] = {0,      1024,   16384,  65536,
+                                     262144, 524288, 1048576};
+        int n = (int)(sizeof def / sizeof def[0]);
+        memcpy(out, def, sizeof def);
+        return n;
+    }
+    lua_Integer n = bind_list_len(L, -1, "sizes");
+    if (n < 2 || n > max)
+        luaL_error(L, "field 'sizes' needs 2 to %d sizes, got %d", max, (int)n);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, -1, i);
+        ps_err err;
+        if (bind_parse_quantity(L, lua_gettop(L), UNIT_BYTES, &out[i - 1],
+                                &err))
+            luaL_error(L, "field 'sizes[%d]': %s", (int)i, err.msg);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return (int)n;
+}
+
+/* [-0, +1] pushes an array of n numbers */
+static void push_numbers(lua_State *L, const double *v, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushnumber(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* [-0, +1] core.live_calibrate(spec): the ping-pong's sizes and one-way
+ * times with their fit (latency, bandwidth), and with layers = N the MLP's
+ * per-layer fwd, bwd (B) and wgt (W) seconds. */
+static int core_live_calibrate(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    bind_check_fields(L, 1, "", calibrate_fields);
+    double sizes[64], secs[64];
+    int n = read_sizes(L, 1, sizes, 64);
+    long long it = 5, wu = 1, reps = 10, nl = 0;
+    bind_int(L, 1, "iterations", 1, 100000, &it);
+    bind_int(L, 1, "warmup", 0, 100000, &wu);
+    bind_int(L, 1, "reps", 1, 100000, &reps);
+    bind_int(L, 1, "layers", 0, 4096, &nl);
+    bind_live lv = {.tcp = 1};
+    if (lua_getfield(L, 1, "inject") != LUA_TNIL) {
+        int t = lua_gettop(L);
+        static const char *const keys[] = {"latency", "bandwidth", NULL};
+        if (!lua_istable(L, t))
+            luaL_error(L, "field 'inject' must be a table");
+        bind_check_fields(L, t, "inject", keys);
+        bind_quantity_in(L, t, "inject", "latency", UNIT_SECONDS, 0, 0,
+                         &lv.inject.latency);
+        bind_quantity_in(L, t, "inject", "bandwidth", UNIT_BANDWIDTH, 0, 1,
+                         &lv.inject.bandwidth);
+    }
+    lua_pop(L, 1);
+    live_pp pp = {sizes, n, (int)it, (int)wu, (int)reps, lv.inject};
+    ps_err err;
+    if (live_pingpong(&pp, secs, &err))
+        return bind_raise(L, &err);
+    double lat = 0, bw = 0;
+    if (live_fit(sizes, secs, n, &lat, &bw))
+        return luaL_error(L, "field 'sizes': the fit needs two different "
+                             "sizes");
+    lua_createtable(L, 0, 8);
+    push_numbers(L, sizes, n);
+    lua_setfield(L, -2, "sizes");
+    push_numbers(L, secs, n);
+    lua_setfield(L, -2, "one_way");
+    set_number(L, "latency", lat);
+    set_number(L, "bandwidth", bw);
+    if (nl > 0) { /* the model's layers, as ps.run's compute reads them */
+        pipe_config cfg;
+        pipe_config_init(&cfg);
+        pipe_layer *l = lua_newuserdatauv(L, (size_t)nl * sizeof *l, 0);
+        for (long long i = 0; i < nl; i++)
+            pipe_layer_init(&l[i]);
+        cfg.layers = l;
+        cfg.nlayers = (int32_t)nl;
+        bind_live flag = {.tcp = 1};
+        pipe_live *pl = bind_live_pipe(L, 1, &flag, &cfg);
+        double *t = lua_newuserdatauv(L, 3 * (size_t)nl * sizeof *t, 0);
+        mlp m = {(int32_t)nl, pl->width, pl->seed, pl->rows};
+        if (live_profile_mlp(&m, (int)reps, t, t + nl, t + 2 * nl, &err))
+            return bind_raise(L, &err);
+        lua_pop(L, 3); /* t, pl, l */
+        push_numbers(L, t, (int)nl);
+        lua_setfield(L, -2, "fwd");
+        push_numbers(L, t + nl, (int)nl);
+        lua_setfield(L, -2, "bwd");
+        push_numbers(L, t + 2 * nl, (int)nl);
+        lua_setfield(L, -2, "wgt");
+    }
+    return 1;
+}
+
+const luaL_Reg bind_live_funcs[] = {
+    {"live_calibrate", core_live_calibrate},
+    {NULL, NULL},
+};
+
+/* ------------------------------------------------------------------ */
+/* pipesim calibrate                                                   */
+
+static const char calibrate_usage[] =
+    "pipesim calibrate [-o CLUSTER.lua] [--ranks N] [--profile FILE.csv "
+    "--layers N [--width W] [--samples S]]";
+
+/* [-0, +0] t[k] = the number in v, or raises naming the option */
+static void set_int_opt(lua_State *L, const char *k, const char *v,
+                        const char *opt)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > 1 << 20)
+        luaL_error(L, "calibrate: %s %s: expected a positive integer", opt, v);
+    lua_pushinteger(L, n);
+    lua_setfield(L, -2, k);
+}
+
+/* [-0, +1] the spec table of ps.calibrate from the options */
+static int calibrate_spec(lua_State *L)
+{
+    int argc = (int)lua_tointeger(L, 1);
+    char **argv = lua_touserdata(L, 2);
+    lua_newtable(L);
+    lua_newtable(L); /* compute */
+    int layers = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            return luaL_error(L, "calibrate: %s needs a value (usage: %s)", a,
+                              calibrate_usage);
+        i++;
+        if (strcmp(a, "-o") == 0) {
+            lua_pushstring(L, v);
+            lua_setfield(L, -3, "cluster");
+        } else if (strcmp(a, "--profile") == 0) {
+            lua_pushstring(L, v);
+            lua_setfield(L, -3, "profile");
+        } else if (strcmp(a, "--ranks") == 0) {
+            lua_pushvalue(L, -2);
+            set_int_opt(L, "ranks", v, a);
+            lua_pop(L, 1);
+        } else if (strcmp(a, "--layers") == 0) {
+            lua_pushvalue(L, -2);
+            set_int_opt(L, "layers", v, a);
+            lua_pop(L, 1);
+            layers = 1;
+        } else if (strcmp(a, "--width") == 0) {
+            set_int_opt(L, "width", v, a);
+        } else if (strcmp(a, "--samples") == 0) {
+            set_int_opt(L, "samples", v, a);
+        } else {
+            return luaL_error(L, "calibrate: unknown option '%s' (usage: %s)",
+                              a, calibrate_usage);
+        }
+    }
+    if (layers) {
+        lua_pushstring(L, "mlp");
+        lua_setfield(L, -2, "model");
+        lua_setfield(L, -2, "compute");
+    } else {
+        lua_pop(L, 1);
+    }
+    return 1;
+}
+
+/* [-0, +0] runs ps.calibrate and prints what it found */
+static int calibrate_run(lua_State *L)
+{
+    lua_pushcfunction(L, calibrate_spec);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 1);
+    int spec = lua_gettop(L);
+    lua_getfield(L, spec, "cluster");
+    if (lua_isnil(L, -1)) {
+        lua_pushstring(L, "results/calibrated_cluster.lua");
+        lua_setfield(L, spec, "cluster");
+    }
+    lua_pop(L, 1);
+    lua_getglobal(L, "require");
+    lua_pushstring(L, "pipesim");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "calibrate");
+    lua_pushvalue(L, spec);
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "latency");
+    lua_getfield(L, -2, "bandwidth");
+    lua_getfield(L, spec, "cluster");
+    printf("latency %.3g us, bandwidth %.3g GB/s (ping-pong, least squares) "
+           "-> %s\n",
+           lua_tonumber(L, -3) * 1e6, lua_tonumber(L, -2) / 1e9,
+           lua_tostring(L, -1));
+    lua_getfield(L, spec, "profile");
+    if (lua_isstring(L, -1))
+        printf("per-layer times of the live MLP -> %s\n", lua_tostring(L, -1));
+    return 0;
+}
+
+int bind_live_calibrate_main(int argc, char **argv, const char *luadir)
+{
+    if (mkdir("results", 0777) != 0 && errno != EEXIST)
+        return ps_fail("results: cannot create the directory: %s",
+                       strerror(errno));
+    lua_State *L = bind_newstate();
+    if (!L)
+        return ps_fail("cannot create a Lua state");
+    luaL_openlibs(L);
+    bind_session s = {"results/calibrate.db", "calibrate", NULL, 0, 1, 0, 0};
+    bind_setup(L, luadir, &s);
+    ps_err err;
+    int rc = bind_limits(L, luadir, 0, &err);
+    if (rc) {
+        ps_print_error(err.msg);
+    } else {
+        lua_pushcfunction(L, calibrate_run);
+        lua_pushinteger(L, argc);
+        lua_pushlightuserdata(L, argv);
+        if (lua_pcall(L, 2, 0, 0) != LUA_OK)
+            rc = ps_fail("%s", lua_tostring(L, -1));
+    }
+    bind_limits_end(L);
+    lua_close(L);
+    return rc;
 }

@@ -55,6 +55,11 @@ pipe_live *bind_live_pipe(lua_State *L, int idx, const bind_live *lv,
 void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
                          const int32_t *ranks, int32_t n);
 
+/* pipesim calibrate (argv[0] "calibrate"): ps.calibrate from the command
+ * line, the cluster file to -o (default results/calibrated_cluster.lua)
+ * and with --layers the profile to --profile. Returns the exit status. */
+int bind_live_calibrate_main(int argc, char **argv, const char *luadir);
+
 /* --bytes-log: the file of runs that name none (borrowed; NULL: none). */
 void bind_live_set_bytes_log(const char *path);
 

@@ -38,6 +38,8 @@ static const char usage[] =
     "x|y|xy]\n"
     "                    [--format svg|csv] [-o FILE]\n"
     "       pipesim merge OUT.db PART.db...\n"
+    "       pipesim calibrate [-o CLUSTER.lua] [--ranks N]\n"
+    "                    [--profile FILE.csv --layers N [--width W]]\n"
     "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
     "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
     "                    [--algorithm A] [--protocol P] [--db DB]\n"
@@ -69,6 +71,8 @@ static const char usage[] =
     "           cluster: a DGX preset (h100, h100:4 for 4 nodes) or a Lua\n"
     "           file returning a cluster; each size is recorded in DB\n"
     "           (default results/nccl_tests.db).\n"
+    "  calibrate  live mode's TCP transport (ping-pong, least squares) and\n"
+    "           its MLP's per-layer times, as a cluster file and a profile.\n"
     "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
     "           runs renumbered in point order as if run unsharded.\n"
     "\n"
@@ -541,7 +545,13 @@ int main(int argc, char **argv)
         find_luadir(luadir, sizeof luadir);
         return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
     }
+    if (strcmp(cmd, "calibrate") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        return checked_stdout(
+            bind_live_calibrate_main(argc - 1, argv + 1, luadir));
+    }
     return fail("unknown command '%s' (expected run, report, export, plot, "
-                "merge or nccl-tests; try pipesim --help)",
+                "merge, nccl-tests or calibrate; try pipesim --help)",
                 cmd);
 }

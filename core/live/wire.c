@@ -151,8 +151,14 @@ double wire_next_write(const wire_conn *c, const live_inject *inj, double now)
     if (now < o->not_before)
         return o->not_before;
     size_t done = o->off > WIRE_HDR ? o->off - WIRE_HDR : 0;
-    if (done >= paced_limit(o, inj, now) && done < o->len)
-        return now + 1e-4; /* pacing: look again shortly */
+    if (done >= paced_limit(o, inj, now) && done < o->len) {
+        /* pacing: when the next 16 KiB (or the rest) are due, so that the
+         * last byte leaves when latency + len / bandwidth says */
+        double next = (double)done + 16384 < (double)o->len
+                          ? (double)done + 16384
+                          : (double)o->len;
+        return o->not_before + next / inj->bandwidth;
+    }
     return 0;
 }
 

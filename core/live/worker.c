@@ -457,9 +457,9 @@ static int all_done(const worker *w)
     return w->open_sends == 0;
 }
 
-/* The poll timeout in ms: until the next injected release, recv_timeout
- * deadline or quiet report, at most 50 ms. */
-static int poll_timeout(const worker *w, double now)
+/* Seconds until the next injected release, recv_timeout deadline or
+ * quiet report, at most 50 ms. */
+static double poll_wait(const worker *w, double now)
 {
     double next = now + 0.05;
     const fault_plan *fp = w->cfg->faults;
@@ -474,8 +474,7 @@ static int poll_timeout(const worker *w, double now)
             next = w->lanes[l].t_block + fp->recv_timeout;
     if (!w->reported && w->last_progress + QUIET_S < next)
         next = w->last_progress + QUIET_S;
-    double ms = ceil((next - now) * 1e3);
-    return ms < 0 ? 0 : ms > 50 ? 50 : (int)ms;
+    return next > now ? next - now : 0;
 }
 
 /* Waits for the sockets (and ctl) once and serves what is ready. */
@@ -492,9 +491,15 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
             ev |= POLLOUT;
         pf[c + 1] = (struct pollfd){cn->fd, ev, 0};
     }
-    int n = poll(pf, (nfds_t)w->nconn + 1, poll_timeout(w, now));
+    /* poll counts whole milliseconds; the rest of a wait (an injected
+     * latency's last fraction) is slept, so that latencies are exact to
+     * the scheduler's tens of microseconds */
+    double wait = poll_wait(w, now);
+    int n = poll(pf, (nfds_t)w->nconn + 1, (int)floor(wait * 1e3));
     if (n < 0 && errno != EINTR)
         return ps_errf(err, "rank %d: poll failed", (int)w->rank);
+    if (n == 0 && wait > 0 && wait < 1e-3)
+        nanosleep(&(struct timespec){0, (long)(wait * 1e9)}, NULL);
     now = live_now();
     if (n > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
         serve_ctl(w, 0))

@@ -209,6 +209,23 @@ do
     H.check(r.grad_error < 1e-12, "the consistent order completes")
 end
 
+-- calibration: the ping-pong's fit recovers a latency and a bandwidth
+-- injected into the transport (every message held 5 ms, its bytes paced
+-- at 20 MB/s) within 10%
+do
+    local cal = ps.calibrate{ sizes = { 0, 32768, 65536, 131072 }, iterations = 2, warmup = 1,
+                              reps = 4, inject = { latency = "5 ms", bandwidth = "20 MB/s" } }
+    H.check(math.abs(cal.latency / 5e-3 - 1) < 0.10, "fitted latency " .. cal.latency)
+    H.check(math.abs(cal.bandwidth / 20e6 - 1) < 0.10, "fitted bandwidth " .. cal.bandwidth)
+    H.eq(#cal.one_way, 4)
+    local prof = ps.calibrate{ sizes = { 0, 1024 }, iterations = 1, warmup = 0, reps = 2,
+                               layers = 2, compute = { model = "mlp", width = 8, samples = 4 } }
+    H.eq(#prof.fwd, 2)
+    H.check(prof.fwd[1] > 0 and prof.bwd[2] > 0 and prof.wgt[2] > 0, "per-layer times")
+    H.raises(function() ps.calibrate{ sizes = { 1024 } } end, "field 'sizes' needs 2 to 64 sizes")
+    H.raises(function() ps.calibrate{ bogus = 1 } end, "ps.calibrate: unknown field 'bogus'")
+end
+
 -- bad input, in one line each
 H.raises(function() live_coll("allreduce", "ring", 64, { backend = "tpc" }) end,
     "field 'backend': unknown backend 'tpc' (expected sim or tcp)")

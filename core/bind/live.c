@@ -357,8 +357,8 @@ void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
 /* core.live_calibrate{...}                                            */
 
 static const char *const calibrate_fields[] = {
-    "compute", "inject", "iterations", "layers",
-    "reps",    "sizes",  "warmup",     NULL,
+    "compute", "inject",    "iterations", "layers", "ranks",
+    "reps",    "statistic", "sizes",      "warmup", NULL,
 };
 
 /* [-0, +0] field name of the table at idx: a list of byte quantities. */
@@ -424,7 +424,15 @@ static int core_live_calibrate(lua_State *L)
                          &lv.inject.bandwidth);
     }
     lua_pop(L, 1);
-    live_pp pp = {sizes, n, (int)it, (int)wu, (int)reps, lv.inject};
+    long long ranks = 2;
+    bind_int(L, 1, "ranks", 2, 1024, &ranks);
+    const char *stat = bind_string(L, 1, "statistic");
+    if (stat && strcmp(stat, "min") != 0 && strcmp(stat, "median") != 0)
+        return luaL_error(L, "field 'statistic': '%s' (expected min or median)",
+                          stat);
+    live_pp pp = {sizes,      n,  (int)it,
+                  (int)wu,    (int)reps, lv.inject,
+                  (int32_t)ranks, stat && strcmp(stat, "median") == 0};
     ps_err err;
     if (live_pingpong(&pp, secs, &err))
         return bind_raise(L, &err);

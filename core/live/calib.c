@@ -49,24 +49,27 @@ static const live_ops pp_ops = {
     .recv_done = pp_recv_done,
 };
 
-/* reps round trips of `bytes` between ranks 0 and 1, each op its own
- * batch (a blocking send, then the receive). */
-static int pp_programs(prog_set *ps, double bytes, int reps)
+/* reps round trips of `bytes` between ranks 2q and 2q + 1 of every pair
+ * q, each op its own batch (a blocking send, then the receive). */
+static int pp_programs(prog_set *ps, double bytes, int reps, int32_t pairs)
 {
-    int32_t a = prog_add_lane(ps, 0), b = prog_add_lane(ps, 1);
-    if (a < 0 || b < 0)
-        return -1;
-    for (int k = 0; k < reps; k++) {
-        int32_t there = prog_new_msg(ps), back = prog_new_msg(ps);
-        prog_op ops[4] = {
-            prog_send(1, there, bytes, PROG_COLL, -1, 0),
-            prog_recv(1, back, bytes, PROG_COLL, -1, 0),
-            prog_recv(0, there, bytes, PROG_COLL, -1, 0),
-            prog_send(0, back, bytes, PROG_COLL, -1, 0),
-        };
-        if (prog_push(ps, a, &ops[0]) || prog_push(ps, a, &ops[1]) ||
-            prog_push(ps, b, &ops[2]) || prog_push(ps, b, &ops[3]))
+    for (int32_t q = 0; q < pairs; q++) {
+        int32_t r0 = 2 * q, r1 = 2 * q + 1;
+        int32_t a = prog_add_lane(ps, r0), b = prog_add_lane(ps, r1);
+        if (a < 0 || b < 0)
             return -1;
+        for (int k = 0; k < reps; k++) {
+            int32_t there = prog_new_msg(ps), back = prog_new_msg(ps);
+            prog_op ops[4] = {
+                prog_send(r1, there, bytes, PROG_COLL, -1, 0),
+                prog_recv(r1, back, bytes, PROG_COLL, -1, 0),
+                prog_recv(r0, there, bytes, PROG_COLL, -1, 0),
+                prog_send(r0, back, bytes, PROG_COLL, -1, 0),
+            };
+            if (prog_push(ps, a, &ops[0]) || prog_push(ps, a, &ops[1]) ||
+                prog_push(ps, b, &ops[2]) || prog_push(ps, b, &ops[3]))
+                return -1;
+        }
     }
     return 0;
 }
@@ -77,26 +80,30 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The fastest round trip of a ping-pong run: between consecutive receives
- * of rank 0 in one iteration (its next send leaves right after). The
- * fastest, not the median: on a shared machine a round trip is only ever
+/* The fastest (or median) round trip of a ping-pong run: between
+ * consecutive receives of a pair's first rank in one iteration (its next
+ * send leaves right after); the iteration's start is left out. The
+ * fastest by default: on a shared machine a round trip is only ever
  * slowed (a worker descheduled for milliseconds), and the transport's own
- * cost is what the fastest shows; the iteration's start is left out. */
-static int round_trip(const live_result *res, double *rtt, ps_err *err)
+ * cost is what the fastest shows; the median is what a run sees under the
+ * load of its own ranks (ranks > 2 ping-pong in pairs at once). */
+static int round_trip(const live_result *res, int median, double *rtt,
+                      ps_err *err)
 {
     double *d = malloc(((size_t)res->ncounts + 1) * sizeof *d);
     if (!d)
         return ps_errf(err, "out of memory");
     int64_t n = 0;
     double prev = NAN;
-    int32_t it = -1;
+    int32_t it = -1, rank = -1;
     for (int64_t k = 0; k < res->ncounts; k++) {
         const live_count *c = &res->counts[k];
-        if (c->rank != 0 || c->send)
-            continue; /* rank 0's receives, in order, iteration by one */
-        if (c->iteration == it && !isnan(prev))
+        if (c->rank % 2 || c->send)
+            continue; /* each pair's first rank's receives, in order */
+        if (c->iteration == it && c->rank == rank && !isnan(prev))
             d[n++] = c->t - prev;
         it = c->iteration;
+        rank = c->rank;
         prev = c->t;
     }
     if (n == 0) {
@@ -104,7 +111,7 @@ static int round_trip(const live_result *res, double *rtt, ps_err *err)
         return ps_errf(err, "calibrate: reps must be at least 2");
     }
     qsort(d, (size_t)n, sizeof *d, cmp);
-    *rtt = d[0];
+    *rtt = median ? d[(n - 1) / 2] : d[0];
     free(d);
     return PS_OK;
 }
@@ -122,12 +129,13 @@ int live_pingpong(const live_pp *pp, double *seconds, ps_err *err)
         most = fmax(most, pp->sizes[i]);
     }
     char *zeros = calloc((size_t)most + 1, 1);
-    prog_set *ps = prog_new(2);
+    int32_t pairs = pp->ranks >= 2 ? pp->ranks / 2 : 1;
+    prog_set *ps = prog_new(2 * pairs);
     int rc = zeros && ps ? PS_OK : ps_errf(err, "out of memory");
     pp_ctx ctx = {zeros};
     for (int i = 0; i < pp->n && rc == PS_OK; i++) {
-        prog_reset(ps, 2);
-        if (pp_programs(ps, pp->sizes[i], pp->reps)) {
+        prog_reset(ps, 2 * pairs);
+        if (pp_programs(ps, pp->sizes[i], pp->reps, pairs)) {
             rc = ps_errf(err, "out of memory");
             break;
         }
@@ -143,7 +151,7 @@ int live_pingpong(const live_pp *pp, double *seconds, ps_err *err)
         if ((rc = live_run(&cfg, &res, err)))
             break;
         /* one way: half the median round trip */
-        rc = round_trip(&res, &seconds[i], err);
+        rc = round_trip(&res, pp->median, &seconds[i], err);
         seconds[i] /= 2;
         live_result_free(&res);
     }

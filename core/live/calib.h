@@ -14,11 +14,13 @@ typedef struct live_pp {
     int iterations, warmup; /* per size, as live_cfg's */
     int reps;               /* round trips per iteration */
     live_inject inject;     /* test only */
+    int32_t ranks;  /* processes, ping-ponging in pairs at once (>= 2) */
+    int median;     /* 1: the median round trip; 0: the fastest */
 } live_pp;
 
-/* The one-way time of each size (seconds[i], half the fastest round trip
- * of every iteration's round trips but its first) between two workers on
- * loopback. Fails like
+/* The one-way time of each size (seconds[i], half the fastest, or the
+ * median, of every iteration's round trips but its first) between pairs of
+ * workers on loopback. Fails like
  * live_run, or on a size that is not a whole byte count up to 1 GB. */
 int live_pingpong(const live_pp *pp, double *seconds, ps_err *err);
 

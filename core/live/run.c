@@ -112,6 +112,9 @@ static void child(const live_cfg *cfg, coord *c, int32_t i, int ctl,
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* timers to the microsecond: the start of an iteration and injected
+     * latencies (the default slack is 50 us) */
+    prctl(PR_SET_TIMERSLACK, 1UL);
     if (getppid() != parent)
         _exit(1);
     for (int32_t k = 0; k < c->n; k++) {
@@ -599,7 +602,7 @@ int live_run(const live_cfg *cfg, live_result *res, ps_err *err)
         rc = gather(&c, -1, res, err);
     int32_t total = cfg->warmup + cfg->iterations;
     for (int32_t it = 0; it < total && rc == PS_OK; it++) {
-        live_go g = {it, 0, live_now() + 2e-3};
+        live_go g = {it, 0, live_now() + 3e-3};
         for (int32_t i = 0; i < c.n; i++)
             c.w[i].done = c.w[i].blocked = 0;
         for (int32_t i = 0; i < c.n && rc == PS_OK; i++)

@@ -524,12 +524,12 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
 static int run_iteration(worker *w, double t0, ps_err *err)
 {
     reset_iteration(w);
-    while (live_now() < t0) {
-        double left = t0 - live_now();
-        struct timespec ts = {0, left > 1e-3 ? 500000 : 0};
-        if (left > 1e-3)
-            nanosleep(&ts, NULL);
-    }
+    /* one absolute sleep to t0 (spinning would starve the other ranks of
+     * a machine with fewer cores than ranks) */
+    struct timespec at = {(time_t)t0, (long)((t0 - floor(t0)) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) ==
+           EINTR)
+        ;
     w->t0 = t0;
     w->last_progress = t0;
     w->seen = 0;

@@ -44,7 +44,8 @@ function M.write_profile(path, p)
 end
 
 local KNOWN = { ranks = true, sizes = true, iterations = true, warmup = true, reps = true,
-                layers = true, compute = true, inject = true, cluster = true, profile = true }
+                layers = true, compute = true, inject = true, cluster = true, profile = true,
+                statistic = true }
 
 -- calibrate(core, spec): the measurement (core.live_calibrate) and, when
 -- asked, the files. Returns { latency, bandwidth, sizes, one_way, fwd,
@@ -57,7 +58,7 @@ function M.calibrate(core, spec)
     end
     local args = {}
     for k, v in pairs(spec) do
-        if k ~= "ranks" and k ~= "cluster" and k ~= "profile" then args[k] = v end
+        if k ~= "cluster" and k ~= "profile" then args[k] = v end
     end
     if args.layers and not args.compute then args.compute = { model = "mlp" } end
     local ok, r = pcall(core.live_calibrate, args)

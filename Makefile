@@ -164,6 +164,9 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@echo
 	@echo "the fixed cost of a process (issue 12; tests/bench/startup.py):"
 	@python3 tests/bench/startup.py $(BIN)
+	@echo
+	@echo "PyTorch's gloo against live mode's ring (issue 25; tests/bench/gloo_vs_live.py):"
+	@python3 tests/bench/gloo_vs_live.py $(BIN)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:

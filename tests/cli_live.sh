@@ -146,4 +146,35 @@ EOF
 (cd "$D" && $VG "$BIN" run --unsafe use.lua -o use.db 2>&1 | grep -q "^true") && ok || bad "calibrated files: $(cd "$D" && "$BIN" run --unsafe use.lua -o use.db 2>&1)"
 expect_fail "calibrate --bogus 1" "calibrate: unknown option '--bogus'"
 
+# several hosts as workers on this one: pipesim worker --rendezvous, the
+# coordinator sends them the scenario; one worker takes itself for
+# another host and aligns its clock by pings (an error bound > 0)
+cat >"$D/rdv.lua" <<'EOF'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 4, link = { bandwidth = "1 GB/s", latency = "20 us" } }
+local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = 4096,
+    backend = "tcp", iterations = 2, warmup = 0, data = function(rank, i) return rank + i end }
+print("coll", r.outputs[1][1], r.outputs[4][4], r.clock_error > 0 and r.clock_error < 0.01)
+local layers = {}
+for i = 1, 4 do layers[i] = { fwd_time = "1 ms" } end
+local p = ps.run{ cluster = c, layers = layers, stages = 2, microbatches = 4, backend = "tcp",
+                  compute = { model = "mlp", width = 8 } }
+print("pipe", p.grad_error < 1e-12)
+EOF
+PORT=$((20000 + $$ % 20000))
+wpids=""
+for k in 1 2 3 4; do
+    if [ $k = 4 ]; then
+        (cd "$D" && PIPESIM_TEST_BOOT_ID=elsewhere exec "$BIN" worker --rendezvous 127.0.0.1:$PORT --timeout 30 >w$k.out 2>&1) &
+    else
+        (cd "$D" && exec "$BIN" worker --rendezvous 127.0.0.1:$PORT --timeout 30 >w$k.out 2>&1) &
+    fi
+    wpids="$wpids $!"
+done
+(cd "$D" && $VG "$BIN" run rdv.lua -o rdv.db --rendezvous 127.0.0.1:$PORT --workers 4 --timeout 60 >rdv.out 2>&1) && ok || bad "rendezvous run: $(cat "$D/rdv.out")"
+grep -q "^coll	6.0	18.0	true$" "$D/rdv.out" && grep -q "^pipe	true$" "$D/rdv.out" && ok || bad "rendezvous results: $(cat "$D/rdv.out")"
+for p in $wpids; do wait "$p" || bad "a worker failed: $(cat "$D"/w*.out)"; done
+[ "$(q "$D/rdv.db" "SELECT group_concat(backend) FROM run")" = "tcp,tcp" ] && ok || bad "rendezvous runs recorded"
+expect_fail "worker --rendezvous nohost" "worker: --rendezvous nohost: expected HOST:PORT"
+
 echo "$P passed, $F failed"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/unit.h"
 #include "bind/bind.h"
@@ -109,8 +110,13 @@ void bind_live_push(lua_State *L, const live_result *r, double simulated,
 {
     lua_pushstring(L, "tcp");
     lua_setfield(L, -2, "backend");
+    /* a rendezvous worker's copy of the scenario (live/rdv.c) gets the
+     * same fields, NaN where the coordinator alone has the figure, so that
+     * the script runs the same everywhere */
+    lua_pushboolean(L, r->worker);
+    lua_setfield(L, -2, "worker");
     set_number(L, "simulated", simulated);
-    set_number(L, "clock_error", r->clock_error);
+    set_number(L, "clock_error", r->worker ? NAN : r->clock_error);
     lua_createtable(L, r->iterations, 0);
     for (int32_t k = 0; k < r->iterations; k++) {
         lua_pushnumber(L, r->times[k]);
@@ -125,7 +131,7 @@ void bind_live_push(lua_State *L, const live_result *r, double simulated,
     for (int f = 0; f < 3; f++) {
         lua_createtable(L, n, 0);
         for (int32_t i = 0; i < n; i++) {
-            lua_pushnumber(L, v[f][ranks ? ranks[i] : i]);
+            lua_pushnumber(L, r->worker ? NAN : v[f][ranks ? ranks[i] : i]);
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, names[f]);
@@ -158,7 +164,7 @@ int bind_live_bytes_log(lua_State *L, const bind_live *lv, rec_db *db,
                         ps_err *err)
 {
     (void)L;
-    if (!lv->bytes_log)
+    if (!lv->bytes_log || (r && r->worker)) /* the coordinator writes it */
         return PS_OK;
     int append = !first_write(lv->bytes_log), rc;
     if (r) {
@@ -430,8 +436,9 @@ static int core_live_calibrate(lua_State *L)
     if (stat && strcmp(stat, "min") != 0 && strcmp(stat, "median") != 0)
         return luaL_error(L, "field 'statistic': '%s' (expected min or median)",
                           stat);
-    live_pp pp = {sizes,      n,  (int)it,
-                  (int)wu,    (int)reps, lv.inject,
+    live_pp pp = {sizes,          n,
+                  (int)it,        (int)wu,
+                  (int)reps,      lv.inject,
                   (int32_t)ranks, stat && strcmp(stat, "median") == 0};
     ps_err err;
     if (live_pingpong(&pp, secs, &err))
@@ -602,4 +609,103 @@ int bind_live_calibrate_main(int argc, char **argv, const char *luadir)
     bind_limits_end(L);
     lua_close(L);
     return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* pipesim worker --rendezvous HOST:PORT                               */
+
+/* [-0, +0] loads and runs the coordinator's scenario text */
+static int worker_scenario(lua_State *L)
+{
+    const live_job *job = lua_touserdata(L, 1);
+    char chunk[300];
+    snprintf(chunk, sizeof chunk, "@%s", job->name);
+    if (luaL_loadbufferx(L, job->text, job->len, chunk, "t") != LUA_OK)
+        return lua_error(L);
+    lua_call(L, 0, 0);
+    return 0;
+}
+
+int bind_live_worker_main(const char *hostport, double timeout,
+                          const char *luadir)
+{
+    live_job job;
+    ps_err err;
+    if (live_rdv_connect(hostport, timeout, &job, &err))
+        return ps_fail("worker: %s", err.msg);
+    /* the scenario's own output is the coordinator's to print; what it
+     * records goes to a scratch database, removed at the end */
+    if (!freopen("/dev/null", "w", stdout))
+        return ps_fail("worker: cannot silence the scenario's output");
+    char db[256];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(db, sizeof db, "%s/pipesim-worker-%ld.db", tmp ? tmp : "/tmp",
+             (long)getpid());
+    lua_State *L = bind_newstate();
+    if (!L)
+        return ps_fail("cannot create a Lua state");
+    luaL_openlibs(L);
+    bind_session s = {db, job.name, (const char *const *)job.defs, job.ndefs, 1,
+                      0,  0};
+    bind_setup(L, luadir, &s);
+    bind_sandbox(L, luadir, ".", db); /* code from the network */
+    int rc = bind_limits(L, luadir, 0, &err);
+    if (rc) {
+        ps_print_error(err.msg);
+    } else {
+        lua_pushcfunction(L, worker_scenario);
+        lua_pushlightuserdata(L, &job);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+            rc = ps_fail("worker: %s", lua_tostring(L, -1));
+    }
+    long runs;
+    const char *path;
+    bind_finish(L, &runs, &path, &err);
+    bind_limits_end(L);
+    lua_close(L);
+    live_rdv_end();
+    live_job_free(&job);
+    char side[300];
+    const char *ext[] = {"", "-wal", "-shm"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(side, sizeof side, "%s%s", db, ext[k]);
+        unlink(side);
+    }
+    return rc;
+}
+
+int bind_live_rendezvous(const char *hostport, int workers, double timeout,
+                         const char *scenario, const char *const *defs,
+                         int ndefs, ps_err *err)
+{
+    FILE *f = fopen(scenario, "rb");
+    if (!f)
+        return ps_errf(err, "%s: cannot read: %s", scenario, strerror(errno));
+    char *text = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = 2 * (len + n + 1);
+            char *t = realloc(text, cap);
+            if (!t) {
+                free(text);
+                fclose(f);
+                return ps_errf(err, "out of memory");
+            }
+            text = t;
+        }
+        memcpy(text + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    int rc = live_rdv_serve(hostport, workers, timeout, scenario,
+                            text ? text : "", len, defs, ndefs, err);
+    free(text);
+    return rc;
+}
+
+void bind_live_rendezvous_end(void)
+{
+    live_rdv_end();
 }

@@ -60,6 +60,22 @@ void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
  * and with --layers the profile to --profile. Returns the exit status. */
 int bind_live_calibrate_main(int argc, char **argv, const char *luadir);
 
+/* pipesim worker --rendezvous HOST:PORT: joins a coordinator (waiting up
+ * to timeout seconds for it), runs the scenario it sends, sandboxed and
+ * recording nothing, serving each live run as the rank it is given.
+ * Returns the exit status. */
+int bind_live_worker_main(const char *hostport, double timeout,
+                          const char *luadir);
+
+/* pipesim run --rendezvous HOST:PORT --workers W: waits (up to timeout
+ * seconds) for W workers and sends them the scenario's text and -D
+ * arguments; the scenario's live runs then use them. _end closes the
+ * session. */
+int bind_live_rendezvous(const char *hostport, int workers, double timeout,
+                         const char *scenario, const char *const *defs,
+                         int ndefs, ps_err *err);
+void bind_live_rendezvous_end(void);
+
 /* --bytes-log: the file of runs that name none (borrowed; NULL: none). */
 void bind_live_set_bytes_log(const char *path);
 

@@ -30,6 +30,7 @@ static const char usage[] =
     "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
     "                   [--timeout SECONDS] [--max-memory SIZE]\n"
     "                   [--jobs N] [--shard K/N] [--bytes-log FILE]\n"
+    "                   [--rendezvous HOST:PORT --workers N]\n"
     "       pipesim report DB [RUN] [--csv] [--width N]\n"
     "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
@@ -38,6 +39,7 @@ static const char usage[] =
     "x|y|xy]\n"
     "                    [--format svg|csv] [-o FILE]\n"
     "       pipesim merge OUT.db PART.db...\n"
+    "       pipesim worker --rendezvous HOST:PORT [--timeout SECONDS]\n"
     "       pipesim calibrate [-o CLUSTER.lua] [--ranks N]\n"
     "                    [--profile FILE.csv --layers N [--width W]]\n"
     "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
@@ -60,6 +62,10 @@ static const char usage[] =
     "           index is K modulo N (K from 0), for pipesim merge.\n"
     "           --bytes-log FILE: every run's byte counters as JSON Lines\n"
     "           (the bytes_log field of ps.run and ps.collective).\n"
+    "           --rendezvous HOST:PORT --workers N: live runs (backend =\n"
+    "           \"tcp\") use N workers started with pipesim worker.\n"
+    "  worker   serves the live runs of a pipesim run --rendezvous on\n"
+    "           this host: it runs the coordinator's scenario, sandboxed.\n"
     "  report   without RUN: a table comparing every run in DB;\n"
     "           with RUN: its summary and an ASCII Gantt chart.\n"
     "           --csv: the table as CSV, or with RUN one line per rank.\n"
@@ -149,11 +155,13 @@ typedef struct run_opts {
     const char **defs; /* -D key=value, ndefs of them */
     int ndefs;
     int unsafe;
-    double timeout;        /* seconds; 0: none */
-    size_t max_memory;     /* bytes */
-    int jobs;              /* --jobs, >= 1 */
-    int shard_k, shard_n;  /* --shard K/N; shard_n 0: none */
-    const char *bytes_log; /* --bytes-log FILE; NULL: none */
+    double timeout;         /* seconds; 0: none */
+    size_t max_memory;      /* bytes */
+    int jobs;               /* --jobs, >= 1 */
+    int shard_k, shard_n;   /* --shard K/N; shard_n 0: none */
+    const char *bytes_log;  /* --bytes-log FILE; NULL: none */
+    const char *rendezvous; /* --rendezvous HOST:PORT; NULL: none */
+    int workers;            /* --workers N */
 } run_opts;
 
 /* A decimal integer in lo..hi, the whole string. */
@@ -204,7 +212,9 @@ static int parse_run(int argc, char **argv, run_opts *o)
         OPT_MAX_MEMORY,
         OPT_JOBS,
         OPT_SHARD,
-        OPT_BYTES_LOG
+        OPT_BYTES_LOG,
+        OPT_RENDEZVOUS,
+        OPT_WORKERS
     };
     static const struct option longopts[] = {
         {"unsafe", no_argument, NULL, OPT_UNSAFE},
@@ -213,6 +223,8 @@ static int parse_run(int argc, char **argv, run_opts *o)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
         {"bytes-log", required_argument, NULL, OPT_BYTES_LOG},
+        {"rendezvous", required_argument, NULL, OPT_RENDEZVOUS},
+        {"workers", required_argument, NULL, OPT_WORKERS},
         {NULL, 0, NULL, 0},
     };
     o->max_memory = limit_default_memory();
@@ -231,6 +243,16 @@ static int parse_run(int argc, char **argv, run_opts *o)
                 return fail("run: -o: the database path is empty");
             break;
         case OPT_UNSAFE: o->unsafe = 1; break;
+        case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
+        case OPT_WORKERS: {
+            long n;
+            if (parse_int(optarg, 1, 4096, &n))
+                return fail("run: --workers %s: expected a number of workers "
+                            "in 1..4096",
+                            optarg);
+            o->workers = (int)n;
+            break;
+        }
         case OPT_BYTES_LOG:
             if (!*optarg)
                 return fail("run: --bytes-log: the file name is empty");
@@ -366,10 +388,16 @@ static int cmd_run(int argc, char **argv)
     bind_live_set_bytes_log(o.bytes_log);
     ps_err err;
     rc = bind_limits(L, luadir, o.timeout, &err);
+    if (rc == 0 && o.rendezvous &&
+        bind_live_rendezvous(o.rendezvous, o.workers ? o.workers : 1,
+                             o.timeout > 0 ? o.timeout : 120, o.scenario,
+                             o.defs, o.ndefs, &err))
+        rc = 1;
     if (rc)
         ps_print_error(err.msg);
     else
         rc = run_scenario(L, &o);
+    bind_live_rendezvous_end();
     if (rc == 0 && o.shard_n > 0 && !bind_sweeps_run(L))
         rc = fail("%s: --shard %d/%d needs a ps.sweep, and the scenario "
                   "runs none (its runs are not divided among shards)",
@@ -545,6 +573,18 @@ int main(int argc, char **argv)
         find_luadir(luadir, sizeof luadir);
         return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
     }
+    if (strcmp(cmd, "worker") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        if (argc < 4 || strcmp(argv[2], "--rendezvous") != 0 ||
+            (argc != 4 && (argc != 6 || strcmp(argv[4], "--timeout") != 0)))
+            return fail("worker: usage: pipesim worker --rendezvous "
+                        "HOST:PORT [--timeout SECONDS]");
+        double t = argc == 6 ? strtod(argv[5], NULL) : 120;
+        if (!(t > 0))
+            return fail("worker: --timeout %s: expected seconds > 0", argv[5]);
+        return bind_live_worker_main(argv[3], t, luadir);
+    }
     if (strcmp(cmd, "calibrate") == 0) {
         char luadir[PATH_MAX];
         find_luadir(luadir, sizeof luadir);
@@ -552,6 +592,6 @@ int main(int argc, char **argv)
             bind_live_calibrate_main(argc - 1, argv + 1, luadir));
     }
     return fail("unknown command '%s' (expected run, report, export, plot, "
-                "merge, nccl-tests or calibrate; try pipesim --help)",
+                "merge, nccl-tests, calibrate or worker; try pipesim --help)",
                 cmd);
 }

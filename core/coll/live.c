@@ -190,9 +190,13 @@ int coll_live_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     };
     if (rc == PS_OK)
         rc = live_run(&cfg, &lv->run, err);
-    if (rc == PS_OK)
+    if (rc == PS_OK && lv->run.worker) { /* a rendezvous worker's copy */
+        res->time = NAN;
+        lv->simulated = NAN;
+    } else if (rc == PS_OK) {
         rc = compare(&c, &v, res, &lv->run, err);
-    if (rc == PS_OK) {
+    }
+    if (rc == PS_OK && !lv->run.worker) {
         res->time = lv->run.median;
         res->algbw = res->time > 0 ? (double)spec->bytes / res->time : 0;
         res->busbw = res->algbw * coll_busbw_factor(spec->op, res->nranks);

@@ -14,8 +14,8 @@ typedef struct live_pp {
     int iterations, warmup; /* per size, as live_cfg's */
     int reps;               /* round trips per iteration */
     live_inject inject;     /* test only */
-    int32_t ranks;  /* processes, ping-ponging in pairs at once (>= 2) */
-    int median;     /* 1: the median round trip; 0: the fastest */
+    int32_t ranks; /* processes, ping-ponging in pairs at once (>= 2) */
+    int median;    /* 1: the median round trip; 0: the fastest */
 } live_pp;
 
 /* The one-way time of each size (seconds[i], half the fastest, or the

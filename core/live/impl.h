@@ -20,10 +20,15 @@ enum live_msg {
     LIVE_BLOCKED,   /* live_blocked, then text: what the lanes wait on */
     LIVE_PROBED,    /* live_blocked, then text */
     LIVE_RESULT,    /* the front end's result bytes */
+    LIVE_JOIN,      /* rendezvous: {run sequence, ranks} at a live run */
+    LIVE_PONG,      /* rendezvous: the worker's clock, for a LIVE_PING */
     /* coordinator -> worker */
-    LIVE_GO = 32, /* live_go */
-    LIVE_PROBE,   /* empty: answer LIVE_PROBED */
-    LIVE_FINISH,  /* empty: send LIVE_RESULT and exit */
+    LIVE_GO = 32,  /* live_go */
+    LIVE_PROBE,    /* empty: answer LIVE_PROBED */
+    LIVE_FINISH,   /* empty: send LIVE_RESULT and exit */
+    LIVE_SCENARIO, /* rendezvous: {count, name}, the text, each -D */
+    LIVE_PING,     /* rendezvous: the coordinator's clock */
+    LIVE_ASSIGN,   /* rendezvous: {rank or -1, ranks}, every live_addr */
 };
 
 typedef struct live_go {
@@ -58,11 +63,34 @@ int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap, size_t *len);
 /* CLOCK_MONOTONIC in seconds. */
 double live_now(void);
 
+/* Where rank r's worker listens for its peers: IPv4 address and port,
+ * both in network byte order (port 0: no worker). */
+typedef struct live_addr {
+    uint32_t ip;
+    uint16_t port;
+    uint16_t pad;
+} live_addr;
+
 /* The worker's side of a run: connects to its peers through the listeners
- * (listen_fd its own, ports[r] every rank's, 0 for ranks without a
- * worker), then serves the coordinator on ctl until LIVE_FINISH or a
- * failure. Returns the process's exit status. */
+ * (listen_fd its own, addr[r] every rank's), then serves the coordinator
+ * on ctl until LIVE_FINISH or a failure. Returns 0 after LIVE_FINISH, or
+ * the failure's exit status (the failure was reported on ctl); exits the
+ * process at once when the coordinator is gone. */
 int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl, int listen_fd,
-                     const uint16_t *ports);
+                     const live_addr *addr);
+
+/* Rendezvous (live/rdv.c), the coordinator's side of a live run: the
+ * first n workers become ranks rank[0..n-1] of a run of nranks ranks (the
+ * others sit it out); fds[i] their control connections (still the
+ * session's), offsets[i] their clocks' offsets (worker - ours), *bound the
+ * alignment's error bound. Fails, ending the session, when a worker is
+ * gone or reached another run. */
+int live_rdv_attach(int32_t n, const int32_t *rank, int32_t nranks, int *fds,
+                    double *offsets, double *bound, ps_err *err);
+/* The worker's side: joins the live run of cfg (its programs are the
+ * coordinator's, the scenario being the same) and serves it when given a
+ * rank; res is left with worker = 1. Exits the process when the run
+ * fails or the coordinator goes. */
+int live_rdv_join(const live_cfg *cfg, live_result *res, ps_err *err);
 
 #endif

@@ -132,6 +132,8 @@ typedef struct live_result {
     int64_t ncounts;
     double clock_error; /* bound on the misalignment of the ranks' clocks,
                            seconds (0: one host, one clock) */
+    int worker;         /* 1: this process was one rendezvous worker of the run:
+                           nothing else is filled in */
 } live_result;
 
 /* Runs cfg->ps for real. Fails, with nothing to free, on a worker's
@@ -140,6 +142,37 @@ typedef struct live_result {
  * how), a stop (limit_stopped(), "interrupted" or the limit's message), or
  * out of memory. Every worker process has exited when it returns. */
 int live_run(const live_cfg *cfg, live_result *res, ps_err *err);
+
+/* --- rendezvous: workers from other processes or hosts (live/rdv.c) --- */
+
+/* The coordinator (pipesim run --rendezvous HOST:PORT --workers W):
+ * listens on HOST:PORT, waits up to timeout seconds (or a stop) for W
+ * workers and sends each the scenario (its name, text and -D arguments);
+ * every following live_run uses them instead of forking. */
+int live_rdv_serve(const char *hostport, int workers, double timeout,
+                   const char *name, const char *text, size_t len,
+                   const char *const *defs, int ndefs, ps_err *err);
+
+/* What a worker receives: the scenario to run. */
+typedef struct live_job {
+    char *name, *text;
+    size_t len;
+    char **defs;
+    int ndefs;
+} live_job;
+
+/* The worker (pipesim worker --rendezvous HOST:PORT): connects (retrying
+ * for up to timeout seconds: the coordinator may start later) and
+ * receives the scenario into *job (live_job_free). From then on every
+ * live_run of this process joins the coordinator's run. */
+int live_rdv_connect(const char *hostport, double timeout, live_job *job,
+                     ps_err *err);
+void live_job_free(live_job *job);
+
+/* 0 none, 1 this process coordinates rendezvous workers, 2 it is one. */
+int live_rdv_active(void);
+/* Closes the session: its workers exit. */
+void live_rdv_end(void);
 
 /* CLOCK_MONOTONIC in seconds: the clock live mode measures with. */
 double live_clock(void);

@@ -66,7 +66,7 @@ static int find_peers(wire_set *w, ps_err *err)
 
 /* Connects to every higher peer's listener and accepts every lower one;
  * each connection opens with the connecting rank's number. */
-static int connect_peers(wire_set *w, int listen_fd, const uint16_t *ports,
+static int connect_peers(wire_set *w, int listen_fd, const live_addr *addr,
                          ps_err *err)
 {
     int32_t expect = 0;
@@ -78,8 +78,8 @@ static int connect_peers(wire_set *w, int listen_fd, const uint16_t *ports,
         }
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons(ports[cn->peer])};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                                .sin_port = addr[cn->peer].port};
+        a.sin_addr.s_addr = addr[cn->peer].ip;
         int32_t me = w->rank;
         if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) ||
             write(fd, &me, sizeof me) != (ssize_t)sizeof me) {
@@ -118,13 +118,13 @@ static int connect_peers(wire_set *w, int listen_fd, const uint16_t *ports,
 }
 
 int wire_connect(const prog_set *ps, int32_t rank, int listen_fd,
-                 const uint16_t *ports, wire_conn **conns, int32_t *nconn,
+                 const live_addr *addr, wire_conn **conns, int32_t *nconn,
                  int32_t **conn_of, ps_err *err)
 {
     wire_set w = {.ps = ps, .rank = rank};
     int rc = find_peers(&w, err);
     if (rc == PS_OK)
-        rc = connect_peers(&w, listen_fd, ports, err);
+        rc = connect_peers(&w, listen_fd, addr, err);
     *conns = w.conns;
     *nconn = w.nconn;
     *conn_of = w.conn_of;

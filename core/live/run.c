@@ -20,7 +20,8 @@
 
 /* A worker as the coordinator sees it. */
 typedef struct wk {
-    pid_t pid;
+    pid_t pid;     /* 0: a rendezvous worker */
+    double offset; /* its clock - ours (rendezvous) */
     int ctl;
     int32_t rank;
     int done;    /* reported the current iteration */
@@ -32,6 +33,7 @@ typedef struct wk {
 
 typedef struct coord {
     const live_cfg *cfg;
+    int rdv; /* workers from the rendezvous (live/rdv.c) */
     wk *w;
     int32_t n;
     int32_t measured; /* iterations measured so far */
@@ -46,9 +48,17 @@ typedef struct coord {
 /* ------------------------------------------------------------------ */
 /* Processes                                                           */
 
-/* Kills what is left and waits for every worker; idempotent. */
-static void end_workers(coord *c)
+/* Kills what is left and waits for every worker; idempotent. Rendezvous
+ * workers stay for the next run unless the run failed. */
+static void end_workers(coord *c, int failed)
 {
+    if (c->rdv) {
+        if (failed)
+            live_rdv_end();
+        for (int32_t i = 0; i < c->n; i++)
+            c->w[i].ctl = -1;
+        return;
+    }
     for (int32_t i = 0; i < c->n; i++)
         if (c->w[i].pid > 0)
             kill(c->w[i].pid, SIGKILL);
@@ -68,6 +78,9 @@ static int died(coord *c, int32_t i, ps_err *err)
 {
     int status = 0;
     pid_t p = c->w[i].pid;
+    if (c->rdv)
+        return ps_errf(err, "rank %d: its worker left (its connection closed)",
+                       (int)c->w[i].rank);
     if (p > 0) {
         /* a worker that closed its channel is exiting: wait a moment */
         pid_t got = 0;
@@ -87,7 +100,7 @@ static int died(coord *c, int32_t i, ps_err *err)
                    (int)c->w[i].rank, WEXITSTATUS(status));
 }
 
-static int listener(uint16_t *port)
+static int listener(live_addr *at)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -99,13 +112,13 @@ static int listener(uint16_t *port)
             close(fd);
         return -1;
     }
-    *port = ntohs(a.sin_port);
+    at->port = a.sin_port;
     return fd;
 }
 
 /* The child's side of a fork: never returns. */
 static void child(const live_cfg *cfg, coord *c, int32_t i, int ctl,
-                  const int *lfd, const uint16_t *ports, pid_t parent)
+                  const int *lfd, const live_addr *addr, pid_t parent)
 {
     /* Ctrl-C reaches the whole process group: the coordinator alone
      * handles it and ends the workers */
@@ -123,20 +136,43 @@ static void child(const live_cfg *cfg, coord *c, int32_t i, int ctl,
         if (k != i && lfd[k] >= 0)
             close(lfd[k]);
     }
-    _exit(live_worker_main(cfg, c->w[i].rank, ctl, lfd[i], ports));
+    _exit(live_worker_main(cfg, c->w[i].rank, ctl, lfd[i], addr));
+}
+
+/* The rendezvous's workers instead of forked ones. */
+static int attach(coord *c, live_result *res, ps_err *err)
+{
+    int32_t *rank = malloc(((size_t)c->n + 1) * sizeof *rank);
+    int *fds = malloc(((size_t)c->n + 1) * sizeof *fds);
+    double *off = malloc(((size_t)c->n + 1) * sizeof *off);
+    int rc = rank && fds && off ? PS_OK : ps_errf(err, "out of memory");
+    for (int32_t i = 0; i < c->n && rc == PS_OK; i++)
+        rank[i] = c->w[i].rank;
+    if (rc == PS_OK)
+        rc = live_rdv_attach(c->n, rank, c->cfg->ps->nranks, fds, off,
+                             &res->clock_error, err);
+    for (int32_t i = 0; i < c->n && rc == PS_OK; i++) {
+        c->w[i].ctl = fds[i];
+        c->w[i].offset = off[i];
+    }
+    free(rank);
+    free(fds);
+    free(off);
+    return rc;
 }
 
 static int spawn(coord *c, ps_err *err)
 {
     const live_cfg *cfg = c->cfg;
     int32_t R = cfg->ps->nranks;
-    uint16_t *ports = calloc((size_t)R + 1, sizeof *ports);
+    live_addr *ports = calloc((size_t)R + 1, sizeof *ports);
     int *lfd = malloc(((size_t)c->n + 1) * sizeof *lfd);
     int rc = PS_OK;
     if (!ports || !lfd)
         rc = ps_errf(err, "out of memory");
     for (int32_t i = 0; i < c->n && rc == PS_OK; i++) {
         lfd[i] = listener(&ports[c->w[i].rank]);
+        ports[c->w[i].rank].ip = htonl(INADDR_LOOPBACK);
         if (lfd[i] < 0) {
             for (int32_t k = 0; k < i; k++)
                 close(lfd[k]);
@@ -577,9 +613,9 @@ static int setup_coord(coord *c, const live_cfg *cfg, ps_err *err)
     return PS_OK;
 }
 
-static void free_coord(coord *c)
+static void free_coord(coord *c, int failed)
 {
-    end_workers(c);
+    end_workers(c, failed);
     free(c->w);
     free(c->op_times);
     free(c->lane_base);
@@ -591,23 +627,28 @@ static void free_coord(coord *c)
 
 int live_run(const live_cfg *cfg, live_result *res, ps_err *err)
 {
+    if (live_rdv_active() == 2)
+        return live_rdv_join(cfg, res, err);
     memset(res, 0, sizeof *res);
-    coord c = {.cfg = cfg};
+    coord c = {.cfg = cfg, .rdv = live_rdv_active() == 1};
     int rc = check_cfg(cfg, err);
     if (rc == PS_OK)
         rc = setup_coord(&c, cfg, err);
     if (rc == PS_OK)
-        rc = spawn(&c, err);
+        rc = c.rdv ? attach(&c, res, err) : spawn(&c, err);
     if (rc == PS_OK)
         rc = gather(&c, -1, res, err);
     int32_t total = cfg->warmup + cfg->iterations;
     for (int32_t it = 0; it < total && rc == PS_OK; it++) {
-        live_go g = {it, 0, live_now() + 3e-3};
+        double t0 = live_now() + 3e-3;
         for (int32_t i = 0; i < c.n; i++)
             c.w[i].done = c.w[i].blocked = 0;
-        for (int32_t i = 0; i < c.n && rc == PS_OK; i++)
+        for (int32_t i = 0; i < c.n && rc == PS_OK; i++) {
+            /* in the worker's clock (rendezvous workers on other hosts) */
+            live_go g = {it, 0, t0 + c.w[i].offset};
             if (live_ctl_send(c.w[i].ctl, LIVE_GO, &g, sizeof g, NULL, 0))
                 rc = died(&c, i, err);
+        }
         if (rc == PS_OK)
             rc = gather(&c, it, res, err);
     }
@@ -615,7 +656,7 @@ int live_run(const live_cfg *cfg, live_result *res, ps_err *err)
         rc = finish(&c, res, err);
     if (rc == PS_OK)
         rc = results(&c, res, err);
-    free_coord(&c);
+    free_coord(&c, rc != PS_OK);
     if (rc)
         live_result_free(res);
     return rc;

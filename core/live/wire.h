@@ -87,11 +87,12 @@ double wire_next_write(const wire_conn *c, const live_inject *inj, double now);
 int wire_post(wire_conn *c, wire_in *in, int32_t msg);
 
 /* Connects rank to every peer its lanes in ps name (live/peers.c):
- * through the listeners, listen_fd its own and ports[r] rank r's on
- * loopback. Fills *conns (nconn of them, owned by the caller) and
- * *conn_of (peer rank -> connection, -1). Fails naming the peer. */
+ * through the listeners, listen_fd its own and addr[r] rank r's. Fills
+ * *conns (nconn of them, owned by the caller) and *conn_of (peer rank ->
+ * connection, -1). Fails naming the peer. */
+struct live_addr;
 int wire_connect(const prog_set *ps, int32_t rank, int listen_fd,
-                 const uint16_t *ports, wire_conn **conns, int32_t *nconn,
-                 int32_t **conn_of, ps_err *err);
+                 const struct live_addr *addr, wire_conn **conns,
+                 int32_t *nconn, int32_t **conn_of, ps_err *err);
 
 #endif

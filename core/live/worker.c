@@ -527,8 +527,7 @@ static int run_iteration(worker *w, double t0, ps_err *err)
     /* one absolute sleep to t0 (spinning would starve the other ranks of
      * a machine with fewer cores than ranks) */
     struct timespec at = {(time_t)t0, (long)((t0 - floor(t0)) * 1e9)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) ==
-           EINTR)
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
         ;
     w->t0 = t0;
     w->last_progress = t0;
@@ -619,7 +618,7 @@ static int prepare(worker *w, ps_err *err)
                               : PS_OK;
 }
 
-static int setup(worker *w, int listen_fd, const uint16_t *ports, ps_err *err)
+static int setup(worker *w, int listen_fd, const live_addr *addr, ps_err *err)
 {
     prog_set *ps = w->ps;
     w->lanes = calloc((size_t)ps->nlanes + 1, sizeof *w->lanes);
@@ -642,7 +641,7 @@ static int setup(worker *w, int listen_fd, const uint16_t *ports, ps_err *err)
     w->stall_at = fp && fp->rank && w->rank < fp->nranks
                       ? fp->rank[w->rank].stall_at
                       : INFINITY;
-    if (wire_connect(ps, w->rank, listen_fd, ports, &w->conns, &w->nconn,
+    if (wire_connect(ps, w->rank, listen_fd, addr, &w->conns, &w->nconn,
                      &w->conn_of, err))
         return PS_ERR;
     if (w->cfg->ops->setup && w->cfg->ops->setup(w->cfg->ctx, w->rank, err))
@@ -697,24 +696,38 @@ static int serve(worker *w, ps_err *err)
     return rc;
 }
 
+/* Everything a worker holds, for a worker process that goes on (a
+ * rendezvous worker's scenario, live/rdv.c). */
+static void release(worker *w)
+{
+    for (int32_t m = 0; w->ins && w->outs && m < w->ps->nmsgs; m++) {
+        free(w->ins[m].buf);
+        free(w->outs[m].owned);
+    }
+    for (int32_t c = 0; c < w->nconn; c++)
+        if (w->conns[c].fd >= 0)
+            close(w->conns[c].fd);
+    free(w->lanes);
+    free(w->ins);
+    free(w->outs);
+    free(w->raised);
+    free(w->conns);
+    free(w->conn_of);
+    free(w->counts);
+}
+
 int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl, int listen_fd,
-                     const uint16_t *ports)
+                     const live_addr *addr)
 {
     worker w = {.cfg = cfg, .ps = cfg->ps, .rank = rank, .ctl = ctl};
     ps_err err;
-    int rc = setup(&w, listen_fd, ports, &err);
-    if (listen_fd >= 0)
-        close(listen_fd);
+    int rc = setup(&w, listen_fd, addr, &err);
     if (rc == PS_OK && live_ctl_send(ctl, LIVE_READY, NULL, 0, NULL, 0))
-        return 1;
+        _exit(1);
     if (rc == PS_OK)
         rc = serve(&w, &err);
-    if (rc != PS_OK) {
+    if (rc != PS_OK)
         live_ctl_send(ctl, LIVE_FAIL, err.msg, strlen(err.msg), NULL, 0);
-        return 1;
-    }
-    for (int32_t c = 0; c < w.nconn; c++)
-        if (w.conns[c].fd >= 0)
-            close(w.conns[c].fd);
-    return 0;
+    release(&w);
+    return rc == PS_OK ? 0 : 1;
 }

@@ -54,13 +54,10 @@ local SIZES = quick and { 1 * KB, 64 * KB } or { 1 * KB, 64 * KB, 1 * MB, 16 * M
 print("\nallreduce on 4 ranks: measured median vs simulated on the calibrated link (us)")
 print(string.format("%-20s %9s %9s %9s %7s %7s", "algorithm", "bytes", "measured", "simulated",
     "sim/meas", "spread"))
-local measured, simulated = {}, {}
 for _, algo in ipairs(ALGOS) do
-    measured[algo], simulated[algo] = {}, {}
     for _, bytes in ipairs(SIZES) do
         local r = ps.collective{ cluster = c4, op = "allreduce", algorithm = algo, bytes = bytes,
                                  backend = "tcp", iterations = ITER, warmup = WARM }
-        measured[algo][bytes], simulated[algo][bytes] = r.time, r.simulated
         print(string.format("%-20s %9d %s %s %s %7.2f", algo, bytes, us(r.time), us(r.simulated),
             pct(r.simulated, r.time), spread(r.times)))
     end

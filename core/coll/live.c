@@ -60,6 +60,18 @@ static int lc_recv_len(void *ctx, int32_t rank, int32_t lane, int32_t index,
     return PS_OK;
 }
 
+static int lc_recv_target(void *ctx, int32_t rank, int32_t lane,
+                          int32_t index, const prog_op *op, const void **dst,
+                          size_t *len, ps_err *err)
+{
+    live_coll *c = ctx;
+    (void)rank, (void)lane, (void)index, (void)err;
+    const coll_move *mv = &c->moves[op->msg];
+    *dst = c->buf + mv->dlo;
+    *len = (size_t)mv->cnt * sizeof(float);
+    return PS_OK;
+}
+
 static int lc_recv_done(void *ctx, int32_t rank, int32_t lane, int32_t index,
                         const prog_op *op, const void *data, size_t len,
                         ps_err *err)
@@ -107,6 +119,7 @@ static const live_ops coll_live_ops = {
     .send_data = lc_send,
     .recv_len = lc_recv_len,
     .recv_done = lc_recv_done,
+    .recv_target = lc_recv_target,
     .result = lc_result,
 };
 

@@ -69,6 +69,13 @@ typedef struct live_ops {
     int (*recv_done)(void *ctx, int32_t rank, int32_t lane, int32_t index,
                      const prog_op *op, const void *data, size_t len,
                      ps_err *err);
+    /* Where recv_done will write the RECV's bytes (may be NULL). With it,
+     * a PROG_NOWAIT send is not copied when posted: the executor copies
+     * it only if a receive is about to overwrite its bytes while they are
+     * still being sent. Without it, every such send is copied. */
+    int (*recv_target)(void *ctx, int32_t rank, int32_t lane, int32_t index,
+                       const prog_op *op, const void **dst, size_t *len,
+                       ps_err *err);
     /* A COMPUTE op (may be NULL: compute ops take no time). */
     int (*compute)(void *ctx, int32_t rank, int32_t lane, int32_t index,
                    const prog_op *op, ps_err *err);

@@ -142,7 +142,9 @@ static int post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
     o->hdr[3] = (uint32_t)((uint64_t)len >> 32);
     o->data = data;
     o->len = len;
-    if (op->flags & PROG_NOWAIT) { /* the lane goes on: keep a copy */
+    if ((op->flags & PROG_NOWAIT) && !w->cfg->ops->recv_target) {
+        /* the lane goes on: keep a copy (with recv_target, only when a
+         * receive would overwrite it, protect_sends) */
         o->owned = malloc(len + 1);
         if (!o->owned)
             return ps_errf(err, "rank %d: out of memory", (int)w->rank);
@@ -201,6 +203,25 @@ static int op_complete(const worker *w, const prog_op *op)
     return w->ins[op->msg].done;
 }
 
+/* A receive is about to write [dst, dst + len): every send still under
+ * way whose bytes lie there gets a copy of them first. */
+static int protect_sends(worker *w, const void *dst, size_t len, ps_err *err)
+{
+    const char *lo = dst, *hi = lo + len;
+    for (int32_t c = 0; c < w->nconn; c++)
+        for (wire_out *o = w->conns[c].head; o; o = o->next) {
+            if (o->owned || o->done || o->len == 0 || o->data >= hi ||
+                o->data + o->len <= lo)
+                continue;
+            o->owned = malloc(o->len);
+            if (!o->owned)
+                return ps_errf(err, "rank %d: out of memory", (int)w->rank);
+            memcpy(o->owned, o->data, o->len);
+            o->data = o->owned;
+        }
+    return PS_OK;
+}
+
 /* The batch of lr is complete: receives handed over in op order. */
 static int finish_batch(worker *w, lane_rt *lr, ps_err *err)
 {
@@ -211,6 +232,13 @@ static int finish_batch(worker *w, lane_rt *lr, ps_err *err)
             continue;
         wire_in *in = &w->ins[op->msg];
         op->t_end = in->t_end - w->t0;
+        const void *dst;
+        size_t dlen;
+        if (w->cfg->ops->recv_target &&
+            (w->cfg->ops->recv_target(w->cfg->ctx, w->rank, lr->lane, i, op,
+                                      &dst, &dlen, err) ||
+             protect_sends(w, dst, dlen, err)))
+            return PS_ERR;
         int rc = w->cfg->ops->recv_done(w->cfg->ctx, w->rank, lr->lane, i, op,
                                         in->buf, in->len, err);
         free(in->buf);

@@ -98,6 +98,13 @@ def live(binary):
 
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else "build/pipesim"
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        # Debian's python3-torch is in the system Python's dist-packages,
+        # which another python3 on PATH (pyenv's) does not see
+        if os.path.exists("/usr/bin/python3") and sys.executable != "/usr/bin/python3":
+            os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     g = gloo()
     if g is None:
         print("gloo vs live ring: skipped (python3-torch is not installed; "

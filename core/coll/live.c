@@ -60,9 +60,9 @@ static int lc_recv_len(void *ctx, int32_t rank, int32_t lane, int32_t index,
     return PS_OK;
 }
 
-static int lc_recv_target(void *ctx, int32_t rank, int32_t lane,
-                          int32_t index, const prog_op *op, const void **dst,
-                          size_t *len, ps_err *err)
+static int lc_recv_target(void *ctx, int32_t rank, int32_t lane, int32_t index,
+                          const prog_op *op, const void **dst, size_t *len,
+                          ps_err *err)
 {
     live_coll *c = ctx;
     (void)rank, (void)lane, (void)index, (void)err;

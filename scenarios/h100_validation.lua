@@ -14,8 +14,8 @@
 -- commit (megatron/training/training.py num_floating_point_operations,
 -- no recompute term): 12 B s L h^2 (2 + s/h + 4 + V/(2 L h)) / (GPUs x
 -- TFLOP/s). Not stated, assumed here: micro batch 1, no interleaving, no
--- recompute, sequence parallelism (--tp-comm-overlap needs it), flash
--- attention (Transformer Engine's fused attention), GeLU MLP of 4h,
+-- recompute, sequence parallelism (--tp-comm-overlap needs it), Transformer
+-- Engine's fused attention (Megatron-Core's default), GeLU MLP of 4h,
 -- untied embeddings (the parameter counts need them: 1.7B is 24 x 12h^2
 -- + 2Vh), learned positions and Megatron's default dropout. Each row
 -- also runs one data-parallel replica alone (dp 1) with TP communication
@@ -73,11 +73,10 @@ local function flags(c, dp, tp_overlap, recompute)
         num_layers = L, hidden_size = h, num_attention_heads = a, seq_length = SEQ,
         vocab_size = VOCAB, bf16 = true, micro_batch_size = 1, global_batch_size = B // (c[7] // dp),
         world_size = gpus, tensor_model_parallel_size = tp, pipeline_model_parallel_size = pp,
-        sequence_parallel = tp > 1 or nil, use_flash_attn = true,
-        untie_embeddings_and_output_weights = true,
+        sequence_parallel = tp > 1 or nil, untie_embeddings_and_output_weights = true,
         use_distributed_optimizer = dp > 1 or nil, overlap_grad_reduce = dp > 1 or nil,
         overlap_param_gather = dp > 1 or nil,
-        tp_overlap = (tp > 1 and tp_overlap) or nil,
+        tp_comm_overlap = (tp > 1 and tp_overlap) or nil,
         recompute_granularity = recompute and "full" or nil,
         recompute_method = recompute and "uniform" or nil,
         cluster = ps.cluster(ps.clusters.dgx("H100", (gpus + 7) // 8)), record = "summary",

@@ -64,6 +64,10 @@ for _, c in ipairs(CASES) do
         sequence_parallel = mode == "sel" and tp > 1 or nil,
         recompute_granularity = mode == "sel" and "selective" or "full",
         recompute_method = mode == "full" and "uniform" or nil,
+        -- the 2021-22 Megatron-LM: its own unfused attention (scaled,
+        -- masked softmax fused), before Transformer Engine's fused kernel,
+        -- Megatron-Core's default today
+        transformer_impl = "local",
         cluster = cluster, record = "summary",
         name = string.format("%s %s %s", src, name, mode),
     }

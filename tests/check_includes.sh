@@ -15,7 +15,8 @@
 #    0 base    errors, units, limits, the embedded data, the event queue
 # A file in a folder that is no layer, or an include without its folder,
 # fails: a new folder gets a place here and in core/README.md.
-# Ends with "N passed, N failed".
+# Ends with "checks: N passed, N failed" (one per include) and the case's
+# line: "1 passed, 0 failed", or every failure counted.
 set -u
 P=0
 F=0
@@ -63,5 +64,6 @@ for f in core/*/*.c core/*/*.h; do
         fi
     done
 done
-echo "$P passed, $F failed"
+echo "checks: $P passed, $F failed"
+if [ "$F" -eq 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, $F failed"; fi
 [ "$F" -eq 0 ]

@@ -301,7 +301,7 @@ got=$(sqlite3 "$TMP/gs.db" "SELECT group_concat(DISTINCT op) FROM (SELECT op FRO
 # takes the standalone collective's simulated time (to rounding: the
 # step's times start later than 0), with the same (algorithm, protocol),
 # for the tree, the ring and auto's pick (ring/LL128 at 64 MiB, NCCL's
-# pick there too: README "Against NCCL"); runs in pairs, step then alone
+# pick there too: docs/collectives.md "Against NCCL"); runs in pairs, step then alone
 cat >"$TMP/gs2.lua" <<'LUA'
 local ps = require "pipesim"
 local c = ps.cluster(ps.clusters.dgx("a100", 2))
@@ -343,7 +343,7 @@ if $VG "$BIN" run "$TMP/dp.lua" -o "$TMP/dp.db" >/dev/null 2>&1 &&
 [ "$(sqlite3 "$TMP/dp.db" <results/queries/exposed_comm.sql | wc -l)" -eq 2 ] && ok ||
     bad "exposed_comm.sql: $(sqlite3 "$TMP/dp.db" <results/queries/exposed_comm.sql 2>&1 | head -n 3)"
 
-# One rule for failed runs (README, "The results database"): every run that
+# One rule for failed runs (docs/schema.md, "Failed runs"): every run that
 # fails once its fields have been read leaves a run row with status 'failed'
 # and its message, pipeline or collective alike, and no timeline; a mistake
 # found while reading the fields leaves no row at all.

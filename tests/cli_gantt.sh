@@ -1,5 +1,5 @@
 #!/bin/sh
-# The schedule glyphs of the charts (README "Looking at a run"): the ASCII
+# The schedule glyphs of the charts (docs/guide.md "Reading a run"): the ASCII
 # Gantt's row per chunk, W's and FB's glyphs, two-digit microbatch labels;
 # the SVG's and Perfetto trace's own colours and names for W and FB; the
 # pytorch-csv export's refusal of dualpipe.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Limits of `pipesim run` (README "Safety and limits"): --timeout and
+# Limits of `pipesim run` (docs/safety.md): --timeout and
 # --max-memory end a run with one line at the scenario's line, SIGINT and
 # SIGTERM stop a sweep between runs, and the database keeps only complete
 # runs. Also the options' own checks and lost output (/dev/full). Nothing here asserts a duration: the limits are small so that the
@@ -68,27 +68,50 @@ LUA
 expect_fail "run $TMP/arrays.lua -o $TMP/mem.db --max-memory 32MiB" "arrays.lua:3: memory limit of 32 MiB reached (--max-memory): the run's programs need about 89.1 MiB as arrays (1.7 M ops; ring collectives, and GPipe, 1F1B and interleaved, stream instead)"
 # a generated program past the budget (a ring of 1 << 20 ranks: its lanes,
 # channels and the link state of their 1 << 20 rank pairs, not its 2^41
-# transfers): the message says what it would need
+# transfers): the message says what it would need (32 MiB: the cluster's
+# per-rank device table, 16 MiB, is in the budget)
 cat >"$TMP/gen.lua" <<'LUA'
 local ps = require "pipesim"
 local c = ps.cluster{ ranks = 1 << 20, link = { bandwidth = "50 GB/s", latency = "5 us" } }
 ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = "1 GiB", record = "none" }
 LUA
-expect_fail "run $TMP/gen.lua -o $TMP/mem.db --max-memory 16MiB" "gen.lua:3: memory limit of 16 MiB reached (--max-memory): the run's generated lanes and their links need about 328.0 MiB (1048576 lanes, 1048576 channels; it grows with ranks, not ops)"
+expect_fail "run $TMP/gen.lua -o $TMP/mem.db --max-memory 32MiB" "gen.lua:3: memory limit of 32 MiB reached (--max-memory): the run's generated lanes and their links need about 328.0 MiB (1048576 lanes, 1048576 channels; it grows with ranks, not ops)"
 printf 'print(pcall(string.rep, "x", 2^30))\nprint("carried on")\n' >"$TMP/rep.lua"
 expect_fail "run $TMP/rep.lua -o $TMP/mem.db --max-memory 64MiB" "rep.lua:1: memory limit of 64 MiB reached (--max-memory)"
 grep -q "carried on" "$TMP/lim.stdout" && bad "--max-memory: the scenario carried on" || ok
-# 2000 ranks behind switches: the route table alone is 2000^2 entries
+# a cluster costs O(GPUs), never a route per pair of them (issue 28; the
+# routes were a table of n^2 entries: 100,000 GPUs needed 240 GB): DGX
+# H100 x 12,500 nodes, 100,000 GPUs, built within 32 MiB, and a ring over
+# 64 of its nodes run within 64 MiB (the run's state of the 600,001 links
+# is ~40 MiB of it)
 cat >"$TMP/cluster.lua" <<'LUA'
 local ps = require "pipesim"
-local c = ps.cluster{ nodes = 2, gpus_per_node = 1000,
+local c = ps.cluster(ps.clusters.dgx("H100", 12500))
+print("gpus", c.ranks, c.nodes)
+if ps.args.run then
+  local ranks = {}
+  for i = 0, 63 do ranks[#ranks + 1] = i * 8 end
+  local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring",
+    bytes = "64 MiB", ranks = ranks, record = "summary" }
+  print("time", r.time)
+end
+LUA
+$VG "$BIN" run "$TMP/cluster.lua" -o "$TMP/mem.db" --max-memory 32MiB >"$TMP/lim.out" 2>&1 &&
+    grep -q "^gpus	100000	12500$" "$TMP/lim.out" && ok ||
+    bad "100,000 GPUs in 32 MiB: $(cat "$TMP/lim.out")"
+$VG "$BIN" run "$TMP/cluster.lua" -o "$TMP/mem.db" -D run=1 --max-memory 64MiB >"$TMP/lim.out" 2>&1 &&
+    grep -q "^time	" "$TMP/lim.out" && ok ||
+    bad "a ring on 100,000 GPUs in 64 MiB: $(cat "$TMP/lim.out")"
+# past the budget, the memory stop says what the cluster, and then a run
+# on it, would need
+cat >"$TMP/cluster_big.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ nodes = 131072, gpus_per_node = 8,
   intra = { bandwidth = "450 GB/s", latency = "1 us" },
   inter = { bandwidth = "50 GB/s", latency = "5 us" } }
 LUA
-expect_fail "run $TMP/cluster.lua -o $TMP/mem.db --max-memory 16MiB" "cluster.lua:2: memory limit of 16 MiB reached (--max-memory)"
-# the same cluster fits a larger budget
-$VG "$BIN" run "$TMP/cluster.lua" -o "$TMP/mem.db" --max-memory 2GiB >"$TMP/lim.out" 2>&1 && ok ||
-    bad "--max-memory 2GiB: $(cat "$TMP/lim.out")"
+expect_fail "run $TMP/cluster_big.lua -o $TMP/mem.db --max-memory 16MiB" "cluster_big.lua:2: memory limit of 16 MiB reached (--max-memory): the cluster needs about 183.0 MiB (1048576 GPUs; it grows with GPUs, not with pairs of them)"
+expect_fail "run $TMP/cluster.lua -o $TMP/mem.db -D run=1 --max-memory 40MiB" "cluster.lua:7: memory limit of 40 MiB reached (--max-memory): the run's generated lanes and their links need about 41.8 MiB (64 lanes, 64 channels; it grows with ranks, not ops)"
 expect_fail "run $TMP/table.lua --max-memory 12XB" "run: --max-memory: "
 expect_fail "run $TMP/table.lua --max-memory 1000" "--max-memory 1000: expected a size of at least 1 MiB"
 

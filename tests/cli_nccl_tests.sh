@@ -44,7 +44,7 @@ if $VG "$BIN" nccl-tests all_reduce --cluster "$TMP/nt_cluster.lua" -b 1M -e 1M 
 grep -q 'all_reduce_perf on DGX H100 SXM x1, 4 ranks' "$TMP/nt.file" && ok || bad "cluster file header: $(head -n 1 "$TMP/nt.file")"
 [ "$(sqlite3 "$DB" "SELECT algorithm || '/' || protocol || '/' || ranks FROM collective ORDER BY rowid DESC LIMIT 1")" = "ring/simple/4" ] &&
     ok || bad "fixed algorithm: $(sqlite3 "$DB" 'SELECT algorithm, protocol, ranks FROM collective ORDER BY rowid DESC LIMIT 1')"
-# README "Whole multi-node tables": nccl-tests #119 (3 x 8 A100 40GB, 4
+# docs/collectives.md "Whole multi-node tables": nccl-tests #119 (3 x 8 A100 40GB, 4
 # HDR NICs per node, Intel) published 95.74 GB/s busbw (out-of-place) at
 # its largest size, 133169160 B; pipesim must stay within the 15% goal
 printf 'local ps = require "pipesim"\nreturn ps.clusters.dgx("a100_40", 3, { nics_per_node = 4, cpu_vendor = "intel" })\n' >"$TMP/nt_119.lua"

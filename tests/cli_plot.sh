@@ -12,7 +12,7 @@ rm -f "$DB" "$DB-wal" "$DB-shm"
 if $VG "$BIN" run scenarios/bubble.lua -D quick=1 -o "$DB" >"$TMP/plot.run" 2>&1; then ok; else
     bad "bubble.lua: $(tail -n 3 "$TMP/plot.run")"; fi
 
-# the README's plot: three lines in scenario order, each with its dashed
+# the plot of docs/reference/pipesim-plot.md: three lines in scenario order, each with its dashed
 # closed form, valid XML, the bubble axis in percent
 S="$TMP/plot.svg"
 if $VG "$BIN" plot "$DB" --x microbatches --y bubble --by schedule \
@@ -101,14 +101,14 @@ expect_fail "plot $DB --x microbatches --y bubble --log z" "plot: --log z: expec
 expect_fail "plot $DB --x microbatches --y bubble --yunit parsecs" "plot: --yunit parsecs: expected s, bytes, B/s, fraction or none"
 expect_fail "plot $DB --x microbatches --y bubble --by schedule -o $TMP/no/such/dir/p.svg" "plot: $TMP/no/such/dir/p.svg: No such file or directory"
 
-# the README's figure is what its command draws today
+# that page's figure is what its command draws today
 FULL="$TMP/plot-bubble-full.db"
 rm -f "$FULL"
 $VG "$BIN" run scenarios/bubble.lua -o "$FULL" >/dev/null 2>&1
 $VG "$BIN" plot "$FULL" --x microbatches --y bubble --by schedule --dashed closed_form_bubble \
     --dashed-label "closed form" --title "Pipeline bubble, 4 stages: simulated and closed form" \
     -o "$TMP/plot-readme.svg" 2>/dev/null
-cmp -s "$TMP/plot-readme.svg" results/bubble.svg && ok || bad "results/bubble.svg is not what README's command draws (regenerate it)"
+cmp -s "$TMP/plot-readme.svg" results/bubble.svg && ok || bad "results/bubble.svg is not what docs/reference/pipesim-plot.md's command draws (regenerate it)"
 
 echo "$P passed, $F failed"
 [ "$F" -eq 0 ]

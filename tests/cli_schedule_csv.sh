@@ -1,5 +1,5 @@
 #!/bin/sh
-# PyTorch schedule CSV round trip (README "Schedules"): every built-in
+# PyTorch schedule CSV round trip (docs/schedules.md): every built-in
 # schedule, recorded, exported with `pipesim export --format pytorch-csv`,
 # read back with ps.schedule.load_pytorch and run as a custom schedule,
 # exports the same file; and the export's own errors.

@@ -1,7 +1,7 @@
 #!/bin/sh
-# The README's "Sweeps on a cluster" recipes run as written: the blocks
+# The recipes of docs/cluster-recipes.md run as written: the blocks
 # named sweep.lua, parallel.sh, parallel-ssh.sh, sweep.sbatch, merge.sbatch
-# and submit.sh are extracted from README.md and run with N = 4 shards; each
+# and submit.sh are extracted from that page and run with N = 4 shards; each
 # merged database must hold exactly the rows of the unsharded run (every
 # table, every column but run.created).
 # Env: BIN (pipesim), TMP; RECIPES: "parallel" (default, tests/run.sh),
@@ -26,7 +26,8 @@ BINDIR=$(cd "$(dirname "$BIN")" && pwd)
 export PATH="$BINDIR:$PATH"
 export LC_ALL=C
 
-# extract DIR: every ```sh / ```lua block of README.md whose first line (or
+# extract DIR: every ```sh / ```lua block of docs/cluster-recipes.md (tagged
+# "no-run: ..." there, since tests/docs.sh leaves them to this script) whose first line (or
 # second, after a #! line) is "# NAME: ..." or "-- NAME: ..." becomes DIR/NAME
 extract() {
     awk -v dir="$1" '
@@ -45,10 +46,10 @@ extract() {
     }
     /^```/ {
         if (inblock) { flush(); inblock = 0; next }
-        if ($0 ~ /^```(sh|lua)$/) { inblock = 1; n = 0 }
+        if ($0 ~ /^```(sh|lua)( no-run: .*)?$/) { inblock = 1; n = 0 }
         next
     }
-    inblock { buf[++n] = $0 }' README.md
+    inblock { buf[++n] = $0 }' docs/cluster-recipes.md
 }
 
 # dump DB: every row of every table as text, sorted (run.created left out:
@@ -77,7 +78,7 @@ rm -rf "$W"
 mkdir -p "$W"
 extract "$W"
 for f in sweep.lua parallel.sh parallel-ssh.sh sweep.sbatch merge.sbatch submit.sh; do
-    [ -s "$W/$f" ] && ok || bad "README.md has no block named $f"
+    [ -s "$W/$f" ] && ok || bad "docs/cluster-recipes.md has no block named $f"
 done
 # the reference: the same sweep unsharded
 mkdir -p "$W/whole"

@@ -11,6 +11,8 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/pipesim-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT INT TERM
 PASSED=0
 FAILED=0
+CHECKS_PASSED=0
+CHECKS_FAILED=0
 VG=""
 if [ -n "${VALGRIND:-}" ]; then
     # sweep workers (core/bind/pool.c) are checked too: they close their
@@ -20,21 +22,32 @@ if [ -n "${VALGRIND:-}" ]; then
     VG="valgrind -q --suppressions=$(pwd)/tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible"
 fi
 
-# add_counts FILE: adds the last "N passed, N failed" line of FILE
+# add_counts FILE: adds the last "N passed, N failed" line of FILE to the
+# cases, and its last "checks: N passed, N failed" line to the checks (a
+# part without one, a shell script whose every check is written out, adds
+# its cases there too)
 add_counts() {
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
     if [ -z "$line" ]; then
         FAILED=$((FAILED + 1))
+        CHECKS_FAILED=$((CHECKS_FAILED + 1))
         return
     fi
     p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
     f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
     PASSED=$((PASSED + p))
     FAILED=$((FAILED + f))
+    checks=$(grep -E '^checks: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+    if [ -n "$checks" ]; then
+        p=$(echo "$checks" | sed -E 's/^checks: ([0-9]+) passed.*/\1/')
+        f=$(echo "$checks" | sed -E 's/^checks: [0-9]+ passed, ([0-9]+) failed.*/\1/')
+    fi
+    CHECKS_PASSED=$((CHECKS_PASSED + p))
+    CHECKS_FAILED=$((CHECKS_FAILED + f))
 }
 
-pass() { PASSED=$((PASSED + 1)); }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+pass() { PASSED=$((PASSED + 1)); CHECKS_PASSED=$((CHECKS_PASSED + 1)); }
+fail() { FAILED=$((FAILED + 1)); CHECKS_FAILED=$((CHECKS_FAILED + 1)); echo "FAIL $*"; }
 
 echo "== unit tests"
 for t in "$BUILD"/tests/test_*; do
@@ -100,7 +113,7 @@ for c in tests/cli.sh tests/cli_*.sh; do
 done
 
 if [ -f tests/cluster_recipes.sh ]; then
-    # the README's GNU parallel recipe (skipped, saying so, without
+    # docs/cluster-recipes.md's GNU parallel recipe (skipped, saying so, without
     # parallel); .ci/run adds the Slurm one
     echo "== cluster recipes"
     BIN="$BIN" TMP="$TMP" sh tests/cluster_recipes.sh >"$TMP/recipes.out" 2>&1
@@ -108,11 +121,24 @@ if [ -f tests/cluster_recipes.sh ]; then
     add_counts "$TMP/recipes.out"
 fi
 
+echo "== docs"
+# tests/docs.sh: the manual's lua and sh blocks run, their shown output
+# matches, its links resolve (docs/hacking.md, "The docs test")
+BIN="$BIN" TMP="$TMP" sh tests/docs.sh >"$TMP/docs.out" 2>&1
+grep -E '^FAIL' "$TMP/docs.out"
+add_counts "$TMP/docs.out"
+
 echo "== include layers"
 # tests/check_includes.sh: core/README.md's map, no include back up
 sh tests/check_includes.sh >"$TMP/includes.out" 2>&1
 grep -E '^FAIL' "$TMP/includes.out"
 add_counts "$TMP/includes.out"
+
+echo "== link layers"
+# tests/check_links.py: no call back up a layer, no new circle of files
+python3 tests/check_links.py "$BUILD" >"$TMP/links.out" 2>&1
+grep -E '^FAIL' "$TMP/links.out"
+add_counts "$TMP/links.out"
 
 echo "== luacheck"
 # Lua lint (.luacheckrc), fatal: one warning fails the suite (Debian
@@ -131,5 +157,9 @@ if [ -f tests/concurrency.sh ]; then
     add_counts "$TMP/concurrency.out"
 fi
 
+# the checks run (loops counted per iteration), then the closing line: the
+# cases, each check written in a test (a unit test's CHECK, a Lua test's
+# H.check, a script's check), failed when any of its runs failed
+echo "checks: $CHECKS_PASSED passed, $CHECKS_FAILED failed"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -11,7 +11,6 @@ int ps_errf(ps_err *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
-        err->code = PS_ERR;
     }
     return PS_ERR;
 }
@@ -19,7 +18,6 @@ int ps_errf(ps_err *err, const char *fmt, ...)
 void ps_err_clear(ps_err *err)
 {
     if (err) {
-        err->code = PS_OK;
         err->msg[0] = '\0';
     }
 }

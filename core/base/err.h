@@ -20,8 +20,10 @@
 #define PS_OK 0
 #define PS_ERR (-1)
 
+/* What failed, in words: the return value says whether (PS_ERR), the
+ * message says why; there is no code to branch on, since no caller ever
+ * handled two failures differently. */
 typedef struct ps_err {
-    int code;       /* PS_OK or PS_ERR */
     char msg[4096]; /* lowercase, no trailing period, names the object */
 } ps_err;
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/limit.h"
 #include "base/unit.h"
 #include "bind/bind.h"
 
@@ -28,8 +29,8 @@ static int cluster_gc(lua_State *L)
 {
     bind_cluster *c = luaL_checkudata(L, 1, BIND_CLUSTER_TYPE);
     net_free(c->nw);
-    free(c->rate);
-    free(c->memory);
+    limit_free(c->rate);
+    limit_free(c->memory);
     c->nw = NULL;
     c->rate = c->memory = NULL;
     return 0;
@@ -76,7 +77,7 @@ static int cluster_path(lua_State *L)
     lua_pushnumber(L, lat);
     lua_pushnumber(L, bw);
     const int32_t *links = NULL;
-    int32_t one = 0;
+    net_route_buf one;
     int32_t n =
         a == b ? 0 : net_route(c->nw, (int32_t)a, (int32_t)b, &links, &one);
     if (n <= 0) {
@@ -163,8 +164,26 @@ bind_cluster *bind_check_cluster(lua_State *L, int idx)
     return live_cluster(L, idx);
 }
 
-/* [-0, +1] pushes the new cluster userdata */
-static bind_cluster *new_cluster(lua_State *L, int32_t n)
+/* For the memory stop's message (limit_note_need), where building the
+ * cluster of shape (NULL: a mesh or explicit links) ran out of memory: what
+ * its per-rank device table and its network take. */
+static void note_need(int32_t n, const net_cluster *shape)
+{
+    if (limit_stopped() != LIMIT_MEMORY || !shape)
+        return;
+    size_t bytes = (size_t)n * 2 * sizeof(double) + net_cluster_bytes(shape);
+    char b[64], line[200];
+    snprintf(line, sizeof line,
+             "the cluster needs about %s (%d GPUs; it grows with GPUs, not "
+             "with pairs of them)",
+             limit_format_bytes(bytes, b, sizeof b), (int)n);
+    limit_note_need(line);
+}
+
+/* [-0, +1] pushes the new cluster userdata; shape: the hierarchical form's,
+ * for the memory stop's message */
+static bind_cluster *new_cluster(lua_State *L, int32_t n,
+                                 const net_cluster *shape)
 {
     bind_cluster *c = lua_newuserdatauv(L, sizeof *c, 1);
     memset(c, 0, sizeof *c);
@@ -180,17 +199,19 @@ static bind_cluster *new_cluster(lua_State *L, int32_t n)
     c->nodes = n;
     c->topology = "mesh";
     c->nw = net_new(n);
-    c->rate = calloc((size_t)n, sizeof *c->rate);
-    c->memory = calloc((size_t)n, sizeof *c->memory);
-    if (!c->nw || !c->rate || !c->memory)
+    c->rate = limit_calloc((size_t)n, sizeof *c->rate);
+    c->memory = limit_calloc((size_t)n, sizeof *c->memory);
+    if (!c->nw || !c->rate || !c->memory) {
+        note_need(n, shape);
         luaL_error(L, "out of memory for a cluster of %d ranks", (int)n);
+    }
     return c;
 }
 
 /* [-0, +1] */
 bind_cluster *bind_push_ideal_cluster(lua_State *L, int32_t n)
 {
-    bind_cluster *c = new_cluster(L, n);
+    bind_cluster *c = new_cluster(L, n, NULL);
     ps_err err;
     if (net_set_mesh(c->nw, INFINITY, 0, &err) || net_finalize(c->nw, &err))
         bind_raise(L, &err);
@@ -345,8 +366,10 @@ static void build_hierarchical(lua_State *L, bind_cluster *c,
     read_link(L, 1, "intra", &k.intra_bw, &k.intra_lat);
     read_link(L, 1, "inter", &k.inter_bw, &k.inter_lat);
     ps_err err;
-    if (net_build_cluster(c->nw, &k, &err))
+    if (net_build_cluster(c->nw, &k, &err)) {
+        note_need(c->nranks, &k);
         bind_raise(L, &err);
+    }
     c->gpus_per_node = k.gpus_per_node;
     c->nodes = k.nodes;
     c->nics_per_node = k.nics_per_node ? k.nics_per_node : k.gpus_per_node;
@@ -584,7 +607,7 @@ static int core_cluster(lua_State *L)
     } else if (!has_ranks) {
         return luaL_error(L, "missing field 'ranks' (the number of GPUs)");
     }
-    bind_cluster *c = new_cluster(L, (int32_t)n);
+    bind_cluster *c = new_cluster(L, (int32_t)n, hier ? &nc : NULL);
     int ud = lua_gettop(L);
     read_devices(L, c);
     if (hier)

@@ -97,6 +97,7 @@ const char *const bind_fields_layer[] = {
     "recompute_time",
     "shape",
     "shared_params",
+    "static_bytes",
     "tp_comm_time",
     "tp_exposed_time",
     NULL,

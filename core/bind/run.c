@@ -75,6 +75,7 @@ static const struct layer_num {
      -1},
     {"recompute_time", offsetof(pipe_layer, recompute_time), UNIT_SECONDS, -1},
     {"kept_bytes", offsetof(pipe_layer, kept_bytes), UNIT_BYTES, -1},
+    {"static_bytes", offsetof(pipe_layer, static_bytes), UNIT_BYTES, 0},
     {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
     {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
      -1},
@@ -148,7 +149,12 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l, int map)
         if (code > 0) {
             size_t f = (size_t)code - 1;
             double v = 0;
-            bind_quantity_top(L, path, k, layer_nums[f].kind, 0, 0, &v);
+            /* every figure is >= 0 but static_bytes, negative where FP8
+             * parameters weigh less than weight_bytes (step/pipe.h) */
+            double lo = layer_nums[f].off == offsetof(pipe_layer, static_bytes)
+                            ? -HUGE_VAL
+                            : 0;
+            bind_quantity_top(L, path, k, layer_nums[f].kind, lo, 0, &v);
             if (layer_nums[f].off != (size_t)-1)
                 *(double *)(base + layer_nums[f].off) = v;
             lua_pop(L, 1);

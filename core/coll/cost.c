@@ -67,9 +67,10 @@ static int direct_contention(const net *nw, const coll_view *v, double *c)
         used = 0;
         for (int32_t i = 1; i < v->N; i++) {
             const int32_t *links;
-            int32_t one,
-                len = dir ? net_route(nw, v->rank[i], v->rank[0], &links, &one)
-                          : net_route(nw, v->rank[0], v->rank[i], &links, &one);
+            net_route_buf one;
+            int32_t len =
+                dir ? net_route(nw, v->rank[i], v->rank[0], &links, &one)
+                    : net_route(nw, v->rank[0], v->rank[i], &links, &one);
             if (used + (size_t)len > cap) {
                 while (used + (size_t)len > cap)
                     cap *= 2;
@@ -146,7 +147,8 @@ int coll_flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
                   int64_t nf, double *lat, double *bw)
 {
     const int32_t *links;
-    int32_t one, nl = net_links(nw, NULL, 0);
+    net_route_buf one;
+    int32_t nl = net_links(nw, NULL, 0);
     int32_t *cnt = calloc((size_t)nl + 1, sizeof *cnt);
     if (!cnt)
         return -1;

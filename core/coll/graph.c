@@ -35,7 +35,7 @@ static double search_speed(int cc, const net *nw, int32_t src, int32_t dst,
                           : sizeof base / sizeof *base;
     double lat, bw;
     const int32_t *links;
-    int32_t one;
+    net_route_buf one;
     if (first_hop && net_route(nw, src, dst, &links, &one) > 0)
         net_link_figures(nw, links[0], &bw, &lat);
     else

@@ -1,11 +1,8 @@
-/* Network at run time: the FIFO and max-min fair transfer models, mesh
- * state slots, and the per-link figures of the last run (net_links). The
- * static topology and routes are in net/net.c; the private record they share
- * is in net/impl.h.
- *
- * A mesh keeps no N*N state: at run time a pair gets a state slot on its
- * first transfer, found again through an open-addressing hash of (src,
- * dst), so a run costs O(pairs it uses) however large the mesh.
+/* Network at run time: the FIFO and max-min fair transfer models and the
+ * per-link figures of the last run (net_links). The run state they use
+ * (per-link records, mesh state slots, their sizing and reset per run) is
+ * net/state.c; the static topology and routes are net/net.c and
+ * net/cluster.c; the private record they share is net/impl.h.
  *
  * FAIR keeps, per link, an intrusive doubly linked list of the flows in
  * their data phase (membership node = flow * max_route + hop), so a flow
@@ -27,237 +24,30 @@
 #include "net/impl.h"
 #include "net/net.h"
 
-static void free_fair(net *nw)
-{
-    limit_free(nw->l_head);
-    limit_free(nw->l_count);
-    limit_free(nw->l_stamp);
-    limit_free(nw->l_since);
-    limit_free(nw->l_cap);
-    limit_free(nw->l_unfixed);
-    limit_free(nw->comp_links);
-    nw->l_head = nw->l_count = nw->l_unfixed = nw->comp_links = NULL;
-    nw->l_stamp = NULL;
-    nw->l_since = nw->l_cap = NULL;
-    nw->fair_links = 0;
-}
-
-static void free_flows(net *nw)
-{
-    limit_free(nw->flows);
-    limit_free(nw->m_prev);
-    limit_free(nw->m_next);
-    limit_free(nw->comp_flows);
-    nw->flows = NULL;
-    nw->m_prev = nw->m_next = nw->comp_flows = NULL;
-    nw->flows_cap = 0;
-}
-
-void net_run_free(net *nw)
-{
-    limit_free(nw->ls);
-    limit_free(nw->mkey);
-    limit_free(nw->mval);
-    limit_free(nw->slot_src);
-    limit_free(nw->slot_dst);
-    free_fair(nw);
-    free_flows(nw);
-}
-
 /* ------------------------------------------------------------------ */
-/* Run state                                                           */
+/* FIFO                                                                */
 
-static int size_fair(net *nw, int32_t count)
+/* Not a mesh: link l's run state is about to change; the first time in a
+ * run, it goes on the list that the next net_begin resets. */
+static inline void touch(net *nw, int32_t l)
 {
-    if (nw->fair_links != count || !nw->l_head) {
-        free_fair(nw);
-        size_t n = (size_t)count + 1;
-        nw->l_head = limit_malloc(n * sizeof *nw->l_head);
-        nw->l_count = limit_malloc(n * sizeof *nw->l_count);
-        nw->l_stamp = limit_malloc(n * sizeof *nw->l_stamp);
-        nw->l_since = limit_malloc(n * sizeof *nw->l_since);
-        nw->l_cap = limit_malloc(n * sizeof *nw->l_cap);
-        nw->l_unfixed = limit_malloc(n * sizeof *nw->l_unfixed);
-        nw->comp_links = limit_malloc(n * sizeof *nw->comp_links);
-        if (!nw->l_head || !nw->l_count || !nw->l_stamp || !nw->l_since ||
-            !nw->l_cap || !nw->l_unfixed || !nw->comp_links) {
-            free_fair(nw);
-            return -1;
-        }
-        nw->fair_links = count;
+    if (!nw->l_dirty[l]) {
+        nw->l_dirty[l] = 1;
+        nw->dirty[nw->ndirty++] = l;
     }
-    memset(nw->l_head, 0xff, (size_t)count * sizeof *nw->l_head);
-    memset(nw->l_count, 0, (size_t)count * sizeof *nw->l_count);
-    memset(nw->l_stamp, 0, (size_t)count * sizeof *nw->l_stamp);
-    return 0;
 }
 
-/* Doubles the mesh's slot capacity: ls, slot_src / slot_dst and, when
- * allocated for it, the FAIR arrays, new entries in their initial state.
- * Returns 0, or -1 when out of memory (the capacity is then unchanged). */
-static int mesh_grow(net *nw)
-{
-    int32_t old = nw->state_links;
-    if (old > INT32_MAX / 2 - 1)
-        return -1;
-    int32_t cap = old ? old * 2 : 64;
-    size_t n = (size_t)cap + 1, add = (size_t)(cap - old);
-    lstat *ls = limit_realloc(nw->ls, n * sizeof *ls);
-    if (ls)
-        nw->ls = ls;
-    int32_t *a = limit_realloc(nw->slot_src, n * sizeof *a);
-    if (a)
-        nw->slot_src = a;
-    int32_t *b = limit_realloc(nw->slot_dst, n * sizeof *b);
-    if (b)
-        nw->slot_dst = b;
-    if (!ls || !a || !b)
-        return -1;
-    memset(nw->ls + old, 0, add * sizeof *nw->ls);
-    if (nw->l_head && nw->fair_links == old) {
-        int32_t *h = limit_realloc(nw->l_head, n * sizeof *h);
-        if (h)
-            nw->l_head = h;
-        int32_t *c = limit_realloc(nw->l_count, n * sizeof *c);
-        if (c)
-            nw->l_count = c;
-        uint32_t *st = limit_realloc(nw->l_stamp, n * sizeof *st);
-        if (st)
-            nw->l_stamp = st;
-        double *si = limit_realloc(nw->l_since, n * sizeof *si);
-        if (si)
-            nw->l_since = si;
-        double *cp = limit_realloc(nw->l_cap, n * sizeof *cp);
-        if (cp)
-            nw->l_cap = cp;
-        int32_t *u = limit_realloc(nw->l_unfixed, n * sizeof *u);
-        if (u)
-            nw->l_unfixed = u;
-        int32_t *cl = limit_realloc(nw->comp_links, n * sizeof *cl);
-        if (cl)
-            nw->comp_links = cl;
-        if (!h || !c || !st || !si || !cp || !u || !cl)
-            return -1;
-        memset(nw->l_head + old, 0xff, add * sizeof *nw->l_head);
-        memset(nw->l_count + old, 0, add * sizeof *nw->l_count);
-        memset(nw->l_stamp + old, 0, add * sizeof *nw->l_stamp);
-        nw->fair_links = cap;
-    }
-    nw->state_links = cap;
-    return 0;
-}
-
-static uint32_t mesh_hash(int64_t key, int32_t mask)
-{
-    return (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15u) >> 32) &
-           (uint32_t)mask;
-}
-
-/* Doubles the slot hash table (or makes the first one); -1 when out of
- * memory. */
-static int mesh_rehash(net *nw)
-{
-    if (nw->mcap > INT32_MAX / 2)
-        return -1;
-    int32_t cap = nw->mcap ? nw->mcap * 2 : 256;
-    int64_t *key = limit_malloc((size_t)cap * sizeof *key);
-    int32_t *val = limit_malloc((size_t)cap * sizeof *val);
-    if (!key || !val) {
-        limit_free(key);
-        limit_free(val);
-        return -1;
-    }
-    memset(key, 0xff, (size_t)cap * sizeof *key);
-    for (int32_t i = 0; i < nw->mcap; i++) {
-        if (nw->mkey[i] < 0)
-            continue;
-        uint32_t j = mesh_hash(nw->mkey[i], cap - 1);
-        while (key[j] >= 0)
-            j = (j + 1) & (uint32_t)(cap - 1);
-        key[j] = nw->mkey[i];
-        val[j] = nw->mval[i];
-    }
-    limit_free(nw->mkey);
-    limit_free(nw->mval);
-    nw->mkey = key;
-    nw->mval = val;
-    nw->mcap = cap;
-    return 0;
-}
-
-/* The state slot of the mesh link src -> dst, handing out the next one on
- * first use; -1 when out of memory. O(1) expected; allocates only when the
- * run uses more pairs than any run before it. */
-static int32_t mesh_slot(net *nw, int32_t src, int32_t dst)
-{
-    int64_t key = (int64_t)src * nw->nranks + dst;
-    uint32_t i = mesh_hash(key, nw->mcap - 1);
-    for (; nw->mkey[i] >= 0; i = (i + 1) & (uint32_t)(nw->mcap - 1))
-        if (nw->mkey[i] == key)
-            return nw->mval[i];
-    if (nw->nslots == nw->state_links && mesh_grow(nw))
-        return -1;
-    if ((int64_t)(nw->nslots + 1) * 2 > nw->mcap) {
-        if (mesh_rehash(nw))
-            return -1;
-        i = mesh_hash(key, nw->mcap - 1);
-        while (nw->mkey[i] >= 0)
-            i = (i + 1) & (uint32_t)(nw->mcap - 1);
-    }
-    int32_t slot = nw->nslots++;
-    nw->mkey[i] = key;
-    nw->mval[i] = slot;
-    nw->slot_src[slot] = src;
-    nw->slot_dst[slot] = dst;
-    return slot;
-}
-
-/* route() for the run-time path: a mesh link is its state slot (*one; -1
- * when out of memory). */
+/* route() for the run-time path: a mesh link is its state slot (in buf;
+ * -1 when out of memory). */
 static inline int32_t run_route(net *nw, int32_t src, int32_t dst,
-                                const int32_t **links, int32_t *one)
+                                const int32_t **links, net_route_buf *buf)
 {
     if (nw->mesh) {
-        *one = mesh_slot(nw, src, dst);
-        *links = one;
+        buf->link[0] = net_mesh_slot(nw, src, dst);
+        *links = buf->link;
         return 1;
     }
-    return route(nw, src, dst, links, one);
-}
-
-void net_begin(net *nw, eq *q)
-{
-    nw->q = q;
-    nw->oom = 0;
-    if (nw->mesh) {
-        /* slots from the last run are forgotten; capacity is kept */
-        if ((!nw->ls && mesh_grow(nw)) || (!nw->mkey && mesh_rehash(nw))) {
-            nw->oom = 1;
-            return;
-        }
-        memset(nw->mkey, 0xff, (size_t)nw->mcap * sizeof *nw->mkey);
-        nw->nslots = 0;
-    }
-    int32_t count = nw->mesh ? nw->state_links : nw->nlinks;
-    if (count != nw->state_links || !nw->ls) {
-        limit_free(nw->ls);
-        nw->ls = limit_malloc(((size_t)count + 1) * sizeof *nw->ls);
-        nw->state_links = count;
-    }
-    if (!nw->ls) {
-        nw->oom = 1;
-        return;
-    }
-    memset(nw->ls, 0, (size_t)count * sizeof *nw->ls);
-    if (net_sharing_of(nw) == NET_FAIR) {
-        if (size_fair(nw, count))
-            nw->oom = 1;
-        if (nw->flows_hops != nw->max_hops) /* memberships are per hop */
-            free_flows(nw);
-        nw->flows_hops = nw->max_hops;
-        nw->free_flow = -1;
-        nw->flows_used = 0;
-    }
+    return route(nw, src, dst, links, buf);
 }
 
 /* pair: a mesh slot from net_pair, or -1 to look it up */
@@ -265,11 +55,12 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
                       double bytes, double now, double *t_begin, int32_t pair)
 {
     const int32_t *links;
-    int32_t one = pair, len = 1;
+    net_route_buf buf = {{pair}};
+    int32_t len = 1;
     if (pair >= 0 && nw->mesh)
-        links = &one;
+        links = buf.link;
     else
-        len = run_route(nw, src, dst, &links, &one);
+        len = run_route(nw, src, dst, &links, &buf);
     if (len == 1 && links[0] < 0)
         return -1; /* out of memory for a mesh slot */
     double start = now, lat = 0, bw = INFINITY;
@@ -284,6 +75,8 @@ static int start_fifo(net *nw, int32_t id, int32_t src, int32_t dst,
     double end = start + lat + bytes / bw;
     for (int32_t i = 0; i < len; i++) {
         int32_t l = links[i];
+        if (!nw->mesh)
+            touch(nw, l);
         nw->ls[l].free_at = end;
         nw->ls[l].carried += bytes;
         nw->ls[l].busy += end - start;
@@ -310,6 +103,9 @@ static int32_t alloc_flow(net *nw)
         flow *fl = limit_realloc(nw->flows, (size_t)cap * sizeof *fl);
         if (fl)
             nw->flows = fl;
+        int32_t *fr = limit_realloc(nw->f_route, (size_t)cap * h * sizeof *fr);
+        if (fr)
+            nw->f_route = fr;
         int32_t *mp = limit_realloc(nw->m_prev, (size_t)cap * h * sizeof *mp);
         if (mp)
             nw->m_prev = mp;
@@ -319,7 +115,7 @@ static int32_t alloc_flow(net *nw)
         int32_t *cf = limit_realloc(nw->comp_flows, (size_t)cap * sizeof *cf);
         if (cf)
             nw->comp_flows = cf;
-        if (!fl || !mp || !mn || !cf)
+        if (!fl || !fr || !mp || !mn || !cf)
             return -1;
         /* stamps of new slots must not equal the current stamp */
         memset(fl + nw->flows_cap, 0,
@@ -329,15 +125,17 @@ static int32_t alloc_flow(net *nw)
     return nw->flows_used++;
 }
 
-static inline int32_t flow_route(const net *nw, const flow *f,
-                                 const int32_t **links, int32_t *one)
+/* The links of flow fi's route, kept since start_fair (a mesh's: its
+ * state slot), borrowed until the pool grows. */
+static inline int32_t flow_route(const net *nw, int32_t fi,
+                                 const int32_t **links)
 {
     if (nw->mesh) {
-        *one = f->slot;
-        *links = one;
+        *links = &nw->flows[fi].slot;
         return 1;
     }
-    return route(nw, f->src, f->dst, links, one);
+    *links = nw->f_route + (size_t)fi * (size_t)nw->max_hops;
+    return nw->flows[fi].hops;
 }
 
 static uint32_t next_stamp(net *nw)
@@ -375,7 +173,7 @@ static void collect(net *nw, const int32_t *seed, int32_t nseed,
             f->stamp = st;
             nw->comp_flows[nf++] = fi;
             const int32_t *links;
-            int32_t one, len = flow_route(nw, f, &links, &one);
+            int32_t len = flow_route(nw, fi, &links);
             for (int32_t k = 0; k < len; k++) {
                 if (!slack(nw, links[k]) && nw->l_stamp[links[k]] != st) {
                     nw->l_stamp[links[k]] = st;
@@ -426,7 +224,7 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
                 f->new_rate = share;
                 left--;
                 const int32_t *links;
-                int32_t one, len = flow_route(nw, f, &links, &one);
+                int32_t len = flow_route(nw, m / h, &links);
                 for (int32_t k = 0; k < len; k++) {
                     if (slack(nw, links[k]))
                         continue; /* not in the component */
@@ -479,7 +277,7 @@ static int begin_data(net *nw, int32_t fi, double now, int re_solve)
         f->begin = now;
     }
     const int32_t *links;
-    int32_t one, len = flow_route(nw, f, &links, &one);
+    int32_t len = flow_route(nw, fi, &links);
     f->state = FLOW_DATA;
     int32_t h = nw->max_hops;
     for (int32_t k = 0; k < len; k++) {
@@ -510,14 +308,23 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
     if (fi < 0)
         return -1;
     const int32_t *links;
-    int32_t one = -1, len = run_route(nw, src, dst, &links, &one);
+    net_route_buf buf = {{-1}};
+    int32_t len = run_route(nw, src, dst, &links, &buf);
     if (len == 1 && links[0] < 0)
         return -1; /* out of memory for a mesh slot */
     flow *f = &nw->flows[fi];
-    f->stamp = 0;  /* the search counter never hands out 0 */
-    f->slot = one; /* used by flow_route on a mesh only */
+    f->stamp = 0; /* the search counter never hands out 0 */
+    if (nw->mesh) {
+        f->slot = links[0];
+    } else { /* kept: a cluster's route is worked out, not stored */
+        memcpy(nw->f_route + (size_t)fi * (size_t)nw->max_hops, links,
+               (size_t)len * sizeof *links);
+        f->hops = len;
+    }
     double lat = 0;
     for (int32_t k = 0; k < len; k++) {
+        if (!nw->mesh)
+            touch(nw, links[k]);
         lat += link_lat(nw, links[k]);
         nw->ls[links[k]].carried += bytes;
     }
@@ -554,7 +361,7 @@ static int32_t data_done(net *nw, int32_t fi, double now)
 {
     flow *f = &nw->flows[fi];
     const int32_t *links;
-    int32_t one, len = flow_route(nw, f, &links, &one);
+    int32_t len = flow_route(nw, fi, &links);
     int32_t h = nw->max_hops;
     for (int32_t k = 0; k < len; k++) {
         int32_t l = links[k], m = fi * h + k;
@@ -623,25 +430,13 @@ int net_event_queued(const net *nw, double *t_begin)
     return 1;
 }
 
-size_t net_pair_bytes(const net *nw)
-{
-    if (!nw->mesh)
-        return 0;
-    /* mesh_grow's arrays (the FAIR ones when allocated) and mesh_rehash's
-     * table, kept at most half full: two entries a slot */
-    size_t b = sizeof(lstat) + 2 * sizeof(int32_t) +
-               2 * (sizeof(int64_t) + sizeof(int32_t));
-    if (nw->l_head)
-        b += 2 * sizeof(int32_t) + sizeof(uint32_t) + 2 * sizeof(double);
-    return b;
-}
-
 int32_t net_pair(net *nw, int32_t src, int32_t dst)
 {
     if (nw->oom)
         return -1;
-    return nw->mesh && net_sharing_of(nw) == NET_FIFO ? mesh_slot(nw, src, dst)
-                                                      : NET_NO_PAIR;
+    return nw->mesh && net_sharing_of(nw) == NET_FIFO
+               ? net_mesh_slot(nw, src, dst)
+               : NET_NO_PAIR;
 }
 
 int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
@@ -713,6 +508,8 @@ int32_t net_links(const net *nw, net_link_info *out, int32_t max)
             qsort(out, (size_t)n, sizeof *out, cmp_link_info);
         return n;
     }
+    if (max <= 0) /* a count: coll_flows_ab asks on every cost */
+        return nw->nlinks;
     for (int32_t l = 0; l < nw->nlinks; l++) {
         if (n < max)
             out[n] = (net_link_info){nw->links[l].a,

@@ -1,13 +1,17 @@
-/* Network: the static topology and routes (links, clusters, the route
- * table, path figures). The run-time transfer models, FIFO and max-min
- * fair, are in net/flow.c; both share the private record in net/impl.h.
+/* Network: the static topology and routes (links, the route table of
+ * explicit links, path figures). Clusters are built in net/cluster.c and
+ * the run-time transfer models, FIFO and max-min fair, are in net/flow.c;
+ * all share the private record in net/impl.h.
  *
- * Routes are computed once per network by a breadth-first search from every
- * rank (O(ranks * (nodes + links))); neighbours are visited in increasing
- * node id, so among equally short routes the one through lower node ids
- * wins, deterministically. A mesh keeps its N*N links implicit and stores
- * no route table (65536 ranks would need 4e9 entries); its run-time state
- * is per pair used (net/flow.c). */
+ * Routes of explicit links are computed once per network by a
+ * breadth-first search from every rank (O(ranks * (nodes + links))) into a
+ * table with an entry per ordered pair; neighbours are visited in
+ * increasing node id, so among equally short routes the one through lower
+ * node ids wins, deterministically. A cluster's routes are those the
+ * search would find, worked out from the two ranks when asked
+ * (cluster_route, net/impl.h), and a mesh keeps its N*N links implicit:
+ * neither stores a table (65536 ranks would need 4e9 entries); a mesh's
+ * run-time state is per pair used (net/flow.c). */
 #include "net/net.h"
 
 #include <assert.h>
@@ -47,7 +51,7 @@ int32_t net_ranks(const net *nw)
     return nw->nranks;
 }
 
-static int check_figures(double bandwidth, double latency, ps_err *err)
+int net_check_figures(double bandwidth, double latency, ps_err *err)
 {
     if (!(bandwidth > 0) || isnan(bandwidth))
         return ps_errf(err, "link bandwidth must be positive, got %g",
@@ -60,7 +64,7 @@ static int check_figures(double bandwidth, double latency, ps_err *err)
 
 int net_set_mesh(net *nw, double bandwidth, double latency, ps_err *err)
 {
-    if (check_figures(bandwidth, latency, err))
+    if (net_check_figures(bandwidth, latency, err))
         return PS_ERR;
     nw->mesh = 1;
     nw->mesh_bw = bandwidth;
@@ -71,24 +75,38 @@ int net_set_mesh(net *nw, double bandwidth, double latency, ps_err *err)
 
 int32_t net_add_switch(net *nw)
 {
+    assert(!nw->cl_gpus); /* a cluster's node ids are laid out */
     return nw->nnodes++;
+}
+
+int net_reserve_links(net *nw, int32_t count)
+{
+    if (count <= nw->links_cap)
+        return 0;
+    link *l = limit_realloc(nw->links, (size_t)count * sizeof *l);
+    if (!l)
+        return -1;
+    nw->links = l;
+    nw->links_cap = count;
+    return 0;
 }
 
 int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                  double latency, ps_err *err)
 {
-    if (check_figures(bandwidth, latency, err))
+    if (net_check_figures(bandwidth, latency, err))
         return PS_ERR;
     if (a < 0 || b < 0 || a >= nw->nnodes || b >= nw->nnodes || a == b)
         return ps_errf(err, "link %d -> %d: no such pair of nodes", (int)a,
                        (int)b);
+    if (nw->cl_gpus) /* its routes are worked out from its layout */
+        return ps_errf(err, "link %d -> %d: a cluster takes no more links",
+                       (int)a, (int)b);
     if (nw->nlinks == nw->links_cap) {
-        int32_t cap = nw->links_cap ? nw->links_cap * 2 : 64;
-        link *l = limit_realloc(nw->links, (size_t)cap * sizeof *l);
-        if (!l)
+        if (nw->links_cap > INT32_MAX / 2)
+            return ps_errf(err, "more than %d links", INT32_MAX / 2);
+        if (net_reserve_links(nw, nw->links_cap ? nw->links_cap * 2 : 64))
             return ps_errf(err, "out of memory");
-        nw->links = l;
-        nw->links_cap = cap;
     }
     nw->links[nw->nlinks++] = (link){a, b, bandwidth, latency};
     return PS_OK;
@@ -107,92 +125,9 @@ enum net_sharing net_sharing_of(const net *nw)
     return nw->mesh ? NET_FIFO : NET_FAIR;
 }
 
-/* ------------------------------------------------------------------ */
-/* Cluster builder                                                     */
-
-int net_build_cluster(net *nw, const net_cluster *c, ps_err *err)
-{
-    if (c->nodes < 1)
-        return ps_errf(err, "cluster: nodes must be at least 1, got %d",
-                       (int)c->nodes);
-    if (c->gpus_per_node < 1)
-        return ps_errf(err, "cluster: gpus_per_node must be at least 1, got %d",
-                       (int)c->gpus_per_node);
-    int32_t nics = c->nics_per_node ? c->nics_per_node : c->gpus_per_node;
-    if (nics < 1 || nics > c->gpus_per_node)
-        return ps_errf(err,
-                       "cluster: nics_per_node must be between 1 and "
-                       "gpus_per_node (%d), got %d",
-                       (int)c->gpus_per_node, (int)c->nics_per_node);
-    double over = c->oversubscription == 0 ? 1 : c->oversubscription;
-    if (!(over >= 1) || !isfinite(over))
-        return ps_errf(err,
-                       "cluster: oversubscription must be 1 or more, "
-                       "got %g",
-                       c->oversubscription);
-    if ((int64_t)c->nodes * c->gpus_per_node != nw->nranks)
-        return ps_errf(err,
-                       "cluster: %d nodes x %d gpus is %lld ranks but the "
-                       "network has %d",
-                       (int)c->nodes, (int)c->gpus_per_node,
-                       (long long)c->nodes * c->gpus_per_node, (int)nw->nranks);
-    if (nw->mesh || nw->nlinks || nw->nnodes != nw->nranks)
-        return ps_errf(err, "cluster: the network already has links");
-    ps_err sub;
-    if (check_figures(c->intra_bw, c->intra_lat, &sub))
-        return ps_errf(err, "cluster: intra: %s", sub.msg);
-    if (check_figures(c->inter_bw, c->inter_lat, &sub))
-        return ps_errf(err, "cluster: inter: %s", sub.msg);
-    int32_t g = c->gpus_per_node;
-    int32_t sw0 = nw->nnodes; /* node switches: sw0 + node */
-    for (int32_t n = 0; n < c->nodes; n++)
-        net_add_switch(nw);
-    int32_t nic0 = nw->nnodes; /* NICs: nic0 + node * nics + k */
-    for (int32_t i = 0; i < c->nodes * nics; i++)
-        net_add_switch(nw);
-    int32_t up = net_add_switch(nw), down = net_add_switch(nw);
-    double core = (double)c->nodes * nics * c->inter_bw / over;
-    int rc = PS_OK;
-    for (int32_t n = 0; n < c->nodes && rc == PS_OK; n++) {
-        for (int32_t l = 0; l < g && rc == PS_OK; l++) {
-            int32_t r = n * g + l, sw = sw0 + n;
-            int32_t nic = nic0 + n * nics + (int32_t)((int64_t)l * nics / g);
-            rc = net_add_link(nw, r, sw, c->intra_bw, c->intra_lat / 2, err);
-            if (rc == PS_OK)
-                rc =
-                    net_add_link(nw, sw, r, c->intra_bw, c->intra_lat / 2, err);
-            if (rc == PS_OK)
-                rc = net_add_link(nw, r, nic, c->inter_bw, 0, err);
-            if (rc == PS_OK)
-                rc = net_add_link(nw, nic, r, c->inter_bw, 0, err);
-        }
-        for (int32_t k = 0; k < nics && rc == PS_OK; k++) {
-            int32_t nic = nic0 + n * nics + k;
-            rc = net_add_link(nw, nic, up, c->inter_bw, c->inter_lat / 2, err);
-            if (rc == PS_OK)
-                rc = net_add_link(nw, down, nic, c->inter_bw, c->inter_lat / 2,
-                                  err);
-        }
-    }
-    if (rc == PS_OK)
-        rc = net_add_link(nw, up, down, core, 0, err);
-    if (rc == PS_OK)
-        rc = net_finalize(nw, err);
-    if (rc == PS_OK) {
-        nw->cl_gpus = g;
-        nw->cl_nics = nics;
-    }
-    return rc;
-}
-
 int net_is_mesh(const net *nw)
 {
     return nw->mesh;
-}
-
-int32_t net_nics_per_node(const net *nw, int32_t gpus_per_node)
-{
-    return nw->cl_gpus > 0 && nw->cl_gpus == gpus_per_node ? nw->cl_nics : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -248,17 +183,17 @@ static int cmp_link_target(const void *pa, const void *pb, void *ctx)
 
 int net_finalize(net *nw, ps_err *err)
 {
-    if (nw->mesh)
+    if (nw->mesh || nw->cl_gpus)
         return PS_OK;
     int32_t n = nw->nranks;
     /* the table holds a route per ordered pair: 65536 ranks would need
      * 4e9 entries and more than 2^31 hops, which its int32 offsets cannot
-     * address (a mesh keeps no table and has no such limit) */
+     * address (a mesh or a cluster keeps no table and has no such limit) */
     if (n > NET_MAX_ROUTED_RANKS)
         return ps_errf(err,
-                       "a network with switches or explicit links has at most "
-                       "%d ranks (a route per pair of ranks), got %d; a mesh "
-                       "has no such limit",
+                       "a network of explicit links has at most %d ranks (a "
+                       "route per pair of ranks), got %d; a mesh or nodes x "
+                       "gpus_per_node has no such limit",
                        NET_MAX_ROUTED_RANKS, (int)n);
     adjacency adj = {0};
     int32_t *via = malloc(((size_t)nw->nnodes + 1) * sizeof *via);
@@ -336,28 +271,8 @@ int net_finalize(net *nw, ps_err *err)
         }
     }
     nw->route_off[(size_t)n * (size_t)n] = (int32_t)used;
-    /* Slack links: a link out of a switch whose bandwidth is at least the
-     * sum of the bandwidths into that switch never carries more than it
-     * can (every flow over it came in over one of those links), so it is
-     * never a max-min bottleneck. FAIR leaves such links out of its
-     * components: a full-bisection core (a cluster with oversubscription
-     * 1) would otherwise join every inter-node flow into one component
-     * and make each flow start and end cost O(all of them), with the same
-     * rates in the end. */
-    limit_free(nw->slack);
-    nw->slack = limit_calloc((size_t)nw->nlinks + 1, 1);
-    double *in = calloc((size_t)nw->nnodes + 1, sizeof *in);
-    if (rc == PS_OK && nw->slack && in) {
-        for (int32_t i = 0; i < nw->nlinks; i++)
-            in[nw->links[i].b] += nw->links[i].bandwidth;
-        for (int32_t i = 0; i < nw->nlinks; i++)
-            if (nw->links[i].a >= n &&
-                nw->links[i].bandwidth >= in[nw->links[i].a])
-                nw->slack[i] = 1;
-    } else if (rc == PS_OK) {
-        rc = ps_errf(err, "out of memory computing routes");
-    }
-    free(in);
+    if (rc == PS_OK)
+        rc = net_set_slack(nw, err);
 done:
     free(adj.off);
     free(adj.link);
@@ -367,14 +282,40 @@ done:
     return rc;
 }
 
+/* Slack links: a link out of a switch whose bandwidth is at least the sum
+ * of the bandwidths into that switch never carries more than it can
+ * (every flow over it came in over one of those links), so it is never a
+ * max-min bottleneck. FAIR leaves such links out of its components: a
+ * full-bisection core (a cluster with oversubscription 1) would otherwise
+ * join every inter-node flow into one component and make each flow start
+ * and end cost O(all of them), with the same rates in the end. */
+int net_set_slack(net *nw, ps_err *err)
+{
+    limit_free(nw->slack);
+    nw->slack = limit_calloc((size_t)nw->nlinks + 1, 1);
+    double *in = limit_calloc((size_t)nw->nnodes + 1, sizeof *in);
+    if (!nw->slack || !in) {
+        limit_free(in);
+        return ps_errf(err, "out of memory computing routes");
+    }
+    for (int32_t i = 0; i < nw->nlinks; i++)
+        in[nw->links[i].b] += nw->links[i].bandwidth;
+    for (int32_t i = 0; i < nw->nlinks; i++)
+        if (nw->links[i].a >= nw->nranks &&
+            nw->links[i].bandwidth >= in[nw->links[i].a])
+            nw->slack[i] = 1;
+    limit_free(in);
+    return PS_OK;
+}
+
 int32_t net_route(const net *nw, int32_t src, int32_t dst,
-                  const int32_t **links, int32_t *one)
+                  const int32_t **links, net_route_buf *buf)
 {
     if (src == dst) {
-        *links = one;
+        *links = buf->link;
         return 0;
     }
-    return route(nw, src, dst, links, one);
+    return route(nw, src, dst, links, buf);
 }
 
 void net_link_figures(const net *nw, int32_t id, double *bandwidth,
@@ -393,7 +334,8 @@ void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
         bw = nw->mesh_bw;
     } else if (src != dst) {
         const int32_t *links;
-        int32_t one, len = route(nw, src, dst, &links, &one);
+        net_route_buf buf;
+        int32_t len = route(nw, src, dst, &links, &buf);
         for (int32_t i = 0; i < len; i++) {
             lat += link_lat(nw, links[i]);
             if (link_bw(nw, links[i]) < bw)

@@ -1,6 +1,8 @@
 /* The network: nodes (ranks first, then switches and NICs), directed links
  * with a bandwidth and a latency, and a route (list of links) for every
- * ordered pair of ranks. At run time the engine starts transfers on it and
+ * ordered pair of ranks: a table for explicit links, worked out from the
+ * two ranks for a cluster (net_build_cluster), one implicit link per pair
+ * for a mesh. At run time the engine starts transfers on it and
  * the network reports, through the event queue, when each one has arrived.
  *
  * Sharing models:
@@ -70,7 +72,11 @@ typedef struct net_link_info {
  * GPU-NIC PCIe hops have the NIC's bandwidth and no latency). A lone
  * transfer therefore takes intra_lat + x / intra_bw inside a node and
  * inter_lat + x / inter_bw across nodes. Not modelled: PXN (NVLink to a
- * peer GPU's NIC), rail-optimised fabrics, multi-level fat trees. */
+ * peer GPU's NIC), rail-optimised fabrics, multi-level fat trees.
+ * Cost: O(ranks) time and memory, 4 links per GPU and 2 per NIC (24 bytes
+ * each) and one core link; routes are worked out from the two ranks when
+ * asked (O(1)), never stored per pair, so a cluster has no rank limit
+ * but int32 node and link ids. */
 typedef struct net_cluster {
     int32_t nodes, gpus_per_node;
     int32_t nics_per_node; /* 1 .. gpus_per_node; 0 means gpus_per_node */
@@ -100,9 +106,16 @@ int net_add_link(net *nw, int32_t a, int32_t b, double bandwidth,
                  double latency, ps_err *err);
 
 /* Builds the cluster c (see net_cluster) into nw, which must have been
- * created with nodes * gpus_per_node ranks and have no links, then
- * finalizes it. Fails naming the bad field. */
+ * created with nodes * gpus_per_node ranks and have no links; it needs no
+ * net_finalize, and takes no more links or switches after. Fails naming
+ * the bad field, or when out of memory. */
 int net_build_cluster(net *nw, const net_cluster *c, ps_err *err);
+
+/* What net_build_cluster allocates for c, in bytes (its links, their
+ * slack marks, and the bandwidth into each node that it sums while it
+ * runs), for the memory stop's message; O(1). A run's state on it is
+ * net_run_bytes. */
+size_t net_cluster_bytes(const net_cluster *c);
 
 /* Overrides the default sharing model (see the top of this file). */
 void net_set_sharing(net *nw, enum net_sharing sharing);
@@ -110,15 +123,17 @@ void net_set_sharing(net *nw, enum net_sharing sharing);
 /* The sharing model in force. */
 enum net_sharing net_sharing_of(const net *nw);
 
-/* The most ranks of a network that is not a mesh: its routes are a table
- * with an entry per ordered pair (16384 ranks: 2^28 pairs, ~6 GB and ~20 s
- * for a hierarchical cluster). */
+/* The most ranks of a network of explicit links (net_add_link and
+ * net_finalize): its routes are a table with an entry per ordered pair
+ * (16384 ranks: 2^28 pairs, several GB). A mesh and a cluster keep no
+ * table and have no such limit. */
 #define NET_MAX_ROUTED_RANKS 16384
 
 /* Computes routes (fewest hops, ties broken by lowest node id). Fails naming
  * the first pair of ranks with no route ("no route from rank 3 to rank 0"),
  * or when the network has more than NET_MAX_ROUTED_RANKS ranks. Call after
- * the last link; a mesh needs no call. */
+ * the last link; a mesh or a cluster needs no call (a no-op for them).
+ * O(ranks * (nodes + links)) time, O(ranks^2 * hops) memory. */
 int net_finalize(net *nw, ps_err *err);
 
 /* Time of a lone transfer of bytes from src to dst: sum of latencies +
@@ -148,18 +163,27 @@ void net_link_figures(const net *nw, int32_t id, double *bandwidth,
 void net_path(const net *nw, int32_t src, int32_t dst, double *latency,
               double *bandwidth);
 
-/* The link ids of the route src -> dst, in path order, borrowed from nw
- * (valid until the network changes); *one is scratch for a mesh's single
- * implicit link, NET_MESH_LINK, which is the same for every pair (so a
- * cost model that counts flows per link id must treat a mesh apart).
- * Returns the number of links. */
+/* Room for a route that net_route works out rather than lends: a
+ * cluster's (at most 5 links) or a mesh's one implicit link. */
+#define NET_ROUTE_MAX 8
+typedef struct net_route_buf {
+    int32_t link[NET_ROUTE_MAX];
+} net_route_buf;
+
+/* The link ids of the route src -> dst, in path order: *links points into
+ * nw's route table (valid until the network changes) or, for a cluster or
+ * a mesh, into *buf (valid until buf is reused). A mesh's single implicit
+ * link, NET_MESH_LINK, is the same for every pair (so a cost model that
+ * counts flows per link id must treat a mesh apart). Returns the number
+ * of links (0 when src == dst). O(1). */
 int32_t net_route(const net *nw, int32_t src, int32_t dst,
-                  const int32_t **links, int32_t *one);
+                  const int32_t **links, net_route_buf *buf);
 
 /* --- run time (called by the engine) --- */
 
 /* Forgets all transfers and statistics; events go into q. Sizes the per-run
- * arrays; a failure to allocate is reported by the next net_start. */
+ * arrays; a failure to allocate is reported by the next net_start. O(links
+ * the last run used) once the arrays are sized (net_run_bytes). */
 void net_begin(net *nw, eq *q);
 
 /* Starts transfer id (the engine's message id) of bytes from src to dst at
@@ -200,6 +224,13 @@ int32_t net_pair(net *nw, int32_t src, int32_t dst);
  * when pairs keep none): a run on a mesh keeps it for each pair it uses,
  * so the memory stop can say what a run would need. */
 size_t net_pair_bytes(const net *nw);
+
+/* The run-time state net_begin keeps for the links of a network that is
+ * not a mesh (a mesh's is per pair, net_pair_bytes), in bytes: O(links),
+ * allocated once and kept from run to run, so the memory stop can say
+ * what a run would need. A run resets only the links the run before it
+ * used: it costs O(links it uses) however large the cluster. */
+size_t net_run_bytes(const net *nw);
 
 /* net_start with a handle from net_pair(nw, src, dst). */
 int net_start_pair(net *nw, int32_t pair, int32_t id, int32_t src, int32_t dst,
@@ -251,7 +282,8 @@ int32_t net_event(net *nw, const eq_event *ev);
 int net_event_queued(const net *nw, double *t_begin);
 
 /* Link statistics of the last run: fills up to max entries, returns the
- * number of links. For a mesh, only links that carried bytes are listed. */
+ * number of links (O(1) with max 0 but on a mesh). For a mesh, only links
+ * that carried bytes are listed. */
 int32_t net_links(const net *nw, net_link_info *out, int32_t max);
 
 #endif

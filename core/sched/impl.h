@@ -28,12 +28,10 @@ typedef struct sched_buf {
     const sched_action *zb; /* zero-bubble: all ranks' orders, or NULL */
 } sched_buf;
 
-/* The order of rank into o; s is checked. Fails with -1 when out of
- * memory, -2 when a zero-bubble schedule cannot fit its memory limit. */
-int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o);
-
-/* The message for a failed sched_order_rank. */
-int sched_order_error(const sched_spec *s, int32_t rank, int rc, ps_err *err);
+/* The order of rank into o; s is checked. Fails (PS_ERR) out of memory or
+ * when a zero-bubble schedule cannot fit its memory limit. */
+int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o,
+                     ps_err *err);
 
 /* Megatron-style built-ins emit a W right after each B when split. */
 int sched_builtin_split(const sched_spec *s);

@@ -296,14 +296,15 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
     sched_action *zb = NULL;
     if (s->kind == SCHED_ZB_H1 || s->kind == SCHED_ZB_H2) {
         zb = malloc((size_t)3 * s->m * (size_t)s->p * sizeof *zb);
-        int zrc = zb ? sched_zb_orders(s, zb) : -1;
+        int zrc = zb ? sched_zb_orders(s, zb, err)
+                     : ps_errf(err, "out of memory lowering the schedule");
         if (zrc) {
             free(acts);
             free(join);
             free(has_w);
             free(stage_at);
             free(zb);
-            return sched_order_error(s, 0, zrc, err);
+            return PS_ERR;
         }
     }
     lower L = {s,     ps,      ps->nmsgs, 0, sched_async(s), sched_fwd_only(s),
@@ -324,9 +325,8 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
         for (int32_t c = 0; c < s->v; c++)
             stage_at[c] =
                 sched_place_stage(s->placement, s->place, s->p, s->v, c, r);
-        int orc = sched_order_rank(s, r, &o);
-        if (orc)
-            rc = sched_order_error(s, r, orc, err);
+        if (sched_order_rank(s, r, &o, err))
+            rc = PS_ERR;
         else if (lower_rank(&L, acts, join, o.n))
             rc = ps_errf(err, "out of memory lowering rank %d", (int)r);
     }

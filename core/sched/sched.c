@@ -1,8 +1,8 @@
-/* Pipeline schedules: names, action strings and the per-rank compute
- * orders of the built-in schedules (transcriptions of the reference
- * implementations; each function names its source). sched/check.c checks
- * specs and custom lists, sched/lower.c turns orders into programs, so a
- * schedule differs from another only in its order. */
+/* Pipeline schedules: the per-rank compute orders of the built-in
+ * schedules (transcriptions of the reference implementations; each
+ * function names its source). sched/names.c names schedules and actions,
+ * sched/check.c checks specs and custom lists, sched/lower.c turns orders
+ * into programs, so a schedule differs from another only in its order. */
 #include "sched/sched.h"
 #include "sched/impl.h"
 
@@ -17,195 +17,10 @@
 #include "sched/pt.h"
 #include "sched/zb.h"
 
-static const char *const names[] = {
-    "gpipe",          "1f1b",  "interleaved",  "custom",
-    "zb_h1",          "zb_h2", "looped_bfs",   "interleaved_pytorch",
-    "interleaved_zb", "zbv",   "forward_only", "dualpipev",
-    "dualpipe"};
-#define NKINDS ((int)(sizeof names / sizeof names[0]))
-
-int sched_known_kind(enum sched_kind kind)
-{
-    return (unsigned)kind < NKINDS;
-}
-
-/* PyTorch's class names (get_schedule_class, case-insensitive). */
-static const struct {
-    const char *name;
-    enum sched_kind kind;
-} aliases[] = {
-    {"afab", SCHED_GPIPE}, /* all forward, all backward: GPipe */
-    {"schedulegpipe", SCHED_GPIPE},
-    {"schedule1f1b", SCHED_1F1B},
-    {"scheduleinterleaved1f1b", SCHED_INTERLEAVED_PT},
-    {"scheduleloopedbfs", SCHED_LOOPED_BFS},
-    {"scheduleinterleavedzerobubble", SCHED_INTERLEAVED_ZB},
-    {"schedulezbvzerobubble", SCHED_ZBV},
-    {"scheduledualpipev", SCHED_DUALPIPEV},
-};
-
 static int sched_is_pytorch(enum sched_kind k)
 {
     return k == SCHED_LOOPED_BFS || k == SCHED_INTERLEAVED_PT ||
            k == SCHED_INTERLEAVED_ZB || k == SCHED_ZBV || k == SCHED_DUALPIPEV;
-}
-
-static int same_nocase(const char *a, const char *b)
-{
-    for (; *a && *b; a++, b++)
-        if ((*a | 0x20) != (*b | 0x20))
-            return 0;
-    return *a == *b;
-}
-
-int sched_parse(const char *name, enum sched_kind *out, ps_err *err)
-{
-    for (size_t k = 0; name && k < sizeof aliases / sizeof aliases[0]; k++) {
-        if (same_nocase(name, aliases[k].name)) {
-            *out = aliases[k].kind;
-            return PS_OK;
-        }
-    }
-    for (int k = 0; name && k < NKINDS; k++) {
-        if (strcmp(name, names[k]) == 0) {
-            *out = (enum sched_kind)k;
-            return PS_OK;
-        }
-    }
-    return ps_errf(
-        err,
-        "unknown schedule '%s' (expected gpipe, afab, 1f1b, "
-        "interleaved, zb_h1, zb_h2, looped_bfs, "
-        "interleaved_pytorch, interleaved_zb, zbv, dualpipev, dualpipe, "
-        "forward_only, "
-        "a PyTorch class name or a list of actions per rank)",
-        name ? name : "(null)");
-}
-
-const char *sched_name(enum sched_kind kind)
-{
-    return (unsigned)kind < NKINDS ? names[kind] : "unknown";
-}
-
-enum sched_placement sched_default_placement(enum sched_kind kind)
-{
-    return kind == SCHED_ZBV || kind == SCHED_DUALPIPEV ? SCHED_V
-           : kind == SCHED_DUALPIPE                     ? SCHED_DUAL
-                                                        : SCHED_LOOP;
-}
-
-static void unit_str(char k, int32_t chunk, int32_t mb, char *buf, size_t size)
-{
-    if (chunk > 0)
-        snprintf(buf, size, "%c%d.c%d", k, (int)mb, (int)chunk);
-    else
-        snprintf(buf, size, "%c%d", k, (int)mb);
-}
-
-/* "F3" or "B3.c1" (the chunk only when nonzero, as prog_describe), FB as
- * "FB3/1.c1" (F of 3, chunk 0, with B of 1, chunk 1). */
-void sched_action_str(const sched_action *a, char *buf, size_t size)
-{
-    if (a->kind != SCHED_FB) {
-        unit_str(prog_kind_letter((enum prog_kind)a->kind), a->chunk, a->mb,
-                 buf, size);
-        return;
-    }
-    char f[24], b[24];
-    unit_str('B', a->chunk, a->mb, f, sizeof f);
-    unit_str('/', a->bchunk, a->bmb, b, sizeof b);
-    snprintf(buf, size, "F%s%s", f, b);
-}
-
-/* Reads a decimal number of at most 9 digits at *p; -1 when none. */
-static long read_num(const char **p)
-{
-    long n = 0;
-    int digits = 0;
-    while (**p >= '0' && **p <= '9' && digits < 10) {
-        n = n * 10 + (**p - '0');
-        (*p)++;
-        digits++;
-    }
-    return digits == 0 || digits > 9 ? -1 : n;
-}
-
-/* A microbatch and an optional ".c<chunk>" at *p, checked against m and v;
- * what names the part ("F", "B") in messages. */
-static int read_unit(const char *text, const char **p, char what, int32_t m,
-                     int32_t v, int16_t *chunk, int32_t *mb, ps_err *err)
-{
-    long n = read_num(p), c = 0;
-    if (n < 0)
-        return ps_errf(err, "bad action '%s': expected a microbatch after %c",
-                       text, what);
-    if ((*p)[0] == '.' && (*p)[1] == 'c') {
-        *p += 2;
-        c = read_num(p);
-        if (c < 0)
-            return ps_errf(err, "bad action '%s': expected a chunk after .c",
-                           text);
-    }
-    /* the bounds in long: m - 1 must not overflow for any int32 m */
-    if (n >= m)
-        return ps_errf(err, "action '%s': microbatch %ld out of range 0..%ld",
-                       text, n, (long)m - 1);
-    if (c >= v || c > INT16_MAX)
-        return ps_errf(err, "action '%s': chunk %ld out of range 0..%ld", text,
-                       c, (long)v - 1);
-    *chunk = (int16_t)c;
-    *mb = (int32_t)n;
-    return PS_OK;
-}
-
-int sched_parse_action(const char *text, int32_t m, int32_t v,
-                       sched_action *out, ps_err *err)
-{
-    const char *p = text ? text : "";
-    sched_action a = {0};
-    switch (*p) {
-    case 'F': a.kind = p[1] == 'B' ? SCHED_FB : PROG_F; break;
-    case 'B': a.kind = PROG_B; break;
-    case 'R': a.kind = PROG_R; break;
-    case 'W': a.kind = PROG_W; break;
-    default:
-        return ps_errf(err,
-                       "bad action '%s': expected F, B, W, R or FB, a "
-                       "microbatch and optionally a chunk, as in F3, B0.c1 "
-                       "or FB3/1",
-                       p);
-    }
-    p += a.kind == SCHED_FB ? 2 : 1;
-    if (read_unit(text, &p, a.kind == SCHED_FB ? 'B' : text[0], m, v, &a.chunk,
-                  &a.mb, err))
-        return PS_ERR;
-    if (a.kind == SCHED_FB) {
-        if (*p != '/')
-            return ps_errf(err,
-                           "bad action '%s': expected '/' and the backward's "
-                           "microbatch, as in FB3/1",
-                           text);
-        p++;
-        if (read_unit(text, &p, '/', m, v, &a.bchunk, &a.bmb, err))
-            return PS_ERR;
-    }
-    if (*p)
-        return ps_errf(err, "bad action '%s': unexpected '%s'", text, p);
-    *out = a;
-    return PS_OK;
-}
-
-int sched_overlaps(const sched_spec *s)
-{
-    if (s->kind == SCHED_DUALPIPEV || s->kind == SCHED_DUALPIPE)
-        return 1;
-    if (s->kind != SCHED_CUSTOM || !s->custom || !s->ncustom)
-        return 0;
-    for (int32_t r = 0; r < s->p; r++)
-        for (int32_t i = 0; s->custom[r] && i < s->ncustom[r]; i++)
-            if (s->custom[r][i].kind == SCHED_FB)
-                return 1;
-    return 0;
 }
 
 /* The overlapped F&B of the DeepSeek-V3 report (section 3.2.1, DualPipe):
@@ -377,7 +192,8 @@ int sched_splits(const sched_spec *s)
 
 /* The order of rank into o; s is checked. Fails with -1 when out of
  * memory, -2 when a zero-bubble schedule cannot fit its memory limit. */
-int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
+int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o,
+                     ps_err *err)
 {
     switch (s->kind) {
     case SCHED_GPIPE: order_gpipe(s, o); break;
@@ -389,10 +205,12 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
         const sched_action *zb = o->zb;
         if (!zb) {
             own = malloc((size_t)3 * s->m * (size_t)s->p * sizeof *own);
-            int rc = own ? sched_zb_orders(s, own) : -1;
-            if (rc) {
+            if (!own)
+                return ps_errf(err, "out of memory ordering rank %d",
+                               (int)rank);
+            if (sched_zb_orders(s, own, err)) {
                 free(own);
-                return rc;
+                return PS_ERR;
             }
             zb = own;
         }
@@ -418,7 +236,7 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
                      : sched_pt_order(s, rank, a, cap, &n);
         if (rc) {
             free(a);
-            return -1;
+            return ps_errf(err, "out of memory ordering rank %d", (int)rank);
         }
         for (int32_t i = 0; i < n; i++)
             emit_action(o, a[i], 0);
@@ -428,7 +246,7 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
     case SCHED_CUSTOM: {
         uint8_t *has_r = calloc((size_t)s->m * (size_t)s->v, 1);
         if (!has_r)
-            return -1;
+            return ps_errf(err, "out of memory ordering rank %d", (int)rank);
         for (int32_t i = 0; i < s->ncustom[rank]; i++) {
             const sched_action *x = &s->custom[rank][i];
             if (x->kind == PROG_R)
@@ -445,16 +263,6 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o)
     return 0;
 }
 
-int sched_order_error(const sched_spec *s, int32_t rank, int rc, ps_err *err)
-{
-    if (rc == -2)
-        return ps_errf(err,
-                       "%s: the zero-bubble scheduler cannot fit %d "
-                       "microbatches in its memory limit",
-                       sched_name(s->kind), (int)s->m);
-    return ps_errf(err, "out of memory ordering rank %d", (int)rank);
-}
-
 int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
                 int32_t max, int32_t *n, ps_err *err)
 {
@@ -466,9 +274,8 @@ int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
     sched_buf o = {out,           NULL, 0,    max,
                    s->checkpoint, NULL, s->m, sched_builtin_split(s),
                    NULL};
-    int rc = sched_order_rank(s, rank, &o);
-    if (rc)
-        return sched_order_error(s, rank, rc, err);
+    if (sched_order_rank(s, rank, &o, err))
+        return PS_ERR;
     *n = o.n;
     if (o.n > max)
         return ps_errf(err, "rank %d: order has %d actions but room for %d",

@@ -66,19 +66,24 @@ static void fill_with_w(zb *z, int32_t j, double ready, int greedy)
     }
 }
 
-/* Makes room for an op of memory delta mem: W's until it fits. */
+/* manual_order's result when the memory limit cannot be met (the
+ * reference raises "Cannot fit memory"); a stage time is never negative */
+#define NO_FIT (-2.0)
+
+/* Makes room for an op of memory delta mem: W's until it fits; -1 when it
+ * cannot. */
 static int fit(zb *z, int32_t j, double mem)
 {
     while (z->m[j] + mem > z->max_mem) {
         if (z->cnt[ZW][j] >= z->cnt[ZB][j])
-            return -2; /* "Cannot fit memory" */
+            return -1; /* "Cannot fit memory" */
         put(z, j, ZW);
     }
     return 0;
 }
 
 /* Graph.manual_order; the completion times land in z->t. Returns the
- * longest stage time (best_time), or -1 / -2 on failure. */
+ * longest stage time (best_time), or NO_FIT. */
 static double manual_order(zb *z, int allow_bubble_before_first_b,
                            int prioritize_b, int no_bubble_greedy,
                            int32_t *f_required)
@@ -161,7 +166,7 @@ static double manual_order(zb *z, int allow_bubble_before_first_b,
             if (!f_required[j])
                 continue;
             if (fit(z, j, z->mem[ZF]))
-                return -2;
+                return NO_FIT;
             if (j > 0)
                 fill_with_w(z, j, z->t[id(z, ZF, j - 1, f[j])] + z->comm,
                             no_bubble_greedy);
@@ -169,7 +174,7 @@ static double manual_order(zb *z, int allow_bubble_before_first_b,
         }
         for (int32_t j = S - 1; j >= 0; j--) {
             if (fit(z, j, z->mem[ZB]))
-                return -2;
+                return NO_FIT;
             if (j + 1 < S)
                 fill_with_w(z, j, z->t[id(z, ZB, j + 1, i)] + z->comm,
                             no_bubble_greedy);
@@ -213,7 +218,7 @@ static int cmp_node(const void *pa, const void *pb)
     return (a->mb > b->mb) - (a->mb < b->mb);
 }
 
-int sched_zb_orders(const sched_spec *s, sched_action *out)
+int sched_zb_orders(const sched_spec *s, sched_action *out, ps_err *err)
 {
     int32_t S = s->p, M = s->m, N = 3 * S * M;
     zb z = {.S = S, .M = M};
@@ -236,7 +241,7 @@ int sched_zb_orders(const sched_spec *s, sched_action *out)
         free(ibuf);
         free(dbuf);
         free(nodes);
-        return -1;
+        return ps_errf(err, "out of memory ordering %s", sched_name(s->kind));
     }
     for (int k = 0; k < 3; k++)
         z.cnt[k] = ibuf + k * S;
@@ -259,21 +264,24 @@ int sched_zb_orders(const sched_spec *s, sched_action *out)
     }
     /* initial_solution: the best of eight variants, the first on ties */
     double best = -1;
-    int have = 0, rc = 0;
-    for (int allow = 1; allow >= 0 && rc == 0; allow--)
-        for (int prio = 1; prio >= 0 && rc == 0; prio--)
-            for (int greedy = 1; greedy >= 0 && rc == 0; greedy--) {
+    int have = 0, rc = PS_OK;
+    for (int allow = 1; allow >= 0 && rc == PS_OK; allow--)
+        for (int prio = 1; prio >= 0 && rc == PS_OK; prio--)
+            for (int greedy = 1; greedy >= 0 && rc == PS_OK; greedy--) {
                 z.t = times[have];
                 double bt = manual_order(&z, allow, prio, greedy, f_required);
-                if (bt < 0) {
-                    rc = (int)bt;
+                if (bt == NO_FIT) {
+                    rc = ps_errf(err,
+                                 "%s: the zero-bubble scheduler cannot fit %d "
+                                 "microbatches in its memory limit",
+                                 sched_name(s->kind), (int)s->m);
                 } else if (best < 0 || bt < best) {
                     best = bt;
                     have = 1 - have; /* keep it; the next run uses the other */
                 }
             }
     const double *t = times[1 - have];
-    for (int32_t j = 0; j < S && rc == 0; j++) {
+    for (int32_t j = 0; j < S && rc == PS_OK; j++) {
         int32_t n = 0;
         for (int type = 0; type < 3; type++)
             for (int32_t mb = 0; mb < M; mb++)

@@ -9,8 +9,9 @@
 
 /* Writes the orders of all p ranks, 3 * m actions each (F, B, W; chunk 0),
  * rank r at out + r * 3 * m. s is checked and of kind SCHED_ZB_H1 or
- * SCHED_ZB_H2. Returns 0, -1 when out of memory, -2 when the reference
- * algorithm cannot fit its memory limit. */
-int sched_zb_orders(const sched_spec *s, sched_action *out);
+ * SCHED_ZB_H2. Fails (PS_ERR) out of memory, or when the reference
+ * algorithm cannot fit its memory limit: "zb_h1: the zero-bubble scheduler
+ * cannot fit 8 microbatches in its memory limit". */
+int sched_zb_orders(const sched_spec *s, sched_action *out, ps_err *err);
 
 #endif

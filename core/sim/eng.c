@@ -125,18 +125,6 @@ void eng_free(eng_sim *e)
     free(e);
 }
 
-int eng_reserve_(void **p, int32_t *cap, int32_t n, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    void *q = limit_realloc(*p, ((size_t)n + 1) * sz);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n + 1;
-    return 0;
-}
-
 /* The per-message states are visited one lane's message after another's,
  * far apart: keep them on huge pages (see prog_big_alloc). The contents
  * need not survive a grow. */
@@ -150,36 +138,6 @@ static int reserve_big(uint8_t **p, int32_t *cap, int32_t n)
     if (!*p)
         return -1;
     *cap = n + 1;
-    return 0;
-}
-
-int eng_begin_stats_(eng_sim *e, int32_t nlanes, int32_t nranks)
-{
-    if (eng_reserve_((void **)&e->ready, &e->ready_cap, nlanes,
-                     sizeof *e->ready) ||
-        eng_reserve_((void **)&e->device, &e->device_cap, nranks,
-                     sizeof *e->device) ||
-        eng_reserve_((void **)&e->device_wait, &e->device_wait_cap, nranks,
-                     sizeof *e->device_wait) ||
-        eng_reserve_((void **)&e->busy, &e->busy_cap, nlanes,
-                     sizeof *e->busy) ||
-        eng_reserve_((void **)&e->mem, &e->mem_cap, nranks, sizeof *e->mem) ||
-        eng_reserve_((void **)&e->mem_lane, &e->mem_lane_cap, nranks,
-                     sizeof *e->mem_lane))
-        return -1;
-    memset(e->busy, 0, ((size_t)nlanes + 1) * sizeof *e->busy);
-    e->mem_merged = 0;
-    for (int32_t r = 0; r < nranks; r++) {
-        double st = e->static_bytes ? e->static_bytes[r] : 0;
-        e->mem[r] = (mem_rank){st, st, 0, st};
-        e->mem_lane[r] = -1;
-        /* the baseline, as mem_ledger's visit gets it: first per rank */
-        if (e->sink.mem_change)
-            e->sink.mem_change(e->sink.ctx, r, 0, st);
-        e->device[r] = -1;
-        e->device_wait[r] = (wait_list){-1, -1};
-    }
-    e->ready_head = e->ready_n = 0;
     return 0;
 }
 

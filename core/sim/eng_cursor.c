@@ -162,7 +162,8 @@ static int hook_grow(eng_cursor *c, int32_t cap)
 /* For the memory stop's message (limit_note_need): what a generated run's
  * engine state takes (lanes, their buffers and cursor state, channels and
  * the link state of one rank pair each, which is exact for a ring and
- * an upper bound where channels share a pair, the first message pool,
+ * an upper bound where channels share a pair, or of every link of a
+ * network that is not a mesh (net_run_bytes), the first message pool,
  * the per-lane and per-rank statistics), before any growth of the
  * message pool, which grows with the messages in flight. Called where the run's
  * setup or a channel's first transfer ran out of memory. */
@@ -176,7 +177,7 @@ static void note_cursor_need(const eng_sim *e, const gen_prog *g, int hook)
         nl * (sizeof(clane) + (double)g->max_batch * sizeof(prog_op) +
               g->state_bytes + sizeof *e->ready + sizeof *e->busy) +
         nch * (sizeof(chan) + (double)net_pair_bytes(e->nw)) +
-        msgs * sizeof(cmsg) +
+        (double)net_run_bytes(e->nw) + msgs * sizeof(cmsg) +
         (hook ? msgs * (sizeof(prog_op) + sizeof(int64_t) + sizeof(int32_t))
               : 0) +
         nr * (sizeof *e->device + sizeof *e->device_wait + sizeof *e->mem +

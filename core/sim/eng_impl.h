@@ -1,6 +1,6 @@
 /* Internal to the engine (sim/eng.c, the array path; sim/eng_cursor.c, the
  * cursor path): the engine's record and what both paths share. Not a
- * public header: nothing outside core/eng*.c includes it. */
+ * public header: nothing outside core/sim/eng*.c includes it. */
 #ifndef PS_ENG_IMPL_H
 #define PS_ENG_IMPL_H
 

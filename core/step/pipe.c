@@ -552,14 +552,18 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         ctx->rank_static[r] = 0;
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
+        /* and the layers' own static bytes (pipe_layer.static_bytes) */
+        double stage_static = ctx->stage_rows[s].params * per_param;
+        for (int32_t i = ctx->stage_first[s];
+             i < ctx->stage_first[s] + ctx->stage_count[s]; i++)
+            stage_static += cfg->layers[i].static_bytes;
         for (int32_t j = 0; j < cfg->dp; j++) {
             ctx->rank_static[pipe_cluster_rank(cfg, pipe_stage_rank(cfg, s),
-                                               j)] +=
-                ctx->stage_rows[s].params * per_param;
+                                               j)] += stage_static;
             /* DualPipe: the second copy, on rank p - 1 - s (2x params) */
             if (cfg->schedule == SCHED_DUALPIPE)
                 ctx->rank_static[pipe_cluster_rank(cfg, cfg->p - 1 - s, j)] +=
-                    ctx->stage_rows[s].params * per_param;
+                    stage_static;
         }
         double t = ctx->stages[s].fwd + ctx->stages[s].bwd + ctx->stages[s].wgt;
         tsum += t;

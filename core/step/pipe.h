@@ -45,6 +45,12 @@ typedef struct pipe_layer {
      * R (seconds, recorded only: parallel.lua has put the exposed part in
      * the layer's times), and the part on the compute stream; < 0: 0. */
     double tp_comm_time, tp_exposed_time;
+    /* Static bytes the layer holds on its rank beyond params x the run's
+     * per-parameter bytes (weight + gradient + optimizer state): FP8
+     * weight copies (lua/pipesim/models/fp8.lua); negative where the
+     * layer keeps its weights in fewer bytes than weight_bytes (FP8
+     * parameters). 0: none. */
+    double static_bytes;
 } pipe_layer;
 
 /* Sets l to a layer with every optional field "not given" (< 0, the

@@ -20,18 +20,34 @@ local GiB = 2 ^ 30
 -- transformer layers do not use it: they take the roofline below.
 --
 -- Roofline constants (one set per GPU type, never fitted per case):
---   gemm_max   the largest fraction of dense peak a BF16 matmul reaches:
---              "Maximum Achievable Matmul FLOPS" (MAMF), Bekman, Machine
---              Learning Engineering, compute/accelerator/README.md, BF16
---              table: A100 SXM 271.2/312 = 86.9%, H100 SXM 794.5/989 =
---              80.3% ("H200 is the same"), B200 SXM 1745/2250 = 77.6%.
---              A100 instead: 230/312 = 73.7%, fp16 8192^3 `a @ b` on an A100
---              80GB in NGC's PyTorch 22.07 container (mli/transformers-
+--   gemm_max   the fraction of dense peak a BF16 matmul sustains at the
+--              GEMM shapes of training, on the software stack of the runs
+--              pipesim is held to: a fixed set of training shapes timed as
+--              a mean over back-to-back iterations of random data, never
+--              the best of a shape search (MAMF, Bekman, Machine Learning
+--              Engineering, compute/accelerator/README.md: A100 271.2/312
+--              = 86.9%, H100 794.5/989 = 80.3%, B200 1745/2250 = 77.6%,
+--              the best shape and iteration of thousands, a ceiling few
+--              training shapes reach).
+--              A100: 230/312 = 73.7%, fp16 8192^3 `a @ b` on an A100 80GB
+--              in NGC's PyTorch 22.07 container (mli/transformers-
 --              benchmarks, README "MatMul FP32 / FP16 116 / 230", from
---              micro_bench.ipynb): a fixed large shape on the cuBLAS 11 of
---              the 2021-22 Megatron-LM runs, where MAMF (271.2) is the best
---              of a shape search on 2024-25 software, a ceiling few fixed
---              shapes reach.
+--              micro_bench.ipynb), the cuBLAS 11 of the 2021-22 Megatron-
+--              LM runs.
+--              Hopper (H100, H200, H800, one GH100 die): 598.9/835.5 =
+--              71.7%, Transformer Engine's own GEMM benchmark (TE
+--              docs/examples/gemm_profiling/gemm_profiling.rst, "Worked
+--              Example: 5B Model on H200", benchmarks/gemm/benchmark_gemm.py:
+--              torch.randn inputs, mean of 100 timed iterations after 10
+--              warm-up) on an H200 NVL: the twelve GEMMs of a transformer
+--              layer (hidden 4096, ffn 16384, 15,872 tokens: fprop, dgrad,
+--              wgrad) in BF16, 32.014 ms for 1.917e13 FLOPs, against the
+--              H200 NVL's rated dense BF16 peak (datasheet: 1,671 TFLOPS
+--              with sparsity). The same fraction of the rated peak is taken
+--              for the SXM parts, whose rating is at their own clock.
+--              Blackwell (B200, GB200): 1502.8/2250 = 66.8%, the same
+--              benchmark on a B300 (12.758 ms per layer), whose rated dense
+--              BF16 is B200's (2.25 PFLOPS).
 --   gemm_overhead  seconds a GEMM costs beyond FLOPs/(peak x gemm_max):
 --              launch, ramp and wave tail. From XLA's measured H100 matmul
 --              table (openxla xla/service/gpu/model/matmul_interpolator_
@@ -43,7 +59,14 @@ local GiB = 2 ^ 30
 --   hbm        HBM bandwidth from each datasheet; mem_efficiency 0.9, the
 --              fraction Calculon's A100 system file gives 10-100 MB
 --              transfers (calculon-ai/calculon examples/a100_80g.json,
---              mem1.MB_efficiency), used for every GPU.
+--              mem1.MB_efficiency), for A100 and Hopper: on an H200 NVL,
+--              Transformer Engine's quantisation kernels (models/fp8.lua's
+--              bytes) take 3.500 ms for what 0.9 of its 4.8 TB/s moves in
+--              3.449 (TE's gemm_profiling page, autocast less pre-quantized
+--              FP8 current scaling). Blackwell: the same kernels on a B300
+--              (8 TB/s) move 12.41 GB in 2.335 ms (current scaling, 5.32
+--              TB/s) and 10.09 GB in 1.823 ms (MXFP8, 5.53 TB/s): 0.665
+--              and 0.692 of the datasheet rate, 0.68 taken.
 --   vector     non-tensor FP32 FLOP/s (datasheets), the compute roof of
 --              the memory-bound operations.
 --   nvlink_efficiency  the fraction of the NVLink line rate NCCL gets, so
@@ -73,15 +96,52 @@ local GiB = 2 ^ 30
 --              499 (their backward figure, no mask). Optional: without
 --              them (A100, B200: no measurement used here) the kernel runs
 --              at gemm_max.
+--   fp8_flops  dense FP8 tensor-core peak (datasheets, half the "with
+--              sparsity" figure). Absent on a device without FP8 tensor
+--              cores (A100): FP8 there is an error naming the device.
+--   fp8_gemm_max  the fraction of fp8_flops a per-tensor scaled FP8 GEMM
+--              (Transformer Engine's delayed and current scaling) sustains,
+--              the kernel alone (the quantisation is charged on its own,
+--              models/roofline.lua). The same TE benchmark as gemm_max,
+--              "pre-quantized" mode (inputs quantised once before the timed
+--              loop): Hopper, H200 NVL, FP8 CurrentScaling 16.785 ms per
+--              layer, 1142.3 of 1670.5 TFLOPS = 68.4%; Blackwell, B300,
+--              6.812 ms, 2814.6 of 4500 = 62.5%. (The same benchmark's
+--              autocast times, quantisation included, are reproduced by
+--              the roofline within 2% on Hopper: tests/lua/test_fp8.lua.)
+--   fp8_block_gemm_max  the same for block-scaled FP8 GEMMs: Blackwell's
+--              MXFP8 (32-element blocks, E8M0 scales in hardware): B300,
+--              MXFP8 pre-quantized, 7.161 ms per layer, 2677.4 of 4500 =
+--              59.5%. Hopper's blockwise FP8 (1x128 and 128x128 blocks,
+--              fp32 scales, TE's Float8BlockScaling, which Hopper's cuBLAS
+--              cannot take pre-quantised): the autocast time, 22.882 ms per
+--              layer, less the block quantisation the roofline charges for
+--              the benchmark's operands (2.335 ms), 1.917e13 FLOPs in
+--              20.547 ms = 933.1 of 1670.5 TFLOPS = 55.9%.
+--   mx_block   the block of elements one MX scale covers where the tensor
+--              cores take MX block scales (Blackwell, compute capability
+--              10.0: 32, OCP Microscaling Formats v1.0, E8M0 scales); Hopper
+--              has none, so the 'mxfp8' recipe there is an error, and
+--              Blackwell runs TE's blockwise recipe as MXFP8 ("On
+--              Blackwell (SM100+), FP8 Block is emulated via MXFP8", the
+--              same TE page).
 local GEMM_OVERHEAD = 5.5e-6
 local MEM_EFFICIENCY = 0.9
+
+-- Hopper (GH100) and Blackwell GEMM constants, shared by every part of a
+-- generation (see above: one set per GPU type).
+local HOPPER_GEMM = { gemm_max = 598.9 / 835.5, fp8_gemm_max = 1142.3 / 1670.5,
+                      fp8_block_gemm_max = 933.1 / 1670.5 }
+local BLACKWELL_GEMM = { gemm_max = 1502.8 / 2250, fp8_gemm_max = 2814.6 / 4500,
+                         fp8_block_gemm_max = 2677.4 / 4500, mx_block = 32,
+                         mem_efficiency = 0.68 }
 
 local DEVICES = {
     a100 = {
         name = "A100 80GB SXM",
         -- NVIDIA A100 datasheet: 312 TFLOPS dense BF16 (624 with sparsity),
         -- 19.5 TFLOPS FP32, 80GB HBM2e at 2039 GB/s (nvidia-smi: 81920 MiB
-        -- = 80 GiB).
+        -- = 80 GiB). No FP8 tensor cores.
         flops = 312e12, memory = 80 * GiB, efficiency = 0.5,
         vector_flops = 19.5e12, hbm_bandwidth = 2039e9, gemm_max = 230 / 312,
         -- NVLink 3: 12 links x 50 GB/s = 600 GB/s total, both directions
@@ -102,10 +162,11 @@ local DEVICES = {
     h100 = {
         name = "H100 SXM",
         -- NVIDIA H100 datasheet (SXM5): 989 TFLOPS dense BF16 (1979 with
-        -- sparsity), 67 TFLOPS FP32, 80GB HBM3 at 3.35 TB/s, taken as 80e9
-        -- B (conservative: nvidia-smi reports 81559 MiB).
-        flops = 989e12, memory = 80e9, efficiency = 0.45,
-        vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm_max = 0.803,
+        -- sparsity), 1979 dense FP8 (3958 with sparsity), 67 TFLOPS FP32,
+        -- 80GB HBM3 at 3.35 TB/s, taken as 80e9 B (conservative:
+        -- nvidia-smi reports 81559 MiB).
+        flops = 989e12, fp8_flops = 1979e12, memory = 80e9, efficiency = 0.45,
+        vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm = HOPPER_GEMM,
         sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         -- NVLink 4: 18 links x 50 GB/s = 900 GB/s total; 450 per direction.
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
@@ -118,30 +179,76 @@ local DEVICES = {
     h200 = {
         name = "H200 SXM",
         -- NVIDIA H200 datasheet: same compute as H100 SXM (989 TFLOPS dense
-        -- BF16, 67 FP32), 141GB HBM3e at 4.8 TB/s, taken as 141e9 B;
-        -- NVLink 4 (900 GB/s total). MAMF: "H200 is the same" as H100.
-        flops = 989e12, memory = 141e9, efficiency = 0.45,
-        vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm_max = 0.803,
+        -- BF16, 1979 dense FP8, 67 FP32), 141GB HBM3e at 4.8 TB/s, taken
+        -- as 141e9 B; NVLink 4 (900 GB/s total). MAMF: "H200 is the same"
+        -- as H100 in BF16.
+        flops = 989e12, fp8_flops = 1979e12, memory = 141e9, efficiency = 0.45,
+        vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm = HOPPER_GEMM,
         sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
         -- DGX H200: 8 x ConnectX-7 400 Gb/s, as DGX H100; the same
         -- NVSwitch with NVLink SHARP.
         nic = 400e9 / 8, nics = 8, nvls = true,
     },
+    h800 = {
+        name = "H800 SXM",
+        -- NVIDIA H800 SXM5 (the export Hopper): the H100 SXM5's tensor
+        -- cores and HBM (989 TFLOPS dense BF16, 1979 dense FP8, 80GB HBM3
+        -- at 3.35 TB/s) with NVLink cut to 400 GB/s total: 8 of NVLink 4's
+        -- 50 GB/s links, 200 GB/s per direction. NCCL's rate over them,
+        -- 8 x SM90_NVLINK_BW = 8 x 20.6 = 164.8 GB/s (src/graph/topo.h),
+        -- is H100's fraction of the line rate (370/450 x 200 = 164.4);
+        -- DeepSeek-V3's report on its H800 cluster (arXiv 2412.19437,
+        -- Sec. 3.2.2): "NVLink offers a bandwidth of 160 GB/s, roughly
+        -- 3.2 times that of IB (50 GB/s)", one 400 Gb/s InfiniBand NIC
+        -- per GPU ("Each node in the H800 cluster contains 8 GPUs
+        -- connected by NVLink and NVSwitch within nodes", Sec. 3.1).
+        flops = 989e12, fp8_flops = 1979e12, memory = 80e9, efficiency = 0.45,
+        vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm = HOPPER_GEMM,
+        sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
+        nvlink = 200e9, nvlink_efficiency = 370 / 450,
+        nic = 400e9 / 8, nics = 8, nvls = true,
+    },
     b200 = {
         name = "B200 SXM",
         -- NVIDIA DGX B200 datasheet / HGX B200 (per GPU): 2.25 PFLOPS dense
-        -- BF16 (72 PFLOPS FP8 with sparsity for 8 GPUs), 180GB HBM3e at
-        -- 8 TB/s, FP32 600 TFLOPS for 8 GPUs = 75 per GPU; NVLink 5 1.8
-        -- TB/s total = 900 GB/s per direction; 8 x ConnectX-7 400 Gb/s.
-        flops = 2.25e15, memory = 180e9, efficiency = 0.45,
-        vector_flops = 75e12, hbm_bandwidth = 8e12, gemm_max = 0.776,
+        -- BF16, 72 PFLOPS FP8 training for 8 GPUs with sparsity = 4.5
+        -- dense per GPU, 180GB HBM3e at 8 TB/s, FP32 600 TFLOPS for 8 GPUs
+        -- = 75 per GPU; NVLink 5 1.8 TB/s total = 900 GB/s per direction;
+        -- 8 x ConnectX-7 400 Gb/s. Fifth-generation NVLink Switch with
+        -- NVLink SHARP (in-network reductions: "NVIDIA SHARP FP8 support",
+        -- the NVLink Switch datasheet), which NCCL's NVLS uses.
+        flops = 2.25e15, fp8_flops = 4.5e15, memory = 180e9, efficiency = 0.45,
+        vector_flops = 75e12, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 8,
+        nvls = true,
+    },
+    gb200 = {
+        name = "GB200 NVL72",
+        -- NVIDIA GB200 NVL72 datasheet, per GPU (the rack's 72 Blackwell
+        -- GPUs): FP16/BF16 360 PFLOPS and FP8 720 PFLOPS with sparsity
+        -- for 72 GPUs = 2.5 and 5 PFLOPS dense; up to 13.4 TB HBM3e at
+        -- 576 TB/s = 186 GB at 8 TB/s; NVLink 130 TB/s = 1.8 TB/s per GPU
+        -- (18 NVLink 5 links), 900 GB/s per direction, every GPU of the
+        -- rack one hop from every other through the NVLink Switch trays
+        -- (a 72-GPU NVLink domain); 72 OSFP ConnectX-7 400 Gb/s InfiniBand
+        -- NICs per rack, one per GPU (DGX GB200 datasheet). FP32: none on
+        -- the datasheet; B200's 75 TFLOPS scaled by GB200's higher tensor
+        -- peak (2.5 / 2.25), an assumption (only the memory-bound
+        -- kernels' compute roof, never reached). NVIDIA's own benchmark
+        -- recipes rate it at 2.45 (BF16) and 4.9 (FP8) PFLOPS
+        -- (NVIDIA/dgxc-benchmarking, nemotron/README.md, v25.05).
+        flops = 2.5e15, fp8_flops = 5e15, memory = 186e9, efficiency = 0.45,
+        vector_flops = 75e12 * 2.5 / 2.25, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
+        nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 72,
+        nvls = true, node_gpus = 72,
     },
 }
 for _, d in pairs(DEVICES) do
     d.gemm_overhead = GEMM_OVERHEAD
     d.mem_efficiency = MEM_EFFICIENCY
+    for k, v in pairs(d.gemm or {}) do d[k] = v end -- the generation's (above)
+    d.gemm = nil
 end
 
 -- What NCCL's tuner reads of each system beyond the links (the cluster
@@ -150,20 +257,29 @@ end
 -- capability picks its generation's bandwidth caps; the host CPU of the
 -- DGX picks llMaxBw across nodes and the network post overhead of a ring
 -- step (AMD 2 us, Intel 1 us); nccl_channels is what NCCL's search
--- (src/graph/search.cc) finds on one node: NVLink totalBw = links x
--- SMxx_NVLINK_BW (topo.h), the fastest per-channel speed of the
--- generation's speedArrayIntra that fits it, then doubled
--- (ncclTopoDupChannels): A100 12 x 20.0 = 240 -> 6 x 40 -> 12; H100 and
--- H200 18 x 20.6 = 370.8 -> 6 x 60 -> 12; B200 18 x 40.1 = 721.8 -> 8 x
--- 90 -> 16. CPUs: DGX A100 2 x AMD EPYC 7742 (DGX A100 user guide), DGX
--- H100/H200 2 x Intel Xeon Platinum 8480C, DGX B200 2 x Intel Xeon
--- Platinum 8570 (the DGX datasheets).
+-- (src/graph/search.cc ncclTopoCompute) finds on one node: NVLink totalBw
+-- = links x SMxx_NVLINK_BW (topo.h); starting from the generation's
+-- fastest speedArrayIntra entry, the search tries each slower speed while
+-- it is more than .49 of the best found and keeps the graph of the most
+-- channels x speed (ncclTopoCompareGraphs: the first on a tie), then
+-- doubles it (ncclTopoDupChannels, unless the speed is under 25, or under
+-- 50 with more than 4 channels on cc > 80): A100 12 x 20.0 = 240 -> 6 x
+-- 40 -> 12; H100 and H200 18 x 20.6 = 370.8 -> 6 x 60 -> 12; H800 8 x
+-- 20.6 = 164.8 -> 4 x 40 (2 x 60 = 120, 3 x 50 = 150, 4 x 40 = 160, then
+-- 5 x 30, 6 x 24 and 8 x 20 no better) -> 8; B200 and GB200 18 x 40.1 =
+-- 721.8 -> 8 x 90 -> 16. CPUs: DGX A100 2 x AMD EPYC 7742 (DGX A100
+-- user guide), DGX H100/H200 (and DGX H800, the same system) 2 x Intel
+-- Xeon Platinum 8480C, DGX B200 2 x Intel Xeon Platinum 8570 (the DGX
+-- datasheets); GB200: NVIDIA Grace (Arm Neoverse V2), two per compute
+-- tray of four GPUs.
 local NCCL_HW = {
     [DEVICES.a100] = { compute_capability = 80, cpu_vendor = "amd", nccl_channels = 12 },
     [DEVICES.a100_40] = { compute_capability = 80, cpu_vendor = "amd", nccl_channels = 12 },
     [DEVICES.h100] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 12 },
     [DEVICES.h200] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 12 },
+    [DEVICES.h800] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 8 },
     [DEVICES.b200] = { compute_capability = 100, cpu_vendor = "intel", nccl_channels = 16 },
+    [DEVICES.gb200] = { compute_capability = 100, cpu_vendor = "arm", nccl_channels = 16 },
 }
 
 -- The roofline fields of a device table (what ps.cluster keeps in Lua for
@@ -171,7 +287,12 @@ local NCCL_HW = {
 M.ROOFLINE_FIELDS = { vector_flops = true, hbm_bandwidth = true, gemm_max = true,
                       gemm_overhead = true, mem_efficiency = true }
 -- Roofline constants a device may leave out (see above for the default).
-M.ROOFLINE_OPTIONAL = { sms = true, attention_fwd = true, attention_bwd = true }
+M.ROOFLINE_OPTIONAL = { sms = true, attention_fwd = true, attention_bwd = true,
+                        fp8_flops = true, fp8_gemm_max = true, fp8_block_gemm_max = true,
+                        mx_block = true }
+-- The optional constants that are fractions of a peak, in (0, 1].
+M.ROOFLINE_FRACTIONS = { "mem_efficiency", "gemm_max", "attention_fwd", "attention_bwd",
+                         "fp8_gemm_max", "fp8_block_gemm_max" }
 
 -- Latencies of one hop, the raw latency a transfer pays with no protocol
 -- synchronisation: NCCL's LL figures (src/graph/tuning.cc
@@ -194,7 +315,9 @@ local ALIASES = {
     h100 = "h100", h100sxm = "h100", h100sxm5 = "h100", h10080gb = "h100",
     dgxh100 = "h100",
     h200 = "h200", h200sxm = "h200", dgxh200 = "h200",
+    h800 = "h800", h800sxm = "h800", h800sxm5 = "h800", dgxh800 = "h800", hgxh800 = "h800",
     b200 = "b200", b200sxm = "b200", dgxb200 = "b200", hgxb200 = "b200",
+    gb200 = "gb200", gb200nvl72 = "gb200", nvl72 = "gb200", dgxgb200 = "gb200",
 }
 
 local function lookup(name, what)
@@ -203,7 +326,7 @@ local function lookup(name, what)
     end
     local key = ALIASES[(name:lower():gsub("[%s_%-]", ""))]
     if not key then
-        check.fail("%s: unknown device %s (known: A100, A100 40GB, H100, H200, B200)",
+        check.fail("%s: unknown device %s (known: A100, A100 40GB, H100, H200, H800, B200, GB200)",
             what, check.show(name))
     end
     return DEVICES[key]
@@ -245,12 +368,17 @@ local function merge(t, overrides, what, list)
     return t
 end
 
+-- The fields of a preset that go into a device table: ps.cluster's and
+-- the roofline constants (those a device lacks stay nil).
+local DEVICE_FIELDS = { "name", "flops", "memory", "efficiency", "vector_flops",
+                        "hbm_bandwidth", "gemm_max", "gemm_overhead", "mem_efficiency", "sms",
+                        "attention_fwd", "attention_bwd", "fp8_flops", "fp8_gemm_max",
+                        "fp8_block_gemm_max", "mx_block" }
+
 local function device_table(d)
-    return { name = d.name, flops = d.flops, memory = d.memory,
-             efficiency = d.efficiency, vector_flops = d.vector_flops,
-             hbm_bandwidth = d.hbm_bandwidth, gemm_max = d.gemm_max,
-             gemm_overhead = d.gemm_overhead, mem_efficiency = d.mem_efficiency,
-             sms = d.sms, attention_fwd = d.attention_fwd, attention_bwd = d.attention_bwd }
+    local t = {}
+    for _, k in ipairs(DEVICE_FIELDS) do t[k] = d[k] end
+    return t
 end
 
 -- device(name, overrides) -> { name, flops, memory, efficiency, and the
@@ -260,17 +388,18 @@ M.device = check.public(function(name, overrides)
     return merge(device_table(lookup(name, "device")), overrides, "device: overrides", "device")
 end)
 
--- dgx(name, nodes, overrides) -> a ps.cluster table of `nodes` 8-GPU nodes:
--- intra = NVLink per direction at what NCCL achieves (nvlink_efficiency),
--- inter = one NIC per direction (a GPU's rail), nics_per_node = 8. overrides are merged field by field, e.g.
--- { inter = { latency = 8e-6 }, device = { efficiency = 0.4 } }.
-M.dgx = check.public(function(name, nodes, overrides)
-    local d = lookup(name, "dgx")
-    nodes = check.posint(nodes == nil and 1 or nodes, "dgx: nodes")
+-- dgx(name, nodes, overrides) -> a ps.cluster table of `nodes` nodes of
+-- the device's NVLink domain: 8 GPUs for the DGX/HGX systems, 72 for
+-- GB200 (a DGX GB200 "node" is one NVL72 rack, every GPU one NVLink hop
+-- from every other); intra = NVLink per direction at what NCCL achieves
+-- (nvlink_efficiency), inter = one NIC per direction (a GPU's rail),
+-- nics_per_node = the system's compute NICs. overrides are merged field by
+-- field, e.g. { inter = { latency = 8e-6 }, device = { efficiency = 0.4 } }.
+local function dgx_spec(d, nodes, overrides, prefix)
     return merge({
-        name = "DGX " .. d.name .. " x" .. nodes,
+        name = prefix .. d.name .. " x" .. nodes,
         nodes = nodes,
-        gpus_per_node = 8,
+        gpus_per_node = d.node_gpus or 8,
         device = device_table(d),
         intra = { bandwidth = d.nvlink * d.nvlink_efficiency, latency = INTRA_LATENCY },
         inter = { bandwidth = d.nic, latency = INTER_LATENCY },
@@ -279,27 +408,50 @@ M.dgx = check.public(function(name, nodes, overrides)
         compute_capability = NCCL_HW[d].compute_capability,
         cpu_vendor = NCCL_HW[d].cpu_vendor,
         nccl_channels = NCCL_HW[d].nccl_channels,
-    }, overrides, "dgx: overrides", "cluster")
+    }, overrides, prefix == "" and "nvl72: overrides" or "dgx: overrides", "cluster")
+end
+
+M.dgx = check.public(function(name, nodes, overrides)
+    local d = lookup(name, "dgx")
+    nodes = check.posint(nodes == nil and 1 or nodes, "dgx: nodes")
+    return dgx_spec(d, nodes, overrides, "DGX ")
+end)
+
+-- nvl72(racks, overrides) -> a ps.cluster table of `racks` GB200 NVL72
+-- racks: 72 GPUs per NVLink domain, InfiniBand (one 400 Gb/s NIC per GPU)
+-- between racks. The same as dgx("GB200", racks, overrides).
+M.nvl72 = check.public(function(racks, overrides)
+    racks = check.posint(racks == nil and 1 or racks, "nvl72: racks")
+    return dgx_spec(DEVICES.gb200, racks, overrides, "")
 end)
 
 -- Names for listings, in datasheet order.
 function M.devices()
     local out = {}
-    for _, k in ipairs { "a100_40", "a100", "h100", "h200", "b200" } do
+    for _, k in ipairs { "a100_40", "a100", "h100", "h200", "h800", "b200", "gb200" } do
         out[#out + 1] = DEVICES[k].name
     end
     return out
 end
 
--- gemm_efficiency(dev, M, N, K, batch) -> achieved fraction of dev.flops
--- for a (batched) GEMM of 2*M*N*K*batch FLOPs: gemm_max * F / (F + F0)
--- with F0 = gemm_max * flops * gemm_overhead, so that its time is
--- F / (flops * gemm_max) + gemm_overhead. Rises with size and saturates at
--- gemm_max (see the constants above).
-function M.gemm_efficiency(dev, m, n, k, batch)
+-- gemm_efficiency(dev, M, N, K, batch, fp8) -> achieved fraction of the
+-- peak for a (batched) GEMM of F = 2*M*N*K*batch FLOPs: max * F / (F +
+-- F0) with F0 = max * peak * gemm_overhead, so that its time is F / (peak
+-- * max) + gemm_overhead. Rises with size and saturates at max (see the
+-- constants above). peak and max are dev.flops and dev.gemm_max, or for
+-- fp8 = "tensor" dev.fp8_flops and dev.fp8_gemm_max, for fp8 = "block"
+-- dev.fp8_flops and dev.fp8_block_gemm_max (the fraction is then of
+-- fp8_flops).
+function M.gemm_efficiency(dev, m, n, k, batch, fp8)
+    local peak, max = dev.flops, dev.gemm_max
+    if fp8 == "tensor" then
+        peak, max = dev.fp8_flops, dev.fp8_gemm_max
+    elseif fp8 == "block" then
+        peak, max = dev.fp8_flops, dev.fp8_block_gemm_max
+    end
     local f = 2 * m * n * k * (batch or 1)
-    local f0 = dev.gemm_max * dev.flops * dev.gemm_overhead
-    return dev.gemm_max * f / (f + f0)
+    local f0 = max * peak * dev.gemm_overhead
+    return max * f / (f + f0)
 end
 
 return M

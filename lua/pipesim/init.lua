@@ -120,7 +120,7 @@ local function roofline_device(spec)
                 k, check.show(v)), 3)
         end
     end
-    for _, k in ipairs { "mem_efficiency", "gemm_max", "attention_fwd", "attention_bwd" } do
+    for _, k in ipairs(ps.clusters.ROOFLINE_FRACTIONS) do
         if roof[k] and roof[k] > 1 then
             error(string.format("ps.cluster: field 'device.%s' must be in (0, 1], got %s",
                 k, check.show(roof[k])), 3)
@@ -136,6 +136,7 @@ local function roofline_device(spec)
         error("ps.cluster: device: the roofline constants need field 'flops'", 3)
     end
     roof.flops = flops
+    roof.name = d.name -- for messages naming the device (FP8 on an A100)
     local copy = {}
     for k, v in pairs(spec) do copy[k] = v end
     copy.device = rest

@@ -32,7 +32,7 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
                      tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
-                     bwd_weight_flops = true }
+                     bwd_weight_flops = true, static_bytes = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
@@ -182,6 +182,14 @@ function M.block_params(s, t)
     return split / t + repl
 end
 
+-- Parameters of a block's linear layers on one TP rank (the weights TE
+-- runs in FP8): M.block_params without norms and biases.
+function M.block_linear_params(s, t)
+    local h, f = s.hidden, s.ffn_hidden
+    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    return (h * q + 2 * h * kv + q * h + (s.swiglu and 3 or 2) * h * f) / t
+end
+
 -- Activation bytes one block keeps per microbatch on one TP rank,
 -- Korthikanti et al. 2022 Table 2 generalised term by term as in
 -- models/transformer.lua: the norms' inputs, the QKV and MLP inputs and
@@ -199,6 +207,9 @@ function M.block_act_bytes(s, t, sp, selective)
     local sb = n * b
     local repl = 2 * e * sb * h + e * sb * h + e * sb * h + 2 * mask * sb * h
     local split = e * sb * (q + kv) + e * sb * kv + e * sb * q + (s.swiglu and 3 or 2) * e * sb * f
+    -- FP8: TE keeps the GEMM inputs in FP8 (models/fp8.lua act_delta)
+    local dr, ds = roofline.fp8.act_delta(s)
+    repl, split = repl + dr * sb, split + ds * sb
     local core = 0
     if s.flash_attention then
         core = 4 * a * sb
@@ -235,9 +246,16 @@ local function lower_layer(l, o, dev, cost)
     out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
     local e = roofline.DTYPE_BYTES[s.dtype]
     local sbh = s.seq * s.microbatch * s.hidden
+    if s.fp8 and not dev then
+        check.fail("fp8: the cluster's device has no roofline constants (fp8_flops); " ..
+            "use a device of ps.clusters")
+    end
     if kind == "block" then
         out.params = M.block_params(s, t)
         out.act_bytes = M.block_act_bytes(s, t, sp, o.recompute == "selective")
+        -- FP8 weight copies of the linear layers (models/fp8.lua)
+        local fb = s.fp8 and roofline.fp8.weight_bytes(s, dev, roofline.DTYPE_BYTES[s.dtype]) or 0
+        if fb ~= 0 then out.static_bytes = fb * M.block_linear_params(s, t) end
     elseif kind == "embedding" then
         local pos = s.position == "learned" and s.max_positions * s.hidden or 0
         out.params = s.vocab * s.hidden / t + pos
@@ -247,7 +265,12 @@ local function lower_layer(l, o, dev, cost)
         out.params = s.vocab * s.hidden / t + norm
         out.shared_params = l.shared_params and s.vocab * s.hidden / t or nil
         -- final norm input and LM head input (split with SP), fp32 logits
-        out.act_bytes = 2 * e * sbh / (sp and t or 1) + 4 * s.seq * s.microbatch * s.vocab / t
+        -- (TE's fused cross-entropy keeps its e-byte gradient, not fp32)
+        local logit = s.ce_fusion == "te" and e or 4
+        out.act_bytes = 2 * e * sbh / (sp and t or 1) + logit * s.seq * s.microbatch * s.vocab / t
+        if s.fp8 and s.fp8_head then -- --fp8-output-proj: the head's FP8 copies
+            out.static_bytes = roofline.fp8.weight_bytes(s, dev, e) * s.vocab * s.hidden / t
+        end
     end
     -- pipeline p2p: each TP rank sends 1/t of the boundary activation
     -- (Narayanan et al. 2021 Sec. 4.1 scatter/gather; with SP the tensor

@@ -79,17 +79,31 @@ end
 -- run from them, with Megatron's defaults: memory bytes per parameter,
 -- vocab padding, the even layer split, gradient sync in one go).
 local function flags(s, c, spec)
+    local ends = s.fp8 and s.fp8_bf16_first + s.fp8_bf16_last > 0
     return {
         num_layers = s.layers, hidden_size = s.hidden, ffn_hidden_size = s.ffn_hidden,
-        num_attention_heads = s.heads, num_query_groups = s.kv_heads, kv_channels = s.head_dim,
-        swiglu = s.swiglu, seq_length = s.seq, max_position_embeddings = s.max_positions,
+        num_attention_heads = s.heads, kv_channels = s.head_dim,
+        group_query_attention = s.kv_heads ~= s.heads or nil,
+        num_query_groups = s.kv_heads ~= s.heads and s.kv_heads or nil,
+        swiglu = s.swiglu, squared_relu = s.squared_relu or nil, seq_length = s.seq,
+        max_position_embeddings = s.max_positions,
         vocab_size = s.vocab, fp16 = s.dtype == "fp16", bf16 = s.dtype == "bf16",
         untie_embeddings_and_output_weights = not s.tied,
         position_embedding_type = s.position == "rope" and "rope" or "learned_absolute",
         normalization = s.norm == "rmsnorm" and "RMSNorm" or "LayerNorm",
         disable_bias_linear = not s.bias,
         attention_dropout = s.dropout and 0.1 or 0, hidden_dropout = s.dropout and 0.1 or 0,
-        use_flash_attn = s.flash_attention,
+        -- Megatron-Core's attention is TE's fused kernel unless unfused
+        -- (models/megatron.lua attention)
+        attention_backend = s.flash_attention and "auto" or "unfused",
+        cross_entropy_loss_fusion = s.ce_fusion and true or nil,
+        cross_entropy_fusion_impl = s.ce_fusion or nil,
+        fp8_format = s.fp8 or nil, fp8_recipe = s.fp8 and s.fp8_recipe or nil,
+        fp8_param_gather = s.fp8 and s.fp8_params or nil,
+        no_fp8_wgrad = s.fp8 and not s.fp8_wgrad or nil, fp8_output_proj = s.fp8 and s.fp8_head or nil,
+        first_last_layers_bf16 = ends or nil,
+        num_layers_at_start_in_bf16 = ends and s.fp8_bf16_first or nil,
+        num_layers_at_end_in_bf16 = ends and s.fp8_bf16_last or nil,
         micro_batch_size = c.microbatch, global_batch_size = spec.global_batch,
         world_size = c.tp * c.pp * c.dp, tensor_model_parallel_size = c.tp,
         pipeline_model_parallel_size = c.pp,

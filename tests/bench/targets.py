@@ -7,7 +7,9 @@ simgrid_bench alternated within one run of this script).
   python3 tests/bench/targets.py BUILD_DIR [SIMGRID_BENCH]
 
 BENCH_BIG=1 adds the 16384-rank ring (537 M transfers); BENCH_REPS=N
-changes the number of runs (default 5; 3 for the large cases)."""
+changes the number of runs (default 5; 3 for the large cases);
+BENCH_ONLY=TEXT runs only the workloads whose name holds TEXT (e.g.
+BENCH_ONLY=cluster: building clusters, issues 23 and 28)."""
 import os
 import sqlite3
 import statistics
@@ -21,6 +23,7 @@ BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 SIMGRID = sys.argv[2] if len(sys.argv) > 2 and os.access(sys.argv[2], os.X_OK) else None
 PIPESIM = os.path.join(BUILD, "pipesim")
 REPS = int(os.environ.get("BENCH_REPS", "5"))
+ONLY = os.environ.get("BENCH_ONLY", "")
 TMP = tempfile.mkdtemp(prefix="pipesim-bench-")
 
 
@@ -46,6 +49,8 @@ rows = []  # (workload, pipesim s, RSS MB, target, ok, simgrid s, ratio, ratio t
 
 
 def case(name, script, args, target_s, target_mb=None, simgrid=None, ratio=None, reps=REPS):
+    if ONLY not in name:
+        return
     db = os.path.join(TMP, "case.db")
     cmd = pipesim(script, args, db)
     t, mb, tsg = [], [], []
@@ -74,6 +79,8 @@ def recording(reps=REPS):
     """Full event recording of the 1F1B p=64 m=1024 step: rows per second
     of the recording (events-level process minus summary-level process,
     both into fresh files) and database bytes per timeline row."""
+    if ONLY:
+        return
     ev_db, sm_db = os.path.join(TMP, "ev.db"), os.path.join(TMP, "sm.db")
     t_ev, t_sm = [], []
     for _ in range(reps):
@@ -93,6 +100,8 @@ def recording(reps=REPS):
 
 
 def sweep(runs=20000, reps=3):
+    if ONLY:
+        return
     db = os.path.join(TMP, "sweep.db")
     t, cpu = [], []
     for _ in range(reps):
@@ -123,6 +132,11 @@ def main():
     case("1F1B p = 128, m = 4096", "pipe_1f1b.lua", {"p": 128, "m": 4096}, 0.2, reps=big)
     case("interleaved p = 64, v = 4, m = 1024", "pipe_1f1b.lua", {"p": 64, "m": 1024, "v": 4},
          0.08)
+    # issues 23 and 28: ps.cluster(ps.clusters.dgx("H100", nodes)) alone,
+    # time and peak RSS of the whole process (docs/clusters.md)
+    case("cluster DGX H100 x 2,048 nodes (16,384 GPUs)", "cluster.lua", {"nodes": 2048}, 0.5, 100)
+    case("cluster DGX H100 x 12,500 nodes (100,000 GPUs)", "cluster.lua", {"nodes": 12500}, 1.0,
+         200)
     recording(big)
     sweep()
     head = ("workload", "pipesim s", "RSS MB", "target", "", "SimGrid s", "ratio",

@@ -1,9 +1,13 @@
 -- A tiny counting test harness for the Lua tests. Each failure prints one
--- "FAIL file:line: message" line; done() prints "N passed, N failed" last,
--- which the test runner (tests/run.sh) adds up. It never exits the process,
+-- "FAIL file:line: message" line; done() prints "checks: N passed, N
+-- failed" (every check run, a loop's counted per iteration) and then "N
+-- passed, N failed" for the cases (each check written in a test file,
+-- failed when any of its runs failed), which the test runner (tests/run.sh)
+-- adds up. It never exits the process,
 -- so the same file runs under lua5.4 and under `pipesim run`.
 -- Every test names it H: `local H = require "harness"`.
 local M = { passed = 0, failed = 0 }
+local cases, ncases, nbad = {}, 0, 0 -- "file:line" -> true (passed) / false
 
 -- The first Lua frame outside this file: the test line that checked. Read
 -- from debug.traceback, the one debug function a sandboxed run allows.
@@ -16,11 +20,16 @@ local function where()
 end
 
 local function record(ok, msg)
+    local at = where()
+    local seen = cases[at]
+    if seen == nil then ncases = ncases + 1 end
     if ok then
         M.passed = M.passed + 1
+        if seen == nil then cases[at] = true end
     else
         M.failed = M.failed + 1
-        print("FAIL " .. where() .. ": " .. tostring(msg))
+        if seen ~= false then nbad = nbad + 1; cases[at] = false end
+        print("FAIL " .. at .. ": " .. tostring(msg))
     end
     return ok
 end
@@ -83,9 +92,10 @@ function M.raises(fn, substring, msg)
     return err
 end
 
--- done(): prints the closing "N passed, N failed" line.
+-- done(): prints the checks' line and the closing cases' line.
 function M.done()
-    print(string.format("%d passed, %d failed", M.passed, M.failed))
+    print(string.format("checks: %d passed, %d failed", M.passed, M.failed))
+    print(string.format("%d passed, %d failed", ncases - nbad, nbad))
     return M.failed == 0
 end
 

@@ -30,9 +30,52 @@ local d2 = clusters.dgx("dgx-h100", 2, { inter = { latency = 8e-6 } })
 H.near(d2.intra.bandwidth, 370e9, 1e-15, "NCCL: 370 GB/s effective of 450"); H.eq(d2.inter.bandwidth, 50e9)
 H.eq(d2.inter.latency, 8e-6, "nested override"); H.eq(d2.inter.bandwidth, 50e9, "rest kept")
 H.eq(clusters.dgx("H200").nodes, 1, "one node by default")
-H.eq(#clusters.devices(), 5)
+H.eq(#clusters.devices(), 7)
 
-H.raises(function() clusters.device("V100") end, "unknown device 'V100' (known: A100, A100 40GB, H100, H200, B200)")
+-- H800: the H100's compute behind 8 NVLinks (200 GB/s a direction, NCCL's
+-- 370/450 of it, DeepSeek-V3's "160 GB/s"); NCCL's search: 4 x 40 -> 8
+local h8 = clusters.dgx("H800", 2)
+H.near(h8.intra.bandwidth, 200e9 * 370 / 450, 1e-15, "H800 NVLink")
+H.eq({ h8.nccl_channels, h8.compute_capability, h8.cpu_vendor, h8.nics_per_node },
+    { 8, 90, "intel", 8 }, "H800 NCCL hardware")
+H.eq(h8.device.fp8_flops, 1979e12); H.eq(h8.device.flops, 989e12)
+H.eq(clusters.device("h800-sxm5").name, "H800 SXM", "alias")
+-- GB200 NVL72: a node is the 72-GPU NVLink domain; nvl72(racks) is dgx
+local g = clusters.dgx("GB200", 2)
+H.eq({ g.nodes, g.gpus_per_node, g.nics_per_node, g.cpu_vendor, g.nccl_channels, g.nvls },
+    { 2, 72, 72, "arm", 16, true }, "DGX GB200: 72-GPU NVLink domains")
+H.near(g.intra.bandwidth, 900e9 * 370 / 450, 1e-15, "NVLink 5")
+H.eq({ g.device.flops, g.device.fp8_flops, g.device.memory }, { 2.5e15, 5e15, 186e9 })
+local n = clusters.nvl72(2)
+H.eq(n.name, "GB200 NVL72 x2")
+n.name = g.name
+H.eq(n, g, "nvl72(racks) = dgx(\"GB200\", racks)")
+H.eq(clusters.dgx("B200").nvls, true, "DGX B200: NVLink SHARP")
+-- one set of GEMM constants per generation (Transformer Engine's GEMM
+-- benchmark): Hopper 598.9/835.5 BF16, 1142.3/1670.5 FP8; Blackwell
+-- 1502.8/2250, 2814.6/4500, MXFP8 2677.4/4500
+for _, name in ipairs { "H100", "H200", "H800" } do
+    local dev = clusters.device(name)
+    H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.mem_efficiency },
+        { 598.9 / 835.5, 1142.3 / 1670.5, 0.9 }, name .. " GEMM constants")
+    H.eq(dev.mx_block, nil, name .. ": no MX block scaling")
+end
+for _, name in ipairs { "B200", "GB200" } do
+    local dev = clusters.device(name)
+    H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.fp8_block_gemm_max, dev.mx_block,
+        dev.mem_efficiency }, { 1502.8 / 2250, 2814.6 / 4500, 2677.4 / 4500, 32, 0.68 },
+        name .. " GEMM constants")
+end
+H.eq(clusters.device("A100").fp8_flops, nil, "A100: no FP8 tensor cores")
+-- an NVL72 cluster builds and runs a collective inside a rack
+local ps = require "pipesim"
+local c = ps.cluster(clusters.nvl72(2))
+H.eq(c.ranks, 144)
+H.raises(function() ps.cluster { ranks = 2, device = clusters.device("H100",
+    { fp8_gemm_max = 1.5 }) } end, "field 'device.fp8_gemm_max' must be in (0, 1], got 1.5")
+
+H.raises(function() clusters.device("V100") end,
+    "unknown device 'V100' (known: A100, A100 40GB, H100, H200, H800, B200, GB200)")
 H.raises(function() clusters.dgx("H100", 0) end, "nodes must be a positive integer")
 H.raises(function() clusters.dgx("H100", 1, { nicks = 4 }) end, "unknown field 'nicks'")
 H.done()

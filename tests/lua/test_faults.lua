@@ -111,9 +111,12 @@ coll.recv_timeout = "1.5 ms"
 H.raises(function() ps.collective(coll) end,
     "ps.collective: deadline at t=3.520 ms: rank 0 waited 1.5 ms on recv collective from rank 3 (step 2); rank 3 stalled at 1.5 ms")
 
--- the faults are part of the recorded inputs
+-- a recorded run with a slow rank: rank 1 at half speed (f 2, b 4 ms) under
+-- 1F1B, p = 2, m = 2: rank 1 runs F0 [1, 3], B0 [3, 7], F1 [7, 9], B1
+-- [9, 13]; rank 0 ends with B1 [13, 15] (9 = 3(m + p - 1) at full speed)
 local r = ps.run{ layers = layers(2), stages = 2, microbatches = 2, record = "summary",
                     faults = { { rank = 1, slow = 0.5 } } }
-H.check(r.id ~= nil)
+H.near(r.makespan, 15e-3, 1e-12, "a slowed rank, recorded")
+H.eq(math.type(r.id), "integer", "recorded with an id")
 
 H.done()

@@ -122,14 +122,18 @@ H.check(ok, "roofline device without sms / attention rates")
 -- the H100 GEMM curve against XLA's measured sm_90 BF16 table (xla/
 -- service/gpu/model/matmul_interpolator_data.h, TFLOP/s) on the shapes
 -- whose dimensions are all >= 1024, the regime of every validation row's
--- GEMMs (README "On H100", "What the TP <= 4 rows still miss"): within 8 %
+-- GEMMs: pipesim's ceiling is Transformer Engine's sustained mean on
+-- training shapes (clusters.lua gemm_max: 71.7 % of peak, TE's GEMM
+-- benchmark, random data, 100 back-to-back iterations), which sits 0-15 %
+-- below XLA's table of the kernel alone (a short measurement at boost
+-- clock, as MAMF's 80.3 % is; docs/devices.md)
 local xla = { { 4096, 2048, 4096, 764.09 }, { 2048, 4096, 2048, 717.50 },
     { 4096, 4096, 1024, 681.09 }, { 2048, 1024, 4096, 659.14 }, { 1024, 2048, 2048, 526.34 },
     { 2048, 2048, 1024, 492.09 }, { 1024, 1024, 1024, 246.72 } }
 for _, x in ipairs(xla) do
     local m, n, k, tf = table.unpack(x)
     local got = 2 * m * n * k / roofline.gemm_time(h100, m, n, k) / 1e12
-    H.check(math.abs(got - tf) / tf < 0.08, string.format("H100 %dx%dx%d: %.0f TFLOP/s, XLA %.0f",
-        m, n, k, got, tf))
+    H.check(got / tf > 0.85 and got / tf < 1.08, string.format("H100 %dx%dx%d: %.0f TFLOP/s, " ..
+        "XLA %.0f (%.2f)", m, n, k, got, tf, got / tf))
 end
 H.done()

@@ -31,6 +31,8 @@ local a = ps.run{ cluster = big, ranks = { 65535, 0 }, layers = layers,
 local b = ps.run{ cluster = small, ranks = { 1, 0 }, layers = layers,
                     stages = 2, microbatches = 4 }
 H.near(a.makespan, b.makespan, 1e-12)
-H.check(a.makespan > 0)
+-- 1F1B on 2 stages of 2 layers (f 2 ms, b 4 ms) and m = 4:
+-- 6 ms (m + p - 1) plus the 16 MiB hops, so the figure is not 0 on both
+H.check(a.makespan > 6e-3 * (4 + 2 - 1), "compute and transfers: " .. a.makespan)
 
 H.done()

@@ -213,8 +213,8 @@ end
 -- injected into the transport (every message held 5 ms, its bytes paced
 -- at 20 MB/s) within 10%
 do
-    local cal = ps.calibrate{ sizes = { 0, 32768, 65536, 131072 }, iterations = 2, warmup = 1,
-                              reps = 4, inject = { latency = "5 ms", bandwidth = "20 MB/s" } }
+    local cal = ps.calibrate{ sizes = { 0, 32768, 65536, 131072 }, iterations = 3, warmup = 1,
+                              reps = 6, inject = { latency = "5 ms", bandwidth = "20 MB/s" } }
     H.check(math.abs(cal.latency / 5e-3 - 1) < 0.10, "fitted latency " .. cal.latency)
     H.check(math.abs(cal.bandwidth / 20e6 - 1) < 0.10, "fitted bandwidth " .. cal.bandwidth)
     H.eq(#cal.one_way, 4)

@@ -32,20 +32,32 @@ H.raises(function() ps.run{ layers = layers(8), stages = 4, virtual_stages = 2,
     microbatches = 6, schedule = "dualpipev", record = "none" } end,
     "dualpipev schedule needs at least as many microbatches as stages (8), got 6")
 
--- PyTorch's class names, case-insensitively
-for _, name in ipairs{ "ScheduleGPipe", "Schedule1F1B", "scheduleinterleaved1f1b",
-                         "ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble" } do
-    r = ps.run{ layers = layers(4), stages = 2, virtual_stages = name:find("1F1B$") and 1
-                  or (name:lower():find("gpipe") and 1 or 2), microbatches = 4,
-                  schedule = name, record = "none" }
-    H.check(r.makespan > 0, name)
+-- PyTorch's class names, case-insensitively: the same run as the name
+-- they stand for, whose bubble is the closed form (p - 1)/(v m + p - 1)
+-- for the first three (p = 2, m = 4), less for the zero-bubble one
+for _, c in ipairs{ { "ScheduleGPipe", "gpipe", 1, 1 / 5 }, { "Schedule1F1B", "1f1b", 1, 1 / 5 },
+                    { "scheduleinterleaved1f1b", "interleaved_pytorch", 2, 1 / 9 },
+                    { "ScheduleLoopedBFS", "looped_bfs", 2, 1 / 9 },
+                    { "ScheduleInterleavedZeroBubble", "interleaved_zb", 2 } } do
+    local function run(schedule)
+        return ps.run{ layers = layers(4), stages = 2, virtual_stages = c[3], microbatches = 4,
+                       schedule = schedule, record = "none" }
+    end
+    r = run(c[1])
+    local want = run(c[2])
+    H.eq(r.schedule, c[2], c[1])
+    H.near(r.makespan, want.makespan, 1e-12, c[1])
+    if c[4] then H.near(r.bubble, c[4], 1e-9, c[1] .. " bubble") end
 end
 
 -- interleaved_pytorch accepts m = 10 on p = 4 (two rounds of 5); Megatron's
 -- interleaved does not
 r = ps.run{ layers = layers(8, 0.5), stages = 4, virtual_stages = 2, microbatches = 10,
               schedule = "interleaved_pytorch", record = "none" }
-H.check(r.makespan > 0, "interleaved_pytorch m=10")
+-- two rounds of 5 reach the closed form (p - 1)/(v m + p - 1) = 3/23: 20
+-- chunk steps of 1.5 on each rank, 30 / (1 - 3/23) = 34.5
+H.near(r.bubble, 3 / 23, 1e-9, "interleaved_pytorch m=10 bubble")
+H.near(r.makespan, 34.5, 1e-9, "interleaved_pytorch m=10")
 H.raises(function() ps.run{ layers = layers(8, 0.5), stages = 4, virtual_stages = 2,
     microbatches = 10, schedule = "interleaved", record = "none" } end,
     "needs microbatches (10) to be a multiple of pipeline ranks (4)")
@@ -90,7 +102,13 @@ H.near(r.makespan, 3, 1e-9, "a forward-only custom list")
 local dc = ps.cluster{ ranks = 4, link = { bandwidth = "100 GB/s", latency = 0 } }
 r = ps.run{ cluster = dc, layers = layers(4, 1, true), stages = 2, virtual_stages = 2,
               dp = 2, microbatches = 4, schedule = "zbv", record = "none" }
-H.check(r.makespan > 0, "zbv with dp")
+local r1 = ps.run{ cluster = dc, layers = layers(4, 1, true), stages = 2, virtual_stages = 2,
+              microbatches = 4, schedule = "zbv", record = "none" }
+-- the step is the replica's (25: zbv's closed form 2m(f+b+w) + ... as
+-- above) plus the gradient sync its last rank cannot hide
+H.near(r1.makespan, 25, 1e-12, "zbv without dp")
+H.check(r.exposed_comm[2] > 0, "rank 1 waits on its gradient sync")
+H.near(r.makespan, r1.makespan + math.max(r.exposed_comm[1], r.exposed_comm[2]), 1e-9, "zbv with dp")
 
 -- errors
 H.raises(function() ps.run{ layers = layers(8), stages = 4, virtual_stages = 2,

@@ -65,7 +65,8 @@ local r = ps.run{ cluster = ps.cluster{ ranks = 4, device = ps.clusters.device("
     stages = 2, microbatches = 2, record = "none", tp = 2,
     layers = ps.models.preset("gpt-1.7b", { layers = 2 }) }
 package.path = saved0
-H.check(r.makespan > 0, "a TP run")
+H.eq(r.tp, 2, "a TP run")
+H.check(r.tp_comm and r.tp_comm.fwd > 0, "a TP run costs its collectives")
 H.check(package.loaded["pipesim.models.roofline"] ~= nil, "a TP run loads the roofline")
 
 H.done()

@@ -4,46 +4,10 @@
  * unreachable-rank error. */
 #include "harness.h"
 #include "net/net.h"
+#include "net_drive.h"
 #include "sim/eng.h"
 
 #include <math.h>
-
-typedef struct start {
-    double t;
-    int32_t src, dst;
-    double bytes;
-} start;
-
-/* Starts each transfer at its time (starts before events at equal times) and
- * writes every arrival time into arrive[i]. */
-static void drive(net *nw, const start *st, int n, double *arrive)
-{
-    eq q;
-    eq_init(&q);
-    net_begin(nw, &q);
-    int next = 0;
-    for (int i = 0; i < n; i++)
-        arrive[i] = NAN;
-    for (;;) {
-        double tn = next < n ? st[next].t : INFINITY;
-        eq_event head;
-        if (next < n && (eq_peek(&q, &head) || tn <= head.t)) {
-            double tb;
-            CHECK_INT(net_start(nw, next, st[next].src, st[next].dst,
-                                st[next].bytes, tn, &tb),
-                      0);
-            next++;
-            continue;
-        }
-        eq_event ev;
-        if (eq_pop(&q, &ev))
-            break;
-        int32_t id = net_event(nw, &ev);
-        if (id >= 0)
-            arrive[id] = ev.t;
-    }
-    eq_free(&q);
-}
 
 /* Two ranks, one directed link 0 -> 1 of 100 B/s and latency lat. */
 static net *one_link(double lat, enum net_sharing sharing)
@@ -305,15 +269,15 @@ static void test_cluster(void)
     CHECK_NEAR(net_lone_time(nw, 0, 3, 400), 1 + 400.0 / 400);
     CHECK_NEAR(net_lone_time(nw, 1, 6, 100), 4 + 100.0 / 50);
     const int32_t *l0, *l1;
-    int32_t one;
-    CHECK_INT(net_route(nw, 0, 3, &l0, &one), 2);
-    CHECK_INT(net_route(nw, 0, 4, &l0, &one), 5);
+    net_route_buf b0, b1; /* a cluster's routes are written there */
+    CHECK_INT(net_route(nw, 0, 3, &l0, &b0), 2);
+    CHECK_INT(net_route(nw, 0, 4, &l0, &b0), 5);
     /* GPUs 0 and 1 share NIC 0: their routes meet on its uplink; GPU 2 uses
      * NIC 1 */
-    int32_t n1 = net_route(nw, 1, 5, &l1, &one);
+    int32_t n1 = net_route(nw, 1, 5, &l1, &b1);
     CHECK_INT(n1, 5);
     CHECK_INT(l0[1], l1[1]);
-    net_route(nw, 2, 6, &l1, &one);
+    net_route(nw, 2, 6, &l1, &b1);
     CHECK(l0[1] != l1[1]);
     CHECK_INT(net_sharing_of(nw), NET_FAIR);
 
@@ -382,7 +346,7 @@ static void test_routes(void)
     net_add_link(nw, 1, 0, 1, 0, &err);
     CHECK_INT(net_finalize(nw, &err), 0);
     const int32_t *l;
-    int32_t one;
+    net_route_buf one;
     CHECK_INT(net_route(nw, 0, 1, &l, &one), 2);
     CHECK_INT(l[0], 2); /* link 0 -> s2 is link number 2 */
     CHECK_INT(l[1], 3);

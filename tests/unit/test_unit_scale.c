@@ -10,10 +10,8 @@ static double parse(const char *text, enum unit_kind kind)
 {
     double v = -12345;
     ps_err err;
-    if (unit_parse(text, kind, &v, &err)) {
-        printf("FAIL unexpected error for '%s': %s\n", text, err.msg);
-        harness_failed++;
-    }
+    int rc = unit_parse(text, kind, &v, &err);
+    CHECK_MSG(rc == 0, "unexpected error for '%s': %s", text, err.msg);
     return v;
 }
 

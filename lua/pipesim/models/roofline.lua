@@ -7,6 +7,7 @@
 -- normalized shape (models/transformer.lua), a device (clusters.lua) and
 -- the parallel options; the parts are returned so tests can add them up.
 local clusters = require "pipesim.clusters"
+local fp8 = require "pipesim.models.fp8"
 
 local M = {}
 
@@ -18,6 +19,28 @@ M.MAIN_GRAD_BYTES = { bf16 = 4, fp16 = 2, fp32 = 4 }
 -- logit read (forward) or gradient write (backward) (M.head)
 M.CE_FWD_BYTES = 4 + 4 + 8 + 8 + 4 + 8
 M.CE_BWD_BYTES = 8 + 4
+-- the same with Megatron's fused cross-entropy (--cross-entropy-loss-
+-- fusion, megatron/core/fusions/fused_cross_entropy.py: jit-fused
+-- functions of the same ops, fewer passes): calculate_logits_max's
+-- .float() reads e and writes 4, its max reads 4; calculate_predicted_
+-- logits reads the fp32 logits, subtracts the max in place and writes
+-- exp_logits (4 + 4 + 4); calculate_cross_entropy_loss's division reads
+-- and writes 4 + 4: 28 + e. Backward: calculate_gradients reads the saved
+-- softmax (4) and writes the e-byte gradient: 4 + e.
+M.CE_FUSED_FWD_BYTES = 4 + 4 + 4 + 4 + 4 + 4 + 4
+M.CE_FUSED_BWD_BYTES = 4
+-- Transformer Engine's (--cross-entropy-fusion-impl te: transformer_engine/
+-- pytorch/triton/cross_entropy.py): online_softmax_kernel reads the
+-- logits, cross_entropy_kernel reads them again and writes the gradient
+-- in the logits' dtype (e + e beyond the first read); the backward's
+-- element_mul_kernel scales that gradient in place (read e, write e:
+-- Megatron's per-token loss makes grad_output no scalar 1).
+local function ce_bytes(s, e)
+    if s.ce_fusion == "te" then return 2 * e, e end
+    if s.ce_fusion then return M.CE_FUSED_FWD_BYTES, M.CE_FUSED_BWD_BYTES end
+    return M.CE_FWD_BYTES, M.CE_BWD_BYTES
+end
+M.ce_bytes = ce_bytes
 
 -- Time of a (batched) GEMM C[m x n] = A[m x k] B[k x n], `batch` of them
 -- in one kernel, of e-byte operands (default 2): the roofline's two roofs
@@ -25,12 +48,17 @@ M.CE_BWD_BYTES = 8 + 4
 -- gemm_efficiency of the shape or HBM moving A, B and C once. Only thin
 -- GEMMs meet the second: the attention's scores and context (k or n =
 -- head_dim, an s x s output or input per head: ~head_dim FLOPs per byte,
--- below an A100's 312/2.04 = 153 or an H100's 295).
-function M.gemm_time(dev, m, n, k, batch, e)
+-- below an A100's 312/2.04 = 153 or an H100's 295). kind = "tensor" or
+-- "block" (models/fp8.lua): an FP8 GEMM at the device's FP8 peak and
+-- efficiency of that kind, 1-byte operands and an e-byte (BF16) output.
+function M.gemm_time(dev, m, n, k, batch, e, kind)
     batch = batch or 1
+    e = e or 2
     local f = 2 * m * n * k * batch
-    local by = (e or 2) * batch * (m * k + k * n + m * n)
-    return math.max(f / (dev.flops * clusters.gemm_efficiency(dev, m, n, k, batch)),
+    local ea = kind and 1 or e
+    local by = batch * (ea * (m * k + k * n) + e * m * n)
+    local peak = kind and dev.fp8_flops or dev.flops
+    return math.max(f / (peak * clusters.gemm_efficiency(dev, m, n, k, batch, kind)),
                     by / (dev.hbm_bandwidth * dev.mem_efficiency))
 end
 
@@ -97,7 +125,7 @@ local function bda_op(e, drop)                          -- x + residual (+ mask)
 end
 local function bda_bwd(e, drop) return drop and dropout_bwd(e) or 0 end
 local FLOPS_NORM, FLOPS_SOFTMAX, FLOPS_DROPOUT, FLOPS_BDA = 8, 5, 2, 3
-local FLOPS_GELU, FLOPS_SWIGLU, FLOPS_ROPE = 20, 10, 6
+local FLOPS_GELU, FLOPS_SWIGLU, FLOPS_ROPE, FLOPS_SQRELU = 20, 10, 6, 2
 
 -- opt = { tp = t, sp = bool, selective = bool }. Returns
 -- { fwd, bwd_input, bwd_weight, parts = { {name, pass, time, flops?,
@@ -122,12 +150,29 @@ function M.block(s, dev, opt)
         elseif pass == "B" then out.bwd_input = out.bwd_input + time
         else out.bwd_weight = out.bwd_weight + time end
     end
-    -- a linear layer X[T x k] W[k x n]: F, then dX (B) and dW (W)
-    local function linear(name, m, nn, k)
+    -- FP8 (models/fp8.lua): the linear layers' GEMMs at the FP8 peak, and
+    -- the quantisation of their inputs (forward) and output gradients
+    -- (backward) as memory-bound kernels
+    local fq = fp8.plan(s, dev)
+    local gk = fq and fq.gemm or nil
+    local wk = fq and not fq.wgrad_bf16 and gk or nil
+    -- a linear layer X[T x k] W[k x n]: F, then dX (B) and dW (W); under
+    -- FP8, qin elements of its input are quantised before F (with sequence
+    -- parallelism the local shard, before TE's FP8 all-gather) and qgrad
+    -- of its output gradient before B (0: shared with a GEMM before it)
+    local function linear(name, m, nn, k, qin, qgrad)
         local fl = 2 * m * nn * k
-        add(name, "F", M.gemm_time(dev, m, nn, k), { flops = fl })
-        add(name .. " dgrad", "B", M.gemm_time(dev, m, k, nn), { flops = fl })
-        add(name .. " wgrad", "W", M.gemm_time(dev, k, nn, m), { flops = fl })
+        if fq and qin > 0 then
+            local by = qin * fq.quant
+            add(name .. " quantize", "F", M.mem_time(dev, by, 3 * qin), { bytes = by })
+        end
+        add(name, "F", M.gemm_time(dev, m, nn, k, 1, nil, gk), { flops = fl })
+        if fq and qgrad > 0 then
+            local by = qgrad * fq.quant
+            add(name .. " grad quantize", "B", M.mem_time(dev, by, 3 * qgrad), { bytes = by })
+        end
+        add(name .. " dgrad", "B", M.gemm_time(dev, m, k, nn, 1, nil, gk), { flops = fl })
+        add(name .. " wgrad", "W", M.gemm_time(dev, k, nn, m, 1, nil, wk), { flops = fl })
     end
     -- a memory-bound kernel over `elems` elements: its forward moves
     -- fwd_per bytes per element, its backward bwd_per (the table above;
@@ -152,7 +197,7 @@ function M.block(s, dev, opt)
     local heads = b * a / t -- attention heads (x microbatch) on this rank
     residual_grad("residual grad 1", T * h / r)
     memop("norm1", T * h / r, norm_op(e), norm_bwd(e), FLOPS_NORM)
-    linear("qkv", T, (q + 2 * kv) / t, h)
+    linear("qkv", T, (q + 2 * kv) / t, h, T * h / r, T * (q + 2 * kv) / t)
     if s.bias then
         -- Megatron's ColumnParallelLinear adds the QKV bias in its own
         -- kernel (`output = output + bias` after the matmul in
@@ -224,21 +269,33 @@ function M.block(s, dev, opt)
     -- dot_product_attention.py's context.permute(2, 0, 1, 3).contiguous(),
     -- a copy (and its gradient's copy back)
     memop("context permute", T * q / t, 2 * e, 2 * e, 0)
-    linear("proj", T, h, q / t)
+    linear("proj", T, h, q / t, T * q / t, T * h / r)
     memop("bias-dropout-add 1", T * h / r, bda_op(e, s.dropout), bda_bwd(e, s.dropout), FLOPS_BDA)
     if s.bias then bias_grad("proj bias grad", T * h / r) end
     residual_grad("residual grad 2", T * h / r)
     memop("norm2", T * h / r, norm_op(e), norm_bwd(e), FLOPS_NORM)
     if s.swiglu then
-        linear("gate", T, f / t, h)
-        linear("up", T, f / t, h)
+        -- gate and up are TE's one fc1 GEMM: one quantised input, one
+        -- quantised gradient of both halves
+        linear("gate", T, f / t, h, T * h / r, 2 * T * f / t)
+        linear("up", T, f / t, h, 0, 0)
         memop("swiglu", T * f / t, 3 * e, 5 * e, FLOPS_SWIGLU)
-        linear("down", T, h, f / t)
+        linear("down", T, h, f / t, T * f / t, T * h / r)
     else
-        linear("fc1", T, f / t, h)
-        memop("bias-gelu", T * f / t, 2 * e, 3 * e, FLOPS_GELU)
+        linear("fc1", T, f / t, h, T * h / r, T * f / t)
+        -- GeLU with its bias fused (bias_gelu), or squared ReLU
+        -- (megatron/core/activations.py squared_relu: torch.pow(F.relu(x),
+        -- 2) under jit_fuser, one fused kernel each way): the same bytes
+        if s.squared_relu then
+            -- with a bias, Megatron-Core's MLP adds it in a kernel of its
+            -- own first (bias_activation_fusion fuses GeLU and SwiGLU only)
+            if s.bias then memop("fc1 bias", T * f / t, 3 * e, 0, 1) end
+            memop("squared relu", T * f / t, 2 * e, 3 * e, FLOPS_SQRELU)
+        else
+            memop("bias-gelu", T * f / t, 2 * e, 3 * e, FLOPS_GELU)
+        end
         if s.bias then bias_grad("fc1 bias grad", T * f / t) end
-        linear("fc2", T, h, f / t)
+        linear("fc2", T, h, f / t, T * f / t, T * h / r)
     end
     memop("bias-dropout-add 2", T * h / r, bda_op(e, s.dropout), bda_bwd(e, s.dropout), FLOPS_BDA)
     if s.bias then bias_grad("fc2 bias grad", T * h / r) end
@@ -393,12 +450,20 @@ function M.head(s, dev, opt)
     local el = T * h / r
     local norm = M.mem_time(dev, el * norm_op(e), el * FLOPS_NORM)
     local norm_b = M.mem_time(dev, el * norm_bwd(e), 2 * el * FLOPS_NORM)
-    local ce_f = M.mem_time(dev, T * V / t * (e + M.CE_FWD_BYTES), T * V / t * 10)
-    local ce_b = M.mem_time(dev, T * V / t * (e + M.CE_BWD_BYTES), T * V / t * 2)
+    local cf, cb = ce_bytes(s, e)
+    local ce_f = M.mem_time(dev, T * V / t * (e + cf), T * V / t * 10)
+    local ce_b = M.mem_time(dev, T * V / t * (e + cb), T * V / t * 2)
+    -- the output layer stays BF16 but with --fp8-output-proj under the
+    -- mxfp8 recipe (models/fp8.lua): then its input and its output's
+    -- gradient are quantised, its GEMMs block-scaled FP8
+    local fq = s.fp8_head and fp8.plan(s, dev) or nil
+    local gk = fq and fq.gemm or nil
+    local qf = fq and M.mem_time(dev, el * fq.quant, 3 * el) or 0
+    local qb = fq and M.mem_time(dev, T * V / t * fq.quant, 3 * T * V / t) or 0
     return {
-        fwd = norm + M.gemm_time(dev, T, V / t, h) + ce_f,
-        bwd_input = norm_b + M.gemm_time(dev, T, h, V / t) + ce_b,
-        bwd_weight = M.gemm_time(dev, h, V / t, T),
+        fwd = norm + qf + M.gemm_time(dev, T, V / t, h, 1, nil, gk) + ce_f,
+        bwd_input = norm_b + qb + M.gemm_time(dev, T, h, V / t, 1, nil, gk) + ce_b,
+        bwd_weight = M.gemm_time(dev, h, V / t, T, 1, nil, fq and not fq.wgrad_bf16 and gk or nil),
     }
 end
 
@@ -425,5 +490,6 @@ function M.optimizer_time(dev, params, dtype)
 end
 
 M.DTYPE_BYTES = DTYPE_BYTES
+M.fp8 = fp8
 
 return M

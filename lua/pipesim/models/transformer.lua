@@ -6,6 +6,7 @@
 -- check that.
 local check = require "pipesim.argcheck"
 local core = require "pipesim.core"
+local fp8 = require "pipesim.models.fp8"
 
 local M = {}
 
@@ -17,7 +18,10 @@ local FIELDS = {
     head_dim = true, ffn_hidden = true, seq = true, microbatch = true,
     vocab = true, dtype = true, swiglu = true, tied = true, bias = true,
     norm = true, position = true, max_positions = true, dropout = true,
-    flash_attention = true, name = true,
+    flash_attention = true, name = true, squared_relu = true, ce_fusion = true,
+    -- FP8 (models/fp8.lua)
+    fp8 = true, fp8_recipe = true, fp8_params = true, fp8_wgrad = true, fp8_head = true,
+    fp8_bf16_first = true, fp8_bf16_last = true,
 }
 M.FIELDS = FIELDS
 
@@ -31,6 +35,56 @@ local function boolean(v, what)
         check.fail("transformer: %s must be a boolean, got %s", what, check.show(v))
     end
     return v
+end
+
+-- The FP8 fields (models/fp8.lua): fp8 is the format ('e4m3' or
+-- 'hybrid', Megatron's --fp8-format; false or absent: 16-bit), fp8_recipe
+-- Megatron's --fp8-recipe (default 'delayed', Megatron's), fp8_params its
+-- --fp8-param-gather (weights kept and all-gathered in FP8), fp8_wgrad
+-- false its --no-fp8-wgrad, fp8_head its --fp8-output-proj (mxfp8 only),
+-- fp8_bf16_first / fp8_bf16_last the blocks at each end of the model kept
+-- in BF16 (--first-last-layers-bf16 with --num-layers-at-start/end-in-
+-- bf16). The format changes no time or memory (E4M3 and E5M2 GEMMs run
+-- alike); it is kept for the record.
+local function normalize_fp8(c, s)
+    local f = c.fp8
+    if f == nil or f == false then
+        for _, k in ipairs { "fp8_recipe", "fp8_params", "fp8_wgrad", "fp8_head",
+                             "fp8_bf16_first", "fp8_bf16_last" } do
+            if c[k] ~= nil then
+                check.fail("transformer: field '%s' needs fp8 ('e4m3' or 'hybrid')", k)
+            end
+        end
+        s.fp8 = false
+        return
+    end
+    if not fp8.FORMATS[f] then
+        check.fail("transformer: fp8 must be 'e4m3' or 'hybrid' (or false), got %s", check.show(f))
+    end
+    if s.dtype == "fp32" then
+        check.fail("transformer: fp8 needs 16-bit training (dtype 'bf16' or 'fp16'), got dtype 'fp32'")
+    end
+    s.fp8 = f
+    s.fp8_recipe = default(c.fp8_recipe, "delayed")
+    if not fp8.RECIPES[s.fp8_recipe] then
+        check.fail("transformer: unknown fp8_recipe %s (known: %s)", check.show(s.fp8_recipe),
+            check.keys(fp8.RECIPES))
+    end
+    s.fp8_params = boolean(default(c.fp8_params, false), "fp8_params")
+    s.fp8_wgrad = boolean(default(c.fp8_wgrad, true), "fp8_wgrad")
+    s.fp8_head = boolean(default(c.fp8_head, false), "fp8_head")
+    if s.fp8_head and s.fp8_recipe ~= "mxfp8" then
+        check.fail("transformer: fp8_head (Megatron's --fp8-output-proj) needs fp8_recipe " ..
+            "'mxfp8', got %s", check.show(s.fp8_recipe))
+    end
+    for _, k in ipairs { "fp8_bf16_first", "fp8_bf16_last" } do
+        s[k] = check.int(default(c[k], 0), "transformer", k, 0, s.layers)
+    end
+    if s.fp8_bf16_first + s.fp8_bf16_last > 0 and s.fp8_recipe == "delayed" then
+        -- megatron/core/fp8_utils.py get_fp8_context
+        check.fail("transformer: fp8_bf16_first/fp8_bf16_last need a recipe other than " ..
+            "'delayed' (Megatron: \"Delayed scaling does not support first / last layer in BF16\")")
+    end
 end
 
 -- Fills defaults and validates a shape table; returns a new table.
@@ -83,6 +137,18 @@ local function normalize(c)
             check.show(s.position))
     end
     int("max_positions", s.seq)
+    s.squared_relu = boolean(default(c.squared_relu, false), "squared_relu")
+    -- Megatron's --cross-entropy-loss-fusion with its --cross-entropy-
+    -- fusion-impl, native or te (models/roofline.lua M.head); false: unfused
+    s.ce_fusion = default(c.ce_fusion, false)
+    if s.ce_fusion ~= false and s.ce_fusion ~= "native" and s.ce_fusion ~= "te" then
+        check.fail("transformer: ce_fusion must be false, 'native' or 'te', got %s",
+            check.show(s.ce_fusion))
+    end
+    if s.squared_relu and s.swiglu then
+        check.fail("transformer: squared_relu and swiglu are both set (one MLP activation)")
+    end
+    normalize_fp8(c, s)
     s.name = c.name
     return s
 end
@@ -171,6 +237,9 @@ function M.block_act_bytes(s)
         + e * sb * h                             -- MLP input
         + (s.swiglu and 3 or 2) * e * sb * f     -- MLP intermediates
         + mask * sb * h                          -- MLP output dropout
+    -- FP8: TE saves the GEMM inputs in FP8 (models/fp8.lua act_delta)
+    local dr, ds = fp8.act_delta(s)
+    bytes = bytes + (dr + ds) * sb
     if s.flash_attention then
         bytes = bytes + 4 * a * sb
     elseif s.dropout then
@@ -235,11 +304,21 @@ function M.build(c)
     layers[1].shape = s
     local fwd, params = M.block_fwd_flops(s), M.block_params(s)
     local act, out = M.block_act_bytes(s), M.boundary_bytes(s)
+    -- blocks kept in BF16 at the ends of an FP8 model take a shape of
+    -- their own (fp8 = false)
+    local s16, act16
+    if s.fp8 and s.fp8_bf16_first + s.fp8_bf16_last > 0 then
+        s16 = {}
+        for k, v in pairs(s) do s16[k] = v end
+        s16.fp8 = false
+        act16 = M.block_act_bytes(s16)
+    end
     for i = 0, s.layers - 1 do
+        local bf16 = s16 and (i < s.fp8_bf16_first or i >= s.layers - s.fp8_bf16_last)
         layers[#layers + 1] = {
             name = "block " .. i, kind = "block",
-            fwd_flops = fwd, params = params, act_bytes = act, out_bytes = out,
-            shape = s,
+            fwd_flops = fwd, params = params, act_bytes = bf16 and act16 or act, out_bytes = out,
+            shape = bf16 and s16 or s,
         }
     end
     layers[#layers + 1] = head(s)

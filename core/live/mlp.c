@@ -4,6 +4,7 @@
 #include "live/mlp.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t mix(uint64_t z)
@@ -120,4 +121,56 @@ void mlp_backward_weight(const mlp *m, int32_t i, const double *x,
             gb[o] += d;
         }
     }
+}
+
+int mlp_full_gradient(const mlp *md, int32_t replicas, int32_t m,
+                      const int64_t *off, double *ref)
+{
+    int32_t L = md->layers, n = m * md->rows;
+    mlp big = *md;
+    big.rows = n;
+    double **a = calloc((size_t)L + 1, sizeof *a);
+    double **dz = calloc((size_t)L + 1, sizeof *dz);
+    int64_t maxp = 0;
+    for (int32_t l = 0; l < L; l++)
+        if (mlp_params(md, l) > maxp)
+            maxp = mlp_params(md, l);
+    double *w = malloc((size_t)maxp * 8 + 8);
+    int rc = a && dz && w ? 0 : -1;
+    for (int32_t l = 0; l <= L && rc == 0; l++)
+        if (!(a[l] = malloc((size_t)n * (size_t)md->width[l] * 8 + 8)))
+            rc = -1;
+    for (int32_t l = 0; l < L && rc == 0; l++)
+        if (!(dz[l] = malloc((size_t)n * (size_t)md->width[l + 1] * 8 + 8)))
+            rc = -1;
+    for (int32_t j = 0; j < replicas && rc == 0; j++) {
+        for (int32_t mb = 0; mb < m; mb++) { /* the whole batch */
+            mlp_input(md, j, mb,
+                      a[0] + (size_t)mb * md->rows * (size_t)md->width[0]);
+            mlp_target(md, j, mb,
+                       dz[L - 1] +
+                           (size_t)mb * md->rows * (size_t)md->width[L]);
+        }
+        for (int32_t l = 0; l < L && rc == 0; l++) {
+            mlp_init_layer(md, l, w);
+            mlp_forward(&big, l, w, a[l], a[l + 1], n);
+        }
+        /* dz[L - 1] holds the targets: the loss's gradient over it */
+        if (rc == 0)
+            mlp_loss_grad(&big, a[L], dz[L - 1], dz[L - 1], n);
+        for (int32_t l = L - 1; l >= 0 && rc == 0; l--) {
+            mlp_init_layer(md, l, w);
+            mlp_backward_input(&big, l, w, a[l + 1], dz[l], dz[l],
+                               l ? dz[l - 1] : NULL, n);
+            mlp_backward_weight(&big, l, a[l], dz[l], ref + off[l], n);
+        }
+    }
+    for (int32_t l = 0; a && l <= L; l++)
+        free(a[l]);
+    for (int32_t l = 0; dz && l < L; l++)
+        free(dz[l]);
+    free(a);
+    free(dz);
+    free(w);
+    return rc;
 }

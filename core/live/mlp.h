@@ -51,4 +51,13 @@ void mlp_backward_input(const mlp *m, int32_t i, const double *w,
 void mlp_backward_weight(const mlp *m, int32_t i, const double *x,
                          const double *dz, double *g, int32_t n);
 
+/* The gradient of every layer over the whole batch at once: replica j's
+ * m microbatches as one batch of m x rows samples, summed over the
+ * replicas, added into ref (layer l's at off[l], laid out as
+ * mlp_init_layer lays out weights), the reference a pipeline's
+ * accumulated gradients are held against. Returns 0, or -1 out of
+ * memory. */
+int mlp_full_gradient(const mlp *m, int32_t replicas, int32_t microbatches,
+                      const int64_t *off, double *ref);
+
 #endif

@@ -622,61 +622,6 @@ static const live_ops pipe_live_ops = {
 /* ------------------------------------------------------------------ */
 /* The coordinator: the run, the reference gradient, the comparison     */
 
-/* The full-batch gradient of every layer (replica j's m microbatches as
- * one batch of m x rows samples, summed over the replicas) into ref,
- * layer after layer (offsets off[l]). */
-static int reference(const plive *c, const int64_t *off, double *ref)
-{
-    const mlp *md = &c->model;
-    int32_t L = md->layers, n = c->cfg->m * md->rows;
-    mlp big = *md;
-    big.rows = n;
-    double **a = calloc((size_t)L + 1, sizeof *a);
-    double **dz = calloc((size_t)L + 1, sizeof *dz);
-    int64_t maxp = 0;
-    for (int32_t l = 0; l < L; l++)
-        if (mlp_params(md, l) > maxp)
-            maxp = mlp_params(md, l);
-    double *w = malloc((size_t)maxp * 8 + 8);
-    int rc = a && dz && w ? 0 : -1;
-    for (int32_t l = 0; l <= L && rc == 0; l++)
-        if (!(a[l] = malloc((size_t)n * (size_t)md->width[l] * 8 + 8)))
-            rc = -1;
-    for (int32_t l = 0; l < L && rc == 0; l++)
-        if (!(dz[l] = malloc((size_t)n * (size_t)md->width[l + 1] * 8 + 8)))
-            rc = -1;
-    for (int32_t j = 0; j < c->cfg->dp && rc == 0; j++) {
-        for (int32_t mb = 0; mb < c->cfg->m; mb++) { /* the whole batch */
-            mlp_input(md, j, mb,
-                      a[0] + (size_t)mb * md->rows * (size_t)md->width[0]);
-            mlp_target(md, j, mb,
-                       dz[L - 1] +
-                           (size_t)mb * md->rows * (size_t)md->width[L]);
-        }
-        for (int32_t l = 0; l < L && rc == 0; l++) {
-            mlp_init_layer(md, l, w);
-            mlp_forward(&big, l, w, a[l], a[l + 1], n);
-        }
-        /* dz[L - 1] holds the targets: the loss's gradient over it */
-        if (rc == 0)
-            mlp_loss_grad(&big, a[L], dz[L - 1], dz[L - 1], n);
-        for (int32_t l = L - 1; l >= 0 && rc == 0; l--) {
-            mlp_init_layer(md, l, w);
-            mlp_backward_input(&big, l, w, a[l + 1], dz[l], dz[l],
-                               l ? dz[l - 1] : NULL, n);
-            mlp_backward_weight(&big, l, a[l], dz[l], ref + off[l], n);
-        }
-    }
-    for (int32_t l = 0; a && l <= L; l++)
-        free(a[l]);
-    for (int32_t l = 0; dz && l < L; l++)
-        free(dz[l]);
-    free(a);
-    free(dz);
-    free(w);
-    return rc;
-}
-
 /* grad_error: the largest difference between a pipeline gradient and the
  * reference, over the largest reference magnitude, every layer of every
  * stage; each replica's stage (after its all-reduce) and, where a stage
@@ -693,9 +638,11 @@ static int compare(plive *c, const live_result *lr, pipe_live *pl, ps_err *err)
         off[l + 1] = off[l] + mlp_params(&c->model, l);
     double *ref = calloc((size_t)off[L] + 1, sizeof *ref);
     double *got = calloc((size_t)off[L] * (size_t)cfg->dp + 1, sizeof *got);
-    int rc = ref && got && reference(c, off, ref) == 0
-                 ? PS_OK
-                 : ps_errf(err, "out of memory for the reference gradient");
+    int rc =
+        ref && got &&
+                mlp_full_gradient(&c->model, cfg->dp, cfg->m, off, ref) == 0
+            ? PS_OK
+            : ps_errf(err, "out of memory for the reference gradient");
     for (int32_t k = 0; k < cfg->p * cfg->dp && rc == PS_OK; k++) {
         int32_t rank = pipe_cluster_rank(cfg, k % cfg->p, k / cfg->p);
         const double *v = lr->data[rank];
@@ -731,9 +678,17 @@ static int compare(plive *c, const live_result *lr, pipe_live *pl, ps_err *err)
     return rc;
 }
 
-static void free_ctx(plive *c)
+/* Does any lane run a backward (an inference schedule runs none)? */
+static int has_backward(const prog_set *ps)
 {
-    (void)c; /* the worker's buffers live in the workers */
+    for (int32_t l = 0; l < ps->nlanes; l++)
+        for (int32_t i = 0; i < ps->lanes[l].n; i++) {
+            const prog_op *op = &ps->lanes[l].ops[i];
+            if (op->type == PROG_COMPUTE &&
+                (op->kind == PROG_B || op->kind == PROG_FB_B))
+                return 1;
+        }
+    return 0;
 }
 
 int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
@@ -786,7 +741,8 @@ int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
     }
     if (rc == PS_OK)
         rc = compare(&c, &pl->run, pl, err);
-    free_ctx(&c);
+    if (rc == PS_OK && !has_backward(ps)) /* inference: no gradient */
+        pl->grad_error = NAN;
     if (rc == PS_OK)
         *makespan = pl->run.median;
     return rc;

@@ -52,6 +52,7 @@ typedef struct plive {
     int64_t *boff; /* bucket k (the tag of its ops) -> offset in gbuf */
     int32_t nbuckets;
     prog_op *prev;    /* per lane: its last compute op (pieces of one) */
+    int backward;     /* the rank's lanes run backwards (not inference) */
     int32_t *slot_of; /* stage * m + mb -> slot running its F, -1 */
     double held, held_peak, recompute;
     double *result;
@@ -99,6 +100,7 @@ static void scan_lanes(plive *c, const prog_set *ps, int32_t rank)
                 continue;
             if (op->kind == PROG_F || op->kind == PROG_FB_F)
                 c->slot_of[op->stage * c->cfg->m + op->mb] = op->chunk;
+            c->backward |= op->kind == PROG_B || op->kind == PROG_FB_B;
             if (op->kind == PROG_W)
                 c->s[op->chunk].has_w[op->mb] = 1;
         }
@@ -574,7 +576,8 @@ static int pl_result(void *ctx, int32_t rank, const void **data, size_t *len,
             const unit *u = &s->u[mb];
             if (c->slot_of[s->stage * c->cfg->m + mb] != ch)
                 continue; /* DualPipe: the other copy's microbatch */
-            const char *k = !u->f ? "F" : !u->b ? "B" : "";
+            /* an inference schedule runs forwards alone */
+            const char *k = !u->f ? "F" : !u->b && c->backward ? "B" : "";
             if (*k || (s->has_w[mb] && !u->w))
                 return ps_errf(err,
                                "rank %d: %s%d.c%d never ran (its gradient "

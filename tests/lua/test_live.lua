@@ -123,7 +123,7 @@ local SCHEDULES = {
     { schedule = "interleaved_pytorch", virtual_stages = 2 },
     { schedule = "interleaved_zb", virtual_stages = 2 },
     { schedule = "zbv", virtual_stages = 2 },
-    { schedule = "dualpipev", virtual_stages = 2 },
+    { schedule = "dualpipev", virtual_stages = 2 }, { schedule = "dualpipe" },
     { schedule = "gpipe", checkpoint = true }, { schedule = "1f1b", checkpoint = true },
     { schedule = "interleaved", virtual_stages = 2, checkpoint = true },
     { schedule = "1f1b", split_backward = true },
@@ -159,6 +159,10 @@ H.raises(function() live_run{ stages = 2, dp = 2, microbatches = 2, zero = 1 } e
     "ZeRO (zero = 1) is not run live")
 H.raises(function() live_run{ layers = { { fwd_time = 1, params = 5 }, { fwd_time = 1 } },
     stages = 2, microbatches = 2 } end, "layer 1: params 5, the live MLP's layer has 272")
+
+-- inference: forwards alone, no gradient to compare
+H.check(live_run{ schedule = "forward_only" }.grad_error ~= live_run{ schedule = "forward_only" }.grad_error,
+    "forward_only: grad_error is NaN")
 
 -- held activations: GPipe holds all 8 microbatches, 1F1B at most 4 on
 -- stage 0, recompute keeps the inputs alone; R takes time

@@ -113,6 +113,14 @@ static int lc_result(void *ctx, int32_t rank, const void **data, size_t *len,
     return PS_OK;
 }
 
+static void lc_teardown(void *ctx, int32_t rank)
+{
+    live_coll *c = ctx;
+    (void)rank;
+    free(c->buf);
+    c->buf = NULL;
+}
+
 static const live_ops coll_live_ops = {
     .setup = lc_setup,
     .reset = lc_reset,
@@ -121,6 +129,7 @@ static const live_ops coll_live_ops = {
     .recv_done = lc_recv_done,
     .recv_target = lc_recv_target,
     .result = lc_result,
+    .teardown = lc_teardown,
 };
 
 /* Every listed rank's output, bit for bit against data mode's. */

@@ -83,6 +83,9 @@ typedef struct live_ops {
      * (owned by ctx; may be NULL). */
     int (*result)(void *ctx, int32_t rank, const void **data, size_t *len,
                   ps_err *err);
+    /* Frees what setup and the run made in the worker (may be NULL): a
+     * rendezvous worker's process goes on after the run. */
+    void (*teardown)(void *ctx, int32_t rank);
 } live_ops;
 
 /* Test-only faults of the transport, to check calibration: every message

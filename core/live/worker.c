@@ -756,6 +756,8 @@ int live_worker_main(const live_cfg *cfg, int32_t rank, int ctl, int listen_fd,
         rc = serve(&w, &err);
     if (rc != PS_OK)
         live_ctl_send(ctl, LIVE_FAIL, err.msg, strlen(err.msg), NULL, 0);
+    if (cfg->ops->teardown)
+        cfg->ops->teardown(cfg->ctx, rank);
     release(&w);
     return rc == PS_OK ? 0 : 1;
 }

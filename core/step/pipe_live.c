@@ -612,6 +612,38 @@ static int pl_result(void *ctx, int32_t rank, const void **data, size_t *len,
     return PS_OK;
 }
 
+static void pl_teardown(void *ctx, int32_t rank)
+{
+    plive *c = ctx;
+    (void)rank;
+    for (int32_t ch = 0; c->s && ch < c->nchunks; ch++) {
+        slot *s = &c->s[ch];
+        for (int32_t mb = 0; s->u && mb < c->cfg->m; mb++) {
+            free_unit(c, s, &s->u[mb]);
+            free(s->u[mb].a);
+            free(s->u[mb].dz);
+        }
+        for (int32_t l = 0; s->wt && l < s->count; l++)
+            free(s->wt[l]);
+        free(s->wt);
+        free(s->grad);
+        free(s->u);
+        free(s->has_w);
+    }
+    free(c->s);
+    free(c->slot_of);
+    free(c->gbuf);
+    free(c->boff);
+    free(c->prev);
+    free(c->result);
+    c->s = NULL;
+    c->slot_of = NULL;
+    c->gbuf = NULL;
+    c->boff = NULL;
+    c->prev = NULL;
+    c->result = NULL;
+}
+
 static const live_ops pipe_live_ops = {
     .setup = pl_setup,
     .reset = pl_reset,
@@ -620,6 +652,7 @@ static const live_ops pipe_live_ops = {
     .recv_done = pl_recv_done,
     .compute = pl_compute,
     .result = pl_result,
+    .teardown = pl_teardown,
 };
 
 /* ------------------------------------------------------------------ */

@@ -6,7 +6,8 @@
 # make fuzz [FUZZ_TIME=60]          libFuzzer targets (clang), FUZZ_TIME s each
 
 PKGS      := lua5.4 sqlite3
-DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3 lua-check
+DEB_DEPS  := build-essential pkg-config liblua5.4-dev libsqlite3-dev sqlite3 lua5.4 libxml2-utils python3 lua-check \
+            python3-dev python3-venv python3-setuptools python3-wheel python3-pip
 CC        ?= cc
 WERROR    ?= 1
 SAN       ?=
@@ -80,9 +81,14 @@ REC_BENCH := $(BUILD)/rec_bench
 CXX      ?= c++
 SIMGRID_BENCH := $(if $(shell pkg-config --exists simgrid 2>/dev/null && echo y),$(BUILD)/simgrid_bench)
 
+# The man page and the shell completions, written at build time by the
+# binary from the help text they share (core/cli/help_text.c).
+MAN_PAGE    := $(BUILD)/pipesim.1
+COMPLETIONS := $(BUILD)/completions/pipesim.bash $(BUILD)/completions/_pipesim
+
 .PHONY: all deps demo test unit bench stress clean format format-check \
-        fuzz fuzz-deps
-all: deps $(BIN)
+        fuzz fuzz-deps install uninstall wheel
+all: deps $(BIN) $(MAN_PAGE) $(COMPLETIONS)
 
 # Installs the Debian build dependencies when pkg-config cannot find them.
 deps:
@@ -109,9 +115,68 @@ $(BUILD)/embed_data.o: $(BUILD)/embed_data.c core/base/embed.h
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) -Icore -c $< -o $@
 
-$(BIN): $(CORE_OBJ) $(BUILD)/core/cli/main.o
+CLI_OBJ  := $(BUILD)/core/cli/main.o $(BUILD)/core/cli/help.o \
+            $(BUILD)/core/cli/help_text.o $(BUILD)/core/cli/help_comp.o
+$(BIN): $(CORE_OBJ) $(CLI_OBJ)
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(MAN_PAGE): $(BIN)
+	@echo "MAN $@"
+	@$(BIN) help --man >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completions/pipesim.bash: $(BIN)
+	@mkdir -p $(dir $@)
+	@echo "GEN $@"
+	@$(BIN) help --completion bash >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completions/_pipesim: $(BIN)
+	@mkdir -p $(dir $@)
+	@echo "GEN $@"
+	@$(BIN) help --completion zsh >$@.tmp && mv $@.tmp $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=stage]: the binary, its Lua
+# library (found at run time as ../share/pipesim/lua beside bin/, so the
+# installed tree can move), the man page and the bash and zsh completions.
+# make uninstall removes exactly those files (tests/cli_install.sh).
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR      = $(DESTDIR)$(PREFIX)/bin
+SHAREDIR    = $(DESTDIR)$(PREFIX)/share
+LUADIR      = $(SHAREDIR)/pipesim/lua
+MAN1DIR     = $(SHAREDIR)/man/man1
+BASHCOMPDIR = $(SHAREDIR)/bash-completion/completions
+ZSHCOMPDIR  = $(SHAREDIR)/zsh/site-functions
+
+install: all
+	install -d $(BINDIR) $(MAN1DIR) $(BASHCOMPDIR) $(ZSHCOMPDIR)
+	install -m 755 $(BIN) $(BINDIR)/pipesim
+	for f in $(LUA_SRC:lua/%=%); do \
+	    install -D -m 644 lua/$$f $(LUADIR)/$$f || exit 1; done
+	install -m 644 $(MAN_PAGE) $(MAN1DIR)/pipesim.1
+	install -m 644 $(BUILD)/completions/pipesim.bash $(BASHCOMPDIR)/pipesim
+	install -m 644 $(BUILD)/completions/_pipesim $(ZSHCOMPDIR)/_pipesim
+
+uninstall:
+	rm -f $(BINDIR)/pipesim $(MAN1DIR)/pipesim.1 $(BASHCOMPDIR)/pipesim \
+	      $(ZSHCOMPDIR)/_pipesim
+	rm -rf $(SHAREDIR)/pipesim
+
+# make wheel: the Python package (python/, docs/python.md) as a wheel in
+# build/wheel, built offline by Debian's python3-setuptools, python3-wheel
+# and python3-dev (no package index); tests/cli_python.sh installs it into
+# a virtual environment. PYTHON: the first of python3, /usr/bin/python3 with
+# setuptools and wheel.
+PYTHON ?= $(shell for p in python3 /usr/bin/python3; do \
+            $$p -c 'import setuptools, wheel' 2>/dev/null && { echo $$p; break; }; done)
+PY_SRC := $(wildcard python/pipesim/*.py python/pipesim/*.c) python/setup.py python/pyproject.toml
+wheel: build/wheel/.stamp
+build/wheel/.stamp: $(CORE_SRC) $(CORE_HDR) $(LUA_SRC) $(PY_SRC) VERSION
+	@test -n "$(PYTHON)" || { echo "pipesim: make wheel needs python3 with setuptools and wheel (Debian: python3-setuptools python3-wheel python3-dev)"; exit 1; }
+	@rm -rf build/wheel && mkdir -p build/wheel
+	@echo "WHEEL build/wheel"
+	@$(PYTHON) -m pip wheel -q --no-build-isolation --no-index --no-deps -w build/wheel ./python
+	@touch $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(CORE_OBJ)
 	@mkdir -p $(dir $@)
@@ -139,7 +204,7 @@ demo: all
 # The benchmarks are built (not run) by make test, so a change to a core
 # struct cannot leave make bench broken unnoticed.
 test: all unit $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
-	@BUILD=$(BUILD) VALGRIND="$(VALGRIND)" sh tests/run.sh
+	@BUILD=$(BUILD) VALGRIND="$(VALGRIND)" PS_MAKE_ARGS="SAN=$(SAN) RELEASE=$(RELEASE)" sh tests/run.sh
 
 bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@$(BENCH)
@@ -173,7 +238,7 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 # clang warns where gcc does not, and `make fuzz` should fuzz, not lint.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_NAMES   := unit action profile scenario db wire
+FUZZ_NAMES   := unit action profile scenario db calibrate wire
 FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

@@ -24,8 +24,7 @@ LAYERS = {"cli": 10, "bind": 9, "run": 8, "out": 7, "step": 6, "par": 5,
 KNOWN = {
     ("bind/core", "bind/pool"),
     ("coll/algo", "coll/dbt"),
-    ("coll/choose", "coll/coll", "coll/cost", "coll/tree"),
-    ("net/flow", "net/net"),
+    ("coll/choose", "coll/coll", "coll/cost", "coll/proto", "coll/tree"),
     ("rec/aux", "rec/copy", "rec/rec", "rec/rows", "rec/schema", "rec/ship",
      "rec/stream", "rec/sum", "rec/txn", "rec/vtab", "rec/writer"),
 }

@@ -133,18 +133,18 @@ gone "$kids" && ok || bad "workers left after --timeout: $kids"
 
 # pipesim calibrate: a cluster file ps.cluster takes and a profile
 # ps.profile.load reads (with the W column)
-(cd "$D" && $VG "$BIN" calibrate -o cal.lua --profile cal.csv --layers 2 --width 8 >cal.out 2>&1) &&
+(cd "$D" && $VG "$BIN" calibrate --live -o cal.lua --profile cal.csv --layers 2 --width 8 >cal.out 2>&1) &&
     grep -q "^latency .* us, bandwidth .* GB/s" "$D/cal.out" && ok || bad "calibrate: $(cat "$D/cal.out")"
 cat >"$D/use.lua" <<'EOF'
 local ps = require "pipesim"
-local c = ps.cluster(dofile("cal.lua"))
+local c = ps.cluster(ps.clusters.load("cal.lua"))
 local p = ps.profile.load("cal.csv")
 assert(c.ranks == 2 and #p == 2 and p[2].bwd_weight_time > 0 and p[2].bwd_time >= p[2].bwd_weight_time)
 local r = ps.run{ cluster = c, layers = p, stages = 2, microbatches = 2, record = "none" }
 print(r.makespan > 0)
 EOF
 (cd "$D" && $VG "$BIN" run --unsafe use.lua -o use.db 2>&1 | grep -q "^true") && ok || bad "calibrated files: $(cd "$D" && "$BIN" run --unsafe use.lua -o use.db 2>&1)"
-expect_fail "calibrate --bogus 1" "calibrate: unknown option '--bogus'"
+expect_fail "calibrate --live --bogus 1" "calibrate: unknown option '--bogus'"
 
 # several hosts as workers on this one: pipesim worker --rendezvous, the
 # coordinator sends them the scenario; one worker takes itself for

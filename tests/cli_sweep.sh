@@ -46,12 +46,12 @@ q "$TMP/v4.db" "ALTER TABLE run DROP COLUMN sweep; ALTER TABLE run DROP COLUMN p
     ALTER TABLE run DROP COLUMN model; ALTER TABLE run DROP COLUMN seq_length;
     ALTER TABLE run DROP COLUMN micro_batch; ALTER TABLE run DROP COLUMN global_batch;
     ALTER TABLE run DROP COLUMN scenario; ALTER TABLE collective DROP COLUMN protocol;
-    ALTER TABLE run DROP COLUMN backend; ALTER TABLE run DROP COLUMN simulated;
+    $DROP_V8
     PRAGMA user_version = 4"
-expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 8"
+expect_fail "report $TMP/v4.db" "v4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads 9"
 $VG "$BIN" run $S -o "$TMP/v4.db" --jobs 1 >/dev/null 2>&1 && ok || bad "upgrade run"
 got=$(q "$TMP/v4.db" "PRAGMA user_version; SELECT count(*), count(sweep) FROM run")
-[ "$got" = "8
+[ "$got" = "9
 16|6" ] && ok || bad "upgraded v4: $got"
 [ "$(q "$TMP/v4.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" = \
   "$(q "$TMP/sw1.db" "SELECT group_concat(name, ',') FROM pragma_table_info('run')")" ] && ok || bad "upgraded run columns differ from a new file's"

@@ -237,6 +237,17 @@ const char *bind_params_json(lua_State *L, int idx);
 struct rec_meta;
 void bind_meta(lua_State *L, int idx, struct rec_meta *m);
 
+/* A command's call into Lua (bind/command.c): status LUA_OK gives 0;
+ * otherwise the error object on top is printed as the one `pipesim: ...`
+ * line, popped, and 1 is returned (the exit status). */
+int bind_command_status(lua_State *L, int status);
+
+/* Field efficiency of the meta table at idx (lua/pipesim/efficiency.lua's
+ * figures of a training step; core/bind/efficiency.c) into *e, zeroed
+ * when absent. The strings stay valid while the table is alive. */
+struct rec_eff;
+void bind_efficiency(lua_State *L, int idx, struct rec_eff *e);
+
 /* The known fields of each table (core/bind/fields.c). */
 extern const char *const bind_fields_run[];
 extern const char *const bind_fields_memory[];
@@ -249,6 +260,7 @@ extern const char *const bind_fields_links_entry[];
 extern const char *const bind_fields_collective[];
 extern const char *const bind_fields_fault[];
 extern const char *const bind_fields_meta[];
+extern const char *const bind_fields_efficiency[];
 /* Pushes { run = {names...}, device = {...}, ... }: the lists above for
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);

@@ -134,11 +134,13 @@ static int32_t *read_ranks(lua_State *L, int32_t *n)
 }
 
 /* [-0, +0] Auto's candidates: "all" (0), a list of names, or (nil) coll's
- * default. */
-static unsigned read_candidates(lua_State *L, enum coll_op op, int algo)
+ * default. *named: 1 when the field is given. */
+static unsigned read_candidates(lua_State *L, enum coll_op op, int algo,
+                                int *named)
 {
     int t = lua_getfield(L, 1, "candidates");
     unsigned mask = 0;
+    *named = t != LUA_TNIL;
     if (t == LUA_TNIL) {
         mask = coll_default_candidates(op);
     } else if (algo != COLL_AUTO) {
@@ -322,10 +324,15 @@ static int core_collective(lua_State *L)
     const char *algn = bind_string(L, 1, "algorithm");
     if (coll_parse_algo(spec.op, algn ? algn : "auto", &spec.algorithm, &err))
         return bind_raise(L, &err);
-    spec.candidates = read_candidates(L, spec.op, spec.algorithm);
+    int named = 0;
+    spec.candidates = read_candidates(L, spec.op, spec.algorithm, &named);
     const char *proton = bind_string(L, 1, "protocol");
     if (proton && coll_parse_proto(proton, &spec.protocol, &err))
         return luaL_error(L, "field 'protocol': %s", err.msg);
+    if (!proton) /* NCCL's on its clusters, none on textbook links */
+        spec.protocol = coll_default_protocol(
+            spec.op, spec.algorithm,
+            named ? (spec.candidates ? spec.candidates : ~0u) : 0, &cl->hw);
 
     if (lua_getfield(L, 1, "bytes") == LUA_TNIL)
         return luaL_error(L, "missing field 'bytes' (the whole array, e.g. "

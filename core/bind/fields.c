@@ -193,6 +193,7 @@ const char *const bind_fields_collective[] = {
  * tags, the model's shape and the enclosing ps.sweep), read by
  * core/bind/sweep.c into rec_meta */
 const char *const bind_fields_meta[] = {
+    "efficiency",
     "global_batch",
     "micro_batch",
     "model",
@@ -201,6 +202,18 @@ const char *const bind_fields_meta[] = {
     "seq_length",
     "sweep",
     "tags",
+    NULL,
+};
+
+/* meta.efficiency (lua/pipesim/efficiency.lua, core/bind/efficiency.c) */
+const char *const bind_fields_efficiency[] = {
+    "gpus",
+    "hardware_flops",
+    "model_flops",
+    "note",
+    "peak_flops",
+    "precision",
+    "tokens",
     NULL,
 };
 
@@ -233,6 +246,7 @@ static const struct {
     {"collective", bind_fields_collective},
     {"fault", bind_fields_fault},
     {"meta", bind_fields_meta},
+    {"efficiency", bind_fields_efficiency},
 };
 
 /* [-0, +1] */

@@ -19,7 +19,7 @@
 /* pipesim calibrate                                                   */
 
 static const char calibrate_usage[] =
-    "pipesim calibrate [-o CLUSTER.lua] [--ranks N] [--profile FILE.csv "
+    "pipesim calibrate --live [-o CLUSTER.lua] [--ranks N] [--profile FILE.csv "
     "--layers N [--width W] [--samples S]]";
 
 /* [-0, +0] t[k] = the number in v, or raises naming the option */

@@ -147,17 +147,6 @@ static void set_str(lua_State *L, const char *k, const char *v)
     }
 }
 
-/* [-0, +0]: the cli function's pcall; its message printed on failure. */
-static int report(lua_State *L, int status)
-{
-    if (status == LUA_OK)
-        return 0;
-    const char *msg = lua_tostring(L, -1);
-    ps_print_error(msg ? msg : "(error object is not a string)");
-    lua_pop(L, 1);
-    return 1;
-}
-
 int bind_nccl_tests_main(int argc, char **argv, const char *luadir)
 {
     nt_opts o = {0};
@@ -186,13 +175,13 @@ int bind_nccl_tests_main(int argc, char **argv, const char *luadir)
     } else {
         lua_getglobal(L, "require");
         lua_pushstring(L, "pipesim.nccl_tests");
-        rc = report(L, lua_pcall(L, 1, 1, 0));
+        rc = bind_command_status(L, lua_pcall(L, 1, 1, 0));
     }
     if (rc == 0) {
         lua_getfield(L, -1, "cli");
         lua_getglobal(L, "require");
         lua_pushstring(L, "pipesim");
-        rc = report(L, lua_pcall(L, 1, 1, 0));
+        rc = bind_command_status(L, lua_pcall(L, 1, 1, 0));
         if (rc == 0) {
             lua_newtable(L);
             set_str(L, "op", o.op);
@@ -206,9 +195,10 @@ int bind_nccl_tests_main(int argc, char **argv, const char *luadir)
             set_str(L, "protocol", o.protocol);
             set_str(L, "db", db);
             if (file) { /* the file's value is the cluster */
-                rc = report(L, bind_load_scenario(L, o.cluster, 1));
+                rc =
+                    bind_command_status(L, bind_load_scenario(L, o.cluster, 1));
                 if (rc == 0)
-                    rc = report(L, lua_pcall(L, 0, 1, 0));
+                    rc = bind_command_status(L, lua_pcall(L, 0, 1, 0));
                 if (rc == 0)
                     lua_setfield(L, -2, "cluster");
                 lua_pushstring(L, o.cluster);
@@ -217,7 +207,7 @@ int bind_nccl_tests_main(int argc, char **argv, const char *luadir)
                 set_str(L, "cluster", o.cluster);
             }
             if (rc == 0)
-                rc = report(L, lua_pcall(L, 2, 0, 0));
+                rc = bind_command_status(L, lua_pcall(L, 2, 0, 0));
         }
     }
     bind_limits_end(L);

@@ -105,6 +105,7 @@ void bind_meta(lua_State *L, int idx, rec_meta *m)
         m->micro_batch = v;
     if (bind_int(L, t, "meta.global_batch", 1, LLONG_MAX, &v))
         m->global_batch = v;
+    bind_efficiency(L, t, &m->eff);
     lua_pop(L, 1); /* the strings stay alive in the table at idx */
 }
 

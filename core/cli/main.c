@@ -18,75 +18,15 @@
 #include "base/limit.h"
 #include "base/unit.h"
 #include "bind/bind.h"
+#include "bind/calibrate.h"
 #include "bind/live.h"
 #include "bind/nccl_tests.h"
+#include "cli/help.h"
 #include "out/export.h"
 #include "out/merge.h"
 #include "out/plot.h"
 #include "out/report.h"
 #include "rec/rec.h"
-
-static const char usage[] =
-    "usage: pipesim run SCENARIO.lua [-o DB] [-D key=value]... [--unsafe]\n"
-    "                   [--timeout SECONDS] [--max-memory SIZE]\n"
-    "                   [--jobs N] [--shard K/N] [--bytes-log FILE]\n"
-    "                   [--rendezvous HOST:PORT --workers N]\n"
-    "       pipesim report DB [RUN] [--csv] [--width N]\n"
-    "       pipesim export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
-    "       pipesim export DB --compare RUN1,RUN2,... [-o FILE.svg]\n"
-    "       pipesim plot DB --x COLUMN --y COLUMN [--by COLUMN] [--where SQL]\n"
-    "                    [--dashed COLUMN] [--agg min|max|mean] [--log "
-    "x|y|xy]\n"
-    "                    [--format svg|csv] [-o FILE]\n"
-    "       pipesim merge OUT.db PART.db...\n"
-    "       pipesim worker --rendezvous HOST:PORT [--timeout SECONDS]\n"
-    "       pipesim calibrate [-o CLUSTER.lua] [--ranks N]\n"
-    "                    [--profile FILE.csv --layers N [--width W]]\n"
-    "       pipesim nccl-tests OP --cluster PRESET[:NODES]|CLUSTER.lua\n"
-    "                    [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-g GPUS]\n"
-    "                    [--algorithm A] [--protocol P] [--db DB]\n"
-    "       pipesim --help | --version\n"
-    "\n"
-    "  run      runs a Lua scenario; its runs are appended to DB\n"
-    "           (default results/<scenario name>.db). -D key=value is\n"
-    "           visible to the script as ps.args.key (numbers as numbers).\n"
-    "           Scenarios run sandboxed (no processes, native code, file\n"
-    "           writes or binary chunks); --unsafe lifts the sandbox.\n"
-    "           --timeout bounds the wall-clock time of the run (default:\n"
-    "           none), --max-memory the memory of Lua and the simulator\n"
-    "           (default: half of physical or cgroup memory). Ctrl-C or\n"
-    "           SIGTERM keeps the finished runs and exits 130 or 143.\n"
-    "           --jobs N evaluates each ps.sweep's points in N worker\n"
-    "           processes (default: the number of cores); the rows are\n"
-    "           those of --jobs 1. --shard K/N runs only the points whose\n"
-    "           index is K modulo N (K from 0), for pipesim merge.\n"
-    "           --bytes-log FILE: every run's byte counters as JSON Lines\n"
-    "           (the bytes_log field of ps.run and ps.collective).\n"
-    "           --rendezvous HOST:PORT --workers N: live runs (backend =\n"
-    "           \"tcp\") use N workers started with pipesim worker.\n"
-    "  worker   serves the live runs of a pipesim run --rendezvous on\n"
-    "           this host: it runs the coordinator's scenario, sandboxed.\n"
-    "  report   without RUN: a table comparing every run in DB;\n"
-    "           with RUN: its summary and an ASCII Gantt chart.\n"
-    "           --csv: the table as CSV, or with RUN one line per rank.\n"
-    "  export   a run as a Chrome/Perfetto trace (JSON) or an SVG Gantt\n"
-    "           chart with memory curves; --compare stacks runs.\n"
-    "  plot     a line chart of one recorded column or sweep coordinate\n"
-    "           against another, one line per --by group (README, Plots).\n"
-    "  nccl-tests  nccl-tests' table (all_reduce_perf ...) on a simulated\n"
-    "           cluster: a DGX preset (h100, h100:4 for 4 nodes) or a Lua\n"
-    "           file returning a cluster; each size is recorded in DB\n"
-    "           (default results/nccl_tests.db).\n"
-    "  calibrate  live mode's TCP transport (ping-pong, least squares) and\n"
-    "           its MLP's per-layer times, as a cluster file and a profile.\n"
-    "  merge    the databases of pipesim run --shard K/N into a new OUT.db,\n"
-    "           runs renumbered in point order as if run unsharded.\n"
-    "\n"
-    "Examples:\n"
-    "  pipesim run scenarios/demo.lua\n"
-    "  pipesim report results/demo.db 2\n"
-    "  pipesim export results/demo.db 2 --format chrome -o trace.json\n"
-    "  sqlite3 results/demo.db < results/queries/bubble_per_rank.sql\n";
 
 /* Errors go through ps_print_error: one line whatever they quote. Returns
  * the exit status 1 (cli/main.c's convention: commands return exit statuses,
@@ -94,7 +34,8 @@ static const char usage[] =
 #define fail ps_fail
 
 /* The Lua library directory: $PIPESIM_LUA, else ../lua next to the binary
- * (build/pipesim in a checkout), else the installed PS_LUADIR. */
+ * (build/pipesim in a checkout), else ../share/pipesim/lua (make install's
+ * PREFIX/bin/pipesim, wherever PREFIX is), else the installed PS_LUADIR. */
 static void find_luadir(char *out, size_t size)
 {
     const char *env = getenv("PIPESIM_LUA");
@@ -109,11 +50,15 @@ static void find_luadir(char *out, size_t size)
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = '\0';
-            snprintf(out, size, "%s/../lua", exe);
-            char probe[PATH_MAX + 32];
-            snprintf(probe, sizeof probe, "%s/pipesim/init.lua", out);
-            if (access(probe, R_OK) == 0)
-                return;
+            static const char *const beside[] = {"../lua",
+                                                 "../share/pipesim/lua"};
+            for (int i = 0; i < 2; i++) {
+                snprintf(out, size, "%s/%s", exe, beside[i]);
+                char probe[PATH_MAX + 32];
+                snprintf(probe, sizeof probe, "%s/pipesim/init.lua", out);
+                if (access(probe, R_OK) == 0)
+                    return;
+            }
         }
     }
 #ifdef PS_LUADIR
@@ -549,11 +494,15 @@ int main(int argc, char **argv)
     if (argc < 2)
         return fail("no command (try pipesim --help)");
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
-        strcmp(cmd, "help") == 0) {
-        fputs(usage, stdout);
+    /* the help of every command: cli/help.c */
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        help_overview(stdout);
         return checked_stdout(0);
     }
+    if (strcmp(cmd, "help") == 0)
+        return checked_stdout(help_main(argc - 1, argv + 1));
+    if (help_is_command(cmd) && help_asked(argc - 1, argv + 1))
+        return checked_stdout(help_command(cmd));
     if (strcmp(cmd, "--version") == 0) {
         printf("pipesim %s\n", PS_VERSION);
         return checked_stdout(0);
@@ -588,10 +537,16 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "calibrate") == 0) {
         char luadir[PATH_MAX];
         find_luadir(luadir, sizeof luadir);
-        return checked_stdout(
-            bind_live_calibrate_main(argc - 1, argv + 1, luadir));
+        /* --live: live mode's transport and MLP (bind/live_cli.c), the
+         * rest nccl-tests logs and GEMMs (bind/calibrate.c) */
+        for (int i = 2; i < argc; i++)
+            if (strcmp(argv[i], "--live") == 0) {
+                for (int k = i; k + 1 < argc; k++)
+                    argv[k] = argv[k + 1];
+                return checked_stdout(
+                    bind_live_calibrate_main(argc - 2, argv + 1, luadir));
+            }
+        return checked_stdout(bind_calibrate_main(argc - 1, argv + 1, luadir));
     }
-    return fail("unknown command '%s' (expected run, report, export, plot, "
-                "merge, nccl-tests, calibrate or worker; try pipesim --help)",
-                cmd);
+    return help_unknown(cmd);
 }

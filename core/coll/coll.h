@@ -365,6 +365,20 @@ int coll_parse_proto(const char *name, int *proto, ps_err *err);
  * simple only). */
 int coll_algo_has_proto(int algo);
 
+/* The protocol a collective runs with when its caller names none (issue 27
+ * item 11: one rule for every front end). On a cluster that carries NCCL's
+ * constants (hw->cc > 0: the presets' compute_capability) a collective
+ * behaves as NCCL does: COLL_PROTO_AUTO, the (algorithm, protocol) pair
+ * NCCL's tuner would pick, for algo ring, tree or nvls, and for algo auto
+ * unless `candidates` (bits 1u << algo; 0 = not named by the caller) names
+ * an algorithm that has no protocol, which asks for the textbook models.
+ * Everywhere else (textbook links, an op none of whose algorithms has
+ * protocols: broadcast, reduce, alltoall, sendrecv; a fixed textbook
+ * algorithm) COLL_PROTO_NONE, the plain alpha-beta model that the closed
+ * forms of DESIGN.md test. Pure; hw NULL is textbook. */
+int coll_default_protocol(enum coll_op op, int algo, unsigned candidates,
+                          const coll_hw *hw);
+
 /* Parses an algorithm name for op ("auto" gives COLL_AUTO). Fails with
  * "unknown allreduce algorithm 'rign' (expected ring, tree, ..., auto)". */
 int coll_parse_algo(enum coll_op op, const char *name, int *algo, ps_err *err);

@@ -42,6 +42,25 @@ int coll_algo_has_proto(int algo)
     return algo == COLL_RING || algo == COLL_TREE || algo == COLL_NVLS;
 }
 
+int coll_default_protocol(enum coll_op op, int algo, unsigned candidates,
+                          const coll_hw *hw)
+{
+    if (!hw || hw->cc <= 0 || (unsigned)op >= COLL_NOPS)
+        return COLL_PROTO_NONE; /* textbook links: no NCCL to follow */
+    if (algo != COLL_AUTO)
+        return coll_algo_has_proto(algo) ? COLL_PROTO_AUTO : COLL_PROTO_NONE;
+    int any = 0;
+    for (const int *a = coll_op_algos_[op]; *a >= 0; a++) {
+        if (candidates && !(candidates & (1u << *a)))
+            continue;
+        if (coll_algo_has_proto(*a))
+            any = 1;
+        else if (candidates)
+            return COLL_PROTO_NONE; /* the caller named a textbook one */
+    }
+    return any ? COLL_PROTO_AUTO : COLL_PROTO_NONE;
+}
+
 /* How a protocol changes a collective's bandwidth, as ncclTopoTuneModel
  * does (tuning.cc, "Various model refinements"): NCCL's bus bandwidth of
  * (algorithm, protocol) is min(links x efficiency, cap). pipesim's links

@@ -118,13 +118,6 @@ void net_set_sharing(net *nw, enum net_sharing sharing)
     nw->sharing_set = 1;
 }
 
-enum net_sharing net_sharing_of(const net *nw)
-{
-    if (nw->sharing_set)
-        return nw->sharing;
-    return nw->mesh ? NET_FIFO : NET_FAIR;
-}
-
 int net_is_mesh(const net *nw)
 {
     return nw->mesh;

@@ -42,6 +42,15 @@ static void free_flows(net *nw)
     nw->flows_cap = 0;
 }
 
+/* Here rather than in net.c, which frees a run's state through this file:
+ * the run state reads the sharing rule, and net.c calls down into it. */
+enum net_sharing net_sharing_of(const net *nw)
+{
+    if (nw->sharing_set)
+        return nw->sharing;
+    return nw->mesh ? NET_FIFO : NET_FAIR;
+}
+
 void net_run_free(net *nw)
 {
     limit_free(nw->ls);

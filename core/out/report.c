@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "out/dbcheck.h"
+#include "out/report_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Formatting                                                          */
@@ -46,215 +47,6 @@ int report_parse_width(const char *text, int *width, ps_err *err)
 }
 
 /* The unit a time axis or figure of magnitude s reads best in. */
-static double time_unit(double s, const char **name)
-{
-    double a = fabs(s);
-    if (a >= 1 || a == 0) {
-        *name = "s";
-        return 1;
-    }
-    if (a >= 1e-3) {
-        *name = "ms";
-        return 1e-3;
-    }
-    if (a >= 1e-6) {
-        *name = "us";
-        return 1e-6;
-    }
-    *name = "ns";
-    return 1e-9;
-}
-
-static const char *fmt_time(double s, char *buf, size_t size)
-{
-    const char *unit;
-    double scale = time_unit(s, &unit);
-    snprintf(buf, size, "%.4g %s", s / scale, unit);
-    return buf;
-}
-
-static const char *fmt_bytes(double b, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (fabs(b) >= 1024 && u < 4) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, size, u ? "%.2f %s" : "%.0f %s", b, units[u]);
-    return buf;
-}
-
-static const char *fmt_pct(double f, char *buf, size_t size)
-{
-    snprintf(buf, size, "%.2f%%", 100 * f);
-    return buf;
-}
-
-/* Prepares sql with ?1 bound to run (when run >= 0). */
-static rec_query *query(rec_db *db, const char *sql, int64_t run, ps_err *err)
-{
-    rec_query *q = rec_query_new(db, sql, err);
-    if (q && run >= 0)
-        rec_query_bind_int(q, 1, run);
-    return q;
-}
-
-/* ------------------------------------------------------------------ */
-/* The run table                                                       */
-/* ------------------------------------------------------------------ */
-
-enum { NCOLS = 15, CELL = 48, COL_FITS = 12 };
-
-static const char *const col_name[NCOLS] = {
-    "id",     "name",     "kind", "schedule",  "p",
-    "m",      "v",        "dp",   "makespan",  "bubble",
-    "closed", "peak_mem", "fits", "imbalance", "status"};
-static const char *const csv_name[NCOLS] = {"id",
-                                            "name",
-                                            "kind",
-                                            "schedule",
-                                            "stages",
-                                            "microbatches",
-                                            "virtual_stages",
-                                            "dp",
-                                            "makespan",
-                                            "bubble",
-                                            "closed_form_bubble",
-                                            "peak_memory",
-                                            "fits",
-                                            "imbalance",
-                                            "status"};
-/* text columns are left-aligned, numbers right-aligned */
-static const int col_left[NCOLS] = {0, 1, 1, 1, 0, 0, 0, 0,
-                                    0, 0, 0, 0, 1, 0, 1};
-
-static const char runs_sql[] =
-    "SELECT id, name, kind, schedule, stages, microbatches, virtual_stages, "
-    "dp, makespan, bubble, closed_form_bubble, coalesce(peak_memory, (SELECT "
-    "max(peak) FROM memory_peak WHERE memory_peak.run = run.id)), "
-    "fits, imbalance, status FROM run ORDER BY id";
-
-void report_csv_field(FILE *out, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
-/* One row as display cells (human units) or CSV fields (raw numbers). */
-static void run_cells(rec_query *q, int csv, char cell[NCOLS][CELL])
-{
-    for (int c = 0; c < NCOLS; c++) {
-        char *b = cell[c];
-        if (rec_query_isnull(q, c)) {
-            snprintf(b, CELL, "%s", csv ? "" : "-");
-            continue;
-        }
-        double x = rec_query_double(q, c);
-        switch (c) {
-        case 0:
-        case 4:
-        case 5:
-        case 6:
-        case 7:
-            snprintf(b, CELL, "%lld", (long long)rec_query_int(q, c));
-            break;
-        case COL_FITS: /* 1/0 in CSV, yes/NO on screen; NULL: unknown */
-            if (csv)
-                snprintf(b, CELL, "%lld", (long long)rec_query_int(q, c));
-            else
-                snprintf(b, CELL, "%s", rec_query_int(q, c) ? "yes" : "NO");
-            break;
-        case 8:
-        case 9:
-        case 10:
-        case 11:
-        case 13:
-            if (csv)
-                snprintf(b, CELL, "%.17g", x);
-            else if (c == 8)
-                fmt_time(x, b, CELL);
-            else if (c == 11)
-                fmt_bytes(x, b, CELL);
-            else if (c == 13)
-                snprintf(b, CELL, "%.3f", x);
-            else
-                fmt_pct(x, b, CELL);
-            break;
-        default: snprintf(b, CELL, "%s", rec_query_text(q, c));
-        }
-    }
-}
-
-int report_runs(rec_db *db, FILE *out, int csv, ps_err *err)
-{
-    rec_query *q = query(db, runs_sql, -1, err);
-    if (!q)
-        return PS_ERR;
-    char(*rows)[NCOLS][CELL] = NULL;
-    int n = 0, cap = 0, rc;
-    while ((rc = rec_query_step(q, err)) == 1) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            void *p = realloc(rows, (size_t)cap * sizeof *rows);
-            if (!p) {
-                rc = ps_errf(err, "out of memory for the run table");
-                break;
-            }
-            rows = p;
-        }
-        run_cells(q, csv, rows[n++]);
-    }
-    rec_query_free(q);
-    if (rc < 0) {
-        free(rows);
-        return PS_ERR;
-    }
-    if (csv) {
-        for (int c = 0; c < NCOLS; c++)
-            fprintf(out, "%s%s", c ? "," : "", csv_name[c]);
-        fputc('\n', out);
-        for (int r = 0; r < n; r++) {
-            for (int c = 0; c < NCOLS; c++) {
-                if (c)
-                    fputc(',', out);
-                report_csv_field(out, rows[r][c]);
-            }
-            fputc('\n', out);
-        }
-        free(rows);
-        return PS_OK;
-    }
-    int w[NCOLS];
-    for (int c = 0; c < NCOLS; c++) {
-        w[c] = (int)strlen(col_name[c]);
-        for (int r = 0; r < n; r++)
-            if ((int)strlen(rows[r][c]) > w[c])
-                w[c] = (int)strlen(rows[r][c]);
-    }
-    for (int r = -1; r < n; r++) {
-        for (int c = 0; c < NCOLS; c++) {
-            const char *s = r < 0 ? col_name[c] : rows[r][c];
-            int last = c == NCOLS - 1;
-            if (col_left[c])
-                fprintf(out, "%s%-*s", c ? "  " : "", last ? 0 : w[c], s);
-            else
-                fprintf(out, "%s%*s", c ? "  " : "", w[c], s);
-        }
-        fputc('\n', out);
-    }
-    free(rows);
-    return PS_OK;
-}
 
 /* ------------------------------------------------------------------ */
 /* Memory warnings                                                     */
@@ -285,7 +77,7 @@ static const char over_sql[] =
 int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
                     ps_err *err)
 {
-    rec_query *q = query(db, over_sql, run > 0 ? run : 0, err);
+    rec_query *q = report_query(db, over_sql, run > 0 ? run : 0, err);
     if (!q)
         return PS_ERR;
     int rc, shown = 0, more = 0;
@@ -339,7 +131,7 @@ static const char run_sql[] =
 
 static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
 {
-    rec_query *q = query(db, run_sql, run, err);
+    rec_query *q = report_query(db, run_sql, run, err);
     if (!q)
         return PS_ERR;
     int rc = rec_query_step(q, err);
@@ -371,28 +163,6 @@ static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
     return rc;
 }
 
-/* Writes text to out, breaking lines after ", " so that none is longer
- * than width where possible; continuation lines are indented. */
-static void wrap(FILE *out, const char *text, int width)
-{
-    int col = 0;
-    while (*text) {
-        const char *sep = strstr(text, ", ");
-        int len = sep ? (int)(sep - text) + 1 : (int)strlen(text);
-        if (col > 2 && col + 1 + len > width) {
-            fputs("\n  ", out);
-            col = 2;
-        } else if (col > 0) {
-            fputc(' ', out);
-            col++;
-        }
-        fwrite(text, 1, (size_t)len, out);
-        col += len;
-        text += len + (sep ? 1 : 0);
-    }
-    fputc('\n', out);
-}
-
 static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
                          FILE *final, ps_err *err)
 {
@@ -403,10 +173,10 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
         return ps_errf(err, "out of memory for the summary");
     fprintf(out, "run %lld \"%s\": ", (long long)run, ri->name);
     if (strcmp(ri->kind, "collective") == 0) {
-        rec_query *q = query(db,
-                             "SELECT op, algorithm, ranks, bytes, time, "
-                             "busbw FROM collective WHERE run = ?1",
-                             run, err);
+        rec_query *q = report_query(db,
+                                    "SELECT op, algorithm, ranks, bytes, time, "
+                                    "busbw FROM collective WHERE run = ?1",
+                                    run, err);
         if (!q) {
             fclose(out);
             return PS_ERR;
@@ -423,21 +193,23 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
                     "%.4g GB/s",
                     rec_query_text(q, 0), rec_query_text(q, 1),
                     (long long)rec_query_int(q, 2),
-                    fmt_bytes(rec_query_double(q, 3), a, sizeof a),
-                    fmt_time(rec_query_double(q, 4), b, sizeof b),
+                    report_fmt_bytes(rec_query_double(q, 3), a, sizeof a),
+                    report_fmt_time(rec_query_double(q, 4), b, sizeof b),
                     rec_query_double(q, 5) / 1e9);
         else
             fprintf(out, "collective, time %s",
-                    fmt_time(ri->makespan, a, sizeof a));
+                    report_fmt_time(ri->makespan, a, sizeof a));
         rec_query_free(q);
     } else {
         fprintf(out, "%s p=%lld m=%lld v=%lld", ri->schedule, (long long)ri->p,
                 (long long)ri->m, (long long)ri->v);
         if (ri->dp > 1)
             fprintf(out, " dp=%lld", (long long)ri->dp);
-        fprintf(out, ", makespan %s", fmt_time(ri->makespan, a, sizeof a));
+        fprintf(out, ", makespan %s",
+                report_fmt_time(ri->makespan, a, sizeof a));
         if (ri->has_bubble)
-            fprintf(out, ", bubble %s", fmt_pct(ri->bubble, a, sizeof a));
+            fprintf(out, ", bubble %s",
+                    report_fmt_pct(ri->bubble, a, sizeof a));
         if (ri->has_closed) {
             /* the formula is named when it is the plain one; split
              * backwards and the zero-bubble schedules have their own
@@ -448,16 +220,17 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
             if (fabs(ri->closed - plain) > 1e-9 * plain)
                 form = "";
             fprintf(out, " vs closed form %s= %s", form,
-                    fmt_pct(ri->closed, b, sizeof b));
+                    report_fmt_pct(ri->closed, b, sizeof b));
         }
         if (ri->has_peak)
-            fprintf(out, ", peak memory %s%s", fmt_bytes(ri->peak, a, sizeof a),
+            fprintf(out, ", peak memory %s%s",
+                    report_fmt_bytes(ri->peak, a, sizeof a),
                     ri->fits == 0 ? " (more than a device has)" : "");
     }
     fputc('\0', out);
     fclose(out);
     line[sizeof line - 1] = '\0';
-    wrap(final, line, width);
+    report_wrap(final, line, width);
     if (strcmp(ri->status, "ok") != 0)
         fprintf(final, "status %s: %s\n", ri->status, ri->error);
     return PS_OK;
@@ -494,7 +267,7 @@ static void print_axis(FILE *out, int indent, int cols, double t_first,
                        double dt, double makespan)
 {
     const char *unit;
-    double scale = time_unit(makespan, &unit);
+    double scale = report_time_unit(makespan, &unit);
     /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
      * (a hand-edited database), where the product is infinite, the step
      * NaN and the tick loop never ended */
@@ -543,9 +316,9 @@ static void print_axis(FILE *out, int indent, int cols, double t_first,
 /* Chunks per rank in the run's events (max chunk + 1), at least 1. */
 static int64_t event_chunks(rec_db *db, int64_t run, ps_err *err)
 {
-    rec_query *q =
-        query(db, "SELECT coalesce(max(chunk), 0) FROM event WHERE run = ?1",
-              run, err);
+    rec_query *q = report_query(
+        db, "SELECT coalesce(max(chunk), 0) FROM event WHERE run = ?1", run,
+        err);
     int64_t n = 1;
     if (q && rec_query_step(q, err) == 1 && !rec_query_isnull(q, 0))
         n = rec_query_int(q, 0) + 1;
@@ -574,10 +347,11 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
      * glyph (two-digit microbatches need three), in up to 4 panels of the
      * width, one below the other, each a slice of the time axis */
     int panels = 1;
-    rec_query *w = query(db,
-                         "SELECT min(t_end - t_start), max(mb) FROM event "
-                         "WHERE run = ?1 AND t_end > t_start AND mb >= 0",
-                         run, err);
+    rec_query *w =
+        report_query(db,
+                     "SELECT min(t_end - t_start), max(mb) FROM event "
+                     "WHERE run = ?1 AND t_end > t_start AND mb >= 0",
+                     run, err);
     if (w && rec_query_step(w, err) == 1 && !rec_query_isnull(w, 0)) {
         double shortest = rec_query_double(w, 0);
         int len = snprintf(digits, sizeof digits, "%lld",
@@ -606,10 +380,11 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
     for (int64_t r = 0; r < nranks; r++)
         bubble[r] = NAN;
     int rc = PS_OK;
-    rec_query *q = query(db,
-                         "SELECT rank, kind, mb, t_start, t_end, chunk FROM "
-                         "event WHERE run = ?1 ORDER BY rank, t_start",
-                         run, err);
+    rec_query *q =
+        report_query(db,
+                     "SELECT rank, kind, mb, t_start, t_end, chunk FROM "
+                     "event WHERE run = ?1 ORDER BY rank, t_start",
+                     run, err);
     if (!q)
         rc = PS_ERR;
     while (q && (rc = rec_query_step(q, err)) == 1) {
@@ -645,8 +420,8 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
     }
     rec_query_free(q);
     if (rc == PS_OK) {
-        q = query(db, "SELECT rank, bubble FROM rank_stat WHERE run = ?1", run,
-                  err);
+        q = report_query(
+            db, "SELECT rank, bubble FROM rank_stat WHERE run = ?1", run, err);
         if (!q)
             rc = PS_ERR;
         while (q && (rc = rec_query_step(q, err)) == 1) {
@@ -690,7 +465,7 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
                           : "",
                  kinds[6] ? ", *** other" : "",
                  nch > 1 ? ", a row per model chunk (c0, c1, ...)" : "");
-        wrap(out, legend, width);
+        report_wrap(out, legend, width);
         (void)ri;
     }
     free(grid);
@@ -705,16 +480,18 @@ int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
     /* rows are checked first: the chart indexes by rank and scales by
      * time, and the database may have been edited */
     if (load_run(db, run, &ri, err) || dbcheck_run(db, run, NULL, err) ||
-        print_summary(db, run, &ri, width, out, err))
+        print_summary(db, run, &ri, width, out, err) ||
+        report_efficiency(db, run, out, width, err))
         return PS_ERR;
-    rec_query *q = query(db,
-                         "SELECT (SELECT count(*) FROM event WHERE run = ?1), "
-                         "(SELECT count(*) FROM memory WHERE run = ?1), "
-                         "(SELECT max(r) FROM (SELECT max(rank) AS r FROM "
-                         "event WHERE run = ?1 UNION ALL SELECT max(rank) "
-                         "FROM rank_stat WHERE run = ?1)), "
-                         "(SELECT max(t_end) FROM event WHERE run = ?1)",
-                         run, err);
+    rec_query *q =
+        report_query(db,
+                     "SELECT (SELECT count(*) FROM event WHERE run = ?1), "
+                     "(SELECT count(*) FROM memory WHERE run = ?1), "
+                     "(SELECT max(r) FROM (SELECT max(rank) AS r FROM "
+                     "event WHERE run = ?1 UNION ALL SELECT max(rank) "
+                     "FROM rank_stat WHERE run = ?1)), "
+                     "(SELECT max(t_end) FROM event WHERE run = ?1)",
+                     run, err);
     if (!q || rec_query_step(q, err) != 1) {
         rec_query_free(q);
         return PS_ERR;
@@ -753,7 +530,7 @@ int report_run_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
     };
     enum { N = sizeof cols / sizeof cols[0] };
     rec_query *q =
-        query(db, "SELECT count(*) FROM run WHERE id = ?1", run, err);
+        report_query(db, "SELECT count(*) FROM run WHERE id = ?1", run, err);
     if (!q || rec_query_step(q, err) != 1) {
         rec_query_free(q);
         return PS_ERR;
@@ -763,11 +540,12 @@ int report_run_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
     if (!found)
         return ps_errf(err, "run %lld not found in %s", (long long)run,
                        rec_path(db));
-    q = query(db,
-              "SELECT rank, busy, bubble, static_memory, peak_memory, t_peak, "
-              "exposed_comm, capacity, fits FROM rank_stat WHERE run = ?1 "
-              "ORDER BY rank",
-              run, err);
+    q = report_query(
+        db,
+        "SELECT rank, busy, bubble, static_memory, peak_memory, t_peak, "
+        "exposed_comm, capacity, fits FROM rank_stat WHERE run = ?1 "
+        "ORDER BY rank",
+        run, err);
     if (!q)
         return PS_ERR;
     fputs("run", out);

@@ -17,7 +17,8 @@
 void report_csv_field(FILE *out, const char *s);
 
 /* Writes one line per run (id, name, kind, schedule, p, m, v, dp, makespan,
- * bubble, closed-form bubble, peak memory, fits, imbalance, status) to out: an
+ * bubble, closed-form bubble, peak memory, fits, imbalance, status, and the
+ * step's model TFLOP/s per GPU, MFU and tokens/s per GPU) to out: an
  * aligned table in human units, or with csv != 0 CSV with a header line and
  * raw numbers in base units (seconds, fractions, bytes) for other tools.
  * Fails only when a query fails. */
@@ -61,6 +62,14 @@ int report_parse_width(const char *text, int *width, ps_err *err);
  * a note instead of the chart. Fails with "run 7 not found in DB" for an
  * unknown id, or when a query fails. */
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err);
+
+/* Writes the efficiency line of a pipeline run (model FLOPs per step,
+ * model and hardware TFLOP/s per GPU, MFU of the dense peak, tokens/s per
+ * GPU, and the run's note on what is missing), wrapped to width; nothing
+ * for a collective or a run recorded before schema 8. Fails only when a
+ * query fails (out/report_eff.c). */
+int report_efficiency(rec_db *db, int64_t run, FILE *out, int width,
+                      ps_err *err);
 
 /* Writes run as CSV for other tools: a header line, then one line per rank
  * with its rank_stat columns (run, rank, busy, bubble, static_memory,

@@ -325,4 +325,17 @@ int rec_reopen(rec_db *db, ps_err *err);
  * and upgrades an old one in place, each atomically. */
 int rec_schema_prepare(rec_db *db, ps_err *err);
 
+/* The run row's efficiency columns and their parameters in ST_RUN. */
+#define REC_EFF_COLS                                                           \
+    "model_flops, hardware_flops, tokens, gpus, peak_flops, precision, "       \
+    "model_tflops_per_gpu, mfu, hardware_tflops_per_gpu, "                     \
+    "tokens_per_s_per_gpu, efficiency_note"
+#define REC_EFF_ARGS "?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41"
+
+/* Binds the run row's 11 efficiency columns (model_flops ...
+ * efficiency_note, rec/rec.h) from parameter i on: e's figures and the
+ * rates over makespan (rec/eff.c). Unknown values bind NULL. */
+void rec_bind_efficiency(sqlite3_stmt *st, int i, const rec_eff *e,
+                         double makespan);
+
 #endif

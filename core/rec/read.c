@@ -58,7 +58,8 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 : version == 3 ? "the 'tp_comm' columns"
                 : version == 4 ? "the run 'sweep' columns"
                 : version == 5 ? "the collective 'protocol' columns"
-                               : "the timeline's rowid spans",
+                : version == 6 ? "the timeline's rowid spans"
+                               : "the run's efficiency columns",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }

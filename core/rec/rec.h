@@ -6,7 +6,10 @@
  *       makespan, bubble, closed_form_bubble, imbalance, peak_memory, p2p,
  *       params, status, error, created, fits, tp, sequence_parallel,
  *       recompute, sweep, point, point_index, tags, model, seq_length,
- *       micro_batch, global_batch, scenario)
+ *       micro_batch, global_batch, scenario, model_flops, hardware_flops,
+ *       tokens, gpus, peak_flops, precision, model_tflops_per_gpu, mfu,
+ *       hardware_tflops_per_gpu, tokens_per_s_per_gpu, efficiency_note,
+ *       backend, simulated)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
  *       status 'ok' | 'failed' (error holds the message); fits 1 when every
  *       rank's peak memory is within its device's capacity, 0 when one is
@@ -18,9 +21,16 @@
  *       global_batch (micro_batch x microbatches x dp) when the layers come
  *       from ps.models (NULL otherwise); scenario the version of the script
  *       and -D arguments that made the run ("fnv1a64:..." of their text),
- *       which pipesim merge compares. backend 'sim' (the engine) or 'tcp'
- *       (live mode, live/live.h: measured times), simulated the
- *       simulated twin's makespan of a live run (NULL otherwise).
+ *       which pipesim merge compares.
+ *       Efficiency (version 8, issue 27 item 16; docs/efficiency.md):
+ *       model_flops, hardware_flops (with recompute) and tokens per step,
+ *       gpus, peak_flops (one GPU's dense peak at `precision`), and per
+ *       GPU model_tflops_per_gpu, mfu, hardware_tflops_per_gpu,
+ *       tokens_per_s_per_gpu (model figures over makespan x gpus);
+ *       efficiency_note says why any of them is NULL.
+ *       backend (version 9, issue 25) 'sim' (the engine) or 'tcp' (live
+ *       mode, live/live.h: measured times), simulated the simulated
+ *       twin's makespan of a live run (NULL otherwise).
  *   event(run, rank, kind, stage, chunk, mb, t_start, t_end, rowid)
  *       one row per compute op; kind 'F','B','W','R','OPT'.
  *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag, rowid)
@@ -82,12 +92,11 @@
  * when the file is next opened.
  *
  * Version 5 added the sweep columns of run (sweep ... scenario), 6
- * collective.protocol; version 8 added run.backend and run.simulated;
- * version 7 moved the timeline into rowid spans (same
- * views, in-place upgrade).
- * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
- * upgrades a version 1 file in place (old runs get NULL: unknown), readers
- * ask for that upgrade. */
+ * collective.protocol; version 8 the efficiency columns, version 9
+ * run.backend and run.simulated; version 7 moved the timeline into rowid spans
+ * (same views, in-place upgrade). Version 2 added run.fits, rank_stat.capacity
+ * and rank_stat.fits; rec_open upgrades a version 1 file in place (old runs get
+ * NULL: unknown), readers ask for that upgrade. */
 #ifndef PS_REC_H
 #define PS_REC_H
 
@@ -97,7 +106,7 @@
 #include "net/net.h"
 #include "sim/prog.h"
 
-#define REC_SCHEMA_VERSION 8
+#define REC_SCHEMA_VERSION 9
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -119,10 +128,25 @@ enum rec_fits { REC_FITS_UNKNOWN = 0, REC_FITS_YES, REC_FITS_NO };
 /* A run's place in a sweep and its descriptive columns; NULL strings and
  * counts <= 0 are stored as NULL. point_index counts only when point is
  * set. */
+/* A training step's efficiency inputs (issue 27 item 16; the figures'
+ * definitions are lua/pipesim/efficiency.lua's and docs/efficiency.md's):
+ * per step, for the whole job. Values <= 0 (and NULL strings) are unknown
+ * and stored as NULL; so are the rates that need them. */
+typedef struct rec_eff {
+    double model_flops;    /* Megatron-LM's model FLOPs of the global batch */
+    double hardware_flops; /* the same with the recomputed forwards */
+    double tokens;         /* sequences x sequence length */
+    double peak_flops;     /* one GPU's dense peak at `precision`, FLOP/s */
+    int64_t gpus;          /* GPUs the step runs on (tp x cp x pp x dp) */
+    const char *precision; /* "bf16", "fp16", "fp8", ... */
+    const char *note;      /* why figures are missing, or NULL */
+} rec_eff;
+
 typedef struct rec_meta {
     const char *sweep, *point, *tags, *model, *scenario;
     int64_t point_index;
     int64_t seq_length, micro_batch, global_batch;
+    rec_eff eff; /* a pipeline's efficiency inputs (zero: none) */
 } rec_meta;
 
 typedef struct rec_run {

@@ -261,6 +261,10 @@ static const char schema_head_sql[] =
     "  sweep TEXT, point TEXT, point_index INTEGER, tags TEXT, model TEXT,\n"
     "  seq_length INTEGER, micro_batch INTEGER, global_batch INTEGER,\n"
     "  scenario TEXT,\n"
+    "  model_flops REAL, hardware_flops REAL, tokens REAL, gpus INTEGER,\n"
+    "  peak_flops REAL, precision TEXT, model_tflops_per_gpu REAL, mfu REAL,\n"
+    "  hardware_tflops_per_gpu REAL, tokens_per_s_per_gpu REAL,\n"
+    "  efficiency_note TEXT,\n"
     "  backend TEXT NOT NULL DEFAULT 'sim' CHECK (backend IN ('sim', 'tcp')),\n"
     "  simulated REAL);\n" TIMELINE_TABLES_SQL;
 
@@ -377,15 +381,32 @@ static const char migrate_v7_sql[] =
     "DROP TABLE memory;\n";
 /* clang-format on */
 
-/* Version 7 -> 8: which executor ran the run (issue 25: 'tcp' for live
+/* Version 7 -> 8: a training step's efficiency figures (issue 27 item 16,
+ * rec/rec.h; NULL for old runs and for collectives), appended last as
+ * CREATE TABLE has them. */
+static const char migrate_v8_sql[] =
+    "ALTER TABLE run ADD COLUMN model_flops REAL;\n"
+    "ALTER TABLE run ADD COLUMN hardware_flops REAL;\n"
+    "ALTER TABLE run ADD COLUMN tokens REAL;\n"
+    "ALTER TABLE run ADD COLUMN gpus INTEGER;\n"
+    "ALTER TABLE run ADD COLUMN peak_flops REAL;\n"
+    "ALTER TABLE run ADD COLUMN precision TEXT;\n"
+    "ALTER TABLE run ADD COLUMN model_tflops_per_gpu REAL;\n"
+    "ALTER TABLE run ADD COLUMN mfu REAL;\n"
+    "ALTER TABLE run ADD COLUMN hardware_tflops_per_gpu REAL;\n"
+    "ALTER TABLE run ADD COLUMN tokens_per_s_per_gpu REAL;\n"
+    "ALTER TABLE run ADD COLUMN efficiency_note TEXT;\n"
+    "PRAGMA user_version = 8;\n";
+
+/* Version 8 -> 9: which executor ran the run (issue 25: 'tcp' for live
  * mode, 'sim' for every older run) and, for a live run, the simulated
  * twin's makespan beside the measured one; appended last as CREATE TABLE
  * has them. */
-static const char migrate_v8_sql[] =
+static const char migrate_v9_sql[] =
     "ALTER TABLE run ADD COLUMN backend TEXT NOT NULL DEFAULT 'sim' "
     "CHECK (backend IN ('sim', 'tcp'));\n"
     "ALTER TABLE run ADD COLUMN simulated REAL;\n"
-    "PRAGMA user_version = 8;\n";
+    "PRAGMA user_version = 9;\n";
 
 /* A new file's schema and the version 7 upgrade, each run in order (C
  * caps one string literal at 4095 bytes). */
@@ -735,9 +756,11 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 6 &&
              rec_exec_sql(db, "PRAGMA user_version = 7", err)) ||
             (version >= 1 && version <= 7 &&
+             rec_exec_sql(db, migrate_v8_sql, err)) ||
+            (version >= 1 && version <= 8 &&
              rec_exec_sql(db,
-                          has_backend(db) ? "PRAGMA user_version = 8"
-                                          : migrate_v8_sql,
+                          has_backend(db) ? "PRAGMA user_version = 9"
+                                          : migrate_v9_sql,
                           err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;

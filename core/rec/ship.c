@@ -85,11 +85,14 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
     size_t mark = s->n;
     const rec_run *r = p->run;
     put_i64(s, level);
-    const char *strs[] = {r->kind,          r->name,      r->schedule,
-                          r->p2p,           r->recompute, r->params_json,
-                          r->status,        r->error,     r->meta.sweep,
-                          r->meta.point,    r->meta.tags, r->meta.model,
-                          r->meta.scenario, r->backend};
+    const char *strs[] = {r->kind,          r->name,
+                          r->schedule,      r->p2p,
+                          r->recompute,     r->params_json,
+                          r->status,        r->error,
+                          r->meta.sweep,    r->meta.point,
+                          r->meta.tags,     r->meta.model,
+                          r->meta.scenario, r->meta.eff.precision,
+                          r->meta.eff.note, r->backend};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         put_str(s, strs[i]);
     int64_t ints[] = {r->stages,
@@ -102,11 +105,20 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
                       r->meta.point_index,
                       r->meta.seq_length,
                       r->meta.micro_batch,
-                      r->meta.global_batch};
+                      r->meta.global_batch,
+                      r->meta.eff.gpus};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         put_i64(s, ints[i]);
-    double reals[] = {r->makespan,  r->bubble,      r->closed_form_bubble,
-                      r->imbalance, r->peak_memory, r->simulated};
+    double reals[] = {r->makespan,
+                      r->bubble,
+                      r->closed_form_bubble,
+                      r->imbalance,
+                      r->peak_memory,
+                      r->meta.eff.model_flops,
+                      r->meta.eff.hardware_flops,
+                      r->meta.eff.tokens,
+                      r->meta.eff.peak_flops,
+                      r->simulated};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
         put_f64(s, reals[i]);
     int32_t ns = p->stages ? p->nstages : 0;
@@ -217,12 +229,14 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
         rec_run run;
         memset(&run, 0, sizeof run);
         enum rec_level level = (enum rec_level)take_i64(&r);
-        const char **strs[] = {
-            &run.kind,          &run.name,      &run.schedule,
-            &run.p2p,           &run.recompute, &run.params_json,
-            &run.status,        &run.error,     &run.meta.sweep,
-            &run.meta.point,    &run.meta.tags, &run.meta.model,
-            &run.meta.scenario, &run.backend};
+        const char **strs[] = {&run.kind,          &run.name,
+                               &run.schedule,      &run.p2p,
+                               &run.recompute,     &run.params_json,
+                               &run.status,        &run.error,
+                               &run.meta.sweep,    &run.meta.point,
+                               &run.meta.tags,     &run.meta.model,
+                               &run.meta.scenario, &run.meta.eff.precision,
+                               &run.meta.eff.note, &run.backend};
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
             *strs[i] = take_str(&r);
         run.stages = (int32_t)take_i64(&r);
@@ -236,9 +250,17 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
         run.meta.seq_length = take_i64(&r);
         run.meta.micro_batch = take_i64(&r);
         run.meta.global_batch = take_i64(&r);
-        double *reals[] = {&run.makespan,           &run.bubble,
-                           &run.closed_form_bubble, &run.imbalance,
-                           &run.peak_memory,        &run.simulated};
+        run.meta.eff.gpus = take_i64(&r);
+        double *reals[] = {&run.makespan,
+                           &run.bubble,
+                           &run.closed_form_bubble,
+                           &run.imbalance,
+                           &run.peak_memory,
+                           &run.meta.eff.model_flops,
+                           &run.meta.eff.hardware_flops,
+                           &run.meta.eff.tokens,
+                           &run.meta.eff.peak_flops,
+                           &run.simulated};
         for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
             take(&r, reals[i], sizeof(double));
         rec_payload p = {.run = &run};

@@ -425,6 +425,25 @@ M.nvl72 = check.public(function(racks, overrides)
     return dgx_spec(DEVICES.gb200, racks, overrides, "")
 end)
 
+-- load(path) -> the table a cluster file returns (`pipesim calibrate`'s
+-- output, docs/calibrate.md), for ps.cluster: the file is data, run as a
+-- text chunk (never a binary one) in an empty environment, so it can
+-- read or call nothing; under the sandbox it must lie where scenarios may
+-- load Lua from. Errors name the file.
+M.load = check.public(function(path)
+    if type(path) ~= "string" then
+        check.fail("load: expected the path of a cluster file, got %s", type(path))
+    end
+    local chunk, err = loadfile(path, "t", {})
+    if not chunk then check.fail("load: %s", tostring(err)) end
+    local ok, t = pcall(chunk)
+    if not ok then check.fail("load: %s", tostring(t)) end
+    if type(t) ~= "table" then
+        check.fail("load: %s must return a table for ps.cluster, got %s", path, type(t))
+    end
+    return t
+end)
+
 -- Names for listings, in datasheet order.
 function M.devices()
     local out = {}

@@ -36,6 +36,7 @@ setmetatable(ps, { __index = lazy_field, __pairs = function(t)
     return next, t, nil
 end })
 local parallel = require "pipesim.parallel"
+local efficiency = require "pipesim.efficiency"
 
 
 local function expect_table(fn, spec)
@@ -66,6 +67,9 @@ end
 -- reads only flops, efficiency and memory, so they are taken out of the
 -- table it gets. Weak keys: a cluster collected takes its entry along.
 local ROOFLINE = setmetatable({}, { __mode = "k" })
+-- Each cluster's device peaks per precision (efficiency.device_peaks),
+-- for the efficiency figures of ps.run (issue 27 item 16).
+local PEAKS = setmetatable({}, { __mode = "k" })
 
 local function roofline_device(spec)
     local d = spec.device
@@ -148,6 +152,7 @@ function ps.cluster(spec)
     local cspec, roof = roofline_device(spec)
     local c = call("ps.cluster", core.cluster, cspec)
     if roof then ROOFLINE[c] = roof end
+    PEAKS[c] = efficiency.device_peaks(spec) -- MFU's denominator (item 16)
     return c -- not a tail call: `call` blames the caller two frames up
 end
 
@@ -169,8 +174,12 @@ local function tp_cost(cluster)
         local key = op .. " " .. bytes .. " " .. table.concat(ranks, ",")
         local t = cache[key]
         if t == nil then
+            -- protocol "none" as before issue 27 item 11: core.collective
+            -- now defaults to NCCL's protocols on clusters with NCCL's
+            -- constants (coll_default_protocol, core/coll/coll.h); the TP
+            -- path takes that rule on with the layout work
             t = core.collective{ cluster = cluster, op = op, algorithm = "ring", bytes = bytes,
-                ranks = ranks, record = "none" }.time
+                ranks = ranks, record = "none", protocol = "none" }.time
             cache[key] = t
         end
         return t
@@ -810,6 +819,16 @@ function ps.run(spec)
     -- itself is an unknown field or a bad value before it reaches json)
     args.params_json = function() return params_json(spec, partition, m) end
     args.meta = run_meta("ps.run", spec, m and SWEEP_AT and SWEEP_AT.plain and m or nil)
+    -- the step's efficiency figures, recorded with the run (issue 27 item
+    -- 16); a plain sweep point has its base's figures, unless the
+    -- partition decides which blocks recompute
+    local plain = m and SWEEP_AT and SWEEP_AT.plain and spec.recompute_method ~= "block"
+    local eff = plain and m.efficiency
+    if not eff then
+        eff = efficiency.figures(spec, partition, PEAKS[spec.cluster])
+        if plain then m.efficiency = eff end
+    end
+    args.meta.efficiency = eff
     if SHARD_K > 0 and not SWEEP_AT then args.record = "none" end
     -- the core views of model layers, read once (parallel.finish)
     if plan and plan.sealed_layers then args.layers = plan.sealed_layers end
@@ -817,6 +836,7 @@ function ps.run(spec)
     r.db = spec.db
     if SHARD_K > 0 and not SWEEP_AT then r.shard_left = true end
     if plan then parallel.annotate(r, plan) end
+    r.efficiency = efficiency.rates(args.meta.efficiency, r.makespan)
     -- partition = "search": the simulations it used, its seed and result
     if searched then r.partition_search = searched end
     return r

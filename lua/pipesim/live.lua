@@ -4,9 +4,8 @@
 -- layers, and writes what it found as a cluster file (a Lua chunk
 -- returning a ps.cluster table) and a profile CSV (ps.profile.load), so
 -- that the simulator and live runs can be compared on the same machine.
--- The two writers below are the hand-over point to
--- lua/pipesim/calibrate.lua (the nccl-tests and GEMM calibration), whose
--- cluster-file writer they should become once both are in one branch.
+-- The cluster file goes through lua/pipesim/calibrate.lua's writer (the
+-- nccl-tests and GEMM calibration's), read back by ps.clusters.load.
 local M = {}
 
 local function fmt_time(s)
@@ -14,19 +13,23 @@ local function fmt_time(s)
     return string.format("%.6g us", s * 1e6)
 end
 
--- The cluster file: `return { ... }`, a ps.cluster table, with the
--- points it was fitted from as comments.
+-- The cluster file: a ps.cluster table written by calibrate.lua's
+-- render (the nccl-tests and GEMM calibration's writer, so that
+-- ps.clusters.load reads both alike), the points it was fitted from in
+-- its header.
 function M.write_cluster(path, c)
+    local header = { "pipesim calibrate --live: live mode's TCP transport",
+                     "ping-pong one-way times, fitted by least squares (weights 1/t^2)",
+                     "to latency + bytes / bandwidth:" }
+    for i, x in ipairs(c.sizes) do
+        header[#header + 1] = string.format("  %12d B  %s", math.floor(x), fmt_time(c.one_way[i]))
+    end
+    header[#header + 1] = "load: ps.cluster(ps.clusters.load(\"this file\"))"
+    local t = { name = c.name, ranks = c.ranks,
+                link = { latency = c.latency, bandwidth = c.bandwidth } }
     local f, err = io.open(path, "w")
     if not f then error("ps.calibrate: cannot write " .. tostring(err), 0) end
-    f:write("-- pipesim calibrate: live mode's TCP transport, ping-pong one-way times\n")
-    f:write("-- fitted by least squares to latency + bytes / bandwidth\n")
-    for i, x in ipairs(c.sizes) do
-        f:write(string.format("--   %12d B  %s\n", math.floor(x), fmt_time(c.one_way[i])))
-    end
-    f:write(string.format("return { name = %q, ranks = %d,\n", c.name, c.ranks))
-    f:write(string.format("         link = { latency = %q, bandwidth = \"%.6g GB/s\" } }\n",
-        fmt_time(c.latency), c.bandwidth / 1e9))
+    f:write(require("pipesim.calibrate").render(header, t))
     f:close()
 end
 

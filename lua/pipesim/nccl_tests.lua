@@ -15,9 +15,6 @@ local OPS = {
     alltoall = "alltoall", sendrecv = "sendrecv",
 }
 local REDUCES = { allreduce = true, reduce_scatter = true, reduce = true }
--- the ops NCCL runs with a protocol of its choice (ring or tree): auto's
--- (algorithm, protocol) pair, as NCCL's tuner picks, unless spec says
-local PROTOCOLS = { allreduce = true, reduce_scatter = true, allgather = true }
 local ROOTED = { broadcast = true, reduce = true }
 
 -- nccl-tests' parsesize: a count with an optional K, M or G (powers of
@@ -147,7 +144,9 @@ function M.run(ps, spec, where)
         local r = ps.collective{
             cluster = c, op = op, bytes = 4 * count, ranks = ranks,
             algorithm = spec.algorithm, slots = spec.slots, db = spec.db,
-            protocol = spec.protocol or (PROTOCOLS[op] and "auto" or nil),
+            -- nil: ps.collective's one rule (coll_default_protocol): NCCL's
+            -- (algorithm, protocol) pair on a cluster with NCCL's constants
+            protocol = spec.protocol,
             record = spec.record or "summary",
             name = string.format("nccl-tests %s %d B", spec.op, 4 * count),
         }

@@ -118,6 +118,18 @@ static void test_timeline_upgrade(void)
         "CREATE INDEX event_run ON event(run)",
         "CREATE INDEX transfer_run ON transfer(run)",
         "CREATE INDEX memory_run ON memory(run)",
+        /* and without version 8's efficiency columns */
+        "ALTER TABLE run DROP COLUMN model_flops",
+        "ALTER TABLE run DROP COLUMN hardware_flops",
+        "ALTER TABLE run DROP COLUMN tokens",
+        "ALTER TABLE run DROP COLUMN gpus",
+        "ALTER TABLE run DROP COLUMN peak_flops",
+        "ALTER TABLE run DROP COLUMN precision",
+        "ALTER TABLE run DROP COLUMN model_tflops_per_gpu",
+        "ALTER TABLE run DROP COLUMN mfu",
+        "ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu",
+        "ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu",
+        "ALTER TABLE run DROP COLUMN efficiency_note",
         "PRAGMA user_version = 6",
         NULL,
     };
@@ -130,7 +142,7 @@ static void test_timeline_upgrade(void)
     db = rec_open_read("v5.db", &err);
     CHECK(db == NULL);
     CHECK_HAS(err.msg, "schema version 6 (before the timeline's rowid "
-                       "spans), this pipesim reads 8; writing one run to it "
+                       "spans), this pipesim reads 9; writing one run to it "
                        "upgrades it in place");
     db = rec_open("v5.db", &err); /* the upgrade */
     CHECK(db != NULL);
@@ -140,7 +152,13 @@ static void test_timeline_upgrade(void)
         fixture_free(&fx);
         return;
     }
-    CHECK_INT(scalar(db, "PRAGMA user_version"), 8);
+    CHECK_INT(scalar(db, "PRAGMA user_version"), REC_SCHEMA_VERSION);
+    /* version 8's efficiency columns, NULL for the old runs */
+    CHECK_INT(scalar(db, "SELECT count(*) FROM pragma_table_info('run') "
+                         "WHERE name IN ('model_flops', 'mfu', "
+                         "'efficiency_note')"),
+              3);
+    CHECK_INT(scalar(db, "SELECT count(mfu) FROM run"), 0);
     CHECK_INT(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = "
                          "'view' AND name IN ('event', 'transfer', 'memory')"),
               3);
@@ -878,14 +896,14 @@ static void test_open_errors(void)
     /* a newer pipesim's file */
     unlink("newer.db");
     db = rec_open("newer.db", &err);
-    q = rec_query_new(db, "PRAGMA user_version = 9", &err);
+    q = rec_query_new(db, "PRAGMA user_version = 10", &err);
     CHECK_INT(rec_query_step(q, &err), 0);
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 9, this pipesim writes 8");
+    CHECK_STR(err.msg, "newer.db: schema version 10, this pipesim writes 9");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 9, this pipesim reads 8");
+    CHECK_STR(err.msg, "newer.db: schema version 10, this pipesim reads 9");
 
     /* a file of this version whose table was dropped behind pipesim's
      * back: the writer trusts the version (one header read, no schema

@@ -181,11 +181,11 @@ static void test_report(void)
     f = open_memstream(&buf, &len);
     CHECK_INT(report_runs(db, f, 1, &err), 0);
     fclose(f);
-    CHECK_HAS(buf,
-              "id,name,kind,schedule,stages,microbatches,"
-              "virtual_stages,dp,makespan,bubble,closed_form_bubble,"
-              "peak_memory,fits,imbalance,status\n1,gpipe,pipeline,gpipe,4,8,"
-              "1,1,33,");
+    CHECK_HAS(buf, "id,name,kind,schedule,stages,microbatches,"
+                   "virtual_stages,dp,makespan,bubble,closed_form_bubble,"
+                   "peak_memory,fits,imbalance,status,model_tflops_per_gpu,mfu,"
+                   "tokens_per_s_per_gpu\n1,gpipe,pipeline,gpipe,4,8,"
+                   "1,1,33,");
     CHECK_INT(count_char(buf, '\n'), 5);
     free(buf);
     rec_close(db, &err);

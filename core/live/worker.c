@@ -121,14 +121,23 @@ static void in_done(void *ctx, wire_in *in)
 /* ------------------------------------------------------------------ */
 /* Posting                                                             */
 
-static int post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
+/* The connection to op's peer, or -1 with err set. */
+static int32_t conn_for(const worker *w, const prog_op *op, ps_err *err)
 {
-    prog_op *op = &w->ps->lanes[lr->lane].ops[i];
     int32_t c =
         op->peer >= 0 && op->peer < w->ps->nranks ? w->conn_of[op->peer] : -1;
     if (c < 0)
-        return ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
-                       (int)op->peer);
+        ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
+                (int)op->peer);
+    return c;
+}
+
+static int post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
+{
+    prog_op *op = &w->ps->lanes[lr->lane].ops[i];
+    int32_t c = conn_for(w, op, err);
+    if (c < 0)
+        return PS_ERR;
     const void *data = NULL;
     size_t len = 0;
     if (w->cfg->ops->send_data(w->cfg->ctx, w->rank, lr->lane, i, op, &data,
@@ -170,11 +179,9 @@ static int post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
 static int post_recv(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
 {
     prog_op *op = &w->ps->lanes[lr->lane].ops[i];
-    int32_t c =
-        op->peer >= 0 && op->peer < w->ps->nranks ? w->conn_of[op->peer] : -1;
+    int32_t c = conn_for(w, op, err);
     if (c < 0)
-        return ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
-                       (int)op->peer);
+        return PS_ERR;
     size_t len = 0;
     if (w->cfg->ops->recv_len(w->cfg->ctx, w->rank, lr->lane, i, op, &len, err))
         return PS_ERR;

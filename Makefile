@@ -229,13 +229,16 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@echo
 	@echo "the fixed cost of a process (issue 12; tests/bench/startup.py):"
 	@python3 tests/bench/startup.py $(BIN)
+	@echo
+	@echo "PyTorch's gloo against live mode's ring (issue 25; tests/bench/gloo_vs_live.py):"
+	@python3 tests/bench/gloo_vs_live.py $(BIN)
 
 # libFuzzer targets (tests/fuzz/): clang with ASan and UBSan, the core in
 # build-fuzz/ with -fsanitize=fuzzer-no-link. Warnings stay warnings here:
 # clang warns where gcc does not, and `make fuzz` should fuzz, not lint.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_NAMES   := unit action profile scenario db calibrate
+FUZZ_NAMES   := unit action profile scenario db calibrate wire
 FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

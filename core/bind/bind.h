@@ -103,6 +103,7 @@ extern const luaL_Reg bind_collective_funcs[]; /* collective */
 extern const luaL_Reg bind_report_funcs[];     /* report */
 extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */
 extern const luaL_Reg bind_sweep_funcs[];      /* sweep_info, ... */
+extern const luaL_Reg bind_live_funcs[];       /* live_calibrate */
 extern const luaL_Reg bind_layout_funcs[];     /* layout */
 
 /* [-0, +0] An identity of the cluster userdata at idx that no other

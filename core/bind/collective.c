@@ -15,6 +15,7 @@
 #include "base/unit.h"
 #include "bind/bind.h"
 #include "bind/cluster.h"
+#include "bind/live.h"
 #include "coll/coll.h"
 #include "rec/rec.h"
 
@@ -372,6 +373,13 @@ static int core_collective(lua_State *L)
     coll_rec rc = {0};
     int simulate = 1;
     bind_boolean(L, 1, "simulate", &simulate);
+    bind_live lv; /* live mode (bind/live.c); nccl-tests' -n 20 -w 5 */
+    bind_live_read(L, 1, 20, 5, &lv);
+    if (!simulate && (lv.tcp || lv.bytes_log))
+        return luaL_error(L,
+                          "field '%s' needs a collective that runs; "
+                          "simulate = false only predicts",
+                          lv.tcp ? "backend" : "bytes_log");
     if (!simulate)
         return predict_only(L, &spec, cl->nw);
     int recording = bind_record(L, 1, &rc.level);
@@ -408,6 +416,14 @@ static int core_collective(lua_State *L)
     bind_meta(L, 1, &rc.meta);
     if (recording)
         rc.db = bind_database(L, bind_string(L, 1, "db"));
+    coll_live live = {.iterations = lv.iterations,
+                      .warmup = lv.warmup,
+                      .watchdog = lv.watchdog,
+                      .inject = lv.inject};
+    if (lv.tcp) {
+        rc.live = &live;
+        spec.stream = 0;
+    }
 
     coll_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
     coll_result *res = lua_newuserdatauv(L, sizeof *res, 0);
@@ -420,11 +436,21 @@ static int core_collective(lua_State *L)
     bind_progress(L);
     if (rc.id > 0)
         bind_count_run(L);
-    if (status)
+    if (status == PS_OK)
+        status = bind_live_bytes_log(L, &lv, rc.db, rc.id,
+                                     recording && rc.level == REC_EVENTS,
+                                     lv.tcp ? &live.run : NULL, &err);
+    if (status) {
+        coll_live_free(&live);
         return bind_raise(L, &err);
+    }
     int64_t n = spec.bytes / 4;
     push_result(L, res, coll_op_name(spec.op), rc.used_name, rc.id, spec.bytes,
                 spec.data == COLL_DATA_FN && n <= MAX_LUA_OUTPUTS);
+    if (lv.tcp) {
+        bind_live_push(L, &live.run, live.simulated, ranks, res->nranks);
+        coll_live_free(&live);
+    }
     coll_result_free(res); /* early; __gc finds it freed */
     return 1;
 }

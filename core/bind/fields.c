@@ -13,14 +13,18 @@
  * lua/pipesim/parallel.lua, which takes them out before core.run (tp
  * too, and gives it back: the core places the TP groups) */
 const char *const bind_fields_run[] = {
+    "backend",
+    "bytes_log",
     "checkpoint",
     "chunk_placement",
     "cluster",
+    "compute",
     "db",
     "dp",
     "faults",
     "fb_interference",
     "grad_sync",
+    "iterations",
     "layers",
     "memory",
     "meta",
@@ -47,6 +51,8 @@ const char *const bind_fields_run[] = {
     "tp_comm",
     "tp_overlap",
     "virtual_stages",
+    "warmup",
+    "watchdog",
     "zero",
     NULL,
 };
@@ -181,13 +187,17 @@ const char *const bind_fields_links_entry[] = {
  * init.lua */
 const char *const bind_fields_collective[] = {
     "algorithm",
+    "backend",
     "bytes",
+    "bytes_log",
     "candidates",
     "chunks",
     "cluster",
     "data",
     "db",
     "faults",
+    "inject",
+    "iterations",
     "meta",
     "name",
     "op",
@@ -204,6 +214,8 @@ const char *const bind_fields_collective[] = {
     "slots",
     "tags",
     "verify",
+    "warmup",
+    "watchdog",
     NULL,
 };
 

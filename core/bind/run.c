@@ -17,6 +17,7 @@
 #include "base/unit.h"
 #include "bind/bind.h"
 #include "bind/cluster.h"
+#include "bind/live.h"
 #include "coll/coll.h"
 #include "par/dp.h"
 #include "par/layout.h"
@@ -878,6 +879,9 @@ static int core_run(lua_State *L)
     cfg.device_memory = cl->memory;
 
     cfg.faults = bind_faults(L, 1, cl->nranks, 1);
+    bind_live lv; /* live mode (bind/live.c): one step unless asked */
+    bind_live_read(L, 1, 1, 0, &lv);
+    cfg.live = bind_live_pipe(L, 1, &lv, &cfg);
 
     cfg.params_json = bind_params_json(L, 1);
     bind_meta(L, 1, &cfg.meta);
@@ -897,6 +901,10 @@ static int core_run(lua_State *L)
     if (db && res.id > 0)
         bind_count_run(L);
     bind_progress(L);
+    if (rc == PS_OK)
+        rc = bind_live_bytes_log(L, &lv, db, res.id,
+                                 db && cfg.record == REC_EVENTS,
+                                 cfg.live ? &cfg.live->run : NULL, &err);
     if (rc)
         return bind_raise(L, &err);
 
@@ -941,6 +949,8 @@ static int core_run(lua_State *L)
     lua_setfield(L, -2, "events");
     if (cfg.tp > 1)
         push_groups(L, &res, cfg.tp);
+    if (cfg.live)
+        bind_live_pipe_push(L, cfg.live, res.rank, res.n);
     return 1;
 }
 

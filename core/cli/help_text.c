@@ -44,6 +44,14 @@ static const help_opt run_opts[] = {
      "run only the sweep points whose index is K modulo N (K from 0);\n"
      "join the shards with pipesim merge",
      NULL},
+    {"--bytes-log", "FILE",
+     "every run's byte counters as JSON Lines (bytes_log; docs/live.md)",
+     "file"},
+    {"--rendezvous", "HOST:PORT",
+     "live runs (backend = \"tcp\") use workers started with\n"
+     "pipesim worker --rendezvous HOST:PORT, on any host",
+     NULL},
+    {"--workers", "N", "the workers --rendezvous waits for", NULL},
     HELP_OPT,
     {NULL, NULL, NULL, NULL},
 };
@@ -129,6 +137,20 @@ static const help_opt calibrate_opts[] = {
     {"--in-place", NULL, "fit the in-place columns instead of out-of-place",
      NULL},
     {"-o, --output", "FILE", "write the cluster file to FILE", "file"},
+    {"--live", NULL,
+     "measure live mode's TCP transport instead (a ping-pong, least\n"
+     "squares; with --layers N the live MLP's per-layer times to\n"
+     "--profile FILE.csv, --width W, --samples S; docs/live.md)",
+     NULL},
+    HELP_OPT,
+    {NULL, NULL, NULL, NULL},
+};
+
+static const help_opt worker_opts[] = {
+    {"--rendezvous", "HOST:PORT", "the coordinator (pipesim run --rendezvous)",
+     NULL},
+    {"--timeout", "SECONDS", "wait this long for the coordinator (default 120)",
+     NULL},
     HELP_OPT,
     {NULL, NULL, NULL, NULL},
 };
@@ -179,7 +201,8 @@ const help_cmd help_cmds[] = {
     {"run", "run a Lua scenario and record its runs",
      "run SCENARIO.lua [-o DB] [-D KEY=VALUE]... [--unsafe]\n"
      "    [--timeout SECONDS] [--max-memory SIZE]\n"
-     "    [--jobs N] [--shard K/N]",
+     "    [--jobs N] [--shard K/N] [--bytes-log FILE]\n"
+     "    [--rendezvous HOST:PORT --workers N]",
      "Runs a Lua scenario (local ps = require \"pipesim\"; ps.run{...},\n"
      "ps.collective{...}, ps.sweep{...}) and appends each of its runs to DB,\n"
      "one transaction per run: a failed run leaves no rows, or a run row\n"
@@ -266,6 +289,15 @@ const help_cmd help_cmds[] = {
      "pipesim calibrate --nccl-tests allreduce.log --cluster h100:2 "
      "-o mine.lua\n"
      "pipesim calibrate --gemm gemms.csv --cluster h100 -o mine.lua"},
+    {"worker", "serve the live runs of pipesim run --rendezvous",
+     "worker --rendezvous HOST:PORT [--timeout SECONDS]",
+     "Joins the coordinator at HOST:PORT, runs the scenario it sends\n"
+     "(sandboxed, printing and recording nothing) and serves each of its\n"
+     "live runs (backend = \"tcp\") as the rank it is given; start one per\n"
+     "rank, by hand, ssh, GNU parallel or srun (docs/live.md).",
+     NULL, worker_opts,
+     "pipesim run x.lua --rendezvous 10.0.0.1:29500 --workers 4\n"
+     "pipesim worker --rendezvous 10.0.0.1:29500"},
     {"help", "print the help of a command, the man page or a completion",
      "help [COMMAND]\n"
      "help --man | --completion bash|zsh",
@@ -273,7 +305,8 @@ const help_cmd help_cmds[] = {
      "without one the list of commands. --man prints this manual page in\n"
      "roff and --completion a completion script, both made from the same\n"
      "text.",
-     "words:run report export plot merge nccl-tests calibrate help", help_opts,
+     "words:run report export plot merge nccl-tests calibrate worker help",
+     help_opts,
      "pipesim help run\n"
      "pipesim help --man | man -l -\n"
      "source <(pipesim help --completion bash)"},

@@ -19,6 +19,7 @@
 #include "base/unit.h"
 #include "bind/bind.h"
 #include "bind/calibrate.h"
+#include "bind/live.h"
 #include "bind/nccl_tests.h"
 #include "cli/help.h"
 #include "out/export.h"
@@ -99,10 +100,13 @@ typedef struct run_opts {
     const char **defs; /* -D key=value, ndefs of them */
     int ndefs;
     int unsafe;
-    double timeout;       /* seconds; 0: none */
-    size_t max_memory;    /* bytes */
-    int jobs;             /* --jobs, >= 1 */
-    int shard_k, shard_n; /* --shard K/N; shard_n 0: none */
+    double timeout;         /* seconds; 0: none */
+    size_t max_memory;      /* bytes */
+    int jobs;               /* --jobs, >= 1 */
+    int shard_k, shard_n;   /* --shard K/N; shard_n 0: none */
+    const char *bytes_log;  /* --bytes-log FILE; NULL: none */
+    const char *rendezvous; /* --rendezvous HOST:PORT; NULL: none */
+    int workers;            /* --workers N */
 } run_opts;
 
 /* A decimal integer in lo..hi, the whole string. */
@@ -147,13 +151,25 @@ static int parse_shard(const char *v, run_opts *o)
  * (opterr = 0) so that every error is pipesim's one line. */
 static int parse_run(int argc, char **argv, run_opts *o)
 {
-    enum { OPT_UNSAFE = 256, OPT_TIMEOUT, OPT_MAX_MEMORY, OPT_JOBS, OPT_SHARD };
+    enum {
+        OPT_UNSAFE = 256,
+        OPT_TIMEOUT,
+        OPT_MAX_MEMORY,
+        OPT_JOBS,
+        OPT_SHARD,
+        OPT_BYTES_LOG,
+        OPT_RENDEZVOUS,
+        OPT_WORKERS
+    };
     static const struct option longopts[] = {
         {"unsafe", no_argument, NULL, OPT_UNSAFE},
         {"jobs", required_argument, NULL, OPT_JOBS},
         {"shard", required_argument, NULL, OPT_SHARD},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        {"bytes-log", required_argument, NULL, OPT_BYTES_LOG},
+        {"rendezvous", required_argument, NULL, OPT_RENDEZVOUS},
+        {"workers", required_argument, NULL, OPT_WORKERS},
         {NULL, 0, NULL, 0},
     };
     o->max_memory = limit_default_memory();
@@ -175,6 +191,21 @@ static int parse_run(int argc, char **argv, run_opts *o)
                             "name a database file");
             break;
         case OPT_UNSAFE: o->unsafe = 1; break;
+        case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
+        case OPT_WORKERS: {
+            long n;
+            if (parse_int(optarg, 1, 4096, &n))
+                return fail("run: --workers %s: expected a number of workers "
+                            "in 1..4096",
+                            optarg);
+            o->workers = (int)n;
+            break;
+        }
+        case OPT_BYTES_LOG:
+            if (!*optarg)
+                return fail("run: --bytes-log: the file name is empty");
+            o->bytes_log = optarg;
+            break;
         case OPT_JOBS: {
             long n;
             if (parse_int(optarg, 1, 1024, &n))
@@ -316,12 +347,19 @@ static int cmd_run(int argc, char **argv)
     bind_setup(L, luadir, &s);
     if (!o.unsafe)
         bind_sandbox(L, luadir, o.scenario, o.db);
+    bind_live_set_bytes_log(o.bytes_log);
     ps_err err;
     rc = bind_limits(L, luadir, o.timeout, &err);
+    if (rc == 0 && o.rendezvous &&
+        bind_live_rendezvous(o.rendezvous, o.workers ? o.workers : 1,
+                             o.timeout > 0 ? o.timeout : 120, o.scenario,
+                             o.defs, o.ndefs, &err))
+        rc = 1;
     if (rc)
         ps_print_error(err.msg);
     else
         rc = run_scenario(L, &o);
+    bind_live_rendezvous_end();
     if (rc == 0 && o.shard_n > 0 && !bind_sweeps_run(L))
         rc = fail("%s: --shard %d/%d needs a ps.sweep, and the scenario "
                   "runs none (its runs are not divided among shards)",
@@ -528,9 +566,30 @@ int main(int argc, char **argv)
         find_luadir(luadir, sizeof luadir);
         return checked_stdout(bind_nccl_tests_main(argc - 1, argv + 1, luadir));
     }
+    if (strcmp(cmd, "worker") == 0) {
+        char luadir[PATH_MAX];
+        find_luadir(luadir, sizeof luadir);
+        if (argc < 4 || strcmp(argv[2], "--rendezvous") != 0 ||
+            (argc != 4 && (argc != 6 || strcmp(argv[4], "--timeout") != 0)))
+            return fail("worker: usage: pipesim worker --rendezvous "
+                        "HOST:PORT [--timeout SECONDS]");
+        double t = argc == 6 ? strtod(argv[5], NULL) : 120;
+        if (!(t > 0))
+            return fail("worker: --timeout %s: expected seconds > 0", argv[5]);
+        return bind_live_worker_main(argv[3], t, luadir);
+    }
     if (strcmp(cmd, "calibrate") == 0) {
         char luadir[PATH_MAX];
         find_luadir(luadir, sizeof luadir);
+        /* --live: live mode's transport and MLP (bind/live_cli.c), the
+         * rest nccl-tests logs and GEMMs (bind/calibrate.c) */
+        for (int i = 2; i < argc; i++)
+            if (strcmp(argv[i], "--live") == 0) {
+                for (int k = i; k + 1 < argc; k++)
+                    argv[k] = argv[k + 1];
+                return checked_stdout(
+                    bind_live_calibrate_main(argc - 2, argv + 1, luadir));
+            }
         return checked_stdout(bind_calibrate_main(argc - 1, argv + 1, luadir));
     }
     return help_unknown(cmd);

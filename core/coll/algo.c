@@ -78,7 +78,7 @@ static void emit(coll_gen *g, int32_t step, int32_t src, int32_t dst,
         g->x = x;
         g->xcap = cap;
     }
-    g->x[g->nx++] = (coll_xfer){lo, cnt, dlo, step, src, dst, add};
+    g->x[g->nx++] = (coll_xfer){lo, cnt, dlo, step, src, dst, add, msg};
 }
 
 void coll_emit(coll_gen *g, int32_t step, int32_t src, int32_t dst, int64_t lo,

@@ -18,6 +18,7 @@ typedef struct coll_xfer {
     int32_t step;
     int32_t src, dst; /* positions */
     int32_t add;      /* 1: receiver adds, 0: receiver copies */
+    int32_t msg;      /* its message id (live mode's coll_move) */
 } coll_xfer;
 
 typedef struct coll_gen {

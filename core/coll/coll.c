@@ -330,6 +330,9 @@ void coll_result_free(coll_result *res)
     free(res->outputs);
     free(res->out_count);
     free(res->store_);
+    free(res->moves);
+    res->moves = NULL;
+    res->nmoves = 0;
     res->bytes_sent = NULL;
     res->outputs = NULL;
     res->out_count = NULL;
@@ -529,6 +532,16 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
         buf = NULL;
         if ((rc = coll_verify_run(spec, &v, &g, res->store_, res, err)))
             goto fail;
+        /* what each message moves, for live mode (coll/live.c) */
+        res->moves = calloc((size_t)ps->nmsgs + 1, sizeof *res->moves);
+        if (!res->moves) {
+            rc = ps_errf(err, "out of memory");
+            goto fail;
+        }
+        res->nmoves = ps->nmsgs;
+        for (int64_t k = 0; k < g.nx; k++)
+            res->moves[g.x[k].msg] =
+                (coll_move){g.x[k].lo, g.x[k].cnt, g.x[k].dlo, g.x[k].add};
     }
     gen_free(&g);
     coll_view_free(&v);
@@ -615,6 +628,24 @@ static int32_t fork_lane(prog_set *ps, coll_forks *forks, int32_t l,
     return a[x];
 }
 
+/* The moves of g's transfers into log, by message id (ids below nmsgs). */
+static int note_moves(coll_move_log *log, const coll_gen *g, int32_t nmsgs)
+{
+    if (nmsgs > log->cap) {
+        int64_t cap = nmsgs > 2 * log->cap ? nmsgs : 2 * log->cap;
+        coll_move *m = realloc(log->m, (size_t)cap * sizeof *m);
+        if (!m)
+            return -1;
+        memset(m + log->cap, 0, (size_t)(cap - log->cap) * sizeof *m);
+        log->m = m;
+        log->cap = cap;
+    }
+    for (int64_t k = 0; k < g->nx; k++)
+        log->m[g->x[k].msg] =
+            (coll_move){g->x[k].lo, g->x[k].cnt, g->x[k].dlo, g->x[k].add};
+    return 0;
+}
+
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
                 const int32_t *lanes, coll_forks *forks, int32_t tag, int *used,
                 int *used_proto, ps_err *err)
@@ -696,8 +727,11 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
         if (prog_push(ps, g.lane[s], &w) || prog_push(ps, lanes[i], &sg))
             g.oom = 1;
     }
+    g.record = spec->moves != NULL;
     if (!g.oom)
         emit(&g, spec, &v, algo, chunks);
+    if (!g.oom && spec->moves && note_moves(spec->moves, &g, ps->nmsgs))
+        g.oom = 1;
     for (size_t s = 0; start >= 0 && s < nl && !g.oom; s++) {
         int32_t i = (int32_t)(s % (size_t)N);
         int32_t id = start + (int32_t)(nl + s);

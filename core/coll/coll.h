@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "live/live.h"
 #include "net/net.h"
 #include "rec/rec.h"
 #include "sim/eng.h"
@@ -135,6 +136,22 @@ enum coll_data {
     COLL_DATA_FN      /* data_fn(data_ctx, rank, i) */
 };
 
+/* One message of a data-mode run as live mode moves it (coll/live.c):
+ * elements [lo, lo + cnt) of the sender's buffer land at dlo of the
+ * receiver's, added (add = 1) or copied. */
+typedef struct coll_move {
+    int64_t lo, cnt, dlo;
+    int32_t add;
+} coll_move;
+
+/* What every message coll_append added moves, by message id (live mode's
+ * gradient sync, step/pipe_live.c): m holds cap entries, zero where no
+ * collective wrote one. Zeroed before first use; free m when done. */
+typedef struct coll_move_log {
+    coll_move *m;
+    int64_t cap;
+} coll_move_log;
+
 typedef struct coll_spec {
     enum coll_op op;
     int algorithm;          /* enum coll_algo, or COLL_AUTO */
@@ -164,6 +181,8 @@ typedef struct coll_spec {
     void *data_ctx;
     uint64_t seed;
     const fault_plan *faults; /* coll_run only (sim/fault.h); NULL: none */
+    coll_move_log *moves;     /* coll_append only: NULL, or where it notes
+                                 what each message it adds moves */
     int stream; /* coll_run: 1 when the caller reads no programs back from
                    ps (no event rows): the ring then runs as a generator
                    (coll/gen_coll.h) in O(ranks) memory and ps is left empty */
@@ -190,6 +209,10 @@ typedef struct coll_result {
     float **outputs;
     int64_t *out_count;
     float *store_; /* owns the output buffers */
+    /* data mode only (else NULL): every message's move, by message id of
+     * the programs coll_run left in ps (nmoves = ps->nmsgs) */
+    coll_move *moves;
+    int64_t nmoves;
 } coll_result;
 
 /* Runs one collective. ps is reset and refilled with the generated programs
@@ -209,6 +232,31 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
  * auto's choice over sizes needs (tests/lua/test_nccl_crossover.lua). */
 int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
                 ps_err *err);
+
+/* --- a collective run for real (coll/live.c) --- */
+
+/* Live mode's settings and what it measured (live/live.h). */
+typedef struct coll_live {
+    int iterations, warmup; /* measured and dropped iterations */
+    double watchdog;        /* live_cfg.watchdog; 0: the default */
+    live_inject inject;     /* test only */
+    /* out */
+    double simulated; /* the same collective simulated on the cluster */
+    live_result run;  /* times, socket bytes, message counts */
+} coll_live;
+
+/* Runs spec for real: the data-mode simulation first (its programs, its
+ * outputs and its time, the twin), then the programs on one process per
+ * listed rank (live_run), whose outputs must equal data mode's bit for
+ * bit. res as coll_run's, with time the median measured time, algbw and
+ * busbw from it, and bytes_sent counted at the sockets; ps holds the
+ * programs with the median iteration's measured times. Fails like
+ * coll_run and live_run, or naming the first output that differs. */
+int coll_live_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
+                  coll_live *lv, coll_result *res, ps_err *err);
+
+/* Frees what coll_live_run left in lv; harmless twice. */
+void coll_live_free(coll_live *lv);
 
 /* --- a collective as a recorded run (coll/exec.c) --- */
 
@@ -230,6 +278,9 @@ typedef struct coll_rec {
      * function (data_fn cannot fail coll_run) as PS_ERR with err set; it
      * replaces coll_run's own outcome. */
     int (*data_error)(void *data_ctx, ps_err *err);
+    /* NULL: simulate; else run it for real (coll_live_run) and record it
+     * with backend 'tcp' and the simulated time beside */
+    coll_live *live;
     /* out: the run id (0: not recorded) and the name used */
     int64_t id;
     const char *used_name;

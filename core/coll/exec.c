@@ -120,6 +120,8 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
         .status = error ? "failed" : "ok",
         .error = error,
         .meta = rc->meta,
+        .backend = rc->live ? "tcp" : NULL,
+        .simulated = rc->live && !error ? rc->live->simulated : NAN,
     };
     rec_collective row = {
         .op = coll_op_name(spec->op),
@@ -135,7 +137,7 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
         .run = &run,
         .collective = error ? NULL : &row,
         .progs = streamed ? NULL : ctx->ps,
-        .network = nw,
+        .network = rc->live ? NULL : nw, /* the twin's link loads */
     };
     return rec_write(rc->db, &pl, error ? REC_SUMMARY : rc->level, id, err);
 }
@@ -156,7 +158,7 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
      * programs instead. */
     coll_spec run_spec = *spec;
     int streamed = status == PS_OK && rc->db && rc->level == REC_EVENTS &&
-                   spec->data != COLL_DATA_FN;
+                   spec->data != COLL_DATA_FN && !rc->live;
     if (streamed) {
         eng_sink sink;
         if (rec_stream_begin(rc->db, &sink, err))
@@ -166,7 +168,11 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
     }
     if (status == PS_OK) {
         ctx->busy = 1;
-        status = coll_run(&run_spec, nw, ctx->eng, ctx->ps, res, err);
+        /* live mode: the same programs run for real (coll/live.c) */
+        status = rc->live
+                     ? coll_live_run(&run_spec, nw, ctx->eng, ctx->ps, rc->live,
+                                     res, err)
+                     : coll_run(&run_spec, nw, ctx->eng, ctx->ps, res, err);
         ctx->busy = 0;
     }
     if (streamed)

@@ -141,6 +141,11 @@ double coll_proto_nccl_latency(const coll_spec *spec, int32_t N, int algo,
  * protocol. */
 double coll_proto_tree_correction(int proto, int64_t bytes);
 
+/* Data mode's inputs of position i into b (coll_stride floats): its
+ * elements where it holds them, NaN elsewhere (coll/verify.c). */
+void coll_data_inputs(const coll_spec *spec, const coll_view *v, int32_t i,
+                      float *b);
+
 /* Data mode: fills the inputs into buf (N x n), replays g's recorded
  * transfers, checks every rank's result and points res's outputs into buf
  * (res->store_ owns it). Fails with the first wrong element. */

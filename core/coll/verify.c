@@ -32,6 +32,27 @@ static float input(const coll_spec *spec, int32_t rank, int64_t i)
     return (float)((double)(z >> 11) * 0x1p-53 * 2 - 1);
 }
 
+void coll_data_inputs(const coll_spec *spec, const coll_view *v, int32_t i,
+                      float *b)
+{
+    int64_t n = v->n;
+    int32_t N = v->N, r = v->rank[i];
+    enum coll_op op = spec->op;
+    if (op == COLL_ALLTOALL || op == COLL_SENDRECV) {
+        for (int64_t e = 0; e < 2 * n; e++)
+            b[e] = e < n ? input(spec, r, e) : NAN;
+        return;
+    }
+    int64_t lo = 0, hi = n;
+    if (op == COLL_ALLGATHER) {
+        lo = coll_seg_lo(n, N, i);
+        hi = lo + coll_seg_cnt(n, N, i);
+    }
+    int holds = op != COLL_BROADCAST || i == v->root;
+    for (int64_t e = 0; e < n; e++)
+        b[e] = holds && e >= lo && e < hi ? input(spec, r, e) : NAN;
+}
+
 /* Applies the recorded transfers step by step: every payload of a step is
  * read before any of the step's receives lands, as a rank's batch sends
  * what it held when it was posted. O(transfers + elements moved). */
@@ -110,9 +131,7 @@ static int verify_copies(const coll_spec *spec, const coll_view *v, coll_gen *g,
     int32_t N = v->N;
     int64_t n = v->n, st = 2 * n, b = n / N;
     for (int32_t i = 0; i < N; i++)
-        for (int64_t e = 0; e < 2 * n; e++)
-            buf[(size_t)i * (size_t)st + (size_t)e] =
-                e < n ? input(spec, v->rank[i], e) : NAN;
+        coll_data_inputs(spec, v, i, buf + (size_t)i * (size_t)st);
     if (replay(g, buf, st))
         return ps_errf(err, "out of memory replaying the data");
     for (int32_t i = 0; i < N; i++) {
@@ -156,18 +175,8 @@ int coll_verify_run(const coll_spec *spec, const coll_view *v, coll_gen *g,
         free(mag);
         return ps_errf(err, "out of memory for the reference result");
     }
-    for (int32_t i = 0; i < N; i++) {
-        float *b = buf + (size_t)i * (size_t)n;
-        int32_t r = v->rank[i];
-        int64_t lo = 0, hi = n;
-        if (op == COLL_ALLGATHER) {
-            lo = coll_seg_lo(n, N, i);
-            hi = lo + coll_seg_cnt(n, N, i);
-        }
-        int holds = op != COLL_BROADCAST || i == v->root;
-        for (int64_t e = 0; e < n; e++)
-            b[e] = holds && e >= lo && e < hi ? input(spec, r, e) : NAN;
-    }
+    for (int32_t i = 0; i < N; i++)
+        coll_data_inputs(spec, v, i, buf + (size_t)i * (size_t)n);
     int reduces =
         op == COLL_ALLREDUCE || op == COLL_REDUCE_SCATTER || op == COLL_REDUCE;
     for (int64_t e = 0; e < n; e++) {

@@ -88,9 +88,14 @@ int par_append_coll(par_step *st, coll_forks *forks, const coll_spec *spec,
         return ps_errf(err, "out of memory");
     for (int32_t j = 0; j < spec->nranks; j++)
         before[j] = ps->lanes[lanes[j]].n;
+    coll_spec live = *spec;
+    if (st->moves) {
+        live.moves = st->moves;
+        live.protocol = COLL_PROTO_NONE;
+    }
     int used, proto;
-    int rc =
-        coll_append(ps, st->nw, spec, lanes, forks, tag, &used, &proto, err);
+    int rc = coll_append(ps, st->nw, st->moves ? &live : spec, lanes, forks,
+                         tag, &used, &proto, err);
     if (rc == PS_OK && st->log &&
         log_coll(st->log, ps, spec, lanes, before, used, proto))
         rc = ps_errf(err, "out of memory");

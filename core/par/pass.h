@@ -108,6 +108,10 @@ typedef struct par_step {
     par_finalize finalize[PAR_MAX_FINALIZE];
     int32_t nfinalize;
     par_log *log; /* the collectives appended, or NULL */
+    /* live mode (step/pipe_live.c): where the collectives note what each
+     * message moves, or NULL; with it they run without NCCL's protocols
+     * (TCP has none) */
+    coll_move_log *moves;
 } par_step;
 
 typedef struct par_pass {

@@ -8,7 +8,8 @@
  *       recompute, sweep, point, point_index, tags, model, seq_length,
  *       micro_batch, global_batch, scenario, model_flops, hardware_flops,
  *       tokens, gpus, peak_flops, precision, model_tflops_per_gpu, mfu,
- *       hardware_tflops_per_gpu, tokens_per_s_per_gpu, efficiency_note)
+ *       hardware_tflops_per_gpu, tokens_per_s_per_gpu, efficiency_note,
+ *       backend, simulated)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
  *       status 'ok' | 'failed' (error holds the message); fits 1 when every
  *       rank's peak memory is within its device's capacity, 0 when one is
@@ -27,6 +28,9 @@
  *       GPU model_tflops_per_gpu, mfu, hardware_tflops_per_gpu,
  *       tokens_per_s_per_gpu (model figures over makespan x gpus);
  *       efficiency_note says why any of them is NULL.
+ *       backend (version 9, issue 25) 'sim' (the engine) or 'tcp' (live
+ *       mode, live/live.h: measured times), simulated the simulated
+ *       twin's makespan of a live run (NULL otherwise).
  *   event(run, rank, kind, stage, chunk, mb, t_start, t_end, rowid)
  *       one row per compute op; kind 'F','B','W','R','OPT'.
  *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag, rowid)
@@ -93,11 +97,11 @@
  * when the file is next opened.
  *
  * Version 5 added the sweep columns of run (sweep ... scenario), 6
- * collective.protocol; version 7 moved the timeline into rowid spans (same
- * views, in-place upgrade).
- * Version 2 added run.fits, rank_stat.capacity and rank_stat.fits; rec_open
- * upgrades a version 1 file in place (old runs get NULL: unknown), readers
- * ask for that upgrade. */
+ * collective.protocol; version 8 the efficiency columns, version 9
+ * run.backend and run.simulated; version 7 moved the timeline into rowid spans
+ * (same views, in-place upgrade). Version 2 added run.fits, rank_stat.capacity
+ * and rank_stat.fits; rec_open upgrades a version 1 file in place (old runs get
+ * NULL: unknown), readers ask for that upgrade. */
 #ifndef PS_REC_H
 #define PS_REC_H
 
@@ -107,7 +111,7 @@
 #include "net/net.h"
 #include "sim/prog.h"
 
-#define REC_SCHEMA_VERSION 9
+#define REC_SCHEMA_VERSION 10
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -170,6 +174,9 @@ typedef struct rec_run {
     const char *error;         /* NULL unless failed */
     enum rec_fits fits;        /* every rank within its device's memory */
     rec_meta meta;             /* sweep, point, tags, model ... */
+    const char *backend;       /* NULL: "sim"; "tcp": live mode */
+    double simulated;          /* live mode: the simulated twin's makespan;
+                                  stored only with backend "tcp" */
 } rec_run;
 
 typedef struct rec_stage {
@@ -245,6 +252,27 @@ int rec_close(rec_db *db, ps_err *err);
  * free without touching the file (its cache of unchanged pages), so the
  * handle that stays until _exit holds little. */
 void rec_forked_release(rec_db *db);
+
+/* Byte counters as JSON Lines (bytes_log; rec/jsonl.c): one object per
+ * message end, {"run", "iteration", "rank", "op": "send" | "recv",
+ * "peer", "msg", "step", "mb", "kind", "bytes", "sent", "received", "t"},
+ * sent and received being the rank's payload bytes so far in the
+ * iteration, written by SQLite's json_object. rec_bytes_log writes rows
+ * given (live mode's socket counts), rec_bytes_log_run a recorded run's
+ * transfer rows (each transfer's end at both ranks). append 0 truncates
+ * path first. Fail naming the file. */
+typedef struct rec_bytes_row {
+    int64_t run;
+    int32_t iteration, rank, peer, msg, step, mb; /* msg, step, mb < 0:
+                                                      null */
+    int send;
+    const char *kind; /* "act", "grad", "coll" */
+    double bytes, sent, received, t;
+} rec_bytes_row;
+int rec_bytes_log(const char *path, int append, const rec_bytes_row *rows,
+                  int64_t n, ps_err *err);
+int rec_bytes_log_run(rec_db *db, int64_t run, const char *path, int append,
+                      ps_err *err);
 
 /* Writes and commits one run at the given level; sets *run_id (0 on
  * failure). On failure nothing of the run remains and the message is one

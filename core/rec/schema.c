@@ -273,7 +273,9 @@ static const char schema_head_sql[] =
     "  model_flops REAL, hardware_flops REAL, tokens REAL, gpus INTEGER,\n"
     "  peak_flops REAL, precision TEXT, model_tflops_per_gpu REAL, mfu REAL,\n"
     "  hardware_tflops_per_gpu REAL, tokens_per_s_per_gpu REAL,\n"
-    "  efficiency_note TEXT);\n" TIMELINE_TABLES_SQL;
+    "  efficiency_note TEXT,\n"
+    "  backend TEXT NOT NULL DEFAULT 'sim' CHECK (backend IN ('sim', 'tcp')),\n"
+    "  simulated REAL);\n" TIMELINE_TABLES_SQL;
 
 static const char schema_tail_sql[] =
     "CREATE TABLE stage(\n"
@@ -405,6 +407,16 @@ static const char migrate_v8_sql[] =
     "ALTER TABLE run ADD COLUMN efficiency_note TEXT;\n"
     "PRAGMA user_version = 8;\n";
 
+/* Version 9 -> 10: which executor ran the run (issue 25: 'tcp' for live
+ * mode, 'sim' for every older run) and, for a live run, the simulated
+ * twin's makespan beside the measured one; appended last as CREATE TABLE
+ * has them. */
+static const char migrate_v10_sql[] =
+    "ALTER TABLE run ADD COLUMN backend TEXT NOT NULL DEFAULT 'sim' "
+    "CHECK (backend IN ('sim', 'tcp'));\n"
+    "ALTER TABLE run ADD COLUMN simulated REAL;\n"
+    "PRAGMA user_version = 10;\n";
+
 /* A new file's schema and the version 7 upgrade, each run in order (C
  * caps one string literal at 4095 bytes). */
 static const char *const schema_sql[] = {
@@ -485,6 +497,23 @@ static int timeline_is_tables(rec_db *db)
         tables = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     return tables;
+}
+
+/* 1 when run has the backend column (version 10's): a file whose schema
+ * is newer than its user_version says (one written while live mode was
+ * being built) gets only the version. */
+static int has_backend(rec_db *db)
+{
+    sqlite3_stmt *st = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db->db,
+                           "SELECT count(*) FROM pragma_table_info('run') "
+                           "WHERE name = 'backend'",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        has = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return has;
 }
 
 /* The file's user_version alone, from its header: no schema parse. */
@@ -745,7 +774,12 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 7 &&
              rec_exec_sql(db, migrate_v8_sql, err)) ||
             (version >= 1 && version <= 8 &&
-             rec_exec_sql(db, migrate_v9_sql, err))) {
+             rec_exec_sql(db, migrate_v9_sql, err)) ||
+            (version >= 1 && version <= 9 &&
+             rec_exec_sql(db,
+                          has_backend(db) ? "PRAGMA user_version = 10"
+                                          : migrate_v10_sql,
+                          err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

@@ -92,7 +92,7 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
                           r->meta.sweep,    r->meta.point,
                           r->meta.tags,     r->meta.model,
                           r->meta.scenario, r->meta.eff.precision,
-                          r->meta.eff.note};
+                          r->meta.eff.note, r->backend};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         put_str(s, strs[i]);
     int64_t ints[] = {r->stages,
@@ -117,7 +117,8 @@ int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
                       r->meta.eff.model_flops,
                       r->meta.eff.hardware_flops,
                       r->meta.eff.tokens,
-                      r->meta.eff.peak_flops};
+                      r->meta.eff.peak_flops,
+                      r->simulated};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
         put_f64(s, reals[i]);
     int32_t ns = p->stages ? p->nstages : 0;
@@ -235,7 +236,7 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
                                &run.meta.sweep,    &run.meta.point,
                                &run.meta.tags,     &run.meta.model,
                                &run.meta.scenario, &run.meta.eff.precision,
-                               &run.meta.eff.note};
+                               &run.meta.eff.note, &run.backend};
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
             *strs[i] = take_str(&r);
         run.stages = (int32_t)take_i64(&r);
@@ -258,7 +259,8 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
                            &run.meta.eff.model_flops,
                            &run.meta.eff.hardware_flops,
                            &run.meta.eff.tokens,
-                           &run.meta.eff.peak_flops};
+                           &run.meta.eff.peak_flops,
+                           &run.simulated};
         for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
             take(&r, reals[i], sizeof(double));
         rec_payload p = {.run = &run};

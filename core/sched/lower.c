@@ -36,6 +36,24 @@ static int32_t msg_id(const lower *L, int backward, int32_t b, int32_t mb)
     return L->base + ((backward ? S - 1 : 0) + b) * L->s->m + mb;
 }
 
+int64_t sched_msg_count(const sched_spec *s)
+{
+    int32_t S = sched_nstages(s->placement, s->p, s->v);
+    return s->p > 1 ? 2 * (int64_t)(S - 1) * s->m : 0;
+}
+
+void sched_msg_decode(const sched_spec *s, int32_t rel, int *backward,
+                      int32_t *boundary, int32_t *mb)
+{
+    /* msg_id's inverse */
+    int32_t S = sched_nstages(s->placement, s->p, s->v);
+    int32_t per = (S - 1) * s->m;
+    *backward = rel >= per;
+    rel %= per;
+    *boundary = rel / s->m;
+    *mb = rel % s->m;
+}
+
 /* The transfer the output (send) or the input (!send) of the forward
  * (fwd) or backward of unit (chunk, mb) needs; returns 0 when there is
  * none: first/last stage, or the neighbour stage on the same rank (p ==
@@ -259,8 +277,7 @@ int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err)
                                "pipeline ranks %d and %d both map to rank %d",
                                (int)q, (int)r, (int)c);
     }
-    int32_t S = sched_nstages(s->placement, s->p, s->v);
-    int64_t nmsg = s->p > 1 ? 2 * (int64_t)(S - 1) * s->m : 0;
+    int64_t nmsg = sched_msg_count(s);
     if ((int64_t)ps->nmsgs + nmsg > INT32_MAX)
         return ps_errf(err, "too many messages (%lld)",
                        (long long)(ps->nmsgs + nmsg));

@@ -227,4 +227,13 @@ int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
  * Does not seal. */
 int sched_lower(const sched_spec *s, prog_set *ps, ps_err *err);
 
+/* The messages sched_lower adds for s (2 (S - 1) m, S the model stages;
+ * none on one rank), ids base .. base + count - 1 from ps->nmsgs on; and
+ * what the one at base + rel carries: backward 0 the activation, 1 its
+ * gradient, across the boundary between stages *boundary and *boundary
+ * + 1, of microbatch *mb (live mode's payloads, step/pipe_live.c). */
+int64_t sched_msg_count(const sched_spec *s);
+void sched_msg_decode(const sched_spec *s, int32_t rel, int *backward,
+                      int32_t *boundary, int32_t *mb);
+
 #endif

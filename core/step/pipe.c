@@ -253,6 +253,13 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     eng_stats_of(ctx->eng, &es);
     for (int32_t l = 0; l < n; l++)
         ctx->busy[l] = es.busy[l];
+    for (int32_t l = 0; cfg->live && l < n; l++) { /* measured */
+        const prog_lane *lane = &ctx->ps->lanes[l];
+        ctx->busy[l] = 0;
+        for (int32_t i = 0; i < lane->n; i++)
+            if (lane->ops[i].type == PROG_COMPUTE)
+                ctx->busy[l] += lane->ops[i].t_end - lane->ops[i].t_start;
+    }
     par_exposed(st, ctx->exposed); /* NAN: nothing to wait on */
     double sum = 0, makespan = res->eng.makespan;
     int unknown = 0;
@@ -398,6 +405,8 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .error = error,
         .fits = error ? REC_FITS_UNKNOWN : res->fits,
         .meta = cfg->meta,
+        .backend = cfg->live ? "tcp" : NULL,
+        .simulated = cfg->live && !error ? cfg->live->simulated : NAN,
     };
     /* one collective row per gradient-sync bucket and data-parallel group,
      * and per finalize reduction and instance, with the algorithm and
@@ -438,7 +447,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .nranks = error ? 0 : res->n,
         .progs = ctx->ps,
         .static_memory = ctx->rank_static,
-        .network = nw,
+        .network = cfg->live ? NULL : nw, /* the twin's link loads */
     };
     int rc =
         rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
@@ -609,6 +618,7 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                 .optimizer_seconds = cfg->optimizer_seconds,
             },
         .log = &ctx->log,
+        .moves = cfg->live ? &cfg->live->moves : NULL,
     };
 }
 
@@ -643,7 +653,9 @@ static int execute(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
         fp = *cfg->faults;
         fp.tag_label = "bucket"; /* gradient sync: tags are buckets */
     }
-    eng_set_faults(ctx->eng, cfg->faults ? &fp : NULL);
+    /* live mode's twin runs without the faults, which the workers inject
+     * for real */
+    eng_set_faults(ctx->eng, cfg->faults && !cfg->live ? &fp : NULL);
     eng_set_memory(ctx->eng, ctx->rank_static);
     int rc = streamed
                  ? gen_pipe_run_step(spec, cfg->optimizer_seconds, nw, cfg->p2p,
@@ -720,9 +732,10 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
      * the programs back (event rows are streamed from the engine's hook,
      * rec/stream.c): the built-in schedules then stream, generated as the
      * engine runs (sched/gen_pipe.h), with the optimizer step the dp pass
-     * would append as each lane's last op, and ps stays empty */
-    int streamed = ctx->sim.n == 1 && !cfg->faults && !par_arrays(&st) &&
-                   gen_pipe_applies(&spec);
+     * would append as each lane's last op, and ps stays empty; live mode
+     * runs the stored programs (step/pipe_live.c) */
+    int streamed = ctx->sim.n == 1 && !cfg->faults && !cfg->live &&
+                   !par_arrays(&st) && gen_pipe_applies(&spec);
     int rc = PS_OK;
     if (!streamed) {
         rc = par_lower(&st, err);
@@ -731,6 +744,18 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     }
     if (rc == PS_OK)
         rc = execute(ctx, cfg, nw, &spec, streamed, res, err);
+    if (rc == PS_OK && cfg->live) {
+        /* the simulated twin's makespan, then the same programs for real:
+         * their op times become the measured ones, and the ledger is
+         * read back from them */
+        cfg->live->simulated = res->eng.makespan;
+        rc = pipe_live_run(cfg, &spec, ctx->ps, ctx->stage_first,
+                           ctx->stage_count, &ctx->log, ctx->sim.rank_of,
+                           &res->eng.makespan, err);
+        if (rc == PS_OK)
+            rc = mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
+                            err);
+    }
     if (rc == PS_OK) {
         fill_stats(ctx, cfg, &st, res);
         /* a slow or stalled rank, a failed link: not the closed form */
@@ -752,7 +777,8 @@ int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
     int built = 0;
     /* event and transfer rows are written as the engine completes ops
      * (rec_stream_begin), in the run's transaction that record() commits */
-    int events = db && cfg->record == REC_EVENTS;
+    /* (live mode's rows are read back from its measured programs) */
+    int events = db && cfg->record == REC_EVENTS && !cfg->live;
     eng_sink sink;
     if (events && rec_stream_begin(db, &sink, err))
         return PS_ERR;

@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "coll/coll.h"
+#include "live/live.h"
 #include "net/net.h"
 #include "par/layout.h"
 #include "rec/rec.h"
@@ -61,6 +62,28 @@ typedef struct pipe_layer {
  * table that sets nothing reads as (bind/run.c's defaults), for callers in
  * C that then set what they have. */
 void pipe_layer_init(pipe_layer *l);
+
+/* A step run for real (step/pipe_live.c, issue 25): the programs on one
+ * process per rank over TCP, each compute op the MLP of live/mlp.h. */
+typedef struct pipe_live {
+    int iterations, warmup;
+    double watchdog;      /* live_cfg.watchdog; 0: the default */
+    const int32_t *width; /* the MLP's widths, nlayers + 1 */
+    int32_t nwidth;
+    uint64_t seed;
+    int32_t rows; /* samples per microbatch */
+    /* out */
+    double simulated;  /* the simulated twin's makespan */
+    double grad_error; /* max |g - g_full| / max |g_full| */
+    double *held_peak; /* per entry of pipe_result: peak bytes of stashed
+                          activations, measured */
+    double *recompute; /* per entry: seconds of R ops, measured */
+    live_result run;
+    coll_move_log moves; /* the gradient sync's messages (dp > 1) */
+} pipe_live;
+
+/* Frees what a run left in pl; harmless twice. */
+void pipe_live_free(pipe_live *pl);
 
 typedef struct pipe_config {
     const char *name;
@@ -121,6 +144,8 @@ typedef struct pipe_config {
     const char *params_json;  /* recorded as run.params, may be NULL */
     rec_meta meta;            /* run.sweep, point, tags, model ... */
     const fault_plan *faults; /* sim/fault.h; NULL: none */
+    pipe_live *live;          /* NULL: simulate; else run it for real and
+                                 record it with backend 'tcp' */
 } pipe_config;
 
 typedef struct pipe_result {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "par/pass.h"
 #include "rec/rec.h"
 #include "sched/sched.h"
 #include "step/pipe.h"
@@ -36,6 +37,17 @@ typedef struct pipe_costs {
  * backward; out is then partly written. */
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out,
                      ps_err *err);
+
+/* Runs the lowered, sealed programs ps of cfg (spec as lowered; stage s
+ * holds layers first[s] .. first[s] + count[s] - 1; log the gradient
+ * sync's collectives, each bucket of each rank; rank_of the cluster rank
+ * of pipeline rank r of replica j at j * p + r) for real
+ * (step/pipe_live.c): fills cfg->live, writes the median iteration's
+ * measured times into ps and its makespan into *makespan. */
+int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
+                  const int32_t *first, const int32_t *count,
+                  const par_log *log, const int32_t *rank_of, double *makespan,
+                  ps_err *err);
 
 /* Pipeline rank of model stage s under the run's chunk placement. */
 static inline int32_t pipe_stage_rank(const pipe_config *cfg, int32_t s)

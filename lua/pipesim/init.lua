@@ -918,6 +918,12 @@ function ps.collective(spec)
     return r
 end
 
+-- ps.calibrate{}: live mode's transport and model, measured
+-- (lua/pipesim/live.lua)
+function ps.calibrate(spec)
+    return require("pipesim.live").calibrate(core, spec)
+end
+
 -- Prints a run's summary line and ASCII Gantt chart (or, without a run, the
 -- table of every run recorded so far in the session's database).
 function ps.show(r, width)

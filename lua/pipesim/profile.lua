@@ -8,6 +8,8 @@
 --   fwd_us     ... microseconds                               | per direction
 --   fwd_s      ... seconds                                   /  is required
 --   bwd_ms, bwd_us, bwd_s   backward time, same units (required)
+--   wgt_ms, wgt_us, wgt_s   of the backward, the weight-gradient part (W of
+--              a split backward; optional: without it B and W split evenly)
 --   params     parameter count (optional, default 0)
 --   act_bytes  activation bytes kept until the backward (optional, 0)
 --   out_bytes  bytes sent to the next stage (optional, 0)
@@ -22,7 +24,7 @@ local TIME_SCALE = { ms = 1e-3, us = 1e-6, s = 1 }
 local OPTIONAL = { params = true, act_bytes = true, out_bytes = true }
 -- Every column a header may name (for suggestions).
 local COLUMNS = { "name", "fwd_ms", "bwd_ms", "fwd_us", "bwd_us", "fwd_s", "bwd_s",
-                  "params", "act_bytes", "out_bytes" }
+                  "wgt_ms", "wgt_us", "wgt_s", "params", "act_bytes", "out_bytes" }
 
 local function trim(s)
     return (s:gsub("^%s+", ""):gsub("%s+$", ""))
@@ -70,10 +72,11 @@ local function header(fields, where)
     for idx, raw in ipairs(fields) do
         local name = raw:lower()
         local dir, unit = name:match("^(%a%a%a)_(%a+)$")
-        if (dir == "fwd" or dir == "bwd") and TIME_SCALE[unit] then
+        if (dir == "fwd" or dir == "bwd" or dir == "wgt") and TIME_SCALE[unit] then
             if time[dir] then
                 check.fail("%s: columns '%s' and '%s' both give the %s time", where,
-                    time[dir].name, name, dir == "fwd" and "forward" or "backward")
+                    time[dir].name, name, dir == "fwd" and "forward"
+                        or dir == "bwd" and "backward" or "weight-gradient")
             end
             time[dir] = { name = name, scale = TIME_SCALE[unit], idx = idx }
         elseif name == "name" or OPTIONAL[name] then
@@ -108,6 +111,14 @@ local function row(fields, cols, time, where, index)
         local cell = fields[t.idx]
         if cell == "" then check.fail("%s: column '%s' is empty", where, t.name) end
         l[dir .. "_time"] = number(cell, t.name, where) * t.scale
+    end
+    if time.wgt then -- the W part of the backward (pipe_layer's)
+        local cell = fields[time.wgt.idx]
+        if cell == "" then check.fail("%s: column '%s' is empty", where, time.wgt.name) end
+        l.bwd_weight_time = number(cell, time.wgt.name, where) * time.wgt.scale
+        if l.bwd_weight_time > l.bwd_time then
+            check.fail("%s: column '%s' is more than the backward", where, time.wgt.name)
+        end
     end
     for name in pairs(OPTIONAL) do
         local idx = cols[name]

@@ -277,9 +277,11 @@ $(FUZZ_CORE_OBJ) $(FUZZ_BIN): | fuzz-deps
 fuzz: all $(FUZZ_BIN)
 	@BIN=$(BIN) FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/run.sh $(FUZZ_NAMES)
 
-# 8 writers x 3000 and x 12000 runs on one database (minutes; not in test)
+# 8 writers x 3000 and x 12000 runs on one database, and a merge of 1,000
+# shards (minutes; not in test)
 stress: all
 	@BUILD=$(BUILD) sh tests/stress.sh
+	@BUILD=$(BUILD) sh tests/stress_merge.sh
 
 format:
 	clang-format -i core/*/*.c core/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h

@@ -65,7 +65,40 @@ local ps = require "pipesim"
 local c = ps.cluster{ ranks = 1024, link = { bandwidth = "50 GB/s", latency = "5 us" } }
 ps.collective{ cluster = c, op = "allreduce", algorithm = "tree", bytes = "1 GiB", record = "summary" }
 LUA
-expect_fail "run $TMP/arrays.lua -o $TMP/mem.db --max-memory 32MiB" "arrays.lua:3: memory limit of 32 MiB reached (--max-memory): the run's programs need about 89.1 MiB as arrays (1.7 M ops; ring collectives, and GPipe, 1F1B and interleaved, stream instead)"
+# ... and what to change (issue 27 item 14)
+expect_fail "run $TMP/arrays.lua -o $TMP/mem.db --max-memory 32MiB" "arrays.lua:3: memory limit of 32 MiB reached (--max-memory): the run's programs need about 89.1 MiB as arrays (1.7 M ops): give --max-memory more than 89.1 MiB, or simulate fewer ops (fewer microbatches, ranks or gradient-sync buckets)"
+# the gradient-bucket plan (issue 27 item 2): a bucket size that makes no
+# sense for the model is refused naming the field ("25" for "25 MB"), as
+# are 1e15 parameters a layer; a small but sensible one is counted against
+# --max-memory (it passed it by gigabytes before: the lanes dp.c rewrote
+# were outside the budget)
+cat >"$TMP/bucket.lua" <<'LUA'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 8, device = ps.clusters.device("A100-80GB") }
+local m = ps.models.preset("llama2-7b", { microbatch = 1 })
+ps.run{ layers = m, stages = 4, dp = 2, microbatches = 8, cluster = c, record = "summary",
+  grad_sync = { bucket = ps.args.bucket } }
+LUA
+expect_fail "run $TMP/bucket.lua -o $TMP/mem.db --max-memory 512MiB -D bucket=25" "bucket.lua:4: ps.run: field 'grad_sync.bucket' must be a bucket size for the model, got 25 bytes: it cuts stage 0's 3.5 GB of gradients (pipeline rank 0) into 1.4e+08 buckets, more than 1048576 (sizes are bytes: \"25 MB\" is PyTorch DDP's, 40M parameters Megatron-LM's)"
+printf 'local ps = require "pipesim"\nlocal l = {}\nfor i = 1, 4 do l[i] = { fwd_time = 1e-3, params = 1e15 } end\nps.run{ layers = l, stages = 2, dp = 2, microbatches = 4, record = "summary" }\n' >"$TMP/params.lua"
+expect_fail "run $TMP/params.lua -o $TMP/mem.db --max-memory 512MiB" "params.lua:4: ps.run: field 'grad_sync.bucket' must be a bucket size for the model, got 2.62144e+07 bytes: it cuts stage 0's 4e+06 GB of gradients (pipeline rank 0) into 1.53e+08 buckets, more than 1048576"
+# 4 KB buckets: 850k a rank, within the plan's bound, past the budget; the
+# peak RSS stays near it (sampled; not under sanitizers, whose shadow
+# memory is not the budget's)
+"$BIN" run "$TMP/bucket.lua" -o "$TMP/mem.db" --max-memory 512MiB -D bucket="4 KB" >/dev/null 2>"$TMP/bucket.err" &
+bpid=$!
+hwm=0
+while kill -0 $bpid 2>/dev/null; do
+    h=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' /proc/$bpid/status 2>/dev/null)
+    [ -n "$h" ] && [ "$h" -gt "$hwm" ] && hwm=$h
+    sleep 0.05
+done
+wait $bpid && bad "4 KB buckets: exit 0"
+grep -q "^pipesim: .*bucket.lua:4: memory limit of 512 MiB reached (--max-memory): the run's programs need more than .* as arrays (.* M ops): give --max-memory more than 512 MiB, or simulate fewer ops" "$TMP/bucket.err" && ok || bad "4 KB buckets: $(cat "$TMP/bucket.err")"
+case $BIN in
+*-san/*) ;;
+*) [ "$hwm" -le $(( (512 + 96) * 1024 )) ] && ok || bad "4 KB buckets: peak RSS $hwm kB past --max-memory 512MiB" ;;
+esac
 # a generated program past the budget (a ring of 1 << 20 ranks: its lanes,
 # channels and the link state of their 1 << 20 rank pairs, not its 2^41
 # transfers): the message says what it would need (32 MiB: the cluster's
@@ -211,6 +244,14 @@ $VG "$BIN" report --width=60 "$TMP/two.db" 1 >"$TMP/w60.txt" 2>"$TMP/lim.err" &&
     bad "report --width=60: lines wider than 60"
 $VG "$BIN" report -- "$TMP/two.db" >/dev/null 2>"$TMP/lim.err" && ok || bad "report -- DB: $(cat "$TMP/lim.err")"
 expect_fail "report $TMP/two.db --width" "report: --width (missing): expected a number of columns"
+# unclear lines of issue 27 item 15, each saying what to change
+expect_fail "report $TMP/two.db 99999999999999999999" "report: run id 99999999999999999999 is out of range (run ids are at most 9223372036854775807)"
+expect_fail "export $TMP/two.db 99999999999999999999 --format svg" "export: run id 99999999999999999999 is out of range (run ids are at most 9223372036854775807)"
+expect_fail "export $TMP/two.db 1 --format svg -o" "export: -o needs a file name"
+if $VG "$BIN" export "$TMP/two.db" 1 --format svg -o '' >/dev/null 2>"$TMP/lim.err"; then bad "export -o '' exited 0"; else
+    [ "$(cat "$TMP/lim.err")" = "pipesim: export: -o: the file name is empty (leave -o out to write to standard output)" ] && ok || bad "export -o '': $(cat "$TMP/lim.err")"; fi
+expect_fail "run $TMP/two.lua -o $TMP/two.db --max-memory 1e30" "run: --max-memory 1e30: more memory than any machine has (at most 4 EiB); without --max-memory the budget is half of the physical or cgroup memory, here "
+expect_fail "run $TMP/two.lua -o :memory:" "run: -o :memory: would keep the runs nowhere: name a database file"
 expect_fail "report --bogus $TMP/two.db" "report: unknown option '--bogus'"
 expect_fail "report $TMP/two.db 1 2" "report: unexpected argument '2'"
 # output that cannot be written is an error, not exit 0
@@ -223,5 +264,112 @@ if [ -w /dev/full ]; then
         fi
     done
 fi
+
+# --- finalizers (issue 27 item 3): limits hold until the process exits;
+# pipesim calls from a __gc metamethod at exit raise; an error in one fails
+# the run. Each run under `timeout -s KILL` (137: it ran past its limits).
+now_ms() { date +%s%3N; }
+gc_case() { # NAME BODY: a scenario with one run, then G whose __gc is BODY
+    cat >"$TMP/gc_$1.lua" <<LUA
+local ps = require "pipesim"
+local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+local r = ps.run{ layers = l, stages = 2, microbatches = 2 }
+G = setmetatable({}, { __gc = function() $2 end })
+LUA
+}
+# gc_expect NAME ARGS WANT MAX_S: exit non-zero within MAX_S seconds with
+# the one line WANT (a substring)
+gc_expect() {
+    rm -f "$TMP/gc_$1.db"*
+    t0=$(now_ms)
+    # shellcheck disable=SC2086
+    PIPESIM_TEST_HARD_STOP=0.5 timeout -s KILL 20 "$BIN" run "$TMP/gc_$1.lua" -o "$TMP/gc_$1.db" $2 >"$TMP/gc.out" 2>"$TMP/gc.err"
+    rc=$?
+    ms=$(( $(now_ms) - t0 ))
+    [ $rc -ne 0 ] && [ $rc -ne 137 ] && ok || bad "__gc $1: exit $rc (137: past its limits)"
+    [ "$(wc -l <"$TMP/gc.err")" = 1 ] && grep -q "^pipesim: .*$3" "$TMP/gc.err" && ok || bad "__gc $1: got '$(cat "$TMP/gc.err")', want '$3'"
+    [ $ms -le $(($4 * 1000)) ] && ok || bad "__gc $1: took $ms ms, want <= $4 s"
+    [ "$(sqlite3 "$TMP/gc_$1.db" "SELECT count(*) FROM run")" = 1 ] && ok || bad "__gc $1: the scenario's run is not in the database"
+}
+gc_case loop "while true do end"
+gc_expect loop "--timeout 1" "time limit of 1 s reached" 5
+gc_case alloc 'local t = {} for i = 1, 1e9 do t[i] = ("x"):rep(64) .. i end'
+gc_expect alloc "--max-memory 64MiB" "memory limit of 64 MiB reached (--max-memory)" 10
+gc_case err 'error("boom")'
+gc_expect err "" "gc_err.lua:4: boom (raised in a __gc metamethod)" 10
+gc_case run "ps.run{ layers = l, stages = 2, microbatches = 2 }"
+gc_expect run "" "gc_run.lua:4: ps.run: the scenario has ended: pipesim cannot run, record or show anything from a __gc metamethod at exit" 10
+gc_case show "ps.show(r)"
+gc_expect show "" "gc_show.lua:4: ps.show: the scenario has ended" 10
+gc_case cluster "ps.cluster{ ranks = 2 }"
+gc_expect cluster "" "gc_cluster.lua:4: ps.cluster: the scenario has ended" 10
+# a finalizer that loops at a collection during the scenario: Lua runs no
+# hook inside it, so the stop ends the process (after the hard stop's grace,
+# 0.5 s here) and the run before it is kept
+cat >"$TMP/gc_during.lua" <<'LUA'
+local ps = require "pipesim"
+local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+ps.run{ layers = l, stages = 2, microbatches = 2 }
+do local _ = setmetatable({}, { __gc = function() while true do end end }) end
+collectgarbage()
+LUA
+gc_expect during "--timeout 1" "time limit of 1 s reached (stopped at once" 5
+# ps.run from a finalizer during the scenario works, with the file's id
+cat >"$TMP/gc_ok.lua" <<'LUA'
+local ps = require "pipesim"
+local l = { { fwd_time = 1e-3 }, { fwd_time = 1e-3 } }
+ps.run{ layers = l, stages = 2, microbatches = 2 }
+do local _ = setmetatable({}, { __gc = function() print(ps.run{ layers = l, stages = 2, microbatches = 2 }.id) end }) end
+collectgarbage()
+LUA
+rm -f "$TMP/gc_ok.db"*
+$VG "$BIN" run "$TMP/gc_ok.lua" -o "$TMP/gc_ok.db" >"$TMP/gc.out" 2>&1 && [ "$(head -n 1 "$TMP/gc.out")" = 2 ] &&
+    [ "$(sqlite3 "$TMP/gc_ok.db" "SELECT count(*) FROM run")" = 2 ] && ok || bad "ps.run in a __gc during the scenario: $(cat "$TMP/gc.out")"
+
+# --- blocking reads (issue 27 item 4): scenarios from pipes run; a FIFO
+# and a quiet stdin respect --timeout; databases that are FIFOs are refused
+printf 'local ps = require "pipesim"\nprint(#ps.args == 0)\nps.run{ layers = { { fwd_time = 1 }, { fwd_time = 1 } }, stages = 2, microbatches = 2 }\n' >"$TMP/piped.lua"
+rm -f "$TMP/piped.db"*
+# shellcheck disable=SC2002
+cat "$TMP/piped.lua" | $VG "$BIN" run /dev/stdin -o "$TMP/piped.db" >"$TMP/piped.out" 2>&1 &&
+    grep -q "^1 run added to $TMP/piped.db" "$TMP/piped.out" && ok || bad "scenario from a pipe: $(cat "$TMP/piped.out")"
+mkfifo "$TMP/scen.fifo"
+t0=$(now_ms)
+timeout -s KILL 10 "$BIN" run "$TMP/scen.fifo" -o "$TMP/fifo.db" --timeout 1 >/dev/null 2>"$TMP/fifo.err"
+rc=$?
+ms=$(( $(now_ms) - t0 ))
+[ $rc = 1 ] && [ "$(cat "$TMP/fifo.err")" = "pipesim: time limit of 1 s reached" ] && [ $ms -le 3000 ] && ok ||
+    bad "a FIFO scenario nobody writes: exit $rc after $ms ms: $(cat "$TMP/fifo.err")"
+(sleep 0.3; cat "$TMP/piped.lua" >"$TMP/scen.fifo") &
+rm -f "$TMP/fifo.db"*
+timeout -s KILL 10 "$BIN" run "$TMP/scen.fifo" -o "$TMP/fifo.db" --timeout 5 >"$TMP/fifo.out" 2>&1 &&
+    grep -q "^1 run added" "$TMP/fifo.out" && ok || bad "a FIFO scenario: $(cat "$TMP/fifo.out")"
+wait
+printf 'local l = io.read("l")\nprint("read", l)\n' >"$TMP/quiet.lua"
+mkfifo "$TMP/stdin.fifo"
+(sleep 4 >"$TMP/stdin.fifo") &
+t0=$(now_ms)
+timeout -s KILL 10 "$BIN" run "$TMP/quiet.lua" -o "$TMP/quiet.db" --timeout 1 <"$TMP/stdin.fifo" >/dev/null 2>"$TMP/quiet.err"
+rc=$?
+ms=$(( $(now_ms) - t0 ))
+[ $rc = 1 ] && grep -q "^pipesim: .*quiet.lua:[0-9]*: time limit of 1 s reached$" "$TMP/quiet.err" && [ $ms -le 3000 ] && ok ||
+    bad "io.read on a quiet stdin: exit $rc after $ms ms: $(cat "$TMP/quiet.err")"
+wait
+printf 'local f = io.open(ps_fifo)\n' | sed "s|ps_fifo|\"$TMP/scen.fifo\"|" >"$TMP/openfifo.lua"
+t0=$(now_ms)
+timeout -s KILL 10 "$BIN" run --unsafe "$TMP/openfifo.lua" -o "$TMP/quiet.db" --timeout 1 >/dev/null 2>"$TMP/quiet.err"
+rc=$?
+ms=$(( $(now_ms) - t0 ))
+[ $rc = 1 ] && grep -q "time limit of 1 s reached" "$TMP/quiet.err" && [ $ms -le 3000 ] && ok ||
+    bad "io.open of a FIFO nobody writes: exit $rc after $ms ms: $(cat "$TMP/quiet.err")"
+for args in "report $TMP/scen.fifo" "report $TMP/scen.fifo 1" "export $TMP/scen.fifo 1 --format svg -o $TMP/x.svg" \
+    "plot $TMP/scen.fifo --x microbatches --y makespan" "merge $TMP/fifo-out.db $TMP/scen.fifo" \
+    "run $TMP/two.lua -o $TMP/scen.fifo"; do
+    # shellcheck disable=SC2086
+    timeout -s KILL 10 "$BIN" $args >/dev/null 2>"$TMP/fifo.err"
+    rc=$?
+    [ $rc = 1 ] && grep -q "$TMP/scen.fifo is not a regular file (a FIFO): a pipesim database is a file SQLite can seek in" "$TMP/fifo.err" && ok ||
+        bad "pipesim $args: exit $rc: $(cat "$TMP/fifo.err")"
+done
 
 echo "$P passed, $F failed"

@@ -92,7 +92,17 @@ expect_fail "plot $DB --x microbatches --y busy" "plot: --y busy: a per-rank col
 expect_fail "plot $DB --x microbatches --y rank_stat.busy" "plot: --y rank_stat.busy: one value per rank"
 expect_fail "plot $DB --x microbatches --y bubble --where stages=" "plot: --where stages=: $DB: cannot read:"
 expect_fail "plot $DB --x microbatches --y bubble --where 0" "plot: $DB: no runs to plot (9 runs in all; a plot takes those with status 'ok' that match --where)"
-expect_fail "plot $DB --x schedule --y bubble" "plot: --x schedule: the value '1f1b' is not a number"
+# a text --x is categories, in the order the runs first have them (issue
+# 27 item 15: it was refused as "'1f1b' is not a number")
+$VG "$BIN" plot "$DB" --x schedule --y bubble --by microbatches -o "$TMP/cat.svg" 2>"$TMP/plot.err" && ok || bad "categorical x: $(cat "$TMP/plot.err")"
+xmllint --noout "$TMP/cat.svg" 2>/dev/null && ok || bad "categorical x: not XML"
+got=$(grep -o 'text-anchor="middle" fill="#52606d">[^<]*<' "$TMP/cat.svg" | sed 's/.*">//; s/<$//' | tr '\n' ' ')
+[ "$got" = "gpipe 1f1b interleaved " ] && ok || bad "categorical x: tick labels '$got'"
+$VG "$BIN" plot "$DB" --x schedule --y bubble --by microbatches --format csv >"$TMP/cat.csv" 2>"$TMP/plot.err" && ok || bad "categorical x csv: $(cat "$TMP/plot.err")"
+[ "$(sed -n 2,4p "$TMP/cat.csv" | cut -d, -f1,2 | tr '\n' ' ')" = "4,gpipe 4,1f1b 4,interleaved " ] && ok || bad "categorical x csv: $(head -n 4 "$TMP/cat.csv")"
+[ "$(grep -c ',1f1b,' "$TMP/cat.csv")" = 3 ] && ok || bad "categorical x csv: $(cat "$TMP/cat.csv")"
+expect_fail "plot $DB --x schedule --y bubble" "plot: 3 runs have schedule = gpipe: choose one with --where, group them with --by, or combine them with --agg min|max|mean"
+expect_fail "plot $DB --x schedule --y bubble --by microbatches --log x" "plot: --log x: --x schedule holds categories ('gpipe', ...), which have no scale"
 expect_fail "plot $DB --x microbatches --y schedule --by schedule" "plot: --y schedule: the value 'gpipe' is not a number"
 expect_fail "plot $DB --x microbatches --y bubble-bubble --by schedule --log y" "plot: --log y: bubble-bubble = 0 (gpipe at microbatches = 4) cannot be on a log axis"
 expect_fail "plot $DB --x microbatches --y bubble --format png" "plot: --format png: expected svg or csv"

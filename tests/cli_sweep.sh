@@ -130,8 +130,11 @@ for n in 1 2 3 7; do
     [ "$(q "$TMP/full.db" "SELECT count(*) FROM event")" -gt 100 ] && ok || bad "too few events to compare"
     cmp -s "$TMP/full.dump" "$TMP/m.dump" && ok || bad "merge of $n shards differs from the unsharded run: $(diff "$TMP/full.dump" "$TMP/m.dump" | head -5)"
 done
-# shard 6 of 7 has no point of 6 and records nothing
-grep -q "^11 runs from 6 databases merged into $TMP/m.db" "$TMP/merge.out" && ok || bad "merge output: $(cat "$TMP/merge.out")"
+# shard 6 of 7 has no point of 6: its database holds its shard record
+# (issue 27 item 6: merge knows that it is there) and no run
+grep -q "^11 runs from 7 databases merged into $TMP/m.db" "$TMP/merge.out" && ok || bad "merge output: $(cat "$TMP/merge.out")"
+got="$(q "$TMP/part-6.db" "SELECT count(*) FROM run")|$(q "$TMP/part-6.db" "SELECT group_concat(k || '/' || n || ':' || sweep) FROM shard")"
+[ "$got" = "0|6/7:small,6/7:sizes" ] && ok || bad "shard 6/7's database: $got"
 # a shard's results are its own points
 $VG "$BIN" run $S -o "$TMP/s1.db" --shard 1/2 >"$TMP/s1.out" 2>&1
 [ "$(grep -c '^[0-9]* [0-9]* ' "$TMP/s1.out")" = 3 ] && grep -q "^1 1 4 " "$TMP/s1.out" && ok || bad "shard 1/2 results: $(cat "$TMP/s1.out")"
@@ -145,7 +148,12 @@ expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xb.db" "merge: $TMP/xa.db holds sw
 $VG "$BIN" run $S -o "$TMP/xc.db" --shard 1/2 -D sweep=alpha -D record=events >/dev/null 2>&1
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xc.db" "merge: $TMP/xc.db comes from another scenario version than $TMP/xa.db ('fnv1a64:"
 cp "$TMP/xa.db" "$TMP/xd.db"
-expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xd.db" "merge: point_index 0 of sweep 'alpha' is in $TMP/xa.db and $TMP/xd.db (the same shard twice"
+expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/xd.db" "merge: $TMP/xa.db and $TMP/xd.db are both shard 0/2 (the same shard twice?)"
+# a sweep run twice into one shard's file
+$VG "$BIN" run $S -o "$TMP/xe.db" --shard 0/2 -D sweep=alpha >/dev/null 2>&1
+$VG "$BIN" run $S -o "$TMP/xe.db" --shard 0/2 -D sweep=alpha >/dev/null 2>&1
+$VG "$BIN" run $S -o "$TMP/xf.db" --shard 1/2 -D sweep=alpha >/dev/null 2>&1
+expect_fail "merge $TMP/xo.db $TMP/xe.db $TMP/xf.db" "merge: $TMP/xe.db holds 2 runs of pipesim run --shard 0/2 (the shard run again into the same file?): its points are there more than once"
 cp "$TMP/xa.db" "$TMP/x4.db"
 q "$TMP/x4.db" "ALTER TABLE run DROP COLUMN scenario; DROP TABLE rank_member; PRAGMA user_version = 4"  # enough for the check
 expect_fail "merge $TMP/xo.db $TMP/xa.db $TMP/x4.db" "merge: $TMP/x4.db: schema version 4 (before the run 'sweep' columns), this pipesim reads"

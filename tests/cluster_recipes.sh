@@ -1,7 +1,9 @@
 #!/bin/sh
-# The recipes of docs/cluster-recipes.md run as written: the blocks
-# named sweep.lua, parallel.sh, parallel-ssh.sh, sweep.sbatch, merge.sbatch
-# and submit.sh are extracted from that page and run with N = 4 shards; each
+# The recipes of docs/sweeps.md ("Sweeps on a cluster") run as written:
+# the blocks named sweep.lua, parallel.sh, parallel-ssh.sh, sweep.sbatch,
+# merge.sbatch and submit.sh are extracted from that page (tagged "no-run:
+# ..." there, since tests/docs.sh leaves them to this script) and run with
+# N = 4 shards; each
 # merged database must hold exactly the rows of the unsharded run (every
 # table, every column but run.created).
 # Env: BIN (pipesim), TMP; RECIPES: "parallel" (default, tests/run.sh),
@@ -26,8 +28,7 @@ BINDIR=$(cd "$(dirname "$BIN")" && pwd)
 export PATH="$BINDIR:$PATH"
 export LC_ALL=C
 
-# extract DIR: every ```sh / ```lua block of docs/cluster-recipes.md (tagged
-# "no-run: ..." there, since tests/docs.sh leaves them to this script) whose first line (or
+# extract DIR FILE: every ```sh / ```lua block of FILE whose first line (or
 # second, after a #! line) is "# NAME: ..." or "-- NAME: ..." becomes DIR/NAME
 extract() {
     awk -v dir="$1" '
@@ -49,7 +50,7 @@ extract() {
         if ($0 ~ /^```(sh|lua)( no-run: .*)?$/) { inblock = 1; n = 0 }
         next
     }
-    inblock { buf[++n] = $0 }' docs/cluster-recipes.md
+    inblock { buf[++n] = $0 }' "$2"
 }
 
 # dump DB: every row of every table as text, sorted (run.created left out:
@@ -76,9 +77,9 @@ same_db() {
 W="$TMP/recipes"
 rm -rf "$W"
 mkdir -p "$W"
-extract "$W"
+extract "$W" docs/sweeps.md
 for f in sweep.lua parallel.sh parallel-ssh.sh sweep.sbatch merge.sbatch submit.sh; do
-    [ -s "$W/$f" ] && ok || bad "docs/cluster-recipes.md has no block named $f"
+    [ -s "$W/$f" ] && ok || bad "docs/sweeps.md has no block named $f"
 done
 # the reference: the same sweep unsharded
 mkdir -p "$W/whole"

@@ -113,7 +113,7 @@ for c in tests/cli.sh tests/cli_*.sh; do
 done
 
 if [ -f tests/cluster_recipes.sh ]; then
-    # docs/cluster-recipes.md's GNU parallel recipe (skipped, saying so, without
+    # docs/sweeps.md's GNU parallel recipe (skipped, saying so, without
     # parallel); .ci/run adds the Slurm one
     echo "== cluster recipes"
     BIN="$BIN" TMP="$TMP" sh tests/cluster_recipes.sh >"$TMP/recipes.out" 2>&1

@@ -9,11 +9,15 @@
 #endif
 #include "base/limit.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -22,24 +26,105 @@ static void (*stop_hook)(void);
 static double timeout_seconds;
 static char where_buf[256];
 static int where_set;
-static char need_buf[224]; /* limit_note_need, "" if none */
+static char need_buf[320]; /* limit_note_need, "" if none */
 
 static size_t budget; /* 0: none */
 static size_t used;
 
+/* --- the hard stop (issue 27 item 3) ---
+ * Lua runs no hook inside a __gc metamethod, so a finalizer that loops
+ * (at a garbage collection during the scenario, or at lua_close) cannot
+ * be stopped by raising. A stop is therefore backed by a second alarm:
+ * once a stop is requested, the process has HARD_STOP_S to end by the
+ * normal path (which keeps the finished runs); if the alarm rings first,
+ * the handler writes the stop's message and _exits. After limit_final
+ * (the runs are committed, only finalizers are left) a stop exits at
+ * once. The messages are formatted in advance: a handler may only
+ * write(). */
+#define HARD_STOP_S 5.0
+static volatile sig_atomic_t final_phase;
+static volatile sig_atomic_t hard_armed;
+static char hard_msg[3][200]; /* timeout, memory, interrupted */
+
+static void hard_exit(void)
+{
+    int r = stop_reason;
+    const char *m = r == LIMIT_TIMEOUT  ? hard_msg[0]
+                    : r == LIMIT_MEMORY ? hard_msg[1]
+                                        : hard_msg[2];
+    ssize_t w = write(STDERR_FILENO, m, strlen(m));
+    (void)w;
+    _exit(r == LIMIT_SIGINT    ? 128 + SIGINT
+          : r == LIMIT_SIGTERM ? 128 + SIGTERM
+                               : 1);
+}
+
+static double hard_grace(void)
+{
+    const char *g = getenv("PIPESIM_TEST_HARD_STOP");
+    double v = g && *g ? strtod(g, NULL) : 0;
+    return v > 0 ? v : HARD_STOP_S;
+}
+
+/* One alarm in seconds, at least a microsecond (async-signal-safe:
+ * setitimer); setitimer's result. */
+static int alarm_in(double seconds)
+{
+    struct itimerval it;
+    memset(&it, 0, sizeof it);
+    it.it_value.tv_sec = (time_t)seconds;
+    it.it_value.tv_usec =
+        (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
+    if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+        it.it_value.tv_usec = 1;
+    return setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void on_signal(int sig);
+static void set_action(int sig, void (*fn)(int), int flags);
+
 static void request(int reason)
 {
-    if (stop_reason == LIMIT_NONE)
+    int first = stop_reason == LIMIT_NONE;
+    if (first)
         stop_reason = reason;
+    if (final_phase && first)
+        hard_exit();
     if (stop_hook)
         stop_hook();
+    if (!hard_armed && stop_hook) { /* between limit_start and limit_end */
+        hard_armed = 1;
+        set_action(SIGALRM, on_signal, 0);
+        alarm_in(hard_grace());
+    }
 }
 
 static void on_signal(int sig)
 {
+    if (sig == SIGALRM && stop_reason != LIMIT_NONE)
+        hard_exit(); /* the hard stop's alarm */
     request(sig == SIGINT    ? LIMIT_SIGINT
             : sig == SIGTERM ? LIMIT_SIGTERM
                              : LIMIT_TIMEOUT);
+}
+
+void limit_final(void)
+{
+    final_phase = 1; /* a stop already requested has its alarm armed */
+}
+
+/* The hard stop's messages, as limit_message words them. */
+static void prepare_hard(void)
+{
+    static const char *const how = " (stopped at once: a __gc metamethod "
+                                   "or a blocking call did not return)\n";
+    char b[64];
+    snprintf(hard_msg[0], sizeof hard_msg[0],
+             "pipesim: time limit of %g s reached%s", timeout_seconds, how);
+    snprintf(hard_msg[1], sizeof hard_msg[1],
+             "pipesim: memory limit of %s reached (--max-memory)%s",
+             limit_format_bytes(budget, b, sizeof b), how);
+    snprintf(hard_msg[2], sizeof hard_msg[2], "pipesim: interrupted%s", how);
 }
 
 static void set_action(int sig, void (*fn)(int), int flags)
@@ -55,21 +140,21 @@ static void set_action(int sig, void (*fn)(int), int flags)
 int limit_start(double seconds, void (*on_stop)(void), ps_err *err)
 {
     stop_hook = on_stop;
+    final_phase = 0;
+    hard_armed = 0;
     /* SA_RESTART: SQLite's reads and writes carry on; SA_RESETHAND: a
      * second Ctrl-C stops a process that does not get to a check */
     set_action(SIGINT, on_signal, SA_RESTART | SA_RESETHAND);
     set_action(SIGTERM, on_signal, SA_RESTART | SA_RESETHAND);
     timeout_seconds = seconds;
+    prepare_hard();
     if (seconds > 0) {
-        set_action(SIGALRM, on_signal, SA_RESTART);
-        struct itimerval it;
-        memset(&it, 0, sizeof it);
-        it.it_value.tv_sec = (time_t)seconds;
-        it.it_value.tv_usec =
-            (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
-        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
-            it.it_value.tv_usec = 1;
-        if (setitimer(ITIMER_REAL, &it, NULL))
+        /* no SA_RESTART: a read that waits for input that may never come
+         * (io.read on a quiet stdin, io.open of a FIFO nobody writes)
+         * fails with EINTR, and the Lua hook raises the stop right after
+         * (SQLite retries its own reads and writes on EINTR) */
+        set_action(SIGALRM, on_signal, 0);
+        if (alarm_in(seconds))
             return ps_errf(err, "--timeout %g: cannot set the timer", seconds);
     }
     return PS_OK;
@@ -77,7 +162,8 @@ int limit_start(double seconds, void (*on_stop)(void), ps_err *err)
 
 void limit_end(void)
 {
-    if (timeout_seconds > 0) {
+    final_phase = 0;
+    if (timeout_seconds > 0 || hard_armed) {
         struct itimerval it;
         memset(&it, 0, sizeof it);
         setitimer(ITIMER_REAL, &it, NULL);
@@ -296,4 +382,89 @@ const char *limit_format_bytes(size_t bytes, char *buf, size_t size)
     }
     snprintf(buf, size, "%zu B", bytes);
     return buf;
+}
+
+/* --- reading a whole file --- */
+
+/* Waits until fd (non-blocking) can be read or a stop is requested: 0,
+ * or -1 on a stop. A FIFO nobody has opened for writing yet reads as
+ * "not ready" on Linux, not as the end of the file. */
+static int wait_readable(int fd)
+{
+    for (;;) {
+        if (limit_stopped())
+            return -1;
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r = poll(&pf, 1, 200);
+        if (r > 0) /* data, or the writer's end: the read says which */
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return 0; /* the read says why */
+    }
+}
+
+int limit_read_file(const char *path, char **bytes, size_t *n, ps_err *err)
+{
+    *bytes = NULL;
+    *n = 0;
+    /* O_NONBLOCK: opening a FIFO waits for no writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return ps_errf(err, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    int regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!regular && S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return ps_errf(err, "%s: is a directory", path);
+    }
+    size_t cap = 0, len = 0;
+    char *buf = NULL;
+    int rc = PS_OK;
+    for (;;) {
+        if (len + 1 >= cap) {
+            size_t grow = cap ? cap * 2 : 64 * 1024;
+            char *b = limit_realloc(buf, grow);
+            if (!b) {
+                rc = limit_stopped() ? PS_ERR
+                                     : ps_errf(err, "%s: out of memory", path);
+                break;
+            }
+            buf = b;
+            cap = grow;
+        }
+        /* a FIFO reads as empty until its writer comes: wait for data
+         * (or the writer's close) before every read */
+        if (!regular && wait_readable(fd)) {
+            rc = PS_ERR;
+            break;
+        }
+        ssize_t k = read(fd, buf + len, cap - 1 - len);
+        if (k > 0) {
+            len += (size_t)k;
+            continue;
+        }
+        if (k == 0)
+            break;
+        if (errno == EINTR && !limit_stopped())
+            continue;
+        if ((errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) &&
+            wait_readable(fd) == 0)
+            continue;
+        rc = limit_stopped() ? PS_ERR
+                             : ps_errf(err, "%s: %s", path, strerror(errno));
+        break;
+    }
+    close(fd);
+    if (rc) {
+        limit_free(buf);
+        if (limit_stopped()) {
+            char msg[512];
+            ps_errf(err, "%s", limit_message(msg, sizeof msg));
+        }
+        return PS_ERR;
+    }
+    buf[len] = '\0';
+    *bytes = buf;
+    *n = len;
+    return PS_OK;
 }

@@ -31,6 +31,12 @@ enum limit_stop {
 int limit_start(double seconds, void (*on_stop)(void), ps_err *err);
 /* Restores the default signal actions and cancels the timer. */
 void limit_end(void);
+/* Only finalizers are left to run (the runs are committed): from here a
+ * new stop ends the process at once with its message, since Lua cannot
+ * interrupt a __gc metamethod. Every stop also ends the process so when
+ * the normal path has not ended it within 5 s (a finalizer looping
+ * during the scenario or at exit, a call blocked in C). */
+void limit_final(void);
 
 /* The stop requested so far (an enum limit_stop); cheap: poll it. */
 int limit_stopped(void);
@@ -51,7 +57,7 @@ int limit_has_where(void);
 /* What the allocation that hit the memory budget was for, appended to the
  * memory stop's message after a colon: "the run's programs need 1.5 GiB as
  * arrays (33.5 M ops)". The last call before the message wins (at most
- * ~200 bytes kept); limit_reset forgets it. */
+ * ~300 bytes kept); limit_reset forgets it. */
 void limit_note_need(const char *need);
 
 /* --- memory --- */
@@ -81,6 +87,14 @@ void *limit_calloc(size_t count, size_t size);
 void *limit_realloc(void *p, size_t n);
 void *limit_aligned_alloc(size_t align, size_t n);
 void limit_free(void *p);
+
+/* Reads the whole file at path (a regular file, a pipe, a FIFO, a
+ * terminal) into *bytes (from limit_malloc, NUL-terminated, *n long;
+ * free it with limit_free), waiting for input until a stop is requested:
+ * opening a FIFO does not wait for a writer, and a read with nothing to
+ * read wakes up for the stop (--timeout, a signal). PS_ERR with "PATH:
+ * why", or the stop's message. */
+int limit_read_file(const char *path, char **bytes, size_t *n, ps_err *err);
 
 /* "12 GiB", "64 MiB", "1.5 GiB", "1000 B": the budget as users write it. */
 const char *limit_format_bytes(size_t bytes, char *buf, size_t size);

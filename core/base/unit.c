@@ -4,6 +4,8 @@
 #include "base/unit.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +129,20 @@ static const char *quoted(const char *text, size_t len, char *buf, size_t n)
     return buf;
 }
 
+/* A value v of text once scaled by its unit: finite ("1e308 PFLOP" is
+ * finite until scaled) and not underflowed ("1e-310 ns"). */
+static int scaled(const char *text, double v, double out, ps_err *err)
+{
+    if (!isfinite(out))
+        return ps_errf(err, "'%s' is not a finite number", text);
+    if (v != 0 && fabs(out) < DBL_MIN)
+        return ps_errf(err,
+                       "'%s' is too small to represent (below %g it "
+                       "underflows to 0): write 0 for none",
+                       text, DBL_MIN);
+    return PS_OK;
+}
+
 int unit_parse(const char *text, enum unit_kind kind, double *out, ps_err *err)
 {
     return unit_parse_len(text, strlen(text), kind, out, err);
@@ -147,12 +163,27 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
     buf[len] = 0;
     text = buf;
     char *end;
+    errno = 0;
     double v = strtod(text, &end);
+    int range = errno == ERANGE;
     if (end == text)
         return ps_errf(err, "'%s' is not a %s (expected e.g. %s)", text,
                        unit_kind_name(kind), unit_example(kind));
     if (!isfinite(v))
         return ps_errf(err, "'%s' is not a finite number", text);
+    /* strtod reads C's hexadecimal floats too ("0x10" is 16): a number
+     * here is decimal (issue 27 item 15) */
+    const char *digits = text + strspn(text, " \t\n\r\f\v+-");
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+        return ps_errf(err,
+                       "'%s' is not a decimal number (hexadecimal numbers "
+                       "are not read: write e.g. %s)",
+                       text, unit_example(kind));
+    if (range && fabs(v) < DBL_MIN) /* "1e-400": 0, or a subnormal */
+        return ps_errf(err,
+                       "'%s' is too small to represent (below %g it "
+                       "underflows to 0): write 0 for none",
+                       text, DBL_MIN);
     while (isspace((unsigned char)*end))
         end++;
     len = strlen(end);
@@ -170,9 +201,7 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
                                text, unit_kind_name(units[i].kind),
                                unit_kind_name(kind), unit_example(kind));
             *out = v * units[i].scale;
-            if (!isfinite(*out)) /* "1e308 PFLOP": finite until scaled */
-                return ps_errf(err, "'%s' is not a finite number", text);
-            return PS_OK;
+            return scaled(text, v, *out, err);
         }
     }
     for (size_t i = 0; i < sizeof either_units / sizeof either_units[0]; i++) {
@@ -184,9 +213,7 @@ int unit_parse_len(const char *text, size_t len, enum unit_kind kind,
                                "(e.g. %s)",
                                text, unit_kind_name(kind), unit_example(kind));
             *out = v * either_units[i].scale;
-            if (!isfinite(*out)) /* "1e308 PFLOPs", as above */
-                return ps_errf(err, "'%s' is not a finite number", text);
-            return PS_OK;
+            return scaled(text, v, *out, err);
         }
     }
     return ps_errf(err, "unknown unit in '%s' (expected a %s such as %s)", text,

@@ -58,6 +58,13 @@ lua_State *bind_newstate(void);
  * bind_limits_end removes the hook and restores the signal actions. */
 int bind_limits(lua_State *L, const char *luadir, double timeout, ps_err *err);
 void bind_limits_end(lua_State *L);
+/* Instead of bind_limits_end and lua_close: closes L with the limits
+ * still on, so that finalizers run at exit (__gc metamethods) are bound
+ * by them too, then ends the limits. */
+void bind_limits_close(lua_State *L);
+/* The first error raised in a __gc metamethod of a state made by
+ * bind_newstate (Lua reports it as a warning and goes on), or NULL. */
+const char *bind_gc_error(void);
 /* Raises the stop's message (limit_message), noting the scenario line. */
 int bind_raise_stop(lua_State *L);
 
@@ -111,6 +118,13 @@ uint64_t bind_cluster_id(lua_State *L, int idx);
  * (else a field could be read and still be reported as unknown). */
 void bind_check_layer_fields(lua_State *L);
 
+/* Raises "the scenario has ended: ..." once bind_finish has begun (a
+ * __gc metamethod run at exit); bind_database, bind_setmetatable and
+ * core.sweep_map call it. */
+void bind_check_open(lua_State *L);
+/* Marks the scenario ended (bind_finish does; a sweep worker before it
+ * closes its state). */
+void bind_session_end(lua_State *L);
 /* Makes the session of bind_setup (registry state every area reads). */
 void bind_session_new(lua_State *L, const bind_session *bs);
 
@@ -283,6 +297,8 @@ int bind_raise(lua_State *L, const ps_err *err);
 struct rec_db *bind_database(lua_State *L, const char *path);
 /* Counts a recorded run toward bind_finish's total. */
 void bind_count_run(lua_State *L);
+/* The runs counted so far (bind_count_run), in this process. */
+long bind_runs_recorded(lua_State *L);
 /* Called after every simulated run: may redraw the progress line. */
 void bind_progress(lua_State *L);
 /* A sweep's progress: done of total points, with the rate and the time
@@ -294,6 +310,14 @@ const bind_session *bind_get_session(lua_State *L);
 /* --- sweeps (core/bind/sweep.c; the worker pool in core/bind/pool.c) --- */
 /* core.sweep_map(n, jobs, eval) (bind/pool.c). */
 int bind_sweep_map(lua_State *L);
+/* The scenario's bytes, as bind_load_scenario read them: with the -D
+ * arguments they make the scenario's version (run.scenario), which
+ * pipesim merge compares. */
+void bind_sweep_source(lua_State *L, const char *bytes, size_t n);
+/* Under --shard K/N: marks this process's shard rows finished (the
+ * scenario ended without an error: the shard holds every run of its
+ * points, rec_shard_end); PS_OK when it recorded none. */
+int bind_sweep_shard_end(lua_State *L, ps_err *err);
 /* 1 when the scenario has called ps.sweep (--shard needs one). */
 int bind_sweeps_run(lua_State *L);
 /* In a sweep's worker process: the database the worker records path's

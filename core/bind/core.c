@@ -36,6 +36,7 @@ typedef struct session {
     double sweep_started;
     int64_t
         total; /* runs in the default database at bind_finish, -1: unknown */
+    int ended; /* bind_finish has begun: the scenario has returned */
 } session;
 
 /* [-0, +0] */
@@ -51,6 +52,26 @@ void *bind_registry_ptr(lua_State *L, const char *key)
 static session *get_session(lua_State *L)
 {
     return bind_registry_ptr(L, SESSION_KEY);
+}
+
+/* [-0, +0] raises once the scenario has ended (bind_finish): what a
+ * __gc metamethod calls at exit, when the databases are closed and new
+ * objects get no finalizer (lua_close), neither records nor leaks */
+void bind_check_open(lua_State *L)
+{
+    session *s = get_session(L);
+    if (s && s->ended)
+        luaL_error(L, "the scenario has ended: pipesim cannot run, record or "
+                      "show anything from a __gc metamethod at exit (do it "
+                      "before the scenario returns)");
+}
+
+/* [-0, +0] */
+void bind_session_end(lua_State *L)
+{
+    session *s = get_session(L);
+    if (s)
+        s->ended = 1;
 }
 
 /* [-0, +0] raises */
@@ -98,6 +119,15 @@ static int db_gc(lua_State *L)
 struct rec_db *bind_database(lua_State *L, const char *path)
 {
     session *s = get_session(L);
+    bind_check_open(L);
+    /* SQLite's temporary and in-memory databases would return ids of
+     * runs kept nowhere (issue 27 item 13) */
+    if (path && (!*path || strcmp(path, ":memory:") == 0))
+        luaL_error(L,
+                   "field 'db' must name a database file, got '%s': runs "
+                   "recorded there would be kept nowhere (to simulate "
+                   "without recording, set record = \"none\")",
+                   path);
     rec_db *worker = bind_sweep_database(L, path); /* a sweep's worker */
     if (worker)
         return worker;
@@ -175,6 +205,13 @@ void *bind_context(lua_State *L, const char *key, void *(*make)(void),
 void bind_count_run(lua_State *L)
 {
     get_session(L)->runs++;
+}
+
+/* [-0, +0] */
+long bind_runs_recorded(lua_State *L)
+{
+    session *s = get_session(L);
+    return s ? s->runs : 0;
 }
 
 static double monotonic(void)
@@ -262,6 +299,7 @@ int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
 {
     session *s = get_session(L);
     int rc = PS_OK;
+    bind_session_end(L);
     progress_done(s);
     long runs_in = s ? s->runs : 0;
     *db_path = s && s->default_used ? s->s.default_db : NULL;
@@ -367,6 +405,7 @@ const luaL_Reg bind_core_funcs[] = {
 /* [-0, +0] */
 void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
 {
+    bind_check_open(L); /* every pipesim object with a finalizer */
     if (luaL_newmetatable(L, tname))
         luaL_setfuncs(L, meta, 0);
     lua_setmetatable(L, -2);

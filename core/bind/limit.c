@@ -84,9 +84,14 @@ int bind_raise_stop(lua_State *L)
 /* [-0, +0] raises once stopped */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
-    (void)ar;
-    if (limit_stopped())
-        bind_raise_stop(L);
+    if (!limit_stopped())
+        return;
+    /* a C function runs to its end (the next Lua instruction raises):
+     * pipesim's own finalizers still free what they hold */
+    if (ar->event == LUA_HOOKCALL && lua_getinfo(L, "S", ar) &&
+        ar->what[0] == 'C')
+        return;
+    bind_raise_stop(L);
 }
 
 /* limit's on_stop: async-signal-safe (Lua documents lua_sethook as safe to
@@ -196,11 +201,57 @@ static int panic(lua_State *L)
     return 0;
 }
 
+/* --- warnings: errors in finalizers --- */
+
+/* Lua reports an error in a __gc metamethod as a warning, "error in __gc
+ * (msg)", in pieces, and goes on; with no warning function (lua_newstate
+ * sets none) it is lost. The first such error is kept for the command
+ * line, which fails the run with it (bind_gc_error); other warnings
+ * (warn() of a script) are printed once a script turns them on with
+ * warn("@on"), as lua.c does. */
+static char warn_buf[1024];
+static size_t warn_len;
+static int warn_on;
+static char gc_error[512];
+
+static void warnf(void *ud, const char *msg, int tocont)
+{
+    (void)ud;
+    size_t n = strlen(msg);
+    if (warn_len + n >= sizeof warn_buf)
+        n = sizeof warn_buf - 1 - warn_len;
+    memcpy(warn_buf + warn_len, msg, n);
+    warn_len += n;
+    warn_buf[warn_len] = '\0';
+    if (tocont)
+        return;
+    static const char gc[] = "error in __gc (";
+    size_t len = warn_len;
+    warn_len = 0;
+    if (strcmp(warn_buf, "@on") == 0 || strcmp(warn_buf, "@off") == 0) {
+        warn_on = warn_buf[2] == 'n';
+    } else if (strncmp(warn_buf, gc, sizeof gc - 1) == 0) {
+        if (!gc_error[0]) /* the message inside the parentheses */
+            snprintf(gc_error, sizeof gc_error, "%.*s",
+                     (int)(len - (sizeof gc - 1) - 1),
+                     warn_buf + sizeof gc - 1);
+    } else if (warn_on) {
+        fprintf(stderr, "Lua warning: %s\n", warn_buf);
+    }
+}
+
+const char *bind_gc_error(void)
+{
+    return gc_error[0] ? gc_error : NULL;
+}
+
 lua_State *bind_newstate(void)
 {
     lua_State *L = lua_newstate(l_alloc, NULL);
-    if (L)
+    if (L) {
         lua_atpanic(L, panic);
+        lua_setwarnf(L, warnf, NULL);
+    }
     return L;
 }
 
@@ -222,6 +273,24 @@ int bind_limits(lua_State *L, const char *luadir, double timeout, ps_err *err)
     main_L = L;
     running_L = NULL;
     return limit_start(timeout, arm, err);
+}
+
+/* Closes L under the limits (issue 27 item 3): the finalizers lua_close
+ * runs are script code, bound by --timeout, --max-memory and signals as
+ * the scenario was. Lua runs no hook inside a __gc metamethod, so a stop
+ * there ends the process (limit_final: the runs are committed by now);
+ * between finalizers a count hook raises it (the signal handlers no
+ * longer touch L, which is being freed). Memory past the budget fails the
+ * allocation, an error Lua reports as a warning (warnf). Then the limits
+ * end. */
+void bind_limits_close(lua_State *L)
+{
+    main_L = NULL;
+    running_L = NULL;
+    lua_sethook(L, stop_hook, LUA_MASKCALL | LUA_MASKCOUNT, 1000);
+    limit_final(); /* a finalizer runs without hooks: a stop ends it */
+    lua_close(L);
+    limit_end();
 }
 
 /* [-0, +0] */

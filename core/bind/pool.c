@@ -5,9 +5,8 @@
  * ids and their order are those of --jobs 1. Chunks are handed out through
  * one pipe (4-byte reads are atomic), finished ones announced on another;
  * each chunk's results travel in a file next to its databases. */
-#include "bind/bind.h"
+#include "bind/pool_impl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <lauxlib.h>
 #include <poll.h>
@@ -20,310 +19,20 @@
 #include <unistd.h>
 
 #include "base/limit.h"
+#include "bind/proc.h"
 #include "rec/rec.h"
 
 #define POOL_TYPE "pipesim.sweep_pool"
-#define WORKER_KEY "pipesim.sweep_worker"
 #define MAX_CHUNKS 4096 /* their ids fit in a pipe's 64 KiB buffer */
 #define CHUNK_MAX 2048  /* points: big enough that a chunk's file is cheap */
-#define MAX_DBS 16      /* databases one chunk may record into */
 
-/* ------------------------------------------------------------------ */
-/* The worker side                                                     */
-/* ------------------------------------------------------------------ */
-
-typedef struct wdb {
-    char *path; /* as ps.run's db field gave it; NULL: the session's */
-    char file[4200];
-    rec_db *db;
-    rec_ship *ship; /* its runs below the events level (rec/ship.c) */
-} wdb;
-
-/* 1 from the fork on in a worker process */
-static int forked;
-
-int bind_sweep_forked(void)
-{
-    return forked;
-}
-
-/* Set in a worker process only (the registry's WORKER_KEY points to it). */
-typedef struct worker {
-    const char *dir;
-    int32_t chunk;
-    wdb dbs[MAX_DBS];
-    int ndbs;
-} worker;
-
-/* [-0, +0] */
-static worker *get_worker(lua_State *L)
-{
-    return bind_registry_ptr(L, WORKER_KEY);
-}
-
-int bind_sweep_worker(lua_State *L)
-{
-    return get_worker(L) != NULL;
-}
-
-/* Test only (tests/cli_sweep.sh): PIPESIM_TEST_SCRATCH_SQL runs on each
- * new scratch database, so that a test can make SQLite roll back a
- * worker's batch (a trigger's RAISE(ROLLBACK), as a full disk or an I/O
- * error would) where no other process can reach the file. */
-static int scratch_test_sql(rec_db *db, ps_err *err)
-{
-    const char *sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
-    if (!sql || !*sql)
-        return PS_OK;
-    rec_query *q = rec_query_new(db, sql, err);
-    int rc = q ? rec_query_step(q, err) : PS_ERR;
-    rec_query_free(q);
-    return rc == PS_ERR ? PS_ERR : PS_OK;
-}
-
-/* [-0, +0] raises when the scratch database cannot be opened */
-rec_db *bind_sweep_database(lua_State *L, const char *path)
-{
-    worker *w = get_worker(L);
-    if (!w)
-        return NULL;
-    if (path)
-        bind_sandbox_db(L, path); /* the same refusal as --jobs 1 */
-    for (int i = 0; i < w->ndbs; i++)
-        if ((!path && !w->dbs[i].path) ||
-            (path && w->dbs[i].path && strcmp(path, w->dbs[i].path) == 0))
-            return w->dbs[i].db;
-    if (w->ndbs == MAX_DBS)
-        luaL_error(L, "a sweep's chunk records into more than %d databases",
-                   MAX_DBS);
-    wdb *d = &w->dbs[w->ndbs];
-    snprintf(d->file, sizeof d->file, "%s/c%d-%d.db", w->dir, (int)w->chunk,
-             w->ndbs);
-    d->path = path ? strdup(path) : NULL;
-    ps_err err;
-    d->db = rec_open(d->file, &err);
-    if (d->db && (rec_scratch(d->db, &err) || scratch_test_sql(d->db, &err))) {
-        rec_close(d->db, NULL);
-        d->db = NULL;
-    }
-    if (!d->db || (path && !d->path)) {
-        free(d->path);
-        rec_close(d->db, NULL);
-        return bind_raise(L, &err), NULL;
-    }
-    /* runs below the events level go to the writer as bytes, recorded
-     * there once (rec/ship.c), unless a test makes the scratch database
-     * fail (it must then get every run) */
-    const char *test_sql = getenv("PIPESIM_TEST_SCRATCH_SQL");
-    d->ship = test_sql && *test_sql ? NULL : rec_ship_new();
-    rec_set_shipper(d->db, d->ship);
-    w->ndbs++;
-    return d->db;
-}
-
-/* Writes db entry d's shipped runs to DIR/cC-I.ship and names the file in
- * the table on top (field ship, with nship runs). 0, or -1 when the file
- * cannot be written. [-0, +0] */
-static int ship_out(lua_State *L, const worker *w, wdb *d, int i)
-{
-    size_t n;
-    const void *bytes = rec_ship_bytes(d->ship, &n);
-    int64_t runs = rec_ship_runs(d->ship);
-    int rc = 0;
-    if (runs > 0) {
-        char file[4200];
-        snprintf(file, sizeof file, "%s/c%d-%d.ship", w->dir, (int)w->chunk, i);
-        FILE *f = fopen(file, "wb");
-        int wrote = f && fwrite(bytes, 1, n, f) == n;
-        if (!f || fclose(f) || !wrote)
-            rc = -1;
-        lua_pushstring(L, file);
-        lua_setfield(L, -2, "ship");
-        lua_pushinteger(L, (lua_Integer)runs);
-        lua_setfield(L, -2, "nship");
-    }
-    rec_ship_free(d->ship);
-    d->ship = NULL;
-    return rc;
-}
-
-/* The message on top, naming the databases the user gave (ps.run's db,
- * or the session's) where it names the scratch files the worker records
- * them in: a --jobs failure reads as the --jobs 1 one. [-1, +1] */
-static void user_names(lua_State *L, const worker *w)
-{
-    const bind_session *s = bind_get_session(L);
-    for (int i = 0; i < w->ndbs; i++) {
-        const char *user = w->dbs[i].path ? w->dbs[i].path
-                           : s            ? s->default_db
-                                          : NULL;
-        if (user && lua_type(L, -1) == LUA_TSTRING) {
-            luaL_gsub(L, lua_tostring(L, -1), w->dbs[i].file, user);
-            lua_remove(L, -2);
-        }
-    }
-}
-
-/* Evaluates chunk c's points first..last (eval's indices) and writes
- * { results = {...}, error = msg, dbs = { { path =, file = }, ... } } to
- * DIR/cC.res. Returns 0, or -1 when a stop was requested. [-0, +(0|?)]
- * pushes nothing when it returns 0; -1 leaves what it pushed (the worker
- * exits). */
-static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
-                     lua_Integer first, lua_Integer last)
-{
-    w->chunk = c;
-    w->ndbs = 0;
-    lua_createtable(L, 0, 3);
-    int out = lua_gettop(L);
-    lua_createtable(L, (int)(last - first + 1), 0);
-    for (lua_Integer j = first; j <= last; j++) {
-        lua_pushvalue(L, eval);
-        lua_pushinteger(L, j);
-        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-            if (limit_stopped())
-                return -1;
-            if (!lua_isstring(L, -1)) {
-                lua_pop(L, 1);
-                lua_pushstring(L, "(error object is not a string)");
-            }
-            user_names(L, w);
-            lua_setfield(L, out, "error");
-            break;
-        }
-        lua_rawseti(L, -2, j - first + 1);
-    }
-    lua_setfield(L, out, "results");
-    lua_createtable(L, w->ndbs, 0);
-    for (int i = 0; i < w->ndbs; i++) {
-        /* the flush first, as bind_finish's: runs of a batch SQLite rolled
-         * back (now or earlier in the chunk) are not in the file, and the
-         * writer must not count their results */
-        ps_err err, cerr;
-        int failed = rec_flush(w->dbs[i].db, &err);
-        lua_Integer lost = (lua_Integer)rec_lost_runs(w->dbs[i].db);
-        if (rec_close(w->dbs[i].db, &cerr) && !failed) {
-            failed = 1;
-            err = cerr;
-        }
-        /* a point's error, when there is one, is the chunk's */
-        if (failed && lua_getfield(L, out, "error") != LUA_TSTRING) {
-            lua_pushstring(L, err.msg);
-            user_names(L, w);
-            lua_setfield(L, out, "error");
-        }
-        if (failed)
-            lua_pop(L, 1);
-        lua_createtable(L, 0, 3);
-        lua_pushinteger(L, lost);
-        lua_setfield(L, -2, "lost");
-        if (w->dbs[i].path) {
-            lua_pushstring(L, w->dbs[i].path);
-            lua_setfield(L, -2, "path");
-        }
-        lua_pushstring(L, w->dbs[i].file);
-        lua_setfield(L, -2, "file");
-        if (ship_out(L, w, &w->dbs[i], i))
-            return -1;
-        lua_rawseti(L, -2, i + 1);
-        free(w->dbs[i].path);
-    }
-    lua_setfield(L, out, "dbs");
-    char tmp[4200], final[4200];
-    snprintf(tmp, sizeof tmp, "%s/c%d.tmp", w->dir, (int)c);
-    snprintf(final, sizeof final, "%s/c%d.res", w->dir, (int)c);
-    unsigned char *bytes;
-    size_t n;
-    const char *bad = bind_result_put(L, out, &bytes, &n);
-    if (bad) {
-        /* a result that cannot travel: say so as the chunk's error */
-        lua_pushfstring(L,
-                        "a result holds a %s, which a worker process cannot "
-                        "send back (return plain data, or run with --jobs 1)",
-                        bad);
-        lua_setfield(L, out, "error");
-        lua_pushnil(L);
-        lua_setfield(L, out, "results");
-        bind_result_put(L, out, &bytes, &n);
-    }
-    FILE *f = bytes ? fopen(tmp, "wb") : NULL;
-    int wrote = f && fwrite(bytes, 1, n, f) == n;
-    free(bytes);
-    if (!f || fclose(f) || !wrote || rename(tmp, final))
-        return -1;
-    lua_settop(L, out - 1);
-    return 0;
-}
-
-static void write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return;
-        p += k;
-        n -= (size_t)k;
-    }
-}
-
-typedef struct pool pool;
-static void pool_forget(pool *p);
-
-/* A worker's life: chunks from task_fd until it is empty, each announced
- * on done_fd; never returns. Its Lua state is closed before _exit, so
- * that the worker frees what it allocated (valgrind checks workers too,
- * tests/run.sh); the finalizers of what it inherited leave the writer's
- * resources alone: the writer's SQLite connections are not touched
- * (bind/core.c db_gc) and the pool p forgets the writer's other workers
- * and scratch directory. [-0, +0] (its worker record goes to the
- * registry) */
-static void worker_main(lua_State *L, int eval, pool *p, const char *pdir,
-                        int task_fd, int done_fd, lua_Integer n,
-                        lua_Integer size)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", pdir);
-    pool_forget(p);
-    worker *w = lua_newuserdatauv(L, sizeof *w, 0);
-    memset(w, 0, sizeof *w);
-    w->dir = dir;
-    lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
-    int status = 0;
-    for (;;) {
-        int32_t c;
-        ssize_t k = read(task_fd, &c, sizeof c);
-        if (k < 0 && errno == EINTR && !limit_stopped())
-            continue;
-        if (k != (ssize_t)sizeof c)
-            break;
-        lua_Integer first = (lua_Integer)c * size + 1;
-        lua_Integer last = first + size - 1 < n ? first + size - 1 : n;
-        if (run_chunk(L, eval, w, c, first, last)) {
-            status = 1;
-            break;
-        }
-        write_all(done_fd, &c, sizeof c);
-    }
-    fflush(NULL); /* what the run functions printed */
-    close(task_fd);
-    close(done_fd);
-    lua_close(L);
-    _exit(status);
-}
-
-/* ------------------------------------------------------------------ */
-/* The writer side                                                     */
-/* ------------------------------------------------------------------ */
-
-struct pool {
+typedef struct pool {
     pid_t pids[1024];
+    double stopped_since[1024]; /* proc_watch's */
     int npids;
     int done_fd;
-    char dir[4096];
-};
+    proc_scratch scratch;
+} pool;
 
 /* In a new worker: the pool's pids (its elder siblings), pipe and
  * directory are the writer's, not for this process's pool_close (the
@@ -334,7 +43,7 @@ static void pool_forget(pool *p)
     if (p->done_fd >= 0)
         close(p->done_fd);
     p->done_fd = -1;
-    p->dir[0] = '\0';
+    proc_scratch_forget(&p->scratch);
 }
 
 /* Stops the workers still running (they are this process's children),
@@ -353,21 +62,7 @@ static void pool_close(pool *p)
     if (p->done_fd >= 0)
         close(p->done_fd);
     p->done_fd = -1;
-    if (p->dir[0]) {
-        DIR *d = opendir(p->dir);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
-            char f[8192];
-            snprintf(f, sizeof f, "%s/%s", p->dir, e->d_name);
-            unlink(f);
-        }
-        if (d)
-            closedir(d);
-        rmdir(p->dir);
-        p->dir[0] = '\0';
-    }
+    proc_scratch_remove(&p->scratch);
 }
 
 /* [-0, +0] the pool userdata's __gc */
@@ -412,7 +107,7 @@ static int read_whole(const char *file, unsigned char **buf, size_t *size)
 
 static void free_shipped(int64_t **shipped)
 {
-    for (int i = 0; i < MAX_DBS; i++)
+    for (int i = 0; i < POOL_MAX_DBS; i++)
         free(shipped[i]);
 }
 
@@ -446,14 +141,16 @@ static int take_shipped(rec_db *db, const char *file, lua_Integer k,
 /* Copies chunk c's databases into the real ones and appends its results
  * (ids renumbered) to the table at results; next is the index of its
  * first point there. Returns 0; 1 when the chunk ends in a point's error
- * (its message pushed); -1 with err filled on any other failure.
- * [-0, +(0|1|?)] nothing left on 0, the message on 1; -1 leaves what it
- * pushed (the caller raises err). */
+ * (its message pushed); 2 when a point of the chunk recorded runs of its
+ * own (records_itself: nothing of the chunk is taken, the writer
+ * evaluates the sweep from the chunk's first point on); -1 with err
+ * filled on any other failure. [-0, +(0|1|?)] nothing left on 0 and 2,
+ * the message on 1; -1 leaves what it pushed (the caller raises err). */
 static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
                       lua_Integer next, ps_err *err)
 {
     char file[4200];
-    snprintf(file, sizeof file, "%s/c%d.res", p->dir, (int)c);
+    snprintf(file, sizeof file, "%s/c%d.res", p->scratch.dir, (int)c);
     unsigned char *buf;
     size_t size;
     if (read_whole(file, &buf, &size) < 0)
@@ -465,17 +162,23 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     if (bad)
         return ps_errf(err, "ps.sweep: a worker's results are damaged");
     int chunk = lua_gettop(L);
+    if (lua_getfield(L, chunk, "nested") != LUA_TNIL) {
+        lua_settop(L, chunk - 1); /* its scratch goes with the pool's */
+        return 2;
+    }
+    lua_pop(L, 1);
     lua_getfield(L, chunk, "dbs");
     int dbs = lua_gettop(L);
     lua_getfield(L, chunk, "results");
     int res = lua_gettop(L);
     lua_Integer ndbs = (lua_Integer)lua_rawlen(L, dbs);
-    int64_t offset[MAX_DBS] = {0};
-    lua_Integer lost[MAX_DBS] = {0}; /* results not to count, per database */
+    int64_t offset[POOL_MAX_DBS] = {0};
+    lua_Integer lost[POOL_MAX_DBS] = {
+        0}; /* results not to count, per database */
     /* per database: the run ids its shipped runs got, by their number */
-    int64_t *shipped[MAX_DBS] = {NULL};
-    lua_Integer nshipped[MAX_DBS] = {0};
-    for (lua_Integer i = 1; i <= ndbs && i <= MAX_DBS; i++) {
+    int64_t *shipped[POOL_MAX_DBS] = {NULL};
+    lua_Integer nshipped[POOL_MAX_DBS] = {0};
+    for (lua_Integer i = 1; i <= ndbs && i <= POOL_MAX_DBS; i++) {
         lua_rawgeti(L, dbs, i);
         lua_getfield(L, -1, "lost");
         lost[i - 1] = lua_tointeger(L, -1);
@@ -537,7 +240,7 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
             lua_Integer id = lua_tointeger(L, -1);
             lua_getfield(L, -2, "db");
             const char *path = lua_tostring(L, -1);
-            for (lua_Integer i = 1; i <= ndbs && i <= MAX_DBS; i++) {
+            for (lua_Integer i = 1; i <= ndbs && i <= POOL_MAX_DBS; i++) {
                 lua_rawgeti(L, dbs, i);
                 lua_getfield(L, -1, "path");
                 const char *dp = lua_tostring(L, -1);
@@ -575,140 +278,228 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     return 0;
 }
 
-/* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
- * by jobs worker processes; raises the first failing point's error after
- * recording the runs before it, as --jobs 1 does. [-0, +1] returns the
- * results table */
-int bind_sweep_map(lua_State *L)
-{
-    lua_Integer n = luaL_checkinteger(L, 1);
-    lua_Integer jobs = luaL_checkinteger(L, 2);
-    luaL_checktype(L, 3, LUA_TFUNCTION);
-    lua_settop(L, 3);
-    /* chunks of at most CHUNK_MAX points, about 8 per worker */
-    lua_Integer size = (n + jobs * 8 - 1) / (jobs * 8);
-    if (size > CHUNK_MAX)
-        size = CHUNK_MAX;
-    if (size < (n + MAX_CHUNKS - 1) / MAX_CHUNKS)
-        size = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-    if (size < 1)
-        size = 1;
-    int32_t nchunks = (int32_t)((n + size - 1) / size);
-    if (jobs > nchunks)
-        jobs = nchunks;
+/* A sweep's evaluation by the pool: sizes, then the state of its
+ * collection (bind_sweep_map). */
+typedef struct sweep_run {
+    lua_Integer n, size; /* points, points per chunk */
+    int32_t nchunks;
+    int eval;         /* stack index of the function of a point */
+    int results;      /* stack index of the results table */
+    int32_t next;     /* the first chunk not taken */
+    int failed;       /* 1: a point's error is on the stack; -1: err */
+    lua_Integer here; /* > 0: the points from here on run in this
+                         process (take_chunk's 2) */
+    ps_err err;
+} sweep_run;
 
-    pool *p = lua_newuserdatauv(L, sizeof *p, 0); /* 4 */
+/* [-0, +1] the pool's userdata, with its __gc (which ends the workers and
+ * removes the scratch), and its scratch directory; raises on failure */
+static pool *pool_new(lua_State *L)
+{
+    pool *p = lua_newuserdatauv(L, sizeof *p, 0);
     memset(p, 0, sizeof *p);
     p->done_fd = -1;
+    p->scratch.lock_fd = -1;
     if (luaL_newmetatable(L, POOL_TYPE)) {
         lua_pushcfunction(L, pool_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_setmetatable(L, -2);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(p->dir, sizeof p->dir, "%s/pipesim-sweep.XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(p->dir)) {
-        p->dir[0] = '\0';
-        return luaL_error(L, "ps.sweep: cannot create a scratch directory: %s",
-                          strerror(errno));
-    }
+    ps_err err;
+    if (proc_scratch_make(&p->scratch, NULL, &err))
+        bind_raise(L, &err);
+    return p;
+}
+
+/* Forks up to jobs workers, each handed the task pipe's chunks; raises
+ * when none can start. [-0, +0] */
+static void pool_start(lua_State *L, pool *p, const sweep_run *sr,
+                       lua_Integer jobs)
+{
     int task[2], done[2];
     if (pipe(task))
-        return luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
+        luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
     if (pipe(done)) {
         close(task[0]);
         close(task[1]);
-        return luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
+        luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
     }
     p->done_fd = done[0];
-    for (int32_t c = 0; c < nchunks; c++)
-        write_all(task[1], &c, sizeof c);
+    for (int32_t c = 0; c < sr->nchunks; c++)
+        pool_write_all(task[1], &c, sizeof c);
     close(task[1]);
-    lua_createtable(L, (int)n, 0); /* 5: the results */
-    bind_progress_sweep(L, 0, (long)n);
     fflush(NULL); /* or the children print it again */
+    pid_t writer = getpid();
     for (lua_Integer k = 0; k < jobs; k++) {
         pid_t pid = fork();
         if (pid == 0) {
-            forked = 1;
-            worker_main(L, 3, p, p->dir, task[0], done[1], n, size);
+            /* the pool's pids, pipe and directory are the writer's, not
+             * for this process's pool_close (the pool's __gc) */
+            char dir[4096];
+            snprintf(dir, sizeof dir, "%s", p->scratch.dir);
+            pool_forget(p);
+            pool_worker_main(L, sr->eval, dir, writer, task[0], done[1], sr->n,
+                             sr->size);
         }
         if (pid < 0)
             break;
         p->pids[p->npids++] = pid;
     }
+    int e = errno;
     close(task[0]);
     close(done[1]);
     if (p->npids == 0) {
         pool_close(p);
-        return luaL_error(L, "ps.sweep: cannot start a worker process: %s",
-                          strerror(errno));
+        luaL_error(L, "ps.sweep: cannot start a worker process: %s",
+                   strerror(e));
     }
+}
 
-    unsigned char *ready = calloc((size_t)nchunks, 1);
+/* Takes the chunks in order as the workers finish them, until all are
+ * in, a point fails, a chunk hands the sweep back (sr->here), a worker
+ * fails or a stop is requested. [-0, +(0|1)] a point's error stays on
+ * top (sr->failed 1) */
+static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
+{
+    unsigned char *ready = calloc((size_t)sr->nchunks, 1);
     if (!ready) {
-        pool_close(p);
-        return luaL_error(L, "ps.sweep: out of memory");
+        ps_errf(&sr->err, "ps.sweep: out of memory");
+        sr->failed = -1;
+        return;
     }
-    ps_err err = {0};
-    int failed = 0; /* 1: a point's error is on the stack; -1: err */
-    int32_t next = 0;
-    while (next < nchunks && !failed) {
+    while (sr->next < sr->nchunks && !sr->failed && !sr->here) {
         if (limit_stopped())
             break;
         struct pollfd pf = {.fd = p->done_fd, .events = POLLIN};
         int pr = poll(&pf, 1, 200);
-        if (pr <= 0)
-            continue; /* a signal, or a wake-up to check for a stop */
+        if (pr <= 0) {
+            /* a signal, or a wake-up to check for a stop and on the
+             * workers: one that died or stays stopped ends the wait */
+            if (pr == 0 &&
+                proc_watch(p->pids, p->npids, p->stopped_since, &sr->err))
+                sr->failed = -1;
+            continue;
+        }
         int32_t c;
         ssize_t k = read(p->done_fd, &c, sizeof c);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k != (ssize_t)sizeof c || c < 0 || c >= nchunks) {
-            ps_errf(&err, "ps.sweep: a worker process ended before its "
-                          "points were done (killed, or out of memory?)");
-            failed = -1;
+        if (k != (ssize_t)sizeof c || c < 0 || c >= sr->nchunks) {
+            if (!proc_watch(p->pids, p->npids, p->stopped_since, &sr->err))
+                ps_errf(&sr->err, "ps.sweep: a worker process ended before "
+                                  "its points were done (killed, or out of "
+                                  "memory?)");
+            sr->failed = -1;
             break;
         }
         ready[c] = 1;
-        while (next < nchunks && ready[next] && !failed) {
-            int rc =
-                take_chunk(L, p, next, 5, (lua_Integer)next * size + 1, &err);
-            failed = rc > 0 ? 1 : rc < 0 ? -1 : 0;
-            next++;
-            lua_Integer doneb = (lua_Integer)next * size;
-            bind_progress_sweep(L, (long)(doneb < n ? doneb : n), (long)n);
+        while (sr->next < sr->nchunks && ready[sr->next] && !sr->failed) {
+            lua_Integer first = (lua_Integer)sr->next * sr->size + 1;
+            int rc = take_chunk(L, p, sr->next, sr->results, first, &sr->err);
+            if (rc == 2) {
+                sr->here = first;
+                break;
+            }
+            sr->failed = rc > 0 ? 1 : rc < 0 ? -1 : 0;
+            sr->next++;
+            lua_Integer doneb = (lua_Integer)sr->next * sr->size;
+            bind_progress_sweep(L, (long)(doneb < sr->n ? doneb : sr->n),
+                                (long)sr->n);
         }
     }
     free(ready);
-    if (next == nchunks && !failed) {
-        /* every worker has read its last task and exits, with status 0:
-         * anything else (a crash at its end, valgrind's --error-exitcode
-         * for a leak, tests/run.sh) is reported, after its runs are in */
-        for (int i = 0; i < p->npids; i++) {
-            int st = 0;
-            while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
-                ;
-            p->pids[i] = 0;
-            if (!failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                ps_errf(&err,
-                        "ps.sweep: a worker process ended with %s %d after "
-                        "its points were done",
-                        WIFEXITED(st) ? "status" : "signal",
-                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-                failed = -1;
-            }
+}
+
+/* After every chunk is taken: each worker has read its last task and
+ * exits with status 0; anything else (a crash at its end, valgrind's
+ * --error-exitcode for a leak, tests/run.sh) is reported, after its runs
+ * are in. */
+static void pool_reap(pool *p, sweep_run *sr)
+{
+    for (int i = 0; i < p->npids; i++) {
+        int st = 0;
+        while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
+            ;
+        p->pids[i] = 0;
+        if (!sr->failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+            ps_errf(&sr->err,
+                    "ps.sweep: a worker process ended with %s %d after "
+                    "its points were done",
+                    WIFEXITED(st) ? "status" : "signal",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            sr->failed = -1;
         }
     }
+}
+
+/* The points from sr->here on, evaluated in this process as --jobs 1
+ * does (a point's run function records runs of its own, whose ids only
+ * this process can give). [-0, +(0|1)] a point's error stays on top
+ * (sr->failed 1) */
+static void run_here(lua_State *L, sweep_run *sr)
+{
+    bind_progress_sweep(L, 0, 0);
+    fprintf(stderr,
+            "pipesim: note: a ps.sweep's run function records runs itself "
+            "(ps.run inside it), whose ids only this process can give: its "
+            "points from the %lld-th on run here, one at a time\n",
+            (long long)sr->here);
+    for (lua_Integer j = sr->here; j <= sr->n; j++) {
+        lua_pushvalue(L, sr->eval);
+        lua_pushinteger(L, j);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            sr->failed = 1;
+            return;
+        }
+        lua_rawseti(L, sr->results, j);
+        bind_progress_sweep(L, (long)j, (long)sr->n);
+    }
+}
+
+/* core.sweep_map(n, jobs, eval) -> { eval(1), ..., eval(n) }, evaluated
+ * by jobs worker processes; raises the first failing point's error after
+ * recording the runs before it, as --jobs 1 does. A point whose run
+ * function records runs itself hands the rest of the sweep to this
+ * process (run_here), so that every id returned is the id stored.
+ * [-0, +1] returns the results table */
+int bind_sweep_map(lua_State *L)
+{
+    sweep_run sr = {0};
+    bind_check_open(L);
+    sr.n = luaL_checkinteger(L, 1);
+    lua_Integer jobs = luaL_checkinteger(L, 2);
+    luaL_checktype(L, 3, LUA_TFUNCTION);
+    lua_settop(L, 3);
+    sr.eval = 3;
+    /* chunks of at most CHUNK_MAX points, about 8 per worker */
+    lua_Integer size = (sr.n + jobs * 8 - 1) / (jobs * 8);
+    if (size > CHUNK_MAX)
+        size = CHUNK_MAX;
+    if (size < (sr.n + MAX_CHUNKS - 1) / MAX_CHUNKS)
+        size = (sr.n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+    sr.size = size < 1 ? 1 : size;
+    sr.nchunks = (int32_t)((sr.n + sr.size - 1) / sr.size);
+    if (jobs > sr.nchunks)
+        jobs = sr.nchunks;
+
+    pool *p = pool_new(L);            /* 4 */
+    lua_createtable(L, (int)sr.n, 0); /* 5: the results */
+    sr.results = 5;
+    bind_progress_sweep(L, 0, (long)sr.n);
+    pool_start(L, p, &sr, jobs);
+    pool_collect(L, p, &sr);
+    if (sr.next == sr.nchunks && !sr.failed)
+        pool_reap(p, &sr);
     pool_close(p);
+    if (sr.here && !limit_stopped())
+        run_here(L, &sr);
     bind_progress_sweep(L, 0, 0);
     if (limit_stopped())
         return bind_raise_stop(L);
-    if (failed > 0)
+    if (sr.failed > 0)
         return lua_error(L); /* the point's message, on top */
-    if (failed < 0)
-        return bind_raise(L, &err);
+    if (sr.failed < 0)
+        return bind_raise(L, &sr.err);
     lua_settop(L, 5);
     return 1;
 }

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/limit.h"
+
 #define ALLOWED_KEY "pipesim.sandbox.dirs"   /* registry: array of real dirs */
 #define DB_DIRS_KEY "pipesim.sandbox.dbdirs" /* where databases may go */
 #define UNSAFE_HINT                                                            \
@@ -471,15 +473,59 @@ void bind_sandbox(lua_State *L, const char *luadir, const char *scenario,
     lua_pop(L, 3);
 }
 
-/* [-0, +1] pushes the chunk or the message, as luaL_loadfilex */
+/* The chunk in bytes as luaL_loadfilex would see the file: a UTF-8 byte
+ * order mark skipped, a first line starting with '#' (a "#!" line)
+ * replaced by its newline, so that line numbers stay the file's.
+ * Returns where the chunk starts (*line: 1 when that newline must be
+ * given first). */
+static const char *chunk_start(const char *b, size_t n, int *line)
+{
+    const char *p = b, *end = b + n;
+    *line = 0;
+    if (n >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
+    if (p < end && *p == '#') {
+        while (p < end && *p != '\n')
+            p++;
+        *line = 1; /* the newline, kept by the caller */
+    }
+    return p;
+}
+
+/* [-0, +1] pushes the chunk or the message, as luaL_loadfilex; the
+ * scenario is read once, whole (a pipe or /dev/stdin can be read only
+ * once, a FIFO waits for its writer until a stop), and its bytes are the
+ * scenario's version (bind_sweep_source) */
 int bind_load_scenario(lua_State *L, const char *path, int sandboxed)
 {
-    if (sandboxed && file_is_binary(path)) {
-        lua_pushfstring(L,
-                        "%s: a precompiled (binary) chunk " UNSAFE_HINT
-                        ": run its source",
-                        path);
-        return LUA_ERRSYNTAX;
+    char *bytes;
+    size_t n;
+    ps_err err;
+    if (limit_read_file(path, &bytes, &n, &err)) {
+        lua_pushstring(L, err.msg);
+        return LUA_ERRFILE;
     }
-    return luaL_loadfilex(L, path, sandboxed ? "t" : "bt");
+    bind_sweep_source(L, bytes, n);
+    int line;
+    const char *p = chunk_start(bytes, n, &line), *end = bytes + n;
+    /* a binary chunk starts after the '#' line's newline, text keeps it */
+    const char *code = line && p < end ? p + 1 : p;
+    if (code < end && *code == LUA_SIGNATURE[0]) {
+        if (sandboxed) {
+            limit_free(bytes);
+            lua_pushfstring(L,
+                            "%s: a precompiled (binary) chunk " UNSAFE_HINT
+                            ": run its source",
+                            path);
+            return LUA_ERRSYNTAX;
+        }
+        p = code;
+    }
+    size_t rest = (size_t)(end - p);
+    lua_pushfstring(L, "@%s", path);
+    int status = luaL_loadbufferx(L, p, rest, lua_tostring(L, -1),
+                                  sandboxed ? "t" : "bt");
+    lua_remove(L, -2);
+    limit_free(bytes);
+    return status;
 }

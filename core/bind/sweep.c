@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/limit.h"
 #include "rec/rec.h"
 
 #define SWEEP_KEY "pipesim.sweep"
@@ -29,6 +33,10 @@ typedef struct sweep_state {
      * handles, open until bind_finish) */
     rec_db *batched[MAX_BATCHED];
     int nbatched;
+    /* --shard K/N: this process's token and the database its sweeps'
+     * shard rows are in (rec/shard.c), NULL before the first */
+    char session[40];
+    rec_db *shard_db;
 } sweep_state;
 
 /* [-0, +0] the state, made and kept in the registry on first use */
@@ -56,29 +64,76 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* The scenario's version: FNV-1a 64 over the script's bytes and each -D
- * argument (NUL-separated), so that shards of one command line agree and
- * an edited script or other arguments do not. Files the script requires
- * are not included. [-0, +0] */
+/* A -D argument and its place on the command line. */
+typedef struct def_at {
+    const char *d;
+    int i;
+} def_at;
+
+/* -D arguments by key; a key given twice keeps its last value, as
+ * ps.args does (bind/core.c push_args): the later one sorts first. */
+static int by_key(const void *pa, const void *pb)
+{
+    const def_at *a = pa, *b = pb;
+    size_t na = strcspn(a->d, "="), nb = strcspn(b->d, "=");
+    int c = strncmp(a->d, b->d, na < nb ? na : nb);
+    if (c == 0 && na != nb)
+        c = na < nb ? -1 : 1;
+    return c ? c : b->i - a->i;
+}
+
+/* The scenario's version: FNV-1a 64 over the script's bytes (src, n) and
+ * the -D arguments as ps.args sees them (NUL-separated, by key, each key
+ * once), so that shards of one command line agree whatever the order of
+ * their -D arguments, and an edited script or other values do not. Files
+ * the script requires are not included. [-0, +0] */
+static void set_version(lua_State *L, const void *src, size_t n)
+{
+    sweep_state *st = get_state(L);
+    const bind_session *s = bind_get_session(L);
+    uint64_t h = fnv1a(0xcbf29ce484222325u, src, n);
+    int nd = s ? s->ndefs : 0;
+    def_at *defs = nd > 0 ? malloc((size_t)nd * sizeof *defs) : NULL;
+    for (int i = 0; defs && i < nd; i++)
+        defs[i] = (def_at){s->defs[i], i};
+    if (defs)
+        qsort(defs, (size_t)nd, sizeof *defs, by_key);
+    for (int i = 0; defs && i < nd; i++) {
+        const char *d = defs[i].d, *prev = i > 0 ? defs[i - 1].d : NULL;
+        size_t k = strcspn(d, "=");
+        if (prev && strcspn(prev, "=") == k && strncmp(prev, d, k) == 0)
+            continue; /* an earlier value of the same key */
+        h = fnv1a(h, d, strlen(d) + 1);
+    }
+    free(defs);
+    snprintf(st->scenario, sizeof st->scenario, "fnv1a64:%016llx",
+             (unsigned long long)h);
+}
+
+/* [-0, +0] */
+void bind_sweep_source(lua_State *L, const char *bytes, size_t n)
+{
+    set_version(L, bytes, n);
+}
+
+/* The version set by bind_sweep_source when the scenario was loaded;
+ * else (a cluster file of pipesim nccl-tests) of the session's file when
+ * it is a regular one. [-0, +0] */
 static const char *scenario_version(lua_State *L)
 {
     sweep_state *st = get_state(L);
     if (st->scenario[0])
         return st->scenario;
     const bind_session *s = bind_get_session(L);
-    uint64_t h = 0xcbf29ce484222325u;
-    FILE *f = s && s->scenario ? fopen(s->scenario, "rb") : NULL;
-    if (f) {
-        char buf[4096];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            h = fnv1a(h, buf, n);
-        fclose(f);
-    }
-    for (int i = 0; s && i < s->ndefs; i++)
-        h = fnv1a(h, s->defs[i], strlen(s->defs[i]) + 1);
-    snprintf(st->scenario, sizeof st->scenario, "fnv1a64:%016llx",
-             (unsigned long long)h);
+    char *bytes = NULL;
+    size_t n = 0;
+    struct stat sb;
+    ps_err err;
+    if (s && s->scenario && stat(s->scenario, &sb) == 0 &&
+        S_ISREG(sb.st_mode) && limit_read_file(s->scenario, &bytes, &n, &err))
+        bytes = NULL, n = 0;
+    set_version(L, bytes ? bytes : "", n);
+    limit_free(bytes);
     return st->scenario;
 }
 
@@ -126,12 +181,85 @@ static int core_sweep_info(lua_State *L)
     return 3;
 }
 
-/* core.sweep_begin(): counts a ps.sweep call (for --shard's check).
- * [-0, +0] */
+/* The FNV-1a 64 of the list of strings at idx (each with its NUL), as
+ * "fnv1a64:<16 hex>" into buf; its length. [-0, +0] */
+static lua_Integer hash_list(lua_State *L, int idx, char *buf, size_t size)
+{
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, i);
+        size_t len = 0;
+        const char *j = lua_tolstring(L, -1, &len);
+        if (j)
+            h = fnv1a(h, j, len + 1);
+        lua_pop(L, 1);
+    }
+    snprintf(buf, size, "fnv1a64:%016llx", (unsigned long long)h);
+    return n;
+}
+
+/* Records the sweep beginning (its name and points' JSON at 1 and 2, when
+ * given) as a row of the session's database's shard table, committed now
+ * (rec_shard_begin); the token names this process's rows. [-0, +0]
+ * raises when the database cannot be written */
+static void record_shard(lua_State *L, sweep_state *st, const bind_session *s)
+{
+    if (!st->session[0]) {
+        /* the process (pid, clocks, an address of its stack) hashed */
+        struct timespec t[2];
+        clock_gettime(CLOCK_REALTIME, &t[0]);
+        clock_gettime(CLOCK_MONOTONIC, &t[1]);
+        uint64_t h = fnv1a(0xcbf29ce484222325u, t, sizeof t);
+        pid_t pid = getpid();
+        h = fnv1a(h, &pid, sizeof pid);
+        void *where = &h;
+        h = fnv1a(h, &where, sizeof where);
+        snprintf(st->session, sizeof st->session, "%ld-%016llx", (long)pid,
+                 (unsigned long long)h);
+    }
+    char hash[32], host[256];
+    rec_shard sh = {.session = st->session,
+                    .scenario = scenario_version(L),
+                    .k = (int32_t)s->shard_k,
+                    .n = (int32_t)s->shard_n,
+                    .sweep = lua_tostring(L, 1),
+                    .points = -1,
+                    .pid = (int64_t)getpid()};
+    if (lua_istable(L, 2)) {
+        sh.points = (int64_t)hash_list(L, 2, hash, sizeof hash);
+        sh.points_hash = hash;
+    }
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    sh.host = host;
+    rec_db *db = bind_database(L, NULL);
+    ps_err err;
+    if (rec_shard_begin(db, &sh, &err))
+        bind_raise(L, &err);
+    st->shard_db = db;
+}
+
+/* core.sweep_begin([name, jsons]): counts a ps.sweep call (for --shard's
+ * check); under --shard K/N, records it in the session's database (name
+ * and the points' JSON, in order, identify the sweep; a ps.search gives
+ * neither). [-0, +0] */
 static int core_sweep_begin(lua_State *L)
 {
-    get_state(L)->sweeps++;
+    sweep_state *st = get_state(L);
+    st->sweeps++;
+    const bind_session *s = bind_get_session(L);
+    if (s && s->shard_n > 0)
+        record_shard(L, st, s);
     return 0;
+}
+
+/* [-0, +0] */
+int bind_sweep_shard_end(lua_State *L, ps_err *err)
+{
+    sweep_state *st = get_state(L);
+    return st->shard_db ? rec_shard_end(st->shard_db, st->session, err) : PS_OK;
 }
 
 /* core.sweep_progress(done, total): the progress line of a sweep

@@ -103,6 +103,10 @@ static const help_opt plot_opts[] = {
 };
 
 static const help_opt merge_opts[] = {
+    {"--partial", NULL,
+     "merge what is there: let missing, unfinished or running shards and\n"
+     "databases that are no shard through, saying what is missing",
+     NULL},
     HELP_OPT,
     {NULL, NULL, NULL, NULL},
 };
@@ -224,10 +228,12 @@ const help_cmd help_cmds[] = {
      "--by stages\n"
      "pipesim plot results/sweep.db --x microbatches --y makespan "
      "--format csv"},
-    {"merge", "join the databases of sharded sweeps", "merge OUT.db PART.db...",
+    {"merge", "join the databases of sharded sweeps",
+     "merge [--partial] OUT.db PART.db...",
      "Copies the runs of the databases written by pipesim run --shard K/N\n"
      "into a new OUT.db, renumbered in point order as if the sweep had run\n"
-     "unsharded.",
+     "unsharded. Refuses a missing, repeated, foreign, unfinished or live\n"
+     "shard, naming it, unless --partial (docs/sweeps.md).",
      DB_FILE, merge_opts,
      "pipesim run sweep.lua --shard 0/2 -o part0.db\n"
      "pipesim run sweep.lua --shard 1/2 -o part1.db\n"

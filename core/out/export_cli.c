@@ -20,12 +20,14 @@ static const char usage[] =
 /* one line per failure, exit status 1 (base/err.h) */
 #define fail ps_fail
 
-/* A run id: a positive integer. */
+/* A run id: a positive integer; -2 for one past int64's range. */
 static int parse_run(const char *s, int64_t *out)
 {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE && v > 0 && end != s && !*end)
+        return -2;
     if (errno || end == s || *end || v < 1)
         return -1;
     *out = v;
@@ -183,10 +185,17 @@ int export_main(int argc, char **argv)
                         bad);
         if (!ids)
             return fail("export: out of memory");
+    } else if (parse_run(run_arg, &one) == -2) {
+        return fail("export: run id %s is out of range (run ids are at most "
+                    "%lld)",
+                    run_arg, (long long)INT64_MAX);
     } else if (parse_run(run_arg, &one)) {
         return fail("export: bad run id '%s' (expected a positive integer)",
                     run_arg);
     }
+    if (output && !*output) /* "pipesim: : No such file or directory" */
+        return fail("export: -o: the file name is empty (leave -o out to "
+                    "write to standard output)");
 
     int rc = 1;
     ps_err err = {0};

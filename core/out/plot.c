@@ -339,7 +339,29 @@ static int check_term(ctx *c, const term *t, const char *from, int is_where)
 typedef struct series_buf {
     plot_series *s;
     int n, cap;
+    /* a categorical --x (issue 27 item 15: "1f1b" is a category, not a
+     * number to refuse): the label of each position, in the order of the
+     * runs that first have it; NULL for a numeric axis */
+    char **cats;
+    int ncats;
 } series_buf;
+
+/* Position i's label of a categorical axis (the array grows as i does:
+ * positions come in any order across the groups). */
+static int set_cat(series_buf *b, int i, const char *label)
+{
+    if (i >= b->ncats) {
+        char **c = realloc(b->cats, (size_t)(i + 1) * sizeof *c);
+        if (!c)
+            return -1;
+        memset(c + b->ncats, 0, (size_t)(i + 1 - b->ncats) * sizeof *c);
+        b->cats = c;
+        b->ncats = i + 1;
+    }
+    if (!b->cats[i] && !(b->cats[i] = dup_printf("%s", label)))
+        return -1;
+    return 0;
+}
 
 static int push_point(plot_series *p, double x, double y, double d)
 {
@@ -393,6 +415,9 @@ static void free_series(series_buf *b)
         free(b->s[i].dashed);
     }
     free(b->s);
+    for (int i = 0; i < b->ncats; i++)
+        free(b->cats[i]);
+    free(b->cats);
 }
 
 static int is_number(const char *type)
@@ -421,9 +446,15 @@ static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
         "FROM %s WHERE run.status = 'ok' AND (%s)%s), "
         "c AS (SELECT g, x, count(*) AS n, %s(y) AS y, %s(d) AS d, "
         "min(rid) AS first, sum(y IS NULL) AS ynull, sum(d IS NULL) AS dnull "
-        "FROM r GROUP BY g, x) "
-        "SELECT g, x, typeof(x), n, y, typeof(y), d, typeof(d), ynull, dnull "
-        "FROM c ORDER BY min(first) OVER (PARTITION BY g), g, x",
+        "FROM r GROUP BY g, x), "
+        /* categories: x is one when any value is text; a category's place
+         * is where the runs first have it */
+        "k AS (SELECT *, min(first) OVER (PARTITION BY x) AS xfirst, "
+        "max(typeof(x) = 'text') OVER () AS cat FROM c) "
+        "SELECT g, x, typeof(x), n, y, typeof(y), d, typeof(d), ynull, dnull, "
+        "cat, dense_rank() OVER (PARTITION BY x IS NULL ORDER BY xfirst) - 1 "
+        "FROM k ORDER BY min(first) OVER (PARTITION BY g), g, CASE WHEN cat "
+        "THEN xfirst ELSE x END",
         t[2].sql ? t[2].sql : "NULL", t[0].sql, t[1].sql,
         t[3].sql ? t[3].sql : "NULL", from, t[4].sql ? t[4].sql : "1",
         join ? " GROUP BY run.id" : "", agg, agg);
@@ -448,12 +479,14 @@ static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
             *no_x += n;
             continue;
         }
-        if (!is_number(rec_query_text(q, 2))) {
-            rc = ps_errf(&c->err, "--x %s: the value '%s' is not a number",
-                         o->x, rec_query_text(q, 1));
-            break;
-        }
         double x = rec_query_double(q, 1);
+        if (rec_query_int(q, 10)) { /* categories */
+            x = (double)rec_query_int(q, 11);
+            if (set_cat(b, (int)x, rec_query_text(q, 1))) {
+                rc = ps_errf(&c->err, "out of memory");
+                break;
+            }
+        }
         if (n > 1 && !o->agg && o->by) {
             rc = ps_errf(&c->err,
                          "%ld runs have %s = %s, %s = %s: choose one with "
@@ -524,6 +557,11 @@ static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
 static int check_log(ctx *c, const plot_opts *o, const series_buf *b, int logx,
                      int logy)
 {
+    if (logx && b->cats)
+        return ps_errf(&c->err,
+                       "--log x: --x %s holds categories ('%s', ...), which "
+                       "have no scale",
+                       o->x, b->cats[0]);
     for (int s = 0; s < b->n; s++)
         for (int i = 0; i < b->s[s].n; i++) {
             const plot_series *p = &b->s[s];
@@ -566,7 +604,13 @@ static void write_csv(FILE *out, const plot_opts *o, const series_buf *b)
     for (int s = 0; s < b->n; s++)
         for (int i = 0; i < b->s[s].n; i++) {
             report_csv_field(out, b->s[s].label);
-            fprintf(out, ",%.17g,%.17g", b->s[s].x[i], b->s[s].y[i]);
+            if (b->cats) {
+                fputc(',', out);
+                report_csv_field(out, b->cats[(int)b->s[s].x[i]]);
+                fprintf(out, ",%.17g", b->s[s].y[i]);
+            } else {
+                fprintf(out, ",%.17g,%.17g", b->s[s].x[i], b->s[s].y[i]);
+            }
             if (o->dashed) {
                 if (isnan(b->s[s].dashed[i]))
                     fputc(',', out);
@@ -676,6 +720,8 @@ int plot_main(int argc, char **argv)
             .logy = logy,
             .series = b.s,
             .nseries = b.n,
+            .xcats = (const char *const *)b.cats,
+            .nxcats = b.ncats,
         };
         if (!o.dashed)
             for (int s = 0; s < b.n; s++) {

@@ -38,6 +38,10 @@ typedef struct plot_chart {
     int logx, logy; /* every value > 0 on a log axis */
     const plot_series *series;
     int nseries;
+    /* a categorical x axis: position i (a series' x) is labelled
+     * xcats[i]; NULL for a numeric axis */
+    const char *const *xcats;
+    int nxcats;
 } plot_chart;
 
 /* The unit a recorded column is in, from its name ("makespan" seconds,

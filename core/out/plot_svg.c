@@ -263,6 +263,16 @@ static void axis_init(axis *a, double lo, double hi, int log, int pow2,
     a->hi = ahi;
 }
 
+/* A categorical axis: positions 0..n-1, half a step of margin. */
+static void axis_cats(axis *a, int n)
+{
+    memset(a, 0, sizeof *a);
+    a->factor = 1;
+    a->suffix = "";
+    a->lo = -0.5;
+    a->hi = n - 0.5;
+}
+
 static void tick_label(const axis *a, double v, char *buf, size_t size)
 {
     if (a->log)
@@ -391,7 +401,10 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
     double xlo, xhi, ylo, yhi;
     ranges(c, &xlo, &xhi, &ylo, &yhi);
     axis ax, ay;
-    axis_init(&ax, xlo, xhi, c->logx, c->logx && all_pow2(c), c->xunit);
+    if (c->xcats)
+        axis_cats(&ax, c->nxcats);
+    else
+        axis_init(&ax, xlo, xhi, c->logx, c->logx && all_pow2(c), c->xunit);
     axis_init(&ay, ylo, yhi, c->logy, 0, c->yunit);
 
     size_t longest = c->legend_title ? strlen(c->legend_title) : 0;
@@ -415,11 +428,16 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
     svg_text(out, c->title);
     fputs("</text>\n", out);
 
-    /* grid and tick labels */
+    /* grid and tick labels (a category's at its position) */
     char buf[64];
-    for (int i = 0; i < ax.nticks; i++) {
-        double px = ML + PW * axis_pos(&ax, ax.ticks[i]);
-        tick_label(&ax, ax.ticks[i], buf, sizeof buf);
+    int nx = c->xcats ? c->nxcats : ax.nticks;
+    for (int i = 0; i < nx; i++) {
+        double v = c->xcats ? i : ax.ticks[i];
+        double px = ML + PW * axis_pos(&ax, v);
+        if (c->xcats)
+            snprintf(buf, sizeof buf, "%s", c->xcats[i]);
+        else
+            tick_label(&ax, v, buf, sizeof buf);
         fprintf(out,
                 "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" "
                 "stroke=\"%s\"/>\n"
@@ -467,7 +485,10 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
         polyline(out, &ax, &ay, p, p->y, 0, p->n, color, 0, faint);
         for (int i = 0; i < p->n; i++) {
             char xs[64], ys[64];
-            format_value(xs, sizeof xs, p->x[i], c->xunit);
+            if (c->xcats)
+                snprintf(xs, sizeof xs, "%s", c->xcats[(int)p->x[i]]);
+            else
+                format_value(xs, sizeof xs, p->x[i], c->xunit);
             format_value(ys, sizeof ys, p->y[i], c->yunit);
             const char *tag =
                 marker(out, s, marker_r(s, c->nseries),

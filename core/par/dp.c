@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/limit.h"
 #include "coll/coll.h"
 
 /* One collective over the group's lanes (one per listed rank), tagged
@@ -49,14 +50,14 @@ static void work_free(dp_work *w, int32_t p)
 {
     coll_forks_free(&w->forks);
     for (int32_t r = 0; w->plans && r < p; r++)
-        free(w->plans[r].b);
+        limit_free(w->plans[r].b);
     free(w->plans);
     free(w->ready_base);
     free(w->comm);
     free(w->lanes);
     free(w->ranks);
     free(w->group);
-    free(w->ready);
+    limit_free(w->ready);
     free(w->last);
     free(w->sync);
 }
@@ -298,9 +299,29 @@ static int lower_synced(const dp_config *c, par_step *st, dp_work *w, int32_t q,
     return rc;
 }
 
+/* The refusal of a bucket size that cuts pipeline rank r's gradients
+ * (its stage's, at least) into more than PAR_DP_MAX_BUCKETS buckets. */
+static int too_many(const dp_config *c, int32_t r, int32_t stage, ps_err *err)
+{
+    double g = 0;
+    for (int32_t i = 0; i < c->count[stage]; i++)
+        g += c->layer_params[c->first[stage] + i] * c->grad_bytes;
+    return ps_errf(err,
+                   "field 'grad_sync.bucket' must be a bucket size for the "
+                   "model, got %.6g bytes: it cuts stage %d's %.3g GB of "
+                   "gradients (pipeline rank %d) into %.3g buckets, more "
+                   "than %d (sizes are bytes: \"25 MB\" is PyTorch DDP's, "
+                   "40M parameters Megatron-LM's)",
+                   c->bucket_bytes, (int)stage, g / 1e9, (int)r,
+                   ceil(g / c->bucket_bytes), PAR_DP_MAX_BUCKETS);
+}
+
 /* Bucket plans per pipeline rank, in the order the rank's last backwards
- * run (the same in every instance), and the work arrays sized by them. */
-static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w)
+ * run (the same in every instance), and the work arrays sized by them.
+ * Fails naming grad_sync.bucket past PAR_DP_MAX_BUCKETS, else when out of
+ * memory. */
+static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w,
+                        ps_err *err)
 {
     int32_t p = c->p, nsim = c->n * p, d = c->d > 2 ? c->d : 2;
     w->plans = calloc((size_t)p, sizeof *w->plans);
@@ -312,24 +333,29 @@ static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w)
     w->last = malloc(((size_t)c->v + 1) * sizeof *w->last);
     if (!w->plans || !w->ready_base || !w->comm || !w->lanes || !w->ranks ||
         !w->group || !w->last)
-        return -1;
+        return ps_errf(err, "out of memory");
     for (int32_t r = 0; r < p; r++) {
         const prog_lane *lane = &ps->lanes[r];
         par_dp_last_backwards(lane, c->v, w->last);
         for (int32_t i = 0; i < lane->n; i++) {
             const prog_op *op = &lane->ops[i];
-            if (par_dp_is_last_backward(lane, w->last, i) &&
-                par_dp_plan_chunk(c, r, op->stage, op->chunk, &w->plans[r]))
-                return -1;
+            int bad = par_dp_is_last_backward(lane, w->last, i)
+                          ? par_dp_plan_chunk(c, r, op->stage, op->chunk,
+                                              &w->plans[r])
+                          : 0;
+            if (bad == -2)
+                return too_many(c, r, op->stage, err);
+            if (bad)
+                return ps_errf(err, "out of memory");
         }
         if (w->plans[r].n > w->most)
             w->most = w->plans[r].n;
     }
     /* ready, then with pg gathered and reached: most each; and
      * par_dp_rewrite_lane's scratch, 3v + most */
-    w->ready = malloc(((size_t)3 * w->most + 3 * c->v + w->most + 1) *
-                      sizeof *w->ready);
-    return w->ready ? 0 : -1;
+    w->ready = limit_malloc(((size_t)3 * w->most + 3 * c->v + w->most + 1) *
+                            sizeof *w->ready);
+    return w->ready ? PS_OK : ps_errf(err, "out of memory");
 }
 
 /* Signals and the rewritten compute lanes of every simulated rank. */
@@ -353,34 +379,12 @@ static int rewrite_lanes(const dp_config *c, prog_set *ps, dp_work *w)
                                     w->ready, base + nb, base + nb + 1, r,
                                     w->last, c->pg ? gathered : NULL,
                                     c->pg ? reached : NULL,
-                                    w->ready + 3 * most))
+                                    w->ready + 3 * most)) {
+                prog_note_need(ps, 2 * w->plans[r].n); /* --max-memory */
                 return -1;
+            }
         }
     return 0;
-}
-
-/* Buckets a step may plan: a bucket is a collective with lanes and
- * signals, so a size that cuts the model into more is a slip (25 for "25
- * MB"), refused before the plan is made. */
-#define DP_MAX_BUCKETS (1 << 20)
-
-/* Fails, naming grad_sync.bucket, when cutting the gradients of the
- * stages into buckets would make more than DP_MAX_BUCKETS. */
-static int check_bucket_count(const dp_config *c, const par_step *st,
-                              ps_err *err)
-{
-    double bytes = 0;
-    for (int32_t s = 0; s < st->nstages; s++)
-        for (int32_t i = c->first[s]; i < c->first[s] + c->count[s]; i++)
-            bytes += c->layer_params[i] * c->grad_bytes;
-    double n = bytes / c->bucket_bytes + st->nstages;
-    if (!(n <= DP_MAX_BUCKETS))
-        return ps_errf(err,
-                       "grad_sync.bucket: %g bytes cut the model's %g bytes of "
-                       "gradients into more than %d buckets (a size in bytes: "
-                       "\"25 MB\", not 25)",
-                       c->bucket_bytes, bytes, DP_MAX_BUCKETS);
-    return PS_OK;
 }
 
 /* The pipeline rank after whose collectives rank q's sync ends: q, or
@@ -438,10 +442,11 @@ static int dp_lower(par_step *st, ps_err *err)
         sync_ranks(st, d, w.sync);
         configure(&c, st, w.sync);
     }
-    if (w.sync && d > 1 && check_bucket_count(&c, st, err))
+    if (!w.sync)
+        rc = ps_errf(err, "out of memory");
+    else if (plan_buckets(&c, st->ps, &w, err))
         rc = PS_ERR;
-    else if (!w.sync || plan_buckets(&c, st->ps, &w) ||
-             rewrite_lanes(&c, st->ps, &w))
+    else if (rewrite_lanes(&c, st->ps, &w))
         rc = ps_errf(err, "out of memory");
     /* communication lanes, in simulated-rank order */
     for (int32_t k = 0; rc == PS_OK && k < sim->n * p; k++) {

@@ -6,11 +6,17 @@
 #include <string.h>
 
 #include "par/dp_impl.h"
+
+#include "base/limit.h"
+/* 0; -1 out of memory (or past --max-memory, which the plan is charged
+ * to); -2 past PAR_DP_MAX_BUCKETS. */
 static int add_bucket(plan *pl, bucket b)
 {
+    if (pl->n == PAR_DP_MAX_BUCKETS)
+        return -2;
     if (pl->n == pl->cap) {
         int32_t cap = pl->cap ? pl->cap * 2 : 16;
-        bucket *nb = realloc(pl->b, (size_t)cap * sizeof *nb);
+        bucket *nb = limit_realloc(pl->b, (size_t)cap * sizeof *nb);
         if (!nb)
             return -1;
         pl->b = nb;
@@ -69,8 +75,9 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
             if (cur.bytes >= cap) {
                 cur.frac =
                     total > 0 ? (elapsed + t * (g - left) / g) / total : 1;
-                if (add_bucket(pl, cur))
-                    return -1;
+                int rc = add_bucket(pl, cur);
+                if (rc)
+                    return rc;
                 cur = (bucket){0, 0, 0, chunk};
                 first = 0;
             }
@@ -79,9 +86,7 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
         if (cur.bytes > 0)
             cur.frac = total > 0 ? elapsed / total : 1;
     }
-    if (cur.bytes > 0 && add_bucket(pl, cur))
-        return -1;
-    return 0;
+    return cur.bytes > 0 ? add_bucket(pl, cur) : 0;
 }
 
 /* A gradient-producing op: a backward (also the backward half of an
@@ -301,7 +306,9 @@ int par_dp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
         dispatch_points(c, lane, stage, first, seq, disp);
     }
     par_dp_last_backwards(lane, c->v, last);
-    prog_op *ops = malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
+    /* the lane's ops, as prog.c's, in the --max-memory budget */
+    prog_op *ops =
+        limit_malloc(((size_t)lane->n + (size_t)extra) * sizeof *ops);
     if (!ops)
         return -1;
     int32_t n = 0;
@@ -346,7 +353,7 @@ int par_dp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     if (c->zero)
         ops[n++] = prog_signal(PROG_SIGNAL, updated);
     if (!lane->in_arena) /* a slice of prog_reserve's block is not ours */
-        free(lane->ops);
+        limit_free(lane->ops);
     lane->ops = ops;
     lane->in_arena = 0;
     lane->n = n;

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/limit.h"
+
 int par_protocol(const par_step *st, const coll_spec *spec, int asked)
 {
     if (asked != PAR_PROTOCOL_DEFAULT)
@@ -17,14 +19,14 @@ int par_protocol(const par_step *st, const coll_spec *spec, int asked)
 void par_log_clear(par_log *log)
 {
     for (int32_t k = 0; k < log->n; k++)
-        free(log->c[k].lanes);
+        limit_free(log->c[k].lanes);
     log->n = 0;
 }
 
 void par_log_free(par_log *log)
 {
     par_log_clear(log);
-    free(log->c);
+    limit_free(log->c);
     log->c = NULL;
     log->cap = 0;
 }
@@ -57,13 +59,13 @@ static int log_coll(par_log *log, const prog_set *ps, const coll_spec *spec,
     int32_t d = spec->nranks;
     if (log->n == log->cap) {
         int32_t cap = log->cap ? 2 * log->cap : 16;
-        par_coll *p = realloc(log->c, (size_t)cap * sizeof *p);
+        par_coll *p = limit_realloc(log->c, (size_t)cap * sizeof *p);
         if (!p)
             return -1;
         log->c = p;
         log->cap = cap;
     }
-    int32_t *blk = malloc((size_t)d * 3 * sizeof *blk);
+    int32_t *blk = limit_malloc((size_t)d * 3 * sizeof *blk);
     if (!blk)
         return -1;
     par_coll *e = &log->c[log->n++];

@@ -17,6 +17,8 @@
 struct rec_copy {
     rec_db *db;
     char alias[16];
+    char *path;   /* the source's */
+    unsigned had; /* its -wal and -shm before the attach (rec_sidecars) */
     int ntables;
     sqlite3_stmt *copy[MAX_TABLES]; /* [0] copies run rows */
     sqlite3_stmt *next_id;
@@ -30,11 +32,12 @@ struct rec_copy {
  * table (the same codes in every file of this schema version). */
 static const char *const timeline[3] = {"event", "transfer", "memory"};
 
-static int is_timeline_table(const char *name)
+static int copied_otherwise(const char *name)
 {
-    static const char *const names[] = {"event_row",  "transfer_row",
-                                        "memory_row", "span",
-                                        "event_kind", "transfer_kind"};
+    /* and shard (rec/shard.c): a copy is no shard of the source's */
+    static const char *const names[] = {
+        "event_row",  "transfer_row",  "memory_row", "span",
+        "event_kind", "transfer_kind", "shard"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;
@@ -97,19 +100,39 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
     }
     c->db = db;
     snprintf(c->alias, sizeof c->alias, "src%d", serial++ % 1000);
+    int missing = rec_check_path(path, err);
+    if (missing > 0)
+        ps_errf(err, "%s: no such file", path);
+    /* read-only: the source is only read, and its -wal and -shm, when
+     * the attach makes them, are removed at the detach (rec_copy_free) */
+    char *uri = missing ? NULL : rec_uri(path, "mode=ro");
+    c->path = uri ? strdup(path) : NULL;
+    if (!c->path) {
+        if (!missing)
+            ps_errf(err, "%s: out of memory", db->path);
+        free(uri);
+        free(c);
+        return NULL;
+    }
+    c->had = rec_sidecars(path);
     sqlite3_stmt *st = NULL;
     char sql[8192];
     snprintf(sql, sizeof sql, "ATTACH ?1 AS %s", c->alias);
     if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK) {
         copy_fail(c, "cannot attach", err);
+        free(uri);
+        free(c->path);
         free(c);
         return NULL;
     }
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
+    free(uri);
     if (rc != SQLITE_DONE) {
         ps_errf(err, "%s: cannot read it: %s", path, sqlite3_errmsg(db->db));
+        rec_sidecars_tidy(c->path, c->had);
+        free(c->path);
         free(c);
         return NULL;
     }
@@ -157,7 +180,7 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
         char table[64];
         snprintf(table, sizeof table, "%s",
                  (const char *)sqlite3_column_text(st, 0));
-        if (is_timeline_table(table))
+        if (copied_otherwise(table))
             continue;
         if (sqlite3_column_int(st, 1) != 1) {
             ps_errf(err, "%s: table %s has no run column: cannot copy it",
@@ -303,6 +326,8 @@ void rec_copy_free(rec_copy *c)
     char sql[64];
     snprintf(sql, sizeof sql, "DETACH %s", c->alias);
     sqlite3_exec(c->db->db, sql, NULL, NULL, NULL);
+    rec_sidecars_tidy(c->path, c->had);
+    free(c->path);
     free(c);
 }
 

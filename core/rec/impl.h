@@ -123,6 +123,7 @@ struct rec_db {
     int schema_rest; /* the scratch lacks its views and triggers (base/embed.h)
                       */
     int readonly;
+    unsigned had;      /* rec_sidecars before the connection opened the file */
     double busy_since; /* when the current wait for a lock began */
     uint64_t rng;      /* jitter of the busy handler's sleeps */
     sqlite3_stmt *st[NSTMT];
@@ -323,6 +324,22 @@ int rec_publish(rec_db *db, int64_t *id, ps_err *err);
  * closed (db->reopen); a no-op otherwise. Every entry point that uses the
  * connection calls it first (rec_run_begin, rec_exec_sql, rec_publish). */
 int rec_reopen(rec_db *db, ps_err *err);
+/* rec/file.c: path as an SQLite URI ("file:" and the path, every byte
+ * but [A-Za-z0-9/._-~+,=@] escaped), with "?params" when params is not
+ * NULL; malloc'd, NULL when out of memory. Open it with SQLITE_OPEN_URI. */
+char *rec_uri(const char *path, const char *params);
+/* rec/file.c: the directory of path ("." without one) into buf; buf. */
+const char *rec_dir_of(const char *path, char *buf, size_t n);
+/* rec/file.c: which of path's -wal and -shm exist (REC_HAD_ bits), noted
+ * before a read-only open; rec_sidecars_tidy removes after its close the
+ * ones that were not there before, when no connection of any process
+ * uses them and the log holds no frame (SQLite removes them only from a
+ * connection that can write the database). */
+#define REC_HAD_WAL 1u
+#define REC_HAD_SHM 2u
+unsigned rec_sidecars(const char *path);
+void rec_sidecars_tidy(const char *path, unsigned had);
+
 /* rec/schema.c: for a writer, after opening: refuses a foreign file or an
  * unknown version, switches to WAL, creates the schema in an empty file
  * and upgrades an old one in place, each atomically. */

@@ -2,31 +2,64 @@
  * writer that is creating it, refusing old or foreign files) and the
  * rec_query API the reports and exporters read through. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rec/impl.h"
 
+/* 1 when the directory of path cannot be written by this process. */
+static int dir_readonly(const char *path)
+{
+    char dir[4200];
+    return access(rec_dir_of(path, dir, sizeof dir), W_OK) != 0 &&
+           errno != ENOENT;
+}
+
+/* The connection of a reader: read-only, and immutable when no writer
+ * can be at work, that is when the file has no log and its directory is
+ * read-only (no writer could create one): SQLite could not create the
+ * -shm a read-only connection to a WAL file needs and would fail with
+ * "unable to open database file". */
+static int open_reader(rec_db *db, ps_err *err)
+{
+    db->had = rec_sidecars(db->path);
+    int frozen = !(db->had & REC_HAD_WAL) && dir_readonly(db->path);
+    char *uri = rec_uri(db->path, frozen ? "mode=ro&immutable=1" : "mode=ro");
+    if (!uri)
+        return ps_errf(err, "%s: out of memory", db->path);
+    int rc = sqlite3_open_v2(uri, &db->db,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc == SQLITE_OK)
+        return PS_OK;
+    if ((db->had & REC_HAD_WAL) && !(db->had & REC_HAD_SHM) &&
+        dir_readonly(db->path))
+        return ps_errf(err,
+                       "%s: cannot read it: its log (%s-wal) needs a %s-shm "
+                       "file beside it, and its directory is read-only (copy "
+                       "the database with its -wal file to a writable "
+                       "directory, or have its owner open it once with "
+                       "sqlite3 to fold the log in)",
+                       db->path, db->path, db->path);
+    return rec_sql_fail(db, "cannot open", err);
+}
+
 rec_db *rec_open_read(const char *path, ps_err *err)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        if (errno == ENOENT)
-            ps_errf(err, "%s: no such file", path);
-        else
-            ps_errf(err, "%s: %s", path, strerror(errno));
+    int missing = rec_check_path(path, err);
+    if (missing > 0)
+        ps_errf(err, "%s: no such file", path);
+    if (missing)
         return NULL;
-    }
     rec_db *db = rec_new_handle(path, err);
     if (!db)
         return NULL;
     db->readonly = 1;
-    if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READONLY, NULL) !=
-        SQLITE_OK) {
-        rec_sql_fail(db, "cannot open", err);
+    if (open_reader(db, err))
         goto fail;
-    }
     sqlite3_busy_handler(db->db, rec_busy_handler, db);
     int version, tables, objects;
     if (rec_inspect(db, &version, &tables, &objects, err))

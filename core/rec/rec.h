@@ -236,7 +236,11 @@ typedef struct rec_payload {
  * that commit's); rec_close(NULL) is a no-op. */
 rec_db *rec_open(const char *path, ps_err *err);
 int rec_close(rec_db *db, ps_err *err);
-/* In a process forked while db was open (a sweep worker, which must not
+/* fork(): every fork of the process waits until the recorder's writer
+ * threads are idle, outside SQLite (rec/writer.c, pthread_atfork), so the
+ * child may open connections of its own; it must not use the ones it
+ * inherited.
+ * In a process forked while db was open (a sweep worker, which must not
  * use or close the writer's connection): gives back the memory SQLite can
  * free without touching the file (its cache of unchanged pages), so the
  * handle that stays until _exit holds little. */
@@ -354,6 +358,35 @@ int rec_copy_runs(rec_copy *c, int64_t first, int64_t last, int64_t *offset,
 int rec_begin(rec_db *db, ps_err *err);
 int rec_commit(rec_db *db, ps_err *err);
 void rec_rollback(rec_db *db);
+
+/* 0 when path is a regular file, 1 when it does not exist, PS_ERR ("DB
+ * is a directory, not a database file", "DB is not a regular file (a
+ * FIFO)") otherwise: SQLite would block on a FIFO forever and fail on a
+ * directory with "disk I/O error". Every open of a database checks it. */
+int rec_check_path(const char *path, ps_err *err);
+
+/* --- shards (rec/shard.c): what pipesim run --shard K/N records about
+ * itself, for pipesim merge's checks (issue 27 item 6). Table
+ *   shard(id, session, scenario, k, n, sweep, points, points_hash, host,
+ *         pid, started, finished)
+ * one row per sweep of a sharded process, made by the first sharded run
+ * of a file (other files have no such table). */
+typedef struct rec_shard {
+    const char *session;     /* the process's token */
+    const char *scenario;    /* run.scenario's version */
+    int32_t k, n;            /* --shard K/N */
+    const char *sweep;       /* the sweep's name; NULL: a ps.search */
+    int64_t points;          /* its points, all shards together; -1 unknown */
+    const char *points_hash; /* "fnv1a64:..." of their JSON; may be NULL */
+    const char *host;
+    int64_t pid;
+} rec_shard;
+/* Records a sweep of the shard (committed at once, after what a batch
+ * holds; a new file is published, empty when no run is in yet). */
+int rec_shard_begin(rec_db *db, const rec_shard *s, ps_err *err);
+/* Marks every sweep of session finished: the scenario ended without an
+ * error, so the shard holds every run of its points. */
+int rec_shard_end(rec_db *db, const char *session, ps_err *err);
 
 /* --- reading, for report and export --- */
 

@@ -19,6 +19,36 @@
 /* ------------------------------------------------------------------ */
 /* Errors and locks                                                    */
 /* ------------------------------------------------------------------ */
+/* What a write to path needs that it lacks: its file or its directory
+ * writable (a database in WAL mode keeps its -wal and -shm files beside
+ * it). "" when both are. */
+static const char *readonly_hint(const char *path, char *buf, size_t n)
+{
+    char dir[4200];
+    rec_dir_of(path, dir, sizeof dir);
+    if (access(path, F_OK) != 0 && access(dir, W_OK) != 0)
+        snprintf(buf, n,
+                 " (its directory %s is read-only: the database cannot be "
+                 "created there)",
+                 dir);
+    else if (access(path, W_OK) != 0 && errno == EACCES)
+        snprintf(buf, n,
+                 " (%s is read-only for this user: make it writable, or "
+                 "give another database)",
+                 path);
+    else if (access(dir, W_OK) != 0 && (errno == EACCES || errno == EROFS))
+        snprintf(buf, n,
+                 " (its directory %s is read-only, and a database in WAL mode "
+                 "needs to write its -wal and -shm files beside it: copy the "
+                 "database to a writable directory, or give another one)",
+                 dir);
+    else if (access(path, W_OK) != 0 && errno == EROFS)
+        snprintf(buf, n, " (%s is on a read-only file system)", path);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 int rec_sql_fail(rec_db *db, const char *what, ps_err *err)
 {
     if (db->busy_since < 0) {
@@ -28,7 +58,12 @@ int rec_sql_fail(rec_db *db, const char *what, ps_err *err)
                        "for %d s)",
                        db->path, what, REC_BUSY_LIMIT_S);
     }
-    return ps_errf(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
+    int code = db->db ? sqlite3_errcode(db->db) & 0xff : SQLITE_CANTOPEN;
+    char hint[4400] = "";
+    if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)
+        readonly_hint(db->path, hint, sizeof hint);
+    return ps_errf(err, "%s: %s: %s%s", db->path, what,
+                   db->db ? sqlite3_errmsg(db->db) : "out of memory", hint);
 }
 
 double rec_monotonic(void)
@@ -135,7 +170,13 @@ void rec_free_handle(rec_db *db)
 {
     rec_writer_free(db);
     rec_sum_free(db);
+    /* a reader leaves nothing, nor does a writer SQLite opened read-only
+     * (a file it cannot write), whose close does not remove them */
+    int tidy = db->db && !db->pending &&
+               (db->readonly || sqlite3_db_readonly(db->db, "main") == 1);
     close_conn(db);
+    if (tidy)
+        rec_sidecars_tidy(db->path, db->had);
     if (db->pending) /* never published: nothing of it is kept */
         unlink(db->pending);
     free(db->pending);
@@ -211,11 +252,19 @@ static int wal_hook(void *ctx, sqlite3 *c, const char *name, int frames)
 static int connect(rec_db *db, ps_err *err)
 {
     /* NOMUTEX: a rec_db is used from one thread at a time, so
-     * SQLite's per-call locking is pure overhead on the per-row path */
-    if (sqlite3_open_v2(db->pending ? db->pending : db->path, &db->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                            SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK)
+     * SQLite's per-call locking is pure overhead on the per-row path;
+     * URI: sources are attached read-only (rec/copy.c) */
+    if (!db->pending)
+        db->had = rec_sidecars(db->path);
+    char *uri = rec_uri(db->pending ? db->pending : db->path, NULL);
+    if (!uri)
+        return ps_errf(err, "%s: out of memory", db->path);
+    int rc = sqlite3_open_v2(uri, &db->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                             NULL);
+    free(uri);
+    if (rc != SQLITE_OK)
         return rec_sql_fail(db, "cannot open", err);
     /* Sweeps may write one file from several processes: wait for the
      * lock rather than fail at once. */
@@ -252,8 +301,12 @@ rec_db *rec_open(const char *path, ps_err *err)
      * first run (rec/schema.c: one fsync); an existing one is opened, and
      * so is a new one whose scratch cannot be made (created in place by
      * rec_schema_prepare, which then reports the real error) */
-    struct stat sb;
-    if (stat(path, &sb) != 0 && errno == ENOENT)
+    int missing = rec_check_path(path, err);
+    if (missing < 0) {
+        rec_free_handle(db);
+        return NULL;
+    }
+    if (missing)
         db->pending = rec_schema_scratch(path, &db->schema_rest);
     db->ckpt_frames = REC_CKPT_FRAMES;
     /* Test only (test_rec.c): checkpoints at N frames instead of

@@ -68,6 +68,7 @@ typedef struct lane {
 } lane;
 
 struct rec_writer {
+    rec_writer *next_live; /* the process's writers (fork_prepare) */
     pthread_mutex_t mu;
     pthread_cond_t done; /* waited for: a block freed, a lane idle */
     lane lane[LANES];
@@ -92,6 +93,77 @@ struct rec_writer {
     int aux_on, aux_used;
     int64_t aux_rows, aux_max; /* aux_max: AUX_MAX_ROWS, or a test's */
 };
+
+/* ------------------------------------------------------------------ */
+/* fork() (issue 27): no writer thread inside SQLite at the fork       */
+/* ------------------------------------------------------------------ */
+
+/* A process forked while a writer thread is inside SQLite (lane 0's
+ * checkpoint after a streamed run's commit, on its own connection)
+ * inherits SQLite's mutexes locked by a thread that does not exist in
+ * the child: the child's first SQLite call (a sweep worker's rec_open)
+ * waits forever. So every fork() of this process, whoever makes it (a
+ * sweep's workers, io.popen under --unsafe), first waits until every
+ * writer is idle and keeps their mutexes until the fork is done
+ * (pthread_atfork): idle lanes wait on a condition variable, outside
+ * SQLite, and no new work reaches them before the forking thread hands
+ * some over. The list of live writers is changed by the threads that own
+ * the handles, under live_mu. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static rec_writer *live;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void wait_idle(rec_writer *w);
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&live_mu);
+    for (rec_writer *w = live; w; w = w->next_live) {
+        pthread_mutex_lock(&w->mu);
+        wait_idle(w);
+    }
+}
+
+static void fork_release(void)
+{
+    for (rec_writer *w = live; w; w = w->next_live)
+        pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&live_mu);
+}
+
+/* In the child the writers are the parent's, their threads absent: the
+ * child keeps their memory (its handles are never closed there, see
+ * rec_forked_release) and forgets them here. */
+static void fork_child(void)
+{
+    fork_release();
+    live = NULL;
+}
+
+static void install_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_release, fork_child);
+}
+
+static void live_add(rec_writer *w)
+{
+    pthread_once(&atfork_once, install_atfork);
+    pthread_mutex_lock(&live_mu);
+    w->next_live = live;
+    live = w;
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(rec_writer *w)
+{
+    pthread_mutex_lock(&live_mu);
+    for (rec_writer **p = &live; *p; p = &(*p)->next_live)
+        if (*p == w) {
+            *p = w->next_live;
+            break;
+        }
+    pthread_mutex_unlock(&live_mu);
+}
 
 /* A PASSIVE checkpoint (what SQLite's autocheckpoint runs inside the
  * commit that passes REC_CKPT_FRAMES) on lane 0's own connection, so
@@ -274,6 +346,7 @@ int rec_writer_start(rec_db *db, int aux)
         free(w);
         return PS_ERR;
     }
+    live_add(w);
     w->flush_fd = rec_flush_open(db);
     begin_aux(db, w, aux);
     return PS_OK;
@@ -470,6 +543,7 @@ void rec_writer_free(rec_db *db)
     rec_writer *w = db->writer;
     if (!w)
         return;
+    live_remove(w);         /* first: a fork no longer waits for it */
     rec_writer_discard(db); /* and a checkpoint in progress */
     pthread_mutex_lock(&w->mu);
     w->quit = 1;

@@ -352,18 +352,28 @@ int sched_check(const sched_spec *s, ps_err *err)
         return ps_errf(err, "no stage costs given");
     for (int32_t i = 0; i < sched_nstages(s->placement, s->p, s->v); i++) {
         const sched_stage *st = &s->stages[i];
-        if (bad_cost(st->fwd) || bad_cost(st->bwd) || bad_cost(st->recompute) ||
-            bad_cost(st->wgt))
-            return ps_errf(err,
-                           "stage %d: compute times must be finite and "
-                           "not negative",
-                           (int)i);
-        if (bad_cost(st->act_bytes) || bad_cost(st->in_bytes) ||
-            bad_cost(st->out_bytes) || bad_cost(st->w_bytes))
-            return ps_errf(err,
-                           "stage %d: byte counts must be finite and "
-                           "not negative",
-                           (int)i);
+        /* named with the layer fields they come from (issue 27 item 15:
+         * fwd_time = 1e308 made a backward of inf s) */
+        const struct {
+            double v;
+            const char *what, *from;
+        } cost[] = {
+            {st->fwd, "forward time", "fwd_time (or FLOPs)"},
+            {st->bwd, "backward time",
+             "bwd_time, or 2 x fwd_time where bwd_time is not given"},
+            {st->recompute, "recompute time", "fwd_time"},
+            {st->wgt, "weight-gradient time", "bwd_time"},
+            {st->act_bytes, "activation bytes", "act_bytes"},
+            {st->in_bytes, "input bytes", "out_bytes"},
+            {st->out_bytes, "output bytes", "out_bytes"},
+            {st->w_bytes, "weight-gradient bytes", "act_bytes"},
+        };
+        for (size_t k = 0; k < sizeof cost / sizeof cost[0]; k++)
+            if (bad_cost(cost[k].v))
+                return ps_errf(err,
+                               "stage %d: its %s is %g, not a finite number "
+                               ">= 0 (the sum of its layers' %s)",
+                               (int)i, cost[k].what, cost[k].v, cost[k].from);
     }
     if (s->kind != SCHED_CUSTOM)
         return PS_OK;

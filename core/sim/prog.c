@@ -93,13 +93,26 @@ static void note_need(const char *who, int64_t ops, int64_t msgs, int exact)
         return;
     size_t bytes =
         (size_t)ops * sizeof(prog_op) + (size_t)msgs * (sizeof(prog_msg) + 1);
-    char b[64], line[200];
+    char b[32], m[32], line[320];
+    /* what to change (issue 27 item 14): the budget (more than it has,
+     * when what is counted is a lower bound below it), or the ops */
+    limit_format_bytes(bytes, b, sizeof b);
+    limit_format_bytes(bytes > limit_memory() ? bytes : limit_memory(), m,
+                       sizeof m);
     snprintf(line, sizeof line,
-             "%s %s%s as arrays (%.1f M ops; ring collectives, and GPipe, "
-             "1F1B and interleaved, stream instead)",
-             who, exact ? "about " : "more than ",
-             limit_format_bytes(bytes, b, sizeof b), (double)ops / 1e6);
+             "%s %s%s as arrays (%.1f M ops): give --max-memory more than "
+             "%s, or simulate fewer ops (fewer microbatches, ranks or "
+             "gradient-sync buckets)",
+             who, exact ? "about " : "more than ", b, (double)ops / 1e6, m);
     limit_note_need(line);
+}
+
+void prog_note_need(const prog_set *ps, int64_t more)
+{
+    int64_t n = more;
+    for (int32_t i = 0; i < ps->nlanes; i++)
+        n += ps->lanes[i].n;
+    note_need("the run's programs need", n, ps->nmsgs, 0);
 }
 
 int prog_reserve(prog_set *ps, const int64_t *count)

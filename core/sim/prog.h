@@ -128,6 +128,11 @@ void prog_reset(prog_set *ps, int32_t nranks);
 /* Adds a lane for rank and returns its index, or -1 when out of memory. */
 int32_t prog_add_lane(prog_set *ps, int32_t rank);
 
+/* After an allocation for ps's ops failed at the memory budget: notes
+ * for the stop's message (limit_note_need) what the set's ops, plus more
+ * not yet in it, need at least as arrays. A no-op for any other stop. */
+void prog_note_need(const prog_set *ps, int64_t more);
+
 /* For generators that know their sizes (a counting pass): gives each lane
  * l < nlanes, which must be empty, room for exactly count[l] ops, sliced
  * from one block that is kept between runs and asks the OS for huge pages,

@@ -219,7 +219,8 @@ function M.run(ps, spec, hooks)
     -- share (the layers, the cluster) is checked and lowered once: ps.run's
     -- memo for this sweep (lua/pipesim/init.lua prepare_run)
     local memo = shared and {} or nil
-    core.sweep_begin()
+    -- its name and points identify it to pipesim merge (--shard)
+    core.sweep_begin(name, jsons)
     local jobs, shard_k, shard_n = core.sweep_info()
     if cap and cap < jobs then jobs = cap end
     -- this process's points: every index i (from 0) with i % N == K

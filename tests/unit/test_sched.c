@@ -574,8 +574,14 @@ static void test_check_errors(void)
     s = spec(SCHED_GPIPE, 2, 1, 2);
     stages[1].bwd = -1;
     CHECK_INT(sched_check(&s, &err), PS_ERR);
-    CHECK_STR(err.msg,
-              "stage 1: compute times must be finite and not negative");
+    CHECK_STR(err.msg, "stage 1: its backward time is -1, not a finite "
+                       "number >= 0 (the sum of its layers' bwd_time, or 2 x "
+                       "fwd_time where bwd_time is not given)");
+    stages[1].bwd = INFINITY; /* fwd_time = 1e308: 2 x it (issue 27) */
+    CHECK_INT(sched_check(&s, &err), PS_ERR);
+    CHECK_STR(err.msg, "stage 1: its backward time is inf, not a finite "
+                       "number >= 0 (the sum of its layers' bwd_time, or 2 x "
+                       "fwd_time where bwd_time is not given)");
     s.stages = NULL;
     CHECK_INT(sched_check(&s, &err), PS_ERR);
     CHECK_STR(err.msg, "no stage costs given");

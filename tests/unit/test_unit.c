@@ -53,6 +53,18 @@ int main(void)
           NULL);
     CHECK(unit_parse("inf s", UNIT_SECONDS, &v, &err) != 0);
     CHECK(strstr(err.msg, "not a finite number") != NULL);
+    /* decimal only, and nothing that underflows (issue 27 item 15) */
+    CHECK(unit_parse("0x10 s", UNIT_SECONDS, &v, &err) != 0);
+    CHECK_STR(err.msg, "'0x10 s' is not a decimal number (hexadecimal "
+                       "numbers are not read: write e.g. \"5 us\")");
+    CHECK(isnan(parse("-0X1p3", UNIT_BYTES)));
+    CHECK(unit_parse("1e-400 s", UNIT_SECONDS, &v, &err) != 0);
+    CHECK_STR(err.msg, "'1e-400 s' is too small to represent (below "
+                       "2.22507e-308 it underflows to 0): write 0 for none");
+    CHECK(isnan(parse("1e-310 ns", UNIT_SECONDS))); /* once scaled */
+    CHECK_NEAR(parse("1e-300 s", UNIT_SECONDS), 1e-300);
+    CHECK_NEAR(parse("0 s", UNIT_SECONDS), 0);
+    CHECK_NEAR(parse("010 s", UNIT_SECONDS), 10); /* not octal either */
     char long_text[300];
     memset(long_text, '1', sizeof long_text - 1);
     long_text[sizeof long_text - 1] = 0;

@@ -39,11 +39,13 @@ typedef struct dp_work {
     int32_t *comm;       /* per simulated rank: its communication lane, or
                             -1 */
     int32_t *lanes, *ranks, *group; /* d (or 2) each: one collective's */
-    int32_t *ready;   /* 3 most + 3v + most: signals and scratch */
-    int32_t *last;    /* v + 1 */
-    uint8_t *sync;    /* per pipeline rank */
-    coll_forks forks; /* communication lanes' forks, reused */
-    int32_t most;     /* the most buckets of a plan */
+    int32_t *ready;              /* 3 most + 3v + most: signals and scratch */
+    int32_t *last;               /* v + 1 */
+    uint8_t *sync;               /* per pipeline rank */
+    coll_forks forks;            /* communication lanes' forks, reused */
+    int32_t most;                /* the most buckets of a plan */
+    int32_t bad_rank, bad_stage; /* plan_buckets' -2: whose plan was cut
+                                    into too many buckets */
 } dp_work;
 
 static void work_free(dp_work *w, int32_t p)
@@ -299,29 +301,11 @@ static int lower_synced(const dp_config *c, par_step *st, dp_work *w, int32_t q,
     return rc;
 }
 
-/* The refusal of a bucket size that cuts pipeline rank r's gradients
- * (its stage's, at least) into more than PAR_DP_MAX_BUCKETS buckets. */
-static int too_many(const dp_config *c, int32_t r, int32_t stage, ps_err *err)
-{
-    double g = 0;
-    for (int32_t i = 0; i < c->count[stage]; i++)
-        g += c->layer_params[c->first[stage] + i] * c->grad_bytes;
-    return ps_errf(err,
-                   "field 'grad_sync.bucket' must be a bucket size for the "
-                   "model, got %.6g bytes: it cuts stage %d's %.3g GB of "
-                   "gradients (pipeline rank %d) into %.3g buckets, more "
-                   "than %d (sizes are bytes: \"25 MB\" is PyTorch DDP's, "
-                   "40M parameters Megatron-LM's)",
-                   c->bucket_bytes, (int)stage, g / 1e9, (int)r,
-                   ceil(g / c->bucket_bytes), PAR_DP_MAX_BUCKETS);
-}
-
 /* Bucket plans per pipeline rank, in the order the rank's last backwards
  * run (the same in every instance), and the work arrays sized by them.
- * Fails naming grad_sync.bucket past PAR_DP_MAX_BUCKETS, else when out of
- * memory. */
-static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w,
-                        ps_err *err)
+ * -1 out of memory (or past --max-memory, which the plans are charged
+ * to), -2 when a plan passes DP_MAX_BUCKETS (w->bad_rank, bad_stage). */
+static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w)
 {
     int32_t p = c->p, nsim = c->n * p, d = c->d > 2 ? c->d : 2;
     w->plans = calloc((size_t)p, sizeof *w->plans);
@@ -333,20 +317,22 @@ static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w,
     w->last = malloc(((size_t)c->v + 1) * sizeof *w->last);
     if (!w->plans || !w->ready_base || !w->comm || !w->lanes || !w->ranks ||
         !w->group || !w->last)
-        return ps_errf(err, "out of memory");
+        return -1;
     for (int32_t r = 0; r < p; r++) {
         const prog_lane *lane = &ps->lanes[r];
         par_dp_last_backwards(lane, c->v, w->last);
         for (int32_t i = 0; i < lane->n; i++) {
             const prog_op *op = &lane->ops[i];
-            int bad = par_dp_is_last_backward(lane, w->last, i)
-                          ? par_dp_plan_chunk(c, r, op->stage, op->chunk,
-                                              &w->plans[r])
-                          : 0;
-            if (bad == -2)
-                return too_many(c, r, op->stage, err);
-            if (bad)
-                return ps_errf(err, "out of memory");
+            int rc = par_dp_is_last_backward(lane, w->last, i)
+                         ? par_dp_plan_chunk(c, r, op->stage, op->chunk,
+                                             &w->plans[r])
+                         : 0;
+            if (rc == -2) {
+                w->bad_rank = r;
+                w->bad_stage = op->stage;
+            }
+            if (rc)
+                return rc;
         }
         if (w->plans[r].n > w->most)
             w->most = w->plans[r].n;
@@ -355,7 +341,7 @@ static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w,
      * par_dp_rewrite_lane's scratch, 3v + most */
     w->ready = limit_malloc(((size_t)3 * w->most + 3 * c->v + w->most + 1) *
                             sizeof *w->ready);
-    return w->ready ? PS_OK : ps_errf(err, "out of memory");
+    return w->ready ? 0 : -1;
 }
 
 /* Signals and the rewritten compute lanes of every simulated rank. */
@@ -385,6 +371,23 @@ static int rewrite_lanes(const dp_config *c, prog_set *ps, dp_work *w)
             }
         }
     return 0;
+}
+
+/* The refusal of a bucket size that cuts pipeline rank r's gradients
+ * (stage's, at least) into more than DP_MAX_BUCKETS buckets. */
+static int too_many(const dp_config *c, int32_t r, int32_t stage, ps_err *err)
+{
+    double g = 0;
+    for (int32_t i = 0; i < c->count[stage]; i++)
+        g += c->layer_params[c->first[stage] + i] * c->grad_bytes;
+    return ps_errf(err,
+                   "field 'grad_sync.bucket' must be a bucket size for the "
+                   "model, got %.6g bytes: it cuts stage %d's %.3g GB of "
+                   "gradients (pipeline rank %d) into %.3g buckets, more "
+                   "than %d (sizes are bytes: \"25 MB\" is PyTorch DDP's, "
+                   "40M parameters Megatron-LM's)",
+                   c->bucket_bytes, (int)stage, g / 1e9, (int)r,
+                   ceil(g / c->bucket_bytes), DP_MAX_BUCKETS);
 }
 
 /* The pipeline rank after whose collectives rank q's sync ends: q, or
@@ -442,11 +445,10 @@ static int dp_lower(par_step *st, ps_err *err)
         sync_ranks(st, d, w.sync);
         configure(&c, st, w.sync);
     }
-    if (!w.sync)
-        rc = ps_errf(err, "out of memory");
-    else if (plan_buckets(&c, st->ps, &w, err))
-        rc = PS_ERR;
-    else if (rewrite_lanes(&c, st->ps, &w))
+    int planned = w.sync ? plan_buckets(&c, st->ps, &w) : -1;
+    if (planned == -2)
+        rc = too_many(&c, w.bad_rank, w.bad_stage, err);
+    else if (planned || rewrite_lanes(&c, st->ps, &w))
         rc = ps_errf(err, "out of memory");
     /* communication lanes, in simulated-rank order */
     for (int32_t k = 0; rc == PS_OK && k < sim->n * p; k++) {

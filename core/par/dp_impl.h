@@ -46,13 +46,12 @@ typedef struct plan {
 /* Buckets a pipeline rank may have: 2^20 hold 40 TB of gradients at
  * Megatron-LM's default 40M parameters a bucket; more are a bucket size
  * given in the wrong unit (grad_sync.bucket = 25 for "25 MB"). */
-#define PAR_DP_MAX_BUCKETS (1 << 20)
+#define DP_MAX_BUCKETS (1 << 20)
 
 /* Appends to pl the buckets of model stage `stage` (chunk `chunk` of
  * pipeline rank r): layers walked last to first, each layer's gradient
- * produced uniformly over its backward. 0; -1 out of memory (or past
- * --max-memory, which the plan is charged to); -2 past
- * PAR_DP_MAX_BUCKETS. */
+ * produced uniformly over its backward; -1 when out of memory, -2 when
+ * pl would pass DP_MAX_BUCKETS. */
 int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
                       int32_t chunk, plan *pl);
 

@@ -8,11 +8,13 @@
 #include "par/dp_impl.h"
 
 #include "base/limit.h"
-/* 0; -1 out of memory (or past --max-memory, which the plan is charged
- * to); -2 past PAR_DP_MAX_BUCKETS. */
+
+/* Plans, like every array that grows with the model, are charged to the
+ * --max-memory budget (limit_realloc): a bucket size in the wrong unit
+ * must stop at the budget, not at the kernel's OOM killer. */
 static int add_bucket(plan *pl, bucket b)
 {
-    if (pl->n == PAR_DP_MAX_BUCKETS)
+    if (pl->n == DP_MAX_BUCKETS)
         return -2;
     if (pl->n == pl->cap) {
         int32_t cap = pl->cap ? pl->cap * 2 : 16;

@@ -517,7 +517,7 @@ void export_transfer_name(const export_run *r, const export_transfer *t,
 {
     if (strcmp(t->kind, "coll") == 0) {
         /* in a training step, collective transfers are the gradient sync
-         * and their tag is the bucket (step/dp.c) */
+         * and their tag is the bucket (par/dp.c) */
         int in_step = r->kind && strcmp(r->kind, "pipeline") == 0;
         if (in_step && t->tag >= 0)
             snprintf(buf, n, "grad sync bucket %d", (int)t->tag);

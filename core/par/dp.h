@@ -30,7 +30,7 @@
  *     Megatron's DistributedOptimizer does it (distributed_data_parallel.py
  *     _make_forward_pre_hook, param_and_grad_buffer.py finish_param_sync):
  *     a chunk's buckets back to back in forward order once the chunk is
- *     dispatched (par/dp.c dispatch_points: without interleaving at the
+ *     dispatched (par/dp_lane.c dispatch_points: without interleaving at the
  *     stage's first forward, after its receive; with it aligned across the
  *     pipeline, align_param_gather), and the first forward of each
  *     bucket's layers waits for its own. The first forward of each chunk is
@@ -51,8 +51,8 @@
 /* Which model chunks are cut into buckets; the others go as one bucket,
  * ready when the chunk's last backward ends. Megatron-Core's
  * DistributedDataParallel cuts only pipeline rank 0's first chunk
- * (PAR_BUCKET_FIRST, par/dp.c plan_chunk); PyTorch DDP knows no pipeline
- * and cuts all. */
+ * (PAR_BUCKET_FIRST, par/dp_lane.c par_dp_plan_chunk); PyTorch DDP knows no
+ * pipeline and cuts all. */
 enum par_bucketed {
     PAR_BUCKET_ALL,   /* every rank's every chunk (PyTorch DDP) */
     PAR_BUCKET_FIRST, /* pipeline rank 0's chunk 0 only (Megatron) */

@@ -303,7 +303,7 @@ int par_dp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     int32_t extra = 2 * pl->n + 4 + (gathered ? 3 * pl->n + 2 * c->v : 0);
     int32_t *first = scratch, *seq = scratch + c->v;
     int32_t *order = scratch + 2 * c->v, *disp = order + pl->n;
-    if (gathered) { /* the all-gathers go out chunk by chunk (par_dp_lower) */
+    if (gathered) { /* the all-gathers go out chunk by chunk (par/dp.c) */
         par_dp_forward_order(lane, pl, c->v, first, seq, order);
         dispatch_points(c, lane, stage, first, seq, disp);
     }

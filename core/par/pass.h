@@ -17,7 +17,7 @@
  * the layout's TP group), and whether its ranks are simulated once is the
  * layout's fold rule (par/links.h, par/sim.h). A new dimension is a new
  * pass: its options in par_step, its file with its par_pass, one line in
- * par/pass.c's list (core/README.md, "Adding a dimension").
+ * par/passes.c's list (core/README.md, "Adding a dimension").
  *
  * Lanes: compute lane k = i p + r is simulated rank k (instance i's
  * pipeline rank r, par/sim.h), added by the pp pass before any other. */

@@ -238,8 +238,8 @@ static int pipe_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
                 return 1;
             }
             if (p->i == n) {
-                /* step/dp.c's rewrite_lane with one replica: the step's OPT
-                 * op after the lane's last op */
+                /* par/dp_lane.c's par_dp_rewrite_lane with one replica: the
+                 * step's OPT op after the lane's last op */
                 if (!(pg->opt > 0) || p->opt_done)
                     return 0;
                 p->opt_done = 1;
@@ -379,8 +379,8 @@ static int flat_next(const gen_prog *g, int32_t r, void *state, prog_op *ops)
         p->phase = BATCH;
         return 1;
     }
-    /* step/dp.c's rewrite_lane with one replica: the step's OPT op after the
-     * lane's last op */
+    /* par/dp_lane.c's par_dp_rewrite_lane with one replica: the step's OPT op
+     * after the lane's last op */
     if (!(pg->opt > 0) || p->opt_done)
         return 0;
     p->opt_done = 1;

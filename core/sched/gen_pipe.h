@@ -24,9 +24,9 @@ int gen_pipe_run(const sched_spec *s, net *nw, enum eng_p2p p2p, eng_sim *eng,
                  eng_result *res, ps_err *err);
 
 /* gen_pipe_run with the optimizer step of one replica: with
- * optimizer_seconds > 0 every lane ends with the PROG_OPT op dp_lower
- * appends when dp is 1 (stage = pipeline rank, mb -1, no memory), so a
- * training step of one pipeline streams too. */
+ * optimizer_seconds > 0 every lane ends with the PROG_OPT op the dp pass
+ * (par/dp.h) appends when dp is 1 (stage = pipeline rank, mb -1, no memory), so
+ * a training step of one pipeline streams too. */
 int gen_pipe_run_step(const sched_spec *s, double optimizer_seconds, net *nw,
                       enum eng_p2p p2p, eng_sim *eng, eng_result *res,
                       ps_err *err);

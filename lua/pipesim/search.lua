@@ -51,7 +51,7 @@ local function list_of(space, k, kind)
         if not ok then
             -- ZeRO-2 and -3 also partition the gradients and the weights:
             -- neither the memory model (core/step/pipe.c: 1/d of the optimizer
-            -- state only) nor the gradient sync (core/step/dp.c) has them, and
+            -- state only) nor the gradient sync (core/par/dp.c) has them, and
             -- DeepSpeed's own pipeline engine refuses them (runtime/pipe/
             -- engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
             -- parallelism")
@@ -284,7 +284,7 @@ end
 -- the r links between them (fill; each transfer at least its time alone on
 -- the network), then computes m (F + R + B) per chunk one op at a time
 -- (busy). Without overlap (Megatron's default, which ps.search builds) the
--- gradient sync starts after the rank's last op (core/par/dp.c rewrite_lane),
+-- gradient sync starts after the rank's last op (core/par/dp_lane.c par_dp_rewrite_lane),
 -- and the optimizer step waits for it; with ZeRO-1 the sync is a
 -- reduce-scatter and an all-gather of the updated weights follows the step
 -- (sync = before + opt + after). For the

@@ -181,7 +181,7 @@ do
     end
 end
 
--- 9. Which chunks are bucketed (grad_sync.bucketed, core/step/dp.c
+-- 9. Which chunks are bucketed (grad_sync.bucketed, core/par/dp_lane.c
 -- chunk_bucketed). Megatron-Core's DistributedDataParallel cuts only
 -- pipeline rank 0's first chunk into buckets; every other chunk goes as one
 -- bucket once its last backward has ended. Two stages of two layers

@@ -1,4 +1,4 @@
--- overlap_param_gather (Megatron's --overlap-param-gather, core/step/dp.h): the
+-- overlap_param_gather (Megatron's --overlap-param-gather, core/par/dp.h): the
 -- distributed optimizer's all-gather moves from after the optimizer step
 -- to beside the forward: a chunk's buckets back to back once dispatched
 -- (without interleaving at the stage's first forward, after its input

@@ -396,7 +396,7 @@ end
 -- (default max(40M, 1M x dp), DistributedDataParallelConfig bucket_size)
 -- as the backward produces them. --overlap-param-gather: the distributed
 -- optimizer's all-gather of the updated parameters overlaps the next
--- step's forward (core/step/dp.h); Megatron asserts the distributed
+-- step's forward (core/par/dp.h); Megatron asserts the distributed
 -- optimizer and --overlap-grad-reduce for it (arguments.py).
 local function grad_sync_of(a, dp, grad_bytes)
     local pg = bool(a, "overlap_param_gather", false)
@@ -421,7 +421,7 @@ local function grad_sync_of(a, dp, grad_bytes)
     -- "not on the critical path", and for chunks > 0 via get_model's
     -- disable_bucketing; megatron/core/distributed/
     -- distributed_data_parallel.py, megatron/training/training.py, core
-    -- 0.20.0 commit d98e8a6 and core_v0.19.0 5be9626; core/step/dp.c
+    -- 0.20.0 commit d98e8a6 and core_v0.19.0 5be9626; core/par/dp_lane.c
     -- chunk_bucketed). The all-gathers of --overlap-param-gather follow
     -- the same buckets.
     return { bucket = b, first_bucket = b, bucketed = "first", overlap = true,

@@ -145,7 +145,14 @@ do
     local layers = { { fwd_time = 1, params = 1e6 }, { fwd_time = 1, params = 1e6 } }
     local r = ps.run{ cluster = mesh(4), layers = layers, stages = 2,
                         microbatches = 2, dp = 2, name = "dp recorded" }
-    H.check(r.id ~= nil, "recorded")
+    H.eq(math.type(r.id), "integer", "recorded")
+    H.eq(r.dp, 2, "dp in the result")
+    -- one exposed figure per rank (p * dp), the replicas alike, each rank
+    -- waiting on its own bucket's ring
+    H.eq(#r.exposed_comm, 4, "exposed per rank")
+    H.eq(r.exposed_comm[3], r.exposed_comm[1], "replica 1's stage 0 as replica 0's")
+    H.eq(r.exposed_comm[4], r.exposed_comm[2], "replica 1's stage 1 as replica 0's")
+    H.check(r.exposed_comm[1] > 0 and r.exposed_comm[2] > 0, "both stages wait on their sync")
 end
 
 -- 8. A straggler replica delays the ring by its lateness, no more. On a

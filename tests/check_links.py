@@ -26,7 +26,8 @@ KNOWN = {
     ("coll/algo", "coll/dbt"),
     ("coll/choose", "coll/coll", "coll/cost", "coll/proto", "coll/tree"),
     ("rec/aux", "rec/copy", "rec/rec", "rec/rows", "rec/schema", "rec/ship",
-     "rec/stream", "rec/sum", "rec/txn", "rec/vtab", "rec/writer"),
+     "rec/stream", "rec/sum", "rec/timeline", "rec/txn", "rec/vtab",
+     "rec/writer"),
 }
 
 

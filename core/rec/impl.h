@@ -230,6 +230,13 @@ int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan);
  * same declaration, rec/aux.c). */
 const char *rec_rows_sql(int table, unsigned *nulls);
 
+/* The timeline of the run with id of payload p (rec/timeline.c): its
+ * event, transfer and memory rows unless streamed (the engine's hook
+ * wrote them), the rows still buffered, and its span rows. Inside the
+ * run's transaction. */
+int rec_timeline_write(rec_db *db, const rec_payload *p, int streamed,
+                       int64_t id, ps_err *err);
+
 /* rec/sum.c, a batch's summary rows. rec_sum_add appends n zeroed rows to
  * table's (NULL: out of memory); rec_sum_flush inserts what is kept (the
  * batch's commit, before COMMIT; PS_ERR: "run not recorded"), which

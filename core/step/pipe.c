@@ -99,46 +99,6 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx);
 }
 
-void pipe_config_init(pipe_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->schedule = SCHED_1F1B;
-    cfg->p = cfg->v = cfg->m = cfg->dp = cfg->tp = 1;
-    cfg->p2p = ENG_RENDEZVOUS;
-    cfg->record = REC_EVENTS;
-    cfg->placement = sched_default_placement(SCHED_1F1B);
-    cfg->weight_bytes = 2;
-    cfg->grad_bytes = 2;
-    cfg->optimizer_bytes = 12;
-    cfg->bucket_bytes = 25.0 * 1024 * 1024;
-    cfg->first_bucket_bytes = 1.0 * 1024 * 1024;
-    cfg->grad_algorithm = COLL_AUTO;
-    cfg->grad_protocol = PAR_PROTOCOL_DEFAULT;
-    cfg->overlap = 1;
-    cfg->order = PAR_DP_INNER;
-}
-
-void pipe_layer_init(pipe_layer *l)
-{
-    *l = (pipe_layer){
-        .fwd_flops = -1,
-        .bwd_flops = -1,
-        .fwd_time = -1,
-        .bwd_time = -1,
-        .in_bytes = -1,
-        .bwd_input_flops = -1,
-        .bwd_weight_flops = -1,
-        .bwd_input_time = -1,
-        .bwd_weight_time = -1,
-        .bwd_weight_bytes = -1,
-        .recompute_time = -1,
-        .kept_bytes = -1,
-        .tp_comm_time = -1,
-        .tp_exposed_time = -1,
-        .shared_params = -1,
-    };
-}
-
 static int grow(void **p, size_t n, size_t sz)
 {
     void *q = realloc(*p, (n + 1) * sz);
@@ -455,36 +415,6 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     return rc;
 }
 
-/* The layout sizes of cfg. */
-static void pipe_sizes(const pipe_config *cfg, par_sizes *sz)
-{
-    par_sizes_init(sz);
-    sz->tp = cfg->tp > 0 ? cfg->tp : 1;
-    sz->etp = sz->tp; /* as par_layout_init fills it: layouts compare */
-    sz->dp = cfg->dp;
-    sz->pp = cfg->p;
-    sz->vp = cfg->v;
-    sz->shard = cfg->zero ? PAR_SHARD_OPTIMIZER : PAR_SHARD_NONE;
-}
-
-int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err)
-{
-    par_sizes sz;
-    pipe_sizes(cfg, &sz);
-    int64_t world = par_sizes_world(&sz);
-    if (world <= nranks)
-        return PS_OK;
-    if (cfg->tp > 1)
-        return ps_errf(err,
-                       "tp %d x stages %d x dp %d need %d ranks but the "
-                       "cluster has %d",
-                       (int)cfg->tp, (int)cfg->p, (int)cfg->dp, (int)world,
-                       (int)nranks);
-    return ps_errf(err,
-                   "dp %d x %d stages need %d ranks but the cluster has %d",
-                   (int)cfg->dp, (int)cfg->p, (int)world, (int)nranks);
-}
-
 /* Is TP simulated once (par_fold_exact), asked once per network (its
  * net_id: a pointer could be a freed cluster's) and layout (a layout with
  * an explicit list is asked every run). */
@@ -511,7 +441,7 @@ static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
 {
     int32_t nranks = net_ranks(nw);
     par_sizes sz;
-    pipe_sizes(cfg, &sz);
+    pipe_sizes_of(cfg, &sz);
     /* a sweep's runs share their layout: the last one's simulated ranks
      * stand (a list is read anew each run, so it is never reused) */
     if (cfg->net_id && ctx->sim_net == cfg->net_id && !cfg->ranks &&

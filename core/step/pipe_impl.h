@@ -49,6 +49,9 @@ int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
                   const par_log *log, const int32_t *rank_of, double *makespan,
                   ps_err *err);
 
+/* The layout sizes of cfg (step/pipe_config.c). */
+void pipe_sizes_of(const pipe_config *cfg, par_sizes *sz);
+
 /* Pipeline rank of model stage s under the run's chunk placement. */
 static inline int32_t pipe_stage_rank(const pipe_config *cfg, int32_t s)
 {

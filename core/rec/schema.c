@@ -499,23 +499,6 @@ static int timeline_is_tables(rec_db *db)
     return tables;
 }
 
-/* 1 when run has the backend column (version 10's): a file whose schema
- * is newer than its user_version says (one written while live mode was
- * being built) gets only the version. */
-static int has_backend(rec_db *db)
-{
-    sqlite3_stmt *st = NULL;
-    int has = 0;
-    if (sqlite3_prepare_v2(db->db,
-                           "SELECT count(*) FROM pragma_table_info('run') "
-                           "WHERE name = 'backend'",
-                           -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        has = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return has;
-}
-
 /* The file's user_version alone, from its header: no schema parse. */
 static int read_version(rec_db *db, int *version, ps_err *err)
 {
@@ -776,10 +759,7 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 8 &&
              rec_exec_sql(db, migrate_v9_sql, err)) ||
             (version >= 1 && version <= 9 &&
-             rec_exec_sql(db,
-                          has_backend(db) ? "PRAGMA user_version = 10"
-                                          : migrate_v10_sql,
-                          err))) {
+             rec_exec_sql(db, migrate_v10_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

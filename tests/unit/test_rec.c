@@ -131,6 +131,9 @@ static void test_timeline_upgrade(void)
         "ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu",
         "ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu",
         "ALTER TABLE run DROP COLUMN efficiency_note",
+        /* and without version 10's live-mode columns */
+        "ALTER TABLE run DROP COLUMN backend",
+        "ALTER TABLE run DROP COLUMN simulated",
         "PRAGMA user_version = 6",
         NULL,
     };

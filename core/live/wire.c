@@ -37,7 +37,8 @@ static int start_message(wire_conn *c, wire_in *ins, int32_t nmsgs, ps_err *err)
                        (int)c->peer, (unsigned long long)len, (int)msg,
                        (unsigned long long)in->len);
     if (!in->posted) {
-        if (c->staged + len > LIVE_STAGING) {
+        /* written so that a damaged length cannot wrap the sum */
+        if (len > LIVE_STAGING || c->staged > LIVE_STAGING - len) {
             c->stuck = 1;
             return 1;
         }

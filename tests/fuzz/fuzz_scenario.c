@@ -44,7 +44,9 @@ static const char *const keys[] = {
     /* models (ps.models.transformer shapes, presets) */
     "microbatch", "kv_heads", "head_dim", "ffn_hidden", "dtype", "swiglu",
     "tied", "bias", "norm", "position", "max_positions", "dropout",
-    "flash_attention"};
+    "flash_attention",
+    /* context parallelism (lua/pipesim/cp.lua) */
+    "cp", "cp_comm_type", "cp_hierarchy"};
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static const char *const strings[] = {"1f1b",
@@ -84,6 +86,10 @@ static const char *const strings[] = {"1f1b",
                                       "params",
                                       "flops",
                                       "time",
+                                      "p2p",
+                                      "all_gather",
+                                      "a2a",
+                                      "a2a+p2p",
                                       "dp_inner",
                                       "pp_inner",
                                       "full",

@@ -95,18 +95,14 @@ function M.check_shape(sh, o, i)
     end
 end
 
--- The shape one CP rank's layers see: seq/cp tokens (kept per shape).
-local LOCAL = setmetatable({}, { __mode = "k" })
+-- The shape one CP rank's layers see: a copy with seq/cp tokens (made
+-- anew each time: parallel.lua lowers a layer once per shape signature,
+-- and a shape changed in place must not meet a stale copy).
 function M.local_shape(s, c)
     if c == 1 then return s end
-    local by = LOCAL[s]
-    if not by then by = {}; LOCAL[s] = by end
-    local l = by[c]
-    if l and l.seq * c == s.seq then return l end
-    l = {}
+    local l = {}
     for k, v in pairs(s) do l[k] = v end
     l.seq = s.seq // c
-    by[c] = l
     return l
 end
 

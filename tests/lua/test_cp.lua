@@ -57,6 +57,27 @@ for _, t in ipairs { 1, 2 } do
     end
 end
 
+-- a shape changed in place between two lowerings is lowered anew: the
+-- local shape of seq/cp tokens is a fresh copy, never a stale one kept
+-- from the shape's earlier values
+do
+    local lay = ps.models.transformer(shape)
+    local memo = {}
+    local spec = { layers = lay, stages = 1, microbatches = 1, cp = 2 }
+    parallel.prepare(spec, dev, nil, memo)
+    local sh = lay[2].shape
+    sh.microbatch = 2
+    H.eq(cpar.local_shape(sh, 2).microbatch, 2, "the local shape follows the shape's values")
+    local again = parallel.prepare(spec, dev, nil, memo)
+    local wide = {}
+    for k, v in pairs(shape) do wide[k] = v end
+    wide.microbatch = 2
+    local fresh = parallel.prepare({ layers = ps.models.transformer(wide), stages = 1,
+        microbatches = 1, cp = 2 }, dev, nil, nil)
+    H.near(again.layers[2].fwd_time, fresh.layers[2].fwd_time, 1e-12,
+        "a shape changed in place: lowered as a fresh one")
+end
+
 -- the exchange on a mesh: sendrecv = alpha + T/beta, ring all-gather and
 -- reduce-scatter of T = (N-1)(alpha + T/(N beta)), direct alltoall of a
 -- rank's buffer T = alpha + T/(N beta)

@@ -735,26 +735,25 @@ static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
     lua_rotate(L, -2, 1); /* keep the cluster on top */
     if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
         lua_Integer len = bind_list_len(L, -1, "ranks");
-        if (len != n && cfg->cp > 1)
+        if (len != n) {
+            /* the layout the list must cover, in the list's order */
+            char what[96];
+            if (cfg->cp > 1)
+                snprintf(what, sizeof what,
+                         "tp %d x cp %d x stages %d x dp %d, TP rank "
+                         "innermost",
+                         (int)cfg->tp, (int)cfg->cp, (int)cfg->p, (int)cfg->dp);
+            else if (cfg->tp > 1)
+                snprintf(what, sizeof what,
+                         "tp %d x stages %d x dp %d, TP rank innermost",
+                         (int)cfg->tp, (int)cfg->p, (int)cfg->dp);
+            else
+                snprintf(what, sizeof what, "one per stage%s",
+                         cfg->dp > 1 ? " of every replica" : "");
             luaL_error(L,
-                       "field 'ranks' must list %d cluster ranks (tp %d x "
-                       "cp %d x stages %d x dp %d, TP rank innermost), got "
-                       "%d",
-                       (int)n, (int)cfg->tp, (int)cfg->cp, (int)cfg->p,
-                       (int)cfg->dp, (int)len);
-        if (len != n && cfg->tp > 1)
-            luaL_error(L,
-                       "field 'ranks' must list %d cluster ranks (tp "
-                       "%d x stages %d x dp %d, TP rank innermost), "
-                       "got %d",
-                       (int)n, (int)cfg->tp, (int)cfg->p, (int)cfg->dp,
-                       (int)len);
-        if (len != n)
-            luaL_error(L,
-                       "field 'ranks' must list %d cluster ranks (one "
-                       "per stage%s), got %d",
-                       (int)n, cfg->dp > 1 ? " of every replica" : "",
-                       (int)len);
+                       "field 'ranks' must list %d cluster ranks (%s), got %d",
+                       (int)n, what, (int)len);
+        }
         for (int32_t k = 0; k < n; k++) {
             lua_geti(L, -1, k + 1);
             long long r;

@@ -8,6 +8,14 @@ local ps = require "pipesim"
 local node = ps.cluster(ps.clusters.dgx("H100", 4))
 local layers = ps.models.transformer{ layers = 2, hidden = 512, heads = 8, seq = 1024,
     vocab = 1024, dtype = "bf16", flash_attention = true }
+-- the dp-cp group of TP rank tr in stage pr: cp fastest, then dp
+local function dp_cp_group(tp, cp, dp, pr, tr)
+    local g = {}
+    for dr = 0, dp - 1 do
+        for cr = 0, cp - 1 do g[#g + 1] = tr + tp * (cr + cp * (dr + dp * pr)) end
+    end
+    return g
+end
 for _, k in ipairs { { 1, 2, 2, 2 }, { 2, 2, 2, 2 }, { 2, 4, 1, 2 }, { 4, 2, 2, 1 },
                      { 8, 2, 1, 2 }, { 1, 4, 4, 2 } } do
     local tp, cp, dp, pp = k[1], k[2], k[3], k[4]
@@ -17,13 +25,8 @@ for _, k in ipairs { { 1, 2, 2, 2 }, { 2, 2, 2, 2 }, { 2, 4, 1, 2 }, { 4, 2, 2, 
     for _, x in ipairs(r.rank) do tps[x % tp] = true end
     for pr = 0, pp - 1 do
         for tr = 0, tp - 1 do
-            if tps[tr] then
-                for dr = 0, dp - 1 do
-                    for cr = 0, cp - 1 do
-                        print(string.format("%d|%d|%d", r.id, tr + tp * (cr + cp * (dr + dp * pr)),
-                            pr * tp + tr))
-                    end
-                end
+            for _, rank in ipairs(tps[tr] and dp_cp_group(tp, cp, dp, pr, tr) or {}) do
+                print(string.format("%d|%d|%d", r.id, rank, pr * tp + tr))
             end
         end
     end

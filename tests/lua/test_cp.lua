@@ -258,6 +258,14 @@ fails({ cp = 4, cp_comm_type = "a2a+p2p", cp_hierarchy = { 2, 3 } },
 fails({ cp = 2, tp = 8, dp = 2 }, "tp 8 x cp 2 x stages 1 x dp 2 need 32 ranks but the " ..
     "cluster has 16")
 fails({ cp = 0 }, "field 'cp'")
+-- a ranks list of the wrong length names the layout it must cover (one
+-- message for every layout, core/bind/run.c)
+fails({ cp = 2, ranks = { 0 } }, "ps.run: field 'ranks' must list 2 cluster ranks (tp 1 x cp 2 " ..
+    "x stages 1 x dp 1, TP rank innermost), got 1")
+fails({ dp = 2, ranks = { 0 } }, "ps.run: field 'ranks' must list 2 cluster ranks (one per " ..
+    "stage of every replica), got 1")
+fails({ ranks = { 0, 1 } }, "ps.run: field 'ranks' must list 1 cluster ranks (one per stage), " ..
+    "got 2")
 fails({ cp = 2, layers = plain }, "layers[1]: cp = 2 needs model layers (ps.models.*, with a " ..
     "shape); a plain layer cannot be split")
 fails({ cp = 2, tp = 8, sequence_parallel = true, layers = ps.models.transformer(

@@ -35,6 +35,15 @@ H.eq(a100.attention_fwd, nil, "A100: no attention rate")
 local ba = roofline.block(s, a100, { tp = 1 })
 H.near(part(ba, "flash attention").time, causal / (312e12 * 230 / 312) + 5.5e-6, 1e-12,
     "A100 flash forward at gemm_max")
+-- B200 (no attention measurement): the forward at the die's GEMM rate
+-- (TE's B300 benchmark, 1502.8 TFLOP/s), the backward at 2560/3328 of it,
+-- FlashAttention-4's shared-memory bound (clusters.lua)
+local b200 = ps.clusters.device("B200")
+local bb = roofline.block(s, b200, { tp = 1 })
+H.near(part(bb, "flash attention").time, causal / 1502.8e12 + 5.5e-6, 1e-12,
+    "B200 flash forward at the GEMM rate")
+H.near(part(bb, "flash attention bwd").time, 2.5 * causal / (1502.8e12 * 2560 / 3328) + 5.5e-6,
+    1e-12, "B200 flash backward: shared-memory bound, 0.769 of the GEMM rate")
 -- tiny FLOPs, many bytes: the memory roof is Q, K, V and O only (b = 1,
 -- s = 64, 32 heads of 128 with 4 KV heads; e = 2)
 local thin = ps.models.formulas.normalize { layers = 1, hidden = 4096, heads = 32, kv_heads = 4,
@@ -123,17 +132,19 @@ H.check(ok, "roofline device without sms / attention rates")
 -- service/gpu/model/matmul_interpolator_data.h, TFLOP/s) on the shapes
 -- whose dimensions are all >= 1024, the regime of every validation row's
 -- GEMMs: pipesim's ceiling is Transformer Engine's sustained mean on
--- training shapes (clusters.lua gemm_max: 71.7 % of peak, TE's GEMM
--- benchmark, random data, 100 back-to-back iterations), which sits 0-15 %
--- below XLA's table of the kernel alone (a short measurement at boost
--- clock, as MAMF's 80.3 % is; docs/devices.md)
+-- training shapes (clusters.lua gemm_max: 598.9 TFLOP/s, TE's GEMM
+-- benchmark, random data, 100 back-to-back iterations on an H200 NVL, the
+-- same die), which sits 4-25 % below XLA's table of the kernel alone (a
+-- short measurement of one GPU, as MAMF's 794.5 TFLOP/s is; docs/
+-- devices.md and docs/fidelity.md say why the training step is held to
+-- the former)
 local xla = { { 4096, 2048, 4096, 764.09 }, { 2048, 4096, 2048, 717.50 },
     { 4096, 4096, 1024, 681.09 }, { 2048, 1024, 4096, 659.14 }, { 1024, 2048, 2048, 526.34 },
     { 2048, 2048, 1024, 492.09 }, { 1024, 1024, 1024, 246.72 } }
 for _, x in ipairs(xla) do
     local m, n, k, tf = table.unpack(x)
     local got = 2 * m * n * k / roofline.gemm_time(h100, m, n, k) / 1e12
-    H.check(got / tf > 0.85 and got / tf < 1.08, string.format("H100 %dx%dx%d: %.0f TFLOP/s, " ..
+    H.check(got / tf > 0.72 and got / tf < 0.98, string.format("H100 %dx%dx%d: %.0f TFLOP/s, " ..
         "XLA %.0f (%.2f)", m, n, k, got, tf, got / tf))
 end
 H.done()

@@ -278,14 +278,27 @@ end
 -- bytes) the time of one TP collective.
 local function lower_layer(l, o, dev, cost)
     local s, t, sp = l.shape, o.tp, o.sp
-    if l.kind == "block" and (l.moe or l.mtp or s.multi_latent_attention) then
+    if l.kind == "block" and l.moe then
         -- models/moe.lua block_cost prices these; the expert-parallel
         -- lowering that calls it is issue 24's (MOE_INTERFACE.md): until it
         -- is in, a dense roofline would be a plausible wrong number
-        check.fail("layer '%s' is a %s block: ps.run cannot time it yet (the expert-parallel " ..
+        check.fail("layer '%s' is a MoE block: ps.run cannot time it yet (the expert-parallel " ..
             "lowering of issue 24 is not built); ps.models.total and " ..
-            "ps.models.moe.block_cost give its figures", tostring(l.name),
-            l.moe and "MoE" or l.mtp and "multi-token prediction" or "multi-latent attention")
+            "ps.models.moe.block_cost give its figures", tostring(l.name))
+    end
+    -- a dense block with multi-latent attention, or a multi-token
+    -- prediction block: models/moe.lua's block_cost knows their
+    -- projections (MLA's, the MTP module's)
+    local mc
+    if l.kind == "block" and (s.multi_latent_attention or l.mtp) then
+        if dev and o.overlap then
+            check.fail("layer '%s': tp_overlap with %s blocks is not modelled", tostring(l.name),
+                l.mtp and "multi-token prediction" or "multi-latent attention")
+        end
+        if dev then
+            mc = require("pipesim.models.moe").block_cost(s, { device = dev, tp = t, sp = sp,
+                selective = o.recompute == "selective", mtp = l.mtp })
+        end
     end
     local out = { name = l.name, kind = l.kind }
     local kind = l.kind
@@ -301,7 +314,13 @@ local function lower_layer(l, o, dev, cost)
         check.fail("fp8: the cluster's device has no roofline constants (fp8_flops); " ..
             "use a device of ps.clusters")
     end
-    if kind == "block" then
+    if kind == "block" and (s.multi_latent_attention or l.mtp) then
+        -- without a device the plain FLOP rule, which runs at tp = 1 only
+        out.params = mc and mc.dense_params or l.params
+        out.act_bytes = mc and mc.act_bytes or l.act_bytes
+        local fb = s.fp8 and mc and roofline.fp8.weight_bytes(s, dev, e) or 0
+        if fb ~= 0 then out.static_bytes = fb * mc.linear_params end
+    elseif kind == "block" then
         out.params = M.block_params(s, t)
         out.act_bytes = M.block_act_bytes(s, t, sp, o.recompute == "selective")
         -- FP8 weight copies of the linear layers (models/fp8.lua)
@@ -337,7 +356,11 @@ local function lower_layer(l, o, dev, cost)
     if dev then
         local opt = { tp = t, sp = sp, selective = o.recompute == "selective" }
         local rf
-        if kind == "block" then rf = roofline.block(s, dev, opt)
+        if mc then
+            rf = { fwd = mc.attn_fwd_time + mc.shared_fwd_time,
+                   bwd_weight = mc.attn_bwd_weight_time + mc.shared_bwd_weight_time }
+            rf.bwd_input = mc.attn_bwd_time + mc.shared_bwd_time - rf.bwd_weight
+        elseif kind == "block" then rf = roofline.block(s, dev, opt)
         elseif kind == "embedding" then rf = roofline.embedding(s, dev, opt)
         else rf = roofline.head(s, dev, opt) end
         local f, bi, bw = rf.fwd, rf.bwd_input, rf.bwd_weight

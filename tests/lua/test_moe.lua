@@ -198,12 +198,30 @@ H.raises(function() models.moe.block_cost(s, { device = dev, imbalance = 0.5 }) 
     "moe.block_cost: imbalance must be a number >= 1")
 H.raises(function() models.moe.block_cost(s, {}) end,
     "moe.block_cost: par.device must be a device with roofline constants")
+-- ps.run times a dense MLA block, and a dense model's MTP block, with
+-- block_cost (its forward is the attention's and the MLP's)
+local node = ps.clusters.dgx("H100", 1)
+local one = ps.cluster { ranks = 1, device = node.device, link = node.intra }
+local mc = models.moe.block_cost(M1[2].shape, { device = dev })
+local mr = ps.run { cluster = one, layers = M1, stages = 1, microbatches = 1, record = "summary" }
+local dense_mla = ps.run { cluster = one, stages = 1, microbatches = 1, record = "summary",
+    layers = models.transformer { layers = 1, hidden = 64, heads = 4, seq = 32, vocab = 100,
+                                  swiglu = true, ffn_hidden = 96 } }
+H.check(mr.makespan ~= dense_mla.makespan, "an MLA block is not timed as a dense one")
+H.near(mc.dense_params, M1[2].params, 1e-12, "block_cost's dense params at tp 1: the layer's")
+local dm = models.transformer(with(base, { swiglu = true, ffn_hidden = 96, mtp_layers = 1 }))
+local cm = models.moe.block_cost(dm[4].shape, { device = dev, mtp = true })
+local c0 = models.moe.block_cost(dm[4].shape, { device = dev })
+H.eq(cm.dense_params - c0.dense_params, 2 * 64 * 64 + 2 * 64, "MTP: eh_proj 2h^2 and two norms")
+H.near(cm.attn_fwd_time - c0.attn_fwd_time,
+    mt(dev, 2 * 32 * 64 * 2 * e) + g(dev, 32, 64, 128, 1), 1e-12, "MTP: two norms and eh_proj")
+H.eq(cm.dense_params, dm[4].params, "the MTP layer's params")
+ps.run { cluster = one, layers = dm, stages = 1, microbatches = 1, record = "none" }
+
 -- ps.run refuses MoE blocks until the expert-parallel lowering prices
 -- them, rather than timing them as dense blocks
 H.raises(function()
-    local node = ps.clusters.dgx("H100", 1)
-    ps.run { cluster = ps.cluster { ranks = 1, device = node.device, link = node.intra },
-             layers = L, stages = 1, microbatches = 1, record = false }
+    ps.run { cluster = one, layers = L, stages = 1, microbatches = 1, record = false }
 end, "layer 'block 0' is a MoE block: ps.run cannot time it yet")
 
 -- ps.models.megatron: DeepSeek-V3's flags (the report's model; Megatron's

@@ -348,7 +348,7 @@ local function check_par(s, par)
         check.fail("moe.block_cost: par.device must be a device with roofline constants " ..
             "(ps.clusters.device), got %s", check.show(dev))
     end
-    local o = { device = dev, selective = par.selective }
+    local o = { device = dev, selective = par.selective, mtp = par.mtp }
     for _, k in ipairs { "tp", "ep", "cp" } do
         o[k] = check.int(par[k] == nil and 1 or par[k], "moe.block_cost", k, 1, BIG)
     end
@@ -424,7 +424,12 @@ end
 -- or a dense one: then its MLP is reported as the shared part and the
 -- expert figures are 0). par: { device (ps.clusters.device), tp, etp
 -- (default tp, as Megatron's --expert-tensor-parallel-size), ep, cp, sp,
--- selective, imbalance (max over mean tokens per expert, >= 1) }.
+-- selective, imbalance (max over mean tokens per expert, >= 1), mtp (a
+-- multi-token prediction block: its module's two norms and 2h -> h
+-- projection, column-parallel as Megatron's eh_proj, join the attention
+-- part) }. Besides the interface's figures: *_bwd_weight_time (the weight
+-- gradients' share of each backward) and linear_params (the dense side's
+-- linear weights per rank, those FP8 keeps copies of).
 -- The token flow (Megatron's MoEAlltoAllTokenDispatcher, 00611e6): each
 -- rank routes its Tr = b*s/(cp*tp) tokens (sequence parallel) to topk
 -- experts; S = Tr*topk copies (M.routed_tokens: capacity drops or pads
@@ -464,10 +469,32 @@ function M.block_cost(s, par)
     }
     local dense = attention_rank_params(s, t)
     local act = attention_rank_act(s, c, t, o.sp, o.selective)
+    local per = s.norm == "layernorm" and 2 or 1
+    local h0 = s.hidden
+    -- the attention's linear weights: all but its norms (and biases)
+    local linear_w = dense - 2 * per * h0
+    if s.multi_latent_attention then
+        linear_w = linear_w - per * (s.kv_lora_rank + (s.q_lora_rank or 0))
+    end
+    if o.mtp then
+        -- the MTP module's norms of the hidden state and the embedding,
+        -- then eh_proj over their 2h concatenation
+        local mt = { f = 0, b = 0, w = 0 }
+        local r0 = o.sp and t or 1
+        memop(mt, dev, 2 * T * h0 / r0, 2 * e, 3 * e)
+        linear(mt, dev, T, h0 / t, 2 * h0, 1, false, gk, wk)
+        r.attn_fwd_time = r.attn_fwd_time + mt.f
+        r.attn_bwd_time = r.attn_bwd_time + mt.b + mt.w
+        r.attn_bwd_weight_time = r.attn_bwd_weight_time + mt.w
+        dense = dense + 2 * per * h0 + 2 * h0 * h0 / t
+        linear_w = linear_w + 2 * h0 * h0 / t
+        act = act + (2 * e * T * h0 + 2 * e * T * h0) / r0
+    end
     local shared_f = s.experts and s.shared_ffn or s.ffn_hidden
     local sh = mlp_time(s, dev, T, shared_f / t, 1, false, gk, wk)
     r.shared_fwd_time, r.shared_bwd_time, r.shared_bwd_weight_time = sh.f, sh.b + sh.w, sh.w
     dense = dense + mlp_rank_params(s, shared_f, t)
+    linear_w = linear_w + (shared_f > 0 and (s.swiglu and 3 or 2) * h0 * shared_f / t or 0)
     act = act + T * mlp_act(s, e, shared_f) / t
     if s.experts then
         local E, h, ep, etp = s.experts, s.hidden, o.ep, o.etp
@@ -517,7 +544,7 @@ function M.block_cost(s, par)
         -- this rank, unpermute's saved expert outputs
         act = act + 4 * Tr * E + R * (e * h + mlp_act(s, e, s.expert_ffn) / etp) + e * S * h
     end
-    r.dense_params, r.act_bytes = dense, act
+    r.dense_params, r.act_bytes, r.linear_params = dense, act, linear_w
     return r
 end
 

@@ -473,20 +473,41 @@ local CHECKED_SHAPES = setmetatable({}, { __mode = "k" })
 -- Raises naming layers[i].shape.
 local SHAPE_SIZES = { "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "seq",
                       "microbatch", "vocab" }
+-- the sizes of multi-latent attention (models/mla.lua) and of a MoE
+-- block (models/moe.lua), when the shape has them; 0 allowed where the
+-- second entry says so
+local MLA_SIZES = { "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim" }
+local MOE_SIZES = { "experts", "topk", "expert_ffn", { "shared_ffn", 0 } }
+
+local function check_size(sh, i, k, least)
+    local v = sh[k]
+    if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v))
+        or v < (least or 1) then
+        check.fail("layers[%d].shape.%s must be a %s integer (ps.models fills it), got %s", i, k,
+            least == 0 and "non-negative" or "positive", check.show(v))
+    end
+end
+
 local function check_shape(sh, i)
     if type(sh) ~= "table" then
         check.fail("layers[%d].shape must be a table (the shape of a layer from ps.models), got %s",
             i, check.show(sh))
     end
-    for n = 1, #SHAPE_SIZES + 1 do
-        -- learned positions: the embedding holds max_positions of them
-        local k = SHAPE_SIZES[n] or (sh.position == "learned" and "max_positions")
-        if not k then break end
-        local v = sh[k]
-        if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v)) or v < 1 then
-            check.fail("layers[%d].shape.%s must be a positive integer (ps.models fills it), got %s",
-                i, k, check.show(v))
-        end
+    for _, k in ipairs(SHAPE_SIZES) do check_size(sh, i, k) end
+    -- learned positions: the embedding holds max_positions of them
+    if sh.position == "learned" then check_size(sh, i, "max_positions") end
+    local mla = sh.multi_latent_attention
+    if mla ~= nil and type(mla) ~= "boolean" then
+        check.fail("layers[%d].shape.multi_latent_attention must be a boolean (ps.models fills " ..
+            "it), got %s", i, check.show(mla))
+    end
+    local extra = {}
+    if mla then extra = { table.unpack(MLA_SIZES) } end
+    if mla and sh.q_lora_rank ~= nil then extra[#extra + 1] = "q_lora_rank" end
+    if sh.experts ~= nil then table.move(MOE_SIZES, 1, #MOE_SIZES, #extra + 1, extra) end
+    if sh.mtp_layers ~= nil then extra[#extra + 1] = { "mtp_layers", 0 } end
+    for _, k in ipairs(extra) do
+        if type(k) == "table" then check_size(sh, i, k[1], k[2]) else check_size(sh, i, k) end
     end
     if not roofline.DTYPE_BYTES[sh.dtype] then
         check.fail("layers[%d].shape.dtype: unknown dtype %s (ps.models fills it)", i,

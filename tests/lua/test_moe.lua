@@ -87,6 +87,11 @@ H.eq(#mtp, 6, "embedding, 2 blocks, mtp 0, head, mtp 0 head")
 H.eq({ mtp[4].name, mtp[4].mtp, mtp[6].name, mtp[6].shared_params },
      { "mtp 0", true, "mtp 0 head", 6400 }, "MTP layers")
 H.eq(mtp[4].params, L[2].params + 2 * 64 * 64 + 128, "MTP block params")
+-- the MTP block is built like the last block (Megatron: decoder_layer_specs[-1]):
+-- dense when moe_layers leaves the last block dense
+local mtp_d = models.transformer(with(small, { mtp_layers = 1, moe_layers = { 1, 0 } }))
+H.eq({ mtp_d[3].moe, mtp_d[4].name, mtp_d[4].moe }, { nil, "mtp 0", nil },
+    "the MTP block after a dense last block is dense")
 H.eq(mtp[4].fwd_flops, L[2].fwd_flops + 2 * 32 * 128 * 64, "MTP block FLOPs")
 H.eq(models.total(mtp).params, t.params + L[2].params + 8192 + 128 + 64,
     "MTP adds its block, projection, norms and head norm (the head is shared)")
@@ -218,6 +223,62 @@ H.near(cm.attn_fwd_time - c0.attn_fwd_time,
 H.eq(cm.dense_params, dm[4].params, "the MTP layer's params")
 ps.run { cluster = one, layers = dm, stages = 1, microbatches = 1, record = "none" }
 
+-- Model FLOPs (efficiency.lua, meta.efficiency) of MoE, MLA and MTP
+-- models: Megatron-LM d98e8a6's transformer_flops. The MLA block above
+-- (s = 32, one block, vocab 100), per token: 6 x (q_lora 16 x (64 + 4 x
+-- 12 + 1) + kv_lora 8 x (64 + 4 x 16 + 1) + 64 x 4 + 4 x 8 x 64) = 30864,
+-- SwiGLU MLP 6 x 3 x 64 x 96 = 110592, logits 6 x 64 x 100 = 38400; the
+-- core 6 x (4 x 12 / 2 + 4 x 8 / 2) = 240 per token and key, x s^2
+local E = require "pipesim.efficiency"
+H.eq(mr.efficiency.model_flops, 32 * (30864 + 110592 + 38400) + 240 * 32 * 32,
+    "MLA model FLOPs, Megatron's MLA branch")
+-- selective recompute repeats the core: 2 x 240 / 6 per token and key
+local sel = ps.run { cluster = one, layers = M1, stages = 1, microbatches = 1, record = "none",
+                     recompute = "selective" }
+H.eq(sel.efficiency.hardware_flops - sel.efficiency.model_flops, 80 * 32 * 32,
+    "MLA selective recompute: the core's forward again")
+-- DeepSeek-V3 (3 dense blocks, 58 MoE, 1 MTP block like the last: MoE),
+-- per token: dense MLPs 3 x 3h x 18432, MoE 59 x 3h x (8 + 1) x 2048, MLA
+-- linears 62 x (1536 (h + 128 x 192 + 1) + 512 (h + 128 x 256 + 1) + 64h +
+-- 128 x 128 h), MTP norms and projection 3h + 2h^2, logits 2hV; the core
+-- 62 x 128 x (192 + 128) / 2 x s; all x 6 (forward, two backward GEMMs)
+do
+    local hh, V, S = 7168, 129280, 4096
+    local per = hh * (3 * 3 * 18432 + 59 * 3 * 9 * 2048)
+        + 62 * (1536 * (hh + 128 * 192 + 1) + 512 * (hh + 128 * 256 + 1) + 64 * hh + 128 * 128 * hh)
+        + 3 * hh + 2 * hh * hh + 2 * hh * V + 62 * 128 * 320 / 2 * S
+    local f = E.figures({ layers = ds, microbatches = 2, dp = 3 }, nil, { flops = 989e12 })
+    H.near(f.model_flops, 6 * per * S * 2 * 3, 1e-12, "DeepSeek-V3 model FLOPs, Megatron's")
+    H.eq(f.tokens, S * 6, "tokens of 2 microbatches x 3 replicas")
+    -- the multiply-adds per token outside the core are the active
+    -- parameters but the embedding, plus the MTP head's (shared) h x V,
+    -- less the routers' h x E, which Megatron leaves out (and norms, 1e-5)
+    local act = models.total(ds).active_params - ds[1].params
+    H.near(per - 62 * 128 * 320 / 2 * S, act + hh * V - 59 * hh * 256, 1e-4,
+        "multiply-adds per token: the active parameters")
+end
+
+-- full recompute of the first block of each stage chunk, on a model of MoE
+-- and dense blocks (L3: MoE, dense, MoE): chunk { embedding, block 0 }
+-- repeats the MoE block, chunk { block 1, block 2, head } the dense one
+do
+    local fr = E.figures({ layers = L3, recompute = "full", recompute_method = "block",
+                           recompute_layers = 1 }, { 2, 3 }, nil)
+    local moe_f, dense_f = E.block_token_flops(L3[2].shape), E.block_token_flops(L3[3].shape)
+    H.eq(moe_f - dense_f, 2 * 3 * 64 * 96, "MoE: two experts of ffn_hidden 96 against one MLP")
+    H.eq(fr.hardware_flops - fr.model_flops, 32 * (moe_f + dense_f), "recomputed: each its own")
+end
+
+-- a dense model's FLOPs in floats: the 310B's full recompute over 20,000
+-- sequences once passed 2^63 as integers (a negative hardware_flops)
+do
+    local g310 = models.preset("gpt-310b")
+    local f = E.figures({ layers = g310, microbatches = 20000, recompute = "full" }, nil, nil)
+    H.near(f.hardware_flops, f.model_flops + f.tokens * 96 * E.block_token_flops(g310[2].shape),
+        1e-12, "GPT 310B full recompute: every block's forward again")
+    H.check(f.model_flops > 1e19 and f.hardware_flops > f.model_flops, "no integer wrap")
+end
+
 -- ps.run refuses MoE blocks until the expert-parallel lowering prices
 -- them, rather than timing them as dense blocks
 H.raises(function()
@@ -297,11 +358,6 @@ local function built(f)
     end
     return sig
 end
-local function same(a, b)
-    if #a ~= #b then return false end
-    for i = 1, #a do if a[i] ~= b[i] then return false end end
-    return true
-end
 local EP2 = { expert_model_parallel_size = 2, world_size = 2 }
 local MLA = { multi_latent_attention = true }
 local MOE_VARY = {
@@ -322,7 +378,7 @@ for name in pairs(require("pipesim.models.megatron_moe").FLAGS) do
     local v = MOE_VARY[name]
     if H.check(v ~= nil, "a variation for MoE flag " .. name) then
         local b = mflags(with({ num_experts = 4 }, v[2] or {}))
-        H.check(not same(built(b), built(with(b, { [name] = v[1] }))),
+        H.check(not H.same(built(b), built(with(b, { [name] = v[1] }))),
             name .. " changes the model or the run")
         walked = walked + 1
     end

@@ -167,10 +167,7 @@ end
 local function bool(a, k, d)
     local v = a[k]
     if v == nil then return d end
-    if type(v) ~= "boolean" then
-        check.fail("megatron: flag '%s' must be a boolean, got %s", k, check.show(v))
-    end
-    return v
+    return check.bool(v, string.format("megatron: flag '%s'", k))
 end
 
 -- a string flag among Megatron's choices (a list), default d

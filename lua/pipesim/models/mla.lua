@@ -26,10 +26,7 @@ local DEFAULTS = { kv_lora_rank = 32, qk_head_dim = 128, qk_pos_emb_head_dim = 6
 function M.normalize(c, s)
     local on = c.multi_latent_attention
     if on == nil then on = false end
-    if type(on) ~= "boolean" then
-        check.fail("transformer: multi_latent_attention must be a boolean, got %s", check.show(on))
-    end
-    s.multi_latent_attention = on
+    s.multi_latent_attention = check.bool(on, "transformer: multi_latent_attention")
     if not on then
         for k in pairs(M.FIELDS) do
             if k ~= "multi_latent_attention" and c[k] ~= nil then

@@ -37,13 +37,7 @@ local function opt(c, k, d)
     return c[k]
 end
 
-local function flag(c, k, d)
-    local v = opt(c, k, d)
-    if type(v) ~= "boolean" then
-        check.fail("transformer: %s must be a boolean, got %s", k, check.show(v))
-    end
-    return v
-end
+local function flag(c, k, d) return check.bool(opt(c, k, d), "transformer: " .. k) end
 
 local function choice(c, k, set, d)
     local v = opt(c, k, d)
@@ -84,9 +78,10 @@ end
 -- Fills the shape's MoE fields from c (the user's table); s.experts nil
 -- for a dense model, where any MoE field is an error (it would change
 -- nothing). Defaults: Megatron's (top-k 2, --moe-ffn-hidden-size =
--- ffn_hidden, softmax score, no capacity factor, BF16 all-to-alls) but grouped_gemm, which pipesim takes on (every
--- published MoE recipe runs TE's grouped GEMM; Megatron's flag is off
--- by default and ps.models.megatron follows the flag).
+-- ffn_hidden, softmax score, no capacity factor, BF16 all-to-alls) but
+-- grouped_gemm, which pipesim takes on (every published MoE recipe runs
+-- TE's grouped GEMM; Megatron's flag is off by default and
+-- ps.models.megatron follows the flag).
 function M.normalize(c, s)
     if c.experts == nil then
         for k in pairs(M.FIELDS) do
@@ -565,8 +560,10 @@ end
 -- (report Sec. 2.2; Megatron's multi_token_prediction.py
 -- MultiTokenPredictionLayer): two norms (of the hidden state and of the
 -- next token's embedding), a 2h -> h projection of their concatenation,
--- a block like the model's last (MoE in a MoE model), then the shared
--- output head. It runs on the last pipeline stage, beside the head.
+-- a block like the model's last (MoE when the last block is: Megatron's
+-- gpt_builders.py builds it from decoder_layer_specs[-1], d98e8a6), then
+-- the shared output head. It runs on the last pipeline stage, beside the
+-- head.
 function M.add_blocks(s, layers, out_bytes)
     if s.fp8 and s.fp8_bf16_first + s.fp8_bf16_last > 0 then
         check.fail("transformer: fp8_bf16_first/fp8_bf16_last with experts, MLA or MTP " ..
@@ -588,7 +585,7 @@ function M.add_blocks(s, layers, out_bytes)
     local norms = 2 * (s.norm == "layernorm" and 2 or 1) * h
     local proj = 2 * h * h + (s.bias and h or 0)
     for d = 0, s.mtp_layers - 1 do
-        local l = block("mtp " .. d, s.experts ~= nil)
+        local l = block("mtp " .. d, M.is_moe(s, s.layers - 1))
         l.mtp = true
         l.params, l.active_params = l.params + proj + norms, l.active_params + proj + norms
         l.fwd_flops = l.fwd_flops + 2 * T * 2 * h * h

@@ -164,6 +164,16 @@ H.near(c2.expert_fwd_time, g(dev, 128, 64, 64, 1) + mt(dev, 128 * 32 * 3 * e)
 local c3 = models.moe.block_cost(s, { device = dev, ep = 2, etp = 2, tp = 2, sp = true })
 H.eq(c3.expert_params, 6144, "expert params / (ep x etp)")
 H.eq(c3.dense_params, 8192 + 128 + 256 + 3072, "dense params per TP rank")
+-- and its activations by hand: each rank routes Tr = 32/2 = 16 tokens
+-- (sequence parallel), S = 32 copies; each local expert runs m = ep x
+-- etp x S / E = 32 of them, R = 2 x 32 = 64 on the rank. Router scores
+-- 4 x 16 x 4 = 256; the experts' inputs 2 x 64 each and SwiGLU
+-- intermediates 3 x 2 x 32 / etp = 96 each: 64 x 224; unpermute's saved
+-- outputs 2 x 32 x 64 = 4096; the shared expert 32 x 3 x 2 x 32 / tp =
+-- 3072; the attention half as parallel.lua's block less its MLP
+-- (3 x 2 x 96 per token, / tp)
+local attn_act = require("pipesim.parallel").block_act_bytes(s, 2, true, false) - 32 * 3 * 2 * 96 / 2
+H.eq(c3.act_bytes - attn_act, 256 + 64 * 224 + 4096 + 3072, "MoE activations under EP 2, ETP 2")
 -- small M is far from peak: a DeepSeek-V3 expert at ep 64 (8192 tokens
 -- each) against ep 1 (128 each, memory-bound on the weights)
 local dsb = ds[10].shape

@@ -180,8 +180,11 @@ local dsb = ds[10].shape
 local big = models.moe.block_cost(dsb, { device = dev, ep = 64 })
 local tiny = models.moe.block_cost(dsb, { device = dev, ep = 1 })
 local fl = 32768 * 6 * 7168 * 2048 -- the rank's routed FLOPs either way
-H.check(fl / tiny.expert_fwd_time < 0.6 * fl / big.expert_fwd_time,
-    "128 tokens per expert run below 60% of the rate of 8192")
+-- 128 tokens: 128 FLOP per weight byte (2 per bf16 weight and token), so
+-- at most 128 x 3.35 TB/s x 0.9 = 386 TFLOP/s, 0.64 of the 599 that
+-- gemm_max allows an 8192-token GEMM on H100
+H.check(fl / tiny.expert_fwd_time < 0.65 * fl / big.expert_fwd_time,
+    "128 tokens per expert run below 65% of the rate of 8192")
 
 -- Bad input, each message asserted
 local base = { layers = 2, hidden = 64, heads = 4, seq = 32, vocab = 100 }

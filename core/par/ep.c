@@ -396,20 +396,9 @@ static int ep_lower(par_step *st, ps_err *err)
     int32_t *lane = ranks + e, *first = ranks + 2 * e;
     for (int32_t gi = 0; rc == PS_OK && gi < par_group_count(L, mask); gi++) {
         par_group(L, mask, gi, ranks);
-        int32_t simulated = 0;
-        for (int32_t j = 0; j < e; j++) {
-            lane[j] = at[ranks[j]];
-            simulated += lane[j] >= 0;
-        }
-        if (simulated == 0)
-            continue; /* a folded TP rank's group: its twin runs */
-        if (simulated < e) {
-            rc = ps_errf(err,
-                         "internal: expert-parallel group %d is only partly "
-                         "simulated",
-                         (int)gi);
-            break;
-        }
+        rc = par_ep_group_lanes(at, ranks, e, lane, "expert-parallel", gi, err);
+        if (rc <= 0)
+            continue; /* not simulated (rc 0), or the error (rc < 0) */
         group g = {st, e, lane, old, first};
         rc = lower_group(&g, owned, err);
     }

@@ -44,6 +44,14 @@ int par_ep_sync_lower(par_step *st, const int32_t *at, ps_err *err);
 void par_ep_sync_memory(const par_step *st, double *rank_static);
 void par_ep_sync_exposed(const par_step *st, double *exposed);
 
+/* The compute lanes of a group's n ranks (at: the lane of each cluster
+ * rank, -1 when not simulated) into lane: 1 when all are simulated, 0
+ * when none is (a folded TP rank's group), PS_ERR when only some are
+ * (what names the group in the message). */
+int par_ep_group_lanes(const int32_t *at, const int32_t *ranks, int32_t n,
+                       int32_t *lane, const char *what, int32_t gi,
+                       ps_err *err);
+
 extern const par_pass par_ep_pass;
 extern const par_pass par_ep_comm_pass;
 

@@ -21,6 +21,20 @@
 /* The tag of the sync's wait (ep_sync_exposed). */
 #define EP_SYNC_TAG (-8)
 
+int par_ep_group_lanes(const int32_t *at, const int32_t *ranks, int32_t n,
+                       int32_t *lane, const char *what, int32_t gi, ps_err *err)
+{
+    int32_t simulated = 0;
+    for (int32_t j = 0; j < n; j++)
+        simulated += (lane[j] = at[ranks[j]]) >= 0;
+    if (simulated == 0)
+        return 0; /* a folded TP rank's group: its twin runs */
+    if (simulated < n)
+        return ps_errf(err, "internal: %s group %d is only partly simulated",
+                       what, (int)gi);
+    return 1;
+}
+
 /* Expert parameters of model stage s (per rank). */
 static double stage_experts(const par_step *st, int32_t s)
 {
@@ -165,21 +179,14 @@ int par_ep_sync_lower(par_step *st, const int32_t *at, ps_err *err)
     int rc = PS_OK;
     for (int32_t g = 0; rc == PS_OK && g < par_group_count(L, mask); g++) {
         par_group(L, mask, g, ranks);
-        int32_t simulated = 0;
-        for (int32_t j = 0; j < n; j++)
-            simulated += (lane[j] = at[ranks[j]]) >= 0;
-        if (simulated == 0)
-            continue; /* a folded TP rank's group */
-        if (simulated < n) {
-            rc = ps_errf(err,
-                         "internal: expert data-parallel group %d is only "
-                         "partly simulated",
-                         (int)g);
-            break;
-        }
+        rc = par_ep_group_lanes(at, ranks, n, lane, "expert data-parallel", g,
+                                err);
+        if (rc <= 0)
+            continue; /* not simulated (rc 0), or the error (rc < 0) */
         double bytes = rank_experts(st, lane[0] % st->sim->p) * st->grad_bytes;
-        if (bytes > 0)
-            rc = group_sync(st, &forks, ranks, lane, comm, n, bytes, err);
+        rc = bytes > 0
+                 ? group_sync(st, &forks, ranks, lane, comm, n, bytes, err)
+                 : PS_OK;
     }
     coll_forks_free(&forks);
     free(ranks);

@@ -21,9 +21,9 @@ local M = {}
 -- groups (core/par/layout.h).
 M.FIELDS = { moe_imbalance = true, moe_dispatcher = true }
 
--- The dispatchers of Megatron's --moe-token-dispatcher-type; only the
--- all-to-all one is modelled so far.
-local DISPATCHERS = { alltoall = true, allgather = false, flex = false }
+-- The dispatchers of Megatron's --moe-token-dispatcher-type; flex (DeepEP)
+-- is not modelled yet.
+local DISPATCHERS = { alltoall = true, allgather = true, flex = false }
 
 -- Is this lowered-to-be layer a MoE block (ps.models marks it moe = true,
 -- MOE_INTERFACE; its shape holds experts)?
@@ -63,11 +63,17 @@ function M.options(spec, o)
                 "allgather or flex)", check.show(d))
         end
         if not DISPATCHERS[d] then
-            check.fail("field 'moe_dispatcher': '%s' is not modelled yet (only alltoall: " ..
+            check.fail("field 'moe_dispatcher': '%s' is not modelled yet (alltoall and allgather: " ..
                 "docs/moe.md, Expert parallelism)", d)
         end
     end
     o.dispatcher = d or "alltoall"
+    if o.dispatcher == "allgather" and (o.etp or o.tp) > 1 then
+        -- its group is then the etp x ep ranks, not the EP group the core's
+        -- exchanges run in
+        check.fail("field 'moe_dispatcher': allgather with etp = %d is not modelled (etp = 1 " ..
+            "only)", o.etp or o.tp)
+    end
     return o
 end
 
@@ -144,6 +150,27 @@ local function check_block(sh, o, i)
     end
 end
 
+-- The bytes a rank sends in all under Megatron's allgather dispatcher
+-- (MoEAllGatherTokenDispatcher, megatron/core/transformer/moe/
+-- token_dispatcher.py, core 0.13-0.14): token_dispatch all-gathers over
+-- the tp x ep group (expert side: etp = 1 here, so the EP group) each
+-- rank's Tr tokens' hidden states (e bytes), routing map ([Tr, E] bool)
+-- and probabilities ([Tr, E], the router's dtype: the input's by default);
+-- token_combine reduce-scatters the [ep Tr, h] unpermuted output back. A
+-- rank so sends (ep - 1) x its share each way; the backward mirrors each
+-- (the combine's gradient an all-gather of the hidden gradient, the
+-- dispatch's a reduce-scatter of the hidden and probability gradients).
+-- The core runs each as a direct exchange of those shares with every
+-- peer at once: the bytes of NCCL's ring, one step's latency instead of
+-- ep - 1.
+local function allgather_bytes(sh, o)
+    local e = require("pipesim.models.roofline").DTYPE_BYTES[sh.dtype]
+    local Tr = sh.seq * sh.microbatch / (o.sp and o.tp or 1)
+    local h, E, peers = sh.hidden, sh.experts, o.ep - 1
+    return { dispatch = peers * Tr * (h * e + E * (1 + e)), combine = peers * Tr * h * e,
+             dispatch_grad = peers * Tr * h * e, combine_grad = peers * Tr * (h + E) * e }
+end
+
 -- A MoE block's figures for the core. l: the layer (kind "block", moe =
 -- true, shape), o: the options, dev: the roofline device, tcomm: the
 -- attention's TP collectives' seconds { fwd, bwd } (parallel.lua), i: its
@@ -188,7 +215,11 @@ function M.lower_block(l, o, dev, tcomm, i)
     local w = (c.attn_bwd_weight_time or 0) + (c.shared_bwd_weight_time or 0) +
         (c.expert_bwd_weight_time or 0)
     out.bwd_input_time, out.bwd_weight_time = out.bwd_time - w, w
-    if o.ep > 1 then
+    if o.ep > 1 and o.dispatcher == "allgather" then
+        local b = allgather_bytes(sh, o)
+        out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine
+        out.moe_dispatch_grad_bytes, out.moe_combine_grad_bytes = b.dispatch_grad, b.combine_grad
+    elseif o.ep > 1 then
         out.moe_dispatch_bytes = num("dispatch_bytes")
         out.moe_combine_bytes = num("combine_bytes")
         out.moe_dispatch_grad_bytes = num("dispatch_grad_bytes")

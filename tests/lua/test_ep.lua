@@ -153,12 +153,42 @@ do
     H.near(r1.exposed_a2a[1], 2 * 2 * 4 * (alpha + bytes / 3 / beta), 1e-9,
         "the block's bytes from block_cost: 4 all-to-alls per block and microbatch")
     H.eq(r2.moe.imbalance, 2, "r.moe.imbalance")
+    -- Megatron's allgather dispatcher: each rank's 1024 tokens' hidden
+    -- states, routing map and probabilities all-gathered over the EP group,
+    -- the output reduce-scattered back; the backward mirrors them (the
+    -- probabilities' gradient with the hidden one); each share to each of
+    -- the 3 peers at once
+    local ag = ps.run(F.with(base, { moe_dispatcher = "allgather" }))
+    local T, h, E = 1024, 1024, 8
+    local shares = { T * (h * 2 + E * 3), T * h * 2, T * h * 2, T * (h + E) * 2 }
+    local want = 0
+    for _, b in ipairs(shares) do want = want + alpha + b / beta end
+    H.near(ag.exposed_a2a[1], 2 * 2 * want, 1e-9, "allgather: its four exchanges' closed form")
+    H.eq(ag.moe.dispatcher, "allgather", "r.moe.dispatcher")
+    H.raises(function() ps.run(F.with(base, { moe_dispatcher = "allgather", etp = 2 })) end,
+        "ps.run: field 'moe_dispatcher': allgather with etp = 2 is not modelled (etp = 1 only)")
     H.check(r2.moe.routing:find("2 x the mean", 1, true) ~= nil, "skewed load said")
     H.raises(function() ps.run(F.with(base, { ep = 3, dp = 3, cluster = ps.cluster{ ranks = 3,
         device = ps.clusters.device("H100"), link = { bandwidth = beta } } })) end,
         "ps.run: ep = 3 does not divide the model's 8 experts (layers[1])")
 end
 moe_model.block_cost = real_cost
+
+-- 4b. ps.models.megatron's MoE flags reach ps.run: Megatron's default
+-- dispatcher (allgather) runs, and at top-2 over 4 ranks it moves more
+-- than the all-to-all
+do
+    local spec = ps.models.megatron{ num_layers = 4, hidden_size = 1024,
+        num_attention_heads = 8, seq_length = 1024, vocab_size = 1000, num_experts = 8,
+        moe_router_topk = 2, expert_model_parallel_size = 4, world_size = 8,
+        micro_batch_size = 1, global_batch_size = 16, pipeline_model_parallel_size = 2,
+        bf16 = true }
+    spec.cluster, spec.record = ps.cluster(ps.clusters.dgx("H100", 1)), "none"
+    local ag = ps.run(spec)
+    H.eq({ ag.moe.dispatcher, ag.ep }, { "allgather", 4 }, "Megatron's default dispatcher, ep 4")
+    local a2a = ps.run(F.with(spec, { moe_dispatcher = "alltoall" }))
+    H.check(ag.exposed_a2a[1] > a2a.exposed_a2a[1], "allgather moves more than the all-to-all")
+end
 
 -- 5. Bad input, each message.
 do
@@ -179,7 +209,8 @@ do
         "ps.run: field 'moe_dispatcher': unknown dispatcher 'a2a' (expected alltoall, " ..
         "allgather or flex)")
     H.raises(function() ps.run(F.with(base, { moe_dispatcher = "flex" })) end,
-        "ps.run: field 'moe_dispatcher': 'flex' is not modelled yet")
+        "ps.run: field 'moe_dispatcher': 'flex' is not modelled yet (alltoall and allgather: " ..
+        "docs/moe.md, Expert parallelism)")
     H.raises(function() ps.run(F.with(base, { moe_imbalance = 2,
         layers = { { fwd_time = 1 } } })) end,
         "ps.run: field 'moe_imbalance' needs MoE layers")

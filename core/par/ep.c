@@ -445,12 +445,15 @@ static void ep_exposed(const par_step *st, double *exposed)
 {
     (void)exposed; /* the gradient sync's figure; ours is st->ep.exposed */
     int32_t n = st->sim->n * st->sim->p;
-    if (!st->ep.exposed || !st->ep.exposed_pairs)
+    /* without all-to-alls the step may have no programs to read (the
+     * figures stay 0, pipe.c) */
+    if (!st->ep.exposed || !st->ep.exposed_pairs || !ep_active(st) ||
+        st->ps->nlanes < n)
         return;
     for (int32_t k = 0; k < n; k++) {
         const prog_lane *lane = &st->ps->lanes[k];
         double x = 0, pairs = 0;
-        for (int32_t i = 0; ep_active(st) && i < lane->n; i++) {
+        for (int32_t i = 0; i < lane->n; i++) {
             const prog_op *op = &lane->ops[i];
             if (op->type == PROG_WAIT && op->tag == PAR_EP_TAG) {
                 pairs += op->t_end - op->t_start;

@@ -209,7 +209,8 @@ void par_ep_sync_memory(const par_step *st, double *rank_static)
 
 void par_ep_sync_exposed(const par_step *st, double *exposed)
 {
-    if (!par_ep_sync_applies(st))
+    /* no programs (a step that did not build them): nothing waited */
+    if (!par_ep_sync_applies(st) || st->ps->nlanes < st->sim->n * st->sim->p)
         return;
     for (int32_t k = 0; k < st->sim->n * st->sim->p; k++) {
         const prog_lane *lane = &st->ps->lanes[k];

@@ -16,24 +16,13 @@ LIMIT = 100
 
 # (file, function): why it may stay long for now. Files other engineers
 # were changing during issue 26's split (core/bind/run.c, core/out/export_*.c)
-# are left to the lead to split after the merge; the rest are still to split.
+# are left to the lead to split after the merge.
 FORBIDDEN = "being changed by another branch during issue 26; the lead " \
     "splits it after the merge"
-TODO = "not yet split (issue 26)"
 EXCEPT = {
     ("bind/run.c", "core_run"): FORBIDDEN,
     ("bind/run.c", "read_shape"): FORBIDDEN,
     ("out/export_cli.c", "export_main"): FORBIDDEN,
-    ("bind/collective.c", "core_collective"): TODO,
-    ("bind/pool.c", "take_chunk"): TODO,
-    ("cli/main.c", "parse_run"): TODO,
-    ("cli/main.c", "cmd_run"): TODO,
-    ("coll/coll.c", "coll_run"): TODO,
-    ("coll/coll.c", "coll_append"): TODO,
-    ("out/plot.c", "load"): TODO,
-    ("out/plot.c", "plot_main"): TODO,
-    ("sched/zb.c", "manual_order"): TODO,
-    ("sim/prog.c", "prog_seal"): TODO,
 }
 
 SIG_STOP = ("}", "/*", " *", "#")

@@ -420,6 +420,106 @@ static void gen_free(coll_gen *g)
     free(g->next_msg);
 }
 
+/* Data mode's buffers (out of place: a send and a receive buffer per
+ * rank) into *buf; none without data mode. Refuses a size whose buffers
+ * would not be reasonable to hold. */
+static int data_buffer(const coll_spec *spec, const coll_view *v, float **buf,
+                       ps_err *err)
+{
+    *buf = NULL;
+    if (spec->data == COLL_DATA_NONE)
+        return PS_OK;
+    if (spec->data == COLL_DATA_FN && !spec->data_fn)
+        return ps_errf(err, "%s: data mode without a data function",
+                       coll_op_names_[spec->op]);
+    int64_t stride = coll_stride(spec->op, v->n);
+    if ((double)v->N * (double)stride > COLL_DATA_MAX_FLOATS)
+        return ps_errf(err,
+                       "%s: data mode would hold %d x %lld floats; use a "
+                       "smaller size",
+                       coll_op_names_[spec->op], (int)v->N, (long long)v->n);
+    *buf = malloc(((size_t)v->N * (size_t)stride + 1) * sizeof **buf);
+    if (!*buf)
+        return ps_errf(err, "out of memory for data mode");
+    return PS_OK;
+}
+
+/* The lanes a standalone collective runs: chan_lanes per rank on fresh
+ * lanes of ps (set up after plan), and the per-rank byte counters. */
+static int own_lanes(coll_gen *g, const coll_view *v, const net *nw,
+                     prog_set *ps, coll_result *res, ps_err *err)
+{
+    size_t nl = (size_t)v->N * (size_t)g->chan_lanes;
+    res->bytes_sent = calloc((size_t)v->N, sizeof *res->bytes_sent);
+    g->lane = malloc(nl * sizeof *g->lane);
+    g->last_step = malloc(nl * sizeof *g->last_step);
+    if (!res->bytes_sent || !g->lane || !g->last_step)
+        return ps_errf(err, "out of memory");
+    prog_reset(ps, net_ranks(nw));
+    g->ps = ps;
+    g->rank = v->rank;
+    g->N = v->N;
+    g->n = v->n;
+    g->sent = res->bytes_sent;
+    for (size_t i = 0; i < nl; i++) {
+        g->lane[i] = prog_add_lane(ps, v->rank[i % (size_t)v->N]);
+        g->last_step[i] = -1;
+        if (g->lane[i] < 0)
+            g->oom = 1;
+    }
+    return PS_OK;
+}
+
+/* Runs the collective in eng: streamed by its generator when one applies
+ * (no programs in ps: the lanes own_lanes added stay empty; the generator
+ * moves the payload alone, so a protocol's wire bytes need the programs),
+ * else as sealed programs, with the spec's faults. */
+static int execute(coll_gen *g, const coll_spec *spec, const coll_view *v,
+                   int algo, int32_t chunks, net *nw, eng_sim *eng,
+                   prog_set *ps, int data, coll_result *res, eng_result *er,
+                   ps_err *err)
+{
+    if (spec->stream && !data && !spec->faults && g->wire == 1.0 &&
+        gen_coll_applies(spec->op, algo, g->channels, v->N, v->n))
+        return gen_coll_run(spec->op, algo, v->rank, v->N, v->n, g->slots,
+                            spec->p2p, nw, eng, er, res->bytes_sent,
+                            &g->transfers, &g->nsteps, err);
+    if (emit(g, spec, v, algo, chunks))
+        return ps_errf(err, "out of memory generating the programs");
+    if (prog_seal(ps, err))
+        return PS_ERR;
+    eng_set_faults(eng, spec->faults);
+    int rc = eng_run(eng, ps, nw, spec->p2p, er, err);
+    eng_set_faults(eng, NULL);
+    return rc;
+}
+
+/* Data mode's results: each rank's output (res takes buf), checked
+ * against the operation's closed form, and what each message moved, for
+ * live mode (coll/live.c). */
+static int keep_outputs(const coll_spec *spec, const coll_view *v, coll_gen *g,
+                        const prog_set *ps, float *buf, coll_result *res,
+                        ps_err *err)
+{
+    res->outputs = calloc((size_t)v->N, sizeof *res->outputs);
+    res->out_count = calloc((size_t)v->N, sizeof *res->out_count);
+    if (!res->outputs || !res->out_count) {
+        free(buf);
+        return ps_errf(err, "out of memory");
+    }
+    res->store_ = buf;
+    if (coll_verify_run(spec, v, g, res->store_, res, err))
+        return PS_ERR;
+    res->moves = calloc((size_t)ps->nmsgs + 1, sizeof *res->moves);
+    if (!res->moves)
+        return ps_errf(err, "out of memory");
+    res->nmoves = ps->nmsgs;
+    for (int64_t k = 0; k < g->nx; k++)
+        res->moves[g->x[k].msg] =
+            (coll_move){g->x[k].lo, g->x[k].cnt, g->x[k].dlo, g->x[k].add};
+    return PS_OK;
+}
+
 int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
              coll_result *res, ps_err *err)
 {
@@ -431,79 +531,21 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     int algo, proto;
     int32_t chunks;
     double pred;
+    eng_result er;
     int rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
     if (rc)
         goto fail;
     int32_t N = v.N;
-    if (spec->data != COLL_DATA_NONE) {
-        if (spec->data == COLL_DATA_FN && !spec->data_fn) {
-            rc = ps_errf(err, "%s: data mode without a data function",
-                         coll_op_names_[spec->op]);
-            goto fail;
-        }
-        /* out of place: a send and a receive buffer per rank */
-        int64_t stride = coll_stride(spec->op, v.n);
-        if ((double)N * (double)stride > COLL_DATA_MAX_FLOATS) {
-            rc = ps_errf(err,
-                         "%s: data mode would hold %d x %lld floats; use a "
-                         "smaller size",
-                         coll_op_names_[spec->op], (int)N, (long long)v.n);
-            goto fail;
-        }
-        buf = malloc(((size_t)N * (size_t)stride + 1) * sizeof *buf);
-        if (!buf) {
-            rc = ps_errf(err, "out of memory for data mode");
-            goto fail;
-        }
-    }
+    if ((rc = data_buffer(spec, &v, &buf, err)))
+        goto fail;
     plan(&g, spec, nw, &v, algo, 1);
-    if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err)))
+    if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err)) ||
+        (rc = own_lanes(&g, &v, nw, ps, res, err)))
         goto fail;
-    size_t nl = (size_t)N * (size_t)g.chan_lanes;
-    res->bytes_sent = calloc((size_t)N, sizeof *res->bytes_sent);
-    g.lane = malloc(nl * sizeof *g.lane);
-    g.last_step = malloc(nl * sizeof *g.last_step);
-    if (!res->bytes_sent || !g.lane || !g.last_step) {
-        rc = ps_errf(err, "out of memory");
-        goto fail;
-    }
-    prog_reset(ps, net_ranks(nw));
-    g.ps = ps;
-    g.rank = v.rank;
-    g.N = N;
-    g.n = v.n;
-    g.sent = res->bytes_sent;
     g.record = buf != NULL;
-    for (size_t i = 0; i < nl; i++) {
-        g.lane[i] = prog_add_lane(ps, v.rank[i % (size_t)N]);
-        g.last_step[i] = -1;
-        if (g.lane[i] < 0)
-            g.oom = 1;
-    }
-    eng_result er;
-    /* the generator moves the payload alone: a protocol's wire bytes go
-     * through the programs */
-    if (spec->stream && !buf && !spec->faults && g.wire == 1.0 &&
-        gen_coll_applies(spec->op, algo, g.channels, N, v.n)) {
-        /* streamed: no programs in ps (the lanes added above are empty) */
-        rc = gen_coll_run(spec->op, algo, v.rank, N, v.n, g.slots, spec->p2p,
-                          nw, eng, &er, res->bytes_sent, &g.transfers,
-                          &g.nsteps, err);
-        if (rc)
-            goto fail;
-    } else {
-        if (emit(&g, spec, &v, algo, chunks)) {
-            rc = ps_errf(err, "out of memory generating the programs");
-            goto fail;
-        }
-        if ((rc = prog_seal(ps, err)))
-            goto fail;
-        eng_set_faults(eng, spec->faults);
-        rc = eng_run(eng, ps, nw, spec->p2p, &er, err);
-        eng_set_faults(eng, NULL);
-        if (rc)
-            goto fail;
-    }
+    if ((rc = execute(&g, spec, &v, algo, chunks, nw, eng, ps, buf != NULL, res,
+                      &er, err)))
+        goto fail;
     res->algorithm = algo;
     res->protocol = proto;
     res->chunks = chunks;
@@ -522,26 +564,10 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     res->algbw = res->time > 0 ? (double)spec->bytes / res->time : 0;
     res->busbw = res->algbw * coll_busbw_factor(spec->op, N);
     if (buf) {
-        res->outputs = calloc((size_t)N, sizeof *res->outputs);
-        res->out_count = calloc((size_t)N, sizeof *res->out_count);
-        if (!res->outputs || !res->out_count) {
-            rc = ps_errf(err, "out of memory");
+        float *keep = buf;
+        buf = NULL; /* keep_outputs owns it */
+        if ((rc = keep_outputs(spec, &v, &g, ps, keep, res, err)))
             goto fail;
-        }
-        res->store_ = buf;
-        buf = NULL;
-        if ((rc = coll_verify_run(spec, &v, &g, res->store_, res, err)))
-            goto fail;
-        /* what each message moves, for live mode (coll/live.c) */
-        res->moves = calloc((size_t)ps->nmsgs + 1, sizeof *res->moves);
-        if (!res->moves) {
-            rc = ps_errf(err, "out of memory");
-            goto fail;
-        }
-        res->nmoves = ps->nmsgs;
-        for (int64_t k = 0; k < g.nx; k++)
-            res->moves[g.x[k].msg] =
-                (coll_move){g.x[k].lo, g.x[k].cnt, g.x[k].dlo, g.x[k].add};
     }
     gen_free(&g);
     coll_view_free(&v);
@@ -646,6 +672,87 @@ static int note_moves(coll_move_log *log, const coll_gen *g, int32_t nmsgs)
     return 0;
 }
 
+/* The protocol's fixed latency (coll_proto_overhead: NCCL's base latency
+ * and the per-step excess of its hop latency over the links'; nvls's 25
+ * us), which coll_run adds in closed form: here a delay at the head of
+ * every rank's share, which holds the communication lane and leaves the
+ * device to compute, so a bucket costs inside a step what the same
+ * collective costs alone. 0 without a protocol. Notes where each rank's
+ * share starts (from[nl + i]). */
+static void head_delay(coll_gen *g, prog_set *ps, const int32_t *lanes,
+                       double over, int32_t *from, size_t nl)
+{
+    for (int32_t i = 0; i < g->N && !g->oom; i++) {
+        from[nl + (size_t)i] = ps->lanes[lanes[i]].n;
+        prog_op d = prog_delay(PROG_COLL, -1, over);
+        if (over > 0 && prog_push(ps, lanes[i], &d))
+            g->oom = 1;
+    }
+}
+
+/* The lanes g's ops go on. With lanes of its own (chan_lanes > 1) the
+ * collective forks (coll/coll.h): signals are instant (sim/eng.c), and each
+ * fork's start signal wakes that fork alone, in slot order, as coll_run's
+ * lanes start, so the forks run what coll_run's lanes run from the moment
+ * the rank's lane gets there, and a collective whose ranks all arrive at
+ * once takes its standalone time (tests/cli.sh 'grad sync tree and ring as
+ * alone'). Without (one channel, or slots = 1) the ops go on the rank's
+ * lane itself. Returns the first signal id (the starts, then the ends at
+ * start + nl), or -1 without forks. */
+static int32_t fork_lanes(coll_gen *g, prog_set *ps, const int32_t *lanes,
+                          coll_forks *forks, int32_t *from, size_t nl)
+{
+    int32_t start = -1, N = g->N;
+    if (g->chan_lanes > 1 && !g->oom) {
+        start = ps->nsignals; /* start + s, then the ends start + nl + s */
+        ps->nsignals += 2 * (int32_t)nl;
+    }
+    for (size_t s = 0; s < nl && !g->oom; s++) {
+        int32_t i = (int32_t)(s % (size_t)N);
+        g->last_step[s] = -1; /* never batched with the lane's earlier ops */
+        if (g->chan_lanes == 1) {
+            g->lane[s] = lanes[i];
+            continue;
+        }
+        g->lane[s] = fork_lane(ps, forks, lanes[i], g->rank[i],
+                               (int32_t)(s / (size_t)N));
+        if (g->lane[s] < 0) {
+            g->oom = 1;
+            break;
+        }
+        from[s] = ps->lanes[g->lane[s]].n;
+        prog_op w = prog_signal(PROG_WAIT, start + (int32_t)s);
+        prog_op sg = prog_signal(PROG_SIGNAL, start + (int32_t)s);
+        if (prog_push(ps, g->lane[s], &w) || prog_push(ps, lanes[i], &sg))
+            g->oom = 1;
+    }
+    return start;
+}
+
+/* Each fork signals its end and the rank's lane waits for all of them,
+ * then every op appended carries the caller's tag. */
+static void join_and_tag(coll_gen *g, prog_set *ps, const int32_t *lanes,
+                         int32_t start, const int32_t *from, size_t nl,
+                         int32_t tag)
+{
+    size_t N = (size_t)g->N;
+    for (size_t s = 0; start >= 0 && s < nl && !g->oom; s++) {
+        int32_t i = (int32_t)(s % N);
+        int32_t id = start + (int32_t)(nl + s);
+        prog_op sg = prog_signal(PROG_SIGNAL, id);
+        prog_op w = prog_signal(PROG_WAIT, id);
+        if (prog_push(ps, g->lane[s], &sg) || prog_push(ps, lanes[i], &w))
+            g->oom = 1;
+    }
+    for (size_t s = 0; !g->oom && s < nl + N; s++) {
+        if (s < nl && start < 0)
+            continue; /* the rank's own lane, below */
+        prog_lane *l = &ps->lanes[s < nl ? g->lane[s] : lanes[s - nl]];
+        for (int32_t o = from[s]; o < l->n; o++)
+            l->ops[o].tag = tag;
+    }
+}
+
 int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
                 const int32_t *lanes, coll_forks *forks, int32_t tag, int *used,
                 int *used_proto, ps_err *err)
@@ -680,74 +787,17 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     int32_t *from = calloc(nl + (size_t)N, sizeof *from);
     if (!g.sent || !g.lane || !g.last_step || !from)
         g.oom = 1;
-    /* the protocol's fixed latency (coll_proto_overhead: NCCL's base
-     * latency and the per-step excess of its hop latency over the links';
-     * nvls's 25 us), which coll_run adds in closed form: here a delay at
-     * the head of every rank's share, which holds the communication lane
-     * and leaves the device to compute, so a bucket costs inside a step
-     * what the same collective costs alone. 0 without a protocol. */
     double over = spec->bytes > 0
                       ? coll_proto_overhead(spec, N, algo, proto, g.channels)
                       : 0;
-    for (int32_t i = 0; i < N && !g.oom; i++) {
-        from[nl + (size_t)i] = ps->lanes[lanes[i]].n;
-        prog_op d = prog_delay(PROG_COLL, -1, over);
-        if (over > 0 && prog_push(ps, lanes[i], &d))
-            g.oom = 1;
-    }
-    /* With lanes of its own (chan_lanes > 1) the collective forks
-     * (coll/coll.h): signals are instant (sim/eng.c), and each fork's start
-     * signal wakes that fork alone, in slot order, as coll_run's lanes start,
-     * so the forks run what coll_run's lanes run from the moment the rank's
-     * lane gets there, and a collective whose ranks all arrive at once takes
-     * its standalone time (tests/cli.sh 'grad sync tree and ring as alone').
-     * Without (one channel, or slots = 1) the ops go on the rank's lane
-     * itself. */
-    int32_t start = -1;
-    if (g.chan_lanes > 1 && !g.oom) {
-        start = ps->nsignals; /* start + s, then the ends start + nl + s */
-        ps->nsignals += 2 * (int32_t)nl;
-    }
-    for (size_t s = 0; s < nl && !g.oom; s++) {
-        int32_t i = (int32_t)(s % (size_t)N);
-        g.last_step[s] = -1; /* never batched with the lane's earlier ops */
-        if (g.chan_lanes == 1) {
-            g.lane[s] = lanes[i];
-            continue;
-        }
-        g.lane[s] =
-            fork_lane(ps, forks, lanes[i], v.rank[i], (int32_t)(s / (size_t)N));
-        if (g.lane[s] < 0) {
-            g.oom = 1;
-            break;
-        }
-        from[s] = ps->lanes[g.lane[s]].n;
-        prog_op w = prog_signal(PROG_WAIT, start + (int32_t)s);
-        prog_op sg = prog_signal(PROG_SIGNAL, start + (int32_t)s);
-        if (prog_push(ps, g.lane[s], &w) || prog_push(ps, lanes[i], &sg))
-            g.oom = 1;
-    }
+    head_delay(&g, ps, lanes, over, from, nl);
+    int32_t start = fork_lanes(&g, ps, lanes, forks, from, nl);
     g.record = spec->moves != NULL;
     if (!g.oom)
         emit(&g, spec, &v, algo, chunks);
     if (!g.oom && spec->moves && note_moves(spec->moves, &g, ps->nmsgs))
         g.oom = 1;
-    for (size_t s = 0; start >= 0 && s < nl && !g.oom; s++) {
-        int32_t i = (int32_t)(s % (size_t)N);
-        int32_t id = start + (int32_t)(nl + s);
-        prog_op sg = prog_signal(PROG_SIGNAL, id);
-        prog_op w = prog_signal(PROG_WAIT, id);
-        if (prog_push(ps, g.lane[s], &sg) || prog_push(ps, lanes[i], &w))
-            g.oom = 1;
-    }
-    /* every op appended carries the caller's tag */
-    for (size_t s = 0; !g.oom && s < nl + (size_t)N; s++) {
-        if (s < nl && start < 0)
-            continue; /* the rank's own lane, below */
-        prog_lane *l = &ps->lanes[s < nl ? g.lane[s] : lanes[s - nl]];
-        for (int32_t o = from[s]; o < l->n; o++)
-            l->ops[o].tag = tag;
-    }
+    join_and_tag(&g, ps, lanes, start, from, nl, tag);
     free(from);
     rc = g.oom ? ps_errf(err, "out of memory generating a collective") : PS_OK;
     if (used)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "out/report_impl.h"
 
 /* The last three columns are the step's efficiency (rec/rec.h): model
@@ -48,17 +49,27 @@ static const char runs_sql[] =
 
 void report_csv_field(FILE *out, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
+    int quote = strpbrk(s, ",\"\n\r") != NULL;
+    if (!quote && utf8_valid(s)) {
         fputs(s, out);
         return;
     }
-    fputc('"', out);
-    for (; *s; s++) {
+    if (quote)
+        fputc('"', out);
+    while (*s) {
+        int n = utf8_len(s);
+        if (!n) { /* not UTF-8: U+FFFD, as every text pipesim writes */
+            fputs(UTF8_REPLACEMENT, out);
+            s++;
+            continue;
+        }
         if (*s == '"')
             fputc('"', out);
-        fputc(*s, out);
+        fwrite(s, 1, (size_t)n, out);
+        s += n;
     }
-    fputc('"', out);
+    if (quote)
+        fputc('"', out);
 }
 
 /* One row as display cells (human units) or CSV fields (raw numbers). */

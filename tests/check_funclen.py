@@ -7,7 +7,8 @@ brace, both included (clang-format's Linux braces put a function's `{` and
 it so). Functions in EXCEPT are allowed over the limit, each with its
 reason; one listed that is no longer long fails, so the list stays exact.
 Ends with "checks: N passed, N failed" (one per function) and the case's
-line. Usage: check_funclen.py [ROOT]"""
+line. Usage: check_funclen.py [ROOT]; check_funclen.py --list N [ROOT]
+prints every function over N lines, longest first, and their count."""
 import os
 import re
 import sys
@@ -50,11 +51,8 @@ def functions(path):
         i += 1
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "."
-    core = os.path.join(root, "core")
-    passed = failed = 0
-    seen = set()
+def all_functions(core):
+    """Yields (path under core/, name, line, length) of every function."""
     for layer in sorted(os.listdir(core)):
         d = os.path.join(core, layer)
         if not os.path.isdir(d):
@@ -64,18 +62,40 @@ def main():
                 continue
             rel = layer + "/" + f
             for name, line, n in functions(os.path.join(d, f)):
-                key = (rel, name)
-                if n <= LIMIT:
-                    passed += 1
-                elif key in EXCEPT:
-                    seen.add(key)
-                    passed += 1
-                    print(f"known long function: core/{rel}:{line}: "
-                          f"{name} {n} lines ({EXCEPT[key]})")
-                else:
-                    failed += 1
-                    print(f"FAIL core/{rel}:{line}: {name} is {n} lines "
-                          f"(at most {LIMIT}): split it into named steps")
+                yield rel, name, line, n
+
+
+def list_long(over, root):
+    """Every function over `over` lines, longest first, then the count."""
+    found = [f for f in all_functions(os.path.join(root, "core"))
+             if f[3] > over]
+    for rel, name, line, n in sorted(found, key=lambda f: -f[3]):
+        print(f"{n:4d} core/{rel}:{line}: {name}")
+    print(f"{len(found)} functions over {over} lines")
+    return 0
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--list":
+        return list_long(int(sys.argv[2]),
+                         sys.argv[3] if len(sys.argv) > 3 else ".")
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    core = os.path.join(root, "core")
+    passed = failed = 0
+    seen = set()
+    for rel, name, line, n in all_functions(core):
+        key = (rel, name)
+        if n <= LIMIT:
+            passed += 1
+        elif key in EXCEPT:
+            seen.add(key)
+            passed += 1
+            print(f"known long function: core/{rel}:{line}: "
+                  f"{name} {n} lines ({EXCEPT[key]})")
+        else:
+            failed += 1
+            print(f"FAIL core/{rel}:{line}: {name} is {n} lines "
+                  f"(at most {LIMIT}): split it into named steps")
     for rel, name in sorted(set(EXCEPT) - seen):
         failed += 1
         print(f"FAIL core/{rel}: {name} is in EXCEPT but not over {LIMIT} "

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
+
 #define MAX_DEPTH 64 /* nesting of a result's tables */
 
 /* A result file's bytes, built in memory and written at once (a stdio
@@ -25,17 +27,9 @@ static void put(wbuf *b, const void *v, size_t n)
 {
     if (b->oom)
         return;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap - b->n < n)
-            cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
+    if (n > SIZE_MAX - b->n || VEC_RESERVE(b->p, b->cap, b->n + n)) {
+        b->oom = 1;
+        return;
     }
     memcpy(b->p + b->n, v, n);
     b->n += n;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 /* Appends a SEND or RECV to pos's lane; capacity was reserved from the
  * counting pass, so this is a plain store (prog_push is the fallback). */
 static void push(coll_gen *g, int32_t pos, enum prog_type type, int32_t peer,
@@ -68,15 +69,9 @@ static void emit(coll_gen *g, int32_t step, int32_t src, int32_t dst,
     g->transfers++;
     if (!g->record)
         return;
-    if (g->nx == g->xcap) {
-        int64_t cap = g->xcap ? g->xcap * 2 : 1024;
-        coll_xfer *x = realloc(g->x, (size_t)cap * sizeof *x);
-        if (!x) {
-            g->oom = 1;
-            return;
-        }
-        g->x = x;
-        g->xcap = cap;
+    if (VEC_RESERVE(g->x, g->xcap, g->nx + 1)) {
+        g->oom = 1;
+        return;
     }
     g->x[g->nx++] = (coll_xfer){lo, cnt, dlo, step, src, dst, add, msg};
 }

@@ -50,7 +50,8 @@ typedef struct coll_gen {
                           friendly); counting pass: its sends */
     int record;        /* keep coll_xfer records (data mode) */
     coll_xfer *x;
-    int64_t nx, xcap;
+    int64_t nx;
+    size_t xcap;
     int oom;
     int32_t chan_to; /* the receiver's lane sub-index (coll_slot's chan),
                         -1: chan, as the sender's */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "coll/algo.h"
 #include "coll/gen_coll.h"
 #include "coll/impl.h"
@@ -610,7 +611,7 @@ int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
 
 void coll_forks_free(coll_forks *f)
 {
-    for (int32_t i = 0; i < f->cap; i++)
+    for (size_t i = 0; i < f->cap; i++)
         free(f->lane[i]);
     free(f->n);
     free(f->lane);
@@ -626,22 +627,14 @@ static int32_t fork_lane(prog_set *ps, coll_forks *forks, int32_t l,
 {
     if (!forks)
         return prog_add_lane(ps, rank);
-    if (l >= forks->cap) {
-        int32_t cap = l + 1 > 2 * forks->cap ? l + 1 : 2 * forks->cap;
-        int32_t *n = realloc(forks->n, (size_t)cap * sizeof *n);
-        if (n)
-            forks->n = n;
-        int32_t **ln = realloc(forks->lane, (size_t)cap * sizeof *ln);
-        if (ln)
-            forks->lane = ln;
-        if (!n || !ln)
+    if ((size_t)l >= forks->cap) { /* both grow alike, new entries zero */
+        size_t cap_n = forks->cap, cap_lane = forks->cap;
+        if (VEC_RESERVE(forks->n, cap_n, (size_t)l + 1) ||
+            VEC_RESERVE(forks->lane, cap_lane, (size_t)l + 1))
             return -1;
-        for (int32_t i = forks->cap; i < cap; i++) {
-            forks->n[i] = 0;
-            forks->lane[i] = NULL;
-        }
-        forks->cap = cap;
+        forks->cap = cap_n;
     }
+    /* a lane's forks: a handful (its channel lanes), grown exactly */
     if (x < forks->n[l])
         return forks->lane[l][x];
     int32_t *a = realloc(forks->lane[l], (size_t)(x + 1) * sizeof *a);
@@ -657,15 +650,10 @@ static int32_t fork_lane(prog_set *ps, coll_forks *forks, int32_t l,
 /* The moves of g's transfers into log, by message id (ids below nmsgs). */
 static int note_moves(coll_move_log *log, const coll_gen *g, int32_t nmsgs)
 {
-    if (nmsgs > log->cap) {
-        int64_t cap = nmsgs > 2 * log->cap ? nmsgs : 2 * log->cap;
-        coll_move *m = realloc(log->m, (size_t)cap * sizeof *m);
-        if (!m)
-            return -1;
-        memset(m + log->cap, 0, (size_t)(cap - log->cap) * sizeof *m);
-        log->m = m;
-        log->cap = cap;
-    }
+    size_t cap = (size_t)log->cap; /* int64_t: step/pipe_live.c reads it */
+    if (VEC_RESERVE(log->m, cap, nmsgs)) /* zero where none moved */
+        return -1;
+    log->cap = (int64_t)cap;
     for (int64_t k = 0; k < g->nx; k++)
         log->m[g->x[k].msg] =
             (coll_move){g->x[k].lo, g->x[k].cnt, g->x[k].dlo, g->x[k].add};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "coll/algo.h"
 #include "coll/impl.h"
 
@@ -71,15 +72,9 @@ static int direct_contention(const net *nw, const coll_view *v, double *c)
             int32_t len =
                 dir ? net_route(nw, v->rank[i], v->rank[0], &links, &one)
                     : net_route(nw, v->rank[0], v->rank[i], &links, &one);
-            if (used + (size_t)len > cap) {
-                while (used + (size_t)len > cap)
-                    cap *= 2;
-                int32_t *p = realloc(ids, cap * sizeof *ids);
-                if (!p) {
-                    free(ids);
-                    return -1;
-                }
-                ids = p;
+            if (VEC_RESERVE(ids, cap, used + (size_t)len)) {
+                free(ids);
+                return -1;
             }
             memcpy(ids + used, links, (size_t)len * sizeof *ids);
             used += (size_t)len;
@@ -324,7 +319,7 @@ typedef struct lbw {
 } lbw;
 
 static int64_t envelope(const double *lat, const double *bw, int64_t n,
-                        lbw **pool, int64_t *used, int64_t *cap)
+                        lbw **pool, int64_t *used, size_t *cap)
 {
     int64_t base = *used, kept = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -344,14 +339,8 @@ static int64_t envelope(const double *lat, const double *bw, int64_t n,
                 (*pool)[base + w++] = q;
         }
         kept = w;
-        if (base + kept == *cap) {
-            int64_t c = *cap ? 2 * *cap : 64;
-            lbw *p = realloc(*pool, (size_t)c * sizeof *p);
-            if (!p)
-                return -1;
-            *pool = p;
-            *cap = c;
-        }
+        if (VEC_RESERVE(*pool, *cap, (size_t)(base + kept) + 1))
+            return -1;
         (*pool)[base + kept++] = e;
     }
     *used = base + kept;
@@ -406,7 +395,8 @@ static int range_envelopes(const net *nw, int32_t W, const int64_t *first,
                            const int32_t *src, const int32_t *dst, double *lat,
                            double *bw, int64_t *rfirst, lbw **pool)
 {
-    int64_t used = 0, cap = 0;
+    int64_t used = 0;
+    size_t cap = 0;
     for (int32_t lo = 0; lo < W; lo++)
         for (int32_t hi = 0; hi < W; hi++) {
             rfirst[lo * W + hi] = used;

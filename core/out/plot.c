@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "out/report.h"
 #include "rec/rec.h"
 
@@ -338,26 +339,24 @@ static int check_term(ctx *c, const term *t, const char *from, int is_where)
 
 typedef struct series_buf {
     plot_series *s;
-    int n, cap;
+    int n;
+    size_t cap;
     /* a categorical --x (issue 27 item 15: "1f1b" is a category, not a
      * number to refuse): the label of each position, in the order of the
      * runs that first have it; NULL for a numeric axis */
     char **cats;
     int ncats;
+    size_t cats_cap;
 } series_buf;
 
 /* Position i's label of a categorical axis (the array grows as i does:
  * positions come in any order across the groups). */
 static int set_cat(series_buf *b, int i, const char *label)
 {
-    if (i >= b->ncats) {
-        char **c = realloc(b->cats, (size_t)(i + 1) * sizeof *c);
-        if (!c)
-            return -1;
-        memset(c + b->ncats, 0, (size_t)(i + 1 - b->ncats) * sizeof *c);
-        b->cats = c;
+    if (VEC_RESERVE(b->cats, b->cats_cap, (size_t)i + 1)) /* new ones NULL */
+        return -1;
+    if (i >= b->ncats)
         b->ncats = i + 1;
-    }
     if (!b->cats[i] && !(b->cats[i] = dup_printf("%s", label)))
         return -1;
     return 0;
@@ -365,21 +364,10 @@ static int set_cat(series_buf *b, int i, const char *label)
 
 static int push_point(plot_series *p, double x, double y, double d)
 {
-    /* capacity: 4, then doubling (n is a power of two when full) */
-    if (p->n == 0 || (p->n >= 4 && (p->n & (p->n - 1)) == 0)) {
-        size_t cap = p->n ? 2 * (size_t)p->n : 4;
-        double *nx = realloc(p->x, cap * sizeof *nx);
-        if (nx)
-            p->x = nx;
-        double *ny = realloc(p->y, cap * sizeof *ny);
-        if (ny)
-            p->y = ny;
-        double *nd = realloc(p->dashed, cap * sizeof *nd);
-        if (nd)
-            p->dashed = nd;
-        if (!nx || !ny || !nd)
-            return PS_ERR;
-    }
+    size_t need = (size_t)p->n + 1, cap_y = p->cap, cap_d = p->cap;
+    if (VEC_RESERVE(p->y, cap_y, need) || VEC_RESERVE(p->dashed, cap_d, need) ||
+        VEC_RESERVE(p->x, p->cap, need)) /* the three alike */
+        return PS_ERR;
     p->x[p->n] = x;
     p->y[p->n] = y;
     p->dashed[p->n] = d;
@@ -389,14 +377,8 @@ static int push_point(plot_series *p, double x, double y, double d)
 
 static plot_series *new_series(series_buf *b, const char *label)
 {
-    if (b->n == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 8;
-        plot_series *ns = realloc(b->s, (size_t)cap * sizeof *ns);
-        if (!ns)
-            return NULL;
-        b->s = ns;
-        b->cap = cap;
-    }
+    if (VEC_RESERVE(b->s, b->cap, (size_t)b->n + 1))
+        return NULL;
     plot_series *p = &b->s[b->n];
     memset(p, 0, sizeof *p);
     p->label = dup_printf("%s", label);

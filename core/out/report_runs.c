@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
+#include "base/vec.h"
 #include "out/report_impl.h"
 
 /* The last three columns are the step's efficiency (rec/rec.h): model
@@ -133,16 +134,12 @@ int report_runs(rec_db *db, FILE *out, int csv, ps_err *err)
     if (!q)
         return PS_ERR;
     char(*rows)[NCOLS][CELL] = NULL;
-    int n = 0, cap = 0, rc;
+    int n = 0, rc;
+    size_t cap = 0;
     while ((rc = rec_query_step(q, err)) == 1) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            void *p = realloc(rows, (size_t)cap * sizeof *rows);
-            if (!p) {
-                rc = ps_errf(err, "out of memory for the run table");
-                break;
-            }
-            rows = p;
+        if (VEC_RESERVE(rows, cap, (size_t)n + 1)) {
+            rc = ps_errf(err, "out of memory for the run table");
+            break;
         }
         run_cells(q, csv, rows[n++]);
     }

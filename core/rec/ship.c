@@ -4,9 +4,11 @@
  * records them once, with rec_write as --jobs 1 does, rather than copying
  * rows the worker wrote (each run recorded twice, and decoded again). */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "rec/impl.h"
 
 struct rec_ship {
@@ -43,17 +45,9 @@ static void put(rec_ship *s, const void *v, size_t n)
 {
     if (s->oom)
         return;
-    if (n > s->cap - s->n) {
-        size_t cap = s->cap ? s->cap : 65536;
-        while (cap - s->n < n)
-            cap *= 2;
-        unsigned char *q = realloc(s->p, cap);
-        if (!q) {
-            s->oom = 1;
-            return;
-        }
-        s->p = q;
-        s->cap = cap;
+    if (n > SIZE_MAX - s->n || VEC_RESERVE(s->p, s->cap, s->n + n)) {
+        s->oom = 1;
+        return;
     }
     memcpy(s->p + s->n, v, n);
     s->n += n;
@@ -269,19 +263,6 @@ static void take_row(rd *r, void *row, const ship_field *f, size_t nf)
     }
 }
 
-/* Grows *a to n elements of size z; 0, or -1 out of memory. */
-static int room(void **a, size_t *cap, size_t n, size_t z)
-{
-    if (n <= *cap)
-        return 0;
-    void *q = realloc(*a, n * z);
-    if (!q)
-        return -1;
-    *a = q;
-    *cap = n;
-    return 0;
-}
-
 /* The rows of one shipped run, reused from run to run. */
 typedef struct ship_rows {
     rec_stage *stages;
@@ -301,7 +282,7 @@ static int take_rows(rd *r, void **a, size_t *cap, size_t z,
     int64_t n = take_i64(r);
     int64_t rows = none_is_one ? (n < 0 ? 0 : n ? n : 1) : n;
     if ((!none_is_one && n < 0) || n > INT32_MAX ||
-        room(a, cap, (size_t)rows, z))
+        vec_reserve(a, cap, (size_t)rows, z))
         return -1;
     for (int64_t i = 0; i < rows; i++)
         take_row(r, (char *)*a + (size_t)i * z, f, nf);

@@ -17,6 +17,7 @@
 #endif
 
 #include "base/limit.h"
+#include "base/vec.h"
 
 _Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
                                       "stream millions of them");
@@ -48,7 +49,7 @@ void prog_free(prog_set *ps)
 {
     if (!ps)
         return;
-    for (int32_t i = 0; i < ps->lanes_cap; i++)
+    for (size_t i = 0; i < ps->lanes_cap; i++)
         if (!ps->lanes[i].in_arena)
             limit_free(ps->lanes[i].ops);
     free(ps->lanes);
@@ -69,15 +70,10 @@ void prog_reset(prog_set *ps, int32_t nranks)
 
 int32_t prog_add_lane(prog_set *ps, int32_t rank)
 {
-    if (ps->nlanes == ps->lanes_cap) {
-        int32_t cap = ps->lanes_cap ? ps->lanes_cap * 2 : 8;
-        prog_lane *l = realloc(ps->lanes, (size_t)cap * sizeof *l);
-        if (!l)
-            return -1;
-        memset(l + ps->lanes_cap, 0, (size_t)(cap - ps->lanes_cap) * sizeof *l);
-        ps->lanes = l;
-        ps->lanes_cap = cap;
-    }
+    /* new lanes zero: no ops, no capacity, not in the arena */
+    if (ps->nlanes == INT32_MAX ||
+        VEC_RESERVE(ps->lanes, ps->lanes_cap, (size_t)ps->nlanes + 1))
+        return -1;
     prog_lane *lane = &ps->lanes[ps->nlanes];
     lane->rank = rank;
     lane->n = 0; /* ops and cap are kept from an earlier run */
@@ -132,7 +128,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
             note_need("the run's programs need", total, total / 2, 1);
             return -1;
         }
-        for (int32_t l = 0; l < ps->lanes_cap; l++) {
+        for (size_t l = 0; l < ps->lanes_cap; l++) {
             prog_lane *lane = &ps->lanes[l];
             if (lane->in_arena) { /* its slice goes with the old block */
                 lane->ops = NULL;
@@ -146,7 +142,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
     }
     /* lanes beyond nlanes keep their capacity for later runs, but a slice
      * of theirs may overlap the new ones */
-    for (int32_t l = ps->nlanes; l < ps->lanes_cap; l++) {
+    for (size_t l = (size_t)ps->nlanes; l < ps->lanes_cap; l++) {
         prog_lane *lane = &ps->lanes[l];
         if (lane->in_arena) {
             lane->ops = NULL;
@@ -516,7 +512,8 @@ static int seal_waits(const prog_set *ps, const seal *st, ps_err *err)
  * unmatched or disagrees, then waits. */
 int prog_seal(prog_set *ps, ps_err *err)
 {
-    assert(ps->nlanes <= ps->lanes_cap && ps->nmsgs >= 0 && ps->nsignals >= 0);
+    assert((size_t)ps->nlanes <= ps->lanes_cap && ps->nmsgs >= 0 &&
+           ps->nsignals >= 0);
     if (seal_table(ps, err))
         return PS_ERR;
     seal st = {.first_bad = ps->nmsgs};

@@ -1,5 +1,6 @@
-/* Internal to the coll module: the step emitter shared by the algorithm
- * generators (coll/algo.c) and the driver (coll/coll.c). Positions 0 .. N-1
+/* Internal to the coll module: the step emitter (coll/emit.c) the
+ * algorithm generators (coll/algo.c, coll/dbt.c) write through, and the
+ * generator state the driver (coll/coll.c) sets up. Positions 0 .. N-1
  * index the collective's listed ranks; element ranges are in float32 elements.
  */
 #ifndef PS_COLL_ALGO_H

@@ -31,3 +31,14 @@ int vec_reserve(void *arrp, size_t *cap, size_t need, size_t elem)
     *cap = c;
     return 0;
 }
+
+int vec_append_bytes(unsigned char **p, size_t *len, size_t *cap,
+                     const void *src, size_t n)
+{
+    if (n > SIZE_MAX - *len || VEC_RESERVE(*p, *cap, *len + n))
+        return -1;
+    if (n)
+        memcpy(*p + *len, src, n);
+    *len += n;
+    return 0;
+}

@@ -32,4 +32,12 @@ int vec_reserve(void *arrp, size_t *cap, size_t need, size_t elem);
 #define VEC_RESERVE(arr, cap, need)                                            \
     vec_reserve(&(arr), &(cap), (size_t)(need), sizeof *(arr))
 
+/* Appends n bytes from src to the byte array *p of *len bytes and capacity
+ * *cap (all updated), growing it as VEC_RESERVE does: the one byte buffer
+ * of the result files (bind/result.c), shipped runs (rec/ship.c) and the
+ * embedded data (cli/embed_tool.c). Returns 0, or -1 with nothing
+ * appended. */
+int vec_append_bytes(unsigned char **p, size_t *len, size_t *cap,
+                     const void *src, size_t n);
+
 #endif

@@ -25,14 +25,8 @@ typedef struct wbuf {
 
 static void put(wbuf *b, const void *v, size_t n)
 {
-    if (b->oom)
-        return;
-    if (n > SIZE_MAX - b->n || VEC_RESERVE(b->p, b->cap, b->n + n)) {
+    if (!b->oom && vec_append_bytes(&b->p, &b->n, &b->cap, v, n))
         b->oom = 1;
-        return;
-    }
-    memcpy(b->p + b->n, v, n);
-    b->n += n;
 }
 
 static void put_tag(wbuf *b, char tag)

@@ -43,14 +43,8 @@ const void *rec_ship_bytes(const rec_ship *s, size_t *n)
 
 static void put(rec_ship *s, const void *v, size_t n)
 {
-    if (s->oom)
-        return;
-    if (n > SIZE_MAX - s->n || VEC_RESERVE(s->p, s->cap, s->n + n)) {
+    if (!s->oom && vec_append_bytes(&s->p, &s->n, &s->cap, v, n))
         s->oom = 1;
-        return;
-    }
-    memcpy(s->p + s->n, v, n);
-    s->n += n;
 }
 
 static void put_i64(rec_ship *s, int64_t v)

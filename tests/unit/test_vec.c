@@ -1,10 +1,12 @@
 /* base/vec.h's growable array: the capacity doubles from VEC_MIN_CAP, the
  * elements kept, the new ones zeroed, and a size that cannot be allocated
- * refused with the array and its capacity unchanged. */
+ * refused with the array and its capacity unchanged; its byte buffer,
+ * vec_append_bytes. */
 #include "base/vec.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -42,8 +44,30 @@ static void test_grow(void)
     free(a);
 }
 
+/* The byte buffer: appends in order, an empty append changes nothing,
+ * and a length that would pass SIZE_MAX is refused with nothing
+ * appended. */
+static void test_append(void)
+{
+    unsigned char *p = NULL;
+    size_t n = 0, cap = 0;
+    CHECK_INT(vec_append_bytes(&p, &n, &cap, "abc", 3), 0);
+    CHECK_INT(vec_append_bytes(&p, &n, &cap, NULL, 0), 0);
+    for (int i = 0; i < 10; i++)
+        CHECK_INT(vec_append_bytes(&p, &n, &cap, "0123456789", 10), 0);
+    CHECK_INT(n, 103);
+    CHECK_INT(cap, 128);
+    CHECK(memcmp(p, "abc0123456789012", 16) == 0);
+    CHECK_INT(p[102], '9');
+    CHECK_INT(vec_append_bytes(&p, &n, &cap, "x", SIZE_MAX - 50), -1);
+    CHECK_INT(n, 103);
+    CHECK_INT(cap, 128);
+    free(p);
+}
+
 int main(void)
 {
     test_grow();
+    test_append();
     return harness_done();
 }

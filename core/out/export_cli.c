@@ -130,108 +130,131 @@ static int write_file(const char *path, const char *data, size_t size)
     return 0;
 }
 
-int export_main(int argc, char **argv)
+/* The command line of one export, as given and as resolved. */
+typedef struct export_args {
+    const char *db_path, *run_arg, *format, *output, *compare, *replica_arg;
+    int chrome, csv, replica;
+} export_args;
+
+/* Reads the options and the two operands: 0, -1 after --help (printed),
+ * or the failure's exit status. */
+static int read_args(int argc, char **argv, export_args *x)
 {
-    const char *db_path = NULL, *run_arg = NULL, *format = NULL;
-    const char *output = NULL, *compare = NULL, *replica_arg = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage, stdout);
-            return 0;
+            return -1;
         } else if (is_opt(a, "--format")) {
-            if (!(format = opt_value(argc, argv, &i, "--format")))
+            if (!(x->format = opt_value(argc, argv, &i, "--format")))
                 return fail("export: --format needs chrome or svg");
         } else if (is_opt(a, "--compare")) {
-            if (!(compare = opt_value(argc, argv, &i, "--compare")))
+            if (!(x->compare = opt_value(argc, argv, &i, "--compare")))
                 return fail("export: --compare needs a list of run ids "
                             "such as 1,2,3");
         } else if (is_opt(a, "--replica")) {
-            if (!(replica_arg = opt_value(argc, argv, &i, "--replica")))
+            if (!(x->replica_arg = opt_value(argc, argv, &i, "--replica")))
                 return fail("export: --replica needs a replica number or "
                             "all");
         } else if (strcmp(a, "-o") == 0 || is_opt(a, "--output")) {
-            if (!(output = opt_value(argc, argv, &i,
-                                     a[1] == 'o' ? "-o" : "--output")))
+            if (!(x->output = opt_value(argc, argv, &i,
+                                        a[1] == 'o' ? "-o" : "--output")))
                 return fail("export: %s needs a file name", a);
         } else if (a[0] == '-' && a[1] != '\0') {
             return fail("export: unknown option '%s' (usage: pipesim export "
                         "DB RUN --format chrome|svg [-o FILE])",
                         a);
-        } else if (!db_path) {
-            db_path = a;
-        } else if (!run_arg) {
-            run_arg = a;
+        } else if (!x->db_path) {
+            x->db_path = a;
+        } else if (!x->run_arg) {
+            x->run_arg = a;
         } else {
             return fail("export: unexpected argument '%s' (usage: pipesim "
                         "export DB RUN --format chrome|svg [-o FILE])",
                         a);
         }
     }
-    if (!db_path)
+    return 0;
+}
+
+/* Checks the options against each other and resolves the format (from
+ * -o's extension when not given) and the replica: 0 or the failure's exit
+ * status. */
+static int resolve_args(export_args *x)
+{
+    if (!x->db_path)
         return fail("export: missing DB (usage: pipesim export DB RUN "
                     "--format chrome|svg [-o FILE])");
-    if (compare && run_arg)
+    if (x->compare && x->run_arg)
         return fail("export: give either RUN or --compare RUN1,RUN2,..., "
                     "not both");
-    if (!compare && !run_arg)
+    if (!x->compare && !x->run_arg)
         return fail("export: missing RUN (usage: pipesim export DB RUN "
                     "--format chrome|svg [-o FILE])");
-    if (!format)
-        format = compare ? "svg" : ext_format(output);
-    if (!format)
+    if (!x->format)
+        x->format = x->compare ? "svg" : ext_format(x->output);
+    if (!x->format)
         return fail("export: missing --format chrome|svg");
-    int chrome = strcmp(format, "chrome") == 0;
-    int csv = strcmp(format, "pytorch-csv") == 0;
-    if (!chrome && !csv && strcmp(format, "svg") != 0)
+    x->chrome = strcmp(x->format, "chrome") == 0;
+    x->csv = strcmp(x->format, "pytorch-csv") == 0;
+    if (!x->chrome && !x->csv && strcmp(x->format, "svg") != 0)
         return fail("export: unknown format '%s' (expected chrome, svg or "
                     "pytorch-csv)",
-                    format);
-    if (csv && compare)
+                    x->format);
+    if ((x->csv || x->chrome) && x->compare)
         return fail("export: --compare draws runs side by side and needs "
                     "--format svg");
-    if (chrome && compare)
-        return fail("export: --compare draws runs side by side and needs "
-                    "--format svg");
-    int replica =
-        replica_arg ? parse_replica(replica_arg) : EXPORT_REPLICA_AUTO;
-    if (replica == -3)
+    x->replica =
+        x->replica_arg ? parse_replica(x->replica_arg) : EXPORT_REPLICA_AUTO;
+    if (x->replica == -3)
         return fail("export: --replica: expected a replica number (0, 1, "
                     "...) or all, got '%s'",
-                    replica_arg);
-    if (csv && replica_arg) /* export_pytorch_csv: replica 0's ranks */
+                    x->replica_arg);
+    if (x->csv && x->replica_arg) /* export_pytorch_csv: replica 0's ranks */
         return fail("export: --replica applies to chrome and svg; "
                     "pytorch-csv writes replica 0's schedule");
-
-    int64_t one, *ids = &one;
-    int nids = 1;
-    if (compare) {
-        const char *bad = NULL;
-        ids = parse_list(compare, &nids, &bad);
-        if (!ids && nids < 0)
-            return fail("export: bad run list '%s' (expected positive "
-                        "integers separated by commas)",
-                        bad);
-        if (!ids)
-            return fail("export: out of memory");
-    } else if (parse_run(run_arg, &one) == -2) {
-        return fail("export: run id %s is out of range (run ids are at most "
-                    "%lld)",
-                    run_arg, (long long)INT64_MAX);
-    } else if (parse_run(run_arg, &one)) {
-        return fail("export: bad run id '%s' (expected a positive integer)",
-                    run_arg);
-    }
-    if (output && !*output) /* "pipesim: : No such file or directory" */
+    if (x->output && !*x->output) /* "pipesim: : No such file or directory" */
         return fail("export: -o: the file name is empty (leave -o out to "
                     "write to standard output)");
+    return 0;
+}
 
+/* The run ids to export: --compare's list (allocated) or RUN in *one.
+ * NULL after a failure, which it has printed. */
+static int64_t *read_ids(const export_args *x, int64_t *one, int *nids)
+{
+    *nids = 1;
+    if (x->compare) {
+        const char *bad = NULL;
+        int64_t *ids = parse_list(x->compare, nids, &bad);
+        if (!ids && *nids < 0)
+            fail("export: bad run list '%s' (expected positive integers "
+                 "separated by commas)",
+                 bad);
+        else if (!ids)
+            fail("export: out of memory");
+        return ids;
+    }
+    int prc = parse_run(x->run_arg, one);
+    if (prc == -2)
+        fail("export: run id %s is out of range (run ids are at most %lld)",
+             x->run_arg, (long long)INT64_MAX);
+    else if (prc)
+        fail("export: bad run id '%s' (expected a positive integer)",
+             x->run_arg);
+    return prc ? NULL : one;
+}
+
+/* Writes the export of ids into memory, then to -o's file or stdout (a
+ * failure leaves no half-written file). */
+static int write_export(const export_args *x, const int64_t *ids, int nids)
+{
     int rc = 1;
     ps_err err = {0};
     char *buf = NULL;
     size_t size = 0;
     FILE *mem = NULL;
-    rec_db *db = rec_open_read(db_path, &err);
+    rec_db *db = rec_open_read(x->db_path, &err);
     if (!db) {
         fail("%s", err.msg);
         goto done;
@@ -240,9 +263,9 @@ int export_main(int argc, char **argv)
         fail("export: %s", strerror(errno));
         goto done;
     }
-    int xrc = chrome ? export_chrome(db, ids[0], replica, mem, &err)
-              : csv  ? export_pytorch_csv(db, ids[0], mem, &err)
-                     : export_svg(db, ids, nids, replica, mem, &err);
+    int xrc = x->chrome ? export_chrome(db, ids[0], x->replica, mem, &err)
+              : x->csv  ? export_pytorch_csv(db, ids[0], mem, &err)
+                        : export_svg(db, ids, nids, x->replica, mem, &err);
     if (fclose(mem) != 0 && xrc == 0) {
         fail("export: %s", strerror(errno));
         goto done;
@@ -251,8 +274,8 @@ int export_main(int argc, char **argv)
         fail("%s", err.msg);
         goto done;
     }
-    if (output) {
-        rc = write_file(output, buf, size);
+    if (x->output) {
+        rc = write_file(x->output, buf, size);
     } else {
         rc = fwrite(buf, 1, size, stdout) == size && fflush(stdout) == 0
                  ? 0
@@ -261,6 +284,23 @@ int export_main(int argc, char **argv)
 done:
     free(buf);
     rec_close(db, NULL);
+    return rc;
+}
+
+int export_main(int argc, char **argv)
+{
+    export_args x = {0};
+    int rc = read_args(argc, argv, &x);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if ((rc = resolve_args(&x)))
+        return rc;
+    int64_t one;
+    int nids;
+    int64_t *ids = read_ids(&x, &one, &nids);
+    if (!ids)
+        return 1;
+    rc = write_export(&x, ids, nids);
     if (ids != &one)
         free(ids);
     return rc;

@@ -305,6 +305,51 @@ static int read_bucketed(lua_State *L, int t)
                       b);
 }
 
+/* [-0, +0] zero (ZeRO's stage 0..3), shard_group (hybrid sharding: the
+ * ranks one shard spans) and reshard_after_forward (ZeRO-3: FSDP2's
+ * bool or int) into cfg, each refused where it cannot apply. cfg->dp is
+ * read. */
+static void read_sharding(lua_State *L, pipe_config *cfg)
+{
+    long long zero = 0, group = 0, reshard = 0;
+    bind_int(L, 1, "zero", 0, 3, &zero); /* ZeRO's stage (par/layout.h) */
+    cfg->zero = (int)zero;
+    if (bind_int(L, 1, "shard_group", 1, MAX_RANKS, &group)) {
+        if (zero == 0)
+            luaL_error(L, "field 'shard_group' needs zero = 1, 2 or 3 "
+                          "(hybrid sharding shards within groups of "
+                          "shard_group data-parallel ranks)");
+        if (cfg->dp % group)
+            luaL_error(L,
+                       "field 'shard_group': %d does not divide the "
+                       "data-parallel size %d",
+                       (int)group, (int)cfg->dp);
+    }
+    cfg->shard_group = (int32_t)group;
+    int32_t shard = group > 0 ? (int32_t)group : cfg->dp;
+    int t = lua_getfield(L, 1, "reshard_after_forward");
+    lua_pop(L, 1);
+    if (t != LUA_TNIL && zero != 3)
+        luaL_error(L,
+                   "field 'reshard_after_forward' needs zero = 3 "
+                   "(parameters sharded: FSDP's FULL_SHARD), got zero = "
+                   "%d",
+                   (int)zero);
+    if (t == LUA_TBOOLEAN) {
+        int b = 0;
+        bind_boolean(L, 1, "reshard_after_forward", &b);
+        reshard = b ? 0 : 1;
+    } else if (t != LUA_TNIL) {
+        bind_int(L, 1, "reshard_after_forward", 1, MAX_RANKS, &reshard);
+        if (shard % reshard)
+            luaL_error(L,
+                       "field 'reshard_after_forward': %d does not divide "
+                       "the shard group of %d ranks",
+                       (int)reshard, (int)shard);
+    }
+    cfg->reshard = (int32_t)reshard;
+}
+
 /* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
  * overlap, overlap_param_gather }, zero, optimizer_time, over
  * pipe_config_init's defaults. */
@@ -341,9 +386,7 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
                        algo);
         lua_pop(L, 1);
     }
-    long long zero = 0;
-    bind_int(L, 1, "zero", 0, 1, &zero); /* ZeRO stage 1 or none */
-    cfg->zero = (int)zero;
+    read_sharding(L, cfg);
     /* Megatron asserts both (arguments.py: "--overlap-param-gather only
      * supported with distributed optimizer", "--overlap-grad-reduce should
      * be turned on when using --overlap-param-gather") */
@@ -351,6 +394,20 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
         luaL_error(L, "field 'grad_sync.overlap_param_gather' needs %s",
                    !cfg->zero ? "zero = 1 (the distributed optimizer)"
                               : "grad_sync.overlap = true");
+    if (cfg->overlap_param_gather && cfg->zero > 1)
+        luaL_error(L,
+                   "field 'grad_sync.overlap_param_gather' is modelled with "
+                   "zero = 1 only, got zero = %d (%s)",
+                   cfg->zero,
+                   cfg->zero == 3 ? "zero = 3 gathers each layer before its "
+                                    "forward, prefetched"
+                                  : "zero = 2's all-gather follows the "
+                                    "optimizer step");
+    if (!cfg->overlap && cfg->zero > 1)
+        luaL_error(L,
+                   "field 'grad_sync.overlap' = false is not modelled with "
+                   "zero = %d: its reduce-scatters run during each backward",
+                   cfg->zero);
     cfg->optimizer_seconds = 0;
     bind_quantity_min(L, 1, "optimizer_time", UNIT_SECONDS, 0, 0,
                       &cfg->optimizer_seconds);

@@ -9,52 +9,23 @@
 #include <stdlib.h>
 
 #include "coll/coll.h"
+#include "dp_fixture.h"
 #include "harness.h"
 #include "net/net.h"
 #include "par/dp.h"
 #include "par/pass.h"
 #include "sim/prog.h"
 
-/* One stage of two layers: 100 and 300 parameters, 2 weight and 2
- * gradient bytes each (800 bytes of the model), 1 s of backward each. */
-static const int32_t first[1] = {0}, count[1] = {2};
-static const double layer_params[2] = {100, 300}, layer_bwd[2] = {1, 1};
-static const double stage_params[1] = {400};
-
-static par_layout layout;
-static par_sim sim;
-
-/* d replicas of one stage at ZeRO stage `zero`, shard group `group` (0:
- * all), reshard `reshard`; DDP's buckets of 400 bytes, the first 100. */
+/* d replicas of one stage (dp_fixture.h: 800 bytes of the model) at
+ * ZeRO stage `zero`, shard group `group` (0: all), reshard `reshard`. */
 static par_step config(int32_t d, int zero, int32_t group, int32_t reshard)
 {
-    ps_err err;
     par_sizes sz;
     par_sizes_init(&sz);
     sz.dp = d;
     sz.shard = zero;
     sz.shard_group = group;
-    CHECK_INT(par_layout_init(&layout, &sz, PAR_DP_INNER, NULL, &err), PS_OK);
-    const int fold[PAR_NDIMS] = {0};
-    par_sim_free(&sim);
-    CHECK_INT(par_sim_build(&sim, &layout, fold, &err), PS_OK);
-    par_step c = {0};
-    c.layout = &layout;
-    c.sim = &sim;
-    c.v = 1;
-    c.nstages = 1;
-    c.first = first;
-    c.count = count;
-    c.layer_params = layer_params;
-    c.layer_bwd = layer_bwd;
-    c.stage_params = stage_params;
-    c.grad_bytes = 2;
-    c.weight_bytes = 2;
-    c.optimizer_bytes = 12;
-    c.dp.bucket_bytes = 400;
-    c.dp.first_bucket_bytes = 100;
-    c.dp.algorithm = COLL_RING;
-    c.dp.protocol = PAR_PROTOCOL_DEFAULT;
+    par_step c = base_step(&sz, 1);
     c.dp.overlap = 1;
     c.dp.reshard = reshard;
     return c;

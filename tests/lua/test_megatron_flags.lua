@@ -107,7 +107,11 @@ local VARY = {
     use_megatron_fsdp = { true, { overlap_grad_reduce = true } },
     data_parallel_sharding_strategy = { "optim_grads",
         { use_megatron_fsdp = true, overlap_grad_reduce = true } },
-    use_torch_fsdp2 = { true }, torch_fsdp2_no_reshard_after_forward = { true, { use_torch_fsdp2 = true } },
+    -- (Megatron asserts pp 1 and untied embeddings for --use-torch-fsdp2)
+    use_torch_fsdp2 = { true, { pipeline_model_parallel_size = 1,
+        untie_embeddings_and_output_weights = true } },
+    torch_fsdp2_no_reshard_after_forward = { true, { use_torch_fsdp2 = true,
+        pipeline_model_parallel_size = 1, untie_embeddings_and_output_weights = true } },
     num_distributed_optimizer_instances = { 2, { use_distributed_optimizer = true } },
 }
 -- untie_embeddings_and_output_weights changes the step since the tied

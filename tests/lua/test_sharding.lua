@@ -183,13 +183,22 @@ do
     H.eq(build{ use_megatron_fsdp = true, data_parallel_sharding_strategy = "optim_grads" }.zero, 2)
     H.eq(build{ use_megatron_fsdp = true, data_parallel_sharding_strategy = "optim" }.zero, 1)
     H.eq(build{ use_megatron_fsdp = true, data_parallel_sharding_strategy = "no_shard" }.zero, nil)
-    r = build{ use_torch_fsdp2 = true, torch_fsdp2_no_reshard_after_forward = true }
+    local FSDP2 = { use_torch_fsdp2 = true, untie_embeddings_and_output_weights = true }
+    r = build(F.with(FSDP2, { torch_fsdp2_no_reshard_after_forward = true }))
     H.eq({ r.zero, r.reshard_after_forward }, { 3, false }, "FSDP2 without resharding")
     r = build{ use_distributed_optimizer = true, num_distributed_optimizer_instances = 2 }
     H.eq({ r.zero, r.shard_group }, { 1, 4 }, "two optimizer instances: shards of dp / 2")
     H.check(ps.run(build{ use_megatron_fsdp = true }).makespan > 0, "the step runs")
     H.raises(function() build{ use_megatron_fsdp = true, use_torch_fsdp2 = true } end,
         "megatron: use_torch_fsdp2 and use_megatron_fsdp are both set")
+    -- Megatron-Core 0.20 arguments.py's assertions on --use-torch-fsdp2
+    H.raises(function() build{ use_torch_fsdp2 = true } end,
+        "megatron: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights")
+    H.raises(function() build(F.with(FSDP2, { pipeline_model_parallel_size = 2 })) end,
+        "megatron: --use-torch-fsdp2 is not supported with pipeline parallelism " ..
+        "(pipeline_model_parallel_size = 2)")
+    H.raises(function() build(F.with(FSDP2, { use_distributed_optimizer = true })) end,
+        "megatron: --use-torch-fsdp2 is not supported with MCore's distributed optimizer")
     H.raises(function() build{ data_parallel_sharding_strategy = "optim" } end,
         "megatron: data_parallel_sharding_strategy changes nothing without use_megatron_fsdp")
     H.raises(function() build{ torch_fsdp2_no_reshard_after_forward = true } end,

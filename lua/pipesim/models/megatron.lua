@@ -443,10 +443,21 @@ end
 -- (hybrid). grad_sync is adjusted: ZeRO-2/3 reduce during every backward
 -- and have no --overlap-param-gather of their own (FSDP's unit prefetch
 -- is always on).
-local function sharding_of(a, dp, grad_sync)
+local function sharding_of(a, dp, pp, grad_sync)
     local fsdp2, mfsdp = bool(a, "use_torch_fsdp2", false), bool(a, "use_megatron_fsdp", false)
     if fsdp2 and mfsdp then
         check.fail("megatron: use_torch_fsdp2 and use_megatron_fsdp are both set")
+    end
+    -- Megatron-Core 0.20 arguments.py asserts these of --use-torch-fsdp2
+    if fsdp2 and pp > 1 then
+        check.fail("megatron: --use-torch-fsdp2 is not supported with pipeline parallelism " ..
+            "(pipeline_model_parallel_size = %d)", pp)
+    end
+    if fsdp2 and bool(a, "use_distributed_optimizer", false) then
+        check.fail("megatron: --use-torch-fsdp2 is not supported with MCore's distributed optimizer")
+    end
+    if fsdp2 and not bool(a, "untie_embeddings_and_output_weights", false) then
+        check.fail("megatron: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights")
     end
     if not mfsdp and a.data_parallel_sharding_strategy ~= nil then
         check.fail("megatron: data_parallel_sharding_strategy changes nothing without " ..
@@ -554,7 +565,7 @@ function M.build(a)
     local sp = bool(a, "sequence_parallel", false)
     if sp and tp == 1 then sp = false end -- Megatron turns it off at tp 1
     local memory = memory_of(a, dtype, shape.fp8 and shape.fp8_recipe)
-    local zero, shard_group, reshard, grad_sync = sharding_of(a, dp,
+    local zero, shard_group, reshard, grad_sync = sharding_of(a, dp, pp,
         grad_sync_of(a, dp, memory.grad_bytes))
     local run = {
         name = a.name, cluster = a.cluster, layers = layers, stages = pp,

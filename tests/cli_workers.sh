@@ -92,4 +92,20 @@ grep -q "^pipesim: .*ps.run: a --jobs scratch database: run not recorded: databa
     ok || bad "a full scratch space: $(cat "$D/full.err")"
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "a full scratch space: scratch left: $(ls -a "$TMPDIR")"
 
+# --- item 15: a TMPDIR too full for a worker to write its scratch files at
+# all (a 16 KiB tmpfs, in a user and mount namespace of its own where the
+# machine allows one): the worker dies without a word, so the writer says
+# that TMPDIR is full instead of guessing at a kill
+if unshare -rm true 2>/dev/null; then
+    rm -f "$D/tiny.db"*
+    unshare -rm sh -c 'mkdir -p "$1" && mount -t tmpfs -o size=16k tmpfs "$1" &&
+        TMPDIR="$1" "$2" run tests/data/sweep_small.lua -o "$3" --jobs 2' \
+        sh "$D/tiny" "$BIN" "$D/tiny.db" >/dev/null 2>"$D/tiny.err" &&
+        bad "a TMPDIR with no room: exit 0"
+    grep -q "^pipesim: .*ps.sweep: a worker process stopped before its points were done: the scratch space of --jobs, in TMPDIR=$D/tiny, is full ([0-9]* KiB free): free space there, set TMPDIR to a directory with room, or run with --jobs 1$" "$D/tiny.err" &&
+        ok || bad "a TMPDIR with no room: $(cat "$D/tiny.err")"
+else
+    echo "skipped: a TMPDIR with no room (no user namespaces here to mount a small tmpfs)"
+fi
+
 echo "$P passed, $F failed"

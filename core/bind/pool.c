@@ -376,8 +376,10 @@ static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
             /* a signal, or a wake-up to check for a stop and on the
              * workers: one that died or stays stopped ends the wait */
             if (pr == 0 &&
-                proc_watch(p->pids, p->npids, p->stopped_since, &sr->err))
+                proc_watch(p->pids, p->npids, p->stopped_since, &sr->err)) {
+                proc_scratch_note(&p->scratch, &sr->err);
                 sr->failed = -1;
+            }
             continue;
         }
         int32_t c;
@@ -389,6 +391,7 @@ static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
                 ps_errf(&sr->err, "ps.sweep: a worker process ended before "
                                   "its points were done (killed, or out of "
                                   "memory?)");
+            proc_scratch_note(&p->scratch, &sr->err);
             sr->failed = -1;
             break;
         }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -212,6 +213,25 @@ static double stop_grace(void)
     const char *g = getenv("PIPESIM_TEST_STOP_GRACE");
     double v = g && *g ? strtod(g, NULL) : 0;
     return v > 0 ? v : PROC_STOP_GRACE_S;
+}
+
+void proc_scratch_note(const proc_scratch *s, ps_err *err)
+{
+    struct statvfs fs;
+    if (!err || !s->dir[0] || statvfs(s->dir, &fs) != 0)
+        return;
+    double avail = (double)fs.f_bavail * (double)fs.f_frsize;
+    if (avail >= PROC_SCRATCH_LOW)
+        return;
+    const char *slash = strrchr(s->dir, '/');
+    int root = slash ? (int)(slash - s->dir) : (int)strlen(s->dir);
+    /* replaces the guess ("killed, or out of memory?") with the cause */
+    ps_errf(err,
+            "ps.sweep: a worker process stopped before its points were done: "
+            "the scratch space of --jobs, in TMPDIR=%.*s, is full (%.0f KiB "
+            "free): free space there, set TMPDIR to a directory with room, "
+            "or run with --jobs 1",
+            root, s->dir, avail / 1024);
 }
 
 int proc_watch(const pid_t *pids, int n, double *stopped_since, ps_err *err)

@@ -40,6 +40,13 @@ void proc_scratch_forget(proc_scratch *s);
 /* Removes the scratch directories under tmpdir whose makers died;
  * returns how many. Called by proc_scratch_make. */
 int proc_scratch_reclaim(const char *tmpdir);
+/* When the filesystem holding scratch directory s has less than
+ * PROC_SCRATCH_LOW bytes free, replaces err's message with one that says
+ * TMPDIR is what is full, and what to do: a worker that cannot write its
+ * scratch files dies with nothing to say, so its parent says it (issue 27 item
+ * 15: a full TMPDIR must not read as a crash or as the output's disk). */
+void proc_scratch_note(const proc_scratch *s, ps_err *err);
+#define PROC_SCRATCH_LOW (1024 * 1024)
 
 /* In a worker right after fork(): it gets SIGKILL when the writer (the
  * parent pid) dies; if the writer is already gone, it exits at once. */

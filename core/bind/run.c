@@ -307,11 +307,13 @@ static int read_bucketed(lua_State *L, int t)
 
 /* [-0, +0] zero (ZeRO's stage 0..3), shard_group (hybrid sharding: the
  * ranks one shard spans) and reshard_after_forward (ZeRO-3: FSDP2's
- * bool or int) into cfg, each refused where it cannot apply. cfg->dp is
- * read. */
+ * bool or int) into cfg, each refused where it cannot apply. cfg->dp and
+ * cfg->cp are read. */
 static void read_sharding(lua_State *L, pipe_config *cfg)
 {
     long long zero = 0, group = 0, reshard = 0;
+    /* the group sharded is dp x cp (Megatron's dp-cp group) */
+    int32_t dp = cfg->dp * (cfg->cp > 1 ? cfg->cp : 1);
     bind_int(L, 1, "zero", 0, 3, &zero); /* ZeRO's stage (par/layout.h) */
     cfg->zero = (int)zero;
     if (bind_int(L, 1, "shard_group", 1, MAX_RANKS, &group)) {
@@ -319,14 +321,14 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
             luaL_error(L, "field 'shard_group' needs zero = 1, 2 or 3 "
                           "(hybrid sharding shards within groups of "
                           "shard_group data-parallel ranks)");
-        if (cfg->dp % group)
+        if (dp % group)
             luaL_error(L,
                        "field 'shard_group': %d does not divide the "
                        "data-parallel size %d",
-                       (int)group, (int)cfg->dp);
+                       (int)group, (int)dp);
     }
     cfg->shard_group = (int32_t)group;
-    int32_t shard = group > 0 ? (int32_t)group : cfg->dp;
+    int32_t shard = group > 0 ? (int32_t)group : dp;
     int t = lua_getfield(L, 1, "reshard_after_forward");
     lua_pop(L, 1);
     if (t != LUA_TNIL && zero != 3)
@@ -611,9 +613,13 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
     /* tp: lua/pipesim/parallel.lua lowers the layers for one TP rank and
      * the layout places the groups: checked here, before that code loops
      * over it */
-    long long tp = 1;
+    long long tp = 1, cp = 1;
     bind_int(L, 1, "tp", 1, MAX_RANKS, &tp);
     cfg->tp = (int32_t)tp;
+    /* cp: lua/pipesim/cp.lua lowers the layers for one CP rank; the layout
+     * places the CP groups and the gradient sync spans dp x cp */
+    bind_int(L, 1, "cp", 1, MAX_RANKS, &cp);
+    cfg->cp = (int32_t)cp;
     /* every path reads checkpoint here, before the Lua layer turns it into
      * a recompute mode (issue 27: model layers once took any value) */
     bind_boolean(L, 1, "checkpoint", &cfg->checkpoint);
@@ -621,6 +627,16 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
         luaL_error(
             L, "dp %I x %I stages is %I ranks, more than the limit of %d",
             (lua_Integer)dp, (lua_Integer)p, (lua_Integer)(dp * p), MAX_RANKS);
+    if (tp * cp > MAX_RANKS) /* both <= 2^20: fits 64 bits */
+        luaL_error(L, "tp %I x cp %I is %I ranks, more than the limit of %d",
+                   (lua_Integer)tp, (lua_Integer)cp, (lua_Integer)(tp * cp),
+                   MAX_RANKS);
+    if (cp > 1 && tp * cp * dp * p > MAX_RANKS) /* each <= 2^20 */
+        luaL_error(L,
+                   "tp %I x cp %I x stages %I x dp %I is %I ranks, more than "
+                   "the limit of %d",
+                   (lua_Integer)tp, (lua_Integer)cp, (lua_Integer)p,
+                   (lua_Integer)dp, (lua_Integer)(tp * cp * dp * p), MAX_RANKS);
     if (tp * dp * p > MAX_RANKS) /* all three <= 2^20: fits 64 bits */
         luaL_error(L,
                    "tp %I x stages %I x dp %I is %I ranks, more than the "
@@ -633,13 +649,13 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
     cfg->dp = (int32_t)dp;
     /* the layout on the cluster, before the Lua layer costs a TP group
      * (with tp = 1 nothing reads it before core.run checks it) */
-    if (tp > 1 && lua_getfield(L, 1, "cluster") == LUA_TUSERDATA) {
+    if ((tp > 1 || cp > 1) && lua_getfield(L, 1, "cluster") == LUA_TUSERDATA) {
         bind_cluster *cl = luaL_testudata(L, -1, BIND_CLUSTER_TYPE);
         ps_err err;
         if (cl && cl->nw && pipe_check_world(cfg, cl->nranks, &err))
             luaL_error(L, "%s", err.msg);
     }
-    if (tp > 1)
+    if (tp > 1 || cp > 1)
         lua_pop(L, 1);
 
     /* sealed: the list was read once for the whole sweep (the copy stays
@@ -763,7 +779,7 @@ static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
     /* cluster and placement: the layout's world (tp x dp x p ranks) on
      * the cluster, Megatron's order or an explicit list */
     bind_cluster *cl;
-    int32_t n = cfg->tp * cfg->p * cfg->dp; /* <= MAX_RANKS (read_shape) */
+    int32_t n = cfg->tp * cfg->cp * cfg->p * cfg->dp; /* <= MAX_RANKS */
     if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
         lua_pop(L, 1);
         cl = bind_push_ideal_cluster(L, n);
@@ -778,19 +794,25 @@ static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
     lua_rotate(L, -2, 1); /* keep the cluster on top */
     if (bind_table(L, 1, "ranks", "of cluster ranks such as { 0, 1, 2, 3 }")) {
         lua_Integer len = bind_list_len(L, -1, "ranks");
-        if (len != n && cfg->tp > 1)
+        if (len != n) {
+            /* the layout the list must cover, in the list's order */
+            char what[96];
+            if (cfg->cp > 1)
+                snprintf(what, sizeof what,
+                         "tp %d x cp %d x stages %d x dp %d, TP rank "
+                         "innermost",
+                         (int)cfg->tp, (int)cfg->cp, (int)cfg->p, (int)cfg->dp);
+            else if (cfg->tp > 1)
+                snprintf(what, sizeof what,
+                         "tp %d x stages %d x dp %d, TP rank innermost",
+                         (int)cfg->tp, (int)cfg->p, (int)cfg->dp);
+            else
+                snprintf(what, sizeof what, "one per stage%s",
+                         cfg->dp > 1 ? " of every replica" : "");
             luaL_error(L,
-                       "field 'ranks' must list %d cluster ranks (tp "
-                       "%d x stages %d x dp %d, TP rank innermost), "
-                       "got %d",
-                       (int)n, (int)cfg->tp, (int)cfg->p, (int)cfg->dp,
-                       (int)len);
-        if (len != n)
-            luaL_error(L,
-                       "field 'ranks' must list %d cluster ranks (one "
-                       "per stage%s), got %d",
-                       (int)n, cfg->dp > 1 ? " of every replica" : "",
-                       (int)len);
+                       "field 'ranks' must list %d cluster ranks (%s), got %d",
+                       (int)n, what, (int)len);
+        }
         for (int32_t k = 0; k < n; k++) {
             lua_geti(L, -1, k + 1);
             long long r;

@@ -117,7 +117,7 @@ int report_warnings(rec_db *db, int64_t run, FILE *out, int max_runs,
 
 typedef struct run_info {
     char kind[32], name[256], schedule[64], status[16], error[1024];
-    int64_t p, m, v, dp;
+    int64_t p, m, v, dp, cp;
     double makespan, bubble, closed, peak;
     int has_bubble, has_closed, has_peak;
     int fits; /* 1, 0, or -1: unknown */
@@ -126,8 +126,8 @@ typedef struct run_info {
 static const char run_sql[] =
     "SELECT kind, name, schedule, stages, microbatches, virtual_stages, dp, "
     "makespan, bubble, closed_form_bubble, coalesce(peak_memory, (SELECT "
-    "max(peak) FROM memory_peak WHERE run = ?1)), status, error, fits "
-    "FROM run WHERE id = ?1";
+    "max(peak) FROM memory_peak WHERE run = ?1)), status, error, fits, "
+    "json_extract(params, '$.cp') FROM run WHERE id = ?1";
 
 static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
 {
@@ -157,6 +157,8 @@ static int load_run(rec_db *db, int64_t run, run_info *ri, ps_err *err)
         snprintf(ri->status, sizeof ri->status, "%s", rec_query_text(q, 11));
         snprintf(ri->error, sizeof ri->error, "%s", rec_query_text(q, 12));
         ri->fits = rec_query_isnull(q, 13) ? -1 : rec_query_int(q, 13) != 0;
+        /* context parallelism: ps.run's cp, kept in the inputs' JSON */
+        ri->cp = rec_query_isnull(q, 14) ? 1 : rec_query_int(q, 14);
         rc = PS_OK;
     }
     rec_query_free(q);
@@ -205,6 +207,8 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
                 (long long)ri->m, (long long)ri->v);
         if (ri->dp > 1)
             fprintf(out, " dp=%lld", (long long)ri->dp);
+        if (ri->cp > 1)
+            fprintf(out, " cp=%lld", (long long)ri->cp);
         fprintf(out, ", makespan %s",
                 report_fmt_time(ri->makespan, a, sizeof a));
         if (ri->has_bubble)

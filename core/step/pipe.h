@@ -107,11 +107,15 @@ typedef struct pipe_config {
      * parallel.lua has lowered the layers for one TP rank), sequence
      * parallelism and the recompute mode (recorded) */
     int32_t tp;
+    /* context-parallel size (the layout's CP groups: parallel.lua and
+     * lua/pipesim/cp.lua have lowered the layers for one CP rank, its KV
+     * exchange on the compute stream; the gradient sync spans dp x cp) */
+    int32_t cp;
     int sequence_parallel;
     const char *recompute;
-    /* the rank order (par/layout.h), and an explicit list of tp x dp x p
-     * cluster ranks in the list order of par/layout.h (TP rank innermost,
-     * then stage, then replica) or NULL */
+    /* the rank order (par/layout.h), and an explicit list of tp x cp x dp
+     * x p cluster ranks in the list order of par/layout.h (TP rank
+     * innermost, then context, stage, replica) or NULL */
     enum par_order order;
     const int32_t *ranks;
     /* per cluster rank: peak FLOP/s * efficiency, and capacity in bytes (0:
@@ -190,13 +194,14 @@ typedef struct pipe_result {
  * weights and gradients, fp32 Adam state with master weights: ZeRO paper,
  * Rajbhandari et al. 2020, section 3.1); PyTorch DDP's buckets (25 MiB
  * bucket_cap_mb and 1 MiB dist._DEFAULT_FIRST_BUCKET_BYTES); NCCL's auto
- * algorithm; overlap on; p = v = m = dp = tp = 1; 1F1B; Megatron's rank
+ * algorithm; overlap on; p = v = m = dp = tp = cp = 1; 1F1B; Megatron's rank
  * order (PAR_DP_INNER). */
 void pipe_config_init(pipe_config *cfg);
 
 /* Fails with "dp 4 x 2 stages need 8 ranks but the cluster has 4" (tp > 1:
- * "tp 8 x stages 2 x dp 2 need 32 ranks but the cluster has 16") when the
- * layout of cfg (tp x dp x p ranks) does not fit nranks. The one owner of
+ * "tp 8 x stages 2 x dp 2 need 32 ranks but the cluster has 16"; cp > 1:
+ * "tp 8 x cp 2 x stages 2 x dp 2 need 64 ranks ...") when the layout of
+ * cfg (tp x cp x dp x p ranks) does not fit nranks. The one owner of
  * that message: the binding checks it before a run, pipe_run again. */
 int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err);
 

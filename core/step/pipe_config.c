@@ -13,7 +13,7 @@ void pipe_config_init(pipe_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->schedule = SCHED_1F1B;
-    cfg->p = cfg->v = cfg->m = cfg->dp = cfg->tp = 1;
+    cfg->p = cfg->v = cfg->m = cfg->dp = cfg->tp = cfg->cp = 1;
     cfg->p2p = ENG_RENDEZVOUS;
     cfg->record = REC_EVENTS;
     cfg->placement = sched_default_placement(SCHED_1F1B);
@@ -55,6 +55,7 @@ void pipe_sizes_of(const pipe_config *cfg, par_sizes *sz)
     par_sizes_init(sz);
     sz->tp = cfg->tp > 0 ? cfg->tp : 1;
     sz->etp = sz->tp; /* as par_layout_init fills it: layouts compare */
+    sz->cp = cfg->cp > 0 ? cfg->cp : 1;
     sz->dp = cfg->dp;
     sz->pp = cfg->p;
     sz->vp = cfg->v;
@@ -69,6 +70,12 @@ int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err)
     int64_t world = par_sizes_world(&sz);
     if (world <= nranks)
         return PS_OK;
+    if (cfg->cp > 1)
+        return ps_errf(err,
+                       "tp %d x cp %d x stages %d x dp %d need %d ranks but "
+                       "the cluster has %d",
+                       (int)cfg->tp, (int)cfg->cp, (int)cfg->p, (int)cfg->dp,
+                       (int)world, (int)nranks);
     if (cfg->tp > 1)
         return ps_errf(err,
                        "tp %d x stages %d x dp %d need %d ranks but the "

@@ -583,7 +583,7 @@ local function set_sweep_at(at) SWEEP_AT = at end
 -- a sweep's lowered plans are kept per combination of their values.
 local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
                       "recompute_method", "recompute_layers", "stages", "dp", "ranks",
-                      "placement", "tp_comm" }
+                      "placement", "tp_comm", "cp", "cp_comm_type", "cp_hierarchy" }
 local NIL = {} -- stands for nil in the plan memo's keys
 -- SHARED_FIELDS (below, after CHECK_FIELDS): a base sweep's point that
 -- sets none of them is "plain" (prepare_run, run_meta)
@@ -622,7 +622,8 @@ end
 -- the same list) and the layers are the sealed ones, so a point whose
 -- values of these equal those of a point that passed would pass too (the
 -- binding takes 4 and 4.0 alike): it is not checked again.
-local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp", "checkpoint" }
+local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp", "cp",
+                       "checkpoint" }
 
 -- What prepare_run and run_meta read and keep for a plain point: the
 -- check's and the plan's fields, the memo entry's keys, and the meta's.

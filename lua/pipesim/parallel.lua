@@ -7,6 +7,7 @@
 -- belongs to the C core's layout (core/par/layout.h); ps.layout is its
 -- view (M.layout).
 local check = require "pipesim.argcheck"
+local cpar = require "pipesim.cp" -- context parallelism's share of the lowering
 local pcore = require "pipesim.core" -- core.seal_layers
 -- models/roofline.lua, and clusters.lua behind it, load on first use
 -- (issue 12, the fixed cost of a process: a run without model layers, TP
@@ -41,6 +42,7 @@ local METHODS = { uniform = true, block = true }
 M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
              recompute_method = true, recompute_layers = true, tp_overlap = true,
              tp_comm = true }
+for k in pairs(cpar.FIELDS) do M.FIELDS[k] = true end
 local FIELD_LIST = {} -- M.FIELDS' names, for loops without pairs
 for k in pairs(M.FIELDS) do FIELD_LIST[#FIELD_LIST + 1] = k end
 table.sort(FIELD_LIST)
@@ -61,8 +63,8 @@ end
 -- ranks in Megatron's order, or its `ranks` list), as core.layout's view,
 -- or with a token its groups ("tp", "dp-cp", ...). Raises plain messages.
 local function run_layout(spec, token)
-    local lay = { tp = spec.tp or 1, dp = spec.dp or 1, pp = spec.stages, ranks = spec.ranks,
-                  placement = spec.placement }
+    local lay = { tp = spec.tp or 1, cp = spec.cp or 1, dp = spec.dp or 1, pp = spec.stages,
+                  ranks = spec.ranks, placement = spec.placement }
     local ok, res = pcall(pcore.layout, lay, token)
     if not ok then error(res, 0) end
     return res
@@ -156,7 +158,7 @@ function M.options(spec)
         end
         o.tp_algorithm, o.tp_protocol = tc.algorithm, tc.protocol
     end
-    return o
+    return cpar.options(spec, o)
 end
 
 -- Megatron-LM's collectives per transformer block and microbatch on one TP
@@ -273,19 +275,10 @@ local function comm_time(list, cost)
     return x
 end
 
--- A layer's per-TP-rank figures for the core. l is a model layer (kind,
--- shape), dev the roofline device or nil (plain FLOP rule), cost(op,
--- bytes) the time of one TP collective.
-local function lower_layer(l, o, dev, cost)
-    local s, t, sp = l.shape, o.tp, o.sp
-    local out = { name = l.name, kind = l.kind }
-    local kind = l.kind
-    local comm
-    if kind == "block" then comm = M.block_comm(s, t, sp)
-    elseif kind == "embedding" then comm = embedding_comm(s, t, sp)
-    else comm = head_comm(s, t, sp) end
-    local cf, cb = comm_time(comm.fwd, cost), comm_time(comm.bwd, cost)
-    out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
+-- A layer's parameters, activations and static bytes on one TP (and CP)
+-- rank into out: l the model layer, s the shape one rank sees.
+local function layer_memory(out, l, s, o, dev)
+    local t, sp, kind = o.tp, o.sp, l.kind
     local e = roofline.DTYPE_BYTES[s.dtype]
     local sbh = s.seq * s.microbatch * s.hidden
     if s.fp8 and not dev then
@@ -314,12 +307,31 @@ local function lower_layer(l, o, dev, cost)
             out.static_bytes = roofline.fp8.weight_bytes(s, dev, e) * s.vocab * s.hidden / t
         end
     end
+end
+
+-- A layer's per-TP-rank figures for the core. l is a model layer (kind,
+-- shape), dev the roofline device or nil (plain FLOP rule), cost(op,
+-- bytes) the time of one TP collective.
+local function lower_layer(l, o, dev, cost, ccost)
+    -- one CP rank's layers work on seq/cp tokens (lua/pipesim/cp.lua)
+    local full, t, sp = l.shape, o.tp, o.sp
+    local s = cpar.local_shape(full, o.cp)
+    local out = { name = l.name, kind = l.kind }
+    local kind = l.kind
+    local comm
+    if kind == "block" then comm = M.block_comm(s, t, sp)
+    elseif kind == "embedding" then comm = embedding_comm(s, t, sp)
+    else comm = head_comm(s, t, sp) end
+    local cf, cb = comm_time(comm.fwd, cost), comm_time(comm.bwd, cost)
+    out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
+    local e = roofline.DTYPE_BYTES[s.dtype]
+    layer_memory(out, l, s, o, dev)
     -- pipeline p2p: each TP rank sends 1/t of the boundary activation
     -- (Narayanan et al. 2021 Sec. 4.1 scatter/gather; with SP the tensor
     -- is already split); the all-gather inside the receiving node is not
     -- charged (an NVLink all-gather, small next to a stage's compute)
-    if l.out_bytes then out.out_bytes = l.out_bytes / t end
-    out.fwd_flops = l.fwd_flops and l.fwd_flops / t or nil
+    if l.out_bytes then out.out_bytes = l.out_bytes / (t * o.cp) end
+    out.fwd_flops = l.fwd_flops and l.fwd_flops / (t * o.cp) or nil
     if l.fwd_time ~= nil then
         -- profiled: measured times override everything
         out.fwd_time, out.bwd_time = l.fwd_time, l.bwd_time
@@ -366,14 +378,18 @@ local function lower_layer(l, o, dev, cost)
             out.tp_exposed_fwd = cf
             out.tp_comm_exposed = cf + cb
         end
+        if kind == "block" and o.cp > 1 then
+            f, bi = cpar.lower_block(out, full, e, o, rf, f, bi, ccost)
+        end
         out.tp_comm_time, out.tp_exposed_time = cf + cb, out.tp_comm_exposed
         out.fwd_time, out.bwd_input_time, out.bwd_weight_time = f, bi, bw
         out.bwd_time = bi + bw
         out.attention_core = rf.attention_core
     else
-        if t > 1 then
-            check.fail("tp = %d needs the roofline compute model: give the cluster a device " ..
-                "with roofline constants (ps.clusters.device or ps.clusters.dgx), or fwd_time", t)
+        if t > 1 or o.cp > 1 then
+            check.fail("%s = %d needs the roofline compute model: give the cluster a device " ..
+                "with roofline constants (ps.clusters.device or ps.clusters.dgx), or fwd_time",
+                t > 1 and "tp" or "cp", t > 1 and t or o.cp)
         end
         out.fwd_flops = l.fwd_flops
         out.bwd_flops = l.bwd_flops
@@ -400,8 +416,8 @@ local function shape_signature(s)
     return table.concat(parts, ";")
 end
 
-local function lower_memoised(memo, l, o, dev, cost, okey, sigs)
-    if not memo then return lower_layer(l, o, dev, cost) end
+local function lower_memoised(memo, l, o, dev, cost, okey, sigs, ccost)
+    if not memo then return lower_layer(l, o, dev, cost, ccost) end
     local sh = l.shape
     local sig = sigs[sh]
     if not sig then sig = shape_signature(sh); sigs[sh] = sig end
@@ -422,7 +438,7 @@ local function lower_memoised(memo, l, o, dev, cost, okey, sigs)
         end
         if hit then return hit.out end
     end
-    local out = lower_layer(l, o, dev, cost)
+    local out = lower_layer(l, o, dev, cost, ccost)
     local figures = {}
     for _, f in ipairs(LAYER_FIGURES) do figures[f] = l[f] end
     per_layer[l] = { figures = figures, out = out }
@@ -483,12 +499,26 @@ function M.prepare(spec, dev, cost, memo)
         if t == 1 or not cost then return 0 end
         return cost(op, bytes, group, o)
     end
+    -- CP: the first CP group's collectives (lua/pipesim/cp.lua), as
+    -- every collective runs (no tp_comm options); sendrecv and alltoall
+    -- are NCCL's point-to-point sends, pipesim's direct algorithm
+    local ccost, cgroup
+    if o.cp > 1 then
+        cgroup = run_layout(spec, "cp")[1]
+        local a2a, ring = cpar.groups(cgroup, o)
+        ccost = { a2a = a2a, ring = ring, cost = function(op, bytes, ranks)
+            if not cost then return 0 end
+            return cost(op, bytes, ranks, cpar.P2P_OPS[op] or {})
+        end }
+    end
+    plan.cp_group = cgroup
     local layers = {}
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
-    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s", t, tostring(o.sp), o.recompute,
-        tostring(o.overlap), group and table.concat(group, ",") or "", o.tp_algorithm or "",
-        o.tp_protocol or "")
+    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s|%d|%s|%d|%s", t, tostring(o.sp),
+        o.recompute, tostring(o.overlap), group and table.concat(group, ",") or "",
+        o.tp_algorithm or "", o.tp_protocol or "", o.cp, o.cp_comm, o.cp_a2a,
+        cgroup and table.concat(cgroup, ",") or "")
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
@@ -513,16 +543,18 @@ function M.prepare(spec, dev, cost, memo)
                     end
                 end
             end
+            cpar.check_shape(sh, o, i)
             checked[sh] = true
         end
         if l.shape ~= nil then
-            local ok, res = pcall(lower_memoised, memo, l, o, dev, tcost, okey, sigs)
+            local ok, res = pcall(lower_memoised, memo, l, o, dev, tcost, okey, sigs, ccost)
             if not ok then error(res, 0) end
             layers[i] = res
         else
-            if t > 1 then
-                check.fail("layers[%d]: tp = %d needs model layers (ps.models.*, with a shape); " ..
-                    "a plain layer cannot be split", i, t)
+            if t > 1 or o.cp > 1 then
+                check.fail("layers[%d]: %s = %d needs model layers (ps.models.*, with a shape); " ..
+                    "a plain layer cannot be split", i, t > 1 and "tp" or "cp",
+                    t > 1 and t or o.cp)
             end
             layers[i] = l
         end
@@ -608,6 +640,7 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
     for i = 1, #FIELD_LIST do args[FIELD_LIST[i]] = nil end
     -- recorded in the run row (core/rec/rec.c)
     args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
+    args.cp = o.cp > 1 and o.cp or nil -- the core's layout (core/bind/run.c)
     plan.partition = partition
 end
 
@@ -703,7 +736,7 @@ function M.finish(plan, partition, args, dev, spec, memo)
                             c.tp_exposed_time = l.tp_exposed_time + l.tp_exposed_fwd
                         end
                         local first = o.method == "block" or nb % o.k == 0
-                        c.kept_bytes = first and M.block_kept_bytes(s, o.tp, o.sp) or 0
+                        c.kept_bytes = first and M.block_kept_bytes(s, o.tp, o.sp) / o.cp or 0
                     else
                         c.recompute_time, c.kept_bytes = 0, l.act_bytes
                     end
@@ -744,6 +777,18 @@ function M.annotate(r, plan)
     local l = plan.tp_block
     if l then
         r.tp_comm = { fwd = l.tp_comm_fwd, bwd = l.tp_comm_bwd, exposed = l.tp_comm_exposed }
+    end
+    -- context parallelism: its size, type and per block and microbatch
+    -- its exchange's time (cp_comm = { fwd, bwd, exposed }, seconds on one
+    -- CP rank, lua/pipesim/cp.lua)
+    r.cp, r.cp_comm_type = o.cp, o.cp > 1 and o.cp_comm or nil
+    if o.cp > 1 then
+        for _, b in ipairs(plan.layers) do
+            if b.kind == "block" and b.cp_comm_fwd then
+                r.cp_comm = { fwd = b.cp_comm_fwd, bwd = b.cp_comm_bwd, exposed = b.cp_exposed }
+                break
+            end
+        end
     end
 end
 

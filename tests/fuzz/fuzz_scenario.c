@@ -3,11 +3,11 @@
  * booleans, integers near every limit, NaN and infinities, quantity strings,
  * nested tables, functions) handed to ps.run, ps.cluster, ps.collective,
  * ps.models.transformer, ps.models.preset or ps.clusters.dgx (whose
- * results are run in turn), under pcall in a Lua state (fuzz_state: kept
- * for 64 inputs). Checks:
- * every failure is a message (a non-empty string: the CLI prints it as one
- * line, control characters escaped), a run's makespan is a number >= 0,
- * and a crash, leak or hang is a failure too.
+ * results are run in turn, models with cp 1, 2 or 4), under pcall in a Lua
+ * state (fuzz_state: kept for 64 inputs). Checks: every failure is a message (a
+ * non-empty string: the CLI prints it as one line, control characters escaped),
+ * a run's makespan is a number >= 0, and a crash, leak or hang is a failure
+ * too.
  *
  * Sizes are bounded so that an input costs milliseconds: counts are small
  * integers or values the range checks reject, and the driver lowers a size
@@ -44,7 +44,9 @@ static const char *const keys[] = {
     /* models (ps.models.transformer shapes, presets) */
     "microbatch", "kv_heads", "head_dim", "ffn_hidden", "dtype", "swiglu",
     "tied", "bias", "norm", "position", "max_positions", "dropout",
-    "flash_attention"};
+    "flash_attention",
+    /* context parallelism (lua/pipesim/cp.lua) */
+    "cp", "cp_comm_type", "cp_hierarchy"};
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static const char *const strings[] = {"1f1b",
@@ -84,6 +86,10 @@ static const char *const strings[] = {"1f1b",
                                       "params",
                                       "flops",
                                       "time",
+                                      "p2p",
+                                      "all_gather",
+                                      "a2a",
+                                      "a2a+p2p",
                                       "dp_inner",
                                       "pp_inner",
                                       "full",
@@ -271,6 +277,14 @@ static const char driver[] =
     "    one_line(ok, res, 'ps.collective')\n"
     "    return\n"
     "  end\n"
+    /* half of the random shapes' runs split the sequence (cp.lua), which
+     * needs fused attention: on unless the input says (not the presets:
+     * cp x 2 stages of a 1T model sync ~10^4 buckets, 2 s under ASan) */
+    "  local cp = kind == 3 and ({ 1, 1, 2, 4 })[pick // 64 + 1] or 1\n"
+    "  local ct = cp > 1 and ({ 'p2p', 'all_gather', 'a2a', 'p2p' })\n"
+    "    [pick // 16 % 4 + 1] or nil\n"
+    "  if cp > 1 and spec.flash_attention == nil then\n"
+    "    spec.flash_attention = true end\n"
     "  if kind == 3 then ok, res = pcall(ps.models.transformer, spec)\n"
     "  else ok, res = pcall(ps.models.preset,\n"
     "                       PRESETS[pick % #PRESETS + 1], spec) end\n"
@@ -279,7 +293,8 @@ static const char driver[] =
     "  if not ok or type(res) ~= 'table' or #res > 4096 then return end\n"
     "  local c = ps.cluster(ps.clusters.dgx(DEVICES[pick % #DEVICES + 1], 1))\n"
     "  ok, res = pcall(ps.run, { layers = res, stages = math.min(#res, 2),\n"
-    "    microbatches = 2, cluster = c, record = 'none' })\n"
+    "    microbatches = 2, cluster = c, record = 'none', cp = cp,\n"
+    "    cp_comm_type = ct })\n"
     "  one_line(ok, res, 'ps.run')\n"
     "end\n"
     "return function(kind, spec, pick)\n"

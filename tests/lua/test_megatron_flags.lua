@@ -77,6 +77,11 @@ local VARY = {
     -- stages: the step without it is the 8-layer model's)
     account_for_embedding_in_pipeline_split = { true, { num_layers = 7 }, nil, { num_layers = 8 } },
     account_for_loss_in_pipeline_split = { true, { num_layers = 7 }, nil, { num_layers = 8 } },
+    context_parallel_size = { 2 },
+    cp_comm_type = { "all_gather", { context_parallel_size = 2 } },
+    hierarchical_context_parallel_sizes = { { 2, 2 }, { context_parallel_size = 4,
+        tensor_model_parallel_size = 1, cp_comm_type = "a2a+p2p",
+        hierarchical_context_parallel_sizes = { 4, 1 } } },
     sequence_parallel = { true }, tp_comm_overlap = { true, { sequence_parallel = true } },
     recompute_granularity = { "selective" },
     recompute_method = { "block", { recompute_granularity = "full", recompute_method = "uniform",
@@ -183,8 +188,8 @@ H.check(checked > 300, string.format("%d unmodelled flags", checked))
 H.raises(function() ps.models.megatron(flags { moe_router_topk = 4 }) end,
     "megatron: flag 'moe_router_topk' = 4 changes the step's time or memory and is not " ..
     "modelled by pipesim (Megatron's default: 2)")
-H.raises(function() ps.models.megatron(flags { context_parallel_size = 2 }) end,
-    "megatron: flag 'context_parallel_size' (context parallelism) is not modelled yet")
+H.raises(function() ps.models.megatron(flags { hybrid_context_parallel = true }) end,
+    "megatron: flag 'hybrid_context_parallel' (context parallelism) is not modelled yet")
 H.raises(function() ps.models.megatron(flags { use_megatron_fsdp = true }) end,
     "megatron: use_megatron_fsdp with data_parallel_sharding_strategy optim_grads_params needs " ..
     "overlap_grad_reduce (pipesim reduces during each backward)")

@@ -212,4 +212,29 @@ do
         "megatron: data_parallel_sharding_strategy: unknown value 'full'")
 end
 
+-- 9. With context parallelism the sharded group is dp x cp (Megatron's
+-- dp-cp group): ZeRO-3 over cp 2 x dp 2 holds (2 + 2 + 12)/4 bytes a
+-- parameter plus two layers' weights and gradients unsharded; shards of 2
+-- (the CP pairs) hold /2; a shard_group must divide dp x cp.
+do
+    local node = ps.cluster(ps.clusters.dgx("H100", 1))
+    local mha = ps.models.transformer{ layers = 2, hidden = 512, heads = 8, seq = 1024,
+        vocab = 1024, dtype = "bf16", flash_attention = true }
+    local psi, big = 0, 0
+    for _, l in ipairs(mha) do psi = psi + (l.params or 0); big = math.max(big, l.params or 0) end
+    local function run(extra)
+        return ps.run(F.with({ cluster = node, layers = mha, stages = 1, microbatches = 2, cp = 2,
+            dp = 2, zero = 3, record = "none" }, extra))
+    end
+    for _, x in ipairs { { nil, 4 }, { 4, 4 }, { 2, 2 } } do
+        local r = run{ shard_group = x[1] }
+        for i = 1, 4 do
+            H.near(r.static_memory[i], psi * 16 / x[2] + 2 * big * (2 + 2), 1e-12,
+                ("cp 2 x dp 2, shard_group %s: rank %d"):format(tostring(x[1]), i - 1))
+        end
+    end
+    H.raises(function() run{ shard_group = 3 } end,
+        "field 'shard_group': 3 does not divide the data-parallel size 4")
+end
+
 H.done()

@@ -37,6 +37,7 @@ micro_batch_size global_batch_size tensor_model_parallel_size pipeline_model_par
 num_layers_per_virtual_pipeline_stage num_virtual_stages_per_pipeline_rank
 decoder_first_pipeline_num_layers decoder_last_pipeline_num_layers
 account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split
+context_parallel_size cp_comm_type hierarchical_context_parallel_sizes
 sequence_parallel tp_comm_overlap recompute_granularity recompute_method recompute_num_layers
 recompute_activations use_distributed_optimizer overlap_grad_reduce overlap_param_gather
 ddp_bucket_size accumulate_allreduce_grads_in_fp32 grad_reduce_in_bf16
@@ -533,6 +534,45 @@ local function ce_fusion_of(a)
     return impl
 end
 
+-- --context-parallel-size, --cp-comm-type and
+-- --hierarchical-context-parallel-sizes as ps.run's cp, cp_comm_type and
+-- cp_hierarchy (lua/pipesim/cp.lua). cp_comm_type is a list (one entry
+-- per layer, or one for all; Megatron's default ['p2p']) or a string;
+-- layers of different types are not modelled. Megatron: "--hierarchical-
+-- context-parallel-sizes must be set when cp_comm_type in layers contains
+-- 'a2a+p2p'" (arguments.py).
+local function cp_of(a)
+    local cp = int(a, "context_parallel_size", 1)
+    local ct = a.cp_comm_type
+    if type(ct) == "table" then
+        for i = 2, #ct do
+            if ct[i] ~= ct[1] then
+                check.fail("megatron: cp_comm_type differs between layers (%s and %s); one " ..
+                    "type for every layer is modelled", check.show(ct[1]), check.show(ct[i]))
+            end
+        end
+        ct = ct[1]
+    end
+    local h = a.hierarchical_context_parallel_sizes
+    if h ~= nil and type(h) ~= "table" then
+        check.fail("megatron: hierarchical_context_parallel_sizes must be a list such as " ..
+            "{ 2, 4 }, got %s", check.show(h))
+    end
+    if ct == "a2a+p2p" and h == nil then
+        check.fail("megatron: hierarchical_context_parallel_sizes must be set when " ..
+            "cp_comm_type is 'a2a+p2p'")
+    end
+    if cp == 1 then
+        -- Megatron's defaults change nothing at cp 1
+        if (ct ~= nil and ct ~= "p2p") or h ~= nil then
+            check.fail("megatron: cp_comm_type and hierarchical_context_parallel_sizes need " ..
+                "context_parallel_size > 1")
+        end
+        return 1
+    end
+    return cp, ct, h
+end
+
 -- megatron(flags) -> ps.run table, the model's shape, and { ignored =
 -- the flags listed as changing nothing }. Raises naming the flag.
 function M.build(a)
@@ -542,10 +582,16 @@ function M.build(a)
     local ignored = classify(a)
     local tp = int(a, "tensor_model_parallel_size", 1)
     local pp = int(a, "pipeline_model_parallel_size", 1)
-    local world = int(a, "world_size", tp * pp)
-    local dp = world // (tp * pp)
+    local cp, cp_comm, cp_sizes = cp_of(a)
+    local world = int(a, "world_size", tp * pp * cp)
+    local dp = world // (tp * pp * cp)
     local mbs = int(a, "micro_batch_size", 1)
     local gbs = int(a, "global_batch_size", mbs * dp)
+    if cp > 1 and world % (tp * pp * cp) ~= 0 then
+        check.fail("megatron: world_size (%d) is not divisible by tensor_model_parallel_size " ..
+            "(%d) x pipeline_model_parallel_size (%d) x context_parallel_size (%d)", world, tp,
+            pp, cp)
+    end
     for _, d in ipairs { { world, tp * pp, "world_size (%d) is not divisible by " ..
                              "tensor_model_parallel_size (%d) x pipeline_model_parallel_size (%d)",
                            tp, pp },
@@ -565,17 +611,20 @@ function M.build(a)
     local sp = bool(a, "sequence_parallel", false)
     if sp and tp == 1 then sp = false end -- Megatron turns it off at tp 1
     local memory = memory_of(a, dtype, shape.fp8 and shape.fp8_recipe)
-    local zero, shard_group, reshard, grad_sync = sharding_of(a, dp, pp,
-        grad_sync_of(a, dp, memory.grad_bytes))
+    -- the gradient sync and the sharding span dp x cp (Megatron's
+    -- data-parallel group with_context_parallel=True)
+    local zero, shard_group, reshard, grad_sync = sharding_of(a, dp * cp, pp,
+        grad_sync_of(a, dp * cp, memory.grad_bytes))
     local run = {
         name = a.name, cluster = a.cluster, layers = layers, stages = pp,
         microbatches = gbs // (mbs * dp), dp = dp, tp = tp > 1 and tp or nil,
+        cp = cp > 1 and cp or nil, cp_comm_type = cp_comm, cp_hierarchy = cp_sizes,
         sequence_parallel = sp or nil, recompute = recompute, recompute_method = method,
         recompute_layers = k, virtual_stages = v,
         schedule = a.schedule or (v > 1 and "interleaved" or "1f1b"), partition = partition,
         memory = memory, zero = zero, shard_group = shard_group,
         reshard_after_forward = reshard,
-        record = a.record, db = a.db, grad_sync = dp > 1 and grad_sync or a.grad_sync,
+        record = a.record, db = a.db, grad_sync = dp * cp > 1 and grad_sync or a.grad_sync,
         tp_overlap = tp_overlap_of(a, sp, tp), optimizer_time = a.optimizer_time,
     }
     warn_ignored(ignored)

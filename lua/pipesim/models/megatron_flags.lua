@@ -493,7 +493,6 @@ yarn_correction_range_round_to_int yarn_original_max_position_embeddings
 ]]):gmatch("%S+") do M.IGNORED[name] = true end
 M.DEFERRED = {
     ["context parallelism"] = [[
-        context_parallel_size cp_comm_type hierarchical_context_parallel_sizes
         hybrid_context_parallel max_seqlen_per_dp_cp_rank
     ]],
     ["Megatron-FSDP tuning"] = [[

@@ -309,6 +309,17 @@ static int read_bucketed(lua_State *L, int t)
  * ranks one shard spans) and reshard_after_forward (ZeRO-3: FSDP2's
  * bool or int) into cfg, each refused where it cannot apply. cfg->dp and
  * cfg->cp are read. */
+/* Refuses field's value k where it does not divide n; of formats n
+ * ("the data-parallel size %d"). */
+static void must_divide(lua_State *L, const char *field, long long k, int32_t n,
+                        const char *of)
+{
+    if (n % k == 0)
+        return;
+    const char *what = lua_pushfstring(L, of, (int)n);
+    luaL_error(L, "field '%s': %d does not divide %s", field, (int)k, what);
+}
+
 static void read_sharding(lua_State *L, pipe_config *cfg)
 {
     long long zero = 0, group = 0, reshard = 0;
@@ -321,11 +332,7 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
             luaL_error(L, "field 'shard_group' needs zero = 1, 2 or 3 "
                           "(hybrid sharding shards within groups of "
                           "shard_group data-parallel ranks)");
-        if (dp % group)
-            luaL_error(L,
-                       "field 'shard_group': %d does not divide the "
-                       "data-parallel size %d",
-                       (int)group, (int)dp);
+        must_divide(L, "shard_group", group, dp, "the data-parallel size %d");
     }
     cfg->shard_group = (int32_t)group;
     int32_t shard = group > 0 ? (int32_t)group : dp;
@@ -343,11 +350,8 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
         reshard = b ? 0 : 1;
     } else if (t != LUA_TNIL) {
         bind_int(L, 1, "reshard_after_forward", 1, MAX_RANKS, &reshard);
-        if (shard % reshard)
-            luaL_error(L,
-                       "field 'reshard_after_forward': %d does not divide "
-                       "the shard group of %d ranks",
-                       (int)reshard, (int)shard);
+        must_divide(L, "reshard_after_forward", reshard, shard,
+                    "the shard group of %d ranks");
     }
     cfg->reshard = (int32_t)reshard;
 }

@@ -91,7 +91,7 @@ end
 -- DeepSpeed's zero_optimization table (deepspeed/runtime/zero/config.py,
 -- DeepSpeed 0.16: stage, reduce_bucket_size and allgather_bucket_size
 -- 5e8 elements, stage3_prefetch_bucket_size 5e7, overlap_comm) -> the
--- ps.run fields { zero = , grad_sync = { bucket = } }. Sizes are elements
+-- ps.run fields { zero = , bucket = } and the keys not modelled. Sizes are elements
 -- (DeepSpeed's unit), turned into bytes with grad_bytes per element.
 -- DeepSpeed refuses stage 2 and 3 with pipeline parallelism
 -- (runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with
@@ -101,6 +101,26 @@ M.DEEPSPEED_KEYS = { stage = true, reduce_bucket_size = true, allgather_bucket_s
     reduce_scatter = true, allgather_partitions = true, stage3_param_persistence_threshold = true,
     stage3_max_live_parameters = true, stage3_max_reuse_distance = true, sub_group_size = true,
     stage3_gather_16bit_weights_on_model_save = true }
+
+-- Keys read: stage, reduce_bucket_size, overlap_comm. The others are
+-- accepted, listed as not modelled in one warning line, and returned.
+local READ = { stage = true, reduce_bucket_size = true, overlap_comm = true }
+local WARNED = {}
+
+local function not_modelled(z)
+    local out = {}
+    for k in pairs(z) do
+        if not READ[k] then out[#out + 1] = k end
+    end
+    table.sort(out)
+    local line = #out > 0 and ("pipesim: warning: ps.sharding.deepspeed: not modelled, " ..
+        "ignored: " .. table.concat(out, ", ") .. "\n")
+    if line and not WARNED[line] then
+        WARNED[line] = true
+        io.stderr:write(line)
+    end
+    return out
+end
 
 function M.deepspeed(z, stages, grad_bytes)
     if type(z) ~= "table" then
@@ -131,7 +151,7 @@ function M.deepspeed(z, stages, grad_bytes)
         end
         out.bucket = n * (grad_bytes or 2)
     end
-    return out
+    return out, not_modelled(z)
 end
 
 return M

@@ -117,6 +117,10 @@ do
     H.eq(S.megatron("optim_grads_params"), 3)
     H.eq(S.megatron("optim"), 1)
     H.eq(S.deepspeed({ stage = 3, reduce_bucket_size = 5e8 }, 1, 2), { zero = 3, bucket = 1e9 })
+    -- keys that are not read come back listed (and in one warning line)
+    H.eq({ S.deepspeed({ stage = 3, overlap_comm = true, contiguous_gradients = true,
+        stage3_prefetch_bucket_size = 5e7 }) },
+        { { zero = 3 }, { "contiguous_gradients", "stage3_prefetch_bucket_size" } })
     H.raises(function() S.fsdp("FULL") end,
         "sharding_strategy: unknown FSDP sharding strategy 'FULL' (expected FULL_SHARD, " ..
         "HYBRID_SHARD, NO_SHARD, SHARD_GRAD_OP, _HYBRID_SHARD_ZERO2)")

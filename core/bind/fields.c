@@ -109,11 +109,13 @@ const char *const bind_fields_grad_sync[] = {
     NULL,
 };
 
-/* each entry of ps.run{ layers = {...} }; kind, shape and shared_params
- * come from ps.models (lua/pipesim/models/transformer.lua; parallel.lua
- * lowers layers with a shape before the core) */
+/* each entry of ps.run{ layers = {...} }; kind, shape, shared_params,
+ * active_params, moe and mtp come from ps.models (lua/pipesim/models/
+ * transformer.lua, moe.lua; parallel.lua lowers layers with a shape
+ * before the core) */
 const char *const bind_fields_layer[] = {
     "act_bytes",
+    "active_params",
     "bwd_flops",
     "bwd_input_flops",
     "bwd_input_time",
@@ -126,6 +128,8 @@ const char *const bind_fields_layer[] = {
     "in_bytes",
     "kept_bytes",
     "kind",
+    "moe",
+    "mtp",
     "name",
     "out_bytes",
     "params",

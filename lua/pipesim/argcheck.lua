@@ -46,6 +46,12 @@ function M.nonneg(v, what)
     return v
 end
 
+-- v when a boolean, else "<what> must be a boolean, got <v>".
+function M.bool(v, what)
+    if type(v) ~= "boolean" then M.fail("%s must be a boolean, got %s", what, M.show(v)) end
+    return v
+end
+
 function M.show(v)
     if type(v) == "string" then return string.format("'%s'", v) end
     return tostring(v)

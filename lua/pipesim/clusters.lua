@@ -34,20 +34,35 @@ local GiB = 2 ^ 30
 --              benchmarks, README "MatMul FP32 / FP16 116 / 230", from
 --              micro_bench.ipynb), the cuBLAS 11 of the 2021-22 Megatron-
 --              LM runs.
---              Hopper (H100, H200, H800, one GH100 die): 598.9/835.5 =
---              71.7%, Transformer Engine's own GEMM benchmark (TE
+--              Hopper (H100, H200, H800, one GH100 die of 132 SMs):
+--              598.9 TFLOP/s, Transformer Engine's own GEMM benchmark (TE
 --              docs/examples/gemm_profiling/gemm_profiling.rst, "Worked
 --              Example: 5B Model on H200", benchmarks/gemm/benchmark_gemm.py:
 --              torch.randn inputs, mean of 100 timed iterations after 10
 --              warm-up) on an H200 NVL: the twelve GEMMs of a transformer
 --              layer (hidden 4096, ffn 16384, 15,872 tokens: fprop, dgrad,
---              wgrad) in BF16, 32.014 ms for 1.917e13 FLOPs, against the
---              H200 NVL's rated dense BF16 peak (datasheet: 1,671 TFLOPS
---              with sparsity). The same fraction of the rated peak is taken
---              for the SXM parts, whose rating is at their own clock.
---              Blackwell (B200, GB200): 1502.8/2250 = 66.8%, the same
---              benchmark on a B300 (12.758 ms per layer), whose rated dense
---              BF16 is B200's (2.25 PFLOPS).
+--              wgrad) in BF16, 32.014 ms for 1.917e13 FLOPs.
+--              Blackwell (B200, GB200): 1502.8 TFLOP/s, the same benchmark
+--              on a B300 (12.758 ms per layer).
+--              Each generation's measured rate is taken in TFLOP/s, the
+--              same for every part of its die, and gemm_max is that rate
+--              over the part's own rated peak (H100/H200/H800 SXM 598.9/989
+--              = 60.6 %, B200 1502.8/2250 = 66.8 %, GB200 1502.8/2500 =
+--              60.1 %). A part's rated peak is its tensor cores at a
+--              nominal clock (H100 SXM: 132 SMs x 4096 dense BF16 FLOP per
+--              clock x 1830 MHz = 989.4 TFLOPS; the H200 NVL's 835.5 is the
+--              same die at 1545 MHz), not a clock it holds under dense
+--              matmuls on random data, which are power-limited (He 2024,
+--              "Strangely, Matrix Multiplications on GPUs Run Faster When
+--              Given 'Predictable' Data", thonking.ai: on H100 "matmuls ...
+--              are primarily not compute or bandwidth limited, they are
+--              power limited"). Until this change the benchmark's fraction
+--              of the NVL's rating (71.7 %) was carried to each part's
+--              rating, which assumes the SXM part holds its nominal clock
+--              in a training step; no published measurement of an SXM
+--              part's sustained GEMM rate inside a busy 8-GPU node was
+--              found, so which rule holds is an assumption either way:
+--              docs/fidelity.md gives the validation tables under both.
 --   gemm_overhead  seconds a GEMM costs beyond FLOPs/(peak x gemm_max):
 --              launch, ramp and wave tail. From XLA's measured H100 matmul
 --              table (openxla xla/service/gpu/model/matmul_interpolator_
@@ -93,9 +108,17 @@ local GiB = 2 ^ 30
 --              attention.py), at sequence 4k, head dim 128, BF16, as Shah
 --              et al. 2024 (FlashAttention-3, arXiv 2407.08608) measure it
 --              on H100 SXM5: forward with causal mask 518 TFLOP/s, backward
---              499 (their backward figure, no mask). Optional: without
---              them (A100, B200: no measurement used here) the kernel runs
---              at gemm_max.
+--              499 (their backward figure, no mask). Blackwell (B200,
+--              GB200): the forward at gemm_max; the backward at gemm_max x
+--              2560/3328 = 0.769, the bound Zadouri et al. 2026
+--              (FlashAttention-4, arXiv 2603.05451, "feeds and speeds" of
+--              B200 per SM, tile M = N = D = 128) derive: a backward tile's
+--              five MMAs take 2560 cycles of the tensor cores but its
+--              shared-memory traffic 3328 (128 bytes a cycle), so the
+--              kernel is shared-memory bound and its tensor cores idle
+--              23 % of the time (single-CTA kernel; the forward's MMAs and
+--              exponentials tie at 1024 cycles, no such bound). Optional:
+--              without them (A100) the kernel runs at gemm_max.
 --   fp8_flops  dense FP8 tensor-core peak (datasheets, half the "with
 --              sparsity" figure). Absent on a device without FP8 tensor
 --              cores (A100): FP8 there is an error naming the device.
@@ -105,19 +128,21 @@ local GiB = 2 ^ 30
 --              models/roofline.lua). The same TE benchmark as gemm_max,
 --              "pre-quantized" mode (inputs quantised once before the timed
 --              loop): Hopper, H200 NVL, FP8 CurrentScaling 16.785 ms per
---              layer, 1142.3 of 1670.5 TFLOPS = 68.4%; Blackwell, B300,
---              6.812 ms, 2814.6 of 4500 = 62.5%. (The same benchmark's
+--              layer, 1142.3 TFLOP/s; Blackwell, B300, 6.812 ms, 2814.6
+--              TFLOP/s; each a rate of its die, over the part's own FP8
+--              peak as gemm_max (H100 SXM 1142.3/1979 = 57.7 %, B200
+--              2814.6/4500 = 62.5 %). (The same benchmark's
 --              autocast times, quantisation included, are reproduced by
 --              the roofline within 2% on Hopper: tests/lua/test_fp8.lua.)
 --   fp8_block_gemm_max  the same for block-scaled FP8 GEMMs: Blackwell's
 --              MXFP8 (32-element blocks, E8M0 scales in hardware): B300,
---              MXFP8 pre-quantized, 7.161 ms per layer, 2677.4 of 4500 =
---              59.5%. Hopper's blockwise FP8 (1x128 and 128x128 blocks,
+--              MXFP8 pre-quantized, 7.161 ms per layer, 2677.4 TFLOP/s.
+--              Hopper's blockwise FP8 (1x128 and 128x128 blocks,
 --              fp32 scales, TE's Float8BlockScaling, which Hopper's cuBLAS
 --              cannot take pre-quantised): the autocast time, 22.882 ms per
 --              layer, less the block quantisation the roofline charges for
 --              the benchmark's operands (2.335 ms), 1.917e13 FLOPs in
---              20.547 ms = 933.1 of 1670.5 TFLOPS = 55.9%.
+--              20.547 ms = 933.1 TFLOP/s.
 --   mx_block   the block of elements one MX scale covers where the tensor
 --              cores take MX block scales (Blackwell, compute capability
 --              10.0: 32, OCP Microscaling Formats v1.0, E8M0 scales); Hopper
@@ -129,12 +154,16 @@ local GEMM_OVERHEAD = 5.5e-6
 local MEM_EFFICIENCY = 0.9
 
 -- Hopper (GH100) and Blackwell GEMM constants, shared by every part of a
--- generation (see above: one set per GPU type).
-local HOPPER_GEMM = { gemm_max = 598.9 / 835.5, fp8_gemm_max = 1142.3 / 1670.5,
-                      fp8_block_gemm_max = 933.1 / 1670.5 }
-local BLACKWELL_GEMM = { gemm_max = 1502.8 / 2250, fp8_gemm_max = 2814.6 / 4500,
-                         fp8_block_gemm_max = 2677.4 / 4500, mx_block = 32,
-                         mem_efficiency = 0.68 }
+-- generation (see above: one set per GPU type): `rates` are the measured
+-- FLOP/s of TE's benchmark, each part's gemm_max, fp8_gemm_max and
+-- fp8_block_gemm_max their fraction of its own peak (flops, fp8_flops);
+-- attention_bwd_share the FlashAttention-4 bound on the backward kernel,
+-- a fraction of gemm_max.
+local HOPPER_GEMM = { rates = { gemm_max = 598.9e12, fp8_gemm_max = 1142.3e12,
+                                fp8_block_gemm_max = 933.1e12 } }
+local BLACKWELL_GEMM = { rates = { gemm_max = 1502.8e12, fp8_gemm_max = 2814.6e12,
+                                   fp8_block_gemm_max = 2677.4e12 },
+                         mx_block = 32, mem_efficiency = 0.68, attention_bwd_share = 2560 / 3328 }
 
 local DEVICES = {
     a100 = {
@@ -249,6 +278,14 @@ for _, d in pairs(DEVICES) do
     d.mem_efficiency = MEM_EFFICIENCY
     for k, v in pairs(d.gemm or {}) do d[k] = v end -- the generation's (above)
     d.gemm = nil
+    for k, rate in pairs(d.rates or {}) do -- FLOP/s of the die over this part's peak
+        d[k] = rate / (k == "gemm_max" and d.flops or d.fp8_flops)
+    end
+    d.rates = nil
+    if d.attention_bwd_share then
+        d.attention_bwd = d.gemm_max * d.attention_bwd_share
+        d.attention_bwd_share = nil
+    end
 end
 
 -- What NCCL's tuner reads of each system beyond the links (the cluster

@@ -18,8 +18,10 @@
 -- `seq_len / 2`). Older Megatron (Narayanan et al. 2021, appendix; the
 -- 12 x s/h term) and NeMo 2.0's flops_formulas.py (gpt3, llama2/3: the
 -- 4 b s^2 h term, 12 s/h) count the full s^2: their model FLOPs are larger
--- by 6 B s^2 q L. MFU (PaLM's, Chowdhery et al. 2022, Appendix B) is model
--- FLOP/s over peak FLOP/s; hardware FLOPs add the recomputed forwards
+-- by 6 B s^2 q L. MoE, MLA and MTP models take the same function's terms
+-- for them at d98e8a6 (model_token_flops below). MFU (PaLM's, Chowdhery
+-- et al. 2022, Appendix B) is model FLOP/s over peak FLOP/s; hardware
+-- FLOPs add the recomputed forwards
 -- (Korthikanti et al. 2022, Sec. 6.3, "hardware FLOPs utilization").
 -- Rates divide by step time x GPUs, as Megatron-LM's training_log divides
 -- by elapsed_time_per_iteration x world_size and NeMo's
@@ -63,13 +65,47 @@ function M.precision(shape, spec)
     return shape.dtype
 end
 
+-- Forward FLOPs per token of a block's attention core (QK^T and the
+-- weighted sum, causal halved): 2 q s; multi-latent attention's scores
+-- run at qk_head_dim + qk_pos_emb_head_dim per head, its values at
+-- v_head_dim (Megatron-LM d98e8a6, standard_self_attn_core_term). These
+-- per-token figures are floats: times a step's tokens they pass 2^63.
+local function core_token_flops(s)
+    if s.multi_latent_attention then
+        return 1.0 * s.heads * (s.qk_head_dim + s.qk_pos_emb_head_dim + s.v_head_dim) * s.seq
+    end
+    return 2.0 * s.heads * s.head_dim * s.seq
+end
+
+-- Forward FLOPs per token of a block's attention linears. MLA: Megatron-LM
+-- d98e8a6's MLA branch of transformer_flops, its latent norms counted as
+-- the "+ 1" columns: q_lora (h + H (d_qk + d_rope) + 1) (or h H (d_qk +
+-- d_rope) without q_lora_rank), kv_lora (h + H (d_qk + d_v) + 1) + h d_rope,
+-- and the output H d_v h.
+local function attn_linear_token_flops(s)
+    local h, H = 1.0 * s.hidden, s.heads
+    if s.multi_latent_attention then
+        local dq = s.qk_head_dim + s.qk_pos_emb_head_dim
+        local q = s.q_lora_rank and s.q_lora_rank * (h + H * dq + 1) or h * H * dq
+        return 2 * (q + s.kv_lora_rank * (h + H * (s.qk_head_dim + s.v_head_dim) + 1)
+            + h * s.qk_pos_emb_head_dim + H * s.v_head_dim * h)
+    end
+    local q, kv = H * s.head_dim, s.kv_heads * s.head_dim
+    return 2 * (h * (q + 2 * kv) + q * h)
+end
+
 -- Forward FLOPs of one block per token (Megatron's bracket above, without
--- the x3), with causal attention halved.
-function M.block_token_flops(s)
-    local h, n = s.hidden, s.seq
-    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+-- the x3), with causal attention halved. A MoE block's shape (one with
+-- `experts`, models/moe.lua) runs topk experts of expert_ffn and the
+-- shared experts' shared_ffn instead of ffn_hidden, the router left out
+-- as Megatron leaves it; `mtp` adds a multi-token prediction module's
+-- norms and projection, 3h + 2h^2 (Megatron's "MTP norms and proj").
+function M.block_token_flops(s, mtp)
+    local h = 1.0 * s.hidden
     local ffn = s.swiglu and 3 or 2
-    return 2 * (h * (q + 2 * kv) + q * n / 2 * 2 + q * h + ffn * h * s.ffn_hidden)
+    local f = s.experts and s.expert_ffn * s.topk + s.shared_ffn or s.ffn_hidden
+    local extra = mtp and 2 * (3 * h + 2 * h * h) or 0
+    return attn_linear_token_flops(s) + core_token_flops(s) + 2 * ffn * h * f + extra
 end
 
 -- Megatron-LM's model FLOPs of `sequences` sequences through `blocks`
@@ -82,28 +118,53 @@ end
 -- Forward FLOPs recomputed per token and block: selective recompute
 -- repeats the core attention (QK^T and the weighted sum, causal halved;
 -- Korthikanti et al. 2022, Sec. 4.2), full recompute the whole block.
-local function recomputed_token_flops(s, mode)
-    if mode == "selective" then return 2 * s.heads * s.head_dim * s.seq end
-    if mode == "full" then return M.block_token_flops(s) end
+local function recomputed_token_flops(s, mode, mtp)
+    if mode == "selective" then return core_token_flops(s) end
+    if mode == "full" then return M.block_token_flops(s, mtp) end
     return 0
 end
 
--- Blocks recomputed under full recompute: all of them (method uniform), or
--- the first k of each stage chunk of the partition (method block), as
--- parallel.lua marks them (Megatron's --recompute-method).
-local function full_blocks(spec, partition, blocks)
-    if spec.recompute_method ~= "block" or type(partition) ~= "table" then return blocks end
+-- Blocks recomputed under full recompute: all of them (method uniform:
+-- nil), or the first k of each stage chunk of the partition (method
+-- block: the set of their layer indices, and how many), as parallel.lua
+-- marks them (Megatron's --recompute-method).
+local function full_marks(spec, partition)
+    if spec.recompute_method ~= "block" or type(partition) ~= "table" then return nil end
     local k = math.tointeger(spec.recompute_layers) or 1
-    local at, n = 0, 0
+    local marked, at, n = {}, 0, 0
     for _, count in ipairs(partition) do
         local b = 0
         for i = at + 1, at + count do
-            if spec.layers[i].kind == "block" then b = b + 1 end
+            if spec.layers[i].kind == "block" and b < k then marked[i], b = true, b + 1 end
         end
-        n = n + math.min(k, b)
-        at = at + count
+        n, at = n + b, at + count
     end
-    return n
+    return marked, n
+end
+
+-- A model of MoE, multi-latent attention or multi-token prediction blocks
+-- (models/moe.lua), Megatron-LM d98e8a6's transformer_flops: its dense and
+-- MoE blocks have shapes of their own, so each layer counts by its own,
+-- an MTP block (mtp = true) as a block with its norms and projection, and
+-- each MTP head as a head (Megatron's logits x (mtp_num_layers + 1)).
+-- Returns forward FLOPs per token of the model and of its recompute; nil
+-- when a layer has no shape of the model's sequence.
+local function model_token_flops(spec, partition, mode, s0)
+    local marks = mode == "full" and full_marks(spec, partition)
+    local model, again = 0, 0
+    for i, l in ipairs(spec.layers) do
+        local s = l.shape
+        if type(s) ~= "table" or s.seq ~= s0.seq or s.microbatch ~= s0.microbatch then return nil end
+        if l.kind == "block" then
+            model = model + M.block_token_flops(s, l.mtp)
+            if mode ~= "full" or not marks or marks[i] then
+                again = again + recomputed_token_flops(s, mode, l.mtp)
+            end
+        elseif l.kind == "head" then
+            model = model + 2 * s.hidden * s.vocab
+        end
+    end
+    return model, again
 end
 
 local function number(v, kind)
@@ -145,6 +206,15 @@ local function peak_of(peaks, precision)
     return p
 end
 
+-- t with its precision, the peak of it and, when there is none, why not.
+local function with_peak(t, precision, peaks)
+    t.precision = precision
+    local why
+    t.peak_flops, why = peak_of(peaks, precision)
+    t.note = why and ("no MFU: " .. why) or nil
+    return t
+end
+
 -- The step's figures for ps.run's meta.efficiency (core/bind/efficiency.c):
 -- { model_flops, hardware_flops, tokens, gpus, peak_flops, precision,
 -- note }; figures that cannot be computed are left out and `note` says
@@ -159,6 +229,17 @@ function M.figures(spec, partition, peaks)
     }
     local shape = layers[1] and layers[1].shape
     local mode = spec.recompute or (spec.checkpoint == true and "full") or "none"
+    if type(shape) == "table" and (shape.experts or shape.multi_latent_attention
+        or (shape.mtp_layers or 0) > 0) then
+        local model, again = model_token_flops(spec, partition, mode, shape)
+        if model then
+            local tokens = shape.microbatch * mb * dp * shape.seq
+            t.tokens, t.model_flops = tokens, 3 * tokens * model
+            t.hardware_flops = t.model_flops + tokens * again
+            return with_peak(t, M.precision(shape, spec), peaks)
+        end
+        shape = nil
+    end
     if type(shape) == "table" then
         local blocks, head = 0, false
         for _, l in ipairs(layers) do
@@ -169,14 +250,10 @@ function M.figures(spec, partition, peaks)
             local sequences = shape.microbatch * mb * dp
             t.tokens = sequences * shape.seq
             t.model_flops = M.model_flops(shape, sequences, blocks, head)
-            local again = mode == "full" and full_blocks(spec, partition, blocks) or blocks
+            local again = mode == "full" and select(2, full_marks(spec, partition)) or blocks
             t.hardware_flops = t.model_flops
                 + sequences * shape.seq * again * recomputed_token_flops(shape, mode)
-            t.precision = M.precision(shape, spec)
-            local why
-            t.peak_flops, why = peak_of(peaks, t.precision)
-            t.note = why and ("no MFU: " .. why) or nil
-            return t
+            return with_peak(t, M.precision(shape, spec), peaks)
         end
     end
     local f, b = plain_flops(layers)

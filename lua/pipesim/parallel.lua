@@ -276,8 +276,9 @@ local function comm_time(list, cost)
 end
 
 -- A layer's parameters, activations and static bytes on one TP (and CP)
--- rank into out: l the model layer, s the shape one rank sees.
-local function layer_memory(out, l, s, o, dev)
+-- rank into out: l the model layer, s the shape one rank sees, mc the
+-- block_cost of an MLA or MTP block (nil otherwise).
+local function layer_memory(out, l, s, o, dev, mc)
     local t, sp, kind = o.tp, o.sp, l.kind
     local e = roofline.DTYPE_BYTES[s.dtype]
     local sbh = s.seq * s.microbatch * s.hidden
@@ -285,7 +286,13 @@ local function layer_memory(out, l, s, o, dev)
         check.fail("fp8: the cluster's device has no roofline constants (fp8_flops); " ..
             "use a device of ps.clusters")
     end
-    if kind == "block" then
+    if kind == "block" and (s.multi_latent_attention or l.mtp) then
+        -- without a device the plain FLOP rule, which runs at tp = 1 only
+        out.params = mc and mc.dense_params or l.params
+        out.act_bytes = mc and mc.act_bytes or l.act_bytes
+        local fb = s.fp8 and mc and roofline.fp8.weight_bytes(s, dev, e) or 0
+        if fb ~= 0 then out.static_bytes = fb * mc.linear_params end
+    elseif kind == "block" then
         out.params = M.block_params(s, t)
         out.act_bytes = M.block_act_bytes(s, t, sp, o.recompute == "selective")
         -- FP8 weight copies of the linear layers (models/fp8.lua)
@@ -316,6 +323,35 @@ local function lower_layer(l, o, dev, cost, ccost)
     -- one CP rank's layers work on seq/cp tokens (lua/pipesim/cp.lua)
     local full, t, sp = l.shape, o.tp, o.sp
     local s = cpar.local_shape(full, o.cp)
+    if l.kind == "block" and l.moe then
+        -- models/moe.lua block_cost prices these; the expert-parallel
+        -- lowering that calls it is issue 24's (MOE_INTERFACE.md): until it
+        -- is in, a dense roofline would be a plausible wrong number
+        check.fail("layer '%s' is a MoE block: ps.run cannot time it yet (the expert-parallel " ..
+            "lowering of issue 24 is not built); ps.models.total and " ..
+            "ps.models.moe.block_cost give its figures", tostring(l.name))
+    end
+    -- a dense block with multi-latent attention, or a multi-token
+    -- prediction block: models/moe.lua's block_cost knows their
+    -- projections (MLA's, the MTP module's)
+    local mc
+    if l.kind == "block" and (s.multi_latent_attention or l.mtp) then
+        local what = l.mtp and "multi-token prediction" or "multi-latent attention"
+        if dev and o.overlap then
+            check.fail("layer '%s': tp_overlap with %s blocks is not modelled", tostring(l.name),
+                what)
+        end
+        if o.cp > 1 then
+            -- cp.lua splits a block's attention by the roofline's parts,
+            -- which block_cost does not give
+            check.fail("layer '%s': cp = %d with %s blocks is not modelled", tostring(l.name),
+                o.cp, what)
+        end
+        if dev then
+            mc = require("pipesim.models.moe").block_cost(s, { device = dev, tp = t, sp = sp,
+                selective = o.recompute == "selective", mtp = l.mtp })
+        end
+    end
     local out = { name = l.name, kind = l.kind }
     local kind = l.kind
     local comm
@@ -325,7 +361,7 @@ local function lower_layer(l, o, dev, cost, ccost)
     local cf, cb = comm_time(comm.fwd, cost), comm_time(comm.bwd, cost)
     out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
     local e = roofline.DTYPE_BYTES[s.dtype]
-    layer_memory(out, l, s, o, dev)
+    layer_memory(out, l, s, o, dev, mc)
     -- pipeline p2p: each TP rank sends 1/t of the boundary activation
     -- (Narayanan et al. 2021 Sec. 4.1 scatter/gather; with SP the tensor
     -- is already split); the all-gather inside the receiving node is not
@@ -340,7 +376,11 @@ local function lower_layer(l, o, dev, cost, ccost)
     if dev then
         local opt = { tp = t, sp = sp, selective = o.recompute == "selective" }
         local rf
-        if kind == "block" then rf = roofline.block(s, dev, opt)
+        if mc then
+            rf = { fwd = mc.attn_fwd_time + mc.shared_fwd_time,
+                   bwd_weight = mc.attn_bwd_weight_time + mc.shared_bwd_weight_time }
+            rf.bwd_input = mc.attn_bwd_time + mc.shared_bwd_time - rf.bwd_weight
+        elseif kind == "block" then rf = roofline.block(s, dev, opt)
         elseif kind == "embedding" then rf = roofline.embedding(s, dev, opt)
         else rf = roofline.head(s, dev, opt) end
         local f, bi, bw = rf.fwd, rf.bwd_input, rf.bwd_weight
@@ -457,20 +497,41 @@ local CHECKED_SHAPES = setmetatable({}, { __mode = "k" })
 -- Raises naming layers[i].shape.
 local SHAPE_SIZES = { "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "seq",
                       "microbatch", "vocab" }
+-- the sizes of multi-latent attention (models/mla.lua) and of a MoE
+-- block (models/moe.lua), when the shape has them; 0 allowed where the
+-- second entry says so
+local MLA_SIZES = { "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim" }
+local MOE_SIZES = { "experts", "topk", "expert_ffn", { "shared_ffn", 0 } }
+
+local function check_size(sh, i, k, least)
+    local v = sh[k]
+    if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v))
+        or v < (least or 1) then
+        check.fail("layers[%d].shape.%s must be a %s integer (ps.models fills it), got %s", i, k,
+            least == 0 and "non-negative" or "positive", check.show(v))
+    end
+end
+
 local function check_shape(sh, i)
     if type(sh) ~= "table" then
         check.fail("layers[%d].shape must be a table (the shape of a layer from ps.models), got %s",
             i, check.show(sh))
     end
-    for n = 1, #SHAPE_SIZES + 1 do
-        -- learned positions: the embedding holds max_positions of them
-        local k = SHAPE_SIZES[n] or (sh.position == "learned" and "max_positions")
-        if not k then break end
-        local v = sh[k]
-        if math.type(v) ~= "integer" and not (type(v) == "number" and math.tointeger(v)) or v < 1 then
-            check.fail("layers[%d].shape.%s must be a positive integer (ps.models fills it), got %s",
-                i, k, check.show(v))
-        end
+    for _, k in ipairs(SHAPE_SIZES) do check_size(sh, i, k) end
+    -- learned positions: the embedding holds max_positions of them
+    if sh.position == "learned" then check_size(sh, i, "max_positions") end
+    local mla = sh.multi_latent_attention
+    if mla ~= nil and type(mla) ~= "boolean" then
+        check.fail("layers[%d].shape.multi_latent_attention must be a boolean (ps.models fills " ..
+            "it), got %s", i, check.show(mla))
+    end
+    local extra = {}
+    if mla then extra = { table.unpack(MLA_SIZES) } end
+    if mla and sh.q_lora_rank ~= nil then extra[#extra + 1] = "q_lora_rank" end
+    if sh.experts ~= nil then table.move(MOE_SIZES, 1, #MOE_SIZES, #extra + 1, extra) end
+    if sh.mtp_layers ~= nil then extra[#extra + 1] = { "mtp_layers", 0 } end
+    for _, k in ipairs(extra) do
+        if type(k) == "table" then check_size(sh, i, k[1], k[2]) else check_size(sh, i, k) end
     end
     if not roofline.DTYPE_BYTES[sh.dtype] then
         check.fail("layers[%d].shape.dtype: unknown dtype %s (ps.models fills it)", i,

@@ -64,9 +64,17 @@ end
 -- The model's shape: a preset name (ps.models.presets()) or a shape table
 -- as ps.models.transformer takes it.
 local function model_shape(m)
-    if type(m) == "string" then return models.shape(m) end
-    if type(m) == "table" then return transformer.normalize(m) end
-    fail("field 'model' must be a preset name or a shape table, got %s", type(m))
+    local s
+    if type(m) == "string" then s = models.shape(m)
+    elseif type(m) == "table" then s = transformer.normalize(m)
+    else fail("field 'model' must be a preset name or a shape table, got %s", type(m)) end
+    -- the flags below describe a dense model: a MoE, MLA or MTP model
+    -- would be searched as a dense one (issue 24 adds its dimensions)
+    if s.experts or s.multi_latent_attention or s.mtp_layers > 0 then
+        fail("field 'model': the plan search does not cover mixture-of-experts, multi-latent " ..
+            "attention or multi-token prediction models yet")
+    end
+    return s
 end
 
 -- Megatron-LM flags of one configuration (models/megatron.lua builds the

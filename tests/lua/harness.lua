@@ -56,6 +56,8 @@ local function deep_eq(a, b)
     for k in pairs(b) do if a[k] == nil then return false end end
     return true
 end
+-- same(a, b): eq's comparison, for a test that needs the answer
+M.same = deep_eq
 
 -- check(cond, msg): passes when cond is truthy.
 function M.check(cond, msg)

@@ -52,20 +52,30 @@ n.name = g.name
 H.eq(n, g, "nvl72(racks) = dgx(\"GB200\", racks)")
 H.eq(clusters.dgx("B200").nvls, true, "DGX B200: NVLink SHARP")
 -- one set of GEMM constants per generation (Transformer Engine's GEMM
--- benchmark): Hopper 598.9/835.5 BF16, 1142.3/1670.5 FP8; Blackwell
--- 1502.8/2250, 2814.6/4500, MXFP8 2677.4/4500
+-- benchmark), measured rates of the die over each part's own peak:
+-- Hopper 598.9 TFLOP/s BF16, 1142.3 FP8, 933.1 blockwise; Blackwell
+-- 1502.8, 2814.6, MXFP8 2677.4; Blackwell's attention backward at
+-- 2560/3328 of gemm_max (FlashAttention-4's shared-memory bound)
 for _, name in ipairs { "H100", "H200", "H800" } do
     local dev = clusters.device(name)
-    H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.mem_efficiency },
-        { 598.9 / 835.5, 1142.3 / 1670.5, 0.9 }, name .. " GEMM constants")
+    H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.fp8_block_gemm_max, dev.mem_efficiency },
+        { 598.9e12 / 989e12, 1142.3e12 / 1979e12, 933.1e12 / 1979e12, 0.9 },
+        name .. " GEMM constants")
     H.eq(dev.mx_block, nil, name .. ": no MX block scaling")
+    H.eq({ dev.attention_fwd, dev.attention_bwd }, { 518 / 989, 499 / 989 },
+        name .. ": cuDNN's measured attention")
 end
 for _, name in ipairs { "B200", "GB200" } do
     local dev = clusters.device(name)
-    H.eq({ dev.gemm_max, dev.fp8_gemm_max, dev.fp8_block_gemm_max, dev.mx_block,
-        dev.mem_efficiency }, { 1502.8 / 2250, 2814.6 / 4500, 2677.4 / 4500, 32, 0.68 },
-        name .. " GEMM constants")
+    H.near(dev.gemm_max * dev.flops, 1502.8e12, 1e-15, name .. " BF16 GEMM rate")
+    H.near(dev.fp8_gemm_max * dev.fp8_flops, 2814.6e12, 1e-15, name .. " FP8 GEMM rate")
+    H.near(dev.fp8_block_gemm_max * dev.fp8_flops, 2677.4e12, 1e-15, name .. " MXFP8 GEMM rate")
+    H.eq({ dev.mx_block, dev.mem_efficiency, dev.attention_fwd }, { 32, 0.68, nil },
+        name .. " block, HBM, forward attention at gemm_max")
+    H.near(dev.attention_bwd, dev.gemm_max * 2560 / 3328, 1e-15,
+        name .. " attention backward: shared-memory bound")
 end
+H.eq(clusters.device("GB200").gemm_max, 1502.8e12 / 2.5e15, "GB200: the die's rate, its own peak")
 H.eq(clusters.device("A100").fp8_flops, nil, "A100: no FP8 tensor cores")
 -- an NVL72 cluster builds and runs a collective inside a rack
 local ps = require "pipesim"

@@ -279,5 +279,12 @@ fails({ cp = 2, layers = unfused }, "layers[1]: cp = 2 needs fused attention (th
 H.raises(function()
     ps.run{ layers = layers, stages = 1, microbatches = 1, cp = 2 }
 end, "cp = 2 needs the roofline compute model")
+-- an MLA block is priced by models/moe.lua's block_cost, which does not
+-- give the attention parts cp.lua splits
+local mla = ps.models.transformer{ layers = 1, hidden = 512, heads = 8, seq = 1024, vocab = 64,
+    flash_attention = true, multi_latent_attention = true, kv_lora_rank = 64, qk_head_dim = 64,
+    qk_pos_emb_head_dim = 32, v_head_dim = 64 }
+fails({ cp = 2, layers = mla }, "layer 'block 0': cp = 2 with multi-latent attention blocks is " ..
+    "not modelled")
 
 H.done()

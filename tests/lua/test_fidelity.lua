@@ -35,6 +35,15 @@ H.eq(a100.attention_fwd, nil, "A100: no attention rate")
 local ba = roofline.block(s, a100, { tp = 1 })
 H.near(part(ba, "flash attention").time, causal / (312e12 * 230 / 312) + 5.5e-6, 1e-12,
     "A100 flash forward at gemm_max")
+-- B200 (no attention measurement): the forward at the die's GEMM rate
+-- (TE's B300 benchmark, 1502.8 TFLOP/s), the backward at 2560/3328 of it,
+-- FlashAttention-4's shared-memory bound (clusters.lua)
+local b200 = ps.clusters.device("B200")
+local bb = roofline.block(s, b200, { tp = 1 })
+H.near(part(bb, "flash attention").time, causal / 1502.8e12 + 5.5e-6, 1e-12,
+    "B200 flash forward at the GEMM rate")
+H.near(part(bb, "flash attention bwd").time, 2.5 * causal / (1502.8e12 * 2560 / 3328) + 5.5e-6,
+    1e-12, "B200 flash backward: shared-memory bound, 0.769 of the GEMM rate")
 -- tiny FLOPs, many bytes: the memory roof is Q, K, V and O only (b = 1,
 -- s = 64, 32 heads of 128 with 4 KV heads; e = 2)
 local thin = ps.models.formulas.normalize { layers = 1, hidden = 4096, heads = 32, kv_heads = 4,
@@ -123,17 +132,37 @@ H.check(ok, "roofline device without sms / attention rates")
 -- service/gpu/model/matmul_interpolator_data.h, TFLOP/s) on the shapes
 -- whose dimensions are all >= 1024, the regime of every validation row's
 -- GEMMs: pipesim's ceiling is Transformer Engine's sustained mean on
--- training shapes (clusters.lua gemm_max: 71.7 % of peak, TE's GEMM
--- benchmark, random data, 100 back-to-back iterations), which sits 0-15 %
--- below XLA's table of the kernel alone (a short measurement at boost
--- clock, as MAMF's 80.3 % is; docs/devices.md)
+-- training shapes (clusters.lua gemm_max: 598.9 TFLOP/s, TE's GEMM
+-- benchmark, random data, 100 back-to-back iterations on an H200 NVL, the
+-- same die), which sits 4-25 % below XLA's table of the kernel alone (a
+-- short measurement of one GPU, as MAMF's 794.5 TFLOP/s is; docs/
+-- devices.md and docs/fidelity.md say why the training step is held to
+-- the former)
 local xla = { { 4096, 2048, 4096, 764.09 }, { 2048, 4096, 2048, 717.50 },
     { 4096, 4096, 1024, 681.09 }, { 2048, 1024, 4096, 659.14 }, { 1024, 2048, 2048, 526.34 },
     { 2048, 2048, 1024, 492.09 }, { 1024, 1024, 1024, 246.72 } }
 for _, x in ipairs(xla) do
     local m, n, k, tf = table.unpack(x)
     local got = 2 * m * n * k / roofline.gemm_time(h100, m, n, k) / 1e12
-    H.check(got / tf > 0.85 and got / tf < 1.08, string.format("H100 %dx%dx%d: %.0f TFLOP/s, " ..
+    H.check(got / tf > 0.72 and got / tf < 0.98, string.format("H100 %dx%dx%d: %.0f TFLOP/s, " ..
         "XLA %.0f (%.2f)", m, n, k, got, tf, got / tf))
+end
+-- B200 against XLA's measured sm_100 table (the same file, as mirrored in
+-- ROCm/xla at 63ce298, bf16 and f8e4m3fn -> bf16, b = 1): a sustained
+-- rate in a training step cannot beat the kernel measured alone, so the
+-- B200's curve (TE's B300 rates) may not exceed it. It meets it: BF16 at
+-- 1.00 of XLA's, FP8 at 0.92-0.99, where Hopper's sits at 0.75-0.80 at
+-- these sizes (above); docs/fidelity.md, "What remains"
+local b200x = ps.clusters.device("B200")
+local xla_b200 = { { 4096, 1024, 4096, 1204.9, 1951.8 }, { 4096, 2048, 4096, 1343.5, 2499.4 },
+    { 4096, 4096, 4096, 1416.9, 2765.0 } }
+for _, x in ipairs(xla_b200) do
+    local m, n, k, bf, xf8 = table.unpack(x)
+    local f = 2 * m * n * k
+    local gb = f / roofline.gemm_time(b200x, m, n, k) / 1e12
+    local g8 = f / roofline.gemm_time(b200x, m, n, k, 1, nil, "tensor") / 1e12
+    H.check(gb / bf > 0.95 and gb / bf < 1.01 and g8 / xf8 > 0.9 and g8 / xf8 < 1.01,
+        string.format("B200 %dx%dx%d: BF16 %.0f TFLOP/s, XLA %.0f (%.3f); FP8 %.0f, XLA %.0f " ..
+        "(%.3f)", m, n, k, gb, bf, gb / bf, g8, xf8, g8 / xf8))
 end
 H.done()

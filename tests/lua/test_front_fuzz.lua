@@ -27,6 +27,12 @@ local BASES = {
         sequence_parallel = true, recompute = "full", recompute_method = "uniform",
         recompute_layers = 1, tp_overlap = false, tp_comm = { algorithm = "ring" },
         zero = 1, record = "none", virtual_stages = 1, ranks = { 0, 1, 2, 3, 4, 5, 6, 7 } } end },
+    { "ps.run mla", function(t) return ps.run(t) end, function() return {
+        layers = ps.models.transformer{ layers = 2, hidden = 256, heads = 8, seq = 128,
+            vocab = 512, multi_latent_attention = true, q_lora_rank = 64, kv_lora_rank = 32,
+            mtp_layers = 1 },
+        stages = 1, microbatches = 2, tp = 2, cluster = node, sequence_parallel = true,
+        recompute = "selective", record = "none" } end },
     { "ps.models.megatron", function(t)
         local spec = ps.models.megatron(t)
         local r = ps.run(spec)

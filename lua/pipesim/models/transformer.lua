@@ -7,6 +7,8 @@
 local check = require "pipesim.argcheck"
 local core = require "pipesim.core"
 local fp8 = require "pipesim.models.fp8"
+local mla = require "pipesim.models.mla"
+local moe = require "pipesim.models.moe"
 
 local M = {}
 
@@ -22,7 +24,14 @@ local FIELDS = {
     -- FP8 (models/fp8.lua)
     fp8 = true, fp8_recipe = true, fp8_params = true, fp8_wgrad = true, fp8_head = true,
     fp8_bf16_first = true, fp8_bf16_last = true,
+    -- multi-token prediction (M.build)
+    mtp_layers = true,
 }
+-- mixture of experts (models/moe.lua) and multi-latent attention
+-- (models/mla.lua)
+for _, set in ipairs { moe.FIELDS, mla.FIELDS } do
+    for k in pairs(set) do FIELDS[k] = true end
+end
 M.FIELDS = FIELDS
 
 local function default(v, d)
@@ -149,6 +158,9 @@ local function normalize(c)
         check.fail("transformer: squared_relu and swiglu are both set (one MLP activation)")
     end
     normalize_fp8(c, s)
+    mla.normalize(c, s)
+    moe.normalize(c, s)
+    s.mtp_layers = check.int(default(c.mtp_layers, 0), "transformer", "mtp_layers", 0, core.max_layers)
     s.name = c.name
     return s
 end
@@ -302,6 +314,20 @@ function M.build(c)
     local s = normalize(c)
     local layers = { embedding(s) }
     layers[1].shape = s
+    if s.experts or s.multi_latent_attention or s.mtp_layers > 0 then
+        -- MoE, MLA or MTP blocks, then the head and the MTP heads
+        -- (models/moe.lua)
+        moe.add_blocks(s, layers, M.boundary_bytes(s))
+        layers[#layers + 1] = head(s)
+        layers[#layers].shape = s
+        for i = 0, s.mtp_layers - 1 do
+            local l = head(s)
+            l.name, l.shared_params, l.mtp = "mtp " .. i .. " head", s.vocab * s.hidden, true
+            l.shape = s
+            layers[#layers + 1] = l
+        end
+        return layers, s
+    end
     local fwd, params = M.block_fwd_flops(s), M.block_params(s)
     local act, out = M.block_act_bytes(s), M.boundary_bytes(s)
     -- blocks kept in BF16 at the ends of an FP8 model take a shape of

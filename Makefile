@@ -224,6 +224,10 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 	@$(BIN) run --unsafe tests/bench/gpt3_1024.lua -o /tmp/pipesim-gpt3.db | head -n 3
 	@rm -f /tmp/pipesim-gpt3.db /tmp/pipesim-gpt3.db-*
 	@echo
+	@echo "fair sharing, one solve per instant (issue 28; tests/bench/coll_dgx.lua):"
+	@$(BIN) run tests/bench/coll_dgx.lua -o /tmp/pipesim-bench-coll_dgx.db | head -n 1
+	@rm -f /tmp/pipesim-bench-coll_dgx.db /tmp/pipesim-bench-coll_dgx.db-*
+	@echo
 	@echo "streaming engine, whole process (issue 12; tests/bench/whole_process.sh):"
 	@sh tests/bench/whole_process.sh $(BIN)
 	@echo

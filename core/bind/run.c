@@ -81,12 +81,32 @@ static const struct layer_num {
     {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
      -1},
     {"shared_params", offsetof(pipe_layer, shared_params), UNIT_FLOP, -1},
+    /* a MoE layer under expert parallelism (step/pipe.h, par/ep.h):
+     * written by lua/pipesim/expert.lua from moe.block_cost, or by hand */
+    {"moe_dispatch_bytes", offsetof(pipe_layer, moe_dispatch_bytes), UNIT_BYTES,
+     0},
+    {"moe_combine_bytes", offsetof(pipe_layer, moe_combine_bytes), UNIT_BYTES,
+     0},
+    {"moe_dispatch_grad_bytes", offsetof(pipe_layer, moe_dispatch_grad_bytes),
+     UNIT_BYTES, -1},
+    {"moe_combine_grad_bytes", offsetof(pipe_layer, moe_combine_grad_bytes),
+     UNIT_BYTES, -1},
+    {"moe_fwd_pre_time", offsetof(pipe_layer, moe_fwd_pre_time), UNIT_SECONDS,
+     0},
+    {"moe_fwd_expert_time", offsetof(pipe_layer, moe_fwd_expert_time),
+     UNIT_SECONDS, 0},
+    {"moe_bwd_pre_time", offsetof(pipe_layer, moe_bwd_pre_time), UNIT_SECONDS,
+     0},
+    {"moe_bwd_expert_time", offsetof(pipe_layer, moe_bwd_expert_time),
+     UNIT_SECONDS, 0},
+    {"moe_expert_params", offsetof(pipe_layer, moe_expert_params), UNIT_FLOP,
+     0},
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 
 /* Codes of the non-numeric layer keys in the key map (numeric ones map to
  * their layer_nums index from 1). */
-enum { KEY_NAME = -1, KEY_KIND = -2, KEY_SHAPE = -3 };
+enum { KEY_NAME = -1, KEY_KIND = -2, KEY_SHAPE = -3, KEY_MOE = -4 };
 
 /* [-0, +1] The layer keys as a table { key = code }, built once and kept
  * in the registry under layer_nums' address: a layer's keys then cost one
@@ -105,7 +125,10 @@ static int layer_key_map(lua_State *L)
     static const struct {
         const char *key;
         int code;
-    } other[] = {{"name", KEY_NAME}, {"kind", KEY_KIND}, {"shape", KEY_SHAPE}};
+    } other[] = {{"name", KEY_NAME},
+                 {"kind", KEY_KIND},
+                 {"shape", KEY_SHAPE},
+                 {"moe", KEY_MOE}};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         lua_pushinteger(L, other[i].code);
         lua_setfield(L, -2, other[i].key);
@@ -166,7 +189,12 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l, int map)
             l->name = bind_string_in(L, idx, path, "name");
         else if (code == KEY_KIND)
             bind_string_in(L, idx, path, "kind");
-        else if (code != KEY_SHAPE)
+        else if (code == KEY_MOE) {
+            /* the model's mark of a MoE block (MOE_INTERFACE.md), lowered
+             * by lua/pipesim/expert.lua into the moe_* fields */
+            int moe = 0;
+            bind_boolean(L, idx, "moe", &moe);
+        } else if (code != KEY_SHAPE)
             bind_check_fields(L, idx, path, bind_fields_layer); /* raises */
     }
     if (l->fwd_time < 0 && l->fwd_flops < 0)
@@ -334,6 +362,13 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
                           "shard_group data-parallel ranks)");
         must_divide(L, "shard_group", group, dp, "the data-parallel size %d");
     }
+    /* Megatron shards the experts' parameters over the expert-data-parallel
+     * group, the rest over dp x cp: the ZeRO-2/3 passes know the second */
+    if (zero >= 2 && cfg->ep > 1)
+        luaL_error(L,
+                   "zero = %d with ep = %d is not modelled (the experts' "
+                   "shards span the expert-data-parallel group)",
+                   (int)zero, (int)cfg->ep);
     cfg->shard_group = (int32_t)group;
     int32_t shard = group > 0 ? (int32_t)group : dp;
     int t = lua_getfield(L, 1, "reshard_after_forward");
@@ -624,6 +659,13 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
      * places the CP groups and the gradient sync spans dp x cp */
     bind_int(L, 1, "cp", 1, MAX_RANKS, &cp);
     cfg->cp = (int32_t)cp;
+    /* expert parallelism (par/ep.h): the layout checks that etp x ep x pp
+     * divides the world */
+    long long ep = 1, etp = 0;
+    bind_int(L, 1, "ep", 1, MAX_RANKS, &ep);
+    bind_int(L, 1, "etp", 1, MAX_RANKS, &etp);
+    cfg->ep = (int32_t)ep;
+    cfg->etp = (int32_t)etp;
     /* every path reads checkpoint here, before the Lua layer turns it into
      * a recompute mode (issue 27: model layers once took any value) */
     bind_boolean(L, 1, "checkpoint", &cfg->checkpoint);
@@ -905,6 +947,14 @@ static int core_run(lua_State *L)
                                      &cfg.overlap_fb) |
                    bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,
                                      &cfg.fb_interference);
+    /* the SMs' share an overlapped all-to-all takes (par/ep.h) */
+    if (bind_quantity_min(L, 1, "ep_comm_share", UNIT_RATIO, 0, 0,
+                          &cfg.ep_comm_share) &&
+        cfg.ep_comm_share >= 1)
+        luaL_error(L,
+                   "field 'ep_comm_share' must be below 1 (the share of "
+                   "SMs the all-to-alls take), got %f",
+                   cfg.ep_comm_share);
 
     /* memory accounting per parameter */
     if (bind_table(L, 1, "memory",
@@ -1027,6 +1077,14 @@ static int core_run(lua_State *L)
     lua_setfield(L, -2, "static_memory");
     push_array(L, res.exposed_comm, res.n);
     lua_setfield(L, -2, "exposed_comm");
+    if (cfg.ep > 1) {
+        push_array(L, res.exposed_a2a, res.n);
+        lua_setfield(L, -2, "exposed_a2a");
+        push_array(L, res.exposed_a2a_pairs, res.n);
+        lua_setfield(L, -2, "exposed_a2a_overlapped");
+        lua_pushinteger(L, cfg.ep);
+        lua_setfield(L, -2, "ep");
+    }
     push_fits(L, &res);
     lua_pushinteger(L, res.eng.events);
     lua_setfield(L, -2, "events");

@@ -73,6 +73,11 @@ static const help_opt export_opts[] = {
      "decides (.json, .svg, .csv)",
      "words:chrome svg pytorch-csv"},
     {"--compare", "RUN1,RUN2,...", "stack several runs in one SVG", NULL},
+    {"--replica", "K|all",
+     "chrome and svg: draw data-parallel replica K's ranks, or all; by\n"
+     "default replica 0 alone when a run simulates more than 64 ranks\n"
+     "over several replicas (the export says so)",
+     "words:all"},
     {"-o, --output", "FILE", "write to FILE instead of standard output",
      "file"},
     HELP_OPT,

@@ -7,14 +7,16 @@
  * FAIR keeps, per link, an intrusive doubly linked list of the flows in
  * their data phase (membership node = flow * max_route + hop), so a flow
  * joins and leaves its links in O(route length). When a flow starts or ends,
- * the connected component of flows reachable from its links through shared
- * links is collected and re-solved by progressive filling; only flows whose
- * rate changed get a new completion event, and their old events go stale by
- * version (eq_event.version). A connection's flows (net_start_conn) form
- * a chain: a queued flow joins its links when the data phase of the one
- * before it ends, in the same re-solve. All run-time arrays are sized in
- * net_begin or grown geometrically, so the per-event path does not allocate in
- * steady state. */
+ * its links are noted; before time advances (net_settle) the connected
+ * component of flows reachable from the noted links through shared links
+ * is collected and re-solved by progressive filling, once however many
+ * flows started or ended at that instant (an all-to-all of F flows costs
+ * one solve, not F). Only flows whose rate changed get a new completion
+ * event, and their old events go stale by version (eq_event.version). A
+ * connection's flows (net_start_conn) form a chain: a queued flow joins its
+ * links when the data phase of the one before it ends, in the same solve.
+ * All run-time arrays are sized in net_begin or grown geometrically, so the
+ * per-event path does not allocate in steady state. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -150,19 +152,14 @@ static uint32_t next_stamp(net *nw)
 }
 
 /* Collects into comp_links / comp_flows the links and data-phase flows
- * reachable from the seed links through shared links, slack links left
- * out. O(component). */
-static void collect(net *nw, const int32_t *seed, int32_t nseed,
-                    int32_t *nlinks, int32_t *nflows)
+ * reachable from link seed (not slack, not yet marked with st) through
+ * shared links, slack links left out, marking them with st. O(component). */
+static void collect(net *nw, int32_t seed, uint32_t st, int32_t *nlinks,
+                    int32_t *nflows)
 {
-    uint32_t st = next_stamp(nw);
     int32_t h = nw->max_hops, nl = 0, nf = 0;
-    for (int32_t i = 0; i < nseed; i++) {
-        if (!slack(nw, seed[i]) && nw->l_stamp[seed[i]] != st) {
-            nw->l_stamp[seed[i]] = st;
-            nw->comp_links[nl++] = seed[i];
-        }
-    }
+    nw->l_stamp[seed] = st;
+    nw->comp_links[nl++] = seed;
     for (int32_t i = 0; i < nl; i++) {
         for (int32_t m = nw->l_head[nw->comp_links[i]]; m >= 0;
              m = nw->m_next[m]) {
@@ -184,6 +181,30 @@ static void collect(net *nw, const int32_t *seed, int32_t nseed,
     }
     *nlinks = nl;
     *nflows = nf;
+}
+
+/* Notes that flows joined or left links (len of them) at now, for the
+ * next net_settle; a change at a later time than the notes waiting
+ * settles those first (a caller that did not). 0, or -1 when out of
+ * memory. */
+static int note(net *nw, const int32_t *links, int32_t len, double now)
+{
+    if (nw->npend > 0 && now != nw->pend_t && net_settle_now(nw))
+        return -1;
+    if (nw->npend + len > nw->pend_cap) {
+        int32_t cap = nw->pend_cap ? nw->pend_cap : 256;
+        while (cap < nw->npend + len)
+            cap *= 2;
+        int32_t *p = limit_realloc(nw->pend, (size_t)cap * sizeof *p);
+        if (!p)
+            return -1;
+        nw->pend = p;
+        nw->pend_cap = cap;
+    }
+    memcpy(nw->pend + nw->npend, links, (size_t)len * sizeof *links);
+    nw->npend += len;
+    nw->pend_t = now;
+    return 0;
 }
 
 /* Progressive filling over the collected component: raise every unfixed
@@ -253,9 +274,9 @@ static int solve(net *nw, int32_t nl, int32_t nf, double now)
 }
 
 /* Puts flow fi, set up, on the links of its route at now (its data
- * phase; only the latency for a flow of no bytes). With solve, re-solves
- * its component; without, the caller does. */
-static int begin_data(net *nw, int32_t fi, double now, int re_solve)
+ * phase; only the latency for a flow of no bytes), noting them for the
+ * next net_settle. */
+static int begin_data(net *nw, int32_t fi, double now)
 {
     flow *f = &nw->flows[fi];
     f->updated = now;
@@ -290,11 +311,7 @@ static int begin_data(net *nw, int32_t fi, double now, int re_solve)
         if (nw->l_count[l]++ == 0)
             nw->l_since[l] = now;
     }
-    if (!re_solve)
-        return 0;
-    int32_t nl, nf;
-    collect(nw, links, len, &nl, &nf);
-    return solve(nw, nl, nf, now);
+    return note(nw, links, len, now);
 }
 
 /* key >= 0: a transfer of connection key (net_start_conn), after flow
@@ -352,11 +369,12 @@ static int start_fair(net *nw, int32_t id, int32_t src, int32_t dst,
             return 0;
         }
     }
-    return begin_data(nw, fi, now, 1);
+    return begin_data(nw, fi, now);
 }
 
-/* The data phase of flow fi ended at now: leave the links, re-solve the
- * flows that shared them, then wait out the latency. */
+/* The data phase of flow fi ended at now: leave the links (noted for the
+ * next net_settle, which re-solves the flows that shared them), then wait
+ * out the latency. */
 static int32_t data_done(net *nw, int32_t fi, double now)
 {
     flow *f = &nw->flows[fi];
@@ -376,12 +394,10 @@ static int32_t data_done(net *nw, int32_t fi, double now)
     }
     /* the connection's next transfer takes over: the same route, so one
      * solve covers both */
-    if (f->succ >= 0 && begin_data(nw, f->succ, now, 0))
+    if (f->succ >= 0 && begin_data(nw, f->succ, now))
         nw->oom = 1;
     f->succ = -1;
-    int32_t nl, nf;
-    collect(nw, links, len, &nl, &nf);
-    if (solve(nw, nl, nf, now))
+    if (note(nw, links, len, now))
         nw->oom = 1;
     f->remaining = 0;
     f->version++;
@@ -397,6 +413,36 @@ static int32_t data_done(net *nw, int32_t fi, double now)
     nw->last_queued = f->queued;
     nw->last_begin = f->begin;
     return f->id;
+}
+
+int net_settle_now(net *nw)
+{
+    int32_t n = nw->npend;
+    if (n == 0)
+        return 0;
+    nw->npend = 0;
+    uint32_t st = next_stamp(nw);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t l = nw->pend[i], nl, nf;
+        if (slack(nw, l) || nw->l_stamp[l] == st)
+            continue; /* never a bottleneck, or solved with an earlier one */
+        collect(nw, l, st, &nl, &nf);
+        if (solve(nw, nl, nf, nw->pend_t)) {
+            nw->oom = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int net_settle(net *nw)
+{
+    if (nw->npend == 0)
+        return 0;
+    eq_event next;
+    if (eq_peek(nw->q, &next) == 0 && next.t <= nw->pend_t)
+        return 0; /* more of this instant first */
+    return net_settle_now(nw);
 }
 
 int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,

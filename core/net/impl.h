@@ -92,6 +92,13 @@ struct net {
     int32_t flows_hops;  /* max_hops the membership arrays were sized for */
     int32_t *comp_flows; /* flows_cap entries */
     uint32_t stamp;
+    /* links whose flows changed at time pend_t (flows joined or left
+     * them), npend of them, repeats allowed, waiting for one solve of
+     * their components (net_settle); pend_cap entries, grown
+     * geometrically */
+    int32_t *pend;
+    int32_t npend, pend_cap;
+    double pend_t;
     /* the transfer net_event returned last: it waited on its connection
      * (net_event_queued), and when its data phase began */
     int last_queued;

@@ -189,8 +189,7 @@ void net_begin(net *nw, eq *q);
 /* Starts transfer id (the engine's message id) of bytes from src to dst at
  * time now. Sets *t_begin to when bytes start moving (later than now when a
  * FIFO link is still busy; now under FAIR). Returns 0, or -1 when out of
- * memory. FAIR: O(size of the connected component of flows sharing links
- * with it, times the number of distinct rates in it). */
+ * memory. FAIR: O(route length); the solve waits for net_settle. */
 int net_start(net *nw, int32_t id, int32_t src, int32_t dst, double bytes,
               double now, double *t_begin);
 
@@ -268,10 +267,24 @@ static inline double net_mesh_start(net_lstat *ls, double bandwidth,
     return end;
 }
 
+/* Under NET_FAIR, flows that start or end at the same time share one
+ * solve: net_start, net_start_conn and net_event only note the links whose
+ * flows changed, and the flows sharing them (transitively) get their new
+ * rates, and their completion events, when the caller settles the network
+ * before time advances. net_settle does so when no event at the noted
+ * time is left in the queue (call it before every pop: O(1) with nothing
+ * noted, else an eq_peek); net_settle_now does so at once. Each connected
+ * component of the noted links is solved once, by progressive filling:
+ * O(its links and memberships times its distinct rates). Under NET_FIFO
+ * nothing is ever noted. Both return 0, or -1 when out of memory (the next
+ * net_start fails too). */
+int net_settle(net *nw);
+int net_settle_now(net *nw);
+
 /* Handles one EQ_NET event popped from the queue. Returns the id of the
  * transfer that has arrived, or -1 when the event is stale or internal (a
  * FAIR flow whose data phase ended and whose latency is still running).
- * FAIR: same cost as net_start when a data phase ends; O(1) otherwise.
+ * FAIR: O(route length); the solve waits for net_settle.
  * Under NET_FIFO every EQ_NET event is the arrival of transfer ev->id,
  * which it returns: callers may skip the call. */
 int32_t net_event(net *nw, const eq_event *ev);

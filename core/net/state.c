@@ -37,6 +37,9 @@ static void free_flows(net *nw)
     limit_free(nw->m_prev);
     limit_free(nw->m_next);
     limit_free(nw->comp_flows);
+    limit_free(nw->pend);
+    nw->pend = NULL;
+    nw->npend = nw->pend_cap = 0;
     nw->flows = NULL;
     nw->f_route = nw->m_prev = nw->m_next = nw->comp_flows = NULL;
     nw->flows_cap = 0;
@@ -312,6 +315,7 @@ void net_begin(net *nw, eq *q)
         nw->flows_hops = nw->max_hops;
         nw->free_flow = -1;
         nw->flows_used = 0;
+        nw->npend = 0;
     }
 }
 

@@ -12,12 +12,24 @@
 #include "base/err.h"
 #include "rec/rec.h"
 
+/* Which ranks an export draws (`pipesim export --replica`): every rank;
+ * or, the default, replica 0's alone when the run simulates more than
+ * EXPORT_AUTO_RANKS ranks over several data-parallel replicas, saying so
+ * (chrome: otherData.view; svg: under the run's title); or replica k >= 0.
+ * Ranks, not replicas, make a timeline large: GPT-3 175B on 1,024 GPUs
+ * simulates 128 ranks, 8 per replica. */
+enum { EXPORT_REPLICA_ALL = -1, EXPORT_REPLICA_AUTO = -2 };
+#define EXPORT_AUTO_RANKS 64
+
 /* Writes run as a Chrome trace in the JSON Object Format:
  *   - one process per node (pid = node when the run's params give
  *     gpus_per_node, else pid = rank), named by "M" metadata events;
- *   - per rank a compute track (tid 100·rank) and a communication track
- *     (tid 100·rank + 50); slices that overlap on one track are moved to
- *     extra tracks ("rank 1 comm 2"), so every track is non-overlapping;
+ *   - per simulated rank (out/export_run.h: not the ranks of its TP group
+ *     it stands for) a compute track (tid 100·rank) and a communication
+ *     track (tid 100·rank + 50), named by the rank ("rank 1 compute") or
+ *     by the cluster ranks it stands for ("ranks 0-7 compute"); slices
+ *     that overlap on one track are moved to extra tracks ("rank 1 comm
+ *     2"), so every track is non-overlapping;
  *   - an "X" slice per event row ("F3", "B3.c1", "OPT") and, per transfer
  *     row, one slice on each end ("send act 3 -> rank 2" on the source,
  *     "recv act 3 <- rank 1" on the destination; collective transfers are
@@ -31,17 +43,18 @@
  * Times are microseconds. Fails naming the run when it does not exist
  * ("run 7 not found in PATH"), failed, or was recorded without a timeline
  * ("run 3 has no timeline (recorded with record = \"summary\")"). */
-int export_chrome(rec_db *db, int64_t run, FILE *out, ps_err *err);
+int export_chrome(rec_db *db, int64_t run, int replica, FILE *out, ps_err *err);
 
 /* Writes an SVG Gantt chart of nruns runs stacked on one time scale (the
- * largest makespan): per run a title, one row per rank with a rect per
+ * largest makespan): per run a title, one row per simulated rank
+ * (labelled as export_chrome names its tracks) with a rect per
  * compute event (class "op F" etc., attributes data-run and data-rank, a
  * <title> tooltip), a thin transfer lane, idle background, the rank's
  * bubble at the right, a time axis, and the ranks' memory over time with
  * the device capacity dashed when the params give it. Fails as
  * export_chrome does, for the first bad run. */
-int export_svg(rec_db *db, const int64_t *runs, int nruns, FILE *out,
-               ps_err *err);
+int export_svg(rec_db *db, const int64_t *runs, int nruns, int replica,
+               FILE *out, ps_err *err);
 
 /* Writes a pipeline run's per-rank compute orders as PyTorch's schedule
  * CSV (core/out/export_pytorch.c): one row per pipeline rank, cells such as

@@ -178,8 +178,11 @@ static void chrome_slice(FILE *out, const export_run *r, const slice *s,
         json_num(out, t->bytes);
         fputs("}}", out);
         /* the flow binds to the slice it shares pid, tid, ts and cat
-         * with (chrome://tracing and Perfetto agree on this) */
-        fprintf(out,
+         * with (chrome://tracing and Perfetto agree on this); none to
+         * an end that is not drawn */
+        if (t->both)
+            fprintf(
+                out,
                 ",\n{\"ph\":\"%s\",%s\"cat\":\"comm\",\"name\":\"transfer\","
                 "\"id\":%d,\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
                 s->recv ? "f" : "s", s->recv ? "\"bp\":\"e\"," : "",
@@ -223,6 +226,10 @@ static void chrome_other(FILE *out, const export_run *r)
 #endif
     );
     fprintf(out, "\"id\":%lld", (long long)r->id);
+    if (*r->view) {
+        fputs(",\"view\":", out);
+        json_str(out, r->view);
+    }
     const char *keys[] = {"kind",   "name",  "schedule", "p2p",
                           "status", "error", "created"};
     const char *vals[] = {r->kind,   r->name,  r->schedule, r->p2p,
@@ -257,10 +264,10 @@ static void chrome_other(FILE *out, const export_run *r)
 
 /* Writes the slices of one rank: compute then comm tracks, each packed and
  * in time order, with their thread names. */
-static int chrome_rank(FILE *out, const export_run *r, int32_t rank, slice *buf,
-                       int *first)
+static int chrome_rank(FILE *out, const export_run *r, const export_rank *k,
+                       slice *buf, int *first)
 {
-    int32_t pid = node_of(r, rank);
+    int32_t rank = k->rank, pid = node_of(r, rank);
     for (int comm = 0; comm < 2; comm++) {
         int32_t n = 0;
         if (!comm) {
@@ -281,7 +288,7 @@ static int chrome_rank(FILE *out, const export_run *r, int32_t rank, slice *buf,
         for (int l = 0; l < lanes; l++) {
             char tname[64];
             int32_t tid = track_tid(rank, comm, l);
-            int len = snprintf(tname, sizeof tname, "rank %d %s", (int)rank,
+            int len = snprintf(tname, sizeof tname, "%s %s", k->label,
                                comm ? "comm" : "compute");
             if (l > 0)
                 snprintf(tname + len, sizeof tname - (size_t)len, " %d", l + 1);
@@ -295,10 +302,10 @@ static int chrome_rank(FILE *out, const export_run *r, int32_t rank, slice *buf,
     return 0;
 }
 
-int export_chrome(rec_db *db, int64_t run, FILE *out, ps_err *err)
+int export_chrome(rec_db *db, int64_t run, int replica, FILE *out, ps_err *err)
 {
     export_run r;
-    if (export_run_load(db, run, &r, err))
+    if (export_run_load(db, run, replica, &r, err))
         return PS_ERR;
     int32_t most = r.nev > 2 * r.ntr ? r.nev : 2 * r.ntr;
     slice *buf = malloc((size_t)(most ? most : 1) * sizeof *buf);
@@ -320,10 +327,13 @@ int export_chrome(rec_db *db, int64_t run, FILE *out, ps_err *err)
                         &first);
             last_pid = pid;
         }
-        chrome_rank(out, &r, rank, buf, &first);
+        chrome_rank(out, &r, &r.ranks[i], buf, &first);
     }
-    for (int32_t i = 0; i < r.nmem; i++) {
+    /* memory rows are of r.ranks, both ordered by rank */
+    for (int32_t i = 0, k = 0; i < r.nmem; i++) {
         const export_mem *m = &r.mem[i];
+        while (r.ranks[k].rank < m->rank)
+            k++;
         fprintf(out,
                 "%s{\"ph\":\"C\",\"name\":\"memory\",\"pid\":%d,"
                 "\"tid\":%d,\"ts\":%.3f,",
@@ -331,7 +341,7 @@ int export_chrome(rec_db *db, int64_t run, FILE *out, ps_err *err)
                 (int)track_tid(m->rank, 0, 0), usec(m->t));
         first = 0;
         if (r.gpus_per_node > 0) /* several ranks share the process */
-            fprintf(out, "\"id\":\"rank %d\",", (int)m->rank);
+            fprintf(out, "\"id\":\"%s\",", r.ranks[k].label);
         fputs("\"args\":{\"bytes\":", out);
         json_num(out, m->bytes);
         fputs("}}", out);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@ static const char usage[] =
     "FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [--format svg] "
     "[-o FILE]\n"
+    "Options of chrome and svg: --replica K|all (default: replica 0 alone\n"
+    "when a run simulates more than 64 ranks over several replicas).\n"
     "Without -o the export goes to stdout. Without --format it follows the\n"
     "extension of FILE (.json: chrome, .svg: svg, .csv: pytorch-csv).\n";
 
@@ -67,6 +70,19 @@ static int64_t *parse_list(const char *s, int *n, const char **bad)
     return ids;
 }
 
+/* --replica's value: "all", or a replica number from 0; -3 when bad. */
+static int parse_replica(const char *s)
+{
+    if (strcmp(s, "all") == 0)
+        return EXPORT_REPLICA_ALL;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > INT32_MAX)
+        return -3;
+    return (int)v;
+}
+
 static const char *ext_format(const char *path)
 {
     const char *dot = path ? strrchr(path, '.') : NULL;
@@ -117,7 +133,7 @@ static int write_file(const char *path, const char *data, size_t size)
 int export_main(int argc, char **argv)
 {
     const char *db_path = NULL, *run_arg = NULL, *format = NULL;
-    const char *output = NULL, *compare = NULL;
+    const char *output = NULL, *compare = NULL, *replica_arg = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -130,6 +146,10 @@ int export_main(int argc, char **argv)
             if (!(compare = opt_value(argc, argv, &i, "--compare")))
                 return fail("export: --compare needs a list of run ids "
                             "such as 1,2,3");
+        } else if (is_opt(a, "--replica")) {
+            if (!(replica_arg = opt_value(argc, argv, &i, "--replica")))
+                return fail("export: --replica needs a replica number or "
+                            "all");
         } else if (strcmp(a, "-o") == 0 || is_opt(a, "--output")) {
             if (!(output = opt_value(argc, argv, &i,
                                      a[1] == 'o' ? "-o" : "--output")))
@@ -173,6 +193,15 @@ int export_main(int argc, char **argv)
     if (chrome && compare)
         return fail("export: --compare draws runs side by side and needs "
                     "--format svg");
+    int replica =
+        replica_arg ? parse_replica(replica_arg) : EXPORT_REPLICA_AUTO;
+    if (replica == -3)
+        return fail("export: --replica: expected a replica number (0, 1, "
+                    "...) or all, got '%s'",
+                    replica_arg);
+    if (csv && replica_arg) /* export_pytorch_csv: replica 0's ranks */
+        return fail("export: --replica applies to chrome and svg; "
+                    "pytorch-csv writes replica 0's schedule");
 
     int64_t one, *ids = &one;
     int nids = 1;
@@ -211,9 +240,9 @@ int export_main(int argc, char **argv)
         fail("export: %s", strerror(errno));
         goto done;
     }
-    int xrc = chrome ? export_chrome(db, ids[0], mem, &err)
+    int xrc = chrome ? export_chrome(db, ids[0], replica, mem, &err)
               : csv  ? export_pytorch_csv(db, ids[0], mem, &err)
-                     : export_svg(db, ids, nids, mem, &err);
+                     : export_svg(db, ids, nids, replica, mem, &err);
     if (fclose(mem) != 0 && xrc == 0) {
         fail("export: %s", strerror(errno));
         goto done;

@@ -11,6 +11,7 @@
 
 #include "base/unit.h"
 #include "out/dbcheck.h"
+#include "out/export.h"
 
 /* ------------------------------------------------------------------ */
 /* Loading a run                                                       */
@@ -184,6 +185,7 @@ static int load_transfers(rec_db *db, export_run *r, ps_err *err)
         snprintf(t->kind, sizeof t->kind, "%s", rec_query_text(q, 5));
         t->mb = col_index(q, 6);
         t->tag = col_index(q, 7);
+        t->both = 1;
     }
     rec_query_free(q);
     return rc < 0 ? PS_ERR : PS_OK;
@@ -210,9 +212,188 @@ static int load_memory(rec_db *db, export_run *r, ps_err *err)
     return rc < 0 ? PS_ERR : PS_OK;
 }
 
-/* The ranks: every rank in rank_stat, event, transfer or memory, with
- * rank_stat's busy and bubble (computed from the events when absent). */
-static int load_ranks(rec_db *db, export_run *r, ps_err *err)
+/* A label under construction: "ranks " and the members in ascending
+ * order, runs of consecutive ones as "a-b", cut with "..." when full. */
+typedef struct label_buf {
+    char *s;
+    size_t n, len;
+    int32_t count, lo, hi; /* members so far; the open run lo..hi */
+} label_buf;
+
+static void label_put(label_buf *b, const char *fmt, int32_t x)
+{
+    if (b->len + 16 >= b->n) { /* room for ",-2147483648" and "..." */
+        if (b->s[b->len - 1] != '.')
+            b->len += (size_t)snprintf(b->s + b->len, b->n - b->len, "...");
+        return;
+    }
+    b->len += (size_t)snprintf(b->s + b->len, b->n - b->len, fmt, (int)x);
+}
+
+static void label_close(label_buf *b)
+{
+    label_put(b, b->len == 6 ? "%d" : ",%d", b->lo); /* 6: "ranks " */
+    if (b->hi > b->lo)
+        label_put(b, "-%d", b->hi);
+}
+
+static void label_add(label_buf *b, int32_t member)
+{
+    if (b->count > 0 && member == b->hi + 1) {
+        b->hi = member;
+    } else {
+        if (b->count > 0)
+            label_close(b);
+        b->lo = b->hi = member;
+    }
+    b->count++;
+}
+
+/* Ends the label of b, when it stands for more than its own rank. */
+static void label_end(label_buf *b)
+{
+    if (b->s && b->count > 1)
+        label_close(b);
+}
+
+/* Each rank's label, the cluster ranks it stands for (rank_member, one
+ * row per cluster rank at the events level) or "rank N", and its replica;
+ * the run's number of replicas. Both ordered by rank: one merge pass. */
+static int label_ranks(rec_db *db, export_run *r, ps_err *err)
+{
+    for (int32_t i = 0; i < r->nranks; i++) {
+        snprintf(r->ranks[i].label, sizeof r->ranks[i].label, "rank %d",
+                 (int)r->ranks[i].rank);
+        r->ranks[i].replica = -1;
+    }
+    rec_query *q = run_rows(db, r,
+                            "SELECT rank, member, dp FROM rank_member WHERE "
+                            "run = ?1 ORDER BY rank, member",
+                            err);
+    if (!q)
+        return PS_ERR;
+    int32_t i = 0, at = -1; /* at: the rank of b, -1 before the first */
+    label_buf b = {0};
+    int rc;
+    while ((rc = rec_query_step(q, err)) == 1) {
+        int32_t rank = (int32_t)rec_query_int(q, 0);
+        if (rank != at) {
+            label_end(&b);
+            at = rank;
+            while (i < r->nranks && r->ranks[i].rank < rank)
+                i++;
+            b = (label_buf){0}; /* a rank not simulated: no label */
+            if (i < r->nranks && r->ranks[i].rank == rank) {
+                int64_t dp = rec_query_isnull(q, 2) ? -1 : rec_query_int(q, 2);
+                r->ranks[i].replica =
+                    dp >= 0 && dp < INT32_MAX ? (int32_t)dp : -1;
+                if (r->ranks[i].replica >= r->replicas)
+                    r->replicas = r->ranks[i].replica + 1;
+                b.s = r->ranks[i].label;
+                b.n = sizeof r->ranks[i].label;
+                b.len = 6; /* after "ranks ", written once a second member
+                              comes: one alone keeps "rank N" */
+            }
+        }
+        if (b.s && b.count == 1)
+            memcpy(b.s, "ranks ", 7);
+        if (b.s)
+            label_add(&b, (int32_t)rec_query_int(q, 1));
+    }
+    label_end(&b);
+    rec_query_free(q);
+    return rc < 0 ? PS_ERR : PS_OK;
+}
+
+/* 1 when rank is one of r->ranks (ascending): a binary search. */
+static int drawn(const export_run *r, int32_t rank)
+{
+    int32_t lo = 0, hi = r->nranks;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (r->ranks[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nranks && r->ranks[lo].rank == rank;
+}
+
+/* Keeps replica k's ranks, their events and memory, and the transfers
+ * with an end among them (marking those with both). */
+static void keep_replica(export_run *r, int32_t k)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < r->nranks; i++)
+        if (r->ranks[i].replica == k)
+            r->ranks[n++] = r->ranks[i];
+    r->nranks = n;
+    n = 0;
+    for (int32_t i = 0; i < r->nev; i++)
+        if (drawn(r, r->ev[i].rank))
+            r->ev[n++] = r->ev[i];
+    r->nev = n;
+    n = 0;
+    for (int32_t i = 0; i < r->ntr; i++) {
+        export_transfer *t = &r->tr[i];
+        int src = drawn(r, t->src), dst = drawn(r, t->dst);
+        t->both = src && dst;
+        if (src || dst)
+            r->tr[n++] = *t;
+    }
+    r->ntr = n;
+}
+
+/* Applies view replica (export.h) to the loaded ranks; fails for a
+ * replica the run does not have. */
+static int choose_view(export_run *r, int replica, ps_err *err)
+{
+    if (replica == EXPORT_REPLICA_AUTO)
+        replica = r->nranks > EXPORT_AUTO_RANKS && r->replicas > 1
+                      ? 0
+                      : EXPORT_REPLICA_ALL;
+    else if (replica > 0 && r->replicas < 2)
+        return ps_errf(err,
+                       "run %lld has one data-parallel replica (--replica 0 "
+                       "or all), not %d",
+                       (long long)r->id, replica);
+    else if (replica >= r->replicas && r->replicas > 1)
+        return ps_errf(err,
+                       "run %lld has %d data-parallel replicas (0 to %d), "
+                       "not %d",
+                       (long long)r->id, (int)r->replicas, (int)r->replicas - 1,
+                       replica);
+    if (replica < 0 || r->replicas < 2)
+        return PS_OK; /* every rank */
+    int32_t all = r->nranks;
+    keep_replica(r, replica);
+    snprintf(r->view, sizeof r->view,
+             "replica %d of %d: %d of %d simulated ranks (--replica all: "
+             "every rank)",
+             replica, (int)r->replicas, (int)r->nranks, (int)all);
+    return PS_OK;
+}
+
+/* Keeps the memory rows of the ranks in r->ranks (both ordered by rank:
+ * one merge pass). */
+static void keep_ranks_memory(export_run *r)
+{
+    int32_t k = 0, n = 0;
+    for (int32_t i = 0; i < r->nmem; i++) {
+        while (k < r->nranks && r->ranks[k].rank < r->mem[i].rank)
+            k++;
+        if (k < r->nranks && r->ranks[k].rank == r->mem[i].rank)
+            r->mem[n++] = r->mem[i];
+    }
+    r->nmem = n;
+}
+
+/* The ranks: every rank in rank_stat, event or transfer, or with memory,
+ * with rank_stat's busy and bubble (computed from the events when
+ * absent). Memory rows all 0 are a rank the run did not simulate: ps.run
+ * simulates one rank of each TP group (par/links.h) and records every
+ * cluster rank's memory from 0. */
+static int load_ranks(rec_db *db, export_run *r, int replica, ps_err *err)
 {
     rec_query *q =
         run_rows(db, r,
@@ -220,7 +401,8 @@ static int load_ranks(rec_db *db, export_run *r, ps_err *err)
                  "UNION SELECT rank FROM event WHERE run = ?1 "
                  "UNION SELECT src FROM transfer WHERE run = ?1 "
                  "UNION SELECT dst FROM transfer WHERE run = ?1 "
-                 "UNION SELECT rank FROM memory WHERE run = ?1) "
+                 "UNION SELECT rank FROM memory WHERE run = ?1 AND bytes "
+                 "<> 0) "
                  "SELECT k.rank, s.busy, s.bubble FROM k LEFT JOIN rank_stat s "
                  "ON s.run = ?1 AND s.rank = k.rank ORDER BY k.rank",
                  err);
@@ -253,6 +435,9 @@ static int load_ranks(rec_db *db, export_run *r, ps_err *err)
         if (isnan(k->bubble) && r->makespan > 0 && r->nev > 0)
             k->bubble = 1 - k->busy / r->makespan;
     }
+    if (label_ranks(db, r, err) || choose_view(r, replica, err))
+        return PS_ERR;
+    keep_ranks_memory(r);
     return PS_OK;
 }
 
@@ -274,7 +459,8 @@ static int load_coll_op(rec_db *db, export_run *r, ps_err *err)
 
 static void params_hints(export_run *r);
 
-int export_run_load(rec_db *db, int64_t id, export_run *r, ps_err *err)
+int export_run_load(rec_db *db, int64_t id, int replica, export_run *r,
+                    ps_err *err)
 {
     memset(r, 0, sizeof *r);
     r->id = id;
@@ -303,7 +489,7 @@ int export_run_load(rec_db *db, int64_t id, export_run *r, ps_err *err)
         for (int32_t i = 0; i < r->ntr; i++)
             r->makespan = fmax(r->makespan, r->tr[i].t1);
     }
-    if (load_memory(db, r, err) || load_ranks(db, r, err) ||
+    if (load_memory(db, r, err) || load_ranks(db, r, replica, err) ||
         load_coll_op(db, r, err))
         goto fail;
     params_hints(r);

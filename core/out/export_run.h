@@ -20,6 +20,7 @@ typedef struct export_transfer {
     int32_t src, dst, mb, tag; /* mb, tag: -1 for NULL */
     char kind[8];              /* "act", "grad", "coll" */
     double bytes, t0, t1;
+    int both; /* both ends are drawn (export_run_load's replica) */
 } export_transfer;
 
 typedef struct export_mem {
@@ -29,8 +30,11 @@ typedef struct export_mem {
 
 typedef struct export_rank {
     int32_t rank;
-    double busy;   /* seconds of compute */
-    double bubble; /* idle fraction, NAN when unknown */
+    double busy;     /* seconds of compute */
+    double bubble;   /* idle fraction, NAN when unknown */
+    int32_t replica; /* its data-parallel replica (rank_member), -1 unknown */
+    char label[48];  /* "rank 3", or the cluster ranks it stands for (its
+                        TP group, rank_member): "ranks 0-1", "ranks 0,8" */
 } export_rank;
 
 typedef struct export_run {
@@ -42,20 +46,31 @@ typedef struct export_run {
     int32_t nev;
     export_transfer *tr; /* ordered by start */
     int32_t ntr;
-    export_mem *mem; /* ordered by rank, then time */
+    export_mem *mem; /* of the ranks below; ordered by rank, then time */
     int32_t nmem;
-    export_rank *ranks; /* every rank that appears anywhere, ascending */
+    /* the simulated ranks, ascending: every rank in rank_stat, event or
+     * transfer, or with memory; a rank the run did not simulate (the other
+     * ranks of a TP group, a GPU outside the layout), whose memory rows
+     * are all 0, is left out */
+    export_rank *ranks;
     int32_t nranks;
+    int32_t replicas;      /* data-parallel replicas (rank_member), 0 unknown */
+    char view[96];         /* "" when every rank is drawn, else what is */
     char coll_op[64];      /* the run's collective op, "coll" if none */
     double capacity;       /* device memory from params, 0 if unknown */
     int32_t gpus_per_node; /* from params, 0 if unknown */
 } export_run;
 
-/* Loads run id into *r. Fails naming the run when it does not exist ("run 7
- * not found in PATH"), failed, or has neither event nor transfer rows ("run
- * 3 has no timeline (recorded with record = \"summary\")"); on failure *r
- * holds nothing. export_run_free releases it and is harmless twice. */
-int export_run_load(rec_db *db, int64_t id, export_run *r, ps_err *err);
+/* Loads run id into *r with the ranks of one view (export.h's
+ * EXPORT_REPLICA_*, or a replica k >= 0: that replica's ranks, the
+ * transfers with an end among them, their memory). Fails naming the run
+ * when it does not exist ("run 7 not found in PATH"), failed, or has
+ * neither event nor transfer rows ("run 3 has no timeline (recorded with
+ * record = \"summary\")"), or has no replica k ("run 2 has 2 data-parallel
+ * replicas (0 to 1), not 5"); on failure *r holds nothing.
+ * export_run_free releases it and is harmless twice. */
+int export_run_load(rec_db *db, int64_t id, int replica, export_run *r,
+                    ps_err *err);
 void export_run_free(export_run *r);
 
 /* "F3", "B3.c1" (chunk suffix when the run has virtual stages), "OPT". */

@@ -259,8 +259,12 @@ static void svg_title(svg_ctx *c, const export_run *r, int y)
                 (int)r->microbatches, (int)r->v);
     if (r->dp > 1)
         fprintf(c->out, " dp=%d", (int)r->dp);
-    fprintf(c->out, " \xc2\xb7 makespan %s \xc2\xb7 bubble %s</tspan></text>\n",
-            ms, bub);
+    fprintf(c->out, " \xc2\xb7 makespan %s \xc2\xb7 bubble %s", ms, bub);
+    if (*r->view) { /* what is drawn of it (export.h) */
+        fputs(" \xc2\xb7 ", c->out);
+        svg_text(c->out, r->view);
+    }
+    fputs("</tspan></text>\n", c->out);
 }
 
 /* Vertical grid lines and, at y_axis, the time axis with labels. */
@@ -358,6 +362,15 @@ static void svg_transfer(svg_ctx *c, const export_run *r,
     fprintf(c->out, ", %s, %s to %s</title></rect>\n", bytes, t0, t1);
 }
 
+/* A row label's attributes: one longer than the margin holds (a TP
+ * group's "ranks 1016-1023") is squeezed into it. */
+static const char *fit_label(const char *label)
+{
+    return strlen(label) > 11
+               ? " textLength=\"66\" lengthAdjust=\"spacingAndGlyphs\""
+               : "";
+}
+
 /* The memory panel: a step line per rank, the capacity dashed. */
 static void svg_memory(svg_ctx *c, const export_run *r, int y)
 {
@@ -374,10 +387,10 @@ static void svg_memory(svg_ctx *c, const export_run *r, int y)
         fprintf(out,
                 "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
                 "stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.1f\" "
-                "y=\"%d\" font-size=\"10\" fill=\"%s\">rank %d</text>\n",
+                "y=\"%d\" font-size=\"10\" fill=\"%s\">%s</text>\n",
                 lx, y + 10, lx + 14, y + 10, col, lx + 18, y + 14, ink2,
-                (int)r->ranks[i].rank);
-        lx += 66;
+                r->ranks[i].label);
+        lx += fmax(66, 24 + 6.0 * (double)strlen(r->ranks[i].label));
     }
     /* y axis: nice ticks in a binary unit */
     bunit u = byte_unit(c->ymax);
@@ -409,8 +422,11 @@ static void svg_memory(svg_ctx *c, const export_run *r, int y)
               "the device memory -->\n",
               out);
     }
-    for (int32_t i = 0; i < r->nmem;) {
+    /* memory rows are of r->ranks, both ordered by rank */
+    for (int32_t i = 0, k = 0; i < r->nmem;) {
         int32_t rank = r->mem[i].rank;
+        while (r->ranks[k].rank < rank)
+            k++;
         fprintf(out,
                 "<path class=\"mem\" data-rank=\"%d\" fill=\"none\" "
                 "stroke=\"%s\" stroke-width=\"1.6\" "
@@ -427,8 +443,8 @@ static void svg_memory(svg_ctx *c, const export_run *r, int y)
                     bottom - r->mem[i].bytes / c->ymax * MH);
             first = 0;
         }
-        fprintf(out, "H%.2f\"><title>rank %d memory</title></path>\n",
-                xs(c, r->makespan), (int)rank);
+        fprintf(out, "H%.2f\"><title>%s memory</title></path>\n",
+                xs(c, r->makespan), r->ranks[k].label);
     }
     fputs("</g>\n", out);
 }
@@ -450,9 +466,10 @@ static void svg_block(svg_ctx *c, const export_run *r, int y)
                 "<rect class=\"idle\" x=\"%d\" y=\"%.1f\" width=\"%.2f\" "
                 "height=\"%d\" fill=\"%s\"/>\n"
                 "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" "
-                "text-anchor=\"end\" fill=\"%s\">rank %d</text>\n",
+                "text-anchor=\"end\" fill=\"%s\"%s>%s</text>\n",
                 ML, ry, xs(c, r->makespan) - ML, RH, idle_fill, ML - 8,
-                ry + RH / 2.0 + 4, ink, (int)r->ranks[i].rank);
+                ry + RH / 2.0 + 4, ink, fit_label(r->ranks[i].label),
+                r->ranks[i].label);
         char bub[16] = "-";
         if (!isnan(r->ranks[i].bubble))
             snprintf(bub, sizeof bub, "%.1f%%", 100 * r->ranks[i].bubble);
@@ -490,8 +507,8 @@ static void svg_block(svg_ctx *c, const export_run *r, int y)
     fputs("</g>\n", out);
 }
 
-int export_svg(rec_db *db, const int64_t *runs, int nruns, FILE *out,
-               ps_err *err)
+int export_svg(rec_db *db, const int64_t *runs, int nruns, int replica,
+               FILE *out, ps_err *err)
 {
     if (nruns < 1)
         return ps_errf(err, "export: no run to draw");
@@ -500,7 +517,7 @@ int export_svg(rec_db *db, const int64_t *runs, int nruns, FILE *out,
         return ps_errf(err, "export: out of memory");
     int rc = PS_OK, loaded = 0;
     for (; loaded < nruns; loaded++)
-        if ((rc = export_run_load(db, runs[loaded], &r[loaded], err)))
+        if ((rc = export_run_load(db, runs[loaded], replica, &r[loaded], err)))
             break;
     if (rc == PS_OK) {
         svg_ctx c = {out, 0, 0};

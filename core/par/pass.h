@@ -8,6 +8,9 @@
  *   pp    the pipeline schedule of every instance (par/pp.c)
  *   tied  the tied embedding's gradient all-reduce between the first and
  *         last pipeline stage, Megatron's embedding group (par/tied.c)
+ *   ep    each MoE layer's dispatch and combine all-to-alls inside its
+ *         expert-parallel group, in place or beside an overlapped F&B
+ *         (par/ep.c; its lanes added by ep_comm after dp)
  *   dp    the gradient sync over each data-parallel group, the reductions
  *         other passes asked for at its end (finalize_model_grads), the
  *         optimizer step, ZeRO's sharding (par/dp.c)
@@ -82,6 +85,43 @@ typedef struct par_dp_opts {
     double optimizer_seconds; /* OPT op of a rank holding all its params */
 } par_dp_opts;
 
+/* A MoE layer's figures for the ep pass (par/ep.h), per microbatch on
+ * one rank (the most loaded of its expert-parallel group): the bytes the
+ * rank sends in all to the other ep - 1 ranks in the forward's dispatch
+ * and combine, and the seconds of its forward before the dispatch
+ * (attention, shared experts, router, permute) and between dispatch and
+ * combine (the local experts), of its backward before the combine's
+ * gradient and between it and the dispatch's gradient; the backward's
+ * all-to-alls: the combine's gradient, sent the dispatch way, then the
+ * dispatch's, sent the combine way. A layer without
+ * bytes is not a MoE layer. Its expert parameters sync over the expert
+ * data-parallel group (par/ep_sync.c), not in the dp pass's buckets. */
+typedef struct par_moe {
+    double dispatch_bytes, combine_bytes;
+    double dispatch_grad_bytes, combine_grad_bytes; /* the backward's */
+    double fwd_pre, fwd_expert, bwd_pre, bwd_expert;
+    double expert_params; /* of the layer's parameters, the experts' */
+} par_moe;
+
+/* What the ep pass keeps between its two entries (par/ep.h): the ops of
+ * each compute lane's communication lane, and where they went. Owned by
+ * the step's owner (step/pipe.c), reused across runs. */
+typedef struct par_ep_state {
+    prog_set *stash; /* lane k: compute lane k's all-to-all lane's ops */
+    int32_t *comm;   /* per compute lane: its all-to-all lane, or -1 */
+    int32_t cap;
+} par_ep_state;
+
+/* Expert parallelism's settings (par/ep.h; step/pipe.h's fields). */
+typedef struct par_ep_opts {
+    const par_moe *layers;   /* per layer, or NULL: no MoE layer */
+    const double *layer_fwd; /* per layer: forward seconds (instance 0) */
+    double comm_share;       /* SMs' share the overlapped all-to-alls take */
+    par_ep_state *state;
+    double *exposed;       /* n p: seconds each compute lane waited on them */
+    double *exposed_pairs; /* n p: of which at overlapped F&B pairs' ends */
+} par_ep_opts;
+
 /* Everything the passes share: the layout, the simulated ranks, the
  * programs and the model's stage and layer tables. Filled by step/pipe.c. */
 typedef struct par_step {
@@ -109,6 +149,7 @@ typedef struct par_step {
     const double *layer_static;
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
     par_dp_opts dp;
+    par_ep_opts ep;
     /* filled by the passes as they run */
     par_finalize finalize[PAR_MAX_FINALIZE];
     int32_t nfinalize;

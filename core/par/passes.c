@@ -6,13 +6,17 @@
 #include <math.h>
 
 #include "par/dp.h"
+#include "par/ep.h"
 #include "par/pp.h"
 #include "par/tied.h"
 
 /* In lowering order: the schedules make the compute lanes every other
- * pass edits; tied asks dp for its reduction before dp lowers. */
-const par_pass *const par_passes[] = {&par_pp_pass, &par_tied_pass,
-                                      &par_dp_pass, NULL};
+ * pass edits; tied asks dp for its reduction before dp lowers; ep cuts
+ * the compute ops at their all-to-alls before dp rewrites the lanes, and
+ * adds its communication lanes after dp's (par/ep.h). */
+const par_pass *const par_passes[] = {&par_pp_pass,      &par_tied_pass,
+                                      &par_ep_pass,      &par_dp_pass,
+                                      &par_ep_comm_pass, NULL};
 
 int par_plan(par_step *st, ps_err *err)
 {

@@ -630,6 +630,11 @@ int eng_run(eng_sim *e, prog_set *ps, net *nw, enum eng_p2p p2p,
     double last = 0; /* time of the last event that did something */
     e->expired = -1;
     for (;;) {
+        /* flows that started or ended at this instant share one solve,
+         * before time moves on (net/net.h), and before a timeout's check
+         * looks at what is left in the queue */
+        if (!e->oom && net_settle(nw))
+            e->oom = 1;
         eq_event next;
         if (e->expired >= 0 &&
             (eq_peek(&e->q, &next) != 0 || next.t > e->expired_t) &&

@@ -762,7 +762,13 @@ HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
     const eq_event *ev;
     int64_t events = e->count_base;
     double now = 0, last = 0;
-    while (!e->oom && (ev = eq_pop_ref(&e->q)) != NULL) {
+    for (;;) {
+        /* FAIR: flows that started or ended at this instant share one
+         * solve, before time moves on (net/net.h) */
+        if (!fifo && !e->oom && net_settle(e->nw))
+            e->oom = 1;
+        if (e->oom || (ev = eq_pop_ref(&e->q)) == NULL)
+            break;
         if ((++events & 4095) == 0 && limit_stopped())
             return ps_errf(err, "stopped at t=%.9g s after %lld events", now,
                            (long long)events);

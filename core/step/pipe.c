@@ -11,6 +11,7 @@
 #include "base/limit.h"
 #include "coll/coll.h"
 #include "par/dp.h"
+#include "par/ep.h"
 #include "par/links.h"
 #include "par/pass.h"
 #include "par/sim.h"
@@ -26,11 +27,15 @@ struct pipe_ctx {
     rec_stage *stage_rows;
     int32_t stages_cap;
     double *stage_bubble, *peak, *t_peak, *static_mem, *busy, *exposed,
-        *capacity;
+        *capacity, *exposed_a2a, *exposed_a2a_pairs;
     int32_t *ranks;
     rec_rank *rank_rows;
     /* per layer, for the gradient buckets and the tied embedding */
     double *layer_params, *layer_bwd, *layer_shared, *layer_static;
+    double *layer_fwd; /* and for the ep pass, with its MoE layers */
+    par_moe *moe;
+    int has_moe;           /* some layer of the last run is a MoE layer */
+    par_ep_state ep_state; /* the ep pass's lanes between its entries */
     int32_t *stage_first, *stage_count;
     double *stage_params;
     int32_t nshared; /* layers of the last run that share parameters */
@@ -89,6 +94,11 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->rank_rows);
     free(ctx->layer_params);
     free(ctx->layer_bwd);
+    free(ctx->layer_fwd);
+    free(ctx->moe);
+    par_ep_state_free(&ctx->ep_state);
+    free(ctx->exposed_a2a);
+    free(ctx->exposed_a2a_pairs);
     free(ctx->layer_shared);
     free(ctx->layer_static);
     free(ctx->stage_params);
@@ -130,7 +140,9 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
                  sizeof(double)) ||
             grow((void **)&ctx->layer_static, (size_t)nlayers,
                  sizeof(double)) ||
-            grow((void **)&ctx->layer_bwd, (size_t)nlayers, sizeof(double)))
+            grow((void **)&ctx->layer_bwd, (size_t)nlayers, sizeof(double)) ||
+            grow((void **)&ctx->layer_fwd, (size_t)nlayers, sizeof(double)) ||
+            grow((void **)&ctx->moe, (size_t)nlayers, sizeof *ctx->moe))
             return -1;
         ctx->layers_cap = nlayers;
     }
@@ -141,6 +153,8 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
             grow((void **)&ctx->static_mem, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->busy, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->exposed, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->exposed_a2a, (size_t)p, sizeof(double)) ||
+            grow((void **)&ctx->exposed_a2a_pairs, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->capacity, (size_t)p, sizeof(double)) ||
             grow((void **)&ctx->ranks, (size_t)p, sizeof(int32_t)) ||
             grow((void **)&ctx->rank_rows, (size_t)p, sizeof *ctx->rank_rows))
@@ -220,6 +234,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
             if (lane->ops[i].type == PROG_COMPUTE)
                 ctx->busy[l] += lane->ops[i].t_end - lane->ops[i].t_start;
     }
+    for (int32_t k = 0; k < n; k++)
+        ctx->exposed_a2a[k] = ctx->exposed_a2a_pairs[k] = 0;
     par_exposed(st, ctx->exposed); /* NAN: nothing to wait on */
     double sum = 0, makespan = res->eng.makespan;
     int unknown = 0;
@@ -291,6 +307,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
     res->t_peak = ctx->t_peak;
     res->static_memory = ctx->static_mem;
     res->exposed_comm = ctx->exposed;
+    res->exposed_a2a = ctx->exposed_a2a;
+    res->exposed_a2a_pairs = ctx->exposed_a2a_pairs;
     res->capacity = ctx->capacity;
 }
 
@@ -461,6 +479,10 @@ static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                            (int)k + 1, (int)cfg->ranks[k], (int)nranks);
     int fold[PAR_NDIMS] = {0};
     fold[PAR_TP] = fold_tp(ctx, L, nw, cfg->net_id, err);
+    /* an expert-parallel group crosses TP ranks when etp differs from tp:
+     * every member must run for its all-to-alls (par/ep.h) */
+    if (L->s.ep > 1 && L->s.etp != L->s.tp && fold[PAR_TP] > 0)
+        fold[PAR_TP] = 0;
     if (fold[PAR_TP] < 0 || par_sim_build(&ctx->sim, L, fold, err))
         return PS_ERR;
     ctx->sim_net = cfg->net_id;
@@ -485,6 +507,7 @@ static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
         .count = ctx->stage_count,
         .layer_params = ctx->layer_params,
         .layer_bwd = ctx->layer_bwd,
+        .layer_fwd = ctx->layer_fwd,
         .layer_shared = ctx->layer_shared,
         .layer_static = ctx->layer_static,
         .nshared = &ctx->nshared,
@@ -494,6 +517,28 @@ static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
     };
     if (pipe_stage_costs(cfg, &costs, err))
         return PS_ERR;
+    ctx->has_moe = 0;
+    for (int32_t i = 0; i < cfg->nlayers; i++) {
+        const pipe_layer *l = &cfg->layers[i];
+        ctx->moe[i] = (par_moe){
+            .dispatch_bytes = l->moe_dispatch_bytes,
+            .combine_bytes = l->moe_combine_bytes,
+            .dispatch_grad_bytes = l->moe_dispatch_grad_bytes >= 0
+                                       ? l->moe_dispatch_grad_bytes
+                                       : l->moe_dispatch_bytes,
+            .combine_grad_bytes = l->moe_combine_grad_bytes >= 0
+                                      ? l->moe_combine_grad_bytes
+                                      : l->moe_combine_bytes,
+            .fwd_pre = l->moe_fwd_pre_time,
+            .fwd_expert = l->moe_fwd_expert_time,
+            .bwd_pre = l->moe_bwd_pre_time,
+            .bwd_expert = l->moe_bwd_expert_time,
+            .expert_params = l->moe_expert_params,
+        };
+        ctx->has_moe |= ctx->moe[i].dispatch_bytes > 0 ||
+                        ctx->moe[i].combine_bytes > 0 ||
+                        ctx->moe[i].expert_params > 0;
+    }
     *built = 1;
     double tmax = 0, tsum = 0;
     for (int32_t s = 0; s < nstages; s++) {
@@ -547,6 +592,15 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                 .overlap_param_gather = cfg->overlap_param_gather,
                 .reshard = cfg->reshard,
                 .optimizer_seconds = cfg->optimizer_seconds,
+            },
+        .ep =
+            {
+                .layers = ctx->has_moe ? ctx->moe : NULL,
+                .layer_fwd = ctx->layer_fwd,
+                .comm_share = cfg->ep_comm_share,
+                .state = &ctx->ep_state,
+                .exposed = ctx->exposed_a2a,
+                .exposed_pairs = ctx->exposed_a2a_pairs,
             },
         .log = &ctx->log,
         .moves = cfg->live ? &cfg->live->moves : NULL,

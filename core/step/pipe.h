@@ -55,6 +55,24 @@ typedef struct pipe_layer {
      * layer keeps its weights in fewer bytes than weight_bytes (FP8
      * parameters). 0: none. */
     double static_bytes;
+    /* A MoE layer under expert parallelism (par/pass.h par_moe, the ep
+     * pass par/ep.h): the bytes this rank sends in all to the other ep - 1
+     * ranks of its expert-parallel group in the forward's dispatch and
+     * combine (0: not a MoE layer), and the seconds of the forward before
+     * the dispatch and between dispatch and combine, of the backward
+     * before the combine's gradient and between the two gradients' (0
+     * when not given; each within the layer's forward or backward) */
+    double moe_dispatch_bytes, moe_combine_bytes;
+    /* the backward's: the combine's gradient (sent the dispatch way) and
+     * the dispatch's (the combine way); < 0 when not given: as the
+     * forward's dispatch and combine */
+    double moe_dispatch_grad_bytes, moe_combine_grad_bytes;
+    double moe_fwd_pre_time, moe_fwd_expert_time;
+    double moe_bwd_pre_time, moe_bwd_expert_time;
+    /* of params, the experts' on this rank: with ep > 1 (or etp unlike
+     * tp) their gradients sync over the expert data-parallel group
+     * (par/ep_sync.c), not with the dense ones over dp x cp */
+    double moe_expert_params;
 } pipe_layer;
 
 /* Sets l to a layer with every optional field "not given" (< 0, the
@@ -111,6 +129,12 @@ typedef struct pipe_config {
      * lua/pipesim/cp.lua have lowered the layers for one CP rank, its KV
      * exchange on the compute stream; the gradient sync spans dp x cp) */
     int32_t cp;
+    /* expert parallelism (par/ep.h): ep ranks per expert-parallel group,
+     * etp the experts' tensor parallelism (0: tp, Megatron's default),
+     * and the share of SMs an overlapped all-to-all takes from the
+     * compute beside it (DeepSeek-V3: 20 of H800's 132) */
+    int32_t ep, etp;
+    double ep_comm_share;
     int sequence_parallel;
     const char *recompute;
     /* the rank order (par/layout.h), and an explicit list of tp x cp x dp
@@ -181,7 +205,9 @@ typedef struct pipe_result {
     double *t_peak;
     double *static_memory;
     double *exposed_comm; /* seconds waiting on gradient sync (0 if none) */
-    double *capacity;     /* device memory in bytes, 0: unknown */
+    double *exposed_a2a;  /* seconds waiting on expert all-to-alls */
+    double *exposed_a2a_pairs; /* of which at overlapped F&B pairs' ends */
+    double *capacity;          /* device memory in bytes, 0: unknown */
     /* YES when every entry's peak is within a known capacity, NO when
      * one exceeds its capacity, else UNKNOWN; nover entries exceed */
     enum rec_fits fits;

@@ -13,7 +13,10 @@ void pipe_config_init(pipe_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->schedule = SCHED_1F1B;
-    cfg->p = cfg->v = cfg->m = cfg->dp = cfg->tp = cfg->cp = 1;
+    cfg->p = cfg->v = cfg->m = cfg->dp = cfg->tp = cfg->cp = cfg->ep = 1;
+    /* DeepSeek-V3 report section 3.2.1: 20 of the H800's 132 SMs run
+     * DualPipe's communication */
+    cfg->ep_comm_share = 20.0 / 132.0;
     cfg->p2p = ENG_RENDEZVOUS;
     cfg->record = REC_EVENTS;
     cfg->placement = sched_default_placement(SCHED_1F1B);
@@ -54,8 +57,10 @@ void pipe_sizes_of(const pipe_config *cfg, par_sizes *sz)
 {
     par_sizes_init(sz);
     sz->tp = cfg->tp > 0 ? cfg->tp : 1;
-    sz->etp = sz->tp; /* as par_layout_init fills it: layouts compare */
     sz->cp = cfg->cp > 0 ? cfg->cp : 1;
+    sz->ep = cfg->ep > 0 ? cfg->ep : 1;
+    /* as par_layout_init fills it: layouts compare */
+    sz->etp = cfg->etp > 0 ? cfg->etp : sz->tp;
     sz->dp = cfg->dp;
     sz->pp = cfg->p;
     sz->vp = cfg->v;

@@ -100,6 +100,9 @@ static void stage_recompute(const pipe_config *cfg, int32_t first,
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
 {
     int32_t nstages = cfg->p * cfg->v, first = 0, nshared = 0;
+    /* expert gradients sync apart (par/ep_sync.c) when the expert
+     * data-parallel group differs from dp x cp */
+    int apart = cfg->ep > 1 || (cfg->etp > 0 && cfg->etp != cfg->tp);
     for (int32_t s = 0; s < nstages; s++) {
         int32_t count = cfg->partition[s];
         if (count < 1)
@@ -117,6 +120,7 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
         out->first[s] = first;
         out->count[s] = count;
         sched_stage st = {0};
+        double experts = 0;
         rec_stage row = {0};
         row.stage = s;
         row.rank = pipe_stage_rank(cfg, s);
@@ -128,8 +132,11 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
             double b = 0, w = 0;
             if (layer_split(l, i, rate, &b, &w, err))
                 return PS_ERR;
-            out->layer_params[i] = l->params;
+            /* the dp pass's: without the experts' own sync's parameters */
+            out->layer_params[i] =
+                l->params - (apart ? l->moe_expert_params : 0);
             out->layer_bwd[i] = b + w;
+            out->layer_fwd[i] = layer_fwd(l, rate);
             out->layer_shared[i] = l->shared_params;
             out->layer_static[i] = l->static_bytes;
             nshared += l->shared_params > 0;
@@ -139,7 +146,13 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
             st.act_bytes += l->act_bytes;
             st.w_bytes +=
                 l->bwd_weight_bytes >= 0 ? l->bwd_weight_bytes : l->act_bytes;
+            if (l->moe_expert_params > l->params)
+                return ps_errf(err,
+                               "layers[%d]: moe_expert_params (%.0f) is more "
+                               "than its params (%.0f)",
+                               (int)i + 1, l->moe_expert_params, l->params);
             row.params += l->params;
+            experts += apart ? l->moe_expert_params : 0;
             row.tp_comm += l->tp_comm_time > 0 ? l->tp_comm_time : 0;
             row.tp_exposed += l->tp_exposed_time > 0 ? l->tp_exposed_time : 0;
             row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
@@ -163,7 +176,7 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
         row.exposed_comm = NAN;
         out->stages[s] = st;
         out->rows[s] = row;
-        out->stage_params[s] = row.params;
+        out->stage_params[s] = row.params - experts;
         first += count;
     }
     if (first != cfg->nlayers)

@@ -21,6 +21,7 @@ typedef struct pipe_costs {
     int32_t *count;       /* p * v: each stage's number of layers */
     double *layer_params; /* nlayers: parameters, for the gradient buckets */
     double *layer_bwd;    /* nlayers: backward seconds (B + W), ditto */
+    double *layer_fwd;    /* nlayers: forward seconds (the ep pass's) */
     double *layer_shared; /* nlayers: parameters shared with the first */
     double *layer_static; /* nlayers: static bytes beyond its parameters' */
     int32_t *nshared;     /* out: layers that share parameters */

@@ -583,7 +583,8 @@ local function set_sweep_at(at) SWEEP_AT = at end
 -- a sweep's lowered plans are kept per combination of their values.
 local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
                       "recompute_method", "recompute_layers", "stages", "dp", "ranks",
-                      "placement", "tp_comm", "cp", "cp_comm_type", "cp_hierarchy" }
+                      "placement", "tp_comm", "cp", "cp_comm_type", "cp_hierarchy", "ep", "etp",
+                      "moe_imbalance", "moe_dispatcher" }
 local NIL = {} -- stands for nil in the plan memo's keys
 -- SHARED_FIELDS (below, after CHECK_FIELDS): a base sweep's point that
 -- sets none of them is "plain" (prepare_run, run_meta)
@@ -692,7 +693,7 @@ local function prepare_run(spec, memo)
         if m.shaped == nil then m.shaped = parallel.applies { layers = spec.layers } end
         applies = m.shaped
         if not applies then
-            for k in pairs(parallel.FIELDS) do applies = applies or spec[k] ~= nil end
+            for k in pairs(parallel.TRIGGERS) do applies = applies or spec[k] ~= nil end
         end
     else
         applies = parallel.applies(spec)

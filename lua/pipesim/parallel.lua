@@ -25,6 +25,8 @@ local roofline = setmetatable({}, { __index = function(t, k)
     return m[k]
 end })
 
+local expert = require "pipesim.expert"
+
 local M = {}
 
 local RECOMPUTE = { none = true, selective = true, full = true }
@@ -35,7 +37,13 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      params = true, act_bytes = true, out_bytes = true, in_bytes = true,
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
                      tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
-                     bwd_weight_flops = true, shared_params = true, static_bytes = true }
+                     bwd_weight_flops = true, shared_params = true, static_bytes = true,
+                     -- a MoE block's (lua/pipesim/expert.lua, core/par/ep.h)
+                     moe_dispatch_bytes = true, moe_combine_bytes = true,
+                     moe_dispatch_grad_bytes = true, moe_combine_grad_bytes = true,
+                     moe_fwd_pre_time = true, moe_fwd_expert_time = true,
+                     moe_bwd_pre_time = true, moe_bwd_expert_time = true,
+                     moe_expert_params = true }
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
@@ -43,6 +51,11 @@ M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
              recompute_method = true, recompute_layers = true, tp_overlap = true,
              tp_comm = true }
 for k in pairs(cpar.FIELDS) do M.FIELDS[k] = true end
+for k in pairs(expert.FIELDS) do M.FIELDS[k] = true end
+-- Fields that make ps.run need this module: its own and expert
+-- parallelism's sizes (checked against the layers here, read by the core)
+M.TRIGGERS = { ep = true, etp = true }
+for k in pairs(M.FIELDS) do M.TRIGGERS[k] = true end
 local FIELD_LIST = {} -- M.FIELDS' names, for loops without pairs
 for k in pairs(M.FIELDS) do FIELD_LIST[#FIELD_LIST + 1] = k end
 table.sort(FIELD_LIST)
@@ -50,7 +63,7 @@ table.sort(FIELD_LIST)
 -- Does ps.run need this module? Model layers (with a shape) or any TP or
 -- recompute field.
 function M.applies(spec)
-    for k in pairs(M.FIELDS) do
+    for k in pairs(M.TRIGGERS) do
         if spec[k] ~= nil then return true end
     end
     for _, l in ipairs(spec.layers) do
@@ -158,7 +171,7 @@ function M.options(spec)
         end
         o.tp_algorithm, o.tp_protocol = tc.algorithm, tc.protocol
     end
-    return cpar.options(spec, o)
+    return expert.options(spec, cpar.options(spec, o))
 end
 
 -- Megatron-LM's collectives per transformer block and microbatch on one TP
@@ -319,23 +332,20 @@ end
 -- A layer's per-TP-rank figures for the core. l is a model layer (kind,
 -- shape), dev the roofline device or nil (plain FLOP rule), cost(op,
 -- bytes) the time of one TP collective.
-local function lower_layer(l, o, dev, cost, ccost)
+local function lower_layer(l, o, dev, cost, ccost, i)
     -- one CP rank's layers work on seq/cp tokens (lua/pipesim/cp.lua)
     local full, t, sp = l.shape, o.tp, o.sp
     local s = cpar.local_shape(full, o.cp)
-    if l.kind == "block" and l.moe then
-        -- models/moe.lua block_cost prices these; the expert-parallel
-        -- lowering that calls it is issue 24's (MOE_INTERFACE.md): until it
-        -- is in, a dense roofline would be a plausible wrong number
-        check.fail("layer '%s' is a MoE block: ps.run cannot time it yet (the expert-parallel " ..
-            "lowering of issue 24 is not built); ps.models.total and " ..
-            "ps.models.moe.block_cost give its figures", tostring(l.name))
+    if l.kind == "block" and l.moe and o.cp > 1 then
+        -- expert.lua prices a MoE block with block_cost, which has no
+        -- attention parts for cp.lua to split
+        check.fail("layer '%s': cp = %d with MoE blocks is not modelled", tostring(l.name), o.cp)
     end
     -- a dense block with multi-latent attention, or a multi-token
     -- prediction block: models/moe.lua's block_cost knows their
     -- projections (MLA's, the MTP module's)
     local mc
-    if l.kind == "block" and (s.multi_latent_attention or l.mtp) then
+    if l.kind == "block" and not l.moe and (s.multi_latent_attention or l.mtp) then
         local what = l.mtp and "multi-token prediction" or "multi-latent attention"
         if dev and o.overlap then
             check.fail("layer '%s': tp_overlap with %s blocks is not modelled", tostring(l.name),
@@ -359,6 +369,11 @@ local function lower_layer(l, o, dev, cost, ccost)
     elseif kind == "embedding" then comm = embedding_comm(s, t, sp)
     else comm = head_comm(s, t, sp) end
     local cf, cb = comm_time(comm.fwd, cost), comm_time(comm.bwd, cost)
+    if kind == "block" and expert.is_moe(l) then
+        -- the attention's half of the block's TP collectives (one of its
+        -- two all-reduces, or two of its four SP collectives, each way)
+        return expert.lower_block(l, o, dev, { fwd = cf / 2, bwd = cb / 2 }, i)
+    end
     out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
     local e = roofline.DTYPE_BYTES[s.dtype]
     layer_memory(out, l, s, o, dev, mc)
@@ -456,8 +471,8 @@ local function shape_signature(s)
     return table.concat(parts, ";")
 end
 
-local function lower_memoised(memo, l, o, dev, cost, okey, sigs, ccost)
-    if not memo then return lower_layer(l, o, dev, cost, ccost) end
+local function lower_memoised(memo, l, o, dev, cost, okey, sigs, ccost, i)
+    if not memo then return lower_layer(l, o, dev, cost, ccost, i) end
     local sh = l.shape
     local sig = sigs[sh]
     if not sig then sig = shape_signature(sh); sigs[sh] = sig end
@@ -478,7 +493,7 @@ local function lower_memoised(memo, l, o, dev, cost, okey, sigs, ccost)
         end
         if hit then return hit.out end
     end
-    local out = lower_layer(l, o, dev, cost, ccost)
+    local out = lower_layer(l, o, dev, cost, ccost, i)
     local figures = {}
     for _, f in ipairs(LAYER_FIGURES) do figures[f] = l[f] end
     per_layer[l] = { figures = figures, out = out }
@@ -537,6 +552,7 @@ local function check_shape(sh, i)
         check.fail("layers[%d].shape.dtype: unknown dtype %s (ps.models fills it)", i,
             check.show(sh.dtype))
     end
+    expert.check_shape(sh, i)
 end
 
 -- prepare(spec, dev, cost, memo) -> plan: { options, layers (for the
@@ -576,10 +592,12 @@ function M.prepare(spec, dev, cost, memo)
     local layers = {}
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
-    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s|%d|%s|%d|%s", t, tostring(o.sp),
-        o.recompute, tostring(o.overlap), group and table.concat(group, ",") or "",
+    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s|%d|%s|%d|%s|%d|%s|%.17g|%s", t,
+        tostring(o.sp), o.recompute, tostring(o.overlap), group and table.concat(group, ",") or "",
         o.tp_algorithm or "", o.tp_protocol or "", o.cp, o.cp_comm, o.cp_a2a,
-        cgroup and table.concat(cgroup, ",") or "")
+        cgroup and table.concat(cgroup, ",") or "", o.ep, tostring(o.etp), o.imbalance,
+        o.dispatcher)
+    local has_moe = false
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
@@ -607,8 +625,9 @@ function M.prepare(spec, dev, cost, memo)
             cpar.check_shape(sh, o, i)
             checked[sh] = true
         end
+        has_moe = has_moe or expert.is_moe(l) or expert.plain_moe(l)
         if l.shape ~= nil then
-            local ok, res = pcall(lower_memoised, memo, l, o, dev, tcost, okey, sigs, ccost)
+            local ok, res = pcall(lower_memoised, memo, l, o, dev, tcost, okey, sigs, ccost, i)
             if not ok then error(res, 0) end
             layers[i] = res
         else
@@ -620,6 +639,8 @@ function M.prepare(spec, dev, cost, memo)
             layers[i] = l
         end
     end
+    expert.check_used(spec, o, has_moe)
+    plan.has_moe = has_moe
     plan.layers = layers
     return plan
 end
@@ -851,6 +872,7 @@ function M.annotate(r, plan)
             end
         end
     end
+    expert.annotate(r, o, plan.has_moe)
 end
 
 return M

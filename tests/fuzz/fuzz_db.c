@@ -168,7 +168,7 @@ static void one_line(int rc, const ps_err *err, const char *what)
 /* What report and export read, chosen by the bits of `pick` (all of it
  * for every input would make each input slow): the run table (text, CSV,
  * warnings), and for run 1 + pick % 4 its report, warnings, Chrome trace,
- * SVG, and an SVG comparing runs 1..3. */
+ * SVG, and an SVG comparing runs 1..3, in one of four views. */
 static void read_all(const char *path, int width, unsigned pick)
 {
     ps_err err;
@@ -191,12 +191,17 @@ static void read_all(const char *path, int width, unsigned pick)
         one_line(report_warnings(db, run, devnull, 1, &err), &err,
                  "report_warnings run");
     }
+    /* the view, from the width's bits (pick has none left): auto, all,
+     * replica 0 or 1 */
+    int replica = width % 4 - 2;
     if (pick & 4)
-        one_line(export_chrome(db, run, devnull, &err), &err, "export_chrome");
+        one_line(export_chrome(db, run, replica, devnull, &err), &err,
+                 "export_chrome");
     if (pick & 8)
-        one_line(export_svg(db, &run, 1, devnull, &err), &err, "export_svg");
+        one_line(export_svg(db, &run, 1, replica, devnull, &err), &err,
+                 "export_svg");
     if (pick & 16)
-        one_line(export_svg(db, ids, 3, devnull, &err), &err,
+        one_line(export_svg(db, ids, 3, replica, devnull, &err), &err,
                  "export_svg compare");
     rec_close(db, &err);
 }

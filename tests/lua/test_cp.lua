@@ -286,5 +286,8 @@ local mla = ps.models.transformer{ layers = 1, hidden = 512, heads = 8, seq = 10
     qk_pos_emb_head_dim = 32, v_head_dim = 64 }
 fails({ cp = 2, layers = mla }, "layer 'block 0': cp = 2 with multi-latent attention blocks is " ..
     "not modelled")
+local moe = ps.models.transformer{ layers = 1, hidden = 512, heads = 8, seq = 1024, vocab = 64,
+    flash_attention = true, experts = 4, topk = 2, expert_ffn = 256 }
+fails({ cp = 2, layers = moe }, "layer 'block 0': cp = 2 with MoE blocks is not modelled")
 
 H.done()

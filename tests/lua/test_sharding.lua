@@ -150,6 +150,12 @@ do
     H.raises(function() run{ zero = 4 } end, "field 'zero' must be an integer in 0..3, got 4")
     H.raises(function() run{ zero = 3, shard_group = 3 } end,
         "field 'shard_group': 3 does not divide the data-parallel size 4")
+    local moe = { fwd_time = 1, bwd_time = 2, moe_dispatch_bytes = 1e6, moe_combine_bytes = 1e6,
+        moe_fwd_pre_time = 0.3, moe_fwd_expert_time = 0.5, moe_bwd_pre_time = 0.2,
+        moe_bwd_expert_time = 1 }
+    H.raises(function() run{ zero = 2, ep = 2, layers = { moe, moe } } end,
+        "zero = 2 with ep = 2 is not modelled (the experts' shards span the " ..
+        "expert-data-parallel group)")
     H.raises(function() run{ shard_group = 2 } end,
         "field 'shard_group' needs zero = 1, 2 or 3 (hybrid sharding shards within groups of " ..
         "shard_group data-parallel ranks)")

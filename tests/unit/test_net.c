@@ -74,7 +74,7 @@ static void drain(net *nw, eq *q, double *at, double *began)
 {
     eq_event ev;
     double tb;
-    while (!eq_pop(q, &ev)) {
+    while (!net_settle(nw) && !eq_pop(q, &ev)) {
         int32_t id = net_event(nw, &ev);
         if (id < 0)
             continue;
@@ -82,6 +82,37 @@ static void drain(net *nw, eq *q, double *at, double *began)
         if (began)
             began[id] = net_event_queued(nw, &tb) ? tb : -1;
     }
+}
+
+/* Flows that start or end at one instant share one solve (net_settle):
+ * 64 flows of 100 B on one 100 B/s link (latency 0.5) from t=0 all run at
+ * 100/64 B/s, end their data phase at 64 and arrive at 64.5. The queue sees
+ * one data-end and one arrival event per flow: 128 events. A solve per
+ * start and per end (before net_settle) rescheduled every flow on the link
+ * each time, about 64 * 64 events. */
+static void test_fair_one_solve_per_instant(void)
+{
+    enum { F = 64 };
+    net *nw = one_link(0.5, NET_FAIR);
+    eq q;
+    eq_init(&q);
+    net_begin(nw, &q);
+    double tb, at[F];
+    for (int i = 0; i < F; i++)
+        CHECK_INT(net_start(nw, i, 0, 1, 100, 0, &tb), 0);
+    eq_event ev;
+    int events = 0;
+    while (!net_settle(nw) && !eq_pop(&q, &ev)) {
+        events++;
+        int32_t id = net_event(nw, &ev);
+        if (id >= 0)
+            at[id] = ev.t;
+    }
+    CHECK_INT(events, 2 * F);
+    for (int i = 0; i < F; i++)
+        CHECK_NEAR(at[i], 64.5);
+    eq_free(&q);
+    net_free(nw);
 }
 
 /* A connection's transfers leave in order (net_start_conn): at t=0 two
@@ -444,6 +475,7 @@ int main(void)
 {
     test_fair_two_flows_halve();
     test_fair_late_joiner();
+    test_fair_one_solve_per_instant();
     test_fair_connection();
     test_fair_connection_empty();
     test_fair_max_min();

@@ -1,0 +1,492 @@
+/* The ep pass (par/ep.h): each expert-parallel group's compute lanes
+ * rewritten in lockstep (the group's ranks run one schedule, so their
+ * ops correspond one to one), every MoE layer's all-to-alls put between
+ * its compute pieces as batched sends and receives to each other rank of
+ * the group (NCCL's all-to-all is a group of ncclSend/ncclRecv, one per
+ * peer: Megatron-LM's all_to_all in core/tensor_parallel/mappings.py
+ * calls torch.distributed.all_to_all_single). O(ops + group sizes^2 x
+ * all-to-alls). */
+#include "par/ep.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/limit.h"
+
+void par_ep_state_free(par_ep_state *s)
+{
+    prog_free(s->stash);
+    free(s->comm);
+    memset(s, 0, sizeof *s);
+}
+
+/* The layers of the model (first and count of the last stage). */
+static int32_t model_layers(const par_step *st)
+{
+    int32_t last = st->nstages - 1;
+    return st->first[last] + st->count[last];
+}
+
+static int is_moe(const par_moe *m)
+{
+    return m->dispatch_bytes > 0 || m->combine_bytes > 0;
+}
+
+static int stage_has_moe(const par_step *st, int32_t s)
+{
+    for (int32_t i = st->first[s]; i < st->first[s] + st->count[s]; i++)
+        if (is_moe(&st->ep.layers[i]))
+            return 1;
+    return 0;
+}
+
+/* Does the step have all-to-alls: ep > 1 and a MoE layer? */
+static int ep_active(const par_step *st)
+{
+    if (st->layout->s.ep < 2 || !st->ep.layers)
+        return 0;
+    for (int32_t i = 0, n = model_layers(st); i < n; i++)
+        if (is_moe(&st->ep.layers[i]))
+            return 1;
+    return 0;
+}
+
+static int ep_arrays(const par_step *st)
+{
+    return ep_active(st) || par_ep_sync_applies(st);
+}
+
+/* One expert-parallel group's rewrite: its lanes (e of them), their old
+ * ops, where each lane's pieces of the current op begin. */
+typedef struct group {
+    par_step *st;
+    int32_t e;
+    const int32_t *lane; /* compute lanes */
+    prog_op **old;       /* e: the lanes' ops before the rewrite */
+    int32_t *first;      /* e: index of the current op's first piece */
+} group;
+
+static int push(prog_set *ps, int32_t lane, prog_op op, ps_err *err)
+{
+    return prog_push(ps, lane, &op) ? ps_errf(err, "out of memory") : PS_OK;
+}
+
+/* One all-to-all of `bytes` per rank (even over its e - 1 peers) on the
+ * lanes (compute lanes, or the stash's lanes of the same indices when
+ * stash is set), microbatch mb: each rank's sends then its receives, one
+ * batch the lane waits for whole. */
+static int alltoall(group *g, prog_set *ps, double bytes, int32_t mb,
+                    ps_err *err)
+{
+    int32_t e = g->e;
+    if (!(bytes > 0))
+        return PS_OK;
+    double each = bytes / (e - 1);
+    int32_t base = g->st->ps->nmsgs;
+    if ((int64_t)base + (int64_t)e * (e - 1) > INT32_MAX)
+        return ps_errf(err, "the all-to-alls need more than 2^31 messages");
+    g->st->ps->nmsgs += e * (e - 1);
+    for (int32_t j = 0; j < e; j++) {
+        for (int recv = 0; recv < 2; recv++)
+            for (int32_t k = 0; k < e; k++) {
+                if (k == j)
+                    continue;
+                int32_t peer = g->st->ps->lanes[g->lane[k]].rank;
+                /* message a -> b: base + a (e - 1) + b's place among a's
+                 * peers */
+                int32_t from = recv ? k : j, to = recv ? j : k;
+                int32_t msg = base + from * (e - 1) + (to < from ? to : to - 1);
+                prog_op op =
+                    recv
+                        ? prog_recv(peer, msg, each, PROG_COLL, mb, PROG_BATCH)
+                        : prog_send(peer, msg, each, PROG_COLL, mb, PROG_BATCH);
+                op.tag = PAR_EP_TAG;
+                if (push(ps, g->lane[j], op, err))
+                    return PS_ERR;
+            }
+        /* the batch ends with the last receive: the lane waits for all */
+        prog_lane *l = &ps->lanes[g->lane[j]];
+        l->ops[l->n - 1].flags = 0;
+    }
+    return PS_OK;
+}
+
+/* A compute piece of op i (the old op's kind, stage, chunk, mb) lasting
+ * frac of it on every lane; its memory goes to the first piece when
+ * allocated, to the last when freed (piece_mem). */
+static int piece(group *g, int32_t i, double frac, ps_err *err)
+{
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_op op = g->old[j][i];
+        op.seconds *= frac;
+        op.mem = 0;
+        if (push(g->st->ps, g->lane[j], op, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* After op i's pieces: its memory on the first piece (allocation, at
+ * the start) or the last (release, at the end). */
+static void piece_mem(group *g, int32_t i)
+{
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_lane *lane = &g->st->ps->lanes[g->lane[j]];
+        double mem = g->old[j][i].mem;
+        int32_t at = mem > 0 ? g->first[j] : lane->n - 1;
+        while (mem < 0 && lane->ops[at].type != PROG_COMPUTE)
+            at--;
+        lane->ops[at].mem = mem;
+    }
+}
+
+/* The bytes of a layer's first and second all-to-all in a forward or a
+ * backward (par_moe). */
+static double first_a2a(const par_moe *m, int bwd)
+{
+    return bwd ? m->dispatch_grad_bytes : m->dispatch_bytes;
+}
+
+static double second_a2a(const par_moe *m, int bwd)
+{
+    return bwd ? m->combine_grad_bytes : m->combine_bytes;
+}
+
+/* The stage's forward (or backward) seconds on instance 0's devices. */
+static double stage_total(const par_step *st, int32_t s, int bwd)
+{
+    double t = 0;
+    for (int32_t i = st->first[s]; i < st->first[s] + st->count[s]; i++)
+        t += bwd ? st->layer_bwd[i] : st->ep.layer_fwd[i];
+    return t;
+}
+
+/* Op i (an F, B or a lone FB half of a stage with MoE layers) cut at
+ * every all-to-all of its layers (walked last to first in a backward),
+ * the all-to-alls in place on the compute lanes. */
+static int split_op(group *g, int32_t i, ps_err *err)
+{
+    const par_step *st = g->st;
+    const prog_op *op = &g->old[0][i];
+    int bwd = op->kind == PROG_B || op->kind == PROG_FB_B;
+    int32_t s = op->stage, lo = st->first[s], hi = lo + st->count[s] - 1;
+    double total = stage_total(st, s, bwd), acc = 0;
+    if (!(total > 0))
+        total = 1;
+    for (int32_t j = 0; j < g->e; j++)
+        g->first[j] = st->ps->lanes[g->lane[j]].n;
+    for (int32_t k = 0; k <= hi - lo; k++) {
+        int32_t l = bwd ? hi - k : lo + k;
+        const par_moe *m = &st->ep.layers[l];
+        double whole = bwd ? st->layer_bwd[l] : st->ep.layer_fwd[l];
+        if (!is_moe(m)) {
+            acc += whole;
+            continue;
+        }
+        double pre = bwd ? m->bwd_pre : m->fwd_pre;
+        double mid = bwd ? m->bwd_expert : m->fwd_expert;
+        /* forward: dispatch then combine; backward: the combine's
+         * gradient (the dispatch way) then the dispatch's */
+        if (piece(g, i, (acc + pre) / total, err) ||
+            alltoall(g, st->ps, first_a2a(m, bwd), op->mb, err) ||
+            piece(g, i, mid / total, err) ||
+            alltoall(g, st->ps, second_a2a(m, bwd), op->mb, err))
+            return PS_ERR;
+        acc = fmax(0, whole - pre - mid);
+    }
+    if (piece(g, i, acc / total, err))
+        return PS_ERR;
+    piece_mem(g, i);
+    return PS_OK;
+}
+
+/* The all-to-alls of op's stage (forward or backward order) on the
+ * stash's lanes. */
+static int stage_alltoalls(group *g, const prog_op *op, ps_err *err)
+{
+    const par_step *st = g->st;
+    int bwd = op->kind == PROG_FB_B;
+    int32_t lo = st->first[op->stage], hi = lo + st->count[op->stage] - 1;
+    for (int32_t k = 0; k <= hi - lo; k++) {
+        const par_moe *m = &st->ep.layers[bwd ? hi - k : lo + k];
+        if (is_moe(m) &&
+            (alltoall(g, st->ep.state->stash, first_a2a(m, bwd), op->mb, err) ||
+             alltoall(g, st->ep.state->stash, second_a2a(m, bwd), op->mb, err)))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* An overlapped pair (FB_F at i, FB_B at i + 1): the compute slowed by
+ * the SMs the communication takes, its all-to-alls on the lanes'
+ * communication lanes from the pair's start, its end waiting for them. */
+static int overlap_pair(group *g, int32_t i, ps_err *err)
+{
+    par_step *st = g->st;
+    prog_set *stash = st->ep.state->stash;
+    double slow = 1 / (1 - st->ep.comm_share);
+    int32_t sig = st->ps->nsignals;
+    st->ps->nsignals += 2 * g->e;
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_op w = prog_signal(PROG_WAIT, sig + 2 * j + 1);
+        w.tag = PAR_EP_TAG;
+        if (push(st->ps, g->lane[j], prog_signal(PROG_SIGNAL, sig + 2 * j),
+                 err) ||
+            push(stash, g->lane[j], prog_signal(PROG_WAIT, sig + 2 * j), err))
+            return PS_ERR;
+        for (int h = 0; h < 2; h++) {
+            prog_op op = g->old[j][i + h];
+            op.seconds *= slow;
+            if (push(st->ps, g->lane[j], op, err))
+                return PS_ERR;
+        }
+        if (push(st->ps, g->lane[j], w, err))
+            return PS_ERR;
+    }
+    if (stage_alltoalls(g, &g->old[0][i], err) ||
+        stage_alltoalls(g, &g->old[0][i + 1], err))
+        return PS_ERR;
+    for (int32_t j = 0; j < g->e; j++)
+        if (push(stash, g->lane[j], prog_signal(PROG_SIGNAL, sig + 2 * j + 1),
+                 err))
+            return PS_ERR;
+    return PS_OK;
+}
+
+/* Do op i of every lane of the group correspond (same type, kind, stage,
+ * microbatch)? */
+static int same_op(const group *g, int32_t i)
+{
+    const prog_op *a = &g->old[0][i];
+    for (int32_t j = 1; j < g->e; j++) {
+        const prog_op *b = &g->old[j][i];
+        if (a->type != b->type ||
+            (a->type == PROG_COMPUTE &&
+             (a->kind != b->kind || a->stage != b->stage || a->mb != b->mb)))
+            return 0;
+    }
+    return 1;
+}
+
+static int has_moe(const par_step *st, const prog_op *op)
+{
+    return op->type == PROG_COMPUTE && op->stage >= 0 &&
+           op->stage < st->nstages && stage_has_moe(st, op->stage);
+}
+
+/* Rewrites the group's lanes, whose old ops are g->old (n each). */
+static int rewrite(group *g, int32_t n, ps_err *err)
+{
+    const par_step *st = g->st;
+    for (int32_t i = 0; i < n; i++) {
+        if (!same_op(g, i))
+            return ps_errf(err,
+                           "expert-parallel group of rank %d: its ranks' "
+                           "programs differ at op %d (a custom schedule "
+                           "must give every replica the same order)",
+                           (int)st->ps->lanes[g->lane[0]].rank, (int)i);
+        const prog_op *op = &g->old[0][i];
+        int pair = op->type == PROG_COMPUTE && op->kind == PROG_FB_F &&
+                   i + 1 < n && g->old[0][i + 1].kind == PROG_FB_B &&
+                   g->old[0][i + 1].type == PROG_COMPUTE &&
+                   (has_moe(st, op) || has_moe(st, &g->old[0][i + 1]));
+        int rc;
+        if (pair) {
+            rc = overlap_pair(g, i, err);
+            i++;
+        } else if (has_moe(st, op) &&
+                   (op->kind == PROG_F || op->kind == PROG_B ||
+                    op->kind == PROG_FB_F || op->kind == PROG_FB_B)) {
+            rc = split_op(g, i, err);
+        } else {
+            rc = PS_OK;
+            for (int32_t j = 0; j < g->e && rc == PS_OK; j++)
+                rc = push(st->ps, g->lane[j], g->old[j][i], err);
+        }
+        if (rc)
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* The group's lanes detached from their ops (kept in g->old; owned[j]
+ * when the lane's own block, to free after) and rewritten. */
+static int lower_group(group *g, uint8_t *owned, ps_err *err)
+{
+    prog_set *ps = g->st->ps;
+    int32_t n = ps->lanes[g->lane[0]].n;
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_lane *lane = &ps->lanes[g->lane[j]];
+        if (lane->n != n)
+            return ps_errf(err,
+                           "expert-parallel group of rank %d: its ranks' "
+                           "programs differ in length (%d and %d ops)",
+                           (int)ps->lanes[g->lane[0]].rank, (int)n,
+                           (int)lane->n);
+    }
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_lane *lane = &ps->lanes[g->lane[j]];
+        g->old[j] = lane->ops;
+        owned[j] = !lane->in_arena;
+        lane->ops = NULL;
+        lane->n = lane->cap = 0;
+        lane->in_arena = 0;
+    }
+    int rc = rewrite(g, n, err);
+    for (int32_t j = 0; j < g->e; j++)
+        if (owned[j])
+            limit_free(g->old[j]);
+    return rc;
+}
+
+/* The stash's lanes, one per compute lane (same index, same rank). */
+static int reset_state(par_step *st, int32_t nsim, ps_err *err)
+{
+    par_ep_state *s = st->ep.state;
+    if (!s->stash && !(s->stash = prog_new(st->ps->nranks)))
+        return ps_errf(err, "out of memory");
+    prog_reset(s->stash, st->ps->nranks);
+    if (nsim > s->cap) {
+        int32_t *c = realloc(s->comm, (size_t)nsim * sizeof *c);
+        if (!c)
+            return ps_errf(err, "out of memory");
+        s->comm = c;
+        s->cap = nsim;
+    }
+    for (int32_t k = 0; k < nsim; k++) {
+        s->comm[k] = -1;
+        if (prog_add_lane(s->stash, st->ps->lanes[k].rank) < 0)
+            return ps_errf(err, "out of memory");
+    }
+    return PS_OK;
+}
+
+/* The compute lane of every cluster rank simulated (-1: not) into at. */
+static void lanes_of_ranks(const par_step *st, int32_t *at, int32_t nranks)
+{
+    for (int32_t c = 0; c < nranks; c++)
+        at[c] = -1;
+    for (int32_t k = 0; k < st->sim->n * st->sim->p; k++)
+        at[st->sim->rank_of[k]] = k;
+}
+
+static int ep_lower(par_step *st, ps_err *err)
+{
+    int32_t nsim = st->sim->n * st->sim->p, nranks = net_ranks(st->nw);
+    if ((ep_active(st) || par_ep_sync_applies(st)) &&
+        reset_state(st, nsim, err))
+        return PS_ERR;
+    if (!ep_active(st))
+        return PS_OK;
+    const par_layout *L = st->layout;
+    unsigned mask = PAR_BIT(PAR_EP) | PAR_EXPERT;
+    int32_t e = par_group_size(L, mask);
+    if (st->ep.comm_share < 0 || st->ep.comm_share >= 1)
+        return ps_errf(err, "ep_comm_share must be in [0, 1), got %g",
+                       st->ep.comm_share);
+    int32_t *at = malloc((size_t)nranks * sizeof *at);
+    int32_t *ranks = malloc((size_t)e * 3 * sizeof *ranks);
+    prog_op **old = malloc((size_t)e * sizeof *old);
+    uint8_t *owned = malloc((size_t)e);
+    int rc =
+        at && ranks && old && owned ? PS_OK : ps_errf(err, "out of memory");
+    if (rc == PS_OK)
+        lanes_of_ranks(st, at, nranks);
+    int32_t *lane = ranks + e, *first = ranks + 2 * e;
+    for (int32_t gi = 0; rc == PS_OK && gi < par_group_count(L, mask); gi++) {
+        par_group(L, mask, gi, ranks);
+        rc = par_ep_group_lanes(at, ranks, e, lane, "expert-parallel", gi, err);
+        if (rc <= 0)
+            continue; /* not simulated (rc 0), or the error (rc < 0) */
+        group g = {st, e, lane, old, first};
+        rc = lower_group(&g, owned, err);
+    }
+    free(at);
+    free(ranks);
+    free(old);
+    free(owned);
+    return rc;
+}
+
+/* After dp: the stash's lanes become the step's all-to-all lanes, and
+ * the expert gradients' sync follows on them. */
+static int ep_comm_lower(par_step *st, ps_err *err)
+{
+    if (!ep_active(st) && !par_ep_sync_applies(st))
+        return PS_OK;
+    par_ep_state *s = st->ep.state;
+    for (int32_t k = 0; k < s->stash->nlanes; k++) {
+        const prog_lane *from = &s->stash->lanes[k];
+        if (from->n == 0)
+            continue;
+        int32_t l = prog_add_lane(st->ps, from->rank);
+        if (l < 0 || prog_grow(st->ps, l, from->n))
+            return ps_errf(err, "out of memory");
+        prog_lane *to = &st->ps->lanes[l];
+        memcpy(to->ops, from->ops, (size_t)from->n * sizeof *to->ops);
+        to->n = from->n;
+        s->comm[k] = l;
+    }
+    int32_t nranks = net_ranks(st->nw);
+    int32_t *at = malloc((size_t)nranks * sizeof *at);
+    if (!at)
+        return ps_errf(err, "out of memory");
+    lanes_of_ranks(st, at, nranks);
+    int rc = par_ep_sync_lower(st, at, err);
+    free(at);
+    return rc;
+}
+
+/* Each compute lane's wait on its all-to-alls: a batch in place from the
+ * lane's previous op's end to the batch's last completion, and an
+ * overlapped pair's final wait. */
+static void ep_exposed(const par_step *st, double *exposed)
+{
+    (void)exposed; /* the gradient sync's figure; ours is st->ep.exposed */
+    int32_t n = st->sim->n * st->sim->p;
+    /* without all-to-alls the step may have no programs to read (the
+     * figures stay 0, pipe.c) */
+    if (!st->ep.exposed || !st->ep.exposed_pairs || !ep_active(st) ||
+        st->ps->nlanes < n)
+        return;
+    for (int32_t k = 0; k < n; k++) {
+        const prog_lane *lane = &st->ps->lanes[k];
+        double x = 0, pairs = 0;
+        for (int32_t i = 0; i < lane->n; i++) {
+            const prog_op *op = &lane->ops[i];
+            if (op->type == PROG_WAIT && op->tag == PAR_EP_TAG) {
+                pairs += op->t_end - op->t_start;
+                continue;
+            }
+            if ((op->type != PROG_SEND && op->type != PROG_RECV) ||
+                op->tag != PAR_EP_TAG)
+                continue;
+            double from = i > 0 ? lane->ops[i - 1].t_end : 0, end = from;
+            for (; i < lane->n && lane->ops[i].tag == PAR_EP_TAG &&
+                   (lane->ops[i].type == PROG_SEND ||
+                    lane->ops[i].type == PROG_RECV);
+                 i++)
+                end = fmax(end, lane->ops[i].t_end);
+            i--;
+            x += end - from;
+        }
+        st->ep.exposed[k] = x + pairs;
+        st->ep.exposed_pairs[k] = pairs;
+    }
+}
+
+const par_pass par_ep_pass = {
+    .name = "ep",
+    .arrays = ep_arrays,
+    .lower = ep_lower,
+    .exposed = ep_exposed,
+};
+
+const par_pass par_ep_comm_pass = {
+    .name = "ep_comm",
+    .arrays = ep_arrays,
+    .lower = ep_comm_lower,
+    .memory = par_ep_sync_memory,
+    .exposed = par_ep_sync_exposed,
+};

@@ -1,0 +1,280 @@
+-- Expert parallelism in the step (issue 24, the parallel side; core/par/ep.c,
+-- lua/pipesim/expert.lua): each MoE layer's dispatch and combine as
+-- all-to-alls of the EP group on the network, their time against the
+-- closed form on dedicated links, DualPipe's overlapped pairs against
+-- 1F1B, the imbalance, the lowering of a MoE block from moe.block_cost (a
+-- stub of MOE_INTERFACE's function here), and the messages for bad input.
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local F = require "fixtures"
+local ps = require "pipesim"
+
+local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
+
+-- A plain MoE layer: 1 s forward (0.3 before the dispatch, 0.5 of
+-- experts), 2 s backward (0.2 before the combine's gradient, 1 of
+-- experts), B bytes sent by each rank in each all-to-all.
+local function moe_layer(B)
+    return { fwd_time = 1, bwd_time = 2, moe_dispatch_bytes = B, moe_combine_bytes = B,
+             moe_fwd_pre_time = 0.3, moe_fwd_expert_time = 0.5, moe_bwd_pre_time = 0.2,
+             moe_bwd_expert_time = 1 }
+end
+
+-- 1. One node, dedicated links (a mesh): an all-to-all of B bytes per rank
+-- over ep ranks sends B / (ep - 1) to each peer at once on its own link,
+-- so it takes alpha + B / ((ep - 1) beta); a layer has four (dispatch and
+-- combine, forward and backward), and the step waits for all of them.
+do
+    local B = 3e6
+    for _, ep in ipairs { 2, 4 } do
+        local base = { cluster = F.mesh(4, beta, alpha), layers = { moe_layer(B) }, stages = 1,
+                       dp = 4, microbatches = 1, record = "none" }
+        local r = ps.run(F.with(base, { ep = ep }))
+        local a2a = alpha + B / ((ep - 1) * beta)
+        H.near(r.makespan, 3 + 4 * a2a, 1e-12, "ep " .. ep .. ": step = compute + 4 all-to-alls")
+        for k = 1, 4 do
+            H.near(r.exposed_a2a[k], 4 * a2a, 1e-9, "ep " .. ep .. ": rank waits on all four")
+            H.eq(r.exposed_a2a_overlapped[k], 0, "no overlapped pair in 1F1B")
+        end
+        H.eq(r.ep, ep, "r.ep")
+        H.eq(r.moe.routing:sub(1, 5), "even:", "even routing said in the result")
+    end
+    -- volume: per rank per microbatch tokens x topk x hidden x bytes x
+    -- (ep - 1) / ep under even routing; DeepSeek-V3's figures, 4 ranks:
+    -- each peer's flow is a quarter of the tokens' copies
+    local tokens, topk, hidden = 4096, 8, 7168
+    local Bd = tokens * topk * hidden * 1 * 3 / 4 -- FP8 dispatch
+    local r = ps.run{ cluster = F.mesh(4, beta, 0), layers = { moe_layer(Bd) }, stages = 1,
+                      dp = 4, ep = 4, microbatches = 1, record = "none" }
+    H.near(r.exposed_a2a[1], 4 * (tokens * topk * hidden / 4) / beta, 1e-12,
+        "each peer gets tokens x topk x hidden / ep bytes")
+    -- more microbatches: every one pays its own
+    local m4 = ps.run{ cluster = F.mesh(4, beta, alpha), layers = { moe_layer(B) }, stages = 1,
+                       dp = 4, ep = 4, microbatches = 4, record = "none" }
+    H.near(m4.exposed_a2a[1], 16 * (alpha + B / (3 * beta)), 1e-9, "4 microbatches: 16 all-to-alls")
+    -- the backward's own bytes (FP8 combine gradient, say): the combine's
+    -- gradient goes the dispatch way with moe_dispatch_grad_bytes
+    local g = ps.run{ cluster = F.mesh(4, beta, alpha), stages = 1, dp = 4, ep = 4,
+                      microbatches = 1, record = "none",
+                      layers = { F.with(moe_layer(B), { moe_dispatch_grad_bytes = B / 2,
+                                                        moe_combine_grad_bytes = 2 * B }) } }
+    H.near(g.exposed_a2a[1], 4 * alpha + (B + B + B / 2 + 2 * B) / (3 * beta), 1e-9,
+        "backward all-to-alls at their own bytes")
+    -- ep = 1: no all-to-all, the layer as a dense one
+    local one = ps.run{ cluster = F.mesh(4, beta, alpha), layers = { moe_layer(B) }, stages = 1,
+                        dp = 4, microbatches = 1, record = "none" }
+    H.near(one.makespan, 3, 1e-12, "ep = 1: no all-to-all")
+end
+
+-- 2. Contention: on a cluster whose node has one NIC for its GPUs the
+-- all-to-all across two nodes shares it, so it takes longer than on
+-- dedicated links with the same figures.
+do
+    local B = 8e7
+    local two = ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 1,
+        intra = { bandwidth = beta, latency = 0 }, inter = { bandwidth = beta, latency = 0 } }
+    local base = { layers = { moe_layer(B) }, stages = 1, dp = 4, ep = 4, microbatches = 1,
+                   record = "none" }
+    local shared = ps.run(F.with(base, { cluster = two }))
+    local mesh = ps.run(F.with(base, { cluster = F.mesh(4, beta, 0) }))
+    H.check(shared.exposed_a2a[1] > mesh.exposed_a2a[1] * 1.5,
+        "a shared NIC slows the all-to-all: " .. shared.exposed_a2a[1] .. " vs " ..
+        mesh.exposed_a2a[1])
+end
+
+-- 3. DualPipe pairs one microbatch's forward with another's backward: the
+-- pair's all-to-alls run beside its compute, so less is exposed than under
+-- 1F1B on the same run, and nothing at the pairs when their compute
+-- exceeds their all-to-alls; a pair whose all-to-alls exceed its compute
+-- waits for the rest.
+do
+    local function run(schedule, B, share)
+        local layers = {}
+        for i = 1, 8 do layers[i] = moe_layer(B) end
+        return ps.run{ cluster = F.mesh(8, beta, 1e-5), layers = layers, stages = 4, dp = 2,
+                       ep = 2, microbatches = 8, schedule = schedule, record = "none",
+                       ep_comm_share = share }
+    end
+    local small = 1e8 -- 0.1 s per all-to-all: a pair's 1.6 s against its 6 s
+    local f1, dpipe = run("1f1b", small), run("dualpipe", small)
+    H.check(F.sum(dpipe.exposed_a2a) < F.sum(f1.exposed_a2a),
+        "dualpipe exposes less all-to-all than 1f1b")
+    H.near(F.sum(f1.exposed_a2a) / 8, 8 * 2 * 4 * (1e-5 + small / beta), 1e-9,
+        "1f1b: every all-to-all exposed (8 microbatches x 2 layers x 4)")
+    H.eq(F.max(dpipe.exposed_a2a_overlapped), 0, "pairs: compute exceeds the all-to-alls")
+    H.check(F.max(dpipe.exposed_a2a) > 0, "the unpaired warm-up and cool-down still wait")
+    local big = run("dualpipe", 2e9) -- 2 s each: 32 s a pair against 6 s
+    H.check(F.max(big.exposed_a2a_overlapped) > 0, "pairs wait when all-to-alls exceed compute")
+    -- the SMs the communication takes slow the overlapped compute
+    local free = run("dualpipe", small, 0)
+    H.check(free.makespan < dpipe.makespan, "no SM share: faster pairs")
+end
+
+-- 4. The lowering of a MoE block: moe.block_cost (MOE_INTERFACE), a stub
+-- here with the interface's fields, linear in the imbalance, records the
+-- arguments it was called with.
+local calls = {}
+local function stub_cost(shape, par)
+    calls[#calls + 1] = par
+    local tokens = shape.seq * shape.microbatch
+    local bytes = tokens * shape.topk * shape.hidden * 2 * (par.ep - 1) / par.ep
+    return { attn_fwd_time = 0.2, attn_bwd_time = 0.4, router_fwd_time = 0.01,
+             router_bwd_time = 0.02, permute_fwd_time = 0.02, permute_bwd_time = 0.04,
+             expert_fwd_time = 0.3 * par.imbalance, expert_bwd_time = 0.6 * par.imbalance,
+             shared_fwd_time = 0.05, shared_bwd_time = 0.1, dispatch_bytes = bytes,
+             combine_bytes = bytes, dispatch_grad_bytes = bytes, combine_grad_bytes = bytes,
+             dense_params = 0, expert_params = 0, act_bytes = 1e6,
+             tokens_per_expert = tokens * shape.topk / shape.experts * par.imbalance }
+end
+local moe_model = require "pipesim.models.moe"
+local real_cost = moe_model.block_cost
+moe_model.block_cost = stub_cost
+do
+    local m = ps.models.transformer{ layers = 2, hidden = 1024, heads = 8, seq = 1024,
+                                     vocab = 1024, microbatch = 1, experts = 8, topk = 2 }
+    local blocks = {}
+    for _, l in ipairs(m) do
+        if l.kind == "block" then blocks[#blocks + 1] = l end
+    end
+    H.eq(#blocks, 2, "two MoE blocks"); H.eq(blocks[1].moe, true, "marked moe")
+    local cl = ps.cluster{ ranks = 4, device = ps.clusters.device("H100"),
+                           link = { bandwidth = beta, latency = alpha } }
+    local base = { cluster = cl, layers = blocks, stages = 1, dp = 4, ep = 4, microbatches = 2,
+                   record = "none" }
+    local r1 = ps.run(base)
+    H.eq(calls[#calls].ep, 4, "block_cost gets ep"); H.eq(calls[#calls].imbalance, 1, "and 1")
+    local r2 = ps.run(F.with(base, { moe_imbalance = 2 }))
+    H.eq(calls[#calls].imbalance, 2, "block_cost gets the imbalance")
+    -- twice the expert time on the slowest rank, and the step waits for
+    -- it: 2 microbatches x 2 blocks x (0.3 + 0.6) more
+    H.near(r2.makespan - r1.makespan, 2 * 2 * 0.9, 1e-9, "moe_imbalance = 2: expert time x 2")
+    H.near(r2.exposed_a2a[1], r1.exposed_a2a[1], 1e-9, "the same all-to-alls")
+    local bytes = 1024 * 2 * 1024 * 2 * 3 / 4
+    H.near(r1.exposed_a2a[1], 2 * 2 * 4 * (alpha + bytes / 3 / beta), 1e-9,
+        "the block's bytes from block_cost: 4 all-to-alls per block and microbatch")
+    H.eq(r2.moe.imbalance, 2, "r.moe.imbalance")
+    -- Megatron's allgather dispatcher: each rank's 1024 tokens' hidden
+    -- states, routing map and probabilities all-gathered over the EP group,
+    -- the output reduce-scattered back; the backward mirrors them (the
+    -- probabilities' gradient with the hidden one); each share to each of
+    -- the 3 peers at once
+    local ag = ps.run(F.with(base, { moe_dispatcher = "allgather" }))
+    local T, h, E = 1024, 1024, 8
+    local shares = { T * (h * 2 + E * 3), T * h * 2, T * h * 2, T * (h + E) * 2 }
+    local want = 0
+    for _, b in ipairs(shares) do want = want + alpha + b / beta end
+    H.near(ag.exposed_a2a[1], 2 * 2 * want, 1e-9, "allgather: its four exchanges' closed form")
+    H.eq(ag.moe.dispatcher, "allgather", "r.moe.dispatcher")
+    H.raises(function() ps.run(F.with(base, { moe_dispatcher = "allgather", etp = 2 })) end,
+        "ps.run: field 'moe_dispatcher': allgather with etp = 2 is not modelled (etp = 1 only)")
+    H.check(r2.moe.routing:find("2 x the mean", 1, true) ~= nil, "skewed load said")
+    H.raises(function() ps.run(F.with(base, { ep = 3, dp = 3, cluster = ps.cluster{ ranks = 3,
+        device = ps.clusters.device("H100"), link = { bandwidth = beta } } })) end,
+        "ps.run: ep = 3 does not divide the model's 8 experts (layers[1])")
+end
+moe_model.block_cost = real_cost
+
+-- 4b. ps.models.megatron's MoE flags reach ps.run: Megatron's default
+-- dispatcher (allgather) runs, and at top-2 over 4 ranks it moves more
+-- than the all-to-all
+do
+    local spec = ps.models.megatron{ num_layers = 4, hidden_size = 1024,
+        num_attention_heads = 8, seq_length = 1024, vocab_size = 1000, num_experts = 8,
+        moe_router_topk = 2, expert_model_parallel_size = 4, world_size = 8,
+        micro_batch_size = 1, global_batch_size = 16, pipeline_model_parallel_size = 2,
+        bf16 = true }
+    spec.cluster, spec.record = ps.cluster(ps.clusters.dgx("H100", 1)), "none"
+    local ag = ps.run(spec)
+    H.eq({ ag.moe.dispatcher, ag.ep }, { "allgather", 4 }, "Megatron's default dispatcher, ep 4")
+    local a2a = ps.run(F.with(spec, { moe_dispatcher = "alltoall" }))
+    H.check(ag.exposed_a2a[1] > a2a.exposed_a2a[1], "allgather moves more than the all-to-all")
+end
+
+-- 5. Bad input, each message.
+do
+    local base = { cluster = F.mesh(8, beta, alpha), layers = { moe_layer(1e6) }, stages = 1,
+                   dp = 8, microbatches = 1, record = "none" }
+    H.raises(function() ps.run(F.with(base, { ep = 3 })) end,
+        "ps.run: etp 1 x ep 3 x pp 1 (3 ranks) does not divide the world of 8 ranks")
+    H.raises(function() ps.run(F.with(base, { ep = 4, etp = 4 })) end,
+        "ps.run: etp 4 x ep 4 x pp 1 (16 ranks) does not divide the world of 8 ranks")
+    H.raises(function() ps.run(F.with(base, { ep = 0 })) end, "ep")
+    H.raises(function() ps.run(F.with(base, { ep = 2, layers = { { fwd_time = 1 } } })) end,
+        "ps.run: field 'ep' = 2 needs MoE layers (ps.models with experts, or layers with " ..
+        "moe_dispatch_bytes); this model has none")
+    H.raises(function() ps.run(F.with(base, { moe_imbalance = 0.5 })) end,
+        "ps.run: field 'moe_imbalance' must be a number >= 1 (the most loaded expert's tokens " ..
+        "over the mean), got 0.5")
+    H.raises(function() ps.run(F.with(base, { moe_dispatcher = "a2a" })) end,
+        "ps.run: field 'moe_dispatcher': unknown dispatcher 'a2a' (expected alltoall, " ..
+        "allgather or flex)")
+    H.raises(function() ps.run(F.with(base, { moe_dispatcher = "flex" })) end,
+        "ps.run: field 'moe_dispatcher': 'flex' is not modelled yet (alltoall and allgather: " ..
+        "docs/moe.md, Expert parallelism)")
+    H.raises(function() ps.run(F.with(base, { moe_imbalance = 2,
+        layers = { { fwd_time = 1 } } })) end,
+        "ps.run: field 'moe_imbalance' needs MoE layers")
+    H.raises(function() ps.run(F.with(base, { ep = 2, ep_comm_share = 1 })) end,
+        "field 'ep_comm_share' must be below 1")
+    -- a hand-edited model shape: a message, not arithmetic on nil inside
+    -- models/moe.lua or mla.lua (test_front_fuzz found the MLA one)
+    local mm = ps.models.transformer{ layers = 1, hidden = 64, heads = 4, seq = 32, vocab = 100,
+                                      experts = 4 }
+    local h100 = ps.cluster{ ranks = 1, device = ps.clusters.device("H100") }
+    local function shaped(i, f)
+        return { cluster = h100, layers = { F.with(mm[i], { shape = F.with(mm[i].shape, f) }) },
+                 stages = 1, microbatches = 1, record = "none" }
+    end
+    H.eq(mm[2].moe, true, "block 0 is a MoE block")
+    H.raises(function() ps.run(shaped(2, { topk = 0 })) end,
+        "ps.run: layers[1].shape.topk must be a positive integer (ps.models fills it), got 0")
+    H.raises(function() ps.run(shaped(2, { capacity_factor = -1 })) end,
+        "ps.run: layers[1].shape.capacity_factor must be a number > 0 (ps.models fills it), got -1")
+    H.raises(function() ps.run(shaped(1, { multi_latent_attention = 1 })) end,
+        "ps.run: layers[1].shape.multi_latent_attention must be a boolean (ps.models fills it), " ..
+        "got 1")
+    H.raises(function() ps.run(shaped(2, { multi_latent_attention = true })) end,
+        "ps.run: layers[1].shape.kv_lora_rank must be a positive integer (ps.models fills it), " ..
+        "got nil")
+end
+
+-- 6. The folded groups: ps.layout's expert side is Megatron's (tested
+-- group by group in test_layout.lua); a run's EP groups are those: with
+-- tp = 2 and etp = 1 an EP group spans TP ranks, so every TP rank runs.
+do
+    local L = ps.layout{ tp = 2, ep = 4, etp = 1, dp = 2, pp = 1 }
+    H.eq(L.groups.ep, { { 0, 1, 2, 3 } }, "etp 1: the EP group crosses the TP pair")
+    H.eq(L.groups.edp, { { 0 }, { 1 }, { 2 }, { 3 } }, "expert-DP: world / (etp ep pp) = 1")
+end
+
+-- 7. The experts' gradients sync over the expert data-parallel group,
+-- beside the dense sync over dp: 4 ranks, ep 2, so expert-DP groups {0, 2}
+-- and {1, 3} (world / (etp ep pp) = 2) against the dense ring over all 4.
+-- On a mesh the two rings use other links and run at once after the
+-- backward; the optimizer step waits for both.
+do
+    local P, E = 1e6, 2e8 -- parameters of the layer, of which the experts'
+    local layer = { fwd_time = 1, bwd_time = 2, params = P + E, moe_expert_params = E,
+                    moe_dispatch_bytes = 0, moe_combine_bytes = 0 }
+    local base = { cluster = F.mesh(4, beta, alpha), layers = { layer }, stages = 1, dp = 4,
+                   microbatches = 1, record = "none",
+                   grad_sync = { algorithm = "ring", overlap = false, bucket = "10 GB",
+                                 first_bucket = "10 GB" } }
+    local function ring(n, bytes) return 2 * (n - 1) * (alpha + bytes / (n * beta)) end
+    local r = ps.run(F.with(base, { ep = 2 }))
+    local dense, expert = ring(4, 2 * P), ring(2, 2 * E)
+    H.near(r.makespan, 3 + math.max(dense, expert), 1e-12,
+        "step = compute + the longer of the two syncs")
+    H.near(r.exposed_comm[1], math.max(dense, expert), 1e-9, "the wait is the gradient sync's")
+    local one = ps.run(base) -- ep = 1: the experts in the dense ring
+    H.near(one.makespan, 3 + ring(4, 2 * (P + E)), 1e-12, "ep = 1: one ring over dp")
+    -- the distributed optimizer shards the experts' state over expert-DP
+    local z = ps.run(F.with(base, { ep = 2, zero = 1 }))
+    H.near(z.static_memory[1], (P * (2 + 2 + 12 / 4)) + E * (2 + 2 + 12 / 2), 1e-12,
+        "ZeRO-1: dense state / dp, experts' / expert-DP")
+    H.raises(function() ps.run(F.with(base, { ep = 2, layers = { F.with(layer,
+        { moe_expert_params = 2 * (P + E) }) } })) end,
+        "ps.run: layers[1]: moe_expert_params (402000000) is more than its params (201000000)")
+end
+
+H.done()

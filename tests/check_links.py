@@ -23,8 +23,6 @@ LAYERS = {"cli": 10, "bind": 9, "run": 8, "out": 7, "step": 6, "par": 5,
 # each as its sorted files; breaking one means removing it here.
 KNOWN = {
     ("bind/core", "bind/pool", "bind/sandbox", "bind/sweep", "bind/worker"),
-    ("coll/algo", "coll/dbt"),
-    ("coll/choose", "coll/coll", "coll/cost", "coll/proto", "coll/tree"),
     ("rec/aux", "rec/copy", "rec/rec", "rec/rows", "rec/schema", "rec/ship",
      "rec/stream", "rec/sum", "rec/timeline", "rec/txn", "rec/vtab",
      "rec/writer"),

@@ -299,41 +299,38 @@ static int predict_only(lua_State *L, const coll_spec *spec, const net *nw)
     return 1;
 }
 
-/* [-0, +1] core.collective(spec): reads spec into a coll_spec and a
- * coll_rec, runs and records it through coll_exec, pushes the result
- * table. */
-static int core_collective(lua_State *L)
+/* [-0, +0] The operation, its algorithm (or auto's candidates) and the
+ * protocol: NCCL's default on its clusters, none on textbook links.
+ * Raises on a bad value. */
+static int read_op(lua_State *L, const bind_cluster *cl, coll_spec *spec)
 {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    bind_check_fields(L, 1, "", bind_fields_collective);
-    coll_spec spec = {0};
     ps_err err;
-
-    if (lua_getfield(L, 1, "cluster") == LUA_TNIL)
-        return luaL_error(L, "missing field 'cluster' (a ps.cluster)");
-    bind_cluster *cl = bind_check_cluster(L, -1);
-    /* the cluster stays on the stack (and alive) until we return */
-
     const char *opn = bind_string(L, 1, "op");
     if (!opn)
         return luaL_error(L, "missing field 'op' (allreduce, "
                              "reduce_scatter, allgather, broadcast, reduce, "
                              "alltoall, sendrecv)");
-    if (coll_parse_op(opn, &spec.op, &err))
+    if (coll_parse_op(opn, &spec->op, &err))
         return bind_raise(L, &err);
     const char *algn = bind_string(L, 1, "algorithm");
-    if (coll_parse_algo(spec.op, algn ? algn : "auto", &spec.algorithm, &err))
+    if (coll_parse_algo(spec->op, algn ? algn : "auto", &spec->algorithm, &err))
         return bind_raise(L, &err);
     int named = 0;
-    spec.candidates = read_candidates(L, spec.op, spec.algorithm, &named);
+    spec->candidates = read_candidates(L, spec->op, spec->algorithm, &named);
     const char *proton = bind_string(L, 1, "protocol");
-    if (proton && coll_parse_proto(proton, &spec.protocol, &err))
+    if (proton && coll_parse_proto(proton, &spec->protocol, &err))
         return luaL_error(L, "field 'protocol': %s", err.msg);
-    if (!proton) /* NCCL's on its clusters, none on textbook links */
-        spec.protocol = coll_default_protocol(
-            spec.op, spec.algorithm,
-            named ? (spec.candidates ? spec.candidates : ~0u) : 0, &cl->hw);
+    if (!proton)
+        spec->protocol = coll_default_protocol(
+            spec->op, spec->algorithm,
+            named ? (spec->candidates ? spec->candidates : ~0u) : 0, &cl->hw);
+    return 0;
+}
 
+/* [-0, +0] bytes: required, a whole number of bytes (a quantity such as
+ * "256 MB"). */
+static int read_bytes(lua_State *L, coll_spec *spec)
+{
     if (lua_getfield(L, 1, "bytes") == LUA_TNIL)
         return luaL_error(L, "missing field 'bytes' (the whole array, e.g. "
                              "\"256 MB\")");
@@ -348,28 +345,128 @@ static int core_collective(lua_State *L)
                           "got %s",
                           num);
     }
-    spec.bytes = (int64_t)bytes;
+    spec->bytes = (int64_t)bytes;
+    return 0;
+}
 
+/* [-0, +0] Who takes part and how it is cut: ranks, root, chunks,
+ * ranks_per_node (the cluster's nodes by default), slots, p2p. Integers
+ * are read in 64 bits before narrowing; whether root is among the ranks
+ * is coll_run's check. */
+static void read_ranks_and_cuts(lua_State *L, const bind_cluster *cl,
+                                coll_spec *spec)
+{
     int32_t nranks = 0;
     int32_t *ranks = read_ranks(L, &nranks);
-    spec.ranks = ranks;
-    spec.nranks = nranks;
+    spec->ranks = ranks;
+    spec->nranks = nranks;
     long long root = ranks ? ranks[0] : 0, chunks = 0, rpn = -1;
-    /* in 64 bits before narrowing; whether root is among the ranks is
-     * coll_run's check */
     bind_int(L, 1, "root", 0, INT32_MAX, &root);
     bind_int(L, 1, "chunks", 1, 1 << 20, &chunks);
     bind_int(L, 1, "ranks_per_node", 1, 1 << 20, &rpn);
     long long slots = 0;
     bind_int(L, 1, "slots", 1, COLL_NCCL_STEPS, &slots);
-    spec.slots = (int32_t)slots;
-    spec.root = (int32_t)root;
-    spec.chunks = (int32_t)chunks;
-    spec.ranks_per_node =
+    spec->slots = (int32_t)slots;
+    spec->root = (int32_t)root;
+    spec->chunks = (int32_t)chunks;
+    spec->ranks_per_node =
         rpn > 0 ? (int32_t)rpn
                 : coll_ranks_per_node(cl->gpus_per_node, ranks, nranks);
-    spec.hw = cl->hw;
-    spec.p2p = bind_p2p(L, 1, NULL);
+    spec->hw = cl->hw;
+    spec->p2p = bind_p2p(L, 1, NULL);
+}
+
+/* [-0, +(0|1)] Data mode: a data function (left on the stack, where dc
+ * finds it while the collective runs), or random data with verify, or
+ * none (nothing left pushed); the seed. */
+static int read_data(lua_State *L, coll_spec *spec, coll_rec *rc, data_ctx *dc)
+{
+    int verify = 0;
+    long long seed = 1;
+    bind_boolean(L, 1, "verify", &verify);
+    bind_integer(L, 1, "seed", &seed);
+    if (lua_getfield(L, 1, "data") != LUA_TNIL) {
+        if (!lua_isfunction(L, -1))
+            return luaL_error(L,
+                              "field 'data' must be a function (rank, i) "
+                              "returning the input value, got a %s",
+                              luaL_typename(L, -1));
+        dc->L = L;
+        dc->fn = lua_gettop(L);
+        spec->data = COLL_DATA_FN;
+        spec->data_fn = data_trampoline;
+        spec->data_ctx = dc;
+        rc->data_error = data_error;
+    } else {
+        lua_pop(L, 1);
+        if (verify)
+            spec->data = COLL_DATA_RANDOM;
+    }
+    spec->seed = (uint64_t)seed;
+    return 0;
+}
+
+/* [-0, +1] Runs and records the read spec through coll_exec (live with
+ * lv's settings when its backend is tcp) and pushes the result table. */
+static int run_collective(lua_State *L, bind_cluster *cl, coll_spec *spec,
+                          coll_rec *rc, const bind_live *lv, int recording)
+{
+    ps_err err;
+    coll_live live = {.iterations = lv->iterations,
+                      .warmup = lv->warmup,
+                      .watchdog = lv->watchdog,
+                      .inject = lv->inject};
+    if (lv->tcp) {
+        rc->live = &live;
+        spec->stream = 0;
+    }
+    coll_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
+    coll_result *res = lua_newuserdatauv(L, sizeof *res, 0);
+    memset(res, 0, sizeof *res);
+    static const luaL_Reg meta[] = {{"__gc", res_gc}, {NULL, NULL}};
+    bind_setmetatable(L, RES_TYPE, meta);
+    luaL_checkstack(L, 8, "data function");
+
+    int status = coll_exec(ctx, spec, cl->nw, rc, res, &err);
+    bind_progress(L);
+    if (rc->id > 0)
+        bind_count_run(L);
+    if (status == PS_OK)
+        status = bind_live_bytes_log(L, lv, rc->db, rc->id,
+                                     recording && rc->level == REC_EVENTS,
+                                     lv->tcp ? &live.run : NULL, &err);
+    if (status) {
+        coll_live_free(&live);
+        return bind_raise(L, &err);
+    }
+    int64_t n = spec->bytes / 4;
+    push_result(L, res, coll_op_name(spec->op), rc->used_name, rc->id,
+                spec->bytes,
+                spec->data == COLL_DATA_FN && n <= MAX_LUA_OUTPUTS);
+    if (lv->tcp) {
+        bind_live_push(L, &live.run, live.simulated, spec->ranks, res->nranks);
+        coll_live_free(&live);
+    }
+    coll_result_free(res); /* early; __gc finds it freed */
+    return 1;
+}
+
+/* [-0, +1] core.collective(spec): reads spec into a coll_spec and a
+ * coll_rec, runs and records it through coll_exec, pushes the result
+ * table. */
+static int core_collective(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    bind_check_fields(L, 1, "", bind_fields_collective);
+    coll_spec spec = {0};
+
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL)
+        return luaL_error(L, "missing field 'cluster' (a ps.cluster)");
+    bind_cluster *cl = bind_check_cluster(L, -1);
+    /* the cluster stays on the stack (and alive) until we return */
+    read_op(L, cl, &spec);
+    read_bytes(L, &spec);
+    read_ranks_and_cuts(L, cl, &spec);
     coll_rec rc = {0};
     int simulate = 1;
     bind_boolean(L, 1, "simulate", &simulate);
@@ -385,74 +482,15 @@ static int core_collective(lua_State *L)
     int recording = bind_record(L, 1, &rc.level);
     /* only event rows read the programs back */
     spec.stream = !recording || rc.level != REC_EVENTS;
-
-    /* data mode */
-    int verify = 0;
-    long long seed = 1;
-    bind_boolean(L, 1, "verify", &verify);
-    bind_integer(L, 1, "seed", &seed);
     data_ctx dc = {0};
-    if (lua_getfield(L, 1, "data") != LUA_TNIL) {
-        if (!lua_isfunction(L, -1))
-            return luaL_error(L,
-                              "field 'data' must be a function (rank, i) "
-                              "returning the input value, got a %s",
-                              luaL_typename(L, -1));
-        dc.L = L;
-        dc.fn = lua_gettop(L);
-        spec.data = COLL_DATA_FN;
-        spec.data_fn = data_trampoline;
-        spec.data_ctx = &dc;
-        rc.data_error = data_error;
-    } else {
-        lua_pop(L, 1);
-        if (verify)
-            spec.data = COLL_DATA_RANDOM;
-    }
-    spec.seed = (uint64_t)seed;
+    read_data(L, &spec, &rc, &dc);
     spec.faults = bind_faults(L, 1, cl->nranks, 0);
     rc.name = bind_string(L, 1, "name");
     rc.params_json = bind_params_json(L, 1);
     bind_meta(L, 1, &rc.meta);
     if (recording)
         rc.db = bind_database(L, bind_string(L, 1, "db"));
-    coll_live live = {.iterations = lv.iterations,
-                      .warmup = lv.warmup,
-                      .watchdog = lv.watchdog,
-                      .inject = lv.inject};
-    if (lv.tcp) {
-        rc.live = &live;
-        spec.stream = 0;
-    }
-
-    coll_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
-    coll_result *res = lua_newuserdatauv(L, sizeof *res, 0);
-    memset(res, 0, sizeof *res);
-    static const luaL_Reg meta[] = {{"__gc", res_gc}, {NULL, NULL}};
-    bind_setmetatable(L, RES_TYPE, meta);
-    luaL_checkstack(L, 8, "data function");
-
-    int status = coll_exec(ctx, &spec, cl->nw, &rc, res, &err);
-    bind_progress(L);
-    if (rc.id > 0)
-        bind_count_run(L);
-    if (status == PS_OK)
-        status = bind_live_bytes_log(L, &lv, rc.db, rc.id,
-                                     recording && rc.level == REC_EVENTS,
-                                     lv.tcp ? &live.run : NULL, &err);
-    if (status) {
-        coll_live_free(&live);
-        return bind_raise(L, &err);
-    }
-    int64_t n = spec.bytes / 4;
-    push_result(L, res, coll_op_name(spec.op), rc.used_name, rc.id, spec.bytes,
-                spec.data == COLL_DATA_FN && n <= MAX_LUA_OUTPUTS);
-    if (lv.tcp) {
-        bind_live_push(L, &live.run, live.simulated, ranks, res->nranks);
-        coll_live_free(&live);
-    }
-    coll_result_free(res); /* early; __gc finds it freed */
-    return 1;
+    return run_collective(L, cl, &spec, &rc, &lv, recording);
 }
 
 const luaL_Reg bind_collective_funcs[] = {

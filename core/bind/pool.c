@@ -138,6 +138,108 @@ static int take_shipped(rec_db *db, const char *file, lua_Integer k,
     return rc;
 }
 
+/* What taking a chunk's databases learned, per database (by its number
+ * in the chunk's dbs): how to renumber its runs' ids and how many of its
+ * results not to count. */
+typedef struct chunk_dbs {
+    lua_Integer ndbs;
+    int64_t offset[POOL_MAX_DBS];       /* copied: id shift */
+    lua_Integer lost[POOL_MAX_DBS];     /* results not to count */
+    int64_t *shipped[POOL_MAX_DBS];     /* shipped: ids by run number */
+    lua_Integer nshipped[POOL_MAX_DBS]; /* shipped: runs */
+} chunk_dbs;
+
+/* Database i of the chunk (dbs is its list's stack index) into the real
+ * one: its shipped runs recorded (take_shipped; its scratch file is then
+ * empty), else its scratch database's runs copied in one transaction. The
+ * worker's files are removed either way. [-0, +0] on success; on failure
+ * leaves what it pushed (the caller raises err). */
+static int take_db(lua_State *L, int dbs, lua_Integer i, chunk_dbs *d,
+                   ps_err *err)
+{
+    lua_rawgeti(L, dbs, i);
+    lua_getfield(L, -1, "lost");
+    d->lost[i - 1] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_pushcfunction(L, open_target);
+    lua_getfield(L, -2, "path");
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+        return ps_errf(err, "%s", lua_tostring(L, -1));
+    rec_db *db = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "file");
+    const char *src = lua_tostring(L, -1);
+    lua_getfield(L, -2, "ship");
+    if (lua_isstring(L, -1)) {
+        lua_getfield(L, -3, "nship");
+        lua_Integer k = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        int rc =
+            take_shipped(db, lua_tostring(L, -1), k, &d->shipped[i - 1], err);
+        d->nshipped[i - 1] = k;
+        unlink(lua_tostring(L, -1));
+        unlink(src);
+        lua_pop(L, 3);
+        return rc ? PS_ERR : PS_OK;
+    }
+    lua_pop(L, 1);
+    rec_copy *cp = rec_copy_new(db, src, err);
+    if (!cp)
+        return PS_ERR;
+    int rc = rec_begin(db, err) ||
+             rec_copy_runs(cp, 1, INT64_MAX, &d->offset[i - 1], err) ||
+             rec_commit(db, err);
+    if (rc)
+        rec_rollback(db);
+    rec_copy_free(cp);
+    unlink(src);
+    lua_pop(L, 2);
+    return rc ? PS_ERR : PS_OK;
+}
+
+/* Appends the chunk's results (res) to the table at results from index
+ * next, each id as the real database numbered it, and counts the runs
+ * that were not rolled back in the worker. [-0, +0] */
+static void renumber_results(lua_State *L, int dbs, int res, int results,
+                             lua_Integer next, chunk_dbs *d)
+{
+    lua_Integer nres =
+        lua_istable(L, res) ? (lua_Integer)lua_rawlen(L, res) : 0;
+    for (lua_Integer j = 1; j <= nres; j++) {
+        lua_rawgeti(L, res, j);
+        if (lua_getfield(L, -1, "id") == LUA_TNUMBER) {
+            lua_Integer id = lua_tointeger(L, -1);
+            lua_getfield(L, -2, "db");
+            const char *path = lua_tostring(L, -1);
+            for (lua_Integer i = 1; i <= d->ndbs && i <= POOL_MAX_DBS; i++) {
+                lua_rawgeti(L, dbs, i);
+                lua_getfield(L, -1, "path");
+                const char *dp = lua_tostring(L, -1);
+                int same = (!path && !dp) || (path && dp && !strcmp(path, dp));
+                lua_pop(L, 2);
+                if (!same)
+                    continue;
+                if (d->shipped[i - 1])
+                    id = id >= 1 && id <= d->nshipped[i - 1]
+                             ? d->shipped[i - 1][id - 1]
+                             : 0;
+                else
+                    id += d->offset[i - 1];
+                lua_pushinteger(L, id);
+                lua_setfield(L, -4, "id");
+                if (d->lost[i - 1] > 0)
+                    d->lost[i - 1]--; /* rolled back in the worker */
+                else
+                    bind_count_run(L);
+                break;
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        lua_rawseti(L, results, next + j - 1);
+    }
+}
+
 /* Copies chunk c's databases into the real ones and appends its results
  * (ids renumbered) to the table at results; next is the index of its
  * first point there. Returns 0; 1 when the chunk ends in a point's error
@@ -171,103 +273,14 @@ static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
     int dbs = lua_gettop(L);
     lua_getfield(L, chunk, "results");
     int res = lua_gettop(L);
-    lua_Integer ndbs = (lua_Integer)lua_rawlen(L, dbs);
-    int64_t offset[POOL_MAX_DBS] = {0};
-    lua_Integer lost[POOL_MAX_DBS] = {
-        0}; /* results not to count, per database */
-    /* per database: the run ids its shipped runs got, by their number */
-    int64_t *shipped[POOL_MAX_DBS] = {NULL};
-    lua_Integer nshipped[POOL_MAX_DBS] = {0};
-    for (lua_Integer i = 1; i <= ndbs && i <= POOL_MAX_DBS; i++) {
-        lua_rawgeti(L, dbs, i);
-        lua_getfield(L, -1, "lost");
-        lost[i - 1] = lua_tointeger(L, -1);
-        lua_pop(L, 1);
-        lua_pushcfunction(L, open_target);
-        lua_getfield(L, -2, "path");
-        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-            free_shipped(shipped);
-            return ps_errf(err, "%s", lua_tostring(L, -1));
-        }
-        rec_db *db = lua_touserdata(L, -1);
-        lua_pop(L, 1);
-        lua_getfield(L, -1, "file");
-        const char *src = lua_tostring(L, -1);
-        lua_getfield(L, -2, "ship");
-        if (lua_isstring(L, -1)) {
-            /* every run of this database was shipped: its scratch file is
-             * empty */
-            lua_getfield(L, -3, "nship");
-            lua_Integer k = lua_tointeger(L, -1);
-            lua_pop(L, 1);
-            int rc =
-                take_shipped(db, lua_tostring(L, -1), k, &shipped[i - 1], err);
-            nshipped[i - 1] = k;
-            unlink(lua_tostring(L, -1));
-            unlink(src);
-            lua_pop(L, 3);
-            if (rc) {
-                free_shipped(shipped);
-                return PS_ERR;
-            }
-            continue;
-        }
-        lua_pop(L, 1);
-        rec_copy *cp = rec_copy_new(db, src, err);
-        if (!cp) {
-            free_shipped(shipped);
+    chunk_dbs d = {.ndbs = (lua_Integer)lua_rawlen(L, dbs)};
+    for (lua_Integer i = 1; i <= d.ndbs && i <= POOL_MAX_DBS; i++)
+        if (take_db(L, dbs, i, &d, err)) {
+            free_shipped(d.shipped);
             return PS_ERR;
         }
-        int rc = rec_begin(db, err) ||
-                 rec_copy_runs(cp, 1, INT64_MAX, &offset[i - 1], err) ||
-                 rec_commit(db, err);
-        if (rc)
-            rec_rollback(db);
-        rec_copy_free(cp);
-        unlink(src);
-        lua_pop(L, 2);
-        if (rc) {
-            free_shipped(shipped);
-            return PS_ERR;
-        }
-    }
-    /* results: ids as the real database numbered them */
-    lua_Integer nres =
-        lua_istable(L, res) ? (lua_Integer)lua_rawlen(L, res) : 0;
-    for (lua_Integer j = 1; j <= nres; j++) {
-        lua_rawgeti(L, res, j);
-        if (lua_getfield(L, -1, "id") == LUA_TNUMBER) {
-            lua_Integer id = lua_tointeger(L, -1);
-            lua_getfield(L, -2, "db");
-            const char *path = lua_tostring(L, -1);
-            for (lua_Integer i = 1; i <= ndbs && i <= POOL_MAX_DBS; i++) {
-                lua_rawgeti(L, dbs, i);
-                lua_getfield(L, -1, "path");
-                const char *dp = lua_tostring(L, -1);
-                int same = (!path && !dp) || (path && dp && !strcmp(path, dp));
-                lua_pop(L, 2);
-                if (same) {
-                    if (shipped[i - 1])
-                        id = id >= 1 && id <= nshipped[i - 1]
-                                 ? shipped[i - 1][id - 1]
-                                 : 0;
-                    else
-                        id += offset[i - 1];
-                    lua_pushinteger(L, id);
-                    lua_setfield(L, -4, "id");
-                    if (lost[i - 1] > 0)
-                        lost[i - 1]--; /* rolled back in the worker */
-                    else
-                        bind_count_run(L);
-                    break;
-                }
-            }
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-        lua_rawseti(L, results, next + j - 1);
-    }
-    free_shipped(shipped);
+    renumber_results(L, dbs, res, results, next, &d);
+    free_shipped(d.shipped);
     lua_getfield(L, chunk, "error");
     if (lua_isstring(L, -1)) {
         lua_replace(L, chunk);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
+
 #define MAX_DEPTH 64 /* nesting of a result's tables */
 
 /* A result file's bytes, built in memory and written at once (a stdio
@@ -23,22 +25,8 @@ typedef struct wbuf {
 
 static void put(wbuf *b, const void *v, size_t n)
 {
-    if (b->oom)
-        return;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap - b->n < n)
-            cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, v, n);
-    b->n += n;
+    if (!b->oom && vec_append_bytes(&b->p, &b->n, &b->cap, v, n))
+        b->oom = 1;
 }
 
 static void put_tag(wbuf *b, char tag)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/limit.h"
+#include "base/utf8.h"
 #include "rec/rec.h"
 
 #define SWEEP_KEY "pipesim.sweep"
@@ -394,15 +395,20 @@ static int jadd(jbuf *b, const char *s, size_t n)
 #define JADD(b, lit) jadd(b, lit, sizeof lit - 1)
 
 /* Whether the string at idx prints as itself between quotes in init.lua's
- * put: no byte of its pattern [%c"\\] (iscntrl, as Lua's %c) and no NUL. */
+ * quote: no byte of its pattern [%c"\\] (iscntrl, as Lua's %c), no NUL,
+ * and well-formed UTF-8 (base/utf8.h; quote writes \ufffd for the rest). */
 static int plain_string(lua_State *L, int idx)
 {
     size_t n;
     const char *s = lua_tolstring(L, idx, &n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         if (c == 0 || c == '"' || c == '\\' || iscntrl(c))
             return 0;
+        int len = c < 0x80 ? 1 : utf8_len(s + i);
+        if (!len)
+            return 0;
+        i += (size_t)len;
     }
     return 1;
 }

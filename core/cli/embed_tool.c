@@ -15,6 +15,7 @@
 
 #include "base/embed.h"
 #include "base/err.h"
+#include "base/vec.h"
 #include "rec/rec.h"
 
 /* this program's own view: nothing embedded yet */
@@ -32,19 +33,7 @@ typedef struct buf {
 
 static int put(buf *b, const void *p, size_t n)
 {
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n)
-            cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q)
-            return -1;
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    return 0;
+    return vec_append_bytes(&b->p, &b->n, &b->cap, p, n);
 }
 
 static int writer(lua_State *L, const void *p, size_t n, void *ud)

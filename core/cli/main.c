@@ -144,6 +144,116 @@ static int parse_shard(const char *v, run_opts *o)
     return 0;
 }
 
+/* --max-memory SIZE: a byte quantity of at least 1 MiB and no more than
+ * any machine has. */
+static int parse_max_memory(const char *v, run_opts *o)
+{
+    double bytes;
+    ps_err err;
+    if (unit_parse(v, UNIT_BYTES, &bytes, &err))
+        return fail("run: --max-memory: %s", err.msg);
+    if (bytes > 0x1p62) { /* issue 27 item 15: not "at least" */
+        char def[64];
+        limit_format_bytes(limit_default_memory(), def, sizeof def);
+        return fail("run: --max-memory %s: more memory than any "
+                    "machine has (at most 4 EiB); without "
+                    "--max-memory the budget is half of the "
+                    "physical or cgroup memory, here %s",
+                    v, def);
+    }
+    if (!(bytes >= 1 << 20))
+        return fail("run: --max-memory %s: expected a size of at "
+                    "least 1 MiB, such as 64MiB or 12GiB",
+                    v);
+    o->max_memory = (size_t)bytes;
+    return 0;
+}
+
+/* --timeout SECONDS: a number > 0 (and not absurdly large). */
+static int parse_timeout(const char *v, run_opts *o)
+{
+    char *end;
+    errno = 0;
+    o->timeout = strtod(v, &end);
+    if (end == v || *end || errno || !(o->timeout > 0) || o->timeout > 1e9)
+        return fail("run: --timeout %s: expected a number of seconds "
+                    "> 0",
+                    v);
+    return 0;
+}
+
+enum {
+    OPT_UNSAFE = 256,
+    OPT_TIMEOUT,
+    OPT_MAX_MEMORY,
+    OPT_JOBS,
+    OPT_SHARD,
+    OPT_BYTES_LOG,
+    OPT_RENDEZVOUS,
+    OPT_WORKERS
+};
+
+/* One option of `pipesim run` that getopt_long returned as c (a: the
+ * option as typed, for messages) into o; 0, or 1 after printing the
+ * one-line error. */
+static int run_option(int c, const char *a, run_opts *o)
+{
+    long n;
+    switch (c) {
+    case 'o':
+        o->db = optarg;
+        if (!*o->db)
+            return fail("run: -o: the database path is empty");
+        if (strcmp(o->db, ":memory:") == 0)
+            return fail("run: -o :memory: would keep the runs nowhere: "
+                        "name a database file");
+        return 0;
+    case OPT_UNSAFE: o->unsafe = 1; return 0;
+    case OPT_RENDEZVOUS: o->rendezvous = optarg; return 0;
+    case OPT_WORKERS:
+        if (parse_int(optarg, 1, 4096, &n))
+            return fail("run: --workers %s: expected a number of workers "
+                        "in 1..4096",
+                        optarg);
+        o->workers = (int)n;
+        return 0;
+    case OPT_BYTES_LOG:
+        if (!*optarg)
+            return fail("run: --bytes-log: the file name is empty");
+        o->bytes_log = optarg;
+        return 0;
+    case OPT_JOBS:
+        if (parse_int(optarg, 1, 1024, &n))
+            return fail("run: --jobs %s: expected a number of worker "
+                        "processes in 1..1024",
+                        optarg);
+        o->jobs = (int)n;
+        return 0;
+    case OPT_SHARD: return parse_shard(optarg, o) ? 1 : 0;
+    case OPT_TIMEOUT: return parse_timeout(optarg, o);
+    case OPT_MAX_MEMORY: return parse_max_memory(optarg, o);
+    case 'D': {
+        const char *d = optarg;
+        const char *sep = strchr(d, '=');
+        if (!sep || sep == d)
+            return fail("run: -D %s: expected key=value with a "
+                        "non-empty key",
+                        d);
+        o->defs[o->ndefs++] = d;
+        return 0;
+    }
+    case ':': /* optopt: the short option, or a long one's OPT_ value */
+        if (optopt && optopt < 256)
+            return fail("run: -%c needs a value (see pipesim --help)", optopt);
+        return fail("run: %s needs a value (see pipesim --help)", a);
+    default:
+        if (optopt && optopt < 256)
+            return fail("run: unknown option '-%c' (see pipesim --help)",
+                        optopt);
+        return fail("run: unknown option '%s' (see pipesim --help)", a);
+    }
+}
+
 /* Fills o from the arguments of `pipesim run` (argv[0] is "run", as
  * getopt_long wants a program name there); returns 0, or 1 after printing
  * the one-line error. getopt_long: options and the scenario in any order,
@@ -151,16 +261,6 @@ static int parse_shard(const char *v, run_opts *o)
  * (opterr = 0) so that every error is pipesim's one line. */
 static int parse_run(int argc, char **argv, run_opts *o)
 {
-    enum {
-        OPT_UNSAFE = 256,
-        OPT_TIMEOUT,
-        OPT_MAX_MEMORY,
-        OPT_JOBS,
-        OPT_SHARD,
-        OPT_BYTES_LOG,
-        OPT_RENDEZVOUS,
-        OPT_WORKERS
-    };
     static const struct option longopts[] = {
         {"unsafe", no_argument, NULL, OPT_UNSAFE},
         {"jobs", required_argument, NULL, OPT_JOBS},
@@ -181,99 +281,8 @@ static int parse_run(int argc, char **argv, run_opts *o)
     while ((c = getopt_long(argc, argv, ":o:D:", longopts, NULL)) != -1) {
         /* the option as typed, for messages */
         const char *a = optind > 1 ? argv[optind - 1] : "";
-        switch (c) {
-        case 'o':
-            o->db = optarg;
-            if (!*o->db)
-                return fail("run: -o: the database path is empty");
-            if (strcmp(o->db, ":memory:") == 0)
-                return fail("run: -o :memory: would keep the runs nowhere: "
-                            "name a database file");
-            break;
-        case OPT_UNSAFE: o->unsafe = 1; break;
-        case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
-        case OPT_WORKERS: {
-            long n;
-            if (parse_int(optarg, 1, 4096, &n))
-                return fail("run: --workers %s: expected a number of workers "
-                            "in 1..4096",
-                            optarg);
-            o->workers = (int)n;
-            break;
-        }
-        case OPT_BYTES_LOG:
-            if (!*optarg)
-                return fail("run: --bytes-log: the file name is empty");
-            o->bytes_log = optarg;
-            break;
-        case OPT_JOBS: {
-            long n;
-            if (parse_int(optarg, 1, 1024, &n))
-                return fail("run: --jobs %s: expected a number of worker "
-                            "processes in 1..1024",
-                            optarg);
-            o->jobs = (int)n;
-            break;
-        }
-        case OPT_SHARD:
-            if (parse_shard(optarg, o))
-                return 1;
-            break;
-        case OPT_TIMEOUT: {
-            const char *v = optarg;
-            char *end;
-            errno = 0;
-            o->timeout = strtod(v, &end);
-            if (end == v || *end || errno || !(o->timeout > 0) ||
-                o->timeout > 1e9)
-                return fail("run: --timeout %s: expected a number of seconds "
-                            "> 0",
-                            v);
-            break;
-        }
-        case OPT_MAX_MEMORY: {
-            const char *v = optarg;
-            double bytes;
-            ps_err err;
-            if (unit_parse(v, UNIT_BYTES, &bytes, &err))
-                return fail("run: --max-memory: %s", err.msg);
-            if (bytes > 0x1p62) { /* issue 27 item 15: not "at least" */
-                char def[64];
-                limit_format_bytes(limit_default_memory(), def, sizeof def);
-                return fail("run: --max-memory %s: more memory than any "
-                            "machine has (at most 4 EiB); without "
-                            "--max-memory the budget is half of the "
-                            "physical or cgroup memory, here %s",
-                            v, def);
-            }
-            if (!(bytes >= 1 << 20))
-                return fail("run: --max-memory %s: expected a size of at "
-                            "least 1 MiB, such as 64MiB or 12GiB",
-                            v);
-            o->max_memory = (size_t)bytes;
-            break;
-        }
-        case 'D': {
-            const char *d = optarg;
-            const char *sep = strchr(d, '=');
-            if (!sep || sep == d)
-                return fail("run: -D %s: expected key=value with a "
-                            "non-empty key",
-                            d);
-            o->defs[o->ndefs++] = d;
-            break;
-        }
-        case ':': /* optopt: the short option, or a long one's OPT_ value */
-            if (optopt && optopt < 256)
-                return fail("run: -%c needs a value (see pipesim --help)",
-                            optopt);
-            return fail("run: %s needs a value (see pipesim --help)", a);
-        default:
-            if (optopt && optopt < 256)
-                return fail("run: unknown option '-%c' (see pipesim --help)",
-                            optopt);
-            return fail("run: unknown option '%s' (see pipesim --help)", a);
-        }
+        if (run_option(c, a, o))
+            return 1;
     }
     for (int i = optind; i < argc; i++) {
         if (!o->scenario)
@@ -305,6 +314,47 @@ static int run_scenario(lua_State *L, const run_opts *o)
         ps_print_error(msg ? msg : "(error object is not a string)");
     }
     return 1;
+}
+
+/* cmd_run's exit status once the state is closed (finalizers at exit may
+ * fail the run): an interrupt's 128 + signal with what was recorded
+ * (where: the database), a limit's stop, bind_finish's failure or a
+ * __gc error, each with its one line; else rc. */
+static int run_status(int rc, int finish, long runs, const char *where,
+                      const ps_err *err)
+{
+    int stop = limit_stopped();
+    const char *gc = bind_gc_error();
+    if (stop == LIMIT_SIGINT || stop == LIMIT_SIGTERM) {
+        /* the run in progress left no rows; the finished ones are in */
+        fprintf(stderr, "pipesim: interrupted; %ld run%s recorded in %s\n",
+                runs, runs == 1 ? "" : "s", where);
+        return stop == LIMIT_SIGINT ? 128 + SIGINT : 128 + SIGTERM;
+    }
+    if (stop) {
+        char msg[512];
+        fprintf(stderr, "pipesim: %s\n", limit_message(msg, sizeof msg));
+        return 1;
+    }
+    if (finish && rc == 0) {
+        ps_print_error(err->msg);
+        return 1;
+    }
+    if (gc && rc == 0)
+        return fail("%s (raised in a __gc metamethod)", gc);
+    return rc;
+}
+
+/* The last line: runs added by this scenario and in the whole file (runs
+ * append); total is bind_finish's count, before it closed the file. */
+static void print_added(long runs, int64_t total, const char *path)
+{
+    if (total >= runs)
+        printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n", runs,
+               runs == 1 ? "" : "s", path, (long long)total, path);
+    else
+        printf("%ld run%s added to %s (pipesim report %s)\n", runs,
+               runs == 1 ? "" : "s", path, path);
 }
 
 /* One cleanup path (out:): whatever was made so far is freed there. */
@@ -377,32 +427,9 @@ static int cmd_run(int argc, char **argv)
     /* finalizers at exit run under the limits, and may fail the run */
     bind_limits_close(L);
     L = NULL;
-    int stop = limit_stopped();
-    const char *gc = bind_gc_error();
-    if (stop == LIMIT_SIGINT || stop == LIMIT_SIGTERM) {
-        /* the run in progress left no rows; the finished ones are in */
-        fprintf(stderr, "pipesim: interrupted; %ld run%s recorded in %s\n",
-                runs, runs == 1 ? "" : "s", path ? path : o.db);
-        rc = stop == LIMIT_SIGINT ? 128 + SIGINT : 128 + SIGTERM;
-    } else if (stop) {
-        char msg[512];
-        fprintf(stderr, "pipesim: %s\n", limit_message(msg, sizeof msg));
-        rc = 1;
-    } else if (finish && rc == 0) {
-        ps_print_error(err.msg);
-        rc = 1;
-    } else if (gc && rc == 0) {
-        rc = fail("%s (raised in a __gc metamethod)", gc);
-    }
-    if (rc == 0 && runs > 0 && path) {
-        /* added by this scenario and in the whole file (runs append) */
-        if (total >= runs)
-            printf("%ld run%s added to %s (%lld in all; pipesim report %s)\n",
-                   runs, runs == 1 ? "" : "s", path, (long long)total, path);
-        else
-            printf("%ld run%s added to %s (pipesim report %s)\n", runs,
-                   runs == 1 ? "" : "s", path, path);
-    }
+    rc = run_status(rc, finish, runs, path ? path : o.db, &err);
+    if (rc == 0 && runs > 0 && path)
+        print_added(runs, total, path);
 out:
     if (L)
         lua_close(L);

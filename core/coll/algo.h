@@ -1,5 +1,6 @@
-/* Internal to the coll module: the step emitter shared by the algorithm
- * generators (coll/algo.c) and the driver (coll/coll.c). Positions 0 .. N-1
+/* Internal to the coll module: the step emitter (coll/emit.c) the
+ * algorithm generators (coll/algo.c, coll/dbt.c) write through, and the
+ * generator state the driver (coll/coll.c) sets up. Positions 0 .. N-1
  * index the collective's listed ranks; element ranges are in float32 elements.
  */
 #ifndef PS_COLL_ALGO_H
@@ -50,7 +51,8 @@ typedef struct coll_gen {
                           friendly); counting pass: its sends */
     int record;        /* keep coll_xfer records (data mode) */
     coll_xfer *x;
-    int64_t nx, xcap;
+    int64_t nx;
+    size_t xcap;
     int oom;
     int32_t chan_to; /* the receiver's lane sub-index (coll_slot's chan),
                         -1: chan, as the sender's */

@@ -305,7 +305,7 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
  * them and lanes do not grow with collectives. Zeroed before first use;
  * coll_forks_free releases it (harmless twice). */
 typedef struct coll_forks {
-    int32_t cap;    /* owner lanes covered: indices below cap */
+    size_t cap;     /* owner lanes covered: indices below cap */
     int32_t *n;     /* owner lane -> forks it has */
     int32_t **lane; /* owner lane -> its forks, in slot order */
 } coll_forks;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "coll/algo.h"
 #include "coll/impl.h"
 
@@ -71,15 +72,9 @@ static int direct_contention(const net *nw, const coll_view *v, double *c)
             int32_t len =
                 dir ? net_route(nw, v->rank[i], v->rank[0], &links, &one)
                     : net_route(nw, v->rank[0], v->rank[i], &links, &one);
-            if (used + (size_t)len > cap) {
-                while (used + (size_t)len > cap)
-                    cap *= 2;
-                int32_t *p = realloc(ids, cap * sizeof *ids);
-                if (!p) {
-                    free(ids);
-                    return -1;
-                }
-                ids = p;
+            if (VEC_RESERVE(ids, cap, used + (size_t)len)) {
+                free(ids);
+                return -1;
             }
             memcpy(ids + used, links, (size_t)len * sizeof *ids);
             used += (size_t)len;
@@ -129,54 +124,6 @@ static double chunked(double fixed, double a, double b, double T, int64_t kmax,
 
 /* ------------------------------------------------------------------ */
 /* Topology-aware costs (any network but a mesh)                       */
-
-/* Alpha-beta of flows that run at once (one step of an algorithm): flow f
- * from cluster rank src[f] to dst[f] gets lat[f], its route's latency, and
- * bw[f], the smallest bandwidth / k over its route's links, k being how
- * many of the flows cross that link. Under max-min fair sharing a flow
- * never gets less than that share (progressive filling raises all flows
- * together until a link is full) and gets exactly that when the flows are
- * alike, as in a ring step. FIFO runs the k flows one after the other,
- * each holding its route, so lat[f] is multiplied by the largest k on the
- * route too. A flow with src == dst gets 0 and INFINITY. The flows per
- * link are counted in an array indexed by link id (a mesh's one implicit
- * id, NET_MESH_LINK, in the last slot), O(H) for H hops in all: the cost
- * models call this once per step or range of steps, thousands of times
- * for a tree on 64 ranks. Returns 0, or -1 when out of memory. */
-int coll_flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
-                  int64_t nf, double *lat, double *bw)
-{
-    const int32_t *links;
-    net_route_buf one;
-    int32_t nl = net_links(nw, NULL, 0);
-    int32_t *cnt = calloc((size_t)nl + 1, sizeof *cnt);
-    if (!cnt)
-        return -1;
-    for (int64_t f = 0; f < nf; f++) {
-        int32_t len = net_route(nw, src[f], dst[f], &links, &one);
-        for (int32_t i = 0; i < len; i++)
-            cnt[links[i] >= 0 && links[i] < nl ? links[i] : nl]++;
-    }
-    int fifo = net_sharing_of(nw) == NET_FIFO;
-    for (int64_t f = 0; f < nf; f++) {
-        int32_t len = net_route(nw, src[f], dst[f], &links, &one);
-        double l = 0, b = INFINITY, kmax = 1;
-        for (int32_t i = 0; i < len; i++) {
-            double k = cnt[links[i] >= 0 && links[i] < nl ? links[i] : nl], lb,
-                   ll;
-            net_link_figures(nw, links[i], &lb, &ll);
-            l += ll;
-            if (lb / k < b)
-                b = lb / k;
-            if (k > kmax)
-                kmax = k;
-        }
-        lat[f] = fifo ? l * kmax : l;
-        bw[f] = b;
-    }
-    free(cnt);
-    return 0;
-}
 
 /* The slowest of nf flows of `bytes` each that run at once (flows_ab).
  * Returns 0, or -1 when out of memory. */
@@ -324,7 +271,7 @@ typedef struct lbw {
 } lbw;
 
 static int64_t envelope(const double *lat, const double *bw, int64_t n,
-                        lbw **pool, int64_t *used, int64_t *cap)
+                        lbw **pool, int64_t *used, size_t *cap)
 {
     int64_t base = *used, kept = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -344,18 +291,99 @@ static int64_t envelope(const double *lat, const double *bw, int64_t n,
                 (*pool)[base + w++] = q;
         }
         kept = w;
-        if (base + kept == *cap) {
-            int64_t c = *cap ? 2 * *cap : 64;
-            lbw *p = realloc(*pool, (size_t)c * sizeof *p);
-            if (!p)
-                return -1;
-            *pool = p;
-            *cap = c;
-        }
+        if (VEC_RESERVE(*pool, *cap, (size_t)(base + kept) + 1))
+            return -1;
         (*pool)[base + kept++] = e;
     }
     *used = base + kept;
     return kept;
+}
+
+/* The flows of both trees (C times, rotated within nodes) grouped by
+ * their offset, by counting sort: the flows of offsets lo..hi are then one
+ * run, src/dst[first[lo] .. first[hi + 1]). first has 2H + 2 zeroed
+ * slots. */
+static void group_flows(const coll_view *v, int32_t rpn, int32_t C, int32_t H,
+                        const int32_t *par, const int32_t *dep,
+                        const int32_t *hei, int64_t *first, int32_t *src,
+                        int32_t *dst)
+{
+    int32_t N = v->N, W = 2 * H;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t ch = 0; ch < C; ch++)
+            for (int32_t tr = 0; tr < 2; tr++)
+                for (int32_t x = 0; x < N; x++) {
+                    int32_t p = par[tr * N + x];
+                    if (p < 0)
+                        continue;
+                    int32_t ou = hei[tr * N + x], od = H + dep[tr * N + x] - 1;
+                    if (pass == 0) {
+                        first[ou + 2]++;
+                        first[od + 2]++;
+                        continue;
+                    }
+                    int32_t st = C > 1 ? coll_ring_start(rpn, C, ch) : 0;
+                    int32_t rx = C > 1 ? coll_tree_rot(x, rpn, st) : x;
+                    int32_t rp = C > 1 ? coll_tree_rot(p, rpn, st) : p;
+                    int64_t i = first[ou + 1]++;
+                    src[i] = v->rank[rx];
+                    dst[i] = v->rank[rp];
+                    i = first[od + 1]++;
+                    src[i] = v->rank[rp];
+                    dst[i] = v->rank[rx];
+                }
+        if (pass == 0)
+            for (int32_t o = 0; o < W; o++)
+                first[o + 2] += first[o + 1];
+    }
+}
+
+/* Every range lo..hi of offsets: the envelope of its flows, (*pool)[rfirst[r]
+ * .. rfirst[r + 1]), r = lo W + hi (rfirst has W W + 1 slots; a range with
+ * hi < lo is empty), costed once so that each k's sum only scans them.
+ * lat and bw are scratch for the most flows. Returns 0, or -1 when out of
+ * memory (or a route is missing), *pool then freed by the caller. */
+static int range_envelopes(const net *nw, int32_t W, const int64_t *first,
+                           const int32_t *src, const int32_t *dst, double *lat,
+                           double *bw, int64_t *rfirst, lbw **pool)
+{
+    int64_t used = 0;
+    size_t cap = 0;
+    for (int32_t lo = 0; lo < W; lo++)
+        for (int32_t hi = 0; hi < W; hi++) {
+            rfirst[lo * W + hi] = used;
+            if (hi < lo)
+                continue;
+            int64_t a = first[lo], n = first[hi + 1] - a;
+            if (coll_flows_ab(nw, src + a, dst + a, n, lat, bw) ||
+                envelope(lat, bw, n, pool, &used, &cap) < 0)
+                return -1;
+        }
+    rfirst[W * W] = used;
+    return 0;
+}
+
+/* The time of k chunks per edge: step s runs the offsets [s - k + 1, s]
+ * clipped to 0 .. W - 1 and costs its slowest flow; the steady state
+ * (every offset at once) repeats, so it is costed once and counted. */
+static double dbt_steps(double T, int64_t k, int32_t C, int32_t W,
+                        const int64_t *rfirst, const lbw *pool)
+{
+    double x = T / (2.0 * (double)k * C), sum = 0;
+    for (int64_t s = 0; s < k + W - 1; s++) {
+        int64_t lo = s - k + 1 > 0 ? s - k + 1 : 0;
+        int64_t hi = s < W - 1 ? s : W - 1, r = lo * W + hi, reps = 1;
+        if (lo == 0 && hi == W - 1) { /* all offsets up to s = k - 1 */
+            reps = k - s;
+            s = k - 1;
+        }
+        double m = 0;
+        for (int64_t i = rfirst[r]; i < rfirst[r + 1]; i++)
+            if (pool[i].lat + x / pool[i].bw > m)
+                m = pool[i].lat + x / pool[i].bw;
+        sum += (double)reps * m;
+    }
+    return sum;
 }
 
 /* double_binary_tree off a mesh. Flow e (an edge of either tree, up or
@@ -388,7 +416,6 @@ static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
     double *bw = malloc((size_t)ne * sizeof *bw);
     int64_t *first = NULL, *rfirst = NULL;
     lbw *pool = NULL;
-    int64_t used = 0, cap = 0;
     int rc = -1;
     if (!par || !hei || !src || !dst || !lat || !bw)
         goto done;
@@ -401,49 +428,9 @@ static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
     rfirst = malloc(((size_t)W * W + 1) * sizeof *rfirst);
     if (!first || !rfirst)
         goto done;
-    /* the flows grouped by offset (counting sort): a range of offsets is a
-     * run of flows, first[lo] .. first[hi + 1] */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t ch = 0; ch < C; ch++)
-            for (int32_t tr = 0; tr < 2; tr++)
-                for (int32_t x = 0; x < N; x++) {
-                    int32_t p = par[tr * N + x];
-                    if (p < 0)
-                        continue;
-                    int32_t ou = hei[tr * N + x], od = H + dep[tr * N + x] - 1;
-                    if (pass == 0) {
-                        first[ou + 2]++;
-                        first[od + 2]++;
-                        continue;
-                    }
-                    int32_t st = C > 1 ? coll_ring_start(rpn, C, ch) : 0;
-                    int32_t rx = C > 1 ? coll_tree_rot(x, rpn, st) : x;
-                    int32_t rp = C > 1 ? coll_tree_rot(p, rpn, st) : p;
-                    int64_t i = first[ou + 1]++;
-                    src[i] = v->rank[rx];
-                    dst[i] = v->rank[rp];
-                    i = first[od + 1]++;
-                    src[i] = v->rank[rp];
-                    dst[i] = v->rank[rx];
-                }
-        if (pass == 0)
-            for (int32_t o = 0; o < W; o++)
-                first[o + 2] += first[o + 1];
-    }
-    /* every range lo..hi: the envelope of its flows, pool[rfirst[r] ..
-     * rfirst[r] + count), r = lo W + hi; the count is stored in the next
-     * slot's start, so ranges are filled in index order */
-    for (int32_t lo = 0; lo < W; lo++)
-        for (int32_t hi = 0; hi < W; hi++) {
-            rfirst[lo * W + hi] = used;
-            if (hi < lo)
-                continue;
-            int64_t a = first[lo], n = first[hi + 1] - a;
-            if (coll_flows_ab(nw, src + a, dst + a, n, lat, bw) ||
-                envelope(lat, bw, n, &pool, &used, &cap) < 0)
-                goto done;
-        }
-    rfirst[W * W] = used;
+    group_flows(v, rpn, C, H, par, dep, hei, first, src, dst);
+    if (range_envelopes(nw, W, first, src, dst, lat, bw, rfirst, &pool) < 0)
+        goto done;
     int64_t kmax = v->n / (2 * C);
     if (kmax > COLL_MAX_CHUNKS)
         kmax = COLL_MAX_CHUNKS;
@@ -452,20 +439,7 @@ static int dbt_cost(const net *nw, const coll_view *v, int32_t rpn, int32_t C,
     int64_t k0 = fixed_k ? fixed_k : 1, k1 = fixed_k ? fixed_k : kmax;
     *t = INFINITY;
     for (int64_t k = k0; k <= k1; k++) {
-        double x = T / (2.0 * (double)k * C), sum = 0;
-        for (int64_t s = 0; s < k + W - 1; s++) {
-            int64_t lo = s - k + 1 > 0 ? s - k + 1 : 0;
-            int64_t hi = s < W - 1 ? s : W - 1, r = lo * W + hi, reps = 1;
-            if (lo == 0 && hi == W - 1) { /* all offsets up to s = k - 1 */
-                reps = k - s;
-                s = k - 1;
-            }
-            double m = 0;
-            for (int64_t i = rfirst[r]; i < rfirst[r + 1]; i++)
-                if (pool[i].lat + x / pool[i].bw > m)
-                    m = pool[i].lat + x / pool[i].bw;
-            sum += (double)reps * m;
-        }
+        double sum = dbt_steps(T, k, C, W, rfirst, pool);
         if (sum < *t) {
             *t = sum;
             *best = (int32_t)k;
@@ -529,8 +503,181 @@ static int copies_cost(const net *nw, const coll_view *v, enum coll_op op,
     return rc;
 }
 
+/* Alltoall and sendrecv: off a mesh from the flows they run, on a mesh
+ * as a link per pair (direct is one step, pairwise N - 1). Returns 0, or
+ * -1 when out of memory. */
+static int copies_time(const net *nw, const coll_view *v, enum coll_op op,
+                       int algo, double T, ab x, int topo, double *t)
+{
+    double a = x.a, b = x.b, Nd = v->N;
+    *t = 0;
+    if (topo)
+        return copies_cost(nw, v, op, algo, T, t);
+    if (op == COLL_SENDRECV)
+        *t = a + T / b;
+    else
+        *t = (algo == COLL_PAIRWISE ? v->N - 1 : 1) * (a + T / (Nd * b));
+    return 0;
+}
+
+/* The binomial tree: off a mesh its steps up (reduce) and down
+ * (broadcast) from their flows, on a mesh log2 N hops each way. Returns
+ * 0, or -1 when out of memory. */
+static int binomial_time(const net *nw, const coll_view *v, enum coll_op op,
+                         double T, ab x, int topo, double *t)
+{
+    if (!topo) {
+        *t = ceil_log2(v->N) * (x.a + T / x.b) * (op == COLL_ALLREDUCE ? 2 : 1);
+        return 0;
+    }
+    double up = 0, down = 0;
+    int oom = 0;
+    int32_t r = op == COLL_ALLREDUCE ? 0 : v->root;
+    if (op != COLL_BROADCAST)
+        oom |= tree_steps(nw, v, r, 1, T, &up);
+    if (op != COLL_REDUCE)
+        oom |= tree_steps(nw, v, r, 0, T, &down);
+    *t = up + down;
+    return oom;
+}
+
+/* NCCL's tree and the double binary tree: chunks + 2D - 1 steps of a
+ * chunk of half the array; NCCL's tree on nodes of rpn (one rank per node
+ * without them). Off a mesh, slotted trees are pipelined (coll/tree.c) in
+ * NCCL's chunks and the others costed step by step (dbt_cost); on a mesh
+ * every step alike. Returns 0, or -1 when out of memory. */
+static int trees_time(const coll_spec *spec, const net *nw, const coll_view *v,
+                      int algo, double T, ab x, int topo, double *t,
+                      int32_t *chunks)
+{
+    int32_t N = v->N, rpn = spec->ranks_per_node;
+    double a = x.a, b = x.b;
+    int32_t trpn = algo == COLL_TREE ? (rpn < 2 ? 1 : rpn) : 0;
+    double fixed = 2.0 * coll_btree_depth(N) - 1;
+    if (trpn > 1) {
+        int32_t H = 0;
+        int32_t *buf = malloc((size_t)N * 6 * sizeof *buf);
+        if (!buf)
+            return -1;
+        coll_tree_build(N, trpn, buf, buf + 2 * N, buf + 4 * N, &H);
+        free(buf);
+        fixed = 2.0 * H - 1;
+    }
+    if (topo && algo == COLL_TREE && coll_slots(spec, nw, algo) > 1) {
+        int32_t C = coll_ring_channels(spec, nw, v);
+        *chunks = spec->chunks
+                      ? spec->chunks
+                      : coll_tree_chunks(spec, spec->protocol, N, C, v->n);
+        return coll_tree_pipe_cost(nw, v, trpn, C, T, *chunks,
+                                   coll_slots(spec, nw, algo), t);
+    }
+    if (topo)
+        return dbt_cost(nw, v, trpn,
+                        algo == COLL_TREE ? coll_ring_channels(spec, nw, v) : 1,
+                        T, spec->chunks, t, chunks);
+    if (spec->chunks) {
+        *chunks = spec->chunks;
+        *t = (*chunks + fixed) * (a + T / (2.0 * *chunks * b));
+    } else {
+        *t = chunked(fixed, a, 2 * b, T, v->n / 2, chunks);
+    }
+    return 0;
+}
+
+/* Recursive halving and doubling on the largest power of two p2 <= N,
+ * the ranks past it folded in before and out after. */
+static double halving_doubling_time(enum coll_op op, int32_t N, double T, ab x)
+{
+    double a = x.a, b = x.b, Nd = N;
+    int32_t p2 = 1;
+    while (p2 * 2 <= N)
+        p2 *= 2;
+    double lp2 = ceil_log2(p2), fold = p2 < N;
+    double t = lp2 * a + (p2 - 1) / (double)p2 * T / b;
+    if (op == COLL_ALLREDUCE)
+        return 2 * t + fold * 2 * (a + T / b);
+    return t + fold * (2 * a + T / b + T / (Nd * b));
+}
+
+/* The hierarchical allreduce: a ring inside each node of rpn ranks, then
+ * a ring across the m nodes on 1 / rpn of the array, each on its slowest
+ * link. */
+static double hierarchical_time(const net *nw, const coll_view *v, int32_t rpn,
+                                double T)
+{
+    int32_t N = v->N, m = N / rpn;
+    double t = 0;
+    ab in = {0, INFINITY}, out = {0, INFINITY};
+    for (int32_t i = 0; i < N; i++) {
+        int32_t node = i / rpn, l = i % rpn;
+        ab_add(&in, nw, v->rank[i], v->rank[node * rpn + (l + 1) % rpn]);
+        ab_add(&out, nw, v->rank[i], v->rank[((node + 1) % m) * rpn + l]);
+    }
+    if (rpn > 1)
+        t += 2 * (rpn - 1) * (in.a + T / (rpn * in.b));
+    if (m > 1)
+        t += 2 * (m - 1) * (out.a + T / ((double)rpn * m * out.b));
+    return t;
+}
+
+/* The time of algo once the inputs are known good: one case per
+ * algorithm family, each on the mesh's (a, b) or, off a mesh, from the
+ * flows it runs. Returns 0, or -1 when out of memory. */
+static int algo_time(const coll_spec *spec, const net *nw, const coll_view *v,
+                     int algo, double T, double *t, int32_t *chunks)
+{
+    enum coll_op op = spec->op;
+    int32_t N = v->N, rpn = spec->ranks_per_node;
+    ab x = pairs_all(nw, v);
+    double a = x.a, b = x.b, Nd = N, lg = ceil_log2(N);
+    /* off a mesh, ring and trees are costed from the flows they run */
+    int topo = !net_is_mesh(nw);
+    double c = 1;
+    *t = 0;
+    if (op == COLL_ALLTOALL || op == COLL_SENDRECV)
+        return copies_time(nw, v, op, algo, T, x, topo, t);
+    switch (algo) {
+    case COLL_RING: {
+        int32_t steps = (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
+        if (topo)
+            return ring_step(nw, v, rpn, coll_ring_channels(spec, nw, v), T,
+                             steps, coll_slots(spec, nw, algo), t);
+        /* every hop alike: pipelining saves nothing */
+        *t = steps * (a + T / (Nd * b));
+        return 0;
+    }
+    case COLL_BINOMIAL_TREE: return binomial_time(nw, v, op, T, x, topo, t);
+    case COLL_TREE:
+    case COLL_DOUBLE_BINARY_TREE:
+        return trees_time(spec, nw, v, algo, T, x, topo, t, chunks);
+    case COLL_HALVING_DOUBLING:
+        *t = halving_doubling_time(op, N, T, x);
+        return 0;
+    case COLL_DIRECT:
+    case COLL_NVLS: /* its pattern, on scaled bytes (coll_wire) */
+        if (direct_contention(nw, v, &c))
+            return -1;
+        *t = (a + c * T / (Nd * b)) * (op == COLL_ALLREDUCE ? 2 : 1);
+        return 0;
+    case COLL_HIERARCHICAL: *t = hierarchical_time(nw, v, rpn, T); return 0;
+    case COLL_PIPELINE:
+        if (spec->chunks) {
+            *chunks = spec->chunks;
+            *t = (*chunks + N - 2) * (a + T / (*chunks * b));
+        } else {
+            *t = chunked(N - 2, a, b, T, v->n, chunks);
+        }
+        return 0;
+    case COLL_SCATTER_ALLGATHER:
+        *t = lg * a + (N - 1) * T / (Nd * b) + (N - 1) * (a + T / (Nd * b));
+        return 0;
+    }
+    return 0;
+}
+
 /* The cost of algo moving T bytes on the wire (the payload times the
- * protocol's wire factor). */
+ * protocol's wire factor): the inputs checked here, the time by
+ * algo_time. */
 static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
                    int algo, double T, double *seconds, int32_t *chunks,
                    ps_err *err)
@@ -554,128 +701,8 @@ static int predict(const coll_spec *spec, const net *nw, const coll_view *v,
             *chunks = spec->chunks;
         return PS_OK;
     }
-    ab x = pairs_all(nw, v);
-    double a = x.a, b = x.b, Nd = N, lg = ceil_log2(N);
-    /* off a mesh, ring and trees are costed from the flows they run */
-    int topo = !net_is_mesh(nw);
-    int oom = 0;
-    int32_t p2 = 1;
-    while (p2 * 2 <= N)
-        p2 *= 2;
-    double lp2 = ceil_log2(p2), fold = p2 < N;
-    double c = 1;
     double t = 0;
-    if (op == COLL_ALLTOALL || op == COLL_SENDRECV) {
-        if (topo)
-            oom = copies_cost(nw, v, op, algo, T, &t);
-        else if (op == COLL_SENDRECV)
-            t = a + T / b;
-        else /* a link per pair: direct is one step, pairwise N - 1 */
-            t = (algo == COLL_PAIRWISE ? N - 1 : 1) * (a + T / (Nd * b));
-        if (oom)
-            return ps_errf(err, "out of memory");
-        *seconds = t;
-        return PS_OK;
-    }
-    switch (algo) {
-    case COLL_RING: {
-        int32_t steps = (N - 1) * (op == COLL_ALLREDUCE ? 2 : 1);
-        if (topo)
-            oom = ring_step(nw, v, rpn, coll_ring_channels(spec, nw, v), T,
-                            steps, coll_slots(spec, nw, algo), &t);
-        else /* every hop alike: pipelining saves nothing */
-            t = steps * (a + T / (Nd * b));
-        break;
-    }
-    case COLL_BINOMIAL_TREE:
-        if (topo) {
-            double up = 0, down = 0;
-            int32_t r = op == COLL_ALLREDUCE ? 0 : v->root;
-            if (op != COLL_BROADCAST)
-                oom |= tree_steps(nw, v, r, 1, T, &up);
-            if (op != COLL_REDUCE)
-                oom |= tree_steps(nw, v, r, 0, T, &down);
-            t = up + down;
-        } else {
-            t = lg * (a + T / b) * (op == COLL_ALLREDUCE ? 2 : 1);
-        }
-        break;
-    case COLL_TREE:
-    case COLL_DOUBLE_BINARY_TREE: {
-        /* chunks + 2D - 1 steps of a chunk of half the array; NCCL's tree
-         * on nodes of rpn (one rank per node without them) */
-        int32_t trpn = algo == COLL_TREE ? (rpn < 2 ? 1 : rpn) : 0;
-        double fixed = 2.0 * coll_btree_depth(N) - 1;
-        if (trpn > 1) {
-            int32_t H = 0;
-            int32_t *buf = malloc((size_t)N * 6 * sizeof *buf);
-            if (!buf)
-                return ps_errf(err, "out of memory");
-            coll_tree_build(N, trpn, buf, buf + 2 * N, buf + 4 * N, &H);
-            free(buf);
-            fixed = 2.0 * H - 1;
-        }
-        if (topo && algo == COLL_TREE && coll_slots(spec, nw, algo) > 1) {
-            /* pipelined (coll/tree.c), in NCCL's chunks */
-            int32_t C = coll_ring_channels(spec, nw, v);
-            *chunks = spec->chunks
-                          ? spec->chunks
-                          : coll_tree_chunks(spec, spec->protocol, N, C, v->n);
-            oom = coll_tree_pipe_cost(nw, v, trpn, C, T, *chunks,
-                                      coll_slots(spec, nw, algo), &t);
-        } else if (topo) {
-            oom = dbt_cost(nw, v, trpn,
-                           algo == COLL_TREE ? coll_ring_channels(spec, nw, v)
-                                             : 1,
-                           T, spec->chunks, &t, chunks);
-        } else if (spec->chunks) {
-            *chunks = spec->chunks;
-            t = (*chunks + fixed) * (a + T / (2.0 * *chunks * b));
-        } else {
-            t = chunked(fixed, a, 2 * b, T, v->n / 2, chunks);
-        }
-        break;
-    }
-    case COLL_HALVING_DOUBLING:
-        t = lp2 * a + (p2 - 1) / (double)p2 * T / b;
-        if (op == COLL_ALLREDUCE)
-            t = 2 * t + fold * 2 * (a + T / b);
-        else
-            t += fold * (2 * a + T / b + T / (Nd * b));
-        break;
-    case COLL_DIRECT:
-    case COLL_NVLS: /* its pattern, on scaled bytes (coll_wire) */
-        if (direct_contention(nw, v, &c))
-            return ps_errf(err, "out of memory");
-        t = (a + c * T / (Nd * b)) * (op == COLL_ALLREDUCE ? 2 : 1);
-        break;
-    case COLL_HIERARCHICAL: {
-        int32_t m = N / rpn;
-        ab in = {0, INFINITY}, out = {0, INFINITY};
-        for (int32_t i = 0; i < N; i++) {
-            int32_t node = i / rpn, l = i % rpn;
-            ab_add(&in, nw, v->rank[i], v->rank[node * rpn + (l + 1) % rpn]);
-            ab_add(&out, nw, v->rank[i], v->rank[((node + 1) % m) * rpn + l]);
-        }
-        if (rpn > 1)
-            t += 2 * (rpn - 1) * (in.a + T / (rpn * in.b));
-        if (m > 1)
-            t += 2 * (m - 1) * (out.a + T / ((double)rpn * m * out.b));
-        break;
-    }
-    case COLL_PIPELINE:
-        if (spec->chunks) {
-            *chunks = spec->chunks;
-            t = (*chunks + N - 2) * (a + T / (*chunks * b));
-        } else {
-            t = chunked(N - 2, a, b, T, v->n, chunks);
-        }
-        break;
-    case COLL_SCATTER_ALLGATHER:
-        t = lg * a + (N - 1) * T / (Nd * b) + (N - 1) * (a + T / (Nd * b));
-        break;
-    }
-    if (oom)
+    if (algo_time(spec, nw, v, algo, T, &t, chunks))
         return ps_errf(err, "out of memory");
     *seconds = t;
     return PS_OK;

@@ -1,5 +1,6 @@
 /* Internal to the coll module: what the driver (coll/coll.c), the cost models
- * (coll/cost.c) and the data check (coll/verify.c) share. Positions
+ * (coll/cost.c), the data check (coll/verify.c) and the names and checks
+ * below them (coll/names.c, coll/spec.c, coll/flows.c) share. Positions
  * 0 .. N-1 index the collective's listed ranks. */
 #ifndef PS_COLL_INT_H
 #define PS_COLL_INT_H
@@ -14,6 +15,9 @@
 extern const char *const coll_op_names_[COLL_NOPS];
 #define COLL_MAX_OP_ALGOS 10
 extern const int coll_op_algos_[COLL_NOPS][COLL_MAX_OP_ALGOS];
+/* "ring, tree, ..., auto": the algorithms of op into buf, for messages
+ * (coll/names.c). */
+void coll_list_algos(enum coll_op op, char *buf, size_t size);
 
 /* A checked view of the spec: positions, root position, element count. */
 typedef struct coll_view {
@@ -25,7 +29,7 @@ typedef struct coll_view {
 } coll_view;
 
 /* Checks spec against nw and fills *v (release with coll_view_free, also
- * after a failure). Fails naming the field and the value. */
+ * after a failure; coll/spec.c). Fails naming the field and the value. */
 int coll_check_spec(const coll_spec *spec, const net *nw, coll_view *v,
                     ps_err *err);
 void coll_view_free(coll_view *v);
@@ -54,7 +58,7 @@ static inline int64_t coll_stride(enum coll_op op, int64_t n)
 #define COLL_MAX_CHUNKS 256
 
 /* Alpha-beta of nf flows that run at once: each flow's route latency and
- * its share of its narrowest link (coll/cost.c). Returns 0, or -1 when out
+ * its share of its narrowest link (coll/flows.c). Returns 0, or -1 when out
  * of memory. */
 int coll_flows_ab(const net *nw, const int32_t *src, const int32_t *dst,
                   int64_t nf, double *lat, double *bw);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "out/report.h"
 #include "rec/rec.h"
 
@@ -338,26 +339,24 @@ static int check_term(ctx *c, const term *t, const char *from, int is_where)
 
 typedef struct series_buf {
     plot_series *s;
-    int n, cap;
+    int n;
+    size_t cap;
     /* a categorical --x (issue 27 item 15: "1f1b" is a category, not a
      * number to refuse): the label of each position, in the order of the
      * runs that first have it; NULL for a numeric axis */
     char **cats;
     int ncats;
+    size_t cats_cap;
 } series_buf;
 
 /* Position i's label of a categorical axis (the array grows as i does:
  * positions come in any order across the groups). */
 static int set_cat(series_buf *b, int i, const char *label)
 {
-    if (i >= b->ncats) {
-        char **c = realloc(b->cats, (size_t)(i + 1) * sizeof *c);
-        if (!c)
-            return -1;
-        memset(c + b->ncats, 0, (size_t)(i + 1 - b->ncats) * sizeof *c);
-        b->cats = c;
+    if (VEC_RESERVE(b->cats, b->cats_cap, (size_t)i + 1)) /* new ones NULL */
+        return -1;
+    if (i >= b->ncats)
         b->ncats = i + 1;
-    }
     if (!b->cats[i] && !(b->cats[i] = dup_printf("%s", label)))
         return -1;
     return 0;
@@ -365,21 +364,10 @@ static int set_cat(series_buf *b, int i, const char *label)
 
 static int push_point(plot_series *p, double x, double y, double d)
 {
-    /* capacity: 4, then doubling (n is a power of two when full) */
-    if (p->n == 0 || (p->n >= 4 && (p->n & (p->n - 1)) == 0)) {
-        size_t cap = p->n ? 2 * (size_t)p->n : 4;
-        double *nx = realloc(p->x, cap * sizeof *nx);
-        if (nx)
-            p->x = nx;
-        double *ny = realloc(p->y, cap * sizeof *ny);
-        if (ny)
-            p->y = ny;
-        double *nd = realloc(p->dashed, cap * sizeof *nd);
-        if (nd)
-            p->dashed = nd;
-        if (!nx || !ny || !nd)
-            return PS_ERR;
-    }
+    size_t need = (size_t)p->n + 1, cap_y = p->cap, cap_d = p->cap;
+    if (VEC_RESERVE(p->y, cap_y, need) || VEC_RESERVE(p->dashed, cap_d, need) ||
+        VEC_RESERVE(p->x, p->cap, need)) /* the three alike */
+        return PS_ERR;
     p->x[p->n] = x;
     p->y[p->n] = y;
     p->dashed[p->n] = d;
@@ -389,14 +377,8 @@ static int push_point(plot_series *p, double x, double y, double d)
 
 static plot_series *new_series(series_buf *b, const char *label)
 {
-    if (b->n == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 8;
-        plot_series *ns = realloc(b->s, (size_t)cap * sizeof *ns);
-        if (!ns)
-            return NULL;
-        b->s = ns;
-        b->cap = cap;
-    }
+    if (VEC_RESERVE(b->s, b->cap, (size_t)b->n + 1))
+        return NULL;
     plot_series *p = &b->s[b->n];
     memset(p, 0, sizeof *p);
     p->label = dup_printf("%s", label);
@@ -425,23 +407,17 @@ static int is_number(const char *type)
     return strcmp(type, "integer") == 0 || strcmp(type, "real") == 0;
 }
 
-/* Runs the query and fills b; counts the runs left out for the warnings. */
-static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
-                long *no_x, long *no_y, long *no_d)
+/* The query: one row per (series, x) with its runs aggregated (n, y, d,
+ * how many lack y or d), categories numbered where the runs first have
+ * them, in the order the runs first have each series. NULL when out of
+ * memory. */
+static char *plot_sql(const plot_opts *o, const term *t, const char *from,
+                      int join)
 {
-    /* t: x, y, by, dashed, where (the last three may have sql NULL) */
-    int join = 0;
-    for (int i = 0; i < nterms; i++)
-        join |= t[i].sql && strstr(t[i].sql, "rank_stat") != NULL;
-    const char *from =
-        join ? "run LEFT JOIN rank_stat ON rank_stat.run = run.id" : "run";
-    for (int i = 0; i < nterms; i++)
-        if (t[i].sql && check_term(c, &t[i], from, i == 4))
-            return PS_ERR;
     const char *agg = !o->agg                       ? "min"
                       : strcmp(o->agg, "mean") == 0 ? "avg"
                                                     : o->agg;
-    char *sql = dup_printf(
+    return dup_printf(
         "WITH r AS (SELECT run.id AS rid, %s AS g, %s AS x, %s AS y, %s AS d "
         "FROM %s WHERE run.status = 'ok' AND (%s)%s), "
         "c AS (SELECT g, x, count(*) AS n, %s(y) AS y, %s(d) AS d, "
@@ -458,6 +434,98 @@ static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
         t[2].sql ? t[2].sql : "NULL", t[0].sql, t[1].sql,
         t[3].sql ? t[3].sql : "NULL", from, t[4].sql ? t[4].sql : "1",
         join ? " GROUP BY run.id" : "", agg, agg);
+}
+
+/* What load keeps from row to row. */
+typedef struct loader {
+    ctx *c;
+    const plot_opts *o;
+    series_buf *b;
+    plot_series *cur; /* the series being filled, named last */
+    char last[1024];
+    long *no_x, *no_y, *no_d;
+} loader;
+
+/* Several runs at one point need --agg to say how they combine; without
+ * it the plot refuses rather than pick one. */
+static int one_run_per_point(loader *l, long n, const char *g, rec_query *q)
+{
+    const plot_opts *o = l->o;
+    if (n > 1 && !o->agg && o->by)
+        return ps_errf(&l->c->err,
+                       "%ld runs have %s = %s, %s = %s: choose one with "
+                       "--where, add a coordinate to --by, or combine "
+                       "them with --agg min|max|mean",
+                       n, o->by, g, o->x, rec_query_text(q, 1));
+    if (n > 1 && !o->agg)
+        return ps_errf(&l->c->err,
+                       "%ld runs have %s = %s: choose one with --where, "
+                       "group them with --by, or combine them with "
+                       "--agg min|max|mean",
+                       n, o->x, rec_query_text(q, 1));
+    return PS_OK;
+}
+
+/* One row of plot_sql's result: a point of its series (a new series when
+ * the name changes), or counted as left out when x or y is missing. */
+static int load_row(loader *l, rec_query *q)
+{
+    const plot_opts *o = l->o;
+    ctx *c = l->c;
+    const char *g = rec_query_isnull(q, 0) ? "(none)" : rec_query_text(q, 0);
+    if (!o->by)
+        g = o->ylabel ? o->ylabel : o->y;
+    long n = (long)rec_query_int(q, 3);
+    if (strcmp(rec_query_text(q, 2), "null") == 0) {
+        *l->no_x += n;
+        return PS_OK;
+    }
+    double x = rec_query_double(q, 1);
+    if (rec_query_int(q, 10)) { /* categories */
+        x = (double)rec_query_int(q, 11);
+        if (set_cat(l->b, (int)x, rec_query_text(q, 1)))
+            return ps_errf(&c->err, "out of memory");
+    }
+    if (one_run_per_point(l, n, g, q))
+        return PS_ERR;
+    *l->no_y += (long)rec_query_int(q, 8);
+    *l->no_d += o->dashed ? (long)rec_query_int(q, 9) : 0;
+    const char *yt = rec_query_text(q, 5);
+    if (strcmp(yt, "null") == 0)
+        return PS_OK;
+    if (!is_number(yt))
+        return ps_errf(&c->err, "--y %s: the value '%s' is not a number", o->y,
+                       rec_query_text(q, 4));
+    const char *dt = rec_query_text(q, 7);
+    if (o->dashed && strcmp(dt, "null") != 0 && !is_number(dt))
+        return ps_errf(&c->err, "--dashed %s: the value '%s' is not a number",
+                       o->dashed, rec_query_text(q, 6));
+    double d = strcmp(dt, "null") == 0 ? NAN : rec_query_double(q, 6);
+    if (!l->cur || strcmp(l->last, g) != 0) {
+        snprintf(l->last, sizeof l->last, "%s", g);
+        l->cur = new_series(l->b, g);
+        if (!l->cur)
+            return ps_errf(&c->err, "out of memory");
+    }
+    if (push_point(l->cur, x, rec_query_double(q, 4), d))
+        return ps_errf(&c->err, "out of memory");
+    return PS_OK;
+}
+
+/* Runs the query and fills b; counts the runs left out for the warnings. */
+static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
+                long *no_x, long *no_y, long *no_d)
+{
+    /* t: x, y, by, dashed, where (the last three may have sql NULL) */
+    int join = 0;
+    for (int i = 0; i < nterms; i++)
+        join |= t[i].sql && strstr(t[i].sql, "rank_stat") != NULL;
+    const char *from =
+        join ? "run LEFT JOIN rank_stat ON rank_stat.run = run.id" : "run";
+    for (int i = 0; i < nterms; i++)
+        if (t[i].sql && check_term(c, &t[i], from, i == 4))
+            return PS_ERR;
+    char *sql = plot_sql(o, t, from, join);
     if (!sql)
         return ps_errf(&c->err, "out of memory");
     rec_query *q = rec_query_new(c->db, sql, &c->err);
@@ -465,71 +533,13 @@ static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
     if (!q)
         return PS_ERR;
     int rc;
-    char last[1024] = "";
-    plot_series *cur = NULL;
+    loader l = {
+        .c = c, .o = o, .b = b, .no_x = no_x, .no_y = no_y, .no_d = no_d};
     long rows = 0;
     while ((rc = rec_query_step(q, &c->err)) == 1) {
         rows++;
-        const char *g =
-            rec_query_isnull(q, 0) ? "(none)" : rec_query_text(q, 0);
-        if (!o->by)
-            g = o->ylabel ? o->ylabel : o->y;
-        long n = (long)rec_query_int(q, 3);
-        if (strcmp(rec_query_text(q, 2), "null") == 0) {
-            *no_x += n;
-            continue;
-        }
-        double x = rec_query_double(q, 1);
-        if (rec_query_int(q, 10)) { /* categories */
-            x = (double)rec_query_int(q, 11);
-            if (set_cat(b, (int)x, rec_query_text(q, 1))) {
-                rc = ps_errf(&c->err, "out of memory");
-                break;
-            }
-        }
-        if (n > 1 && !o->agg && o->by) {
-            rc = ps_errf(&c->err,
-                         "%ld runs have %s = %s, %s = %s: choose one with "
-                         "--where, add a coordinate to --by, or combine "
-                         "them with --agg min|max|mean",
-                         n, o->by, g, o->x, rec_query_text(q, 1));
-            break;
-        }
-        if (n > 1 && !o->agg) {
-            rc = ps_errf(&c->err,
-                         "%ld runs have %s = %s: choose one with --where, "
-                         "group them with --by, or combine them with "
-                         "--agg min|max|mean",
-                         n, o->x, rec_query_text(q, 1));
-            break;
-        }
-        *no_y += (long)rec_query_int(q, 8);
-        *no_d += o->dashed ? (long)rec_query_int(q, 9) : 0;
-        const char *yt = rec_query_text(q, 5);
-        if (strcmp(yt, "null") == 0)
-            continue;
-        if (!is_number(yt)) {
-            rc = ps_errf(&c->err, "--y %s: the value '%s' is not a number",
-                         o->y, rec_query_text(q, 4));
-            break;
-        }
-        const char *dt = rec_query_text(q, 7);
-        if (o->dashed && strcmp(dt, "null") != 0 && !is_number(dt)) {
-            rc = ps_errf(&c->err, "--dashed %s: the value '%s' is not a number",
-                         o->dashed, rec_query_text(q, 6));
-            break;
-        }
-        double d = strcmp(dt, "null") == 0 ? NAN : rec_query_double(q, 6);
-        if (!cur || strcmp(last, g) != 0) {
-            snprintf(last, sizeof last, "%s", g);
-            cur = new_series(b, g);
-            if (!cur) {
-                rc = ps_errf(&c->err, "out of memory");
-                break;
-            }
-        }
-        if (push_point(cur, x, rec_query_double(q, 4), d)) {
-            rc = ps_errf(&c->err, "out of memory");
+        if (load_row(&l, q)) {
+            rc = PS_ERR;
             break;
         }
     }
@@ -656,6 +666,69 @@ static enum plot_unit unit_for(const char *given, const char *column)
                  : plot_unit_of(column);
 }
 
+/* The chart as SVG into mem: its title (given, or "y against x, by
+ * by"), its labels and units, and the dashed companions only when
+ * --dashed asked for them. */
+static int draw_chart(ctx *c, const plot_opts *o, const term *t, series_buf *b,
+                      int logx, int logy, FILE *mem)
+{
+    char title[512];
+    if (o->title)
+        snprintf(title, sizeof title, "%s", o->title);
+    else
+        snprintf(title, sizeof title, "%s against %s%s%s",
+                 o->ylabel ? o->ylabel : o->y, o->xlabel ? o->xlabel : o->x,
+                 o->by ? ", by " : "", o->by ? o->by : "");
+    plot_chart chart = {
+        .title = title,
+        .xlabel = o->xlabel ? o->xlabel : o->x,
+        .ylabel = o->ylabel ? o->ylabel : o->y,
+        .legend_title = o->by,
+        .dashed_label =
+            o->dashed ? (o->dashed_label ? o->dashed_label : o->dashed) : NULL,
+        .xunit = unit_for(o->xunit, t[0].unit_name),
+        .yunit = unit_for(o->yunit, t[1].unit_name),
+        .logx = logx,
+        .logy = logy,
+        .series = b->s,
+        .nseries = b->n,
+        .xcats = (const char *const *)b->cats,
+        .nxcats = b->ncats,
+    };
+    if (!o->dashed)
+        for (int s = 0; s < b->n; s++) {
+            free(b->s[s].dashed);
+            b->s[s].dashed = NULL;
+        }
+    return plot_svg(&chart, mem, &c->err);
+}
+
+/* The runs left out, one warning line per reason; after the output, so a
+ * shell pipeline still gets its data first. */
+static void warn_left_out(const plot_opts *o, long no_x, long no_y, long no_d)
+{
+    char msg[512];
+    if (no_x) {
+        snprintf(msg, sizeof msg,
+                 "warning: plot: %ld run%s without a --x %s value left out",
+                 no_x, no_x == 1 ? "" : "s", o->x);
+        ps_print_error(msg);
+    }
+    if (no_y) {
+        snprintf(msg, sizeof msg,
+                 "warning: plot: %ld run%s without a --y %s value left out",
+                 no_y, no_y == 1 ? "" : "s", o->y);
+        ps_print_error(msg);
+    }
+    if (no_d) {
+        snprintf(msg, sizeof msg,
+                 "warning: plot: %ld run%s without a --dashed %s value (no "
+                 "dashed line there)",
+                 no_d, no_d == 1 ? "" : "s", o->dashed);
+        ps_print_error(msg);
+    }
+}
+
 int plot_main(int argc, char **argv)
 {
     plot_opts o = {0};
@@ -697,39 +770,10 @@ int plot_main(int argc, char **argv)
         if (!mem)
             rc = ps_errf(&c.err, "out of memory");
     }
-    if (!rc && strcmp(format, "csv") == 0) {
+    if (!rc && strcmp(format, "csv") == 0)
         write_csv(mem, &o, &b);
-    } else if (!rc) {
-        char title[512];
-        if (o.title)
-            snprintf(title, sizeof title, "%s", o.title);
-        else
-            snprintf(title, sizeof title, "%s against %s%s%s",
-                     o.ylabel ? o.ylabel : o.y, o.xlabel ? o.xlabel : o.x,
-                     o.by ? ", by " : "", o.by ? o.by : "");
-        plot_chart chart = {
-            .title = title,
-            .xlabel = o.xlabel ? o.xlabel : o.x,
-            .ylabel = o.ylabel ? o.ylabel : o.y,
-            .legend_title = o.by,
-            .dashed_label =
-                o.dashed ? (o.dashed_label ? o.dashed_label : o.dashed) : NULL,
-            .xunit = unit_for(o.xunit, t[0].unit_name),
-            .yunit = unit_for(o.yunit, t[1].unit_name),
-            .logx = logx,
-            .logy = logy,
-            .series = b.s,
-            .nseries = b.n,
-            .xcats = (const char *const *)b.cats,
-            .nxcats = b.ncats,
-        };
-        if (!o.dashed)
-            for (int s = 0; s < b.n; s++) {
-                free(b.s[s].dashed);
-                b.s[s].dashed = NULL;
-            }
-        rc = plot_svg(&chart, mem, &c.err);
-    }
+    else if (!rc)
+        rc = draw_chart(&c, &o, t, &b, logx, logy, mem);
     if (mem && fclose(mem) != 0 && !rc)
         rc = ps_errf(&c.err, "out of memory");
     for (int i = 0; i < 5; i++)
@@ -744,26 +788,7 @@ int plot_main(int argc, char **argv)
     }
     rc = write_out(o.out, data, size);
     free(data);
-    /* after the output, so a shell pipeline still gets its data first */
-    char msg[512];
-    if (!rc && no_x) {
-        snprintf(msg, sizeof msg,
-                 "warning: plot: %ld run%s without a --x %s value left out",
-                 no_x, no_x == 1 ? "" : "s", o.x);
-        ps_print_error(msg);
-    }
-    if (!rc && no_y) {
-        snprintf(msg, sizeof msg,
-                 "warning: plot: %ld run%s without a --y %s value left out",
-                 no_y, no_y == 1 ? "" : "s", o.y);
-        ps_print_error(msg);
-    }
-    if (!rc && no_d) {
-        snprintf(msg, sizeof msg,
-                 "warning: plot: %ld run%s without a --dashed %s value (no "
-                 "dashed line there)",
-                 no_d, no_d == 1 ? "" : "s", o.dashed);
-        ps_print_error(msg);
-    }
+    if (!rc)
+        warn_left_out(&o, no_x, no_y, no_d);
     return rc;
 }

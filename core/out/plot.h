@@ -27,6 +27,7 @@ typedef struct plot_series {
     char *label;
     int n;
     double *x, *y, *dashed;
+    size_t cap; /* of x, y and dashed, as out/plot.c grows them */
 } plot_series;
 
 typedef struct plot_chart {

@@ -396,17 +396,10 @@ static void polyline(FILE *out, const axis *ax, const axis *ay,
     fputs("\"/>\n", out);
 }
 
-int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
+/* The legend's width: its longest label, capped at 48 characters so that
+ * a long run name cannot push the plot off the page. */
+static int legend_width(const plot_chart *c)
 {
-    double xlo, xhi, ylo, yhi;
-    ranges(c, &xlo, &xhi, &ylo, &yhi);
-    axis ax, ay;
-    if (c->xcats)
-        axis_cats(&ax, c->nxcats);
-    else
-        axis_init(&ax, xlo, xhi, c->logx, c->logx && all_pow2(c), c->xunit);
-    axis_init(&ay, ylo, yhi, c->logy, 0, c->yunit);
-
     size_t longest = c->legend_title ? strlen(c->legend_title) : 0;
     for (int s = 0; s < c->nseries; s++)
         longest = strlen(c->series[s].label) > longest
@@ -414,30 +407,23 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
                       : longest;
     if (c->dashed_label && strlen(c->dashed_label) > longest)
         longest = strlen(c->dashed_label);
-    int legend_w = 40 + (int)(CHAR_W * (double)(longest > 48 ? 48 : longest));
-    int w = ML + PW + LEGEND_GAP + legend_w + 16, h = MT + PH + MB;
+    return 40 + (int)(CHAR_W * (double)(longest > 48 ? 48 : longest));
+}
 
-    svg_begin(out, w, h,
-              "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
-              "font-size=\"12\"");
-    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
-    fprintf(out,
-            "<text x=\"%d\" y=\"28\" font-size=\"15\" font-weight=\"bold\" "
-            "fill=\"%s\">",
-            ML, ink);
-    svg_text(out, c->title);
-    fputs("</text>\n", out);
-
-    /* grid and tick labels (a category's at its position) */
+/* The grid with its tick labels (a category's at its position), the
+ * frame and both axis titles: everything drawn under the series. */
+static void draw_axes(FILE *out, const plot_chart *c, const axis *ax,
+                      const axis *ay)
+{
     char buf[64];
-    int nx = c->xcats ? c->nxcats : ax.nticks;
+    int nx = c->xcats ? c->nxcats : ax->nticks;
     for (int i = 0; i < nx; i++) {
-        double v = c->xcats ? i : ax.ticks[i];
-        double px = ML + PW * axis_pos(&ax, v);
+        double v = c->xcats ? i : ax->ticks[i];
+        double px = ML + PW * axis_pos(ax, v);
         if (c->xcats)
             snprintf(buf, sizeof buf, "%s", c->xcats[i]);
         else
-            tick_label(&ax, v, buf, sizeof buf);
+            tick_label(ax, v, buf, sizeof buf);
         fprintf(out,
                 "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" "
                 "stroke=\"%s\"/>\n"
@@ -447,9 +433,9 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
         svg_text(out, buf);
         fputs("</text>\n", out);
     }
-    for (int i = 0; i < ay.nticks; i++) {
-        double py = MT + PH * (1 - axis_pos(&ay, ay.ticks[i]));
-        tick_label(&ay, ay.ticks[i], buf, sizeof buf);
+    for (int i = 0; i < ay->nticks; i++) {
+        double py = MT + PH * (1 - axis_pos(ay, ay->ticks[i]));
+        tick_label(ay, ay->ticks[i], buf, sizeof buf);
         fprintf(out,
                 "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "
                 "stroke=\"%s\"/>\n"
@@ -464,68 +450,75 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
             ML, MT, PW, PH, ink2);
     fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">",
             ML + PW / 2, MT + PH + 44, ink);
-    axis_title(out, &ax, c->xlabel);
+    axis_title(out, ax, c->xlabel);
     fprintf(out,
             "</text>\n<text transform=\"translate(%d %d) rotate(-90)\" "
             "text-anchor=\"middle\" fill=\"%s\">",
             22, MT + PH / 2, ink);
-    axis_title(out, &ay, c->ylabel);
+    axis_title(out, ay, c->ylabel);
     fputs("</text>\n", out);
+}
 
-    /* the measured lines with their markers, then the dashed companions
-     * over them: a closed form that matches the simulation exactly must
-     * still show (the measured lines are drawn faint then) */
-    int faint = c->dashed_label != NULL;
-    for (int s = 0; s < c->nseries; s++) {
-        const plot_series *p = &c->series[s];
-        const char *color = colors[s % NCOLORS];
-        fputs("<g class=\"series\" data-label=\"", out);
+/* Series s's line and its markers, each marker with a tooltip naming the
+ * point (a reader hovers to read values the axis only approximates). */
+static void draw_series(FILE *out, const plot_chart *c, const axis *ax,
+                        const axis *ay, int s, int faint)
+{
+    const plot_series *p = &c->series[s];
+    const char *color = colors[s % NCOLORS];
+    fputs("<g class=\"series\" data-label=\"", out);
+    svg_text(out, p->label);
+    fputs("\">\n", out);
+    polyline(out, ax, ay, p, p->y, 0, p->n, color, 0, faint);
+    for (int i = 0; i < p->n; i++) {
+        char xs[64], ys[64];
+        if (c->xcats)
+            snprintf(xs, sizeof xs, "%s", c->xcats[(int)p->x[i]]);
+        else
+            format_value(xs, sizeof xs, p->x[i], c->xunit);
+        format_value(ys, sizeof ys, p->y[i], c->yunit);
+        const char *tag = marker(out, s, marker_r(s, c->nseries),
+                                 ML + PW * axis_pos(ax, p->x[i]),
+                                 MT + PH * (1 - axis_pos(ay, p->y[i])), color);
+        fputs("><title>", out);
         svg_text(out, p->label);
-        fputs("\">\n", out);
-        polyline(out, &ax, &ay, p, p->y, 0, p->n, color, 0, faint);
-        for (int i = 0; i < p->n; i++) {
-            char xs[64], ys[64];
-            if (c->xcats)
-                snprintf(xs, sizeof xs, "%s", c->xcats[(int)p->x[i]]);
-            else
-                format_value(xs, sizeof xs, p->x[i], c->xunit);
-            format_value(ys, sizeof ys, p->y[i], c->yunit);
-            const char *tag =
-                marker(out, s, marker_r(s, c->nseries),
-                       ML + PW * axis_pos(&ax, p->x[i]),
-                       MT + PH * (1 - axis_pos(&ay, p->y[i])), color);
-            fputs("><title>", out);
-            svg_text(out, p->label);
-            fputs(": ", out);
-            svg_text(out, c->xlabel);
-            fputs(" = ", out);
-            svg_text(out, xs);
-            fputs(", ", out);
-            svg_text(out, c->ylabel);
-            fputs(" = ", out);
-            svg_text(out, ys);
-            fprintf(out, "</title></%s>\n", tag);
-        }
-        fputs("</g>\n", out);
+        fputs(": ", out);
+        svg_text(out, c->xlabel);
+        fputs(" = ", out);
+        svg_text(out, xs);
+        fputs(", ", out);
+        svg_text(out, c->ylabel);
+        fputs(" = ", out);
+        svg_text(out, ys);
+        fprintf(out, "</title></%s>\n", tag);
     }
-    for (int s = 0; s < c->nseries; s++) {
-        const plot_series *p = &c->series[s];
-        if (!p->dashed)
-            continue;
-        for (int i = 0; i < p->n;) {
-            while (i < p->n && isnan(p->dashed[i]))
-                i++;
-            int j = i;
-            while (j < p->n && !isnan(p->dashed[j]))
-                j++;
-            if (j > i)
-                polyline(out, &ax, &ay, p, p->dashed, i, j, colors[s % NCOLORS],
-                         1, 0);
-            i = j;
-        }
-    }
+    fputs("</g>\n", out);
+}
 
-    /* legend */
+/* Series s's dashed companion (a closed form), one polyline per run of
+ * defined points: NaN marks a point where the closed form does not apply. */
+static void draw_dashed(FILE *out, const axis *ax, const axis *ay,
+                        const plot_series *p, int s)
+{
+    if (!p->dashed)
+        return;
+    for (int i = 0; i < p->n;) {
+        while (i < p->n && isnan(p->dashed[i]))
+            i++;
+        int j = i;
+        while (j < p->n && !isnan(p->dashed[j]))
+            j++;
+        if (j > i)
+            polyline(out, ax, ay, p, p->dashed, i, j, colors[s % NCOLORS], 1,
+                     0);
+        i = j;
+    }
+}
+
+/* The legend right of the plot: its title, one line and marker per
+ * series, and the dashed line's meaning last. */
+static void draw_legend(FILE *out, const plot_chart *c)
+{
     int lx = ML + PW + LEGEND_GAP, ly = MT + 8;
     if (c->legend_title) {
         fprintf(out,
@@ -557,6 +550,40 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
         svg_text(out, c->dashed_label);
         fputs("</text>\n", out);
     }
+}
+
+int plot_svg(const plot_chart *c, FILE *out, ps_err *err)
+{
+    double xlo, xhi, ylo, yhi;
+    ranges(c, &xlo, &xhi, &ylo, &yhi);
+    axis ax, ay;
+    if (c->xcats)
+        axis_cats(&ax, c->nxcats);
+    else
+        axis_init(&ax, xlo, xhi, c->logx, c->logx && all_pow2(c), c->xunit);
+    axis_init(&ay, ylo, yhi, c->logy, 0, c->yunit);
+
+    int w = ML + PW + LEGEND_GAP + legend_width(c) + 16, h = MT + PH + MB;
+    svg_begin(out, w, h,
+              "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+              "font-size=\"12\"");
+    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
+    fprintf(out,
+            "<text x=\"%d\" y=\"28\" font-size=\"15\" font-weight=\"bold\" "
+            "fill=\"%s\">",
+            ML, ink);
+    svg_text(out, c->title);
+    fputs("</text>\n", out);
+    draw_axes(out, c, &ax, &ay);
+
+    /* the measured lines with their markers, then the dashed companions
+     * over them: a closed form that matches the simulation exactly must
+     * still show (the measured lines are drawn faint then) */
+    for (int s = 0; s < c->nseries; s++)
+        draw_series(out, c, &ax, &ay, s, c->dashed_label != NULL);
+    for (int s = 0; s < c->nseries; s++)
+        draw_dashed(out, &ax, &ay, &c->series[s], s);
+    draw_legend(out, c);
     fputs("</svg>\n", out);
     if (ferror(out))
         return ps_errf(err, "writing the plot failed");

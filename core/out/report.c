@@ -330,26 +330,27 @@ static int64_t event_chunks(rec_db *db, int64_t run, ps_err *err)
     return n >= 1 && n <= 64 ? n : 1; /* more would not be readable */
 }
 
-/* One row per rank, or with several chunks one row per (rank, chunk), so
- * that chunks never share glyphs: "rank 0 c0 |...|". A block is labelled
- * with its microbatch where the number fits in it (two digits need two
- * columns). */
-static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
-                       int64_t nranks, double makespan, FILE *out, ps_err *err)
+/* A chart being drawn: its rows (a rank's chunks), its columns (all
+ * panels side by side, printed one below the other) and what each rank
+ * did. */
+typedef struct {
+    int64_t nranks, nch; /* ranks; chunks per rank (rows per rank) */
+    int cols, pcols;     /* columns of all panels; of one panel */
+    int panels;
+    double dt;      /* seconds per column */
+    char *grid;     /* nranks * nch rows of cols glyphs */
+    double *busy;   /* per rank: seconds of events drawn */
+    double *bubble; /* per rank: rank_stat's bubble, NaN where absent */
+    int kinds[7];   /* F B R W OPT FB other seen: the legend names these */
+} gantt;
+
+/* Columns enough that the shortest block holds its number and one glyph
+ * (two-digit microbatches need three), in up to 4 panels of the width, one
+ * below the other, each a slice of the time axis: returns the panels. */
+static int gantt_panels(rec_db *db, int64_t run, int cols, double makespan,
+                        ps_err *err)
 {
     char digits[32];
-    int rw = snprintf(digits, sizeof digits, "%lld", (long long)(nranks - 1));
-    int64_t nch = event_chunks(db, run, err);
-    int cw = nch > 1 ? snprintf(digits, sizeof digits, " c%lld",
-                                (long long)(nch - 1))
-                     : 0;
-    int label = 6 + rw + cw; /* "rank N cK " */
-    int cols = width - label - 2 - 8;
-    if (cols < 20)
-        cols = 20;
-    /* columns enough that the shortest block holds its number and one
-     * glyph (two-digit microbatches need three), in up to 4 panels of the
-     * width, one below the other, each a slice of the time axis */
     int panels = 1;
     rec_query *w =
         report_query(db,
@@ -365,24 +366,39 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
             panels = need < 4.0 * cols ? (int)ceil(need / cols) : 4;
     }
     rec_query_free(w);
-    int pcols = cols; /* columns of one panel */
-    cols *= panels;
-    double dt = makespan / cols;
-    int64_t nrows = nranks * nch;
-    char *grid = malloc((size_t)(nrows * cols));
-    double *busy = calloc((size_t)nranks, sizeof *busy);
-    double *bubble = malloc((size_t)nranks * sizeof *bubble);
-    static const char seen_glyphs[] = "-=~+#&";
-    int kinds[7] = {0}; /* F B R W OPT FB other seen */
-    if (!grid || !busy || !bubble) {
-        free(grid);
-        free(busy);
-        free(bubble);
-        return ps_errf(err, "out of memory for the chart");
+    return panels;
+}
+
+/* Draws one event into its row: its kind's glyph over its columns, its
+ * microbatch over the first ones where the number leaves a glyph visible;
+ * an event shorter than a column marks an idle column it falls in. */
+static void gantt_block(gantt *g, char *row, char glyph_c, double t0, double t1,
+                        rec_query *q)
+{
+    long c0 = lround(t0 / g->dt), c1 = lround(t1 / g->dt);
+    c0 = c0 < 0 ? 0 : c0 > g->cols ? g->cols : c0;
+    c1 = c1 < c0 ? c0 : c1 > g->cols ? g->cols : c1;
+    if (c1 == c0) {
+        if (t1 > t0 && c0 < g->cols && row[c0] == '.')
+            row[c0] = glyph_c;
+        return;
     }
-    memset(grid, '.', (size_t)(nrows * cols));
-    for (int64_t r = 0; r < nranks; r++)
-        bubble[r] = NAN;
+    memset(row + c0, glyph_c, (size_t)(c1 - c0));
+    if (!rec_query_isnull(q, 2)) {
+        char lab[24];
+        int len =
+            snprintf(lab, sizeof lab, "%lld", (long long)rec_query_int(q, 2));
+        if (len < c1 - c0) /* keep one glyph: the kind stays visible */
+            memcpy(row + c0, lab, (size_t)len);
+    }
+}
+
+/* Fills the grid from the run's events and each rank's bubble from
+ * rank_stat (an events row outside the ranks or chunks is skipped: the
+ * rows were checked before, this only guards the indexing). */
+static int gantt_fill(gantt *g, rec_db *db, int64_t run, ps_err *err)
+{
+    static const char seen_glyphs[] = "-=~+#&";
     int rc = PS_OK;
     rec_query *q =
         report_query(db,
@@ -393,88 +409,127 @@ static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
         rc = PS_ERR;
     while (q && (rc = rec_query_step(q, err)) == 1) {
         int64_t r = rec_query_int(q, 0);
-        if (r < 0 || r >= nranks)
+        if (r < 0 || r >= g->nranks)
             continue;
         int64_t c = rec_query_isnull(q, 5) ? 0 : rec_query_int(q, 5);
-        if (c < 0 || c >= nch)
+        if (c < 0 || c >= g->nch)
             c = 0;
-        const char *kind = rec_query_text(q, 1);
         double t0 = rec_query_double(q, 3), t1 = rec_query_double(q, 4);
-        busy[r] += t1 - t0;
-        char g = glyph(kind);
-        const char *at = strchr(seen_glyphs, g);
-        kinds[at ? at - seen_glyphs : 6] = 1;
-        char *row = grid + (r * nch + c) * cols;
-        long c0 = lround(t0 / dt), c1 = lround(t1 / dt);
-        c0 = c0 < 0 ? 0 : c0 > cols ? cols : c0;
-        c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
-        if (c1 == c0) {
-            if (t1 > t0 && c0 < cols && row[c0] == '.')
-                row[c0] = g;
-            continue;
-        }
-        memset(row + c0, g, (size_t)(c1 - c0));
-        if (!rec_query_isnull(q, 2)) {
-            char lab[24];
-            int len = snprintf(lab, sizeof lab, "%lld",
-                               (long long)rec_query_int(q, 2));
-            if (len < c1 - c0) /* keep one glyph: the kind stays visible */
-                memcpy(row + c0, lab, (size_t)len);
-        }
+        g->busy[r] += t1 - t0;
+        char gl = glyph(rec_query_text(q, 1));
+        const char *at = strchr(seen_glyphs, gl);
+        g->kinds[at ? at - seen_glyphs : 6] = 1;
+        gantt_block(g, g->grid + (r * g->nch + c) * g->cols, gl, t0, t1, q);
     }
     rec_query_free(q);
-    if (rc == PS_OK) {
-        q = report_query(
-            db, "SELECT rank, bubble FROM rank_stat WHERE run = ?1", run, err);
-        if (!q)
-            rc = PS_ERR;
-        while (q && (rc = rec_query_step(q, err)) == 1) {
-            int64_t r = rec_query_int(q, 0);
-            if (r >= 0 && r < nranks && !rec_query_isnull(q, 1))
-                bubble[r] = rec_query_double(q, 1);
-        }
-        rec_query_free(q);
+    if (rc != PS_OK)
+        return rc;
+    q = report_query(db, "SELECT rank, bubble FROM rank_stat WHERE run = ?1",
+                     run, err);
+    if (!q)
+        rc = PS_ERR;
+    while (q && (rc = rec_query_step(q, err)) == 1) {
+        int64_t r = rec_query_int(q, 0);
+        if (r >= 0 && r < g->nranks && !rec_query_isnull(q, 1))
+            g->bubble[r] = rec_query_double(q, 1);
     }
-    for (int pn = 0; rc == PS_OK && pn < panels; pn++) {
+    rec_query_free(q);
+    return rc;
+}
+
+/* Prints the panels, each with its rows and its time axis; a rank's first
+ * row ends with its bubble (rank_stat's, or 1 - busy / makespan). */
+static void gantt_print(const gantt *g, int rw, int cw, int label,
+                        double makespan, FILE *out)
+{
+    for (int pn = 0; pn < g->panels; pn++) {
         if (pn > 0)
             fputc('\n', out);
-        for (int64_t r = 0; r < nranks; r++) {
-            double b = isnan(bubble[r]) ? 1 - busy[r] / makespan : bubble[r];
-            for (int64_t c = 0; c < nch; c++) {
+        for (int64_t r = 0; r < g->nranks; r++) {
+            double b =
+                isnan(g->bubble[r]) ? 1 - g->busy[r] / makespan : g->bubble[r];
+            for (int64_t c = 0; c < g->nch; c++) {
                 char tag[32] = "";
-                const char *cells = grid + (r * nch + c) * cols + pn * pcols;
-                if (nch > 1)
+                const char *cells =
+                    g->grid + (r * g->nch + c) * g->cols + pn * g->pcols;
+                if (g->nch > 1)
                     snprintf(tag, sizeof tag, " c%-*lld", cw - 2, (long long)c);
                 if (c == 0)
                     fprintf(out, "rank %*lld%s |%.*s| %5.1f%%\n", rw,
-                            (long long)r, tag, pcols, cells, 100 * b);
+                            (long long)r, tag, g->pcols, cells, 100 * b);
                 else
-                    fprintf(out, "     %*s%s |%.*s|\n", rw, "", tag, pcols,
+                    fprintf(out, "     %*s%s |%.*s|\n", rw, "", tag, g->pcols,
                             cells);
             }
         }
-        print_axis(out, label, pcols, pn * pcols * dt, dt, makespan);
+        print_axis(out, label, g->pcols, pn * g->pcols * g->dt, g->dt,
+                   makespan);
     }
+}
+
+/* The legend names only the kinds the chart shows. */
+static void gantt_legend(const gantt *g, int width, FILE *out)
+{
+    char legend[640];
+    snprintf(legend, sizeof legend,
+             "legend: 3--- forward of microbatch 3, 3=== backward%s%s%s%s%s"
+             ", . idle, %% = rank's bubble%s",
+             g->kinds[2] ? ", 3~~~ recompute" : "",
+             g->kinds[3] ? ", 3+++ weight gradient (W)" : "",
+             g->kinds[4] ? ", ### optimizer" : "",
+             g->kinds[5] ? ", 3&&& overlapped forward and backward (FB: "
+                           "the forward's microbatch on its chunk's row, "
+                           "the backward's on its own)"
+                         : "",
+             g->kinds[6] ? ", *** other" : "",
+             g->nch > 1 ? ", a row per model chunk (c0, c1, ...)" : "");
+    report_wrap(out, legend, width);
+}
+
+/* One row per rank, or with several chunks one row per (rank, chunk), so
+ * that chunks never share glyphs: "rank 0 c0 |...|". A block is labelled
+ * with its microbatch where the number fits in it (two digits need two
+ * columns). */
+static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
+                       int64_t nranks, double makespan, FILE *out, ps_err *err)
+{
+    (void)ri;
+    gantt g = {.nranks = nranks};
+    char digits[32];
+    int rw = snprintf(digits, sizeof digits, "%lld", (long long)(nranks - 1));
+    g.nch = event_chunks(db, run, err);
+    int cw = g.nch > 1 ? snprintf(digits, sizeof digits, " c%lld",
+                                  (long long)(g.nch - 1))
+                       : 0;
+    int label = 6 + rw + cw; /* "rank N cK " */
+    int cols = width - label - 2 - 8;
+    if (cols < 20)
+        cols = 20;
+    g.panels = gantt_panels(db, run, cols, makespan, err);
+    g.pcols = cols;
+    g.cols = cols * g.panels;
+    g.dt = makespan / g.cols;
+    int64_t nrows = nranks * g.nch;
+    g.grid = malloc((size_t)(nrows * g.cols));
+    g.busy = calloc((size_t)nranks, sizeof *g.busy);
+    g.bubble = malloc((size_t)nranks * sizeof *g.bubble);
+    int rc = PS_OK;
+    if (!g.grid || !g.busy || !g.bubble) {
+        rc = ps_errf(err, "out of memory for the chart");
+        goto done;
+    }
+    memset(g.grid, '.', (size_t)(nrows * g.cols));
+    for (int64_t r = 0; r < nranks; r++)
+        g.bubble[r] = NAN;
+    rc = gantt_fill(&g, db, run, err);
     if (rc == PS_OK) {
-        char legend[640];
-        snprintf(legend, sizeof legend,
-                 "legend: 3--- forward of microbatch 3, 3=== backward%s%s%s%s%s"
-                 ", . idle, %% = rank's bubble%s",
-                 kinds[2] ? ", 3~~~ recompute" : "",
-                 kinds[3] ? ", 3+++ weight gradient (W)" : "",
-                 kinds[4] ? ", ### optimizer" : "",
-                 kinds[5] ? ", 3&&& overlapped forward and backward (FB: "
-                            "the forward's microbatch on its chunk's row, "
-                            "the backward's on its own)"
-                          : "",
-                 kinds[6] ? ", *** other" : "",
-                 nch > 1 ? ", a row per model chunk (c0, c1, ...)" : "");
-        report_wrap(out, legend, width);
-        (void)ri;
+        gantt_print(&g, rw, cw, label, makespan, out);
+        gantt_legend(&g, width, out);
     }
-    free(grid);
-    free(busy);
-    free(bubble);
+done:
+    free(g.grid);
+    free(g.busy);
+    free(g.bubble);
     return rc < 0 ? PS_ERR : PS_OK;
 }
 

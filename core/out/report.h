@@ -12,8 +12,9 @@
 #include "rec/rec.h"
 
 /* Writes s as one CSV field (RFC 4180): as it is, or in double quotes with
- * each quote doubled when it holds a comma, a quote, CR or LF. The one
- * CSV quoting of the readers (report tables, plot data). */
+ * each quote doubled when it holds a comma, a quote, CR or LF; each byte
+ * that is not well-formed UTF-8 as U+FFFD (base/utf8.h). The one CSV
+ * quoting of the readers (report tables, plot data). */
 void report_csv_field(FILE *out, const char *s);
 
 /* Writes one line per run (id, name, kind, schedule, p, m, v, dp, makespan,

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+#include "base/vec.h"
 #include "out/report_impl.h"
 
 /* The last three columns are the step's efficiency (rec/rec.h): model
@@ -48,17 +50,27 @@ static const char runs_sql[] =
 
 void report_csv_field(FILE *out, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
+    int quote = strpbrk(s, ",\"\n\r") != NULL;
+    if (!quote && utf8_valid(s)) {
         fputs(s, out);
         return;
     }
-    fputc('"', out);
-    for (; *s; s++) {
+    if (quote)
+        fputc('"', out);
+    while (*s) {
+        int n = utf8_len(s);
+        if (!n) { /* not UTF-8: U+FFFD, as every text pipesim writes */
+            fputs(UTF8_REPLACEMENT, out);
+            s++;
+            continue;
+        }
         if (*s == '"')
             fputc('"', out);
-        fputc(*s, out);
+        fwrite(s, 1, (size_t)n, out);
+        s += n;
     }
-    fputc('"', out);
+    if (quote)
+        fputc('"', out);
 }
 
 /* One row as display cells (human units) or CSV fields (raw numbers). */
@@ -122,16 +134,12 @@ int report_runs(rec_db *db, FILE *out, int csv, ps_err *err)
     if (!q)
         return PS_ERR;
     char(*rows)[NCOLS][CELL] = NULL;
-    int n = 0, cap = 0, rc;
+    int n = 0, rc;
+    size_t cap = 0;
     while ((rc = rec_query_step(q, err)) == 1) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            void *p = realloc(rows, (size_t)cap * sizeof *rows);
-            if (!p) {
-                rc = ps_errf(err, "out of memory for the run table");
-                break;
-            }
-            rows = p;
+        if (VEC_RESERVE(rows, cap, (size_t)n + 1)) {
+            rc = ps_errf(err, "out of memory for the run table");
+            break;
         }
         run_cells(q, csv, rows[n++]);
     }

@@ -6,9 +6,11 @@
 
 #include <stdio.h>
 
-/* Writes s as XML character data or attribute text: & < > " ' escaped, and
+/* Writes s as XML character data or attribute text: & < > " ' escaped,
  * the control characters XML 1.0 forbids even escaped (all below 0x20 but
- * tab and newline) left out. */
+ * tab and newline) left out, and each byte that is not well-formed UTF-8
+ * (and U+FFFE, U+FFFF) written as U+FFFD (base/utf8.h), so that the
+ * document is valid for any run name. */
 void svg_text(FILE *out, const char *s);
 
 /* Writes the XML declaration and the opening <svg> tag of a w x h px

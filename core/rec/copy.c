@@ -87,12 +87,13 @@ static int prepare(rec_copy *c, const char *sql, sqlite3_stmt **st, ps_err *err)
     return PS_OK;
 }
 
-rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
+/* A copy with path ATTACHed read-only under a fresh alias, or NULL (err
+ * says why) with nothing attached: the source is only read, and its -wal
+ * and -shm, when the attach makes them, are removed at the detach
+ * (rec_copy_free). */
+static rec_copy *attach_source(rec_db *db, const char *path, ps_err *err)
 {
     static int serial;
-    /* a new file's connection moves to its path first (rec/txn.c) */
-    if (rec_publish(db, NULL, err))
-        return NULL;
     rec_copy *c = calloc(1, sizeof *c);
     if (!c) {
         ps_errf(err, "%s: out of memory", db->path);
@@ -103,8 +104,6 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
     int missing = rec_check_path(path, err);
     if (missing > 0)
         ps_errf(err, "%s: no such file", path);
-    /* read-only: the source is only read, and its -wal and -shm, when
-     * the attach makes them, are removed at the detach (rec_copy_free) */
     char *uri = missing ? NULL : rec_uri(path, "mode=ro");
     c->path = uri ? strdup(path) : NULL;
     if (!c->path) {
@@ -116,7 +115,7 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
     }
     c->had = rec_sidecars(path);
     sqlite3_stmt *st = NULL;
-    char sql[8192];
+    char sql[64];
     snprintf(sql, sizeof sql, "ATTACH ?1 AS %s", c->alias);
     if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK) {
         copy_fail(c, "cannot attach", err);
@@ -136,96 +135,123 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
         free(c);
         return NULL;
     }
-    /* both sides at this schema version: the same tables and columns */
+    return c;
+}
+
+/* Both sides at this schema version: the same tables and columns, which
+ * is what copying column by column by name relies on. */
+static int check_version(rec_copy *c, const char *path, ps_err *err)
+{
+    char sql[64];
+    sqlite3_stmt *st = NULL;
     snprintf(sql, sizeof sql, "PRAGMA %s.user_version", c->alias);
     int version = -1;
-    if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(c->db->db, sql, -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    if (version != REC_SCHEMA_VERSION) {
-        ps_errf(err, "%s: schema version %d, this pipesim writes %d", path,
-                version, REC_SCHEMA_VERSION);
-        goto fail;
-    }
-    snprintf(sql, sizeof sql,
-             "SELECT max(coalesce((SELECT seq FROM main.sqlite_sequence "
-             "WHERE name = 'run'), 0), coalesce((SELECT max(id) FROM "
-             "main.run), 0)) + 1");
-    if (prepare(c, sql, &c->next_id, err))
-        goto fail;
-    /* the run rows first, then every table that refers to them, in the
-     * order of the schema */
-    if (sqlite3_prepare_v2(db->db,
-                           "SELECT m.name, (SELECT count(*) FROM "
-                           "pragma_table_info(m.name, 'main') WHERE name = "
-                           "'run') FROM main.sqlite_master m WHERE type = "
-                           "'table' AND name NOT LIKE 'sqlite_%' AND name <> "
-                           "'run' ORDER BY rowid",
-                           -1, &st, NULL) != SQLITE_OK) {
-        copy_fail(c, "cannot read the schema", err);
-        goto fail;
-    }
-    char cols[2048];
-    if (columns(db, "run", "id", cols, sizeof cols, err))
-        goto fail_st;
-    snprintf(sql, sizeof sql,
-             "INSERT INTO main.run(id%s) SELECT id + ?1%s FROM %s.run WHERE "
-             "id BETWEEN ?2 AND ?3 ORDER BY id",
-             cols, cols, c->alias);
-    if (prepare(c, sql, &c->copy[0], err))
-        goto fail_st;
-    c->ntables = 1;
+    if (version != REC_SCHEMA_VERSION)
+        return ps_errf(err, "%s: schema version %d, this pipesim writes %d",
+                       path, version, REC_SCHEMA_VERSION);
+    return PS_OK;
+}
+
+/* Prepares the copy of the tables that have a run column (all of
+ * schema.c's but the timeline and kind tables), in the order of the
+ * schema. A table that has none and is not known to be copied otherwise
+ * is an error: silently leaving it out would lose its rows. */
+static int prepare_run_tables(rec_copy *c, sqlite3_stmt *st, char *cols,
+                              size_t ncols, ps_err *err)
+{
+    char sql[8192];
     while (sqlite3_step(st) == SQLITE_ROW) {
         char table[64];
         snprintf(table, sizeof table, "%s",
                  (const char *)sqlite3_column_text(st, 0));
         if (copied_otherwise(table))
             continue;
-        if (sqlite3_column_int(st, 1) != 1) {
-            ps_errf(err, "%s: table %s has no run column: cannot copy it",
-                    db->path, table);
-            goto fail_st;
-        }
-        if (c->ntables == MAX_TABLES) {
-            ps_errf(err, "%s: more than %d tables", db->path, MAX_TABLES);
-            goto fail_st;
-        }
-        if (columns(db, table, "run", cols, sizeof cols, err))
-            goto fail_st;
+        if (sqlite3_column_int(st, 1) != 1)
+            return ps_errf(err,
+                           "%s: table %s has no run column: cannot copy it",
+                           c->db->path, table);
+        if (c->ntables == MAX_TABLES)
+            return ps_errf(err, "%s: more than %d tables", c->db->path,
+                           MAX_TABLES);
+        if (columns(c->db, table, "run", cols, ncols, err))
+            return PS_ERR;
         snprintf(sql, sizeof sql,
                  "INSERT INTO main.\"%s\"(run%s) SELECT run + ?1%s FROM "
                  "%s.\"%s\" WHERE run BETWEEN ?2 AND ?3 ORDER BY rowid",
                  table, cols, cols, c->alias, table);
         if (prepare(c, sql, &c->copy[c->ntables], err))
-            goto fail_st;
+            return PS_ERR;
         c->ntables++;
     }
+    return PS_OK;
+}
+
+/* The next run id, then the run rows first and every table that refers
+ * to them. */
+static int prepare_runs(rec_copy *c, ps_err *err)
+{
+    char sql[8192], cols[2048];
+    snprintf(sql, sizeof sql,
+             "SELECT max(coalesce((SELECT seq FROM main.sqlite_sequence "
+             "WHERE name = 'run'), 0), coalesce((SELECT max(id) FROM "
+             "main.run), 0)) + 1");
+    if (prepare(c, sql, &c->next_id, err))
+        return PS_ERR;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->db->db,
+                           "SELECT m.name, (SELECT count(*) FROM "
+                           "pragma_table_info(m.name, 'main') WHERE name = "
+                           "'run') FROM main.sqlite_master m WHERE type = "
+                           "'table' AND name NOT LIKE 'sqlite_%' AND name <> "
+                           "'run' ORDER BY rowid",
+                           -1, &st, NULL) != SQLITE_OK)
+        return copy_fail(c, "cannot read the schema", err);
+    int rc = columns(c->db, "run", "id", cols, sizeof cols, err);
+    if (rc == PS_OK) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO main.run(id%s) SELECT id + ?1%s FROM %s.run "
+                 "WHERE id BETWEEN ?2 AND ?3 ORDER BY id",
+                 cols, cols, c->alias);
+        rc = prepare(c, sql, &c->copy[0], err);
+    }
+    if (rc == PS_OK) {
+        c->ntables = 1;
+        rc = prepare_run_tables(c, st, cols, sizeof cols, err);
+    }
     sqlite3_finalize(st);
-    st = NULL;
-    /* the rows keep their rowid gaps, shifted past the destination's
-     * last row, and each span shifts with them */
+    return rc;
+}
+
+/* The timeline tables: the rows keep their rowid gaps, shifted past the
+ * destination's last row, and each span shifts with them. */
+static int prepare_timeline(rec_copy *c, ps_err *err)
+{
+    char sql[8192], cols[2048];
     for (int i = 0; i < 3; i++) {
         char table[32];
         snprintf(table, sizeof table, "%s_row", timeline[i]);
-        if (columns(db, table, "", cols, sizeof cols, err))
-            goto fail;
+        if (columns(c->db, table, "", cols, sizeof cols, err))
+            return PS_ERR;
         snprintf(sql, sizeof sql,
                  "SELECT min(%s_first), max(%s_last) FROM %s.span WHERE run "
                  "BETWEEN ?1 AND ?2",
                  timeline[i], timeline[i], c->alias);
         if (prepare(c, sql, &c->range[i], err))
-            goto fail;
+            return PS_ERR;
         snprintf(sql, sizeof sql, "SELECT coalesce(max(rowid), 0) FROM main.%s",
                  table);
         if (prepare(c, sql, &c->base[i], err))
-            goto fail;
+            return PS_ERR;
         snprintf(sql, sizeof sql,
                  "INSERT INTO main.%s(rowid%s) SELECT rowid + ?1%s FROM %s.%s "
                  "WHERE rowid BETWEEN ?2 AND ?3 ORDER BY rowid",
                  table, cols, cols, c->alias, table);
         if (prepare(c, sql, &c->rows[i], err))
-            goto fail;
+            return PS_ERR;
     }
     snprintf(sql, sizeof sql,
              "INSERT INTO main.span(run, event_first, event_last, "
@@ -235,14 +261,23 @@ rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
              "memory_last + ?4 FROM %s.span WHERE run BETWEEN ?5 AND ?6 "
              "ORDER BY run",
              c->alias);
-    if (prepare(c, sql, &c->span, err))
-        goto fail;
+    return prepare(c, sql, &c->span, err);
+}
+
+rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
+{
+    /* a new file's connection moves to its path first (rec/txn.c) */
+    if (rec_publish(db, NULL, err))
+        return NULL;
+    rec_copy *c = attach_source(db, path, err);
+    if (!c)
+        return NULL;
+    if (check_version(c, path, err) || prepare_runs(c, err) ||
+        prepare_timeline(c, err)) {
+        rec_copy_free(c);
+        return NULL;
+    }
     return c;
-fail_st:
-    sqlite3_finalize(st);
-fail:
-    rec_copy_free(c);
-    return NULL;
 }
 
 int rec_copy_runs(rec_copy *c, int64_t first, int64_t last, int64_t *offset,

@@ -69,7 +69,8 @@ typedef struct rec_sum_row {
 typedef struct rec_sums {
     sqlite3_stmt *st;  /* INSERT ... SELECT ... FROM pipesim_summary */
     rec_sum_row *rows; /* cap allocated, n kept */
-    int32_t n, cap;
+    int32_t n;
+    size_t cap;
     int32_t mark; /* n when the current run's savepoint began */
 } rec_sums;
 

@@ -3,9 +3,12 @@
  * rows) instead of rows in its scratch database, so that the writer
  * records them once, with rec_write as --jobs 1 does, rather than copying
  * rows the worker wrote (each run recorded twice, and decoded again). */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "rec/impl.h"
 
 struct rec_ship {
@@ -40,22 +43,8 @@ const void *rec_ship_bytes(const rec_ship *s, size_t *n)
 
 static void put(rec_ship *s, const void *v, size_t n)
 {
-    if (s->oom)
-        return;
-    if (n > s->cap - s->n) {
-        size_t cap = s->cap ? s->cap : 65536;
-        while (cap - s->n < n)
-            cap *= 2;
-        unsigned char *q = realloc(s->p, cap);
-        if (!q) {
-            s->oom = 1;
-            return;
-        }
-        s->p = q;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->n, v, n);
-    s->n += n;
+    if (!s->oom && vec_append_bytes(&s->p, &s->n, &s->cap, v, n))
+        s->oom = 1;
 }
 
 static void put_i64(rec_ship *s, int64_t v)
@@ -77,85 +66,131 @@ static void put_str(rec_ship *s, const char *v)
         put(s, v, n);
 }
 
-/* Field by field, not the structs' bytes: their padding is uninitialised
- * (and would show as such to valgrind in the file's write). */
+/* Each shipped struct described once, field by field in the order they
+ * travel, so that writing and reading cannot drift apart: a field added to
+ * a table is shipped both ways. Field by field, not the structs' bytes:
+ * their padding is uninitialised (and would show as such to valgrind in
+ * the file's write). Integers and enums travel as 64 bits, doubles as
+ * themselves, strings as put_str writes them. */
+enum ship_kind { SHIP_STR, SHIP_I32, SHIP_I64, SHIP_F64, SHIP_FITS };
+
+typedef struct ship_field {
+    unsigned char kind;
+    size_t off;
+} ship_field;
+
+#define FIELD(k, T, m)                                                         \
+    {                                                                          \
+        k, offsetof(T, m)                                                      \
+    }
+#define RUN(k, m) FIELD(k, rec_run, m)
+#define STAGE(k, m) FIELD(k, rec_stage, m)
+#define RANK(k, m) FIELD(k, rec_rank, m)
+#define COLL(k, m) FIELD(k, rec_collective, m)
+#define NFIELDS(t) (sizeof t / sizeof t[0])
+
+static const ship_field run_fields[] = {
+    RUN(SHIP_STR, kind),
+    RUN(SHIP_STR, name),
+    RUN(SHIP_STR, schedule),
+    RUN(SHIP_STR, p2p),
+    RUN(SHIP_STR, recompute),
+    RUN(SHIP_STR, params_json),
+    RUN(SHIP_STR, status),
+    RUN(SHIP_STR, error),
+    RUN(SHIP_STR, meta.sweep),
+    RUN(SHIP_STR, meta.point),
+    RUN(SHIP_STR, meta.tags),
+    RUN(SHIP_STR, meta.model),
+    RUN(SHIP_STR, meta.scenario),
+    RUN(SHIP_STR, meta.eff.precision),
+    RUN(SHIP_STR, meta.eff.note),
+    RUN(SHIP_STR, backend),
+    RUN(SHIP_I32, stages),
+    RUN(SHIP_I32, microbatches),
+    RUN(SHIP_I32, virtual_stages),
+    RUN(SHIP_I32, dp),
+    RUN(SHIP_I32, tp),
+    RUN(SHIP_I32, sequence_parallel),
+    RUN(SHIP_FITS, fits),
+    RUN(SHIP_I64, meta.point_index),
+    RUN(SHIP_I64, meta.seq_length),
+    RUN(SHIP_I64, meta.micro_batch),
+    RUN(SHIP_I64, meta.global_batch),
+    RUN(SHIP_I64, meta.eff.gpus),
+    RUN(SHIP_F64, makespan),
+    RUN(SHIP_F64, bubble),
+    RUN(SHIP_F64, closed_form_bubble),
+    RUN(SHIP_F64, imbalance),
+    RUN(SHIP_F64, peak_memory),
+    RUN(SHIP_F64, meta.eff.model_flops),
+    RUN(SHIP_F64, meta.eff.hardware_flops),
+    RUN(SHIP_F64, meta.eff.tokens),
+    RUN(SHIP_F64, meta.eff.peak_flops),
+    RUN(SHIP_F64, simulated),
+};
+
+static const ship_field stage_fields[] = {
+    STAGE(SHIP_I32, stage),      STAGE(SHIP_I32, rank),
+    STAGE(SHIP_I32, chunk),      STAGE(SHIP_I32, first_layer),
+    STAGE(SHIP_I32, last_layer), STAGE(SHIP_F64, fwd_flops),
+    STAGE(SHIP_F64, params),     STAGE(SHIP_F64, fwd_time),
+    STAGE(SHIP_F64, bwd_time),   STAGE(SHIP_F64, act_bytes),
+    STAGE(SHIP_F64, out_bytes),  STAGE(SHIP_F64, exposed_comm),
+    STAGE(SHIP_F64, tp_comm),    STAGE(SHIP_F64, tp_exposed),
+};
+
+static const ship_field rank_fields[] = {
+    RANK(SHIP_I32, rank),          RANK(SHIP_FITS, fits),
+    RANK(SHIP_F64, busy),          RANK(SHIP_F64, bubble),
+    RANK(SHIP_F64, static_memory), RANK(SHIP_F64, peak_memory),
+    RANK(SHIP_F64, t_peak),        RANK(SHIP_F64, exposed_comm),
+    RANK(SHIP_F64, capacity),      RANK(SHIP_F64, tp_comm),
+    RANK(SHIP_F64, tp_exposed),
+};
+
+static const ship_field coll_fields[] = {
+    COLL(SHIP_STR, op),    COLL(SHIP_STR, algorithm), COLL(SHIP_STR, protocol),
+    COLL(SHIP_I32, ranks), COLL(SHIP_F64, bytes),     COLL(SHIP_F64, time),
+    COLL(SHIP_F64, algbw), COLL(SHIP_F64, busbw),
+};
+
+/* Appends the fields of the struct at row. */
+static void put_row(rec_ship *s, const void *row, const ship_field *f,
+                    size_t nf)
+{
+    const char *base = row;
+    for (size_t i = 0; i < nf; i++) {
+        const void *at = base + f[i].off;
+        switch (f[i].kind) {
+        case SHIP_STR: put_str(s, *(const char *const *)at); break;
+        case SHIP_I32: put_i64(s, *(const int32_t *)at); break;
+        case SHIP_I64: put_i64(s, *(const int64_t *)at); break;
+        case SHIP_F64: put_f64(s, *(const double *)at); break;
+        case SHIP_FITS: put_i64(s, *(const enum rec_fits *)at); break;
+        }
+    }
+}
+
 int rec_ship_add(rec_ship *s, const rec_payload *p, enum rec_level level,
                  ps_err *err)
 {
     size_t mark = s->n;
-    const rec_run *r = p->run;
     put_i64(s, level);
-    const char *strs[] = {r->kind,          r->name,
-                          r->schedule,      r->p2p,
-                          r->recompute,     r->params_json,
-                          r->status,        r->error,
-                          r->meta.sweep,    r->meta.point,
-                          r->meta.tags,     r->meta.model,
-                          r->meta.scenario, r->meta.eff.precision,
-                          r->meta.eff.note, r->backend};
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        put_str(s, strs[i]);
-    int64_t ints[] = {r->stages,
-                      r->microbatches,
-                      r->virtual_stages,
-                      r->dp,
-                      r->tp,
-                      r->sequence_parallel,
-                      r->fits,
-                      r->meta.point_index,
-                      r->meta.seq_length,
-                      r->meta.micro_batch,
-                      r->meta.global_batch,
-                      r->meta.eff.gpus};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        put_i64(s, ints[i]);
-    double reals[] = {r->makespan,
-                      r->bubble,
-                      r->closed_form_bubble,
-                      r->imbalance,
-                      r->peak_memory,
-                      r->meta.eff.model_flops,
-                      r->meta.eff.hardware_flops,
-                      r->meta.eff.tokens,
-                      r->meta.eff.peak_flops,
-                      r->simulated};
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
-        put_f64(s, reals[i]);
+    put_row(s, p->run, run_fields, NFIELDS(run_fields));
     int32_t ns = p->stages ? p->nstages : 0;
     put_i64(s, ns);
-    for (int32_t i = 0; i < ns; i++) {
-        const rec_stage *g = &p->stages[i];
-        int64_t gi[] = {g->stage, g->rank, g->chunk, g->first_layer,
-                        g->last_layer};
-        double gd[] = {g->fwd_flops,    g->params,    g->fwd_time,
-                       g->bwd_time,     g->act_bytes, g->out_bytes,
-                       g->exposed_comm, g->tp_comm,   g->tp_exposed};
-        put(s, gi, sizeof gi);
-        put(s, gd, sizeof gd);
-    }
+    for (int32_t i = 0; i < ns; i++)
+        put_row(s, &p->stages[i], stage_fields, NFIELDS(stage_fields));
     int32_t nr = p->ranks ? p->nranks : 0;
     put_i64(s, nr);
-    for (int32_t i = 0; i < nr; i++) {
-        const rec_rank *k = &p->ranks[i];
-        int64_t ki[] = {k->rank, k->fits};
-        double kd[] = {k->busy,        k->bubble,  k->static_memory,
-                       k->peak_memory, k->t_peak,  k->exposed_comm,
-                       k->capacity,    k->tp_comm, k->tp_exposed};
-        put(s, ki, sizeof ki);
-        put(s, kd, sizeof kd);
-    }
+    for (int32_t i = 0; i < nr; i++)
+        put_row(s, &p->ranks[i], rank_fields, NFIELDS(rank_fields));
     /* -1: no collective; else the count as rec_payload has it */
     put_i64(s, p->collective ? p->ncollectives : -1);
     int32_t nc = p->collective ? (p->ncollectives ? p->ncollectives : 1) : 0;
-    for (int32_t i = 0; i < nc; i++) {
-        const rec_collective *c = &p->collective[i];
-        put_str(s, c->op);
-        put_str(s, c->algorithm);
-        put_str(s, c->protocol);
-        put_i64(s, c->ranks);
-        double cd[] = {c->bytes, c->time, c->algbw, c->busbw};
-        put(s, cd, sizeof cd);
-    }
+    for (int32_t i = 0; i < nc; i++)
+        put_row(s, &p->collective[i], coll_fields, NFIELDS(coll_fields));
     if (s->oom) {
         s->n = mark;
         s->oom = 0;
@@ -203,152 +238,100 @@ static const char *take_str(rd *r)
     return s;
 }
 
-/* Grows *a to n elements of size z; 0, or -1 out of memory. */
-static int room(void **a, size_t *cap, size_t n, size_t z)
+/* Reads the fields of the struct at row, as put_row wrote them; strings
+ * point into the shipped bytes. */
+static void take_row(rd *r, void *row, const ship_field *f, size_t nf)
 {
-    if (n <= *cap)
-        return 0;
-    void *q = realloc(*a, n * z);
-    if (!q)
+    char *base = row;
+    for (size_t i = 0; i < nf; i++) {
+        void *at = base + f[i].off;
+        switch (f[i].kind) {
+        case SHIP_STR: *(const char **)at = take_str(r); break;
+        case SHIP_I32: *(int32_t *)at = (int32_t)take_i64(r); break;
+        case SHIP_I64: *(int64_t *)at = take_i64(r); break;
+        case SHIP_F64: take(r, at, sizeof(double)); break;
+        case SHIP_FITS:
+            *(enum rec_fits *)at = (enum rec_fits)take_i64(r);
+            break;
+        }
+    }
+}
+
+/* The rows of one shipped run, reused from run to run. */
+typedef struct ship_rows {
+    rec_stage *stages;
+    rec_rank *ranks;
+    rec_collective *colls;
+    size_t cs, cr, cc;
+} ship_rows;
+
+/* Reads a count of rows into *count and the rows into *a (grown as
+ * needed); -1 when the count is out of range or memory runs out. With
+ * none_is_one, a count of 0 stands for one row (rec_payload's
+ * ncollectives) and a negative count for none (no collective). */
+static int take_rows(rd *r, void **a, size_t *cap, size_t z,
+                     const ship_field *f, size_t nf, int none_is_one,
+                     int64_t *count)
+{
+    int64_t n = take_i64(r);
+    int64_t rows = none_is_one ? (n < 0 ? 0 : n ? n : 1) : n;
+    if ((!none_is_one && n < 0) || n > INT32_MAX ||
+        vec_reserve(a, cap, (size_t)rows, z))
         return -1;
-    *a = q;
-    *cap = n;
+    for (int64_t i = 0; i < rows; i++)
+        take_row(r, (char *)*a + (size_t)i * z, f, nf);
+    *count = n;
     return 0;
+}
+
+/* Reads one run into *run and *p (rows in *w); PS_ERR when a count is
+ * damaged or memory runs out (other damage shows in r->bad). */
+static int take_run(rd *r, rec_run *run, rec_payload *p, ship_rows *w,
+                    enum rec_level *level)
+{
+    int64_t ns, nr, ncl;
+    memset(run, 0, sizeof *run);
+    *p = (rec_payload){.run = run};
+    *level = (enum rec_level)take_i64(r);
+    take_row(r, run, run_fields, NFIELDS(run_fields));
+    if (take_rows(r, (void **)&w->stages, &w->cs, sizeof *w->stages,
+                  stage_fields, NFIELDS(stage_fields), 0, &ns))
+        return PS_ERR;
+    if (ns) {
+        p->stages = w->stages;
+        p->nstages = (int32_t)ns;
+    }
+    if (take_rows(r, (void **)&w->ranks, &w->cr, sizeof *w->ranks, rank_fields,
+                  NFIELDS(rank_fields), 0, &nr))
+        return PS_ERR;
+    if (nr) {
+        p->ranks = w->ranks;
+        p->nranks = (int32_t)nr;
+    }
+    if (take_rows(r, (void **)&w->colls, &w->cc, sizeof *w->colls, coll_fields,
+                  NFIELDS(coll_fields), 1, &ncl))
+        return PS_ERR;
+    if (ncl >= 0) {
+        p->collective = w->colls;
+        p->ncollectives = (int32_t)ncl;
+    }
+    return PS_OK;
 }
 
 int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
                    int64_t max, ps_err *err)
 {
     rd r = {bytes, (const unsigned char *)bytes + n, 0};
-    rec_stage *stages = NULL;
-    rec_rank *ranks = NULL;
-    rec_collective *colls = NULL;
-    size_t cs = 0, cr = 0, cc = 0;
+    ship_rows w = {0};
     int rc = PS_OK;
     for (int64_t k = 0; r.p < r.end && rc == PS_OK; k++) {
         rec_run run;
-        memset(&run, 0, sizeof run);
-        enum rec_level level = (enum rec_level)take_i64(&r);
-        const char **strs[] = {&run.kind,          &run.name,
-                               &run.schedule,      &run.p2p,
-                               &run.recompute,     &run.params_json,
-                               &run.status,        &run.error,
-                               &run.meta.sweep,    &run.meta.point,
-                               &run.meta.tags,     &run.meta.model,
-                               &run.meta.scenario, &run.meta.eff.precision,
-                               &run.meta.eff.note, &run.backend};
-        for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-            *strs[i] = take_str(&r);
-        run.stages = (int32_t)take_i64(&r);
-        run.microbatches = (int32_t)take_i64(&r);
-        run.virtual_stages = (int32_t)take_i64(&r);
-        run.dp = (int32_t)take_i64(&r);
-        run.tp = (int32_t)take_i64(&r);
-        run.sequence_parallel = (int32_t)take_i64(&r);
-        run.fits = (enum rec_fits)take_i64(&r);
-        run.meta.point_index = take_i64(&r);
-        run.meta.seq_length = take_i64(&r);
-        run.meta.micro_batch = take_i64(&r);
-        run.meta.global_batch = take_i64(&r);
-        run.meta.eff.gpus = take_i64(&r);
-        double *reals[] = {&run.makespan,
-                           &run.bubble,
-                           &run.closed_form_bubble,
-                           &run.imbalance,
-                           &run.peak_memory,
-                           &run.meta.eff.model_flops,
-                           &run.meta.eff.hardware_flops,
-                           &run.meta.eff.tokens,
-                           &run.meta.eff.peak_flops,
-                           &run.simulated};
-        for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
-            take(&r, reals[i], sizeof(double));
-        rec_payload p = {.run = &run};
-        int64_t ns = take_i64(&r);
-        if (ns < 0 || ns > INT32_MAX ||
-            room((void **)&stages, &cs, (size_t)ns, sizeof *stages)) {
+        rec_payload p;
+        enum rec_level level;
+        if (take_run(&r, &run, &p, &w, &level)) {
             rc = ps_errf(err, "%s: shipped runs damaged or out of memory",
                          db->path);
             break;
-        }
-        for (int64_t i = 0; i < ns; i++) {
-            rec_stage *g = &stages[i];
-            int64_t gi[5];
-            take(&r, gi, sizeof gi);
-            g->stage = (int32_t)gi[0];
-            g->rank = (int32_t)gi[1];
-            g->chunk = (int32_t)gi[2];
-            g->first_layer = (int32_t)gi[3];
-            g->last_layer = (int32_t)gi[4];
-            double gd[9];
-            take(&r, gd, sizeof gd);
-            g->fwd_flops = gd[0];
-            g->params = gd[1];
-            g->fwd_time = gd[2];
-            g->bwd_time = gd[3];
-            g->act_bytes = gd[4];
-            g->out_bytes = gd[5];
-            g->exposed_comm = gd[6];
-            g->tp_comm = gd[7];
-            g->tp_exposed = gd[8];
-        }
-        if (ns) {
-            p.stages = stages;
-            p.nstages = (int32_t)ns;
-        }
-        int64_t nr = take_i64(&r);
-        if (nr < 0 || nr > INT32_MAX ||
-            room((void **)&ranks, &cr, (size_t)nr, sizeof *ranks)) {
-            rc = ps_errf(err, "%s: shipped runs damaged or out of memory",
-                         db->path);
-            break;
-        }
-        for (int64_t i = 0; i < nr; i++) {
-            rec_rank *q = &ranks[i];
-            int64_t ki[2];
-            take(&r, ki, sizeof ki);
-            q->rank = (int32_t)ki[0];
-            q->fits = (enum rec_fits)ki[1];
-            double kd[9];
-            take(&r, kd, sizeof kd);
-            q->busy = kd[0];
-            q->bubble = kd[1];
-            q->static_memory = kd[2];
-            q->peak_memory = kd[3];
-            q->t_peak = kd[4];
-            q->exposed_comm = kd[5];
-            q->capacity = kd[6];
-            q->tp_comm = kd[7];
-            q->tp_exposed = kd[8];
-        }
-        if (nr) {
-            p.ranks = ranks;
-            p.nranks = (int32_t)nr;
-        }
-        int64_t ncl = take_i64(&r);
-        int64_t nc = ncl < 0 ? 0 : ncl ? ncl : 1;
-        if (ncl > INT32_MAX ||
-            room((void **)&colls, &cc, (size_t)nc, sizeof *colls)) {
-            rc = ps_errf(err, "%s: shipped runs damaged or out of memory",
-                         db->path);
-            break;
-        }
-        for (int64_t i = 0; i < nc; i++) {
-            rec_collective *c = &colls[i];
-            c->op = take_str(&r);
-            c->algorithm = take_str(&r);
-            c->protocol = take_str(&r);
-            c->ranks = (int32_t)take_i64(&r);
-            double cd[4];
-            take(&r, cd, sizeof cd);
-            c->bytes = cd[0];
-            c->time = cd[1];
-            c->algbw = cd[2];
-            c->busbw = cd[3];
-        }
-        if (ncl >= 0) {
-            p.collective = colls;
-            p.ncollectives = (int32_t)ncl;
         }
         if (r.bad || k >= max) {
             rc = ps_errf(err, "%s: shipped runs damaged", db->path);
@@ -359,9 +342,9 @@ int rec_ship_write(rec_db *db, const void *bytes, size_t n, int64_t *ids,
         if (ids)
             ids[k] = id;
     }
-    free(stages);
-    free(ranks);
-    free(colls);
+    free(w.stages);
+    free(w.ranks);
+    free(w.colls);
     return rc;
 }
 

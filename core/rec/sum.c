@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "rec/impl.h"
 
 /* The columns, rec_sum_row's fields in order: c0..c5 the integers,
@@ -63,16 +64,8 @@ rec_sum_row *rec_sum_add(rec_db *db, int table, int32_t n)
     rec_sums *s = &db->sums[table];
     if (n > INT32_MAX - s->n)
         return NULL;
-    if (s->n + n > s->cap) {
-        int32_t cap = s->cap ? s->cap : 64;
-        while (cap < s->n + n)
-            cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
-        rec_sum_row *rows = realloc(s->rows, (size_t)cap * sizeof *rows);
-        if (!rows)
-            return NULL;
-        s->rows = rows;
-        s->cap = cap;
-    }
+    if (VEC_RESERVE(s->rows, s->cap, (size_t)s->n + (size_t)n))
+        return NULL;
     rec_sum_row *r = &s->rows[s->n];
     s->n += n;
     memset(r, 0, (size_t)n * sizeof *r);

@@ -239,7 +239,8 @@ static int check_list(const sched_spec *s, ps_err *err)
                    (int)sched_rank_of(need, s->p, st), (int)(st / s->p));
 }
 
-int sched_check(const sched_spec *s, ps_err *err)
+/* The sizes and the kind: what every later check takes for granted. */
+static int check_shape(const sched_spec *s, ps_err *err)
 {
     if (s->p < 1)
         return ps_errf(err, "pipeline ranks must be at least 1 (got %d)",
@@ -259,6 +260,13 @@ int sched_check(const sched_spec *s, ps_err *err)
                        "%s schedule runs one chunk per rank (got %d); use "
                        "interleaved or a custom schedule",
                        sched_name(s->kind), (int)s->v);
+    return PS_OK;
+}
+
+/* Where chunks live: the rule or list against what the schedule needs
+ * (DualPipe's two ranks per stage, the V of ZBV and DualPipeV). */
+static int check_placement(const sched_spec *s, ps_err *err)
+{
     if (s->placement == SCHED_V && s->v != 2)
         return ps_errf(err,
                        "chunk_placement 'v' needs 2 chunks per rank "
@@ -312,6 +320,13 @@ int sched_check(const sched_spec *s, ps_err *err)
         return ps_errf(err,
                        "%s schedule runs on chunk_placement 'loop', not 'v'",
                        sched_name(s->kind));
+    return PS_OK;
+}
+
+/* The counts an order can be built for: its size, and the microbatch
+ * multiples Megatron-LM's and PyTorch's interleaved orders need. */
+static int check_rounds(const sched_spec *s, ps_err *err)
+{
     if ((double)s->p * s->v * s->m * 4 > SCHED_MAX_ACTIONS)
         return ps_errf(err,
                        "schedule too large: %d ranks x %d chunks x %d "
@@ -335,6 +350,13 @@ int sched_check(const sched_spec *s, ps_err *err)
                        "PyTorch requires",
                        sched_name(s->kind), (int)s->m,
                        (int)(s->m / s->p > 1 ? s->m / s->p : 1));
+    return PS_OK;
+}
+
+/* overlap_fb and fb_interference: in range, and given only where the
+ * schedule has FB actions to time. */
+static int check_fb(const sched_spec *s, ps_err *err)
+{
     if (s->fb_given && (!(s->overlap_fb >= 0) || !isfinite(s->overlap_fb)))
         return ps_errf(err, "overlap_fb must be a finite time >= 0 (got %g)",
                        s->overlap_fb);
@@ -348,6 +370,13 @@ int sched_check(const sched_spec *s, ps_err *err)
                        "overlapped FB actions to time (dualpipev and custom "
                        "lists with FB have)",
                        sched_name(s->kind));
+    return PS_OK;
+}
+
+/* Every stage's costs finite and >= 0, named by the layer fields they
+ * are summed from. */
+static int check_costs(const sched_spec *s, ps_err *err)
+{
     if (!s->stages)
         return ps_errf(err, "no stage costs given");
     for (int32_t i = 0; i < sched_nstages(s->placement, s->p, s->v); i++) {
@@ -375,8 +404,12 @@ int sched_check(const sched_spec *s, ps_err *err)
                                ">= 0 (the sum of its layers' %s)",
                                (int)i, cost[k].what, cost[k].v, cost[k].from);
     }
-    if (s->kind != SCHED_CUSTOM)
-        return PS_OK;
+    return PS_OK;
+}
+
+/* A custom schedule's action lists, one rank at a time. */
+static int check_custom_lists(const sched_spec *s, ps_err *err)
+{
     if (!s->custom || !s->ncustom)
         return ps_errf(err, "custom schedule has no action lists");
     uint8_t *seen = malloc((size_t)s->m * (size_t)s->v * 4);
@@ -393,4 +426,17 @@ int sched_check(const sched_spec *s, ps_err *err)
     }
     free(seen);
     return rc;
+}
+
+/* Checks in the order a reader fixes them: shape, placement, counts, the
+ * overlap settings, stage costs, then a custom schedule's actions; the
+ * first failure is the one reported. */
+int sched_check(const sched_spec *s, ps_err *err)
+{
+    if (check_shape(s, err) || check_placement(s, err) ||
+        check_rounds(s, err) || check_fb(s, err) || check_costs(s, err))
+        return PS_ERR;
+    if (s->kind != SCHED_CUSTOM)
+        return PS_OK;
+    return check_custom_lists(s, err);
 }

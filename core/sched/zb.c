@@ -82,6 +82,116 @@ static int fit(zb *z, int32_t j, double mem)
     return 0;
 }
 
+/* manual_order's first microbatch: every stage's F, then as many extra
+ * F's as fit before the first B comes back up the pipeline (the warm-up,
+ * each stage no more than the one before it), then the B's from the last
+ * stage down. */
+static void first_round(zb *z, int allow_bubble_before_first_b,
+                        int32_t *f_required)
+{
+    int32_t S = z->S, M = z->M, i = 0;
+    int32_t *f = z->cnt[ZF];
+    double cf = z->cost[ZF], cb = z->cost[ZB];
+    for (int32_t j = 0; j < S; j++)
+        put(z, j, ZF);
+    double last_t = 0;
+    for (int32_t j = S - 1; j >= 0; j--) {
+        if (j == S - 1) {
+            last_t = z->t[id(z, ZF, j, i)] + cb;
+            continue;
+        }
+        double mem = z->m[j], cost = z->e[j];
+        while (f[j] + f_required[j] < M && mem + z->mem[ZF] <= z->max_mem) {
+            if (allow_bubble_before_first_b) {
+                if (cost + cf > last_t + z->comm)
+                    break;
+            } else if (cost >= last_t + z->comm) {
+                break;
+            }
+            mem += z->mem[ZF];
+            cost += cf;
+            f_required[j]++;
+        }
+        last_t = fmax(cost, last_t + z->comm) + cb;
+    }
+    for (int32_t j = 1; j < S; j++)
+        while (f_required[j] > 0 && f_required[j] >= f_required[j - 1] &&
+               f[j] + f_required[j] < M)
+            f_required[j]--;
+    for (int32_t j = 0; j < S; j++)
+        for (int32_t k = f_required[j]; k > 0; k--)
+            put(z, j, ZF);
+    for (int32_t j = S - 1; j >= 0; j--)
+        put(z, j, ZB);
+}
+
+/* Whether stage j runs an F this round: with prioritize_b, a stage two
+ * F's ahead of the next one skips its F when that would delay the B
+ * coming back (unless W's fill the wait anyway, or the bubble it leaves
+ * is within the allowance). */
+static int wants_f(const zb *z, int32_t j, int prioritize_b)
+{
+    const int32_t *f = z->cnt[ZF], *b = z->cnt[ZB], *w = z->cnt[ZW];
+    double cf = z->cost[ZF], cb = z->cost[ZB], cw = z->cost[ZW];
+    if (f[j] >= z->M)
+        return 0;
+    if (!(j + 1 < z->S && f[j] >= f[j + 1] + 2 && prioritize_b))
+        return 1;
+    double next_plus_fw = z->e[j + 1] + cf + cb + z->comm;
+    if (z->e[j] >= next_plus_fw)
+        return 0;
+    double w_cost = 0, mem_with_w = z->m[j] + z->mem[ZF];
+    int32_t w_cnt = 0;
+    while (mem_with_w > z->max_mem && w[j] + w_cnt < b[j]) {
+        w_cost += cw;
+        mem_with_w += z->mem[ZW];
+        w_cnt++;
+    }
+    if (z->e[j] + cf + w_cost <= next_plus_fw)
+        return 1;
+    if (next_plus_fw - (z->e[j] + 0.0) <= z->max_bubble - z->bubble[j])
+        return 0;
+    return 1;
+}
+
+/* manual_order's microbatch i > 0: the F's the stages want (no stage
+ * ahead of the one before it), then a B on every stage from the last
+ * down, each after W's that fill its wait or make room in memory.
+ * Returns 0, or -1 when memory cannot fit (NO_FIT). */
+static int later_round(zb *z, int32_t i, int prioritize_b, int no_bubble_greedy,
+                       int32_t *f_required)
+{
+    int32_t S = z->S, M = z->M;
+    int32_t *f = z->cnt[ZF], *b = z->cnt[ZB], *w = z->cnt[ZW];
+    for (int32_t j = 0; j < S; j++)
+        f_required[j] = wants_f(z, j, prioritize_b);
+    for (int32_t j = S - 2; j >= 0; j--)
+        if (f_required[j + 1] < f_required[j])
+            f_required[j] = f_required[j + 1];
+    for (int32_t j = 0; j < S; j++) {
+        if (!f_required[j])
+            continue;
+        if (fit(z, j, z->mem[ZF]))
+            return -1;
+        if (j > 0)
+            fill_with_w(z, j, z->t[id(z, ZF, j - 1, f[j])] + z->comm,
+                        no_bubble_greedy);
+        put(z, j, ZF);
+    }
+    for (int32_t j = S - 1; j >= 0; j--) {
+        if (fit(z, j, z->mem[ZB]))
+            return -1;
+        if (j + 1 < S)
+            fill_with_w(z, j, z->t[id(z, ZB, j + 1, i)] + z->comm,
+                        no_bubble_greedy);
+        if (j == 0 && f[j] == M)
+            while (w[j] < b[j])
+                put(z, j, ZW);
+        put(z, j, ZB);
+    }
+    return 0;
+}
+
 /* Graph.manual_order; the completion times land in z->t. Returns the
  * longest stage time (best_time), or NO_FIT. */
 static double manual_order(zb *z, int allow_bubble_before_first_b,
@@ -89,105 +199,24 @@ static double manual_order(zb *z, int allow_bubble_before_first_b,
                            int32_t *f_required)
 {
     int32_t S = z->S, M = z->M;
-    int32_t *f = z->cnt[ZF], *b = z->cnt[ZB], *w = z->cnt[ZW];
+    int32_t *w = z->cnt[ZW];
     for (int k = 0; k < 3; k++)
         memset(z->cnt[k], 0, (size_t)S * sizeof(int32_t));
     for (int32_t j = 0; j < S; j++)
         z->m[j] = z->e[j] = z->bubble[j] = 0;
     memset(z->t, 0, (size_t)3 * S * M * sizeof *z->t);
     z->max_bubble = 0;
-    double cf = z->cost[ZF], cb = z->cost[ZB], cw = z->cost[ZW];
     for (int32_t i = 0; i < M; i++) {
         memset(f_required, 0, (size_t)S * sizeof(int32_t));
-        if (i == 0) {
-            for (int32_t j = 0; j < S; j++)
-                put(z, j, ZF);
-            double last_t = 0;
-            for (int32_t j = S - 1; j >= 0; j--) {
-                if (j == S - 1) {
-                    last_t = z->t[id(z, ZF, j, i)] + cb;
-                    continue;
-                }
-                double mem = z->m[j], cost = z->e[j];
-                while (f[j] + f_required[j] < M &&
-                       mem + z->mem[ZF] <= z->max_mem) {
-                    if (allow_bubble_before_first_b) {
-                        if (cost + cf > last_t + z->comm)
-                            break;
-                    } else if (cost >= last_t + z->comm) {
-                        break;
-                    }
-                    mem += z->mem[ZF];
-                    cost += cf;
-                    f_required[j]++;
-                }
-                last_t = fmax(cost, last_t + z->comm) + cb;
-            }
-            for (int32_t j = 1; j < S; j++)
-                while (f_required[j] > 0 &&
-                       f_required[j] >= f_required[j - 1] &&
-                       f[j] + f_required[j] < M)
-                    f_required[j]--;
-            for (int32_t j = 0; j < S; j++)
-                for (int32_t k = f_required[j]; k > 0; k--)
-                    put(z, j, ZF);
-            for (int32_t j = S - 1; j >= 0; j--)
-                put(z, j, ZB);
-            continue;
-        }
-        for (int32_t j = 0; j < S; j++) {
-            if (f[j] >= M)
-                continue;
-            if (j + 1 < S && f[j] >= f[j + 1] + 2 && prioritize_b) {
-                double next_plus_fw = z->e[j + 1] + cf + cb + z->comm;
-                if (z->e[j] >= next_plus_fw)
-                    continue;
-                double w_cost = 0, mem_with_w = z->m[j] + z->mem[ZF];
-                int32_t w_cnt = 0;
-                while (mem_with_w > z->max_mem && w[j] + w_cnt < b[j]) {
-                    w_cost += cw;
-                    mem_with_w += z->mem[ZW];
-                    w_cnt++;
-                }
-                if (z->e[j] + cf + w_cost <= next_plus_fw) {
-                    f_required[j] = 1;
-                    continue;
-                }
-                if (next_plus_fw - (z->e[j] + 0.0) <=
-                    z->max_bubble - z->bubble[j])
-                    continue;
-            }
-            f_required[j] = 1;
-        }
-        for (int32_t j = S - 2; j >= 0; j--)
-            if (f_required[j + 1] < f_required[j])
-                f_required[j] = f_required[j + 1];
-        for (int32_t j = 0; j < S; j++) {
-            if (!f_required[j])
-                continue;
-            if (fit(z, j, z->mem[ZF]))
-                return NO_FIT;
-            if (j > 0)
-                fill_with_w(z, j, z->t[id(z, ZF, j - 1, f[j])] + z->comm,
-                            no_bubble_greedy);
-            put(z, j, ZF);
-        }
-        for (int32_t j = S - 1; j >= 0; j--) {
-            if (fit(z, j, z->mem[ZB]))
-                return NO_FIT;
-            if (j + 1 < S)
-                fill_with_w(z, j, z->t[id(z, ZB, j + 1, i)] + z->comm,
-                            no_bubble_greedy);
-            if (j == 0 && f[j] == M)
-                while (w[j] < b[j])
-                    put(z, j, ZW);
-            put(z, j, ZB);
-        }
+        if (i == 0)
+            first_round(z, allow_bubble_before_first_b, f_required);
+        else if (later_round(z, i, prioritize_b, no_bubble_greedy, f_required))
+            return NO_FIT;
     }
     for (int32_t j = 0; j < S; j++)
         while (w[j] < M)
             put(z, j, ZW);
-    double best = 0;
+    double best = 0, cf = z->cost[ZF];
     for (int32_t j = 0; j < S; j++)
         best =
             fmax(best, z->t[id(z, ZW, j, M - 1)] - z->t[id(z, ZF, j, 0)] + cf);

@@ -17,6 +17,7 @@
 #endif
 
 #include "base/limit.h"
+#include "base/vec.h"
 
 _Static_assert(sizeof(prog_op) == 48, "prog_op grew: generation and the engine "
                                       "stream millions of them");
@@ -48,7 +49,7 @@ void prog_free(prog_set *ps)
 {
     if (!ps)
         return;
-    for (int32_t i = 0; i < ps->lanes_cap; i++)
+    for (size_t i = 0; i < ps->lanes_cap; i++)
         if (!ps->lanes[i].in_arena)
             limit_free(ps->lanes[i].ops);
     free(ps->lanes);
@@ -69,15 +70,10 @@ void prog_reset(prog_set *ps, int32_t nranks)
 
 int32_t prog_add_lane(prog_set *ps, int32_t rank)
 {
-    if (ps->nlanes == ps->lanes_cap) {
-        int32_t cap = ps->lanes_cap ? ps->lanes_cap * 2 : 8;
-        prog_lane *l = realloc(ps->lanes, (size_t)cap * sizeof *l);
-        if (!l)
-            return -1;
-        memset(l + ps->lanes_cap, 0, (size_t)(cap - ps->lanes_cap) * sizeof *l);
-        ps->lanes = l;
-        ps->lanes_cap = cap;
-    }
+    /* new lanes zero: no ops, no capacity, not in the arena */
+    if (ps->nlanes == INT32_MAX ||
+        VEC_RESERVE(ps->lanes, ps->lanes_cap, (size_t)ps->nlanes + 1))
+        return -1;
     prog_lane *lane = &ps->lanes[ps->nlanes];
     lane->rank = rank;
     lane->n = 0; /* ops and cap are kept from an earlier run */
@@ -132,7 +128,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
             note_need("the run's programs need", total, total / 2, 1);
             return -1;
         }
-        for (int32_t l = 0; l < ps->lanes_cap; l++) {
+        for (size_t l = 0; l < ps->lanes_cap; l++) {
             prog_lane *lane = &ps->lanes[l];
             if (lane->in_arena) { /* its slice goes with the old block */
                 lane->ops = NULL;
@@ -146,7 +142,7 @@ int prog_reserve(prog_set *ps, const int64_t *count)
     }
     /* lanes beyond nlanes keep their capacity for later runs, but a slice
      * of theirs may overlap the new ones */
-    for (int32_t l = ps->nlanes; l < ps->lanes_cap; l++) {
+    for (size_t l = (size_t)ps->nlanes; l < ps->lanes_cap; l++) {
         prog_lane *lane = &ps->lanes[l];
         if (lane->in_arena) {
             lane->ops = NULL;
@@ -368,15 +364,18 @@ static int pair_ok(const prog_set *ps, int32_t id, ps_err *err)
     return 1;
 }
 
-/* One pass over the ops fills the message table and checks each pair when
- * its second side is seen (the first is usually still in cache), since a
- * collective seals millions of ops. Errors are reported as a pass per kind
- * would: op errors in lane order first, then the lowest message id that is
- * unmatched or disagrees, then waits. The table keeps its memory between
- * runs (one spare entry, which the engine may prefetch). */
-int prog_seal(prog_set *ps, ps_err *err)
+/* What one pass over the ops learns (prog_seal). */
+typedef struct seal {
+    char *signalled;   /* per signal id: raised by some SIGNAL */
+    int64_t open;      /* messages with one side seen */
+    int64_t waits;     /* WAIT ops */
+    int32_t first_bad; /* lowest id whose sides disagree; nmsgs: none */
+} seal;
+
+/* The message table sized for every id, all sides unseen; its memory is
+ * kept between runs (one spare entry, which the engine may prefetch). */
+static int seal_table(prog_set *ps, ps_err *err)
 {
-    assert(ps->nlanes <= ps->lanes_cap && ps->nmsgs >= 0 && ps->nsignals >= 0);
     if (ps->nmsgs >= ps->msgs_cap) {
         limit_free(ps->msgs);
         ps->msgs_cap = 0;
@@ -387,90 +386,94 @@ int prog_seal(prog_set *ps, ps_err *err)
         ps->msgs_cap = ps->nmsgs + 1;
     }
     memset(ps->msgs, 0xff, (size_t)ps->nmsgs * sizeof *ps->msgs);
-    char *signalled = calloc((size_t)ps->nsignals + 1, 1);
-    if (!signalled)
-        return ps_errf(err, "out of memory");
-    int rc = PS_OK;
-    int64_t open = 0, waits = 0;   /* messages with one side seen; WAIT ops */
-    int32_t first_bad = ps->nmsgs; /* lowest id whose sides disagree */
-    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++) {
-        const prog_lane *lane = &ps->lanes[l];
-        if (lane->rank < 0 || lane->rank >= ps->nranks) {
-            rc = ps_errf(err, "lane %d: rank %d outside 0..%d", (int)l,
-                         (int)lane->rank, (int)ps->nranks - 1);
-            break;
-        }
-        for (int32_t i = 0; i < lane->n; i++) {
-            const prog_op *op = &lane->ops[i];
-            if (op->type == PROG_SIGNAL || op->type == PROG_WAIT) {
-                if (op->msg < 0 || op->msg >= ps->nsignals) {
-                    rc = ps_errf(err, "rank %d: signal id %d out of range",
-                                 (int)lane->rank, (int)op->msg);
-                    break;
-                }
-                if (op->type == PROG_SIGNAL)
-                    signalled[op->msg] = 1;
-                else
-                    waits++;
-                continue;
-            }
-            if (op->type == PROG_COMPUTE || op->type == PROG_DELAY) {
-                if (!(op->seconds >= 0) || op->seconds > 1e300) {
-                    rc = op_error(err, lane, op, "has an invalid duration");
-                    break;
-                }
-                continue;
-            }
-            if (op->type != PROG_SEND && op->type != PROG_RECV)
-                continue;
-            const char *bad = NULL;
-            char what[64];
-            if ((op->flags & PROG_BATCH) &&
-                (i + 1 == lane->n || (lane->ops[i + 1].type != PROG_SEND &&
-                                      lane->ops[i + 1].type != PROG_RECV)))
-                bad = "is batched with nothing";
-            else if (op->msg < 0 || op->msg >= ps->nmsgs)
-                bad = "has a message id out of range";
-            else if (op->peer < 0 || op->peer >= ps->nranks ||
-                     op->peer == lane->rank)
-                bad = "has an invalid peer";
-            else if (!(op->bytes >= 0))
-                bad = "has negative bytes";
-            if (!bad) {
-                prog_msg *m = &ps->msgs[op->msg];
-                int send = op->type == PROG_SEND;
-                int32_t *slot_lane = send ? &m->send_lane : &m->recv_lane;
-                int32_t *slot_op = send ? &m->send_op : &m->recv_op;
-                if (*slot_lane < 0) {
-                    *slot_lane = l;
-                    *slot_op = i;
-                    if ((send ? m->recv_lane : m->send_lane) < 0) {
-                        open++;
-                    } else {
-                        open--;
-                        if (op->msg < first_bad && !pair_ok(ps, op->msg, NULL))
-                            first_bad = op->msg;
-                    }
-                    continue;
-                }
-                snprintf(what, sizeof what, "reuses message id %d",
-                         (int)op->msg);
-                bad = what;
-            }
-            rc = op_error(err, lane, op, bad);
-            break;
-        }
+    return PS_OK;
+}
+
+/* A SEND or RECV, op i of lane l: what is wrong with it (NULL: nothing),
+ * else its side entered in the table; the pair is checked when its second
+ * side is seen, while the first is likely still in cache. what is room
+ * for a message naming the id. */
+static const char *seal_p2p(prog_set *ps, int32_t l, int32_t i, seal *st,
+                            char *what, size_t size)
+{
+    const prog_lane *lane = &ps->lanes[l];
+    const prog_op *op = &lane->ops[i];
+    if ((op->flags & PROG_BATCH) &&
+        (i + 1 == lane->n || (lane->ops[i + 1].type != PROG_SEND &&
+                              lane->ops[i + 1].type != PROG_RECV)))
+        return "is batched with nothing";
+    if (op->msg < 0 || op->msg >= ps->nmsgs)
+        return "has a message id out of range";
+    if (op->peer < 0 || op->peer >= ps->nranks || op->peer == lane->rank)
+        return "has an invalid peer";
+    if (!(op->bytes >= 0))
+        return "has negative bytes";
+    prog_msg *m = &ps->msgs[op->msg];
+    int send = op->type == PROG_SEND;
+    int32_t *slot_lane = send ? &m->send_lane : &m->recv_lane;
+    int32_t *slot_op = send ? &m->send_op : &m->recv_op;
+    if (*slot_lane >= 0) {
+        snprintf(what, size, "reuses message id %d", (int)op->msg);
+        return what;
     }
-    /* the lowest id that is unmatched or disagrees; usually none, and then
-     * the table is not read again */
-    for (int32_t id = 0; (open > 0 || first_bad < ps->nmsgs) && rc == PS_OK &&
-                         id <= first_bad && id < ps->nmsgs;
+    *slot_lane = l;
+    *slot_op = i;
+    if ((send ? m->recv_lane : m->send_lane) < 0) {
+        st->open++;
+    } else {
+        st->open--;
+        if (op->msg < st->first_bad && !pair_ok(ps, op->msg, NULL))
+            st->first_bad = op->msg;
+    }
+    return NULL;
+}
+
+/* Lane l's ops: its rank, every signal id, duration and message side;
+ * the first op that is wrong fails the lane. */
+static int seal_lane(prog_set *ps, int32_t l, seal *st, ps_err *err)
+{
+    const prog_lane *lane = &ps->lanes[l];
+    if (lane->rank < 0 || lane->rank >= ps->nranks)
+        return ps_errf(err, "lane %d: rank %d outside 0..%d", (int)l,
+                       (int)lane->rank, (int)ps->nranks - 1);
+    for (int32_t i = 0; i < lane->n; i++) {
+        const prog_op *op = &lane->ops[i];
+        if (op->type == PROG_SIGNAL || op->type == PROG_WAIT) {
+            if (op->msg < 0 || op->msg >= ps->nsignals)
+                return ps_errf(err, "rank %d: signal id %d out of range",
+                               (int)lane->rank, (int)op->msg);
+            if (op->type == PROG_SIGNAL)
+                st->signalled[op->msg] = 1;
+            else
+                st->waits++;
+            continue;
+        }
+        if (op->type == PROG_COMPUTE || op->type == PROG_DELAY) {
+            if (!(op->seconds >= 0) || op->seconds > 1e300)
+                return op_error(err, lane, op, "has an invalid duration");
+            continue;
+        }
+        if (op->type != PROG_SEND && op->type != PROG_RECV)
+            continue;
+        char what[64];
+        const char *bad = seal_p2p(ps, l, i, st, what, sizeof what);
+        if (bad)
+            return op_error(err, lane, op, bad);
+    }
+    return PS_OK;
+}
+
+/* The lowest id that is unmatched or disagrees; usually none, and then
+ * the table is not read again. */
+static int seal_pairs(const prog_set *ps, const seal *st, ps_err *err)
+{
+    for (int32_t id = 0; (st->open > 0 || st->first_bad < ps->nmsgs) &&
+                         id <= st->first_bad && id < ps->nmsgs;
          id++) {
         const prog_msg *m = &ps->msgs[id];
-        if (id == first_bad) {
+        if (id == st->first_bad) {
             pair_ok(ps, id, err);
-            rc = PS_ERR;
-            break;
+            return PS_ERR;
         }
         if (m->send_lane < 0 || m->recv_lane < 0) {
             int32_t l = m->send_lane >= 0 ? m->send_lane : m->recv_lane;
@@ -479,27 +482,54 @@ int prog_seal(prog_set *ps, ps_err *err)
                 continue; /* an id handed out but never used */
             char desc[96];
             prog_describe(&ps->lanes[l].ops[i], desc, sizeof desc);
-            rc = ps_errf(err, "rank %d: %s never matched",
-                         (int)ps->lanes[l].rank, desc);
-            break;
+            return ps_errf(err, "rank %d: %s never matched",
+                           (int)ps->lanes[l].rank, desc);
         }
     }
-    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK && waits > 0; l++) {
+    return PS_OK;
+}
+
+/* The first WAIT, in lane order, for a signal nothing raises. */
+static int seal_waits(const prog_set *ps, const seal *st, ps_err *err)
+{
+    for (int32_t l = 0; l < ps->nlanes && st->waits > 0; l++) {
         const prog_lane *lane = &ps->lanes[l];
-        for (int32_t i = 0; i < lane->n; i++) {
+        for (int32_t i = 0; i < lane->n; i++)
             if (lane->ops[i].type == PROG_WAIT &&
-                !signalled[lane->ops[i].msg]) {
-                rc = ps_errf(err,
-                             "rank %d: waits for signal %d that nothing "
-                             "raises",
-                             (int)lane->rank, (int)lane->ops[i].msg);
-                break;
-            }
-        }
+                !st->signalled[lane->ops[i].msg])
+                return ps_errf(err,
+                               "rank %d: waits for signal %d that nothing "
+                               "raises",
+                               (int)lane->rank, (int)lane->ops[i].msg);
     }
-    free(signalled);
+    return PS_OK;
+}
+
+/* One pass over the ops fills the message table and checks each pair when
+ * its second side is seen (the first is usually still in cache), since a
+ * collective seals millions of ops. Errors are reported as a pass per kind
+ * would: op errors in lane order first, then the lowest message id that is
+ * unmatched or disagrees, then waits. */
+int prog_seal(prog_set *ps, ps_err *err)
+{
+    assert((size_t)ps->nlanes <= ps->lanes_cap && ps->nmsgs >= 0 &&
+           ps->nsignals >= 0);
+    if (seal_table(ps, err))
+        return PS_ERR;
+    seal st = {.first_bad = ps->nmsgs};
+    st.signalled = calloc((size_t)ps->nsignals + 1, 1);
+    if (!st.signalled)
+        return ps_errf(err, "out of memory");
+    int rc = PS_OK;
+    for (int32_t l = 0; l < ps->nlanes && rc == PS_OK; l++)
+        rc = seal_lane(ps, l, &st, err);
+    if (rc == PS_OK)
+        rc = seal_pairs(ps, &st, err);
+    if (rc == PS_OK)
+        rc = seal_waits(ps, &st, err);
+    free(st.signalled);
     /* sealed: every message used has both sides, and they agree (the
      * engine follows these indices unchecked) */
-    assert(rc != PS_OK || (open == 0 && first_bad == ps->nmsgs));
+    assert(rc != PS_OK || (st.open == 0 && st.first_bad == ps->nmsgs));
     return rc;
 }

@@ -106,7 +106,8 @@ typedef struct prog_msg {
 
 typedef struct prog_set {
     int32_t nranks;
-    int32_t nlanes, lanes_cap;
+    int32_t nlanes;
+    size_t lanes_cap;
     prog_lane *lanes;
     int32_t nmsgs;    /* message ids handed out so far */
     int32_t nsignals; /* signal ids handed out so far */

@@ -286,12 +286,34 @@ end
 -- call SQLite (core/README.md), so using them would mean a second copy
 -- of this walk in C. Every run's params go through it, so it keeps its
 -- own count of out's entries and remembers each key's quoted form.
-local QKEY, nqkey = {}, 0 -- key -> string.format("%q:", key), at most 4096
+local QKEY, nqkey = {}, 0 -- key -> its quoted text and ":", at most 4096
+
+local function escape(c)
+    return string.format("\\u%04x", c:byte())
+end
+
+-- s as a JSON string: " \ and control characters escaped, each byte that
+-- is not well-formed UTF-8 (utf8.len's check: no overlong forms, no
+-- surrogates) as \ufffd, as core/base/json.c writes in C, so that
+-- run.params and run.tags are valid JSON for any name or tag.
+local function quote(s)
+    if not s:find('[%c"\\\128-\255]') then return '"' .. s .. '"' end
+    local parts, np, i = {}, 0, 1
+    while true do
+        local ok, bad = utf8.len(s, i)
+        np = np + 1
+        parts[np] = (ok and s:sub(i) or s:sub(i, bad - 1)):gsub('[%c"\\]', escape)
+        if ok then break end
+        np = np + 1; parts[np] = "\\ufffd"
+        i = bad + 1
+    end
+    return '"' .. table.concat(parts) .. '"'
+end
 
 local function qkey(k)
     local q = QKEY[k]
     if q then return q end
-    q = string.format("%q:", k)
+    q = quote(k) .. ":"
     if nqkey < 4096 then QKEY[k], nqkey = q, nqkey + 1 end
     return q
 end
@@ -312,10 +334,6 @@ local function number_text(v)
         (int and ITEXT or FTEXT)[v], ntext = s, ntext + 1
     end
     return s
-end
-
-local function escape(c)
-    return string.format("\\u%04x", c:byte())
 end
 
 -- put(v, out, n, seen) -> n: v's text in out[n + 1 ...].
@@ -360,16 +378,11 @@ local function put(v, out, n, seen)
             out[n] = number_text(v)
         end
     elseif t == "string" then
-        n = n + 1
-        if v:find('[%c"\\]') then
-            out[n] = '"' .. v:gsub('[%c"\\]', escape) .. '"'
-        else
-            out[n] = '"' .. v .. '"'
-        end
+        n = n + 1; out[n] = quote(v)
     elseif t == "boolean" then
         n = n + 1; out[n] = tostring(v)
     else
-        n = n + 1; out[n] = '"' .. tostring(v) .. '"'
+        n = n + 1; out[n] = quote(tostring(v))
     end
     return n
 end

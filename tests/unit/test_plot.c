@@ -70,7 +70,8 @@ static void test_svg(void)
     double y2[3] = {0.002, 0.003, 0.004}, d[3] = {0.001, NAN, 0.003};
     double d2[3] = {NAN, NAN, NAN};
     char la[] = "a<b", lc[] = "c";
-    plot_series s[2] = {{la, 3, x, y1, d}, {lc, 3, x, y2, d2}};
+    plot_series s[2] = {{.label = la, .n = 3, .x = x, .y = y1, .dashed = d},
+                        {.label = lc, .n = 3, .x = x, .y = y2, .dashed = d2}};
     plot_chart c = {.title = "t & u",
                     .xlabel = "m",
                     .ylabel = "makespan",

@@ -333,6 +333,64 @@ static int read_bucketed(lua_State *L, int t)
                       b);
 }
 
+/* [-0, +0] zero (ZeRO's stage 0..3), shard_group (hybrid sharding: the
+ * ranks one shard spans) and reshard_after_forward (ZeRO-3: FSDP2's
+ * bool or int) into cfg, each refused where it cannot apply. cfg->dp and
+ * cfg->cp are read. */
+/* Refuses field's value k where it does not divide n; of formats n
+ * ("the data-parallel size %d"). */
+static void must_divide(lua_State *L, const char *field, long long k, int32_t n,
+                        const char *of)
+{
+    if (n % k == 0)
+        return;
+    const char *what = lua_pushfstring(L, of, (int)n);
+    luaL_error(L, "field '%s': %d does not divide %s", field, (int)k, what);
+}
+
+static void read_sharding(lua_State *L, pipe_config *cfg)
+{
+    long long zero = 0, group = 0, reshard = 0;
+    /* the group sharded is dp x cp (Megatron's dp-cp group) */
+    int32_t dp = cfg->dp * (cfg->cp > 1 ? cfg->cp : 1);
+    bind_int(L, 1, "zero", 0, 3, &zero); /* ZeRO's stage (par/layout.h) */
+    cfg->zero = (int)zero;
+    if (bind_int(L, 1, "shard_group", 1, MAX_RANKS, &group)) {
+        if (zero == 0)
+            luaL_error(L, "field 'shard_group' needs zero = 1, 2 or 3 "
+                          "(hybrid sharding shards within groups of "
+                          "shard_group data-parallel ranks)");
+        must_divide(L, "shard_group", group, dp, "the data-parallel size %d");
+    }
+    /* Megatron shards the experts' parameters over the expert-data-parallel
+     * group, the rest over dp x cp: the ZeRO-2/3 passes know the second */
+    if (zero >= 2 && cfg->ep > 1)
+        luaL_error(L,
+                   "zero = %d with ep = %d is not modelled (the experts' "
+                   "shards span the expert-data-parallel group)",
+                   (int)zero, (int)cfg->ep);
+    cfg->shard_group = (int32_t)group;
+    int32_t shard = group > 0 ? (int32_t)group : dp;
+    int t = lua_getfield(L, 1, "reshard_after_forward");
+    lua_pop(L, 1);
+    if (t != LUA_TNIL && zero != 3)
+        luaL_error(L,
+                   "field 'reshard_after_forward' needs zero = 3 "
+                   "(parameters sharded: FSDP's FULL_SHARD), got zero = "
+                   "%d",
+                   (int)zero);
+    if (t == LUA_TBOOLEAN) {
+        int b = 0;
+        bind_boolean(L, 1, "reshard_after_forward", &b);
+        reshard = b ? 0 : 1;
+    } else if (t != LUA_TNIL) {
+        bind_int(L, 1, "reshard_after_forward", 1, MAX_RANKS, &reshard);
+        must_divide(L, "reshard_after_forward", reshard, shard,
+                    "the shard group of %d ranks");
+    }
+    cfg->reshard = (int32_t)reshard;
+}
+
 /* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
  * overlap, overlap_param_gather }, zero, optimizer_time, over
  * pipe_config_init's defaults. */
@@ -369,9 +427,7 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
                        algo);
         lua_pop(L, 1);
     }
-    long long zero = 0;
-    bind_int(L, 1, "zero", 0, 1, &zero); /* ZeRO stage 1 or none */
-    cfg->zero = (int)zero;
+    read_sharding(L, cfg);
     /* Megatron asserts both (arguments.py: "--overlap-param-gather only
      * supported with distributed optimizer", "--overlap-grad-reduce should
      * be turned on when using --overlap-param-gather") */
@@ -379,6 +435,20 @@ static void read_grad_sync(lua_State *L, pipe_config *cfg)
         luaL_error(L, "field 'grad_sync.overlap_param_gather' needs %s",
                    !cfg->zero ? "zero = 1 (the distributed optimizer)"
                               : "grad_sync.overlap = true");
+    if (cfg->overlap_param_gather && cfg->zero > 1)
+        luaL_error(L,
+                   "field 'grad_sync.overlap_param_gather' is modelled with "
+                   "zero = 1 only, got zero = %d (%s)",
+                   cfg->zero,
+                   cfg->zero == 3 ? "zero = 3 gathers each layer before its "
+                                    "forward, prefetched"
+                                  : "zero = 2's all-gather follows the "
+                                    "optimizer step");
+    if (!cfg->overlap && cfg->zero > 1)
+        luaL_error(L,
+                   "field 'grad_sync.overlap' = false is not modelled with "
+                   "zero = %d: its reduce-scatters run during each backward",
+                   cfg->zero);
     cfg->optimizer_seconds = 0;
     bind_quantity_min(L, 1, "optimizer_time", UNIT_SECONDS, 0, 0,
                       &cfg->optimizer_seconds);

@@ -11,27 +11,6 @@
 #include "base/limit.h"
 #include "coll/coll.h"
 
-/* One collective over the group's lanes (one per listed rank), tagged
- * with the bucket's index. */
-static int group_collective(par_step *st, coll_forks *forks,
-                            const int32_t *lanes, const int32_t *ranks,
-                            int32_t n, int32_t rpn, int op, double bytes,
-                            int32_t tag, ps_err *err)
-{
-    coll_spec spec = {0};
-    spec.op = (enum coll_op)op;
-    spec.algorithm = st->dp.algorithm;
-    spec.candidates = st->dp.candidates;
-    spec.bytes = (int64_t)ceil(bytes / 4) * 4;
-    spec.ranks = ranks;
-    spec.nranks = n;
-    spec.root = ranks[0];
-    spec.ranks_per_node = rpn;
-    spec.hw = st->hw;
-    spec.protocol = par_protocol(st, &spec, st->dp.protocol);
-    return par_append_coll(st, forks, &spec, lanes, tag, err);
-}
-
 /* Everything dp_lower keeps while it works. */
 typedef struct dp_work {
     plan *plans;         /* per pipeline rank */
@@ -39,6 +18,12 @@ typedef struct dp_work {
     int32_t *comm;       /* per simulated rank: its communication lane, or
                             -1 */
     int32_t *lanes, *ranks, *group; /* d (or 2) each: one collective's */
+    int32_t *glanes, *base, *sub;   /* d, d, 2d: ZeRO-3's gather lanes,
+                                       signal bases, subgroups' scratch */
+    dp_group g;                     /* the group of lanes, ranks, ... */
+    fsdp_events *ev;                /* per pipeline rank, with fsdp */
+    int32_t *gather;                /* per simulated rank: its ZeRO-3
+                                       all-gather lane, or -1 */
     int32_t *ready;              /* 3 most + 3v + most: signals and scratch */
     int32_t *last;               /* v + 1 */
     uint8_t *sync;               /* per pipeline rank */
@@ -53,6 +38,13 @@ static void work_free(dp_work *w, int32_t p)
     coll_forks_free(&w->forks);
     for (int32_t r = 0; w->plans && r < p; r++)
         limit_free(w->plans[r].b);
+    for (int32_t r = 0; w->ev && r < p; r++)
+        par_fsdp_events_free(&w->ev[r]);
+    free(w->ev);
+    free(w->gather);
+    free(w->glanes);
+    free(w->base);
+    free(w->sub);
     free(w->plans);
     free(w->ready_base);
     free(w->comm);
@@ -64,18 +56,28 @@ static void work_free(dp_work *w, int32_t p)
     free(w->sync);
 }
 
-/* Signals per (instance, pipeline rank) with n buckets: the buckets'
- * ready, synced, updated, and with pg each forward position's gathered
- * and reached. */
-static int32_t signal_stride(const dp_config *c, int32_t n)
+/* Ready signals per (instance, pipeline rank r): one per bucket, with
+ * fsdp one per reduce-scatter of every backward. */
+static int32_t nready(const dp_config *c, const dp_work *w, int32_t r)
 {
+    return c->fsdp ? w->ev[r].nred : w->plans[r].n;
+}
+
+/* Signals per (instance, pipeline rank r): the ready ones, synced,
+ * updated, and with pg each forward position's gathered and reached, or
+ * with fsdp each all-gather's gathered and started. */
+static int32_t signal_stride(const dp_config *c, const dp_work *w, int32_t r)
+{
+    int32_t n = w->plans[r].n;
+    if (c->fsdp)
+        return nready(c, w, r) + 2 + 2 * w->ev[r].ngat;
     return n + 2 + (c->pg ? 2 * n : 0);
 }
 
 static int32_t signal_base(const dp_config *c, const dp_work *w, int32_t i,
                            int32_t r)
 {
-    return w->ready_base[r] + i * signal_stride(c, w->plans[r].n);
+    return w->ready_base[r] + i * signal_stride(c, w, r);
 }
 
 /* The dp_config of st (par/dp.h's view of its settings). */
@@ -89,11 +91,15 @@ static void configure(dp_config *c, const par_step *st, const uint8_t *sync)
     c->v = st->v;
     c->n = sim->n;
     c->d = sim->unfolded[PAR_DP] * sim->unfolded[PAR_CP];
-    c->shard = L->s.shard_group > 0 ? L->s.shard_group : L->s.dp * L->s.cp;
-    c->zero = L->s.shard == PAR_SHARD_OPTIMIZER && c->d > 1;
+    c->shard = L->s.shard_group > 0 ? L->s.shard_group : c->d;
+    c->stage = L->s.shard;
+    c->zero = c->stage >= PAR_SHARD_OPTIMIZER && c->d > 1;
+    c->fsdp = c->stage >= PAR_SHARD_GRADS && c->d > 1;
+    c->reshard = st->dp.reshard > 0 ? st->dp.reshard : c->shard;
     /* Megatron asserts --overlap-grad-reduce and the distributed optimizer
      * for --overlap-param-gather */
-    c->pg = st->dp.overlap_param_gather && c->zero && st->dp.overlap;
+    c->pg =
+        st->dp.overlap_param_gather && c->zero && st->dp.overlap && !c->fsdp;
     c->bucketed = st->dp.bucketed;
     c->overlap = st->dp.overlap;
     c->optimizer_seconds = st->dp.optimizer_seconds;
@@ -105,6 +111,14 @@ static void configure(dp_config *c, const par_step *st, const uint8_t *sync)
     c->weight_bytes = st->weight_bytes;
     c->bucket_bytes = st->dp.bucket_bytes;
     c->first_bucket_bytes = st->dp.first_bucket_bytes;
+    if (c->fsdp) { /* DeepSpeed's IPG buckets have no smaller first one and
+                      know no pipeline; ZeRO-3's units are the layers */
+        c->bucketed = PAR_BUCKET_ALL;
+        c->first_bucket_bytes = c->bucket_bytes;
+        c->per_layer = c->stage == PAR_SHARD_PARAMS;
+        if (c->per_layer)
+            c->bucket_bytes = c->first_bucket_bytes = INFINITY;
+    }
     c->ranks_per_node = par_dp_ranks_per_node(st);
     c->sync = sync;
 }
@@ -179,7 +193,11 @@ static void group_lanes(const dp_config *c, dp_work *w, int32_t i, int32_t r)
     for (int32_t j = 0; j < c->d; j++) {
         w->lanes[j] = w->comm[w->group[j] * c->p + r];
         w->ranks[j] = sim->rank_of[w->group[j] * c->p + r];
+        w->base[j] = signal_base(c, w, w->group[j], r);
+        w->glanes[j] = w->gather ? w->gather[w->group[j] * c->p + r] : -1;
     }
+    w->g = (dp_group){c->d,    w->lanes, w->glanes,    w->ranks,
+                      w->base, w->sub,   w->sub + c->d};
 }
 
 /* With pg, the previous step's all-gathers of rank r's group (w->lanes),
@@ -198,16 +216,31 @@ static int lower_gathers(const dp_config *c, par_step *st, dp_work *w,
                         prog_signal(PROG_WAIT, base + 2 * pl->n + 2 + q), err))
                 return PS_ERR;
         }
-        rc = group_collective(st, &w->forks, w->lanes, w->ranks, c->d,
-                              c->ranks_per_node, COLL_ALLGATHER,
-                              pl->b[order[q]].params * c->weight_bytes,
-                              order[q], err);
+        rc = par_dp_collective(
+            c, st, &w->forks, &w->g, w->lanes, COLL_ALLGATHER,
+            pl->b[order[q]].params * c->weight_bytes, c->shard, order[q], err);
         for (int32_t j = 0; j < c->d && rc == PS_OK; j++)
             rc = push_op(
                 st->ps, w->lanes[j],
                 prog_signal(PROG_SIGNAL,
                             signal_base(c, w, w->group[j], r) + pl->n + 2 + q),
                 err);
+    }
+    return rc;
+}
+
+/* Rank r's ZeRO-2/3 collectives in every group (par/fsdp.c). */
+static int lower_fsdp(const dp_config *c, par_step *st, dp_work *w, int32_t r,
+                      ps_err *err)
+{
+    unsigned mask = PAR_BIT(PAR_DP) | PAR_BIT(PAR_CP);
+    int rc = PS_OK;
+    for (int32_t i = 0; i < c->n && rc == PS_OK; i++) {
+        if (!par_sim_group_head(st->sim, mask, i))
+            continue;
+        group_lanes(c, w, i, r);
+        rc = par_fsdp_lower_group(c, st, &w->forks, &w->g, &w->plans[r],
+                                  &w->ev[r], err);
     }
     return rc;
 }
@@ -238,10 +271,10 @@ static int lower_buckets(const dp_config *c, par_step *st, dp_work *w,
                                          signal_base(c, w, w->group[j], r) + k),
                              err);
             if (rc == PS_OK)
-                rc = group_collective(
-                    st, &w->forks, w->lanes, w->ranks, c->d, c->ranks_per_node,
+                rc = par_dp_collective(
+                    c, st, &w->forks, &w->g, w->lanes,
                     c->zero ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE,
-                    pl->b[k].bytes, k, err);
+                    pl->b[k].bytes, c->zero ? c->shard : c->d, k, err);
         }
     }
     return rc;
@@ -267,36 +300,44 @@ static int lower_finalize(const dp_config *c, par_step *st, dp_work *w,
                     break;
         }
         if (rc == PS_OK)
-            rc = group_collective(st, &w->forks, w->lanes, w->ranks, 2, 0,
-                                  COLL_ALLREDUCE, f->bytes, -1, err);
+            rc = par_dp_coll(st, &w->forks, w->lanes, w->ranks, 2, 0,
+                             COLL_ALLREDUCE, f->bytes, -1, err);
     }
     return rc;
 }
 
+/* Does the optimizer step end with an all-gather of the updated shards
+ * (ZeRO-1 and 2 without pg; ZeRO-3 gathers before each use)? */
+static int gathers_updated(const dp_config *c)
+{
+    return c->zero && !c->pg && c->stage < PAR_SHARD_PARAMS;
+}
+
 /* Rank q's end of the sync on every instance: SIGNAL(synced), then with
- * ZeRO-1 (not pg) the wait for the update and the all-gathers of the
+ * ZeRO-1/2 (not pg) the wait for the update and the all-gathers of the
  * updated shards. */
 static int lower_synced(const dp_config *c, par_step *st, dp_work *w, int32_t q,
                         ps_err *err)
 {
     const plan *pl = &w->plans[q];
+    int32_t nr = nready(c, w, q);
     int rc = PS_OK;
     for (int32_t i = 0; i < c->n && rc == PS_OK; i++) {
         int32_t lane = w->comm[i * c->p + q], base = signal_base(c, w, i, q);
-        rc = push_op(st->ps, lane, prog_signal(PROG_SIGNAL, base + pl->n), err);
-        if (rc == PS_OK && c->zero && !c->pg)
-            rc = push_op(st->ps, lane, prog_signal(PROG_WAIT, base + pl->n + 1),
+        rc = push_op(st->ps, lane, prog_signal(PROG_SIGNAL, base + nr), err);
+        if (rc == PS_OK && gathers_updated(c))
+            rc = push_op(st->ps, lane, prog_signal(PROG_WAIT, base + nr + 1),
                          err);
     }
     unsigned mask = PAR_BIT(PAR_DP) | PAR_BIT(PAR_CP);
-    for (int32_t i = 0; c->zero && !c->pg && i < c->n && rc == PS_OK; i++) {
+    for (int32_t i = 0; gathers_updated(c) && i < c->n && rc == PS_OK; i++) {
         if (!par_sim_group_head(st->sim, mask, i))
             continue;
         group_lanes(c, w, i, q);
         for (int32_t k = 0; k < pl->n && rc == PS_OK; k++)
-            rc = group_collective(st, &w->forks, w->lanes, w->ranks, c->d,
-                                  c->ranks_per_node, COLL_ALLGATHER,
-                                  pl->b[k].params * c->weight_bytes, k, err);
+            rc = par_dp_collective(
+                c, st, &w->forks, &w->g, w->lanes, COLL_ALLGATHER,
+                pl->b[k].params * c->weight_bytes, c->shard, k, err);
     }
     return rc;
 }
@@ -315,8 +356,13 @@ static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w)
     w->ranks = malloc((size_t)d * sizeof *w->ranks);
     w->group = malloc((size_t)d * sizeof *w->group);
     w->last = malloc(((size_t)c->v + 1) * sizeof *w->last);
+    w->glanes = malloc((size_t)d * sizeof *w->glanes);
+    w->base = malloc((size_t)d * sizeof *w->base);
+    w->sub = malloc((size_t)d * 2 * sizeof *w->sub);
+    w->ev = c->fsdp ? calloc((size_t)p, sizeof *w->ev) : NULL;
     if (!w->plans || !w->ready_base || !w->comm || !w->lanes || !w->ranks ||
-        !w->group || !w->last)
+        !w->group || !w->last || !w->glanes || !w->base || !w->sub ||
+        (c->fsdp && !w->ev))
         return -1;
     for (int32_t r = 0; r < p; r++) {
         const prog_lane *lane = &ps->lanes[r];
@@ -336,6 +382,10 @@ static int plan_buckets(const dp_config *c, const prog_set *ps, dp_work *w)
         }
         if (w->plans[r].n > w->most)
             w->most = w->plans[r].n;
+        int rc =
+            c->fsdp ? par_fsdp_events(c, lane, &w->plans[r], &w->ev[r]) : 0;
+        if (rc)
+            return rc;
     }
     /* ready, then with pg gathered and reached: most each; and
      * par_dp_rewrite_lane's scratch, 3v + most */
@@ -351,9 +401,16 @@ static int rewrite_lanes(const dp_config *c, prog_set *ps, dp_work *w)
     int32_t *gathered = w->ready + most, *reached = w->ready + 2 * most;
     for (int32_t r = 0; r < c->p; r++) {
         w->ready_base[r] = ps->nsignals;
-        ps->nsignals += c->n * signal_stride(c, w->plans[r].n);
+        ps->nsignals += c->n * signal_stride(c, w, r);
     }
-    for (int32_t i = 0; i < c->n; i++)
+    for (int32_t i = 0; c->fsdp && i < c->n; i++)
+        for (int32_t r = 0; r < c->p; r++)
+            if (par_fsdp_rewrite_lane(c, &ps->lanes[i * c->p + r], &w->plans[r],
+                                      &w->ev[r], signal_base(c, w, i, r), r)) {
+                prog_note_need(ps, 4 * (w->ev[r].nred + w->ev[r].ngat));
+                return -1;
+            }
+    for (int32_t i = 0; !c->fsdp && i < c->n; i++)
         for (int32_t r = 0; r < c->p; r++) {
             int32_t nb = w->plans[r].n, base = signal_base(c, w, i, r);
             for (int32_t k = 0; k < nb; k++) {
@@ -413,7 +470,8 @@ static int lower_comm(const dp_config *c, par_step *st, dp_work *w, ps_err *err)
     int rc = PS_OK;
     for (int32_t r = 0; r < c->p && rc == PS_OK; r++) {
         if (c->d > 1)
-            rc = lower_buckets(c, st, w, r, err);
+            rc = c->fsdp ? lower_fsdp(c, st, w, r, err)
+                         : lower_buckets(c, st, w, r, err);
         for (int32_t f = 0; f < st->nfinalize && rc == PS_OK; f++) {
             const par_finalize *x = &st->finalize[f];
             if (x->r0 != x->r1 && (x->r0 > x->r1 ? x->r0 : x->r1) == r)
@@ -448,6 +506,12 @@ static int dp_lower(par_step *st, ps_err *err)
     int planned = w.sync ? plan_buckets(&c, st->ps, &w) : -1;
     if (planned == -2)
         rc = too_many(&c, w.bad_rank, w.bad_stage, err);
+    else if (planned == -3)
+        rc = ps_errf(err,
+                     "zero = %d is not modelled with a split backward or "
+                     "DualPipe's overlapped F&B (schedule '%s'): its "
+                     "reductions follow each backward as one",
+                     c.stage, sched_name(st->sched.kind));
     else if (planned || rewrite_lanes(&c, st->ps, &w))
         rc = ps_errf(err, "out of memory");
     /* communication lanes, in simulated-rank order */
@@ -457,6 +521,14 @@ static int dp_lower(par_step *st, ps_err *err)
             (w.comm[k] = prog_add_lane(st->ps, sim->rank_of[k])) < 0)
             rc = ps_errf(err, "out of memory");
     }
+    /* ZeRO-3's all-gather lanes (a stream of their own), after every
+     * communication lane (dp_exposed counts those by position) */
+    if (rc == PS_OK && c.fsdp && c.stage == PAR_SHARD_PARAMS &&
+        !(w.gather = malloc((size_t)sim->n * p * sizeof *w.gather)))
+        rc = ps_errf(err, "out of memory");
+    for (int32_t k = 0; rc == PS_OK && w.gather && k < sim->n * p; k++)
+        if ((w.gather[k] = prog_add_lane(st->ps, sim->rank_of[k])) < 0)
+            rc = ps_errf(err, "out of memory");
     if (rc == PS_OK)
         rc = lower_comm(&c, st, &w, err);
     work_free(&w, p);
@@ -473,7 +545,10 @@ static void dp_exposed(const par_step *st, double *exposed)
     const par_sim *sim = st->sim;
     int32_t p = sim->p, n = sim->n * p;
     int32_t d = sim->unfolded[PAR_DP] * sim->unfolded[PAR_CP];
-    int zero = st->layout->s.shard == PAR_SHARD_OPTIMIZER && d > 1;
+    /* ZeRO-1 and 2 end the lane with SIGNAL(updated) */
+    int zero = (st->layout->s.shard == PAR_SHARD_OPTIMIZER ||
+                st->layout->s.shard == PAR_SHARD_GRADS) &&
+               d > 1;
     const prog_set *ps = st->ps;
     int32_t comm = n; /* communication lanes follow, one per synced rank */
     if (!needs_sync(st))
@@ -503,17 +578,22 @@ static void dp_exposed(const par_step *st, double *exposed)
 /* Static memory: weights, gradients and optimizer state of each
  * simulated rank's parameters (ZeRO paper accounting, Rajbhandari et al.
  * 2020: 2 + 2 + 12 bytes per parameter for bf16 mixed precision with
- * Adam); ZeRO-1 keeps 1/shard of the optimizer state. DualPipe holds each
- * stage twice: the second copy on rank p - 1 - s. */
+ * Adam), each stage's shards of them (par_fsdp_per_param), and with
+ * ZeRO-2/3 the buffers beyond (par_fsdp_buffers) once per rank. DualPipe
+ * holds each stage twice: the second copy on rank p - 1 - s. */
 static void dp_memory(const par_step *st, double *rank_static)
 {
     const par_sim *sim = st->sim;
     const par_layout *L = st->layout;
     int32_t shard = L->s.shard_group > 0 ? L->s.shard_group : L->s.dp * L->s.cp;
-    int zero = L->s.shard == PAR_SHARD_OPTIMIZER && shard > 1;
-    double per_param = st->weight_bytes + st->grad_bytes +
-                       st->optimizer_bytes / (zero ? shard : 1);
+    int32_t reshard = st->dp.reshard > 0 ? st->dp.reshard : shard;
+    double per_param = par_fsdp_per_param(st, L->s.shard, shard);
     int32_t p = sim->p;
+    for (int32_t r = 0; r < p && L->s.shard >= PAR_SHARD_GRADS; r++) {
+        double held = par_fsdp_buffers(st, L->s.shard, shard, reshard, r);
+        for (int32_t i = 0; i < sim->n; i++)
+            rank_static[sim->rank_of[i * p + r]] += held;
+    }
     for (int32_t s = 0; s < st->nstages; s++) {
         int32_t r =
             sched_place_rank(st->sched.placement, st->sched.place, p, s);

@@ -14,10 +14,18 @@ typedef struct dp_config {
     const par_step *st;
     int32_t p, v, n; /* pipeline ranks, chunks per rank, instances */
     int32_t d;       /* instances in each data-parallel group */
-    int32_t shard;   /* ranks ZeRO-1 shards the optimizer over */
-    int zero;        /* ZeRO-1 with d > 1 */
+    int32_t shard;   /* ranks one shard spans (shard_group, else d) */
+    int zero;        /* the optimizer sharded (stage >= 1) with d > 1 */
+    int stage;       /* ZeRO stage, enum par_shard (0..3) */
+    int fsdp;        /* stage 2 or 3 with d > 1: every backward reduces
+                        (par/fsdp.c) */
+    int32_t reshard; /* stage 3: the group each unit's parameters are
+                        resharded to after its forward (shard: all of it,
+                        1: none kept sharded, no gather before the
+                        backward) */
     int pg;          /* overlap_param_gather in force */
     int bucketed;    /* enum par_bucketed */
+    int per_layer;   /* a bucket per layer (stage 3's units) */
     int overlap;
     double optimizer_seconds;
     const int32_t *first, *count;
@@ -38,6 +46,26 @@ typedef struct plan {
     bucket *b;
     int32_t n, cap;
 } plan;
+
+/* ZeRO-2/3's collectives of one pipeline rank, in the order its lane
+ * needs them (par/fsdp.c par_fsdp_events): a reduce-scatter per bucket of
+ * every backward, and with stage 3 an all-gather per unit (one bucket per
+ * layer) before each forward and each backward. The same in every
+ * instance, whose lanes run one schedule. */
+typedef struct fsdp_events {
+    int32_t *red, nred; /* each reduce-scatter's bucket */
+    int32_t *gat, ngat; /* each all-gather's bucket */
+    uint8_t *bwd;       /* per all-gather: 1 before a backward */
+} fsdp_events;
+
+/* One data-parallel group's view for ZeRO-2/3's lowering: its members'
+ * lanes, cluster ranks and signal bases (d each). */
+typedef struct dp_group {
+    int32_t d;
+    const int32_t *comm, *gather; /* reduce and all-gather lanes */
+    const int32_t *ranks, *base;
+    int32_t *sub_lanes, *sub_ranks; /* scratch, d each */
+} dp_group;
 
 /* The tag of the forward's waits for overlap_param_gather's all-gathers
  * (dp_exposed counts them). */
@@ -74,5 +102,51 @@ int par_dp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                         const int32_t *ready, int32_t synced, int32_t updated,
                         int32_t stage, int32_t *last, const int32_t *gathered,
                         const int32_t *reached, int32_t *scratch);
+
+/* One collective of op over `bytes` on n lanes of the listed cluster
+ * ranks (rpn: coll_ranks_per_node's, 0 unknown), with the dp settings'
+ * algorithm and the protocol rule, tagged tag (par/fsdp.c). */
+int par_dp_coll(par_step *st, coll_forks *forks, const int32_t *lanes,
+                const int32_t *ranks, int32_t n, int32_t rpn, int op,
+                double bytes, int32_t tag, ps_err *err);
+
+/* One collective of op over `bytes` on the members' lanes (g->comm or
+ * g->gather, by `lanes`), in consecutive subgroups of `width` members (a
+ * shard group, or the group a unit was resharded to), as hybrid sharding
+ * places them (Megatron's intra_distributed_optimizer_instance_group,
+ * FSDP's HSDP mesh: shard inner, replicate outer); a reduce-scatter over
+ * subgroups narrower than the group is followed by the all-reduce of
+ * its 1/width shard across them. */
+int par_dp_collective(const dp_config *c, par_step *st, coll_forks *forks,
+                      const dp_group *g, const int32_t *lanes, int op,
+                      double bytes, int32_t width, int32_t tag, ps_err *err);
+
+/* Builds rank r's ZeRO-2/3 events from its lane (before the rewrite);
+ * -1 out of memory, -3 when the lane has a split backward (W) or
+ * DualPipe's overlapped F&B, which ZeRO-2/3 do not model. */
+int par_fsdp_events(const dp_config *c, const prog_lane *lane, const plan *pl,
+                    fsdp_events *ev);
+void par_fsdp_events_free(fsdp_events *ev);
+
+/* Rewrites a compute lane for ZeRO-2/3 (par/fsdp_lane.c) with the signals
+ * from base: ready[e] = base + e (e < ev->nred), synced base + nred,
+ * updated + 1, gathered[g] = base + nred + 2 + g, started[g] after them;
+ * -1 when out of memory. */
+int par_fsdp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
+                          const fsdp_events *ev, int32_t base, int32_t stage);
+
+/* The group's ZeRO-2/3 collectives on its lanes: every reduce-scatter
+ * after its bucket's ready signal, every all-gather after the compute of
+ * the unit before (the one prefetched unit FSDP's rate limit allows) and
+ * raising gathered. */
+int par_fsdp_lower_group(const dp_config *c, par_step *st, coll_forks *forks,
+                         const dp_group *g, const plan *pl,
+                         const fsdp_events *ev, ps_err *err);
+
+/* Static bytes per parameter of a sharded rank (the ZeRO paper's) and the
+ * buffers beyond them of pipeline rank r (par/fsdp.c). */
+double par_fsdp_per_param(const par_step *st, int stage, int32_t shard);
+double par_fsdp_buffers(const par_step *st, int stage, int32_t shard,
+                        int32_t reshard, int32_t r);
 
 #endif

@@ -49,7 +49,8 @@ static int chunk_bucketed(const dp_config *c, int32_t r, int32_t chunk)
 
 /* Buckets of one model chunk: layers walked last to first, each layer's
  * gradient produced uniformly over its backward; a bucket closes when full
- * (the first at first_bucket_bytes) or at the chunk's first layer. A chunk
+ * (the first at first_bucket_bytes), at the chunk's first layer, or with
+ * per_layer at every layer's end (ZeRO-3's units). A chunk
  * that is not bucketed (chunk_bucketed) is one bucket, ready when its last
  * backward ends. */
 int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
@@ -87,6 +88,14 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
         elapsed += t;
         if (cur.bytes > 0)
             cur.frac = total > 0 ? elapsed / total : 1;
+        /* ZeRO-3: each layer its own unit (FSDP's wrapping of every
+         * transformer block), a layer without parameters joins the next */
+        if (c->per_layer && cur.bytes > 0) {
+            int rc = add_bucket(pl, cur);
+            if (rc)
+                return rc;
+            cur = (bucket){0, 0, 0, chunk};
+        }
     }
     return cur.bytes > 0 ? add_bucket(pl, cur) : 0;
 }

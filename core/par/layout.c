@@ -86,11 +86,14 @@ int par_layout_init(par_layout *L, const par_sizes *s, enum par_order order,
                        "than the limit of %d",
                        (int)s->tp, (int)s->cp, (int)s->dp, (int)s->pp,
                        (long long)par_sizes_world(s), PAR_MAX_RANKS);
-    if (s->shard_group < 0 || (s->shard_group > 0 && s->dp % s->shard_group))
+    /* a shard spans ranks of the dp-cp group (Megatron's
+     * intra_partial_data_parallel_group_with_cp) */
+    if (s->shard_group < 0 ||
+        (s->shard_group > 0 && (s->dp * s->cp) % s->shard_group))
         return ps_errf(err,
                        "shard_group %d does not divide the data-parallel "
-                       "size %d",
-                       (int)s->shard_group, (int)s->dp);
+                       "size %d (dp x cp)",
+                       (int)s->shard_group, (int)(s->dp * s->cp));
     int64_t expert = (int64_t)L->s.etp * s->ep * s->pp;
     if (world % expert)
         return ps_errf(err,

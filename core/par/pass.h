@@ -77,6 +77,11 @@ typedef struct par_dp_opts {
                             PAR_PROTOCOL_DEFAULT */
     int overlap;
     int overlap_param_gather;
+    /* ZeRO-3: the ranks a unit's parameters stay sharded over between its
+     * forward and its backward (FSDP2's reshard_after_forward): 0 the
+     * whole shard group (true), 1 none (false: no all-gather before the
+     * backward), else a divisor of it (an int) */
+    int32_t reshard;
     double optimizer_seconds; /* OPT op of a rank holding all its params */
 } par_dp_opts;
 

@@ -590,6 +590,7 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                 .protocol = cfg->grad_protocol,
                 .overlap = cfg->overlap,
                 .overlap_param_gather = cfg->overlap_param_gather,
+                .reshard = cfg->reshard,
                 .optimizer_seconds = cfg->optimizer_seconds,
             },
         .ep =

@@ -155,7 +155,11 @@ typedef struct pipe_config {
     int grad_protocol;        /* enum coll_proto, COLL_PROTO_AUTO or
                                  PAR_PROTOCOL_DEFAULT (par/pass.h) */
     int overlap;              /* start buckets as the backward makes them */
-    int zero;                 /* ZeRO stage 1: 0 or 1 */
+    int zero;                 /* ZeRO stage 0..3 (enum par_shard) */
+    int32_t shard_group;      /* ranks one shard spans (hybrid sharding);
+                                 0: the whole data-parallel group */
+    int32_t reshard;          /* ZeRO-3's reshard_after_forward: 0 the
+                                 shard group (true), 1 false, else ranks */
     int overlap_param_gather; /* zero's all-gather beside the forward */
     /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
      * with the same number of GPUs on each of its nodes gets node-aware

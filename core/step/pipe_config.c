@@ -64,7 +64,8 @@ void pipe_sizes_of(const pipe_config *cfg, par_sizes *sz)
     sz->dp = cfg->dp;
     sz->pp = cfg->p;
     sz->vp = cfg->v;
-    sz->shard = cfg->zero ? PAR_SHARD_OPTIMIZER : PAR_SHARD_NONE;
+    sz->shard = cfg->zero; /* enum par_shard counts ZeRO's stages */
+    sz->shard_group = cfg->shard_group;
 }
 
 int pipe_check_world(const pipe_config *cfg, int32_t nranks, ps_err *err)

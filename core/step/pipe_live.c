@@ -736,8 +736,10 @@ int pipe_live_run(const pipe_config *cfg, const sched_spec *spec, prog_set *ps,
 {
     pipe_live *pl = cfg->live;
     if (cfg->zero)
-        return ps_errf(err, "backend 'tcp' reduces gradients with "
-                            "all-reduce: ZeRO (zero = 1) is not run live");
+        return ps_errf(err,
+                       "backend 'tcp' reduces gradients with "
+                       "all-reduce: ZeRO (zero = %d) is not run live",
+                       cfg->zero);
     if (!pl->width || pl->nwidth != cfg->nlayers + 1)
         return ps_errf(err,
                        "backend 'tcp': the MLP needs %d widths (one per "

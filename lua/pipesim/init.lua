@@ -17,7 +17,8 @@ ps.args = core.args()
 -- field, once loaded, is a plain field (assignable, nil-able), and
 -- pairs(ps) loads the rest first, so it lists what it listed before.
 local LAZY = { partition = "pipesim.partition", models = "pipesim.models",
-    clusters = "pipesim.clusters", profile = "pipesim.profile", schedule = "pipesim.schedule" }
+    clusters = "pipesim.clusters", profile = "pipesim.profile", schedule = "pipesim.schedule",
+    sharding = "pipesim.sharding" }
 local package_, LOAD_PATH = package, package.path
 local function lazy_field(t, k)
     local name = LAZY[k]

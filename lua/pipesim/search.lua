@@ -10,6 +10,7 @@ local core = require "pipesim.core"
 local models = require "pipesim.models"
 local megatron = require "pipesim.models.megatron"
 local parallel = require "pipesim.parallel"
+local sharding = require "pipesim.sharding"
 local transformer = require "pipesim.models.transformer"
 
 local M = {}
@@ -44,21 +45,14 @@ local function list_of(space, k, kind)
         local x = v[i]
         local ok
         if kind == "int" then ok = math.type(x) == "integer" and x >= 1
-        elseif kind == "zero" then ok = x == 0 or x == 1
+        elseif kind == "zero" then ok = math.type(x) == "integer" and x >= 0 and x <= 3
         elseif kind == "bool" then ok = type(x) == "boolean"
         elseif kind == "recompute" then ok = RECOMPUTE[x]
         else ok = type(x) == "string" end
         if not ok then
-            -- ZeRO-2 and -3 also partition the gradients and the weights:
-            -- neither the memory model (core/step/pipe.c: 1/d of the optimizer
-            -- state only) nor the gradient sync (core/par/dp.c) has them, and
-            -- DeepSpeed's own pipeline engine refuses them (runtime/pipe/
-            -- engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
-            -- parallelism")
-            local want = ({ int = "a positive integer", zero = "0 or 1 (ZeRO stage 1 is " ..
-                "Megatron's distributed optimizer; stages 2 and 3, which also partition " ..
-                "gradients and weights, are not modelled, and DeepSpeed refuses them with " ..
-                "pipeline parallelism)",
+            local want = ({ int = "a positive integer", zero = "0, 1, 2 or 3 (ZeRO's stage: " ..
+                "1 Megatron's distributed optimizer, 2 and 3 Megatron-FSDP's optim_grads " ..
+                "and optim_grads_params; docs/sharding.md)",
                 bool = "a boolean", recompute = "'none', 'selective' or 'full'",
                 str = "a schedule name" })[kind]
             fail("space.%s[%d] must be %s, got %s", k, i, want, check.show(x))
@@ -119,6 +113,10 @@ local function flags(s, c, spec)
         sequence_parallel = c.sp, recompute_granularity = c.recompute ~= "none" and c.recompute or nil,
         recompute_method = c.recompute == "full" and "uniform" or nil,
         use_distributed_optimizer = c.zero == 1, schedule = c.schedule,
+        -- ZeRO-2/3 as Megatron-FSDP runs them (docs/sharding.md), reducing
+        -- during the backward
+        use_megatron_fsdp = c.zero >= 2 or nil, overlap_grad_reduce = c.zero >= 2 or nil,
+        data_parallel_sharding_strategy = ({ nil, "optim_grads", "optim_grads_params" })[c.zero],
         cluster = spec.cluster, record = spec.record or "summary", db = spec.db,
         -- the model's name (run.model): the preset's, or the shape's own
         name = type(spec.model) == "string" and spec.model or s.name,
@@ -305,11 +303,17 @@ function M.cost(args, c)
     local p, v, m = args.stages, args.virtual_stages or 1, args.microbatches
     local d = args.dp or 1
     local mem = args.memory or {}
-    local zero = (args.zero or 0) == 1 and d > 1
-    local per_param = (mem.weight_bytes or 2) + (mem.grad_bytes or 2)
-        + (mem.optimizer_bytes or 12) / (zero and d or 1)
-    local opt = (tonumber(args.optimizer_time) or 0) / (zero and d or 1)
-    local exact = EXACT[c.schedule] ~= nil
+    -- ZeRO's stage over the data-parallel group (or its shard group): the
+    -- ZeRO paper's bytes per parameter (ps.sharding); ZeRO-2/3's buffers
+    -- beyond them (core/par/fsdp.c) are left out, so their memory is a
+    -- lower bound, and their sync runs during the backward (not costed)
+    local stage = d > 1 and (args.zero or 0) or 0
+    local shard = args.shard_group or d
+    local zero = stage == 1
+    local per_param = sharding.per_param(stage, shard, mem.weight_bytes or 2,
+        mem.grad_bytes or 2, mem.optimizer_bytes or 12)
+    local opt = (tonumber(args.optimizer_time) or 0) / (stage >= 1 and shard or 1)
+    local exact = EXACT[c.schedule] ~= nil and stage < 2
     local cluster = type(args.cluster) == "userdata" and args.cluster or nil
     local at_list = parallel.stage_ranks(args) -- the layout's: TP rank 0 of each group
     local function at(r, j) return at_list[j * p + r + 1] end

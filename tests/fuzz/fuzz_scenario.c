@@ -27,7 +27,7 @@ static const char *const keys[] = {
     "ranks", "dp", "placement", "grad_sync", "zero", "optimizer_time",
     "split_backward", "tp", "sequence_parallel", "recompute",
     "recompute_method", "recompute_layers", "tp_overlap", "faults",
-    "recv_timeout",
+    "recv_timeout", "shard_group", "reshard_after_forward",
     /* ps.cluster, devices, links */
     "device", "devices", "link", "nodes", "gpus_per_node", "intra", "inter",
     "nics_per_node", "oversubscription", "links", "sharing", "switches",

@@ -259,7 +259,7 @@ do
     H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
         microbatches = 2, dp = 2, placement = "diagonal" } end, "unknown placement 'diagonal'")
     H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
-        microbatches = 2, dp = 2, zero = 3 } end, "field 'zero' must be an integer in 0..1, got 3")
+        microbatches = 2, dp = 2, zero = 4 } end, "field 'zero' must be an integer in 0..3, got 4")
     H.raises(function() ps.run{ cluster = mesh(4), layers = layers, stages = 2,
         microbatches = 2, dp = 2, grad_sync = { algorithm = "telepathy" } } end,
         "field 'grad_sync.algorithm'")

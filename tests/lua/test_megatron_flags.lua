@@ -108,6 +108,16 @@ local VARY = {
     first_last_layers_bf16 = { true, FP8 },
     num_layers_at_start_in_bf16 = { 2, plus(FP8, { first_last_layers_bf16 = true }) },
     num_layers_at_end_in_bf16 = { 2, plus(FP8, { first_last_layers_bf16 = true }) },
+    -- sharded data parallelism (docs/sharding.md)
+    use_megatron_fsdp = { true, { overlap_grad_reduce = true } },
+    data_parallel_sharding_strategy = { "optim_grads",
+        { use_megatron_fsdp = true, overlap_grad_reduce = true } },
+    -- (Megatron asserts pp 1 and untied embeddings for --use-torch-fsdp2)
+    use_torch_fsdp2 = { true, { pipeline_model_parallel_size = 1,
+        untie_embeddings_and_output_weights = true } },
+    torch_fsdp2_no_reshard_after_forward = { true, { use_torch_fsdp2 = true,
+        pipeline_model_parallel_size = 1, untie_embeddings_and_output_weights = true } },
+    num_distributed_optimizer_instances = { 2, { use_distributed_optimizer = true } },
 }
 -- untie_embeddings_and_output_weights changes the step since the tied
 -- embedding's gradient all-reduce between the first and last stage is
@@ -189,8 +199,10 @@ H.raises(function() ps.models.megatron(flags { moe_shared_expert_overlap = true 
 H.raises(function() ps.models.megatron(flags { hybrid_context_parallel = true }) end,
     "megatron: flag 'hybrid_context_parallel' (context parallelism) is not modelled yet")
 H.raises(function() ps.models.megatron(flags { use_megatron_fsdp = true }) end,
-    "megatron: flag 'use_megatron_fsdp' (sharded data parallelism (ZeRO-2/3, FSDP)) is not " ..
-    "modelled yet")
+    "megatron: use_megatron_fsdp with data_parallel_sharding_strategy optim_grads_params needs " ..
+    "overlap_grad_reduce (pipesim reduces during each backward)")
+H.raises(function() ps.models.megatron(flags { fsdp_double_buffer = true }) end,
+    "megatron: flag 'fsdp_double_buffer' (Megatron-FSDP tuning) is not modelled yet")
 -- no misleading suggestion: fp8 is Megatron's own (--fp8-format's dest)
 H.raises(function() ps.models.megatron(flags { fp8 = true }) end,
     "megatron: flag 'fp8' is --fp8-format's dest: give 'e4m3' or 'hybrid', got true")

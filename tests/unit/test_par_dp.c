@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "coll/coll.h"
+#include "dp_fixture.h"
 #include "harness.h"
 #include "net/net.h"
 #include "par/dp.h"
@@ -22,42 +23,8 @@
  *     bucket 1: 400 B, ready at 500/600 of layer 1 -> (5/6)/2 = 5/12
  *     100 B carried over
  *   layer 0 (200 B): bucket 2: 100 + 200 = 300 B, ready at the end (1).
- * With the backward 2 s long, the pieces are 1/6, 2/3 and 7/6 s. */
-static const int32_t first[1] = {0}, count[1] = {2};
-static const double layer_params[2] = {100, 300}, layer_bwd[2] = {1, 1};
-static const double stage_params[1] = {400};
-
-static par_layout layout;
-static par_sim sim;
-
-/* A step of the layout sz for the dp pass on the stage tables above
- * (nstages stages of the layers first/count); ps and nw are set by the
- * caller. */
-static par_step base_step(const par_sizes *sz, int32_t nstages)
-{
-    ps_err err;
-    CHECK_INT(par_layout_init(&layout, sz, PAR_DP_INNER, NULL, &err), PS_OK);
-    const int fold[PAR_NDIMS] = {0};
-    CHECK_INT(par_sim_build(&sim, &layout, fold, &err), PS_OK);
-    par_step c = {0};
-    c.layout = &layout;
-    c.sim = &sim;
-    c.v = 1;
-    c.nstages = nstages;
-    c.first = first;
-    c.count = count;
-    c.layer_params = layer_params;
-    c.layer_bwd = layer_bwd;
-    c.stage_params = stage_params;
-    c.grad_bytes = 2;
-    c.weight_bytes = 2;
-    c.optimizer_bytes = 12;
-    c.dp.bucket_bytes = 400;
-    c.dp.first_bucket_bytes = 100;
-    c.dp.algorithm = COLL_RING;
-    c.dp.protocol = PAR_PROTOCOL_DEFAULT;
-    return c;
-}
+ * With the backward 2 s long, the pieces are 1/6, 2/3 and 7/6 s
+ * (dp_fixture.h's stage). */
 
 /* d replicas of one stage (pp = 1). */
 static par_step config(int32_t d, int overlap, int zero)

@@ -21,6 +21,7 @@ local check = require "pipesim.argcheck"
 local transformer = require "pipesim.models.transformer"
 local known = require "pipesim.models.megatron_flags"
 local split = require "pipesim.models.megatron_split"
+local sharding = require "pipesim.sharding"
 local moe_flags = require "pipesim.models.megatron_moe"
 
 local M = {}
@@ -44,6 +45,8 @@ ddp_bucket_size accumulate_allreduce_grads_in_fp32 grad_reduce_in_bf16
 use_precision_aware_optimizer main_grads_dtype main_params_dtype exp_avg_dtype exp_avg_sq_dtype
 cross_entropy_loss_fusion cross_entropy_fusion_impl
 fp8_format fp8_recipe fp8_param_gather no_fp8_wgrad disable_fp8_wgrad fp8_output_proj
+use_megatron_fsdp data_parallel_sharding_strategy use_torch_fsdp2
+torch_fsdp2_no_reshard_after_forward num_distributed_optimizer_instances
 first_last_layers_bf16 num_layers_at_start_in_bf16 num_layers_at_end_in_bf16
 num_experts moe_router_topk moe_ffn_hidden_size moe_shared_expert_intermediate_size moe_layer_freq
 moe_expert_capacity_factor moe_pad_expert_input_to_capacity moe_grouped_gemm moe_permute_fusion
@@ -456,6 +459,77 @@ local function grad_sync_of(a, dp, grad_bytes)
              overlap_param_gather = (pg and dp > 1) or nil }
 end
 
+-- Sharded data parallelism (docs/sharding.md) -> ps.run's zero,
+-- shard_group and reshard_after_forward. Megatron-Core 0.20
+-- (megatron/training/training.py get_model): --use-torch-fsdp2 wraps the
+-- model in PyTorch's FSDP2 (FULL_SHARD; --torch-fsdp2-no-reshard-after-
+-- forward keeps each unit gathered from its forward to its backward),
+-- --use-megatron-fsdp in Megatron-FSDP with --data-parallel-sharding-
+-- strategy (no_shard, optim, optim_grads, optim_grads_params = ZeRO 0..3),
+-- else DDP, with --use-distributed-optimizer ZeRO-1;
+-- --num-distributed-optimizer-instances k shards within dp / k ranks
+-- (hybrid). grad_sync is adjusted: ZeRO-2/3 reduce during every backward
+-- and have no --overlap-param-gather of their own (FSDP's unit prefetch
+-- is always on).
+local function sharding_of(a, dp, pp, grad_sync)
+    local fsdp2, mfsdp = bool(a, "use_torch_fsdp2", false), bool(a, "use_megatron_fsdp", false)
+    if fsdp2 and mfsdp then
+        check.fail("megatron: use_torch_fsdp2 and use_megatron_fsdp are both set")
+    end
+    -- Megatron-Core 0.20 arguments.py asserts these of --use-torch-fsdp2
+    if fsdp2 and pp > 1 then
+        check.fail("megatron: --use-torch-fsdp2 is not supported with pipeline parallelism " ..
+            "(pipeline_model_parallel_size = %d)", pp)
+    end
+    if fsdp2 and int(a, "expert_model_parallel_size", 1) > 1 then
+        check.fail("megatron: --use-torch-fsdp2 is not supported with expert parallelism " ..
+            "(expert_model_parallel_size = %d)", int(a, "expert_model_parallel_size", 1))
+    end
+    if fsdp2 and bool(a, "use_distributed_optimizer", false) then
+        check.fail("megatron: --use-torch-fsdp2 is not supported with MCore's distributed optimizer")
+    end
+    if fsdp2 and not bool(a, "untie_embeddings_and_output_weights", false) then
+        check.fail("megatron: --use-torch-fsdp2 requires --untie-embeddings-and-output-weights")
+    end
+    if not mfsdp and a.data_parallel_sharding_strategy ~= nil then
+        check.fail("megatron: data_parallel_sharding_strategy changes nothing without " ..
+            "use_megatron_fsdp")
+    end
+    local no_reshard = bool(a, "torch_fsdp2_no_reshard_after_forward", false)
+    if no_reshard and not fsdp2 then
+        check.fail("megatron: torch_fsdp2_no_reshard_after_forward changes nothing without " ..
+            "use_torch_fsdp2")
+    end
+    local zero = fsdp2 and 3
+        or mfsdp and sharding.megatron(a.data_parallel_sharding_strategy or "optim_grads_params")
+        or bool(a, "use_distributed_optimizer", false) and 1 or 0
+    local k = int(a, "num_distributed_optimizer_instances", 1)
+    if k > 1 and zero == 0 then
+        check.fail("megatron: num_distributed_optimizer_instances = %d needs a sharded optimizer " ..
+            "(use_distributed_optimizer or use_megatron_fsdp)", k)
+    end
+    if dp % k ~= 0 then
+        check.fail("megatron: num_distributed_optimizer_instances (%d) does not divide the " ..
+            "data-parallel size (%d)", k, dp)
+    end
+    if dp == 1 or zero == 0 then return nil, nil, nil, grad_sync end
+    if zero >= 2 and type(grad_sync) == "table" and a.grad_sync == nil then
+        if grad_sync.overlap == false and not fsdp2 then
+            check.fail("megatron: use_megatron_fsdp with data_parallel_sharding_strategy %s " ..
+                "needs overlap_grad_reduce (pipesim reduces during each backward)",
+                a.data_parallel_sharding_strategy or "optim_grads_params")
+        end
+        local g = {}
+        for key, v in pairs(grad_sync) do g[key] = v end
+        g.overlap, g.overlap_param_gather, g.bucketed = true, nil, nil
+        if g.bucket == 2 ^ 53 then g.bucket, g.first_bucket = nil, nil end
+        grad_sync = g
+    end
+    local reshard -- nil: FSDP2's default, true
+    if no_reshard then reshard = false end
+    return zero, k > 1 and dp // k or nil, reshard, grad_sync
+end
+
 -- --tp-comm-overlap (pipesim's tp_overlap): Megatron asserts sequence
 -- parallelism for it ("Tensor parallel communication/GEMM overlap can
 -- happen only when sequence parallelism is enabled").
@@ -568,9 +642,10 @@ function M.build(a)
     local sp = bool(a, "sequence_parallel", false)
     if sp and tp == 1 then sp = false end -- Megatron turns it off at tp 1
     local memory = memory_of(a, dtype, shape.fp8 and shape.fp8_recipe)
-    -- the gradient sync and the distributed optimizer span dp x cp
-    -- (Megatron's data-parallel group with_context_parallel=True)
-    local grad_sync = grad_sync_of(a, dp * cp, memory.grad_bytes)
+    -- the gradient sync and the sharding span dp x cp (Megatron's
+    -- data-parallel group with_context_parallel=True)
+    local zero, shard_group, reshard, grad_sync = sharding_of(a, dp * cp, pp,
+        grad_sync_of(a, dp * cp, memory.grad_bytes))
     local run = {
         name = a.name, cluster = a.cluster, layers = layers, stages = pp,
         microbatches = gbs // (mbs * dp), dp = dp, tp = tp > 1 and tp or nil,
@@ -578,8 +653,8 @@ function M.build(a)
         sequence_parallel = sp or nil, recompute = recompute, recompute_method = method,
         recompute_layers = k, virtual_stages = v,
         schedule = a.schedule or (v > 1 and "interleaved" or "1f1b"), partition = partition,
-        memory = memory,
-        zero = bool(a, "use_distributed_optimizer", false) and dp * cp > 1 and 1 or nil,
+        memory = memory, zero = zero, shard_group = shard_group,
+        reshard_after_forward = reshard,
         record = a.record, db = a.db, grad_sync = dp * cp > 1 and grad_sync or a.grad_sync,
         tp_overlap = tp_overlap_of(a, sp, tp), optimizer_time = a.optimizer_time,
     }

@@ -495,15 +495,14 @@ M.DEFERRED = {
     ["context parallelism"] = [[
         hybrid_context_parallel max_seqlen_per_dp_cp_rank
     ]],
-    ["sharded data parallelism (ZeRO-2/3, FSDP)"] = [[
-        create_all_gather_group data_parallel_sharding_strategy enable_full_sharding_in_hsdp
+    ["Megatron-FSDP tuning"] = [[
+        create_all_gather_group enable_full_sharding_in_hsdp
         fsdp_db_use_persist_buf_on_alloc_fail fsdp_double_buffer fsdp_manual_registration
         keep_fp8_transpose_cache megatron_fsdp_enable_fine_grained_param_gather
         megatron_fsdp_grad_comm_dtype megatron_fsdp_main_grads_dtype
         megatron_fsdp_main_params_dtype megatron_fsdp_max_pool_double_buffer megatron_fsdp_version
-        no_use_layer_wise_param_layout num_distributed_optimizer_instances
-        outer_dp_sharding_strategy suggested_communication_unit_size
-        torch_fsdp2_no_reshard_after_forward use_megatron_fsdp use_torch_fsdp2
+        no_use_layer_wise_param_layout outer_dp_sharding_strategy
+        suggested_communication_unit_size
     ]],
 }
 return M

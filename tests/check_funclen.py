@@ -5,8 +5,7 @@ A function is counted from the first line of its signature to its closing
 brace, both included (clang-format's Linux braces put a function's `{` and
 `}` alone at column 0, which is what this reads; `make format-check` keeps
 it so). Functions in EXCEPT are allowed over the limit, each with its
-reason; one listed that is no longer long fails (but for those in files
-another branch is changing), so the list stays exact.
+reason; one listed that is no longer long fails, so the list stays exact.
 Ends with "checks: N passed, N failed" (one per function) and the case's
 line. Usage: check_funclen.py [ROOT]; check_funclen.py --list N [ROOT]
 prints every function over N lines, longest first, and their count."""
@@ -16,20 +15,11 @@ import sys
 
 LIMIT = 100
 
-# (file, function): why it may stay long for now. Functions in files other
-# engineers were changing during issue 26's split (core/bind/run.c,
-# core/out/export_*.c, core/step/) are left to the lead to split after the
-# merge; those may be long or not (a branch may lengthen one that is short
-# here), every other entry must be long. (export_main is split: read_args,
-# resolve_args, read_ids, write_export.)
-FORBIDDEN = "being changed by another branch during issue 26; the lead " \
-    "splits it after the merge"
-EXCEPT = {
-    ("bind/run.c", "core_run"): FORBIDDEN,
-    ("bind/run.c", "read_shape"): FORBIDDEN,
-    # 99 lines here; the moepar branch (expert parallelism) makes it 112
-    ("step/pipe_cost.c", "pipe_stage_costs"): FORBIDDEN,
-}
+# (file, function): why it may stay long for now. Every entry must be
+# long, so the list stays exact. Empty: the last four (core_run,
+# read_shape, pipe_stage_costs, export_main) were split after the merges
+# of issue 26's round.
+EXCEPT = {}
 
 SIG_STOP = ("}", "/*", " *", "#")
 
@@ -102,8 +92,6 @@ def main():
             print(f"FAIL core/{rel}:{line}: {name} is {n} lines "
                   f"(at most {LIMIT}): split it into named steps")
     for rel, name in sorted(set(EXCEPT) - seen):
-        if EXCEPT[(rel, name)] == FORBIDDEN:
-            continue  # may be long or not, as the other branch leaves it
         failed += 1
         print(f"FAIL core/{rel}: {name} is in EXCEPT but not over {LIMIT} "
               f"lines (or gone): remove it from EXCEPT in "

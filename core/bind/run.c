@@ -634,10 +634,11 @@ static int reuse_checked(lua_State *L, int layers_idx, pipe_config *cfg,
  * the stack index of sealed layers standing for spec.layers; < 0: the
  * scratch is made a sealed copy (names anchored); 0: neither. A `layers`
  * field holding sealed layers is taken as they are. [-0, +1] */
-static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
-                       int sealed)
+/* The layout's sizes (stages, microbatches, virtual stages, dp, tp, cp,
+ * ep, etp) and checkpoint into cfg, each checked, their products within
+ * MAX_RANKS, and the world against the cluster when tp or cp splits it. */
+static void read_sizes(lua_State *L, pipe_config *cfg)
 {
-    bind_check_fields(L, 1, "", bind_fields_run);
     long long p = 0, v = 1, m = 0, dp = 1;
     if (lua_getfield(L, 1, "layers") == LUA_TNIL)
         luaL_error(L, "missing field 'layers' (a list of layer tables)");
@@ -703,6 +704,13 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
     }
     if (tp > 1 || cp > 1)
         lua_pop(L, 1);
+}
+
+static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
+                       int sealed)
+{
+    bind_check_fields(L, 1, "", bind_fields_run);
+    read_sizes(L, cfg);
 
     /* sealed: the list was read once for the whole sweep (the copy stays
      * on the stack as this run's scratch) */
@@ -717,7 +725,7 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
         cfg->layers = sl->l;
         cfg->nlayers = sl->n;
         *uses_flops = sl->uses_flops;
-        check_stage_count(L, p, v, sl->n);
+        check_stage_count(L, cfg->p, cfg->v, sl->n);
         return;
     }
     lua_pop(L, 1);
@@ -726,7 +734,7 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
     int layers_idx = lua_gettop(L);
     if (reuse_checked(L, layers_idx, cfg, uses_flops)) {
         lua_remove(L, layers_idx);
-        check_stage_count(L, p, v, cfg->nlayers);
+        check_stage_count(L, cfg->p, cfg->v, cfg->nlayers);
         return;
     }
     lua_Integer nlayers = bind_list_len(L, layers_idx, "layers");
@@ -767,7 +775,7 @@ static void read_shape(lua_State *L, pipe_config *cfg, int *uses_flops,
     lua_remove(L, layers_idx); /* the layer names stay alive in spec */
     cfg->layers = layers;
     cfg->nlayers = nl;
-    check_stage_count(L, p, v, nl);
+    check_stage_count(L, cfg->p, cfg->v, nl);
 }
 
 /* [-0, +(0|1)] core.check_run(spec [, sealed | true]): raises on the
@@ -891,31 +899,18 @@ static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
 
 /* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
  * it through pipe_run, pushes the result table. */
-static int core_run(lua_State *L)
+/* The schedule field: a name (as users type it: "1F1B", "GPipe") or a
+ * custom list of actions per stage (its arrays in *orders, *counts). */
+static void read_schedule(lua_State *L, pipe_config *cfg,
+                          const sched_action ***orders, int32_t **counts)
 {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    pipe_config cfg;
-    pipe_config_init(&cfg);
-    int uses_flops = 0;
-    read_shape(L, &cfg, &uses_flops, 0); /* leaves the layers' scratch */
-    cfg.name = bind_string(L, 1, "name");
-    /* recorded only: lua/pipesim/parallel.lua has lowered them */
-    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
-    cfg.recompute = bind_string(L, 1, "recompute");
-    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
-    cfg.p2p = bind_p2p(L, 1, &cfg.pytorch_p2p);
-    int recording = bind_record(L, 1, &cfg.record);
-
-    /* schedule */
-    const sched_action **orders = NULL;
-    int32_t *counts = NULL;
     lua_getfield(L, 1, "schedule");
     if (lua_istable(L, -1)) {
-        cfg.schedule = SCHED_CUSTOM;
-        cfg.schedule_name = "custom";
-        read_custom(L, lua_gettop(L), &cfg, &orders, &counts);
-        cfg.custom = orders;
-        cfg.ncustom = counts;
+        cfg->schedule = SCHED_CUSTOM;
+        cfg->schedule_name = "custom";
+        read_custom(L, lua_gettop(L), cfg, orders, counts);
+        cfg->custom = *orders;
+        cfg->ncustom = *counts;
     } else {
         if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
             bind_field_error(L, "schedule",
@@ -935,54 +930,67 @@ static int core_run(lua_State *L)
             snprintf(name, sizeof name, "%.31s", given); /* too long: unknown */
         }
         ps_err err;
-        if (sched_parse(name, &cfg.schedule, &err))
-            return luaL_error(L, "field 'schedule': %s", err.msg);
-        cfg.schedule_name = sched_name(cfg.schedule);
+        if (sched_parse(name, &cfg->schedule, &err))
+            luaL_error(L, "field 'schedule': %s", err.msg);
+        cfg->schedule_name = sched_name(cfg->schedule);
     }
-    cfg.placement = read_placement(L, 1, &cfg, &cfg.place);
+}
+
+/* The overlapped actions' costs: overlap_fb, fb_interference and the
+ * all-to-alls' share of the SMs. */
+static void read_overlap(lua_State *L, pipe_config *cfg)
+{
     /* overlapped FB actions (sched_fb_time): a measured time, or the
      * share of the shorter action that is not hidden (1: none is) */
-    cfg.fb_interference = 1;
-    cfg.fb_given = bind_quantity_min(L, 1, "overlap_fb", UNIT_SECONDS, 0, 1,
-                                     &cfg.overlap_fb) |
-                   bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,
-                                     &cfg.fb_interference);
+    cfg->fb_interference = 1;
+    cfg->fb_given = bind_quantity_min(L, 1, "overlap_fb", UNIT_SECONDS, 0, 1,
+                                      &cfg->overlap_fb) |
+                    bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,
+                                      &cfg->fb_interference);
     /* the SMs' share an overlapped all-to-all takes (par/ep.h) */
     if (bind_quantity_min(L, 1, "ep_comm_share", UNIT_RATIO, 0, 0,
-                          &cfg.ep_comm_share) &&
-        cfg.ep_comm_share >= 1)
+                          &cfg->ep_comm_share) &&
+        cfg->ep_comm_share >= 1)
         luaL_error(L,
                    "field 'ep_comm_share' must be below 1 (the share of "
                    "SMs the all-to-alls take), got %f",
-                   cfg.ep_comm_share);
+                   cfg->ep_comm_share);
+}
 
-    /* memory accounting per parameter */
+/* memory = { weight_bytes, grad_bytes, optimizer_bytes }: bytes per
+ * parameter. */
+static void read_memory(lua_State *L, pipe_config *cfg)
+{
     if (bind_table(L, 1, "memory",
                    "of bytes per parameter such as { weight_bytes = 2 }")) {
         int t = lua_gettop(L);
         bind_check_fields(L, t, "memory", bind_fields_memory);
         bind_quantity_min(L, t, "memory.weight_bytes", UNIT_BYTES, 0, 0,
-                          &cfg.weight_bytes);
+                          &cfg->weight_bytes);
         bind_quantity_min(L, t, "memory.grad_bytes", UNIT_BYTES, 0, 0,
-                          &cfg.grad_bytes);
+                          &cfg->grad_bytes);
         bind_quantity_min(L, t, "memory.optimizer_bytes", UNIT_BYTES, 0, 0,
-                          &cfg.optimizer_bytes);
+                          &cfg->optimizer_bytes);
         lua_pop(L, 1);
     }
+}
 
-    /* partition: resolved by the Lua layer into p * v counts */
-    int32_t nl = cfg.nlayers;
-    int32_t nstages = cfg.p * cfg.v;
+/* partition: resolved by the Lua layer into p * v layer counts, each in
+ * 1..nlayers (the sum is checked by pipe_stage_costs). */
+static void read_partition(lua_State *L, pipe_config *cfg)
+{
+    int32_t nl = cfg->nlayers;
+    int32_t nstages = cfg->p * cfg->v;
     if (!bind_table(L, 1, "partition", "of layer counts"))
-        return luaL_error(L, "field 'partition' must be a list of layer "
-                             "counts");
+        luaL_error(L, "field 'partition' must be a list of layer "
+                      "counts");
     lua_Integer nparts = bind_list_len(L, -1, "partition");
     if (nparts != nstages)
-        return luaL_error(L,
-                          "field 'partition' has %d entries, expected %d "
-                          "(one per stage%s)",
-                          (int)nparts, (int)nstages,
-                          cfg.v > 1 ? " and virtual stage" : "");
+        luaL_error(L,
+                   "field 'partition' has %d entries, expected %d "
+                   "(one per stage%s)",
+                   (int)nparts, (int)nstages,
+                   cfg->v > 1 ? " and virtual stage" : "");
     int32_t *partition = scratch(L, (size_t)nstages, sizeof *partition);
     lua_rotate(L, -2, 1);
     for (int32_t s = 0; s < nstages; s++) {
@@ -1001,9 +1009,90 @@ static int core_run(lua_State *L)
         partition[s] = (int32_t)c;
         lua_pop(L, 1);
     }
-    cfg.partition = partition;
+    cfg->partition = partition;
     lua_pop(L, 1);
+}
 
+/* ps.run's result table: the run's figures (ps.run's Lua side adds tp,
+ * recompute, point, ...). */
+static void push_result(lua_State *L, const pipe_config *cfg,
+                        const pipe_result *res)
+{
+    /* the 20 fields below and ps.run's (tp, recompute, point, ...) */
+    lua_createtable(L, 0, 26);
+    if (res->id > 0) {
+        lua_pushinteger(L, res->id);
+        lua_setfield(L, -2, "id");
+    }
+    if (cfg->name) {
+        lua_pushstring(L, cfg->name);
+        lua_setfield(L, -2, "name");
+    }
+    lua_pushstring(L, cfg->schedule_name);
+    lua_setfield(L, -2, "schedule");
+    lua_pushinteger(L, cfg->p);
+    lua_setfield(L, -2, "stages");
+    lua_pushinteger(L, cfg->m);
+    lua_setfield(L, -2, "microbatches");
+    lua_pushinteger(L, cfg->v);
+    lua_setfield(L, -2, "virtual_stages");
+    set_number(L, "makespan", res->makespan);
+    set_number(L, "bubble", res->bubble);
+    set_number(L, "closed_form_bubble", res->closed_form_bubble);
+    set_number(L, "imbalance", res->imbalance);
+    lua_pushinteger(L, cfg->dp);
+    lua_setfield(L, -2, "dp");
+    push_ints(L, res->rank, res->n);
+    lua_setfield(L, -2, "rank");
+    push_array(L, res->stage_bubble, res->n);
+    lua_setfield(L, -2, "stage_bubble");
+    push_array(L, res->peak_memory, res->n);
+    lua_setfield(L, -2, "peak_memory");
+    push_array(L, res->t_peak, res->n);
+    lua_setfield(L, -2, "peak_time");
+    push_array(L, res->static_memory, res->n);
+    lua_setfield(L, -2, "static_memory");
+    push_array(L, res->exposed_comm, res->n);
+    lua_setfield(L, -2, "exposed_comm");
+    if (cfg->ep > 1) {
+        push_array(L, res->exposed_a2a, res->n);
+        lua_setfield(L, -2, "exposed_a2a");
+        push_array(L, res->exposed_a2a_pairs, res->n);
+        lua_setfield(L, -2, "exposed_a2a_overlapped");
+        lua_pushinteger(L, cfg->ep);
+        lua_setfield(L, -2, "ep");
+    }
+    push_fits(L, res);
+    lua_pushinteger(L, res->eng.events);
+    lua_setfield(L, -2, "events");
+    if (cfg->tp > 1)
+        push_groups(L, res, cfg->tp);
+    if (cfg->live)
+        bind_live_pipe_push(L, cfg->live, res->rank, res->n);
+}
+
+static int core_run(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    pipe_config cfg;
+    pipe_config_init(&cfg);
+    int uses_flops = 0;
+    read_shape(L, &cfg, &uses_flops, 0); /* leaves the layers' scratch */
+    cfg.name = bind_string(L, 1, "name");
+    /* recorded only: lua/pipesim/parallel.lua has lowered them */
+    bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
+    cfg.recompute = bind_string(L, 1, "recompute");
+    bind_boolean(L, 1, "split_backward", &cfg.split_backward);
+    cfg.p2p = bind_p2p(L, 1, &cfg.pytorch_p2p);
+    int recording = bind_record(L, 1, &cfg.record);
+
+    const sched_action **orders = NULL;
+    int32_t *counts = NULL;
+    read_schedule(L, &cfg, &orders, &counts);
+    cfg.placement = read_placement(L, 1, &cfg, &cfg.place);
+    read_overlap(L, &cfg);
+    read_memory(L, &cfg);
+    read_partition(L, &cfg);
     bind_cluster *cl = read_cluster_ranks(L, &cfg, uses_flops);
     read_grad_sync(L, &cfg);
     cfg.gpus_per_node = cl->gpus_per_node;
@@ -1041,57 +1130,7 @@ static int core_run(lua_State *L)
     if (rc)
         return bind_raise(L, &err);
 
-    /* the 20 fields below and ps.run's (tp, recompute, point, ...) */
-    lua_createtable(L, 0, 26);
-    if (res.id > 0) {
-        lua_pushinteger(L, res.id);
-        lua_setfield(L, -2, "id");
-    }
-    if (cfg.name) {
-        lua_pushstring(L, cfg.name);
-        lua_setfield(L, -2, "name");
-    }
-    lua_pushstring(L, cfg.schedule_name);
-    lua_setfield(L, -2, "schedule");
-    lua_pushinteger(L, cfg.p);
-    lua_setfield(L, -2, "stages");
-    lua_pushinteger(L, cfg.m);
-    lua_setfield(L, -2, "microbatches");
-    lua_pushinteger(L, cfg.v);
-    lua_setfield(L, -2, "virtual_stages");
-    set_number(L, "makespan", res.makespan);
-    set_number(L, "bubble", res.bubble);
-    set_number(L, "closed_form_bubble", res.closed_form_bubble);
-    set_number(L, "imbalance", res.imbalance);
-    lua_pushinteger(L, cfg.dp);
-    lua_setfield(L, -2, "dp");
-    push_ints(L, res.rank, res.n);
-    lua_setfield(L, -2, "rank");
-    push_array(L, res.stage_bubble, res.n);
-    lua_setfield(L, -2, "stage_bubble");
-    push_array(L, res.peak_memory, res.n);
-    lua_setfield(L, -2, "peak_memory");
-    push_array(L, res.t_peak, res.n);
-    lua_setfield(L, -2, "peak_time");
-    push_array(L, res.static_memory, res.n);
-    lua_setfield(L, -2, "static_memory");
-    push_array(L, res.exposed_comm, res.n);
-    lua_setfield(L, -2, "exposed_comm");
-    if (cfg.ep > 1) {
-        push_array(L, res.exposed_a2a, res.n);
-        lua_setfield(L, -2, "exposed_a2a");
-        push_array(L, res.exposed_a2a_pairs, res.n);
-        lua_setfield(L, -2, "exposed_a2a_overlapped");
-        lua_pushinteger(L, cfg.ep);
-        lua_setfield(L, -2, "ep");
-    }
-    push_fits(L, &res);
-    lua_pushinteger(L, res.eng.events);
-    lua_setfield(L, -2, "events");
-    if (cfg.tp > 1)
-        push_groups(L, &res, cfg.tp);
-    if (cfg.live)
-        bind_live_pipe_push(L, cfg.live, res.rank, res.n);
+    push_result(L, &cfg, &res);
     return 1;
 }
 

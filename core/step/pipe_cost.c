@@ -97,6 +97,77 @@ static void stage_recompute(const pipe_config *cfg, int32_t first,
     *unit = most;
 }
 
+/* Adds layers [first, first + count) of a stage, timed at rate, to its
+ * schedule costs st and its recorded row, and fills out's per-layer
+ * figures; *experts gains the parameters the experts' own sync takes
+ * (apart), *nshared the layers with shared parameters. */
+static int stage_layers(const pipe_config *cfg, const pipe_costs *out,
+                        int32_t first, int32_t count, double rate, int apart,
+                        sched_stage *st, rec_stage *row, double *experts,
+                        int32_t *nshared, ps_err *err)
+{
+    for (int32_t i = first; i < first + count; i++) {
+        const pipe_layer *l = &cfg->layers[i];
+        double b = 0, w = 0;
+        if (layer_split(l, i, rate, &b, &w, err))
+            return PS_ERR;
+        /* the dp pass's: without the experts' own sync's parameters */
+        out->layer_params[i] = l->params - (apart ? l->moe_expert_params : 0);
+        out->layer_bwd[i] = b + w;
+        out->layer_fwd[i] = layer_fwd(l, rate);
+        out->layer_shared[i] = l->shared_params;
+        out->layer_static[i] = l->static_bytes;
+        *nshared += l->shared_params > 0;
+        st->fwd += layer_fwd(l, rate);
+        st->bwd += b;
+        st->wgt += w;
+        st->act_bytes += l->act_bytes;
+        st->w_bytes +=
+            l->bwd_weight_bytes >= 0 ? l->bwd_weight_bytes : l->act_bytes;
+        if (l->moe_expert_params > l->params)
+            return ps_errf(err,
+                           "layers[%d]: moe_expert_params (%.0f) is more "
+                           "than its params (%.0f)",
+                           (int)i + 1, l->moe_expert_params, l->params);
+        row->params += l->params;
+        *experts += apart ? l->moe_expert_params : 0;
+        row->tp_comm += l->tp_comm_time > 0 ? l->tp_comm_time : 0;
+        row->tp_exposed += l->tp_exposed_time > 0 ? l->tp_exposed_time : 0;
+        row->fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
+    }
+    return PS_OK;
+}
+
+/* Times every instance but the first: instance j's stages at j * nstages
+ * hold the same layers timed on its own devices, so a straggler in any
+ * replica slows its copy (and, through the gradient sync, the step). */
+static int time_instances(const pipe_config *cfg, const pipe_costs *out,
+                          int32_t nstages, ps_err *err)
+{
+    for (int32_t j = 1; j < out->n; j++)
+        for (int32_t s = 0; s < nstages; s++) {
+            double rate =
+                cfg->device_rate[out->rank_of[j * cfg->p +
+                                              pipe_stage_rank(cfg, s)]];
+            sched_stage st = out->stages[s];
+            st.fwd = st.bwd = st.wgt = 0;
+            for (int32_t i = out->first[s]; i < out->first[s] + out->count[s];
+                 i++) {
+                double b = 0, w = 0;
+                if (layer_split(&cfg->layers[i], i, rate, &b, &w, err))
+                    return PS_ERR;
+                st.fwd += layer_fwd(&cfg->layers[i], rate);
+                st.bwd += b;
+                st.wgt += w;
+            }
+            double kept, unit;
+            stage_recompute(cfg, out->first[s], out->count[s], rate,
+                            &st.recompute, &kept, &unit);
+            out->stages[j * nstages + s] = st;
+        }
+    return PS_OK;
+}
+
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
 {
     int32_t nstages = cfg->p * cfg->v, first = 0, nshared = 0;
@@ -127,36 +198,9 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
         row.chunk = sched_place_chunk(cfg->placement, cfg->place, cfg->p, s);
         row.first_layer = first;
         row.last_layer = first + count - 1;
-        for (int32_t i = first; i < first + count; i++) {
-            const pipe_layer *l = &cfg->layers[i];
-            double b = 0, w = 0;
-            if (layer_split(l, i, rate, &b, &w, err))
-                return PS_ERR;
-            /* the dp pass's: without the experts' own sync's parameters */
-            out->layer_params[i] =
-                l->params - (apart ? l->moe_expert_params : 0);
-            out->layer_bwd[i] = b + w;
-            out->layer_fwd[i] = layer_fwd(l, rate);
-            out->layer_shared[i] = l->shared_params;
-            out->layer_static[i] = l->static_bytes;
-            nshared += l->shared_params > 0;
-            st.fwd += layer_fwd(l, rate);
-            st.bwd += b;
-            st.wgt += w;
-            st.act_bytes += l->act_bytes;
-            st.w_bytes +=
-                l->bwd_weight_bytes >= 0 ? l->bwd_weight_bytes : l->act_bytes;
-            if (l->moe_expert_params > l->params)
-                return ps_errf(err,
-                               "layers[%d]: moe_expert_params (%.0f) is more "
-                               "than its params (%.0f)",
-                               (int)i + 1, l->moe_expert_params, l->params);
-            row.params += l->params;
-            experts += apart ? l->moe_expert_params : 0;
-            row.tp_comm += l->tp_comm_time > 0 ? l->tp_comm_time : 0;
-            row.tp_exposed += l->tp_exposed_time > 0 ? l->tp_exposed_time : 0;
-            row.fwd_flops += l->fwd_flops >= 0 ? l->fwd_flops : 0;
-        }
+        if (stage_layers(cfg, out, first, count, rate, apart, &st, &row,
+                         &experts, &nshared, err))
+            return PS_ERR;
         const pipe_layer *in = &cfg->layers[first];
         st.in_bytes = in->in_bytes >= 0 ? in->in_bytes
                       : first > 0       ? cfg->layers[first - 1].out_bytes
@@ -183,29 +227,5 @@ int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
         return ps_errf(err, "partition sums to %d layers but the model has %d",
                        (int)first, (int)cfg->nlayers);
     *out->nshared = nshared;
-    /* instance j's stages at j * nstages: the same layers timed on its own
-     * devices, so a straggler in any replica slows its copy (and, through
-     * the gradient sync, the step) */
-    for (int32_t j = 1; j < out->n; j++)
-        for (int32_t s = 0; s < nstages; s++) {
-            double rate =
-                cfg->device_rate[out->rank_of[j * cfg->p +
-                                              pipe_stage_rank(cfg, s)]];
-            sched_stage st = out->stages[s];
-            st.fwd = st.bwd = st.wgt = 0;
-            for (int32_t i = out->first[s]; i < out->first[s] + out->count[s];
-                 i++) {
-                double b = 0, w = 0;
-                if (layer_split(&cfg->layers[i], i, rate, &b, &w, err))
-                    return PS_ERR;
-                st.fwd += layer_fwd(&cfg->layers[i], rate);
-                st.bwd += b;
-                st.wgt += w;
-            }
-            double kept, unit;
-            stage_recompute(cfg, out->first[s], out->count[s], rate,
-                            &st.recompute, &kept, &unit);
-            out->stages[j * nstages + s] = st;
-        }
-    return PS_OK;
+    return time_instances(cfg, out, nstages, err);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/limit.h"
+#include "par/dp_impl.h"
 
 /* The tag of the sync's wait (ep_sync_exposed). */
 #define EP_SYNC_TAG (-8)
@@ -126,19 +127,9 @@ static int group_sync(par_step *st, coll_forks *forks, const int32_t *ranks,
                       const int32_t *lane, int32_t *comm, int32_t n,
                       double bytes, ps_err *err)
 {
-    coll_spec spec = {0};
-    spec.op = COLL_ALLREDUCE;
-    spec.algorithm = st->dp.algorithm;
-    spec.candidates = st->dp.candidates;
-    spec.bytes = (int64_t)ceil(bytes / 4) * 4;
-    spec.ranks = ranks;
-    spec.nranks = n;
-    spec.root = ranks[0];
-    spec.ranks_per_node = st->gpus_per_node > 1
-                              ? coll_ranks_per_node(st->gpus_per_node, ranks, n)
-                              : 0;
-    spec.hw = st->hw;
-    spec.protocol = par_protocol(st, &spec, st->dp.protocol);
+    int32_t rpn = st->gpus_per_node > 1
+                      ? coll_ranks_per_node(st->gpus_per_node, ranks, n)
+                      : 0;
     int32_t sig = st->ps->nsignals;
     st->ps->nsignals += 2 * n;
     for (int32_t j = 0; j < n; j++) {
@@ -152,7 +143,9 @@ static int group_sync(par_step *st, coll_forks *forks, const int32_t *ranks,
             prog_push(st->ps, comm[j], &w))
             return ps_errf(err, "out of memory");
     }
-    if (par_append_coll(st, forks, &spec, comm, EP_SYNC_TAG, err))
+    /* the dense sync's collective (par/dp_impl.h), on the expert group */
+    if (par_dp_coll(st, forks, comm, ranks, n, rpn, COLL_ALLREDUCE, bytes,
+                    EP_SYNC_TAG, err))
         return PS_ERR;
     for (int32_t j = 0; j < n; j++) {
         prog_op sg = prog_signal(PROG_SIGNAL, sig + 2 * j + 1);

@@ -125,8 +125,8 @@ static int pick(const coll_spec *spec, const net *nw, coll_view *v, int *algo,
  * receives, one of which crosses the node boundary, and the channels'
  * latencies would add up step by step again. Inside a training step
  * (coll_append) these lanes are forked from the rank's lane. */
-static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
-                 const coll_view *v, int algo, int own_lanes)
+static void plan_lanes(coll_gen *g, const coll_spec *spec, const net *nw,
+                       const coll_view *v, int algo, int own_lanes)
 {
     g->channels = algo == COLL_RING || algo == COLL_TREE
                       ? coll_ring_channels(spec, nw, v)
@@ -139,7 +139,7 @@ static void plan(coll_gen *g, const coll_spec *spec, const net *nw,
     g->chan_to = -1;
 }
 
-/* Emits algo into g's lanes (set up by the caller after plan): the
+/* Emits algo into g's lanes (set up by the caller after plan_lanes): the
  * counting pass that reserves room, then the ops. -1 when out of memory. */
 static int emit(coll_gen *g, const coll_spec *spec, const coll_view *v,
                 int algo, int32_t chunks)
@@ -186,7 +186,7 @@ static int data_buffer(const coll_spec *spec, const coll_view *v, float **buf,
 }
 
 /* The lanes a standalone collective runs: chan_lanes per rank on fresh
- * lanes of ps (set up after plan), and the per-rank byte counters. */
+ * lanes of ps (set up after plan_lanes), and the per-rank byte counters. */
 static int own_lanes(coll_gen *g, const coll_view *v, const net *nw,
                      prog_set *ps, coll_result *res, ps_err *err)
 {
@@ -279,7 +279,7 @@ int coll_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     int32_t N = v.N;
     if ((rc = data_buffer(spec, &v, &buf, err)))
         goto fail;
-    plan(&g, spec, nw, &v, algo, 1);
+    plan_lanes(&g, spec, nw, &v, algo, 1);
     if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err)) ||
         (rc = own_lanes(&g, &v, nw, ps, res, err)))
         goto fail;
@@ -333,7 +333,7 @@ int coll_choose(const coll_spec *spec, const net *nw, coll_result *res,
     double pred;
     int rc = pick(spec, nw, &v, &algo, &proto, &pred, &chunks, err);
     if (rc == PS_OK) {
-        plan(&g, spec, nw, &v, algo, 1);
+        plan_lanes(&g, spec, nw, &v, algo, 1);
         res->algorithm = algo;
         res->protocol = proto;
         res->chunks = chunks;
@@ -500,10 +500,10 @@ int coll_append(prog_set *ps, const net *nw, const coll_spec *spec,
     g.rank = v.rank;
     g.N = N;
     g.n = v.n;
-    /* the lanes the standalone collective runs (plan's own lanes): a
+    /* the lanes the standalone collective runs (plan_lanes's own lanes): a
      * pipelined ring's channels and the split tree's up and down lanes
      * each in a lane of their own, forked from the rank's lane below */
-    plan(&g, spec, nw, &v, algo, 1);
+    plan_lanes(&g, spec, nw, &v, algo, 1);
     if ((rc = coll_cost_wire(spec, nw, &v, algo, proto, &g.wire, err))) {
         coll_view_free(&v);
         return rc;

@@ -3,7 +3,7 @@
  * ncclTopoPreset) and the generator of its transfers, step by step or
  * pipelined with up and down lanes (runTreeSplit). coll/algo.c's
  * coll_generate calls it; coll/cost.c and coll/tree.c cost the same shape. */
-#include "coll/algo.h"
+#include "coll/dbt.h"
 
 #include <stdlib.h>
 #include <string.h>

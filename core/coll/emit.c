@@ -1,9 +1,9 @@
-/* The step emitter every generator writes through (coll/algo.h): a
+/* The step emitter every generator writes through (coll/emit.h): a
  * transfer as a SEND on the sender's lane and a RECV on the receiver's,
  * batched with the lane's other ops of the same step, or counted in the
  * counting pass; coll/algo.c's generators and coll/dbt.c's double binary
  * tree both call it, so it sits below both. */
-#include "coll/algo.h"
+#include "coll/emit.h"
 
 #include <assert.h>
 #include <stdlib.h>

@@ -262,23 +262,3 @@ int sched_order_rank(const sched_spec *s, int32_t rank, sched_buf *o,
     }
     return 0;
 }
-
-int sched_order(const sched_spec *s, int32_t rank, sched_action *out,
-                int32_t max, int32_t *n, ps_err *err)
-{
-    if (sched_check(s, err))
-        return PS_ERR;
-    if (rank < 0 || rank >= s->p)
-        return ps_errf(err, "rank %d outside the pipeline 0..%d", (int)rank,
-                       (int)s->p - 1);
-    sched_buf o = {out,           NULL, 0,    max,
-                   s->checkpoint, NULL, s->m, sched_builtin_split(s),
-                   NULL};
-    if (sched_order_rank(s, rank, &o, err))
-        return PS_ERR;
-    *n = o.n;
-    if (o.n > max)
-        return ps_errf(err, "rank %d: order has %d actions but room for %d",
-                       (int)rank, (int)o.n, (int)max);
-    return PS_OK;
-}

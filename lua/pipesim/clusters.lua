@@ -9,6 +9,7 @@ local core = require "pipesim.core"
 local M = {}
 
 local GiB = 2 ^ 30
+local MiB = 2 ^ 20
 
 -- Default efficiency (achieved fraction of dense peak for plain FLOP
 -- layers, the `flops / (peak x efficiency)` rule). Reported model FLOPs
@@ -192,9 +193,12 @@ local DEVICES = {
         name = "H100 SXM",
         -- NVIDIA H100 datasheet (SXM5): 989 TFLOPS dense BF16 (1979 with
         -- sparsity), 1979 dense FP8 (3958 with sparsity), 67 TFLOPS FP32,
-        -- 80GB HBM3 at 3.35 TB/s, taken as 80e9 B (conservative:
-        -- nvidia-smi reports 81559 MiB).
-        flops = 989e12, fp8_flops = 1979e12, memory = 80e9, efficiency = 0.45,
+        -- 80GB HBM3 at 3.35 TB/s. Memory is what a job can hold, the
+        -- device's total as nvidia-smi reports it (memory.total 81559
+        -- MiB; PyTorch's OOM message reads "a total capacity of 79.19
+        -- GiB"), as for every device here: the datasheet's "80GB" is 80e9
+        -- B or 80 GiB only by rounding.
+        flops = 989e12, fp8_flops = 1979e12, memory = 81559 * MiB, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm = HOPPER_GEMM,
         sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         -- NVLink 4: 18 links x 50 GB/s = 900 GB/s total; 450 per direction.
@@ -208,10 +212,10 @@ local DEVICES = {
     h200 = {
         name = "H200 SXM",
         -- NVIDIA H200 datasheet: same compute as H100 SXM (989 TFLOPS dense
-        -- BF16, 1979 dense FP8, 67 FP32), 141GB HBM3e at 4.8 TB/s, taken
-        -- as 141e9 B; NVLink 4 (900 GB/s total). MAMF: "H200 is the same"
-        -- as H100 in BF16.
-        flops = 989e12, fp8_flops = 1979e12, memory = 141e9, efficiency = 0.45,
+        -- BF16, 1979 dense FP8, 67 FP32), 141GB HBM3e at 4.8 TB/s
+        -- (nvidia-smi memory.total: 143771 MiB); NVLink 4 (900 GB/s
+        -- total). MAMF: "H200 is the same" as H100 in BF16.
+        flops = 989e12, fp8_flops = 1979e12, memory = 143771 * MiB, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 4.8e12, gemm = HOPPER_GEMM,
         sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         nvlink = 450e9, nvlink_efficiency = 370 / 450,
@@ -232,7 +236,8 @@ local DEVICES = {
         -- 3.2 times that of IB (50 GB/s)", one 400 Gb/s InfiniBand NIC
         -- per GPU ("Each node in the H800 cluster contains 8 GPUs
         -- connected by NVLink and NVSwitch within nodes", Sec. 3.1).
-        flops = 989e12, fp8_flops = 1979e12, memory = 80e9, efficiency = 0.45,
+        -- Its HBM is the H100's (nvidia-smi memory.total 81559 MiB).
+        flops = 989e12, fp8_flops = 1979e12, memory = 81559 * MiB, efficiency = 0.45,
         vector_flops = 67e12, hbm_bandwidth = 3.35e12, gemm = HOPPER_GEMM,
         sms = 132, attention_fwd = 518 / 989, attention_bwd = 499 / 989,
         nvlink = 200e9, nvlink_efficiency = 370 / 450,
@@ -247,9 +252,10 @@ local DEVICES = {
         -- 8 x ConnectX-7 400 Gb/s. Fifth-generation NVLink Switch with
         -- NVLink SHARP (in-network reductions: "NVIDIA SHARP FP8 support",
         -- the NVLink Switch datasheet), which NCCL's NVLS uses.
-        flops = 2.25e15, fp8_flops = 4.5e15, memory = 180e9, efficiency = 0.45,
+        flops = 2.25e15, fp8_flops = 4.5e15, memory = 183359 * MiB, efficiency = 0.45,
         vector_flops = 75e12, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 8,
+        -- 180GB is nvidia-smi's memory.total of 183359 MiB.
         nvls = true,
     },
     gb200 = {
@@ -267,7 +273,8 @@ local DEVICES = {
         -- kernels' compute roof, never reached). NVIDIA's own benchmark
         -- recipes rate it at 2.45 (BF16) and 4.9 (FP8) PFLOPS
         -- (NVIDIA/dgxc-benchmarking, nemotron/README.md, v25.05).
-        flops = 2.5e15, fp8_flops = 5e15, memory = 186e9, efficiency = 0.45,
+        -- Memory: nvidia-smi's memory.total of a GB200, 189471 MiB.
+        flops = 2.5e15, fp8_flops = 5e15, memory = 189471 * MiB, efficiency = 0.45,
         vector_flops = 75e12 * 2.5 / 2.25, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 72,
         nvls = true, node_gpus = 72,

@@ -6,8 +6,8 @@ local clusters = require "pipesim.clusters"
 local a = clusters.device("A100")
 H.eq(a.flops, 312e12); H.eq(a.memory, 80 * 2 ^ 30); H.eq(a.efficiency, 0.5)
 local h = clusters.device("H100 SXM")
-H.eq(h.flops, 989e12); H.eq(h.memory, 80e9)
-H.eq(clusters.device("h200").memory, 141e9)
+H.eq(h.flops, 989e12); H.eq(h.memory, 81559 * 2 ^ 20)
+H.eq(clusters.device("h200").memory, 143771 * 2 ^ 20)
 H.eq(clusters.device("h100-sxm", { efficiency = 0.4 }).efficiency, 0.4, "override")
 
 local d = clusters.dgx("A100", 4)
@@ -45,7 +45,7 @@ local g = clusters.dgx("GB200", 2)
 H.eq({ g.nodes, g.gpus_per_node, g.nics_per_node, g.cpu_vendor, g.nccl_channels, g.nvls },
     { 2, 72, 72, "arm", 16, true }, "DGX GB200: 72-GPU NVLink domains")
 H.near(g.intra.bandwidth, 900e9 * 370 / 450, 1e-15, "NVLink 5")
-H.eq({ g.device.flops, g.device.fp8_flops, g.device.memory }, { 2.5e15, 5e15, 186e9 })
+H.eq({ g.device.flops, g.device.fp8_flops, g.device.memory }, { 2.5e15, 5e15, 189471 * 2 ^ 20 })
 local n = clusters.nvl72(2)
 H.eq(n.name, "GB200 NVL72 x2")
 n.name = g.name

@@ -36,8 +36,13 @@
 -- 177B layer alone, 0.47 x 989 = 465 TFLOP/s.
 --
 -- `-D recompute=1` runs the full jobs (the "pipesim" column) with full
--- recompute too (README "On H100": mean 23.7 %; the PP rows pay
--- Megatron's one-ahead parameter all-gather chain on top).
+-- recompute too.
+--
+-- --overlap-param-gather as the table's Megatron-Core (f2e5db402c, core
+-- 0.8) runs it: DistributedOptimizer.zero_grad dispatches the first
+-- bucket's all-gather at the step's start, on every pipeline stage
+-- (param_gather_start = "step"; docs/fidelity.md "Megatron-LM's own H100
+-- table").
 local ps = require "pipesim"
 
 -- name, heads, hidden, layers, tp, pp, dp, global batch, TFLOP/s per GPU
@@ -76,6 +81,10 @@ local function flags(c, dp, tp_overlap, recompute)
         sequence_parallel = tp > 1 or nil, untie_embeddings_and_output_weights = true,
         use_distributed_optimizer = dp > 1 or nil, overlap_grad_reduce = dp > 1 or nil,
         overlap_param_gather = dp > 1 or nil,
+        -- the Megatron-Core of the table (f2e5db402c, core 0.8):
+        -- DistributedOptimizer.zero_grad dispatches the first all-gather
+        -- at the step's start (core/par/dp_lane.c dispatch_points)
+        param_gather_start = dp > 1 and "step" or nil,
         tp_comm_overlap = (tp > 1 and tp_overlap) or nil,
         recompute_granularity = recompute and "full" or nil,
         recompute_method = recompute and "uniform" or nil,

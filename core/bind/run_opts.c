@@ -162,6 +162,23 @@ static int read_bucketed(lua_State *L, int t)
                       b);
 }
 
+/* [-0, +0] grad_sync.param_gather_start: when overlap_param_gather's
+ * all-gathers go out (enum par_pg_start), "forward" when absent; *given
+ * says whether the field was there */
+static int read_pg_start(lua_State *L, int t, int *given)
+{
+    const char *s = bind_string(L, t, "grad_sync.param_gather_start");
+    *given = s != NULL;
+    if (!s || strcmp(s, "forward") == 0)
+        return PAR_PG_FORWARD;
+    if (strcmp(s, "step") == 0)
+        return PAR_PG_STEP;
+    return luaL_error(L,
+                      "field 'grad_sync.param_gather_start': unknown value "
+                      "'%s' (expected forward or step)",
+                      s);
+}
+
 /* [-0, +0] zero (ZeRO's stage 0..3), shard_group (hybrid sharding: the
  * ranks one shard spans) and reshard_after_forward (ZeRO-3: FSDP2's
  * bool or int) into cfg, each refused where it cannot apply. cfg->dp and
@@ -221,10 +238,11 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
 }
 
 /* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
- * overlap, overlap_param_gather }, zero, optimizer_time, over
- * pipe_config_init's defaults. */
+ * overlap, overlap_param_gather, param_gather_start }, zero,
+ * optimizer_time, over pipe_config_init's defaults. */
 void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
 {
+    int pg_start_given = 0;
     if (bind_table(L, 1, "grad_sync",
                    "such as { bucket = \"25 MB\", overlap = true }")) {
         int t = lua_gettop(L);
@@ -237,6 +255,7 @@ void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
         bind_boolean(L, t, "grad_sync.overlap", &cfg->overlap);
         bind_boolean(L, t, "grad_sync.overlap_param_gather",
                      &cfg->overlap_param_gather);
+        cfg->param_gather_start = read_pg_start(L, t, &pg_start_given);
         const char *algo = bind_string(L, t, "grad_sync.algorithm");
         ps_err err;
         if (algo &&
@@ -264,6 +283,10 @@ void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
         luaL_error(L, "field 'grad_sync.overlap_param_gather' needs %s",
                    !cfg->zero ? "zero = 1 (the distributed optimizer)"
                               : "grad_sync.overlap = true");
+    if (pg_start_given && !cfg->overlap_param_gather)
+        luaL_error(L, "field 'grad_sync.param_gather_start' needs "
+                      "grad_sync.overlap_param_gather = true (it says when "
+                      "those all-gathers go out)");
     if (cfg->overlap_param_gather && cfg->zero > 1)
         luaL_error(L,
                    "field 'grad_sync.overlap_param_gather' is modelled with "

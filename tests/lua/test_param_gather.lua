@@ -20,6 +20,22 @@ local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
 -- raw 2.7 (ring LL's, which the links stand for)
 local function ag2(bytes) return alpha + bytes / (2 * beta) + (8.4 + 14.0 - 2.7) * 1e-6 end
 
+-- A ZeRO-1 step of two replicas on a mesh of n ranks (fp32 gradients,
+-- 16-bit weights, optimizer step 0.1 s, ring buckets of `bucket` bytes
+-- with overlap): sync adds grad_sync fields, t sets ps.run's (stages,
+-- microbatches, ...).
+local function zero1(n, layers, bucket, sync, t)
+    local g = { bucket = bucket, first_bucket = bucket, algorithm = "ring", protocol = "auto",
+        overlap = true }
+    for k, v in pairs(sync) do g[k] = v end
+    local spec = { cluster = F.mesh(n, beta, alpha), layers = layers, stages = 1, microbatches = 1,
+        dp = 2, zero = 1, optimizer_time = 0.1,
+        memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 }, grad_sync = g,
+        record = "none" }
+    for k, v in pairs(t or {}) do spec[k] = v end
+    return ps.run(spec)
+end
+
 -- One stage, two replicas, one microbatch; two layers of forward 1 s,
 -- backward 2 s, 1e8 parameters each: one bucket per layer (4e8 fp32
 -- gradient bytes), all-gathered as 2e8 16-bit weight bytes. Without the
@@ -92,11 +108,8 @@ do
     local function run2(pg, start)
         local layers = {}
         for i = 1, 2 do layers[i] = { fwd_time = 1, bwd_time = 2, params = 1e8, out_bytes = 0 } end
-        return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
-            microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
-            memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", protocol = "auto", overlap = true,
-                overlap_param_gather = pg, param_gather_start = start }, record = "none" }
+        return zero1(4, layers, 4e8, { overlap_param_gather = pg, param_gather_start = start },
+            { stages = 2 })
     end
     local none = run2(false)
     H.near(none.makespan - run2(true).makespan, -a, 1e-9,
@@ -187,12 +200,8 @@ do
     local function run5(start)
         local layers = {}
         for i = 1, 4 do layers[i] = { fwd_time = f, bwd_time = 2 * f, params = P[i], out_bytes = 0 } end
-        return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
-            virtual_stages = 2, schedule = "interleaved", microbatches = 2, dp = 2, zero = 1,
-            optimizer_time = 0.1, memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 1e10, first_bucket = 1e10, algorithm = "ring", protocol = "auto",
-                overlap = true, overlap_param_gather = true, param_gather_start = start },
-            record = "none" }
+        return zero1(4, layers, 1e10, { overlap_param_gather = true, param_gather_start = start },
+            { stages = 2, virtual_stages = 2, schedule = "interleaved", microbatches = 2 })
     end
     local a1, a4 = ag2(4e7), ag2(6e8)
     H.check(a1 < f and a4 > a1 + 3 * f + alpha, "rank 1's chunk 1 all-gather outlasts the fill")
@@ -215,12 +224,9 @@ do
     local function run3(pg)
         local layers = {}
         for i = 1, 4 do layers[i] = { fwd_time = 0.5, bwd_time = 1, params = 3.5e8 } end
-        return ps.run { cluster = F.mesh(2, beta, alpha), layers = layers, stages = 1,
-            microbatches = 2, dp = 2, zero = 1, optimizer_time = 0.1,
-            memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 1.4e9, first_bucket = 1.4e9, algorithm = "ring", protocol = "auto",
-                overlap = true, overlap_param_gather = pg, param_gather_start = pg and "step" or nil },
-            record = "none" }
+        return zero1(2, layers, 1.4e9,
+            { overlap_param_gather = pg, param_gather_start = pg and "step" or nil },
+            { microbatches = 2 })
     end
     local c, a3 = ag2(1.4e9), ag2(7e8) -- a ring reduce-scatter costs as its all-gather
     H.check(c < 1 and a3 < 0.5, "each collective shorter than the compute it hides behind")

@@ -67,6 +67,11 @@ end
 -- `-D quick=1` (the test suite) runs two rows; the full table simulates
 -- up to 6,144 GPUs (~15 s of CPU).
 local quick = ps.args.quick
+-- `-D row=177B` runs that row alone (no S), `-D record=events` records
+-- its timeline, `-D pg_start=forward` dispatches the parameter all-gathers
+-- as Megatron-Core >= 0.9 does (docs/fidelity.md compares the two)
+local only, record = ps.args.row, ps.args.record or "summary"
+local pg_start = ps.args.pg_start or "step"
 local all_recompute = ps.args.recompute ~= nil
 
 -- the Megatron flags of one row; dp = 1 gives the replica alone (its
@@ -84,13 +89,13 @@ local function flags(c, dp, tp_overlap, recompute)
         -- the Megatron-Core of the table (f2e5db402c, core 0.8):
         -- DistributedOptimizer.zero_grad dispatches the first all-gather
         -- at the step's start (core/par/dp_lane.c dispatch_points)
-        param_gather_start = dp > 1 and "step" or nil,
+        param_gather_start = dp > 1 and pg_start or nil,
         tp_comm_overlap = (tp > 1 and tp_overlap) or nil,
         recompute_granularity = recompute and "full" or nil,
         recompute_method = recompute and "uniform" or nil,
-        cluster = ps.cluster(ps.clusters.dgx("H100", (gpus + 7) // 8)), record = "summary",
-        name = string.format("W %s dp%d%s%s", name, dp, tp_overlap and "" or " tp blocking",
-            recompute and " recompute" or ""),
+        cluster = ps.cluster(ps.clusters.dgx("H100", (gpus + 7) // 8)), record = record,
+        name = string.format("W %s dp%d%s%s%s", name, dp, tp_overlap and "" or " tp blocking",
+            recompute and " recompute" or "", dp > 1 and " pg " .. pg_start or ""),
     }
 end
 
@@ -99,7 +104,7 @@ print(string.format("%-6s %-16s %9s %9s %8s %10s %10s %8s %10s %8s", "model", "t
     "published", "pipesim", "error", "dp1 ovl", "dp1 block", "error", "dp1 recomp", "error"))
 local rerrs, oerrs = {}, {}
 for k, c in ipairs(CASES) do
-    if not quick or k == 2 or k == 5 then
+    if (not quick or k == 2 or k == 5) and (not only or c[1] == only) then
         local name, _, h, L, tp, pp, dp, B, tflops = table.unpack(c)
         local gpus = tp * pp * dp
         local secs = megatron_flops(B, L, h) / (gpus * tflops * 1e12)
@@ -137,7 +142,7 @@ print(string.format("W, one replica (TP overlapped) against the published step: 
 -- S: the compute check (see the top): 177B, TP 8 x PP 6 x DP 2 on 96 GPUs
 local S = { "177B", 96, 12288, 96, 8, 6, 2, 1152 }
 local published = 0.47 * 989
-for _, recompute in ipairs { false, true } do
+for _, recompute in ipairs(only and {} or { false, true }) do
     local f = flags(S, 2, true, recompute)
     f.name = "S 177B 96 GPUs" .. (recompute and " recompute" or "")
     local r = ps.run(ps.models.megatron(f))

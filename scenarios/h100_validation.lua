@@ -72,6 +72,17 @@ local quick = ps.args.quick
 -- as Megatron-Core >= 0.9 does (docs/fidelity.md compares the two)
 local only, record = ps.args.row, ps.args.record or "summary"
 local pg_start = ps.args.pg_start or "step"
+if only then
+    local names, found = {}, false
+    for _, c in ipairs(CASES) do
+        names[#names + 1] = c[1]
+        found = found or c[1] == only
+    end
+    if not found then
+        error(string.format("-D row=%s is not a row of the table (one of %s)", only,
+            table.concat(names, ", ")))
+    end
+end
 local all_recompute = ps.args.recompute ~= nil
 
 -- the Megatron flags of one row; dp = 1 gives the replica alone (its

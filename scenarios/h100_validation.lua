@@ -36,8 +36,13 @@
 -- 177B layer alone, 0.47 x 989 = 465 TFLOP/s.
 --
 -- `-D recompute=1` runs the full jobs (the "pipesim" column) with full
--- recompute too (README "On H100": mean 23.7 %; the PP rows pay
--- Megatron's one-ahead parameter all-gather chain on top).
+-- recompute too.
+--
+-- --overlap-param-gather as the table's Megatron-Core (f2e5db402c, core
+-- 0.8) runs it: DistributedOptimizer.zero_grad dispatches the first
+-- bucket's all-gather at the step's start, on every pipeline stage
+-- (param_gather_start = "step"; docs/fidelity.md "Megatron-LM's own H100
+-- table").
 local ps = require "pipesim"
 
 -- name, heads, hidden, layers, tp, pp, dp, global batch, TFLOP/s per GPU
@@ -62,6 +67,22 @@ end
 -- `-D quick=1` (the test suite) runs two rows; the full table simulates
 -- up to 6,144 GPUs (~15 s of CPU).
 local quick = ps.args.quick
+-- `-D row=177B` runs that row alone (no S), `-D record=events` records
+-- its timeline, `-D pg_start=forward` dispatches the parameter all-gathers
+-- as Megatron-Core >= 0.9 does (docs/fidelity.md compares the two)
+local only, record = ps.args.row, ps.args.record or "summary"
+local pg_start = ps.args.pg_start or "step"
+if only then
+    local names, found = {}, false
+    for _, c in ipairs(CASES) do
+        names[#names + 1] = c[1]
+        found = found or c[1] == only
+    end
+    if not found then
+        error(string.format("-D row=%s is not a row of the table (one of %s)", only,
+            table.concat(names, ", ")))
+    end
+end
 local all_recompute = ps.args.recompute ~= nil
 
 -- the Megatron flags of one row; dp = 1 gives the replica alone (its
@@ -76,12 +97,16 @@ local function flags(c, dp, tp_overlap, recompute)
         sequence_parallel = tp > 1 or nil, untie_embeddings_and_output_weights = true,
         use_distributed_optimizer = dp > 1 or nil, overlap_grad_reduce = dp > 1 or nil,
         overlap_param_gather = dp > 1 or nil,
+        -- the Megatron-Core of the table (f2e5db402c, core 0.8):
+        -- DistributedOptimizer.zero_grad dispatches the first all-gather
+        -- at the step's start (core/par/dp_lane.c dispatch_points)
+        param_gather_start = dp > 1 and pg_start or nil,
         tp_comm_overlap = (tp > 1 and tp_overlap) or nil,
         recompute_granularity = recompute and "full" or nil,
         recompute_method = recompute and "uniform" or nil,
-        cluster = ps.cluster(ps.clusters.dgx("H100", (gpus + 7) // 8)), record = "summary",
-        name = string.format("W %s dp%d%s%s", name, dp, tp_overlap and "" or " tp blocking",
-            recompute and " recompute" or ""),
+        cluster = ps.cluster(ps.clusters.dgx("H100", (gpus + 7) // 8)), record = record,
+        name = string.format("W %s dp%d%s%s%s", name, dp, tp_overlap and "" or " tp blocking",
+            recompute and " recompute" or "", dp > 1 and " pg " .. pg_start or ""),
     }
 end
 
@@ -90,7 +115,7 @@ print(string.format("%-6s %-16s %9s %9s %8s %10s %10s %8s %10s %8s", "model", "t
     "published", "pipesim", "error", "dp1 ovl", "dp1 block", "error", "dp1 recomp", "error"))
 local rerrs, oerrs = {}, {}
 for k, c in ipairs(CASES) do
-    if not quick or k == 2 or k == 5 then
+    if (not quick or k == 2 or k == 5) and (not only or c[1] == only) then
         local name, _, h, L, tp, pp, dp, B, tflops = table.unpack(c)
         local gpus = tp * pp * dp
         local secs = megatron_flops(B, L, h) / (gpus * tflops * 1e12)
@@ -128,7 +153,7 @@ print(string.format("W, one replica (TP overlapped) against the published step: 
 -- S: the compute check (see the top): 177B, TP 8 x PP 6 x DP 2 on 96 GPUs
 local S = { "177B", 96, 12288, 96, 8, 6, 2, 1152 }
 local published = 0.47 * 989
-for _, recompute in ipairs { false, true } do
+for _, recompute in ipairs(only and {} or { false, true }) do
     local f = flags(S, 2, true, recompute)
     f.name = "S 177B 96 GPUs" .. (recompute and " recompute" or "")
     local r = ps.run(ps.models.megatron(f))

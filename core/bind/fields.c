@@ -110,6 +110,7 @@ const char *const bind_fields_grad_sync[] = {
     "first_bucket",
     "overlap",
     "overlap_param_gather",
+    "param_gather_start",
     "protocol",
     NULL,
 };

@@ -145,22 +145,36 @@ static void read_custom(lua_State *L, int idx, pipe_config *cfg,
     }
 }
 
-/* [-0, +0] grad_sync.bucketed: which chunks are cut into buckets
- * (enum dp_bucketed), "all" when absent */
-static int read_bucketed(lua_State *L, int t)
+/* [-0, +0] t.field, a string naming one of names (NULL-terminated; the
+ * first when absent): its index, which is the value of the field's enum.
+ * *given says whether the field was there. */
+static int read_enum(lua_State *L, int t, const char *field,
+                     const char *const *names, int *given)
 {
-    const char *b = bind_string(L, t, "grad_sync.bucketed");
-    if (!b || strcmp(b, "all") == 0)
-        return PAR_BUCKET_ALL;
-    if (strcmp(b, "first") == 0)
-        return PAR_BUCKET_FIRST;
-    if (strcmp(b, "none") == 0)
-        return PAR_BUCKET_NONE;
-    return luaL_error(L,
-                      "field 'grad_sync.bucketed': unknown value '%s' "
-                      "(expected all, first or none)",
-                      b);
+    const char *s = bind_string(L, t, field);
+    *given = s != NULL;
+    int n = 0;
+    for (; names[n]; n++)
+        if (!s || strcmp(s, names[n]) == 0)
+            return n;
+    luaL_Buffer b; /* "a, b or c" */
+    luaL_buffinit(L, &b);
+    for (int k = 0; k < n; k++) {
+        luaL_addstring(&b, names[k]);
+        luaL_addstring(&b, k + 2 < n ? ", " : k + 1 < n ? " or " : "");
+    }
+    luaL_pushresult(&b);
+    return luaL_error(L, "field '%s': unknown value '%s' (expected %s)", field,
+                      s, lua_tostring(L, -1));
 }
+
+/* grad_sync.bucketed: which chunks are cut into buckets (enum
+ * par_bucketed, in its order) */
+static const char *const bucketed_names[] = {"all", "first", "none", NULL};
+
+/* grad_sync.param_gather_start: when overlap_param_gather's all-gathers go
+ * out (enum par_pg_start, in its order) */
+static const char *const pg_start_names[] = {"forward", "step", NULL};
 
 /* [-0, +0] zero (ZeRO's stage 0..3), shard_group (hybrid sharding: the
  * ranks one shard spans) and reshard_after_forward (ZeRO-3: FSDP2's
@@ -221,10 +235,11 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
 }
 
 /* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
- * overlap, overlap_param_gather }, zero, optimizer_time, over
- * pipe_config_init's defaults. */
+ * overlap, overlap_param_gather, param_gather_start }, zero,
+ * optimizer_time, over pipe_config_init's defaults. */
 void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
 {
+    int pg_start_given = 0;
     if (bind_table(L, 1, "grad_sync",
                    "such as { bucket = \"25 MB\", overlap = true }")) {
         int t = lua_gettop(L);
@@ -233,10 +248,15 @@ void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
                           &cfg->bucket_bytes);
         bind_quantity_min(L, t, "grad_sync.first_bucket", UNIT_BYTES, 0, 1,
                           &cfg->first_bucket_bytes);
-        cfg->grad_bucketed = read_bucketed(L, t);
+        int given = 0;
+        cfg->grad_bucketed =
+            read_enum(L, t, "grad_sync.bucketed", bucketed_names, &given);
         bind_boolean(L, t, "grad_sync.overlap", &cfg->overlap);
         bind_boolean(L, t, "grad_sync.overlap_param_gather",
                      &cfg->overlap_param_gather);
+        cfg->param_gather_start =
+            read_enum(L, t, "grad_sync.param_gather_start", pg_start_names,
+                      &pg_start_given);
         const char *algo = bind_string(L, t, "grad_sync.algorithm");
         ps_err err;
         if (algo &&
@@ -264,6 +284,10 @@ void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
         luaL_error(L, "field 'grad_sync.overlap_param_gather' needs %s",
                    !cfg->zero ? "zero = 1 (the distributed optimizer)"
                               : "grad_sync.overlap = true");
+    if (pg_start_given && !cfg->overlap_param_gather)
+        luaL_error(L, "field 'grad_sync.param_gather_start' needs "
+                      "grad_sync.overlap_param_gather = true (it says when "
+                      "those all-gathers go out)");
     if (cfg->overlap_param_gather && cfg->zero > 1)
         luaL_error(L,
                    "field 'grad_sync.overlap_param_gather' is modelled with "

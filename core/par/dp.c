@@ -100,6 +100,7 @@ static void configure(dp_config *c, const par_step *st, const uint8_t *sync)
      * for --overlap-param-gather */
     c->pg =
         st->dp.overlap_param_gather && c->zero && st->dp.overlap && !c->fsdp;
+    c->pg_start = st->dp.param_gather_start;
     c->bucketed = st->dp.bucketed;
     c->overlap = st->dp.overlap;
     c->optimizer_seconds = st->dp.optimizer_seconds;
@@ -203,14 +204,17 @@ static void group_lanes(const dp_config *c, dp_work *w, int32_t i, int32_t r)
 /* With pg, the previous step's all-gathers of rank r's group (w->lanes),
  * bucket by bucket in the forward's order (order): a chunk's buckets back
  * to back once the chunk is dispatched (dispatch_points: the signal
- * reached of its first bucket), then each bucket's signal gathered. */
+ * reached of its first bucket; with PAR_PG_STEP the first bucket of all
+ * goes alone, par_dp_dispatch_start), then each bucket's signal
+ * gathered. */
 static int lower_gathers(const dp_config *c, par_step *st, dp_work *w,
                          int32_t r, const int32_t *order, ps_err *err)
 {
     const plan *pl = &w->plans[r];
     int rc = PS_OK;
     for (int32_t q = 0; q < pl->n && rc == PS_OK; q++) {
-        for (int32_t j = 0; par_dp_chunk_start(pl, order, q) && j < c->d; j++) {
+        for (int32_t j = 0; par_dp_dispatch_start(c, pl, order, q) && j < c->d;
+             j++) {
             int32_t base = signal_base(c, w, w->group[j], r);
             if (push_op(st->ps, w->lanes[j],
                         prog_signal(PROG_WAIT, base + 2 * pl->n + 2 + q), err))

@@ -32,12 +32,14 @@
  *     a chunk's buckets back to back in forward order once the chunk is
  *     dispatched (par/dp_lane.c dispatch_points: without interleaving at the
  *     stage's first forward, after its receive; with it aligned across the
- *     pipeline, align_param_gather), and the first forward of each
- *     bucket's layers waits for its own. The first forward of each chunk is
- *     split at the buckets' boundaries, placed by the layers' backward
- *     times (dp has no forward times; the split only places the waits).
- *     The steady state of consecutive steps: the step starts with the
- *     all-gathers.
+ *     pipeline, align_param_gather; with param_gather_start "step",
+ *     Megatron-Core 0.5-0.8, the first bucket at the step's start and each
+ *     next chunk at the first forward of the one before), and the first
+ *     forward of each bucket's layers waits for its own. The first
+ *     forward of each chunk is split at the buckets' boundaries, placed by
+ *     the layers' backward times (dp has no forward times; the split only
+ *     places the waits). The steady state of consecutive steps: the step
+ *     starts with the all-gathers.
  *
  * Collectives come from the coll module and run on the same network as the
  * pipeline's transfers, so they contend with them. Static memory: weights,
@@ -58,6 +60,16 @@ enum par_bucketed {
     PAR_BUCKET_FIRST, /* pipeline rank 0's chunk 0 only (Megatron) */
     PAR_BUCKET_NONE,  /* none (Megatron with
                          --overlap-param-gather-with-optimizer-step) */
+};
+
+/* When overlap_param_gather's all-gathers go out (par/dp_lane.c
+ * dispatch_points): Megatron-Core changed it between 0.8 and 0.9. */
+enum par_pg_start {
+    PAR_PG_FORWARD, /* core >= 0.9: the first bucket by the first forward
+                       pre-hook, after the stage's input arrived */
+    PAR_PG_STEP,    /* core 0.5-0.8: the first bucket by
+                       DistributedOptimizer.zero_grad, at the step's
+                       start */
 };
 
 extern const par_pass par_dp_pass;

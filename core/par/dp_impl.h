@@ -24,6 +24,7 @@ typedef struct dp_config {
                         1: none kept sharded, no gather before the
                         backward) */
     int pg;          /* overlap_param_gather in force */
+    int pg_start;    /* enum par_pg_start: when its all-gathers go out */
     int bucketed;    /* enum par_bucketed */
     int per_layer;   /* a bucket per layer (stage 3's units) */
     int overlap;
@@ -95,6 +96,12 @@ int par_dp_is_last_backward(const prog_lane *lane, const int32_t *last,
 void par_dp_forward_order(const prog_lane *lane, const plan *pl, int32_t v,
                           int32_t *first, int32_t *seq, int32_t *order);
 int par_dp_chunk_start(const plan *pl, const int32_t *order, int32_t q);
+
+/* Does forward position q open a group of all-gathers dispatched
+ * together (a chunk's, or with PAR_PG_STEP the first chunk's buckets
+ * after its first, which goes alone at the step's start)? */
+int par_dp_dispatch_start(const dp_config *c, const plan *pl,
+                          const int32_t *order, int32_t q);
 
 /* Rewrites a compute lane for the sync (par/dp_lane.c); -1 when out of
  * memory. */

@@ -170,6 +170,13 @@ int par_dp_chunk_start(const plan *pl, const int32_t *order, int32_t q)
     return q == 0 || pl->b[order[q]].chunk != pl->b[order[q - 1]].chunk;
 }
 
+int par_dp_dispatch_start(const dp_config *c, const plan *pl,
+                          const int32_t *order, int32_t q)
+{
+    return par_dp_chunk_start(pl, order, q) ||
+           (c->pg_start == PAR_PG_STEP && q == 1);
+}
+
 /* The position of chunk ch in seq (v entries). */
 static int32_t seq_pos(const int32_t *seq, int32_t v, int32_t ch)
 {
@@ -177,6 +184,19 @@ static int32_t seq_pos(const int32_t *seq, int32_t v, int32_t ch)
     while (k < v - 1 && seq[k] != ch)
         k++;
     return k;
+}
+
+/* The plain forwards among the lane's first `end` ops. */
+static int32_t forwards_before(const dp_config *c, const prog_lane *lane,
+                               int32_t end)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < end; i++) {
+        const prog_op *op = &lane->ops[i];
+        n += op->type == PROG_COMPUTE && op->kind == PROG_F && op->chunk >= 0 &&
+             op->chunk < c->v;
+    }
+    return n;
 }
 
 /* When a chunk's all-gathers go out (overlap_param_gather). Megatron
@@ -205,26 +225,53 @@ static int32_t seq_pos(const int32_t *seq, int32_t v, int32_t ch)
  *   (p2p_communication.py _communicate, batch_p2p_sync, default true with
  *   no flag to turn it off). So: all of the chunk's buckets right before
  *   the first forward, after its receive.
+ * PAR_PG_STEP, Megatron-Core 0.5 to 0.8 (core_r0.8.0, and f2e5db402c of
+ * 2024-07-15, whose README H100 table scenarios/h100_validation.lua
+ * runs): optimizer/distrib_optimizer.py zero_grad dispatches the first
+ * bucket's all-gather ("launch all-gather for first accessed bucket here
+ * before forward compute is initiated"), and train_step calls it before
+ * the schedule, so it runs from the step's start, beside the pipeline's
+ * fill, on every stage at once; _finish_param_sync_helper dispatches
+ * bucket i + 1 from the forward pre-hook that waits for bucket i, across
+ * model chunks (no align_param_gather yet), so the first chunk's other
+ * buckets go at its first forward (after its receive, whose
+ * synchronize() also waits for the all-gather in flight: the forward
+ * waits for it either way) and chunk k >= 1's at chunk k - 1's first
+ * forward, where the CPU reaches the pre-hook of chunk k - 1's last
+ * bucket. Under pipeline parallelism without interleaving a stage > 0 is
+ * one bucket (bucketed "first"): its whole all-gather at the step's start.
  * disp[k], for the lane's k-th chunk in forward order (seq): the index
  * among its forwards of the one it is dispatched before, at the latest its
- * own first forward; -1 for before everything. */
+ * own first forward; -1 for before everything (dispatch_at: with
+ * PAR_PG_STEP the first bucket always). */
 static void dispatch_points(const dp_config *c, const prog_lane *lane,
                             int32_t r, const int32_t *first, const int32_t *seq,
                             int32_t *disp)
 {
+    int step = c->pg_start == PAR_PG_STEP;
     for (int32_t k = 0; k < c->v; k++) {
         disp[k] = -1;
-        if (first[seq[k]] < 0 || (c->v > 1 && k < 2))
+        /* the chunk whose first forward dispatches chunk k */
+        int32_t by = step && k > 0 ? seq[k - 1] : seq[k];
+        if (first[seq[k]] < 0 || first[by] < 0 || (!step && c->v > 1 && k < 2))
             continue;
-        int32_t own = 0; /* forwards before the chunk's first */
-        for (int32_t i = 0; i < first[seq[k]]; i++) {
-            const prog_op *op = &lane->ops[i];
-            own += op->type == PROG_COMPUTE && op->kind == PROG_F &&
-                   op->chunk >= 0 && op->chunk < c->v;
-        }
-        int32_t at = c->v == 1 ? own : (k - 1) * c->p - r;
+        int32_t own = forwards_before(c, lane, first[seq[k]]);
+        int32_t at = step        ? forwards_before(c, lane, first[by])
+                     : c->v == 1 ? own
+                                 : (k - 1) * c->p - r;
         disp[k] = at < 0 ? 0 : at > own ? own : at;
     }
+}
+
+/* The dispatch point (disp's) of the all-gathers that forward position q
+ * opens (par_dp_dispatch_start). */
+static int32_t dispatch_at(const dp_config *c, const plan *pl,
+                           const int32_t *order, const int32_t *seq,
+                           const int32_t *disp, int32_t q)
+{
+    if (c->pg_start == PAR_PG_STEP && q == 0)
+        return -1;
+    return disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)];
 }
 
 /* The chunk's first forward op, split where each bucket's layers begin (1
@@ -326,8 +373,8 @@ int par_dp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
     /* a chunk dispatched before any forward (reached[q] of its first
      * bucket q is its dispatch signal) */
     for (int32_t q = 0; gathered && q < pl->n; q++)
-        if (par_dp_chunk_start(pl, order, q) &&
-            disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] < 0)
+        if (par_dp_dispatch_start(c, pl, order, q) &&
+            dispatch_at(c, pl, order, seq, disp, q) < 0)
             ops[n++] = prog_signal(PROG_SIGNAL, reached[q]);
     /* a chunk without a plain forward waits for its buckets up front */
     for (int32_t q = 0; gathered && q < pl->n; q++)
@@ -342,8 +389,8 @@ int par_dp_rewrite_lane(const dp_config *c, prog_lane *lane, const plan *pl,
                   op->chunk >= 0 && op->chunk < c->v;
         /* the chunks dispatched before this forward */
         for (int32_t q = 0; gathered && fwd && q < pl->n; q++)
-            if (par_dp_chunk_start(pl, order, q) &&
-                disp[seq_pos(seq, c->v, pl->b[order[q]].chunk)] == nf)
+            if (par_dp_dispatch_start(c, pl, order, q) &&
+                dispatch_at(c, pl, order, seq, disp, q) == nf)
                 ops[n++] = prog_signal(PROG_SIGNAL, reached[q]);
         nf += fwd;
         if (gathered && fwd && first[op->chunk] == i)

@@ -77,6 +77,7 @@ typedef struct par_dp_opts {
                             PAR_PROTOCOL_DEFAULT */
     int overlap;
     int overlap_param_gather;
+    int param_gather_start; /* enum par_pg_start (par/dp.h) */
     /* ZeRO-3: the ranks a unit's parameters stay sharded over between its
      * forward and its backward (FSDP2's reshard_after_forward): 0 the
      * whole shard group (true), 1 none (false: no all-gather before the

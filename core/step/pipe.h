@@ -161,6 +161,7 @@ typedef struct pipe_config {
     int32_t reshard;          /* ZeRO-3's reshard_after_forward: 0 the
                                  shard group (true), 1 false, else ranks */
     int overlap_param_gather; /* zero's all-gather beside the forward */
+    int param_gather_start;   /* enum par_pg_start: when it goes out */
     /* the cluster's GPUs per node (0 or 1: unknown): a data-parallel group
      * with the same number of GPUs on each of its nodes gets node-aware
      * collectives (ring channels, hierarchical; coll_ranks_per_node) */

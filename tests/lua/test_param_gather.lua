@@ -3,8 +3,9 @@
 -- to beside the forward: a chunk's buckets back to back once dispatched
 -- (without interleaving at the stage's first forward, after its input
 -- arrived; with it aligned across the pipeline), each piece of the first
--- forward waiting for its bucket (core/step/dp.c dispatch_points, Megatron-LM
--- core 0.20.0). Hand-computed against the same run without it.
+-- forward waiting for its bucket (core/par/dp_lane.c dispatch_points, Megatron-LM
+-- core 0.20.0; param_gather_start = "step": core 0.8's, the first bucket at
+-- the step's start). Hand-computed against the same run without it.
 package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local F = require "fixtures"
@@ -18,6 +19,22 @@ local alpha, beta = 1e-3, 1e9 -- 1 ms, 1 GB/s per direction
 -- nodes (a mesh rank is its own node) at NCCL's 14.0 us less the link's
 -- raw 2.7 (ring LL's, which the links stand for)
 local function ag2(bytes) return alpha + bytes / (2 * beta) + (8.4 + 14.0 - 2.7) * 1e-6 end
+
+-- A ZeRO-1 step of two replicas on a mesh of n ranks (fp32 gradients,
+-- 16-bit weights, optimizer step 0.1 s, ring buckets of `bucket` bytes
+-- with overlap): sync adds grad_sync fields, t sets ps.run's (stages,
+-- microbatches, ...).
+local function zero1(n, layers, bucket, sync, t)
+    local g = { bucket = bucket, first_bucket = bucket, algorithm = "ring", protocol = "auto",
+        overlap = true }
+    for k, v in pairs(sync) do g[k] = v end
+    local spec = { cluster = F.mesh(n, beta, alpha), layers = layers, stages = 1, microbatches = 1,
+        dp = 2, zero = 1, optimizer_time = 0.1,
+        memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 }, grad_sync = g,
+        record = "none" }
+    for k, v in pairs(t or {}) do spec[k] = v end
+    return ps.run(spec)
+end
 
 -- One stage, two replicas, one microbatch; two layers of forward 1 s,
 -- backward 2 s, 1e8 parameters each: one bucket per layer (4e8 fp32
@@ -78,18 +95,35 @@ end
 -- on = -a. (Dispatching the next bucket only when the GPU's forward
 -- reached the one before, as pipesim did, started stage 1's first bucket
 -- at the step's start, hidden behind stage 0: off - on = 0.)
+--
+-- param_gather_start = "step" (Megatron-Core 0.5 to 0.8, the Megatron-LM
+-- README's H100 table: DistributedOptimizer.zero_grad dispatches the
+-- first bucket's all-gather at the step's start, distrib_optimizer.py of
+-- core_r0.8.0 and f2e5db402c): stage 1's all-gather runs from the step's
+-- start, beside stage 0's wait a and forward 1, so it is done (a < 1 + a)
+-- when stage 1's input arrives and nothing waits on it: the same step as
+-- without the overlap (whose stage 1 all-gather hides behind stage 0's
+-- drain), off - on = 0, and one all-gather a faster than "forward".
 do
-    local function run2(pg)
+    local function run2(pg, start)
         local layers = {}
         for i = 1, 2 do layers[i] = { fwd_time = 1, bwd_time = 2, params = 1e8, out_bytes = 0 } end
-        return ps.run { cluster = F.mesh(4, beta, alpha), layers = layers, stages = 2,
-            microbatches = 1, dp = 2, zero = 1, optimizer_time = 0.1,
-            memory = { weight_bytes = 2, grad_bytes = 4, optimizer_bytes = 12 },
-            grad_sync = { bucket = 4e8, first_bucket = 4e8, algorithm = "ring", protocol = "auto", overlap = true,
-                overlap_param_gather = pg }, record = "none" }
+        return zero1(4, layers, 4e8, { overlap_param_gather = pg, param_gather_start = start },
+            { stages = 2 })
     end
-    H.near(run2(false).makespan - run2(true).makespan, -a, 1e-9,
+    local none = run2(false)
+    H.near(none.makespan - run2(true).makespan, -a, 1e-9,
         "pipeline without interleaving: stage 1 gathers once its input is there")
+    H.near(none.makespan - run2(true, "forward").makespan, -a, 1e-9, "forward is the default")
+    local step = run2(true, "step")
+    H.near(none.makespan - step.makespan, 0, 1e-9,
+        "step: stage 1's all-gather from the step's start, hidden behind stage 0's first forward")
+    -- exposed: stage 0 waits a for its all-gather (before its forward) and
+    -- the reduce-scatter of its one bucket after its backward, as with
+    -- "forward"; stage 1 waits for none of its all-gather now
+    H.near(step.exposed_comm[1], run2(true).exposed_comm[1], 1e-9, "step: stage 0 as forward")
+    H.near(run2(true).exposed_comm[2] - step.exposed_comm[2], a, 1e-9,
+        "step: stage 1 no longer waits for its all-gather")
 end
 
 -- The all-gathers follow the gradient buckets (Megatron's DDP uses one
@@ -148,6 +182,65 @@ do
     H.check(on4.makespan < off4.makespan, "interleaving: the overlap is faster than none")
 end
 
+-- Interleaving with param_gather_start = "step" (core 0.8: no
+-- align_param_gather; _finish_param_sync_helper chains the buckets across
+-- chunks): chunk 1's all-gather goes once the CPU reaches the pre-hook of
+-- chunk 0's last bucket, in chunk 0's first forward, after its input
+-- arrived; aligned ("forward", core >= 0.9) chunks 0 and 1 go at the
+-- step's start. Two stages, v = 2, one layer a chunk (forward f, backward
+-- 2f), one bucket each; rank 1's chunk 1 holds 3e8 parameters (its
+-- all-gather a4 = ag2(6e8) outlasts the fill), the others 2e7 (a1 =
+-- ag2(4e7) < f). Aligned, rank 1's chunk 1 forward waits until a1 + a4;
+-- "step", until its dispatch at rank 1's first forward, a1 + f + alpha
+-- (rank 0's first forward after its own a1, the 0-byte transfer), plus
+-- a4: later by f + alpha, and the step with it.
+do
+    local f = 0.05
+    local P = { 2e7, 2e7, 2e7, 3e8 }
+    local function run5(start)
+        local layers = {}
+        for i = 1, 4 do layers[i] = { fwd_time = f, bwd_time = 2 * f, params = P[i], out_bytes = 0 } end
+        return zero1(4, layers, 1e10, { overlap_param_gather = true, param_gather_start = start },
+            { stages = 2, virtual_stages = 2, schedule = "interleaved", microbatches = 2 })
+    end
+    local a1, a4 = ag2(4e7), ag2(6e8)
+    H.check(a1 < f and a4 > a1 + 3 * f + alpha, "rank 1's chunk 1 all-gather outlasts the fill")
+    H.near(run5("step").makespan - run5("forward").makespan, f + alpha, 1e-9,
+        "interleaving, step: chunk 1 dispatched at chunk 0's first forward")
+end
+
+-- The exposed sync in closed form (ZeRO-1, no pipeline): only the last
+-- microbatch's backward reduces (Megatron's forward_backward_no_pipelining
+-- runs the first m - 1 under no_sync), bucket by bucket as it makes them.
+-- One stage, two microbatches, four layers (forward 0.5 s, backward 1 s,
+-- 3.5e8 parameters: one bucket of 1.4e9 fp32 gradient bytes each, its
+-- reduce-scatter c = 0.70 s < 1 s, so each ends before the next bucket is
+-- ready and only the last one's shows). Compute 2 x (2 + 4) = 12 s, the
+-- optimizer step 0.1 / 2. Without the overlap the four all-gathers (a =
+-- 0.35 s each) follow it; with it ("step") only the first is exposed,
+-- before the first forward, the others hiding behind layers' forwards
+-- (a < 0.5).
+do
+    local function run3(pg)
+        local layers = {}
+        for i = 1, 4 do layers[i] = { fwd_time = 0.5, bwd_time = 1, params = 3.5e8 } end
+        return zero1(2, layers, 1.4e9,
+            { overlap_param_gather = pg, param_gather_start = pg and "step" or nil },
+            { microbatches = 2 })
+    end
+    local c, a3 = ag2(1.4e9), ag2(7e8) -- a ring reduce-scatter costs as its all-gather
+    H.check(c < 1 and a3 < 0.5, "each collective shorter than the compute it hides behind")
+    local after, step = run3(false), run3(true)
+    H.near(after.makespan, 12 + c + 0.05 + 4 * a3, 1e-9,
+        "no overlap: the last reduce-scatter, then 4 all-gathers")
+    H.near(after.exposed_comm[1], c + 4 * a3, 1e-9,
+        "exposed: the last bucket's reduce-scatter and the all-gathers")
+    H.near(step.makespan, a3 + 12 + c + 0.05, 1e-9,
+        "step: the first all-gather and the last reduce-scatter")
+    H.near(step.exposed_comm[1], a3 + c, 1e-9,
+        "exposed: the first all-gather and the last reduce-scatter")
+end
+
 -- Megatron's flag sets it (with its two prerequisites)
 local flags = { num_layers = 4, hidden_size = 1024, num_attention_heads = 16, seq_length = 1024,
     vocab_size = 32000, bf16 = true, world_size = 16, micro_batch_size = 1, global_batch_size = 64,
@@ -156,6 +249,10 @@ local flags = { num_layers = 4, hidden_size = 1024, num_attention_heads = 16, se
 local spec = ps.models.megatron(flags)
 H.eq(spec.grad_sync.overlap_param_gather, true, "megatron: --overlap-param-gather")
 H.eq(spec.grad_sync.bucketed, "first", "megatron: bucketing on pipeline rank 0's chunk 0 only")
+H.eq(spec.grad_sync.param_gather_start, nil, "megatron: forward (core 0.20) by default")
+flags.param_gather_start = "step"
+H.eq(ps.models.megatron(flags).grad_sync.param_gather_start, "step", "megatron: core 0.8's")
+flags.param_gather_start = nil
 flags.overlap_param_gather = nil
 H.eq(ps.models.megatron(flags).grad_sync.overlap_param_gather, nil, "megatron: off by default")
 H.done()

@@ -80,10 +80,13 @@ M.MOE_IGNORED = MOE_IGNORED
 
 -- pipesim's own additions: world_size (the launcher's, torchrun
 -- --nnodes x --nproc-per-node), fp8 (Megatron's dest of --fp8-format),
--- and the ps.run fields passed through (tp_overlap: --tp-comm-overlap).
+-- param_gather_start ("forward", Megatron-Core >= 0.9, or "step", 0.5 to
+-- 0.8: when --overlap-param-gather's all-gathers go out, ps.run's
+-- grad_sync.param_gather_start), and the ps.run fields passed through
+-- (tp_overlap: --tp-comm-overlap).
 local PIPESIM = { world_size = true, fp8 = true, cluster = true, name = true, record = true,
                   db = true, schedule = true, grad_sync = true, tp_overlap = true,
-                  optimizer_time = true }
+                  optimizer_time = true, param_gather_start = true }
 M.PIPESIM = PIPESIM
 
 -- Every name ps.models.megatron accepts, for suggestions.
@@ -436,6 +439,9 @@ local function grad_sync_of(a, dp, grad_bytes)
         check.fail("megatron: overlap_param_gather needs use_distributed_optimizer and " ..
             "overlap_grad_reduce")
     end
+    if a.param_gather_start ~= nil and not pg then
+        check.fail("megatron: param_gather_start changes nothing without overlap_param_gather")
+    end
     if a.grad_sync ~= nil then return a.grad_sync end
     if not bool(a, "overlap_grad_reduce", false) then
         if a.ddp_bucket_size ~= nil then
@@ -456,7 +462,8 @@ local function grad_sync_of(a, dp, grad_bytes)
     -- chunk_bucketed). The all-gathers of --overlap-param-gather follow
     -- the same buckets.
     return { bucket = b, first_bucket = b, bucketed = "first", overlap = true,
-             overlap_param_gather = (pg and dp > 1) or nil }
+             overlap_param_gather = (pg and dp > 1) or nil,
+             param_gather_start = (pg and dp > 1) and a.param_gather_start or nil }
 end
 
 -- Sharded data parallelism (docs/sharding.md) -> ps.run's zero,
@@ -522,6 +529,7 @@ local function sharding_of(a, dp, pp, grad_sync)
         local g = {}
         for key, v in pairs(grad_sync) do g[key] = v end
         g.overlap, g.overlap_param_gather, g.bucketed = true, nil, nil
+        g.param_gather_start = nil
         if g.bucket == 2 ^ 53 then g.bucket, g.first_bucket = nil, nil end
         grad_sync = g
     end

@@ -11,6 +11,7 @@ package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local F = require "fixtures"
 local ps = require "pipesim"
+local live = require "pipesim.live"
 
 local c4 = F.mesh(4, 1e9, 20e-6)
 
@@ -228,7 +229,40 @@ do
                                layers = 2, compute = { model = "mlp", width = 8, samples = 4 } }
     H.eq(#prof.fwd, 2)
     H.check(prof.fwd[1] > 0 and prof.bwd[2] > 0 and prof.wgt[2] > 0, "per-layer times")
+    -- four ranks: the exchange among them (every message held 20 ms and
+    -- paced at 4 MB/s: one flow each) gives the latency and the flow's
+    -- bandwidth by Hockney's rule, and the shared-host model around them.
+    -- Slower than the pair's: with 4 processes on a loaded machine each
+    -- exchange waits a millisecond or two for the scheduler, which the
+    -- injected times must dwarf.
+    local ex = ps.calibrate{ ranks = 4, sizes = { 0, 32768, 65536, 131072 }, iterations = 2,
+                             warmup = 1, reps = 4,
+                             inject = { latency = "20 ms", bandwidth = "4 MB/s" } }
+    H.check(math.abs(ex.latency / 20e-3 - 1) < 0.25, "exchange latency " .. ex.latency)
+    H.check(math.abs(ex.bandwidth / 4e6 - 1) < 0.25, "exchange bandwidth " .. ex.bandwidth)
+    H.eq(ex.bus, 4 * ex.bandwidth)
+    H.check(ex.port >= ex.bandwidth and ex.port <= ex.bus, "port " .. ex.port)
+    local hc = ps.cluster(ex.model)
+    H.eq(hc.ranks, 4)
+    H.eq(hc.topology, "explicit")
+    local lat, bw = hc:path(0, 2)
+    H.near(lat, ex.latency, 1e-12)
+    H.near(bw, ex.port, 1e-12)
+    -- the 4 flows of a ring step share the bus: a step of x bytes costs
+    -- latency + 4 x / bus, the exchange's own fit
+    local ring = ps.collective{ cluster = hc, op = "allreduce", algorithm = "ring", bytes = 4e6,
+                                slots = 1, record = "none" }
+    H.near(ring.time, 6 * (ex.latency + 1e6 / ex.bandwidth), 1e-9)
+    -- Hockney's rule: the latency at the smallest size, the slope from a
+    -- quarter of the largest size up
+    local l, b = live.hockney({ 0, 1000, 4000, 8000 }, { 1e-3, 5e-3, 2e-3, 3e-3 })
+    H.eq(l, 1e-3)
+    H.near(b, 4e6, 1e-12)
+    H.raises(function() live.hockney({ 0, 1 }, { 1, 2 }) end,
+        "ps.calibrate: the exchange needs two sizes from a quarter of the largest up")
     H.raises(function() ps.calibrate{ sizes = { 1024 } } end, "field 'sizes' needs 2 to 64 sizes")
+    H.raises(function() ps.calibrate{ pattern = "ring" } end,
+        "ps.calibrate: unknown field 'pattern'")
     H.raises(function() ps.calibrate{ bogus = 1 } end, "ps.calibrate: unknown field 'bogus'")
 end
 

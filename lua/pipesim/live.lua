@@ -45,7 +45,8 @@ end
 -- ps.clusters.load reads both alike), the points it was fitted from in
 -- its header.
 function M.write_cluster(path, c)
-    local header, t = { "pipesim calibrate --live: live mode's TCP transport" }, nil
+    local header = { "pipesim calibrate --live: live mode's TCP transport" }
+    local t
     if c.model then
         header[#header + 1] = string.format("%d ranks sharing one host: the exchange (every rank "
             .. "sends to the next at once), median times,", c.ranks)

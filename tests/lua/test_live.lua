@@ -11,7 +11,7 @@ package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local F = require "fixtures"
 local ps = require "pipesim"
-local live = require "pipesim.live"
+local live_mod = require "pipesim.live"
 
 local c4 = F.mesh(4, 1e9, 20e-6)
 
@@ -255,10 +255,10 @@ do
     H.near(ring.time, 6 * (ex.latency + 1e6 / ex.bandwidth), 1e-9)
     -- Hockney's rule: the latency at the smallest size, the slope from a
     -- quarter of the largest size up
-    local l, b = live.hockney({ 0, 1000, 4000, 8000 }, { 1e-3, 5e-3, 2e-3, 3e-3 })
+    local l, b = live_mod.hockney({ 0, 1000, 4000, 8000 }, { 1e-3, 5e-3, 2e-3, 3e-3 })
     H.eq(l, 1e-3)
     H.near(b, 4e6, 1e-12)
-    H.raises(function() live.hockney({ 0, 1 }, { 1, 2 }) end,
+    H.raises(function() live_mod.hockney({ 0, 1 }, { 1, 2 }) end,
         "ps.calibrate: the exchange needs two sizes from a quarter of the largest up")
     H.raises(function() ps.calibrate{ sizes = { 1024 } } end, "field 'sizes' needs 2 to 64 sizes")
     H.raises(function() ps.calibrate{ pattern = "ring" } end,

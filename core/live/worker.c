@@ -197,9 +197,7 @@ static int post_recv(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
     in->index = i;
     op->t_start = now - w->t0;
     op->t_end = NAN;
-    if (wire_post(&w->conns[c], in, op->msg))
-        return ps_errf(err, "rank %d: out of memory", (int)w->rank);
-    return PS_OK;
+    return PS_OK; /* wire_post once the batch is posted (post_batch) */
 }
 
 /* Is op i of lr's batch complete? */
@@ -229,6 +227,91 @@ static int protect_sends(worker *w, const void *dst, size_t len, ps_err *err)
     return PS_OK;
 }
 
+/* Does the target of receive i of lr's batch overlap another receive's
+ * of the batch? Then the receives must apply in op order, at the end. */
+static int overlaps_other(worker *w, lane_rt *lr, int32_t i, const char *lo,
+                          const char *hi, ps_err *err)
+{
+    prog_lane *lane = &w->ps->lanes[lr->lane];
+    for (int32_t j = lr->pc; j < lr->batch_end; j++) {
+        const void *dst;
+        size_t dlen;
+        if (j == i || lane->ops[j].type != PROG_RECV)
+            continue;
+        if (w->cfg->ops->recv_target(w->cfg->ctx, w->rank, lr->lane, j,
+                                     &lane->ops[j], &dst, &dlen, err))
+            return -1;
+        if ((const char *)dst < hi && lo < (const char *)dst + dlen)
+            return 1;
+    }
+    return 0;
+}
+
+/* Receive i of lr's just-posted batch: streamed when the front end can
+ * apply it as it arrives (live_ops.recv_stream) and nothing tells it
+ * apart from recv_done at the batch's end. */
+static int choose_stream(worker *w, lane_rt *lr, int32_t i, ps_err *err)
+{
+    const live_ops *ops = w->cfg->ops;
+    prog_op *op = &w->ps->lanes[lr->lane].ops[i];
+    wire_in *in = &w->ins[op->msg];
+    if (!ops->recv_stream || !ops->recv_target || in->started || !in->len ||
+        lr->batch_end - lr->pc > 64)
+        return PS_OK;
+    const void *dst;
+    size_t dlen;
+    if (ops->recv_target(w->cfg->ctx, w->rank, lr->lane, i, op, &dst, &dlen,
+                         err))
+        return PS_ERR;
+    int o = overlaps_other(w, lr, i, dst, (const char *)dst + dlen, err);
+    if (o)
+        return o < 0 ? PS_ERR : PS_OK;
+    void *direct = NULL;
+    size_t unit = 0;
+    if (ops->recv_stream(w->cfg->ctx, w->rank, lr->lane, i, op, &direct, &unit,
+                         err))
+        return PS_ERR;
+    if (unit > 64 || (!direct && !unit))
+        return unit > 64 ? ps_errf(err, "rank %d: a stream unit of %zu bytes",
+                                   (int)w->rank, unit)
+                         : PS_OK;
+    if (protect_sends(w, dst, dlen, err))
+        return PS_ERR;
+    in->direct = direct != NULL;
+    in->buf = direct;
+    in->unit = direct ? 0 : unit;
+    return PS_OK;
+}
+
+/* The sends and receives of lr's batch are posted: each receive is
+ * streamed or not, and handed to its connection. */
+static int post_batch(worker *w, lane_rt *lr, ps_err *err)
+{
+    prog_lane *lane = &w->ps->lanes[lr->lane];
+    for (int32_t i = lr->pc; i < lr->batch_end; i++) {
+        prog_op *op = &lane->ops[i];
+        if (op->type != PROG_RECV)
+            continue;
+        if (choose_stream(w, lr, i, err))
+            return PS_ERR;
+        if (wire_post(&w->conns[w->conn_of[op->peer]], &w->ins[op->msg],
+                      op->msg))
+            return ps_errf(err, "rank %d: out of memory", (int)w->rank);
+    }
+    return PS_OK;
+}
+
+/* A streamed receive's bytes, handed to the front end (wire_conn's
+ * chunk_cb). */
+static int in_chunk(void *ctx, wire_in *in, size_t off, const char *data,
+                    size_t len, ps_err *err)
+{
+    worker *w = ctx;
+    const prog_op *op = &w->ps->lanes[in->lane].ops[in->index];
+    return w->cfg->ops->recv_chunk(w->cfg->ctx, w->rank, in->lane, in->index,
+                                   op, off, data, len, err);
+}
+
 /* The batch of lr is complete: receives handed over in op order. */
 static int finish_batch(worker *w, lane_rt *lr, ps_err *err)
 {
@@ -239,6 +322,10 @@ static int finish_batch(worker *w, lane_rt *lr, ps_err *err)
             continue;
         wire_in *in = &w->ins[op->msg];
         op->t_end = in->t_end - w->t0;
+        if (in->direct || in->unit) { /* applied as it came */
+            in->buf = NULL;
+            continue;
+        }
         const void *dst;
         size_t dlen;
         if (w->cfg->ops->recv_target &&
@@ -331,6 +418,8 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
                 if (rc)
                     return PS_ERR;
             }
+            if (post_batch(w, lr, err))
+                return PS_ERR;
             lr->state = L_BATCH;
             lr->t_block = now;
             break;
@@ -438,7 +527,8 @@ static int deadline(worker *w, const lane_rt *lr, double now, ps_err *err)
 static void reset_iteration(worker *w)
 {
     for (int32_t m = 0; m < w->ps->nmsgs; m++) {
-        free(w->ins[m].buf);
+        if (!w->ins[m].direct)
+            free(w->ins[m].buf);
         free(w->outs[m].owned);
         int32_t peer = w->ins[m].peer;
         memset(&w->ins[m], 0, sizeof w->ins[m]);
@@ -453,6 +543,7 @@ static void reset_iteration(worker *w)
         cn->hdr_got = 0;
         cn->staged = 0;
         cn->stuck = 0;
+        cn->chunk_fill = 0;
     }
     for (int32_t l = 0; l < w->nl; l++) {
         w->lanes[l].pc = 0;
@@ -679,6 +770,10 @@ static int setup(worker *w, int listen_fd, const live_addr *addr, ps_err *err)
     if (wire_connect(ps, w->rank, listen_fd, addr, &w->conns, &w->nconn,
                      &w->conn_of, err))
         return PS_ERR;
+    for (int32_t c = 0; c < w->nconn; c++) {
+        w->conns[c].chunk_cb = in_chunk;
+        w->conns[c].chunk_ctx = w;
+    }
     if (w->cfg->ops->setup && w->cfg->ops->setup(w->cfg->ctx, w->rank, err))
         return PS_ERR;
     return prepare(w, err);
@@ -736,12 +831,15 @@ static int serve(worker *w, ps_err *err)
 static void release(worker *w)
 {
     for (int32_t m = 0; w->ins && w->outs && m < w->ps->nmsgs; m++) {
-        free(w->ins[m].buf);
+        if (!w->ins[m].direct)
+            free(w->ins[m].buf);
         free(w->outs[m].owned);
     }
-    for (int32_t c = 0; c < w->nconn; c++)
+    for (int32_t c = 0; c < w->nconn; c++) {
         if (w->conns[c].fd >= 0)
             close(w->conns[c].fd);
+        free(w->conns[c].chunk);
+    }
     free(w->lanes);
     free(w->ins);
     free(w->outs);

@@ -72,11 +72,16 @@ static int lc_recv_target(void *ctx, int32_t rank, int32_t lane, int32_t index,
     return PS_OK;
 }
 
-/* d[e] += s[e]: restrict, so that the compiler vectorises it (the same
- * IEEE additions, element by element, as data mode's) */
+/* d[e] += s[e], the same IEEE additions, element by element, as data
+ * mode's; in blocks of 8 of a fixed count, restrict, so that -O2's cheap
+ * vectoriser (GCC 12: no loop with a remainder) makes them vector adds */
 static void add_floats(float *restrict d, const float *restrict s, size_t n)
 {
-    for (size_t e = 0; e < n; e++)
+    size_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        for (size_t k = 0; k < 8; k++)
+            d[e + k] += s[e + k];
+    for (; e < n; e++)
         d[e] += s[e];
 }
 

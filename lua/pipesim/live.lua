@@ -49,7 +49,8 @@ function M.write_cluster(path, c)
     local t
     if c.model then
         header[#header + 1] = string.format("%d ranks sharing one host: the exchange (every rank "
-            .. "sends to the next at once), median times,", c.ranks)
+            .. "sends to the next at once), %s times,", c.ranks,
+            c.statistic == "min" and "fastest" or "median")
         header[#header + 1] = "Hockney's latency (the smallest size) and bandwidth (the slope from "
             .. "a quarter of the largest size up), per flow:"
         point_lines(header, c.sizes, c.one_way)
@@ -157,6 +158,7 @@ function M.calibrate(core, spec)
         -- socket buffers, where a flow waits on its peer's wake-ups
         args.sizes = spec.sizes or { 0, 1024, 16384, 65536, 262144, 1048576, 4194304 }
         r = measure(core, args)
+        r.statistic = args.statistic
         r.latency, r.bandwidth = M.hockney(r.sizes, r.one_way)
         r.pair = p
         r.bus = n * r.bandwidth

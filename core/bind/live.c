@@ -359,8 +359,8 @@ void bind_live_pipe_push(lua_State *L, const pipe_live *pl,
 /* core.live_calibrate{...}                                            */
 
 static const char *const calibrate_fields[] = {
-    "compute", "inject",    "iterations", "layers", "ranks",
-    "reps",    "statistic", "sizes",      "warmup", NULL,
+    "compute", "concurrent", "inject", "iterations", "layers", "pattern",
+    "ranks",   "reps",       "sizes",  "statistic",  "warmup", NULL,
 };
 
 /* [-0, +0] field name of the table at idx: a list of byte quantities. */
@@ -399,9 +399,11 @@ static void push_numbers(lua_State *L, const double *v, int n)
     }
 }
 
-/* [-0, +1] core.live_calibrate(spec): the ping-pong's sizes and one-way
- * times with their fit (latency, bandwidth), and with layers = N the MLP's
- * per-layer fwd, bwd (B) and wgt (W) seconds. */
+/* [-0, +1] core.live_calibrate(spec): the ping-pong's (or with pattern =
+ * "exchange", the exchange's) sizes and one-way times with their fit
+ * (latency, bandwidth), and with layers = N the MLP's per-layer fwd, bwd
+ * (B) and wgt (W) seconds, timed beside concurrent - 1 processes running
+ * the same kernels. */
 static int core_live_calibrate(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -432,10 +434,23 @@ static int core_live_calibrate(lua_State *L)
     if (stat && strcmp(stat, "min") != 0 && strcmp(stat, "median") != 0)
         return luaL_error(L, "field 'statistic': '%s' (expected min or median)",
                           stat);
-    live_pp pp = {sizes,          n,
-                  (int)it,        (int)wu,
-                  (int)reps,      lv.inject,
-                  (int32_t)ranks, stat && strcmp(stat, "median") == 0};
+    const char *pat = bind_string(L, 1, "pattern");
+    if (pat && strcmp(pat, "pingpong") != 0 && strcmp(pat, "exchange") != 0)
+        return luaL_error(L,
+                          "field 'pattern': '%s' (expected pingpong or "
+                          "exchange)",
+                          pat);
+    long long conc = 1;
+    bind_int(L, 1, "concurrent", 1, 1024, &conc);
+    live_pp pp = {sizes,
+                  n,
+                  (int)it,
+                  (int)wu,
+                  (int)reps,
+                  lv.inject,
+                  (int32_t)ranks,
+                  stat && strcmp(stat, "median") == 0,
+                  pat && strcmp(pat, "exchange") == 0};
     ps_err err;
     if (live_pingpong(&pp, secs, &err))
         return bind_raise(L, &err);
@@ -462,7 +477,8 @@ static int core_live_calibrate(lua_State *L)
         pipe_live *pl = bind_live_pipe(L, 1, &flag, &cfg);
         double *t = lua_newuserdatauv(L, 3 * (size_t)nl * sizeof *t, 0);
         mlp m = {(int32_t)nl, pl->width, pl->seed, pl->rows};
-        if (live_profile_mlp(&m, (int)reps, t, t + nl, t + 2 * nl, &err))
+        if (live_profile_mlp(&m, (int)reps, (int)conc, t, t + nl, t + 2 * nl,
+                             &err))
             return bind_raise(L, &err);
         lua_pop(L, 3); /* t, pl, l */
         push_numbers(L, t, (int)nl);

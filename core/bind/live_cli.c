@@ -105,10 +105,13 @@ static int calibrate_run(lua_State *L)
     lua_getfield(L, -1, "latency");
     lua_getfield(L, -2, "bandwidth");
     lua_getfield(L, spec, "cluster");
-    printf("latency %.3g us, bandwidth %.3g GB/s (ping-pong, least squares) "
-           "-> %s\n",
-           lua_tonumber(L, -3) * 1e6, lua_tonumber(L, -2) / 1e9,
-           lua_tostring(L, -1));
+    lua_getfield(L, -4, "bus");
+    printf("latency %.3g us, bandwidth %.3g GB/s (%s) -> %s\n",
+           lua_tonumber(L, -4) * 1e6, lua_tonumber(L, -3) / 1e9,
+           lua_isnil(L, -1) ? "ping-pong, least squares"
+                            : "a flow of the exchange among all ranks",
+           lua_tostring(L, -2));
+    lua_pop(L, 1);
     lua_getfield(L, spec, "profile");
     if (lua_isstring(L, -1))
         printf("per-layer times of the live MLP -> %s\n", lua_tostring(L, -1));

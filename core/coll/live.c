@@ -72,6 +72,19 @@ static int lc_recv_target(void *ctx, int32_t rank, int32_t lane, int32_t index,
     return PS_OK;
 }
 
+/* d[e] += s[e], the same IEEE additions, element by element, as data
+ * mode's; in blocks of 8 of a fixed count, restrict, so that -O2's cheap
+ * vectoriser (GCC 12: no loop with a remainder) makes them vector adds */
+static void add_floats(float *restrict d, const float *restrict s, size_t n)
+{
+    size_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        for (size_t k = 0; k < 8; k++)
+            d[e + k] += s[e + k];
+    for (; e < n; e++)
+        d[e] += s[e];
+}
+
 static int lc_recv_done(void *ctx, int32_t rank, int32_t lane, int32_t index,
                         const prog_op *op, const void *data, size_t len,
                         ps_err *err)
@@ -80,13 +93,37 @@ static int lc_recv_done(void *ctx, int32_t rank, int32_t lane, int32_t index,
     (void)rank, (void)lane, (void)index, (void)err;
     const coll_move *mv = &c->moves[op->msg];
     float *d = c->buf + mv->dlo;
-    const float *s = data;
-    int64_t cnt = (int64_t)(len / sizeof(float));
     if (mv->add)
-        for (int64_t e = 0; e < cnt; e++)
-            d[e] += s[e];
+        add_floats(d, data, len / sizeof(float));
     else
-        memcpy(d, s, len);
+        memcpy(d, data, len);
+    return PS_OK;
+}
+
+/* As gloo's ring reduces from its receive buffer: a copy is read
+ * straight into its place, a sum is added chunk by chunk as it arrives,
+ * while the chunk is in the cache (live/wire.c), float by float. */
+static int lc_recv_stream(void *ctx, int32_t rank, int32_t lane, int32_t index,
+                          const prog_op *op, void **direct, size_t *unit,
+                          ps_err *err)
+{
+    live_coll *c = ctx;
+    (void)rank, (void)lane, (void)index, (void)err;
+    const coll_move *mv = &c->moves[op->msg];
+    *direct = mv->add ? NULL : c->buf + mv->dlo;
+    *unit = mv->add ? sizeof(float) : 0;
+    return PS_OK;
+}
+
+static int lc_recv_chunk(void *ctx, int32_t rank, int32_t lane, int32_t index,
+                         const prog_op *op, size_t off, const void *data,
+                         size_t len, ps_err *err)
+{
+    live_coll *c = ctx;
+    (void)rank, (void)lane, (void)index, (void)err;
+    const coll_move *mv = &c->moves[op->msg];
+    add_floats(c->buf + mv->dlo + off / sizeof(float), data,
+               len / sizeof(float));
     return PS_OK;
 }
 
@@ -128,6 +165,8 @@ static const live_ops coll_live_ops = {
     .recv_len = lc_recv_len,
     .recv_done = lc_recv_done,
     .recv_target = lc_recv_target,
+    .recv_stream = lc_recv_stream,
+    .recv_chunk = lc_recv_chunk,
     .result = lc_result,
     .teardown = lc_teardown,
 };

@@ -6,9 +6,14 @@
  * can be compared on the same machine. */
 #include "live/calib.h"
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "live/live.h"
 
@@ -74,10 +79,49 @@ static int pp_programs(prog_set *ps, double bytes, int reps, int32_t pairs)
     return 0;
 }
 
+/* reps exchanges among n ranks: in each, every rank r sends `bytes` to
+ * r + 1 and receives from r - 1 in one batch (send and receive posted
+ * together, as a ring step does), so that n flows share the host. */
+static int ex_programs(prog_set *ps, double bytes, int reps, int32_t n)
+{
+    int32_t lane0 = -1;
+    for (int32_t r = 0; r < n; r++) {
+        int32_t l = prog_add_lane(ps, r);
+        if (l < 0)
+            return -1;
+        lane0 = r == 0 ? l : lane0;
+    }
+    for (int k = 0; k < reps; k++) {
+        int32_t msg0 = -1;
+        for (int32_t r = 0; r < n; r++) {
+            int32_t m = prog_new_msg(ps);
+            msg0 = r == 0 ? m : msg0;
+        }
+        for (int32_t r = 0; r < n; r++) {
+            int32_t to = (r + 1) % n, from = (r + n - 1) % n;
+            prog_op ops[2] = {
+                prog_send(to, msg0 + r, bytes, PROG_COLL, -1, PROG_BATCH),
+                prog_recv(from, msg0 + from, bytes, PROG_COLL, -1, 0),
+            };
+            if (prog_push(ps, lane0 + r, &ops[0]) ||
+                prog_push(ps, lane0 + r, &ops[1]))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* The fastest (or median) of n timings in d (sorted in place). */
+static double pick(double *d, int64_t n, int median)
+{
+    qsort(d, (size_t)n, sizeof *d, cmp);
+    return median ? d[(n - 1) / 2] : d[0];
 }
 
 /* The fastest (or median) round trip of a ping-pong run: between
@@ -86,7 +130,7 @@ static int cmp(const void *a, const void *b)
  * fastest by default: on a shared machine a round trip is only ever
  * slowed (a worker descheduled for milliseconds), and the transport's own
  * cost is what the fastest shows; the median is what a run sees under the
- * load of its own ranks (ranks > 2 ping-pong in pairs at once). */
+ * load of its own ranks. */
 static int round_trip(const live_result *res, int median, double *rtt,
                       ps_err *err)
 {
@@ -106,14 +150,41 @@ static int round_trip(const live_result *res, int median, double *rtt,
         rank = c->rank;
         prev = c->t;
     }
-    if (n == 0) {
-        free(d);
-        return ps_errf(err, "calibrate: reps must be at least 2");
-    }
-    qsort(d, (size_t)n, sizeof *d, cmp);
-    *rtt = median ? d[(n - 1) / 2] : d[0];
+    if (n > 0)
+        *rtt = pick(d, n, median);
     free(d);
-    return PS_OK;
+    return n > 0 ? PS_OK : ps_errf(err, "calibrate: reps must be at least 2");
+}
+
+/* The time of one exchange: per rank and iteration, its last receive's
+ * time from the common start over the exchanges (the ranks run as a
+ * pipeline, as a ring's steps do: a rank may take two messages in one
+ * read, so single gaps mean nothing, their mean does); the fastest (or
+ * median) of those. */
+static int exchange_time(const live_result *res, int median, int reps,
+                         double *t, ps_err *err)
+{
+    double *d = malloc(((size_t)res->ncounts + 1) * sizeof *d);
+    if (!d)
+        return ps_errf(err, "out of memory");
+    int64_t n = 0;
+    double latest = NAN; /* the group's last receive so far */
+    for (int64_t k = 0; k < res->ncounts; k++) {
+        const live_count *c = &res->counts[k];
+        if (!c->send)
+            latest = c->t;
+        const live_count *next = k + 1 < res->ncounts ? c + 1 : NULL;
+        if (!next || next->iteration != c->iteration ||
+            next->rank != c->rank) { /* the end of a rank's iteration */
+            if (!isnan(latest))
+                d[n++] = latest / reps;
+            latest = NAN;
+        }
+    }
+    if (n > 0)
+        *t = pick(d, n, median);
+    free(d);
+    return n > 0 ? PS_OK : ps_errf(err, "calibrate: no exchange completed");
 }
 
 int live_pingpong(const live_pp *pp, double *seconds, ps_err *err)
@@ -130,12 +201,14 @@ int live_pingpong(const live_pp *pp, double *seconds, ps_err *err)
     }
     char *zeros = calloc((size_t)most + 1, 1);
     int32_t pairs = pp->ranks >= 2 ? pp->ranks / 2 : 1;
-    prog_set *ps = prog_new(2 * pairs);
+    int32_t nr = pp->exchange ? (pp->ranks >= 2 ? pp->ranks : 2) : 2 * pairs;
+    prog_set *ps = prog_new(nr);
     int rc = zeros && ps ? PS_OK : ps_errf(err, "out of memory");
     pp_ctx ctx = {zeros};
     for (int i = 0; i < pp->n && rc == PS_OK; i++) {
-        prog_reset(ps, 2 * pairs);
-        if (pp_programs(ps, pp->sizes[i], pp->reps, pairs)) {
+        prog_reset(ps, nr);
+        if (pp->exchange ? ex_programs(ps, pp->sizes[i], pp->reps, nr)
+                         : pp_programs(ps, pp->sizes[i], pp->reps, pairs)) {
             rc = ps_errf(err, "out of memory");
             break;
         }
@@ -150,9 +223,11 @@ int live_pingpong(const live_pp *pp, double *seconds, ps_err *err)
         live_result res;
         if ((rc = live_run(&cfg, &res, err)))
             break;
-        /* one way: half the median round trip */
-        rc = round_trip(&res, pp->median, &seconds[i], err);
-        seconds[i] /= 2;
+        /* one way: half the round trip, or one exchange */
+        rc = pp->exchange
+                 ? exchange_time(&res, pp->median, pp->reps, &seconds[i], err)
+                 : round_trip(&res, pp->median, &seconds[i], err);
+        seconds[i] /= pp->exchange ? 1 : 2;
         live_result_free(&res);
     }
     prog_free(ps);
@@ -205,35 +280,124 @@ static double time_kernel(const mlp *m, int32_t i, int kind, double *w,
     return tmp[(reps - 1) / 2];
 }
 
-int live_profile_mlp(const mlp *m, int reps, double *f, double *b, double *w,
-                     ps_err *err)
+/* The kernels' buffers, sized for the widest layer. */
+typedef struct prof_bufs {
+    double *wt, *g, *x, *a, *d, *dx, *tmp;
+    size_t act;
+} prof_bufs;
+
+static int bufs_alloc(const mlp *m, int reps, prof_bufs *p)
 {
     int32_t most = 0;
     for (int32_t i = 0; i <= m->layers; i++)
         most = m->width[i] > most ? m->width[i] : most;
-    size_t act = (size_t)m->rows * (size_t)most + 1;
+    p->act = (size_t)m->rows * (size_t)most + 1;
     size_t par = (size_t)most * ((size_t)most + 1) + 1;
-    double *wt = malloc(par * sizeof *wt), *g = calloc(par, sizeof *g);
-    double *x = malloc(act * sizeof *x), *a = malloc(act * sizeof *a);
-    double *d = malloc(act * sizeof *d), *dx = malloc(act * sizeof *dx);
-    double *tmp = malloc(((size_t)reps + 1) * sizeof *tmp);
-    int rc = wt && g && x && a && d && dx && tmp && reps >= 1
+    p->wt = malloc(par * sizeof *p->wt);
+    p->g = calloc(par, sizeof *p->g);
+    p->x = malloc(p->act * sizeof *p->x);
+    p->a = malloc(p->act * sizeof *p->a);
+    p->d = malloc(p->act * sizeof *p->d);
+    p->dx = malloc(p->act * sizeof *p->dx);
+    p->tmp = malloc(((size_t)reps + 1) * sizeof *p->tmp);
+    return p->wt && p->g && p->x && p->a && p->d && p->dx && p->tmp ? 0 : -1;
+}
+
+static void bufs_free(prof_bufs *p)
+{
+    free(p->wt);
+    free(p->g);
+    free(p->x);
+    free(p->a);
+    free(p->d);
+    free(p->dx);
+    free(p->tmp);
+}
+
+/* Times every layer's F, B and W (reps each) into f, b and w. */
+static void profile_layers(const mlp *m, int reps, prof_bufs *p, double *f,
+                           double *b, double *w)
+{
+    for (int32_t i = 0; i < m->layers; i++) {
+        mlp_init_layer(m, i, p->wt);
+        for (size_t k = 0; k < p->act; k++)
+            p->x[k] = p->d[k] = 0.5 - (double)(k % 7) / 7;
+        double *t[3] = {&f[i], &b[i], &w[i]};
+        for (int kind = 0; kind < 3; kind++)
+            *t[kind] = time_kernel(m, i, kind, p->wt, p->x, p->a, p->d, p->g,
+                                   p->dx, reps, p->tmp);
+    }
+}
+
+/* Forks n processes that run the kernels until killed (pid[] filled);
+ * returns when every one of them has started. -1 when a fork fails
+ * (those started are in pid[], the rest -1). */
+static int start_load(const mlp *m, int reps, prof_bufs *p, double *scratch,
+                      pid_t *pid, int n)
+{
+    int fd[2];
+    for (int k = 0; k < n; k++)
+        pid[k] = -1;
+    if (n <= 0)
+        return 0;
+    if (pipe(fd))
+        return -1;
+    int started = 0;
+    for (int k = 0; k < n; k++) {
+        pid_t c = fork();
+        if (c == 0) { /* the load: the same kernels, until killed */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            close(fd[0]);
+            if (write(fd[1], "x", 1) != 1)
+                _exit(1);
+            close(fd[1]);
+            for (;;)
+                profile_layers(m, reps, p, scratch, scratch + m->layers,
+                               scratch + 2 * m->layers);
+        }
+        if (c < 0)
+            break;
+        pid[k] = c;
+        started++;
+    }
+    close(fd[1]);
+    char ch;
+    for (int k = 0; k < started; k++)
+        if (read(fd[0], &ch, 1) != 1)
+            break;
+    close(fd[0]);
+    return started == n ? 0 : -1;
+}
+
+static void stop_load(pid_t *pid, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (pid[k] > 0) {
+            kill(pid[k], SIGKILL);
+            while (waitpid(pid[k], NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+}
+
+int live_profile_mlp(const mlp *m, int reps, int procs, double *f, double *b,
+                     double *w, ps_err *err)
+{
+    prof_bufs p;
+    int nload = procs > 1 ? procs - 1 : 0;
+    pid_t *pid = malloc(((size_t)nload + 1) * sizeof *pid);
+    double *scratch = malloc((3 * (size_t)m->layers + 1) * sizeof *scratch);
+    int rc = bufs_alloc(m, reps, &p) == 0 && pid && scratch && reps >= 1
                  ? PS_OK
                  : ps_errf(err, "calibrate: out of memory");
-    for (int32_t i = 0; i < m->layers && rc == PS_OK; i++) {
-        mlp_init_layer(m, i, wt);
-        for (size_t k = 0; k < act; k++)
-            x[k] = d[k] = 0.5 - (double)(k % 7) / 7;
-        f[i] = time_kernel(m, i, 0, wt, x, a, d, g, dx, reps, tmp);
-        b[i] = time_kernel(m, i, 1, wt, x, a, d, g, dx, reps, tmp);
-        w[i] = time_kernel(m, i, 2, wt, x, a, d, g, dx, reps, tmp);
-    }
-    free(wt);
-    free(g);
-    free(x);
-    free(a);
-    free(d);
-    free(dx);
-    free(tmp);
+    if (rc == PS_OK && start_load(m, reps, &p, scratch, pid, nload))
+        rc = ps_errf(err, "calibrate: cannot start %d processes: %s", nload,
+                     strerror(errno));
+    if (rc == PS_OK)
+        profile_layers(m, reps, &p, f, b, w);
+    if (pid)
+        stop_load(pid, nload);
+    bufs_free(&p);
+    free(pid);
+    free(scratch);
     return rc;
 }

@@ -14,14 +14,19 @@ typedef struct live_pp {
     int iterations, warmup; /* per size, as live_cfg's */
     int reps;               /* round trips per iteration */
     live_inject inject;     /* test only */
-    int32_t ranks; /* processes, ping-ponging in pairs at once (>= 2) */
-    int median;    /* 1: the median round trip; 0: the fastest */
+    int32_t ranks;          /* processes (>= 2) */
+    int median;             /* 1: the median round trip; 0: the fastest */
+    int exchange; /* 0: ping-pong in pairs at once; 1: every rank sends to
+                     the next and receives from the one before, all at
+                     once (a ring's step, ranks flows sharing the host) */
 } live_pp;
 
-/* The one-way time of each size (seconds[i], half the fastest, or the
- * median, of every iteration's round trips but its first) between pairs of
- * workers on loopback. Fails like
- * live_run, or on a size that is not a whole byte count up to 1 GB. */
+/* The one-way time of each size (seconds[i]) on loopback: ping-pong
+ * between pairs of workers (half the fastest, or the median, of every
+ * iteration's round trips but its first), or the exchange among all
+ * ranks (the fastest or median time between rank 0's consecutive
+ * exchanges). Fails like live_run, or on a size that is not a whole byte
+ * count up to 1 GB. */
 int live_pingpong(const live_pp *pp, double *seconds, ps_err *err);
 
 /* Least squares of t = latency + x / bandwidth over n points, each
@@ -33,8 +38,10 @@ int live_fit(const double *x, const double *t, int n, double *latency,
 
 /* Each layer's forward, input-gradient (B) and weight-gradient (W)
  * seconds for one microbatch of m->rows samples, the median of reps
- * timings, into f, b and w (m->layers entries). */
-int live_profile_mlp(const mlp *m, int reps, double *f, double *b, double *w,
-                     ps_err *err);
+ * timings, into f, b and w (m->layers entries), while procs - 1 other
+ * processes (forked, killed after) run the same kernels: the speed a
+ * stage computes at when every rank of a live run computes at once. */
+int live_profile_mlp(const mlp *m, int reps, int procs, double *f, double *b,
+                     double *w, ps_err *err);
 
 #endif

@@ -76,6 +76,23 @@ typedef struct live_ops {
     int (*recv_target)(void *ctx, int32_t rank, int32_t lane, int32_t index,
                        const prog_op *op, const void **dst, size_t *len,
                        ps_err *err);
+    /* Optional (may be NULL; needs recv_target): how the RECV's bytes may
+     * be applied as they arrive instead of at the end of the batch, as
+     * gloo reduces from its receive buffer: *direct, a buffer to read
+     * them straight into (a plain copy), or *unit, the granule in bytes
+     * (1 to 64) that recv_chunk applies, or neither (recv_done, as
+     * usual). Asked once the batch is posted, for a receive whose message
+     * has not started arriving and whose target no other receive of the
+     * batch overlaps; the sends still under way whose bytes it overwrites
+     * are copied first, so that the outcome is recv_done's. */
+    int (*recv_stream)(void *ctx, int32_t rank, int32_t lane, int32_t index,
+                       const prog_op *op, void **direct, size_t *unit,
+                       ps_err *err);
+    /* A streamed RECV's bytes [off, off + len) of its message, len a
+     * multiple of the unit (but maybe the message's last chunk). */
+    int (*recv_chunk)(void *ctx, int32_t rank, int32_t lane, int32_t index,
+                      const prog_op *op, size_t off, const void *data,
+                      size_t len, ps_err *err);
     /* A COMPUTE op (may be NULL: compute ops take no time). */
     int (*compute)(void *ctx, int32_t rank, int32_t lane, int32_t index,
                    const prog_op *op, ps_err *err);

@@ -66,6 +66,38 @@ static void finish_message(wire_conn *c, double now,
     done_cb(ctx, in);
 }
 
+/* Reads a streamed message's next bytes into the connection's chunk
+ * buffer: read's result, or -2 with err set (no memory). */
+static ssize_t read_chunk(wire_conn *c, wire_in *in, ps_err *err)
+{
+    if (!c->chunk && !(c->chunk = malloc(WIRE_CHUNK))) {
+        ps_errf(err, "out of memory for a receive buffer");
+        return -2;
+    }
+    size_t want = in->len - in->got, room = WIRE_CHUNK - c->chunk_fill;
+    ssize_t n =
+        read(c->fd, c->chunk + c->chunk_fill, want < room ? want : room);
+    if (n > 0)
+        c->chunk_fill += (size_t)n;
+    return n;
+}
+
+/* Hands the whole units of the chunk buffer (all of it at the message's
+ * end) to chunk_cb and keeps the remainder. */
+static int hand_chunk(wire_conn *c, wire_in *in, ps_err *err)
+{
+    size_t give = in->got == in->len ? c->chunk_fill
+                                     : c->chunk_fill - c->chunk_fill % in->unit;
+    if (!give)
+        return PS_OK;
+    if (c->chunk_cb(c->chunk_ctx, in, in->got - c->chunk_fill, c->chunk, give,
+                    err))
+        return PS_ERR;
+    c->chunk_fill -= give;
+    memmove(c->chunk, c->chunk + give, c->chunk_fill);
+    return PS_OK;
+}
+
 int wire_read(wire_conn *c, wire_in *ins, int32_t nmsgs, wire_bytes *bytes,
               double now, void (*done_cb)(void *ctx, wire_in *in), void *ctx,
               ps_err *err)
@@ -101,15 +133,20 @@ int wire_read(wire_conn *c, wire_in *ins, int32_t nmsgs, wire_bytes *bytes,
             }
         }
         wire_in *in = c->cur;
-        ssize_t n = read(c->fd, in->buf + in->got, in->len - in->got);
+        ssize_t n = in->unit
+                        ? read_chunk(c, in, err)
+                        : read(c->fd, in->buf + in->got, in->len - in->got);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return PS_OK;
         if (n <= 0)
-            return ps_errf(err, "the connection to rank %d broke",
-                           (int)c->peer);
+            return n == -2 ? PS_ERR
+                           : ps_errf(err, "the connection to rank %d broke",
+                                     (int)c->peer);
         in->got += (size_t)n;
         bytes->recvd += (double)n;
         bytes->progress++;
+        if (in->unit && hand_chunk(c, in, err))
+            return PS_ERR;
         if (in->got == in->len)
             finish_message(c, now, done_cb, ctx);
     }
@@ -122,8 +159,7 @@ int wire_post(wire_conn *c, wire_in *in, int32_t msg)
         c->staged -= in->len;
         return 0;
     }
-    in->buf = malloc(in->len + 1);
-    if (!in->buf)
+    if (!in->direct && !in->unit && !(in->buf = malloc(in->len + 1)))
         return -1;
     /* the connection waited for this receive */
     if (c->stuck && (int32_t)c->hdr[1] == msg)

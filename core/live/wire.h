@@ -17,6 +17,9 @@
 
 #define WIRE_MAGIC 0x564c5350u /* "PSLV" */
 #define WIRE_HDR 16
+/* The connection's buffer for streamed messages: small enough that a
+ * chunk is still in the cache when it is applied. */
+#define WIRE_CHUNK (128 * 1024)
 
 /* One outgoing message. */
 typedef struct wire_out {
@@ -41,6 +44,11 @@ typedef struct wire_in {
     int done;    /* every byte read */
     int32_t lane, index, peer;
     double t_end;
+    /* streamed (live_ops.recv_stream): buf is the front end's (direct),
+     * or the bytes go through the connection's chunk buffer to its
+     * chunk_cb, unit bytes at a time */
+    int direct;
+    size_t unit;
 } wire_in;
 
 /* Socket byte counts of one worker. */
@@ -60,6 +68,14 @@ typedef struct wire_conn {
     int stuck;     /* a whole header read, its message unposted and no
                       room to stage it: reading waits for its receive */
     int eof;
+    /* streamed messages: chunk (WIRE_CHUNK bytes, made when first
+     * needed) holds chunk_fill bytes read but not yet handed to chunk_cb
+     * (a unit's remainder) */
+    char *chunk;
+    size_t chunk_fill;
+    int (*chunk_cb)(void *ctx, wire_in *in, size_t off, const char *data,
+                    size_t len, ps_err *err);
+    void *chunk_ctx;
 } wire_conn;
 
 /* Reads what the socket has. ins holds nmsgs records; done_cb is called
@@ -82,8 +98,8 @@ int wire_write(wire_conn *c, const live_inject *inj, wire_bytes *bytes,
 double wire_next_write(const wire_conn *c, const live_inject *inj, double now);
 
 /* A receive was posted for in (whose len is set): allocates its buffer
- * unless the message was staged, and releases a connection stuck on it.
- * Returns 0, or -1 out of memory. */
+ * unless the message was staged or is streamed (in->direct, in->unit),
+ * and releases a connection stuck on it. Returns 0, or -1 out of memory. */
 int wire_post(wire_conn *c, wire_in *in, int32_t msg);
 
 /* Connects rank to every peer its lanes in ps name (live/peers.c):

@@ -16,247 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "live/impl.h"
-#include "live/wire.h"
+#include "live/worker.h"
 
 /* A worker with no progress for this long tells the coordinator what it
  * waits on (the coordinator decides whether everyone is stuck). */
 #define QUIET_S 0.1
-
-enum lane_state { L_RUN, L_BATCH, L_WAIT, L_FROZEN, L_DONE };
-
-typedef struct lane_rt {
-    int32_t lane; /* in ps */
-    int32_t pc, batch_end;
-    int state;
-    double t_block; /* when it began to wait */
-} lane_rt;
-
-typedef struct worker {
-    const live_cfg *cfg;
-    prog_set *ps;
-    int32_t rank;
-    int ctl;
-    lane_rt *lanes;
-    int32_t nl;
-    wire_conn *conns;
-    int32_t nconn;
-    int32_t *conn_of; /* peer rank -> connection, -1 */
-    wire_in *ins;     /* by message id */
-    wire_out *outs;   /* by message id */
-    uint8_t *raised;  /* by signal id */
-    wire_bytes bytes;
-    double t0;
-    double stall_at; /* INFINITY: never */
-    int32_t iteration;
-    int64_t open_sends; /* posted, not yet all taken by the kernel */
-    uint64_t seen;      /* progress count at the last look */
-    double last_progress;
-    int reported; /* LIVE_BLOCKED sent since the last progress */
-    live_count *counts;
-    int32_t ncounts, counts_cap;
-    char msg[4096]; /* the failure */
-} worker;
-
-/* ------------------------------------------------------------------ */
-/* Counting and completion                                             */
-
-static void count(worker *w, const prog_op *op, int send, double bytes,
-                  double now)
-{
-    if (w->iteration < w->cfg->warmup)
-        return;
-    if (w->ncounts == w->counts_cap) {
-        int32_t cap = w->counts_cap ? 2 * w->counts_cap : 256;
-        live_count *c = realloc(w->counts, (size_t)cap * sizeof *c);
-        if (!c)
-            return; /* the log loses rows; the run does not fail */
-        w->counts = c;
-        w->counts_cap = cap;
-    }
-    /* whole, padding included: the bytes go to the coordinator */
-    memset(&w->counts[w->ncounts], 0, sizeof w->counts[0]);
-    w->counts[w->ncounts++] = (live_count){
-        .iteration = w->iteration - w->cfg->warmup,
-        .rank = w->rank,
-        .peer = op->peer,
-        .msg = op->msg,
-        .tag = op->tag,
-        .mb = op->mb,
-        .send = send,
-        .kind = op->kind,
-        .bytes = bytes,
-        .sent = w->bytes.sent,
-        .recvd = w->bytes.recvd,
-        .t = now - w->t0,
-    };
-}
-
-static prog_op *msg_op(worker *w, int32_t msg, int send)
-{
-    const prog_msg *m = &w->ps->msgs[msg];
-    int32_t l = send ? m->send_lane : m->recv_lane;
-    return &w->ps->lanes[l].ops[send ? m->send_op : m->recv_op];
-}
-
-static void out_done(void *ctx, wire_out *o)
-{
-    worker *w = ctx;
-    prog_op *op = &w->ps->lanes[o->lane].ops[o->index];
-    op->t_start = o->t_first - w->t0;
-    op->t_end = o->t_last - w->t0;
-    free(o->owned);
-    o->owned = NULL;
-    w->open_sends--;
-    count(w, op, 1, (double)o->len, o->t_last);
-}
-
-static void in_done(void *ctx, wire_in *in)
-{
-    worker *w = ctx;
-    int32_t msg = (int32_t)(in - w->ins);
-    count(w, msg_op(w, msg, 0), 0, (double)in->len, in->t_end);
-}
-
-/* ------------------------------------------------------------------ */
-/* Posting                                                             */
-
-/* The connection to op's peer, or -1 with err set. */
-static int32_t conn_for(const worker *w, const prog_op *op, ps_err *err)
-{
-    int32_t c =
-        op->peer >= 0 && op->peer < w->ps->nranks ? w->conn_of[op->peer] : -1;
-    if (c < 0)
-        ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
-                (int)op->peer);
-    return c;
-}
-
-static int post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
-{
-    prog_op *op = &w->ps->lanes[lr->lane].ops[i];
-    int32_t c = conn_for(w, op, err);
-    if (c < 0)
-        return PS_ERR;
-    const void *data = NULL;
-    size_t len = 0;
-    if (w->cfg->ops->send_data(w->cfg->ctx, w->rank, lr->lane, i, op, &data,
-                               &len, err))
-        return PS_ERR;
-    wire_out *o = &w->outs[op->msg];
-    memset(o, 0, sizeof *o);
-    o->hdr[0] = WIRE_MAGIC;
-    o->hdr[1] = (uint32_t)op->msg;
-    o->hdr[2] = (uint32_t)((uint64_t)len & 0xffffffffu);
-    o->hdr[3] = (uint32_t)((uint64_t)len >> 32);
-    o->data = data;
-    o->len = len;
-    if ((op->flags & PROG_NOWAIT) && !w->cfg->ops->recv_target) {
-        /* the lane goes on: keep a copy (with recv_target, only when a
-         * receive would overwrite it, protect_sends) */
-        o->owned = malloc(len + 1);
-        if (!o->owned)
-            return ps_errf(err, "rank %d: out of memory", (int)w->rank);
-        if (len)
-            memcpy(o->owned, data, len);
-        o->data = o->owned;
-    }
-    o->not_before = now + w->cfg->inject.latency;
-    o->lane = lr->lane;
-    o->index = i;
-    op->t_start = now - w->t0;
-    op->t_end = NAN;
-    wire_conn *cn = &w->conns[c];
-    if (cn->tail)
-        cn->tail->next = o;
-    else
-        cn->head = o;
-    cn->tail = o;
-    w->open_sends++;
-    return PS_OK;
-}
-
-static int post_recv(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
-{
-    prog_op *op = &w->ps->lanes[lr->lane].ops[i];
-    int32_t c = conn_for(w, op, err);
-    if (c < 0)
-        return PS_ERR;
-    size_t len = 0;
-    if (w->cfg->ops->recv_len(w->cfg->ctx, w->rank, lr->lane, i, op, &len, err))
-        return PS_ERR;
-    wire_in *in = &w->ins[op->msg];
-    if (in->started && in->len != len)
-        return ps_errf(err,
-                       "rank %d: message %d from rank %d has %llu bytes, "
-                       "the receive expects %llu",
-                       (int)w->rank, (int)op->msg, (int)op->peer,
-                       (unsigned long long)in->len, (unsigned long long)len);
-    in->len = len;
-    in->lane = lr->lane;
-    in->index = i;
-    op->t_start = now - w->t0;
-    op->t_end = NAN;
-    if (wire_post(&w->conns[c], in, op->msg))
-        return ps_errf(err, "rank %d: out of memory", (int)w->rank);
-    return PS_OK;
-}
-
-/* Is op i of lr's batch complete? */
-static int op_complete(const worker *w, const prog_op *op)
-{
-    if (op->type == PROG_SEND)
-        return (op->flags & PROG_NOWAIT) || w->outs[op->msg].done;
-    return w->ins[op->msg].done;
-}
-
-/* A receive is about to write [dst, dst + len): every send still under
- * way whose bytes lie there gets a copy of them first. */
-static int protect_sends(worker *w, const void *dst, size_t len, ps_err *err)
-{
-    const char *lo = dst, *hi = lo + len;
-    for (int32_t c = 0; c < w->nconn; c++)
-        for (wire_out *o = w->conns[c].head; o; o = o->next) {
-            if (o->owned || o->done || o->len == 0 || o->data >= hi ||
-                o->data + o->len <= lo)
-                continue;
-            o->owned = malloc(o->len);
-            if (!o->owned)
-                return ps_errf(err, "rank %d: out of memory", (int)w->rank);
-            memcpy(o->owned, o->data, o->len);
-            o->data = o->owned;
-        }
-    return PS_OK;
-}
-
-/* The batch of lr is complete: receives handed over in op order. */
-static int finish_batch(worker *w, lane_rt *lr, ps_err *err)
-{
-    prog_lane *lane = &w->ps->lanes[lr->lane];
-    for (int32_t i = lr->pc; i < lr->batch_end; i++) {
-        prog_op *op = &lane->ops[i];
-        if (op->type != PROG_RECV)
-            continue;
-        wire_in *in = &w->ins[op->msg];
-        op->t_end = in->t_end - w->t0;
-        const void *dst;
-        size_t dlen;
-        if (w->cfg->ops->recv_target &&
-            (w->cfg->ops->recv_target(w->cfg->ctx, w->rank, lr->lane, i, op,
-                                      &dst, &dlen, err) ||
-             protect_sends(w, dst, dlen, err)))
-            return PS_ERR;
-        int rc = w->cfg->ops->recv_done(w->cfg->ctx, w->rank, lr->lane, i, op,
-                                        in->buf, in->len, err);
-        free(in->buf);
-        in->buf = NULL;
-        if (rc)
-            return PS_ERR;
-    }
-    lr->pc = lr->batch_end;
-    lr->state = L_RUN;
-    return PS_OK;
-}
 
 /* ------------------------------------------------------------------ */
 /* Lanes                                                               */
@@ -269,9 +33,9 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
         double now = live_now();
         if (lr->state == L_BATCH) {
             for (int32_t i = lr->pc; i < lr->batch_end; i++)
-                if (!op_complete(w, &lane->ops[i]))
+                if (!worker_op_complete(w, &lane->ops[i]))
                     return PS_OK;
-            if (finish_batch(w, lr, err))
+            if (worker_finish_batch(w, lr, err))
                 return PS_ERR;
             *moved = 1;
         }
@@ -326,11 +90,13 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
             lr->batch_end = end + 1;
             for (int32_t i = lr->pc; i < lr->batch_end; i++) {
                 int rc = lane->ops[i].type == PROG_SEND
-                             ? post_send(w, lr, i, now, err)
-                             : post_recv(w, lr, i, now, err);
+                             ? worker_post_send(w, lr, i, now, err)
+                             : worker_post_recv(w, lr, i, now, err);
                 if (rc)
                     return PS_ERR;
             }
+            if (worker_post_batch(w, lr, err))
+                return PS_ERR;
             lr->state = L_BATCH;
             lr->t_block = now;
             break;
@@ -373,7 +139,7 @@ static int describe(const worker *w, const lane_rt *lr, char *buf, int size)
     for (int32_t i = lr->pc;
          lr->state == L_BATCH && i < lr->batch_end && len < size; i++) {
         const prog_op *op = &lane->ops[i];
-        if (op_complete(w, op))
+        if (worker_op_complete(w, op))
             continue;
         prog_describe(op, what, sizeof what);
         op_unit(op, unit, sizeof unit);
@@ -412,7 +178,7 @@ static int deadline(worker *w, const lane_rt *lr, double now, ps_err *err)
     const prog_op *op = NULL;
     for (int32_t i = lr->pc; i < lr->batch_end; i++) {
         const prog_op *o = &lane->ops[i];
-        if (!op_complete(w, o) &&
+        if (!worker_op_complete(w, o) &&
             (!op || (o->type == PROG_RECV && op->type != PROG_RECV)))
             op = o;
     }
@@ -438,7 +204,8 @@ static int deadline(worker *w, const lane_rt *lr, double now, ps_err *err)
 static void reset_iteration(worker *w)
 {
     for (int32_t m = 0; m < w->ps->nmsgs; m++) {
-        free(w->ins[m].buf);
+        if (!w->ins[m].direct)
+            free(w->ins[m].buf);
         free(w->outs[m].owned);
         int32_t peer = w->ins[m].peer;
         memset(&w->ins[m], 0, sizeof w->ins[m]);
@@ -453,6 +220,7 @@ static void reset_iteration(worker *w)
         cn->hdr_got = 0;
         cn->staged = 0;
         cn->stuck = 0;
+        cn->chunk_fill = 0;
     }
     for (int32_t l = 0; l < w->nl; l++) {
         w->lanes[l].pc = 0;
@@ -543,11 +311,11 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
         wire_conn *cn = &w->conns[c];
         short re = n > 0 ? pf[c + 1].revents : 0;
         if ((re & (POLLIN | POLLHUP | POLLERR)) &&
-            wire_read(cn, w->ins, w->ps->nmsgs, &w->bytes, now, in_done, w,
-                      err))
+            wire_read(cn, w->ins, w->ps->nmsgs, &w->bytes, now, worker_in_done,
+                      w, err))
             return PS_ERR;
-        if (cn->head &&
-            wire_write(cn, &w->cfg->inject, &w->bytes, now, out_done, w, err))
+        if (cn->head && wire_write(cn, &w->cfg->inject, &w->bytes, now,
+                                   worker_out_done, w, err))
             return PS_ERR;
     }
     return PS_OK;
@@ -679,6 +447,10 @@ static int setup(worker *w, int listen_fd, const live_addr *addr, ps_err *err)
     if (wire_connect(ps, w->rank, listen_fd, addr, &w->conns, &w->nconn,
                      &w->conn_of, err))
         return PS_ERR;
+    for (int32_t c = 0; c < w->nconn; c++) {
+        w->conns[c].chunk_cb = worker_in_chunk;
+        w->conns[c].chunk_ctx = w;
+    }
     if (w->cfg->ops->setup && w->cfg->ops->setup(w->cfg->ctx, w->rank, err))
         return PS_ERR;
     return prepare(w, err);
@@ -736,12 +508,15 @@ static int serve(worker *w, ps_err *err)
 static void release(worker *w)
 {
     for (int32_t m = 0; w->ins && w->outs && m < w->ps->nmsgs; m++) {
-        free(w->ins[m].buf);
+        if (!w->ins[m].direct)
+            free(w->ins[m].buf);
         free(w->outs[m].owned);
     }
-    for (int32_t c = 0; c < w->nconn; c++)
+    for (int32_t c = 0; c < w->nconn; c++) {
         if (w->conns[c].fd >= 0)
             close(w->conns[c].fd);
+        free(w->conns[c].chunk);
+    }
     free(w->lanes);
     free(w->ins);
     free(w->outs);

@@ -453,11 +453,17 @@ local function literal(v, indent)
     elseif type(v) == "table" then
         local keys = {}
         for k in pairs(v) do keys[#keys + 1] = k end
-        table.sort(keys)
+        -- list entries (a links table's endpoints) first, in order
+        table.sort(keys, function(a, b)
+            if type(a) ~= type(b) then return type(a) == "number" end
+            return a < b
+        end)
         local pad = indent .. "    "
         local out = { "{\n" }
         for _, k in ipairs(keys) do
-            out[#out + 1] = string.format("%s%s = %s,\n", pad, k, literal(v[k], pad))
+            local key = type(k) == "string" and k:match("^[%a_][%w_]*$") and k
+                or "[" .. literal(k, pad) .. "]"
+            out[#out + 1] = string.format("%s%s = %s,\n", pad, key, literal(v[k], pad))
         end
         out[#out + 1] = indent .. "}"
         return table.concat(out)

@@ -13,20 +13,62 @@ local function fmt_time(s)
     return string.format("%.6g us", s * 1e6)
 end
 
+-- The simulated twin of N local ranks (N > 2): one host whose ranks
+-- share it. Each rank has a port (a link to the host and one back, the
+-- bandwidth of a lone ping-pong flow, half the latency each) and every
+-- flow crosses one link inside the host, the "bus", whose bandwidth is
+-- the sum of the N flows of the exchange: on loopback every byte is
+-- copied by the CPUs (into the kernel and out), so flows share the cores
+-- and their memory bandwidth, whatever the pair. The latency is the
+-- exchange's, measured with every rank active: it includes the wait for
+-- a core when ranks outnumber cores. Max-min fair sharing, as the
+-- kernel's scheduler shares the cores.
+function M.shared_model(name, n, latency, port, bus)
+    local links = {}
+    for r = 0, n - 1 do
+        links[#links + 1] = { r, "host_in", bandwidth = port, latency = latency / 2, duplex = false }
+        links[#links + 1] = { "host_out", r, bandwidth = port, latency = latency / 2,
+                              duplex = false }
+    end
+    links[#links + 1] = { "host_in", "host_out", bandwidth = bus, latency = 0, duplex = false }
+    return { name = name, ranks = n, sharing = "fair", links = links }
+end
+
+local function point_lines(header, sizes, one_way)
+    for i, x in ipairs(sizes) do
+        header[#header + 1] = string.format("  %12d B  %s", math.floor(x), fmt_time(one_way[i]))
+    end
+end
+
 -- The cluster file: a ps.cluster table written by calibrate.lua's
 -- render (the nccl-tests and GEMM calibration's writer, so that
 -- ps.clusters.load reads both alike), the points it was fitted from in
 -- its header.
 function M.write_cluster(path, c)
-    local header = { "pipesim calibrate --live: live mode's TCP transport",
-                     "ping-pong one-way times, fitted by least squares (weights 1/t^2)",
-                     "to latency + bytes / bandwidth:" }
-    for i, x in ipairs(c.sizes) do
-        header[#header + 1] = string.format("  %12d B  %s", math.floor(x), fmt_time(c.one_way[i]))
+    local header = { "pipesim calibrate --live: live mode's TCP transport" }
+    local t
+    if c.model then
+        header[#header + 1] = string.format("%d ranks sharing one host: the exchange (every rank "
+            .. "sends to the next at once), %s times,", c.ranks,
+            c.statistic == "min" and "fastest" or "median")
+        header[#header + 1] = "Hockney's latency (the smallest size) and bandwidth (the slope from "
+            .. "a quarter of the largest size up), per flow:"
+        point_lines(header, c.sizes, c.one_way)
+        header[#header + 1] = string.format("  latency %s, %.6g GB/s a flow: the host's bus %.6g GB/s "
+            .. "(%d flows)", fmt_time(c.latency), c.bandwidth / 1e9, c.bus / 1e9, c.ranks)
+        header[#header + 1] = "a lone pair's ping-pong, one-way times (the ports):"
+        point_lines(header, c.pair.sizes, c.pair.one_way)
+        header[#header + 1] = string.format("  latency %s, port %.6g GB/s",
+            fmt_time(c.pair.latency), c.port / 1e9)
+        t = c.model
+    else
+        header[#header + 1] = "ping-pong one-way times, fitted by least squares (weights 1/t^2)"
+        header[#header + 1] = "to latency + bytes / bandwidth:"
+        point_lines(header, c.sizes, c.one_way)
+        t = { name = c.name, ranks = c.ranks,
+              link = { latency = c.latency, bandwidth = c.bandwidth } }
     end
     header[#header + 1] = "load: ps.cluster(ps.clusters.load(\"this file\"))"
-    local t = { name = c.name, ranks = c.ranks,
-                link = { latency = c.latency, bandwidth = c.bandwidth } }
     local f, err = io.open(path, "w")
     if not f then error("ps.calibrate: cannot write " .. tostring(err), 0) end
     f:write(require("pipesim.calibrate").render(header, t))
@@ -48,11 +90,48 @@ end
 
 local KNOWN = { ranks = true, sizes = true, iterations = true, warmup = true, reps = true,
                 layers = true, compute = true, inject = true, cluster = true, profile = true,
-                statistic = true }
+                statistic = true, concurrent = true }
+
+-- Hockney's parameters of the exchange (Hockney 1994, "The
+-- communication challenge for MPP"): the latency is the time of a message
+-- without payload (the smallest size), the bandwidth the asymptotic one,
+-- the least-squares slope through the sizes from a quarter of the largest
+-- up. On loopback with more ranks than cores the time is not linear in
+-- the size: a message past the socket buffers waits for its peer to be
+-- scheduled once per buffer-full, so that large messages cost more a
+-- byte than small ones, and a fit over every size would get both wrong.
+function M.hockney(sizes, t)
+    local lo, most = 1, 0
+    for i, x in ipairs(sizes) do
+        if x < sizes[lo] then lo = i end
+        most = math.max(most, x)
+    end
+    local n, sx, st, sxx, sxt = 0, 0, 0, 0, 0
+    for i, x in ipairs(sizes) do
+        if x >= most / 4 then
+            n, sx, st, sxx, sxt = n + 1, sx + x, st + t[i], sxx + x * x, sxt + x * t[i]
+        end
+    end
+    local d = n * sxx - sx * sx
+    if n < 2 or not (d > 0) then
+        error("ps.calibrate: the exchange needs two sizes from a quarter of the largest up", 0)
+    end
+    local slope = (n * sxt - sx * st) / d
+    return t[lo], slope > 0 and 1 / slope or math.huge
+end
+
+local function measure(core, args)
+    local ok, r = pcall(core.live_calibrate, args)
+    if not ok then error("ps.calibrate: " .. tostring(r), 4) end
+    return r
+end
 
 -- calibrate(core, spec): the measurement (core.live_calibrate) and, when
--- asked, the files. Returns { latency, bandwidth, sizes, one_way, fwd,
--- bwd, wgt }.
+-- asked, the files. Two ranks: the ping-pong's latency and bandwidth, a
+-- mesh link. More: the ping-pong of a lone pair (the ports) and the
+-- exchange among all ranks (the latency and the host's bus), the model
+-- above. Returns { latency, bandwidth, sizes, one_way, fwd, bwd, wgt,
+-- and with ranks > 2: pair, port, bus, model }.
 function M.calibrate(core, spec)
     spec = spec or {}
     if type(spec) ~= "table" then error("ps.calibrate: expected a table", 3) end
@@ -64,9 +143,36 @@ function M.calibrate(core, spec)
         if k ~= "cluster" and k ~= "profile" then args[k] = v end
     end
     if args.layers and not args.compute then args.compute = { model = "mlp" } end
-    local ok, r = pcall(core.live_calibrate, args)
-    if not ok then error("ps.calibrate: " .. tostring(r), 3) end
-    r.ranks = spec.ranks or 2
+    local n = spec.ranks or 2
+    args.concurrent = spec.concurrent or (math.type(n) == "integer" and n or nil)
+    local r
+    if math.type(n) == "integer" and n > 2 then
+        local pair = {}
+        for k, v in pairs(args) do
+            if k ~= "layers" and k ~= "compute" and k ~= "concurrent" then pair[k] = v end
+        end
+        pair.ranks = 2
+        local p = measure(core, pair)
+        args.pattern, args.statistic = "exchange", spec.statistic or "median"
+        -- up to the 4 MiB a ring step of 16 MB moves on 4 ranks: past the
+        -- socket buffers, where a flow waits on its peer's wake-ups
+        args.sizes = spec.sizes or { 0, 1024, 16384, 65536, 262144, 1048576, 4194304 }
+        r = measure(core, args)
+        r.statistic = args.statistic
+        r.latency, r.bandwidth = M.hockney(r.sizes, r.one_way)
+        r.pair = p
+        r.bus = n * r.bandwidth
+        if r.bus == math.huge then
+            error("ps.calibrate: the exchange's times do not grow with the size: give larger sizes", 3)
+        end
+        -- a lone flow runs at the pair's rate, never above the bus's
+        r.port = math.min(math.max(p.bandwidth, r.bandwidth), r.bus)
+        r.model = M.shared_model("loopback tcp, " .. n .. " ranks sharing the host (calibrated)", n,
+            math.max(r.latency, 0), r.port, r.bus)
+    else
+        r = measure(core, args)
+    end
+    r.ranks = n
     r.name = "loopback tcp (calibrated)"
     if spec.cluster then M.write_cluster(spec.cluster, r) end
     if spec.profile then

@@ -1,8 +1,10 @@
 -- Memory of a rank (docs/parallelism.md "Memory"): one layer's activations
 -- against Megatron-LM's theoretical_memory_usage.py where it covers the
 -- case, the whole step of a one-stage run against its formula, and Llama 3
--- 405B's peak per pipeline stage pinned term by term. Runs under
--- `pipesim run`.
+-- 405B's peak per pipeline stage pinned term by term, and the published
+-- runs of scenarios/memory_fit.lua fitting. Runs under `pipesim run`.
+-- run with --unsafe: it loads the scenario from scenarios/, outside the
+-- test's directory (the sandbox allows its own directory and lua/ only)
 package.path = "tests/lua/?.lua;" .. package.path
 local H = require "harness"
 local ps = require "pipesim"
@@ -106,6 +108,25 @@ do
             "405B static, pipeline rank " .. rank .. ": 2 + 4 + 12 bytes a parameter")
         H.near(r.peak_memory[rank + 1] - r.static_memory[rank + 1], act, 1e-12,
             "405B activations, pipeline rank " .. rank)
+    end
+end
+
+-- published runs fit (scenarios/memory_fit.lua without the 90 s Meta row):
+-- peaks and steps pinned as docs/parallelism.md prints them
+do
+    ps.args.quick = 1
+    local rows = dofile("scenarios/memory_fit.lua")
+    local PINNED = {
+        { "Llama 3.1 405B FP8-CS, Megatron-Bridge", 180.52e9, 59.568 },
+        { "Nemotron-4 340B BF16 CP 2, dgxc", 54.19e9, 4.563 },
+    }
+    H.eq(#rows, #PINNED, "every quick row")
+    for i, p in ipairs(PINNED) do
+        local r = rows[i] or {}
+        H.eq(r.name, p[1], "row " .. i)
+        H.eq(r.fits, true, p[1] .. " fits")
+        H.near(r.peak or 0, p[2], 1e-4, p[1] .. " peak")
+        H.near(r.pipesim or 0, p[3], 1e-4, p[1] .. " step")
     end
 end
 

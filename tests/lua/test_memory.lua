@@ -111,6 +111,38 @@ do
     end
 end
 
+-- Meta's sharding (the Llama 3 paper Sec. 3.3: FSDP over the optimizer
+-- state and the gradients, weights whole, gradients in FP32): zero = 2,
+-- here over DP 2, a middle stage's 8 blocks at 2 + (4 + 12)/2 bytes a
+-- parameter plus two reduction buckets of Megatron's 40M elements in fp32
+-- (docs/sharding.md), its activations unchanged
+do
+    local c = ps.cluster(ps.clusters.dgx("H100", 32))
+    local run = ps.models.megatron { num_layers = 126, hidden_size = 16384,
+        ffn_hidden_size = 53248, num_attention_heads = 128, group_query_attention = true,
+        num_query_groups = 8, swiglu = true, normalization = "RMSNorm",
+        position_embedding_type = "rope", disable_bias_linear = true,
+        untie_embeddings_and_output_weights = true, seq_length = 8192, vocab_size = 128256,
+        attention_dropout = 0, hidden_dropout = 0, tensor_model_parallel_size = 8,
+        pipeline_model_parallel_size = 16, num_layers_per_virtual_pipeline_stage = 1,
+        account_for_embedding_in_pipeline_split = true,
+        account_for_loss_in_pipeline_split = true, micro_batch_size = 1, global_batch_size = 32,
+        bf16 = true, sequence_parallel = true, overlap_grad_reduce = true, world_size = 256,
+        cluster = c, record = "none" }
+    run.zero = 2
+    local r = ps.run(run)
+    local block = (2 * 16384 * 16384 + 2 * 16384 * 1024 + 3 * 16384 * 53248) / 8 + 2 * 16384
+    local at -- the first simulated rank of pipeline rank 1
+    for i, rank in ipairs(r.rank) do
+        if rank // 16 == 1 and not at then at = i end -- tp 8 x dp 2 a stage
+    end
+    H.check(at ~= nil, "a simulated rank of pipeline rank 1")
+    H.near(r.static_memory[at or 1], 8 * block * (2 + (4 + 12) / 2) + 2 * 40e6 * 4, 1e-12,
+        "ZeRO-2 over DP 2: w + (g + K)/2 a parameter, two fp32 buckets")
+    H.near(r.peak_memory[at or 1] - r.static_memory[at or 1], 128 * 533200896, 1e-12,
+        "ZeRO-2: the activations unchanged")
+end
+
 -- published runs fit (scenarios/memory_fit.lua without the 90 s Meta row):
 -- peaks and steps pinned as docs/parallelism.md prints them
 do

@@ -60,9 +60,9 @@ end
 -- virtual stage, 16 microbatches of 8,192 tokens, no dropout, no
 -- recompute; here on 16 nodes (dp 1, so 18 bytes a parameter: the terms
 -- that do not depend on dp).
-do
-    local c = ps.cluster(ps.clusters.dgx("H100", 16))
-    local run = ps.models.megatron { num_layers = 126, hidden_size = 16384,
+-- the run on `nodes` DGX H100 (dp = nodes / 16), 16 microbatches a DP rank
+local function llama405(nodes, extra)
+    local f = { num_layers = 126, hidden_size = 16384,
         ffn_hidden_size = 53248, num_attention_heads = 128, group_query_attention = true,
         num_query_groups = 8, swiglu = true, normalization = "RMSNorm",
         position_embedding_type = "rope", disable_bias_linear = true,
@@ -70,9 +70,15 @@ do
         attention_dropout = 0, hidden_dropout = 0, tensor_model_parallel_size = 8,
         pipeline_model_parallel_size = 16, num_layers_per_virtual_pipeline_stage = 1,
         account_for_embedding_in_pipeline_split = true,
-        account_for_loss_in_pipeline_split = true, micro_batch_size = 1, global_batch_size = 16,
-        bf16 = true, sequence_parallel = true, world_size = 128, cluster = c, record = "none" }
-    local r = ps.run(run)
+        account_for_loss_in_pipeline_split = true, micro_batch_size = 1,
+        global_batch_size = nodes, bf16 = true, sequence_parallel = true,
+        world_size = 8 * nodes, cluster = ps.cluster(ps.clusters.dgx("H100", nodes)),
+        record = "none" }
+    for k, v in pairs(extra or {}) do f[k] = v end
+    return ps.models.megatron(f)
+end
+do
+    local r = ps.run(llama405(16))
     H.eq(#r.peak_memory, 16, "one simulated rank a pipeline stage (TP ranks folded)")
     local h, f, a, s, t, V = 16384, 53248, 128, 8192, 8, 129024 -- V padded to 128 t
     local q, kv = h, 8 * 128
@@ -117,18 +123,7 @@ end
 -- parameter plus two reduction buckets of Megatron's 40M elements in fp32
 -- (docs/sharding.md), its activations unchanged
 do
-    local c = ps.cluster(ps.clusters.dgx("H100", 32))
-    local run = ps.models.megatron { num_layers = 126, hidden_size = 16384,
-        ffn_hidden_size = 53248, num_attention_heads = 128, group_query_attention = true,
-        num_query_groups = 8, swiglu = true, normalization = "RMSNorm",
-        position_embedding_type = "rope", disable_bias_linear = true,
-        untie_embeddings_and_output_weights = true, seq_length = 8192, vocab_size = 128256,
-        attention_dropout = 0, hidden_dropout = 0, tensor_model_parallel_size = 8,
-        pipeline_model_parallel_size = 16, num_layers_per_virtual_pipeline_stage = 1,
-        account_for_embedding_in_pipeline_split = true,
-        account_for_loss_in_pipeline_split = true, micro_batch_size = 1, global_batch_size = 32,
-        bf16 = true, sequence_parallel = true, overlap_grad_reduce = true, world_size = 256,
-        cluster = c, record = "none" }
+    local run = llama405(32, { overlap_grad_reduce = true })
     run.zero = 2
     local r = ps.run(run)
     local block = (2 * 16384 * 16384 + 2 * 16384 * 1024 + 3 * 16384 * 53248) / 8 + 2 * 16384

@@ -154,6 +154,7 @@ const char *const bind_fields_layer[] = {
     "static_bytes",
     "tp_comm_time",
     "tp_exposed_time",
+    "work_bytes",
     NULL,
 };
 

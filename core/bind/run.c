@@ -67,6 +67,7 @@ static const struct layer_num {
     {"recompute_time", offsetof(pipe_layer, recompute_time), UNIT_SECONDS, -1},
     {"kept_bytes", offsetof(pipe_layer, kept_bytes), UNIT_BYTES, -1},
     {"static_bytes", offsetof(pipe_layer, static_bytes), UNIT_BYTES, 0},
+    {"work_bytes", offsetof(pipe_layer, work_bytes), UNIT_BYTES, 0},
     {"tp_comm_time", offsetof(pipe_layer, tp_comm_time), UNIT_SECONDS, -1},
     {"tp_exposed_time", offsetof(pipe_layer, tp_exposed_time), UNIT_SECONDS,
      -1},

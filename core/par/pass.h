@@ -148,6 +148,9 @@ typedef struct par_step {
     /* per layer: static bytes beyond its parameters x the per-parameter
      * bytes (FP8 weight copies; pipe_layer.static_bytes) */
     const double *layer_static;
+    /* per layer: bytes held only while it computes (pipe_layer.work_bytes;
+     * the pp pass charges each rank the largest of its layers') */
+    const double *layer_work;
     double weight_bytes, grad_bytes, optimizer_bytes; /* per parameter */
     par_dp_opts dp;
     par_ep_opts ep;

@@ -32,6 +32,7 @@ struct pipe_ctx {
     rec_rank *rank_rows;
     /* per layer, for the gradient buckets and the tied embedding */
     double *layer_params, *layer_bwd, *layer_shared, *layer_static;
+    double *layer_work;
     double *layer_fwd; /* and for the ep pass, with its MoE layers */
     par_moe *moe;
     int has_moe;           /* some layer of the last run is a MoE layer */
@@ -101,6 +102,7 @@ void pipe_ctx_free(pipe_ctx *ctx)
     free(ctx->exposed_a2a_pairs);
     free(ctx->layer_shared);
     free(ctx->layer_static);
+    free(ctx->layer_work);
     free(ctx->stage_params);
     free(ctx->stage_first);
     free(ctx->stage_count);
@@ -140,6 +142,7 @@ static int size_buffers(pipe_ctx *ctx, int32_t nstages, int32_t p,
                  sizeof(double)) ||
             grow((void **)&ctx->layer_static, (size_t)nlayers,
                  sizeof(double)) ||
+            grow((void **)&ctx->layer_work, (size_t)nlayers, sizeof(double)) ||
             grow((void **)&ctx->layer_bwd, (size_t)nlayers, sizeof(double)) ||
             grow((void **)&ctx->layer_fwd, (size_t)nlayers, sizeof(double)) ||
             grow((void **)&ctx->moe, (size_t)nlayers, sizeof *ctx->moe))
@@ -510,6 +513,7 @@ static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
         .layer_fwd = ctx->layer_fwd,
         .layer_shared = ctx->layer_shared,
         .layer_static = ctx->layer_static,
+        .layer_work = ctx->layer_work,
         .nshared = &ctx->nshared,
         .stage_params = ctx->stage_params,
         .n = sim->n,
@@ -572,6 +576,7 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .layer_bwd = ctx->layer_bwd,
         .layer_shared = ctx->nshared ? ctx->layer_shared : NULL,
         .layer_static = ctx->layer_static,
+        .layer_work = ctx->layer_work,
         .stage_params = ctx->stage_params,
         .weight_bytes = cfg->weight_bytes,
         .grad_bytes = cfg->grad_bytes,

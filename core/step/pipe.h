@@ -55,6 +55,12 @@ typedef struct pipe_layer {
      * layer keeps its weights in fewer bytes than weight_bytes (FP8
      * parameters). 0: none. */
     double static_bytes;
+    /* Bytes the layer allocates only while it computes (its forward or
+     * backward) and frees before it ends: context parallelism's K/V ring
+     * buffers (lua/pipesim/cp.lua). One layer computes at a time on a
+     * rank, so a rank holds the largest of its layers' for the whole
+     * step (par/pp.c); 0: none. */
+    double work_bytes;
     /* A MoE layer under expert parallelism (par/pass.h par_moe, the ep
      * pass par/ep.h): the bytes this rank sends in all to the other ep - 1
      * ranks of its expert-parallel group in the forward's dispatch and

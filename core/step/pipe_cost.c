@@ -117,6 +117,7 @@ static int stage_layers(const pipe_config *cfg, const pipe_costs *out,
         out->layer_fwd[i] = layer_fwd(l, rate);
         out->layer_shared[i] = l->shared_params;
         out->layer_static[i] = l->static_bytes;
+        out->layer_work[i] = l->work_bytes;
         *nshared += l->shared_params > 0;
         st->fwd += layer_fwd(l, rate);
         st->bwd += b;

@@ -24,6 +24,7 @@ typedef struct pipe_costs {
     double *layer_fwd;    /* nlayers: forward seconds (the ep pass's) */
     double *layer_shared; /* nlayers: parameters shared with the first */
     double *layer_static; /* nlayers: static bytes beyond its parameters' */
+    double *layer_work;   /* nlayers: bytes held while it computes */
     int32_t *nshared;     /* out: layers that share parameters */
     double *stage_params; /* p * v: each stage's parameters */
     /* the simulated ranks (par/sim.h): n instances, instance i's

@@ -177,6 +177,31 @@ function M.comm(s, e, o, tf, tb, a2a_group, ring_group, cost)
     return r
 end
 
+-- Bytes one CP rank's attention allocates only while it runs: the K/V
+-- buffers of the exchange (Transformer Engine 2.20.0.dev0, commit d0067d0,
+-- context_parallel.py, the 16-bit path), beyond the local Q, K, V and
+-- output the block's activations already hold:
+--   p2p (AttnFuncWithCPAndKVP2P): the forward keeps every step's K/V
+--     (p2p_comm_buffers: the torch.cat copy of the local K and V and the
+--     ring - 1 received, none freed before it returns: ring x kv); the
+--     backward two [2, kv] send/receive buffers of K/V and dK/dV (4 kv);
+--     the larger of the two. Under a2a+p2p the ring's K/V after the a2a
+--     are as many bytes as the local ones.
+--   all_gather (AttnFuncWithCPAndKVAllGather): the backward gathers K and
+--     V again (gather_along_first_dim, cp kv) and accumulates dK and dV
+--     over the whole sequence before reduce-scattering them (cp kv):
+--     2 cp kv, more than the forward's gathered cp kv.
+--   a2a: its all-to-all outputs are as large as its inputs (not charged).
+-- parallel.lua puts it in the layer's work_bytes: a rank holds its
+-- largest layer's for the step (core/par/pp.c), as one layer computes at
+-- a time.
+function M.work_bytes(s, e, o)
+    local kv = kv_bytes(s, e, o)
+    if o.cp_comm == "all_gather" then return 2 * o.cp * kv end
+    if o.cp_ring > 1 then return math.max(o.cp_ring, 4) * kv end
+    return 0
+end
+
 -- The attention parts of a roofline block of seq/cp tokens: its flash
 -- attention's forward and backward (one ring step's work: a step pairs
 -- s/cp queries with s/(2 cp) keys, or s/cp with s/cp causally, each
@@ -208,6 +233,7 @@ function M.lower_block(out, s, e, o, rf, f, bi, cc)
     out.cp_comm_fwd, out.cp_comm_bwd = cm.fwd, cm.bwd
     out.cp_exposed = cm.fwd_exposed + cm.bwd_exposed
     out.cp_exposed_fwd = cm.fwd_exposed
+    out.work_bytes = M.work_bytes(s, e, o)
     return f, bi
 end
 

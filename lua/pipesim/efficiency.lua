@@ -179,7 +179,9 @@ end
 -- split parts' sum, or twice the forward: the core's default) and of the
 -- forward again under checkpointing. nil when a layer has no fwd_flops.
 local function plain_flops(layers)
-    local f, b = 0, 0
+    -- floats: integer FLOP counts times microbatches and dp overflow
+    -- Lua's 64-bit integers (Llama 3 405B: ~4e18 a step)
+    local f, b = 0.0, 0.0
     for _, l in ipairs(layers) do
         local fw = number(l.fwd_flops, "flop")
         if not fw then return nil end

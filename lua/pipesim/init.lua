@@ -203,7 +203,7 @@ local LAYER_UNITS = {
     in_bytes = "bytes", params = "flop",
     bwd_input_flops = "flop", bwd_weight_flops = "flop",
     bwd_input_time = "time", bwd_weight_time = "time",
-    bwd_weight_bytes = "bytes", recompute_time = "time",
+    bwd_weight_bytes = "bytes", recompute_time = "time", work_bytes = "bytes",
 }
 
 -- Layers with unit strings turned into numbers (a new table only when a

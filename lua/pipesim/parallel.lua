@@ -38,6 +38,7 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
                      recompute_time = true, kept_bytes = true, tp_comm_time = true,
                      tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
                      bwd_weight_flops = true, shared_params = true, static_bytes = true,
+                     work_bytes = true,
                      -- a MoE block's (lua/pipesim/expert.lua, core/par/ep.h)
                      moe_dispatch_bytes = true, moe_combine_bytes = true,
                      moe_dispatch_grad_bytes = true, moe_combine_grad_bytes = true,

@@ -141,14 +141,35 @@ do
         "a2a+p2p forward: a2a of Q, K, V, out on 2, one ring send on 2")
 end
 
--- memory: the activations of one CP rank are 1/cp of cp = 1's, the static
--- memory the same; ZeRO-1 shards the optimizer over dp x cp
+-- memory: the activations of one CP rank are 1/cp of cp = 1's; the static
+-- memory the same plus the K/V buffers of the layer computing, by hand
+-- from Transformer Engine's context_parallel.py (lua/pipesim/cp.lua
+-- work_bytes): p2p's forward holds ring K/V buffers of the local K and
+-- V's size, its backward two [2, kv] (4 kv); all_gather's backward the
+-- gathered K, V and the whole sequence's dK, dV (2 cp kv). ZeRO-1 shards
+-- the optimizer over dp x cp
 do
     local cl = mesh(400e9)
     local base = run(cl, { microbatches = 1 })
+    local function kv(c, t) return 2 * e * (1024 // c) * (4 // t) * d end
+    for _, x in ipairs {
+        { 2, 1, "p2p", 4 * kv(2, 1) }, { 4, 1, "p2p", 4 * kv(4, 1) },
+        { 8, 1, "p2p", 8 * kv(8, 1) }, { 8, 2, "p2p", 8 * kv(8, 2) },
+        { 2, 1, "all_gather", 2 * 2 * kv(2, 1) }, { 4, 2, "all_gather", 2 * 4 * kv(4, 2) },
+        { 4, 1, "a2a", 0 },
+    } do
+        local c, t, ct, want = table.unpack(x)
+        local b = t == 1 and base or run(cl, { microbatches = 1, tp = t })
+        local r = run(cl, { microbatches = 1, cp = c, tp = t, cp_comm_type = ct })
+        H.near(r.static_memory[1] - b.static_memory[1], want, 1e-12,
+            string.format("K/V buffers, %s cp %d tp %d", ct, c, t))
+    end
+    H.near(cpar.work_bytes(s, e, { cp = 4, cp_comm = "a2a+p2p", cp_a2a = 2, cp_ring = 2, tp = 1 }),
+        4 * kv(4, 1), 1e-12, "a2a+p2p: the ring's two [2, kv] backward buffers")
     for _, c in ipairs { 2, 4 } do
         local r = run(cl, { microbatches = 1, cp = c })
-        H.near(r.static_memory[1], base.static_memory[1], 1e-12, "static memory, cp " .. c)
+        H.near(r.static_memory[1], base.static_memory[1] + 4 * kv(c, 1), 1e-12,
+            "static memory, cp " .. c)
         H.near(r.peak_memory[1] - r.static_memory[1],
             (base.peak_memory[1] - base.static_memory[1]) / c, 1e-12, "activations / cp, cp " .. c)
         local f1 = run(cl, { microbatches = 1, recompute = "full" })
@@ -158,8 +179,8 @@ do
     end
     local z1 = run(cl, { dp = 4, zero = 1 })
     local zc = run(cl, { dp = 2, cp = 2, zero = 1 })
-    H.near(zc.static_memory[1], z1.static_memory[1], 1e-12,
-        "ZeRO-1 over dp 2 x cp 2 = over dp 4")
+    H.near(zc.static_memory[1], z1.static_memory[1] + 4 * kv(2, 1), 1e-12,
+        "ZeRO-1 over dp 2 x cp 2 = over dp 4, and the K/V buffers")
 end
 
 -- the gradient sync runs over Megatron's dp-cp groups: a rank's

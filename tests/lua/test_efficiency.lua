@@ -158,6 +158,13 @@ do
     H.near(e.hardware_flops, 8 * per_mb + 8 * 8e12, 1e-15, "checkpoint: the forward again")
     H.eq(e.tokens, nil, "plain: no tokens")
     H.eq(e.tokens_per_s_per_gpu, nil)
+    -- integer FLOP counts whose step total passes 2^63 (Llama 3 405B's
+    -- ~4e18 a step on 256 GPUs overflowed to a negative model_flops)
+    local big = {}
+    for i = 1, 4 do big[i] = { fwd_flops = math.tointeger(1e17), act_bytes = 0 } end
+    local rb = ps.run { cluster = c, layers = big, stages = 4, microbatches = 16, dp = 1,
+                        record = "none" }
+    H.near(rb.efficiency.model_flops, 16 * 4 * 3e17, 1e-15, "integer FLOPs past 2^63")
     H.near(e.mfu, 8 * per_mb / (r.makespan * 4 * 312e12), 1e-9, "MFU against the device's flops")
     H.eq(e.note, "plain layers: FLOPs from fwd_flops, no tokens without a sequence length, "
         .. "MFU against the device's flops")

@@ -227,7 +227,8 @@ end
 
 -- 9. With context parallelism the sharded group is dp x cp (Megatron's
 -- dp-cp group): ZeRO-3 over cp 2 x dp 2 holds (2 + 2 + 12)/4 bytes a
--- parameter plus two layers' weights and gradients unsharded; shards of 2
+-- parameter plus two layers' weights and gradients unsharded (and CP's
+-- K/V buffers); shards of 2
 -- (the CP pairs) hold /2; a shard_group must divide dp x cp.
 do
     local node = ps.cluster(ps.clusters.dgx("H100", 1))
@@ -242,7 +243,10 @@ do
     for _, x in ipairs { { nil, 4 }, { 4, 4 }, { 2, 2 } } do
         local r = run{ shard_group = x[1] }
         for i = 1, 4 do
-            H.near(r.static_memory[i], psi * 16 / x[2] + 2 * big * (2 + 2), 1e-12,
+            -- and ring attention's K/V buffers (docs/parallelism.md
+            -- "Memory"): 4 x the local K and V, 2 x 2 bytes x 512 x 8 x 64
+            local kv_buffers = 4 * (2 * 2 * 512 * 8 * 64)
+            H.near(r.static_memory[i], psi * 16 / x[2] + 2 * big * (2 + 2) + kv_buffers, 1e-12,
                 ("cp 2 x dp 2, shard_group %s: rank %d"):format(tostring(x[1]), i - 1))
         end
     end

@@ -242,7 +242,7 @@ bench: deps $(BIN) $(BENCH) $(REC_BENCH) $(SIMGRID_BENCH)
 # clang warns where gcc does not, and `make fuzz` should fuzz, not lint.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_NAMES   := unit action profile scenario db calibrate wire
+FUZZ_NAMES   := unit action profile scenario db calibrate wire view
 FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

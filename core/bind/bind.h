@@ -99,6 +99,7 @@ int64_t bind_finish_total(lua_State *L);
 extern const luaL_Reg bind_core_funcs[];       /* bind/core.c: args, ... */
 extern const luaL_Reg bind_cluster_funcs[];    /* cluster */
 extern const luaL_Reg bind_run_funcs[];        /* run, check_run */
+extern const luaL_Reg bind_run_memo_funcs[];   /* layers_snapshot, ... */
 extern const luaL_Reg bind_collective_funcs[]; /* collective */
 extern const luaL_Reg bind_report_funcs[];     /* report */
 extern const luaL_Reg bind_check_funcs[];      /* check_fields, ... */

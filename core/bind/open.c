@@ -15,6 +15,7 @@ static int bind_open_core(lua_State *L)
         bind_core_funcs,       bind_cluster_funcs, bind_run_funcs,
         bind_collective_funcs, bind_report_funcs,  bind_check_funcs,
         bind_sweep_funcs,      bind_layout_funcs,  bind_live_funcs,
+        bind_run_memo_funcs,
     };
     bind_check_layer_fields(L);
     lua_createtable(L, 0, 24);

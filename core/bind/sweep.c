@@ -30,6 +30,7 @@ typedef struct sweep_state {
     char scenario[32]; /* "fnv1a64:<16 hex>", "" until computed */
     long sweeps;       /* ps.sweep calls so far */
     int batching;      /* inside ps.sweep's evaluation of its points */
+    int user_batch;    /* inside ps.batch: every ps.run batched */
     /* the databases whose batches the sweep's end commits (the session's
      * handles, open until bind_finish) */
     rec_db *batched[MAX_BATCHED];
@@ -276,7 +277,7 @@ static int core_sweep_progress(lua_State *L)
 int bind_sweep_batch(lua_State *L, rec_db *db, const char *sweep)
 {
     sweep_state *st = get_state(L);
-    int on = st->batching && sweep != NULL;
+    int on = (st->batching && sweep != NULL) || st->user_batch;
     /* a worker's scratch databases are closed, which commits, after each
      * chunk: nothing to list */
     if (on && !bind_sweep_worker(L)) {
@@ -294,15 +295,10 @@ int bind_sweep_batch(lua_State *L, rec_db *db, const char *sweep)
     return on;
 }
 
-/* core.sweep_batch(on): ps.sweep's runs commit in batches from here
- * (rec_set_batch); off commits them (before ps.sweep returns any id),
+/* Commits the batch of every database batched so far (rec_flush),
  * raising the first commit's error. [-0, +0] */
-static int core_sweep_batch(lua_State *L)
+static int flush_batched(lua_State *L, sweep_state *st)
 {
-    sweep_state *st = get_state(L);
-    st->batching = lua_toboolean(L, 1);
-    if (st->batching)
-        return 0;
     ps_err err = {0};
     int rc = PS_OK;
     for (int i = 0; i < st->nbatched; i++) {
@@ -315,6 +311,26 @@ static int core_sweep_batch(lua_State *L)
     }
     st->nbatched = 0;
     return rc ? bind_raise(L, &err) : 0;
+}
+
+/* core.sweep_batch(on): ps.sweep's runs commit in batches from here
+ * (rec_set_batch); off commits them (before ps.sweep returns any id),
+ * raising the first commit's error. [-0, +0] */
+static int core_sweep_batch(lua_State *L)
+{
+    sweep_state *st = get_state(L);
+    st->batching = lua_toboolean(L, 1);
+    return st->batching ? 0 : flush_batched(L, st);
+}
+
+/* core.run_batch(on): ps.batch's runs, every ps.run of the function it
+ * calls, commit in batches as a sweep's do (lua/pipesim/init.lua); off
+ * commits them, raising the first commit's error. [-0, +0] */
+static int core_run_batch(lua_State *L)
+{
+    sweep_state *st = get_state(L);
+    st->user_batch = lua_toboolean(L, 1);
+    return st->user_batch ? 0 : flush_batched(L, st);
 }
 
 /* [-0, +0] The number of t's entries (t at idx, raw). */
@@ -568,6 +584,7 @@ const luaL_Reg bind_sweep_funcs[] = {
     {"sweep_begin", core_sweep_begin},
     {"sweep_progress", core_sweep_progress},
     {"sweep_batch", core_sweep_batch},
+    {"run_batch", core_run_batch},
     {"sweep_map", bind_sweep_map},
     {NULL, NULL},
 };

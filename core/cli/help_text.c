@@ -56,12 +56,33 @@ static const help_opt run_opts[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+/* The timeline's view (out/view.h), the same in report and export;
+ * DEFAULT says what --replica draws when not given. */
+#define VIEW_OPTS(DEFAULT)                                                     \
+    {"--replica", "K|all",                                                     \
+     "draw data-parallel replica K's ranks, or all; by default\n" DEFAULT,     \
+     "words:all"},                                                             \
+        {"--ranks", "LIST",                                                    \
+         "draw the rows standing for these cluster ranks: numbers and\n"       \
+         "ranges, such as 0-7,64",                                             \
+         NULL},                                                                \
+        {"--stages", "LIST",                                                   \
+         "draw the ranks running these pipeline stages, such as 0,2-3", NULL}, \
+    {                                                                          \
+        "--window", "START:END",                                               \
+            "draw the time from START to END (seconds, or with units such\n"   \
+            "as 1.5ms:2ms; either side may be left out)",                      \
+            NULL                                                               \
+    }
+
 static const help_opt report_opts[] = {
     {"--csv", NULL,
      "the table as CSV; with RUN, one line per rank (busy time, bubble,\n"
      "peak memory)",
      NULL},
     {"--width", "N", "draw the Gantt chart N columns wide", NULL},
+    VIEW_OPTS("replica 0 alone when a run has several and more than\n"
+              "16 simulated ranks (the chart says so)"),
     HELP_OPT,
     {NULL, NULL, NULL, NULL},
 };
@@ -73,11 +94,8 @@ static const help_opt export_opts[] = {
      "decides (.json, .svg, .csv)",
      "words:chrome svg pytorch-csv"},
     {"--compare", "RUN1,RUN2,...", "stack several runs in one SVG", NULL},
-    {"--replica", "K|all",
-     "chrome and svg: draw data-parallel replica K's ranks, or all; by\n"
-     "default replica 0 alone when a run simulates more than 64 ranks\n"
-     "over several replicas (the export says so)",
-     "words:all"},
+    VIEW_OPTS("replica 0 alone when a run simulates more than 64 ranks\n"
+              "over several replicas (chrome and svg; the export says so)"),
     {"-o, --output", "FILE", "write to FILE instead of standard output",
      "file"},
     HELP_OPT,
@@ -110,6 +128,10 @@ static const help_opt plot_opts[] = {
      "svg (the default) or csv (group,x,y[,dashed] rows); -o FILE.csv\n"
      "implies csv",
      "words:svg csv"},
+    {"--ranks", "LIST",
+     "aggregate the rank_stat rows of these cluster ranks only (0-7,64)", NULL},
+    {"--replica", "K",
+     "aggregate the rank_stat rows of data-parallel replica K only", NULL},
     {"-o", "FILE", "write to FILE instead of standard output", "file"},
     HELP_OPT,
     {NULL, NULL, NULL, NULL},
@@ -222,17 +244,22 @@ const help_cmd help_cmds[] = {
      "pipesim run scenarios/demo.lua -o /tmp/demo.db -D microbatches=16\n"
      "pipesim run sweep.lua --jobs 8 --shard 0/4 -o part0.db"},
     {"report", "summarise the runs of a database",
-     "report DB [RUN] [--csv] [--width N]",
+     "report DB [RUN] [--csv] [--width N] [--ranks LIST]\n"
+     "       [--stages LIST] [--window START:END] [--replica K|all]",
      "Without RUN: a table comparing every run in DB (makespan, bubble,\n"
      "peak memory, whether it fits). With RUN: its summary and an ASCII\n"
-     "Gantt chart, one row per rank. Runs that do not fit their devices'\n"
+     "Gantt chart, one row per simulated rank (under TP labelled with the\n"
+     "cluster ranks of its group). Runs that do not fit their devices'\n"
      "memory are named on standard error.",
      DB_FILE, report_opts,
      "pipesim report results/demo.db\n"
      "pipesim report results/demo.db 2 --width 120\n"
+     "pipesim report results/demo.db 2 --ranks 0-1 --window 0.2:0.6\n"
      "pipesim report results/demo.db --csv > runs.csv"},
     {"export", "write a run as a trace, a Gantt chart or a CSV",
      "export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
+     "       [--ranks LIST] [--stages LIST] [--window START:END]\n"
+     "       [--replica K|all]\n"
      "export DB --compare RUN1,RUN2,... [--format svg] [-o FILE]",
      "Writes a recorded run as a Chrome/Perfetto trace (JSON, open it in\n"
      "ui.perfetto.dev), an SVG Gantt chart with memory curves, or PyTorch's\n"
@@ -241,7 +268,8 @@ const help_cmd help_cmds[] = {
      DB_FILE, export_opts,
      "pipesim export results/demo.db 2 --format chrome -o trace.json\n"
      "pipesim export results/demo.db 2 -o gantt.svg\n"
-     "pipesim export results/demo.db --compare 1,2,3 -o compare.svg"},
+     "pipesim export results/demo.db --compare 1,2,3 -o compare.svg\n"
+     "pipesim export results/demo.db 2 --stages 0 --window 0:0.5 -o s0.svg"},
     {"plot", "chart one recorded column against another",
      "plot DB --x COLUMN --y COLUMN [--by COLUMN] [--where SQL]\n"
      "    [--dashed COLUMN] [--agg min|max|mean] [--log x|y|xy]\n"

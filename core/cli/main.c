@@ -440,23 +440,50 @@ out:
 /* The arguments of `pipesim report` (argv[0] is "report"), by getopt_long
  * as parse_run's: options and operands in any order, "--" ends the
  * options, every error one line. */
+static int report_in_view(int argc, char **argv, out_view *view);
+
 static int cmd_report(int argc, char **argv)
 {
-    enum { OPT_CSV = 256, OPT_WIDTH };
+    out_view view;
+    view_init(&view);
+    int rc = report_in_view(argc, argv, &view);
+    view_free(&view);
+    return rc;
+}
+
+/* cmd_report's body; view: the timeline options read into it. */
+static int report_in_view(int argc, char **argv, out_view *view)
+{
+    enum { OPT_CSV = 256, OPT_WIDTH, OPT_VIEW };
     static const struct option longopts[] = {
         {"csv", no_argument, NULL, OPT_CSV},
         {"width", required_argument, NULL, OPT_WIDTH},
+        /* the timeline's view (out/view.h) */
+        {"ranks", required_argument, NULL, OPT_VIEW},
+        {"stages", required_argument, NULL, OPT_VIEW},
+        {"window", required_argument, NULL, OPT_VIEW},
+        {"replica", required_argument, NULL, OPT_VIEW},
         {NULL, 0, NULL, 0},
     };
-    const char *dbpath = NULL, *run = NULL;
+    const char *dbpath = NULL, *run = NULL, *view_flag = NULL;
     int csv = 0, width = REPORT_WIDTH;
     opterr = 0;
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    int c, li = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, &li)) != -1) {
         const char *a = optind > 1 ? argv[optind - 1] : "";
         switch (c) {
         case OPT_CSV: csv = 1; break;
+        case OPT_VIEW: {
+            char flag[16];
+            ps_err err;
+            snprintf(flag, sizeof flag, "--%s", longopts[li].name);
+            if (view_option(view, flag, optarg, &err))
+                return fail("report: %s", err.msg);
+            if (!view_flag)
+                view_flag = longopts[li].name;
+            break;
+        }
         case OPT_WIDTH: {
             ps_err err; /* ps.show's range and message (out/report.h) */
             if (report_parse_width(optarg, &width, &err))
@@ -464,8 +491,14 @@ static int cmd_report(int argc, char **argv)
             break;
         }
         case ':':
-            return fail("report: --width (missing): expected a number of "
-                        "columns");
+            if (strncmp(a, "--width", 7) == 0)
+                return fail("report: --width (missing): expected a number "
+                            "of columns");
+            return fail("report: %s needs a value (%s)", a,
+                        strcmp(a, "--replica") == 0  ? "a replica number or all"
+                        : strcmp(a, "--window") == 0 ? "START:END in seconds"
+                                                     : "numbers and ranges "
+                                                       "such as 0-7,64");
         default:
             if (optopt && optopt < 256)
                 return fail("report: unknown option '-%c'", optopt);
@@ -480,9 +513,15 @@ static int cmd_report(int argc, char **argv)
         else
             return fail("report: unexpected argument '%s'", argv[i]);
     }
-    if (!dbpath)
-        return fail("report: no database given (usage: pipesim report DB "
-                    "[RUN])");
+    if (!dbpath || (view_flag && (!run || csv))) {
+        if (!dbpath)
+            return fail("report: no database given (usage: pipesim report DB "
+                        "[RUN])");
+        /* nothing silent: the view is the timeline's */
+        return fail("report: --%s applies to one run's timeline (pipesim "
+                    "report DB RUN --%s ...), not to %s",
+                    view_flag, view_flag, csv ? "--csv" : "the table of runs");
+    }
     char *end;
     errno = 0;
     long long id = run ? strtoll(run, &end, 10) : 0;
@@ -497,7 +536,7 @@ static int cmd_report(int argc, char **argv)
     if (!db)
         return fail("%s", err.msg);
     int rc = run ? (csv ? report_run_csv(db, id, stdout, &err)
-                        : report_run(db, id, stdout, width, &err))
+                        : report_run_view(db, id, view, stdout, width, &err))
                  : report_runs(db, stdout, csv, &err);
     /* runs that do not fit their devices' memory: on stderr, after the
      * report (stdout stays a clean table or CSV) */

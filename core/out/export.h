@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "out/view.h"
 #include "rec/rec.h"
 
 /* Which ranks an export draws (`pipesim export --replica`): every rank;
@@ -40,10 +41,13 @@ enum { EXPORT_REPLICA_ALL = -1, EXPORT_REPLICA_AUTO = -2 };
  *   - a "memory" counter per rank ("C", args {"bytes": N});
  *   - otherData: the run row and its params JSON (embedded as an object
  *     when valid JSON, else as a string).
- * Times are microseconds. Fails naming the run when it does not exist
+ * Times are microseconds. view (out/view.h, NULL: the default) chooses
+ * the ranks, stages and window drawn (export_run.h). Fails naming the run when
+ * it does not exist
  * ("run 7 not found in PATH"), failed, or was recorded without a timeline
  * ("run 3 has no timeline (recorded with record = \"summary\")"). */
-int export_chrome(rec_db *db, int64_t run, int replica, FILE *out, ps_err *err);
+int export_chrome(rec_db *db, int64_t run, const out_view *view, FILE *out,
+                  ps_err *err);
 
 /* Writes an SVG Gantt chart of nruns runs stacked on one time scale (the
  * largest makespan): per run a title, one row per simulated rank
@@ -51,9 +55,10 @@ int export_chrome(rec_db *db, int64_t run, int replica, FILE *out, ps_err *err);
  * compute event (class "op F" etc., attributes data-run and data-rank, a
  * <title> tooltip), a thin transfer lane, idle background, the rank's
  * bubble at the right, a time axis, and the ranks' memory over time with
- * the device capacity dashed when the params give it. Fails as
- * export_chrome does, for the first bad run. */
-int export_svg(rec_db *db, const int64_t *runs, int nruns, int replica,
+ * the device capacity dashed when the params give it. With --window the
+ * time scale is the window's. Fails as export_chrome does, for the first
+ * bad run. */
+int export_svg(rec_db *db, const int64_t *runs, int nruns, const out_view *view,
                FILE *out, ps_err *err);
 
 /* Writes a pipeline run's per-rank compute orders as PyTorch's schedule

@@ -288,10 +288,11 @@ static int chrome_rank(FILE *out, const export_run *r, const export_rank *k,
     return 0;
 }
 
-int export_chrome(rec_db *db, int64_t run, int replica, FILE *out, ps_err *err)
+int export_chrome(rec_db *db, int64_t run, const out_view *view, FILE *out,
+                  ps_err *err)
 {
     export_run r;
-    if (export_run_load(db, run, replica, &r, err))
+    if (export_run_load(db, run, view, &r, err))
         return PS_ERR;
     int32_t most = r.nev > 2 * r.ntr ? r.nev : 2 * r.ntr;
     slice *buf = malloc((size_t)(most ? most : 1) * sizeof *buf);

@@ -16,7 +16,9 @@ static const char usage[] =
     "       pipesim export DB --compare RUN1,RUN2,... [--format svg] "
     "[-o FILE]\n"
     "Options of chrome and svg: --replica K|all (default: replica 0 alone\n"
-    "when a run simulates more than 64 ranks over several replicas).\n"
+    "when a run simulates more than 64 ranks over several replicas),\n"
+    "--ranks 0-7,64 (the rows standing for those cluster ranks), --stages\n"
+    "0,2-3, --window START:END (seconds; units as in 1.5ms:2ms).\n"
     "Without -o the export goes to stdout. Without --format it follows the\n"
     "extension of FILE (.json: chrome, .svg: svg, .csv: pytorch-csv).\n";
 
@@ -70,19 +72,6 @@ static int64_t *parse_list(const char *s, int *n, const char **bad)
     return ids;
 }
 
-/* --replica's value: "all", or a replica number from 0; -3 when bad. */
-static int parse_replica(const char *s)
-{
-    if (strcmp(s, "all") == 0)
-        return EXPORT_REPLICA_ALL;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > INT32_MAX)
-        return -3;
-    return (int)v;
-}
-
 static const char *ext_format(const char *path)
 {
     const char *dot = path ? strrchr(path, '.') : NULL;
@@ -132,9 +121,24 @@ static int write_file(const char *path, const char *data, size_t size)
 
 /* The command line of one export, as given and as resolved. */
 typedef struct export_args {
-    const char *db_path, *run_arg, *format, *output, *compare, *replica_arg;
-    int chrome, csv, replica;
+    const char *db_path, *run_arg, *format, *output, *compare;
+    const char *view_flag; /* the first view option given, for messages */
+    int chrome, csv;
+    out_view view; /* --replica, --ranks, --stages, --window */
 } export_args;
+
+/* The view option arg names ("--ranks" or "--ranks=0-7"), or NULL. */
+static const char *view_flag(const char *arg)
+{
+    static const char *const flags[] = {"--replica", "--ranks", "--stages",
+                                        "--window"};
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(flags[i]);
+        if (strncmp(arg, flags[i], n) == 0 && (!arg[n] || arg[n] == '='))
+            return flags[i];
+    }
+    return NULL;
+}
 
 /* Reads the options and the two operands: 0, -1 after --help (printed),
  * or the failure's exit status. */
@@ -152,10 +156,20 @@ static int read_args(int argc, char **argv, export_args *x)
             if (!(x->compare = opt_value(argc, argv, &i, "--compare")))
                 return fail("export: --compare needs a list of run ids "
                             "such as 1,2,3");
-        } else if (is_opt(a, "--replica")) {
-            if (!(x->replica_arg = opt_value(argc, argv, &i, "--replica")))
-                return fail("export: --replica needs a replica number or "
-                            "all");
+        } else if (view_flag(a)) {
+            const char *flag = view_flag(a), *v;
+            ps_err err;
+            if (!(v = opt_value(argc, argv, &i, flag)))
+                return fail("export: %s needs a value (%s)", flag,
+                            strcmp(flag, "--replica") == 0
+                                ? "a replica number or all"
+                            : strcmp(flag, "--window") == 0
+                                ? "START:END in seconds"
+                                : "numbers and ranges such as 0-7,64");
+            if (view_option(&x->view, flag, v, &err))
+                return fail("export: %s", err.msg);
+            if (!x->view_flag)
+                x->view_flag = flag;
         } else if (strcmp(a, "-o") == 0 || is_opt(a, "--output")) {
             if (!(x->output = opt_value(argc, argv, &i,
                                         a[1] == 'o' ? "-o" : "--output")))
@@ -204,15 +218,10 @@ static int resolve_args(export_args *x)
     if ((x->csv || x->chrome) && x->compare)
         return fail("export: --compare draws runs side by side and needs "
                     "--format svg");
-    x->replica =
-        x->replica_arg ? parse_replica(x->replica_arg) : EXPORT_REPLICA_AUTO;
-    if (x->replica == -3)
-        return fail("export: --replica: expected a replica number (0, 1, "
-                    "...) or all, got '%s'",
-                    x->replica_arg);
-    if (x->csv && x->replica_arg) /* export_pytorch_csv: replica 0's ranks */
-        return fail("export: --replica applies to chrome and svg; "
-                    "pytorch-csv writes replica 0's schedule");
+    if (x->csv && x->view_flag) /* export_pytorch_csv: replica 0's ranks */
+        return fail("export: %s applies to chrome and svg; "
+                    "pytorch-csv writes replica 0's schedule",
+                    x->view_flag);
     if (x->output && !*x->output) /* "pipesim: : No such file or directory" */
         return fail("export: -o: the file name is empty (leave -o out to "
                     "write to standard output)");
@@ -263,9 +272,9 @@ static int write_export(const export_args *x, const int64_t *ids, int nids)
         fail("export: %s", strerror(errno));
         goto done;
     }
-    int xrc = x->chrome ? export_chrome(db, ids[0], x->replica, mem, &err)
+    int xrc = x->chrome ? export_chrome(db, ids[0], &x->view, mem, &err)
               : x->csv  ? export_pytorch_csv(db, ids[0], mem, &err)
-                        : export_svg(db, ids, nids, x->replica, mem, &err);
+                        : export_svg(db, ids, nids, &x->view, mem, &err);
     if (fclose(mem) != 0 && xrc == 0) {
         fail("export: %s", strerror(errno));
         goto done;
@@ -290,18 +299,24 @@ done:
 int export_main(int argc, char **argv)
 {
     export_args x = {0};
+    view_init(&x.view);
     int rc = read_args(argc, argv, &x);
-    if (rc)
+    if (!rc)
+        rc = resolve_args(&x);
+    if (rc) {
+        view_free(&x.view);
         return rc < 0 ? 0 : rc;
-    if ((rc = resolve_args(&x)))
-        return rc;
+    }
     int64_t one;
     int nids;
     int64_t *ids = read_ids(&x, &one, &nids);
-    if (!ids)
-        return 1;
-    rc = write_export(&x, ids, nids);
-    if (ids != &one)
-        free(ids);
+    if (ids) {
+        rc = write_export(&x, ids, nids);
+        if (ids != &one)
+            free(ids);
+    } else {
+        rc = 1;
+    }
+    view_free(&x.view);
     return rc;
 }

@@ -34,7 +34,10 @@ static int has_w(const export_run *r, int32_t lo, int32_t hi, int32_t stage,
 int export_pytorch_csv(rec_db *db, int64_t run, FILE *out, ps_err *err)
 {
     export_run r;
-    if (export_run_load(db, run, EXPORT_REPLICA_ALL, &r, err))
+    out_view all;
+    view_init(&all);
+    all.replica = EXPORT_REPLICA_ALL;
+    if (export_run_load(db, run, &all, &r, err))
         return PS_ERR;
     int rc = PS_OK;
     int32_t p = r.stages;

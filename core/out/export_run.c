@@ -259,12 +259,14 @@ static void label_end(label_buf *b)
 /* Each rank's label, the cluster ranks it stands for (rank_member, one
  * row per cluster rank at the events level) or "rank N", and its replica;
  * the run's number of replicas. Both ordered by rank: one merge pass. */
-static int label_ranks(rec_db *db, export_run *r, ps_err *err)
+static int label_ranks(rec_db *db, export_run *r, const view_set *pick,
+                       ps_err *err)
 {
     for (int32_t i = 0; i < r->nranks; i++) {
         snprintf(r->ranks[i].label, sizeof r->ranks[i].label, "rank %d",
                  (int)r->ranks[i].rank);
         r->ranks[i].replica = -1;
+        r->ranks[i].picked = view_has(pick, r->ranks[i].rank);
     }
     rec_query *q = run_rows(db, r,
                             "SELECT rank, member, dp FROM rank_member WHERE "
@@ -297,81 +299,14 @@ static int label_ranks(rec_db *db, export_run *r, ps_err *err)
         }
         if (b.s && b.count == 1)
             memcpy(b.s, "ranks ", 7);
-        if (b.s)
+        if (b.s) {
             label_add(&b, (int32_t)rec_query_int(q, 1));
+            r->ranks[i].picked |= view_has(pick, rec_query_int(q, 1));
+        }
     }
     label_end(&b);
     rec_query_free(q);
     return rc < 0 ? PS_ERR : PS_OK;
-}
-
-/* 1 when rank is one of r->ranks (ascending): a binary search. */
-static int drawn(const export_run *r, int32_t rank)
-{
-    int32_t lo = 0, hi = r->nranks;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (r->ranks[mid].rank < rank)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->nranks && r->ranks[lo].rank == rank;
-}
-
-/* Keeps replica k's ranks, their events and memory, and the transfers
- * with an end among them (marking those with both). */
-static void keep_replica(export_run *r, int32_t k)
-{
-    int32_t n = 0;
-    for (int32_t i = 0; i < r->nranks; i++)
-        if (r->ranks[i].replica == k)
-            r->ranks[n++] = r->ranks[i];
-    r->nranks = n;
-    n = 0;
-    for (int32_t i = 0; i < r->nev; i++)
-        if (drawn(r, r->ev[i].rank))
-            r->ev[n++] = r->ev[i];
-    r->nev = n;
-    n = 0;
-    for (int32_t i = 0; i < r->ntr; i++) {
-        export_transfer *t = &r->tr[i];
-        int src = drawn(r, t->src), dst = drawn(r, t->dst);
-        t->both = src && dst;
-        if (src || dst)
-            r->tr[n++] = *t;
-    }
-    r->ntr = n;
-}
-
-/* Applies view replica (export.h) to the loaded ranks; fails for a
- * replica the run does not have. */
-static int choose_view(export_run *r, int replica, ps_err *err)
-{
-    if (replica == EXPORT_REPLICA_AUTO)
-        replica = r->nranks > EXPORT_AUTO_RANKS && r->replicas > 1
-                      ? 0
-                      : EXPORT_REPLICA_ALL;
-    else if (replica > 0 && r->replicas < 2)
-        return ps_errf(err,
-                       "run %lld has one data-parallel replica (--replica 0 "
-                       "or all), not %d",
-                       (long long)r->id, replica);
-    else if (replica >= r->replicas && r->replicas > 1)
-        return ps_errf(err,
-                       "run %lld has %d data-parallel replicas (0 to %d), "
-                       "not %d",
-                       (long long)r->id, (int)r->replicas, (int)r->replicas - 1,
-                       replica);
-    if (replica < 0 || r->replicas < 2)
-        return PS_OK; /* every rank */
-    int32_t all = r->nranks;
-    keep_replica(r, replica);
-    snprintf(r->view, sizeof r->view,
-             "replica %d of %d: %d of %d simulated ranks (--replica all: "
-             "every rank)",
-             replica, (int)r->replicas, (int)r->nranks, (int)all);
-    return PS_OK;
 }
 
 /* Keeps the memory rows of the ranks in r->ranks (both ordered by rank:
@@ -393,7 +328,7 @@ static void keep_ranks_memory(export_run *r)
  * absent). Memory rows all 0 are a rank the run did not simulate: ps.run
  * simulates one rank of each TP group (par/links.h) and records every
  * cluster rank's memory from 0. */
-static int load_ranks(rec_db *db, export_run *r, int replica, ps_err *err)
+static int load_ranks(rec_db *db, export_run *r, const out_view *v, ps_err *err)
 {
     rec_query *q =
         run_rows(db, r,
@@ -435,7 +370,7 @@ static int load_ranks(rec_db *db, export_run *r, int replica, ps_err *err)
         if (isnan(k->bubble) && r->makespan > 0 && r->nev > 0)
             k->bubble = 1 - k->busy / r->makespan;
     }
-    if (label_ranks(db, r, err) || choose_view(r, replica, err))
+    if (label_ranks(db, r, &v->ranks, err) || export_run_view(r, v, err))
         return PS_ERR;
     keep_ranks_memory(r);
     return PS_OK;
@@ -459,9 +394,14 @@ static int load_coll_op(rec_db *db, export_run *r, ps_err *err)
 
 static void params_hints(export_run *r);
 
-int export_run_load(rec_db *db, int64_t id, int replica, export_run *r,
+int export_run_load(rec_db *db, int64_t id, const out_view *view, export_run *r,
                     ps_err *err)
 {
+    out_view none;
+    if (!view) {
+        view_init(&none);
+        view = &none;
+    }
     memset(r, 0, sizeof *r);
     r->id = id;
     /* rows are checked first: the writers index by rank and scale by
@@ -489,7 +429,7 @@ int export_run_load(rec_db *db, int64_t id, int replica, export_run *r,
         for (int32_t i = 0; i < r->ntr; i++)
             r->makespan = fmax(r->makespan, r->tr[i].t1);
     }
-    if (load_memory(db, r, err) || load_ranks(db, r, replica, err) ||
+    if (load_memory(db, r, err) || load_ranks(db, r, view, err) ||
         load_coll_op(db, r, err))
         goto fail;
     params_hints(r);

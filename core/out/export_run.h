@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "out/view.h"
 #include "rec/rec.h"
 
 typedef struct export_event {
@@ -33,6 +34,8 @@ typedef struct export_rank {
     double busy;     /* seconds of compute */
     double bubble;   /* idle fraction, NAN when unknown */
     int32_t replica; /* its data-parallel replica (rank_member), -1 unknown */
+    int picked;      /* it, or a cluster rank it stands for, is in the
+                        view's --ranks (1 without --ranks) */
     char label[48];  /* "rank 3", or the cluster ranks it stands for (its
                         TP group, rank_member): "ranks 0-1", "ranks 0,8" */
 } export_rank;
@@ -55,23 +58,31 @@ typedef struct export_run {
     export_rank *ranks;
     int32_t nranks;
     int32_t replicas;      /* data-parallel replicas (rank_member), 0 unknown */
-    char view[96];         /* "" when every rank is drawn, else what is */
+    char view[256];        /* "" when everything is drawn, else what is */
     char coll_op[64];      /* the run's collective op, "coll" if none */
     double capacity;       /* device memory from params, 0 if unknown */
     int32_t gpus_per_node; /* from params, 0 if unknown */
 } export_run;
 
-/* Loads run id into *r with the ranks of one view (export.h's
- * EXPORT_REPLICA_*, or a replica k >= 0: that replica's ranks, the
- * transfers with an end among them, their memory). Fails naming the run
- * when it does not exist ("run 7 not found in PATH"), failed, or has
- * neither event nor transfer rows ("run 3 has no timeline (recorded with
- * record = \"summary\")"), or has no replica k ("run 2 has 2 data-parallel
- * replicas (0 to 1), not 5"); on failure *r holds nothing.
- * export_run_free releases it and is harmless twice. */
-int export_run_load(rec_db *db, int64_t id, int replica, export_run *r,
+/* Loads run id into *r with the part of it view draws (out/view.h; NULL:
+ * the default): the ranks of a replica (export.h's EXPORT_REPLICA_*, or
+ * k >= 0), those among --ranks and running --stages, the events,
+ * transfers and memory of those ranks, the events and transfers that
+ * meet --window. Fails naming the run when it does not exist ("run 7 not
+ * found in PATH"), failed, or has neither event nor transfer rows ("run 3
+ * has no timeline (recorded with record = \"summary\")"), or has no
+ * replica k ("run 2 has 2 data-parallel replicas (0 to 1), not 5"), or
+ * when the view leaves nothing to draw ("--ranks 900-999: run 3 draws
+ * none of them (its rows stand for ranks 0-7,8-15)"); on failure *r holds
+ * nothing. export_run_free releases it and is harmless twice. */
+int export_run_load(rec_db *db, int64_t id, const out_view *view, export_run *r,
                     ps_err *err);
 void export_run_free(export_run *r);
+
+/* Applies view v to the ranks, events and transfers of r loaded whole
+ * (out/export_view.c; export_run_load calls it, before keeping the
+ * memory rows of the ranks left): fails as export_run_load says. */
+int export_run_view(export_run *r, const out_view *v, ps_err *err);
 
 /* "F3", "B3.c1" (chunk suffix when the run has virtual stages), "OPT". */
 void export_event_name(const export_run *r, const export_event *e, char *buf,

@@ -157,13 +157,18 @@ static void fmt_bytes(double b, char *buf, size_t n)
 
 typedef struct svg_ctx {
     FILE *out;
-    double tmax; /* the shared time scale: largest makespan */
+    double tmax; /* the shared time scale: largest makespan, or --window's
+                    end */
     double ymax; /* the shared memory scale */
+    double t0;   /* where the scale starts: 0, or --window's start */
 } svg_ctx;
 
+/* The x of time t, clamped to the scale (a window cuts what crosses it). */
 static double xs(const svg_ctx *c, double t)
 {
-    return ML + (c->tmax > 0 ? t / c->tmax : 0) * PW;
+    double span = c->tmax - c->t0;
+    t = t < c->t0 ? c->t0 : t > c->tmax ? c->tmax : t;
+    return ML + (span > 0 ? (t - c->t0) / span : 0) * PW;
 }
 
 static int block_height(const export_run *r)
@@ -272,12 +277,16 @@ static void svg_axis(svg_ctx *c, int y_top, int y_axis)
 {
     FILE *out = c->out;
     tunit u = time_unit(c->tmax);
-    double step = nice_step(c->tmax * u.scale, 8);
+    double step = nice_step((c->tmax - c->t0) * u.scale, 8);
     int dec = step_decimals(step);
+    /* the ticks from the first at or after the scale's start */
+    double from = ceil(c->t0 * u.scale / step * (1 - 1e-9));
+    int first = from < 1e9 ? (int)from : 1000000000;
     fprintf(out, "<g class=\"grid\" stroke=\"%s\" stroke-width=\"1\">\n", grid);
     /* i <= MAX_TICKS: the bound is infinite for a time near DBL_MAX */
-    for (int i = 1;
-         i <= MAX_TICKS && i * step <= c->tmax * u.scale * (1 + 1e-9); i++) {
+    for (int i = first + 1;
+         i <= first + MAX_TICKS && i * step <= c->tmax * u.scale * (1 + 1e-9);
+         i++) {
         double x = xs(c, i * step / u.scale);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\"/>\n", x,
                 y_top, x, y_axis);
@@ -288,8 +297,9 @@ static void svg_axis(svg_ctx *c, int y_top, int y_axis)
             "text-anchor=\"middle\">\n"
             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\"/>\n",
             ink2, ML, y_axis, ML + PW, y_axis, "#9aa5b1");
-    for (int i = 0;
-         i <= MAX_TICKS && i * step <= c->tmax * u.scale * (1 + 1e-9); i++) {
+    for (int i = first;
+         i <= first + MAX_TICKS && i * step <= c->tmax * u.scale * (1 + 1e-9);
+         i++) {
         double x = xs(c, i * step / u.scale);
         fprintf(out,
                 "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" "
@@ -507,7 +517,7 @@ static void svg_block(svg_ctx *c, const export_run *r, int y)
     fputs("</g>\n", out);
 }
 
-int export_svg(rec_db *db, const int64_t *runs, int nruns, int replica,
+int export_svg(rec_db *db, const int64_t *runs, int nruns, const out_view *view,
                FILE *out, ps_err *err)
 {
     if (nruns < 1)
@@ -517,10 +527,10 @@ int export_svg(rec_db *db, const int64_t *runs, int nruns, int replica,
         return ps_errf(err, "export: out of memory");
     int rc = PS_OK, loaded = 0;
     for (; loaded < nruns; loaded++)
-        if ((rc = export_run_load(db, runs[loaded], replica, &r[loaded], err)))
+        if ((rc = export_run_load(db, runs[loaded], view, &r[loaded], err)))
             break;
     if (rc == PS_OK) {
-        svg_ctx c = {out, 0, 0};
+        svg_ctx c = {out, 0, 0, 0};
         int height = LEGEND_H + 8;
         for (int k = 0; k < nruns; k++) {
             c.tmax = fmax(c.tmax, r[k].makespan);
@@ -529,8 +539,14 @@ int export_svg(rec_db *db, const int64_t *runs, int nruns, int replica,
             c.ymax = fmax(c.ymax, r[k].capacity);
             height += block_height(&r[k]);
         }
-        if (!(c.tmax > 0))
-            c.tmax = 1;
+        if (view && view->windowed) { /* the window's scale */
+            c.t0 = view->t0;
+            c.tmax = fmin(c.tmax, view->t1);
+            if (!(c.tmax > c.t0))
+                c.tmax = view->t1;
+        }
+        if (!(c.tmax > c.t0))
+            c.tmax = c.t0 + 1;
         if (!(c.ymax > 0))
             c.ymax = 1;
         svg_begin(out, SVG_W, height, "font-family=\"sans-serif\"");

@@ -24,6 +24,8 @@ static const char usage_line[] =
 typedef struct plot_opts {
     const char *db, *x, *y, *by, *where, *dashed, *dashed_label, *agg;
     const char *title, *xlabel, *ylabel, *format, *out, *log, *xunit, *yunit;
+    out_view view;         /* --ranks, --replica (out/plot_view.c) */
+    const char *view_flag; /* the first of them given */
 } plot_opts;
 
 /* A table's column names, read once. */
@@ -92,6 +94,11 @@ static int parse_args(int argc, char **argv, plot_opts *o)
             o->db = a;
             continue;
         }
+        int viewed = plot_view_arg(&o->view, &o->view_flag, argc, argv, &i);
+        if (viewed < 0)
+            return 1;
+        if (viewed)
+            continue;
         size_t k, nopts = sizeof opts / sizeof opts[0];
         const char *value = NULL;
         for (k = 0; k < nopts; k++) {
@@ -520,12 +527,16 @@ static int load(ctx *c, const plot_opts *o, term *t, int nterms, series_buf *b,
     int join = 0;
     for (int i = 0; i < nterms; i++)
         join |= t[i].sql && strstr(t[i].sql, "rank_stat") != NULL;
-    const char *from =
-        join ? "run LEFT JOIN rank_stat ON rank_stat.run = run.id" : "run";
+    char *from = plot_view_from(&o->view, o->view_flag, join, &c->err);
+    if (!from)
+        return PS_ERR;
     for (int i = 0; i < nterms; i++)
-        if (t[i].sql && check_term(c, &t[i], from, i == 4))
+        if (t[i].sql && check_term(c, &t[i], from, i == 4)) {
+            free(from);
             return PS_ERR;
+        }
     char *sql = plot_sql(o, t, from, join);
+    free(from);
     if (!sql)
         return ps_errf(&c->err, "out of memory");
     rec_query *q = rec_query_new(c->db, sql, &c->err);
@@ -631,29 +642,6 @@ static void write_csv(FILE *out, const plot_opts *o, const series_buf *b)
         }
 }
 
-static int write_out(const char *path, const char *data, size_t size)
-{
-    FILE *f = path ? fopen(path, "wb") : stdout;
-    if (!f)
-        return ps_fail("plot: %s: %s", path, strerror(errno));
-    size_t w = fwrite(data, 1, size, f);
-    int bad = w != size || ferror(f) || fflush(f) != 0;
-    int saved = errno;
-    if (path && fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad) {
-        if (path)
-            remove(path);
-        else
-            clearerr(stdout);
-        return ps_fail("plot: writing %s: %s", path ? path : "standard output",
-                       strerror(saved));
-    }
-    return 0;
-}
-
 static const char *ext_format(const char *path)
 {
     const char *dot = path ? strrchr(path, '.') : NULL;
@@ -732,12 +720,13 @@ static void warn_left_out(const plot_opts *o, long no_x, long no_y, long no_d)
 int plot_main(int argc, char **argv)
 {
     plot_opts o = {0};
-    if (parse_args(argc, argv, &o))
-        return 1;
+    view_init(&o.view);
     ctx c = {0};
-    c.db = rec_open_read(o.db, &c.err);
-    if (!c.db)
-        return ps_fail("plot: %s", c.err.msg);
+    if (parse_args(argc, argv, &o) || (!(c.db = rec_open_read(o.db, &c.err)) &&
+                                       ps_fail("plot: %s", c.err.msg))) {
+        view_free(&o.view);
+        return 1;
+    }
     term t[5] = {
         {"--x", o.x, NULL, ""},         {"--y", o.y, NULL, ""},
         {"--by", o.by, NULL, ""},       {"--dashed", o.dashed, NULL, ""},
@@ -781,12 +770,13 @@ int plot_main(int argc, char **argv)
     free_series(&b);
     free_cols(&c.run_cols);
     free_cols(&c.rank_cols);
+    view_free(&o.view);
     rec_close(c.db, NULL);
     if (rc) {
         free(data);
         return ps_fail("plot: %s", c.err.msg);
     }
-    rc = write_out(o.out, data, size);
+    rc = plot_write_out(o.out, data, size);
     free(data);
     if (!rc)
         warn_left_out(&o, no_x, no_y, no_d);

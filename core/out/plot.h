@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "out/view.h"
 
 /* What an axis measures, for its tick labels: seconds are shown in s, ms,
  * us or ns, bytes in B, KiB, MiB or GiB, bandwidths in GB/s (decimal, as
@@ -72,5 +73,24 @@ int plot_svg(const plot_chart *c, FILE *out, ps_err *err);
  * only on success. Returns 0, or 1 after printing one line
  * "pipesim: plot: ..." to stderr. */
 int plot_main(int argc, char **argv);
+
+/* The view options of `pipesim plot` (out/plot_view.c): reads option
+ * argv[*i] when it is one of out/view.h's (advancing *i past its value)
+ * into v, keeping the first flag's name in *flag: 1, or 0 when it is
+ * another option, or -1 after printing the error. */
+int plot_view_arg(out_view *v, const char **flag, int argc, char **argv,
+                  int *i);
+
+/* The FROM clause of plot's query (allocated): run, joined with the
+ * rank_stat rows when join, those of v's --ranks (a row standing for one
+ * of them) and --replica only. NULL with err set when v asks for what plot
+ * cannot do: --stages and --window (a timeline's), or a filter of ranks
+ * when no term reads rank_stat (flag: the first view option given). */
+char *plot_view_from(const out_view *v, const char *flag, int join,
+                     ps_err *err);
+
+/* Writes data to path (stdout when NULL); removes a half-written file.
+ * 0, or 1 after printing "pipesim: plot: writing ...". */
+int plot_write_out(const char *path, const char *data, size_t size);
 
 #endif

@@ -240,300 +240,13 @@ static int print_summary(rec_db *db, int64_t run, const run_info *ri, int width,
     return PS_OK;
 }
 
-/* Glyph that fills a compute event of kind; labels are the microbatch.
- * The two halves of an overlapped FB ("FB.F", "FB.B") share '&', the
- * DeepSeek-V3 report's "F&B". */
-static char glyph(const char *kind)
-{
-    if (strncmp(kind, "FB.", 3) == 0)
-        return '&';
-    switch (kind[0]) {
-    case 'F': return '-';
-    case 'B': return '=';
-    case 'R': return '~';
-    case 'W': return '+';
-    case 'O': return '#';
-    default: return '*';
-    }
-}
-
-/* A 1-2-5 step of at least raw. */
-static double nice_step(double raw)
-{
-    double e = pow(10, floor(log10(raw)));
-    double f = raw / e;
-    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
-}
-
-/* The axis under the timeline (ticks every ~12 columns) and its labels,
- * the last one carrying the unit. */
-static void print_axis(FILE *out, int indent, int cols, double t_first,
-                       double dt, double makespan)
-{
-    const char *unit;
-    double scale = report_time_unit(makespan, &unit);
-    /* dt * 12, not makespan * 12 / cols: makespan may be near DBL_MAX
-     * (a hand-edited database), where the product is infinite, the step
-     * NaN and the tick loop never ended */
-    double step = nice_step(dt * 12);
-    if (!(step > 0 && isfinite(step)))
-        step = makespan;
-    char *ticks = malloc((size_t)cols + 2);
-    char *labels = malloc((size_t)cols + 64);
-    if (!ticks || !labels) {
-        free(ticks);
-        free(labels);
-        return;
-    }
-    memset(ticks, '-', (size_t)cols + 1);
-    ticks[cols + 1] = '\0';
-    memset(labels, ' ', (size_t)cols + 63);
-    labels[cols + 63] = '\0';
-    int end = 0; /* first free label column */
-    double k0 = ceil(t_first / step - 1e-9);
-    if (!isfinite(k0))
-        k0 = 0;
-    for (int k = 0; k <= cols; k++) { /* at most a tick per column */
-        double t = (k0 + k) * step, x = (t - t_first) / dt;
-        if (!(x <= cols + 0.5))
-            break;
-        int c = (int)lround(x);
-        ticks[c] = '+';
-        char lab[48];
-        int len = snprintf(lab, sizeof lab, "%.4g", t / scale);
-        /* the unit goes on the last label that fits */
-        if (((k0 + k + 1) * step - t_first) / dt > cols + 0.5)
-            len = snprintf(lab, sizeof lab, "%.4g %s", t / scale, unit);
-        if (c >= end && c + len < cols + 63) {
-            memcpy(labels + c, lab, (size_t)len);
-            end = c + len + 1;
-        }
-    }
-    int last = cols + 62;
-    while (last >= 0 && labels[last] == ' ')
-        labels[last--] = '\0';
-    fprintf(out, "%*s%s\n%*s%s\n", indent, "", ticks, indent, "", labels);
-    free(ticks);
-    free(labels);
-}
-
-/* Chunks per rank in the run's events (max chunk + 1), at least 1. */
-static int64_t event_chunks(rec_db *db, int64_t run, ps_err *err)
-{
-    rec_query *q = report_query(
-        db, "SELECT coalesce(max(chunk), 0) FROM event WHERE run = ?1", run,
-        err);
-    int64_t n = 1;
-    if (q && rec_query_step(q, err) == 1 && !rec_query_isnull(q, 0))
-        n = rec_query_int(q, 0) + 1;
-    rec_query_free(q);
-    return n >= 1 && n <= 64 ? n : 1; /* more would not be readable */
-}
-
-/* A chart being drawn: its rows (a rank's chunks), its columns (all
- * panels side by side, printed one below the other) and what each rank
- * did. */
-typedef struct {
-    int64_t nranks, nch; /* ranks; chunks per rank (rows per rank) */
-    int cols, pcols;     /* columns of all panels; of one panel */
-    int panels;
-    double dt;      /* seconds per column */
-    char *grid;     /* nranks * nch rows of cols glyphs */
-    double *busy;   /* per rank: seconds of events drawn */
-    double *bubble; /* per rank: rank_stat's bubble, NaN where absent */
-    int kinds[7];   /* F B R W OPT FB other seen: the legend names these */
-} gantt;
-
-/* Columns enough that the shortest block holds its number and one glyph
- * (two-digit microbatches need three), in up to 4 panels of the width, one
- * below the other, each a slice of the time axis: returns the panels. */
-static int gantt_panels(rec_db *db, int64_t run, int cols, double makespan,
-                        ps_err *err)
-{
-    char digits[32];
-    int panels = 1;
-    rec_query *w =
-        report_query(db,
-                     "SELECT min(t_end - t_start), max(mb) FROM event "
-                     "WHERE run = ?1 AND t_end > t_start AND mb >= 0",
-                     run, err);
-    if (w && rec_query_step(w, err) == 1 && !rec_query_isnull(w, 0)) {
-        double shortest = rec_query_double(w, 0);
-        int len = snprintf(digits, sizeof digits, "%lld",
-                           (long long)rec_query_int(w, 1));
-        double need = makespan / shortest * (len + 1);
-        if (need > cols && isfinite(need))
-            panels = need < 4.0 * cols ? (int)ceil(need / cols) : 4;
-    }
-    rec_query_free(w);
-    return panels;
-}
-
-/* Draws one event into its row: its kind's glyph over its columns, its
- * microbatch over the first ones where the number leaves a glyph visible;
- * an event shorter than a column marks an idle column it falls in. */
-static void gantt_block(gantt *g, char *row, char glyph_c, double t0, double t1,
-                        rec_query *q)
-{
-    long c0 = lround(t0 / g->dt), c1 = lround(t1 / g->dt);
-    c0 = c0 < 0 ? 0 : c0 > g->cols ? g->cols : c0;
-    c1 = c1 < c0 ? c0 : c1 > g->cols ? g->cols : c1;
-    if (c1 == c0) {
-        if (t1 > t0 && c0 < g->cols && row[c0] == '.')
-            row[c0] = glyph_c;
-        return;
-    }
-    memset(row + c0, glyph_c, (size_t)(c1 - c0));
-    if (!rec_query_isnull(q, 2)) {
-        char lab[24];
-        int len =
-            snprintf(lab, sizeof lab, "%lld", (long long)rec_query_int(q, 2));
-        if (len < c1 - c0) /* keep one glyph: the kind stays visible */
-            memcpy(row + c0, lab, (size_t)len);
-    }
-}
-
-/* Fills the grid from the run's events and each rank's bubble from
- * rank_stat (an events row outside the ranks or chunks is skipped: the
- * rows were checked before, this only guards the indexing). */
-static int gantt_fill(gantt *g, rec_db *db, int64_t run, ps_err *err)
-{
-    static const char seen_glyphs[] = "-=~+#&";
-    int rc = PS_OK;
-    rec_query *q =
-        report_query(db,
-                     "SELECT rank, kind, mb, t_start, t_end, chunk FROM "
-                     "event WHERE run = ?1 ORDER BY rank, t_start",
-                     run, err);
-    if (!q)
-        rc = PS_ERR;
-    while (q && (rc = rec_query_step(q, err)) == 1) {
-        int64_t r = rec_query_int(q, 0);
-        if (r < 0 || r >= g->nranks)
-            continue;
-        int64_t c = rec_query_isnull(q, 5) ? 0 : rec_query_int(q, 5);
-        if (c < 0 || c >= g->nch)
-            c = 0;
-        double t0 = rec_query_double(q, 3), t1 = rec_query_double(q, 4);
-        g->busy[r] += t1 - t0;
-        char gl = glyph(rec_query_text(q, 1));
-        const char *at = strchr(seen_glyphs, gl);
-        g->kinds[at ? at - seen_glyphs : 6] = 1;
-        gantt_block(g, g->grid + (r * g->nch + c) * g->cols, gl, t0, t1, q);
-    }
-    rec_query_free(q);
-    if (rc != PS_OK)
-        return rc;
-    q = report_query(db, "SELECT rank, bubble FROM rank_stat WHERE run = ?1",
-                     run, err);
-    if (!q)
-        rc = PS_ERR;
-    while (q && (rc = rec_query_step(q, err)) == 1) {
-        int64_t r = rec_query_int(q, 0);
-        if (r >= 0 && r < g->nranks && !rec_query_isnull(q, 1))
-            g->bubble[r] = rec_query_double(q, 1);
-    }
-    rec_query_free(q);
-    return rc;
-}
-
-/* Prints the panels, each with its rows and its time axis; a rank's first
- * row ends with its bubble (rank_stat's, or 1 - busy / makespan). */
-static void gantt_print(const gantt *g, int rw, int cw, int label,
-                        double makespan, FILE *out)
-{
-    for (int pn = 0; pn < g->panels; pn++) {
-        if (pn > 0)
-            fputc('\n', out);
-        for (int64_t r = 0; r < g->nranks; r++) {
-            double b =
-                isnan(g->bubble[r]) ? 1 - g->busy[r] / makespan : g->bubble[r];
-            for (int64_t c = 0; c < g->nch; c++) {
-                char tag[32] = "";
-                const char *cells =
-                    g->grid + (r * g->nch + c) * g->cols + pn * g->pcols;
-                if (g->nch > 1)
-                    snprintf(tag, sizeof tag, " c%-*lld", cw - 2, (long long)c);
-                if (c == 0)
-                    fprintf(out, "rank %*lld%s |%.*s| %5.1f%%\n", rw,
-                            (long long)r, tag, g->pcols, cells, 100 * b);
-                else
-                    fprintf(out, "     %*s%s |%.*s|\n", rw, "", tag, g->pcols,
-                            cells);
-            }
-        }
-        print_axis(out, label, g->pcols, pn * g->pcols * g->dt, g->dt,
-                   makespan);
-    }
-}
-
-/* The legend names only the kinds the chart shows. */
-static void gantt_legend(const gantt *g, int width, FILE *out)
-{
-    char legend[640];
-    snprintf(legend, sizeof legend,
-             "legend: 3--- forward of microbatch 3, 3=== backward%s%s%s%s%s"
-             ", . idle, %% = rank's bubble%s",
-             g->kinds[2] ? ", 3~~~ recompute" : "",
-             g->kinds[3] ? ", 3+++ weight gradient (W)" : "",
-             g->kinds[4] ? ", ### optimizer" : "",
-             g->kinds[5] ? ", 3&&& overlapped forward and backward (FB: "
-                           "the forward's microbatch on its chunk's row, "
-                           "the backward's on its own)"
-                         : "",
-             g->kinds[6] ? ", *** other" : "",
-             g->nch > 1 ? ", a row per model chunk (c0, c1, ...)" : "");
-    report_wrap(out, legend, width);
-}
-
-/* One row per rank, or with several chunks one row per (rank, chunk), so
- * that chunks never share glyphs: "rank 0 c0 |...|". A block is labelled
- * with its microbatch where the number fits in it (two digits need two
- * columns). */
-static int print_gantt(rec_db *db, int64_t run, const run_info *ri, int width,
-                       int64_t nranks, double makespan, FILE *out, ps_err *err)
-{
-    (void)ri;
-    gantt g = {.nranks = nranks};
-    char digits[32];
-    int rw = snprintf(digits, sizeof digits, "%lld", (long long)(nranks - 1));
-    g.nch = event_chunks(db, run, err);
-    int cw = g.nch > 1 ? snprintf(digits, sizeof digits, " c%lld",
-                                  (long long)(g.nch - 1))
-                       : 0;
-    int label = 6 + rw + cw; /* "rank N cK " */
-    int cols = width - label - 2 - 8;
-    if (cols < 20)
-        cols = 20;
-    g.panels = gantt_panels(db, run, cols, makespan, err);
-    g.pcols = cols;
-    g.cols = cols * g.panels;
-    g.dt = makespan / g.cols;
-    int64_t nrows = nranks * g.nch;
-    g.grid = malloc((size_t)(nrows * g.cols));
-    g.busy = calloc((size_t)nranks, sizeof *g.busy);
-    g.bubble = malloc((size_t)nranks * sizeof *g.bubble);
-    int rc = PS_OK;
-    if (!g.grid || !g.busy || !g.bubble) {
-        rc = ps_errf(err, "out of memory for the chart");
-        goto done;
-    }
-    memset(g.grid, '.', (size_t)(nrows * g.cols));
-    for (int64_t r = 0; r < nranks; r++)
-        g.bubble[r] = NAN;
-    rc = gantt_fill(&g, db, run, err);
-    if (rc == PS_OK) {
-        gantt_print(&g, rw, cw, label, makespan, out);
-        gantt_legend(&g, width, out);
-    }
-done:
-    free(g.grid);
-    free(g.busy);
-    free(g.bubble);
-    return rc < 0 ? PS_ERR : PS_OK;
-}
-
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
+{
+    return report_run_view(db, run, NULL, out, width, err);
+}
+
+int report_run_view(rec_db *db, int64_t run, const out_view *view, FILE *out,
+                    int width, ps_err *err)
 {
     run_info ri;
     /* rows are checked first: the chart indexes by rank and scales by
@@ -546,9 +259,6 @@ int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
         report_query(db,
                      "SELECT (SELECT count(*) FROM event WHERE run = ?1), "
                      "(SELECT count(*) FROM memory WHERE run = ?1), "
-                     "(SELECT max(r) FROM (SELECT max(rank) AS r FROM "
-                     "event WHERE run = ?1 UNION ALL SELECT max(rank) "
-                     "FROM rank_stat WHERE run = ?1)), "
                      "(SELECT max(t_end) FROM event WHERE run = ?1)",
                      run, err);
     if (!q || rec_query_step(q, err) != 1) {
@@ -556,8 +266,7 @@ int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
         return PS_ERR;
     }
     int64_t events = rec_query_int(q, 0), memory = rec_query_int(q, 1);
-    int64_t nranks = rec_query_int(q, 2) + 1;
-    double t_end = rec_query_double(q, 3);
+    double t_end = rec_query_double(q, 2);
     rec_query_free(q);
     if (events == 0) {
         if (strcmp(ri.status, "ok") != 0)
@@ -574,7 +283,7 @@ int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err)
         fprintf(out, "(no timeline: makespan is 0)\n");
         return PS_OK;
     }
-    return print_gantt(db, run, &ri, width, nranks, makespan, out, err);
+    return report_gantt(db, run, view, width, makespan, out, err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "out/view.h"
 #include "rec/rec.h"
 
 /* Writes s as one CSV field (RFC 4180): as it is, or in double quotes with
@@ -63,6 +64,20 @@ int report_parse_width(const char *text, int *width, ps_err *err);
  * a note instead of the chart. Fails with "run 7 not found in DB" for an
  * unknown id, or when a query fails. */
 int report_run(rec_db *db, int64_t run, FILE *out, int width, ps_err *err);
+
+/* report_run with the timeline's view (out/view.h; NULL: the default):
+ * the chart draws one row per simulated rank (labelled with the cluster
+ * ranks it stands for under TP, as `pipesim export` names them), of one
+ * replica when a run with several would need more than
+ * REPORT_AUTO_ROWS rows, saying so and how to get everything; --ranks,
+ * --stages and --window choose what is drawn, the window's span being
+ * the time axis. */
+int report_run_view(rec_db *db, int64_t run, const out_view *view, FILE *out,
+                    int width, ps_err *err);
+
+/* Rows (ranks x chunks) above which the chart of a run with several
+ * data-parallel replicas draws replica 0 alone by default. */
+#define REPORT_AUTO_ROWS 16
 
 /* Writes the efficiency line of a pipeline run (model FLOPs per step,
  * model and hardware TFLOP/s per GPU, MFU of the dense peak, tokens/s per

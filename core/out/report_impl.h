@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "out/view.h"
 #include "rec/rec.h"
 
 /* The unit a time of s seconds reads best in: its scale (1, 1e-3, 1e-6 or
@@ -31,5 +32,11 @@ rec_query *report_query(rec_db *db, const char *sql, int64_t run, ps_err *err);
 /* Writes text to out, breaking lines after ", " so that none is longer
  * than width where possible; continuation lines are indented. */
 void report_wrap(FILE *out, const char *text, int width);
+
+/* The Gantt chart of run (out/report_gantt.c): the rows view draws,
+ * width columns in total, the time axis over [0, makespan] or the
+ * window, and a legend. */
+int report_gantt(rec_db *db, int64_t run, const out_view *view, int width,
+                 double makespan, FILE *out, ps_err *err);
 
 #endif

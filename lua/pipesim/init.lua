@@ -57,8 +57,10 @@ end
 -- A cluster whose __gc was called by hand raises on every use
 -- (core/bind/cluster.c); say so at the scenario's line before the front
 -- end reads it (level 3, as call).
+local function ranks_of(c) return c.ranks end
+
 local function check_live(fn, c)
-    if type(c) == "userdata" and not pcall(function() return c.ranks end) then
+    if type(c) == "userdata" and not pcall(ranks_of, c) then
         error(fn .. ": cluster was freed", 3)
     end
 end
@@ -496,6 +498,7 @@ local function params_json(spec, partition, m)
         return text
     end
     local keys, vals, frag, kinds, qk, num = pj.keys, pj.vals, pj.frag, pj.kinds, pj.qk, pj.num
+    local loop = m.loop
     local n = param_count(spec)
     if n ~= pj.n then return json_text(params_table(spec, partition)) end
     -- the same keys as the first point's (as many, all present)
@@ -517,7 +520,10 @@ local function params_json(spec, partition, m)
         -- a value equal to a kept non-number is the same table, string or
         -- boolean: the same text without same_value's C call
         local w = vals[i]
-        if v == w and (not num[i] or same_value(v, w)) then
+        -- a loop's memo (loop_memo) cannot know that a script's table is
+        -- unchanged (the cluster's params are its own, kept per cluster)
+        if v == w and (not num[i] or same_value(v, w))
+            and not (loop and kind ~= PARAM_CLUSTER and type(v) == "table") then
             no = no + 1; out[no] = frag[i]
         else
             no = no + 1; out[no] = qk[i]
@@ -566,7 +572,12 @@ local function run_meta(fn, spec, pm)
     -- changes; the core reads the table during the run and keeps nothing
     local m = pm and pm.meta
     if m then
-        m.sweep, m.point, m.point_index = SWEEP_AT.sweep, SWEEP_AT.point, SWEEP_AT.point_index
+        local at = SWEEP_AT -- nil in a loop's memo (loop_memo)
+        if at then
+            m.sweep, m.point, m.point_index = at.sweep, at.point, at.point_index
+        else
+            m.sweep, m.point, m.point_index = nil, nil, nil
+        end
         return m
     end
     -- every key named: the constructor sizes the table once
@@ -668,13 +679,18 @@ end
 -- calls it too, to cost a configuration without simulating it. memo (a
 -- sweep's, or nil): layers checked and lowered once per sweep rather than
 -- per point, with the same results.
-local function prepare_run(spec, memo)
-    local m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
-    -- a point of a base sweep that sets none of SHARED_FIELDS (sweep.lua
-    -- says so in SWEEP_AT.plain) has the base's values of every field the
-    -- check and the plan read: the slot and the check of the first such
-    -- point hold for all of them
-    local plain = m and SWEEP_AT and SWEEP_AT.plain
+local function prepare_run(spec, memo, loop)
+    local m, plain
+    if loop then -- a loop's memo entry (loop_memo, below)
+        m, plain = loop, loop.plain
+    else
+        m = memo and type(spec.layers) == "table" and memo_entry(memo, spec) or nil
+        -- a point of a base sweep that sets none of SHARED_FIELDS (sweep.lua
+        -- says so in SWEEP_AT.plain) has the base's values of every field the
+        -- check and the plan read: the slot and the check of the first such
+        -- point hold for all of them
+        plain = m and SWEEP_AT and SWEEP_AT.plain
+    end
     local checked, err
     if plain and m.plain_checked then
         checked = true
@@ -765,7 +781,65 @@ local function prepare_run(spec, memo)
     elseif m and layers == spec.layers then
         args.layers = m.sealed -- the core reads the copy checked above
     end
-    return args, plan, partition, m
+    return args, plan, partition, m, plain
+end
+
+-- A loop's memo (issue 28): a plain Lua loop of ps.run, outside a base
+-- sweep, gets the same memo as a base sweep's points (memo_entry: the
+-- layers checked once, the lowered plans, the check, meta and efficiency
+-- of the last values of SHARED_FIELDS) without the sweep's promise that no
+-- user code runs between the calls. So each entry holds a snapshot of the
+-- layer list's contents (core/bind/run_memo.c: every layer's keys and
+-- values, and the tables inside them such as a model's shape), and a call
+-- whose list differs from it, in any value of any layer, starts a new
+-- entry: a layer changed between two calls gives the new result. The
+-- other fields it keeps per entry (SHARED_FIELDS) are compared by value
+-- on each call; a run table with a table among them (tags, ranks,
+-- placement, a custom tp_comm) is not memoized at all, as a table's
+-- contents could change without its identity, and neither is a list the
+-- snapshot cannot see (a metatable). Weak keys: a list or cluster
+-- collected takes its entries along.
+local LOOP_MEMO = setmetatable({}, { __mode = "k" })
+local LOOP_FIELDS = {} -- SHARED_FIELDS but the entry's keys, in a fixed order
+for k in pairs(SHARED_FIELDS) do
+    if k ~= "layers" and k ~= "cluster" then LOOP_FIELDS[#LOOP_FIELDS + 1] = k end
+end
+table.sort(LOOP_FIELDS)
+local NLOOP_FIELDS = #LOOP_FIELDS
+local layers_unchanged, layers_snapshot = core.layers_unchanged, core.layers_snapshot
+
+-- The loop memo's entry for spec, its `plain` set (the values of
+-- LOOP_FIELDS are the entry's last ones), or nil: no memo for this call.
+local function loop_memo(spec)
+    local layers, c = spec.layers, spec.cluster
+    if type(layers) ~= "table" or (c ~= nil and type(c) ~= "userdata") then return nil end
+    local by = LOOP_MEMO[layers]
+    if not by then
+        by = setmetatable({}, { __mode = "k" })
+        LOOP_MEMO[layers] = by
+    end
+    local key = c == nil and NIL or c
+    local m = by[key]
+    if m == false then return nil end -- a list the snapshot cannot see
+    if m and not layers_unchanged(layers, m.snap) then m = nil end
+    if not m then
+        local snap = layers_snapshot(layers)
+        if not snap then by[key] = false; return nil end
+        m = { plans = {}, snap = snap, loop = true, last = {} }
+        by[key] = m
+    end
+    local last, plain = m.last, m.plain ~= nil
+    for i = 1, NLOOP_FIELDS do
+        local v = spec[LOOP_FIELDS[i]]
+        if type(v) == "table" then return nil end
+        if plain and (v ~= last[i] or mtype(v) ~= mtype(last[i])) then plain = false end
+    end
+    if not plain then -- new values: what was kept for the last ones goes
+        for i = 1, NLOOP_FIELDS do last[i] = spec[LOOP_FIELDS[i]] end
+        m.plain_checked, m.plain_slot, m.meta, m.efficiency = nil, nil, nil, nil
+    end
+    m.plain = true
+    return m
 end
 
 -- partition = "search": a local search over stage boundaries (ps.partition
@@ -833,7 +907,8 @@ function ps.run(spec)
     -- the binding checks the fields read below (names at the top, counts,
     -- every layer) before anything is computed from them; core.run checks
     -- the rest
-    local ok, args, plan, partition, m = pcall(prepare_run, spec, memo)
+    local loop = not memo and not searched and loop_memo(spec) or nil
+    local ok, args, plan, partition, m, plain = pcall(prepare_run, spec, memo, loop)
     if not ok then error(args, 2) end
     if args.name == nil then
         args.name = type(spec.schedule) == "table" and "custom"
@@ -842,11 +917,11 @@ function ps.run(spec)
     -- called by core.run once every field is checked (a table inside
     -- itself is an unknown field or a bad value before it reaches json)
     args.params_json = function() return params_json(spec, partition, m) end
-    args.meta = run_meta("ps.run", spec, m and SWEEP_AT and SWEEP_AT.plain and m or nil)
+    args.meta = run_meta("ps.run", spec, plain and m or nil)
     -- the step's efficiency figures, recorded with the run (issue 27 item
     -- 16); a plain sweep point has its base's figures, unless the
     -- partition decides which blocks recompute
-    local plain = m and SWEEP_AT and SWEEP_AT.plain and spec.recompute_method ~= "block"
+    plain = plain and spec.recompute_method ~= "block"
     local eff = plain and m.efficiency
     if not eff then
         eff = efficiency.figures(spec, partition, PEAKS[spec.cluster])
@@ -990,6 +1065,34 @@ ps.parse = core.parse
 -- g = 8 }: nccl-tests' size sweep and table (lua/pipesim/nccl_tests.lua).
 function ps.nccl_tests(spec)
     return require("pipesim.nccl_tests").run(ps, spec)
+end
+
+-- ps.batch(fn, ...): calls fn(...) with every ps.run it makes committed
+-- in batches, as a sweep's runs are (every 1000 runs or 0.1 s, and when
+-- fn returns or raises), instead of one transaction and its syncs per run
+-- (issue 28; docs/sweeps.md, "A loop of ps.run"). The explicit opt-out of
+-- the per-run durability: a kill -9 inside fn loses the runs since the
+-- last commit, ids already returned included, never part of a run.
+-- Returns what fn returns; an error in fn is raised once the runs before
+-- it are committed. Nested calls batch with the outermost.
+local BATCH_DEPTH = 0
+
+local function batch_end(ok, ...)
+    BATCH_DEPTH = BATCH_DEPTH - 1
+    local committed, err = true, nil
+    if BATCH_DEPTH == 0 then committed, err = pcall(core.run_batch, false) end
+    if not ok then error((...), 0) end
+    if not committed then error("ps.batch: " .. tostring(err), 3) end
+    return ...
+end
+
+function ps.batch(fn, ...)
+    if type(fn) ~= "function" then
+        error("ps.batch: expected a function (the runs to batch), got " .. check.show(fn), 2)
+    end
+    if BATCH_DEPTH == 0 then core.run_batch(true) end
+    BATCH_DEPTH = BATCH_DEPTH + 1
+    return batch_end(pcall(fn, ...))
 end
 
 -- ps.sweep{ name =, space = {...} | points = {...}, run = function(point)

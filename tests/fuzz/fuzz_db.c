@@ -192,17 +192,29 @@ static void read_all(const char *path, int width, unsigned pick)
                  "report_warnings run");
     }
     /* the view, from the width's bits (pick has none left): auto, all,
-     * replica 0 or 1 */
-    int replica = width % 4 - 2;
+     * replica 0 or 1; then with or without --ranks 0-1 --stages 0,2
+     * --window 1us:10ms (out/view.h) */
+    out_view view;
+    view_init(&view);
+    view.replica = width % 4 - 2;
+    if (width & 4) {
+        ps_err verr;
+        view_option(&view, "--ranks", "0-1", &verr);
+        view_option(&view, "--stages", "0,2", &verr);
+        view_option(&view, "--window", "1us:10ms", &verr);
+        one_line(report_run_view(db, run, &view, devnull, width, &err), &err,
+                 "report_run_view");
+    }
     if (pick & 4)
-        one_line(export_chrome(db, run, replica, devnull, &err), &err,
+        one_line(export_chrome(db, run, &view, devnull, &err), &err,
                  "export_chrome");
     if (pick & 8)
-        one_line(export_svg(db, &run, 1, replica, devnull, &err), &err,
+        one_line(export_svg(db, &run, 1, &view, devnull, &err), &err,
                  "export_svg");
     if (pick & 16)
-        one_line(export_svg(db, ids, 3, replica, devnull, &err), &err,
+        one_line(export_svg(db, ids, 3, &view, devnull, &err), &err,
                  "export_svg compare");
+    view_free(&view);
     rec_close(db, &err);
 }
 

@@ -51,10 +51,10 @@ static void expect_rejected(const char *sql, const char *want)
     CHECK_INT(report_run(db, 1, null, 100, &err), PS_ERR);
     CHECK_STR(err.msg, want);
     err.msg[0] = '\0';
-    CHECK_INT(export_chrome(db, 1, EXPORT_REPLICA_AUTO, null, &err), PS_ERR);
+    CHECK_INT(export_chrome(db, 1, NULL, null, &err), PS_ERR);
     CHECK_STR(err.msg, want);
     err.msg[0] = '\0';
-    CHECK_INT(export_svg(db, &one, 1, EXPORT_REPLICA_AUTO, null, &err), PS_ERR);
+    CHECK_INT(export_svg(db, &one, 1, NULL, null, &err), PS_ERR);
     CHECK_STR(err.msg, want);
     fclose(null);
     rec_close(db, &err);
@@ -116,8 +116,8 @@ static void test_huge_makespan(void)
         FILE *f = open_memstream(&buf, &len);
         CHECK_INT(report_run(db, 1, f, 100, &err), PS_OK);
         int64_t one = 1;
-        CHECK_INT(export_svg(db, &one, 1, EXPORT_REPLICA_AUTO, f, &err), PS_OK);
-        CHECK_INT(export_chrome(db, 1, EXPORT_REPLICA_AUTO, f, &err), PS_OK);
+        CHECK_INT(export_svg(db, &one, 1, NULL, f, &err), PS_OK);
+        CHECK_INT(export_chrome(db, 1, NULL, f, &err), PS_OK);
         fclose(f);
         CHECK_HAS(buf, "rank 3 |");
         if (i == 0)

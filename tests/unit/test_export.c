@@ -428,8 +428,8 @@ static char *render(rec_db *db, int chrome, const int64_t *ids, int n,
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
-    int rc = chrome ? export_chrome(db, ids[0], EXPORT_REPLICA_AUTO, f, err)
-                    : export_svg(db, ids, n, EXPORT_REPLICA_AUTO, f, err);
+    int rc = chrome ? export_chrome(db, ids[0], NULL, f, err)
+                    : export_svg(db, ids, n, NULL, f, err);
     fclose(f);
     if (rc) {
         free(buf);

@@ -1,0 +1,139 @@
+-- A plain loop of ps.run keeps the checked and lowered layers per layer
+-- list (lua/pipesim/init.lua loop_memo, core/bind/run_memo.c), keyed by
+-- the list's contents: a layer changed between two calls, in place, gives
+-- the result of the changed list (the same as a fresh copy of it), and a
+-- misspelt field added later is still an error. ps.batch returns what its
+-- function returns and raises its error.
+package.path = "lua/?.lua;lua/?/init.lua;tests/lua/?.lua;" .. package.path
+local H = require "harness"
+local ps = require "pipesim"
+local core = require "pipesim.core"
+
+-- a deep copy: another list, which no memo entry has seen
+local function copy(v, seen)
+    if type(v) ~= "table" then return v end
+    seen = seen or {}
+    if seen[v] then return seen[v] end
+    local t = {}
+    seen[v] = t
+    for k, x in pairs(v) do t[copy(k, seen)] = copy(x, seen) end
+    return setmetatable(t, getmetatable(v))
+end
+
+local node = ps.clusters.dgx("A100", 1)
+local cluster = ps.cluster{ ranks = 4, device = node.device, link = node.intra }
+
+-- ps.run of spec, and of spec with a fresh copy of its layers: equal
+local function fresh(spec, label)
+    local got = ps.run(spec)
+    local t = {}
+    for k, v in pairs(spec) do t[k] = v end
+    t.layers = copy(spec.layers)
+    local want = ps.run(t)
+    H.near(got.makespan, want.makespan, 1e-12, label)
+    H.eq(got.peak_memory, want.peak_memory, label .. " peak memory")
+    return got.makespan
+end
+
+-- plain layers: each change, in place, between two calls of one loop
+local plain = {}
+for i = 1, 6 do plain[i] = { fwd_time = 1e-3 * i, act_bytes = "1 MiB" } end
+local spec = { layers = plain, stages = 3, microbatches = 4, record = "none" }
+local t0 = fresh(spec, "plain")
+H.near(fresh(spec, "plain again"), t0, 0, "the memo gives the first result")
+plain[2].fwd_time = 0.5
+local t1 = fresh(spec, "a layer's value changed")
+H.check(t1 > t0 + 0.4, "the changed layer counts: " .. t1 .. " after " .. t0)
+plain[2].fwd_time = 2e-3
+H.near(fresh(spec, "changed back"), t0, 0, "changed back")
+plain[3].bwd_time = 0.25 -- a field added
+H.check(fresh(spec, "a field added") > t0 + 0.2, "the added field counts")
+plain[3].bwd_time = nil -- and removed
+H.near(fresh(spec, "a field removed"), t0, 0, "removed")
+plain[4] = { fwd_time = 0.125 } -- a layer replaced
+H.check(fresh(spec, "a layer replaced") > t0 + 0.1, "the new layer counts")
+plain[7] = { fwd_time = 1e-3 } -- a layer appended
+fresh(spec, "a layer appended")
+plain[7] = nil
+plain[4] = { fwd_time = 4e-3, act_bytes = "1 MiB" }
+H.near(fresh(spec, "as first"), t0, 0, "as first")
+plain[1].fwd_time = 1 -- integer and float: one value
+fresh(spec, "an integer")
+plain[1].fwd_time = 1.0
+fresh(spec, "a float")
+plain[1].fwd_time = 1e-3
+-- a misspelt field added after the memo was made is an error, as it is
+-- on the first call
+plain[5].fwd_tiem = 1
+H.raises(function() ps.run(spec) end, "unknown field 'fwd_tiem'", "misspelt field after the memo")
+plain[5].fwd_tiem = nil
+H.near(fresh(spec, "without it"), t0, 0, "without the misspelt field")
+
+-- model layers: the shape table they share, changed in place, is lowered anew
+local model = ps.models.preset("llama2-7b", { seq = 4096, microbatch = 1 })
+local mspec = { cluster = cluster, layers = model, stages = 4, microbatches = 8, record = "none" }
+local m0 = fresh(mspec, "model")
+fresh(mspec, "model again")
+model[5].shape.hidden = 8192
+local m1 = fresh(mspec, "the shape's hidden size doubled")
+H.check(m1 > 1.2 * m0, "a wider model is slower: " .. m1 .. " after " .. m0)
+model[5].shape.hidden = 4096
+H.near(fresh(mspec, "shape back"), m0, 0, "the shape changed back")
+mspec.tp, mspec.stages = 2, 2
+fresh(mspec, "tp 2")
+mspec.tp, mspec.stages = nil, 4
+H.near(fresh(mspec, "tp 1 again"), m0, 0, "tp 1 again")
+
+-- a list with a metatable is not memoized, and still right
+local meta = setmetatable(copy(plain), { __index = function() return nil end })
+local mt = { layers = meta, stages = 3, microbatches = 4, record = "none" }
+H.near(fresh(mt, "metatable"), t0, 0, "a list with a metatable")
+meta[2].fwd_time = 0.5
+H.near(fresh(mt, "metatable changed"), t1, 0, "a list with a metatable, changed")
+
+-- the snapshot itself
+do
+    local l = { { fwd_time = 1, name = string.rep("x", 64) } }
+    local s = core.layers_snapshot(l)
+    H.check(core.layers_unchanged(l, s), "unchanged")
+    l[1].name = string.rep("x", 63) .. "x" -- another long string of the same bytes
+    H.check(core.layers_unchanged(l, s), "a long string of the same bytes")
+    l[1].name = string.rep("x", 63) .. "y"
+    H.check(not core.layers_unchanged(l, s), "a long string changed")
+    l[1].name = string.rep("x", 64)
+    l[1].fwd_time = 0 / 0
+    H.check(not core.layers_unchanged(l, s), "NaN differs")
+    H.check(core.layers_snapshot(setmetatable({}, {})) == false, "a metatable: no snapshot")
+    local deep = {}
+    local at = deep
+    for _ = 1, 12 do at.next = {}; at = at.next end
+    H.check(core.layers_snapshot({ deep }) == false, "too deep: no snapshot")
+    local cyc = { { fwd_time = 1 } }
+    cyc[1].self = cyc
+    local cs = core.layers_snapshot(cyc)
+    H.check(cs and core.layers_unchanged(cyc, cs), "a cycle is walked once")
+end
+
+-- ps.batch
+do
+    local a, b = ps.batch(function(x) return x + 1, "two" end, 41)
+    H.eq({ a, b }, { 42, "two" }, "ps.batch returns what its function returns")
+    local n = 0
+    ps.batch(function()
+        for _ = 1, 3 do
+            ps.batch(function() n = n + ps.run{ layers = plain, stages = 3, microbatches = 4,
+                record = "summary" }.stages end)
+        end
+    end)
+    H.eq(n, 9, "nested batches run")
+    H.raises(function() ps.batch(function() error("inside", 0) end) end, "inside",
+        "an error inside ps.batch is raised")
+    local ok, err = pcall(ps.batch, 42)
+    H.check(not ok and err:find("ps.batch: expected a function (the runs to batch), got 42", 1, true),
+        "not a function: " .. tostring(err))
+    -- runs after a failed batch are committed one by one again
+    local r = ps.run{ layers = plain, stages = 3, microbatches = 4, record = "summary" }
+    H.check(r.id > 0, "a run after the batches")
+end
+
+H.done()

@@ -5,21 +5,15 @@
 -- distributed optimizer, summary recording; the whole process timed by
 -- tests/bench/targets.py. -D nodes=N scales the cluster and the batch
 -- (N a multiple of 20); -D fold=false runs every replica.
---   build/pipesim run tests/bench/dense1t.lua -o x.db
-local ps = require "pipesim"
-ps.progress(false)
-local nodes = ps.args.nodes or 12500
-local c = ps.cluster(ps.clusters.dgx("H100", nodes))
-local run = ps.models.megatron{ num_layers = 120, hidden_size = 26624, ffn_hidden_size = 106496,
-    num_attention_heads = 208, group_query_attention = true, num_query_groups = 8,
-    normalization = "RMSNorm", position_embedding_type = "rope", disable_bias_linear = true,
-    untie_embeddings_and_output_weights = true, seq_length = 8192, vocab_size = 128256,
-    tensor_model_parallel_size = 8, pipeline_model_parallel_size = 20, micro_batch_size = 1,
-    global_batch_size = 4 * nodes * 8 // 160, bf16 = true, sequence_parallel = true,
-    use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
-    world_size = nodes * 8, cluster = c }
-run.record = "summary"
-run.fold = ps.args.fold ~= false and ps.args.fold ~= "false"
-local r = ps.run(run)
-print(string.format("dense 1T on %d GPUs: step %.6f s, folded %s", nodes * 8, r.makespan,
-    tostring(r.folded)))
+--   build/pipesim run --unsafe tests/bench/dense1t.lua -o x.db
+dofile("tests/bench/frontier.lua")("dense 1T", 12500, function(nodes)
+    return { num_layers = 120, hidden_size = 26624, ffn_hidden_size = 106496,
+        num_attention_heads = 208, group_query_attention = true, num_query_groups = 8,
+        normalization = "RMSNorm", position_embedding_type = "rope",
+        disable_bias_linear = true, untie_embeddings_and_output_weights = true,
+        seq_length = 8192, vocab_size = 128256, tensor_model_parallel_size = 8,
+        pipeline_model_parallel_size = 20, micro_batch_size = 1,
+        global_batch_size = 4 * nodes * 8 // 160, bf16 = true, sequence_parallel = true,
+        use_distributed_optimizer = true, overlap_grad_reduce = true,
+        overlap_param_gather = true }
+end)

@@ -3,23 +3,17 @@
 -- stage, Meta's 2,048-sequence batch of 8K tokens), summary recording, the
 -- whole process timed by tests/bench/targets.py. -D nodes=N scales the
 -- cluster and the batch together; -D fold=false runs every replica.
---   build/pipesim run tests/bench/llama405.lua -o x.db
-local ps = require "pipesim"
-ps.progress(false)
-local nodes = ps.args.nodes or 2048
-local c = ps.cluster(ps.clusters.dgx("H100", nodes))
-local run = ps.models.megatron{ num_layers = 126, hidden_size = 16384, ffn_hidden_size = 53248,
-    num_attention_heads = 128, group_query_attention = true, num_query_groups = 8, swiglu = true,
-    normalization = "RMSNorm", position_embedding_type = "rope", disable_bias_linear = true,
-    untie_embeddings_and_output_weights = true, seq_length = 8192, vocab_size = 128256,
-    tensor_model_parallel_size = 8, pipeline_model_parallel_size = 16,
-    num_layers_per_virtual_pipeline_stage = 1, account_for_embedding_in_pipeline_split = true,
-    account_for_loss_in_pipeline_split = true, micro_batch_size = 1,
-    global_batch_size = 2048 * nodes // 2048, bf16 = true, sequence_parallel = true,
-    use_distributed_optimizer = true, overlap_grad_reduce = true, overlap_param_gather = true,
-    world_size = nodes * 8, cluster = c }
-run.record = "summary"
-run.fold = ps.args.fold ~= false and ps.args.fold ~= "false"
-local r = ps.run(run)
-print(string.format("llama3-405b on %d GPUs: step %.6f s, folded %s", nodes * 8, r.makespan,
-    tostring(r.folded)))
+--   build/pipesim run --unsafe tests/bench/llama405.lua -o x.db
+dofile("tests/bench/frontier.lua")("llama3-405b", 2048, function(nodes)
+    return { num_layers = 126, hidden_size = 16384, ffn_hidden_size = 53248,
+        num_attention_heads = 128, group_query_attention = true, num_query_groups = 8,
+        swiglu = true, normalization = "RMSNorm", position_embedding_type = "rope",
+        disable_bias_linear = true, untie_embeddings_and_output_weights = true,
+        seq_length = 8192, vocab_size = 128256, tensor_model_parallel_size = 8,
+        pipeline_model_parallel_size = 16, num_layers_per_virtual_pipeline_stage = 1,
+        account_for_embedding_in_pipeline_split = true,
+        account_for_loss_in_pipeline_split = true, micro_batch_size = 1,
+        global_batch_size = 2048 * nodes // 2048, bf16 = true, sequence_parallel = true,
+        use_distributed_optimizer = true, overlap_grad_reduce = true,
+        overlap_param_gather = true }
+end)

@@ -36,7 +36,8 @@ static int alloc_arrays(par_fold *f, const prog_set *full, const par_sim *sim,
                    grow(&f->node_img, 2 * (int64_t)nnodes) ||
                    grow(&f->sig_map, full->nsignals) ||
                    grow(&f->sig_inst, full->nsignals) ||
-                   grow(&f->shift, full->nranks)
+                   grow(&f->shift, full->nranks) ||
+                   grow(&f->msg_map, full->nmsgs)
                ? -1
                : 0;
 }
@@ -98,19 +99,10 @@ static int32_t shifted(const par_fold *f, const par_sim *sim, int32_t x,
     return sim->rank_of[i * sim->p + kx % sim->p];
 }
 
-/* The first op of the batch op t is in (sim/prog.h: PROG_BATCH ops and
- * the one after them). */
-static int32_t batch_start(const prog_lane *l, int32_t t)
-{
-    while (t > 0 && (l->ops[t - 1].flags & PROG_BATCH))
-        t--;
-    return t;
-}
-
 /* 1 when op a of an instance shifted by k from its representative is the
  * image of the representative's op b. */
-static int same_op(par_fold *f, const prog_set *full, const par_sim *sim,
-                   const prog_op *a, const prog_op *b, int32_t k)
+static int same_op(par_fold *f, const par_sim *sim, const prog_op *a,
+                   const prog_op *b, int32_t k)
 {
     /* inside a batch the order and which op is last may differ (a ring's
      * position 0 sends first, the others receive first: coll/algo.c) */
@@ -133,15 +125,11 @@ static int same_op(par_fold *f, const prog_set *full, const par_sim *sim,
         if (a->bytes != b->bytes || a->tag != b->tag ||
             a->peer != shifted(f, sim, b->peer, k))
             return 0;
-        /* the other side: the same lane of its instance, the same batch */
-        const prog_msg *ma = &full->msgs[a->msg], *mb = &full->msgs[b->msg];
-        int32_t la = a->type == PROG_RECV ? ma->send_lane : ma->recv_lane;
-        int32_t lb = a->type == PROG_RECV ? mb->send_lane : mb->recv_lane;
-        int32_t ta = a->type == PROG_RECV ? ma->send_op : ma->recv_op;
-        int32_t tb = a->type == PROG_RECV ? mb->send_op : mb->recv_op;
-        return f->lane_seq[la] == f->lane_seq[lb] &&
-               batch_start(&full->lanes[la], ta) ==
-                   batch_start(&full->lanes[lb], tb);
+        /* the message: the shift maps messages to messages (each the
+         * same on both its sides, which are checked in turn) */
+        if (f->msg_map[a->msg] < 0)
+            f->msg_map[a->msg] = b->msg;
+        return f->msg_map[a->msg] == b->msg;
     }
 }
 
@@ -187,9 +175,9 @@ static int32_t batch_end(const prog_lane *l, int32_t t)
  * lane b op by op, a batch's ops in any order; 1 when every op is the
  * image of one. With to (lane b of the folded programs) given, out (a's
  * ops) receives the times of each op's match. */
-static int match_lane(par_fold *f, const prog_set *full, const par_sim *sim,
-                      const prog_lane *a, const prog_lane *b, int32_t k,
-                      const prog_lane *to, prog_op *out)
+static int match_lane(par_fold *f, const par_sim *sim, const prog_lane *a,
+                      const prog_lane *b, int32_t k, const prog_lane *to,
+                      prog_op *out)
 {
     if (a->n != b->n)
         return 0;
@@ -209,12 +197,12 @@ static int match_lane(par_fold *f, const prog_set *full, const par_sim *sim,
         for (int32_t u = t; u <= e; u++) {
             /* in order first: no search where the orders agree */
             int32_t v = f->used[u - t] == 0 &&
-                                same_op(f, full, sim, &a->ops[u], &b->ops[u], k)
+                                same_op(f, sim, &a->ops[u], &b->ops[u], k)
                             ? u
                             : -1;
             for (int32_t w = t; v < 0 && w <= e; w++)
                 if (!f->used[w - t] &&
-                    same_op(f, full, sim, &a->ops[u], &b->ops[w], k))
+                    same_op(f, sim, &a->ops[u], &b->ops[w], k))
                     v = w;
             if (v < 0)
                 return 0;
@@ -237,39 +225,37 @@ static int check_shift(par_fold *f, const prog_set *full, const par_sim *sim,
         return 0;
     for (int32_t g = 0; g < full->nsignals; g++)
         f->sig_map[g] = -1;
-    /* instance i against i - s: images compose, and the instances after
-     * the first (a ring's positions but 0) mostly order batches alike */
+    for (int32_t m = 0; m < full->nmsgs; m++)
+        f->msg_map[m] = -1;
+    /* every instance i against i - s (the first against the last): each
+     * op, message and signal has its image, and every message is checked
+     * from both its sides; neighbours mostly order a batch alike (a
+     * ring's positions but 0) */
     const int32_t *first = f->inst_first;
-    for (int32_t i = s; i < sim->n; i++) {
-        int32_t nl = first[i + 1] - first[i];
-        if (nl != first[i - s + 1] - first[i - s])
+    for (int32_t i = 0; i < sim->n; i++) {
+        int32_t j = (i - s + sim->n) % sim->n, nl = first[i + 1] - first[i];
+        if (nl != first[j + 1] - first[j])
             return 0;
         for (int32_t q = 0; q < nl; q++) {
             const prog_lane *a = &full->lanes[f->inst_lanes[first[i] + q]];
-            const prog_lane *b = &full->lanes[f->inst_lanes[first[i - s] + q]];
+            const prog_lane *b = &full->lanes[f->inst_lanes[first[j] + q]];
             if (a->n != b->n || a->rank != f->shift[b->rank] ||
-                !match_lane(f, full, sim, a, b, s, NULL, NULL))
+                !match_lane(f, sim, a, b, s, NULL, NULL))
                 return 0;
         }
     }
     return 1;
 }
 
-/* The index in its representative's lane of op t of full lane l (of the
- * representative's lane after a batch's reordering), -1 if none. */
-static int32_t image_op(par_fold *f, const prog_set *full, const par_sim *sim,
-                        int32_t l, int32_t t)
+/* The message that is m's image with its receive in a representative:
+ * msg_map shifts a message back by s instances at a time. */
+static int32_t image_msg(const par_fold *f, const prog_set *full,
+                         const par_sim *sim, int32_t m)
 {
-    int32_t i = f->inst_of[full->lanes[l].rank] / sim->p;
-    if (i < f->s)
-        return t;
-    const prog_lane *b =
-        &full->lanes[f->inst_lanes[f->inst_first[i % f->s] + f->lane_seq[l]]];
-    int32_t k = i - i % f->s;
-    for (int32_t w = batch_start(b, t); w <= batch_end(b, t); w++)
-        if (same_op(f, full, sim, &full->lanes[l].ops[t], &b->ops[w], k))
-            return w;
-    return -1;
+    while (f->inst_of[full->lanes[full->msgs[m].recv_lane].rank] / sim->p >=
+           f->s)
+        m = f->msg_map[m];
+    return m;
 }
 
 /* The representatives' lanes, their messages renumbered: a send to
@@ -308,12 +294,8 @@ static int build_folded(par_fold *f, const prog_set *full, const par_sim *sim,
             prog_op *o = &ps->lanes[fl].ops[t];
             if (o->type != PROG_SEND)
                 continue;
-            const prog_msg *m = &full->msgs[o->msg];
-            int32_t t2 = image_op(f, full, sim, m->recv_lane, m->recv_op);
-            if (t2 < 0)
-                return ps_errf(err, "replica folding: no image of message %d",
-                               (int)o->msg);
-            ps->lanes[f->lane_fold[m->recv_lane]].ops[t2].msg = q;
+            const prog_msg *m = &full->msgs[image_msg(f, full, sim, o->msg)];
+            ps->lanes[f->lane_fold[m->recv_lane]].ops[m->recv_op].msg = q;
             o->msg = q++;
         }
     ps->nmsgs = q;
@@ -371,7 +353,7 @@ void par_fold_unfold(par_fold *f, prog_set *full, const par_sim *sim)
             prog_lane *a = &full->lanes[f->inst_lanes[first[i] + q]];
             const prog_lane *b =
                 &full->lanes[f->inst_lanes[first[i - f->s] + q]];
-            match_lane(f, full, sim, a, b, f->s, b, a->ops);
+            match_lane(f, sim, a, b, f->s, b, a->ops);
         }
 }
 
@@ -389,5 +371,6 @@ void par_fold_free(par_fold *f)
     free(f->sig_inst);
     free(f->used);
     free(f->shift);
+    free(f->msg_map);
     memset(f, 0, sizeof *f);
 }

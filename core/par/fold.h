@@ -48,6 +48,7 @@ typedef struct par_fold {
     int32_t *sig_map, *sig_inst;
     int32_t *used, used_cap; /* a batch's ops matched */
     int32_t *shift, step;    /* each rank shifted by step (the s tried) */
+    int32_t *msg_map;        /* each message's image shifted back by s */
     int32_t nranks, nlanes, n, nsignals, nnodes;
 } par_fold;
 

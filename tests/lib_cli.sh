@@ -4,8 +4,8 @@
 # Env from tests/run.sh: BIN, TMP, VG.
 P=0
 F=0
-# SQL that takes schema 8's efficiency columns and schema 10's live-mode
-# columns out of a run table again, for the suites that make older
+# SQL that takes schema 8's efficiency columns, schema 10's live-mode
+# columns and schema 11's folded column out of a run table again, for the suites that make older
 # databases to upgrade
 DROP_V8="ALTER TABLE run DROP COLUMN model_flops; ALTER TABLE run DROP COLUMN hardware_flops;
     ALTER TABLE run DROP COLUMN tokens; ALTER TABLE run DROP COLUMN gpus;
@@ -13,7 +13,8 @@ DROP_V8="ALTER TABLE run DROP COLUMN model_flops; ALTER TABLE run DROP COLUMN ha
     ALTER TABLE run DROP COLUMN model_tflops_per_gpu; ALTER TABLE run DROP COLUMN mfu;
     ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu;
     ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu; ALTER TABLE run DROP COLUMN efficiency_note;
-    ALTER TABLE run DROP COLUMN backend; ALTER TABLE run DROP COLUMN simulated;"
+    ALTER TABLE run DROP COLUMN backend; ALTER TABLE run DROP COLUMN simulated;
+    ALTER TABLE run DROP COLUMN folded;"
 # ... and version 9's table: DROP_V8 then DROP_V9 make a version 7 file
 DROP_V9="DROP TABLE rank_member;"
 ok() { P=$((P + 1)); }

@@ -29,6 +29,7 @@ const char *const bind_fields_run[] = {
     "etp",
     "faults",
     "fb_interference",
+    "fold",
     "grad_sync",
     "iterations",
     "layers",

@@ -640,8 +640,8 @@ static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
 static void push_result(lua_State *L, const pipe_config *cfg,
                         const pipe_result *res)
 {
-    /* the 20 fields below and ps.run's (tp, recompute, point, ...) */
-    lua_createtable(L, 0, 26);
+    /* the 21 fields below and ps.run's (tp, recompute, point, ...) */
+    lua_createtable(L, 0, 27);
     if (res->id > 0) {
         lua_pushinteger(L, res->id);
         lua_setfield(L, -2, "id");
@@ -662,6 +662,8 @@ static void push_result(lua_State *L, const pipe_config *cfg,
     set_number(L, "bubble", res->bubble);
     set_number(L, "closed_form_bubble", res->closed_form_bubble);
     set_number(L, "imbalance", res->imbalance);
+    lua_pushboolean(L, res->folded);
+    lua_setfield(L, -2, "folded");
     lua_pushinteger(L, cfg->dp);
     lua_setfield(L, -2, "dp");
     push_ints(L, res->rank, res->n);
@@ -707,6 +709,7 @@ static int core_run(lua_State *L)
     bind_boolean(L, 1, "sequence_parallel", &cfg.sequence_parallel);
     cfg.recompute = bind_string(L, 1, "recompute");
     bind_boolean(L, 1, "split_backward", &cfg.split_backward);
+    bind_boolean(L, 1, "fold", &cfg.fold); /* replica folding, par/fold.h */
     cfg.p2p = bind_p2p(L, 1, &cfg.pytorch_p2p);
     int recording = bind_record(L, 1, &cfg.record);
 

@@ -133,3 +133,20 @@ int32_t net_nics_per_node(const net *nw, int32_t gpus_per_node)
 {
     return nw->cl_gpus > 0 && nw->cl_gpus == gpus_per_node ? nw->cl_nics : 0;
 }
+
+int net_foldable(const net *nw)
+{
+    return nw->cl_gpus > 0 && nw->cl_nics == nw->cl_gpus &&
+           net_sharing_of(nw) == NET_FAIR && nw->slack &&
+           nw->slack[nw->cl_core];
+}
+
+void net_set_image(net *nw, const int32_t *image)
+{
+    nw->image = nw->cl_gpus > 0 ? image : NULL;
+}
+
+int32_t net_node_of(const net *nw, int32_t rank)
+{
+    return nw->cl_gpus > 0 ? rank / nw->cl_gpus : -1;
+}

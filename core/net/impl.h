@@ -61,6 +61,9 @@ struct net {
     int32_t cl_gpus, cl_nics;
     int32_t cl_stride; /* links per node: 4 per GPU, 2 per NIC */
     int32_t cl_core;   /* the fabric's core link, the last one */
+    /* replica folding (net_set_image): the rank whose links stand for
+     * each rank's, borrowed; NULL: every rank its own */
+    const int32_t *image;
     /* run state, one entry per link (mesh: per slot), in one record so
      * that a transfer touches one cache line per link */
     lstat *ls;
@@ -114,14 +117,21 @@ struct net {
  * down->NIC at 4 g + 2 k and 4 g + 2 k + 1; the core up->down is last.
  * Inside a node: GPU -> node switch -> GPU (the switch's id is below the
  * NICs', so the search's tie goes to it when two GPUs share a NIC).
- * Across nodes: GPU -> its NIC -> core -> the peer's NIC -> GPU. O(1). */
+ * Across nodes: GPU -> its NIC -> core -> the peer's NIC -> GPU. O(1).
+ * Under replica folding (net_set_image) the kind of route is the two
+ * ranks' and its links are their images'. */
 static inline int32_t cluster_route(const net *nw, int32_t src, int32_t dst,
                                     int32_t *out)
 {
     int32_t g = nw->cl_gpus, S = nw->cl_stride;
     int32_t ns = src / g, nd = dst / g;
-    int32_t ls = src - ns * g, ld = dst - nd * g;
-    int32_t bs = ns * S, bd = nd * S;
+    if (nw->image) { /* the same kind of route, on the images' links */
+        src = nw->image[src];
+        dst = nw->image[dst];
+    }
+    int32_t ms = src / g, md = dst / g;
+    int32_t ls = src - ms * g, ld = dst - md * g;
+    int32_t bs = ms * S, bd = md * S;
     if (ns == nd) {
         out[0] = bs + 4 * ls;
         out[1] = bd + 4 * ld + 1;

@@ -143,6 +143,23 @@ double net_lone_time(const net *nw, int32_t src, int32_t dst, double bytes);
 /* 1 when nw is a mesh (net_set_mesh), else 0. */
 int net_is_mesh(const net *nw);
 
+/* Replica folding (par/fold.h): 1 when every link but the core belongs to
+ * one GPU, all alike, and the core is never a bottleneck: a cluster of
+ * net_build_cluster with a NIC per GPU, oversubscription 1, fair sharing.
+ * Then a permutation of ranks that keeps ranks on one node together
+ * (and apart) maps routes to routes and link loads to link loads. */
+int net_foldable(const net *nw);
+
+/* Replica folding: routes between ranks a and b take the kind of route
+ * of a and b (inside a node or across) over the links of image[a] and
+ * image[b] (nranks entries, borrowed until the next call; NULL: every
+ * rank's own, the default). A cluster of net_build_cluster only (a no-op
+ * elsewhere). */
+void net_set_image(net *nw, const int32_t *image);
+
+/* The node of rank on a cluster of net_build_cluster; -1 elsewhere. */
+int32_t net_node_of(const net *nw, int32_t rank);
+
 /* The NICs per node (nics_per_node, its default applied) when nw was built
  * by net_build_cluster with gpus_per_node GPUs per node; 0 for any other
  * network or node size. */

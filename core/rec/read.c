@@ -94,7 +94,9 @@ rec_db *rec_open_read(const char *path, ps_err *err)
                 : version == 5 ? "the collective 'protocol' columns"
                 : version == 6 ? "the timeline's rowid spans"
                 : version == 7 ? "the run's efficiency columns"
-                               : "the 'rank_member' table",
+                : version == 8 ? "the 'rank_member' table"
+                : version == 9 ? "the run 'backend' columns"
+                               : "the run 'folded' column",
                 REC_SCHEMA_VERSION, path);
         goto fail;
     }

@@ -43,16 +43,17 @@
 #define ROWS4(row) row ", " row ", " row ", " row
 
 static const char *const stmt_sql[NSTMT] = {
-    [ST_RUN] = "INSERT INTO run(kind, name, schedule, stages, microbatches, "
-               "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
-               "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
-               "sequence_parallel, recompute, sweep, point, point_index, tags, "
-               "model, seq_length, micro_batch, global_batch, scenario, "
-               "created, " REC_EFF_COLS ", backend, simulated) VALUES (?1, "
-               "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-               "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
-               "?28, ?29, coalesce(?30, strftime('%Y-%m-%dT%H:%M:%SZ', "
-               "'now')), " REC_EFF_ARGS ", coalesce(?42, 'sim'), ?43)",
+    [ST_RUN] =
+        "INSERT INTO run(kind, name, schedule, stages, microbatches, "
+        "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
+        "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
+        "sequence_parallel, recompute, sweep, point, point_index, tags, "
+        "model, seq_length, micro_batch, global_batch, scenario, "
+        "created, " REC_EFF_COLS ", backend, simulated, folded) VALUES (?1, "
+        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+        "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
+        "?28, ?29, coalesce(?30, strftime('%Y-%m-%dT%H:%M:%SZ', "
+        "'now')), " REC_EFF_ARGS ", coalesce(?42, 'sim'), ?43, ?44)",
     [ST_STAGE] = STAGE_COLS STAGE_ROW,
     [ST_RANK] = RANK_COLS RANK_ROW,
     [ST_STAGE4] = STAGE_COLS ROWS4(STAGE_ROW),
@@ -225,6 +226,10 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     int live = r->backend && strcmp(r->backend, "sim") != 0;
     bind_text(st, 42, r->backend);
     bind_real(st, 43, live ? r->simulated : NAN);
+    if (r->tp > 0) /* pipelines */
+        sqlite3_bind_int64(st, 44, r->folded != 0);
+    else
+        sqlite3_bind_null(st, 44);
     if (rec_step_done(db, st, err))
         return PS_ERR;
     *id = sqlite3_last_insert_rowid(db->db);

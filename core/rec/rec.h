@@ -9,7 +9,7 @@
  *       micro_batch, global_batch, scenario, model_flops, hardware_flops,
  *       tokens, gpus, peak_flops, precision, model_tflops_per_gpu, mfu,
  *       hardware_tflops_per_gpu, tokens_per_s_per_gpu, efficiency_note,
- *       backend, simulated)
+ *       backend, simulated, folded)
  *       kind 'pipeline' | 'collective'; params is JSON of the inputs;
  *       status 'ok' | 'failed' (error holds the message); fits 1 when every
  *       rank's peak memory is within its device's capacity, 0 when one is
@@ -31,6 +31,10 @@
  *       backend (version 9, issue 25) 'sim' (the engine) or 'tcp' (live
  *       mode, live/live.h: measured times), simulated the simulated
  *       twin's makespan of a live run (NULL otherwise).
+ *       folded (version 11, issue 28; par/fold.h) 1 when the engine ran
+ *       representatives of identical data-parallel replicas and the others
+ *       took their times, 0 when it ran every replica (NULL for
+ *       collectives).
  *   event(run, rank, kind, stage, chunk, mb, t_start, t_end, rowid)
  *       one row per compute op; kind 'F','B','W','R','OPT'.
  *   transfer(run, src, dst, bytes, t_start, t_end, kind, mb, tag, rowid)
@@ -98,10 +102,10 @@
  *
  * Version 5 added the sweep columns of run (sweep ... scenario), 6
  * collective.protocol; version 8 the efficiency columns, version 9
- * run.backend and run.simulated; version 7 moved the timeline into rowid spans
- * (same views, in-place upgrade). Version 2 added run.fits, rank_stat.capacity
- * and rank_stat.fits; rec_open upgrades a version 1 file in place (old runs get
- * NULL: unknown), readers ask for that upgrade. */
+ * run.backend and run.simulated, 11 run.folded; version 7 moved the timeline
+ * into rowid spans (same views, in-place upgrade). Version 2 added run.fits,
+ * rank_stat.capacity and rank_stat.fits; rec_open upgrades a version 1 file in
+ * place (old runs get NULL: unknown), readers ask for that upgrade. */
 #ifndef PS_REC_H
 #define PS_REC_H
 
@@ -111,7 +115,7 @@
 #include "net/net.h"
 #include "sim/prog.h"
 
-#define REC_SCHEMA_VERSION 10
+#define REC_SCHEMA_VERSION 11
 /* How long a writer waits for another process's lock before giving up.
  * Both waits can be shortened at build time (make fuzz does: a damaged
  * file must not cost each input seconds). */
@@ -175,8 +179,9 @@ typedef struct rec_run {
     enum rec_fits fits;        /* every rank within its device's memory */
     rec_meta meta;             /* sweep, point, tags, model ... */
     const char *backend;       /* NULL: "sim"; "tcp": live mode */
-    double simulated;          /* live mode: the simulated twin's makespan;
-                                  stored only with backend "tcp" */
+    int32_t folded;   /* pipelines: 1 replicas folded (par/fold.h), 0 not */
+    double simulated; /* live mode: the simulated twin's makespan;
+                         stored only with backend "tcp" */
 } rec_run;
 
 typedef struct rec_stage {

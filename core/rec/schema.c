@@ -275,7 +275,8 @@ static const char schema_head_sql[] =
     "  hardware_tflops_per_gpu REAL, tokens_per_s_per_gpu REAL,\n"
     "  efficiency_note TEXT,\n"
     "  backend TEXT NOT NULL DEFAULT 'sim' CHECK (backend IN ('sim', 'tcp')),\n"
-    "  simulated REAL);\n" TIMELINE_TABLES_SQL;
+    "  simulated REAL,\n"
+    "  folded INTEGER CHECK (folded IN (0, 1)));\n" TIMELINE_TABLES_SQL;
 
 static const char schema_tail_sql[] =
     "CREATE TABLE stage(\n"
@@ -416,6 +417,12 @@ static const char migrate_v10_sql[] =
     "CHECK (backend IN ('sim', 'tcp'));\n"
     "ALTER TABLE run ADD COLUMN simulated REAL;\n"
     "PRAGMA user_version = 10;\n";
+
+/* Version 10 -> 11: whether the engine folded identical replicas
+ * (issue 28, par/fold.h); old runs keep NULL. */
+static const char migrate_v11_sql[] =
+    "ALTER TABLE run ADD COLUMN folded INTEGER CHECK (folded IN (0, 1));\n"
+    "PRAGMA user_version = 11;\n";
 
 /* A new file's schema and the version 7 upgrade, each run in order (C
  * caps one string literal at 4095 bytes). */
@@ -759,7 +766,9 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
             (version >= 1 && version <= 8 &&
              rec_exec_sql(db, migrate_v9_sql, err)) ||
             (version >= 1 && version <= 9 &&
-             rec_exec_sql(db, migrate_v10_sql, err))) {
+             rec_exec_sql(db, migrate_v10_sql, err)) ||
+            (version >= 1 && version <= 10 &&
+             rec_exec_sql(db, migrate_v11_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }

@@ -112,6 +112,7 @@ static const ship_field run_fields[] = {
     RUN(SHIP_I32, dp),
     RUN(SHIP_I32, tp),
     RUN(SHIP_I32, sequence_parallel),
+    RUN(SHIP_I32, folded),
     RUN(SHIP_FITS, fits),
     RUN(SHIP_I64, meta.point_index),
     RUN(SHIP_I64, meta.seq_length),

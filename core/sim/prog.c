@@ -344,7 +344,9 @@ static int pair_ok(const prog_set *ps, int32_t id, ps_err *err)
     const prog_op *r = &ps->lanes[m->recv_lane].ops[m->recv_op];
     int32_t srank = ps->lanes[m->send_lane].rank;
     int32_t rrank = ps->lanes[m->recv_lane].rank;
-    if (s->peer != rrank || r->peer != srank) {
+    const int32_t *im = ps->image;
+    if ((im ? im[s->peer] != im[rrank] || im[r->peer] != im[srank]
+            : s->peer != rrank || r->peer != srank)) {
         if (err)
             ps_errf(err,
                     "message %d: rank %d sends to rank %d but rank %d "

@@ -115,6 +115,10 @@ typedef struct prog_set {
     int32_t msgs_cap; /* entries allocated in msgs, kept between runs */
     prog_op *arena;   /* one block sliced into lanes by prog_reserve */
     int64_t arena_cap;
+    /* replica folding (par/fold.h): a message's two sides agree on ranks
+     * through image (nranks entries, borrowed; NULL: as they are): a send
+     * to a rank of an unsimulated replica is received by its image */
+    const int32_t *image;
 } prog_set;
 
 /* Creates an empty set for nranks ranks. Returns NULL when out of memory.

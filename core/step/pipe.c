@@ -12,6 +12,7 @@
 #include "coll/coll.h"
 #include "par/dp.h"
 #include "par/ep.h"
+#include "par/fold.h"
 #include "par/links.h"
 #include "par/pass.h"
 #include "par/sim.h"
@@ -57,6 +58,7 @@ struct pipe_ctx {
     par_sizes fold_sizes;
     enum par_order fold_order;
     int fold_tp;
+    par_fold replicas; /* the last run's replica folding (par/fold.h) */
 };
 
 pipe_ctx *pipe_ctx_new(void)
@@ -81,6 +83,7 @@ void pipe_ctx_free(pipe_ctx *ctx)
     prog_free(ctx->ps);
     par_log_free(&ctx->log);
     par_sim_free(&ctx->sim);
+    par_fold_free(&ctx->replicas);
     free(ctx->members);
     free(ctx->stages);
     free(ctx->stage_rows);
@@ -228,8 +231,8 @@ static void fill_stats(pipe_ctx *ctx, const pipe_config *cfg,
      * the engine summed their compute time as the ops ended */
     eng_stats es;
     eng_stats_of(ctx->eng, &es);
-    for (int32_t l = 0; l < n; l++)
-        ctx->busy[l] = es.busy[l];
+    for (int32_t l = 0; l < n; l++) /* folded: the representative's */
+        ctx->busy[l] = es.busy[res->folded ? ctx->replicas.lane_fold[l] : l];
     for (int32_t l = 0; cfg->live && l < n; l++) { /* measured */
         const prog_lane *lane = &ctx->ps->lanes[l];
         ctx->busy[l] = 0;
@@ -388,6 +391,7 @@ static int record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .meta = cfg->meta,
         .backend = cfg->live ? "tcp" : NULL,
         .simulated = cfg->live && !error ? cfg->live->simulated : NAN,
+        .folded = !error && res->folded,
     };
     /* one collective row per gradient-sync bucket and data-parallel group,
      * and per finalize reduction and instance, with the algorithm and
@@ -648,10 +652,27 @@ static int execute(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
      * for real */
     eng_set_faults(ctx->eng, cfg->faults && !cfg->live ? &fp : NULL);
     eng_set_memory(ctx->eng, ctx->rank_static);
-    int rc = streamed
+    /* identical replicas run once (par/fold.h): not with faults, live
+     * mode or event rows, which need every rank's own ops */
+    res->folded = 0;
+    int rc = PS_OK;
+    if (!streamed && cfg->fold && !cfg->faults && !cfg->live &&
+        cfg->record != REC_EVENTS)
+        rc = par_fold_build(&ctx->replicas, ctx->ps, &ctx->sim, nw,
+                            ctx->rank_static, err);
+    if (rc == 1) {
+        res->folded = 1;
+        net_set_image(nw, ctx->replicas.image);
+        rc = eng_run(ctx->eng, ctx->replicas.ps, nw, cfg->p2p, &res->eng, err);
+        net_set_image(nw, NULL);
+        if (rc == PS_OK)
+            par_fold_unfold(&ctx->replicas, ctx->ps, &ctx->sim);
+    } else if (rc == PS_OK) {
+        rc = streamed
                  ? gen_pipe_run_step(spec, cfg->optimizer_seconds, nw, cfg->p2p,
                                      ctx->eng, &res->eng, err)
                  : eng_run(ctx->eng, ctx->ps, nw, cfg->p2p, &res->eng, err);
+    }
     eng_set_faults(ctx->eng, NULL);
     eng_set_memory(ctx->eng, NULL);
     if (rc != PS_OK)
@@ -663,7 +684,8 @@ static int execute(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     if (es.mem_merged)
         return mem_ledger(ctx->ps, ctx->rank_static, ctx->ledger, NULL, NULL,
                           err);
-    memcpy(ctx->ledger, es.mem, (size_t)ctx->ps->nranks * sizeof *ctx->ledger);
+    for (int32_t r = 0; r < ctx->ps->nranks; r++) /* folded: the image's */
+        ctx->ledger[r] = es.mem[res->folded ? ctx->replicas.image[r] : r];
     return PS_OK;
 }
 

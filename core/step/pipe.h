@@ -183,8 +183,10 @@ typedef struct pipe_config {
     const char *params_json;  /* recorded as run.params, may be NULL */
     rec_meta meta;            /* run.sweep, point, tags, model ... */
     const fault_plan *faults; /* sim/fault.h; NULL: none */
-    pipe_live *live;          /* NULL: simulate; else run it for real and
-                                 record it with backend 'tcp' */
+    int fold;        /* replica folding (par/fold.h): 1 (default) where exact, 0
+                        never (ps.run's fold = false) */
+    pipe_live *live; /* NULL: simulate; else run it for real and
+                        record it with backend 'tcp' */
 } pipe_config;
 
 typedef struct pipe_result {
@@ -219,6 +221,8 @@ typedef struct pipe_result {
      * one exceeds its capacity, else UNKNOWN; nover entries exceed */
     enum rec_fits fits;
     int32_t nover;
+    int folded; /* 1 when the engine ran representatives of identical
+                   replicas only (par/fold.h) */
     eng_result eng;
 } pipe_result;
 

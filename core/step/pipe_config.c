@@ -29,6 +29,7 @@ void pipe_config_init(pipe_config *cfg)
     cfg->grad_protocol = PAR_PROTOCOL_DEFAULT;
     cfg->overlap = 1;
     cfg->order = PAR_DP_INNER;
+    cfg->fold = 1;
 }
 
 void pipe_layer_init(pipe_layer *l)

@@ -30,10 +30,19 @@ def pipesim_cmd(pipesim, script, args, db):
     return cmd
 
 
-def run(cmd, rss=False, output=False):
+class Failed(Exception):
+    """A process that failed, under run(..., fatal=False); status as
+    os.wait4's (a signal's number negated when GNU time reports it)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def run(cmd, rss=False, output=False, fatal=True):
     """(wall s, CPU s, peak RSS MB or None, stdout text or "") of one
-    process; exits the script when the process fails. rss: measure the
-    peak RSS (GNU time); output: keep stdout."""
+    process; exits the script when the process fails (fatal=False: raises
+    Failed). rss: measure the peak RSS (GNU time); output: keep stdout."""
     full = [GNU_TIME, "-f", "rss_kb=%M"] + cmd if rss and GNU_TIME else cmd
     t0 = time.perf_counter()
     proc = subprocess.Popen(full, stdout=subprocess.PIPE if output else subprocess.DEVNULL,
@@ -45,6 +54,9 @@ def run(cmd, rss=False, output=False):
     if output:
         proc.stdout.close()
     proc.stderr.close()
+    if status != 0 and not fatal:
+        code = os.waitstatus_to_exitcode(status)
+        raise Failed(code, "%s failed (status %d): %s" % (" ".join(cmd), code, err.strip()[-300:]))
     if status != 0:
         sys.exit("%s: %s failed: %s" % (os.path.basename(sys.argv[0]), " ".join(cmd), err.strip()))
     kb = [int(x[7:]) for x in err.split() if x.startswith("rss_kb=")]

@@ -9,7 +9,9 @@ simgrid_bench alternated within one run of this script).
 BENCH_BIG=1 adds the 16384-rank ring (537 M transfers); BENCH_REPS=N
 changes the number of runs (default 5; 3 for the large cases);
 BENCH_ONLY=TEXT runs only the workloads whose name holds TEXT (e.g.
-BENCH_ONLY=cluster: building clusters, issues 23 and 28)."""
+BENCH_ONLY=cluster: building clusters, issues 23 and 28; BENCH_ONLY=step:
+the frontier steps of issue 28, each under BENCH_STEP_TIMEOUT seconds,
+default 120)."""
 import os
 import sqlite3
 import statistics
@@ -24,6 +26,7 @@ SIMGRID = sys.argv[2] if len(sys.argv) > 2 and os.access(sys.argv[2], os.X_OK) e
 PIPESIM = os.path.join(BUILD, "pipesim")
 REPS = int(os.environ.get("BENCH_REPS", "5"))
 ONLY = os.environ.get("BENCH_ONLY", "")
+STEP_TIMEOUT = int(os.environ.get("BENCH_STEP_TIMEOUT", "120"))
 TMP = tempfile.mkdtemp(prefix="pipesim-bench-")
 
 
@@ -73,6 +76,43 @@ def case(name, script, args, target_s, target_mb=None, simgrid=None, ratio=None,
     print("  %s: pipesim %s s (runs %s), simgrid %s" % (
         name, "%.3f" % ps_s, ", ".join("%.3f" % x for x in t),
         ", ".join("%.3f" % x for x in tsg) or "-"), flush=True)
+
+
+def step_case(name, script, target_s, target_mb, reps):
+    """A frontier step (issue 28): like case, but a process that runs past
+    STEP_TIMEOUT seconds (or fails) is reported, not fatal, and the step's
+    own line (its makespan, whether replicas were folded) is printed."""
+    if ONLY not in name:
+        return
+    db = os.path.join(TMP, "step.db")
+    # under the memory goal as --max-memory: a step that needs more stops
+    # at once with a message, rather than swapping the shared machine
+    run_cmd = pipesim(script, {}, db)
+    run_cmd[2:2] = ["--max-memory", "%dMiB" % target_mb]
+    cmd = ["timeout", "-s", "KILL", str(STEP_TIMEOUT)] + run_cmd
+    t, cpu, mb, out = [], [], [], ""
+    for _ in range(reps):
+        rm_db(db)
+        try:
+            w, c, m, out = proc.run(cmd, rss=True, output=True, fatal=False)
+        except proc.Failed as e:
+            rows.append((name, "> %d" % STEP_TIMEOUT if e.status in (-9, 137) else
+                         "over --max-memory" if "memory limit" in str(e) else "failed",
+                         "-", "<= %s s, <= %d MB" % (target_s, target_mb), "MISSED",
+                         "-", "-", "-", "-"))
+            print("  %s: %s" % (name, e), flush=True)
+            return
+        t.append(w)
+        cpu.append(c)
+        mb.append(m)
+    ps_s, ps_mb = med(t), max(mb) if None not in mb else None
+    ok = ps_s <= target_s and (ps_mb or 0) <= target_mb
+    rows.append((name, "%.3f" % ps_s, "%.1f" % ps_mb if ps_mb else "-",
+                 "<= %s s, <= %d MB" % (target_s, target_mb), "ok" if ok else "MISSED",
+                 "-", "-", "-", "-"))
+    print("  %s: pipesim %.3f s (runs %s; CPU %s), %s" % (
+        name, ps_s, ", ".join("%.3f" % x for x in t), ", ".join("%.3f" % x for x in cpu),
+        out.strip()), flush=True)
 
 
 def recording(reps=REPS):
@@ -137,6 +177,14 @@ def main():
     case("cluster DGX H100 x 2,048 nodes (16,384 GPUs)", "cluster.lua", {"nodes": 2048}, 0.5, 100)
     case("cluster DGX H100 x 12,500 nodes (100,000 GPUs)", "cluster.lua", {"nodes": 12500}, 1.0,
          200)
+    # issue 28: frontier steps, summary recording (docs/performance.md,
+    # "Issue 28: replica folding")
+    step_case("step Llama 3 405B, 16,384 H100 (TP 8, PP 16, DP 128, interleaved)",
+              "llama405.lua", 2.0, 1024, big)
+    step_case("step dense 1T, 100,000 H100 (TP 8, PP 20, DP 625)", "dense1t.lua", 10.0, 2048,
+              1)
+    step_case("step DeepSeek-V3, 2,048 H800 (PP 16, EP 64, DualPipe)", "deepseek_v3.lua", 2.0,
+              2048, 1)
     recording(big)
     sweep()
     head = ("workload", "pipesim s", "RSS MB", "target", "", "SimGrid s", "ratio",

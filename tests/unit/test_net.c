@@ -363,6 +363,47 @@ static void test_cluster(void)
     net_free(nw);
 }
 
+/* Replica folding (par/fold.h): net_foldable on a cluster with a NIC per
+ * GPU and a full-bisection core only, and net_set_image's routes: the kind
+ * of route of the two ranks over the links of their images. */
+static void test_fold_image(void)
+{
+    net *nw = cluster(2, 2, 2, 1);
+    CHECK_INT(net_foldable(nw), 1);
+    net_route_buf b0, b1, b2;
+    const int32_t *across, *back, *got;
+    int32_t n = net_route(nw, 0, 2, &across, &b0);
+    CHECK_INT(n, 5);
+    CHECK_INT(net_route(nw, 2, 0, &back, &b1), 5);
+    int32_t want[5] = {across[0], across[1], across[2], back[3], back[4]};
+    int32_t image[4] = {0, 1, 0, 1}; /* node 1's GPUs stand for node 0's */
+    net_set_image(nw, image);
+    /* across nodes still, but back into rank 0's own NIC and GPU */
+    CHECK_INT(net_route(nw, 0, 2, &got, &b2), 5);
+    for (int k = 0; k < 5; k++)
+        CHECK_INT(got[k], want[k]);
+    /* inside node 1: node 0's switch links */
+    int32_t in01[2];
+    net_set_image(nw, NULL);
+    CHECK_INT(net_route(nw, 0, 1, &got, &b0), 2);
+    in01[0] = got[0];
+    in01[1] = got[1];
+    net_set_image(nw, image);
+    CHECK_INT(net_route(nw, 2, 3, &got, &b0), 2);
+    CHECK_INT(got[0], in01[0]);
+    CHECK_INT(got[1], in01[1]);
+    net_set_image(nw, NULL);
+    CHECK_INT(net_route(nw, 2, 3, &got, &b0), 2);
+    CHECK(got[0] != in01[0]);
+    net_free(nw);
+    nw = cluster(2, 2, 1, 1); /* two GPUs share a NIC */
+    CHECK_INT(net_foldable(nw), 0);
+    net_free(nw);
+    nw = cluster(2, 2, 2, 2); /* an oversubscribed core */
+    CHECK_INT(net_foldable(nw), 0);
+    net_free(nw);
+}
+
 static void test_routes(void)
 {
     /* two equally short routes 0 -> 1, via switch 2 or 3: the lower id wins
@@ -482,6 +523,7 @@ int main(void)
     test_engine_fair_mesh();
     test_cluster();
     test_routes();
+    test_fold_image();
     test_huge_mesh();
     test_mesh_many_pairs();
     return harness_done();

@@ -131,9 +131,10 @@ static void test_timeline_upgrade(void)
         "ALTER TABLE run DROP COLUMN hardware_tflops_per_gpu",
         "ALTER TABLE run DROP COLUMN tokens_per_s_per_gpu",
         "ALTER TABLE run DROP COLUMN efficiency_note",
-        /* and without version 10's live-mode columns */
+        /* and without version 10's live-mode columns and 11's folded */
         "ALTER TABLE run DROP COLUMN backend",
         "ALTER TABLE run DROP COLUMN simulated",
+        "ALTER TABLE run DROP COLUMN folded",
         "PRAGMA user_version = 6",
         NULL,
     };
@@ -146,7 +147,7 @@ static void test_timeline_upgrade(void)
     db = rec_open_read("v5.db", &err);
     CHECK(db == NULL);
     CHECK_HAS(err.msg, "schema version 6 (before the timeline's rowid "
-                       "spans), this pipesim reads 10; writing one run to it "
+                       "spans), this pipesim reads 11; writing one run to it "
                        "upgrades it in place");
     db = rec_open("v5.db", &err); /* the upgrade */
     CHECK(db != NULL);
@@ -900,14 +901,14 @@ static void test_open_errors(void)
     /* a newer pipesim's file */
     unlink("newer.db");
     db = rec_open("newer.db", &err);
-    q = rec_query_new(db, "PRAGMA user_version = 11", &err);
+    q = rec_query_new(db, "PRAGMA user_version = 12", &err);
     CHECK_INT(rec_query_step(q, &err), 0);
     rec_query_free(q);
     rec_close(db, &err);
     CHECK(rec_open("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 11, this pipesim writes 10");
+    CHECK_STR(err.msg, "newer.db: schema version 12, this pipesim writes 11");
     CHECK(rec_open_read("newer.db", &err) == NULL);
-    CHECK_STR(err.msg, "newer.db: schema version 11, this pipesim reads 10");
+    CHECK_STR(err.msg, "newer.db: schema version 12, this pipesim reads 11");
 
     /* a file of this version whose table was dropped behind pipesim's
      * back: the writer trusts the version (one header read, no schema

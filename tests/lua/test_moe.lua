@@ -174,6 +174,18 @@ H.eq(c3.dense_params, 8192 + 128 + 256 + 3072, "dense params per TP rank")
 -- (3 x 2 x 96 per token, / tp)
 local attn_act = require("pipesim.parallel").block_act_bytes(s, 2, true, false) - 32 * 3 * 2 * 96 / 2
 H.eq(c3.act_bytes - attn_act, 256 + 64 * 224 + 4096 + 3072, "MoE activations under EP 2, ETP 2")
+-- under FP8 (FP8 weight gradient) TE's GroupedLinear keeps fc1's and
+-- fc2's inputs as FP8 copies: per routed token on the rank 1 x 64 + (3 x
+-- 2 x 32 - 32) / etp = 144 bytes against BF16's 224; imbalance 2 doubles
+-- the rank's R = 64 tokens, so it adds 64 x that
+local s8 = models.transformer(with(small, { fp8 = "e4m3" }))[2].shape
+local p3 = { device = dev, ep = 2, etp = 2, tp = 2, sp = true }
+local function act_at(shape, imb)
+    p3.imbalance = imb
+    return models.moe.block_cost(shape, p3).act_bytes
+end
+H.eq(act_at(s, 2) - act_at(s, 1), 64 * 224, "BF16: the routed tokens' kept bytes")
+H.eq(act_at(s8, 2) - act_at(s8, 1), 64 * 144, "FP8: the experts' inputs kept as FP8 copies")
 -- small M is far from peak: a DeepSeek-V3 expert at ep 64 (8192 tokens
 -- each) against ep 1 (128 each, memory-bound on the weights)
 local dsb = ds[10].shape

@@ -21,9 +21,9 @@ local M = {}
 -- groups (core/par/layout.h).
 M.FIELDS = { moe_imbalance = true, moe_dispatcher = true }
 
--- The dispatchers of Megatron's --moe-token-dispatcher-type; flex (DeepEP)
--- is not modelled yet.
-local DISPATCHERS = { alltoall = true, allgather = true, flex = false }
+-- The dispatchers of Megatron's --moe-token-dispatcher-type (flex:
+-- DeepEP's or HybridEP's normal kernels, models/moe_flex.lua).
+local DISPATCHERS = { alltoall = true, allgather = true, flex = true }
 
 -- Is this lowered-to-be layer a MoE block (ps.models marks it moe = true,
 -- MOE_INTERFACE; its shape holds experts)?
@@ -68,6 +68,15 @@ function M.options(spec, o)
         end
     end
     o.dispatcher = d or "alltoall"
+    if o.dispatcher == "flex" and (o.etp or o.tp) > 1 then
+        check.fail("field 'moe_dispatcher': flex with etp = %d is not modelled (etp = 1 only; " ..
+            "etp defaults to tp)", o.etp or o.tp)
+    end
+    if o.dispatcher == "flex" and o.imbalance > 1 then
+        -- its bytes are even routing's (models/moe_flex.lua)
+        check.fail("field 'moe_imbalance': %g with the flex dispatcher is not modelled (even " ..
+            "routing only)", o.imbalance)
+    end
     if o.dispatcher == "allgather" and (o.etp or o.tp) > 1 then
         -- its group is then the etp x ep ranks, not the EP group the core's
         -- exchanges run in
@@ -215,7 +224,19 @@ function M.lower_block(l, o, dev, tcomm, i)
     local w = (c.attn_bwd_weight_time or 0) + (c.shared_bwd_weight_time or 0) +
         (c.expert_bwd_weight_time or 0)
     out.bwd_input_time, out.bwd_weight_time = out.bwd_time - w, w
-    if o.ep > 1 and o.dispatcher == "allgather" then
+    if o.ep > 1 and o.dispatcher == "flex" then
+        if sh.capacity_factor then
+            -- as Megatron's TransformerConfig: a capacity factor needs the
+            -- alltoall dispatcher
+            check.fail("layers[%d]: a capacity factor needs the alltoall dispatcher (Megatron's " ..
+                "moe_expert_capacity_factor), not flex", i)
+        end
+        local Tr = sh.seq * sh.microbatch / (o.sp and o.tp or 1)
+        local b = require("pipesim.models.moe_flex").bytes(sh, c, o.ep, o.flex, Tr)
+        out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine
+        out.moe_dispatch_grad_bytes, out.moe_combine_grad_bytes = b.dispatch_grad, b.combine_grad
+        out.moe_flex_nvl_share, out.moe_flex_rdma_share = b.nvl_share, b.rdma_share
+    elseif o.ep > 1 and o.dispatcher == "allgather" then
         local b = allgather_bytes(sh, o)
         out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine
         out.moe_dispatch_grad_bytes, out.moe_combine_grad_bytes = b.dispatch_grad, b.combine_grad

@@ -180,6 +180,30 @@ local function allgather_bytes(sh, o)
              dispatch_grad = peers * Tr * h * e, combine_grad = peers * Tr * (h + E) * e }
 end
 
+-- Expert tensor parallelism's collectives around the experts (Megatron-
+-- LM's MoEAlltoAllTokenDispatcher, token_dispatcher.py, core 0.13-0.14:
+-- with tp_size > 1, the expert TP group's, token_dispatch all-gathers the
+-- tokens the all-to-all brought over the ETP group,
+-- gather_from_sequence_parallel_region, and token_combine reduce-scatters
+-- the experts' output back, reduce_scatter_to_sequence_parallel_region,
+-- before the combine's all-to-all; the backward runs each one's
+-- gradient, a reduce-scatter and an all-gather, of the same size). The
+-- buffer is the loaded rank's R = E/ep x tokens_per_expert tokens (the
+-- ETP-gathered count), h wide, in the model's dtype. Costed on the first
+-- ETP group of the cluster as the TP collectives are (o.etp_cost,
+-- parallel.lua; nil: an ideal network). Returns { time = one all-gather
+-- plus one reduce-scatter (each direction runs both), bytes = what a rank
+-- sends in one of them over a ring, (etp - 1) / etp of the buffer }.
+function M.etp_comm(sh, c, o)
+    local etp = o.etp or o.tp
+    if etp <= 1 then return { time = 0, bytes = 0 } end
+    local e = require("pipesim.models.roofline").DTYPE_BYTES[sh.dtype]
+    local buf = sh.experts // o.ep * c.tokens_per_expert * sh.hidden * e
+    local cost = o.etp_cost or function() return 0 end
+    return { time = cost("allgather", buf) + cost("reduce_scatter", buf),
+             bytes = buf * (etp - 1) / etp }
+end
+
 -- A MoE block's figures for the core. l: the layer (kind "block", moe =
 -- true, shape), o: the options, dev: the roofline device, tcomm: the
 -- attention's TP collectives' seconds { fwd, bwd } (parallel.lua), i: its
@@ -211,6 +235,8 @@ function M.lower_block(l, o, dev, tcomm, i)
     local rf, rb = num("router_fwd_time"), num("router_bwd_time")
     local pf, pb = num("permute_fwd_time"), num("permute_bwd_time")
     local ef, eb = num("expert_fwd_time"), num("expert_bwd_time")
+    local etc = M.etp_comm(sh, c, o)
+    ef, eb = ef + etc.time, eb + etc.time
     local sf, sb = num("shared_fwd_time"), num("shared_bwd_time")
     local out = { name = l.name, kind = l.kind }
     -- permute before the dispatch, unpermute after the combine: half each
@@ -256,7 +282,9 @@ function M.lower_block(l, o, dev, tcomm, i)
         out.static_bytes = rl.fp8.weight_bytes(sh, dev, rl.DTYPE_BYTES[sh.dtype]) *
             ((c.linear_params or 0) + out.moe_expert_params)
     end
-    out.tp_comm_time, out.tp_exposed_time = tcomm.fwd + tcomm.bwd, tcomm.fwd + tcomm.bwd
+    out.tp_comm_time = tcomm.fwd + tcomm.bwd + 2 * etc.time
+    out.tp_exposed_time = out.tp_comm_time
+    c.etp_comm_time, c.etp_comm_bytes = etc.time, etc.bytes
     out.moe_figures = c
     if l.out_bytes then out.out_bytes = l.out_bytes / o.tp end
     return out

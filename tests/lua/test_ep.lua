@@ -274,6 +274,54 @@ do
         "moe_expert_capacity_factor), not flex")
 end
 
+-- 4d. Expert tensor parallelism (expert.etp_comm): Megatron's alltoall
+-- dispatcher all-gathers over the ETP group the tokens its all-to-all
+-- brought and reduce-scatters the experts' output back; each direction
+-- runs both. 8 experts, top-2, tp = etp = 2 (sequence parallel), ep = 2:
+-- a rank routes Tr = 1024 / 2 = 512 tokens, S = 1024 copies; each local
+-- expert runs m = ep etp S / E = 512, the rank's 4 experts R = 2048, the
+-- buffer R h e = 2048 x 1024 x 2 bytes, of which a rank sends (etp - 1) /
+-- etp in each. Costed on the first ETP group, ranks 0 and 1, as the TP
+-- collectives are: with a cost of 1 s a GB, AG + RS = 2 buf / 1e9 more
+-- in each of the experts' forward and backward pieces.
+do
+    local model = ps.models.transformer{ layers = 2, hidden = 1024, heads = 8, seq = 1024,
+        vocab = 1000, experts = 8, topk = 2, expert_ffn = 512 }
+    local dev = ps.clusters.device("H100")
+    local buf = 4 * 512 * 1024 * 2
+    local seen_calls = {}
+    local function cost(op, bytes, ranks)
+        seen_calls[#seen_calls + 1] = { op, bytes, table.concat(ranks, ",") }
+        return bytes / 1e9
+    end
+    local spec = { layers = model, stages = 1, dp = 4, tp = 2, ep = 2, etp = 2,
+                   sequence_parallel = true }
+    local plan = require("pipesim.parallel").prepare(spec, dev, cost)
+    local l = plan.layers[2]
+    local c = require("pipesim.models.moe").block_cost(model[2].shape, { device = dev, tp = 2,
+        etp = 2, ep = 2, sp = true })
+    H.eq(c.tokens_per_expert * 4 * 1024 * 2, buf, "the gathered buffer: R h e")
+    H.near(l.moe_fwd_expert_time, c.expert_fwd_time + 2 * buf / 1e9, 1e-12,
+        "etp 2: the experts' forward piece + all-gather + reduce-scatter")
+    H.near(l.moe_bwd_expert_time, c.expert_bwd_time + 2 * buf / 1e9, 1e-12,
+        "etp 2: the experts' backward piece + their gradients' collectives")
+    H.eq(l.moe_figures.etp_comm_bytes, buf / 2, "a rank sends (etp - 1) / etp of the buffer")
+    local seen, set = {}, {}
+    for _, x in ipairs(seen_calls) do
+        local k = x[1] .. " " .. x[3]
+        if x[2] == buf and not set[k] then set[k] = true; seen[#seen + 1] = k end
+    end
+    table.sort(seen)
+    H.eq(seen, { "allgather 0,1", "reduce_scatter 0,1" }, "on the first ETP group's ranks")
+    -- etp 1: no collective around the experts
+    local p1 = require("pipesim.parallel").prepare(F.with(spec, { etp = 1 }), dev, cost)
+    H.eq(p1.layers[2].moe_figures.etp_comm_bytes, 0, "etp 1: none")
+    -- and a step runs with them on a DGX node
+    local r = ps.run(F.with(spec, { cluster = ps.cluster(ps.clusters.dgx("H100", 1)),
+        microbatches = 2, record = "none" }))
+    H.check(r.makespan > 0 and r.moe.etp == 2, "a step at etp 2")
+end
+
 -- 5. Bad input, each message.
 do
     local base = { cluster = F.mesh(8, beta, alpha), layers = { moe_layer(1e6) }, stages = 1,

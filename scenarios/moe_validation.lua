@@ -23,9 +23,29 @@
 -- (not modelled: docs/moe.md), so its FLOPs per token are larger by the
 -- gap printed in the note.
 --
--- Not here yet: the step time of each run. The rows carry their parallel
--- plans (TP, PP, VP, EP, micro and global batch) for when ps.run times MoE
--- blocks (expert parallelism: docs/moe.md).
+-- The step time (the second table): each row's plan simulated by ps.run
+-- with the run's recipe, its tokens/s/GPU against the published one. The
+-- recipes are Megatron-Bridge's performance configs of the row's release:
+-- scripts/performance/configs/<model>/*_workload_base_configs.py at
+-- 85211c3 (2025-12-09, 25.11), ccd05ead6 (2026-02-14, 26.02), 5ade62b
+-- (2026-06-19, 26.06), and src/megatron/bridge/perf_recipes/ at 067f987
+-- (26.08), with the model recipes they start from
+-- (src/megatron/bridge/recipes/, training/flex_dispatcher_backend.py:
+-- apply_flex_dispatcher_backend turns moe_flex_dispatcher_backend
+-- "deepep"/"hybridep" into moe_token_dispatcher_type = "flex" on the GPUs
+-- it supports). A row pipesim cannot express prints the setting that
+-- refuses it. What every simulated row assumes: the recipe's TP, PP, VP,
+-- EP (expert TP 1: every recipe's expert_tensor_parallel_size), MBS, GBS
+-- and precision; the distributed optimizer with Megatron's overlapped
+-- gradient reduce and parameter gather (40 M-element buckets); even
+-- routing (moe_router_force_load_balancing); the uniform layer split
+-- (the recipes' hand-written pipeline layouts are not expressed); no
+-- recompute (the recipes' selective recompute of layernorm, moe_act or
+-- mla_up_proj recomputes small element-wise or projection pieces, not
+-- modelled); CUDA graphs and cuDNN norms not modelled (no launch
+-- overheads are charged). Rows with many microbatches run the first m1
+-- and m2 (multiples of the stages) and extrapolate the step linearly in
+-- the microbatches, the steady state of the schedule: say so in the note.
 local ps = require "pipesim"
 local efficiency = require "pipesim.efficiency"
 
@@ -84,3 +104,91 @@ for _, r in ipairs(RUNS) do
 end
 print(string.format("\n%d rows but GPT-OSS's: mean |error| %.2f%%, max %.2f%%", n, sum / n * 100,
     worst * 100))
+
+-- The step. Per row (as RUNS): the dispatcher the recipe ran
+-- (moe_token_dispatcher_type, after apply_flex_dispatcher_backend), the
+-- FP8 recipe (Megatron's --fp8-recipe: fp8_cs is tensorwise), the system
+-- as a ps.clusters name, the MTP layers, and m1, m2 when the step is
+-- extrapolated from two shorter runs (nil: simulated whole).
+local STEP = {
+    { "flex", "mxfp8", "GB200", m1 = 16, m2 = 32,
+      why = "26.08 perf_recipes/deepseek/common.py: hybridep" },
+    { "alltoall", nil, "GB300" },
+    { "alltoall", "mxfp8", "B200", m1 = 32, m2 = 64,
+      why = "25.11 B200 base config: no flex backend, PP 16 EP 8" },
+    { "alltoall", "mxfp8", "GB300" },
+    { "flex", "mxfp8", "GB200", m1 = 32, m2 = 64, why = "26.08 perf_recipes/qwen/gb200: hybridep" },
+    { "flex", "tensorwise", "H100", m1 = 32, m2 = 64,
+      why = "26.02 recipes/qwen/qwen3_moe.py: deepep, applied on Hopper" },
+    { "flex", "mxfp8", "GB200", why = "26.08 perf_recipes/qwen/gb200: hybridep" },
+    { "flex", "tensorwise", "H100", why = "26.06 H100 base config: hybridep" },
+    { "flex", "mxfp8", "GB200", why = "26.08 perf_recipes/gpt_oss/common.py: hybridep" },
+    { "alltoall", nil, "H100", why = "26.02: no flex backend (alltoall)" },
+}
+
+-- One row's plan for ps.run, m microbatches a data-parallel replica.
+local function plan(r, st, m)
+    local name, mtp, _, _, gpus, _, _, mbs, s, tp, pp, vp, ep = table.unpack(r)
+    local dispatcher, recipe, system = table.unpack(st)
+    local layers = ps.models.preset(name, { seq = s, microbatch = mbs, mtp_layers = mtp,
+        flash_attention = true, fp8 = recipe and "e4m3" or nil, fp8_recipe = recipe })
+    -- GB200: the recipes' NVLink domains of 64 GPUs (their
+    -- NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64: 16 of an NVL72's 18
+    -- compute trays), one NIC a GPU
+    local per = system == "GB200" and 64 or 8
+    local over = system == "GB200" and { gpus_per_node = 64, nics_per_node = 64 } or nil
+    local dp = gpus // (tp * pp)
+    return { cluster = ps.cluster(ps.clusters.dgx(system, (gpus + per - 1) // per, over)),
+             layers = layers, stages = pp, virtual_stages = vp > 1 and vp or nil,
+             schedule = vp > 1 and "interleaved" or "1f1b", tp = tp, etp = 1,
+             sequence_parallel = tp > 1 or nil, dp = dp, ep = ep, microbatches = m,
+             moe_dispatcher = dispatcher, zero = 1, record = "summary",
+             grad_sync = { bucket = 40e6 * 4, first_bucket = 40e6 * 4, bucketed = "first",
+                           overlap_param_gather = dp > 1 or nil },
+             name = string.format("%s %s %d", name, system, gpus) }
+end
+
+-- The step table: -D step=1 (minutes of CPU: the 256-GPU rows simulate
+-- every all-to-all flow); -D quick=1 (the test suite) runs the rows of
+-- at most 64 GPUs simulated whole.
+local QUICK = ps.args.quick ~= nil
+if ps.args.step or QUICK then
+    print("\n| model | system, GPUs, precision | TP/PP/VP/EP, m | published tok/s/GPU | pipesim "
+        .. "| error | fits | note |")
+    print("|---|---|---|---|---|---|---|---|")
+    local ssum, sworst, sn, refused, ran = 0, 0, 0, 0, 0
+    for k, r in ipairs(RUNS) do
+        if QUICK and (STEP[k].m1 or r[5] > 64) then goto next end
+        ran = ran + 1
+        local name, _, _, system, gpus, precision, gbs, mbs, _, tp, pp, vp, ep, tok = table.unpack(r)
+        local st = STEP[k]
+        local dp = gpus // (tp * pp)
+        local m = gbs // (mbs * dp)
+        local ok, res = pcall(function()
+            if not st.m1 then return { step = ps.run(plan(r, st, m)) } end
+            local a, b = ps.run(plan(r, st, st.m1)), ps.run(plan(r, st, st.m2))
+            local t = b.makespan + (m - st.m2) * (b.makespan - a.makespan) / (st.m2 - st.m1)
+            return { step = b, makespan = t }
+        end)
+        local head = string.format("| %s | %s, %d, %s | %d/%d/%s/%d, %d | %d |", name, system, gpus,
+            precision, tp, pp, vp > 1 and tostring(vp) or "-", ep, m, tok)
+        if ok then
+            local t = res.makespan or res.step.makespan
+            local mine = gbs * r[9] / (gpus * t)
+            local err = mine / tok - 1
+            ssum, sworst, sn = ssum + math.abs(err), math.max(sworst, math.abs(err)), sn + 1
+            print(string.format("%s %.0f | %+.1f%% | %s | %s%s |", head, mine, err * 100,
+                res.step.fits and "yes" or "no", st.why or "",
+                st.m1 and string.format("; %d and %d microbatches simulated, extrapolated", st.m1, st.m2)
+                or ""))
+        else
+            refused = refused + 1
+            local msg = tostring(res):gsub("^.-%.lua:%d+: ", ""):gsub("^ps%.%w+: ", ""):gsub("|", "/")
+            print(string.format("%s - | - | - | refused: %s%s |", head, msg,
+                st.why and ("; " .. st.why) or ""))
+        end
+        ::next::
+    end
+    print(string.format("\n%d of %d rows expressible: mean |error| %.1f%%, max %.1f%%; %d refused",
+        sn, ran, sn > 0 and ssum / sn * 100 or 0, sworst * 100, refused))
+end

@@ -143,6 +143,8 @@ const char *const bind_fields_layer[] = {
     "moe_dispatch_bytes",
     "moe_dispatch_grad_bytes",
     "moe_expert_params",
+    "moe_flex_nvl_share",
+    "moe_flex_rdma_share",
     "moe_fwd_expert_time",
     "moe_fwd_pre_time",
     "mtp",

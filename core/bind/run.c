@@ -92,6 +92,11 @@ static const struct layer_num {
      UNIT_SECONDS, 0},
     {"moe_expert_params", offsetof(pipe_layer, moe_expert_params), UNIT_FLOP,
      0},
+    /* the flex dispatcher's per-peer shares (lua/pipesim/expert.lua) */
+    {"moe_flex_nvl_share", offsetof(pipe_layer, moe_flex_nvl_share), UNIT_RATIO,
+     0},
+    {"moe_flex_rdma_share", offsetof(pipe_layer, moe_flex_rdma_share),
+     UNIT_RATIO, 0},
 };
 #define NLAYER_NUMS (sizeof layer_nums / sizeof layer_nums[0])
 

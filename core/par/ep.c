@@ -72,27 +72,52 @@ static int push(prog_set *ps, int32_t lane, prog_op op, ps_err *err)
     return prog_push(ps, lane, &op) ? ps_errf(err, "out of memory") : PS_OK;
 }
 
-/* One all-to-all of `bytes` per rank (even over its e - 1 peers) on the
- * lanes (compute lanes, or the stash's lanes of the same indices when
- * stash is set), microbatch mb: each rank's sends then its receives, one
- * batch the lane waits for whole. */
-static int alltoall(group *g, prog_set *ps, double bytes, int32_t mb,
-                    ps_err *err)
+/* The bytes rank a sends rank b in an exchange of `bytes` per rank under
+ * m's dispatcher: an all-to-all's even share of the e - 1 peers, or the
+ * flex dispatcher's (DeepEP's normal kernels, deepseek-ai/DeepEP
+ * csrc/kernels/internode.cu b805c0e: a token crosses RDMA once per
+ * destination node, to the GPU of the sender's local index there, which
+ * forwards it over NVLink to the node's destination GPUs): the NVLink
+ * share to a peer on a's node, the RDMA share to the peer of a's local
+ * index on another node, nothing to the rest. */
+static double pair_bytes(const group *g, const par_moe *m, double bytes,
+                         int32_t a, int32_t b)
+{
+    if (!(m->flex_nvl > 0 || m->flex_rdma > 0))
+        return bytes / (g->e - 1);
+    int32_t gpn = g->st->gpus_per_node > 1 ? g->st->gpus_per_node : INT32_MAX;
+    if (a / gpn == b / gpn)
+        return bytes * m->flex_nvl;
+    return a % gpn == b % gpn ? bytes * m->flex_rdma : 0;
+}
+
+/* One all-to-all of `bytes` per rank (pair_bytes: even over its e - 1
+ * peers, or the flex dispatcher's) on the lanes (compute lanes, or the
+ * stash's lanes of the same indices when stash is set), microbatch mb:
+ * each rank's sends then its receives, one batch the lane waits for
+ * whole. */
+static int alltoall(group *g, prog_set *ps, const par_moe *m, double bytes,
+                    int32_t mb, ps_err *err)
 {
     int32_t e = g->e;
     if (!(bytes > 0))
         return PS_OK;
-    double each = bytes / (e - 1);
     int32_t base = g->st->ps->nmsgs;
     if ((int64_t)base + (int64_t)e * (e - 1) > INT32_MAX)
         return ps_errf(err, "the all-to-alls need more than 2^31 messages");
     g->st->ps->nmsgs += e * (e - 1);
     for (int32_t j = 0; j < e; j++) {
+        int32_t before = ps->lanes[g->lane[j]].n;
         for (int recv = 0; recv < 2; recv++)
             for (int32_t k = 0; k < e; k++) {
                 if (k == j)
                     continue;
                 int32_t peer = g->st->ps->lanes[g->lane[k]].rank;
+                int32_t me = g->st->ps->lanes[g->lane[j]].rank;
+                double each = recv ? pair_bytes(g, m, bytes, peer, me)
+                                   : pair_bytes(g, m, bytes, me, peer);
+                if (!(each > 0))
+                    continue;
                 /* message a -> b: base + a (e - 1) + b's place among a's
                  * peers */
                 int32_t from = recv ? k : j, to = recv ? j : k;
@@ -105,9 +130,11 @@ static int alltoall(group *g, prog_set *ps, double bytes, int32_t mb,
                 if (push(ps, g->lane[j], op, err))
                     return PS_ERR;
             }
-        /* the batch ends with the last receive: the lane waits for all */
+        /* the batch ends with the last receive: the lane waits for all
+         * (a flex rank with no peer in this group has none) */
         prog_lane *l = &ps->lanes[g->lane[j]];
-        l->ops[l->n - 1].flags = 0;
+        if (l->n > before)
+            l->ops[l->n - 1].flags = 0;
     }
     return PS_OK;
 }
@@ -189,9 +216,9 @@ static int split_op(group *g, int32_t i, ps_err *err)
         /* forward: dispatch then combine; backward: the combine's
          * gradient (the dispatch way) then the dispatch's */
         if (piece(g, i, (acc + pre) / total, err) ||
-            alltoall(g, st->ps, first_a2a(m, bwd), op->mb, err) ||
+            alltoall(g, st->ps, m, first_a2a(m, bwd), op->mb, err) ||
             piece(g, i, mid / total, err) ||
-            alltoall(g, st->ps, second_a2a(m, bwd), op->mb, err))
+            alltoall(g, st->ps, m, second_a2a(m, bwd), op->mb, err))
             return PS_ERR;
         acc = fmax(0, whole - pre - mid);
     }
@@ -210,9 +237,10 @@ static int stage_alltoalls(group *g, const prog_op *op, ps_err *err)
     int32_t lo = st->first[op->stage], hi = lo + st->count[op->stage] - 1;
     for (int32_t k = 0; k <= hi - lo; k++) {
         const par_moe *m = &st->ep.layers[bwd ? hi - k : lo + k];
-        if (is_moe(m) &&
-            (alltoall(g, st->ep.state->stash, first_a2a(m, bwd), op->mb, err) ||
-             alltoall(g, st->ep.state->stash, second_a2a(m, bwd), op->mb, err)))
+        if (is_moe(m) && (alltoall(g, st->ep.state->stash, m, first_a2a(m, bwd),
+                                   op->mb, err) ||
+                          alltoall(g, st->ep.state->stash, m,
+                                   second_a2a(m, bwd), op->mb, err)))
             return PS_ERR;
     }
     return PS_OK;

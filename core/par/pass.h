@@ -102,6 +102,12 @@ typedef struct par_moe {
     double dispatch_grad_bytes, combine_grad_bytes; /* the backward's */
     double fwd_pre, fwd_expert, bwd_pre, bwd_expert;
     double expert_params; /* of the layer's parameters, the experts' */
+    /* the flex dispatcher (DeepEP's normal kernels, par/ep.c): of each
+     * all-to-all's bytes, the share a rank sends to each peer on its node
+     * (NVLink, its own tokens and those it forwards) and to each peer of
+     * the same local index on another node (RDMA); none to the others.
+     * Both 0: an all-to-all, even over the peers */
+    double flex_nvl, flex_rdma;
 } par_moe;
 
 /* What the ep pass keeps between its two entries (par/ep.h): the ops of

@@ -542,6 +542,8 @@ static int build_costs(pipe_ctx *ctx, const pipe_config *cfg, int32_t nranks,
             .bwd_pre = l->moe_bwd_pre_time,
             .bwd_expert = l->moe_bwd_expert_time,
             .expert_params = l->moe_expert_params,
+            .flex_nvl = l->moe_flex_nvl_share,
+            .flex_rdma = l->moe_flex_rdma_share,
         };
         ctx->has_moe |= ctx->moe[i].dispatch_bytes > 0 ||
                         ctx->moe[i].combine_bytes > 0 ||

@@ -79,6 +79,9 @@ typedef struct pipe_layer {
      * tp) their gradients sync over the expert data-parallel group
      * (par/ep_sync.c), not with the dense ones over dp x cp */
     double moe_expert_params;
+    /* the flex dispatcher's shares of each all-to-all's bytes per NVLink
+     * peer and per same-index RDMA peer (par/pass.h par_moe); 0: none */
+    double moe_flex_nvl_share, moe_flex_rdma_share;
 } pipe_layer;
 
 /* Sets l to a layer with every optional field "not given" (< 0, the

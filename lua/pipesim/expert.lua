@@ -21,9 +21,9 @@ local M = {}
 -- groups (core/par/layout.h).
 M.FIELDS = { moe_imbalance = true, moe_dispatcher = true }
 
--- The dispatchers of Megatron's --moe-token-dispatcher-type; flex (DeepEP)
--- is not modelled yet.
-local DISPATCHERS = { alltoall = true, allgather = true, flex = false }
+-- The dispatchers of Megatron's --moe-token-dispatcher-type (flex:
+-- DeepEP's or HybridEP's normal kernels, models/moe_flex.lua).
+local DISPATCHERS = { alltoall = true, allgather = true, flex = true }
 
 -- Is this lowered-to-be layer a MoE block (ps.models marks it moe = true,
 -- MOE_INTERFACE; its shape holds experts)?
@@ -68,6 +68,15 @@ function M.options(spec, o)
         end
     end
     o.dispatcher = d or "alltoall"
+    if o.dispatcher == "flex" and (o.etp or o.tp) > 1 then
+        check.fail("field 'moe_dispatcher': flex with etp = %d is not modelled (etp = 1 only; " ..
+            "etp defaults to tp)", o.etp or o.tp)
+    end
+    if o.dispatcher == "flex" and o.imbalance > 1 then
+        -- its bytes are even routing's (models/moe_flex.lua)
+        check.fail("field 'moe_imbalance': %g with the flex dispatcher is not modelled (even " ..
+            "routing only)", o.imbalance)
+    end
     if o.dispatcher == "allgather" and (o.etp or o.tp) > 1 then
         -- its group is then the etp x ep ranks, not the EP group the core's
         -- exchanges run in
@@ -171,6 +180,30 @@ local function allgather_bytes(sh, o)
              dispatch_grad = peers * Tr * h * e, combine_grad = peers * Tr * (h + E) * e }
 end
 
+-- Expert tensor parallelism's collectives around the experts (Megatron-
+-- LM's MoEAlltoAllTokenDispatcher, token_dispatcher.py, core 0.13-0.14:
+-- with tp_size > 1, the expert TP group's, token_dispatch all-gathers the
+-- tokens the all-to-all brought over the ETP group,
+-- gather_from_sequence_parallel_region, and token_combine reduce-scatters
+-- the experts' output back, reduce_scatter_to_sequence_parallel_region,
+-- before the combine's all-to-all; the backward runs each one's
+-- gradient, a reduce-scatter and an all-gather, of the same size). The
+-- buffer is the loaded rank's R = E/ep x tokens_per_expert tokens (the
+-- ETP-gathered count), h wide, in the model's dtype. Costed on the first
+-- ETP group of the cluster as the TP collectives are (o.etp_cost,
+-- parallel.lua; nil: an ideal network). Returns { time = one all-gather
+-- plus one reduce-scatter (each direction runs both), bytes = what a rank
+-- sends in one of them over a ring, (etp - 1) / etp of the buffer }.
+function M.etp_comm(sh, c, o)
+    local etp = o.etp or o.tp
+    if etp <= 1 then return { time = 0, bytes = 0 } end
+    local e = require("pipesim.models.roofline").DTYPE_BYTES[sh.dtype]
+    local buf = sh.experts // o.ep * c.tokens_per_expert * sh.hidden * e
+    local cost = o.etp_cost or function() return 0 end
+    return { time = cost("allgather", buf) + cost("reduce_scatter", buf),
+             bytes = buf * (etp - 1) / etp }
+end
+
 -- A MoE block's figures for the core. l: the layer (kind "block", moe =
 -- true, shape), o: the options, dev: the roofline device, tcomm: the
 -- attention's TP collectives' seconds { fwd, bwd } (parallel.lua), i: its
@@ -202,6 +235,8 @@ function M.lower_block(l, o, dev, tcomm, i)
     local rf, rb = num("router_fwd_time"), num("router_bwd_time")
     local pf, pb = num("permute_fwd_time"), num("permute_bwd_time")
     local ef, eb = num("expert_fwd_time"), num("expert_bwd_time")
+    local etc = M.etp_comm(sh, c, o)
+    ef, eb = ef + etc.time, eb + etc.time
     local sf, sb = num("shared_fwd_time"), num("shared_bwd_time")
     local out = { name = l.name, kind = l.kind }
     -- permute before the dispatch, unpermute after the combine: half each
@@ -215,7 +250,19 @@ function M.lower_block(l, o, dev, tcomm, i)
     local w = (c.attn_bwd_weight_time or 0) + (c.shared_bwd_weight_time or 0) +
         (c.expert_bwd_weight_time or 0)
     out.bwd_input_time, out.bwd_weight_time = out.bwd_time - w, w
-    if o.ep > 1 and o.dispatcher == "allgather" then
+    if o.ep > 1 and o.dispatcher == "flex" then
+        if sh.capacity_factor then
+            -- as Megatron's TransformerConfig: a capacity factor needs the
+            -- alltoall dispatcher
+            check.fail("layers[%d]: a capacity factor needs the alltoall dispatcher (Megatron's " ..
+                "moe_expert_capacity_factor), not flex", i)
+        end
+        local Tr = sh.seq * sh.microbatch / (o.sp and o.tp or 1)
+        local b = require("pipesim.models.moe_flex").bytes(sh, c, o.ep, o.flex, Tr)
+        out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine
+        out.moe_dispatch_grad_bytes, out.moe_combine_grad_bytes = b.dispatch_grad, b.combine_grad
+        out.moe_flex_nvl_share, out.moe_flex_rdma_share = b.nvl_share, b.rdma_share
+    elseif o.ep > 1 and o.dispatcher == "allgather" then
         local b = allgather_bytes(sh, o)
         out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine
         out.moe_dispatch_grad_bytes, out.moe_combine_grad_bytes = b.dispatch_grad, b.combine_grad
@@ -235,7 +282,9 @@ function M.lower_block(l, o, dev, tcomm, i)
         out.static_bytes = rl.fp8.weight_bytes(sh, dev, rl.DTYPE_BYTES[sh.dtype]) *
             ((c.linear_params or 0) + out.moe_expert_params)
     end
-    out.tp_comm_time, out.tp_exposed_time = tcomm.fwd + tcomm.bwd, tcomm.fwd + tcomm.bwd
+    out.tp_comm_time = tcomm.fwd + tcomm.bwd + 2 * etc.time
+    out.tp_exposed_time = out.tp_comm_time
+    c.etp_comm_time, c.etp_comm_bytes = etc.time, etc.bytes
     out.moe_figures = c
     if l.out_bytes then out.out_bytes = l.out_bytes / o.tp end
     return out

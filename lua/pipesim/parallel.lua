@@ -590,6 +590,35 @@ function M.prepare(spec, dev, cost, memo)
         end }
     end
     plan.cp_group = cgroup
+    -- expert TP: the first ETP group (Megatron's expert_tensor_parallel
+    -- group), whose all-gather and reduce-scatter lower_block costs as
+    -- the TP collectives are (on the cluster); placed on first use, so a
+    -- dense model (etp defaults to tp) never lays it out
+    local etp = o.etp or t
+    if etp > 1 then
+        local egroup
+        o.etp_cost = function(op, bytes)
+            if not cost then return 0 end
+            if not egroup then
+                local lay = { tp = t, cp = o.cp, dp = spec.dp or 1, pp = spec.stages, ep = o.ep,
+                              etp = etp, ranks = spec.ranks, placement = spec.placement }
+                local ok, groups = pcall(pcore.layout, lay, "etp")
+                if not ok then error(groups, 0) end
+                egroup = groups[1]
+            end
+            return cost(op, bytes, egroup, o)
+        end
+    end
+    if o.dispatcher == "flex" and o.ep > 1 then
+        -- where the EP groups lie on the nodes (models/moe_flex.lua)
+        local lay = { tp = t, cp = o.cp, dp = spec.dp or 1, pp = spec.stages, ep = o.ep,
+                      etp = o.etp or t, ranks = spec.ranks, placement = spec.placement }
+        local ok, groups = pcall(pcore.layout, lay, "ep")
+        if not ok then error(groups, 0) end
+        local cl = spec.cluster
+        o.flex = require("pipesim.models.moe_flex").layout(groups,
+            (type(cl) == "userdata" or type(cl) == "table") and cl.gpus_per_node or nil)
+    end
     local layers = {}
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
@@ -597,7 +626,9 @@ function M.prepare(spec, dev, cost, memo)
         tostring(o.sp), o.recompute, tostring(o.overlap), group and table.concat(group, ",") or "",
         o.tp_algorithm or "", o.tp_protocol or "", o.cp, o.cp_comm, o.cp_a2a,
         cgroup and table.concat(cgroup, ",") or "", o.ep, tostring(o.etp), o.imbalance,
-        o.dispatcher)
+        o.dispatcher .. (o.flex and string.format("|%dx%d", o.flex.G, o.flex.N) or "") ..
+        (etp > 1 and string.format("|%s|%s|%s|%s", tostring(spec.dp), tostring(spec.stages),
+            tostring(spec.placement), tostring(spec.ranks)) or ""))
     local has_moe = false
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end

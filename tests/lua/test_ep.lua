@@ -178,16 +178,148 @@ moe_model.block_cost = real_cost
 -- dispatcher (allgather) runs, and at top-2 over 4 ranks it moves more
 -- than the all-to-all
 do
-    local spec = ps.models.megatron{ num_layers = 4, hidden_size = 1024,
+    local spec0 = { num_layers = 4, hidden_size = 1024,
         num_attention_heads = 8, seq_length = 1024, vocab_size = 1000, num_experts = 8,
         moe_router_topk = 2, expert_model_parallel_size = 4, world_size = 8,
         micro_batch_size = 1, global_batch_size = 16, pipeline_model_parallel_size = 2,
         bf16 = true }
+    local spec = ps.models.megatron(spec0)
     spec.cluster, spec.record = ps.cluster(ps.clusters.dgx("H100", 1)), "none"
     local ag = ps.run(spec)
     H.eq({ ag.moe.dispatcher, ag.ep }, { "allgather", 4 }, "Megatron's default dispatcher, ep 4")
     local a2a = ps.run(F.with(spec, { moe_dispatcher = "alltoall" }))
     H.check(ag.exposed_a2a[1] > a2a.exposed_a2a[1], "allgather moves more than the all-to-all")
+    -- the flex dispatcher and its backend (DeepEP or HybridEP, costed alike)
+    local fl = ps.models.megatron(F.with(spec0, { moe_token_dispatcher_type = "flex",
+        moe_flex_dispatcher_backend = "hybridep" }))
+    H.eq(fl.moe_dispatcher, "flex", "megatron: flex with the hybridep backend")
+    H.raises(function() ps.models.megatron(F.with(spec0, { moe_flex_dispatcher_backend =
+        "hybridep" })) end, "megatron: moe_flex_dispatcher_backend 'hybridep' needs " ..
+        "moe_token_dispatcher_type 'flex' (it changes nothing otherwise)")
+end
+
+-- 4c. The flex dispatcher (models/moe_flex.lua, core/par/ep.c pair_bytes):
+-- a rank sends its share to each peer on its node (NVLink) and to the
+-- peer of its local index on each other node (RDMA), nothing to the rest.
+-- Two nodes of two GPUs, NVLink at nb, one NIC a GPU at beta: each
+-- exchange takes its tier's latency plus the slower of its two flows.
+do
+    local function cl(nb)
+        return ps.cluster{ nodes = 2, gpus_per_node = 2, nics_per_node = 2,
+            intra = { bandwidth = nb, latency = alpha }, inter = { bandwidth = beta, latency = alpha } }
+    end
+    local B = 3e6
+    for _, c in ipairs { { 4 * beta, 0.25, 0.75 }, { beta / 2, 0.9, 0.1 } } do
+        local nb, nvl, rdma = table.unpack(c)
+        local l = F.with(moe_layer(B), { moe_flex_nvl_share = nvl, moe_flex_rdma_share = rdma })
+        local r = ps.run{ cluster = cl(nb), layers = { l }, stages = 1, dp = 4, ep = 4,
+                          microbatches = 1, record = "none", moe_dispatcher = "flex" }
+        local a2a = alpha + math.max(B * nvl / nb, B * rdma / beta)
+        for k = 1, 4 do
+            H.near(r.exposed_a2a[k], 4 * a2a, 1e-9, string.format("flex %g/%g: rank %d's four " ..
+                "exchanges, each the slower of its NVLink and RDMA flows", nvl, rdma, k - 1))
+        end
+    end
+    -- the chance a token's top-k reaches X experts (a GPU's, a node's):
+    -- 1 - C(E - X, k) / C(E, k); group-limited (g groups, m picked): a
+    -- GPU inside a group m/g (1 - C(m E/g - X, k) / C(m E/g, k)); a node
+    -- of q whole groups 1 - sum_j P(j of them picked) C((m - j) E/g, k) /
+    -- C(m E/g, k)
+    local flex = require "pipesim.models.moe_flex"
+    H.near(flex.hit(4, 2, 1), 1 / 2, 1e-15, "E 4, top-2, one expert")
+    H.near(flex.hit(4, 2, 2), 5 / 6, 1e-15, "E 4, top-2, two experts")
+    H.near(flex.hit(8, 2, 1, 4, 2), 1 / 4, 1e-15, "group-limited: a GPU gets k / E of the tokens")
+    H.near(flex.hit(8, 2, 4, 4, 2), 13 / 18, 1e-15, "group-limited: a node of two groups")
+    -- a model's block lowered: 8 experts, top-2, ep 4 on 2 x 2 GPUs, so 2
+    -- a GPU and 4 a node: p_gpu = 1 - C(6,2)/C(8,2) = 13/28, p_node = 1 -
+    -- C(4,2)/C(8,2) = 22/28; a rank of Tr = 1024 tokens sends each NVLink
+    -- peer its own and the other node's forwarded ones, 2 Tr 13/28, and
+    -- the RDMA peer Tr 22/28, all at h = 1024 in BF16
+    local model = ps.models.transformer{ layers = 2, hidden = 1024, heads = 8, seq = 1024,
+        vocab = 1000, experts = 8, topk = 2, expert_ffn = 512 }
+    local o = { tp = 1, ep = 4, dispatcher = "flex", flex = { G = 2, N = 2 }, imbalance = 1 }
+    local out = require("pipesim.expert").lower_block(model[2], o,
+        ps.clusters.device("H100"), { fwd = 0, bwd = 0 }, 2)
+    local Tr, nvl, rdma = 1024, 2 * 1024 * 13 / 28, 1024 * 22 / 28
+    H.near(out.moe_dispatch_bytes, (nvl + rdma) * 1024 * 2, 1e-12, "flex dispatch bytes")
+    H.near(out.moe_combine_grad_bytes, (nvl + rdma) * 1024 * 2, 1e-12, "flex combine-grad bytes")
+    H.near(out.moe_flex_nvl_share, nvl / (nvl + rdma), 1e-12, "NVLink peer's share")
+    H.near(out.moe_flex_rdma_share, rdma / (nvl + rdma), 1e-12, "RDMA peer's share")
+    H.check(Tr * 22 / 28 < Tr * 2 / 4 * 2, "fewer tokens cross the NICs than the all-to-all's")
+    -- end to end on the nodes, and what refuses it
+    local spec = { cluster = ps.cluster(ps.clusters.dgx("H100", 2, { gpus_per_node = 2,
+        nics_per_node = 2 })), layers = model, stages = 1, dp = 4, ep = 4,
+        microbatches = 1, record = "none", moe_dispatcher = "flex" }
+    local r = ps.run(spec)
+    H.eq(r.moe.dispatcher, "flex", "r.moe.dispatcher")
+    H.check(r.exposed_a2a[1] > 0, "flex's exchanges waited for")
+    H.raises(function() ps.run(F.with(spec, { moe_imbalance = 2 })) end,
+        "ps.run: field 'moe_imbalance': 2 with the flex dispatcher is not modelled (even routing " ..
+        "only)")
+    H.raises(function() ps.run(F.with(spec, { ep = 2, etp = 2 })) end,
+        "ps.run: field 'moe_dispatcher': flex with etp = 2 is not modelled (etp = 1 only; etp " ..
+        "defaults to tp)")
+    H.raises(function() ps.run(F.with(spec, { dp = 6, ep = 3,
+        layers = ps.models.transformer{ layers = 2, hidden = 1024, heads = 8, seq = 1024,
+            vocab = 1000, experts = 6, topk = 2, expert_ffn = 512 },
+        cluster = ps.cluster(ps.clusters.dgx("H100", 3, { gpus_per_node = 2,
+            nics_per_node = 2 })) })) end,
+        "ps.run: field 'moe_dispatcher': flex needs each node of an expert-parallel group to " ..
+        "hold its ranks at the same local GPU indices (the RDMA hop goes to the sender's " ..
+        "index); the group of ranks 0.. has 2 on node 0 and 1 on node 1")
+    H.raises(function() ps.run(F.with(spec, { layers = ps.models.transformer{ layers = 2,
+        hidden = 1024, heads = 8, seq = 1024, vocab = 1000, experts = 8, topk = 2,
+        expert_ffn = 512, capacity_factor = 1 } })) end,
+        "ps.run: layers[2]: a capacity factor needs the alltoall dispatcher (Megatron's " ..
+        "moe_expert_capacity_factor), not flex")
+end
+
+-- 4d. Expert tensor parallelism (expert.etp_comm): Megatron's alltoall
+-- dispatcher all-gathers over the ETP group the tokens its all-to-all
+-- brought and reduce-scatters the experts' output back; each direction
+-- runs both. 8 experts, top-2, tp = etp = 2 (sequence parallel), ep = 2:
+-- a rank routes Tr = 1024 / 2 = 512 tokens, S = 1024 copies; each local
+-- expert runs m = ep etp S / E = 512, the rank's 4 experts R = 2048, the
+-- buffer R h e = 2048 x 1024 x 2 bytes, of which a rank sends (etp - 1) /
+-- etp in each. Costed on the first ETP group, ranks 0 and 1, as the TP
+-- collectives are: with a cost of 1 s a GB, AG + RS = 2 buf / 1e9 more
+-- in each of the experts' forward and backward pieces.
+do
+    local model = ps.models.transformer{ layers = 2, hidden = 1024, heads = 8, seq = 1024,
+        vocab = 1000, experts = 8, topk = 2, expert_ffn = 512 }
+    local dev = ps.clusters.device("H100")
+    local buf = 4 * 512 * 1024 * 2
+    local seen_calls = {}
+    local function cost(op, bytes, ranks)
+        seen_calls[#seen_calls + 1] = { op, bytes, table.concat(ranks, ",") }
+        return bytes / 1e9
+    end
+    local spec = { layers = model, stages = 1, dp = 4, tp = 2, ep = 2, etp = 2,
+                   sequence_parallel = true }
+    local plan = require("pipesim.parallel").prepare(spec, dev, cost)
+    local l = plan.layers[2]
+    local c = require("pipesim.models.moe").block_cost(model[2].shape, { device = dev, tp = 2,
+        etp = 2, ep = 2, sp = true })
+    H.eq(c.tokens_per_expert * 4 * 1024 * 2, buf, "the gathered buffer: R h e")
+    H.near(l.moe_fwd_expert_time, c.expert_fwd_time + 2 * buf / 1e9, 1e-12,
+        "etp 2: the experts' forward piece + all-gather + reduce-scatter")
+    H.near(l.moe_bwd_expert_time, c.expert_bwd_time + 2 * buf / 1e9, 1e-12,
+        "etp 2: the experts' backward piece + their gradients' collectives")
+    H.eq(l.moe_figures.etp_comm_bytes, buf / 2, "a rank sends (etp - 1) / etp of the buffer")
+    local seen, set = {}, {}
+    for _, x in ipairs(seen_calls) do
+        local k = x[1] .. " " .. x[3]
+        if x[2] == buf and not set[k] then set[k] = true; seen[#seen + 1] = k end
+    end
+    table.sort(seen)
+    H.eq(seen, { "allgather 0,1", "reduce_scatter 0,1" }, "on the first ETP group's ranks")
+    -- etp 1: no collective around the experts
+    local p1 = require("pipesim.parallel").prepare(F.with(spec, { etp = 1 }), dev, cost)
+    H.eq(p1.layers[2].moe_figures.etp_comm_bytes, 0, "etp 1: none")
+    -- and a step runs with them on a DGX node
+    local r = ps.run(F.with(spec, { cluster = ps.cluster(ps.clusters.dgx("H100", 1)),
+        microbatches = 2, record = "none" }))
+    H.check(r.makespan > 0 and r.moe.etp == 2, "a step at etp 2")
 end
 
 -- 5. Bad input, each message.
@@ -208,9 +340,9 @@ do
     H.raises(function() ps.run(F.with(base, { moe_dispatcher = "a2a" })) end,
         "ps.run: field 'moe_dispatcher': unknown dispatcher 'a2a' (expected alltoall, " ..
         "allgather or flex)")
-    H.raises(function() ps.run(F.with(base, { moe_dispatcher = "flex" })) end,
-        "ps.run: field 'moe_dispatcher': 'flex' is not modelled yet (alltoall and allgather: " ..
-        "docs/moe.md, Expert parallelism)")
+    H.raises(function() ps.run(F.with(base, { ep = 2, moe_dispatcher = "flex" })) end,
+        "ps.run: field 'moe_dispatcher': flex needs a cluster of nodes (nodes, gpus_per_node: " ..
+        "NVLink inside a node, RDMA across), not a mesh of links")
     H.raises(function() ps.run(F.with(base, { moe_imbalance = 2,
         layers = { { fwd_time = 1 } } })) end,
         "ps.run: field 'moe_imbalance' needs MoE layers")

@@ -26,7 +26,7 @@ local MOE_FLAGS = {
     "moe_pad_expert_input_to_capacity", "moe_grouped_gemm",
     "moe_permute_fusion", "moe_router_num_groups", "moe_router_group_topk",
     "moe_dispatch_fwd_dtype", "moe_combine_bwd_dtype", "moe_token_dispatcher_type",
-    "expert_model_parallel_size", "expert_tensor_parallel_size",
+    "expert_model_parallel_size", "expert_tensor_parallel_size", "moe_flex_dispatcher_backend",
 }
 
 local function at_default(a, k)
@@ -125,6 +125,14 @@ function M.run_fields(a, run, h, tp, sp)
     end
     run.moe_dispatcher = h.choice(a, "moe_token_dispatcher_type",
         { "allgather", "alltoall", "flex" }, "allgather")
+    -- the flex dispatcher's kernels: DeepEP (Megatron's default) or
+    -- HybridEP, both costed as models/moe_flex.lua; without flex the
+    -- backend changes nothing
+    local be = h.choice(a, "moe_flex_dispatcher_backend", { "deepep", "hybridep" }, "deepep")
+    if be ~= "deepep" and run.moe_dispatcher ~= "flex" then
+        check.fail("megatron: moe_flex_dispatcher_backend '%s' needs moe_token_dispatcher_type " ..
+            "'flex' (it changes nothing otherwise)", be)
+    end
 end
 
 return M

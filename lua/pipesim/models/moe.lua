@@ -536,8 +536,15 @@ function M.block_cost(s, par)
         dense = dense + h * E + (s.bias and E or 0)
         r.expert_params = El * mlp_params(s, s.expert_ffn) / etp
         -- router scores (fp32), the experts' inputs and intermediates on
-        -- this rank, unpermute's saved expert outputs
-        act = act + 4 * Tr * E + R * (e * h + mlp_act(s, e, s.expert_ffn) / etp) + e * S * h
+        -- this rank, unpermute's saved expert outputs. Under FP8 with an
+        -- FP8 weight gradient, TE's GroupedLinear saves fc1's and fc2's
+        -- inputs (the permuted tokens, the activation's output) as their
+        -- FP8 column-wise copies, 1 byte an element (as models/fp8.lua's
+        -- act_delta for the dense MLP; the scales not counted)
+        local xe = (s.fp8 and s.fp8_wgrad) and 1 or e
+        local f = s.expert_ffn
+        act = act + 4 * Tr * E + R * (xe * h + (mlp_act(s, e, f) - (e - xe) * f) / etp) +
+            e * S * h
     end
     r.dense_params, r.act_bytes, r.linear_params = dense, act, linear_w
     return r

@@ -872,7 +872,7 @@ end
 function ps.search(spec)
     -- not a tail call: errors are raised two frames up, at the scenario
     local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2,
-        at = set_sweep_at, json = json })
+        at = set_sweep_at, json = json, device = function(c) return ROOFLINE[c] end })
     return res
 end
 

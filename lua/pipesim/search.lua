@@ -1,5 +1,6 @@
--- ps.search: plan search over TP x PP x DP x virtual stages x micro-batch
--- size x schedule x recompute x ZeRO (x sequence parallelism). Enumerates
+-- ps.search: plan search over TP x CP (and its comm type) x PP x DP x
+-- virtual stages x micro-batch size x schedule x recompute x ZeRO x
+-- sequence parallelism x precision (search_space.lua). Enumerates
 -- the space, removes what Megatron-LM itself would reject, drops what the
 -- closed-form memory model says cannot fit, and event-simulates the rest
 -- in order of a lower bound on the step time, skipping a configuration

@@ -14,7 +14,28 @@ local ps = require "pipesim"
 
 local quick = ps.args.quick
 local spec
-if quick then
+if ps.args.llama405 then
+    -- Llama 3 405B on 16,384 H100 (2,048 DGX H100 nodes) with its
+    -- published batch: 16M tokens of 8,192 = 2,048 sequences (Dubey et al.
+    -- 2024, Table 4), in BF16 with fused attention (context parallelism
+    -- needs it). Meta's plan, TP 8, CP 1, PP 16, DP 128 interleaved, is in
+    -- the space; the 126 layers split over 16 stages with the embedding
+    -- and the loss counted as layers (one block fewer on the first and the
+    -- last stage, as Meta's). 4 x 4 x 3 x 7 x 2 x 4 x 4 x 2 x 3 x 2 =
+    -- 129,024 raw configurations; only the best is sought (pareto = false).
+    -- ZeRO-2/3 are left out: their bound counts no communication (it
+    -- overlaps the backward), so at 16,384 GPUs they head the bound's order
+    -- with 2,048 replicas to simulate (docs/search.md).
+    local shape = ps.models.shape("llama3-405b")
+    shape.flash_attention = true
+    spec = { name = "llama3-405b", model = shape, cluster = ps.cluster(ps.clusters.dgx("H100", 2048)),
+             gpus = 16384, global_batch = 2048, pareto = false,
+             space = { tp = { 1, 2, 4, 8 }, cp = { 1, 2, 4, 8 }, cp_comm_type = { "p2p", "a2a", "all_gather" },
+                       pp = { 1, 2, 4, 8, 16, 32, 64 }, sequence_parallel = { true, false },
+                       virtual_stages = { 1, 2, 4, 8 }, microbatch = { 1, 2, 4, 8 },
+                       schedule = { "1f1b", "interleaved" }, recompute = { "none", "selective", "full" },
+                       zero = { 0, 1 } } }
+elseif quick then
     spec = { name = "gpt-1.7b", model = "gpt-1.7b", cluster = ps.cluster(ps.clusters.dgx("A100", 4)),
                gpus = 32, global_batch = 64,
                space = { tp = { 2, 4, 8 }, pp = { 1, 2, 4 }, virtual_stages = { 1, 2 },
@@ -48,6 +69,11 @@ if res.shard then
     print(string.format("  shard %d/%d: %d of them are the other shards'", res.shard.k,
         res.shard.n, res.valid - res.simulated))
 end
+if ps.args.cpu then
+    -- where the main process's CPU went (workers' not counted)
+    print(string.format("  cpu: enumerate %.2f s, constraints %.2f s, cost %.2f s, simulate %.2f s",
+        res.cpu.enumerate, res.cpu.constraints, res.cpu.cost, res.cpu.simulate))
+end
 local function row(r)
     return string.format("  %-48s %8.3f s %8.1f GiB", r.label, r.step_time, r.peak_memory / 2 ^ 30)
 end
@@ -55,3 +81,21 @@ print("best:")
 print(res.best and row(res.best) or "  none (no configuration of this shard fits)")
 print("Pareto front (step time against peak memory):")
 for _, r in ipairs(res.pareto) do print(row(r)) end
+
+if ps.args.llama405 then
+    -- Meta's plan simulated the same way: its layout (TP 8, CP 1, PP 16,
+    -- DP 128, interleaved) with the virtual stages, recompute and ZeRO-1
+    -- that fit, the best of them; the search's best must be no slower
+    local meta = ps.search { name = "llama3-405b meta", model = spec.model, cluster = spec.cluster,
+        gpus = spec.gpus, global_batch = spec.global_batch, pareto = false,
+        space = { tp = { 8 }, cp = { 1 }, pp = { 16 }, virtual_stages = { 2, 4, 8 },
+                  schedule = { "interleaved" }, recompute = { "none", "selective", "full" },
+                  zero = { 0, 1 } } }
+    print("Meta's plan (TP 8, CP 1, PP 16, DP 128, interleaved), its best variant that fits:")
+    print(row(meta.best))
+    print(string.format("the search's best is %.1f%% faster", 100 * (1 - res.best.step_time / meta.best.step_time)))
+    if res.best.step_time > meta.best.step_time then
+        error(string.format("the search's best (%s, %.3f s) is slower than Meta's plan (%s, %.3f s)",
+            res.best.label, res.best.step_time, meta.best.label, meta.best.step_time))
+    end
+end

@@ -941,13 +941,13 @@ function ps.run(spec)
     return r
 end
 
--- ps.search{...}: plan search over TP x PP x DP x v x micro-batch x
--- schedule x recompute x ZeRO (lua/pipesim/search.lua). It costs
+-- ps.search{...}: plan search over TP x CP x PP x DP x v x micro-batch x
+-- schedule x recompute x ZeRO x FP8 (lua/pipesim/search.lua). It costs
 -- configurations with prepare_run before simulating the promising ones.
 function ps.search(spec)
     -- not a tail call: errors are raised two frames up, at the scenario
     local res = require("pipesim.search").run(ps, spec, { prepare = prepare_run, level = 2,
-        at = set_sweep_at, json = json })
+        at = set_sweep_at, json = json, device = function(c) return ROOFLINE[c] end })
     return res
 end
 

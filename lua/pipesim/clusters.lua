@@ -279,6 +279,24 @@ local DEVICES = {
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 72,
         nvls = true, node_gpus = 72,
     },
+    gb300 = {
+        name = "GB300 NVL72",
+        -- NVIDIA GB300 NVL72 datasheet, per GPU (the rack's 72 Blackwell
+        -- Ultra GPUs): FP16/BF16 360 PFLOPS and FP8 720 PFLOPS with
+        -- sparsity for 72 GPUs = 2.5 and 5 PFLOPS dense, as GB200 (Blackwell
+        -- Ultra adds dense FP4 and attention's exponentials, not BF16 or
+        -- FP8 rate); up to 21 TB of HBM3e at 576 TB/s = 8 TB/s a GPU
+        -- (nvidia-smi memory.total of a GB300: 284208 MiB); NVLink 5 at 1.8
+        -- TB/s a GPU (900 GB/s per direction) across the rack's NVLink
+        -- Switch; one ConnectX-8 SuperNIC at 800 Gb/s per GPU between racks.
+        -- Its GEMM rates are the measured ones of BLACKWELL_GEMM, whose
+        -- benchmark ran on a B300, the same Blackwell Ultra die. FP32 as
+        -- GB200's (an assumption; only the memory-bound roof).
+        flops = 2.5e15, fp8_flops = 5e15, memory = 284208 * MiB, efficiency = 0.45,
+        vector_flops = 75e12 * 2.5 / 2.25, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
+        nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 800e9 / 8, nics = 72,
+        nvls = true, node_gpus = 72,
+    },
 }
 for _, d in pairs(DEVICES) do
     d.gemm_overhead = GEMM_OVERHEAD
@@ -324,6 +342,9 @@ local NCCL_HW = {
     [DEVICES.h800] = { compute_capability = 90, cpu_vendor = "intel", nccl_channels = 8 },
     [DEVICES.b200] = { compute_capability = 100, cpu_vendor = "intel", nccl_channels = 16 },
     [DEVICES.gb200] = { compute_capability = 100, cpu_vendor = "arm", nccl_channels = 16 },
+    -- GB300: Blackwell Ultra is sm_103; the same NVLink 5 as GB200, so the
+    -- same search result; Grace CPUs.
+    [DEVICES.gb300] = { compute_capability = 103, cpu_vendor = "arm", nccl_channels = 16 },
 }
 
 -- The roofline fields of a device table (what ps.cluster keeps in Lua for
@@ -362,6 +383,7 @@ local ALIASES = {
     h800 = "h800", h800sxm = "h800", h800sxm5 = "h800", dgxh800 = "h800", hgxh800 = "h800",
     b200 = "b200", b200sxm = "b200", dgxb200 = "b200", hgxb200 = "b200",
     gb200 = "gb200", gb200nvl72 = "gb200", nvl72 = "gb200", dgxgb200 = "gb200",
+    gb300 = "gb300", gb300nvl72 = "gb300", dgxgb300 = "gb300",
 }
 
 local function lookup(name, what)
@@ -370,7 +392,7 @@ local function lookup(name, what)
     end
     local key = ALIASES[(name:lower():gsub("[%s_%-]", ""))]
     if not key then
-        check.fail("%s: unknown device %s (known: A100, A100 40GB, H100, H200, H800, B200, GB200)",
+        check.fail("%s: unknown device %s (known: A100, A100 40GB, H100, H200, H800, B200, GB200, GB300)",
             what, check.show(name))
     end
     return DEVICES[key]
@@ -491,7 +513,7 @@ end)
 -- Names for listings, in datasheet order.
 function M.devices()
     local out = {}
-    for _, k in ipairs { "a100_40", "a100", "h100", "h200", "h800", "b200", "gb200" } do
+    for _, k in ipairs { "a100_40", "a100", "h100", "h200", "h800", "b200", "gb200", "gb300" } do
         out[#out + 1] = DEVICES[k].name
     end
     return out

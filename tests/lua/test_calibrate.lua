@@ -189,7 +189,7 @@ H.eq(log_err(read(LOGS .. "h100_2x8_ib_noranks.log"), { ranks = 16, nodes = 2 })
     .. "single-node measurement and no base cluster: the intra-node tier is unknown (give a "
     .. "single-node log, or --cluster PRESET)")
 H.eq(log_err(RANKS .. HDR .. ROW, { cluster = "h999" }), "calibrate: --cluster h999: dgx: unknown "
-    .. "device 'h999' (known: A100, A100 40GB, H100, H200, H800, B200, GB200)")
+    .. "device 'h999' (known: A100, A100 40GB, H100, H200, H800, B200, GB200, GB300)")
 -- launcher prefixes and interleaved NCCL INFO lines are read through
 do
     local text = "[1,0]<stdout>:./build/all_reduce_perf -b 8\n"

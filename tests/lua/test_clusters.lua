@@ -30,7 +30,7 @@ local d2 = clusters.dgx("dgx-h100", 2, { inter = { latency = 8e-6 } })
 H.near(d2.intra.bandwidth, 370e9, 1e-15, "NCCL: 370 GB/s effective of 450"); H.eq(d2.inter.bandwidth, 50e9)
 H.eq(d2.inter.latency, 8e-6, "nested override"); H.eq(d2.inter.bandwidth, 50e9, "rest kept")
 H.eq(clusters.dgx("H200").nodes, 1, "one node by default")
-H.eq(#clusters.devices(), 7)
+H.eq(#clusters.devices(), 8)
 
 -- H800: the H100's compute behind 8 NVLinks (200 GB/s a direction, NCCL's
 -- 370/450 of it, DeepSeek-V3's "160 GB/s"); NCCL's search: 4 x 40 -> 8
@@ -50,6 +50,12 @@ local n = clusters.nvl72(2)
 H.eq(n.name, "GB200 NVL72 x2")
 n.name = g.name
 H.eq(n, g, "nvl72(racks) = dgx(\"GB200\", racks)")
+-- GB300 NVL72: Blackwell Ultra (sm_103), 800 Gb/s ConnectX-8 per GPU
+local u = clusters.dgx("GB300", 1)
+H.eq({ u.gpus_per_node, u.nics_per_node, u.compute_capability, u.inter.bandwidth,
+       u.device.memory, u.device.fp8_flops },
+    { 72, 72, 103, 100e9, 284208 * 2 ^ 20, 5e15 }, "DGX GB300")
+H.eq(clusters.device("gb300-nvl72").name, "GB300 NVL72", "alias")
 H.eq(clusters.dgx("B200").nvls, true, "DGX B200: NVLink SHARP")
 -- one set of GEMM constants per generation (Transformer Engine's GEMM
 -- benchmark), measured rates of the die over each part's own peak:
@@ -85,7 +91,7 @@ H.raises(function() ps.cluster { ranks = 2, device = clusters.device("H100",
     { fp8_gemm_max = 1.5 }) } end, "field 'device.fp8_gemm_max' must be in (0, 1], got 1.5")
 
 H.raises(function() clusters.device("V100") end,
-    "unknown device 'V100' (known: A100, A100 40GB, H100, H200, H800, B200, GB200)")
+    "unknown device 'V100' (known: A100, A100 40GB, H100, H200, H800, B200, GB200, GB300)")
 H.raises(function() clusters.dgx("H100", 0) end, "nodes must be a positive integer")
 H.raises(function() clusters.dgx("H100", 1, { nicks = 4 }) end, "unknown field 'nicks'")
 H.done()

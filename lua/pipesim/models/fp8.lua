@@ -68,7 +68,7 @@ function M.plan(s, dev)
     if not s.fp8 then return nil end
     if not dev.fp8_flops then
         check.fail("fp8: the device %s has no FP8 tensor cores (no fp8_flops: A100 and older " ..
-            "train in 16 bits); use an H100, H200, H800, B200 or GB200, or drop fp8",
+            "train in 16 bits); use an H100, H200, H800, B200, GB200 or GB300, or drop fp8",
             check.show(dev.name or "of this cluster"))
     end
     local e = s.dtype == "fp32" and 4 or 2

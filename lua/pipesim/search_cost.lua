@@ -35,7 +35,7 @@ function M.stages(args)
     local out, at = {}, 0
     local ck = args.checkpoint == true
     for s, count in ipairs(args.partition) do
-        local st = { F = 0, B = 0, R = 0, params = 0, out = 0, static = 0 }
+        local st = { F = 0, B = 0, R = 0, params = 0, out = 0, static = 0, work = 0 }
         local act, kept, any, cur, unit = 0, 0, false, 0, 0
         for i = at + 1, at + count do
             local l = args.layers[i]
@@ -51,6 +51,10 @@ function M.stages(args)
             -- the layer's own static bytes (FP8 weight copies: core/par/dp.c
             -- dp_memory adds pipe_layer.static_bytes to the stage's)
             st.static = st.static + (tonumber(l.static_bytes) or 0)
+            -- the largest working bytes of its layers (context parallelism's
+            -- K/V buffers: core/par/pp.c pp_memory holds a rank's largest
+            -- over the step, beside its static bytes)
+            st.work = math.max(st.work, tonumber(l.work_bytes) or 0)
             -- what the stage sends on (core/step/pipe_cost.c: its last layer's)
             st.out = tonumber(l.out_bytes) or 0
             local a = tonumber(l.act_bytes) or 0
@@ -293,10 +297,11 @@ function M.cost(args, c, memo)
     local fill, drain = 0, 0
     local peaks, sync = {}, {}
     for r = 0, p - 1 do
-        local static, busy, params = 0, 0, 0
+        local static, busy, params, work = 0, 0, 0, 0
         for ch = 0, v - 1 do
             local g = st[M.stage_of(c.schedule, p, ch, r) + 1]
             static = static + g.params * per_param + g.static
+            work = math.max(work, g.work)
             params = params + g.params
             busy = busy + m * (g.F + g.R + g.B)
         end
@@ -315,7 +320,7 @@ function M.cost(args, c, memo)
         if not tops then tops = {}; memo.top[c.schedule] = tops end
         local top = tops[r]
         if not top then top = act_peak(st, c.schedule, p, v, m, r); tops[r] = top end
-        local peak = static + top
+        local peak = static + work + top
         peaks[r + 1] = peak
         if peak > best_mem then best_mem, best_rank = peak, r end
         local tail = sync[r]

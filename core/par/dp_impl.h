@@ -79,7 +79,9 @@ typedef struct dp_group {
 
 /* Appends to pl the buckets of model stage `stage` (chunk `chunk` of
  * pipeline rank r): layers walked last to first, each layer's gradient
- * produced uniformly over its backward; -1 when out of memory, -2 when
+ * produced uniformly over its backward, with ZeRO-1 each bucket's end
+ * padded to a multiple of lcm(shard, 128) elements as Megatron's
+ * distributed optimizer pads it; -1 when out of memory, -2 when
  * pl would pass DP_MAX_BUCKETS. */
 int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
                       int32_t chunk, plan *pl);

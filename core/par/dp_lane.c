@@ -28,6 +28,55 @@ static int add_bucket(plan *pl, bucket b)
     return 0;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Elements a bucket of the distributed optimizer (ZeRO-1) is padded to a
+ * multiple of, 0 when buckets are not padded. Megatron-Core pads the end
+ * of each bucket to a multiple of lcm(dp, 128) elements, dp the
+ * distributed optimizer instance's group (intra_dp_cp_group), so that
+ * its reduce-scatter and all-gather split the bucket evenly (the grad
+ * and param buffers hold the padding too, which the static memory, per
+ * parameter, does not count); without the distributed
+ * optimizer nothing is padded (megatron/core/optimizer/param_layout.py
+ * pad_bucket_end and bucket_end_divisor, used by
+ * distrib_optimizer.py DistributedOptimizer._compute_per_buffer_param_layout;
+ * param_and_grad_buffer.py asserts numel == numel_unpadded otherwise;
+ * Megatron-Core 0.20, commit d98e8a64dd). Not modelled: the 64-element
+ * alignment of each parameter's start (pad_param_start; pipesim knows
+ * layers, not their tensors) and pad_buckets_for_high_nccl_busbw (off by
+ * default: lcm(dp, 128, 2^16)). */
+static int64_t bucket_pad(const dp_config *c)
+{
+    if (!c->zero || c->fsdp)
+        return 0;
+    int64_t dp = c->shard;
+    return dp / gcd64(dp, 128) * 128;
+}
+
+/* Closes bucket b into pl, its end padded (bucket_pad): the
+ * collectives move the padded elements. */
+static int close_bucket(const dp_config *c, plan *pl, bucket b)
+{
+    int64_t m = bucket_pad(c);
+    if (m > 0) {
+        /* the 1e-9 absorbs the rounding of params summed from bytes */
+        double padded = ceil(b.params / (double)m - 1e-9) * (double)m;
+        if (padded > b.params) {
+            b.params = padded;
+            b.bytes = padded * c->grad_bytes;
+        }
+    }
+    return add_bucket(pl, b);
+}
+
 /* Is chunk `chunk` of pipeline rank r cut into buckets (enum dp_bucketed)?
  * Megatron-Core's DistributedDataParallel sets bucket_size = None, one
  * bucket per gradient buffer, "if we are on a pipeline stage that is not
@@ -78,7 +127,7 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
             if (cur.bytes >= cap) {
                 cur.frac =
                     total > 0 ? (elapsed + t * (g - left) / g) / total : 1;
-                int rc = add_bucket(pl, cur);
+                int rc = close_bucket(c, pl, cur);
                 if (rc)
                     return rc;
                 cur = (bucket){0, 0, 0, chunk};
@@ -91,13 +140,13 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
         /* ZeRO-3: each layer its own unit (FSDP's wrapping of every
          * transformer block), a layer without parameters joins the next */
         if (c->per_layer && cur.bytes > 0) {
-            int rc = add_bucket(pl, cur);
+            int rc = close_bucket(c, pl, cur);
             if (rc)
                 return rc;
             cur = (bucket){0, 0, 0, chunk};
         }
     }
-    return cur.bytes > 0 ? add_bucket(pl, cur) : 0;
+    return cur.bytes > 0 ? close_bucket(c, pl, cur) : 0;
 }
 
 /* A gradient-producing op: a backward (also the backward half of an

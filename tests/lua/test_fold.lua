@@ -56,6 +56,12 @@ local cases = {
     { 8, { tp = 8, pp = 2, vp = 2, zero = true } }, -- DP 4, interleaved, ZeRO-1
     { 8, { tp = 2, pp = 4, zero = true } },        -- DP 8
     { 16, { tp = 8, pp = 1, gb = 64 } },           -- DP 16
+    -- DP 3 with ZeRO-1: the buckets, padded to a multiple of lcm(3, 128)
+    -- elements as Megatron's distributed optimizer pads them
+    -- (core/par/dp_lane.c bucket_pad), split evenly over the ring;
+    -- unpadded, its chunks differed by an element and nothing folded
+    { 3, { tp = 8, pp = 1, gb = 36, zero = true } },
+    { 6, { tp = 8, pp = 2, gb = 36, zero = true } },
 }
 for _, c in ipairs(cases) do
     local nodes, o = c[1], c[2]
@@ -65,6 +71,15 @@ for _, c in ipairs(cases) do
     H.eq(folded.folded, true, what .. ": folded")
     H.eq(full.folded, false, what .. ": fold = false runs every replica")
     same(folded, full, what)
+end
+
+-- 1b. without the distributed optimizer Megatron pads nothing: DDP's
+-- all-reduce of DP 3 keeps chunks an element apart, and every replica runs
+do
+    local o = { tp = 8, pp = 1, gb = 36 }
+    local a, b = step(3, o), step(3, o, { fold = false })
+    H.eq(a.folded, false, "DP 3 without ZeRO-1: not folded")
+    same(a, b, "DP 3 without ZeRO-1")
 end
 
 -- 2. a straggler (faults' slow) turns folding off; the result is the full one

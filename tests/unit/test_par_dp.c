@@ -130,6 +130,49 @@ static void test_finalize(const net *nw)
     CHECK_INT(par_dp_pass.arrays(&c), 0);
 }
 
+/* The distributed optimizer's padding (Megatron-Core 0.20,
+ * optimizer/param_layout.py pad_bucket_end): a bucket of 400 + 600 = 1000
+ * parameters (one bucket: bucket_bytes past the model) over dp 3 is padded
+ * to a multiple of lcm(3, 128) = 384 elements, 3 x 384 = 1152; at 2 bytes
+ * a gradient and a weight the reduce-scatter and the all-gather move
+ * 2304 bytes, and each ring rank sends 2/3 of each, 1536 + 1536. Without
+ * the distributed optimizer the all-reduce moves the 2000 bytes as they
+ * are. */
+static void test_padding(void)
+{
+    ps_err err;
+    net *nw3 = mesh(3);
+    static const double lp[2] = {400, 600}, sp[1] = {1000};
+    for (int zero = 0; zero <= 1; zero++) {
+        par_step c = config(3, 1, zero);
+        c.layer_params = lp;
+        c.stage_params = sp;
+        c.dp.bucket_bytes = c.dp.first_bucket_bytes = 1e9;
+        par_log log = {0};
+        c.log = &log;
+        prog_set *ps = replicas(3);
+        CHECK_INT(dp_lower(&c, ps, nw3, &err), PS_OK);
+        CHECK_INT(log.n, zero ? 2 : 1);
+        for (int32_t k = 0; k < log.n; k++) {
+            CHECK_INT(log.c[k].op,
+                      zero ? (k ? COLL_ALLGATHER : COLL_REDUCE_SCATTER)
+                           : COLL_ALLREDUCE);
+            CHECK(log.c[k].bytes == (zero ? 1152 * 2 : 1000 * 2));
+        }
+        double sent = 0;
+        for (int32_t l = 0; l < ps->nlanes; l++)
+            for (int32_t i = 0; i < ps->lanes[l].n; i++)
+                if (ps->lanes[l].ops[i].type == PROG_SEND)
+                    sent += ps->lanes[l].ops[i].bytes;
+        /* all-reduce: 2 x 2/3 x 2000 per rank */
+        CHECK_NEAR(sent / 3, zero ? 1536 + 1536 : 2 * 2000 * 2.0 / 3);
+        CHECK_INT(prog_seal(ps, &err), PS_OK);
+        par_log_free(&log);
+        prog_free(ps);
+    }
+    net_free(nw3);
+}
+
 int main(void)
 {
     ps_err err;
@@ -248,6 +291,7 @@ int main(void)
     prog_free(ps);
 
     test_finalize(nw);
+    test_padding();
     net_free(nw);
     par_sim_free(&sim);
     return harness_done();

@@ -39,10 +39,9 @@
 -- and precision; the distributed optimizer with Megatron's overlapped
 -- gradient reduce and parameter gather (40 M-element buckets); even
 -- routing (moe_router_force_load_balancing); the uniform layer split
--- (the recipes' hand-written pipeline layouts are not expressed); no
--- recompute (the recipes' selective recompute of layernorm, moe_act or
--- mla_up_proj recomputes small element-wise or projection pieces, not
--- modelled); CUDA graphs and cuDNN norms not modelled (no launch
+-- (the recipes' hand-written pipeline layouts are not expressed); the
+-- recipe's selective recompute (its recompute_modules, STEP's rc; Qwen3's
+-- recipes set recompute_granularity None); CUDA graphs and cuDNN norms not modelled (no launch
 -- overheads are charged). Rows with many microbatches run the first m1
 -- and m2 (multiples of the stages) and extrapolate the step linearly in
 -- the microbatches, the steady state of the schedule: say so in the note.
@@ -108,23 +107,31 @@ print(string.format("\n%d rows but GPT-OSS's: mean |error| %.2f%%, max %.2f%%", 
 -- The step. Per row (as RUNS): the dispatcher the recipe ran
 -- (moe_token_dispatcher_type, after apply_flex_dispatcher_backend), the
 -- FP8 recipe (Megatron's --fp8-recipe: fp8_cs is tensorwise), the system
--- as a ps.clusters name, the MTP layers, and m1, m2 when the step is
--- extrapolated from two shorter runs (nil: simulated whole).
+-- as a ps.clusters name, m1, m2 when the step is extrapolated from two
+-- shorter runs (nil: simulated whole), and rc the recipe's
+-- recompute_modules under selective recompute (nil: no recompute):
+-- 067f987 perf_recipes/deepseek/gb200/deepseek_v3.py fp8mx ["mla_up_proj"];
+-- 85211c3 deepseek_workload_base_configs.py GB300 ["moe_act"], B200
+-- ["mla_up_proj"]; 5ade62b kimi_workload_base_configs.py GB300
+-- ["mla_up_proj"]; 067f987 perf_recipes/gpt_oss/gb200/gpt_oss.py 120b
+-- fp8mx [] (selective, nothing listed); ccd05ead6
+-- gpt_oss_workload_base_configs.py H100 ["layernorm", "moe_act"].
 local STEP = {
-    { "flex", "mxfp8", "GB200", m1 = 16, m2 = 32,
+    { "flex", "mxfp8", "GB200", m1 = 16, m2 = 32, rc = { "mla_up_proj" },
       why = "26.08 perf_recipes/deepseek/common.py: hybridep" },
-    { "alltoall", nil, "GB300",
+    { "alltoall", nil, "GB300", rc = { "moe_act" },
       skip = "over the default --max-memory: 143 M ops with 8 microbatches, every rank simulated (its EP groups span the replicas, so they do not fold)" },
-    { "alltoall", "mxfp8", "B200", m1 = 32, m2 = 64,
+    { "alltoall", "mxfp8", "B200", m1 = 32, m2 = 64, rc = { "mla_up_proj" },
       why = "25.11 B200 base config: no flex backend, PP 16 EP 8" },
-    { "alltoall", "mxfp8", "GB300", m1 = 4, m2 = 8 },
+    { "alltoall", "mxfp8", "GB300", m1 = 4, m2 = 8, rc = { "mla_up_proj" } },
     { "flex", "mxfp8", "GB200", m1 = 32, m2 = 64, why = "26.08 perf_recipes/qwen/gb200: hybridep" },
     { "flex", "tensorwise", "H100", m1 = 32, m2 = 64,
       why = "26.02 recipes/qwen/qwen3_moe.py: deepep, applied on Hopper" },
     { "flex", "mxfp8", "GB200", why = "26.08 perf_recipes/qwen/gb200: hybridep" },
     { "flex", "tensorwise", "H100", why = "26.06 H100 base config: hybridep" },
-    { "flex", "mxfp8", "GB200", why = "26.08 perf_recipes/gpt_oss/common.py: hybridep" },
-    { "alltoall", nil, "H100", why = "26.02: no flex backend (alltoall)" },
+    { "flex", "mxfp8", "GB200", rc = {}, why = "26.08 perf_recipes/gpt_oss/common.py: hybridep" },
+    { "alltoall", nil, "H100", rc = { "layernorm", "moe_act" },
+      why = "26.02: no flex backend (alltoall)" },
 }
 
 -- One row's plan for ps.run, m microbatches a data-parallel replica.
@@ -145,6 +152,7 @@ local function plan(r, st, m)
              schedule = vp > 1 and "interleaved" or "1f1b", tp = tp, etp = 1,
              sequence_parallel = tp > 1 or nil, dp = dp, ep = ep, microbatches = m,
              moe_dispatcher = dispatcher, zero = 1, record = "summary",
+             recompute = st.rc and "selective" or nil, recompute_modules = st.rc,
              grad_sync = { bucket = 40e6 * 4, first_bucket = 40e6 * 4, bucketed = "first",
                            overlap_param_gather = dp > 1 or nil },
              name = string.format("%s %s %d", name, system, gpus) }

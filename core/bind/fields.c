@@ -49,6 +49,7 @@ const char *const bind_fields_run[] = {
     "recompute",
     "recompute_layers",
     "recompute_method",
+    "recompute_modules",
     "record",
     "recv_timeout",
     "reshard_after_forward",

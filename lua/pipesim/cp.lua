@@ -229,7 +229,7 @@ function M.lower_block(out, s, e, o, rf, f, bi, cc)
     local cm = M.comm(s, e, o, o.cp_a2a * tf, o.cp_a2a * tb, cc.a2a, cc.ring, cc.cost)
     f = f + extra_f + cm.fwd_exposed
     bi = bi + extra_b + cm.bwd_exposed
-    if o.recompute == "selective" then bi = bi + extra_f + cm.fwd_exposed end
+    if o.selective then bi = bi + extra_f + cm.fwd_exposed end
     out.cp_comm_fwd, out.cp_comm_bwd = cm.fwd, cm.bwd
     out.cp_exposed = cm.fwd_exposed + cm.bwd_exposed
     out.cp_exposed_fwd = cm.fwd_exposed

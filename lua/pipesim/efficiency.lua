@@ -118,7 +118,24 @@ end
 -- Forward FLOPs recomputed per token and block: selective recompute
 -- repeats the core attention (QK^T and the weighted sum, causal halved;
 -- Korthikanti et al. 2022, Sec. 4.2), full recompute the whole block.
-local function recomputed_token_flops(s, mode, mtp)
+-- With recompute_modules (Megatron's --recompute-modules, lua/pipesim/
+-- recompute.lua) selective repeats the core only under core_attn, and
+-- mla_up_proj MLA's query and kv up projections (2kn per token each);
+-- layernorm and moe_act repeat memory-bound kernels, no GEMM FLOPs.
+local function recomputed_token_flops(s, mode, mtp, modules)
+    if mode == "selective" and modules ~= nil then
+        local seen, f = {}, 0
+        for _, n in ipairs(modules) do
+            if n == "core_attn" and not seen[n] then f = f + core_token_flops(s) end
+            if n == "mla_up_proj" and not seen[n] and s.multi_latent_attention then
+                for _, l in ipairs(require("pipesim.models.mla").linears(s)) do
+                    if l.split and not l.row then f = f + 2 * l.k * l.n end
+                end
+            end
+            seen[n] = true
+        end
+        return f
+    end
     if mode == "selective" then return core_token_flops(s) end
     if mode == "full" then return M.block_token_flops(s, mtp) end
     return 0
@@ -158,7 +175,7 @@ local function model_token_flops(spec, partition, mode, s0)
         if l.kind == "block" then
             model = model + M.block_token_flops(s, l.mtp)
             if mode ~= "full" or not marks or marks[i] then
-                again = again + recomputed_token_flops(s, mode, l.mtp)
+                again = again + recomputed_token_flops(s, mode, l.mtp, spec.recompute_modules)
             end
         elseif l.kind == "head" then
             model = model + 2 * s.hidden * s.vocab
@@ -254,7 +271,8 @@ function M.figures(spec, partition, peaks)
             t.model_flops = M.model_flops(shape, sequences, blocks, head)
             local again = mode == "full" and select(2, full_marks(spec, partition)) or blocks
             t.hardware_flops = t.model_flops
-                + sequences * shape.seq * again * recomputed_token_flops(shape, mode)
+                + sequences * shape.seq * again * recomputed_token_flops(shape, mode, nil,
+                    spec.recompute_modules)
             return with_peak(t, M.precision(shape, spec), peaks)
         end
     end

@@ -222,7 +222,7 @@ function M.lower_block(l, o, dev, tcomm, i)
     -- required here: models/moe.lua loads parallel.lua, which loads this
     local c = require("pipesim.models.moe").block_cost(sh, { tp = o.tp, etp = o.etp or o.tp,
         ep = o.ep, cp = 1, sp = o.sp, imbalance = o.imbalance, device = dev,
-        selective = o.recompute == "selective", mtp = l.mtp })
+        selective = o.selective, modules = o.modules, mtp = l.mtp })
     local function num(k)
         local v = c[k]
         if type(v) ~= "number" or v ~= v or v < 0 then

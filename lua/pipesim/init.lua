@@ -606,7 +606,7 @@ local function set_sweep_at(at) SWEEP_AT = at end
 -- The fields parallel.prepare reads besides the layers and the cluster:
 -- a sweep's lowered plans are kept per combination of their values.
 local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
-                      "recompute_method", "recompute_layers", "stages", "dp", "ranks",
+                      "recompute_method", "recompute_layers", "recompute_modules", "stages", "dp", "ranks",
                       "placement", "tp_comm", "cp", "cp_comm_type", "cp_hierarchy", "ep", "etp",
                       "moe_imbalance", "moe_dispatcher" }
 local NIL = {} -- stands for nil in the plan memo's keys

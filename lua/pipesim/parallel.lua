@@ -26,6 +26,7 @@ local roofline = setmetatable({}, { __index = function(t, k)
 end })
 
 local expert = require "pipesim.expert"
+local recompute = require "pipesim.recompute"
 
 local M = {}
 
@@ -48,7 +49,7 @@ local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time =
 local METHODS = { uniform = true, block = true }
 
 -- The fields this module reads from ps.run and removes before the core.
-M.FIELDS = { tp = true, sequence_parallel = true, recompute = true,
+M.FIELDS = { tp = true, sequence_parallel = true, recompute = true, recompute_modules = true,
              recompute_method = true, recompute_layers = true, tp_overlap = true,
              tp_comm = true }
 for k in pairs(cpar.FIELDS) do M.FIELDS[k] = true end
@@ -145,6 +146,12 @@ function M.options(spec)
         check.fail("field 'checkpoint' = true means recompute = 'full', but recompute is '%s'", rc)
     end
     o.recompute = rc
+    -- which modules selective recompute covers (Megatron's
+    -- --recompute-modules, lua/pipesim/recompute.lua); o.selective: the
+    -- attention core's (core_attn)
+    o.modules, o.modules_key = recompute.modules(spec.recompute_modules, rc,
+        "field 'recompute_modules'", "recompute = 'selective'")
+    o.selective = o.modules ~= nil and o.modules.core_attn == true
     local method = spec.recompute_method == nil and "uniform" or spec.recompute_method
     if type(method) ~= "string" or not METHODS[method] then
         check.fail("field 'recompute_method': unknown method %s (expected uniform or block)",
@@ -308,7 +315,7 @@ local function layer_memory(out, l, s, o, dev, mc)
         if fb ~= 0 then out.static_bytes = fb * mc.linear_params end
     elseif kind == "block" then
         out.params = M.block_params(s, t)
-        out.act_bytes = M.block_act_bytes(s, t, sp, o.recompute == "selective")
+        out.act_bytes = M.block_act_bytes(s, t, sp, o.selective)
         -- FP8 weight copies of the linear layers (models/fp8.lua)
         local fb = s.fp8 and roofline.fp8.weight_bytes(s, dev, roofline.DTYPE_BYTES[s.dtype]) or 0
         if fb ~= 0 then out.static_bytes = fb * M.block_linear_params(s, t) end
@@ -360,7 +367,7 @@ local function lower_layer(l, o, dev, cost, ccost, i)
         end
         if dev then
             mc = require("pipesim.models.moe").block_cost(s, { device = dev, tp = t, sp = sp,
-                selective = o.recompute == "selective", mtp = l.mtp })
+                selective = o.selective, modules = o.modules, mtp = l.mtp })
         end
     end
     local out = { name = l.name, kind = l.kind }
@@ -378,6 +385,18 @@ local function lower_layer(l, o, dev, cost, ccost, i)
     out.tp_comm_fwd, out.tp_comm_bwd = cf, cb
     local e = roofline.DTYPE_BYTES[s.dtype]
     layer_memory(out, l, s, o, dev, mc)
+    -- --recompute-modules on a plain dense block (moe.block_cost counts
+    -- them in the MLA and MTP blocks' figures): its norms' outputs
+    local again = 0
+    if kind == "block" and not mc and o.modules and o.modules.layernorm then
+        if s.multi_latent_attention or l.mtp then
+            check.fail("layer '%s': recompute_modules needs the roofline compute model (a " ..
+                "device of ps.clusters) with MLA or MTP blocks", tostring(l.name))
+        end
+        local drop
+        drop, again = require("pipesim.models.moe").discarded(s, o, dev, s.seq * s.microbatch)
+        out.act_bytes = out.act_bytes - drop
+    end
     -- pipeline p2p: each TP rank sends 1/t of the boundary activation
     -- (Narayanan et al. 2021 Sec. 4.1 scatter/gather; with SP the tensor
     -- is already split); the all-gather inside the receiving node is not
@@ -390,7 +409,7 @@ local function lower_layer(l, o, dev, cost, ccost, i)
         return out
     end
     if dev then
-        local opt = { tp = t, sp = sp, selective = o.recompute == "selective" }
+        local opt = { tp = t, sp = sp, selective = o.selective }
         local rf
         if mc then
             rf = { fwd = mc.attn_fwd_time + mc.shared_fwd_time,
@@ -399,7 +418,7 @@ local function lower_layer(l, o, dev, cost, ccost, i)
         elseif kind == "block" then rf = roofline.block(s, dev, opt)
         elseif kind == "embedding" then rf = roofline.embedding(s, dev, opt)
         else rf = roofline.head(s, dev, opt) end
-        local f, bi, bw = rf.fwd, rf.bwd_input, rf.bwd_weight
+        local f, bi, bw = rf.fwd, rf.bwd_input + again, rf.bwd_weight
         if o.overlap and kind == "block" and sp then
             -- tp_overlap with sequence parallelism, as Megatron runs it
             -- (Transformer Engine's userbuffers): each collective beside
@@ -623,13 +642,14 @@ function M.prepare(spec, dev, cost, memo)
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
     local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s|%d|%s|%d|%s|%d|%s|%.17g|%s", t,
-        tostring(o.sp), o.recompute, tostring(o.overlap), group and table.concat(group, ",") or "",
+        tostring(o.sp), o.recompute .. o.modules_key, tostring(o.overlap),
+        group and table.concat(group, ",") or "",
         o.tp_algorithm or "", o.tp_protocol or "", o.cp, o.cp_comm, o.cp_a2a,
         cgroup and table.concat(cgroup, ",") or "", o.ep, tostring(o.etp), o.imbalance,
         o.dispatcher .. (o.flex and string.format("|%dx%d", o.flex.G, o.flex.N) or "") ..
         (etp > 1 and string.format("|%s|%s|%s|%s", tostring(spec.dp), tostring(spec.stages),
             tostring(spec.placement), tostring(spec.ranks)) or ""))
-    local has_moe = false
+    local has_moe, has_mla, has_grouped = false, false, false
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end
         local sh = l.shape
@@ -658,6 +678,10 @@ function M.prepare(spec, dev, cost, memo)
             checked[sh] = true
         end
         has_moe = has_moe or expert.is_moe(l) or expert.plain_moe(l)
+        if sh ~= nil then
+            has_mla = has_mla or sh.multi_latent_attention == true
+            has_grouped = has_grouped or (sh.experts ~= nil and sh.grouped_gemm == true)
+        end
         if l.shape ~= nil then
             local ok, res = pcall(lower_memoised, memo, l, o, dev, tcost, okey, sigs, ccost, i)
             if not ok then error(res, 0) end
@@ -672,6 +696,7 @@ function M.prepare(spec, dev, cost, memo)
         end
     end
     expert.check_used(spec, o, has_moe)
+    recompute.check_model(o.modules, has_mla, has_grouped)
     plan.has_moe = has_moe
     plan.layers = layers
     return plan

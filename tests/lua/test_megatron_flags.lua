@@ -84,6 +84,7 @@ local VARY = {
         hierarchical_context_parallel_sizes = { 4, 1 } } },
     sequence_parallel = { true }, tp_comm_overlap = { true, { sequence_parallel = true } },
     recompute_granularity = { "selective" },
+    recompute_modules = { { "layernorm" }, { recompute_granularity = "selective" } },
     recompute_method = { "block", { recompute_granularity = "full", recompute_method = "uniform",
                                     recompute_num_layers = 2 } },
     recompute_num_layers = { 2, { recompute_granularity = "full", recompute_method = "block" } },

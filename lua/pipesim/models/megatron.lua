@@ -23,6 +23,7 @@ local known = require "pipesim.models.megatron_flags"
 local split = require "pipesim.models.megatron_split"
 local sharding = require "pipesim.sharding"
 local moe_flags = require "pipesim.models.megatron_moe"
+local recompute_modules = require "pipesim.recompute"
 
 local M = {}
 
@@ -41,7 +42,7 @@ account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split
 context_parallel_size cp_comm_type hierarchical_context_parallel_sizes
 sequence_parallel tp_comm_overlap recompute_granularity recompute_method recompute_num_layers
 recompute_activations use_distributed_optimizer overlap_grad_reduce overlap_param_gather
-ddp_bucket_size accumulate_allreduce_grads_in_fp32 grad_reduce_in_bf16
+recompute_modules ddp_bucket_size accumulate_allreduce_grads_in_fp32 grad_reduce_in_bf16
 use_precision_aware_optimizer main_grads_dtype main_params_dtype exp_avg_dtype exp_avg_sq_dtype
 cross_entropy_loss_fusion cross_entropy_fusion_impl
 fp8_format fp8_recipe fp8_param_gather no_fp8_wgrad disable_fp8_wgrad fp8_output_proj
@@ -334,6 +335,10 @@ end
 -- Recompute: --recompute-granularity full needs a method (Megatron-Core's
 -- TransformerBlock raises otherwise); selective takes none;
 -- --recompute-activations is selective (arguments.py).
+-- --recompute-modules (Megatron-Core 0.20, d98e8a64dd, transformer_config.py):
+-- the submodules selective recompute covers, ["core_attn"] by default;
+-- checked here for the flag's own messages (lua/pipesim/recompute.lua)
+-- and handed to ps.run as recompute_modules.
 local function recompute_of(a)
     local gran = a.recompute_granularity
     if bool(a, "recompute_activations", false) then
@@ -343,6 +348,8 @@ local function recompute_of(a)
         end
         gran = "selective"
     end
+    recompute_modules.modules(a.recompute_modules, gran, "megatron: recompute_modules",
+        "recompute_granularity 'selective'")
     -- a method or a layer count changes nothing without full recompute:
     -- Megatron asserts it away for selective (arguments.py, "recompute
     -- method is not yet supported for selective recomputing granularity")
@@ -659,6 +666,7 @@ function M.build(a)
         microbatches = gbs // (mbs * dp), dp = dp, tp = tp > 1 and tp or nil,
         cp = cp > 1 and cp or nil, cp_comm_type = cp_comm, cp_hierarchy = cp_sizes,
         sequence_parallel = sp or nil, recompute = recompute, recompute_method = method,
+        recompute_modules = a.recompute_modules,
         recompute_layers = k, virtual_stages = v,
         schedule = a.schedule or (v > 1 and "interleaved" or "1f1b"), partition = partition,
         memory = memory, zero = zero, shard_group = shard_group,

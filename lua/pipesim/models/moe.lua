@@ -343,7 +343,7 @@ local function check_par(s, par)
         check.fail("moe.block_cost: par.device must be a device with roofline constants " ..
             "(ps.clusters.device), got %s", check.show(dev))
     end
-    local o = { device = dev, selective = par.selective, mtp = par.mtp }
+    local o = { device = dev, selective = par.selective, modules = par.modules, mtp = par.mtp }
     for _, k in ipairs { "tp", "ep", "cp" } do
         o[k] = check.int(par[k] == nil and 1 or par[k], "moe.block_cost", k, 1, BIG)
     end
@@ -371,6 +371,45 @@ local function check_par(s, par)
     end
     return o
 end
+
+-- Megatron's output-discarding recompute of a block's modules
+-- (--recompute-modules, lua/pipesim/recompute.lua; Megatron-Core 0.20,
+-- d98e8a64dd, tensor_parallel CheckpointWithoutOutput): the bytes the
+-- attention side no longer keeps and the forward work its backward runs
+-- again, on one TP rank for T tokens (dev nil: the bytes only).
+--   layernorm (transformer_layer.py): the outputs of input_layernorm and
+--     pre_mlp_layernorm, e*T*h each (split by SP), recomputed from the
+--     kept inputs: both norms' forward again (read x, write y: 2e an
+--     element, as attention_time's norms)
+--   mla_up_proj (multi_latent_attention.py qkv_up_proj_and_rope_apply):
+--     Q and K (H*dq wide each) and V (H*v_head_dim), split by TP, are
+--     discarded; the query projection (q up, or q without q_lora_rank) and
+--     kv up GEMMs and the RoPE of the query's and the shared key's rope
+--     parts run again
+-- moe_act is the experts' (block_cost's expert branch).
+local function discarded(s, o, dev, T)
+    local set = o.modules
+    local drop, acc = 0, { f = 0, b = 0, w = 0 }
+    if not set then return 0, 0 end
+    local e = roofline.DTYPE_BYTES[s.dtype]
+    local t = o.tp
+    local r = o.sp and t or 1
+    if set.layernorm then
+        drop = drop + 2 * e * T * s.hidden / r
+        if dev then memop(acc, dev, 2 * T * s.hidden / r, 2 * e, 0) end
+    end
+    if set.mla_up_proj and s.multi_latent_attention then
+        local H, dq = s.heads, s.qk_head_dim + s.qk_pos_emb_head_dim
+        drop = drop + e * T * H * (2 * dq + s.v_head_dim) / t
+        for _, l in ipairs(mla.linears(s)) do
+            -- BF16 GEMMs, as attention_time runs MLA's projections
+            if l.split and not l.row then linear(acc, dev, T, l.n / t, l.k, 1, false) end
+        end
+        memop(acc, dev, T * s.qk_pos_emb_head_dim * (H / t + 1), 2 * e, 0)
+    end
+    return drop, acc.f
+end
+M.discarded = discarded
 
 -- Parameters of a dense MLP of intermediate f on one of t TP ranks
 -- (column-parallel fc1 with its bias, row-parallel fc2 whose bias is
@@ -464,6 +503,12 @@ function M.block_cost(s, par)
     }
     local dense = attention_rank_params(s, t)
     local act = attention_rank_act(s, c, t, o.sp, o.selective)
+    -- modules Megatron discards and recomputes (discarded above): less
+    -- kept, the forward again in the attention's backward
+    local drop, again = discarded(s, o, dev, T)
+    act = act - drop
+    r.attn_bwd_time = r.attn_bwd_time + again
+    r.recompute_time, r.recompute_dropped_bytes = again, drop
     local per = s.norm == "layernorm" and 2 or 1
     local h0 = s.hidden
     -- the attention's linear weights: all but its norms (and biases)
@@ -528,6 +573,20 @@ function M.block_cost(s, par)
         -- the local experts: a grouped GEMM at m tokens each (or a loop)
         local ex = mlp_time(s, dev, m, s.expert_ffn / etp, El, not s.grouped_gemm, gk, wk)
         r.expert_fwd_time, r.expert_bwd_time, r.expert_bwd_weight_time = ex.f, ex.b + ex.w, ex.w
+        local xe = (s.fp8 and s.fp8_wgrad) and 1 or e
+        local f = s.expert_ffn
+        if o.modules and o.modules.moe_act and s.grouped_gemm then
+            -- moe_act (moe/experts.py TEGroupedMLP, d98e8a64dd): the
+            -- activation's output, fc2's input (xe bytes: under FP8 fc2
+            -- saves its original input, discarded the same), is not kept;
+            -- the backward runs the activation again on the R*f/etp
+            -- elements (mlp_time's bytes: SwiGLU 3e, GeLU 2e each)
+            local x = roofline.mem_time(dev, R * f / etp * (s.swiglu and 3 or 2) * e)
+            r.expert_bwd_time = r.expert_bwd_time + x
+            r.recompute_time = r.recompute_time + x
+            r.recompute_dropped_bytes = r.recompute_dropped_bytes + R * xe * f / etp
+            act = act - R * xe * f / etp
+        end
         local frac = (ep - 1) / ep
         r.dispatch_bytes = S * h * a2a_bytes(s.dispatch_dtype, e) * frac
         r.combine_bytes = R / etp * h * e * frac
@@ -541,8 +600,6 @@ function M.block_cost(s, par)
         -- inputs (the permuted tokens, the activation's output) as their
         -- FP8 column-wise copies, 1 byte an element (as models/fp8.lua's
         -- act_delta for the dense MLP; the scales not counted)
-        local xe = (s.fp8 and s.fp8_wgrad) and 1 or e
-        local f = s.expert_ffn
         act = act + 4 * Tr * E + R * (xe * h + (mlp_act(s, e, f) - (e - xe) * f) / etp) +
             e * S * h
     end

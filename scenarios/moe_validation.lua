@@ -120,7 +120,7 @@ local STEP = {
     { "flex", "mxfp8", "GB200", m1 = 16, m2 = 32, rc = { "mla_up_proj" },
       why = "26.08 perf_recipes/deepseek/common.py: hybridep" },
     { "alltoall", nil, "GB300", rc = { "moe_act" },
-      skip = "over the default --max-memory: 143 M ops with 8 microbatches, every rank simulated (its EP groups span the replicas, so they do not fold)" },
+      skip = "over the default --max-memory: 143 M ops with 4 microbatches, every rank simulated (its EP groups span the replicas, so they do not fold)" },
     { "alltoall", "mxfp8", "B200", m1 = 32, m2 = 64, rc = { "mla_up_proj" },
       why = "25.11 B200 base config: no flex backend, PP 16 EP 8" },
     { "alltoall", "mxfp8", "GB300", m1 = 4, m2 = 8, rc = { "mla_up_proj" } },

@@ -169,9 +169,43 @@ static int time_instances(const pipe_config *cfg, const pipe_costs *out,
     return PS_OK;
 }
 
+/* A layer given as times (ps.models' roofline times it on the cluster's
+ * device) cannot be rescaled to a rank's device of its own
+ * (cluster.devices): that would leave a slow rank at full speed, a
+ * plausible wrong step. So a run whose simulated ranks differ in rate
+ * takes its layers as FLOPs, or its straggler as a fault. */
+static int check_timed_devices(const pipe_config *cfg, const pipe_costs *out,
+                               ps_err *err)
+{
+    int32_t timed = -1;
+    for (int32_t i = 0; i < cfg->nlayers && timed < 0; i++)
+        if (cfg->layers[i].fwd_time >= 0)
+            timed = i;
+    if (timed < 0)
+        return PS_OK;
+    double base = cfg->device_rate[out->rank_of[0]];
+    for (int32_t k = 1; k < out->n * cfg->p; k++) {
+        int32_t rank = out->rank_of[k];
+        if (cfg->device_rate[rank] != base)
+            return ps_errf(
+                err,
+                "cluster rank %d runs on a device of its own "
+                "(cluster.devices: %.4g FLOP/s against rank %d's %.4g), "
+                "but layer %d carries its times (fwd_time), which no "
+                "device rescales: give the layers as FLOPs (fwd_flops), "
+                "or make the rank a straggler with faults = { { rank = "
+                "%d, slow = s } }",
+                (int)rank, cfg->device_rate[rank], (int)out->rank_of[0], base,
+                (int)timed + 1, (int)rank);
+    }
+    return PS_OK;
+}
+
 int pipe_stage_costs(const pipe_config *cfg, const pipe_costs *out, ps_err *err)
 {
     int32_t nstages = cfg->p * cfg->v, first = 0, nshared = 0;
+    if (check_timed_devices(cfg, out, err))
+        return PS_ERR;
     /* expert gradients sync apart (par/ep_sync.c) when the expert
      * data-parallel group differs from dp x cp */
     int apart = cfg->ep > 1 || (cfg->etp > 0 && cfg->etp != cfg->tp);

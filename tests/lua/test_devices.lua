@@ -59,6 +59,23 @@ do
     H.check(r1.makespan > r0.makespan, "a slower rank makes the step slower")
 end
 
+-- 2b. layers given as times (ps.models' roofline times them on the
+-- cluster's device) cannot follow a rank's own device: an error naming the
+-- rank and the way out, never the full-speed step
+do
+    local spec = ps.clusters.dgx("H100", 1)
+    spec.devices = { [3] = { flops = 0.7 * 989e12 } }
+    local timed = {}
+    for i = 1, 4 do timed[i] = { fwd_time = 1e-3, params = 1 } end
+    H.raises(function()
+        ps.run{ cluster = ps.cluster(spec), layers = timed, stages = 4, microbatches = 4,
+                schedule = "gpipe", record = "none" }
+    end, "cluster rank 3 runs on a device of its own (cluster.devices: 3.115e+14 FLOP/s "
+        .. "against rank 0's 4.45e+14), but layer 1 carries its times (fwd_time), which no "
+        .. "device rescales: give the layers as FLOPs (fwd_flops), or make the rank a "
+        .. "straggler with faults = { { rank = 3, slow = s } }")
+end
+
 -- 3. a straggler in replica 1 (dp = 2, dp_inner: cluster rank r * 2 + j)
 -- slows its pipeline copy, and the step ends with the slower copy
 do

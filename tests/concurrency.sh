@@ -97,7 +97,9 @@ for pid in $pids; do
     w=$((w + 1))
     if wait "$pid"; then ok; else bad "writer $w of 8 exited non-zero: $(grep -v '^[0-9]' "$D/w$w.out" | head -n 3)"; fi
 done
-echo go >"$D/fifo"
+# a pauser that died before it opened the FIFO would leave this open
+# waiting for a reader for ever: bounded, the failure is reported below
+timeout 30 sh -c 'echo go >"$1"' sh "$D/fifo" || bad "the pausing writer never read the FIFO"
 if wait "$pauser"; then ok; else bad "the pausing writer exited non-zero: $(grep -v '^[0-9]' "$D/pauser.out" | head -n 3)"; fi
 total=$((8 * RUNS + 2))
 [ "$(q 'SELECT count(*) FROM run')" = "$total" ] && ok || bad "$(q 'SELECT count(*) FROM run') runs recorded, want $total"

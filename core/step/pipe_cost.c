@@ -186,7 +186,8 @@ static int check_timed_devices(const pipe_config *cfg, const pipe_costs *out,
     double base = cfg->device_rate[out->rank_of[0]];
     for (int32_t k = 1; k < out->n * cfg->p; k++) {
         int32_t rank = out->rank_of[k];
-        if (cfg->device_rate[rank] != base)
+        double rate = cfg->device_rate[rank];
+        if (rate != base && !(isnan(rate) && isnan(base))) /* NaN: none */
             return ps_errf(
                 err,
                 "cluster rank %d runs on a device of its own "
@@ -195,8 +196,8 @@ static int check_timed_devices(const pipe_config *cfg, const pipe_costs *out,
                 "device rescales: give the layers as FLOPs (fwd_flops), "
                 "or make the rank a straggler with faults = { { rank = "
                 "%d, slow = s } }",
-                (int)rank, cfg->device_rate[rank], (int)out->rank_of[0], base,
-                (int)timed + 1, (int)rank);
+                (int)rank, rate, (int)out->rank_of[0], base, (int)timed + 1,
+                (int)rank);
     }
     return PS_OK;
 }

@@ -60,7 +60,10 @@ end
 do
     local c = ps.cluster{ ranks = 4, device = { flops = 1e12, memory = "80 GiB" },
                             devices = { [0] = { flops = 5e11 } } }
-    H.eq(run(c, 30 * GiB).over_capacity_ranks, { 0, 1 }, "rank 0 inherits 80 GiB")
+    -- FLOP layers: a device of its own rescales no layer given as times
+    local flop = F.layers(4, { fwd_flops = 1e12, act_bytes = 30 * GiB })
+    H.eq(run(c, 30 * GiB, { layers = flop }).over_capacity_ranks, { 0, 1 },
+        "rank 0 inherits 80 GiB")
     c = ps.cluster{ ranks = 4, device = { memory = "80 GiB" },
                       devices = { [0] = { memory = "141 GB" } } }
     H.eq(run(c, 30 * GiB).over_capacity_ranks, { 1 }, "a bigger device on rank 0")

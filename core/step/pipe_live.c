@@ -7,7 +7,12 @@
  * boundaries in the programs' messages (sched_msg_decode says which), or
  * by hand where two neighbour stages share a rank. The accumulated
  * gradients come back and are held against the full-batch gradient that
- * one process computes (pipe_live.grad_error). */
+ * one process computes (pipe_live.grad_error).
+ * One concept in one file: the callbacks live/live.h calls on a worker
+ * (setup, compute, send, receive, result, teardown) all act on one
+ * worker's state (plive: its units, held activations and gradients), and
+ * the driver that compares their results is the step's answer; split,
+ * each half would need the other's private state. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

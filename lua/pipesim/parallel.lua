@@ -9,58 +9,29 @@
 local check = require "pipesim.argcheck"
 local cpar = require "pipesim.cp" -- context parallelism's share of the lowering
 local pcore = require "pipesim.core" -- core.seal_layers
--- models/roofline.lua, and clusters.lua behind it, load on first use
--- (issue 12, the fixed cost of a process: a run without model layers, TP
--- or recompute never reads them; they were a fifth of the bytecode a
--- 2-rank run loaded), with the package.path this module was loaded with,
--- as init.lua's lazy fields.
-local package_, LOAD_PATH = package, package.path
-local roofline = setmetatable({}, { __index = function(t, k)
-    local path = package_.path
-    package_.path = LOAD_PATH
-    local ok, m = pcall(require, "pipesim.models.roofline")
-    package_.path = path
-    if not ok then error(m, 0) end
-    setmetatable(t, { __index = m })
-    return m[k]
-end })
+local roofline = require "pipesim.roofline_lazy" -- loads on first use (issue 12)
+local block = require "pipesim.block"
+local layout = require "pipesim.layout"
+local fields = require "pipesim.fields"
+local finish = require "pipesim.finish"
 
 local expert = require "pipesim.expert"
 local recompute = require "pipesim.recompute"
 
 local M = {}
 
-local RECOMPUTE = { none = true, selective = true, full = true }
-
--- Layer fields the C core reads (core/bind/run.c read_layer).
-local CORE_LAYER = { name = true, fwd_flops = true, bwd_flops = true, fwd_time = true,
-                     bwd_time = true, bwd_input_time = true, bwd_weight_time = true,
-                     params = true, act_bytes = true, out_bytes = true, in_bytes = true,
-                     recompute_time = true, kept_bytes = true, tp_comm_time = true,
-                     tp_exposed_time = true, bwd_weight_bytes = true, bwd_input_flops = true,
-                     bwd_weight_flops = true, shared_params = true, static_bytes = true,
-                     work_bytes = true,
-                     -- a MoE block's (lua/pipesim/expert.lua, core/par/ep.h)
-                     moe_dispatch_bytes = true, moe_combine_bytes = true,
-                     moe_dispatch_grad_bytes = true, moe_combine_grad_bytes = true,
-                     moe_fwd_pre_time = true, moe_fwd_expert_time = true,
-                     moe_bwd_pre_time = true, moe_bwd_expert_time = true,
-                     moe_expert_params = true }
-local METHODS = { uniform = true, block = true }
-
--- The fields this module reads from ps.run and removes before the core.
-M.FIELDS = { tp = true, sequence_parallel = true, recompute = true, recompute_modules = true,
-             recompute_method = true, recompute_layers = true, tp_overlap = true,
-             tp_comm = true }
-for k in pairs(cpar.FIELDS) do M.FIELDS[k] = true end
-for k in pairs(expert.FIELDS) do M.FIELDS[k] = true end
--- Fields that make ps.run need this module: its own and expert
--- parallelism's sizes (checked against the layers here, read by the core)
-M.TRIGGERS = { ep = true, etp = true }
-for k in pairs(M.FIELDS) do M.TRIGGERS[k] = true end
-local FIELD_LIST = {} -- M.FIELDS' names, for loops without pairs
-for k in pairs(M.FIELDS) do FIELD_LIST[#FIELD_LIST + 1] = k end
-table.sort(FIELD_LIST)
+local RECOMPUTE, METHODS = fields.RECOMPUTE, fields.METHODS
+-- The fields this module reads from ps.run and removes before the core
+-- (lua/pipesim/fields.lua), and those that make ps.run need it.
+M.FIELDS, M.TRIGGERS = fields.FIELDS, fields.TRIGGERS
+-- Megatron's per-block figures (lua/pipesim/block.lua) and the layout
+-- (lua/pipesim/layout.lua), as this module has always offered them
+for k, f in pairs(block) do M[k] = f end
+local embedding_comm, head_comm = block.embedding_comm, block.head_comm
+local run_layout = layout.run_layout
+M.world, M.stage_ranks, M.layout = layout.world, layout.stage_ranks, layout.layout
+-- the lowering's last step (lua/pipesim/finish.lua)
+M.finish = finish.finish
 
 -- Does ps.run need this module? Model layers (with a shape) or any TP or
 -- recompute field.
@@ -72,47 +43,6 @@ function M.applies(spec)
         if type(l) == "table" and l.shape ~= nil then return true end
     end
     return false
-end
-
--- The layout of a ps.run table's ranks (core.layout: tp x dp x stages
--- ranks in Megatron's order, or its `ranks` list), as core.layout's view,
--- or with a token its groups ("tp", "dp-cp", ...). Raises plain messages.
-local function run_layout(spec, token)
-    local lay = { tp = spec.tp or 1, cp = spec.cp or 1, dp = spec.dp or 1, pp = spec.stages,
-                  ranks = spec.ranks, placement = spec.placement }
-    local ok, res = pcall(pcore.layout, lay, token)
-    if not ok then error(res, 0) end
-    return res
-end
-
--- The ranks a layout of these sizes spans (tp, cp, dp and pp: the fields
--- of ps.layout or ps.search's configurations, absent ones 1): the one
--- formula in Lua, as par_sizes_world in core/par/layout.c.
-function M.world(s)
-    return (s.tp or 1) * (s.cp or 1) * (s.dp or 1) * (s.pp or s.stages or 1)
-end
-
--- The cluster rank each stage's program runs on: rank_of[j * p + r + 1]
--- for stage r of replica j (its TP rank 0's), from the layout.
-function M.stage_ranks(spec)
-    return run_layout(spec).rank_of
-end
-
--- ps.layout{...}: the layout's view (core/bind/layout.c) with its groups
--- by Megatron's names, computed when first read: L.groups.tp,
--- L.groups["dp-cp"], L.groups.ep, L.groups.embedding ... (lists of
--- cluster ranks, Megatron's RankGenerator.get_ranks order).
-function M.layout(spec)
-    local ok, view = pcall(pcore.layout, spec)
-    if not ok then error(view, 0) end
-    view.groups = setmetatable({}, { __index = function(t, token)
-        if type(token) ~= "string" then return nil end
-        local good, g = pcall(pcore.layout, spec, token)
-        if not good then error("ps.layout: " .. g, 2) end
-        rawset(t, token, g)
-        return g
-    end })
-    return view
 end
 
 -- Options from a ps.run table, checked; errors are plain messages.
@@ -180,114 +110,6 @@ function M.options(spec)
         o.tp_algorithm, o.tp_protocol = tc.algorithm, tc.protocol
     end
     return expert.options(spec, cpar.options(spec, o))
-end
-
--- Megatron-LM's collectives per transformer block and microbatch on one TP
--- group (megatron/core/tensor_parallel/layers.py and mappings.py), each
--- { op, bytes } with bytes the whole s*b*h activation (nccl-tests sizes,
--- as ps.collective takes them):
---   without SP: forward one all-reduce after attention's row-parallel
---   projection and one after the MLP's; backward one each for the
---   column-parallel inputs' gradients (attention and MLP);
---   with SP: forward all-gather before each column-parallel GEMM and
---   reduce-scatter after each row-parallel one; backward the gradient of
---   each reduce-scatter is an all-gather, of each all-gather a
---   reduce-scatter, and the sequence-parallel input is all-gathered again
---   for each column-parallel weight gradient (LinearWithGradAccumulation-
---   AndAsyncCommunication.backward): 4 all-gathers and 2 reduce-scatters.
-function M.block_comm(s, t, sp)
-    if t == 1 then return { fwd = {}, bwd = {} } end
-    local bytes = roofline.DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden
-    local AR, AG, RS = { op = "allreduce", bytes = bytes }, { op = "allgather", bytes = bytes },
-        { op = "reduce_scatter", bytes = bytes }
-    if not sp then
-        return { fwd = { AR, AR }, bwd = { AR, AR } }
-    end
-    return { fwd = { AG, RS, AG, RS }, bwd = { AG, AG, RS, AG, AG, RS } }
-end
-
--- Embedding: vocab-parallel, an all-reduce of its output (a reduce-scatter
--- with SP), nothing backward. Head: the column-parallel LM head's input is
--- all-gathered with SP (its backward a reduce-scatter plus the repeated
--- all-gather for the weight gradient) or copied without SP (backward an
--- all-reduce); the vocab-parallel cross-entropy all-reduces the logit max,
--- the target logit and the sum of exponentials (3 x 4 bytes per token).
-local function embedding_comm(s, t, sp)
-    if t == 1 then return { fwd = {}, bwd = {} } end
-    local bytes = roofline.DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden
-    return { fwd = { { op = sp and "reduce_scatter" or "allreduce", bytes = bytes } }, bwd = {} }
-end
-
-local function head_comm(s, t, sp)
-    if t == 1 then return { fwd = {}, bwd = {} } end
-    local e = roofline.DTYPE_BYTES[s.dtype]
-    local bytes = e * s.seq * s.microbatch * s.hidden
-    local ce = { op = "allreduce", bytes = 4 * s.seq * s.microbatch }
-    if sp then
-        return { fwd = { { op = "allgather", bytes = bytes }, ce, ce, ce },
-                 bwd = { { op = "reduce_scatter", bytes = bytes }, { op = "allgather", bytes = bytes } } }
-    end
-    return { fwd = { ce, ce, ce }, bwd = { { op = "allreduce", bytes = bytes } } }
-end
-M.embedding_comm, M.head_comm = embedding_comm, head_comm
-
--- Parameters one TP rank holds (Megatron: column- and row-parallel weights
--- and the column-parallel biases split t ways; layernorm/RMSNorm weights
--- and the row-parallel output biases replicated; vocab-parallel embedding
--- and head; learned position embeddings replicated).
-function M.block_params(s, t)
-    local h, f = s.hidden, s.ffn_hidden
-    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
-    local split = h * q + 2 * h * kv + q * h + (s.swiglu and 3 or 2) * h * f
-    local repl = (s.norm == "layernorm" and 4 or 2) * h
-    if s.bias then
-        split = split + q + 2 * kv + (s.swiglu and 2 or 1) * f
-        repl = repl + 2 * h
-    end
-    return split / t + repl
-end
-
--- Parameters of a block's linear layers on one TP rank (the weights TE
--- runs in FP8): M.block_params without norms and biases.
-function M.block_linear_params(s, t)
-    local h, f = s.hidden, s.ffn_hidden
-    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
-    return (h * q + 2 * h * kv + q * h + (s.swiglu and 3 or 2) * h * f) / t
-end
-
--- Activation bytes one block keeps per microbatch on one TP rank,
--- Korthikanti et al. 2022 Table 2 generalised term by term as in
--- models/transformer.lua: the norms' inputs, the QKV and MLP inputs and
--- the dropout masks are replicated on the TP ranks (10sbh for GPT) unless
--- sequence parallelism splits them; Q, K, V, the projection input, the MLP
--- intermediates (24sbh) and the s^2 attention tensors (5as^2b) are split.
--- GPT, 16-bit: sbh(10 + 24/t + 5as/(ht)); SP: sbh/t (34 + 5as/h);
--- selective drops the s^2 tensors (recomputed): 34sbh/t with SP.
-function M.block_act_bytes(s, t, sp, selective)
-    local e = roofline.DTYPE_BYTES[s.dtype]
-    local b, n, h, f = s.microbatch, s.seq, s.hidden, s.ffn_hidden
-    local a = s.heads
-    local q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
-    local mask = s.dropout and 1 or 0
-    local sb = n * b
-    local repl = 2 * e * sb * h + e * sb * h + e * sb * h + 2 * mask * sb * h
-    local split = e * sb * (q + kv) + e * sb * kv + e * sb * q + (s.swiglu and 3 or 2) * e * sb * f
-    -- FP8: TE keeps the GEMM inputs in FP8 (models/fp8.lua act_delta)
-    local dr, ds = roofline.fp8.act_delta(s)
-    repl, split = repl + dr * sb, split + ds * sb
-    local core = 0
-    if s.flash_attention then
-        core = 4 * a * sb
-    elseif not selective then
-        core = s.dropout and (2 * e + 1) * a * n * sb or e * a * n * sb
-    end
-    return repl / (sp and t or 1) + (split + core) / t
-end
-
--- What a fully recomputed block keeps: its input, e*sbh (2sbh in 16 bits),
--- split by t with SP.
-function M.block_kept_bytes(s, t, sp)
-    return roofline.DTYPE_BYTES[s.dtype] * s.seq * s.microbatch * s.hidden / (sp and t or 1)
 end
 
 local function comm_time(list, cost)
@@ -702,199 +524,6 @@ function M.prepare(spec, dev, cost, memo)
     return plan
 end
 
--- The fields of a lowered layer the core reads, kept per lowered layer
--- (weak keys): lowered layers are memoised across runs, and so are their
--- views. Full recompute changes a view, so it takes a copy.
-local CORE_VIEW = setmetatable({}, { __mode = "k" })
-
-local function core_view(l)
-    local c = CORE_VIEW[l]
-    if not c then
-        c = {}
-        for k, v in pairs(l) do if CORE_LAYER[k] then c[k] = v end end
-        CORE_VIEW[l] = c
-    end
-    return c
-end
-
--- Sealed copies (core.seal_layers) of lists of core views, by the list's
--- first view (weak): core views are this module's own tables, memoised
--- with their lowered layers and never changed, so a list holding the same
--- views as a kept one reads the same, and the core need not read its
--- layers again (a ps.run loop over partitions of one model). Each entry:
--- { list = the views, sealed = their copy }.
-local SEALED_VIEWS = setmetatable({}, { __mode = "k" })
-
-local function sealed_views(out)
-    local hit = SEALED_VIEWS[out[1]]
-    if hit and #hit.list == #out then
-        local list = hit.list
-        local same = true
-        for i = 2, #out do
-            if list[i] ~= out[i] then same = false; break end
-        end
-        if same then return hit.sealed end
-    end
-    local sealed = pcore.seal_layers(out)
-    SEALED_VIEWS[out[1]] = { list = out, sealed = sealed }
-    return sealed
-end
-
--- The dtype of the first model layer (the optimizer step's).
-local function first_dtype(spec)
-    for _, l in ipairs(spec.layers) do
-        if type(l) == "table" and l.shape then return l.shape.dtype end
-    end
-end
-
--- finish's fields of args beside the layers; stage_params: parameters per
--- pipeline rank (index from 1).
-local function finish_args(plan, partition, args, dev, spec, stage_params, full, dtype, memo)
-    local o = plan.o
-    args.checkpoint = full
-    if dev and spec.optimizer_time == nil then
-        -- every rank runs its own step; the core takes one figure, so the
-        -- most loaded rank's (the step ends when the slowest is done)
-        local most = 0
-        for r = 1, #stage_params do -- ranks 1..p, all set
-            local p = stage_params[r]
-            if p > most then most = p end
-        end
-        if dtype == nil then dtype = first_dtype(spec) end
-        -- a sweep's plan (finish_memo): kept per figure, for its device
-        local times = memo and memo.opt_dev == dev and memo.opt_times or nil
-        local t = times and times[most] or nil
-        if t == nil then
-            t = roofline.optimizer_time(dev, most, dtype)
-            if memo then
-                if not times then
-                    times = {}
-                    memo.opt_dev, memo.opt_times = dev, times
-                end
-                times[most] = t
-            end
-        end
-        args.optimizer_time = t
-    end
-    for i = 1, #FIELD_LIST do args[FIELD_LIST[i]] = nil end
-    -- recorded in the run row (core/rec/rec.c)
-    args.tp, args.sequence_parallel, args.recompute = o.tp, o.sp, o.recompute
-    args.cp = o.cp > 1 and o.cp or nil -- the core's layout (core/bind/run.c)
-    plan.partition = partition
-end
-
--- finish without full recompute, for a sweep's plan: the core's list
--- (core_view of each model layer, plain layers as given), each layer's
--- parameters and the dtype once per plan; per run only the sums per stage,
--- added in the same order as finish adds them.
-local function finish_memo(plan, partition, args, dev, spec, memo)
-    local layers = plan.layers
-    if not memo.sealed then
-        local out, prm = {}, {}
-        for i, l in ipairs(layers) do
-            out[i] = spec.layers[i].shape == nil and l or core_view(l)
-            prm[i] = tonumber(l.params) or 0
-        end
-        memo.sealed = pcore.seal_layers(out)
-        memo.params, memo.dtype = prm, first_dtype(spec) or false
-    end
-    local prm = memo.params
-    -- a stage's sum by its first layer and count: partitions share stages
-    local sums = memo.sums
-    if not sums then sums = {}; memo.sums = sums end
-    local stride = #prm + 1
-    local stage_params = {}
-    local at = 0
-    for sidx, count in ipairs(partition) do
-        local key = at * stride + count
-        local p = sums[key]
-        if p == nil then
-            p = 0
-            for i = at + 1, at + count do p = p + prm[i] end
-            sums[key] = p
-        end
-        local r = (sidx - 1) % spec.stages + 1
-        stage_params[r] = (stage_params[r] or 0) + p
-        at = at + count
-    end
-    args.layers = memo.sealed
-    finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil, memo)
-end
-
--- finish(plan, partition, args, dev): with the partition known, marks the
--- checkpointed blocks of full recompute (Megatron's --recompute-method
--- uniform: every k consecutive blocks of a stage are one unit keeping its
--- input; block: the first k blocks of each stage, each keeping its input;
--- the embedding and the head are never recomputed) and sets the default
--- optimizer step. Writes into args (the core's table). memo (a table kept
--- with a sweep's plan, or nil): without full recompute the core's layer
--- list does not depend on the partition, so it is built and read by the
--- core (core.seal_layers) once per plan and passed as sealed layers.
-function M.finish(plan, partition, args, dev, spec, memo)
-    local o, layers = plan.o, plan.layers
-    local full = o.recompute == "full"
-    if memo and not full then return finish_memo(plan, partition, args, dev, spec, memo) end
-    local at = 0
-    local out = {}
-    local stage_params = {}
-    local all_views = not full -- every entry of out a core_view
-    for sidx, count in ipairs(partition) do
-        local blocks = 0
-        for i = at + 1, at + count do
-            if layers[i].kind == "block" then blocks = blocks + 1 end
-        end
-        if full and blocks > 0 and o.k > blocks then
-            check.fail("field 'recompute_layers' (%d) is greater than the %d blocks on stage %d",
-                o.k, blocks, sidx - 1)
-        end
-        local nb = 0
-        local p = 0
-        for i = at + 1, at + count do
-            local l = layers[i]
-            local c
-            if spec.layers[i].shape == nil then
-                c = l -- a plain layer goes to the core as the user wrote it
-                all_views = false
-            elseif full then
-                c = {}
-                for k, v in pairs(core_view(l)) do c[k] = v end
-            else
-                c = core_view(l)
-            end
-            p = p + (tonumber(l.params) or 0)
-            if full and spec.layers[i].shape ~= nil then
-                if l.kind == "block" then
-                    local s = spec.layers[i].shape
-                    local recomputed
-                    if o.method == "block" then recomputed = nb < o.k else recomputed = true end
-                    if recomputed then
-                        c.recompute_time = l.fwd_time -- nil: the core's forward
-                        -- R repeats the forward's collectives
-                        if l.tp_comm_time then
-                            c.tp_comm_time = l.tp_comm_time + l.tp_comm_fwd
-                            c.tp_exposed_time = l.tp_exposed_time + l.tp_exposed_fwd
-                        end
-                        local first = o.method == "block" or nb % o.k == 0
-                        c.kept_bytes = first and M.block_kept_bytes(s, o.tp, o.sp) / o.cp or 0
-                    else
-                        c.recompute_time, c.kept_bytes = 0, l.act_bytes
-                    end
-                    nb = nb + 1
-                else
-                    c.recompute_time, c.kept_bytes = 0, l.act_bytes or 0
-                end
-            end
-            out[i] = c
-        end
-        local r = (sidx - 1) % spec.stages + 1
-        stage_params[r] = (stage_params[r] or 0) + p
-        at = at + count
-    end
-    args.layers = out
-    -- for core.run (ps.run passes it instead of out; ps.search reads out)
-    plan.sealed_layers = all_views and sealed_views(out) or nil
-    finish_args(plan, partition, args, dev, spec, stage_params, full)
-end
 
 -- annotate(r, plan): adds the parallel layout to ps.run's result: tp,
 -- sequence_parallel, recompute, and per block and microbatch the TP

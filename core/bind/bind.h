@@ -289,6 +289,10 @@ extern const char *const bind_fields_efficiency[];
  * the Lua modules (core.fields). [-0, +1] */
 void bind_push_fields(lua_State *L);
 
+/* [-0, +1] Pushes core.field_roles: { run = {...}, layer = {...} }, each
+ * field with a role in the Lua front end as { role = true } (fields.c) */
+void bind_push_field_roles(lua_State *L);
+
 /* Raises a Lua error whose message is err->msg (no position: the Lua layer
  * adds the scenario's); once a stop is requested (base/limit.h), the stop's
  * message instead, since the failure is its consequence. */

@@ -8,66 +8,84 @@
 /* One field per line keeps merges of new fields simple: */
 /* clang-format off */
 
+/* What the Lua front end does with a field besides handing it to the core
+ * (core.field_roles.<table>[name]: lua/pipesim/fields.lua and run_memo.lua
+ * derive their lists from these, so no list is written twice):
+ * ps.run's */
+#define FR_LOWER 1u   /* read by the lowering (lua/pipesim/parallel.lua),
+                       * taken out before core.run */
+#define FR_TRIGGER 2u /* makes ps.run lower its layers (as FR_LOWER does) */
+#define FR_PLAN 4u    /* read by parallel.prepare: a sweep keeps one lowered
+                       * plan per combination of these values */
+#define FR_CHECK 8u   /* read by core.check_run: a sweep's point with the
+                       * values of one that passed is not checked again */
+/* a layer's */
+#define FR_MODEL 16u  /* the model's (ps.models), not read into the core's
+                       * layer: parallel.lua's core view leaves it out */
+#define FIELD_NAME(name, roles) name,
+#define FIELD_ROLES(name, roles) roles,
+
 /* ps.run{...} (core/bind/run.c); params_json is added by init.lua;
  * sequence_parallel, tp_overlap, tp_comm and recompute* are read by
  * lua/pipesim/parallel.lua, which takes them out before core.run (tp
  * too, and gives it back: the core places the TP groups) */
-const char *const bind_fields_run[] = {
-    "backend",
-    "bytes_log",
-    "checkpoint",
-    "chunk_placement",
-    "cluster",
-    "compute",
-    "cp",
-    "cp_comm_type",
-    "cp_hierarchy",
-    "db",
-    "dp",
-    "ep",
-    "ep_comm_share",
-    "etp",
-    "faults",
-    "fb_interference",
-    "fold",
-    "grad_sync",
-    "iterations",
-    "layers",
-    "memory",
-    "meta",
-    "microbatches",
-    "moe_dispatcher",
-    "moe_imbalance",
-    "name",
-    "optimizer_time",
-    "overlap_fb",
-    "p2p",
-    "params_json",
-    "partition",
-    "placement",
-    "ranks",
-    "recompute",
-    "recompute_layers",
-    "recompute_method",
-    "recompute_modules",
-    "record",
-    "recv_timeout",
-    "reshard_after_forward",
-    "schedule",
-    "sequence_parallel",
-    "shard_group",
-    "split_backward",
-    "stages",
-    "tags",
-    "tp",
-    "tp_comm",
-    "tp_overlap",
-    "virtual_stages",
-    "warmup",
-    "watchdog",
-    "zero",
-    NULL,
-};
+#define RUN_FIELDS(X) \
+    X("backend", 0) \
+    X("bytes_log", 0) \
+    X("checkpoint", FR_PLAN | FR_CHECK) \
+    X("chunk_placement", 0) \
+    X("cluster", 0) \
+    X("compute", 0) \
+    X("cp", FR_LOWER | FR_PLAN | FR_CHECK) \
+    X("cp_comm_type", FR_LOWER | FR_PLAN) \
+    X("cp_hierarchy", FR_LOWER | FR_PLAN) \
+    X("db", 0) \
+    X("dp", FR_PLAN | FR_CHECK) \
+    X("ep", FR_TRIGGER | FR_PLAN) \
+    X("ep_comm_share", 0) \
+    X("etp", FR_TRIGGER | FR_PLAN) \
+    X("faults", 0) \
+    X("fb_interference", 0) \
+    X("fold", 0) \
+    X("grad_sync", 0) \
+    X("iterations", 0) \
+    X("layers", 0) \
+    X("memory", 0) \
+    X("meta", 0) \
+    X("microbatches", FR_CHECK) \
+    X("moe_dispatcher", FR_LOWER | FR_PLAN) \
+    X("moe_imbalance", FR_LOWER | FR_PLAN) \
+    X("name", 0) \
+    X("optimizer_time", 0) \
+    X("overlap_fb", 0) \
+    X("p2p", 0) \
+    X("params_json", 0) \
+    X("partition", 0) \
+    X("placement", FR_PLAN) \
+    X("ranks", FR_PLAN) \
+    X("recompute", FR_LOWER | FR_PLAN) \
+    X("recompute_layers", FR_LOWER | FR_PLAN) \
+    X("recompute_method", FR_LOWER | FR_PLAN) \
+    X("recompute_modules", FR_LOWER | FR_PLAN) \
+    X("record", 0) \
+    X("recv_timeout", 0) \
+    X("reshard_after_forward", 0) \
+    X("schedule", 0) \
+    X("sequence_parallel", FR_LOWER | FR_PLAN) \
+    X("shard_group", 0) \
+    X("split_backward", 0) \
+    X("stages", FR_PLAN | FR_CHECK) \
+    X("tags", 0) \
+    X("tp", FR_LOWER | FR_PLAN | FR_CHECK) \
+    X("tp_comm", FR_LOWER | FR_PLAN) \
+    X("tp_overlap", FR_LOWER | FR_PLAN) \
+    X("virtual_stages", FR_CHECK) \
+    X("warmup", 0) \
+    X("watchdog", 0) \
+    X("zero", 0) \
+
+const char *const bind_fields_run[] = {RUN_FIELDS(FIELD_NAME) NULL};
+static const unsigned roles_run[] = {RUN_FIELDS(FIELD_ROLES) 0};
 
 /* ps.run{ tp_comm = {...} }: how the TP collectives run (read by
  * lua/pipesim/parallel.lua; without it, as every collective does:
@@ -121,46 +139,47 @@ const char *const bind_fields_grad_sync[] = {
  * active_params, moe and mtp come from ps.models (lua/pipesim/models/
  * transformer.lua, moe.lua; parallel.lua lowers layers with a shape
  * before the core) */
-const char *const bind_fields_layer[] = {
-    "act_bytes",
-    "active_params",
-    "bwd_flops",
-    "bwd_input_flops",
-    "bwd_input_time",
-    "bwd_time",
-    "bwd_weight_bytes",
-    "bwd_weight_flops",
-    "bwd_weight_time",
-    "fwd_flops",
-    "fwd_time",
-    "in_bytes",
-    "kept_bytes",
-    "kind",
-    "moe",
-    "moe_bwd_expert_time",
-    "moe_bwd_pre_time",
-    "moe_combine_bytes",
-    "moe_combine_grad_bytes",
-    "moe_dispatch_bytes",
-    "moe_dispatch_grad_bytes",
-    "moe_expert_params",
-    "moe_flex_nvl_share",
-    "moe_flex_rdma_share",
-    "moe_fwd_expert_time",
-    "moe_fwd_pre_time",
-    "mtp",
-    "name",
-    "out_bytes",
-    "params",
-    "recompute_time",
-    "shape",
-    "shared_params",
-    "static_bytes",
-    "tp_comm_time",
-    "tp_exposed_time",
-    "work_bytes",
-    NULL,
-};
+#define LAYER_FIELDS(X) \
+    X("act_bytes", 0) \
+    X("active_params", FR_MODEL) \
+    X("bwd_flops", 0) \
+    X("bwd_input_flops", 0) \
+    X("bwd_input_time", 0) \
+    X("bwd_time", 0) \
+    X("bwd_weight_bytes", 0) \
+    X("bwd_weight_flops", 0) \
+    X("bwd_weight_time", 0) \
+    X("fwd_flops", 0) \
+    X("fwd_time", 0) \
+    X("in_bytes", 0) \
+    X("kept_bytes", 0) \
+    X("kind", FR_MODEL) \
+    X("moe", FR_MODEL) \
+    X("moe_bwd_expert_time", 0) \
+    X("moe_bwd_pre_time", 0) \
+    X("moe_combine_bytes", 0) \
+    X("moe_combine_grad_bytes", 0) \
+    X("moe_dispatch_bytes", 0) \
+    X("moe_dispatch_grad_bytes", 0) \
+    X("moe_expert_params", 0) \
+    X("moe_flex_nvl_share", 0) \
+    X("moe_flex_rdma_share", 0) \
+    X("moe_fwd_expert_time", 0) \
+    X("moe_fwd_pre_time", 0) \
+    X("mtp", FR_MODEL) \
+    X("name", 0) \
+    X("out_bytes", 0) \
+    X("params", 0) \
+    X("recompute_time", 0) \
+    X("shape", FR_MODEL) \
+    X("shared_params", 0) \
+    X("static_bytes", 0) \
+    X("tp_comm_time", 0) \
+    X("tp_exposed_time", 0) \
+    X("work_bytes", 0) \
+
+const char *const bind_fields_layer[] = {LAYER_FIELDS(FIELD_NAME) NULL};
+static const unsigned roles_layer[] = {LAYER_FIELDS(FIELD_ROLES) 0};
 
 /* ps.cluster{...} (core/bind/cluster.c) */
 const char *const bind_fields_cluster[] = {
@@ -323,4 +342,42 @@ void bind_push_fields(lua_State *L)
         }
         lua_setfield(L, -2, lists[i].table);
     }
+}
+
+static const struct {
+    unsigned bit;
+    const char *name;
+} role_names[] = {{FR_LOWER, "lower"},
+                  {FR_TRIGGER, "trigger"},
+                  {FR_PLAN, "plan"},
+                  {FR_CHECK, "check"},
+                  {FR_MODEL, "model"}};
+
+/* [-0, +1] { name = { role = true, ... } } for the fields of list with a
+ * role */
+static void push_roles(lua_State *L, const char *const *list,
+                       const unsigned *roles)
+{
+    lua_newtable(L);
+    for (int j = 0; list[j]; j++) {
+        if (!roles[j])
+            continue;
+        lua_newtable(L);
+        for (size_t b = 0; b < sizeof role_names / sizeof role_names[0]; b++)
+            if (roles[j] & role_names[b].bit) {
+                lua_pushboolean(L, 1);
+                lua_setfield(L, -2, role_names[b].name);
+            }
+        lua_setfield(L, -2, list[j]);
+    }
+}
+
+/* [-0, +1] */
+void bind_push_field_roles(lua_State *L)
+{
+    lua_createtable(L, 0, 2);
+    push_roles(L, bind_fields_run, roles_run);
+    lua_setfield(L, -2, "run");
+    push_roles(L, bind_fields_layer, roles_layer);
+    lua_setfield(L, -2, "layer");
 }

@@ -27,6 +27,8 @@ static int bind_open_core(lua_State *L)
     lua_setfield(L, -2, "max_layers");
     bind_push_fields(L);
     lua_setfield(L, -2, "fields");
+    bind_push_field_roles(L);
+    lua_setfield(L, -2, "field_roles");
     return 1;
 }
 

@@ -349,8 +349,8 @@ void bind_run_schedule(lua_State *L, pipe_config *cfg,
 void bind_run_overlap(lua_State *L, pipe_config *cfg)
 {
     /* overlapped FB actions (sched_fb_time): a measured time, or the
-     * share of the shorter action that is not hidden (1: none is) */
-    cfg->fb_interference = 1;
+     * share of the shorter action that is not hidden (pipe_config_init's
+     * default 1: none is) */
     cfg->fb_given = bind_quantity_min(L, 1, "overlap_fb", UNIT_SECONDS, 0, 1,
                                       &cfg->overlap_fb) |
                     bind_quantity_min(L, 1, "fb_interference", UNIT_RATIO, 0, 0,

@@ -17,6 +17,9 @@ void pipe_config_init(pipe_config *cfg)
     /* DeepSeek-V3 report section 3.2.1: 20 of the H800's 132 SMs run
      * DualPipe's communication */
     cfg->ep_comm_share = 20.0 / 132.0;
+    /* an overlapped F and B pair costs F + B unless the scenario says how
+     * much of the shorter one hides (sched/sched.c sched_fb_time) */
+    cfg->fb_interference = 1;
     cfg->p2p = ENG_RENDEZVOUS;
     cfg->record = REC_EVENTS;
     cfg->placement = sched_default_placement(SCHED_1F1B);

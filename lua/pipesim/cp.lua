@@ -26,8 +26,8 @@ local COMM_TYPES = { p2p = true, all_gather = true, a2a = true, ["a2a+p2p"] = tr
 M.P2P_OPS = { sendrecv = { tp_algorithm = "direct", tp_protocol = "none" },
               alltoall = { tp_algorithm = "direct", tp_protocol = "none" } }
 
--- The ps.run fields this module reads (cp itself also goes to the core).
-M.FIELDS = { cp = true, cp_comm_type = true, cp_hierarchy = true }
+-- The ps.run fields this module reads (cp itself also goes to the core)
+-- are the registry's (core/bind/fields.c, role FR_LOWER).
 
 -- Reads cp, cp_comm_type and cp_hierarchy of a ps.run table into o:
 -- o.cp, o.cp_comm, o.cp_a2a (the all-to-all group's size: cp for a2a,

@@ -16,10 +16,10 @@ local check = require "pipesim.argcheck"
 
 local M = {}
 
--- ps.run fields this module reads (parallel.lua takes them out before the
--- core, as its own); ep and etp go on to the core, which places the
--- groups (core/par/layout.h).
-M.FIELDS = { moe_imbalance = true, moe_dispatcher = true }
+-- The ps.run fields this module reads, moe_imbalance and moe_dispatcher,
+-- are the registry's (core/bind/fields.c, role FR_LOWER: parallel.lua
+-- takes them out before the core); ep and etp go on to the core, which
+-- places the groups (core/par/layout.h).
 
 -- The dispatchers of Megatron's --moe-token-dispatcher-type (flex:
 -- DeepEP's or HybridEP's normal kernels, models/moe_flex.lua).

@@ -3,15 +3,12 @@
 -- values of the fields the check and the lowering read, and a plain
 -- loop's memo, which compares a snapshot of the layers on every call.
 local core = require "pipesim.core"
-local parallel = require "pipesim.parallel"
+local fields = require "pipesim.fields" -- the lists, from core/bind/fields.c
 local mtype = math.type
 
 -- The fields parallel.prepare reads besides the layers and the cluster:
 -- a sweep's lowered plans are kept per combination of their values.
-local PLAN_FIELDS = { "tp", "sequence_parallel", "tp_overlap", "recompute", "checkpoint",
-                      "recompute_method", "recompute_layers", "recompute_modules", "stages", "dp", "ranks",
-                      "placement", "tp_comm", "cp", "cp_comm_type", "cp_hierarchy", "ep", "etp",
-                      "moe_imbalance", "moe_dispatcher" }
+local PLAN_FIELDS = fields.with_role("run", "plan")
 local NIL = {} -- stands for nil in the plan memo's keys
 -- SHARED_FIELDS (below, after CHECK_FIELDS): a base sweep's point that
 -- sets none of them is "plain" (prepare_run, run_meta)
@@ -50,15 +47,14 @@ end
 -- the same list) and the layers are the sealed ones, so a point whose
 -- values of these equal those of a point that passed would pass too (the
 -- binding takes 4 and 4.0 alike): it is not checked again.
-local CHECK_FIELDS = { "stages", "microbatches", "virtual_stages", "dp", "tp", "cp",
-                       "checkpoint" }
+local CHECK_FIELDS = fields.with_role("run", "check")
 
 -- What prepare_run and run_meta read and keep for a plain point: the
 -- check's and the plan's fields, the memo entry's keys, and the meta's.
 local SHARED_FIELDS = { layers = true, cluster = true, tags = true, microbatches = true }
 for _, k in ipairs(PLAN_FIELDS) do SHARED_FIELDS[k] = true end
 for _, k in ipairs(CHECK_FIELDS) do SHARED_FIELDS[k] = true end
-for k in pairs(parallel.FIELDS) do SHARED_FIELDS[k] = true end
+for k in pairs(fields.FIELDS) do SHARED_FIELDS[k] = true end
 
 local function checked_before(m, spec)
     local last = m.checked

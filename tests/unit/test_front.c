@@ -32,6 +32,10 @@ static void test_pipe_defaults(void)
     CHECK_INT(c.grad_algorithm, COLL_AUTO);
     CHECK_INT(c.overlap, 1);
     CHECK_INT(c.p * c.v * c.m * c.dp, 1);
+    /* an overlapped F and B costs F + B unless the scenario says otherwise:
+     * the one default (the binding sets none of its own) */
+    CHECK_NEAR(c.fb_interference, 1);
+    CHECK_INT(c.fb_given, 0);
 }
 
 /* The simulated ranks of p = 3 stages and dp = 2 replicas in each order:

@@ -138,7 +138,8 @@ static void test_dual_nan(pipe_ctx *ctx)
     setup s;
     double bubble, form;
     make(&s, SCHED_DUALPIPE, 4, 1, 8, 1, 1, 1);
-    s.cfg.fb_given = 1; /* fb_interference 0: F&B = max(F, B) */
+    s.cfg.fb_given = 1; /* F&B = max(F, B) */
+    s.cfg.fb_interference = 0;
     run(ctx, &s, &bubble, &form);
     CHECK(isnan(form));
     make(&s, SCHED_DUALPIPEV, 4, 2, 8, 1, 1, 1);

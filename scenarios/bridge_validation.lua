@@ -30,23 +30,15 @@
 -- use_megatron_fsdp; it is run as configured (the DDP distributed
 -- optimizer, full recompute of 5 blocks).
 local ps = require "pipesim"
+local V = require "pipesim.validation"
 
 local quick = ps.args.quick
 
--- Llama 3 / 3.1: RMSNorm, SwiGLU, RoPE, no biases, no dropout, untied,
--- vocabulary 128,256, sequence 8192, 8 query groups.
+-- Llama 3 / 3.1 (pipesim.validation: RMSNorm, SwiGLU, RoPE, no biases, no
+-- dropout, untied, vocabulary 128,256, sequence 8192, 8 query groups, the
+-- distributed optimizer overlapped) with TE's cross-entropy and FP8 hybrid.
 local function llama(L, h, ffn, heads)
-    return {
-        num_layers = L, hidden_size = h, ffn_hidden_size = ffn, num_attention_heads = heads,
-        group_query_attention = true, num_query_groups = 8, swiglu = true, seq_length = 8192,
-        max_position_embeddings = 8192, vocab_size = 128256, bf16 = true,
-        position_embedding_type = "rope", normalization = "RMSNorm",
-        untie_embeddings_and_output_weights = true, disable_bias_linear = true,
-        attention_dropout = 0, hidden_dropout = 0, cross_entropy_loss_fusion = true,
-        cross_entropy_fusion_impl = "te", use_distributed_optimizer = true,
-        overlap_grad_reduce = true, overlap_param_gather = true, grad_reduce_in_bf16 = true,
-        fp8_format = "hybrid", micro_batch_size = 1,
-    }
+    return V.llama3(L, h, ffn, heads, { cross_entropy_fusion_impl = "te", fp8_format = "hybrid" })
 end
 
 -- The parallel layout, precision and batch of one row.
@@ -114,8 +106,7 @@ local ROWS = {
 }
 local QUICK = { [2] = true, [6] = true }
 
-local groups = { H100 = {}, B200 = {}, GB200 = {} }
-local results = {}
+local tally = V.tally { "H100", "B200", "GB200" }
 print("| model | device, GPUs | TP/PP/CP/VP, MBS, GBS | published | pipesim | error | fits |")
 print("|---|---|---|---|---|---|---|")
 for i, row in ipairs(ROWS) do
@@ -129,26 +120,11 @@ for i, row in ipairs(ROWS) do
             f.num_virtual_stages_per_pipeline_rank or "-", f.micro_batch_size,
             f.global_batch_size)
         local r = ps.run(ps.models.megatron(f))
-        local err = (r.makespan - secs) / secs
-        results[#results + 1] = { name = name, device = device, published = secs,
-                                  pipesim = r.makespan, fits = r.fits }
-        local g = groups[device]
-        g[#g + 1] = err
+        local err = V.add(tally, name, device, secs, r)
         print(string.format("| %s | %s, %d | %s | %.3f s | %.3f s | %+.1f%% | %s |", name, device,
             f.world_size, layout, secs, r.makespan, 100 * err, r.fits and "yes" or "no"))
     end
 end
 print()
-for _, device in ipairs { "H100", "B200", "GB200" } do
-    local list = groups[device]
-    if #list > 0 then
-        local sum, max = 0, 0
-        for _, e in ipairs(list) do
-            sum = sum + math.abs(e)
-            max = math.max(max, math.abs(e))
-        end
-        print(string.format("%s: %d runs, mean |error| %.1f%%, max %.1f%%", device, #list,
-            100 * sum / #list, 100 * max))
-    end
-end
-return results
+V.summary(tally)
+return tally.results

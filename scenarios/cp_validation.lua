@@ -13,6 +13,7 @@
 -- 1.0's YAML keys are Megatron's). NeMo's cp_comm_type is Megatron's
 -- default, p2p.
 local ps = require "pipesim"
+local V = require "pipesim.validation"
 
 local quick = ps.args.quick
 
@@ -23,18 +24,8 @@ local quick = ps.args.quick
 -- overlap_param_sync) with bf16 gradient reduction (grad_sync_dtype:
 -- bf16); FP8: hybrid, delayed scaling, FP8 parameters.
 local function llama31(L, h, ffn, heads, fp8)
-    return {
-        num_layers = L, hidden_size = h, ffn_hidden_size = ffn, num_attention_heads = heads,
-        group_query_attention = true, num_query_groups = 8, swiglu = true, seq_length = 8192,
-        max_position_embeddings = 8192, vocab_size = 128256, bf16 = true,
-        position_embedding_type = "rope", normalization = "RMSNorm",
-        untie_embeddings_and_output_weights = true, disable_bias_linear = true,
-        attention_dropout = 0, hidden_dropout = 0, cross_entropy_loss_fusion = true,
-        micro_batch_size = 1, global_batch_size = 128, context_parallel_size = 2,
-        use_distributed_optimizer = true, overlap_grad_reduce = true,
-        overlap_param_gather = true, grad_reduce_in_bf16 = true,
-        fp8_format = fp8 and "hybrid" or nil, fp8_param_gather = fp8 or nil,
-    }
+    return V.llama3(L, h, ffn, heads, { global_batch_size = 128, context_parallel_size = 2,
+        fp8_format = fp8 and "hybrid" or nil, fp8_param_gather = fp8 or nil })
 end
 
 -- 8B (llama3.1_8b.yaml): 32 x 4096, 32 heads, SwiGLU of 14336; TP 1, PP 1,

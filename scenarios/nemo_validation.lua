@@ -22,6 +22,7 @@
 -- Nemotron4 340B BF16 on H100 (configure.sh: CP 2 for BF16), Llama 3.1
 -- 8B / 70B / 405B (CP 2), Megatron-Bridge's LLAMA3_70B on GB200 (FSDP).
 local ps = require "pipesim"
+local V = require "pipesim.validation"
 
 local quick = ps.args.quick
 
@@ -114,18 +115,9 @@ end
 -- bf16; CUDA graphs, which pipesim does not model: it charges no CPU
 -- launch time anyway).
 local function llama8(recipe)
-    return {
-        num_layers = 32, hidden_size = 4096, ffn_hidden_size = 14336, num_attention_heads = 32,
-        group_query_attention = true, num_query_groups = 8, swiglu = true, seq_length = 8192,
-        max_position_embeddings = 8192, vocab_size = 128256, bf16 = true,
-        position_embedding_type = "rope", normalization = "RMSNorm",
-        untie_embeddings_and_output_weights = true, disable_bias_linear = true,
-        attention_dropout = 0, hidden_dropout = 0, micro_batch_size = 2, global_batch_size = 128,
-        world_size = 8, use_distributed_optimizer = true, overlap_grad_reduce = true,
-        overlap_param_gather = true, cross_entropy_loss_fusion = true,
-        cross_entropy_fusion_impl = "te", grad_reduce_in_bf16 = true,
-        fp8_format = "hybrid", fp8_recipe = recipe,
-    }
+    return V.llama3(32, 4096, 14336, 32, { micro_batch_size = 2, global_batch_size = 128,
+        world_size = 8, cross_entropy_fusion_impl = "te", fp8_format = "hybrid",
+        fp8_recipe = recipe })
 end
 
 -- name, source, device, nodes, flags, published seconds per step
@@ -143,8 +135,7 @@ local ROWS = {
 }
 local QUICK = { [3] = true, [4] = true, [6] = true }
 
-local groups = { H100 = {}, B200 = {}, GB200 = {} }
-local results = {} -- returned, for tests/lua/test_validation.lua
+local tally = V.tally { "H100", "B200", "GB200" } -- results returned, for tests/lua/test_validation.lua
 print(string.format("%-22s %-3s %-6s %9s %9s %8s %6s", "model", "src", "device", "published",
     "pipesim", "error", "fits"))
 for i, row in ipairs(ROWS) do
@@ -157,25 +148,10 @@ for i, row in ipairs(ROWS) do
         f.name = name .. " " .. device
         local run = ps.models.megatron(f)
         local r = ps.run(run)
-        local err = (r.makespan - secs) / secs
-        results[#results + 1] = { name = name, device = device, published = secs,
-                                  pipesim = r.makespan, fits = r.fits }
-        local g = groups[device]
-        g[#g + 1] = err
+        local err = V.add(tally, name, device, secs, r)
         print(string.format("%-22s %-3s %-6s %8.3fs %8.3fs %+7.1f%% %6s", name, src, device, secs,
             r.makespan, 100 * err, tostring(r.fits)))
     end
 end
-for _, device in ipairs { "H100", "B200", "GB200" } do
-    local list = groups[device]
-    if #list > 0 then
-        local sum, max = 0, 0
-        for _, e in ipairs(list) do
-            sum = sum + math.abs(e)
-            max = math.max(max, math.abs(e))
-        end
-        print(string.format("%s: %d runs, mean |error| %.1f%%, max %.1f%%", device, #list,
-            100 * sum / #list, 100 * max))
-    end
-end
-return results
+V.summary(tally)
+return tally.results

@@ -444,10 +444,10 @@ do
     local c = mesh(4)
     local r = ps.collective{ cluster = c, op = "allreduce", algorithm = "ring", bytes = 4000,
                                name = "rec test" }
-    H.check(r.id and r.id > 0, "recorded")
+    H.eq(math.type(r.id), "integer", "recorded")
     H.eq(r.name, "rec test")
     local s = ps.collective{ cluster = c, op = "allreduce", bytes = 4000, record = "summary" }
-    H.check(s.id > r.id)
+    H.eq(s.id, r.id + 1, "the next recorded run's id")
     H.eq(s.name, "allreduce tree")
 end
 

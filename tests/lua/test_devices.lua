@@ -139,7 +139,7 @@ do
                             devices = { [7] = { flops = 5e11 } } } -- stage 3, replica 1
     local r = ps.run{ cluster = c, layers = flop_layers(8, 1e12), stages = 4, dp = 2,
                         microbatches = 8, partition = "time", record = "summary" }
-    H.check(r.id ~= nil, "recorded")
+    H.eq(math.type(r.id), "integer", "recorded")
     local f = ps.run{ cluster = c, layers = flop_layers(8, 1e12), stages = 4, dp = 2,
                         microbatches = 8, partition = "flops", record = "none" }
     H.check(r.makespan < f.makespan, "dp: time accounts the slow replica")

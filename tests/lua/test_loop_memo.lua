@@ -133,7 +133,8 @@ do
         "not a function: " .. tostring(err))
     -- runs after a failed batch are committed one by one again
     local r = ps.run{ layers = plain, stages = 3, microbatches = 4, record = "summary" }
-    H.check(r.id > 0, "a run after the batches")
+    local r2 = ps.run{ layers = plain, stages = 3, microbatches = 4, record = "summary" }
+    H.eq({ math.type(r.id), r2.id }, { "integer", r.id + 1 }, "runs after the batches, one by one")
 end
 
 H.done()

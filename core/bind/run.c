@@ -197,90 +197,6 @@ static void read_layer(lua_State *L, int idx, int i, pipe_layer *l, int map)
         luaL_error(L, "%s: missing field 'fwd_flops' or 'fwd_time'", path);
 }
 
-/* [-0, +1] pushes the list */
-static void push_ints(lua_State *L, const int32_t *v, int32_t n)
-{
-    lua_createtable(L, n, 0);
-    for (int32_t i = 0; i < n; i++) {
-        lua_pushinteger(L, v[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-}
-
-/* [-0, +1] pushes the list */
-static void push_array(lua_State *L, const double *v, int32_t n)
-{
-    lua_createtable(L, n, 0);
-    for (int32_t i = 0; i < n; i++) {
-        lua_pushnumber(L, v[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-}
-
-/* [-0, +0] With tensor parallelism, on the result table on top: r.stands_for
- * (per simulated rank, the cluster ranks it stands for: its TP group when
- * TP is simulated once, else itself) and r.tp_groups (per simulated rank,
- * its TP group). With TP simulated once each simulated rank's two lists
- * are one table. */
-static void push_groups(lua_State *L, const pipe_result *res, int32_t tp)
-{
-    lua_createtable(L, res->n, 0); /* stands_for */
-    lua_createtable(L, res->n, 0); /* tp_groups */
-    for (int32_t k = 0; k < res->n; k++) {
-        push_ints(L, res->member + (size_t)k * res->per, res->per);
-        if (res->tp_unfolded == 1) {
-            lua_pushvalue(L, -1);
-        } else { /* instances i = j tp + tp rank: the group's are adjacent */
-            int32_t p = res->n / res->ninstances, i = k / p, r = k % p;
-            lua_createtable(L, tp, 0);
-            for (int32_t x = 0; x < tp; x++) {
-                lua_pushinteger(L, res->rank[(i / tp * tp + x) * p + r]);
-                lua_rawseti(L, -2, x + 1);
-            }
-        }
-        lua_rawseti(L, -3, k + 1);
-        lua_rawseti(L, -3, k + 1);
-    }
-    lua_setfield(L, -3, "tp_groups");
-    lua_setfield(L, -2, "stands_for");
-}
-
-/* [-0, +0] t[k] = v (nothing for NaN), t on top */
-static void set_number(lua_State *L, const char *k, double v)
-{
-    if (isnan(v))
-        return;
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
-/* [-0, +0] Sets r.fits (nil when a capacity is unknown) and, when some
- * entries exceed their device's memory, r.over_capacity (their 1-based
- * indices into the per-rank arrays) and r.over_capacity_ranks (their
- * cluster rank numbers, from 0 as in the database) on the table on top. */
-static void push_fits(lua_State *L, const pipe_result *res)
-{
-    if (res->fits != REC_FITS_UNKNOWN) {
-        lua_pushboolean(L, res->fits == REC_FITS_YES);
-        lua_setfield(L, -2, "fits");
-    }
-    if (res->nover == 0)
-        return;
-    lua_createtable(L, res->nover, 0);
-    lua_createtable(L, res->nover, 0);
-    for (int32_t k = 0, i = 0; k < res->n; k++) {
-        if (!(res->capacity[k] > 0 && res->peak_memory[k] > res->capacity[k]))
-            continue;
-        i++;
-        lua_pushinteger(L, k + 1);
-        lua_rawseti(L, -3, i);
-        lua_pushinteger(L, res->rank[k]);
-        lua_rawseti(L, -2, i);
-    }
-    lua_setfield(L, -3, "over_capacity_ranks");
-    lua_setfield(L, -2, "over_capacity");
-}
-
 /* [-0, +0] p x v stages need at least as many layers (p <= 2^20 and v < 2^15:
  * the product fits before it is compared). */
 static void check_stage_count(lua_State *L, long long p, long long v,
@@ -640,66 +556,6 @@ static bind_cluster *read_cluster_ranks(lua_State *L, pipe_config *cfg,
     return cl;
 }
 
-/* ps.run's result table: the run's figures (ps.run's Lua side adds tp,
- * recompute, point, ...). */
-static void push_result(lua_State *L, const pipe_config *cfg,
-                        const pipe_result *res)
-{
-    /* the 21 fields below and ps.run's (tp, recompute, point, ...) */
-    lua_createtable(L, 0, 27);
-    if (res->id > 0) {
-        lua_pushinteger(L, res->id);
-        lua_setfield(L, -2, "id");
-    }
-    if (cfg->name) {
-        lua_pushstring(L, cfg->name);
-        lua_setfield(L, -2, "name");
-    }
-    lua_pushstring(L, cfg->schedule_name);
-    lua_setfield(L, -2, "schedule");
-    lua_pushinteger(L, cfg->p);
-    lua_setfield(L, -2, "stages");
-    lua_pushinteger(L, cfg->m);
-    lua_setfield(L, -2, "microbatches");
-    lua_pushinteger(L, cfg->v);
-    lua_setfield(L, -2, "virtual_stages");
-    set_number(L, "makespan", res->makespan);
-    set_number(L, "bubble", res->bubble);
-    set_number(L, "closed_form_bubble", res->closed_form_bubble);
-    set_number(L, "imbalance", res->imbalance);
-    lua_pushboolean(L, res->folded);
-    lua_setfield(L, -2, "folded");
-    lua_pushinteger(L, cfg->dp);
-    lua_setfield(L, -2, "dp");
-    push_ints(L, res->rank, res->n);
-    lua_setfield(L, -2, "rank");
-    push_array(L, res->stage_bubble, res->n);
-    lua_setfield(L, -2, "stage_bubble");
-    push_array(L, res->peak_memory, res->n);
-    lua_setfield(L, -2, "peak_memory");
-    push_array(L, res->t_peak, res->n);
-    lua_setfield(L, -2, "peak_time");
-    push_array(L, res->static_memory, res->n);
-    lua_setfield(L, -2, "static_memory");
-    push_array(L, res->exposed_comm, res->n);
-    lua_setfield(L, -2, "exposed_comm");
-    if (cfg->ep > 1) {
-        push_array(L, res->exposed_a2a, res->n);
-        lua_setfield(L, -2, "exposed_a2a");
-        push_array(L, res->exposed_a2a_pairs, res->n);
-        lua_setfield(L, -2, "exposed_a2a_overlapped");
-        lua_pushinteger(L, cfg->ep);
-        lua_setfield(L, -2, "ep");
-    }
-    push_fits(L, res);
-    lua_pushinteger(L, res->eng.events);
-    lua_setfield(L, -2, "events");
-    if (cfg->tp > 1)
-        push_groups(L, res, cfg->tp);
-    if (cfg->live)
-        bind_live_pipe_push(L, cfg->live, res->rank, res->n);
-}
-
 /* [-0, +1] core.run(spec): reads spec into a pipe_config, runs and records
  * it through pipe_run, pushes the result table. */
 static int core_run(lua_State *L)
@@ -762,12 +618,31 @@ static int core_run(lua_State *L)
     if (rc)
         return bind_raise(L, &err);
 
-    push_result(L, &cfg, &res);
+    bind_run_push_result(L, &cfg, &res);
+    return 1;
+}
+
+/* [-0, +1] core.layer_units() -> { fwd_flops = "flop", ... }: each numeric
+ * layer field's unit as core.parse names it, from layer_nums (the Lua
+ * front end turns a layer's unit strings into numbers with it) */
+static int core_layer_units(lua_State *L)
+{
+    /* core.parse's kinds (bind/core.c), by enum unit_kind */
+    static const char *const names[] = {
+        [UNIT_SECONDS] = "time",        [UNIT_BYTES] = "bytes",
+        [UNIT_BANDWIDTH] = "bandwidth", [UNIT_FLOP] = "flop",
+        [UNIT_FLOP_RATE] = "flop_rate", [UNIT_RATIO] = "ratio"};
+    lua_createtable(L, 0, (int)NLAYER_NUMS);
+    for (size_t f = 0; f < NLAYER_NUMS; f++) {
+        lua_pushstring(L, names[layer_nums[f].kind]);
+        lua_setfield(L, -2, layer_nums[f].key);
+    }
     return 1;
 }
 
 const luaL_Reg bind_run_funcs[] = {
     {"run", core_run},
+    {"layer_units", core_layer_units},
     {"check_run", core_check_run},
     {"seal_layers", core_seal_layers},
     {NULL, NULL},

@@ -234,6 +234,42 @@ static void read_sharding(lua_State *L, pipe_config *cfg)
     cfg->reshard = (int32_t)reshard;
 }
 
+/* A sub-table's quantities, each with its pipe_config slot (a double),
+ * unit and bound (> 0 when strict, else >= 0): read by read_quantities,
+ * over pipe_config_init's defaults when absent. */
+struct quantity_field {
+    const char *path; /* "table.field", as messages name it */
+    size_t off;
+    enum unit_kind unit;
+    int strict;
+};
+
+#define NQUANTITIES(a) (sizeof(a) / sizeof(a)[0])
+
+static const struct quantity_field grad_sync_sizes[] = {
+    {"grad_sync.bucket", offsetof(pipe_config, bucket_bytes), UNIT_BYTES, 1},
+    {"grad_sync.first_bucket", offsetof(pipe_config, first_bucket_bytes),
+     UNIT_BYTES, 1},
+};
+
+/* bytes per parameter */
+static const struct quantity_field memory_sizes[] = {
+    {"memory.weight_bytes", offsetof(pipe_config, weight_bytes), UNIT_BYTES, 0},
+    {"memory.grad_bytes", offsetof(pipe_config, grad_bytes), UNIT_BYTES, 0},
+    {"memory.optimizer_bytes", offsetof(pipe_config, optimizer_bytes),
+     UNIT_BYTES, 0},
+};
+
+/* [-0, +0] each of list's n fields of the table at t into cfg */
+static void read_quantities(lua_State *L, int t,
+                            const struct quantity_field *list, size_t n,
+                            pipe_config *cfg)
+{
+    for (size_t i = 0; i < n; i++)
+        bind_quantity_min(L, t, list[i].path, list[i].unit, 0, list[i].strict,
+                          (double *)((char *)cfg + list[i].off));
+}
+
 /* [-0, +0] grad_sync = { bucket, bucketed, first_bucket, algorithm,
  * overlap, overlap_param_gather, param_gather_start }, zero,
  * optimizer_time, over pipe_config_init's defaults. */
@@ -244,10 +280,8 @@ void bind_run_grad_sync(lua_State *L, pipe_config *cfg)
                    "such as { bucket = \"25 MB\", overlap = true }")) {
         int t = lua_gettop(L);
         bind_check_fields(L, t, "grad_sync", bind_fields_grad_sync);
-        bind_quantity_min(L, t, "grad_sync.bucket", UNIT_BYTES, 0, 1,
-                          &cfg->bucket_bytes);
-        bind_quantity_min(L, t, "grad_sync.first_bucket", UNIT_BYTES, 0, 1,
-                          &cfg->first_bucket_bytes);
+        read_quantities(L, t, grad_sync_sizes, NQUANTITIES(grad_sync_sizes),
+                        cfg);
         int given = 0;
         cfg->grad_bucketed =
             read_enum(L, t, "grad_sync.bucketed", bucketed_names, &given);
@@ -373,12 +407,7 @@ void bind_run_memory(lua_State *L, pipe_config *cfg)
                    "of bytes per parameter such as { weight_bytes = 2 }")) {
         int t = lua_gettop(L);
         bind_check_fields(L, t, "memory", bind_fields_memory);
-        bind_quantity_min(L, t, "memory.weight_bytes", UNIT_BYTES, 0, 0,
-                          &cfg->weight_bytes);
-        bind_quantity_min(L, t, "memory.grad_bytes", UNIT_BYTES, 0, 0,
-                          &cfg->grad_bytes);
-        bind_quantity_min(L, t, "memory.optimizer_bytes", UNIT_BYTES, 0, 0,
-                          &cfg->optimizer_bytes);
+        read_quantities(L, t, memory_sizes, NQUANTITIES(memory_sizes), cfg);
         lua_pop(L, 1);
     }
 }

@@ -1,4 +1,5 @@
-/* ps.run's step options (bind/run_opts.c), for core.run (bind/run.c).
+/* ps.run's step options (bind/run_opts.c) and result table
+ * (bind/run_result.c), for core.run (bind/run.c).
  * Each raises a one-line Lua error naming the field on bad input. */
 #ifndef PS_BIND_RUN_OPTS_H
 #define PS_BIND_RUN_OPTS_H
@@ -38,5 +39,11 @@ void bind_run_partition(lua_State *L, pipe_config *cfg);
 
 /* [-0, +0] grad_sync, zero and its sharding fields, optimizer_time. */
 void bind_run_grad_sync(lua_State *L, pipe_config *cfg);
+
+/* [-0, +1] ps.run's result table from cfg and res (bind/run_result.c):
+ * the run's figures, per-rank arrays, TP groups and memory fit; ps.run's
+ * Lua side adds tp, recompute, ... */
+void bind_run_push_result(lua_State *L, const pipe_config *cfg,
+                          const pipe_result *res);
 
 #endif

@@ -206,15 +206,9 @@ local function tp_cost(cluster)
     end
 end
 
--- Layer fields that carry units, and their kinds for core.parse.
-local LAYER_UNITS = {
-    fwd_flops = "flop", bwd_flops = "flop", fwd_time = "time",
-    bwd_time = "time", act_bytes = "bytes", out_bytes = "bytes",
-    in_bytes = "bytes", params = "flop",
-    bwd_input_flops = "flop", bwd_weight_flops = "flop",
-    bwd_input_time = "time", bwd_weight_time = "time",
-    bwd_weight_bytes = "bytes", recompute_time = "time", work_bytes = "bytes",
-}
+-- Layer fields that carry units, and their kinds for core.parse: the
+-- core's own list (core/bind/run.c layer_nums).
+local LAYER_UNITS = core.layer_units()
 
 -- Layers with unit strings turned into numbers (a new table only when a
 -- layer has strings, so models built from numbers pass through as is).

@@ -113,4 +113,28 @@ do
     H.near(args.layers[2].moe_flex_rdma_share, rdma / (nvl + rdma), 1e-12, "in the core's layer")
 end
 
+-- 6. the layer fields with units (core.layer_units, from the core's layer
+-- reader, core/bind/run.c): each registered, each kind one core.parse
+-- takes; the weighted partitions read unit strings through it
+do
+    local units, n = core.layer_units(), 0
+    for k, kind in pairs(units) do
+        n = n + 1
+        H.check(LAYER[k], "unit field registered: " .. k)
+        H.check(pcall(core.parse, 1, kind), k .. ": kind " .. kind)
+    end
+    H.eq(n, 31, "the core's numeric layer fields")
+    H.eq({ units.fwd_flops, units.bwd_time, units.act_bytes, units.params, units.kept_bytes },
+        { "flop", "time", "bytes", "flop", "bytes" }, "their kinds")
+    local layers = { { fwd_time = "1 s", params = "3 GFLOP" }, { fwd_time = 1, params = 1e9 },
+        { fwd_time = 1, params = 1e9 }, { fwd_time = 1, params = 1e9 } }
+    local r = ps.run { layers = layers, stages = 2, microbatches = 4, partition = "params",
+        record = "none" }
+    H.eq(ps.partition.resolve("params", { { params = 3e9 }, { params = 1e9 }, { params = 1e9 },
+        { params = 1e9 } }, 2), { 1, 3 }, "by parameters: 3 G alone")
+    -- stage 0 runs layer 1 (F + B = 3 s), stage 1 layers 2-4 (9 s): 1F1B's
+    -- sum of the stages and m - 1 more of the slowest (the even split: 30 s)
+    H.near(r.makespan, 3 + 9 + 3 * 9, 1e-12, "the split by the parsed params")
+end
+
 H.done()

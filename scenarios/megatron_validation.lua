@@ -16,6 +16,7 @@
 --     (GPUs x TFLOP/s). Table 1 does not give the micro batch size or the
 --     schedule: we assume micro batch 1, no interleaving, full recompute.
 local ps = require "pipesim"
+local V = require "pipesim.validation"
 
 -- name, source, layers, hidden, heads, tp, pp, v (interleaving), gpus,
 -- global batch, micro batch, mode ("full" | "sel": SP + selective),
@@ -81,14 +82,7 @@ for _, c in ipairs(CASES) do
         r.makespan, 100 * err))
 end
 
-local function stats(list)
-    local sum, max = 0, 0
-    for _, e in ipairs(list) do
-        sum = sum + math.abs(e)
-        max = math.max(max, math.abs(e))
-    end
-    return #list > 0 and sum / #list or 0, max
-end
+local stats = V.stats -- mean and max of |error|
 for _, src in ipairs { "K", "N" } do
     if #errs[src] > 0 then
         local mean, max = stats(errs[src])

@@ -306,8 +306,18 @@ end
 
 -- ps.run times MoE blocks with block_cost (expert parallelism's lowering,
 -- lua/pipesim/expert.lua; its tests in test_ep.lua)
-H.check(ps.run { cluster = one, layers = L, stages = 1, microbatches = 1,
-    record = "none" }.makespan > 0, "a MoE model runs")
+-- one rank, one microbatch: the step is its layers' forward and backward
+-- and the optimizer step, as lowered (parallel.prepare, parallel.finish)
+do
+    local spec = { cluster = one, layers = L, stages = 1, microbatches = 1, record = "none" }
+    local par = require "pipesim.parallel"
+    local plan = par.prepare(spec, ps.clusters.device("H100"), function() return 0 end)
+    local args = {}
+    par.finish(plan, { #plan.layers }, args, ps.clusters.device("H100"), spec)
+    local step = args.optimizer_time
+    for _, l in ipairs(args.layers) do step = step + l.fwd_time + l.bwd_time end
+    H.near(ps.run(spec).makespan, step, 1e-12, "a MoE model's one-rank step")
+end
 
 -- ps.models.megatron: DeepSeek-V3's flags (the report's model; Megatron's
 -- names) give the preset's model, and ep / dispatcher for ps.run

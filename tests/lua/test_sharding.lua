@@ -198,7 +198,8 @@ do
     H.eq({ r.zero, r.reshard_after_forward }, { 3, false }, "FSDP2 without resharding")
     r = build{ use_distributed_optimizer = true, num_distributed_optimizer_instances = 2 }
     H.eq({ r.zero, r.shard_group }, { 1, 4 }, "two optimizer instances: shards of dp / 2")
-    H.check(ps.run(build{ use_megatron_fsdp = true }).makespan > 0, "the step runs")
+    H.near(ps.run(build{ use_megatron_fsdp = true }).makespan,
+        ps.run(F.with(build{}, { zero = 3 })).makespan, 1e-12, "Megatron-FSDP's step is zero = 3's")
     H.raises(function() build{ use_megatron_fsdp = true, use_torch_fsdp2 = true } end,
         "megatron: use_torch_fsdp2 and use_megatron_fsdp are both set")
     -- Megatron-Core 0.20 arguments.py's assertions on --use-torch-fsdp2

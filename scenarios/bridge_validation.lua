@@ -64,6 +64,8 @@ local function plan(f, t)
     f.sequence_parallel = (t.tp or 1) > 1 or nil
     f.tp_comm_overlap = (t.tp or 1) > 1 or nil
     f.fp8_recipe = t.recipe
+    -- bf16_with_mxfp8_mixed: fp8 = "e4m3"; current scaling: "hybrid"
+    if t.recipe == "mxfp8" then f.fp8_format = "e4m3" end
     f.global_batch_size, f.world_size = t.gbs, t.gpus
     if t.mbs then f.micro_batch_size = t.mbs end
     -- MXFP8 rows: "keeping this enabled causes NaN grad norm"

@@ -580,8 +580,10 @@ static void dp_exposed(const par_step *st, double *exposed)
 }
 
 /* The elements the distributed optimizer pads model stage s's buckets
- * with (par_dp_chunk_pad), s being chunk k of pipeline rank r when k
- * stages before it are placed on r. */
+ * with (par_dp_chunk_pad). The chunk matters only for pipeline rank 0's
+ * first one (chunk_bucketed: Megatron cuts it alone into buckets), so it
+ * is 0 or 1: whether a stage before s sits on rank 0; O(s) on rank 0's
+ * stages only, linear in the stages in all. */
 static double stage_pad(const par_step *st, int32_t s, int32_t r)
 {
     dp_config c;
@@ -589,9 +591,9 @@ static double stage_pad(const par_step *st, int32_t s, int32_t r)
     if (!c.zero || c.fsdp)
         return 0;
     int32_t chunk = 0;
-    for (int32_t q = 0; q < s; q++)
-        chunk += sched_place_rank(st->sched.placement, st->sched.place,
-                                  st->sim->p, q) == r;
+    for (int32_t q = 0; r == 0 && q < s && !chunk; q++)
+        chunk = sched_place_rank(st->sched.placement, st->sched.place,
+                                 st->sim->p, q) == 0;
     return par_dp_chunk_pad(&c, r, s, chunk);
 }
 

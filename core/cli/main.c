@@ -463,6 +463,7 @@ static int report_in_view(int argc, char **argv, out_view *view)
         {"stages", required_argument, NULL, OPT_VIEW},
         {"window", required_argument, NULL, OPT_VIEW},
         {"replica", required_argument, NULL, OPT_VIEW},
+        {"all", no_argument, NULL, OPT_VIEW}, /* --replica all */
         {NULL, 0, NULL, 0},
     };
     const char *dbpath = NULL, *run = NULL, *view_flag = NULL;
@@ -478,7 +479,9 @@ static int report_in_view(int argc, char **argv, out_view *view)
             char flag[16];
             ps_err err;
             snprintf(flag, sizeof flag, "--%s", longopts[li].name);
-            if (view_option(view, flag, optarg, &err))
+            int all = strcmp(flag, "--all") == 0;
+            if (view_option(view, all ? "--replica" : flag,
+                            all ? "all" : optarg, &err))
                 return fail("report: %s", err.msg);
             if (!view_flag)
                 view_flag = longopts[li].name;

@@ -70,6 +70,10 @@ static int choose_view(export_run *r, int replica, int auto_ranks, ps_err *err)
                        replica);
     if (replica < 0 || r->replicas < 2)
         return PS_OK; /* every rank */
+    /* before the other replicas' rows go: which of them it stands for */
+    char same[120];
+    if (export_run_same_replicas(r, replica, same, sizeof same) < 0)
+        snprintf(same, sizeof same, "replicas not compared");
     int32_t all = r->nranks;
     char *keep = malloc((size_t)r->nranks + 1);
     if (!keep)
@@ -79,9 +83,9 @@ static int choose_view(export_run *r, int replica, int auto_ranks, ps_err *err)
     keep_ranks(r, keep);
     free(keep);
     snprintf(r->view, sizeof r->view,
-             "replica %d of %d: %d of %d simulated ranks (--replica all: "
-             "every rank)",
-             replica, (int)r->replicas, (int)r->nranks, (int)all);
+             "replica %d of %d (%s): %d of %d simulated ranks (--all: every "
+             "rank)",
+             replica, (int)r->replicas, same, (int)r->nranks, (int)all);
     return PS_OK;
 }
 

@@ -51,7 +51,7 @@ static int index_build(const export_run *r, fold_index *x)
 {
     int32_t n = r->nranks, reps = r->replicas;
     memset(x, 0, sizeof *x);
-    if (reps < 2 || n % reps != 0)
+    if (reps < 2 || n < reps || n % reps != 0)
         return 0;
     x->per = n / reps;
     x->tol = 1e-9 * (r->makespan > 0 ? r->makespan : 1);
@@ -130,15 +130,20 @@ static int same_rank(const export_run *r, const fold_index *x, int32_t a,
     return 1;
 }
 
-/* Appends replicas j (same[j] == want, j != drawn) as "1-7,9" to buf. */
+/* Appends replicas j (same[j] == want, j != drawn) as "1-7,9" to buf (n
+ * bytes, at least 32), ending with ",..." where they do not fit. */
 static void put_replicas(const export_run *r, const char *same, char want,
                          int drawn, char *buf, size_t n)
 {
     size_t at = strlen(buf);
     int first = 1;
-    for (int j = 0; j < r->replicas && at + 12 < n; j++) {
+    for (int j = 0; j < r->replicas; j++) {
         if (j == drawn || same[j] != want)
             continue;
+        if (at + 28 > n) { /* ",A-B" of two ints, and ",...", may not fit */
+            snprintf(buf + at, n - at, ",...");
+            return;
+        }
         int k = j;
         while (k + 1 < r->replicas && k + 1 != drawn && same[k + 1] == want)
             k++;
@@ -148,8 +153,6 @@ static void put_replicas(const export_run *r, const char *same, char want,
         first = 0;
         j = k;
     }
-    if (at + 12 >= n)
-        snprintf(buf + at, n - at, ",...");
 }
 
 int export_run_same_replicas(const export_run *r, int replica, char *buf,

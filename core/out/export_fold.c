@@ -14,20 +14,6 @@
 
 #include "out/export_run.h"
 
-/* Index of rank in r->ranks (ascending), or -1. */
-static int32_t rank_index(const export_run *r, int32_t rank)
-{
-    int32_t lo = 0, hi = r->nranks;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (r->ranks[mid].rank < rank)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->nranks && r->ranks[lo].rank == rank ? lo : -1;
-}
-
 /* Per rank index i: its events r->ev[ev_at[i] .. ev_at[i+1]) and the
  * transfers it sends, r->tr[tr_of[tr_at[i] .. tr_at[i+1])] in start
  * order; member[j * per + p]: replica j's p-th rank index. */
@@ -75,7 +61,7 @@ static int index_build(const export_run *r, fold_index *x)
         x->ev_at[i + 1] = e;
     }
     for (int32_t t = 0; ok && t < r->ntr; t++) { /* a counting sort */
-        int32_t i = rank_index(r, r->tr[t].src);
+        int32_t i = export_run_rank_index(r, r->tr[t].src);
         if (i >= 0)
             x->tr_at[i + 1]++;
     }
@@ -86,7 +72,7 @@ static int index_build(const export_run *r, fold_index *x)
     if (ok) {
         memcpy(next, x->tr_at, (size_t)n * sizeof *next);
         for (int32_t t = 0; t < r->ntr; t++) {
-            int32_t i = rank_index(r, r->tr[t].src);
+            int32_t i = export_run_rank_index(r, r->tr[t].src);
             if (i >= 0)
                 x->tr_of[next[i]++] = t;
         }

@@ -84,6 +84,9 @@ void export_run_free(export_run *r);
  * memory rows of the ranks left): fails as export_run_load says. */
 int export_run_view(export_run *r, const out_view *v, ps_err *err);
 
+/* The index of rank in r->ranks (ascending: a binary search), or -1. */
+int32_t export_run_rank_index(const export_run *r, int32_t rank);
+
 /* Which other data-parallel replicas of r (loaded whole) ran replica's
  * timeline exactly (out/export_fold.c): writes "replicas 1-15 identical,
  * folded into it", "other replicas identical, folded into it: 1-7,9-15;

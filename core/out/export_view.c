@@ -8,8 +8,7 @@
 #include "out/export.h"
 #include "out/export_run.h"
 
-/* 1 when rank is one of r->ranks (ascending): a binary search. */
-static int drawn(const export_run *r, int32_t rank)
+int32_t export_run_rank_index(const export_run *r, int32_t rank)
 {
     int32_t lo = 0, hi = r->nranks;
     while (lo < hi) {
@@ -19,7 +18,13 @@ static int drawn(const export_run *r, int32_t rank)
         else
             hi = mid;
     }
-    return lo < r->nranks && r->ranks[lo].rank == rank;
+    return lo < r->nranks && r->ranks[lo].rank == rank ? lo : -1;
+}
+
+/* 1 when rank is one of r->ranks. */
+static int drawn(const export_run *r, int32_t rank)
+{
+    return export_run_rank_index(r, rank) >= 0;
 }
 
 /* Keeps the ranks keep[i] marks, their events, and the transfers with an

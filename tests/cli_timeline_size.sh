@@ -83,5 +83,10 @@ n=$(wc -l <"$TMP/ts.txt")
 "$BIN" report "$DB" 1 --all >"$TMP/tsall.txt" 2>&1 && [ "$(wc -l <"$TMP/tsall.txt")" -gt 128 ] &&
     ! grep -q '^drawn:' "$TMP/tsall.txt" && ok || bad "report --all: $(tail -n 2 "$TMP/tsall.txt")"
 expect_fail "export $DB 1 --all --format pytorch-csv -o $TMP/x.csv" "--all applies to chrome and svg"
+# --all and --replica K together: refused, not the last one winning
+expect_fail "export $DB 1 --replica 3 --all -o $TMP/x.svg" \
+    "export: --replica: given twice (--all is --replica all), 'all' after '3'; give one"
+expect_fail "report $DB 1 --all --replica 2" \
+    "report: --replica: given twice (--all is --replica all), '2' after 'all'; give one"
 
 echo "$P passed, $F failed"

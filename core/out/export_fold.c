@@ -14,6 +14,19 @@
 
 #include "out/export_run.h"
 
+int32_t export_run_rank_index(const export_run *r, int32_t rank)
+{
+    int32_t lo = 0, hi = r->nranks;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (r->ranks[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nranks && r->ranks[lo].rank == rank ? lo : -1;
+}
+
 /* Per rank index i: its events r->ev[ev_at[i] .. ev_at[i+1]) and the
  * transfers it sends, r->tr[tr_of[tr_at[i] .. tr_at[i+1])] in start
  * order; member[j * per + p]: replica j's p-th rank index. */

@@ -84,7 +84,8 @@ void export_run_free(export_run *r);
  * memory rows of the ranks left): fails as export_run_load says. */
 int export_run_view(export_run *r, const out_view *v, ps_err *err);
 
-/* The index of rank in r->ranks (ascending: a binary search), or -1. */
+/* The index of rank in r->ranks (ascending: a binary search), or -1
+ * (out/export_fold.c, which export_view.c calls). */
 int32_t export_run_rank_index(const export_run *r, int32_t rank);
 
 /* Which other data-parallel replicas of r (loaded whole) ran replica's

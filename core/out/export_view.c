@@ -8,19 +8,6 @@
 #include "out/export.h"
 #include "out/export_run.h"
 
-int32_t export_run_rank_index(const export_run *r, int32_t rank)
-{
-    int32_t lo = 0, hi = r->nranks;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (r->ranks[mid].rank < rank)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->nranks && r->ranks[lo].rank == rank ? lo : -1;
-}
-
 /* 1 when rank is one of r->ranks. */
 static int drawn(const export_run *r, int32_t rank)
 {

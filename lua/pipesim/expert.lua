@@ -68,6 +68,14 @@ function M.options(spec, o)
         end
     end
     o.dispatcher = d or "alltoall"
+    -- Megatron's combined 1F1B all-to-all overlap (core/par/ep.h; the
+    -- schedule's and the recompute's conditions are checked there):
+    -- transformer_config.py refuses the allgather dispatcher
+    if spec.ep_overlap == true and o.dispatcher == "allgather" then
+        check.fail("field 'ep_overlap' needs moe_dispatcher 'alltoall' or 'flex', got " ..
+            "'allgather' (Megatron: \"overlap_moe_expert_parallel_comm is supported with " ..
+            "alltoall/flex token dispatcher\")")
+    end
     if o.dispatcher == "flex" and (o.etp or o.tp) > 1 then
         check.fail("field 'moe_dispatcher': flex with etp = %d is not modelled (etp = 1 only; " ..
             "etp defaults to tp)", o.etp or o.tp)
@@ -97,6 +105,10 @@ function M.check_used(spec, o, has)
     if spec.moe_dispatcher ~= nil then
         check.fail("field 'moe_dispatcher' needs MoE layers (ps.models with experts, or " ..
             "layers with moe_dispatch_bytes); this model has none")
+    end
+    if spec.ep_overlap == true then
+        check.fail("field 'ep_overlap' needs MoE layers (ps.models with experts, or layers " ..
+            "with moe_dispatch_bytes); this model has none")
     end
     if o.ep > 1 then
         check.fail("field 'ep' = %d needs MoE layers (ps.models with experts, or layers " ..

@@ -65,6 +65,9 @@ typedef struct group {
     const int32_t *lane; /* compute lanes */
     prog_op **old;       /* e: the lanes' ops before the rewrite */
     int32_t *first;      /* e: index of the current op's first piece */
+    double *est;         /* 4 per layer: combined pairs' all-to-all estimates */
+    double *bytes;       /* e: scratch for them */
+    int32_t *peer, *key;
 } group;
 
 static int push(prog_set *ps, int32_t lane, prog_op op, ps_err *err)
@@ -372,14 +375,35 @@ static side side_of(const group *g, int32_t op, int32_t layer, int bwd)
     return d;
 }
 
-/* A piece of side d (seconds t), slowed by the SMs an all-to-all beside
- * it takes when one runs (beside). */
-static int side_piece(group *g, const side *d, double t, int beside,
-                      ps_err *err)
+/* Side d's first (second) all-to-all's seconds alone on the group's
+ * first lane (par_ep_a2a_estimate), once per layer and kind. */
+static double a2a_est(group *g, const side *d, int second)
 {
-    double slow = beside ? 1 / (1 - g->st->ep.comm_share) : 1;
-    return d->layer >= 0 && t > 0 ? piece(g, d->op, t / d->total * slow, err)
-                                  : PS_OK;
+    double *at = &g->est[4 * d->layer + 2 * d->bwd + second];
+    if (*at >= 0)
+        return *at;
+    const par_step *st = g->st;
+    const par_moe *m = &st->ep.layers[d->layer];
+    double bytes = second ? second_a2a(m, d->bwd) : first_a2a(m, d->bwd);
+    int32_t me = st->ps->lanes[g->lane[0]].rank;
+    for (int32_t k = 0; k < g->e; k++) {
+        g->peer[k] = st->ps->lanes[g->lane[k]].rank;
+        g->bytes[k] = k ? pair_bytes(g, m, bytes, me, g->peer[k]) : 0;
+    }
+    *at = par_ep_a2a_estimate(st->nw, me, g->peer, g->bytes, g->e, g->key,
+                              g->bytes + g->e);
+    return *at;
+}
+
+/* A piece of side d (seconds t) beside an all-to-all of about tc seconds
+ * (0: none): the all-to-all's kernels take comm_share of the SMs while
+ * they run, so the compute loses that share of tc, t + share tc, or runs
+ * slowed whole, t / (1 - share), when the all-to-all outlasts it. */
+static int side_piece(group *g, const side *d, double t, double tc, ps_err *err)
+{
+    double s = g->st->ep.comm_share;
+    double x = tc > 0 ? fmin(t + s * tc, t / (1 - s)) : t;
+    return d->layer >= 0 && t > 0 ? piece(g, d->op, x / d->total, err) : PS_OK;
 }
 
 /* Side d's first (second) all-to-all on the all-to-all lanes, after the
@@ -415,18 +439,20 @@ static int layer_pair(group *g, const side *f, const side *b, ps_err *err)
         return ps_errf(err, "the combined pairs need more than 2^31 signals");
     ps->nsignals += 8 * g->e;
     int fm = f->layer >= 0 && f->moe, bm = b->layer >= 0 && b->moe;
+    double f1 = fm ? a2a_est(g, f, 0) : 0, f2 = fm ? a2a_est(g, f, 1) : 0;
+    double b1 = bm ? a2a_est(g, b, 0) : 0, b2 = bm ? a2a_est(g, b, 1) : 0;
     if (side_piece(g, b, b->pre, 0, err) ||
         (bm && sync_op(g, ps, PROG_SIGNAL, base, 0, err)) ||
-        side_piece(g, f, f->pre, bm, err) ||
+        side_piece(g, f, f->pre, b1, err) ||
         (fm && sync_op(g, ps, PROG_SIGNAL, base, 1, err)) ||
         (bm && (sync_op(g, ps, PROG_WAIT, base, 4, err) ||
-                side_piece(g, b, b->mid, fm, err) ||
+                side_piece(g, b, b->mid, f1, err) ||
                 sync_op(g, ps, PROG_SIGNAL, base, 2, err))) ||
         (fm && (sync_op(g, ps, PROG_WAIT, base, 5, err) ||
-                side_piece(g, f, f->mid, bm, err) ||
+                side_piece(g, f, f->mid, b2, err) ||
                 sync_op(g, ps, PROG_SIGNAL, base, 3, err))) ||
         (bm && (sync_op(g, ps, PROG_WAIT, base, 6, err) ||
-                side_piece(g, b, b->rest, fm, err))) ||
+                side_piece(g, b, b->rest, f2, err))) ||
         (fm && (sync_op(g, ps, PROG_WAIT, base, 7, err) ||
                 side_piece(g, f, f->rest, 0, err))))
         return PS_ERR;
@@ -625,12 +651,14 @@ static int ep_lower(par_step *st, ps_err *err)
     if (st->ep.comm_share < 0 || st->ep.comm_share >= 1)
         return ps_errf(err, "ep_comm_share must be in [0, 1), got %g",
                        st->ep.comm_share);
+    int32_t nl = model_layers(st);
     int32_t *at = malloc((size_t)nranks * sizeof *at);
-    int32_t *ranks = malloc((size_t)e * 3 * sizeof *ranks);
+    int32_t *ranks = malloc((size_t)e * 5 * sizeof *ranks);
+    double *est = malloc(((size_t)nl * 4 + (size_t)e * 2) * sizeof *est);
     prog_op **old = malloc((size_t)e * sizeof *old);
     uint8_t *owned = malloc((size_t)e);
-    int rc =
-        at && ranks && old && owned ? PS_OK : ps_errf(err, "out of memory");
+    int rc = at && ranks && est && old && owned ? PS_OK
+                                                : ps_errf(err, "out of memory");
     if (rc == PS_OK)
         lanes_of_ranks(st, at, nranks);
     int32_t *lane = ranks + e, *first = ranks + 2 * e;
@@ -639,10 +667,15 @@ static int ep_lower(par_step *st, ps_err *err)
         rc = par_ep_group_lanes(at, ranks, e, lane, "expert-parallel", gi, err);
         if (rc <= 0)
             continue; /* not simulated (rc 0), or the error (rc < 0) */
-        group g = {st, e, lane, old, first};
+        for (int32_t k = 0; k < 4 * nl; k++)
+            est[k] = -1; /* each group's ranks: their own estimates */
+        group g = {st,           e,   lane,         old,
+                   first,        est, est + 4 * nl, ranks + 3 * e,
+                   ranks + 4 * e};
         rc = lower_group(&g, owned, err);
     }
     free(at);
+    free(est);
     free(ranks);
     free(old);
     free(owned);

@@ -42,12 +42,23 @@ do
         "combined 1F1B: the pairs' all-to-alls hidden behind the compute beside each")
     H.near(on.exposed_a2a[1], 4 * a, 1e-9, "only F(0)'s and B(3)'s all-to-alls exposed")
     H.near(F.max(on.exposed_a2a_overlapped), 0, 1e-12, "no pair waits")
-    -- the SMs the communication takes slow the four pieces with an
-    -- all-to-all beside them (0.3 + 1 + 0.5 + 0.8), not B's first 0.2
-    -- and F's last 0.2
+    -- the SMs the communication takes: each of the four pieces with an
+    -- all-to-all beside it (0.3, 1, 0.5, 0.8; not B's first 0.2 and F's
+    -- last 0.2) loses ep_comm_share of the SMs while that all-to-all
+    -- runs, a = 0.1 s alone (a mesh: each peer on a link of its own), so
+    -- it takes share x a longer: 3 + 4 share a a pair
     local share = 20 / 132
-    H.near(run(B, true, share).makespan, (1 + 2 * a) + 3 * (0.4 + 2.6 / (1 - share)) +
-        (2 + 2 * a), 1e-12, "the overlapped pieces at 1 / (1 - ep_comm_share)")
+    H.near(run(B, true, share).makespan, (1 + 2 * a) + 3 * (3 + 4 * share * a) + (2 + 2 * a),
+        1e-12, "the overlapped pieces lose share x a each")
+    -- an all-to-all that outlasts the piece beside it slows it whole: at
+    -- share 0.5 and a = 1 s, F's 0.3 s beside B's combine gradient takes
+    -- min(0.3 + 0.5, 0.3 / 0.5) = 0.6 s; the pair then as the a = 1 case
+    -- below with the pieces min(t + 0.5, 2t): B's experts [1.2, 2.7],
+    -- F's dispatch [1.2, 2.2]; F's experts [2.7, 3.7] beside B's dispatch
+    -- gradient [2.7, 3.7]; B's attention (0.8 + 0.5) [3.7, 5] beside F's
+    -- combine [3.7, 4.7]; F's rest [5, 5.2]
+    local slow = run(3e9, true, 0.5)
+    H.near(slow.makespan, (1 + 2) + 3 * 5.2 + (2 + 2), 1e-12, "pairs of 5.2 s at share 0.5")
     -- a = 1 s: each all-to-all longer than the compute beside it. B's
     -- combine gradient [0.2, 1.2], its experts [1.2, 2.2]; F's dispatch
     -- [1.2, 2.2], its experts [2.2, 2.7]; B's dispatch gradient [2.2,

@@ -464,23 +464,38 @@ static int layer_pair(group *g, const side *f, const side *b, ps_err *err)
                : PS_OK;
 }
 
-/* The memory of ops i and i + 1 on the pieces each lane got from
- * index from on: an allocation at the first compute piece, a release at
- * the last. */
-static void pair_mem(group *g, int32_t i, const int32_t *from)
+/* One layer pair's share of the memory of the pair's forward (op fi, one
+ * of nf layers) and backward (bi, one of nb) on the pieces each lane got
+ * from g->first on: the forward allocates its layer's share when its
+ * layer's first piece starts, the backward frees its share when its
+ * layer's last piece ends, so the two microbatches' activations trade
+ * places layer by layer as Megatron's layer plans run them (a side with
+ * no piece here: on the pair's last piece so far). */
+static void layer_mem(group *g, int32_t fi, int32_t nf, int32_t bi, int32_t nb,
+                      int has_f, int has_b)
 {
     for (int32_t j = 0; j < g->e; j++) {
         prog_lane *lane = &g->st->ps->lanes[g->lane[j]];
-        int32_t lo = -1, hi = -1;
-        for (int32_t k = from[j]; k < lane->n; k++)
-            if (lane->ops[k].type == PROG_COMPUTE) {
-                lo = lo < 0 ? k : lo;
-                hi = k;
-            }
-        for (int h = 0; h < 2 && lo >= 0; h++) {
-            double mem = g->old[j][i + h].mem;
-            lane->ops[mem > 0 ? lo : hi].mem += mem;
+        int32_t f = -1, b = -1, last = -1;
+        for (int32_t k = g->first[j]; k < lane->n; k++) {
+            const prog_op *op = &lane->ops[k];
+            if (op->type != PROG_COMPUTE)
+                continue;
+            last = k;
+            if (op->kind == PROG_F && f < 0)
+                f = k;
+            if (op->kind == PROG_B)
+                b = k;
         }
+        while (last < 0 && g->first[j] > 0 &&
+               lane->ops[g->first[j] - 1].type != PROG_COMPUTE)
+            g->first[j]--; /* nothing here: the pair's compute before */
+        if (last < 0)
+            last = g->first[j] - 1;
+        if (has_f && last >= 0)
+            lane->ops[f >= 0 ? f : last].mem += g->old[j][fi].mem / nf;
+        if (has_b && last >= 0)
+            lane->ops[b >= 0 ? b : last].mem += g->old[j][bi].mem / nb;
     }
 }
 
@@ -494,15 +509,15 @@ static int combined_step(group *g, int32_t i, ps_err *err)
     int32_t fi = g->old[0][i].kind == PROG_F ? i : i + 1, bi = 2 * i + 1 - fi;
     int32_t fs = g->old[0][fi].stage, bs = g->old[0][bi].stage;
     int32_t nf = st->count[fs], nb = st->count[bs];
-    for (int32_t j = 0; j < g->e; j++)
-        g->first[j] = st->ps->lanes[g->lane[j]].n;
     for (int32_t k = 0; k < (nf > nb ? nf : nb); k++) {
         side f = side_of(g, fi, k < nf ? st->first[fs] + k : -1, 0);
         side b = side_of(g, bi, k < nb ? st->first[bs] + nb - 1 - k : -1, 1);
+        for (int32_t j = 0; j < g->e; j++)
+            g->first[j] = st->ps->lanes[g->lane[j]].n;
         if (layer_pair(g, &f, &b, err))
             return PS_ERR;
+        layer_mem(g, fi, nf, bi, nb, k < nf, k < nb);
     }
-    pair_mem(g, i, g->first);
     return PS_OK;
 }
 

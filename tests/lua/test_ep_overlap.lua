@@ -72,6 +72,23 @@ do
     H.near(run(B, true, 0, 1).makespan, 3 + 4 * a, 1e-12, "m = 1: no pair")
 end
 
+-- 1b. Memory: a pair's forward allocates its activations layer by layer
+-- as the backward beside it frees its own, so two layers of A bytes each
+-- peak at 3A in a pair (the backward's 2A, then the forward's first layer
+-- before the backward's first is freed), not the 4A of both whole.
+do
+    local A = 1e9
+    local function layer() return F.with(moe_layer(3e8), { act_bytes = A }) end
+    local function run(overlap)
+        return ps.run{ cluster = F.mesh(4, beta, 0), layers = { layer(), layer() }, stages = 1,
+                       dp = 4, ep = 4, microbatches = 4, record = "none", ep_overlap = overlap,
+                       ep_comm_share = 0, memory = { weight_bytes = 0, grad_bytes = 0,
+                                                     optimizer_bytes = 0 } }
+    end
+    H.near(run(nil).peak_memory[1], 2 * A, 1e-12, "without the overlap: one microbatch's 2A")
+    H.near(run(true).peak_memory[1], 3 * A, 1e-12, "a pair: 3A at its peak")
+end
+
 -- 2. Interleaved 1F1B: the steady state's F(k + warmup) B(k) pairs hide
 -- their all-to-alls, so less is exposed and the step is shorter.
 do

@@ -26,6 +26,7 @@ const char *const bind_fields_run[] = {
     "dp",
     "ep",
     "ep_comm_share",
+    "ep_overlap",
     "etp",
     "faults",
     "fb_interference",

@@ -124,6 +124,7 @@ typedef struct par_ep_opts {
     const par_moe *layers;   /* per layer, or NULL: no MoE layer */
     const double *layer_fwd; /* per layer: forward seconds (instance 0) */
     double comm_share;       /* SMs' share the overlapped all-to-alls take */
+    int overlap; /* Megatron's combined 1F1B: steady-state F/B pairs (ep.h) */
     par_ep_state *state;
     double *exposed;       /* n p: seconds each compute lane waited on them */
     double *exposed_pairs; /* n p: of which at overlapped F&B pairs' ends */

@@ -140,9 +140,11 @@ typedef struct pipe_config {
     /* expert parallelism (par/ep.h): ep ranks per expert-parallel group,
      * etp the experts' tensor parallelism (0: tp, Megatron's default),
      * and the share of SMs an overlapped all-to-all takes from the
-     * compute beside it (DeepSeek-V3: 20 of H800's 132) */
+     * compute beside it (DeepSeek-V3: 20 of H800's 132); ep_overlap:
+     * Megatron's overlap_moe_expert_parallel_comm (par/ep.h) */
     int32_t ep, etp;
     double ep_comm_share;
+    int ep_overlap;
     int sequence_parallel;
     const char *recompute;
     /* the rank order (par/layout.h), and an explicit list of tp x cp x dp

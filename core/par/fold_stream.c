@@ -151,9 +151,10 @@ static void flush_all(par_fold *f, prog_set *ps)
     }
 }
 
-static void hook_flush(void *arg, prog_set *ps)
+static int hook_flush(void *arg, prog_set *ps)
 {
     flush_all(arg, ps);
+    return ((par_fold *)arg)->broken;
 }
 
 static int32_t hook_dropped(const void *arg, int32_t lane)

@@ -101,7 +101,7 @@ int par_append_coll(par_step *st, coll_forks *forks, const coll_spec *spec,
         log_coll(st->log, ps, spec, lanes, before, used, proto, st->fold))
         rc = ps_errf(err, "out of memory");
     free(before);
-    if (rc == PS_OK && st->fold)
-        st->fold->flush(st->fold->arg, ps);
+    if (rc == PS_OK && st->fold && st->fold->flush(st->fold->arg, ps))
+        rc = ps_errf(err, "replicas differ: lowered again without folding");
     return rc;
 }

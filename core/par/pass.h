@@ -131,10 +131,12 @@ typedef struct par_ep_opts {
 
 /* Replica folding's streaming check (par/fold.h): while the passes lower,
  * the ops of every replica but the representatives are compared with
- * theirs and dropped. par_append_coll calls flush after each collective
- * and logs a lane's ops at their index counting those dropped before. */
+ * theirs and dropped. par_append_coll calls flush after each collective,
+ * failing when it returns 1 (the replicas differ: the caller lowers again
+ * without the hook), and logs a lane's ops at their index counting those
+ * dropped before. */
 typedef struct par_fold_hook {
-    void (*flush)(void *arg, prog_set *ps);
+    int (*flush)(void *arg, prog_set *ps);
     int32_t (*dropped)(const void *arg, int32_t lane);
     void *arg;
 } par_fold_hook;

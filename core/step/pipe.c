@@ -406,7 +406,8 @@ static int lower(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     st->fold = &ctx->replicas.hook;
     rc = par_lower(st, err);
     st->fold = NULL;
-    if (rc == PS_OK)
+    /* (lowering stops at the first difference: end says 0 then) */
+    if (rc == PS_OK || (ctx->replicas.broken && !limit_stopped()))
         rc = par_fold_stream_end(&ctx->replicas, ctx->ps, &ctx->sim, nw,
                                  ctx->rank_static, err);
     if (rc != 0)

@@ -96,8 +96,11 @@ int32_t par_fold_shifted(const par_fold *f, const par_sim *sim, int32_t x,
     int32_t kx = f->inst_of[x];
     if (kx < 0)
         return -1;
-    int32_t i = (kx / sim->p + k) % sim->n;
-    return sim->rank_of[i * sim->p + kx % sim->p];
+    int32_t i = kx / sim->p, r = kx - i * sim->p;
+    i += k < sim->n ? k : k % sim->n; /* one division: it is every peer's */
+    if (i >= sim->n)
+        i -= sim->n;
+    return sim->rank_of[i * sim->p + r];
 }
 
 int par_fold_note_side(par_fold *f, int32_t a, int send, int32_t img)

@@ -211,6 +211,8 @@ static int check_rest(par_fold *f, const prog_set *ps)
         int32_t i = lane_inst(f, ps, l);
         const prog_lane *b = &ps->lanes[f->rep_lanes[f->lane_seq[l]]];
         f->cur = i;
+        if (i > 0 && a->rank != par_fold_shifted(f, f->sim, b->rank, i))
+            return 0;
         if (i > 0 && l >= f->ncompute && (a->n || f->dropped[l] != b->n))
             return 0; /* left over, or fewer ops than instance 0's */
         if (i > 0 && l < f->ncompute &&

@@ -130,6 +130,18 @@ typedef struct par_ep_opts {
     double *exposed_pairs; /* n p: of which at overlapped F&B pairs' ends */
 } par_ep_opts;
 
+/* Replica folding's streaming check (par/fold.h): while the passes lower,
+ * the ops of every replica but the representatives are compared with
+ * theirs and dropped. par_append_coll calls flush after each collective,
+ * failing when it returns 1 (the replicas differ: the caller lowers again
+ * without the hook), and logs a lane's ops at their index counting those
+ * dropped before. */
+typedef struct par_fold_hook {
+    int (*flush)(void *arg, prog_set *ps);
+    int32_t (*dropped)(const void *arg, int32_t lane);
+    void *arg;
+} par_fold_hook;
+
 /* Everything the passes share: the layout, the simulated ranks, the
  * programs and the model's stage and layer tables. Filled by step/pipe.c. */
 typedef struct par_step {
@@ -169,6 +181,7 @@ typedef struct par_step {
      * message moves, or NULL; with it they run without NCCL's protocols
      * (TCP has none) */
     coll_move_log *moves;
+    const par_fold_hook *fold; /* or NULL: every op is kept */
 } par_step;
 
 typedef struct par_pass {

@@ -20,7 +20,12 @@
 -- (_llama3_common: the distributed optimizer with overlapped gradient
 -- reduce and parameter gather; set_llama3_common_configs: gradients
 -- reduced in bf16; the 405B's embedding and loss counted in the
--- pipeline split).
+-- pipeline split) and src/megatron/bridge/training/mixed_precision.py
+-- (bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed, the
+-- FP8-CS and MXFP8 precision configs: fp8 "hybrid" / "e4m3" and
+-- fp8_param_gather = True, FP8 parameters; get_precision_config of
+-- scripts/performance/utils/helpers.py turns the current-scaling
+-- recipe's BF16 first and last layers off).
 --
 -- Not expressible (refused by name, not modelled): the FSDP rows of
 -- GB200 (LLAMA3_70B FP8-CS, LLAMA3.1_405B FP8-CS) offload 40 and 92
@@ -36,9 +41,11 @@ local quick = ps.args.quick
 
 -- Llama 3 / 3.1 (pipesim.validation: RMSNorm, SwiGLU, RoPE, no biases, no
 -- dropout, untied, vocabulary 128,256, sequence 8192, 8 query groups, the
--- distributed optimizer overlapped) with TE's cross-entropy and FP8 hybrid.
+-- distributed optimizer overlapped) with TE's cross-entropy, FP8 hybrid and
+-- FP8 parameters (fp8_param_gather, both precision configs).
 local function llama(L, h, ffn, heads)
-    return V.llama3(L, h, ffn, heads, { cross_entropy_fusion_impl = "te", fp8_format = "hybrid" })
+    return V.llama3(L, h, ffn, heads, { cross_entropy_fusion_impl = "te", fp8_format = "hybrid",
+                                        fp8_param_gather = true })
 end
 
 -- The parallel layout, precision and batch of one row.
@@ -50,6 +57,8 @@ local function plan(f, t)
     f.sequence_parallel = (t.tp or 1) > 1 or nil
     f.tp_comm_overlap = (t.tp or 1) > 1 or nil
     f.fp8_recipe = t.recipe
+    -- bf16_with_mxfp8_mixed: fp8 = "e4m3"; current scaling: "hybrid"
+    if t.recipe == "mxfp8" then f.fp8_format = "e4m3" end
     f.global_batch_size, f.world_size = t.gbs, t.gpus
     if t.mbs then f.micro_batch_size = t.mbs end
     -- MXFP8 rows: "keeping this enabled causes NaN grad norm"

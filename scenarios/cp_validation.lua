@@ -5,9 +5,11 @@
 --
 -- 1. NVIDIA's Llama 3.1 runs with CP 2 on DGX H100.
 -- Source: NVIDIA/dgxc-benchmarking v25.02 (commit 8f5cbb3, NeMo 24.12
--- container), llama3.1/README_8b.md and README_70b.md, "Training step time
--- (seconds per step)" on 8 and 64 H100; the configurations are the
--- recipes' YAML files (llama3.1/llama3.1_8b.yaml, llama3.1_70b.yaml) with
+-- container), llama3.1/README_8b.md, README_70b.md and README_405b.md,
+-- "Training step time (seconds per step)" on 8, 64 and 576 H100 (the
+-- 405B's full-model scale, its smallest; the smaller ones are proxies with
+-- fewer layers); the configurations are the recipes' YAML files
+-- (llama3.1/llama3.1_8b.yaml, llama3.1_70b.yaml, llama3.1_405b.yaml) with
 -- configure.sh's overrides (fp8, fp8_hybrid, +fp8_params for FP8;
 -- NVTE_FUSED_ATTN=1), mapped flag by flag to Megatron-LM's names (NeMo
 -- 1.0's YAML keys are Megatron's). NeMo's cp_comm_type is Megatron's
@@ -51,12 +53,31 @@ local function llama70(fp8)
     return f
 end
 
+-- 405B (llama3.1_405b.yaml of the same commit): 126 x 16384, 128 heads,
+-- 16 query groups, SwiGLU of 53248; TP 8, PP 9, VP 7, CP 2, MBS 1, GBS 252
+-- on 576 GPUs (dp 4, 63 microbatches: README_405b.md's "GA=63"); the
+-- recipe's tokenizer is GPT2BPETokenizer ("uses the GPT2BPETokenizer as a
+-- proxy"), a 50,257-word vocabulary padded to 128 x tp; sequence parallel,
+-- TE's userbuffer TP overlap; overlap_p2p_comm as Megatron's default for
+-- interleaving. Left out as for 70B: defer_embedding_wgrad_compute.
+local function llama405(fp8)
+    local f = llama31(126, 16384, 53248, 128, fp8)
+    f.num_query_groups, f.vocab_size = 16, 50257
+    f.world_size, f.global_batch_size = 576, 252
+    f.tensor_model_parallel_size, f.pipeline_model_parallel_size = 8, 9
+    f.num_virtual_stages_per_pipeline_rank = 7
+    f.sequence_parallel, f.tp_comm_overlap = true, true
+    return f
+end
+
 -- name, nodes, flags, published seconds per step
 local ROWS = {
     { "Llama 3.1 8B BF16", 1, llama8(false), 12.78 },
     { "Llama 3.1 8B FP8", 1, llama8(true), 9.44 },
     { "Llama 3.1 70B BF16", 8, llama70(false), 14.61 },
     { "Llama 3.1 70B FP8", 8, llama70(true), 10.46 },
+    { "Llama 3.1 405B BF16", 72, llama405(false), 17.50 },
+    { "Llama 3.1 405B FP8", 72, llama405(true), 11.00 },
 }
 
 local results = {} -- returned, for tests

@@ -52,11 +52,9 @@ print(string.format("calibrated host: latency %.1f us, %.3f GB/s a flow with 4 f
 local c4 = ps.cluster(cal.model)
 
 -- 2. collectives --------------------------------------------------------
--- NCCL's ring and tree step by step (slots = 1), as on a mesh: with
--- NCCL's 8 slots in flight, messages of different slots share a pair's one
--- connection and a large one the receiver has not posted yet blocks the
--- others behind it (docs/live.md, "Not modelled")
-local SLOTS = { ring = 1, tree = 1 }
+-- NCCL's ring and tree with their default slots (8 in flight off a mesh;
+-- the tree's free slots are signals between ranks, docs/live.md)
+local SLOTS = {}
 local ALGOS = { "ring", "tree", "double_binary_tree", "binomial_tree", "halving_doubling", "direct" }
 local SIZES = quick and { 1 * KB, 64 * KB } or { 1 * KB, 64 * KB, 1 * MB, 16 * MB }
 print("\nallreduce on 4 ranks: measured median vs simulated on the calibrated link (us)")

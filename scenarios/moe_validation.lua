@@ -116,23 +116,53 @@ print(string.format("\n%d rows but GPT-OSS's: mean |error| %.2f%%, max %.2f%%", 
 -- ["mla_up_proj"]; 067f987 perf_recipes/gpt_oss/gb200/gpt_oss.py 120b
 -- fp8mx [] (selective, nothing listed); ccd05ead6
 -- gpt_oss_workload_base_configs.py H100 ["layernorm", "moe_act"].
+-- overlap: the recipe's moe_a2a_overlap (Megatron's
+-- overlap_moe_expert_parallel_comm, ps.run's ep_overlap: the combined
+-- 1F1B, docs/moe.md), its value the SMs the dispatcher's kernels take
+-- (Megatron-Core's moe_hybridep_num_sms, 16 unless the recipe sets it:
+-- 32 in 067f987 perf_recipes/deepseek/common.py and gpt_oss/common.py;
+-- moe_deepep_num_sms 20), over the device's SMs as ep_comm_share: the
+-- rows of 26.08 perf_recipes on GB200 (their hybridep full-iteration
+-- settings set overlap_moe_expert_parallel_comm and delay_wgrad_compute)
+-- and 26.02 Qwen3-235B on H100 (moe_a2a_overlap = True in ccd05ead6
+-- qwen3_workload_base_configs.py); memory: the optimizer's bytes when not
+-- Adam's.
+-- The optimizer state per parameter when a recipe runs Muon rather than
+-- Adam (12 bytes: fp32 master, exp_avg, exp_avg_sq): the fp32 master and
+-- the one fp32 momentum buffer, 8 bytes. Kimi K2's 26.06 row: "Muon
+-- optimizer was used for pre-training Kimi-K2" (performance-summary.md at
+-- 5ade62b), scripts/performance/argument_parser.py --optimizer_type
+-- default "muon", recipes/kimi/kimi_k2.py distributed_muon_with_cosine_
+-- annealing with fp32 main params (its layer-wise distributed optimizer
+-- shards the state over the data-parallel ranks, as zero = 1 does), and
+-- the common perf config's grad_reduce_in_fp32 = False (2-byte gradients).
+local MUON = { weight_bytes = 2, grad_bytes = 2, optimizer_bytes = 8 }
 local STEP = {
-    { "flex", "mxfp8", "GB200", m1 = 16, m2 = 32, rc = { "mla_up_proj" },
-      why = "26.08 perf_recipes/deepseek/common.py: hybridep" },
+    { "flex", "mxfp8", "GB200", m1 = 16, m2 = 32, rc = { "mla_up_proj" }, overlap = 32,
+      why = "26.08 perf_recipes/deepseek/common.py: hybridep on 32 SMs, a2a overlap" },
     { "alltoall", nil, "GB300", rc = { "moe_act" },
       skip = "over the default --max-memory: 143 M ops with 4 microbatches, every rank simulated (its EP groups span the replicas, so they do not fold)" },
     { "alltoall", "mxfp8", "B200", m1 = 32, m2 = 64, rc = { "mla_up_proj" },
       why = "25.11 B200 base config: no flex backend, PP 16 EP 8" },
-    { "alltoall", "mxfp8", "GB300", m1 = 4, m2 = 8, rc = { "mla_up_proj" } },
-    { "flex", "mxfp8", "GB200", m1 = 32, m2 = 64, why = "26.08 perf_recipes/qwen/gb200: hybridep" },
-    { "flex", "tensorwise", "H100", m1 = 32, m2 = 64,
-      why = "26.02 recipes/qwen/qwen3_moe.py: deepep, applied on Hopper" },
-    { "flex", "mxfp8", "GB200", why = "26.08 perf_recipes/qwen/gb200: hybridep" },
+    { "flex", "mxfp8", "GB300", m1 = 4, m2 = 8, rc = { "mla_up_proj" }, memory = MUON,
+      why = "26.06 GB300 base config: hybridep; Muon (fp32 master and momentum, 8 bytes)" },
+    { "flex", "mxfp8", "GB200", m1 = 32, m2 = 64, overlap = 16,
+      why = "26.08 perf_recipes/qwen/gb200: hybridep, a2a overlap" },
+    { "flex", "tensorwise", "H100", m1 = 32, m2 = 64, overlap = 20,
+      why = "26.02 recipes/qwen/qwen3_moe.py: deepep, applied on Hopper; a2a overlap" },
+    { "flex", "mxfp8", "GB200", overlap = 16,
+      why = "26.08 perf_recipes/qwen/gb200: hybridep, a2a overlap" },
     { "flex", "tensorwise", "H100", why = "26.06 H100 base config: hybridep" },
-    { "flex", "mxfp8", "GB200", rc = {}, why = "26.08 perf_recipes/gpt_oss/common.py: hybridep" },
+    { "flex", "mxfp8", "GB200", rc = {}, overlap = 32,
+      why = "26.08 perf_recipes/gpt_oss/common.py: hybridep on 32 SMs, a2a overlap" },
     { "alltoall", nil, "H100", rc = { "layernorm", "moe_act" },
       why = "26.02: no flex backend (alltoall)" },
 }
+
+-- SMs per GPU: H100 SXM 132 (NVIDIA H100 Tensor Core GPU Architecture
+-- whitepaper), B200 148 (GB200's GPU; NVIDIA Blackwell architecture
+-- technical brief)
+local SMS = { H100 = 132, GB200 = 148, B200 = 148 }
 
 -- One row's plan for ps.run, m microbatches a data-parallel replica.
 local function plan(r, st, m)
@@ -152,6 +182,8 @@ local function plan(r, st, m)
              schedule = vp > 1 and "interleaved" or "1f1b", tp = tp, etp = 1,
              sequence_parallel = tp > 1 or nil, dp = dp, ep = ep, microbatches = m,
              moe_dispatcher = dispatcher, zero = 1, record = "summary",
+             ep_overlap = st.overlap and true or nil, memory = st.memory,
+             ep_comm_share = st.overlap and st.overlap / SMS[system] or nil,
              recompute = st.rc and "selective" or nil, recompute_modules = st.rc,
              grad_sync = { bucket = 40e6 * 4, first_bucket = 40e6 * 4, bucketed = "first",
                            overlap_param_gather = dp > 1 or nil },

@@ -14,7 +14,8 @@
 #    1 net     links, routes, sharing
 #    0 base    errors, units, limits, the embedded data, the event queue
 # A file in a folder that is no layer, or an include without its folder,
-# fails: a new folder gets a place here and in core/README.md.
+# fails: a new folder gets a place here and in core/README.md, and so does
+# a file that core/README.md does not name.
 # Ends with "checks: N passed, N failed" (one per include) and the case's
 # line: "1 passed, 0 failed", or every failure counted.
 set -u
@@ -63,6 +64,17 @@ for f in core/*/*.c core/*/*.h; do
             echo "FAIL $f (layer $lf, $dir) includes $inc (layer $lt, $to): an arrow back up"
         fi
     done
+done
+# core/README.md is the map: it names every file in backticks (`rec/txn.c`),
+# a header only where it has no .c of its own (a module is its .c and .h)
+for f in core/*/*.c core/*/*.h; do
+    case $f in *.h) [ -f "${f%.h}.c" ] && continue ;; esac
+    if grep -qF "\`${f#core/}\`" core/README.md; then
+        P=$((P + 1))
+    else
+        F=$((F + 1))
+        echo "FAIL $f: not in core/README.md's map (name it as \`${f#core/}\`)"
+    fi
 done
 echo "checks: $P passed, $F failed"
 if [ "$F" -eq 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, $F failed"; fi

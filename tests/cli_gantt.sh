@@ -66,16 +66,16 @@ print(";".join(sorted({e["args"]["name"] for e in ev if e.get("name") == "thread
 [ "$names" = "ranks 0-1;ranks 0-1 comm;ranks 0-1 comm 2;ranks 0-1 compute;ranks 2-3;ranks 2-3 comm;ranks 2-3 comm 2;ranks 2-3 compute" ] &&
     ok || bad "tp trace tracks: $names"
 $VG "$BIN" export "$TMP/tp.db" 1 -o "$TMP/tp.svg" 2>"$TMP/gantt.err" && ok || bad "tp svg: $(cat "$TMP/gantt.err")"
-rows=$(grep -o '<text x="68"[^>]*font-size="11" text-anchor="end"[^>]*>[^<]*<' "$TMP/tp.svg" |
+rows=$(grep -o '<text class="row"[^>]*>[^<]*<' "$TMP/tp.svg" |
     grep -o '>[^<]*<' | tr -d '<>' | tr '\n' ';')
 [ "$rows" = "ranks 0-1;ranks 2-3;" ] && ok || bad "tp svg rows: $rows"
 # a rank standing for scattered cluster ranks: runs of them, squeezed into
-# the SVG's margin when long
+# the SVG's margin when long (smaller, and textLength for browsers)
 sqlite3 "$TMP/tp.db" "DELETE FROM rank_member WHERE run = 1 AND rank = 0;
 INSERT INTO rank_member(run, rank, member) VALUES (1, 0, 9), (1, 0, 1000), (1, 0, 1001),
     (1, 0, 1002), (1, 0, 1), (1, 0, 0), (1, 0, 5);"
 "$BIN" export "$TMP/tp.db" 1 -o "$TMP/tp2.svg" 2>"$TMP/gantt.err" &&
-    grep -q 'textLength="66" lengthAdjust="spacingAndGlyphs">ranks 0-1,5,9,1000-1002<' "$TMP/tp2.svg" &&
+    grep -q 'font-size="6.0" textLength="66" lengthAdjust="spacingAndGlyphs">ranks 0-1,5,9,1000-1002<' "$TMP/tp2.svg" &&
     ok || bad "scattered members: $(grep -o '>ranks [^<]*<' "$TMP/tp2.svg" | head -n 2)"
 
 # more than 64 simulated ranks over 33 replicas: replica 0 alone by default,
@@ -96,17 +96,17 @@ t = [e["args"]["name"] for e in d["traceEvents"] if e.get("name") == "thread_nam
 print(";".join(x for x in t if x.endswith("compute")), d["otherData"]["run"].get("view", "-"))' "$1"
 }
 $VG "$BIN" export "$TMP/dp.db" 1 -o "$TMP/dp.json" 2>"$TMP/gantt.err" && ok || bad "dp json: $(cat "$TMP/gantt.err")"
-[ "$(tracks "$TMP/dp.json")" = "rank 0 compute;rank 33 compute replica 0 of 33: 2 of 66 simulated ranks (--replica all: every rank)" ] &&
+[ "$(tracks "$TMP/dp.json")" = "rank 0 compute;rank 33 compute replica 0 of 33 (every other replica differs from it): 2 of 66 simulated ranks (--all: every rank)" ] &&
     ok || bad "dp default view: $(tracks "$TMP/dp.json")"
 "$BIN" export "$TMP/dp.db" 1 --replica 32 -o "$TMP/dp32.json" 2>"$TMP/gantt.err" &&
-    [ "$(tracks "$TMP/dp32.json")" = "rank 32 compute;rank 65 compute replica 32 of 33: 2 of 66 simulated ranks (--replica all: every rank)" ] &&
+    [ "$(tracks "$TMP/dp32.json")" = "rank 32 compute;rank 65 compute replica 32 of 33 (every other replica differs from it): 2 of 66 simulated ranks (--all: every rank)" ] &&
     ok || bad "dp --replica 32: $(tracks "$TMP/dp32.json") $(cat "$TMP/gantt.err")"
 "$BIN" export "$TMP/dp.db" 1 --replica all -o "$TMP/dpall.json" 2>"$TMP/gantt.err" &&
     [ "$(tracks "$TMP/dpall.json" | tr ';' '\n' | grep -c 'compute')" -eq 66 ] &&
     [ "$(tracks "$TMP/dpall.json" | sed 's/.* //')" = "-" ] && ok || bad "dp --replica all"
 "$BIN" export "$TMP/dp.db" 1 -o "$TMP/dp.svg" 2>"$TMP/gantt.err" &&
-    [ "$(grep -c '<text x="68"[^>]*font-size="11" text-anchor="end"' "$TMP/dp.svg")" -eq 2 ] &&
-    grep -q 'replica 0 of 33: 2 of 66 simulated ranks (--replica all: every rank)</tspan>' "$TMP/dp.svg" &&
+    [ "$(grep -c '<text class="row"' "$TMP/dp.svg")" -eq 2 ] &&
+    grep -q '>drawn: replica 0 of 33 (every other replica differs from it): 2 of 66 simulated ranks (--all: every rank)</text>' "$TMP/dp.svg" &&
     ok || bad "dp svg default view"
 expect_fail "export $TMP/dp.db 1 --replica 33 -o $TMP/x.json" \
     "run 1 has 33 data-parallel replicas (0 to 32), not 33"

@@ -299,8 +299,16 @@ void bind_push_field_roles(lua_State *L);
 int bind_raise(lua_State *L, const ps_err *err);
 
 /* The database for path (NULL: the session default), opened on first use
- * and kept until bind_finish. Raises on failure. */
+ * and kept until bind_finish; in a sweep's worker, the hook's (below).
+ * Raises on failure. */
 struct rec_db *bind_database(lua_State *L, const char *path);
+/* In a sweep's worker process (bind/worker.c): hook answers bind_database
+ * instead of the session's databases, with the database the worker
+ * records path's runs in (path NULL: the session's), which the writer
+ * copies from; it raises as bind_database does. Set on the session, so
+ * that the session (bind/core.c) never calls the worker. */
+typedef struct rec_db *(*bind_database_hook)(lua_State *L, const char *path);
+void bind_set_database_hook(lua_State *L, bind_database_hook hook);
 /* Counts a recorded run toward bind_finish's total. */
 void bind_count_run(lua_State *L);
 /* The runs counted so far (bind_count_run), in this process. */
@@ -316,20 +324,17 @@ const bind_session *bind_get_session(lua_State *L);
 /* --- sweeps (core/bind/sweep.c; the worker pool in core/bind/pool.c) --- */
 /* core.sweep_map(n, jobs, eval) (bind/pool.c). */
 int bind_sweep_map(lua_State *L);
-/* The scenario's bytes, as bind_load_scenario read them: with the -D
- * arguments they make the scenario's version (run.scenario), which
- * pipesim merge compares. */
-void bind_sweep_source(lua_State *L, const char *bytes, size_t n);
+/* The registry key of the hash of the scenario's bytes as
+ * bind_load_scenario read them (run_fnv1a, an integer): with the -D
+ * arguments they make the scenario's version (run.scenario, bind/sweep.c),
+ * which pipesim merge compares. */
+#define BIND_SOURCE_HASH_KEY "pipesim.source_hash"
 /* Under --shard K/N: marks this process's shard rows finished (the
  * scenario ended without an error: the shard holds every run of its
  * points, rec_shard_end); PS_OK when it recorded none. */
 int bind_sweep_shard_end(lua_State *L, ps_err *err);
 /* 1 when the scenario has called ps.sweep (--shard needs one). */
 int bind_sweeps_run(lua_State *L);
-/* In a sweep's worker process: the database the worker records path's
- * runs in (path NULL: the session's), which the writer copies from; raises
- * as bind_database does. NULL in any other process. */
-struct rec_db *bind_sweep_database(lua_State *L, const char *path);
 /* Puts db in batch mode (rec_set_batch) for a run of the sweep in progress
  * (sweep: the run's meta.sweep, NULL for a run outside one), off for any
  * other; the sweep's end (core.sweep_batch(false)) commits what the
@@ -345,9 +350,5 @@ const char *bind_result_put(lua_State *L, int idx, unsigned char **bytes,
 int bind_result_get(lua_State *L, const unsigned char *bytes, size_t n);
 /* 1 in a sweep's worker process (bind/pool.c). */
 int bind_sweep_worker(lua_State *L);
-/* 1 in a forked sweep worker from the fork on, even while its Lua state
- * closes (bind/pool.c): finalizers of what the worker inherited from the
- * writer (its databases, the pool) leave the writer's resources alone. */
-int bind_sweep_forked(void);
 
 #endif

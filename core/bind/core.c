@@ -15,6 +15,7 @@
 #include "base/limit.h"
 #include "base/unit.h"
 #include "rec/rec.h"
+#include "run/proc.h"
 
 #define SESSION_KEY "pipesim.session"
 #define DB_TYPE "pipesim.db"
@@ -37,6 +38,7 @@ typedef struct session {
     int64_t
         total; /* runs in the default database at bind_finish, -1: unknown */
     int ended; /* bind_finish has begun: the scenario has returned */
+    bind_database_hook db_hook; /* a sweep worker's databases, or NULL */
 } session;
 
 /* [-0, +0] */
@@ -105,7 +107,9 @@ static void keep_inherited(rec_db *db)
 static int db_gc(lua_State *L)
 {
     db_handle *h = luaL_checkudata(L, 1, DB_TYPE);
-    if (h->db && bind_sweep_forked())
+    /* a forked worker, even while its Lua state closes: finalizers of
+     * what it inherited leave the writer's resources alone */
+    if (h->db && proc_is_worker())
         keep_inherited(h->db);
     else
         rec_close(h->db, NULL);
@@ -128,8 +132,8 @@ struct rec_db *bind_database(lua_State *L, const char *path)
                    "recorded there would be kept nowhere (to simulate "
                    "without recording, set record = \"none\")",
                    path);
-    rec_db *worker = bind_sweep_database(L, path); /* a sweep's worker */
-    if (worker)
+    rec_db *worker = s->db_hook ? s->db_hook(L, path) : NULL;
+    if (worker) /* a sweep's worker */
         return worker;
     if (!path) {
         path = s->s.default_db;
@@ -158,6 +162,12 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     lua_setfield(L, -2, path);
     lua_pop(L, 1);
     return h->db;
+}
+
+/* [-0, +0] */
+void bind_set_database_hook(lua_State *L, bind_database_hook hook)
+{
+    get_session(L)->db_hook = hook;
 }
 
 /* A registry object: the pointer and how to free it. */

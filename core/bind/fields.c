@@ -43,6 +43,7 @@
     X("dp", FR_PLAN | FR_CHECK) \
     X("ep", FR_TRIGGER | FR_PLAN) \
     X("ep_comm_share", 0) \
+    X("ep_overlap", FR_PLAN) \
     X("etp", FR_TRIGGER | FR_PLAN) \
     X("faults", 0) \
     X("fb_interference", 0) \

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "base/limit.h"
-#include "bind/proc.h"
 #include "rec/rec.h"
+#include "run/proc.h"
 
 #define POOL_TYPE "pipesim.sweep_pool"
 #define MAX_CHUNKS 4096 /* their ids fit in a pipe's 64 KiB buffer */

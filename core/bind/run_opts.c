@@ -397,6 +397,8 @@ void bind_run_overlap(lua_State *L, pipe_config *cfg)
                    "field 'ep_comm_share' must be below 1 (the share of "
                    "SMs the all-to-alls take), got %f",
                    cfg->ep_comm_share);
+    /* Megatron's combined 1F1B all-to-all overlap (par/ep.h) */
+    bind_boolean(L, 1, "ep_overlap", &cfg->ep_overlap);
 }
 
 /* memory = { weight_bytes, grad_bytes, optimizer_bytes }: bytes per

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "base/limit.h"
+#include "run/version.h"
 
 #define ALLOWED_KEY "pipesim.sandbox.dirs"   /* registry: array of real dirs */
 #define DB_DIRS_KEY "pipesim.sandbox.dbdirs" /* where databases may go */
@@ -495,7 +496,7 @@ static const char *chunk_start(const char *b, size_t n, int *line)
 /* [-0, +1] pushes the chunk or the message, as luaL_loadfilex; the
  * scenario is read once, whole (a pipe or /dev/stdin can be read only
  * once, a FIFO waits for its writer until a stop), and its bytes are the
- * scenario's version (bind_sweep_source) */
+ * scenario's version (their hash under BIND_SOURCE_HASH_KEY) */
 int bind_load_scenario(lua_State *L, const char *path, int sandboxed)
 {
     char *bytes;
@@ -505,7 +506,9 @@ int bind_load_scenario(lua_State *L, const char *path, int sandboxed)
         lua_pushstring(L, err.msg);
         return LUA_ERRFILE;
     }
-    bind_sweep_source(L, bytes, n);
+    /* the scenario's version (bind/sweep.c, run/version.h) */
+    lua_pushinteger(L, (lua_Integer)run_fnv1a(RUN_FNV1A_BASIS, bytes, n));
+    lua_setfield(L, LUA_REGISTRYINDEX, BIND_SOURCE_HASH_KEY);
     int line;
     const char *p = chunk_start(bytes, n, &line), *end = bytes + n;
     /* a binary chunk starts after the '#' line's newline, text keeps it */

@@ -20,6 +20,7 @@
 #include "base/limit.h"
 #include "base/utf8.h"
 #include "rec/rec.h"
+#include "run/version.h"
 
 #define SWEEP_KEY "pipesim.sweep"
 
@@ -56,76 +57,33 @@ static sweep_state *get_state(lua_State *L)
     return st;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3u;
-    }
-    return h;
-}
-
-/* A -D argument and its place on the command line. */
-typedef struct def_at {
-    const char *d;
-    int i;
-} def_at;
-
-/* -D arguments by key; a key given twice keeps its last value, as
- * ps.args does (bind/core.c push_args): the later one sorts first. */
-static int by_key(const void *pa, const void *pb)
-{
-    const def_at *a = pa, *b = pb;
-    size_t na = strcspn(a->d, "="), nb = strcspn(b->d, "=");
-    int c = strncmp(a->d, b->d, na < nb ? na : nb);
-    if (c == 0 && na != nb)
-        c = na < nb ? -1 : 1;
-    return c ? c : b->i - a->i;
-}
-
-/* The scenario's version: FNV-1a 64 over the script's bytes (src, n) and
- * the -D arguments as ps.args sees them (NUL-separated, by key, each key
- * once), so that shards of one command line agree whatever the order of
- * their -D arguments, and an edited script or other values do not. Files
- * the script requires are not included. [-0, +0] */
-static void set_version(lua_State *L, const void *src, size_t n)
+/* The scenario's version (run/version.h) from its bytes' hash and the
+ * session's -D arguments. [-0, +0] */
+static void set_version(lua_State *L, uint64_t src_hash)
 {
     sweep_state *st = get_state(L);
     const bind_session *s = bind_get_session(L);
-    uint64_t h = fnv1a(0xcbf29ce484222325u, src, n);
-    int nd = s ? s->ndefs : 0;
-    def_at *defs = nd > 0 ? malloc((size_t)nd * sizeof *defs) : NULL;
-    for (int i = 0; defs && i < nd; i++)
-        defs[i] = (def_at){s->defs[i], i};
-    if (defs)
-        qsort(defs, (size_t)nd, sizeof *defs, by_key);
-    for (int i = 0; defs && i < nd; i++) {
-        const char *d = defs[i].d, *prev = i > 0 ? defs[i - 1].d : NULL;
-        size_t k = strcspn(d, "=");
-        if (prev && strcspn(prev, "=") == k && strncmp(prev, d, k) == 0)
-            continue; /* an earlier value of the same key */
-        h = fnv1a(h, d, strlen(d) + 1);
-    }
-    free(defs);
-    snprintf(st->scenario, sizeof st->scenario, "fnv1a64:%016llx",
-             (unsigned long long)h);
+    run_version(src_hash, s ? s->defs : NULL, s ? s->ndefs : 0, st->scenario,
+                sizeof st->scenario);
 }
 
-/* [-0, +0] */
-void bind_sweep_source(lua_State *L, const char *bytes, size_t n)
-{
-    set_version(L, bytes, n);
-}
-
-/* The version set by bind_sweep_source when the scenario was loaded;
- * else (a cluster file of pipesim nccl-tests) of the session's file when
- * it is a regular one. [-0, +0] */
+/* The version of the scenario's bytes as bind_load_scenario read them
+ * (their hash in the registry, BIND_SOURCE_HASH_KEY); else (a cluster file
+ * of pipesim nccl-tests) of the session's file when it is a regular one.
+ * [-0, +0] */
 static const char *scenario_version(lua_State *L)
 {
     sweep_state *st = get_state(L);
     if (st->scenario[0])
         return st->scenario;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, BIND_SOURCE_HASH_KEY) ==
+        LUA_TNUMBER) {
+        uint64_t h = (uint64_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        set_version(L, h);
+        return st->scenario;
+    }
+    lua_pop(L, 1);
     const bind_session *s = bind_get_session(L);
     char *bytes = NULL;
     size_t n = 0;
@@ -134,7 +92,7 @@ static const char *scenario_version(lua_State *L)
     if (s && s->scenario && stat(s->scenario, &sb) == 0 &&
         S_ISREG(sb.st_mode) && limit_read_file(s->scenario, &bytes, &n, &err))
         bytes = NULL, n = 0;
-    set_version(L, bytes ? bytes : "", n);
+    set_version(L, run_fnv1a(RUN_FNV1A_BASIS, bytes ? bytes : "", n));
     limit_free(bytes);
     return st->scenario;
 }
@@ -188,13 +146,13 @@ static int core_sweep_info(lua_State *L)
 static lua_Integer hash_list(lua_State *L, int idx, char *buf, size_t size)
 {
     lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
-    uint64_t h = 0xcbf29ce484222325u;
+    uint64_t h = RUN_FNV1A_BASIS;
     for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, idx, i);
         size_t len = 0;
         const char *j = lua_tolstring(L, -1, &len);
         if (j)
-            h = fnv1a(h, j, len + 1);
+            h = run_fnv1a(h, j, len + 1);
         lua_pop(L, 1);
     }
     snprintf(buf, size, "fnv1a64:%016llx", (unsigned long long)h);
@@ -212,11 +170,11 @@ static void record_shard(lua_State *L, sweep_state *st, const bind_session *s)
         struct timespec t[2];
         clock_gettime(CLOCK_REALTIME, &t[0]);
         clock_gettime(CLOCK_MONOTONIC, &t[1]);
-        uint64_t h = fnv1a(0xcbf29ce484222325u, t, sizeof t);
+        uint64_t h = run_fnv1a(RUN_FNV1A_BASIS, t, sizeof t);
         pid_t pid = getpid();
-        h = fnv1a(h, &pid, sizeof pid);
+        h = run_fnv1a(h, &pid, sizeof pid);
         void *where = &h;
-        h = fnv1a(h, &where, sizeof where);
+        h = run_fnv1a(h, &where, sizeof where);
         snprintf(st->session, sizeof st->session, "%ld-%016llx", (long)pid,
                  (unsigned long long)h);
     }

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "base/limit.h"
-#include "bind/proc.h"
 #include "rec/rec.h"
+#include "run/proc.h"
 
 #define WORKER_KEY "pipesim.sweep_worker"
 
@@ -24,14 +24,6 @@ typedef struct wdb {
     rec_db *db;
     rec_ship *ship; /* its runs below the events level (rec/ship.c) */
 } wdb;
-
-/* 1 from the fork on in a worker process */
-static int forked;
-
-int bind_sweep_forked(void)
-{
-    return forked;
-}
 
 /* Set in a worker process only (the registry's WORKER_KEY points to it). */
 typedef struct worker {
@@ -68,8 +60,9 @@ static int scratch_test_sql(rec_db *db, ps_err *err)
     return rc == PS_ERR ? PS_ERR : PS_OK;
 }
 
-/* [-0, +0] raises when the scratch database cannot be opened */
-rec_db *bind_sweep_database(lua_State *L, const char *path)
+/* [-0, +0] raises when the scratch database cannot be opened; the
+ * session's database hook in a worker (bind_set_database_hook) */
+static rec_db *worker_database(lua_State *L, const char *path)
 {
     worker *w = get_worker(L);
     if (!w)
@@ -314,13 +307,13 @@ void pool_worker_main(lua_State *L, int eval, const char *pdir, pid_t writer,
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", pdir);
-    forked = 1;
     proc_child_init(writer);
     worker *w = lua_newuserdatauv(L, sizeof *w, 0);
     memset(w, 0, sizeof *w);
     w->dir = dir;
     w->writer = writer;
     lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
+    bind_set_database_hook(L, worker_database);
     int status = 0;
     for (;;) {
         int32_t c;

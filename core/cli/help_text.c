@@ -62,6 +62,7 @@ static const help_opt run_opts[] = {
     {"--replica", "K|all",                                                     \
      "draw data-parallel replica K's ranks, or all; by default\n" DEFAULT,     \
      "words:all"},                                                             \
+        {"--all", NULL, "draw every simulated rank (--replica all)", NULL},    \
         {"--ranks", "LIST",                                                    \
          "draw the rows standing for these cluster ranks: numbers and\n"       \
          "ranges, such as 0-7,64",                                             \
@@ -82,7 +83,8 @@ static const help_opt report_opts[] = {
      NULL},
     {"--width", "N", "draw the Gantt chart N columns wide", NULL},
     VIEW_OPTS("replica 0 alone when a run has several and more than\n"
-              "16 simulated ranks (the chart says so)"),
+              "16 simulated ranks, the replicas identical to it folded\n"
+              "into its rows (the chart says which)"),
     HELP_OPT,
     {NULL, NULL, NULL, NULL},
 };
@@ -94,8 +96,10 @@ static const help_opt export_opts[] = {
      "decides (.json, .svg, .csv)",
      "words:chrome svg pytorch-csv"},
     {"--compare", "RUN1,RUN2,...", "stack several runs in one SVG", NULL},
-    VIEW_OPTS("replica 0 alone when a run simulates more than 64 ranks\n"
-              "over several replicas (chrome and svg; the export says so)"),
+    VIEW_OPTS("replica 0 alone, one row per pipeline stage, when a run\n"
+              "simulates more than 64 ranks over several replicas, the\n"
+              "replicas identical to it folded into its rows (chrome and\n"
+              "svg; the export says which)"),
     {"-o, --output", "FILE", "write to FILE instead of standard output",
      "file"},
     HELP_OPT,
@@ -259,7 +263,7 @@ const help_cmd help_cmds[] = {
     {"export", "write a run as a trace, a Gantt chart or a CSV",
      "export DB RUN --format chrome|svg|pytorch-csv [-o FILE]\n"
      "       [--ranks LIST] [--stages LIST] [--window START:END]\n"
-     "       [--replica K|all]\n"
+     "       [--replica K|all] [--all]\n"
      "export DB --compare RUN1,RUN2,... [--format svg] [-o FILE]",
      "Writes a recorded run as a Chrome/Perfetto trace (JSON, open it in\n"
      "ui.perfetto.dev), an SVG Gantt chart with memory curves, or PyTorch's\n"

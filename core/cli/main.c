@@ -451,6 +451,19 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
+/* The failure of report option a given without its value. */
+static int report_missing_value(const char *a)
+{
+    if (strncmp(a, "--width", 7) == 0)
+        return fail("report: --width (missing): expected a number of "
+                    "columns");
+    return fail("report: %s needs a value (%s)", a,
+                strcmp(a, "--replica") == 0  ? "a replica number or all"
+                : strcmp(a, "--window") == 0 ? "START:END in seconds"
+                                             : "numbers and ranges such as "
+                                               "0-7,64");
+}
+
 /* cmd_report's body; view: the timeline options read into it. */
 static int report_in_view(int argc, char **argv, out_view *view)
 {
@@ -463,6 +476,7 @@ static int report_in_view(int argc, char **argv, out_view *view)
         {"stages", required_argument, NULL, OPT_VIEW},
         {"window", required_argument, NULL, OPT_VIEW},
         {"replica", required_argument, NULL, OPT_VIEW},
+        {"all", no_argument, NULL, OPT_VIEW}, /* --replica all */
         {NULL, 0, NULL, 0},
     };
     const char *dbpath = NULL, *run = NULL, *view_flag = NULL;
@@ -478,7 +492,9 @@ static int report_in_view(int argc, char **argv, out_view *view)
             char flag[16];
             ps_err err;
             snprintf(flag, sizeof flag, "--%s", longopts[li].name);
-            if (view_option(view, flag, optarg, &err))
+            int all = strcmp(flag, "--all") == 0;
+            if (view_option(view, all ? "--replica" : flag,
+                            all ? "all" : optarg, &err))
                 return fail("report: %s", err.msg);
             if (!view_flag)
                 view_flag = longopts[li].name;
@@ -490,15 +506,7 @@ static int report_in_view(int argc, char **argv, out_view *view)
                 return fail("report: %s", err.msg);
             break;
         }
-        case ':':
-            if (strncmp(a, "--width", 7) == 0)
-                return fail("report: --width (missing): expected a number "
-                            "of columns");
-            return fail("report: %s needs a value (%s)", a,
-                        strcmp(a, "--replica") == 0  ? "a replica number or all"
-                        : strcmp(a, "--window") == 0 ? "START:END in seconds"
-                                                     : "numbers and ranges "
-                                                       "such as 0-7,64");
+        case ':': return report_missing_value(a);
         default:
             if (optopt && optopt < 256)
                 return fail("report: unknown option '-%c'", optopt);

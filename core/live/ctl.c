@@ -58,8 +58,7 @@ int live_ctl_send(int fd, uint32_t type, const void *a, size_t alen,
     return 0;
 }
 
-/* Reads exactly n bytes: 0, 1 at end of file before the first byte, -1. */
-static int read_all(int fd, void *p, size_t n)
+int live_read_all(int fd, void *p, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -78,7 +77,7 @@ static int read_all(int fd, void *p, size_t n)
 int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap, size_t *len)
 {
     uint32_t hdr[2];
-    int rc = read_all(fd, hdr, sizeof hdr);
+    int rc = live_read_all(fd, hdr, sizeof hdr);
     if (rc)
         return rc;
     if (hdr[1] >= CTL_MAX)
@@ -90,7 +89,7 @@ int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap, size_t *len)
         *buf = p;
         *cap = (size_t)hdr[1] + 1;
     }
-    if (hdr[1] && read_all(fd, *buf, hdr[1]))
+    if (hdr[1] && live_read_all(fd, *buf, hdr[1]))
         return -1;
     ((char *)*buf)[hdr[1]] = '\0'; /* text messages end there */
     *type = hdr[0];

@@ -56,6 +56,10 @@ typedef struct live_blocked {
 int live_ctl_send(int fd, uint32_t type, const void *a, size_t alen,
                   const void *b, size_t blen);
 
+/* Reads exactly n bytes from fd: 0, 1 at end of file before the first
+ * byte, -1. */
+int live_read_all(int fd, void *p, size_t n);
+
 /* Receives one message into *buf (realloc'ed, *cap its size); 0 with
  * *type and *len, 1 at end of file, -1 on an error or a bad header. */
 int live_ctl_recv(int fd, uint32_t *type, void **buf, size_t *cap, size_t *len);

@@ -53,6 +53,10 @@ static prog_op *msg_op(worker *w, int32_t msg, int send)
 void worker_out_done(void *ctx, wire_out *o)
 {
     worker *w = ctx;
+    if (o->lane < 0) { /* a signal (worker_post_signal) */
+        w->open_sends--;
+        return;
+    }
     prog_op *op = &w->ps->lanes[o->lane].ops[o->index];
     op->t_start = o->t_first - w->t0;
     op->t_end = o->t_last - w->t0;
@@ -72,15 +76,25 @@ void worker_in_done(void *ctx, wire_in *in)
 /* ------------------------------------------------------------------ */
 /* Posting                                                             */
 
-/* The connection to op's peer, or -1 with err set. */
+/* The connection of op's message (its lanes' pair), or -1 with err set. */
 static int32_t conn_for(const worker *w, const prog_op *op, ps_err *err)
 {
     int32_t c =
-        op->peer >= 0 && op->peer < w->ps->nranks ? w->conn_of[op->peer] : -1;
+        op->msg >= 0 && op->msg < w->ps->nmsgs ? w->conn_of[op->msg] : -1;
     if (c < 0)
         ps_errf(err, "rank %d: no connection to rank %d", (int)w->rank,
                 (int)op->peer);
     return c;
+}
+
+/* o leaves after the messages queued on cn before it. */
+static void enqueue(wire_conn *cn, wire_out *o)
+{
+    if (cn->tail)
+        cn->tail->next = o;
+    else
+        cn->head = o;
+    cn->tail = o;
 }
 
 int worker_post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
@@ -118,13 +132,22 @@ int worker_post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
     op->t_start = now - w->t0;
     op->t_end = NAN;
     wire_conn *cn = &w->conns[c];
-    if (cn->tail)
-        cn->tail->next = o;
-    else
-        cn->head = o;
-    cn->tail = o;
+    enqueue(cn, o);
     w->open_sends++;
     return PS_OK;
+}
+
+void worker_post_signal(worker *w, int32_t sg, double now)
+{
+    wire_out *o = &w->sig_outs[sg];
+    memset(o, 0, sizeof *o);
+    o->hdr[0] = WIRE_SIGNAL;
+    o->hdr[1] = (uint32_t)sg;
+    o->not_before = now + w->cfg->inject.latency;
+    o->lane = o->index = -1;
+    wire_conn *cn = &w->conns[w->sig_conn[sg]];
+    enqueue(cn, o);
+    w->open_sends++;
 }
 
 int worker_post_recv(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
@@ -245,7 +268,7 @@ int worker_post_batch(worker *w, lane_rt *lr, ps_err *err)
             continue;
         if (choose_stream(w, lr, i, err))
             return PS_ERR;
-        if (wire_post(&w->conns[w->conn_of[op->peer]], &w->ins[op->msg],
+        if (wire_post(&w->conns[w->conn_of[op->msg]], &w->ins[op->msg],
                       op->msg))
             return ps_errf(err, "rank %d: out of memory", (int)w->rank);
     }

@@ -123,6 +123,15 @@ int wire_read(wire_conn *c, wire_in *ins, int32_t nmsgs, wire_bytes *bytes,
             if (c->hdr_got < WIRE_HDR)
                 return PS_OK;
         }
+        if (!c->cur && c->hdr[0] == WIRE_SIGNAL) {
+            int32_t sg = (int32_t)c->hdr[1];
+            if (sg < 0 || sg >= c->nsignals || c->hdr[2] || c->hdr[3])
+                return ps_errf(err, "rank %d sent a damaged signal",
+                               (int)c->peer);
+            c->raised[sg] = 1;
+            c->hdr_got = 0;
+            continue;
+        }
         if (!c->cur) {
             int rc = start_message(c, ins, nmsgs, err);
             if (rc)

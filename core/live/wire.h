@@ -1,6 +1,8 @@
 /* Internal to live/: a worker's data connections. One TCP connection per
- * communicating pair of ranks carries the messages of both directions,
- * each as a 16-byte header (magic, message id, length) and its payload.
+ * communicating pair of lanes (live/peers.c) carries the messages of both
+ * directions,
+ * each as a 16-byte header (magic, message id, length) and its payload,
+ * and the signals one side raises for the other (a header alone).
  * Outgoing messages leave in the order their sends were posted; incoming
  * ones are read into the record of their message id (live/worker.c posts
  * the receives). Non-blocking: the worker's poll loop calls wire_read and
@@ -16,6 +18,9 @@
 #include "sim/prog.h"
 
 #define WIRE_MAGIC 0x564c5350u /* "PSLV" */
+/* A signal raised for a lane of the peer (its id in the message id's
+ * place, no payload): the pipelined tree's free slot. */
+#define WIRE_SIGNAL 0x47535350u /* "PSSG" */
 #define WIRE_HDR 16
 /* The connection's buffer for streamed messages: small enough that a
  * chunk is still in the cache when it is applied. */
@@ -68,6 +73,8 @@ typedef struct wire_conn {
     int stuck;     /* a whole header read, its message unposted and no
                       room to stage it: reading waits for its receive */
     int eof;
+    uint8_t *raised; /* the worker's signals, raised by WIRE_SIGNAL */
+    int32_t nsignals;
     /* streamed messages: chunk (WIRE_CHUNK bytes, made when first
      * needed) holds chunk_fill bytes read but not yet handed to chunk_cb
      * (a unit's remainder) */
@@ -102,13 +109,16 @@ double wire_next_write(const wire_conn *c, const live_inject *inj, double now);
  * and releases a connection stuck on it. Returns 0, or -1 out of memory. */
 int wire_post(wire_conn *c, wire_in *in, int32_t msg);
 
-/* Connects rank to every peer its lanes in ps name (live/peers.c):
- * through the listeners, listen_fd its own and addr[r] rank r's. Fills
- * *conns (nconn of them, owned by the caller) and *conn_of (peer rank ->
- * connection, -1). Fails naming the peer. */
+/* Connects rank to its peers, a connection per pair of lanes that
+ * exchange messages (live/peers.c): through the listeners, listen_fd its
+ * own and addr[r] rank r's. Fills *conns (nconn of them, owned by the
+ * caller), *conn_of (message id -> connection, -1) and *sig_conn
+ * (signal id -> the connection rank raises it through when a lane of
+ * another rank waits on it, -1). Fails naming the peer. */
 struct live_addr;
 int wire_connect(const prog_set *ps, int32_t rank, int listen_fd,
                  const struct live_addr *addr, wire_conn **conns,
-                 int32_t *nconn, int32_t **conn_of, ps_err *err);
+                 int32_t *nconn, int32_t **conn_of, int32_t **sig_conn,
+                 ps_err *err);
 
 #endif

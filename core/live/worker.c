@@ -75,6 +75,8 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
             break;
         case PROG_SIGNAL:
             w->raised[op->msg] = 1;
+            if (w->sig_conn[op->msg] >= 0)
+                worker_post_signal(w, op->msg, now);
             op->t_end = op->t_start;
             lr->pc++;
             break;
@@ -428,7 +430,8 @@ static int setup(worker *w, int listen_fd, const live_addr *addr, ps_err *err)
     w->ins = calloc((size_t)ps->nmsgs + 1, sizeof *w->ins);
     w->outs = calloc((size_t)ps->nmsgs + 1, sizeof *w->outs);
     w->raised = calloc((size_t)ps->nsignals + 1, 1);
-    if (!w->lanes || !w->ins || !w->outs || !w->raised)
+    w->sig_outs = calloc((size_t)ps->nsignals + 1, sizeof *w->sig_outs);
+    if (!w->lanes || !w->ins || !w->outs || !w->raised || !w->sig_outs)
         return ps_errf(err, "out of memory");
     for (int32_t l = 0; l < ps->nlanes; l++)
         if (ps->lanes[l].rank == w->rank)
@@ -445,9 +448,11 @@ static int setup(worker *w, int listen_fd, const live_addr *addr, ps_err *err)
                       ? fp->rank[w->rank].stall_at
                       : INFINITY;
     if (wire_connect(ps, w->rank, listen_fd, addr, &w->conns, &w->nconn,
-                     &w->conn_of, err))
+                     &w->conn_of, &w->sig_conn, err))
         return PS_ERR;
     for (int32_t c = 0; c < w->nconn; c++) {
+        w->conns[c].raised = w->raised;
+        w->conns[c].nsignals = ps->nsignals;
         w->conns[c].chunk_cb = worker_in_chunk;
         w->conns[c].chunk_ctx = w;
     }
@@ -521,6 +526,8 @@ static void release(worker *w)
     free(w->ins);
     free(w->outs);
     free(w->raised);
+    free(w->sig_outs);
+    free(w->sig_conn);
     free(w->conns);
     free(w->conn_of);
     free(w->counts);

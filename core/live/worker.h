@@ -26,10 +26,13 @@ typedef struct worker {
     int32_t nl;
     wire_conn *conns;
     int32_t nconn;
-    int32_t *conn_of; /* peer rank -> connection, -1 */
-    wire_in *ins;     /* by message id */
-    wire_out *outs;   /* by message id */
-    uint8_t *raised;  /* by signal id */
+    int32_t *conn_of;   /* message id -> connection (its lane pair's), -1 */
+    wire_in *ins;       /* by message id */
+    wire_out *outs;     /* by message id */
+    uint8_t *raised;    /* by signal id */
+    int32_t *sig_conn;  /* signal id -> connection to the rank waiting on
+                           it, -1 (live/peers.c) */
+    wire_out *sig_outs; /* by signal id: raised for another rank */
     wire_bytes bytes;
     double t0;
     double stall_at; /* INFINITY: never */
@@ -59,6 +62,8 @@ int worker_post_recv(worker *w, lane_rt *lr, int32_t i, double now,
 /* Every op of lr's batch is posted: each receive is streamed or not
  * (live_ops.recv_stream) and handed to its connection. */
 int worker_post_batch(worker *w, lane_rt *lr, ps_err *err);
+/* Raises signal sg for the lane of another rank that waits on it. */
+void worker_post_signal(worker *w, int32_t sg, double now);
 /* Is op (of a posted batch) complete? */
 int worker_op_complete(const worker *w, const prog_op *op);
 /* lr's batch is complete: its receives handed over in op order. */

@@ -15,10 +15,12 @@ static const char usage[] =
     "FILE]\n"
     "       pipesim export DB --compare RUN1,RUN2,... [--format svg] "
     "[-o FILE]\n"
-    "Options of chrome and svg: --replica K|all (default: replica 0 alone\n"
-    "when a run simulates more than 64 ranks over several replicas),\n"
-    "--ranks 0-7,64 (the rows standing for those cluster ranks), --stages\n"
-    "0,2-3, --window START:END (seconds; units as in 1.5ms:2ms).\n"
+    "Options of chrome and svg: --replica K|all (default: replica 0 alone,\n"
+    "one row per pipeline stage, the replicas identical to it folded into\n"
+    "it, when a run simulates more than 64 ranks over several replicas;\n"
+    "the export says so), --all (every rank: --replica all), --ranks\n"
+    "0-7,64 (the rows standing for those cluster ranks), --stages 0,2-3,\n"
+    "--window START:END (seconds; units as in 1.5ms:2ms).\n"
     "Without -o the export goes to stdout. Without --format it follows the\n"
     "extension of FILE (.json: chrome, .svg: svg, .csv: pytorch-csv).\n";
 
@@ -156,6 +158,12 @@ static int read_args(int argc, char **argv, export_args *x)
             if (!(x->compare = opt_value(argc, argv, &i, "--compare")))
                 return fail("export: --compare needs a list of run ids "
                             "such as 1,2,3");
+        } else if (strcmp(a, "--all") == 0) { /* --replica all */
+            ps_err err;
+            if (view_option(&x->view, "--replica", "all", &err))
+                return fail("export: %s", err.msg);
+            if (!x->view_flag)
+                x->view_flag = "--all";
         } else if (view_flag(a)) {
             const char *flag = view_flag(a), *v;
             ps_err err;

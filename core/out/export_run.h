@@ -84,6 +84,20 @@ void export_run_free(export_run *r);
  * memory rows of the ranks left): fails as export_run_load says. */
 int export_run_view(export_run *r, const out_view *v, ps_err *err);
 
+/* The index of rank in r->ranks (ascending: a binary search), or -1
+ * (out/export_fold.c, which export_view.c calls). */
+int32_t export_run_rank_index(const export_run *r, int32_t rank);
+
+/* Which other data-parallel replicas of r (loaded whole) ran replica's
+ * timeline exactly (out/export_fold.c): writes "replicas 1-15 identical,
+ * folded into it", "other replicas identical, folded into it: 1-7,9-15;
+ * differing: 8" or "every other replica differs from it" into buf (at
+ * most n bytes, a long list cut with ",...") and returns how many are
+ * identical; -1 when the replicas cannot be compared (a rank of no
+ * replica, replicas of unequal size, out of memory), buf empty. */
+int export_run_same_replicas(const export_run *r, int replica, char *buf,
+                             size_t n);
+
 /* "F3", "B3.c1" (chunk suffix when the run has virtual stages), "OPT". */
 void export_event_name(const export_run *r, const export_event *e, char *buf,
                        size_t n);

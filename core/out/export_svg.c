@@ -25,6 +25,7 @@ enum {
     PW = SVG_W - ML - MR,
     LEGEND_H = 38,
     TITLE_H = 30,
+    VIEW_H = 16, /* the title's line saying what is drawn */
     RH = 20,
     CH = 4,
     PITCH = RH + CH + 8,
@@ -171,9 +172,15 @@ static double xs(const svg_ctx *c, double t)
     return ML + (span > 0 ? (t - c->t0) / span : 0) * PW;
 }
 
+/* The title's height: a second line says what is drawn of the run. */
+static int title_height(const export_run *r)
+{
+    return TITLE_H + (*r->view ? VIEW_H : 0);
+}
+
 static int block_height(const export_run *r)
 {
-    int h = TITLE_H + r->nranks * PITCH + AXIS_H;
+    int h = title_height(r) + r->nranks * PITCH + AXIS_H;
     if (r->nmem > 0)
         h += MEM_CAP_H + MH + 12;
     return h + BLOCK_GAP;
@@ -265,11 +272,15 @@ static void svg_title(svg_ctx *c, const export_run *r, int y)
     if (r->dp > 1)
         fprintf(c->out, " dp=%d", (int)r->dp);
     fprintf(c->out, " \xc2\xb7 makespan %s \xc2\xb7 bubble %s", ms, bub);
-    if (*r->view) { /* what is drawn of it (export.h) */
-        fputs(" \xc2\xb7 ", c->out);
-        svg_text(c->out, r->view);
-    }
     fputs("</tspan></text>\n", c->out);
+    if (*r->view) { /* what is drawn of it (export.h), a line of its own */
+        fprintf(c->out,
+                "<text class=\"view\" x=\"12\" y=\"%d\" font-size=\"11\" "
+                "fill=\"%s\">drawn: ",
+                y + 18 + VIEW_H, ink2);
+        svg_text(c->out, r->view);
+        fputs("</text>\n", c->out);
+    }
 }
 
 /* Vertical grid lines and, at y_axis, the time axis with labels. */
@@ -372,13 +383,20 @@ static void svg_transfer(svg_ctx *c, const export_run *r,
     fprintf(c->out, ", %s, %s to %s</title></rect>\n", bytes, t0, t1);
 }
 
-/* A row label's attributes: one longer than the margin holds (a TP
- * group's "ranks 1016-1023") is squeezed into it. */
-static const char *fit_label(const char *label)
+/* A row label's attributes: one longer than the margin holds at 11 px (a
+ * TP group's "ranks 1016-1023") is set smaller, down to 6 px, and then
+ * squeezed into it (textLength, which librsvg 2.54 ignores: hence the
+ * size). */
+static const char *fit_label(const char *label, char *buf, size_t n)
 {
-    return strlen(label) > 11
-               ? " textLength=\"66\" lengthAdjust=\"spacingAndGlyphs\""
-               : "";
+    size_t len = strlen(label);
+    if (len <= 11)
+        return " font-size=\"11\"";
+    snprintf(buf, n,
+             " font-size=\"%.1f\" textLength=\"66\" "
+             "lengthAdjust=\"spacingAndGlyphs\"",
+             fmax(6, 11.0 * 11 / (double)len));
+    return buf;
 }
 
 /* The memory panel: a step line per rank, the capacity dashed. */
@@ -464,7 +482,7 @@ static void svg_block(svg_ctx *c, const export_run *r, int y)
     FILE *out = c->out;
     fprintf(out, "<g class=\"run\" data-run=\"%lld\">\n", (long long)r->id);
     svg_title(c, r, y);
-    int y_rows = y + TITLE_H;
+    int y_rows = y + title_height(r);
     int y_axis = y_rows + r->nranks * PITCH - 4;
     fprintf(out,
             "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"%s\">"
@@ -472,13 +490,15 @@ static void svg_block(svg_ctx *c, const export_run *r, int y)
             ML + PW + 10, y_rows - 4, ink2);
     for (int32_t i = 0; i < r->nranks; i++) {
         double ry = y_rows + i * PITCH;
+        char fit[96];
         fprintf(out,
                 "<rect class=\"idle\" x=\"%d\" y=\"%.1f\" width=\"%.2f\" "
                 "height=\"%d\" fill=\"%s\"/>\n"
-                "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" "
+                "<text class=\"row\" x=\"%d\" y=\"%.1f\" "
                 "text-anchor=\"end\" fill=\"%s\"%s>%s</text>\n",
                 ML, ry, xs(c, r->makespan) - ML, RH, idle_fill, ML - 8,
-                ry + RH / 2.0 + 4, ink, fit_label(r->ranks[i].label),
+                ry + RH / 2.0 + 4, ink,
+                fit_label(r->ranks[i].label, fit, sizeof fit),
                 r->ranks[i].label);
         char bub[16] = "-";
         if (!isnan(r->ranks[i].bubble))

@@ -8,18 +8,10 @@
 #include "out/export.h"
 #include "out/export_run.h"
 
-/* 1 when rank is one of r->ranks (ascending): a binary search. */
+/* 1 when rank is one of r->ranks. */
 static int drawn(const export_run *r, int32_t rank)
 {
-    int32_t lo = 0, hi = r->nranks;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (r->ranks[mid].rank < rank)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->nranks && r->ranks[lo].rank == rank;
+    return export_run_rank_index(r, rank) >= 0;
 }
 
 /* Keeps the ranks keep[i] marks, their events, and the transfers with an
@@ -70,6 +62,10 @@ static int choose_view(export_run *r, int replica, int auto_ranks, ps_err *err)
                        replica);
     if (replica < 0 || r->replicas < 2)
         return PS_OK; /* every rank */
+    /* before the other replicas' rows go: which of them it stands for */
+    char same[120];
+    if (export_run_same_replicas(r, replica, same, sizeof same) < 0)
+        snprintf(same, sizeof same, "replicas not compared");
     int32_t all = r->nranks;
     char *keep = malloc((size_t)r->nranks + 1);
     if (!keep)
@@ -79,9 +75,9 @@ static int choose_view(export_run *r, int replica, int auto_ranks, ps_err *err)
     keep_ranks(r, keep);
     free(keep);
     snprintf(r->view, sizeof r->view,
-             "replica %d of %d: %d of %d simulated ranks (--replica all: "
-             "every rank)",
-             replica, (int)r->replicas, (int)r->nranks, (int)all);
+             "replica %d of %d (%s): %d of %d simulated ranks (--all: every "
+             "rank)",
+             replica, (int)r->replicas, same, (int)r->nranks, (int)all);
     return PS_OK;
 }
 

@@ -160,6 +160,16 @@ static int parse_window(out_view *v, const char *value, ps_err *err)
 
 static int parse_replica(out_view *v, const char *value, ps_err *err)
 {
+    if (v->replica_set) { /* nothing silent: the second would win */
+        char q[80], had[16] = "all";
+        shown(value, q, sizeof q);
+        if (v->replica >= 0)
+            snprintf(had, sizeof had, "%d", v->replica);
+        return ps_errf(err,
+                       "--replica: given twice (--all is --replica all), "
+                       "%s after '%s'; give one",
+                       q, had);
+    }
     if (strcmp(value, "all") == 0) {
         v->replica = EXPORT_REPLICA_ALL;
     } else {

@@ -579,12 +579,32 @@ static void dp_exposed(const par_step *st, double *exposed)
     }
 }
 
+/* The elements the distributed optimizer pads model stage s's buckets
+ * with (par_dp_chunk_pad). The chunk matters only for pipeline rank 0's
+ * first one (chunk_bucketed: Megatron cuts it alone into buckets), so it
+ * is 0 or 1: whether a stage before s sits on rank 0; O(s) on rank 0's
+ * stages only, linear in the stages in all. */
+static double stage_pad(const par_step *st, int32_t s, int32_t r)
+{
+    dp_config c;
+    configure(&c, st, NULL);
+    if (!c.zero || c.fsdp)
+        return 0;
+    int32_t chunk = 0;
+    for (int32_t q = 0; r == 0 && q < s && !chunk; q++)
+        chunk = sched_place_rank(st->sched.placement, st->sched.place,
+                                 st->sim->p, q) == 0;
+    return par_dp_chunk_pad(&c, r, s, chunk);
+}
+
 /* Static memory: weights, gradients and optimizer state of each
  * simulated rank's parameters (ZeRO paper accounting, Rajbhandari et al.
  * 2020: 2 + 2 + 12 bytes per parameter for bf16 mixed precision with
- * Adam), each stage's shards of them (par_fsdp_per_param), and with
- * ZeRO-2/3 the buffers beyond (par_fsdp_buffers) once per rank. DualPipe
- * holds each stage twice: the second copy on rank p - 1 - s. */
+ * Adam), each stage's shards of them (par_fsdp_per_param), with ZeRO-1
+ * the padding of its buckets in the gradient and parameter buffers
+ * (stage_pad), and with ZeRO-2/3 the buffers beyond (par_fsdp_buffers)
+ * once per rank. DualPipe holds each stage twice: the second copy on rank
+ * p - 1 - s. */
 static void dp_memory(const par_step *st, double *rank_static)
 {
     const par_sim *sim = st->sim;
@@ -602,7 +622,9 @@ static void dp_memory(const par_step *st, double *rank_static)
         int32_t r =
             sched_place_rank(st->sched.placement, st->sched.place, p, s);
         /* and the layers' own static bytes (pipe_layer.static_bytes) */
-        double stage_static = st->stage_params[s] * per_param;
+        double stage_static =
+            st->stage_params[s] * per_param +
+            stage_pad(st, s, r) * (st->weight_bytes + st->grad_bytes);
         for (int32_t l = st->first[s];
              st->layer_static && l < st->first[s] + st->count[s]; l++)
             stage_static += st->layer_static[l];

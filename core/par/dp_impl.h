@@ -46,6 +46,8 @@ typedef struct bucket {
 typedef struct plan {
     bucket *b;
     int32_t n, cap;
+    double pad;     /* elements the distributed optimizer padded in */
+    int count_only; /* 1: sum pad only, store no bucket */
 } plan;
 
 /* ZeRO-2/3's collectives of one pipeline rank, in the order its lane
@@ -85,6 +87,12 @@ typedef struct dp_group {
  * pl would pass DP_MAX_BUCKETS. */
 int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
                       int32_t chunk, plan *pl);
+
+/* The elements par_dp_plan_chunk pads model stage `stage` (chunk `chunk`
+ * of pipeline rank r) with; 0 without ZeRO-1's padding. Allocates
+ * nothing, for the static memory (dp_memory). */
+double par_dp_chunk_pad(const dp_config *c, int32_t r, int32_t stage,
+                        int32_t chunk);
 
 /* last[c]: index of the lane's last backward of chunk c (c < v), or -1;
  * and whether op i of lane is the last backward of its chunk. */

@@ -43,8 +43,11 @@ static int64_t gcd64(int64_t a, int64_t b)
  * of each bucket to a multiple of lcm(dp, 128) elements, dp the
  * distributed optimizer instance's group (intra_dp_cp_group), so that
  * its reduce-scatter and all-gather split the bucket evenly (the grad
- * and param buffers hold the padding too, which the static memory, per
- * parameter, does not count); without the distributed
+ * and param buffers hold the padding too: dp_memory counts it at the
+ * weight's and the gradient's bytes, par_dp_chunk_pad; the fp32 main
+ * parameters and Adam's moments are made per parameter shard
+ * (distrib_optimizer.py _build_model_and_main_param_groups), not for the
+ * padding); without the distributed
  * optimizer nothing is padded (megatron/core/optimizer/param_layout.py
  * pad_bucket_end and bucket_end_divisor, used by
  * distrib_optimizer.py DistributedOptimizer._compute_per_buffer_param_layout;
@@ -70,11 +73,12 @@ static int close_bucket(const dp_config *c, plan *pl, bucket b)
         /* the 1e-9 absorbs the rounding of params summed from bytes */
         double padded = ceil(b.params / (double)m - 1e-9) * (double)m;
         if (padded > b.params) {
+            pl->pad += padded - b.params;
             b.params = padded;
             b.bytes = padded * c->grad_bytes;
         }
     }
-    return add_bucket(pl, b);
+    return pl->count_only ? 0 : add_bucket(pl, b);
 }
 
 /* Is chunk `chunk` of pipeline rank r cut into buckets (enum dp_bucketed)?
@@ -147,6 +151,16 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
         }
     }
     return cur.bytes > 0 ? close_bucket(c, pl, cur) : 0;
+}
+
+double par_dp_chunk_pad(const dp_config *c, int32_t r, int32_t stage,
+                        int32_t chunk)
+{
+    if (bucket_pad(c) == 0)
+        return 0;
+    plan pl = {.count_only = 1};
+    par_dp_plan_chunk(c, r, stage, chunk, &pl); /* stores nothing: 0 */
+    return pl.pad;
 }
 
 /* A gradient-producing op: a backward (also the backward half of an

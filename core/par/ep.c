@@ -65,6 +65,9 @@ typedef struct group {
     const int32_t *lane; /* compute lanes */
     prog_op **old;       /* e: the lanes' ops before the rewrite */
     int32_t *first;      /* e: index of the current op's first piece */
+    double *est;         /* 4 per layer: combined pairs' all-to-all estimates */
+    double *bytes;       /* e: scratch for them */
+    int32_t *peer, *key;
 } group;
 
 static int push(prog_set *ps, int32_t lane, prog_op op, ps_err *err)
@@ -303,6 +306,221 @@ static int has_moe(const par_step *st, const prog_op *op)
            op->stage < st->nstages && stage_has_moe(st, op->stage);
 }
 
+/* Megatron-LM's combined 1F1B (overlap_moe_expert_parallel_comm,
+ * Megatron-Core 0.14 on: pipeline_parallel/combined_1f1b.py,
+ * models/common/model_chunk_schedule_plan.py; checked against d98e8a64dd,
+ * 0.20.0): in the steady state the forward of one microbatch and the
+ * backward of another run as one step, layer by layer, each one's
+ * dispatch and combine on the communication stream beside the other's
+ * attention and MLP compute. Ops i and i + 1 are such a pair when they
+ * are a forward and a backward of different units next to each other
+ * on the lane: interleaved 1F1B's steady-state F(k + warmup) B(k) (one
+ * step, sched/sched.c order_interleaved), or without a pipeline B(k)
+ * F(k + 1) (combined_1f1b_schedule_for_no_pipelining runs F(0), then
+ * F(k + 1) with B(k), then B(m - 1)). */
+static int combined_pair(const group *g, int32_t i, int32_t n)
+{
+    if (!g->st->ep.overlap || i + 1 >= n)
+        return 0;
+    const prog_op *a = &g->old[0][i], *b = &g->old[0][i + 1];
+    if (a->type != PROG_COMPUTE || b->type != PROG_COMPUTE ||
+        !((a->kind == PROG_F && b->kind == PROG_B) ||
+          (a->kind == PROG_B && b->kind == PROG_F)) ||
+        (a->stage == b->stage && a->mb == b->mb) || !same_op(g, i + 1))
+        return 0;
+    return has_moe(g->st, a) || has_moe(g->st, b);
+}
+
+/* Signal base + k e + j (k: which of a layer pair's eight, j: the lane)
+ * raised (PROG_SIGNAL) or waited for on every lane of the group, on the
+ * compute lanes (ps) or the all-to-all lanes (the stash); a compute
+ * lane's wait is the all-to-all it exposes (ep_exposed). */
+static int sync_op(group *g, prog_set *ps, enum prog_type type, int32_t base,
+                   int k, ps_err *err)
+{
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_op op = prog_signal(type, base + k * g->e + j);
+        if (type == PROG_WAIT && ps == g->st->ps)
+            op.tag = PAR_EP_TAG;
+        if (push(ps, g->lane[j], op, err))
+            return PS_ERR;
+    }
+    return PS_OK;
+}
+
+/* One layer of a combined pair's side: its op, its layer (-1: none),
+ * the stage's seconds, and its pieces before, between and after its two
+ * all-to-alls (a dense layer: all of it before, none). */
+typedef struct side {
+    int32_t op, layer;
+    int bwd, moe;
+    double total, pre, mid, rest;
+} side;
+
+static side side_of(const group *g, int32_t op, int32_t layer, int bwd)
+{
+    const par_step *st = g->st;
+    side d = {op, layer, bwd, 0, 0, 0, 0, 0};
+    d.total = stage_total(st, g->old[0][op].stage, bwd);
+    if (!(d.total > 0))
+        d.total = 1;
+    if (layer < 0)
+        return d;
+    const par_moe *m = &st->ep.layers[layer];
+    double whole = bwd ? st->layer_bwd[layer] : st->ep.layer_fwd[layer];
+    d.moe = is_moe(m);
+    d.pre = d.moe ? (bwd ? m->bwd_pre : m->fwd_pre) : whole;
+    d.mid = d.moe ? (bwd ? m->bwd_expert : m->fwd_expert) : 0;
+    d.rest = fmax(0, whole - d.pre - d.mid);
+    return d;
+}
+
+/* Side d's first (second) all-to-all's seconds alone on the group's
+ * first lane (par_ep_a2a_estimate), once per layer and kind. */
+static double a2a_est(group *g, const side *d, int second)
+{
+    double *at = &g->est[4 * d->layer + 2 * d->bwd + second];
+    if (*at >= 0)
+        return *at;
+    const par_step *st = g->st;
+    const par_moe *m = &st->ep.layers[d->layer];
+    double bytes = second ? second_a2a(m, d->bwd) : first_a2a(m, d->bwd);
+    int32_t me = st->ps->lanes[g->lane[0]].rank;
+    for (int32_t k = 0; k < g->e; k++) {
+        g->peer[k] = st->ps->lanes[g->lane[k]].rank;
+        g->bytes[k] = k ? pair_bytes(g, m, bytes, me, g->peer[k]) : 0;
+    }
+    *at = par_ep_a2a_estimate(st->nw, me, g->peer, g->bytes, g->e, g->key,
+                              g->bytes + g->e);
+    return *at;
+}
+
+/* A piece of side d (seconds t) beside an all-to-all of about tc seconds
+ * (0: none): the all-to-all's kernels take comm_share of the SMs while
+ * they run, so the compute loses that share of tc, t + share tc, or runs
+ * slowed whole, t / (1 - share), when the all-to-all outlasts it. */
+static int side_piece(group *g, const side *d, double t, double tc, ps_err *err)
+{
+    double s = g->st->ep.comm_share;
+    double x = tc > 0 ? fmin(t + s * tc, t / (1 - s)) : t;
+    return d->layer >= 0 && t > 0 ? piece(g, d->op, x / d->total, err) : PS_OK;
+}
+
+/* Side d's first (second) all-to-all on the all-to-all lanes, after the
+ * compute lanes' signal wait_k, raising raise_k when done. */
+static int side_a2a(group *g, const side *d, int second, int32_t base,
+                    int wait_k, int raise_k, ps_err *err)
+{
+    prog_set *stash = g->st->ep.state->stash;
+    const par_moe *m = &g->st->ep.layers[d->layer];
+    double bytes = second ? second_a2a(m, d->bwd) : first_a2a(m, d->bwd);
+    return sync_op(g, stash, PROG_WAIT, base, wait_k, err) ||
+                   alltoall(g, stash, m, bytes, g->old[0][d->op].mb, err) ||
+                   sync_op(g, stash, PROG_SIGNAL, base, raise_k, err)
+               ? PS_ERR
+               : PS_OK;
+}
+
+/* One layer pair of a combined step, as Megatron-LM's
+ * TransformerLayerSchedulePlan.run orders it (models/common/
+ * model_chunk_schedule_plan.py, d98e8a64dd): the forward layer's
+ * attention beside the backward layer's combine gradient, the backward's
+ * experts beside the forward's dispatch, the forward's experts beside the
+ * backward's dispatch gradient, the backward's attention beside the
+ * forward's combine; each all-to-all waits for the compute that makes
+ * its input, each compute for the all-to-all that makes its own. Signals
+ * 0-3: compute done (b's first, f's first, b's second, f's second
+ * all-to-all may start); 4-7: those all-to-alls done. */
+static int layer_pair(group *g, const side *f, const side *b, ps_err *err)
+{
+    prog_set *ps = g->st->ps;
+    int32_t base = ps->nsignals;
+    if ((int64_t)base + 8 * (int64_t)g->e > INT32_MAX)
+        return ps_errf(err, "the combined pairs need more than 2^31 signals");
+    ps->nsignals += 8 * g->e;
+    int fm = f->layer >= 0 && f->moe, bm = b->layer >= 0 && b->moe;
+    double f1 = fm ? a2a_est(g, f, 0) : 0, f2 = fm ? a2a_est(g, f, 1) : 0;
+    double b1 = bm ? a2a_est(g, b, 0) : 0, b2 = bm ? a2a_est(g, b, 1) : 0;
+    if (side_piece(g, b, b->pre, 0, err) ||
+        (bm && sync_op(g, ps, PROG_SIGNAL, base, 0, err)) ||
+        side_piece(g, f, f->pre, b1, err) ||
+        (fm && sync_op(g, ps, PROG_SIGNAL, base, 1, err)) ||
+        (bm && (sync_op(g, ps, PROG_WAIT, base, 4, err) ||
+                side_piece(g, b, b->mid, f1, err) ||
+                sync_op(g, ps, PROG_SIGNAL, base, 2, err))) ||
+        (fm && (sync_op(g, ps, PROG_WAIT, base, 5, err) ||
+                side_piece(g, f, f->mid, b2, err) ||
+                sync_op(g, ps, PROG_SIGNAL, base, 3, err))) ||
+        (bm && (sync_op(g, ps, PROG_WAIT, base, 6, err) ||
+                side_piece(g, b, b->rest, f2, err))) ||
+        (fm && (sync_op(g, ps, PROG_WAIT, base, 7, err) ||
+                side_piece(g, f, f->rest, 0, err))))
+        return PS_ERR;
+    return (bm && side_a2a(g, b, 0, base, 0, 4, err)) ||
+                   (fm && side_a2a(g, f, 0, base, 1, 5, err)) ||
+                   (bm && side_a2a(g, b, 1, base, 2, 6, err)) ||
+                   (fm && side_a2a(g, f, 1, base, 3, 7, err))
+               ? PS_ERR
+               : PS_OK;
+}
+
+/* One layer pair's share of the memory of the pair's forward (op fi, one
+ * of nf layers) and backward (bi, one of nb) on the pieces each lane got
+ * from g->first on: the forward allocates its layer's share when its
+ * layer's first piece starts, the backward frees its share when its
+ * layer's last piece ends, so the two microbatches' activations trade
+ * places layer by layer as Megatron's layer plans run them (a side with
+ * no piece here: on the pair's last piece so far). */
+static void layer_mem(group *g, int32_t fi, int32_t nf, int32_t bi, int32_t nb,
+                      int has_f, int has_b)
+{
+    for (int32_t j = 0; j < g->e; j++) {
+        prog_lane *lane = &g->st->ps->lanes[g->lane[j]];
+        int32_t f = -1, b = -1, last = -1;
+        for (int32_t k = g->first[j]; k < lane->n; k++) {
+            const prog_op *op = &lane->ops[k];
+            if (op->type != PROG_COMPUTE)
+                continue;
+            last = k;
+            if (op->kind == PROG_F && f < 0)
+                f = k;
+            if (op->kind == PROG_B)
+                b = k;
+        }
+        while (last < 0 && g->first[j] > 0 &&
+               lane->ops[g->first[j] - 1].type != PROG_COMPUTE)
+            g->first[j]--; /* nothing here: the pair's compute before */
+        if (last < 0)
+            last = g->first[j] - 1;
+        if (has_f && last >= 0)
+            lane->ops[f >= 0 ? f : last].mem += g->old[j][fi].mem / nf;
+        if (has_b && last >= 0)
+            lane->ops[b >= 0 ? b : last].mem += g->old[j][bi].mem / nb;
+    }
+}
+
+/* A combined 1F1B pair (combined_pair) at ops i, i + 1: the forward's
+ * layers in order beside the backward's in reverse, one layer pair at a
+ * time (Megatron's TransformerModelChunkSchedulePlan.run pairs forward
+ * layer k with the backward's k-th from the end). */
+static int combined_step(group *g, int32_t i, ps_err *err)
+{
+    const par_step *st = g->st;
+    int32_t fi = g->old[0][i].kind == PROG_F ? i : i + 1, bi = 2 * i + 1 - fi;
+    int32_t fs = g->old[0][fi].stage, bs = g->old[0][bi].stage;
+    int32_t nf = st->count[fs], nb = st->count[bs];
+    for (int32_t k = 0; k < (nf > nb ? nf : nb); k++) {
+        side f = side_of(g, fi, k < nf ? st->first[fs] + k : -1, 0);
+        side b = side_of(g, bi, k < nb ? st->first[bs] + nb - 1 - k : -1, 1);
+        for (int32_t j = 0; j < g->e; j++)
+            g->first[j] = st->ps->lanes[g->lane[j]].n;
+        if (layer_pair(g, &f, &b, err))
+            return PS_ERR;
+        layer_mem(g, fi, nf, bi, nb, k < nf, k < nb);
+    }
+    return PS_OK;
+}
+
 /* Rewrites the group's lanes, whose old ops are g->old (n each). */
 static int rewrite(group *g, int32_t n, ps_err *err)
 {
@@ -320,7 +538,10 @@ static int rewrite(group *g, int32_t n, ps_err *err)
                    g->old[0][i + 1].type == PROG_COMPUTE &&
                    (has_moe(st, op) || has_moe(st, &g->old[0][i + 1]));
         int rc;
-        if (pair) {
+        if (!pair && combined_pair(g, i, n)) {
+            rc = combined_step(g, i, err);
+            i++;
+        } else if (pair) {
             rc = overlap_pair(g, i, err);
             i++;
         } else if (has_moe(st, op) &&
@@ -399,11 +620,43 @@ static void lanes_of_ranks(const par_step *st, int32_t *at, int32_t nranks)
         at[st->sim->rank_of[k]] = k;
 }
 
+/* The configurations Megatron refuses overlap_moe_expert_parallel_comm
+ * with (transformer_config.py __post_init__, d98e8a64dd): no expert
+ * parallelism, a pipeline without virtual stages, full recompute; the
+ * dispatcher is checked where it is chosen (lua/pipesim/expert.lua). */
+static int overlap_refused(const par_step *st, ps_err *err)
+{
+    if (!st->ep.overlap)
+        return PS_OK;
+    if (!ep_active(st))
+        return ps_errf(err, "ep_overlap needs expert parallelism: ep > 1 and "
+                            "MoE layers (Megatron: \"overlap_moe_expert_"
+                            "parallel_comm is only supported with expert "
+                            "model parallelism\")");
+    const sched_spec *s = &st->sched;
+    if (!(s->kind == SCHED_INTERLEAVED || (s->kind == SCHED_1F1B && s->p == 1)))
+        return ps_errf(err,
+                       "ep_overlap runs Megatron's combined 1F1B: it needs "
+                       "schedule 'interleaved', or '1f1b' on one stage, got "
+                       "'%s' on %d (Megatron: \"virtual_pipeline_model_"
+                       "parallel_size must be specified when pipeline_model_"
+                       "parallel_size > 1\")",
+                       sched_name(s->kind), (int)s->p);
+    if (s->checkpoint)
+        return ps_errf(err, "ep_overlap with full recompute (checkpoint) is "
+                            "refused, as Megatron does (\"disable full "
+                            "recomputation when enabling overlap_moe_expert_"
+                            "parallel_comm\")");
+    return PS_OK;
+}
+
 static int ep_lower(par_step *st, ps_err *err)
 {
     int32_t nsim = st->sim->n * st->sim->p, nranks = net_ranks(st->nw);
     if ((ep_active(st) || par_ep_sync_applies(st)) &&
         reset_state(st, nsim, err))
+        return PS_ERR;
+    if (overlap_refused(st, err))
         return PS_ERR;
     if (!ep_active(st))
         return PS_OK;
@@ -413,12 +666,14 @@ static int ep_lower(par_step *st, ps_err *err)
     if (st->ep.comm_share < 0 || st->ep.comm_share >= 1)
         return ps_errf(err, "ep_comm_share must be in [0, 1), got %g",
                        st->ep.comm_share);
+    int32_t nl = model_layers(st);
     int32_t *at = malloc((size_t)nranks * sizeof *at);
-    int32_t *ranks = malloc((size_t)e * 3 * sizeof *ranks);
+    int32_t *ranks = malloc((size_t)e * 5 * sizeof *ranks);
+    double *est = malloc(((size_t)nl * 4 + (size_t)e * 2) * sizeof *est);
     prog_op **old = malloc((size_t)e * sizeof *old);
     uint8_t *owned = malloc((size_t)e);
-    int rc =
-        at && ranks && old && owned ? PS_OK : ps_errf(err, "out of memory");
+    int rc = at && ranks && est && old && owned ? PS_OK
+                                                : ps_errf(err, "out of memory");
     if (rc == PS_OK)
         lanes_of_ranks(st, at, nranks);
     int32_t *lane = ranks + e, *first = ranks + 2 * e;
@@ -427,10 +682,15 @@ static int ep_lower(par_step *st, ps_err *err)
         rc = par_ep_group_lanes(at, ranks, e, lane, "expert-parallel", gi, err);
         if (rc <= 0)
             continue; /* not simulated (rc 0), or the error (rc < 0) */
-        group g = {st, e, lane, old, first};
+        for (int32_t k = 0; k < 4 * nl; k++)
+            est[k] = -1; /* each group's ranks: their own estimates */
+        group g = {st,           e,   lane,         old,
+                   first,        est, est + 4 * nl, ranks + 3 * e,
+                   ranks + 4 * e};
         rc = lower_group(&g, owned, err);
     }
     free(at);
+    free(est);
     free(ranks);
     free(old);
     free(owned);

@@ -52,6 +52,16 @@ int par_ep_group_lanes(const int32_t *at, const int32_t *ranks, int32_t n,
                        int32_t *lane, const char *what, int32_t gi,
                        ps_err *err);
 
+/* The seconds rank me's share of an all-to-all takes with nothing else on
+ * the network (par/ep_est.c): bytes[k] to peers[k] (n of them), the
+ * sends that leave by the same first link of their route serialised, the
+ * longest such group plus the largest latency. key and sum: n entries of
+ * scratch. An estimate for the SMs the all-to-all's kernels take from the
+ * compute beside it (par/ep.c side_piece). */
+double par_ep_a2a_estimate(const net *nw, int32_t me, const int32_t *peers,
+                           const double *bytes, int32_t n, int32_t *key,
+                           double *sum);
+
 extern const par_pass par_ep_pass;
 extern const par_pass par_ep_comm_pass;
 

@@ -1,6 +1,6 @@
 /* Replica folding (par/fold.h): the checks that a step's instances are
  * identical up to a shift, and the representatives' programs. */
-#include "par/fold.h"
+#include "par/fold_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
  * step whose replicas differ late would pay a pass over its ops each. */
 #define FOLD_MAX_TRIES 6
 
-static int grow(int32_t **a, int64_t n)
+int par_fold_grow(int32_t **a, int64_t n)
 {
     int32_t *b = realloc(*a, (size_t)(n > 0 ? n : 1) * sizeof *b);
     if (!b)
@@ -28,16 +28,17 @@ static int alloc_arrays(par_fold *f, const prog_set *full, const par_sim *sim,
     f->nnodes = nnodes;
     if (!f->ps && !(f->ps = prog_new(full->nranks)))
         return -1;
-    return grow(&f->image, full->nranks) || grow(&f->inst_of, full->nranks) ||
-                   grow(&f->lane_fold, full->nlanes) ||
-                   grow(&f->lane_seq, full->nlanes) ||
-                   grow(&f->inst_first, (int64_t)sim->n + 1) ||
-                   grow(&f->inst_lanes, full->nlanes) ||
-                   grow(&f->node_img, 2 * (int64_t)nnodes) ||
-                   grow(&f->sig_map, full->nsignals) ||
-                   grow(&f->sig_inst, full->nsignals) ||
-                   grow(&f->shift, full->nranks) ||
-                   grow(&f->msg_map, full->nmsgs)
+    return par_fold_grow(&f->image, full->nranks) ||
+                   par_fold_grow(&f->inst_of, full->nranks) ||
+                   par_fold_grow(&f->lane_fold, full->nlanes) ||
+                   par_fold_grow(&f->lane_seq, full->nlanes) ||
+                   par_fold_grow(&f->inst_first, (int64_t)sim->n + 1) ||
+                   par_fold_grow(&f->inst_lanes, full->nlanes) ||
+                   par_fold_grow(&f->node_img, 2 * (int64_t)nnodes) ||
+                   par_fold_grow(&f->sig_map, full->nsignals) ||
+                   par_fold_grow(&f->sig_inst, full->nsignals) ||
+                   par_fold_grow(&f->shift, full->nranks) ||
+                   par_fold_grow(&f->msg_map, full->nmsgs)
                ? -1
                : 0;
 }
@@ -87,16 +88,40 @@ static int index_lanes(par_fold *f, const prog_set *full, const par_sim *sim)
 /* The cluster rank of simulated rank x's instance shifted by k, same
  * pipeline rank; -1 when x is not simulated. A shift by the one tried
  * (f->step) is a table lookup. */
-static int32_t shifted(const par_fold *f, const par_sim *sim, int32_t x,
-                       int32_t k)
+int32_t par_fold_shifted(const par_fold *f, const par_sim *sim, int32_t x,
+                         int32_t k)
 {
     if (k == f->step)
         return f->shift[x];
     int32_t kx = f->inst_of[x];
     if (kx < 0)
         return -1;
-    int32_t i = (kx / sim->p + k) % sim->n;
-    return sim->rank_of[i * sim->p + kx % sim->p];
+    int32_t i = kx / sim->p, r = kx - i * sim->p;
+    i += k < sim->n ? k : k % sim->n; /* one division: it is every peer's */
+    if (i >= sim->n)
+        i -= sim->n;
+    return sim->rank_of[i * sim->p + r];
+}
+
+int par_fold_note_side(par_fold *f, int32_t a, int send, int32_t img)
+{
+    uint32_t s = f->side[a];
+    if (s == FOLD_SIDE_NONE) {
+        f->side[a] = (uint32_t)img * 2u + (send ? 1u : 0u);
+        return 1;
+    }
+    if (s == FOLD_SIDE_DONE || (int)(s & 1u) == send)
+        return 0; /* a side seen twice */
+    int32_t other = (int32_t)(s >> 1);
+    int32_t si = send ? img : other, ri = send ? other : img;
+    if (f->pair[si] < 0 && f->rpair[ri] < 0) {
+        f->pair[si] = ri;
+        f->rpair[ri] = si;
+    } else if (f->pair[si] != ri || f->rpair[ri] != si) {
+        return 0;
+    }
+    f->side[a] = FOLD_SIDE_DONE;
+    return 1;
 }
 
 /* 1 when op a of an instance shifted by k from its representative is the
@@ -118,13 +143,25 @@ static int same_op(par_fold *f, const par_sim *sim, const prog_op *a,
     case PROG_DELAY: return a->seconds == b->seconds && a->tag == b->tag;
     case PROG_SIGNAL:
     case PROG_WAIT:
+        if (f->replay)
+            return 1;
+        if (f->stream_mode) { /* a signal stays inside its instance */
+            if (f->sig_inst[a->msg] < 0)
+                f->sig_inst[a->msg] = f->cur;
+            else if (f->sig_inst[a->msg] != f->cur)
+                return 0;
+        }
         if (f->sig_map[a->msg] < 0)
             f->sig_map[a->msg] = b->msg;
         return f->sig_map[a->msg] == b->msg;
     default: /* SEND, RECV */
         if (a->bytes != b->bytes || a->tag != b->tag ||
-            a->peer != shifted(f, sim, b->peer, k))
+            a->peer != par_fold_shifted(f, sim, b->peer, k))
             return 0;
+        if (f->replay)
+            return 1;
+        if (f->stream_mode)
+            return par_fold_note_side(f, a->msg, a->type == PROG_SEND, b->msg);
         /* the message: the shift maps messages to messages (each the
          * same on both its sides, which are checked in turn) */
         if (f->msg_map[a->msg] < 0)
@@ -136,15 +173,15 @@ static int same_op(par_fold *f, const par_sim *sim, const prog_op *a,
 /* 1 when shifting instances by s maps ranks on one node to ranks on one
  * node and ranks on different nodes to different nodes, and keeps every
  * simulated rank's static bytes. */
-static int net_symmetric(par_fold *f, const par_sim *sim, const net *nw,
-                         const double *st, int32_t s)
+int par_fold_net_symmetric(par_fold *f, const par_sim *sim, const net *nw,
+                           const double *st, int32_t s)
 {
     int32_t *img = f->node_img, *pre = f->node_img + f->nnodes, p = sim->p;
     for (int32_t u = 0; u < 2 * f->nnodes; u++)
         f->node_img[u] = -1;
     f->step = 0;
     for (int32_t x = 0; x < f->nranks; x++)
-        f->shift[x] = shifted(f, sim, x, s);
+        f->shift[x] = par_fold_shifted(f, sim, x, s);
     f->step = s;
     for (int32_t k = 0; k < sim->n * p; k++) {
         int32_t x = sim->rank_of[k], y = f->shift[x];
@@ -175,9 +212,9 @@ static int32_t batch_end(const prog_lane *l, int32_t t)
  * lane b op by op, a batch's ops in any order; 1 when every op is the
  * image of one. With to (lane b of the folded programs) given, out (a's
  * ops) receives the times of each op's match. */
-static int match_lane(par_fold *f, const par_sim *sim, const prog_lane *a,
-                      const prog_lane *b, int32_t k, const prog_lane *to,
-                      prog_op *out)
+int par_fold_match_lane(par_fold *f, const par_sim *sim, const prog_lane *a,
+                        const prog_lane *b, int32_t k, const prog_lane *to,
+                        prog_op *out)
 {
     if (a->n != b->n)
         return 0;
@@ -221,7 +258,7 @@ static int match_lane(par_fold *f, const par_sim *sim, const prog_lane *a,
 static int check_shift(par_fold *f, const prog_set *full, const par_sim *sim,
                        const net *nw, const double *st, int32_t s)
 {
-    if (!net_symmetric(f, sim, nw, st, s))
+    if (!par_fold_net_symmetric(f, sim, nw, st, s))
         return 0;
     for (int32_t g = 0; g < full->nsignals; g++)
         f->sig_map[g] = -1;
@@ -240,7 +277,7 @@ static int check_shift(par_fold *f, const prog_set *full, const par_sim *sim,
             const prog_lane *a = &full->lanes[f->inst_lanes[first[i] + q]];
             const prog_lane *b = &full->lanes[f->inst_lanes[first[j] + q]];
             if (a->n != b->n || a->rank != f->shift[b->rank] ||
-                !match_lane(f, sim, a, b, s, NULL, NULL))
+                !par_fold_match_lane(f, sim, a, b, s, NULL, NULL))
                 return 0;
         }
     }
@@ -311,7 +348,12 @@ static int build_folded(par_fold *f, const prog_set *full, const par_sim *sim,
 int par_fold_build(par_fold *f, const prog_set *full, const par_sim *sim,
                    const net *nw, const double *static_bytes, ps_err *err)
 {
+    if (f->prebuilt) { /* the streaming check built it as the passes ran */
+        f->prebuilt = 0;
+        return 1;
+    }
     f->s = 0;
+    f->streamed = 0;
     if (sim->n < 2 || !net_foldable(nw))
         return 0;
     int32_t nnodes = net_node_of(nw, full->nranks - 1) + 1;
@@ -334,7 +376,7 @@ int par_fold_build(par_fold *f, const prog_set *full, const par_sim *sim,
     return 0;
 }
 
-void par_fold_unfold(par_fold *f, prog_set *full, const par_sim *sim)
+void par_fold_unfold_shifted(par_fold *f, prog_set *full, const par_sim *sim)
 {
     const int32_t *first = f->inst_first;
     for (int32_t i = 0; i < f->s; i++) /* the representatives: as they ran */
@@ -353,7 +395,7 @@ void par_fold_unfold(par_fold *f, prog_set *full, const par_sim *sim)
             prog_lane *a = &full->lanes[f->inst_lanes[first[i] + q]];
             const prog_lane *b =
                 &full->lanes[f->inst_lanes[first[i - f->s] + q]];
-            match_lane(f, sim, a, b, f->s, b, a->ops);
+            par_fold_match_lane(f, sim, a, b, f->s, b, a->ops);
         }
 }
 
@@ -372,5 +414,11 @@ void par_fold_free(par_fold *f)
     free(f->used);
     free(f->shift);
     free(f->msg_map);
+    free(f->side);
+    free(f->pair);
+    free(f->rpair);
+    free(f->dropped);
+    free(f->rep_lanes);
+    free(f->inst_count);
     memset(f, 0, sizeof *f);
 }

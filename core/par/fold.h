@@ -34,6 +34,7 @@
 
 #include "base/err.h"
 #include "net/net.h"
+#include "par/pass.h"
 #include "par/sim.h"
 #include "sim/prog.h"
 
@@ -50,6 +51,27 @@ typedef struct par_fold {
     int32_t *shift, step;    /* each rank shifted by step (the s tried) */
     int32_t *msg_map;        /* each message's image shifted back by s */
     int32_t nranks, nlanes, n, nsignals, nnodes;
+    /* the streaming check (par_fold_stream_begin): the passes lower every
+     * instance, and the ops of instances 1 .. n - 1 but their compute
+     * lanes are compared with instance 0's shifted and dropped */
+    par_fold_hook hook;
+    const par_sim *sim;
+    int stream_mode; /* same_op records messages by side (below) */
+    int replay;      /* same_op compares fields only (unfolding) */
+    int broken;      /* a replica differed, or outran instance 0 */
+    int prebuilt;    /* ps was built by par_fold_stream_end */
+    int streamed;    /* the last fold was streamed: unfold that way */
+    int32_t cur;     /* the instance whose ops are compared */
+    int32_t p, ncompute, indexed, nrep;
+    int32_t lane_cap, rep_cap, msg_cap, sig_cap;
+    int32_t *dropped;    /* per lane: ops compared and dropped */
+    int32_t *rep_lanes;  /* instance 0's lanes in order */
+    int32_t *inst_count; /* per instance: its lanes so far */
+    /* per message: its first side's image in instance 0 (x 2, + 1 for a
+     * send) until both are seen; per instance-0 message: the receive its
+     * send pairs with in the folded run, and back */
+    uint32_t *side;
+    int32_t *pair, *rpair;
 } par_fold;
 
 /* Checks whether the sealed programs full of sim's instances on nw, with
@@ -62,6 +84,24 @@ int par_fold_build(par_fold *f, const prog_set *full, const par_sim *sim,
 /* After f->ps has run: every op of full (sim's) takes its folded op's
  * times. */
 void par_fold_unfold(par_fold *f, prog_set *full, const par_sim *sim);
+
+/* The streaming check, for a step whose replicas should fold (the
+ * caller's conditions as for par_fold_build; no MoE or ZeRO-2/3 lanes,
+ * which the passes read back): on the empty programs full before the
+ * passes lower, returns 1 and sets f->hook for par_step.fold (memory then
+ * grows with instance 0's communication, not every replica's), 0 when it
+ * does not apply, PS_ERR when out of memory. */
+int par_fold_stream_begin(par_fold *f, const prog_set *full, const par_sim *sim,
+                          const net *nw, int want, ps_err *err);
+
+/* After the passes lowered with the hook: 1 when every instance i ran
+ * instance 0's programs shifted by i (checked op by op as they were
+ * lowered, then their compute lanes and the network as par_fold_build
+ * does), with f->ps built and par_fold_build then returning it; 0 when
+ * not (the caller lowers again without the hook, keeping every op);
+ * PS_ERR when out of memory. */
+int par_fold_stream_end(par_fold *f, prog_set *full, const par_sim *sim,
+                        const net *nw, const double *static_bytes, ps_err *err);
 
 /* Releases f's arrays and programs; harmless on a zeroed or freed f. */
 void par_fold_free(par_fold *f);

@@ -54,7 +54,7 @@ void par_log_span(const par_log *log, const prog_set *ps, int32_t k, double *t0,
  * before[j]. */
 static int log_coll(par_log *log, const prog_set *ps, const coll_spec *spec,
                     const int32_t *lanes, const int32_t *before, int used,
-                    int proto)
+                    int proto, const par_fold_hook *fold)
 {
     int32_t d = spec->nranks;
     if (log->n == log->cap) {
@@ -72,9 +72,10 @@ static int log_coll(par_log *log, const prog_set *ps, const coll_spec *spec,
     *e = (par_coll){spec->op, used,    proto,      d, (double)spec->bytes,
                     blk,      blk + d, blk + 2 * d};
     for (int32_t j = 0; j < d; j++) {
+        int32_t off = fold ? fold->dropped(fold->arg, lanes[j]) : 0;
         e->lanes[j] = lanes[j];
-        e->lo[j] = before[j];
-        e->hi[j] = ps->lanes[lanes[j]].n;
+        e->lo[j] = before[j] + off;
+        e->hi[j] = ps->lanes[lanes[j]].n + off;
     }
     return 0;
 }
@@ -97,8 +98,10 @@ int par_append_coll(par_step *st, coll_forks *forks, const coll_spec *spec,
     int rc = coll_append(ps, st->nw, st->moves ? &live : spec, lanes, forks,
                          tag, &used, &proto, err);
     if (rc == PS_OK && st->log &&
-        log_coll(st->log, ps, spec, lanes, before, used, proto))
+        log_coll(st->log, ps, spec, lanes, before, used, proto, st->fold))
         rc = ps_errf(err, "out of memory");
     free(before);
+    if (rc == PS_OK && st->fold && st->fold->flush(st->fold->arg, ps))
+        rc = ps_errf(err, "replicas differ: lowered again without folding");
     return rc;
 }

@@ -124,10 +124,23 @@ typedef struct par_ep_opts {
     const par_moe *layers;   /* per layer, or NULL: no MoE layer */
     const double *layer_fwd; /* per layer: forward seconds (instance 0) */
     double comm_share;       /* SMs' share the overlapped all-to-alls take */
+    int overlap; /* Megatron's combined 1F1B: steady-state F/B pairs (ep.h) */
     par_ep_state *state;
     double *exposed;       /* n p: seconds each compute lane waited on them */
     double *exposed_pairs; /* n p: of which at overlapped F&B pairs' ends */
 } par_ep_opts;
+
+/* Replica folding's streaming check (par/fold.h): while the passes lower,
+ * the ops of every replica but the representatives are compared with
+ * theirs and dropped. par_append_coll calls flush after each collective,
+ * failing when it returns 1 (the replicas differ: the caller lowers again
+ * without the hook), and logs a lane's ops at their index counting those
+ * dropped before. */
+typedef struct par_fold_hook {
+    int (*flush)(void *arg, prog_set *ps);
+    int32_t (*dropped)(const void *arg, int32_t lane);
+    void *arg;
+} par_fold_hook;
 
 /* Everything the passes share: the layout, the simulated ranks, the
  * programs and the model's stage and layer tables. Filled by step/pipe.c. */
@@ -168,6 +181,7 @@ typedef struct par_step {
      * message moves, or NULL; with it they run without NCCL's protocols
      * (TCP has none) */
     coll_move_log *moves;
+    const par_fold_hook *fold; /* or NULL: every op is kept */
 } par_step;
 
 typedef struct par_pass {

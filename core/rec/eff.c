@@ -19,7 +19,7 @@ static double per_gpu_second(double v, double makespan, int64_t gpus,
     return v / (makespan * (double)gpus * scale);
 }
 
-static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
+static void put_real_or_null(sqlite3_stmt *st, int i, double v)
 {
     if (v > 0 && isfinite(v))
         sqlite3_bind_double(st, i, v);
@@ -27,7 +27,7 @@ static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
         sqlite3_bind_null(st, i);
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+static void put_text_or_null(sqlite3_stmt *st, int i, const char *s)
 {
     if (s && *s)
         sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
@@ -38,23 +38,23 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 void rec_bind_efficiency(sqlite3_stmt *st, int i, const rec_eff *e,
                          double makespan)
 {
-    bind_real_or_null(st, i, e->model_flops);
-    bind_real_or_null(st, i + 1, e->hardware_flops);
-    bind_real_or_null(st, i + 2, e->tokens);
+    put_real_or_null(st, i, e->model_flops);
+    put_real_or_null(st, i + 1, e->hardware_flops);
+    put_real_or_null(st, i + 2, e->tokens);
     if (e->gpus > 0)
         sqlite3_bind_int64(st, i + 3, e->gpus);
     else
         sqlite3_bind_null(st, i + 3);
-    bind_real_or_null(st, i + 4, e->peak_flops);
-    bind_text_or_null(st, i + 5, e->precision);
-    bind_real_or_null(st, i + 6,
-                      per_gpu_second(e->model_flops, makespan, e->gpus, 1e12));
-    bind_real_or_null(
+    put_real_or_null(st, i + 4, e->peak_flops);
+    put_text_or_null(st, i + 5, e->precision);
+    put_real_or_null(st, i + 6,
+                     per_gpu_second(e->model_flops, makespan, e->gpus, 1e12));
+    put_real_or_null(
         st, i + 7,
         per_gpu_second(e->model_flops, makespan, e->gpus, e->peak_flops));
-    bind_real_or_null(
+    put_real_or_null(
         st, i + 8, per_gpu_second(e->hardware_flops, makespan, e->gpus, 1e12));
-    bind_real_or_null(st, i + 9,
-                      per_gpu_second(e->tokens, makespan, e->gpus, 1));
-    bind_text_or_null(st, i + 10, e->note);
+    put_real_or_null(st, i + 9,
+                     per_gpu_second(e->tokens, makespan, e->gpus, 1));
+    put_text_or_null(st, i + 10, e->note);
 }

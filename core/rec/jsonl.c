@@ -25,7 +25,7 @@ static int open_mem(sqlite3 **db, ps_err *err)
     return PS_OK;
 }
 
-static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+static void put_opt(sqlite3_stmt *st, int i, int64_t v)
 {
     if (v >= 0)
         sqlite3_bind_int64(st, i, v);
@@ -52,9 +52,9 @@ int rec_bytes_log(const char *path, int append, const rec_bytes_row *rows,
         sqlite3_bind_int64(st, 3, r->rank);
         sqlite3_bind_text(st, 4, r->send ? "send" : "recv", -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, r->peer);
-        bind_opt(st, 6, r->msg);
-        bind_opt(st, 7, r->step);
-        bind_opt(st, 8, r->mb);
+        put_opt(st, 6, r->msg);
+        put_opt(st, 7, r->step);
+        put_opt(st, 8, r->mb);
         sqlite3_bind_text(st, 9, r->kind, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 10, r->bytes);
         sqlite3_bind_double(st, 11, r->sent);

@@ -109,7 +109,7 @@ sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err)
 
 /* NaN (the "not meaningful" marker in rec/rec.h) and absent text become NULL.
  */
-static void bind_real(sqlite3_stmt *st, int i, double v)
+static void put_real(sqlite3_stmt *st, int i, double v)
 {
     if (isnan(v))
         sqlite3_bind_null(st, i);
@@ -117,7 +117,7 @@ static void bind_real(sqlite3_stmt *st, int i, double v)
         sqlite3_bind_double(st, i, v);
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
+static void put_text(sqlite3_stmt *st, int i, const char *s)
 {
     if (s)
         sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
@@ -125,7 +125,7 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
-static void bind_fits(sqlite3_stmt *st, int i, enum rec_fits f)
+static void put_fits(sqlite3_stmt *st, int i, enum rec_fits f)
 {
     if (f == REC_FITS_UNKNOWN)
         sqlite3_bind_null(st, i);
@@ -134,7 +134,7 @@ static void bind_fits(sqlite3_stmt *st, int i, enum rec_fits f)
 }
 
 /* Indexes below 0 mean "none" in programs (mb -1 of an optimizer step). */
-static void bind_index(sqlite3_stmt *st, int i, int64_t v)
+static void put_index(sqlite3_stmt *st, int i, int64_t v)
 {
     if (v < 0)
         sqlite3_bind_null(st, i);
@@ -143,7 +143,7 @@ static void bind_index(sqlite3_stmt *st, int i, int64_t v)
 }
 
 /* A positive count, or NULL for 0 (unknown). */
-static void bind_count(sqlite3_stmt *st, int i, int64_t v)
+static void put_count(sqlite3_stmt *st, int i, int64_t v)
 {
     if (v > 0)
         sqlite3_bind_int64(st, i, v);
@@ -152,17 +152,17 @@ static void bind_count(sqlite3_stmt *st, int i, int64_t v)
 }
 
 /* The sweep columns, from parameter i on (run.sweep ... run.scenario). */
-static void bind_meta(sqlite3_stmt *st, int i, const rec_meta *m)
+static void put_meta(sqlite3_stmt *st, int i, const rec_meta *m)
 {
-    bind_text(st, i, m->sweep);
-    bind_text(st, i + 1, m->point);
-    bind_index(st, i + 2, m->point ? m->point_index : -1);
-    bind_text(st, i + 3, m->tags);
-    bind_text(st, i + 4, m->model);
-    bind_count(st, i + 5, m->seq_length);
-    bind_count(st, i + 6, m->micro_batch);
-    bind_count(st, i + 7, m->global_batch);
-    bind_text(st, i + 8, m->scenario);
+    put_text(st, i, m->sweep);
+    put_text(st, i + 1, m->point);
+    put_index(st, i + 2, m->point ? m->point_index : -1);
+    put_text(st, i + 3, m->tags);
+    put_text(st, i + 4, m->model);
+    put_count(st, i + 5, m->seq_length);
+    put_count(st, i + 6, m->micro_batch);
+    put_count(st, i + 7, m->global_batch);
+    put_text(st, i + 8, m->scenario);
 }
 
 /* run.created: the text the column's DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ',
@@ -192,40 +192,40 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
     sqlite3_stmt *st = rec_stmt(db, ST_RUN, err);
     if (!st)
         return PS_ERR;
-    bind_text(st, 1, r->kind);
-    bind_text(st, 2, r->name);
-    bind_text(st, 3, r->schedule);
+    put_text(st, 1, r->kind);
+    put_text(st, 2, r->name);
+    put_text(st, 3, r->schedule);
     sqlite3_bind_int64(st, 4, r->stages);
     sqlite3_bind_int64(st, 5, r->microbatches);
     sqlite3_bind_int64(st, 6, r->virtual_stages);
     sqlite3_bind_int64(st, 7, r->dp);
-    bind_real(st, 8, r->makespan);
-    bind_real(st, 9, r->bubble);
-    bind_real(st, 10, r->closed_form_bubble);
-    bind_real(st, 11, r->imbalance);
-    bind_real(st, 12, r->peak_memory);
-    bind_text(st, 13, r->p2p);
-    bind_text(st, 14, r->params_json);
-    bind_text(st, 15, r->status ? r->status : "ok");
-    bind_text(st, 16, r->error);
-    bind_fits(st, 17, r->fits);
+    put_real(st, 8, r->makespan);
+    put_real(st, 9, r->bubble);
+    put_real(st, 10, r->closed_form_bubble);
+    put_real(st, 11, r->imbalance);
+    put_real(st, 12, r->peak_memory);
+    put_text(st, 13, r->p2p);
+    put_text(st, 14, r->params_json);
+    put_text(st, 15, r->status ? r->status : "ok");
+    put_text(st, 16, r->error);
+    put_fits(st, 17, r->fits);
     if (r->tp > 0) { /* pipelines; collectives leave them NULL */
         sqlite3_bind_int64(st, 18, r->tp);
         sqlite3_bind_int64(st, 19, r->sequence_parallel);
-        bind_text(st, 20, r->recompute);
+        put_text(st, 20, r->recompute);
     } else {
         sqlite3_bind_null(st, 18);
         sqlite3_bind_null(st, 19);
         sqlite3_bind_null(st, 20);
     }
-    bind_meta(st, 21, &r->meta);
+    put_meta(st, 21, &r->meta);
     /* NULL (no clock): SQLite's own 'now', as the column's DEFAULT */
-    bind_text(st, 30, created_now());
+    put_text(st, 30, created_now());
     rec_bind_efficiency(st, 31, &r->meta.eff, r->makespan);
     /* live mode (issue 25): the executor and the simulated twin */
     int live = r->backend && strcmp(r->backend, "sim") != 0;
-    bind_text(st, 42, r->backend);
-    bind_real(st, 43, live ? r->simulated : NAN);
+    put_text(st, 42, r->backend);
+    put_real(st, 43, live ? r->simulated : NAN);
     if (r->tp > 0) /* pipelines */
         sqlite3_bind_int64(st, 44, r->folded != 0);
     else
@@ -237,7 +237,7 @@ static int write_run_row(rec_db *db, const rec_run *r, int64_t *id, ps_err *err)
 }
 
 /* A stage row's values from parameter b + 1 on. */
-static void bind_stage(sqlite3_stmt *st, int b, int64_t id, const rec_stage *s)
+static void put_stage(sqlite3_stmt *st, int b, int64_t id, const rec_stage *s)
 {
     sqlite3_bind_int64(st, b + 1, id);
     sqlite3_bind_int64(st, b + 2, s->stage);
@@ -245,36 +245,36 @@ static void bind_stage(sqlite3_stmt *st, int b, int64_t id, const rec_stage *s)
     sqlite3_bind_int64(st, b + 4, s->chunk);
     sqlite3_bind_int64(st, b + 5, s->first_layer);
     sqlite3_bind_int64(st, b + 6, s->last_layer);
-    bind_real(st, b + 7, s->fwd_flops);
-    bind_real(st, b + 8, s->params);
-    bind_real(st, b + 9, s->fwd_time);
-    bind_real(st, b + 10, s->bwd_time);
-    bind_real(st, b + 11, s->act_bytes);
-    bind_real(st, b + 12, s->out_bytes);
-    bind_real(st, b + 13, s->exposed_comm);
-    bind_real(st, b + 14, s->tp_comm);
-    bind_real(st, b + 15, s->tp_exposed);
+    put_real(st, b + 7, s->fwd_flops);
+    put_real(st, b + 8, s->params);
+    put_real(st, b + 9, s->fwd_time);
+    put_real(st, b + 10, s->bwd_time);
+    put_real(st, b + 11, s->act_bytes);
+    put_real(st, b + 12, s->out_bytes);
+    put_real(st, b + 13, s->exposed_comm);
+    put_real(st, b + 14, s->tp_comm);
+    put_real(st, b + 15, s->tp_exposed);
 }
 
 /* A rank_stat row's values from parameter b + 1 on. */
-static void bind_rank(sqlite3_stmt *st, int b, int64_t id, const rec_rank *r)
+static void put_rank(sqlite3_stmt *st, int b, int64_t id, const rec_rank *r)
 {
     sqlite3_bind_int64(st, b + 1, id);
     sqlite3_bind_int64(st, b + 2, r->rank);
-    bind_real(st, b + 3, r->busy);
-    bind_real(st, b + 4, r->bubble);
-    bind_real(st, b + 5, r->static_memory);
-    bind_real(st, b + 6, r->peak_memory);
-    bind_real(st, b + 7, r->t_peak);
-    bind_real(st, b + 8, r->exposed_comm);
-    bind_real(st, b + 9, r->capacity > 0 ? r->capacity : NAN);
-    bind_fits(st, b + 10, r->fits);
-    bind_real(st, b + 11, r->tp_comm);
-    bind_real(st, b + 12, r->tp_exposed);
+    put_real(st, b + 3, r->busy);
+    put_real(st, b + 4, r->bubble);
+    put_real(st, b + 5, r->static_memory);
+    put_real(st, b + 6, r->peak_memory);
+    put_real(st, b + 7, r->t_peak);
+    put_real(st, b + 8, r->exposed_comm);
+    put_real(st, b + 9, r->capacity > 0 ? r->capacity : NAN);
+    put_fits(st, b + 10, r->fits);
+    put_real(st, b + 11, r->tp_comm);
+    put_real(st, b + 12, r->tp_exposed);
 }
 
 /* A batched run's stage and rank_stat rows, kept until the batch commits
- * (rec/sum.c): the values bind_stage and bind_rank give, in the same
+ * (rec/sum.c): the values put_stage and put_rank give, in the same
  * order. PS_ERR: out of memory. */
 static int keep_summary(rec_db *db, const rec_payload *p, int64_t id,
                         ps_err *err)
@@ -352,7 +352,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (!st)
             return PS_ERR;
         for (int k = 0; k < (four ? 4 : 1); k++, i++)
-            bind_stage(st, k * STAGE_NCOLS, id, &p->stages[i]);
+            put_stage(st, k * STAGE_NCOLS, id, &p->stages[i]);
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }
@@ -363,7 +363,7 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (!st)
             return PS_ERR;
         for (int k = 0; k < (four ? 4 : 1); k++, i++)
-            bind_rank(st, k * RANK_NCOLS, id, &p->ranks[i]);
+            put_rank(st, k * RANK_NCOLS, id, &p->ranks[i]);
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }
@@ -374,14 +374,14 @@ static int write_summary(rec_db *db, const rec_payload *p, int64_t id,
         if (!(st = rec_stmt(db, ST_COLL, err)))
             return PS_ERR;
         sqlite3_bind_int64(st, 1, id);
-        bind_text(st, 2, c->op);
-        bind_text(st, 3, c->algorithm);
+        put_text(st, 2, c->op);
+        put_text(st, 3, c->algorithm);
         sqlite3_bind_int64(st, 4, c->ranks);
-        bind_real(st, 5, c->bytes);
-        bind_real(st, 6, c->time);
-        bind_real(st, 7, c->algbw);
-        bind_real(st, 8, c->busbw);
-        bind_text(st, 9, c->protocol);
+        put_real(st, 5, c->bytes);
+        put_real(st, 6, c->time);
+        put_real(st, 7, c->algbw);
+        put_real(st, 8, c->busbw);
+        put_text(st, 9, c->protocol);
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }
@@ -407,10 +407,10 @@ static int write_links(rec_db *db, const net *nw, int64_t id, ps_err *err)
         const net_link_info *l = &db->links[i];
         sqlite3_bind_int64(st, 2, l->a);
         sqlite3_bind_int64(st, 3, l->b);
-        bind_real(st, 4, l->bandwidth);
-        bind_real(st, 5, l->latency);
-        bind_real(st, 6, l->bytes);
-        bind_real(st, 7, l->busy);
+        put_real(st, 4, l->bandwidth);
+        put_real(st, 5, l->latency);
+        put_real(st, 6, l->bytes);
+        put_real(st, 7, l->busy);
         if (rec_step_done(db, st, err))
             return PS_ERR;
     }

@@ -110,7 +110,8 @@ void eng_free(eng_sim *e)
 {
     if (!e)
         return;
-    eng_cursor_free_(e);
+    if (e->cur_free)
+        e->cur_free(e);
     limit_free(e->busy);
     limit_free(e->mem);
     limit_free(e->mem_lane);

@@ -7,13 +7,13 @@
  * when both sides are complete. Memory: O(lanes x max_batch + channels +
  * messages in flight), never O(ops). No faults and no recv_timeout here:
  * callers run those as arrays.
- * One concept in one file on purpose (~890 lines): the per-event loop is
- * one static inline body compiled once per case (any generator with and
- * without a hook, the ring lockstep and slotted), and it reads the private
- * lane, channel and message records directly; the batch checks, the
- * deadlock and drain diagnostics read the same records. Splitting them
- * would put those records in a header and the loop's helpers behind calls
- * on the hot path. */
+ * This file is the per-event loop, one static inline body compiled once per
+ * case (any generator with and without a hook, the ring lockstep and
+ * slotted), and what reads its records after it (the batch checks, the
+ * deadlock and drain diagnostics). The records themselves (lanes, channels,
+ * messages) and their sizing, which runs once per run, are
+ * sim/eng_cursor_state.h and .c, below this file: the loop reads them
+ * directly, with no call on the hot path. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,252 +21,9 @@
 
 #include "base/limit.h"
 #include "sim/eng.h"
+#include "sim/eng_cursor_state.h"
 #include "sim/eng_impl.h"
 #include "sim/gen_ring.h"
-
-#define CHAN_NO_PAIR INT32_MIN
-
-enum cmsg_bits {
-    CM_SEND_POSTED = 1,
-    CM_RECV_POSTED = 2,
-    CM_STARTED = 4,
-    CM_ARRIVED = 8,
-    CM_SEND_WAITS = 16 /* the SEND's lane waits for the arrival: rendezvous
-                          and not NOWAIT, the array path's rule */
-};
-
-/* One message from its first post to its completion: what the transfer
- * and the arrival need of the SEND (an eager or NOWAIT send completes for
- * its lane, which moves on, before its bytes arrive) and where its RECV
- * sits. 24 bytes. With a completion hook the whole SEND, its index and
- * the RECV's buffer slot are kept too (eng_cursor.sop, sidx, rslot), out
- * of this record. Ids 0 .. 2 nch - 1
- * are the channels' own records (channel k's messages in flight take
- * records 2k and 2k + 1 first: a ring whose sends run one step ahead
- * never touches the free list), the pool follows. */
-typedef struct cmsg {
-    double bytes;
-    int32_t send_lane;
-    int32_t recv_lane;
-    int32_t next; /* channel queue or free list */
-    uint8_t st;   /* enum cmsg_bits */
-} cmsg;
-
-/* Posts of one channel not yet met by the other side, oldest first; all
- * of one side (a post of the other side meets the oldest). A channel
- * joins one rank to one other: its first SEND names them (src, dst), and
- * its link slot is looked up at its first transfer. */
-typedef struct chan {
-    int32_t head, tail;
-    int32_t pair;     /* net_pair of (src, dst), CHAN_NO_PAIR before the
-                         first transfer */
-    int32_t src, dst; /* -1 before the first SEND */
-    int32_t conn;     /* net_start_conn's state of its slotted sends */
-    uint8_t sends;    /* 1: the queue holds SENDs, 0: RECVs */
-    uint8_t own;      /* bit b: its own record 2k + b is in use */
-} chan;
-
-typedef struct clane {
-    int64_t index; /* index of the first op in the buffer */
-    int32_t rank;
-    int32_t pending; /* incomplete ops of the current batch */
-    int32_t next;    /* device wait list */
-    int32_t nbuf;    /* ops of the current batch or compute op, 0: none */
-    int32_t nops;    /* ops of the last batch fetched */
-    uint8_t state;   /* enum lane_state */
-} clane;
-
-/* Integer widths (issue 12: 1 << 20 ranks, 2^40 ops; test_widths has the
- * public counters): what grows with ops is 64-bit, what grows with
- * ranks, channels or messages in flight is 32-bit. */
-_Static_assert(sizeof(((clane *)0)->index) == 8,
-               "clane.index: a lane's op count, 2^40 on one lane");
-_Static_assert(sizeof(((eng_sim *)0)->ops) == 8 &&
-                   sizeof(((eng_sim *)0)->transfers) == 8,
-               "eng_sim.ops, transfers: the run's totals");
-_Static_assert(sizeof(((cmsg *)0)->send_lane) == 4 &&
-                   sizeof(((chan *)0)->src) == 4,
-               "lanes and ranks: 32-bit, 1 << 20 and more");
-
-struct eng_cursor {
-    clane *lane;
-    int32_t lane_cap;
-    prog_op *buf; /* max_batch per lane */
-    int64_t buf_cap;
-    unsigned char *state;
-    size_t state_cap;
-    chan *chan;
-    int32_t chan_cap;
-    cmsg *msg;      /* msg_cap records: the channels' own, then the pool */
-    prog_op *sop;   /* the SENDs, kept only with a hook */
-    int64_t *sidx;  /* and their indices in their lanes */
-    int32_t *rslot; /* and their RECVs' slots in their lanes' buffers */
-    int32_t msg_cap, msg_used, free_msg;
-    int32_t sop_cap; /* entries of sop and sidx */
-    /* the run */
-    const gen_prog *g;
-    int32_t B;    /* max_batch */
-    uint32_t nch; /* channels, unsigned for one comparison */
-    size_t state_bytes;
-    int (*next)(const gen_prog *g, int32_t lane, void *state, prog_op *ops);
-    int trusted;    /* gen_prog.trusted: batches are not checked */
-    int eager;      /* p2p == ENG_EAGER */
-    uint8_t waits;  /* CM_SEND_WAITS under rendezvous, else 0 */
-    uint8_t starts; /* CM_STARTED under rendezvous, else 0 */
-    /* a FIFO mesh: transfers start inline (net_mesh_fifo) */
-    int mesh;
-    net_lstat *slots;
-    double bw, lat;
-    int ring_fast; /* advance_ring runs the lanes: their buffers unused */
-    int bad;       /* the generator broke its contract: message in bad_msg */
-    char bad_msg[160];
-};
-
-void eng_cursor_free_(eng_sim *e)
-{
-    eng_cursor *c = e->cur;
-    if (!c)
-        return;
-    limit_free(c->lane);
-    limit_free(c->buf);
-    limit_free(c->state);
-    limit_free(c->chan);
-    limit_free(c->msg);
-    limit_free(c->sop);
-    limit_free(c->sidx);
-    limit_free(c->rslot);
-    free(c);
-    e->cur = NULL;
-}
-
-/* What the completion hook needs of a message beyond its record: cap
- * entries; -1 when out of memory (the old arrays stay). */
-static int hook_grow(eng_cursor *c, int32_t cap)
-{
-    prog_op *o = limit_realloc(c->sop, (size_t)cap * sizeof *o);
-    if (!o)
-        return -1;
-    c->sop = o;
-    int64_t *x = limit_realloc(c->sidx, (size_t)cap * sizeof *x);
-    if (!x)
-        return -1;
-    c->sidx = x;
-    int32_t *y = limit_realloc(c->rslot, (size_t)cap * sizeof *y);
-    if (!y)
-        return -1;
-    c->rslot = y;
-    c->sop_cap = cap;
-    return 0;
-}
-
-/* For the memory stop's message (limit_note_need): what a generated run's
- * engine state takes (lanes, their buffers and cursor state, channels and
- * the link state of one rank pair each, which is exact for a ring and
- * an upper bound where channels share a pair, or of every link of a
- * network that is not a mesh (net_run_bytes), the first message pool,
- * the per-lane and per-rank statistics), before any growth of the
- * message pool, which grows with the messages in flight. Called where the run's
- * setup or a channel's first transfer ran out of memory. */
-static void note_cursor_need(const eng_sim *e, const gen_prog *g, int hook)
-{
-    if (limit_stopped() != LIMIT_MEMORY)
-        return;
-    double nl = g->nlanes, nr = g->nranks, nch = g->nchannels;
-    double msgs = 2 * nch + 1024;
-    double bytes =
-        nl * (sizeof(clane) + (double)g->max_batch * sizeof(prog_op) +
-              g->state_bytes + sizeof *e->ready + sizeof *e->busy) +
-        nch * (sizeof(chan) + (double)net_pair_bytes(e->nw)) +
-        (double)net_run_bytes(e->nw) + msgs * sizeof(cmsg) +
-        (hook ? msgs * (sizeof(prog_op) + sizeof(int64_t) + sizeof(int32_t))
-              : 0) +
-        nr * (sizeof *e->device + sizeof *e->device_wait + sizeof *e->mem +
-              sizeof *e->mem_lane);
-    char b[64], line[200];
-    snprintf(line, sizeof line,
-             "the run's generated lanes and their links need about %s "
-             "(%d lanes, %d channels; it grows with ranks, not ops)",
-             limit_format_bytes((size_t)bytes, b, sizeof b), (int)g->nlanes,
-             (int)g->nchannels);
-    limit_note_need(line);
-}
-
-static int alloc_cursor(eng_sim *e, const gen_prog *g, int hook)
-{
-    if (!e->cur && !(e->cur = calloc(1, sizeof *e->cur)))
-        return -1;
-    eng_cursor *c = e->cur;
-    int64_t nb = (int64_t)g->nlanes * g->max_batch;
-    size_t sb = (size_t)g->nlanes * g->state_bytes;
-    if (eng_reserve_((void **)&c->lane, &c->lane_cap, g->nlanes,
-                     sizeof *c->lane) ||
-        eng_reserve_((void **)&c->chan, &c->chan_cap, g->nchannels,
-                     sizeof *c->chan))
-        return -1;
-    if (nb >= INT32_MAX) /* eng_cursor.rslot */
-        return -1;
-    if (nb + 1 > c->buf_cap) {
-        limit_free(c->buf);
-        c->buf_cap = 0;
-        c->buf = limit_malloc((size_t)(nb + 1) * sizeof *c->buf);
-        if (!c->buf)
-            return -1;
-        c->buf_cap = nb + 1;
-    }
-    if (sb + 1 > c->state_cap) {
-        limit_free(c->state);
-        c->state_cap = 0;
-        if (!(c->state = limit_malloc(sb + 1)))
-            return -1;
-        c->state_cap = sb + 1;
-    }
-    /* the channels' own records and a first pool (contents need not
-     * survive) */
-    if (g->nchannels > INT32_MAX / 4 - 1024)
-        return -1;
-    if (c->msg_cap < 2 * g->nchannels + 1024) {
-        int32_t cap = 2 * g->nchannels + 1024;
-        limit_free(c->msg);
-        c->msg_cap = 0;
-        if (!(c->msg = limit_malloc((size_t)cap * sizeof *c->msg)))
-            return -1;
-        c->msg_cap = cap;
-    }
-    if (hook && c->sop_cap < c->msg_cap && hook_grow(c, c->msg_cap))
-        return -1;
-    memset(c->state, 0, sb);
-    /* sim/gen.h: a generator may update its previous batch in place, so the
-     * buffer starts defined */
-    memset(c->buf, 0, (size_t)nb * sizeof *c->buf);
-    for (int32_t l = 0; l < g->nlanes; l++)
-        c->lane[l] =
-            (clane){e->count_base, g->rank(g, l), 0, -1, 0, 0, LANE_READY};
-    for (int32_t k = 0; k < g->nchannels; k++)
-        c->chan[k] = (chan){-1, -1, CHAN_NO_PAIR, -1, -1, 0, 0, 0};
-    c->msg_used = 2 * g->nchannels;
-    c->free_msg = -1;
-    c->g = g;
-    c->B = g->max_batch;
-    c->nch = (uint32_t)g->nchannels;
-    c->state_bytes = g->state_bytes;
-    c->next = g->next;
-    c->trusted = g->trusted;
-    c->eager = e->p2p == ENG_EAGER;
-    c->waits = c->eager ? 0 : CM_SEND_WAITS;
-    c->starts = c->eager ? 0 : CM_STARTED;
-    c->bad = 0;
-    return eng_begin_stats_(e, g->nlanes, g->nranks);
-}
-
-/* alloc_cursor, and on a failure the memory stop's note of what the run
- * would need */
-static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
-{
-    if (alloc_cursor(e, g, hook) == 0)
-        return 0;
-    note_cursor_need(e, g, hook);
-    return -1;
-}
 
 /* The per-op path is one loop (run_loop) with everything it calls
  * inlined; what runs once per run or on a failure stays out of it. Its
@@ -278,12 +35,12 @@ static int size_cursor(eng_sim *e, const gen_prog *g, int hook)
  * completes another lane's op), so the lanes an event readies are
  * advanced right after it, in the order the array path's ring runs
  * them. */
-#define HOT static inline __attribute__((always_inline))
-#define COLD static __attribute__((noinline, cold))
+#define HOT inline __attribute__((always_inline))
+#define COLD __attribute__((noinline, cold))
 
 /* The message pool is full: grow it geometrically (it reaches the most
  * messages in flight once). */
-COLD int32_t msg_grow(eng_sim *e, int H)
+static COLD int32_t msg_grow(eng_sim *e, int H)
 {
     eng_cursor *c = e->cur;
     /* only a full pool grows: no free record, none unused */
@@ -296,7 +53,7 @@ COLD int32_t msg_grow(eng_sim *e, int H)
     cmsg *p = limit_realloc(c->msg, (size_t)cap * sizeof *p);
     if (p)
         c->msg = p;
-    if (!p || (H && hook_grow(c, cap))) {
+    if (!p || (H && eng_cursor_hook_grow_(c, cap))) {
         e->oom = 1;
         return -1;
     }
@@ -306,7 +63,8 @@ COLD int32_t msg_grow(eng_sim *e, int H)
 
 /* A record for a message on channel k: one of its own if free, else the
  * pool's. */
-HOT int32_t msg_alloc(eng_sim *e, eng_cursor *c, chan *ch, int32_t k, int H)
+static HOT int32_t msg_alloc(eng_sim *e, eng_cursor *c, chan *ch, int32_t k,
+                             int H)
 {
     uint8_t own = ch->own;
     if (own != 3) {
@@ -324,7 +82,7 @@ HOT int32_t msg_alloc(eng_sim *e, eng_cursor *c, chan *ch, int32_t k, int H)
     return msg_grow(e, H);
 }
 
-HOT void msg_release(eng_cursor *c, int32_t m)
+static HOT void msg_release(eng_cursor *c, int32_t m)
 {
     if ((uint32_t)m < 2 * c->nch) {
         c->chan[m >> 1].own &= (uint8_t)(2 - (m & 1)); /* clears bit m & 1 */
@@ -336,8 +94,8 @@ HOT void msg_release(eng_cursor *c, int32_t m)
 
 /* A new record for a post that meets nothing, queued on channel k (whose
  * queue holds posts of its side or none). */
-HOT int32_t enqueue(eng_sim *e, eng_cursor *c, chan *ch, int32_t k,
-                    uint8_t sends, int H)
+static HOT int32_t enqueue(eng_sim *e, eng_cursor *c, chan *ch, int32_t k,
+                           uint8_t sends, int H)
 {
     int32_t m = msg_alloc(e, c, ch, k, H);
     if (m < 0)
@@ -353,21 +111,21 @@ HOT int32_t enqueue(eng_sim *e, eng_cursor *c, chan *ch, int32_t k,
 }
 
 /* Takes the oldest post, x, off channel ch's queue. */
-HOT void dequeue(chan *ch, const cmsg *x)
+static HOT void dequeue(chan *ch, const cmsg *x)
 {
     ch->head = x->next;
     if (ch->head < 0)
         ch->tail = -1;
 }
 
-HOT void done(eng_sim *e, int32_t l, const prog_op *op, int64_t idx)
+static HOT void done(eng_sim *e, int32_t l, const prog_op *op, int64_t idx)
 {
     eng_done d = {op, idx, l, e->cur->lane[l].rank};
     e->sink.op_done(e->sink.ctx, &d);
 }
 
 /* A RECV's index in its lane's program, from its slot in the buffer. */
-HOT int64_t recv_index(const eng_cursor *c, int32_t l, int32_t slot)
+static HOT int64_t recv_index(const eng_cursor *c, int32_t l, int32_t slot)
 {
     return c->lane[l].index + (slot - (int64_t)l * c->B);
 }
@@ -376,8 +134,9 @@ HOT int64_t recv_index(const eng_cursor *c, int32_t l, int32_t slot)
  * not cached (looked up once per channel) or not on a FIFO mesh. A
  * slotted send leaves behind the channel's one before it, as in sim/eng.c's
  * start_transfer (net_start_conn). */
-COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
-                     double bytes, double now, double *t_begin, int slotted)
+static COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
+                            double bytes, double now, double *t_begin,
+                            int slotted)
 {
     if (ch->pair == CHAN_NO_PAIR) {
         assert(ch->src >= 0); /* its first SEND named the ranks */
@@ -386,7 +145,7 @@ COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
         c->mesh = net_mesh_fifo(e->nw, &c->slots, &c->bw, &c->lat);
     }
     if (ch->pair == -1) {
-        note_cursor_need(e, c->g, c->sop_cap > 0);
+        eng_cursor_note_need_(e, c->g, c->sop_cap > 0);
         e->oom = 1;
         return;
     }
@@ -406,8 +165,8 @@ COLD void start_slow(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
 }
 
 /* Starts message m (x) on channel ch; the caller sets CM_STARTED. */
-HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
-                        const cmsg *x, double now, int H, int slotted)
+static HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
+                               const cmsg *x, double now, int H, int slotted)
 {
     int32_t pair = ch->pair;
     e->transfers++;
@@ -427,9 +186,9 @@ HOT void start_transfer(eng_sim *e, eng_cursor *c, chan *ch, int32_t m,
 /* Posts a SEND of lane l on channel k to rank peer: bytes and flags of
  * the op, which with a hook (H) is op, the lane's index-th; 1 when it is
  * complete for its lane already. */
-HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t peer,
-                  double bytes, uint8_t flags, const prog_op *op, int64_t idx,
-                  double now, int H)
+static HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, int32_t k,
+                         int32_t peer, double bytes, uint8_t flags,
+                         const prog_op *op, int64_t idx, double now, int H)
 {
     int32_t m;
     chan *ch = &c->chan[k];
@@ -472,8 +231,8 @@ HOT int post_send(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t peer,
 /* Posts a RECV of lane l on channel k, the op in buffer slot `slot`
  * (whose times are kept only with a hook, H); 1 when it is complete
  * already (its bytes arrived before it was posted). */
-HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t slot,
-                  double now, int H)
+static HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k,
+                         int32_t slot, double now, int H)
 {
     prog_op *op = &c->buf[slot];
     if (H)
@@ -515,7 +274,7 @@ HOT int post_recv(eng_sim *e, eng_cursor *c, int32_t l, int32_t k, int32_t slot,
 
 /* One op of lane l's batch completed: l when it was the last (the lane
  * is ready), else -1. */
-HOT int32_t complete_one(eng_cursor *c, int32_t l)
+static HOT int32_t complete_one(eng_cursor *c, int32_t l)
 {
     clane *lr = &c->lane[l];
     if (--lr->pending != 0)
@@ -527,8 +286,8 @@ HOT int32_t complete_one(eng_cursor *c, int32_t l)
 
 /* Message m's bytes arrived: the lanes it readies, in order, go to *r0
  * and *r1 (-1: none). */
-HOT void arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *r0,
-                 int32_t *r1, int H)
+static HOT void arrived(eng_sim *e, eng_cursor *c, int32_t m, double now,
+                        int32_t *r0, int32_t *r1, int H)
 {
     cmsg *x = &c->msg[m];
     uint8_t st = x->st | CM_ARRIVED;
@@ -552,7 +311,7 @@ HOT void arrived(eng_sim *e, eng_cursor *c, int32_t m, double now, int32_t *r0,
     }
 }
 
-COLD void bad(eng_sim *e, int32_t l, const char *why)
+static COLD void bad(eng_sim *e, int32_t l, const char *why)
 {
     eng_cursor *c = e->cur;
     if (!c->bad)
@@ -599,8 +358,8 @@ static int check_batch(eng_sim *e, eng_cursor *c, int32_t l, const prog_op *b,
 
 /* Fills lane l's buffer b with its next compute op or batch; 0 when the
  * lane has no more ops (or its generator broke the contract). */
-HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l, clane *lr, prog_op *b,
-              int K)
+static HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l, clane *lr,
+                     prog_op *b, int K)
 {
     void *state = c->state + (size_t)l * c->state_bytes;
     (void)K; /* GEN_RING runs advance_ring, which never fetches */
@@ -617,7 +376,7 @@ HOT int fetch(eng_sim *e, eng_cursor *c, int32_t l, clane *lr, prog_op *b,
 
 /* A compute op of lane l whose rank's device is busy: it waits in the
  * device's FIFO list. */
-HOT void wait_device(eng_sim *e, eng_cursor *c, int32_t l)
+static HOT void wait_device(eng_sim *e, eng_cursor *c, int32_t l)
 {
     clane *lr = &c->lane[l];
     lr->next = -1;
@@ -630,7 +389,8 @@ HOT void wait_device(eng_sim *e, eng_cursor *c, int32_t l)
     lr->state = LANE_WAIT_DEVICE;
 }
 
-HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now, int H, int K)
+static HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now, int H,
+                        int K)
 {
     clane *lr = &c->lane[l];
     int64_t base = (int64_t)l * c->B;
@@ -681,8 +441,8 @@ HOT void advance(eng_sim *e, eng_cursor *c, int32_t l, double now, int H, int K)
  * gen_ring_next's order without writing them out, since nothing reads
  * them; the same posts, so the same events, times and order. The
  * channels' ranks were set before the run (ring_channels). */
-HOT void advance_ring(eng_sim *e, eng_cursor *c, const gen_ring *rg, int32_t l,
-                      double now, uint8_t F)
+static HOT void advance_ring(eng_sim *e, eng_cursor *c, const gen_ring *rg,
+                             int32_t l, double now, uint8_t F)
 {
     gen_ring_state *st = (gen_ring_state *)(void *)c->state + l;
     int32_t prev = l > 0 ? l - 1 : rg->N - 1;
@@ -720,8 +480,8 @@ static void ring_channels(eng_cursor *c, const gen_ring *rg)
 
 /* Lane l's compute op ended: the device's next waiting lane (*r0, -1
  * if none), then l (*r1) are ready. */
-HOT void compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *r0,
-                      int32_t *r1, int H)
+static HOT void compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *r0,
+                             int32_t *r1, int H)
 {
     clane *lr = &c->lane[l];
     const prog_op *op = &c->buf[(int64_t)l * c->B];
@@ -747,8 +507,8 @@ HOT void compute_done(eng_sim *e, eng_cursor *c, int32_t l, int32_t *r0,
 
 /* The run from its start: 0, or the stop's PS_ERR (err set); the caller
  * reads c->bad and e->oom (which bad() sets too). */
-HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
-                 int64_t *eventsp, ps_err *err, int H, int K, uint8_t F)
+static HOT int run_loop(eng_sim *e, eng_cursor *c, int fifo, double *lastp,
+                        int64_t *eventsp, ps_err *err, int H, int K, uint8_t F)
 {
     const gen_ring *rg = c->g->ctx;
     if (K == GEN_RING)
@@ -908,7 +668,7 @@ int eng_run_gen(eng_sim *e, const gen_prog *g, net *nw, enum eng_p2p p2p,
     e->ps = NULL;
     e->nw = nw;
     e->p2p = p2p;
-    if (size_cursor(e, g, e->sink.op_done != NULL))
+    if (eng_cursor_size_(e, g, e->sink.op_done != NULL))
         return ps_errf(err, "out of memory sizing the engine");
     eng_cursor *c = e->cur;
     e->transfers = e->ops = e->count_base;

@@ -54,6 +54,10 @@ struct eng_sim {
     const double *static_bytes;
     eng_sink sink;
     eng_cursor *cur; /* the cursor path's arrays, NULL until used */
+    /* frees cur and sets it NULL: set with cur by the cursor path
+     * (sim/eng_cursor_state.c), so that eng_free calls it without this
+     * file's side of the engine knowing the cursor path's records */
+    void (*cur_free)(eng_sim *e);
     /* the run in progress */
     prog_set *ps;
     net *nw;
@@ -80,9 +84,6 @@ int eng_reserve_(void **p, int32_t *cap, int32_t n, size_t sz);
  * for nlanes lanes on nranks ranks, and reports each rank's baseline to
  * the sink's mem_change; -1 when out of memory. */
 int eng_begin_stats_(eng_sim *e, int32_t nlanes, int32_t nranks);
-
-/* Frees the cursor path's arrays (sim/eng_cursor.c). */
-void eng_cursor_free_(eng_sim *e);
 
 /* A memory change of lane l's rank r at t (mem_ledger's apply). */
 static inline void eng_mem_apply_(eng_sim *e, int32_t l, int32_t r, double t,

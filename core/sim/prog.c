@@ -60,8 +60,15 @@ void prog_free(prog_set *ps)
 
 void prog_reset(prog_set *ps, int32_t nranks)
 {
-    for (int32_t i = 0; i < ps->nlanes; i++)
-        ps->lanes[i].n = 0;
+    for (int32_t i = 0; i < ps->nlanes; i++) {
+        prog_lane *l = &ps->lanes[i];
+        l->n = 0;
+        if (l->in_arena == PROG_ALIAS) { /* a view: never written through */
+            l->ops = NULL;
+            l->cap = 0;
+            l->in_arena = 0;
+        }
+    }
     ps->nlanes = 0;
     ps->nmsgs = 0;
     ps->nsignals = 0;
@@ -208,6 +215,32 @@ int prog_push(prog_set *ps, int32_t lane, const prog_op *op)
         return -1;
     l->ops[l->n++] = *op;
     return 0;
+}
+
+void prog_drop_front(prog_set *ps, int32_t lane, int32_t k)
+{
+    prog_lane *l = &ps->lanes[lane];
+    if (k <= 0)
+        return;
+    if (k < l->n)
+        memmove(l->ops, l->ops + k, (size_t)(l->n - k) * sizeof *l->ops);
+    l->n -= k;
+    if (l->n == 0 && !l->in_arena) {
+        limit_free(l->ops);
+        l->ops = NULL;
+        l->cap = 0;
+    }
+}
+
+void prog_alias_lane(prog_set *ps, int32_t lane, prog_op *ops, int32_t n)
+{
+    prog_lane *l = &ps->lanes[lane];
+    if (!l->in_arena)
+        limit_free(l->ops);
+    l->ops = ops;
+    l->n = n;
+    l->cap = n;
+    l->in_arena = PROG_ALIAS; /* left alone by free, moved by grow */
 }
 
 prog_op prog_compute(enum prog_kind kind, int32_t stage, int16_t chunk,

@@ -94,9 +94,12 @@ typedef struct prog_lane {
     int32_t rank;
     int32_t n, cap;
     uint8_t in_arena; /* ops is a slice of the set's arena (prog_reserve),
-                         not a block of its own */
+                         not a block of its own; PROG_ALIAS: a view of
+                         another lane's (prog_alias_lane) */
     prog_op *ops;
 } prog_lane;
+
+#define PROG_ALIAS 2
 
 /* Where the SEND and RECV of one message are: (lane, index) pairs. */
 typedef struct prog_msg {
@@ -152,6 +155,15 @@ int prog_grow(prog_set *ps, int32_t lane, int64_t extra);
 
 /* Appends a copy of op to lane. Returns 0, or -1 when out of memory. */
 int prog_push(prog_set *ps, int32_t lane, const prog_op *op);
+
+/* Drops lane's first k ops (replica folding's streaming check, par/fold.h,
+ * once it compared them): the rest move to the front, and a lane left
+ * empty gives its block back. */
+void prog_drop_front(prog_set *ps, int32_t lane, int32_t k);
+
+/* Makes lane a view of n ops owned elsewhere (another lane's, which must
+ * outlive its use): never freed or grown in place through this lane. */
+void prog_alias_lane(prog_set *ps, int32_t lane, prog_op *ops, int32_t n);
 
 /* Hands out a fresh message id / signal id. */
 static inline int32_t prog_new_msg(prog_set *ps)

@@ -305,6 +305,7 @@ static void make_step(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                 .layers = ctx->has_moe ? ctx->moe : NULL,
                 .layer_fwd = ctx->layer_fwd,
                 .comm_share = cfg->ep_comm_share,
+                .overlap = cfg->ep_overlap,
                 .state = &ctx->ep_state,
                 .exposed = ctx->exposed_a2a,
                 .exposed_pairs = ctx->exposed_a2a_pairs,
@@ -386,6 +387,40 @@ static int execute(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
     return PS_OK;
 }
 
+/* The passes' programs, sealed. Where replicas will fold (execute's
+ * conditions), the passes keep only instance 0's communication ops, the
+ * others compared and dropped as lowered (par_fold_stream_begin); when
+ * the replicas prove different, every op is lowered again and kept. No
+ * MoE or ZeRO-2/3 step: their passes read communication lanes back. */
+static int lower(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
+                 par_step *st, ps_err *err)
+{
+    int fold = cfg->fold && !cfg->faults && !cfg->live &&
+               cfg->record != REC_EVENTS && !ctx->has_moe &&
+               st->layout->s.shard < PAR_SHARD_GRADS;
+    int rc = par_fold_stream_begin(&ctx->replicas, ctx->ps, &ctx->sim, nw, fold,
+                                   err);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return par_lower(st, err) ? PS_ERR : prog_seal(ctx->ps, err);
+    st->fold = &ctx->replicas.hook;
+    rc = par_lower(st, err);
+    st->fold = NULL;
+    /* (lowering stops at the first difference: end says 0 then) */
+    if (rc == PS_OK || (ctx->replicas.broken && !limit_stopped()))
+        rc = par_fold_stream_end(&ctx->replicas, ctx->ps, &ctx->sim, nw,
+                                 ctx->rank_static, err);
+    if (rc != 0)
+        return rc < 0 ? rc : PS_OK;
+    /* not proven identical: every replica's ops, as without folding */
+    prog_reset(ctx->ps, ctx->ps->nranks);
+    par_log_clear(&ctx->log);
+    if (par_plan(st, err) || par_lower(st, err))
+        return PS_ERR;
+    return prog_seal(ctx->ps, err);
+}
+
 /* Everything of pipe_run but the recording. *built is set once the stage
  * rows are complete (a failed run records them when they are). */
 static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
@@ -446,12 +481,7 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
      * runs the stored programs (step/pipe_live.c) */
     int streamed = ctx->sim.n == 1 && !cfg->faults && !cfg->live &&
                    !par_arrays(&st) && gen_pipe_applies(&spec);
-    int rc = PS_OK;
-    if (!streamed) {
-        rc = par_lower(&st, err);
-        if (rc == PS_OK)
-            rc = prog_seal(ctx->ps, err);
-    }
+    int rc = streamed ? PS_OK : lower(ctx, cfg, nw, &st, err);
     if (rc == PS_OK)
         rc = execute(ctx, cfg, nw, &spec, streamed, res, err);
     if (rc == PS_OK && cfg->live) {

@@ -2,7 +2,7 @@
  * into input and weight gradients), recompute and activation bytes, from
  * the model's layers and the partition, timed on each replica's devices;
  * and the stage rows the recorder stores. */
-#include "step/pipe_impl.h"
+#include "step/pipe_cost.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
  * memory, exposed communication, per replica when folded); and the rows
  * the recorder stores (runs, stages, ranks, members, collectives). Split
  * from step/pipe.c so that file holds the step's building and running. */
-#include "step/pipe.h"
+#include "step/pipe_report.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +19,6 @@
 #include "par/pass.h"
 #include "par/sim.h"
 #include "sim/mem.h"
-#include "step/pipe_impl.h"
 
 /* Stage times equal within this relative difference count as uniform: the
  * sums of a partition's layer times differ in their last bits. */

@@ -121,12 +121,28 @@ end
 -- With recompute_modules (Megatron's --recompute-modules, lua/pipesim/
 -- recompute.lua) selective repeats the core only under core_attn, and
 -- mla_up_proj MLA's query and kv up projections (2kn per token each);
--- layernorm and moe_act repeat memory-bound kernels, no GEMM FLOPs.
+-- layernorm and moe_act repeat memory-bound kernels, no GEMM FLOPs; mlp
+-- a dense block's MLP, shared_experts a MoE block's shared MLP, moe the
+-- shared MLP, the router's GEMM and the token's top-k experts' MLPs.
+local function mlp_token_flops(s, f) return (s.swiglu and 6 or 4) * s.hidden * f end
+local function module_token_flops(s, n, set)
+    if n == "mlp" and not s.experts then return mlp_token_flops(s, s.ffn_hidden or 0) end
+    if n == "shared_experts" and s.experts and not set.moe then
+        return mlp_token_flops(s, s.shared_ffn or 0)
+    end
+    if n == "moe" and s.experts then
+        return mlp_token_flops(s, s.shared_ffn or 0) + 2 * s.hidden * s.experts +
+            s.topk * mlp_token_flops(s, s.expert_ffn)
+    end
+    return 0
+end
 local function recomputed_token_flops(s, mode, mtp, modules)
     if mode == "selective" and modules ~= nil then
-        local seen, f = {}, 0
+        local seen, f, set = {}, 0, {}
+        for _, n in ipairs(modules) do set[n] = true end
         for _, n in ipairs(modules) do
             if n == "core_attn" and not seen[n] then f = f + core_token_flops(s) end
+            if not seen[n] then f = f + module_token_flops(s, n, set) end
             if n == "mla_up_proj" and not seen[n] and s.multi_latent_attention then
                 for _, l in ipairs(require("pipesim.models.mla").linears(s)) do
                     if l.split and not l.row then f = f + 2 * l.k * l.n end

@@ -68,6 +68,14 @@ function M.options(spec, o)
         end
     end
     o.dispatcher = d or "alltoall"
+    -- Megatron's combined 1F1B all-to-all overlap (core/par/ep.h; the
+    -- schedule's and the recompute's conditions are checked there):
+    -- transformer_config.py refuses the allgather dispatcher
+    if spec.ep_overlap == true and o.dispatcher == "allgather" then
+        check.fail("field 'ep_overlap' needs moe_dispatcher 'alltoall' or 'flex', got " ..
+            "'allgather' (Megatron: \"overlap_moe_expert_parallel_comm is supported with " ..
+            "alltoall/flex token dispatcher\")")
+    end
     if o.dispatcher == "flex" and (o.etp or o.tp) > 1 then
         check.fail("field 'moe_dispatcher': flex with etp = %d is not modelled (etp = 1 only; " ..
             "etp defaults to tp)", o.etp or o.tp)
@@ -89,6 +97,10 @@ end
 -- After the layers are seen: options that would change nothing are errors.
 -- has: some layer is a MoE layer (a model's, or plain with the fields).
 function M.check_used(spec, o, has)
+    if spec.ep_overlap == true and o.modules and o.modules.moe then
+        check.fail("field 'ep_overlap' with recompute_modules 'moe' is not modelled (the " ..
+            "recomputed all-to-alls' place in the combined 1F1B pair)")
+    end
     if has then return end
     if spec.moe_imbalance ~= nil then
         check.fail("field 'moe_imbalance' needs MoE layers (ps.models with experts, or " ..
@@ -97,6 +109,10 @@ function M.check_used(spec, o, has)
     if spec.moe_dispatcher ~= nil then
         check.fail("field 'moe_dispatcher' needs MoE layers (ps.models with experts, or " ..
             "layers with moe_dispatch_bytes); this model has none")
+    end
+    if spec.ep_overlap == true then
+        check.fail("field 'ep_overlap' needs MoE layers (ps.models with experts, or layers " ..
+            "with moe_dispatch_bytes); this model has none")
     end
     if o.ep > 1 then
         check.fail("field 'ep' = %d needs MoE layers (ps.models with experts, or layers " ..
@@ -246,6 +262,18 @@ function M.lower_block(l, o, dev, tcomm, i)
     out.moe_fwd_expert_time = ef
     out.moe_bwd_pre_time = pb / 2
     out.moe_bwd_expert_time = eb
+    if c.moe_recompute then
+        -- recompute_modules 'moe' (models/moe.lua): the backward runs the
+        -- layer's forward first. Its dispatch goes the way of the combine's
+        -- gradient and its combine the way of the dispatch's gradient, so
+        -- each rides in the backward all-to-all of its direction (one
+        -- latency for the two, the bytes of both): shared experts, router
+        -- and permute before the first, the experts' forward, unpermute
+        -- and unpermute's gradient beside the experts' backward between them
+        out.bwd_time = out.bwd_time + sf + rf + pf + ef
+        out.moe_bwd_pre_time = sf + rf + pf / 2
+        out.moe_bwd_expert_time = ef + pf / 2 + pb / 2 + eb
+    end
     -- the weight gradients' share, for the zero-bubble schedules' W
     local w = (c.attn_bwd_weight_time or 0) + (c.shared_bwd_weight_time or 0) +
         (c.expert_bwd_weight_time or 0)
@@ -272,6 +300,10 @@ function M.lower_block(l, o, dev, tcomm, i)
         out.moe_dispatch_grad_bytes = num("dispatch_grad_bytes")
         out.moe_combine_grad_bytes = num("combine_grad_bytes")
     end
+    if c.moe_recompute and out.moe_dispatch_bytes then
+        out.moe_dispatch_grad_bytes = out.moe_dispatch_grad_bytes + out.moe_dispatch_bytes
+        out.moe_combine_grad_bytes = out.moe_combine_grad_bytes + out.moe_combine_bytes
+    end
     out.params = num("dense_params") + num("expert_params")
     out.moe_expert_params = num("expert_params")
     out.act_bytes = num("act_bytes")
@@ -282,7 +314,7 @@ function M.lower_block(l, o, dev, tcomm, i)
         out.static_bytes = rl.fp8.weight_bytes(sh, dev, rl.DTYPE_BYTES[sh.dtype]) *
             ((c.linear_params or 0) + out.moe_expert_params)
     end
-    out.tp_comm_time = tcomm.fwd + tcomm.bwd + 2 * etc.time
+    out.tp_comm_time = tcomm.fwd + tcomm.bwd + (c.moe_recompute and 3 or 2) * etc.time
     out.tp_exposed_time = out.tp_comm_time
     c.etp_comm_time, c.etp_comm_bytes = etc.time, etc.bytes
     out.moe_figures = c

@@ -210,13 +210,14 @@ local function lower_layer(l, o, dev, cost, ccost, i)
     -- --recompute-modules on a plain dense block (moe.block_cost counts
     -- them in the MLA and MTP blocks' figures): its norms' outputs
     local again = 0
-    if kind == "block" and not mc and o.modules and o.modules.layernorm then
+    if kind == "block" and not mc and o.modules and (o.modules.layernorm or o.modules.mlp) then
         if s.multi_latent_attention or l.mtp then
             check.fail("layer '%s': recompute_modules needs the roofline compute model (a " ..
                 "device of ps.clusters) with MLA or MTP blocks", tostring(l.name))
         end
         local drop
-        drop, again = require("pipesim.models.moe").discarded(s, o, dev, s.seq * s.microbatch)
+        drop, again = require("pipesim.models.moe").discarded(s, o, dev, s.seq * s.microbatch,
+            true)
         out.act_bytes = out.act_bytes - drop
     end
     -- pipeline p2p: each TP rank sends 1/t of the boundary activation
@@ -518,7 +519,7 @@ function M.prepare(spec, dev, cost, memo)
         end
     end
     expert.check_used(spec, o, has_moe)
-    recompute.check_model(o.modules, has_mla, has_grouped)
+    recompute.check_model(o.modules, has_mla, has_grouped, spec.layers)
     plan.has_moe = has_moe
     plan.layers = layers
     return plan

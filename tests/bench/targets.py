@@ -182,7 +182,7 @@ def main():
     step_case("step Llama 3 405B, 16,384 H100 (TP 8, PP 16, DP 128, interleaved)",
               "llama405.lua", 2.0, 1024, big)
     step_case("step dense 1T, 100,000 H100 (TP 8, PP 20, DP 625)", "dense1t.lua", 10.0, 2048,
-              1)
+              big)
     step_case("step DeepSeek-V3, 2,048 H800 (PP 16, EP 64, DualPipe)", "deepseek_v3.lua", 2.0,
               2048, 1)
     recording(big)

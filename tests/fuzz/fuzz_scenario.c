@@ -49,10 +49,10 @@ static const char *const keys[] = {
     "cp", "cp_comm_type", "cp_hierarchy",
     /* expert parallelism (ps.run, layers, MoE shapes) */
     "ep", "etp", "moe_imbalance", "moe_dispatcher", "ep_comm_share",
-    "moe_dispatch_bytes", "moe_combine_bytes", "moe_dispatch_grad_bytes",
-    "moe_combine_grad_bytes", "moe_fwd_pre_time", "moe_fwd_expert_time",
-    "moe_bwd_pre_time", "moe_bwd_expert_time", "moe_expert_params", "experts",
-    "topk", "expert_ffn", "moe"};
+    "ep_overlap", "moe_dispatch_bytes", "moe_combine_bytes",
+    "moe_dispatch_grad_bytes", "moe_combine_grad_bytes", "moe_fwd_pre_time",
+    "moe_fwd_expert_time", "moe_bwd_pre_time", "moe_bwd_expert_time",
+    "moe_expert_params", "experts", "topk", "expert_ffn", "moe"};
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static const char *const strings[] = {"1f1b",

@@ -126,7 +126,23 @@ do
     same(a, step(4, { tp = 8, pp = 2, cluster = c }, { fold = false }), "oversubscribed")
 end
 
--- 6. fold must be a boolean
+-- 6. an MoE step folds where its expert-parallel group is the whole
+-- data-parallel group (DeepSeek-V3's layers, EP 8 = DP 8, DualPipe,
+-- ZeRO-1): the all-to-alls are rotations of each other, and the result is
+-- the full one (the streaming check leaves MoE steps to par_fold_build)
+do
+    local function moe(fold)
+        return ps.run{ cluster = ps.cluster(ps.clusters.dgx("H800", 4)),
+            layers = ps.models.preset("deepseek-v3", { dispatch_dtype = "fp8" }),
+            stages = 4, dp = 8, ep = 8, microbatches = 8, schedule = "dualpipe", zero = 1,
+            record = "summary", fold = fold, grad_sync = { bucket = "1 TB", first_bucket = "1 TB" } }
+    end
+    local a, b = moe(true), moe(false)
+    H.eq(a.folded, true, "MoE, EP = DP: folded")
+    same(a, b, "MoE, EP = DP")
+end
+
+-- 7. fold must be a boolean
 H.raises(function() step(4, { tp = 8, pp = 2 }, { fold = "no" }) end, "fold")
 
 H.done()

@@ -103,6 +103,20 @@ do
     H.eq(r.verified, true)
 end
 
+-- NCCL's pipelined tree off a mesh (its default 8 slots): a send of chunk
+-- c waits for the receiver's signal that chunk c - 8 has landed, a signal
+-- of another rank, which live mode sends over the wire. 12 MiB on 2 GPUs
+-- of a DGX has more than 8 chunks a connection; before the signals went
+-- over the wire the run deadlocked.
+do
+    local dgx = ps.cluster(ps.clusters.dgx("H100", 1))
+    local r = ps.collective{ cluster = dgx, ranks = { 0, 1 }, op = "allreduce", algorithm = "tree",
+                             protocol = "none", bytes = 12 * 2 ^ 20, backend = "tcp",
+                             iterations = 1, warmup = 0, record = "none" }
+    H.eq(r.verified, true, "the pipelined tree's outputs over TCP are data mode's")
+    H.eq(r.bytes_sent[1], 12 * 2 ^ 20, "each of 2 ranks sends the whole array once")
+end
+
 -- pipelines: the accumulated gradients equal the full-batch gradient
 local function layers(n)
     local l = {}

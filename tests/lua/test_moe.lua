@@ -381,7 +381,8 @@ local function built(f)
     local r, sh0 = models.megatron(f)
     local tt = models.total(r.layers)
     local sig = { tt.params, tt.fwd_flops, tt.act_bytes, #r.layers, r.ep or 1, r.etp or 0,
-                  r.moe_dispatcher or "", sh0.router_groups or 0, sh0.router_group_topk or 0 }
+                  r.moe_dispatcher or "", sh0.router_groups or 0, sh0.router_group_topk or 0,
+                  r.ep_overlap or false }
     for _, l in ipairs(r.layers) do
         if l.moe then
             local cc = models.moe.block_cost(l.shape, { device = dev, ep = r.ep, etp = r.etp })
@@ -408,6 +409,13 @@ local MOE_VARY = {
     qk_pos_emb_head_dim = { 8, MLA }, v_head_dim = { 8, MLA }, mtp_num_layers = { 1 },
     -- HybridEP is costed as DeepEP (models/moe_flex.lua): the same run
     moe_flex_dispatcher_backend = { "hybridep", { moe_token_dispatcher_type = "flex" }, same = true },
+    -- ps.run's ep_overlap (tests/lua/test_ep_overlap.lua); delay_wgrad_compute
+    -- needs it and adds nothing to pipesim's layer pairs
+    overlap_moe_expert_parallel_comm = { true, { expert_model_parallel_size = 2, world_size = 2,
+        moe_token_dispatcher_type = "alltoall" } },
+    delay_wgrad_compute = { true, { expert_model_parallel_size = 2, world_size = 2,
+        moe_token_dispatcher_type = "alltoall", overlap_moe_expert_parallel_comm = true },
+        same = true },
 }
 local walked = 0
 for name in pairs(require("pipesim.models.megatron_moe").FLAGS) do

@@ -71,6 +71,51 @@ H.near(d1.bwd_input_time - d0.bwd_input_time, mt(dev, 16384), 1e-12, "dense bloc
 local dc = lowered(dense, nil)
 H.check(dc.bwd_input_time > d0.bwd_input_time, "the default is core_attn (selective as before)")
 
+-- shared_experts (moe_layer.py, tensor_parallel.checkpoint): the shared
+-- MLP's intermediates, 32 tokens x 3 x 2 bytes x 32 = 6144, not kept; its
+-- forward again: fc1 (64 -> 2 x 32), SwiGLU over 32 x 32 elements (3 x 2
+-- bytes), fc2 (32 -> 64)
+local shared_again = g(dev, 32, 64, 64, 1) + mt(dev, 32 * 32 * 6) + g(dev, 32, 64, 32, 1)
+local se = cost(moe, { shared_experts = true })
+H.eq(base.act_bytes - se.act_bytes, 6144, "shared_experts: the shared MLP's intermediates")
+H.near(se.shared_bwd_time - base.shared_bwd_time, shared_again, 1e-12,
+    "shared_experts: its forward in the backward")
+H.near(se.recompute_time, shared_again, 1e-12, "shared_experts: recompute_time")
+
+-- moe (the whole MoE layer checkpointed): router scores 4 x 32 x 4 =
+-- 512, the 64 copies' inputs and intermediates 64 x (2 x 64 + 3 x 2 x
+-- 32) = 20480, unpermute's saved outputs 2 x 64 x 64 = 8192, and the
+-- shared experts' 6144 not kept; shared experts, router, permute and
+-- experts forward again
+local mo = cost(moe, { moe = true })
+H.eq(base.act_bytes - mo.act_bytes, 512 + 20480 + 8192 + 6144, "moe: the layer's tensors")
+H.near(mo.recompute_time, base.shared_fwd_time + base.router_fwd_time + base.permute_fwd_time +
+    base.expert_fwd_time, 1e-12, "moe: the layer's forward again")
+H.eq(cost(moe, { moe = true, shared_experts = true, moe_act = true }).act_bytes, mo.act_bytes,
+    "moe takes shared_experts' and moe_act's place")
+-- lowered: the backward runs the forward first; with ep > 1 its dispatch
+-- and combine ride in the backward's all-to-alls of their direction
+local function lowered_ep(modules)
+    return parallel.prepare({ layers = models.transformer(small), stages = 1, ep = 2,
+        recompute = "selective", recompute_modules = modules }, dev, nil, nil).layers[2]
+end
+local e0, e1 = lowered_ep({}), lowered_ep({ "moe" })
+local mo2 = models.moe.block_cost(moe, { device = dev, ep = 2, modules = { moe = true } })
+H.near(e1.bwd_time - e0.bwd_time, mo2.recompute_time, 1e-12, "ps.run: moe's time in the backward")
+H.near(e1.moe_dispatch_grad_bytes, e0.moe_dispatch_grad_bytes + e0.moe_dispatch_bytes, 1e-9,
+    "ps.run: the recomputed dispatch beside the combine's gradient")
+H.near(e1.moe_combine_grad_bytes, e0.moe_combine_grad_bytes + e0.moe_combine_bytes, 1e-9,
+    "ps.run: the recomputed combine beside the dispatch's gradient")
+H.eq(e1.moe_dispatch_bytes, e0.moe_dispatch_bytes, "ps.run: the forward's all-to-alls unchanged")
+
+-- mlp on a plain dense block: its intermediates, 32 x 3 x 2 x 96 = 18432
+-- bytes, not kept; fc1 (64 -> 192), SwiGLU over 32 x 96 and fc2 again
+local dm0, dm1 = lowered(dense, {}), lowered(dense, { "mlp" })
+H.eq(dm0.act_bytes - dm1.act_bytes, 18432, "mlp: the dense MLP's intermediates")
+H.near(dm1.bwd_input_time - dm0.bwd_input_time,
+    g(dev, 32, 192, 64, 1) + mt(dev, 32 * 96 * 6) + g(dev, 32, 64, 96, 1), 1e-12,
+    "mlp: the dense MLP's forward in the backward")
+
 -- ps.models.megatron hands the list to ps.run
 local node = ps.clusters.dgx("H100", 1)
 local args = { num_layers = 2, hidden_size = 64, num_attention_heads = 4, seq_length = 32,
@@ -90,6 +135,7 @@ local function extra(modules)
 end
 H.eq(extra({ "mla_up_proj" }), 2560 * 32, "mla_up_proj: the up projections' FLOPs again")
 H.eq(extra({ "layernorm" }), 0, "layernorm: no GEMM FLOPs")
+H.eq(extra({ "mlp" }), 6 * 64 * 96 * 32, "mlp: the dense MLP's 6 h f per token again")
 H.eq(extra({ "core_attn", "mla_up_proj" }) - extra({ "mla_up_proj" }), extra(nil),
     "core_attn: the default's core FLOPs")
 
@@ -103,8 +149,14 @@ end
 H.raises(run_with(dense, "selective", { "core_atn" }),
     "field 'recompute_modules'[1]: unknown module 'core_atn' (Megatron-Core 0.20 allows " ..
     "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts,")
-H.raises(run_with(dense, "selective", { "mlp" }),
-    "field 'recompute_modules'[1]: module 'mlp' is not modelled")
+H.raises(run_with(dense, "selective", { "gdn_norm_out" }),
+    "field 'recompute_modules'[1]: module 'gdn_norm_out' is not modelled")
+H.raises(run_with(models.transformer(small), "selective", { "mlp" }),
+    "recompute_modules: mlp needs dense blocks with an MLP; this model has none")
+H.raises(run_with(dense, "selective", { "shared_experts" }),
+    "recompute_modules: shared_experts needs MoE blocks with shared experts; this model has none")
+H.raises(run_with(dense, "selective", { "moe" }),
+    "recompute_modules: moe needs MoE blocks; this model has none")
 H.raises(run_with(dense, "selective", "layernorm"),
     "field 'recompute_modules' must be a list of Megatron's module names, got 'layernorm'")
 H.raises(run_with(dense, "none", { "layernorm" }),

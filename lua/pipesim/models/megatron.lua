@@ -54,6 +54,7 @@ moe_expert_capacity_factor moe_pad_expert_input_to_capacity moe_grouped_gemm moe
 moe_router_num_groups
 moe_router_group_topk moe_dispatch_fwd_dtype moe_combine_bwd_dtype moe_token_dispatcher_type
 expert_model_parallel_size expert_tensor_parallel_size moe_flex_dispatcher_backend
+overlap_moe_expert_parallel_comm delay_wgrad_compute
 multi_latent_attention q_lora_rank kv_lora_rank qk_head_dim qk_pos_emb_head_dim v_head_dim
 mtp_num_layers
 ]]):gmatch("%S+") do MODELLED[name] = true end

@@ -27,6 +27,7 @@ local MOE_FLAGS = {
     "moe_permute_fusion", "moe_router_num_groups", "moe_router_group_topk",
     "moe_dispatch_fwd_dtype", "moe_combine_bwd_dtype", "moe_token_dispatcher_type",
     "expert_model_parallel_size", "expert_tensor_parallel_size", "moe_flex_dispatcher_backend",
+    "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
 }
 
 local function at_default(a, k)
@@ -133,6 +134,56 @@ function M.run_fields(a, run, h, tp, sp)
         check.fail("megatron: moe_flex_dispatcher_backend '%s' needs moe_token_dispatcher_type " ..
             "'flex' (it changes nothing otherwise)", be)
     end
+    M.overlap_fields(a, run, ep)
+end
+
+-- --overlap-moe-expert-parallel-comm (Megatron-Core 0.14 on: the
+-- combined 1F1B of pipeline_parallel/combined_1f1b.py, ps.run's
+-- ep_overlap, core/par/ep.c) with the checks of transformer_config.py
+-- __post_init__ (d98e8a64dd) that concern a launch script; ps.run checks
+-- the schedule and the dispatcher. --delay-wgrad-compute needs it, as
+-- Megatron asserts; it defers the experts' weight gradients so that the
+-- backward's last all-to-all has compute beside it, which pipesim's pair
+-- already gives every all-to-all (docs/moe.md), so it adds nothing here.
+function M.overlap_fields(a, run, ep)
+    local on = a.overlap_moe_expert_parallel_comm
+    if on ~= nil and type(on) ~= "boolean" then
+        check.fail("megatron: overlap_moe_expert_parallel_comm must be true or false, got %s",
+            check.show(on))
+    end
+    local delay = a.delay_wgrad_compute
+    if delay ~= nil and type(delay) ~= "boolean" then
+        check.fail("megatron: delay_wgrad_compute must be true or false, got %s",
+            check.show(delay))
+    end
+    if delay and not on then
+        check.fail("megatron: delay_wgrad_compute needs overlap_moe_expert_parallel_comm " ..
+            "(Megatron: \"overlap_moe_expert_parallel_comm must be enabled when enabling " ..
+            "delay_wgrad_compute\")")
+    end
+    if not on then return end
+    if ep < 2 then
+        check.fail("megatron: overlap_moe_expert_parallel_comm needs expert_model_parallel_size " ..
+            "> 1 (Megatron: \"overlap_moe_expert_parallel_comm is only supported with expert " ..
+            "model parallelism\")")
+    end
+    if (a.pipeline_model_parallel_size or 1) > 1 and (run.virtual_stages or 1) < 2 then
+        check.fail("megatron: overlap_moe_expert_parallel_comm with pipeline_model_parallel_size " ..
+            "%d needs virtual pipeline stages (Megatron: \"virtual_pipeline_model_parallel_size " ..
+            "must be specified when pipeline_model_parallel_size > 1\")",
+            a.pipeline_model_parallel_size)
+    end
+    if a.recompute_granularity == "full" then
+        check.fail("megatron: overlap_moe_expert_parallel_comm with recompute_granularity " ..
+            "'full' (Megatron: \"disable full recomputation when enabling " ..
+            "overlap_moe_expert_parallel_comm\")")
+    end
+    if (a.mtp_num_layers or 0) > 1 then
+        check.fail("megatron: overlap_moe_expert_parallel_comm with mtp_num_layers %d (Megatron: " ..
+            "\"MTP layernum only supports 1 when enabling overlap_moe_expert_parallel_comm\")",
+            a.mtp_num_layers)
+    end
+    run.ep_overlap = true
 end
 
 return M

@@ -387,7 +387,7 @@ end
 --     kv up GEMMs and the RoPE of the query's and the shared key's rope
 --     parts run again
 -- moe_act is the experts' (block_cost's expert branch).
-local function discarded(s, o, dev, T)
+local function discarded(s, o, dev, T, plain)
     local set = o.modules
     local drop, acc = 0, { f = 0, b = 0, w = 0 }
     if not set then return 0, 0 end
@@ -397,6 +397,21 @@ local function discarded(s, o, dev, T)
     if set.layernorm then
         drop = drop + 2 * e * T * s.hidden / r
         if dev then memop(acc, dev, 2 * T * s.hidden / r, 2 * e, 0) end
+    end
+    if set.mlp and not s.experts and plain and s.ffn_hidden > 0 then
+        -- mlp on a plain dense block (parallel.lua; block_cost counts its
+        -- own): the MLP under tensor_parallel.checkpoint keeps its input
+        -- in the 16-bit dtype and drops its intermediates, of which under
+        -- FP8 TE kept fc2's input as its 1-byte copy and fc1's input
+        -- (the norm's output) as one (models/fp8.lua act_delta)
+        local f, xe = s.ffn_hidden, (s.fp8 and s.fp8_wgrad) and 1 or e
+        drop = drop + T * (mlp_act(s, e, f) - (e - xe) * f) / t - T * (e - xe) * s.hidden / r
+        if dev then
+            local fq = s.fp8 and roofline.fp8.plan(s, dev) or nil
+            local gk = fq and fq.gemm or nil
+            local m = mlp_time(s, dev, T, f / t, 1, false, gk, fq and not fq.wgrad_bf16 and gk or nil)
+            acc.f = acc.f + m.f
+        end
     end
     if set.mla_up_proj and s.multi_latent_attention then
         local H, dq = s.heads, s.qk_head_dim + s.qk_pos_emb_head_dim
@@ -535,7 +550,21 @@ function M.block_cost(s, par)
     r.shared_fwd_time, r.shared_bwd_time, r.shared_bwd_weight_time = sh.f, sh.b + sh.w, sh.w
     dense = dense + mlp_rank_params(s, shared_f, t)
     linear_w = linear_w + (shared_f > 0 and (s.swiglu and 3 or 2) * h0 * shared_f / t or 0)
-    act = act + T * mlp_act(s, e, shared_f) / t
+    local shared_act = T * mlp_act(s, e, shared_f) / t
+    act = act + shared_act
+    local set = o.modules or {}
+    if shared_f > 0 and ((s.experts and set.shared_experts and not set.moe) or
+                         (not s.experts and set.mlp)) then
+        -- mlp (a dense block's MLP, transformer_layer.py: not a MoE
+        -- layer's) or shared_experts (moe_layer.py: the shared experts),
+        -- each under tensor_parallel.checkpoint (d98e8a64dd): their
+        -- intermediates are not kept (their input is: the router and the
+        -- attention side keep it), their forward runs again in the backward
+        act = act - shared_act
+        r.shared_bwd_time = r.shared_bwd_time + sh.f
+        r.recompute_time = r.recompute_time + sh.f
+        r.recompute_dropped_bytes = r.recompute_dropped_bytes + shared_act
+    end
     if s.experts then
         local E, h, ep, etp = s.experts, s.hidden, o.ep, o.etp
         local El = E // ep
@@ -575,7 +604,7 @@ function M.block_cost(s, par)
         r.expert_fwd_time, r.expert_bwd_time, r.expert_bwd_weight_time = ex.f, ex.b + ex.w, ex.w
         local xe = (s.fp8 and s.fp8_wgrad) and 1 or e
         local f = s.expert_ffn
-        if o.modules and o.modules.moe_act and s.grouped_gemm then
+        if o.modules and o.modules.moe_act and s.grouped_gemm and not set.moe then
             -- moe_act (moe/experts.py TEGroupedMLP, d98e8a64dd): the
             -- activation's output, fc2's input (xe bytes: under FP8 fc2
             -- saves its original input, discarded the same), is not kept;
@@ -600,8 +629,24 @@ function M.block_cost(s, par)
         -- inputs (the permuted tokens, the activation's output) as their
         -- FP8 column-wise copies, 1 byte an element (as models/fp8.lua's
         -- act_delta for the dense MLP; the scales not counted)
-        act = act + 4 * Tr * E + R * (xe * h + (mlp_act(s, e, f) - (e - xe) * f) / etp) +
+        local kept = 4 * Tr * E + R * (xe * h + (mlp_act(s, e, f) - (e - xe) * f) / etp) +
             e * S * h
+        act = act + kept
+        if set.moe then
+            -- moe (moe_layer.py: the whole MoE layer under
+            -- tensor_parallel.checkpoint, d98e8a64dd; it takes the shared
+            -- experts' place): none of the layer's tensors is kept but its
+            -- input; its backward first runs the forward again (shared
+            -- experts, router, permute, dispatch, experts, combine,
+            -- unpermute), all-to-alls included (models/expert.lua)
+            local gone = kept + (shared_f > 0 and shared_act or 0)
+            local rerun = r.shared_fwd_time + r.router_fwd_time + r.permute_fwd_time +
+                r.expert_fwd_time
+            act = act - gone
+            r.moe_recompute = true
+            r.recompute_time = r.recompute_time + rerun
+            r.recompute_dropped_bytes = r.recompute_dropped_bytes + gone
+        end
     end
     r.dense_params, r.act_bytes, r.linear_params = dense, act, linear_w
     return r

@@ -1,11 +1,11 @@
 /* A sweep's worker processes and their scratch directories, without Lua
- * (bind/proc.h): locked scratch directories that the next sweep reclaims
+ * (run/proc.h): locked scratch directories that the next sweep reclaims
  * when their maker died, workers that die with the writer, and the
  * writer's watch over them. */
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE 1 /* d_type, prctl's header */
 #endif
-#include "bind/proc.h"
+#include "run/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -186,8 +186,17 @@ void proc_scratch_forget(proc_scratch *s)
     s->lock_fd = -1;
 }
 
+/* 1 from proc_child_init on in a worker process */
+static int is_worker;
+
+int proc_is_worker(void)
+{
+    return is_worker;
+}
+
 void proc_child_init(pid_t parent)
 {
+    is_worker = 1;
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif

@@ -1,7 +1,7 @@
 /* A sweep's worker processes and their scratch space, without Lua (issue
  * 27 item 7): what the writer process does so that nothing outlives it.
- * bind/pool.c drives them; they are plain C so that the planned run/
- * layer (sessions, sweeps, workers) can take them as they are.
+ * bind/pool.c and bind/worker.c drive them; plain C, in the run layer
+ * (sessions, sweeps, workers) below the binding.
  *
  * - Scratch directories ($TMPDIR/pipesim-sweep.PID.XXXXXX) carry a lock
  *   file that their maker holds (a POSIX record lock) until it removes
@@ -49,8 +49,12 @@ void proc_scratch_note(const proc_scratch *s, ps_err *err);
 #define PROC_SCRATCH_LOW (1024 * 1024)
 
 /* In a worker right after fork(): it gets SIGKILL when the writer (the
- * parent pid) dies; if the writer is already gone, it exits at once. */
+ * parent pid) dies; if the writer is already gone, it exits at once. From
+ * then on proc_is_worker() is 1 in this process. */
 void proc_child_init(pid_t parent);
+/* 1 in a worker process from proc_child_init on, else 0: a worker leaves
+ * the connections it inherited from the writer untouched (bind/core.c). */
+int proc_is_worker(void);
 /* 1 when the writer that forked this worker has died (the check of
  * systems without PR_SET_PDEATHSIG). */
 int proc_orphaned(pid_t parent);

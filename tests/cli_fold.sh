@@ -1,0 +1,24 @@
+#!/bin/sh
+# Replica folding keeps one replica's communication (core/par/fold_stream.c,
+# issue 28): a dense step on 1,000 DGX H100 nodes (tests/bench/dense1t.lua:
+# TP 8, PP 20, DP 50) runs folded within a --max-memory that every
+# replica's gradient-sync rings exceed (0.7 M ops, more than 37.5 MiB as
+# arrays, besides the rest).
+# Env from tests/run.sh: BIN, TMP, VG.
+set -u
+SUITE=cli_fold OUT=fold
+. tests/lib_cli.sh
+
+# shellcheck disable=SC2086
+if $VG "$BIN" run --unsafe --max-memory 64MiB tests/bench/dense1t.lua -D nodes=1000 \
+    -o "$TMP/fold.db" >"$TMP/fold.stdout" 2>"$TMP/fold.stderr"; then
+    grep -q "dense 1T on 8000 GPUs: step 16.716903 s, folded true" "$TMP/fold.stdout" && ok ||
+        bad "folded run: $(cat "$TMP/fold.stdout")"
+else
+    bad "folded run within 64 MiB failed: $(cat "$TMP/fold.stderr")"
+fi
+expect_fail "run --unsafe --max-memory 64MiB tests/bench/dense1t.lua -D nodes=1000 -D fold=false -o $TMP/fold2.db" \
+    "memory limit of 64 MiB reached (--max-memory): the run's programs need more than"
+
+echo "$P passed, $F failed"
+[ "$F" -eq 0 ]

@@ -27,7 +27,7 @@ do
             for r in pairs(roles) do H.check(KNOWN[r], k .. ": known role " .. r) end
         end
     end
-    H.eq(n, 27, "fields with a role (20 of ps.run's plan fields, 2 triggers, 5 model layer fields)")
+    H.eq(n, 28, "fields with a role (21 of ps.run's plan fields, 2 triggers, 5 model layer fields)")
 end
 
 -- 2. every ps.run field the lowering reads (spec.x in its modules) is in

@@ -208,8 +208,16 @@ void rec_backoff(rec_db *db, int tries);
 /* SQLite's busy handler for every rec_db (ctx is the rec_db). */
 int rec_busy_handler(void *ctx, int tries);
 /* Runs setup statements that return no rows, retrying busy; PS_ERR with
- * the message in err. */
+ * the message in err. rec_exec_sql (rec/txn.c) first opens the connection
+ * of a file that a one-run publish left without one (rec_reopen);
+ * rec_exec_conn (rec/sql.c) runs them on the connection as it is: the
+ * schema's (rec/schema.c), which runs while the connection is made
+ * (rec_schema_prepare) or on one already open (rec_schema_rest). */
 int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
+int rec_exec_conn(rec_db *db, const char *sql, ps_err *err);
+/* rec/copy.c: rec_copy_new without publishing db first (rec_copy_new,
+ * rec/txn.c, publishes it and calls this). */
+rec_copy *rec_copy_attach(rec_db *db, const char *path, ps_err *err);
 /* A handle for path with nothing open (NULL and err filled when out of
  * memory), and its release with everything it holds. */
 rec_db *rec_new_handle(const char *path, ps_err *err);

@@ -109,6 +109,30 @@ int rec_busy_handler(void *ctx, int tries)
     return 1;
 }
 
+/* Runs statements that return no rows, for setting up a database, on
+ * the connection as it is (rec_exec_sql reopens a published file's first).
+ * Switching a new file to WAL needs it to itself, and SQLite reports a
+ * second process opening it meanwhile as SQLITE_BUSY without calling the
+ * busy handler (PRAGMA journal_mode = WAL failed in 2 of 400 writers
+ * racing to create a file), so busy is retried here too. */
+int rec_exec_conn(rec_db *db, const char *sql, ps_err *err)
+{
+    double t0 = rec_monotonic();
+    for (int tries = 0;; tries++) {
+        int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return PS_OK;
+        if ((rc & 0xff) != SQLITE_BUSY)
+            break;
+        if (rec_monotonic() - t0 >= REC_BUSY_LIMIT_S) {
+            db->busy_since = -1;
+            break;
+        }
+        rec_backoff(db, tries);
+    }
+    return rec_sql_fail(db, "cannot set up the database", err);
+}
+
 /* ------------------------------------------------------------------ */
 /* Statements                                                          */
 /* ------------------------------------------------------------------ */

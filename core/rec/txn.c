@@ -19,29 +19,13 @@
 /* ------------------------------------------------------------------ */
 /* Errors and locks                                                    */
 /* ------------------------------------------------------------------ */
-/* Runs statements that return no rows, for setting up a database.
- * Switching a new file to WAL needs it to itself, and SQLite reports a
- * second process opening it meanwhile as SQLITE_BUSY without calling the
- * busy handler (PRAGMA journal_mode = WAL failed in 2 of 400 writers
- * racing to create a file), so busy is retried here too. */
+/* rec_exec_conn (rec/sql.c) on the connection at the file's path, opened
+ * first when a one-run publish left the file without one (rec_reopen). */
 int rec_exec_sql(rec_db *db, const char *sql, ps_err *err)
 {
     if (rec_reopen(db, err))
         return PS_ERR;
-    double t0 = rec_monotonic();
-    for (int tries = 0;; tries++) {
-        int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            return PS_OK;
-        if ((rc & 0xff) != SQLITE_BUSY)
-            break;
-        if (rec_monotonic() - t0 >= REC_BUSY_LIMIT_S) {
-            db->busy_since = -1;
-            break;
-        }
-        rec_backoff(db, tries);
-    }
-    return rec_sql_fail(db, "cannot set up the database", err);
+    return rec_exec_conn(db, sql, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -233,7 +217,8 @@ rec_db *rec_open(const char *path, ps_err *err)
 static int copy_first_run(rec_db *db, const char *scratch, int64_t *id,
                           ps_err *err)
 {
-    rec_copy *c = rec_copy_new(db, scratch, err);
+    /* attached straight: the file is published and its connection open */
+    rec_copy *c = rec_copy_attach(db, scratch, err);
     if (!c)
         return PS_ERR;
     int64_t off = 0;
@@ -313,6 +298,30 @@ int rec_reopen(rec_db *db, ps_err *err)
     db->published_runs = 0;
     return connect(db, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Copies                                                              */
+/* ------------------------------------------------------------------ */
+
+/* rec/copy.c's copies begin here: what they write to is published and
+ * its batch committed first. */
+rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
+{
+    /* a new file's connection moves to its path first */
+    if (rec_publish(db, NULL, err))
+        return NULL;
+    return rec_copy_attach(db, path, err);
+}
+
+int rec_begin(rec_db *db, ps_err *err)
+{
+    /* runs a batch holds are committed first (rec_set_batch) */
+    return rec_flush(db, err) || rec_exec_sql(db, "BEGIN IMMEDIATE", err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Transactions                                                        */
+/* ------------------------------------------------------------------ */
 
 /* A batch commits after this many runs or seconds: few enough that the
  * write lock is not held long (other writers wait at most this, and a

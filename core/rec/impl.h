@@ -215,6 +215,10 @@ int rec_busy_handler(void *ctx, int tries);
  * (rec_schema_prepare) or on one already open (rec_schema_rest). */
 int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
 int rec_exec_conn(rec_db *db, const char *sql, ps_err *err);
+/* rec/rec.c: rec_write's run written, neither shipped nor after shipped
+ * runs (rec_write, rec/ship.c, has seen to both). */
+int rec_write_run(rec_db *db, const rec_payload *p, enum rec_level level,
+                  int64_t *run_id, ps_err *err);
 /* rec/copy.c: rec_copy_new without publishing db first (rec_copy_new,
  * rec/txn.c, publishes it and calls this). */
 rec_copy *rec_copy_attach(rec_db *db, const char *path, ps_err *err);

@@ -396,24 +396,26 @@ static int full_note(ps_err *err, int code)
     return PS_ERR;
 }
 
-int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
-              int64_t *run_id, ps_err *err)
+/* A streamed run's rows and transaction dropped (rec_stream_begin,
+ * rec/stream.c; here, below it, since rec_write_run ends a stream too). */
+void rec_stream_cancel(rec_db *db)
 {
-    *run_id = 0;
-    if (db->readonly)
-        return ps_errf(err, "%s: opened read-only", db->path);
-    if (!p->run)
-        return ps_errf(err, "%s: run without a run record", db->path);
-    /* a sweep worker's run below the events level goes to the writer as
-     * bytes (rec/ship.c); anything else first writes what was shipped */
-    if (db->ship && level != REC_EVENTS && !db->streaming) {
-        if (rec_ship_add(db->ship, p, level, err))
-            return PS_ERR;
-        *run_id = rec_ship_runs(db->ship);
-        return PS_OK;
-    }
-    if (db->ship && rec_ship_unload(db, err))
-        return PS_ERR;
+    if (!db || !db->streaming)
+        return;
+    if (db->writing)
+        rec_writer_discard(db);
+    db->writing = 0;
+    db->streaming = 0;
+    for (int i = 0; i < NROWS; i++)
+        db->rows[i].n = 0;
+    rec_run_rollback(db);
+}
+
+/* rec_write once its run is not shipped and what was shipped is written
+ * (rec_write, rec/ship.c). */
+int rec_write_run(rec_db *db, const rec_payload *p, enum rec_level level,
+                  int64_t *run_id, ps_err *err)
+{
     /* a streamed timeline (rec_stream_begin) is kept only for an ok run
      * at the events level; otherwise the run is written afresh */
     int streamed = db->streaming;

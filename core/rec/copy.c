@@ -264,11 +264,8 @@ static int prepare_timeline(rec_copy *c, ps_err *err)
     return prepare(c, sql, &c->span, err);
 }
 
-rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
+rec_copy *rec_copy_attach(rec_db *db, const char *path, ps_err *err)
 {
-    /* a new file's connection moves to its path first (rec/txn.c) */
-    if (rec_publish(db, NULL, err))
-        return NULL;
     rec_copy *c = attach_source(db, path, err);
     if (!c)
         return NULL;
@@ -364,12 +361,6 @@ void rec_copy_free(rec_copy *c)
     rec_sidecars_tidy(c->path, c->had);
     free(c->path);
     free(c);
-}
-
-int rec_begin(rec_db *db, ps_err *err)
-{
-    /* runs a batch holds are committed first (rec_set_batch) */
-    return rec_flush(db, err) || rec_exec_sql(db, "BEGIN IMMEDIATE", err);
 }
 
 int rec_commit(rec_db *db, ps_err *err)

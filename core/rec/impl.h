@@ -17,6 +17,22 @@
 #define REC_NTABLES 9
 #define REC_NTABLES_AT(v) ((v) >= 9 ? REC_NTABLES : 8)
 
+/* A run's stage and rank_stat rows go four to an INSERT: a statement
+ * execution costs about as much as the rows it writes. */
+#define STAGE_COLS                                                             \
+    "INSERT INTO stage(run, stage, rank, chunk, first_layer, last_layer, "     \
+    "fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes, "            \
+    "exposed_comm, tp_comm, tp_exposed) VALUES "
+#define STAGE_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define STAGE_NCOLS 15
+#define RANK_COLS                                                              \
+    "INSERT INTO rank_stat(run, rank, busy, bubble, static_memory, "           \
+    "peak_memory, t_peak, exposed_comm, capacity, fits, tp_comm, "             \
+    "tp_exposed) VALUES "
+#define RANK_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define RANK_NCOLS 12
+#define ROWS4(row) row ", " row ", " row ", " row
+
 enum stmt_id {
     ST_RUN,
     ST_STAGE,
@@ -187,19 +203,31 @@ int rec_vtab_register_on(sqlite3 *c, rec_vtab_scan *scan,
                          const rec_vtab_kind *kind);
 /* CLOCK_MONOTONIC in seconds. */
 double rec_monotonic(void);
-/* Sleeps before lock retry number tries (jittered, capped; see rec/txn.c). */
+/* Sleeps before lock retry number tries (jittered, capped; see rec/sql.c). */
 void rec_backoff(rec_db *db, int tries);
 /* SQLite's busy handler for every rec_db (ctx is the rec_db). */
 int rec_busy_handler(void *ctx, int tries);
 /* Runs setup statements that return no rows, retrying busy; PS_ERR with
- * the message in err. */
+ * the message in err. rec_exec_sql (rec/txn.c) first opens the connection
+ * of a file that a one-run publish left without one (rec_reopen);
+ * rec_exec_conn (rec/sql.c) runs them on the connection as it is: the
+ * schema's (rec/schema.c), which runs while the connection is made
+ * (rec_schema_prepare) or on one already open (rec_schema_rest). */
 int rec_exec_sql(rec_db *db, const char *sql, ps_err *err);
+int rec_exec_conn(rec_db *db, const char *sql, ps_err *err);
+/* rec/rec.c: rec_write's run written, neither shipped nor after shipped
+ * runs (rec_write, rec/ship.c, has seen to both). */
+int rec_write_run(rec_db *db, const rec_payload *p, enum rec_level level,
+                  int64_t *run_id, ps_err *err);
+/* rec/copy.c: rec_copy_new without publishing db first (rec_copy_new,
+ * rec/txn.c, publishes it and calls this). */
+rec_copy *rec_copy_attach(rec_db *db, const char *path, ps_err *err);
 /* A handle for path with nothing open (NULL and err filled when out of
  * memory), and its release with everything it holds. */
 rec_db *rec_new_handle(const char *path, ps_err *err);
 void rec_free_handle(rec_db *db);
 
-/* rec/rec.c: the write-path statement id, prepared on first use (NULL with err
+/* rec/sql.c: the write-path statement id, prepared on first use (NULL with err
  * filled when SQLite cannot prepare it), and a step of a statement that
  * returns no rows, then its reset (PS_ERR: "run not recorded"). */
 sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err);
@@ -216,7 +244,7 @@ int rec_transfer_row(rec_db *db, int32_t src, const prog_op *op, ps_err *err);
 int rec_memory_row(rec_db *db, int32_t rank, double t, double bytes,
                    ps_err *err);
 
-/* rec/rec.c: inserts rows[0..n) into table's row table (one statement), or
+/* rec/rows.c: inserts rows[0..n) into table's row table (one statement), or
  * fails with "run not recorded". Counts them into the run's span. */
 int rec_rows_insert(rec_db *db, int table, const rec_row *rows, int32_t n,
                     ps_err *err);
@@ -226,7 +254,7 @@ int rec_rows_module(rec_db *db, ps_err *err);
 /* rec/rows.c: pipesim_rows on another connection (the second writer's,
  * rec/aux.c) with its own scan; SQLite's code. */
 int rec_rows_module_on(sqlite3 *c, rec_vtab_scan *scan);
-/* rec/rec.c: a timeline table's INSERT from pipesim_rows and the integers
+/* rec/rows.c: a timeline table's INSERT from pipesim_rows and the integers
  * it reads as NULL below 0 (the same statement fits a twin table of the
  * same declaration, rec/aux.c). */
 const char *rec_rows_sql(int table, unsigned *nulls);

@@ -23,87 +23,6 @@
 #include "sim/mem.h"
 
 /* ------------------------------------------------------------------ */
-/* Statements                                                          */
-/* ------------------------------------------------------------------ */
-
-/* A run's stage and rank_stat rows go four to an INSERT: a statement
- * execution costs about as much as the rows it writes. */
-#define STAGE_COLS                                                             \
-    "INSERT INTO stage(run, stage, rank, chunk, first_layer, last_layer, "     \
-    "fwd_flops, params, fwd_time, bwd_time, act_bytes, out_bytes, "            \
-    "exposed_comm, tp_comm, tp_exposed) VALUES "
-#define STAGE_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#define STAGE_NCOLS 15
-#define RANK_COLS                                                              \
-    "INSERT INTO rank_stat(run, rank, busy, bubble, static_memory, "           \
-    "peak_memory, t_peak, exposed_comm, capacity, fits, tp_comm, "             \
-    "tp_exposed) VALUES "
-#define RANK_ROW "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#define RANK_NCOLS 12
-#define ROWS4(row) row ", " row ", " row ", " row
-
-static const char *const stmt_sql[NSTMT] = {
-    [ST_RUN] =
-        "INSERT INTO run(kind, name, schedule, stages, microbatches, "
-        "virtual_stages, dp, makespan, bubble, closed_form_bubble, "
-        "imbalance, peak_memory, p2p, params, status, error, fits, tp, "
-        "sequence_parallel, recompute, sweep, point, point_index, tags, "
-        "model, seq_length, micro_batch, global_batch, scenario, "
-        "created, " REC_EFF_COLS ", backend, simulated, folded) VALUES (?1, "
-        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-        "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
-        "?28, ?29, coalesce(?30, strftime('%Y-%m-%dT%H:%M:%SZ', "
-        "'now')), " REC_EFF_ARGS ", coalesce(?42, 'sim'), ?43, ?44)",
-    [ST_STAGE] = STAGE_COLS STAGE_ROW,
-    [ST_RANK] = RANK_COLS RANK_ROW,
-    [ST_STAGE4] = STAGE_COLS ROWS4(STAGE_ROW),
-    [ST_RANK4] = RANK_COLS ROWS4(RANK_ROW),
-    [ST_COLL] = "INSERT INTO collective(run, op, algorithm, ranks, bytes, "
-                "time, algbw, busbw, protocol) VALUES (?1, ?2, ?3, ?4, ?5, "
-                "?6, ?7, ?8, ?9)",
-    [ST_LINK] = "INSERT INTO link(run, src, dst, bandwidth, latency, bytes, "
-                "busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [ST_MEMBER] = "INSERT INTO rank_member(run, rank, member, tp, cp, dp, "
-                  "pp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [ST_SPAN] = "INSERT INTO span(run, event_first, event_last, "
-                "transfer_first, transfer_last, memory_first, memory_last) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    /* IMMEDIATE takes the write lock up front: a deferred transaction
-     * that has read would get SQLITE_BUSY_SNAPSHOT when it tries to write
-     * after another process committed, which no busy handler can cure */
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
-    [ST_ROLLBACK] = "ROLLBACK",
-    [ST_SAVEPOINT] = "SAVEPOINT run",
-    [ST_RELEASE] = "RELEASE run",
-    [ST_ROLLBACK_TO] = "ROLLBACK TO run",
-};
-
-/* Steps a write-path statement that returns no rows and resets it. The
- * bindings stay; every caller rebinds all parameters. */
-int rec_step_done(rec_db *db, sqlite3_stmt *st, ps_err *err)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_DONE)
-        return PS_OK;
-    return rec_sql_fail(db, "run not recorded", err);
-}
-
-/* The write-path statement id, prepared on first use: a summary run never
- * pays for the timeline's INSERTs, a pipeline never for the collective
- * row. NULL with err filled
- * when SQLite cannot prepare it. */
-sqlite3_stmt *rec_stmt(rec_db *db, enum stmt_id id, ps_err *err)
-{
-    if (!db->st[id] &&
-        sqlite3_prepare_v3(db->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-                           &db->st[id], NULL) != SQLITE_OK)
-        rec_sql_fail(db, "cannot prepare the inserts", err);
-    return db->st[id];
-}
-
-/* ------------------------------------------------------------------ */
 /* Writing                                                             */
 /* ------------------------------------------------------------------ */
 
@@ -477,24 +396,26 @@ static int full_note(ps_err *err, int code)
     return PS_ERR;
 }
 
-int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
-              int64_t *run_id, ps_err *err)
+/* A streamed run's rows and transaction dropped (rec_stream_begin,
+ * rec/stream.c; here, below it, since rec_write_run ends a stream too). */
+void rec_stream_cancel(rec_db *db)
 {
-    *run_id = 0;
-    if (db->readonly)
-        return ps_errf(err, "%s: opened read-only", db->path);
-    if (!p->run)
-        return ps_errf(err, "%s: run without a run record", db->path);
-    /* a sweep worker's run below the events level goes to the writer as
-     * bytes (rec/ship.c); anything else first writes what was shipped */
-    if (db->ship && level != REC_EVENTS && !db->streaming) {
-        if (rec_ship_add(db->ship, p, level, err))
-            return PS_ERR;
-        *run_id = rec_ship_runs(db->ship);
-        return PS_OK;
-    }
-    if (db->ship && rec_ship_unload(db, err))
-        return PS_ERR;
+    if (!db || !db->streaming)
+        return;
+    if (db->writing)
+        rec_writer_discard(db);
+    db->writing = 0;
+    db->streaming = 0;
+    for (int i = 0; i < NROWS; i++)
+        db->rows[i].n = 0;
+    rec_run_rollback(db);
+}
+
+/* rec_write once its run is not shipped and what was shipped is written
+ * (rec_write, rec/ship.c). */
+int rec_write_run(rec_db *db, const rec_payload *p, enum rec_level level,
+                  int64_t *run_id, ps_err *err)
+{
     /* a streamed timeline (rec_stream_begin) is kept only for an ok run
      * at the events level; otherwise the run is written afresh */
     int streamed = db->streaming;

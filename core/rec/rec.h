@@ -367,8 +367,10 @@ int rec_flush(rec_db *db, ps_err *err);
  * recorded runs subtracts it after rec_flush; 0 without batches. */
 int64_t rec_lost_runs(const rec_db *db);
 
-/* --- copying runs between databases (rec/copy.c): a sweep's workers hand
- * their runs to the one writer this way, and pipesim merge is made of it */
+/* --- copying runs between databases (rec/copy.c; rec_copy_new and
+ * rec_begin, which publish a new file and commit a batch first, in
+ * rec/txn.c): a sweep's workers hand their runs to the one writer this
+ * way, and pipesim merge is made of it */
 
 typedef struct rec_copy rec_copy;
 

@@ -447,7 +447,7 @@ static const char *const upgrade_v7_sql[] = {
 static int exec_all(rec_db *db, const char *const *sql, ps_err *err)
 {
     for (; *sql; sql++)
-        if (rec_exec_sql(db, *sql, err))
+        if (rec_exec_conn(db, *sql, err))
             return PS_ERR;
     return PS_OK;
 }
@@ -534,8 +534,8 @@ static int read_version(rec_db *db, int *version, ps_err *err)
  * WAL mode both are no-ops that read the header. */
 static int set_journal(rec_db *db, ps_err *err)
 {
-    return rec_exec_sql(db, "PRAGMA journal_mode = WAL", err) ||
-                   rec_exec_sql(db, "PRAGMA synchronous = NORMAL", err)
+    return rec_exec_conn(db, "PRAGMA journal_mode = WAL", err) ||
+                   rec_exec_conn(db, "PRAGMA synchronous = NORMAL", err)
                ? PS_ERR
                : PS_OK;
 }
@@ -643,8 +643,8 @@ int rec_schema_rest(rec_db *db, ps_err *err)
     sqlite3_stmt *st = NULL;
     /* a savepoint: its own transaction, or a part of one that is open */
     int ok =
-        rec_exec_sql(db, "PRAGMA writable_schema = ON; SAVEPOINT schema_rest",
-                     err) == PS_OK &&
+        rec_exec_conn(db, "PRAGMA writable_schema = ON; SAVEPOINT schema_rest",
+                      err) == PS_OK &&
         sqlite3_prepare_v2(db->db,
                            "INSERT INTO sqlite_master(rowid, type, name, "
                            "tbl_name, rootpage, sql) VALUES (?1, ?2, ?3, "
@@ -727,52 +727,52 @@ int rec_schema_prepare(rec_db *db, ps_err *err)
         char ver[64];
         snprintf(ver, sizeof ver, "PRAGMA user_version = %d",
                  REC_SCHEMA_VERSION);
-        if (rec_exec_sql(db, "BEGIN IMMEDIATE", err))
+        if (rec_exec_conn(db, "BEGIN IMMEDIATE", err))
             return PS_ERR;
         if (rec_inspect(db, &version, &tables, &objects, err))
             return PS_ERR;
         if (version == 0 &&
-            (exec_all(db, schema_sql, err) || rec_exec_sql(db, ver, err))) {
+            (exec_all(db, schema_sql, err) || rec_exec_conn(db, ver, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }
-        if (rec_exec_sql(db, "COMMIT", err))
+        if (rec_exec_conn(db, "COMMIT", err))
             return PS_ERR;
     }
     if (version >= 1 && version < REC_SCHEMA_VERSION) {
         /* upgrade in place, once: a second writer that waited for the lock
          * finds the current version and does nothing */
-        if (rec_exec_sql(db, "BEGIN IMMEDIATE", err))
+        if (rec_exec_conn(db, "BEGIN IMMEDIATE", err))
             return PS_ERR;
         if (rec_inspect(db, &version, &tables, &objects, err)) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }
-        if ((version == 1 && rec_exec_sql(db, migrate_v2_sql, err)) ||
+        if ((version == 1 && rec_exec_conn(db, migrate_v2_sql, err)) ||
             (version >= 1 && version <= 2 &&
-             rec_exec_sql(db, migrate_v3_sql, err)) ||
+             rec_exec_conn(db, migrate_v3_sql, err)) ||
             (version >= 1 && version <= 3 &&
-             rec_exec_sql(db, migrate_v4_sql, err)) ||
+             rec_exec_conn(db, migrate_v4_sql, err)) ||
             (version >= 1 && version <= 4 &&
-             rec_exec_sql(db, migrate_v5_sql, err)) ||
+             rec_exec_conn(db, migrate_v5_sql, err)) ||
             (version >= 1 && version <= 5 &&
-             rec_exec_sql(db, migrate_v6_sql, err)) ||
+             rec_exec_conn(db, migrate_v6_sql, err)) ||
             (version >= 1 && version <= 6 && timeline_is_tables(db) &&
              exec_all(db, upgrade_v7_sql, err)) ||
             (version >= 1 && version <= 6 &&
-             rec_exec_sql(db, "PRAGMA user_version = 7", err)) ||
+             rec_exec_conn(db, "PRAGMA user_version = 7", err)) ||
             (version >= 1 && version <= 7 &&
-             rec_exec_sql(db, migrate_v8_sql, err)) ||
+             rec_exec_conn(db, migrate_v8_sql, err)) ||
             (version >= 1 && version <= 8 &&
-             rec_exec_sql(db, migrate_v9_sql, err)) ||
+             rec_exec_conn(db, migrate_v9_sql, err)) ||
             (version >= 1 && version <= 9 &&
-             rec_exec_sql(db, migrate_v10_sql, err)) ||
+             rec_exec_conn(db, migrate_v10_sql, err)) ||
             (version >= 1 && version <= 10 &&
-             rec_exec_sql(db, migrate_v11_sql, err))) {
+             rec_exec_conn(db, migrate_v11_sql, err))) {
             sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
             return PS_ERR;
         }
-        if (rec_exec_sql(db, "COMMIT", err))
+        if (rec_exec_conn(db, "COMMIT", err))
             return PS_ERR;
     }
     return PS_OK;

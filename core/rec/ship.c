@@ -2,7 +2,9 @@
  * level as bytes (the run record, its stage, rank_stat and collective
  * rows) instead of rows in its scratch database, so that the writer
  * records them once, with rec_write as --jobs 1 does, rather than copying
- * rows the worker wrote (each run recorded twice, and decoded again). */
+ * rows the worker wrote (each run recorded twice, and decoded again).
+ * rec_write's first step is here, above the write path (rec/rec.c): a
+ * run shipped, or what was shipped written before it. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -377,4 +379,29 @@ int rec_ship_unload(rec_db *db, ps_err *err)
     s->n = 0;
     s->runs = 0;
     return rc;
+}
+
+/* rec_write (rec/rec.h): a sweep worker's run is shipped here, anything
+ * else written after what was shipped, by rec_write_run (rec/rec.c), which
+ * this file's rec_ship_write calls back through rec_write: the loop stays
+ * in this file. */
+int rec_write(rec_db *db, const rec_payload *p, enum rec_level level,
+              int64_t *run_id, ps_err *err)
+{
+    *run_id = 0;
+    if (db->readonly)
+        return ps_errf(err, "%s: opened read-only", db->path);
+    if (!p->run)
+        return ps_errf(err, "%s: run without a run record", db->path);
+    /* a sweep worker's run below the events level goes to the writer as
+     * bytes (rec/ship.c); anything else first writes what was shipped */
+    if (db->ship && level != REC_EVENTS && !db->streaming) {
+        if (rec_ship_add(db->ship, p, level, err))
+            return PS_ERR;
+        *run_id = rec_ship_runs(db->ship);
+        return PS_OK;
+    }
+    if (db->ship && rec_ship_unload(db, err))
+        return PS_ERR;
+    return rec_write_run(db, p, level, run_id, err);
 }

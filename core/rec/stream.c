@@ -1,7 +1,8 @@
 /* The recorder's streaming write path (issue 12): the engine's completion
  * hook (eng_sink, sim/eng.h) turns finished ops into batched event and
  * transfer rows and ledger changes into memory rows inside the run's
- * transaction, which rec_write (rec/rec.c) completes and commits. The per-op
+ * transaction, which rec_write (rec/rec.c) completes and commits, or
+ * rec_stream_cancel (rec/rec.c, below both) drops. The per-op
  * path copies each row into a block of REC_ROWS rows, which one INSERT reads
  * through the pipesim_rows virtual table (rec/rows.c). */
 #include <stdlib.h>
@@ -65,17 +66,4 @@ int rec_stream_begin(rec_db *db, eng_sink *sink, ps_err *err)
     *sink =
         (eng_sink){.op_done = stream_op, .mem_change = stream_mem, .ctx = db};
     return PS_OK;
-}
-
-void rec_stream_cancel(rec_db *db)
-{
-    if (!db || !db->streaming)
-        return;
-    if (db->writing)
-        rec_writer_discard(db);
-    db->writing = 0;
-    db->streaming = 0;
-    for (int i = 0; i < NROWS; i++)
-        db->rows[i].n = 0;
-    rec_run_rollback(db);
 }

@@ -14,39 +14,6 @@
 #include "rec/impl.h"
 #include "sim/mem.h"
 
-/* Each timeline table's INSERT from pipesim_rows (rec/rows.c): which of
- * a rec_row's fields go to which column, and which integers are indexes,
- * NULL below 0 ("none" in programs: mb -1 of an optimizer step). OR FAIL:
- * a NOT NULL violation stops the statement without undoing its earlier
- * rows, so SQLite keeps no statement journal for the block (the default
- * ABORT copies each page the block changes first); any failure fails the
- * run, whose transaction or savepoint takes the partial block back with
- * the rest. */
-static const struct {
-    const char *sql;
-    unsigned nulls; /* bit k: i<k> */
-} rows_def[NROWS] = {
-    [ROWS_EVENT] =
-        {"INSERT OR FAIL INTO event_row(rank, kind, stage, chunk, mb, "
-         "t_start, t_end) SELECT i0, i1, i2, i3, i4, d0, d1 "
-         "FROM pipesim_rows",
-         1u << 2 | 1u << 3 | 1u << 4},
-    [ROWS_TRANSFER] =
-        {"INSERT OR FAIL INTO transfer_row(src, dst, bytes, t_start, "
-         "t_end, kind, mb, tag) SELECT i0, i1, d0, d1, d2, i2, "
-         "i3, i4 FROM pipesim_rows",
-         1u << 3 | 1u << 4},
-    [ROWS_MEMORY] = {"INSERT OR FAIL INTO memory_row(rank, t, bytes) SELECT "
-                     "i0, d0, d1 FROM pipesim_rows",
-                     0},
-};
-
-const char *rec_rows_sql(int table, unsigned *nulls)
-{
-    *nulls = rows_def[table].nulls;
-    return rows_def[table].sql;
-}
-
 /* The INSERT of a timeline table, prepared on first use. */
 static rowbuf *rows(rec_db *db, enum rows_id id, ps_err *err)
 {
@@ -54,39 +21,15 @@ static rowbuf *rows(rec_db *db, enum rows_id id, ps_err *err)
     if (!rb->st) {
         if (rec_rows_module(db, err))
             return NULL;
-        if (sqlite3_prepare_v3(db->db, rows_def[id].sql, -1,
+        if (sqlite3_prepare_v3(db->db, rec_rows_sql(id, &rb->nulls), -1,
                                SQLITE_PREPARE_PERSISTENT, &rb->st,
                                NULL) != SQLITE_OK) {
             rec_sql_fail(db, "cannot prepare the inserts", err);
             return NULL;
         }
-        rb->nulls = rows_def[id].nulls;
         rb->n = 0;
     }
     return rb;
-}
-
-int rec_rows_insert(rec_db *db, int table, const rec_row *r, int32_t n,
-                    ps_err *err)
-{
-    rowbuf *rb = &db->rows[table];
-    if (n == 0)
-        return PS_OK;
-    db->vt.rows = r;
-    db->vt.n = n;
-    db->vt.nulls = rb->nulls;
-    rb->count += n;
-    int rc = rec_step_done(db, rb->st, err);
-    db->vt.rows = NULL;
-    db->vt.n = 0;
-    if (rc) {
-        /* kept for rec_write: a streamed run's failure is reported after
-         * its rollback, which resets the connection's error code */
-        db->rows_code = sqlite3_errcode(db->db);
-        return PS_ERR;
-    }
-    rb->last = sqlite3_last_insert_rowid(db->db);
-    return PS_OK;
 }
 
 /* Inserts the rows of the caller's buffer. */

@@ -1,7 +1,7 @@
-/* The recorder's connection: opening and closing a database for writing,
- * waiting for another process's lock (busy handler, backoff), and the
- * transactions around runs, one per run or a sweep's batch of runs
- * (rec_set_batch). The write path itself is in rec/rec.c. */
+/* The recorder's connection: opening and closing a database for writing
+ * (waiting for another process's lock with rec/sql.c's busy handler and
+ * backoff), and the transactions around runs, one per run or a sweep's
+ * batch of runs (rec_set_batch). The write path itself is in rec/rec.c. */
 #include "rec/rec.h"
 
 #include <errno.h>
@@ -19,122 +19,13 @@
 /* ------------------------------------------------------------------ */
 /* Errors and locks                                                    */
 /* ------------------------------------------------------------------ */
-/* What a write to path needs that it lacks: its file or its directory
- * writable (a database in WAL mode keeps its -wal and -shm files beside
- * it). "" when both are. */
-static const char *readonly_hint(const char *path, char *buf, size_t n)
-{
-    char dir[4200];
-    rec_dir_of(path, dir, sizeof dir);
-    if (access(path, F_OK) != 0 && access(dir, W_OK) != 0)
-        snprintf(buf, n,
-                 " (its directory %s is read-only: the database cannot be "
-                 "created there)",
-                 dir);
-    else if (access(path, W_OK) != 0 && errno == EACCES)
-        snprintf(buf, n,
-                 " (%s is read-only for this user: make it writable, or "
-                 "give another database)",
-                 path);
-    else if (access(dir, W_OK) != 0 && (errno == EACCES || errno == EROFS))
-        snprintf(buf, n,
-                 " (its directory %s is read-only, and a database in WAL mode "
-                 "needs to write its -wal and -shm files beside it: copy the "
-                 "database to a writable directory, or give another one)",
-                 dir);
-    else if (access(path, W_OK) != 0 && errno == EROFS)
-        snprintf(buf, n, " (%s is on a read-only file system)", path);
-    else
-        buf[0] = '\0';
-    return buf;
-}
-
-int rec_sql_fail(rec_db *db, const char *what, ps_err *err)
-{
-    if (db->busy_since < 0) {
-        db->busy_since = 0;
-        return ps_errf(err,
-                       "%s: %s: database is locked (another process held it "
-                       "for %d s)",
-                       db->path, what, REC_BUSY_LIMIT_S);
-    }
-    int code = db->db ? sqlite3_errcode(db->db) & 0xff : SQLITE_CANTOPEN;
-    char hint[4400] = "";
-    if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)
-        readonly_hint(db->path, hint, sizeof hint);
-    return ps_errf(err, "%s: %s: %s%s", db->path, what,
-                   db->db ? sqlite3_errmsg(db->db) : "out of memory", hint);
-}
-
-double rec_monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Sleeps between d/2 and d microseconds, d doubling from 50 us with each
- * try up to 5 ms: short first tries catch a lock that is about to be
- * released (a run's transaction takes about 100 us), the cap keeps every
- * waiter trying often enough to get its turn among 8 busy writers, and the
- * jitter keeps waiters from retrying in lock step. */
-void rec_backoff(rec_db *db, int tries)
-{
-    long d = 50L << (tries < 7 ? tries : 7);
-    if (d > 5000)
-        d = 5000;
-    db->rng ^= db->rng << 13; /* xorshift64 */
-    db->rng ^= db->rng >> 7;
-    db->rng ^= db->rng << 17;
-    long us = d / 2 + (long)(db->rng % (uint64_t)(d / 2 + 1));
-    struct timespec ts = {0, us * 1000L};
-    nanosleep(&ts, NULL); /* a signal cuts it short: one more try */
-}
-
-/* SQLite's busy handler: called when a lock is held by another process;
- * returning 0 gives up with SQLITE_BUSY. With one commit per run SQLite's
- * own busy_timeout(10 s) also got 8 x 12000 runs through (tests/stress.sh;
- * the longest wait with this handler was 0.23 s); this one waits longer,
- * REC_BUSY_LIMIT_S, for another process writing a large events-level run
- * (seconds each), sleeps at most 5 ms instead of 100 ms, and marks a wait
- * it gave up on so that the message can say so. */
-int rec_busy_handler(void *ctx, int tries)
-{
-    rec_db *db = ctx;
-    double t = rec_monotonic();
-    if (tries == 0)
-        db->busy_since = t;
-    else if (t - db->busy_since >= REC_BUSY_LIMIT_S) {
-        db->busy_since = -1; /* gave up: rec_sql_fail says so */
-        return 0;
-    }
-    rec_backoff(db, tries);
-    return 1;
-}
-
-/* Runs statements that return no rows, for setting up a database.
- * Switching a new file to WAL needs it to itself, and SQLite reports a
- * second process opening it meanwhile as SQLITE_BUSY without calling the
- * busy handler (PRAGMA journal_mode = WAL failed in 2 of 400 writers
- * racing to create a file), so busy is retried here too. */
+/* rec_exec_conn (rec/sql.c) on the connection at the file's path, opened
+ * first when a one-run publish left the file without one (rec_reopen). */
 int rec_exec_sql(rec_db *db, const char *sql, ps_err *err)
 {
     if (rec_reopen(db, err))
         return PS_ERR;
-    double t0 = rec_monotonic();
-    for (int tries = 0;; tries++) {
-        int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            return PS_OK;
-        if ((rc & 0xff) != SQLITE_BUSY)
-            break;
-        if (rec_monotonic() - t0 >= REC_BUSY_LIMIT_S) {
-            db->busy_since = -1;
-            break;
-        }
-        rec_backoff(db, tries);
-    }
-    return rec_sql_fail(db, "cannot set up the database", err);
+    return rec_exec_conn(db, sql, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -326,7 +217,8 @@ rec_db *rec_open(const char *path, ps_err *err)
 static int copy_first_run(rec_db *db, const char *scratch, int64_t *id,
                           ps_err *err)
 {
-    rec_copy *c = rec_copy_new(db, scratch, err);
+    /* attached straight: the file is published and its connection open */
+    rec_copy *c = rec_copy_attach(db, scratch, err);
     if (!c)
         return PS_ERR;
     int64_t off = 0;
@@ -406,6 +298,30 @@ int rec_reopen(rec_db *db, ps_err *err)
     db->published_runs = 0;
     return connect(db, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Copies                                                              */
+/* ------------------------------------------------------------------ */
+
+/* rec/copy.c's copies begin here: what they write to is published and
+ * its batch committed first. */
+rec_copy *rec_copy_new(rec_db *db, const char *path, ps_err *err)
+{
+    /* a new file's connection moves to its path first */
+    if (rec_publish(db, NULL, err))
+        return NULL;
+    return rec_copy_attach(db, path, err);
+}
+
+int rec_begin(rec_db *db, ps_err *err)
+{
+    /* runs a batch holds are committed first (rec_set_batch) */
+    return rec_flush(db, err) || rec_exec_sql(db, "BEGIN IMMEDIATE", err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Transactions                                                        */
+/* ------------------------------------------------------------------ */
 
 /* A batch commits after this many runs or seconds: few enough that the
  * write lock is not held long (other writers wait at most this, and a

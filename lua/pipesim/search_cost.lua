@@ -25,6 +25,19 @@ function M.stage_of(sched, p, chunk, r)
     return chunk * p + r
 end
 
+-- The model stages pipeline rank r holds (0-based), and the microbatches
+-- each runs: its v chunks, each for all m; under DualPipe (v 1) stage r
+-- and a copy of stage p - 1 - r, each for the half of the microbatches
+-- that run its way (DeepSeek's DualPipe: two copies of the parameters,
+-- core/par/dp.c dp_memory counts both).
+local function held(sched, p, v, r)
+    if sched == "dualpipe" then return { r, p - 1 - r }, 0.5 end
+    local out = {}
+    for ch = 0, v - 1 do out[ch + 1] = M.stage_of(sched, p, ch, r) end
+    return out, 1
+end
+M.held = held
+
 -- Per model stage: forward, backward, recompute seconds per microbatch,
 -- parameters, and the memory its microbatch holds, mirroring core/step/pipe.c
 -- build_stages and stage_recompute: without recompute F allocates the
@@ -179,7 +192,7 @@ local function act_peak(st, sched, p, v, m, r)
         for k = total - warm, total - 1 do b(v - 1 - (k % pv) // p) end
         return top
     end
-    for ch = 0, v - 1 do top = math.max(top, st[M.stage_of(sched, p, ch, r) + 1].held) end
+    for _, sx in ipairs((held(sched, p, v, r))) do top = math.max(top, st[sx + 1].held) end
     return top
 end
 
@@ -296,14 +309,28 @@ function M.cost(args, c, memo)
     local best_mem, best_rank, bound = 0, 0, 0
     local fill, drain = 0, 0
     local peaks, sync = {}, {}
+    -- DualPipe's reverse direction enters at rank p - 1 (its copy of
+    -- stage 0): rank r's copy, stage p-1-r, starts after the forwards of
+    -- stages 0 .. p-2-r (their transfers counted as 0)
+    local rfill = {}
+    if c.schedule == "dualpipe" then
+        local acc = 0
+        for k = 0, p - 1 do
+            rfill[p - 1 - k] = acc
+            acc = acc + st[k + 1].F
+        end
+    end
     for r = 0, p - 1 do
         local static, busy, params, work = 0, 0, 0, 0
-        for ch = 0, v - 1 do
-            local g = st[M.stage_of(c.schedule, p, ch, r) + 1]
+        local stages, share = held(c.schedule, p, v, r)
+        for k, sx in ipairs(stages) do
+            local g = st[sx + 1]
             static = static + g.params * per_param + g.static
             work = math.max(work, g.work)
-            params = params + g.params
-            busy = busy + m * (g.F + g.R + g.B)
+            -- DualPipe's copy: its gradient may be summed with the
+            -- original's before the sync, so the sync bound counts one
+            if k == 1 or share == 1 then params = params + g.params end
+            busy = busy + m * share * (g.F + g.R + g.B)
         end
         sync[r] = opt
         if d > 1 and not overlap then
@@ -325,7 +352,12 @@ function M.cost(args, c, memo)
         if peak > best_mem then best_mem, best_rank = peak, r end
         local tail = sync[r]
         if EXACT[c.schedule] then tail = math.max(tail, drain + sync[0]) end
-        bound = math.max(bound, fill + busy + tail)
+        -- DualPipe feeds microbatches from both ends: rank r's first op
+        -- may be the reverse direction's, after stages p-1 .. r+1 (their
+        -- copies on ranks 0 .. p-2-r)
+        local first = fill
+        if c.schedule == "dualpipe" then first = math.min(fill, rfill[r]) end
+        bound = math.max(bound, first + busy + tail)
         if r < p - 1 then
             local g = st[r + 1]
             -- microbatch 0's activations up to rank r + 1, the last

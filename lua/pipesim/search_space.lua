@@ -18,6 +18,14 @@ local RECOMPUTE = { none = true, selective = true, full = true }
 -- cp_comm_type's values the search varies: a2a+p2p needs a hierarchy
 -- (cp_hierarchy), which is a layout of its own, not a point of the space
 local CP_COMM = { p2p = true, a2a = true, all_gather = true }
+-- every schedule ps.run builds a training step with (core/sched/names.c),
+-- in its order; 'custom' needs an order of its own and 'forward_only'
+-- trains nothing, so neither is a point of a search
+local SCHEDULES = { "gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2", "looped_bfs",
+                    "interleaved_pytorch", "interleaved_zb", "zbv", "dualpipev", "dualpipe" }
+M.SCHEDULES = SCHEDULES
+local SCHEDULE = {}
+for _, k in ipairs(SCHEDULES) do SCHEDULE[k] = true end
 
 local function fail(fmt, ...) check.fail("ps.search: " .. fmt, ...) end
 
@@ -25,7 +33,8 @@ local WANT = {
     int = "a positive integer",
     zero = "0, 1, 2 or 3 (ZeRO's stage: 1 Megatron's distributed optimizer, 2 and 3 " ..
         "Megatron-FSDP's optim_grads and optim_grads_params; docs/sharding.md)",
-    bool = "a boolean", recompute = "'none', 'selective' or 'full'", str = "a schedule name",
+    bool = "a boolean", recompute = "'none', 'selective' or 'full'",
+    schedule = "one of " .. table.concat(SCHEDULES, ", "),
     cp_comm = "'p2p', 'a2a' or 'all_gather' (Megatron's --cp-comm-type; 'a2a+p2p' needs " ..
         "a cp_hierarchy, which ps.search does not vary)",
     fp8 = "'bf16' or an FP8 recipe with the hybrid format: 'delayed', 'tensorwise', " ..
@@ -39,7 +48,7 @@ local function valid(kind, x)
     if kind == "recompute" then return RECOMPUTE[x] end
     if kind == "cp_comm" then return CP_COMM[x] end
     if kind == "fp8" then return x == "bf16" or fp8.RECIPES[x] ~= nil end
-    return type(x) == "string"
+    return kind == "schedule" and SCHEDULE[x] ~= nil
 end
 
 function M.list_of(space, k, kind)
@@ -62,7 +71,7 @@ function M.check(space)
         sp[k] = M.list_of(space, k, "int")
     end
     sp.cp_comm_type = M.list_of(space, "cp_comm_type", "cp_comm")
-    sp.schedule = M.list_of(space, "schedule", "str")
+    sp.schedule = M.list_of(space, "schedule", "schedule")
     sp.recompute = M.list_of(space, "recompute", "recompute")
     sp.zero = M.list_of(space, "zero", "zero")
     sp.sequence_parallel = M.list_of(space, "sequence_parallel", "bool")
@@ -96,6 +105,21 @@ function M.split(L, pp)
     if L % pp == 0 then return 0 end
     if (L + 2) % pp == 0 then return 2 end
     return nil
+end
+
+-- Whether a schedule runs pp pipeline ranks with m microbatches, as
+-- core/sched/check.c check_placement and check_rounds refuse them (with
+-- their sources: Megatron-LM's schedules.py for interleaved, PyTorch's
+-- number_of_rounds for its interleaved orders, DeepSeek's DualPipe.step
+-- asserts, PyTorch's ScheduleDualPipeV).
+function M.schedule_ok(sched, pp, m)
+    if sched == "interleaved" then return m % pp == 0 end
+    if sched == "interleaved_pytorch" or sched == "interleaved_zb" then
+        return m % math.max(1, m // pp) == 0
+    end
+    if sched == "dualpipe" then return pp % 2 == 0 and m % 2 == 0 and m >= 2 * pp end
+    if sched == "dualpipev" then return m >= 2 * pp end
+    return true
 end
 
 ---------------------------------------------------------------------------
@@ -157,11 +181,11 @@ function M.constraints(shape, spec, nodesize)
             end },
         { "global_batch", string.format("dp x microbatch does not divide the global batch %d", B),
             function(c) return B % (c.dp * c.microbatch) == 0 end },
-        { "schedule", "interleaved needs the microbatch count to be a multiple of pp",
-            function(c)
-                local m = B // (c.dp * c.microbatch)
-                return c.schedule ~= "interleaved" or m % c.pp == 0
-            end },
+        { "schedule", "the schedule's own rules on pp and the microbatch count m " ..
+            "(interleaved: m a multiple of pp; interleaved_pytorch and interleaved_zb: " ..
+            "m a multiple of max(1, m // pp); dualpipe: pp and m even, m >= 2 pp; " ..
+            "dualpipev: m >= 2 pp)",
+            function(c) return M.schedule_ok(c.schedule, c.pp, B // (c.dp * c.microbatch)) end },
         { "duplicate", "sequence parallelism at tp 1, ZeRO at dp x cp = 1 and cp_comm_type " ..
             "at cp 1 change nothing: the same configuration is already in the list",
             function(c)

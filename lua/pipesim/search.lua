@@ -38,11 +38,11 @@ local function model_shape(m)
     if type(m) == "string" then s = models.shape(m)
     elseif type(m) == "table" then s = transformer.normalize(m)
     else fail("field 'model' must be a preset name or a shape table, got %s", type(m)) end
-    -- the flags below describe a dense model: a MoE, MLA or MTP model
-    -- would be searched as a dense one (issue 24 adds its dimensions)
-    if s.experts or s.multi_latent_attention or s.mtp_layers > 0 then
-        fail("field 'model': the plan search does not cover mixture-of-experts, multi-latent " ..
-            "attention or multi-token prediction models yet")
+    -- the flags below describe a dense or a mixture-of-experts model: an
+    -- MLA or MTP model would be searched as another one
+    if s.multi_latent_attention or s.mtp_layers > 0 then
+        fail("field 'model': the plan search does not cover multi-latent attention or " ..
+            "multi-token prediction models yet")
     end
     return s
 end
@@ -104,6 +104,25 @@ local function flags(s, c, spec)
         use_megatron_fsdp = c.zero >= 2 or nil, overlap_grad_reduce = c.zero >= 2 or nil,
         data_parallel_sharding_strategy = ({ nil, "optim_grads", "optim_grads_params" })[c.zero],
         cluster = spec.cluster, record = spec.record or "summary", db = spec.db,
+        -- mixture of experts (models/megatron_moe.lua reads them): the
+        -- shape's experts, and the expert-parallel sizes of c, with the
+        -- all-to-all dispatcher (allgather is Megatron's default, but with
+        -- etp > 1 not modelled, and EP runs use all-to-all)
+        num_experts = s.experts, moe_router_topk = s.experts and s.topk,
+        moe_ffn_hidden_size = s.experts and s.expert_ffn,
+        moe_shared_expert_intermediate_size = s.experts and s.shared_ffn > 0 and s.shared_ffn or nil,
+        moe_layer_freq = s.experts and s.moe_layers,
+        moe_expert_capacity_factor = s.experts and s.capacity_factor,
+        moe_pad_expert_input_to_capacity = s.experts and s.pad_to_capacity or nil,
+        moe_grouped_gemm = s.experts and s.grouped_gemm or nil,
+        moe_permute_fusion = s.experts and s.permute_fusion or nil,
+        moe_router_num_groups = s.experts and s.router_groups,
+        moe_router_group_topk = s.experts and s.router_group_topk,
+        moe_dispatch_fwd_dtype = s.experts and s.dispatch_dtype,
+        moe_combine_bwd_dtype = s.experts and s.combine_grad_dtype,
+        moe_token_dispatcher_type = s.experts and "alltoall" or nil,
+        expert_model_parallel_size = s.experts and c.ep or nil,
+        expert_tensor_parallel_size = s.experts and c.etp or nil,
         -- the model's name (run.model): the preset's, or the shape's own
         name = type(spec.model) == "string" and spec.model or s.name,
     }
@@ -149,6 +168,12 @@ local function check_spec(ps, spec)
     local sp = search_space.check(space)
     local ok, shape = pcall(model_shape, spec.model)
     if not ok then fail("field 'model': %s", shape) end
+    for _, k in ipairs { "ep", "etp" } do
+        if sp[k] and not shape.experts then
+            fail("space.%s needs a model with experts (a mixture-of-experts shape: ps.models, " ..
+                "docs/moe.md); this one has none", k)
+        end
+    end
     local _ = ps
     return sp, shape, prune
 end
@@ -191,7 +216,7 @@ end
 -- forms take from c.
 local function group_key(c)
     return table.concat({ c.tp, c.cp, c.cp_comm, tostring(c.sp), c.microbatch, c.recompute,
-        tostring(c.fp8), c.pp, c.v, c.dp }, "|")
+        tostring(c.fp8), c.pp, c.v, c.dp, c.ep, tostring(c.etp) }, "|")
 end
 
 -- What parallel.prepare's lowered layers depend on: the TP and CP groups
@@ -201,7 +226,7 @@ end
 -- layer a unit), whatever the split.
 local function lower_key(c)
     return table.concat({ c.tp, c.cp, c.cp_comm, tostring(c.sp), c.microbatch, c.recompute,
-        tostring(c.fp8) }, "|")
+        tostring(c.fp8), c.ep, tostring(c.etp) }, "|")
 end
 
 -- The run's figures for search_cost.cost where another configuration
@@ -414,7 +439,8 @@ function M.run(ps, spec, hooks)
             local c = fits[i]
             i = i + 1
             c.row = { index = c.index, tp = c.tp, cp = c.cp, cp_comm_type = c.cp > 1 and c.cp_comm
-                      or nil, fp8 = c.fp8, pp = c.pp, dp = c.dp, virtual_stages = c.v,
+                      or nil, fp8 = c.fp8, pp = c.pp, dp = c.dp, ep = c.ep, etp = c.etp or c.tp,
+                      virtual_stages = c.v,
                       microbatch = c.microbatch, microbatches = c.microbatches,
                       schedule = c.schedule, recompute = c.recompute, zero = c.zero,
                       sequence_parallel = c.sp, bound = c.bound, memory = c.memory,

@@ -48,7 +48,7 @@ function M.stages(args)
     local out, at = {}, 0
     local ck = args.checkpoint == true
     for s, count in ipairs(args.partition) do
-        local st = { F = 0, B = 0, R = 0, params = 0, out = 0, static = 0, work = 0 }
+        local st = { F = 0, B = 0, R = 0, params = 0, out = 0, static = 0, work = 0, expert = 0 }
         local act, kept, any, cur, unit = 0, 0, false, 0, 0
         for i = at + 1, at + count do
             local l = args.layers[i]
@@ -61,6 +61,9 @@ function M.stages(args)
             st.F, st.B = st.F + f, st.B + (b or 2 * f)
             if ck then st.R = st.R + (tonumber(l.recompute_time) or f) end
             st.params = st.params + (tonumber(l.params) or 0)
+            -- the experts' own parameters (core/par/ep_sync.c syncs and
+            -- shards them over the expert data-parallel group)
+            st.expert = st.expert + (tonumber(l.moe_expert_params) or 0)
             -- the layer's own static bytes (FP8 weight copies: core/par/dp.c
             -- dp_memory adds pipe_layer.static_bytes to the stage's)
             st.static = st.static + (tonumber(l.static_bytes) or 0)
@@ -272,6 +275,22 @@ function M.cost(args, c, memo)
         mem.grad_bytes or 2, mem.optimizer_bytes or 12)
     local opt = (tonumber(args.optimizer_time) or 0) / (stage >= 1 and shard or 1)
     local exact = EXACT[c.schedule] ~= nil and stage < 2
+    -- mixture of experts: where the expert data-parallel group differs
+    -- from dp x cp (ep > 1 or etp unlike tp; core/par/ep_sync.c
+    -- par_ep_sync_applies) the experts' parameters keep their weights and
+    -- gradients whole and their optimizer state divided by the expert
+    -- data-parallel size under the distributed optimizer (whatever dp x cp
+    -- is: par_ep_sync_memory); ZeRO-2/3 keep at least that
+    local tp = c.tp or args.tp or 1
+    local etp, ep = c.etp or args.etp or tp, c.ep or args.ep or 1
+    local apart = ep > 1 or etp ~= tp
+    local per_expert = 0
+    if apart then
+        local edp = tp * (args.cp or 1) * (args.dp or 1) // (etp * ep)
+        local zs = c.zero or args.zero or 0
+        per_expert = (mem.weight_bytes or 2) + (mem.grad_bytes or 2)
+            + (mem.optimizer_bytes or 12) / ((zs >= 1 and edp > 1) and edp or 1)
+    end
     local cluster = type(args.cluster) == "userdata" and args.cluster or nil
     -- the layout's ranks: TP rank 0 of each group, and the sync groups
     -- (with their links' figures), shared by the configurations of one
@@ -325,11 +344,13 @@ function M.cost(args, c, memo)
         local stages, share = held(c.schedule, p, v, r)
         for k, sx in ipairs(stages) do
             local g = st[sx + 1]
-            static = static + g.params * per_param + g.static
+            local dense = apart and g.params - g.expert or g.params
+            static = static + dense * per_param + (apart and g.expert * per_expert or 0) + g.static
             work = math.max(work, g.work)
             -- DualPipe's copy: its gradient may be summed with the
-            -- original's before the sync, so the sync bound counts one
-            if k == 1 or share == 1 then params = params + g.params end
+            -- original's before the sync, so the sync bound counts one;
+            -- the experts' own sync (apart) is not counted
+            if k == 1 or share == 1 then params = params + dense end
             busy = busy + m * share * (g.F + g.R + g.B)
         end
         sync[r] = opt

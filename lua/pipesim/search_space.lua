@@ -11,8 +11,8 @@ local M = {}
 local MULTI_CHUNK, V_SHAPE = cost.MULTI_CHUNK, cost.V_SHAPE
 -- the fields in enumeration order (a field given one value leaves the
 -- others' order, and so run.point_index, as without it)
-local SPACE = { "tp", "cp", "cp_comm_type", "pp", "dp", "virtual_stages", "microbatch",
-                "schedule", "recompute", "zero", "sequence_parallel", "fp8" }
+local SPACE = { "tp", "cp", "cp_comm_type", "pp", "dp", "ep", "etp", "virtual_stages",
+                "microbatch", "schedule", "recompute", "zero", "sequence_parallel", "fp8" }
 M.SPACE = SPACE
 local RECOMPUTE = { none = true, selective = true, full = true }
 -- cp_comm_type's values the search varies: a2a+p2p needs a hierarchy
@@ -67,7 +67,7 @@ end
 -- The space's lists, checked (nil where a field is left out).
 function M.check(space)
     local sp = {}
-    for _, k in ipairs { "tp", "cp", "pp", "dp", "virtual_stages", "microbatch" } do
+    for _, k in ipairs { "tp", "cp", "pp", "dp", "ep", "etp", "virtual_stages", "microbatch" } do
         sp[k] = M.list_of(space, k, "int")
     end
     sp.cp_comm_type = M.list_of(space, "cp_comm_type", "cp_comm")
@@ -85,14 +85,24 @@ function M.point(c)
     return { tp = c.tp, pp = c.pp, dp = c.dp, virtual_stages = c.v, microbatch = c.microbatch,
              schedule = c.schedule, recompute = c.recompute, zero = c.zero,
              sequence_parallel = c.sp, cp = c.cp > 1 and c.cp or nil,
-             cp_comm_type = c.cp > 1 and c.cp_comm or nil, fp8 = c.fp8 }
+             cp_comm_type = c.cp > 1 and c.cp_comm or nil, fp8 = c.fp8,
+             ep = (c.ep or 1) > 1 and c.ep or nil, etp = c.etp and c.etp ~= c.tp and c.etp or nil }
+end
+
+-- The expert side's sizes: etp (nil: tp, as Megatron's
+-- expert_tensor_parallel_size None) and the expert data-parallel size.
+function M.expert_sizes(c)
+    local etp, ep = c.etp or c.tp, c.ep or 1
+    return etp, ep, parallel.world(c) // (etp * ep * c.pp)
 end
 
 function M.label(c)
     local cp = c.cp > 1 and string.format(" cp%d-%s", c.cp, c.cp_comm) or ""
+    local ep = (c.ep or 1) > 1 and string.format(" ep%d", c.ep) or ""
+    if c.etp and c.etp ~= c.tp then ep = ep .. string.format(" etp%d", c.etp) end
     local f8 = c.fp8 and c.fp8 ~= "bf16" and " fp8-" .. c.fp8 or ""
-    return string.format("tp%d%s pp%d dp%d v%d mb%d %s %s zero%d%s%s", c.tp, cp, c.pp, c.dp, c.v,
-        c.microbatch, c.schedule, c.recompute, c.zero, c.sp and " sp" or "", f8)
+    return string.format("tp%d%s pp%d dp%d%s v%d mb%d %s %s zero%d%s%s", c.tp, cp, c.pp, c.dp, ep,
+        c.v, c.microbatch, c.schedule, c.recompute, c.zero, c.sp and " sp" or "", f8)
 end
 
 -- How L layers split over pp stages: 0 when pp divides them (Megatron's
@@ -168,6 +178,31 @@ function M.constraints(shape, spec, nodesize)
                 local ha = c.tp * c.cp
                 return shape.heads % ha == 0 and shape.kv_heads % ha == 0
             end },
+        -- mixture of experts (Megatron-LM megatron/training/arguments.py
+        -- validate_args: num_experts % expert_model_parallel_size == 0, and
+        -- "When using MoE with tensor parallelism, sequence parallelism must
+        -- be used"; megatron/core/parallel_state.py initialize_model_parallel:
+        -- the expert RankGenerator's etp x ep x pp
+        -- (expert_tensor_model_pipeline_parallel_size) must divide the world,
+        -- the rest is the expert data-parallel size; core/par/layout.c
+        -- checks the same)
+        { "ep_experts", string.format("ep does not divide the %d experts", shape.experts or 0),
+            function(c) return (c.ep or 1) == 1 or (shape.experts or 0) % c.ep == 0 end },
+        { "expert_world", "etp x ep x pp does not divide the world (Megatron's expert " ..
+            "RankGenerator: expert_tensor_model_pipeline_parallel_size)",
+            function(c)
+                local etp, ep = M.expert_sizes(c)
+                return parallel.world(c) % (etp * ep * c.pp) == 0
+            end },
+        { "etp_divides", "etp does not divide the experts' (and shared experts') ffn size",
+            function(c)
+                local etp = c.etp or c.tp
+                return not shape.experts or (shape.expert_ffn % etp == 0
+                    and (shape.shared_ffn or 0) % etp == 0)
+            end },
+        { "moe_sp", "a MoE model under tensor parallelism needs sequence parallelism " ..
+            "(Megatron's arguments.py)",
+            function(c) return not shape.experts or c.tp == 1 or c.sp end },
         { "pp_layers", string.format("pp divides neither the %d layers nor the %d with the " ..
             "embedding and the loss counted as layers", L, L + 2),
             function(c) return M.split(L, c.pp) ~= nil end },
@@ -186,12 +221,14 @@ function M.constraints(shape, spec, nodesize)
             "m a multiple of max(1, m // pp); dualpipe: pp and m even, m >= 2 pp; " ..
             "dualpipev: m >= 2 pp)",
             function(c) return M.schedule_ok(c.schedule, c.pp, B // (c.dp * c.microbatch)) end },
-        { "duplicate", "sequence parallelism at tp 1, ZeRO at dp x cp = 1 and cp_comm_type " ..
-            "at cp 1 change nothing: the same configuration is already in the list",
+        { "duplicate", "sequence parallelism at tp 1, ZeRO at dp x cp = 1, cp_comm_type " ..
+            "at cp 1 and etp = tp (its default) change nothing: the same configuration is " ..
+            "already in the list",
             function(c)
                 local key = M.label { tp = c.tp, cp = c.cp, cp_comm = c.cp_comm, pp = c.pp,
-                    dp = c.dp, v = c.v, microbatch = c.microbatch, schedule = c.schedule,
-                    recompute = c.recompute, zero = c.dp * c.cp > 1 and c.zero or 0, sp = c.sp,
+                    dp = c.dp, ep = c.ep, etp = c.etp, v = c.v, microbatch = c.microbatch, schedule = c.schedule,
+                    recompute = c.recompute,
+                    zero = (c.dp * c.cp > 1 or select(3, M.expert_sizes(c)) > 1) and c.zero or 0, sp = c.sp,
                     fp8 = c.fp8 }
                 if seen[key] then return false end
                 seen[key] = true
@@ -212,6 +249,7 @@ function M.enumerate(space, spec)
             local n = c.tp * c.cp * c.pp
             return { spec.gpus % n == 0 and spec.gpus // n or 0 }
         end },
+        { "ep", space.ep or { 1 } }, { "etp", space.etp or { false } },
         { "v", space.virtual_stages or { 1 } }, { "microbatch", space.microbatch or { 1 } },
         { "schedule", space.schedule or { "1f1b" } }, { "recompute", space.recompute or { "none" } },
         { "zero", space.zero or { 0 } }, { "sp", space.sequence_parallel or { true } },
@@ -224,6 +262,7 @@ function M.enumerate(space, spec)
             for k, v in pairs(c) do x[k] = v end
             x.sp = x.sp and x.tp > 1
             x.fp8 = x.fp8 or nil
+            x.etp = x.etp or nil
             x.index = #out + 1
             out[#out + 1] = x
             return

@@ -267,7 +267,8 @@ function M.cost(args, c, memo)
     -- ZeRO's stage over the data-parallel group (or its shard group): the
     -- ZeRO paper's bytes per parameter (ps.sharding); ZeRO-2/3's buffers
     -- beyond them (core/par/fsdp.c) are left out, so their memory is a
-    -- lower bound, and their sync runs during the backward (not costed)
+    -- lower bound, and their sync runs during the backward (a bound of
+    -- its own below)
     local stage = d > 1 and (c.zero or args.zero or 0) or 0
     local shard = args.shard_group or d
     local zero = stage == 1
@@ -363,6 +364,23 @@ function M.cost(args, c, memo)
                 sync[r] = coll_bound(cluster, group, params * grad_bytes) + opt
             end
         end
+        -- ZeRO-2/3 (Megatron-FSDP, overlap_grad_reduce): the gradients'
+        -- reduce-scatters run beside the backward, one after every
+        -- backward of a microbatch, since the gradients are kept sharded
+        -- (core/par/fsdp.c, as DeepSpeed's and FSDP's), one after the
+        -- other on the rank's reduce lane; each must send (d - 1)/d of the
+        -- microbatch's gradient (over the shard group), whatever the
+        -- algorithm, and the optimizer step waits for the last: a bound
+        -- of its own. ZeRO-3 also all-gathers the weights before every
+        -- forward and backward, on another lane but out of the same links:
+        -- the rank sends its shard, 1/d of them, at least once each time
+        local overlapped = 0
+        if stage >= 2 and cluster and d > 1 then
+            local lat, cap = coll_links(cluster, sync_group(r))
+            local per_mb = (shard - 1) / shard * params * grad_bytes
+                + (stage == 3 and 2 * params * weight_bytes / shard or 0)
+            overlapped = m * share * lat + (cap > 0 and m * share * per_mb / cap or 0) + opt
+        end
         -- the activations' peak: the same for every ZeRO stage (memo.top)
         local tops = memo.top[c.schedule]
         if not tops then tops = {}; memo.top[c.schedule] = tops end
@@ -378,7 +396,7 @@ function M.cost(args, c, memo)
         -- copies on ranks 0 .. p-2-r)
         local first = fill
         if c.schedule == "dualpipe" then first = math.min(fill, rfill[r]) end
-        bound = math.max(bound, first + busy + tail)
+        bound = math.max(bound, first + busy + tail, overlapped)
         if r < p - 1 then
             local g = st[r + 1]
             -- microbatch 0's activations up to rank r + 1, the last

@@ -487,6 +487,24 @@ function M.run(ps, spec, hooks)
     end
     result.best = best
     result.pareto = front(done)
+    -- a configuration ps.run refused after the constraints (a schedule
+    -- rule they do not repeat, a run beyond --max-memory) whose bound is
+    -- below the best's step might have beaten it: the best is then the
+    -- best of what ran, and the search says so (res.unproven)
+    local unproven, first = 0, nil
+    for _, r in ipairs(result.table) do
+        if r.status == "failed" and (not best or r.bound < best.step_time) then
+            unproven = unproven + 1
+            first = first or r
+        end
+    end
+    result.unproven = unproven
+    if unproven > 0 then
+        io.stderr:write(string.format("pipesim: warning: ps.search '%s': %d configuration%s " ..
+            "that might beat the best failed in ps.run, so the best is the best of those that " ..
+            "ran (res.unproven; the first, %s: %s)\n", name, unproven, unproven == 1 and "" or "s",
+            first.label, (tostring(first.error):gsub("\n.*", ""))))
+    end
     return result
 end
 

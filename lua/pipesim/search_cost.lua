@@ -180,8 +180,8 @@ local function act_peak(st, sched, p, v, m, r)
         -- (core/sched/sched.c order_1f1b: a warm-up of p - r - 1, then
         -- one F a B)
         local g = st[r + 1]
-        local held = sched == "gpipe" and m or math.min(p - r, m)
-        return held * g.alloc + g.extra
+        local at_once = sched == "gpipe" and m or math.min(p - r, m)
+        return at_once * g.alloc + g.extra
     elseif sched == "interleaved" then
         -- core/sched/sched.c order_interleaved (virtual_mb): warm-up
         -- forwards, then one F a B, then the cool-down backwards

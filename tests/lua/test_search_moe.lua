@@ -74,6 +74,15 @@ H.eq(labels(pruned.pareto), labels(all.pareto), "and the same Pareto front")
 H.check(pruned.simulated < all.simulated,
     string.format("pruning simulates fewer (%d of %d)", pruned.simulated, all.simulated))
 
+H.eq(all.unproven, 0, "the failed plans' bounds are above the best step")
+-- a failed plan whose bound is below the best found: the best is not
+-- proven (res.unproven, and a warning on stderr)
+local un = ps.search { name = "moe unproven", model = model, cluster = node, gpus = 8,
+    global_batch = 16, space = { tp = { 2 }, ep = { 1, 2 }, etp = { 1 } }, record = "none" }
+H.eq(un.dropped["ps.run"], 1)
+H.eq(un.best.label, "tp2 pp1 dp4 ep2 etp1 v1 mb1 1f1b none zero0 sp")
+H.eq(un.unproven, 1, "tp2 ep1 etp1 failed with a bound below the best's step")
+
 -- etp equal to tp is its default: given both ways it is one configuration
 local dup = ps.search { name = "moe dup", model = model, cluster = node, gpus = 8, global_batch = 16,
     space = { tp = { 2 }, ep = { 2 }, etp = { 1, 2 } }, record = "none", prune = "none" }

@@ -21,7 +21,7 @@ local M = {}
 
 local FIELDS = { name = true, model = true, cluster = true, gpus = true, global_batch = true,
                  space = true, objective = true, jobs = true, record = true, db = true,
-                 prune = true, tp_in_node = true, pareto = true }
+                 prune = true, tp_in_node = true, pareto = true, max_collective_steps = true }
 
 local GiB = 2 ^ 30
 -- configurations simulated between two pruning checks (see M.run)
@@ -156,6 +156,12 @@ local function check_spec(ps, spec)
     if spec.pareto ~= nil and type(spec.pareto) ~= "boolean" then
         fail("field 'pareto' must be a boolean, got %s", check.show(spec.pareto))
     end
+    if spec.max_collective_steps ~= nil then
+        local n = spec.max_collective_steps
+        if type(n) ~= "number" or n ~= n or n < 0 then
+            fail("field 'max_collective_steps' must be a number >= 0, got %s", check.show(n))
+        end
+    end
     if spec.name ~= nil and type(spec.name) ~= "string" then
         fail("field 'name' must be a string, got %s", check.show(spec.name))
     end
@@ -176,6 +182,39 @@ local function check_spec(ps, spec)
     end
     local _ = ps
     return sp, shape, prune
+end
+
+-- The simulator lowers each collective into its algorithm's steps on
+-- every simulated rank (core/coll/), and the step's programs are arrays of
+-- about 56 bytes an op (7.3 GiB for 139 M ops: Llama 3 405B at tp 4, cp 8,
+-- pp 16, dp 32 on 16,384 H100, main at 2261866), all replicas built before
+-- folding. Plans whose collectives alone need more steps than MAX_STEPS
+-- (about 1.7 GB of arrays) are not simulated: they would take minutes and
+-- more memory than this machine has, or stop at --max-memory, which ends
+-- the whole search. They are rows with status "too large", and make the
+-- best unproven when their bound is below it (res.unproven).
+local MAX_STEPS = 30e6
+
+-- A lower estimate of the ring steps of a configuration's collectives
+-- over its simulated ranks (TP groups are folded to one: cp x pp x dp of
+-- them), a send and a receive each: the gradient sync over dp x cp = d,
+-- one per model chunk (v; dualpipe's two copies), a reduce-scatter and an
+-- all-gather of d - 1 steps each (an all-reduce is both); ZeRO-2/3's
+-- reduce-scatter of every layer after every microbatch (and ZeRO-3's two
+-- all-gathers; core/par/fsdp.c, units are layers) instead; context
+-- parallelism's exchange of K and V in every layer's forward and backward,
+-- cp - 1 steps each.
+local function collective_steps(c, shape)
+    local d = c.dp * c.cp
+    local per_rank = ((shape.layers + (search_space.split(shape.layers, c.pp) or 0)) + c.pp - 1) // c.pp
+    local steps = 0
+    if c.zero >= 2 and d > 1 then
+        steps = steps + c.microbatches * per_rank * 2 * (d - 1) * (c.zero == 3 and 3 or 1)
+    elseif d > 1 then
+        steps = steps + (c.schedule == "dualpipe" and 2 or c.v) * 4 * (d - 1)
+    end
+    if c.cp > 1 then steps = steps + c.microbatches * per_rank * 4 * (c.cp - 1) end
+    return c.cp * c.pp * c.dp * steps
 end
 
 local function ranked(a, b)
@@ -403,6 +442,7 @@ function M.run(ps, spec, hooks)
     -- bound is no faster than a simulated one that fits is skipped whatever
     -- its memory (res.pareto is then the front of the simulated rows only)
     local front_too = spec.pareto ~= false
+    local max_steps = spec.max_collective_steps or MAX_STEPS
     local function dominated(c)
         if prune ~= "bound" then return false end
         for _, d in ipairs(done) do
@@ -451,6 +491,11 @@ function M.run(ps, spec, hooks)
             elseif dominated(c) then
                 pruned = pruned + 1
                 c.row.status = "pruned"
+            elseif collective_steps(c, shape) > max_steps then
+                c.row.status = "too large"
+                c.row.error = string.format("about %.0f collective steps to simulate, more " ..
+                    "than max_collective_steps (%.0f)", collective_steps(c, shape), max_steps)
+                result.dropped.too_large = (result.dropped.too_large or 0) + 1
             else
                 todo[#todo + 1] = c
             end
@@ -493,7 +538,8 @@ function M.run(ps, spec, hooks)
     -- best of what ran, and the search says so (res.unproven)
     local unproven, first = 0, nil
     for _, r in ipairs(result.table) do
-        if r.status == "failed" and (not best or r.bound < best.step_time) then
+        if (r.status == "failed" or r.status == "too large")
+            and (not best or r.bound < best.step_time) then
             unproven = unproven + 1
             first = first or r
         end
@@ -501,8 +547,9 @@ function M.run(ps, spec, hooks)
     result.unproven = unproven
     if unproven > 0 then
         io.stderr:write(string.format("pipesim: warning: ps.search '%s': %d configuration%s " ..
-            "that might beat the best failed in ps.run, so the best is the best of those that " ..
-            "ran (res.unproven; the first, %s: %s)\n", name, unproven, unproven == 1 and "" or "s",
+            "that might beat the best failed in ps.run or were too large to simulate, so the " ..
+            "best is the best of those that ran (res.unproven; the first, %s: %s)\n", name,
+            unproven, unproven == 1 and "" or "s",
             first.label, (tostring(first.error):gsub("\n.*", ""))))
     end
     return result

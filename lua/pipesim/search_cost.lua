@@ -195,6 +195,27 @@ local function act_peak(st, sched, p, v, m, r)
         for k = total - warm, total - 1 do b(v - 1 - (k % pv) // p) end
         return top
     end
+    if sched == "looped_bfs" then
+        -- core/sched/pt.c looped_bfs (PyTorch's ScheduleLoopedBFS): every
+        -- forward of every chunk before the first backward, of the last
+        -- chunk (its recompute restoring `extra` first)
+        local sum = 0
+        for ch = 0, v - 1 do sum = sum + m * st[ch * p + r + 1].alloc end
+        return sum + st[(v - 1) * p + r + 1].extra
+    elseif sched == "interleaved_pytorch" or sched == "interleaved_zb" then
+        -- core/sched/pt.c interleaved (PyTorch's _get_warmup_ops): the
+        -- warm-up forwards, and the first steady step's forward, are held
+        -- when the first backward starts, chunks in rounds of mpr
+        -- microbatches; a lower bound on the peak (what follows may hold more)
+        local mpr = m // math.max(1, m // p)
+        local warm = math.min((v - 1) * mpr + (sched == "interleaved_zb" and 1 or 2) * (p - 1 - r),
+            m * v)
+        local held_f = warm + (warm < m * v and 1 or 0)
+        local sum = 0
+        for k = 0, held_f - 1 do sum = sum + st[((k // mpr) % v) * p + r + 1].alloc end
+        -- the first backward is of the last chunk (BCHUNK(warm))
+        return sum + st[(v - 1) * p + r + 1].extra
+    end
     for _, sx in ipairs((held(sched, p, v, r))) do top = math.max(top, st[sx + 1].held) end
     return top
 end

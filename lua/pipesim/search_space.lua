@@ -24,6 +24,10 @@ local CP_COMM = { p2p = true, a2a = true, all_gather = true }
 local SCHEDULES = { "gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2", "looped_bfs",
                     "interleaved_pytorch", "interleaved_zb", "zbv", "dualpipev", "dualpipe" }
 M.SCHEDULES = SCHEDULES
+-- the schedules that split the backward into B and W (core/sched/sched.c
+-- sched_splits), with which ps.run does not model ZeRO-2/3
+local SPLIT = { zb_h1 = true, zb_h2 = true, interleaved_zb = true, zbv = true, dualpipev = true,
+                dualpipe = true }
 local SCHEDULE = {}
 for _, k in ipairs(SCHEDULES) do SCHEDULE[k] = true end
 
@@ -221,6 +225,9 @@ function M.constraints(shape, spec, nodesize)
             "m a multiple of max(1, m // pp); dualpipe: pp and m even, m >= 2 pp; " ..
             "dualpipev: m >= 2 pp)",
             function(c) return M.schedule_ok(c.schedule, c.pp, B // (c.dp * c.microbatch)) end },
+        { "zero_schedule", "ZeRO-2/3 are not modelled with a split backward (the " ..
+            "zero-bubble schedules, dualpipe, dualpipev): ps.run refuses them (core/par/dp.c)",
+            function(c) return c.zero < 2 or c.dp * c.cp == 1 or not SPLIT[c.schedule] end },
         { "duplicate", "sequence parallelism at tp 1, ZeRO at dp x cp = 1, cp_comm_type " ..
             "at cp 1 and etp = tp (its default) change nothing: the same configuration is " ..
             "already in the list",

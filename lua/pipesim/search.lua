@@ -194,6 +194,11 @@ end
 -- the whole search. They are rows with status "too large", and make the
 -- best unproven when their bound is below it (res.unproven).
 local MAX_STEPS = 30e6
+-- ZeRO-2/3's per-layer collectives take about 6 times the memory a step
+-- of the gradient sync's takes: Llama 3 405B at tp 8, pp 16, dp 128, v 8,
+-- micro-batch 4, ZeRO-2 (16.6 M steps by the estimate below) held 5.9 GB
+-- resident while simulated, where 56 bytes a step would be 0.9 GB
+local FSDP_WEIGHT = 6
 
 -- A lower estimate of the ring steps of a configuration's collectives
 -- over its simulated ranks (TP groups are folded to one: cp x pp x dp of
@@ -209,7 +214,10 @@ local function collective_steps(c, shape)
     local per_rank = ((shape.layers + (search_space.split(shape.layers, c.pp) or 0)) + c.pp - 1) // c.pp
     local steps = 0
     if c.zero >= 2 and d > 1 then
-        steps = steps + c.microbatches * per_rank * 2 * (d - 1) * (c.zero == 3 and 3 or 1)
+        -- weighted by FSDP_WEIGHT: its collectives (one a layer and
+        -- microbatch) cost the simulator more memory per step
+        steps = steps + FSDP_WEIGHT * c.microbatches * per_rank * 2 * (d - 1)
+            * (c.zero == 3 and 3 or 1)
     elseif d > 1 then
         steps = steps + (c.schedule == "dualpipe" and 2 or c.v) * 4 * (d - 1)
     end
@@ -507,6 +515,10 @@ function M.run(ps, spec, hooks)
             outs = {}
             for j, c in ipairs(todo) do outs[j] = simulate(c) end
         end
+        -- each run's C side (its programs: hundreds of MB at 16,384 GPUs)
+        -- goes with its Lua objects, whose size the collector does not
+        -- see: collect after every batch, or they pile up to --max-memory
+        collectgarbage()
         for j, c in ipairs(todo) do
             local o, row = outs[j], c.row
             simulated = simulated + 1

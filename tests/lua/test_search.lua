@@ -221,9 +221,9 @@ end
 
 -- plans too large to simulate (max_collective_steps; 30 M by default):
 -- skipped with status "too large", and the best unproven where their
--- bound is below it. tp 1 pp 1 dp 8 ZeRO-3, 2 microbatches: 8 ranks x 2
--- x 8 layers x 2 x 7 steps x 3 = 5,376 > 5,000; ZeRO-1: 8 x 4 x 7 = 224;
--- tp 8 (dp 1): none
+-- bound is below it. tp 1 pp 1 dp 8 ZeRO-3, 2 microbatches: 8 ranks x 6
+-- (ZeRO-2/3's weight) x 2 x 8 layers x 2 x 7 steps x 3 = 32,256 > 5,000;
+-- ZeRO-1: 8 x 4 x 7 = 224; tp 8 (dp 1): none
 do
     local big = ps.search { name = "too large", model = model, cluster = node, gpus = 8,
         global_batch = 16, space = { tp = { 1, 8 }, zero = { 1, 3 } }, prune = "none",
@@ -236,7 +236,7 @@ do
     H.eq(big.simulated, 2, "tp 1 ZeRO-1 and tp 8 (ZeRO at dp 1 is one configuration)")
     local z3 = big.table[2]
     H.eq(z3.label, "tp1 pp1 dp8 v1 mb1 1f1b none zero3")
-    H.eq(z3.error, "about 5376 collective steps to simulate, more than max_collective_steps (5000)")
+    H.eq(z3.error, "about 32256 collective steps to simulate, more than max_collective_steps (5000)")
     H.eq(big.unproven, z3.bound < big.best.step_time and 1 or 0)
 end
 

@@ -21,20 +21,27 @@ if ps.args.llama405 then
     -- needs it). Meta's plan, TP 8, CP 1, PP 16, DP 128 interleaved, is in
     -- the space; the 126 layers split over 16 stages with the embedding
     -- and the loss counted as layers (one block fewer on the first and the
-    -- last stage, as Meta's). 4 x 4 x 3 x 7 x 2 x 4 x 4 x 2 x 3 x 2 =
-    -- 129,024 raw configurations; only the best is sought (pareto = false).
-    -- ZeRO-2/3 are left out: their bound counts no communication (it
-    -- overlaps the backward), so at 16,384 GPUs they head the bound's order
-    -- with 2,048 replicas to simulate (docs/search.md).
+    -- last stage, as Meta's). Every schedule and ZeRO stage: 4 x 7 x 2 x 4
+    -- x 4 x 11 x 3 x 4 = 118,272 raw configurations; only the best is
+    -- sought (pareto = false). -D with_cp=1 adds cp {2, 4, 8} with Meta's
+    -- all-gather attention (cp_comm_type all_gather, Dubey et al. 2024
+    -- section 3.3.2); most of them are too large to simulate at 16,384
+    -- GPUs on main's simulator, as are ZeRO-2/3 at large dp (status "too
+    -- large", res.unproven; docs/search.md).
     local shape = ps.models.shape("llama3-405b")
     shape.flash_attention = true
     spec = { name = "llama3-405b", model = shape, cluster = ps.cluster(ps.clusters.dgx("H100", 2048)),
              gpus = 16384, global_batch = 2048, pareto = false,
-             space = { tp = { 1, 2, 4, 8 }, cp = { 1, 2, 4, 8 }, cp_comm_type = { "p2p", "a2a", "all_gather" },
-                       pp = { 1, 2, 4, 8, 16, 32, 64 }, sequence_parallel = { true, false },
+             space = { tp = { 1, 2, 4, 8 }, pp = { 1, 2, 4, 8, 16, 32, 64 },
+                       cp = ps.args.with_cp and { 1, 2, 4, 8 } or nil,
+                       cp_comm_type = ps.args.with_cp and { "all_gather" } or nil,
+                       sequence_parallel = { true, false },
                        virtual_stages = { 1, 2, 4, 8 }, microbatch = { 1, 2, 4, 8 },
-                       schedule = { "1f1b", "interleaved" }, recompute = { "none", "selective", "full" },
-                       zero = { 0, 1 } } }
+                       schedule = { "gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2", "looped_bfs",
+                                   "interleaved_pytorch", "interleaved_zb", "zbv", "dualpipev",
+                                   "dualpipe" },
+                       recompute = { "none", "selective", "full" },
+                       zero = { 0, 1, 2, 3 } } }
 elseif quick then
     spec = { name = "gpt-1.7b", model = "gpt-1.7b", cluster = ps.cluster(ps.clusters.dgx("A100", 4)),
                gpus = 32, global_batch = 64,
@@ -64,6 +71,10 @@ table.sort(reasons)
 for _, k in ipairs(reasons) do print(string.format("  dropped %-15s %6d", k, res.dropped[k])) end
 print(string.format("  valid and fitting %5d: simulated %d, skipped by the bound %d",
     res.valid, res.simulated, res.pruned))
+if res.unproven > 0 then
+    print(string.format("  unproven %d: failed or too large to simulate, with a bound below the best",
+        res.unproven))
+end
 if res.shard then
     -- --shard K/N with prune = "none": this shard's configurations only
     print(string.format("  shard %d/%d: %d of them are the other shards'", res.shard.k,
@@ -90,7 +101,7 @@ if ps.args.llama405 then
         gpus = spec.gpus, global_batch = spec.global_batch, pareto = false,
         space = { tp = { 8 }, cp = { 1 }, pp = { 16 }, virtual_stages = { 2, 4, 8 },
                   schedule = { "interleaved" }, recompute = { "none", "selective", "full" },
-                  zero = { 0, 1 } } }
+                  zero = { 0, 1 }, sequence_parallel = { true, false } } }
     print("Meta's plan (TP 8, CP 1, PP 16, DP 128, interleaved), its best variant that fits:")
     print(row(meta.best))
     print(string.format("the search's best is %.1f%% faster", 100 * (1 - res.best.step_time / meta.best.step_time)))

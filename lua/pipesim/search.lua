@@ -21,7 +21,7 @@ local M = {}
 
 local FIELDS = { name = true, model = true, cluster = true, gpus = true, global_batch = true,
                  space = true, objective = true, jobs = true, record = true, db = true,
-                 prune = true, tp_in_node = true, pareto = true }
+                 prune = true, tp_in_node = true, pareto = true, max_collective_steps = true }
 
 local GiB = 2 ^ 30
 -- configurations simulated between two pruning checks (see M.run)
@@ -38,11 +38,11 @@ local function model_shape(m)
     if type(m) == "string" then s = models.shape(m)
     elseif type(m) == "table" then s = transformer.normalize(m)
     else fail("field 'model' must be a preset name or a shape table, got %s", type(m)) end
-    -- the flags below describe a dense model: a MoE, MLA or MTP model
-    -- would be searched as a dense one (issue 24 adds its dimensions)
-    if s.experts or s.multi_latent_attention or s.mtp_layers > 0 then
-        fail("field 'model': the plan search does not cover mixture-of-experts, multi-latent " ..
-            "attention or multi-token prediction models yet")
+    -- the flags below describe a dense or a mixture-of-experts model: an
+    -- MLA or MTP model would be searched as another one
+    if s.multi_latent_attention or s.mtp_layers > 0 then
+        fail("field 'model': the plan search does not cover multi-latent attention or " ..
+            "multi-token prediction models yet")
     end
     return s
 end
@@ -104,6 +104,25 @@ local function flags(s, c, spec)
         use_megatron_fsdp = c.zero >= 2 or nil, overlap_grad_reduce = c.zero >= 2 or nil,
         data_parallel_sharding_strategy = ({ nil, "optim_grads", "optim_grads_params" })[c.zero],
         cluster = spec.cluster, record = spec.record or "summary", db = spec.db,
+        -- mixture of experts (models/megatron_moe.lua reads them): the
+        -- shape's experts, and the expert-parallel sizes of c, with the
+        -- all-to-all dispatcher (allgather is Megatron's default, but with
+        -- etp > 1 not modelled, and EP runs use all-to-all)
+        num_experts = s.experts, moe_router_topk = s.experts and s.topk,
+        moe_ffn_hidden_size = s.experts and s.expert_ffn,
+        moe_shared_expert_intermediate_size = s.experts and s.shared_ffn > 0 and s.shared_ffn or nil,
+        moe_layer_freq = s.experts and s.moe_layers,
+        moe_expert_capacity_factor = s.experts and s.capacity_factor,
+        moe_pad_expert_input_to_capacity = s.experts and s.pad_to_capacity or nil,
+        moe_grouped_gemm = s.experts and s.grouped_gemm or nil,
+        moe_permute_fusion = s.experts and s.permute_fusion or nil,
+        moe_router_num_groups = s.experts and s.router_groups,
+        moe_router_group_topk = s.experts and s.router_group_topk,
+        moe_dispatch_fwd_dtype = s.experts and s.dispatch_dtype,
+        moe_combine_bwd_dtype = s.experts and s.combine_grad_dtype,
+        moe_token_dispatcher_type = s.experts and "alltoall" or nil,
+        expert_model_parallel_size = s.experts and c.ep or nil,
+        expert_tensor_parallel_size = s.experts and c.etp or nil,
         -- the model's name (run.model): the preset's, or the shape's own
         name = type(spec.model) == "string" and spec.model or s.name,
     }
@@ -137,6 +156,12 @@ local function check_spec(ps, spec)
     if spec.pareto ~= nil and type(spec.pareto) ~= "boolean" then
         fail("field 'pareto' must be a boolean, got %s", check.show(spec.pareto))
     end
+    if spec.max_collective_steps ~= nil then
+        local n = spec.max_collective_steps
+        if type(n) ~= "number" or n ~= n or n < 0 then
+            fail("field 'max_collective_steps' must be a number >= 0, got %s", check.show(n))
+        end
+    end
     if spec.name ~= nil and type(spec.name) ~= "string" then
         fail("field 'name' must be a string, got %s", check.show(spec.name))
     end
@@ -149,8 +174,55 @@ local function check_spec(ps, spec)
     local sp = search_space.check(space)
     local ok, shape = pcall(model_shape, spec.model)
     if not ok then fail("field 'model': %s", shape) end
+    for _, k in ipairs { "ep", "etp" } do
+        if sp[k] and not shape.experts then
+            fail("space.%s needs a model with experts (a mixture-of-experts shape: ps.models, " ..
+                "docs/moe.md); this one has none", k)
+        end
+    end
     local _ = ps
     return sp, shape, prune
+end
+
+-- The simulator lowers each collective into its algorithm's steps on
+-- every simulated rank (core/coll/), and the step's programs are arrays of
+-- about 56 bytes an op (7.3 GiB for 139 M ops: Llama 3 405B at tp 4, cp 8,
+-- pp 16, dp 32 on 16,384 H100, main at 2261866), all replicas built before
+-- folding. Plans whose collectives alone need more steps than MAX_STEPS
+-- (about 1.7 GB of arrays) are not simulated: they would take minutes and
+-- more memory than this machine has, or stop at --max-memory, which ends
+-- the whole search. They are rows with status "too large", and make the
+-- best unproven when their bound is below it (res.unproven).
+local MAX_STEPS = 30e6
+-- ZeRO-2/3's per-layer collectives take about 6 times the memory a step
+-- of the gradient sync's takes: Llama 3 405B at tp 8, pp 16, dp 128, v 8,
+-- micro-batch 4, ZeRO-2 (16.6 M steps by the estimate below) held 5.9 GB
+-- resident while simulated, where 56 bytes a step would be 0.9 GB
+local FSDP_WEIGHT = 6
+
+-- A lower estimate of the ring steps of a configuration's collectives
+-- over its simulated ranks (TP groups are folded to one: cp x pp x dp of
+-- them), a send and a receive each: the gradient sync over dp x cp = d,
+-- one per model chunk (v; dualpipe's two copies), a reduce-scatter and an
+-- all-gather of d - 1 steps each (an all-reduce is both); ZeRO-2/3's
+-- reduce-scatter of every layer after every microbatch (and ZeRO-3's two
+-- all-gathers; core/par/fsdp.c, units are layers) instead; context
+-- parallelism's exchange of K and V in every layer's forward and backward,
+-- cp - 1 steps each.
+local function collective_steps(c, shape)
+    local d = c.dp * c.cp
+    local per_rank = ((shape.layers + (search_space.split(shape.layers, c.pp) or 0)) + c.pp - 1) // c.pp
+    local steps = 0
+    if c.zero >= 2 and d > 1 then
+        -- weighted by FSDP_WEIGHT: its collectives (one a layer and
+        -- microbatch) cost the simulator more memory per step
+        steps = steps + FSDP_WEIGHT * c.microbatches * per_rank * 2 * (d - 1)
+            * (c.zero == 3 and 3 or 1)
+    elseif d > 1 then
+        steps = steps + (c.schedule == "dualpipe" and 2 or c.v) * 4 * (d - 1)
+    end
+    if c.cp > 1 then steps = steps + c.microbatches * per_rank * 4 * (c.cp - 1) end
+    return c.cp * c.pp * c.dp * steps
 end
 
 local function ranked(a, b)
@@ -191,7 +263,7 @@ end
 -- forms take from c.
 local function group_key(c)
     return table.concat({ c.tp, c.cp, c.cp_comm, tostring(c.sp), c.microbatch, c.recompute,
-        tostring(c.fp8), c.pp, c.v, c.dp }, "|")
+        tostring(c.fp8), c.pp, c.v, c.dp, c.ep, tostring(c.etp) }, "|")
 end
 
 -- What parallel.prepare's lowered layers depend on: the TP and CP groups
@@ -201,7 +273,7 @@ end
 -- layer a unit), whatever the split.
 local function lower_key(c)
     return table.concat({ c.tp, c.cp, c.cp_comm, tostring(c.sp), c.microbatch, c.recompute,
-        tostring(c.fp8) }, "|")
+        tostring(c.fp8), c.ep, tostring(c.etp) }, "|")
 end
 
 -- The run's figures for search_cost.cost where another configuration
@@ -378,6 +450,7 @@ function M.run(ps, spec, hooks)
     -- bound is no faster than a simulated one that fits is skipped whatever
     -- its memory (res.pareto is then the front of the simulated rows only)
     local front_too = spec.pareto ~= false
+    local max_steps = spec.max_collective_steps or MAX_STEPS
     local function dominated(c)
         if prune ~= "bound" then return false end
         for _, d in ipairs(done) do
@@ -414,7 +487,8 @@ function M.run(ps, spec, hooks)
             local c = fits[i]
             i = i + 1
             c.row = { index = c.index, tp = c.tp, cp = c.cp, cp_comm_type = c.cp > 1 and c.cp_comm
-                      or nil, fp8 = c.fp8, pp = c.pp, dp = c.dp, virtual_stages = c.v,
+                      or nil, fp8 = c.fp8, pp = c.pp, dp = c.dp, ep = c.ep, etp = c.etp or c.tp,
+                      virtual_stages = c.v,
                       microbatch = c.microbatch, microbatches = c.microbatches,
                       schedule = c.schedule, recompute = c.recompute, zero = c.zero,
                       sequence_parallel = c.sp, bound = c.bound, memory = c.memory,
@@ -425,6 +499,11 @@ function M.run(ps, spec, hooks)
             elseif dominated(c) then
                 pruned = pruned + 1
                 c.row.status = "pruned"
+            elseif collective_steps(c, shape) > max_steps then
+                c.row.status = "too large"
+                c.row.error = string.format("about %.0f collective steps to simulate, more " ..
+                    "than max_collective_steps (%.0f)", collective_steps(c, shape), max_steps)
+                result.dropped.too_large = (result.dropped.too_large or 0) + 1
             else
                 todo[#todo + 1] = c
             end
@@ -436,6 +515,10 @@ function M.run(ps, spec, hooks)
             outs = {}
             for j, c in ipairs(todo) do outs[j] = simulate(c) end
         end
+        -- each run's C side (its programs: hundreds of MB at 16,384 GPUs)
+        -- goes with its Lua objects, whose size the collector does not
+        -- see: collect after every batch, or they pile up to --max-memory
+        collectgarbage()
         for j, c in ipairs(todo) do
             local o, row = outs[j], c.row
             simulated = simulated + 1
@@ -461,6 +544,26 @@ function M.run(ps, spec, hooks)
     end
     result.best = best
     result.pareto = front(done)
+    -- a configuration ps.run refused after the constraints (a schedule
+    -- rule they do not repeat, a run beyond --max-memory) whose bound is
+    -- below the best's step might have beaten it: the best is then the
+    -- best of what ran, and the search says so (res.unproven)
+    local unproven, first = 0, nil
+    for _, r in ipairs(result.table) do
+        if (r.status == "failed" or r.status == "too large")
+            and (not best or r.bound < best.step_time) then
+            unproven = unproven + 1
+            first = first or r
+        end
+    end
+    result.unproven = unproven
+    if unproven > 0 then
+        io.stderr:write(string.format("pipesim: warning: ps.search '%s': %d configuration%s " ..
+            "that might beat the best failed in ps.run or were too large to simulate, so the " ..
+            "best is the best of those that ran (res.unproven; the first, %s: %s)\n", name,
+            unproven, unproven == 1 and "" or "s",
+            first.label, (tostring(first.error):gsub("\n.*", ""))))
+    end
     return result
 end
 

@@ -25,6 +25,19 @@ function M.stage_of(sched, p, chunk, r)
     return chunk * p + r
 end
 
+-- The model stages pipeline rank r holds (0-based), and the microbatches
+-- each runs: its v chunks, each for all m; under DualPipe (v 1) stage r
+-- and a copy of stage p - 1 - r, each for the half of the microbatches
+-- that run its way (DeepSeek's DualPipe: two copies of the parameters,
+-- core/par/dp.c dp_memory counts both).
+local function held(sched, p, v, r)
+    if sched == "dualpipe" then return { r, p - 1 - r }, 0.5 end
+    local out = {}
+    for ch = 0, v - 1 do out[ch + 1] = M.stage_of(sched, p, ch, r) end
+    return out, 1
+end
+M.held = held
+
 -- Per model stage: forward, backward, recompute seconds per microbatch,
 -- parameters, and the memory its microbatch holds, mirroring core/step/pipe.c
 -- build_stages and stage_recompute: without recompute F allocates the
@@ -35,7 +48,7 @@ function M.stages(args)
     local out, at = {}, 0
     local ck = args.checkpoint == true
     for s, count in ipairs(args.partition) do
-        local st = { F = 0, B = 0, R = 0, params = 0, out = 0, static = 0, work = 0 }
+        local st = { F = 0, B = 0, R = 0, params = 0, out = 0, static = 0, work = 0, expert = 0 }
         local act, kept, any, cur, unit = 0, 0, false, 0, 0
         for i = at + 1, at + count do
             local l = args.layers[i]
@@ -48,6 +61,9 @@ function M.stages(args)
             st.F, st.B = st.F + f, st.B + (b or 2 * f)
             if ck then st.R = st.R + (tonumber(l.recompute_time) or f) end
             st.params = st.params + (tonumber(l.params) or 0)
+            -- the experts' own parameters (core/par/ep_sync.c syncs and
+            -- shards them over the expert data-parallel group)
+            st.expert = st.expert + (tonumber(l.moe_expert_params) or 0)
             -- the layer's own static bytes (FP8 weight copies: core/par/dp.c
             -- dp_memory adds pipe_layer.static_bytes to the stage's)
             st.static = st.static + (tonumber(l.static_bytes) or 0)
@@ -164,8 +180,8 @@ local function act_peak(st, sched, p, v, m, r)
         -- (core/sched/sched.c order_1f1b: a warm-up of p - r - 1, then
         -- one F a B)
         local g = st[r + 1]
-        local held = sched == "gpipe" and m or math.min(p - r, m)
-        return held * g.alloc + g.extra
+        local at_once = sched == "gpipe" and m or math.min(p - r, m)
+        return at_once * g.alloc + g.extra
     elseif sched == "interleaved" then
         -- core/sched/sched.c order_interleaved (virtual_mb): warm-up
         -- forwards, then one F a B, then the cool-down backwards
@@ -179,7 +195,28 @@ local function act_peak(st, sched, p, v, m, r)
         for k = total - warm, total - 1 do b(v - 1 - (k % pv) // p) end
         return top
     end
-    for ch = 0, v - 1 do top = math.max(top, st[M.stage_of(sched, p, ch, r) + 1].held) end
+    if sched == "looped_bfs" then
+        -- core/sched/pt.c looped_bfs (PyTorch's ScheduleLoopedBFS): every
+        -- forward of every chunk before the first backward, of the last
+        -- chunk (its recompute restoring `extra` first)
+        local sum = 0
+        for ch = 0, v - 1 do sum = sum + m * st[ch * p + r + 1].alloc end
+        return sum + st[(v - 1) * p + r + 1].extra
+    elseif sched == "interleaved_pytorch" or sched == "interleaved_zb" then
+        -- core/sched/pt.c interleaved (PyTorch's _get_warmup_ops): the
+        -- warm-up forwards, and the first steady step's forward, are held
+        -- when the first backward starts, chunks in rounds of mpr
+        -- microbatches; a lower bound on the peak (what follows may hold more)
+        local mpr = m // math.max(1, m // p)
+        local warm = math.min((v - 1) * mpr + (sched == "interleaved_zb" and 1 or 2) * (p - 1 - r),
+            m * v)
+        local held_f = warm + (warm < m * v and 1 or 0)
+        local sum = 0
+        for k = 0, held_f - 1 do sum = sum + st[((k // mpr) % v) * p + r + 1].alloc end
+        -- the first backward is of the last chunk (BCHUNK(warm))
+        return sum + st[(v - 1) * p + r + 1].extra
+    end
+    for _, sx in ipairs((held(sched, p, v, r))) do top = math.max(top, st[sx + 1].held) end
     return top
 end
 
@@ -251,7 +288,8 @@ function M.cost(args, c, memo)
     -- ZeRO's stage over the data-parallel group (or its shard group): the
     -- ZeRO paper's bytes per parameter (ps.sharding); ZeRO-2/3's buffers
     -- beyond them (core/par/fsdp.c) are left out, so their memory is a
-    -- lower bound, and their sync runs during the backward (not costed)
+    -- lower bound, and their sync runs during the backward (a bound of
+    -- its own below)
     local stage = d > 1 and (c.zero or args.zero or 0) or 0
     local shard = args.shard_group or d
     local zero = stage == 1
@@ -259,6 +297,22 @@ function M.cost(args, c, memo)
         mem.grad_bytes or 2, mem.optimizer_bytes or 12)
     local opt = (tonumber(args.optimizer_time) or 0) / (stage >= 1 and shard or 1)
     local exact = EXACT[c.schedule] ~= nil and stage < 2
+    -- mixture of experts: where the expert data-parallel group differs
+    -- from dp x cp (ep > 1 or etp unlike tp; core/par/ep_sync.c
+    -- par_ep_sync_applies) the experts' parameters keep their weights and
+    -- gradients whole and their optimizer state divided by the expert
+    -- data-parallel size under the distributed optimizer (whatever dp x cp
+    -- is: par_ep_sync_memory); ZeRO-2/3 keep at least that
+    local tp = c.tp or args.tp or 1
+    local etp, ep = c.etp or args.etp or tp, c.ep or args.ep or 1
+    local apart = ep > 1 or etp ~= tp
+    local per_expert = 0
+    if apart then
+        local edp = tp * (args.cp or 1) * (args.dp or 1) // (etp * ep)
+        local zs = c.zero or args.zero or 0
+        per_expert = (mem.weight_bytes or 2) + (mem.grad_bytes or 2)
+            + (mem.optimizer_bytes or 12) / ((zs >= 1 and edp > 1) and edp or 1)
+    end
     local cluster = type(args.cluster) == "userdata" and args.cluster or nil
     -- the layout's ranks: TP rank 0 of each group, and the sync groups
     -- (with their links' figures), shared by the configurations of one
@@ -296,14 +350,30 @@ function M.cost(args, c, memo)
     local best_mem, best_rank, bound = 0, 0, 0
     local fill, drain = 0, 0
     local peaks, sync = {}, {}
+    -- DualPipe's reverse direction enters at rank p - 1 (its copy of
+    -- stage 0): rank r's copy, stage p-1-r, starts after the forwards of
+    -- stages 0 .. p-2-r (their transfers counted as 0)
+    local rfill = {}
+    if c.schedule == "dualpipe" then
+        local acc = 0
+        for k = 0, p - 1 do
+            rfill[p - 1 - k] = acc
+            acc = acc + st[k + 1].F
+        end
+    end
     for r = 0, p - 1 do
         local static, busy, params, work = 0, 0, 0, 0
-        for ch = 0, v - 1 do
-            local g = st[M.stage_of(c.schedule, p, ch, r) + 1]
-            static = static + g.params * per_param + g.static
+        local stages, share = held(c.schedule, p, v, r)
+        for k, sx in ipairs(stages) do
+            local g = st[sx + 1]
+            local dense = apart and g.params - g.expert or g.params
+            static = static + dense * per_param + (apart and g.expert * per_expert or 0) + g.static
             work = math.max(work, g.work)
-            params = params + g.params
-            busy = busy + m * (g.F + g.R + g.B)
+            -- DualPipe's copy: its gradient may be summed with the
+            -- original's before the sync, so the sync bound counts one;
+            -- the experts' own sync (apart) is not counted
+            if k == 1 or share == 1 then params = params + dense end
+            busy = busy + m * share * (g.F + g.R + g.B)
         end
         sync[r] = opt
         if d > 1 and not overlap then
@@ -315,6 +385,23 @@ function M.cost(args, c, memo)
                 sync[r] = coll_bound(cluster, group, params * grad_bytes) + opt
             end
         end
+        -- ZeRO-2/3 (Megatron-FSDP, overlap_grad_reduce): the gradients'
+        -- reduce-scatters run beside the backward, one after every
+        -- backward of a microbatch, since the gradients are kept sharded
+        -- (core/par/fsdp.c, as DeepSpeed's and FSDP's), one after the
+        -- other on the rank's reduce lane; each must send (d - 1)/d of the
+        -- microbatch's gradient (over the shard group), whatever the
+        -- algorithm, and the optimizer step waits for the last: a bound
+        -- of its own. ZeRO-3 also all-gathers the weights before every
+        -- forward and backward, on another lane but out of the same links:
+        -- the rank sends its shard, 1/d of them, at least once each time
+        local overlapped = 0
+        if stage >= 2 and cluster and d > 1 then
+            local lat, cap = coll_links(cluster, sync_group(r))
+            local per_mb = (shard - 1) / shard * params * grad_bytes
+                + (stage == 3 and 2 * params * weight_bytes / shard or 0)
+            overlapped = m * share * lat + (cap > 0 and m * share * per_mb / cap or 0) + opt
+        end
         -- the activations' peak: the same for every ZeRO stage (memo.top)
         local tops = memo.top[c.schedule]
         if not tops then tops = {}; memo.top[c.schedule] = tops end
@@ -325,7 +412,12 @@ function M.cost(args, c, memo)
         if peak > best_mem then best_mem, best_rank = peak, r end
         local tail = sync[r]
         if EXACT[c.schedule] then tail = math.max(tail, drain + sync[0]) end
-        bound = math.max(bound, fill + busy + tail)
+        -- DualPipe feeds microbatches from both ends: rank r's first op
+        -- may be the reverse direction's, after stages p-1 .. r+1 (their
+        -- copies on ranks 0 .. p-2-r)
+        local first = fill
+        if c.schedule == "dualpipe" then first = math.min(fill, rfill[r]) end
+        bound = math.max(bound, first + busy + tail, overlapped)
         if r < p - 1 then
             local g = st[r + 1]
             -- microbatch 0's activations up to rank r + 1, the last

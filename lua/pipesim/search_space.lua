@@ -11,13 +11,25 @@ local M = {}
 local MULTI_CHUNK, V_SHAPE = cost.MULTI_CHUNK, cost.V_SHAPE
 -- the fields in enumeration order (a field given one value leaves the
 -- others' order, and so run.point_index, as without it)
-local SPACE = { "tp", "cp", "cp_comm_type", "pp", "dp", "virtual_stages", "microbatch",
-                "schedule", "recompute", "zero", "sequence_parallel", "fp8" }
+local SPACE = { "tp", "cp", "cp_comm_type", "pp", "dp", "ep", "etp", "virtual_stages",
+                "microbatch", "schedule", "recompute", "zero", "sequence_parallel", "fp8" }
 M.SPACE = SPACE
 local RECOMPUTE = { none = true, selective = true, full = true }
 -- cp_comm_type's values the search varies: a2a+p2p needs a hierarchy
 -- (cp_hierarchy), which is a layout of its own, not a point of the space
 local CP_COMM = { p2p = true, a2a = true, all_gather = true }
+-- every schedule ps.run builds a training step with (core/sched/names.c),
+-- in its order; 'custom' needs an order of its own and 'forward_only'
+-- trains nothing, so neither is a point of a search
+local SCHEDULES = { "gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2", "looped_bfs",
+                    "interleaved_pytorch", "interleaved_zb", "zbv", "dualpipev", "dualpipe" }
+M.SCHEDULES = SCHEDULES
+-- the schedules that split the backward into B and W (core/sched/sched.c
+-- sched_splits), with which ps.run does not model ZeRO-2/3
+local SPLIT = { zb_h1 = true, zb_h2 = true, interleaved_zb = true, zbv = true, dualpipev = true,
+                dualpipe = true }
+local SCHEDULE = {}
+for _, k in ipairs(SCHEDULES) do SCHEDULE[k] = true end
 
 local function fail(fmt, ...) check.fail("ps.search: " .. fmt, ...) end
 
@@ -25,7 +37,8 @@ local WANT = {
     int = "a positive integer",
     zero = "0, 1, 2 or 3 (ZeRO's stage: 1 Megatron's distributed optimizer, 2 and 3 " ..
         "Megatron-FSDP's optim_grads and optim_grads_params; docs/sharding.md)",
-    bool = "a boolean", recompute = "'none', 'selective' or 'full'", str = "a schedule name",
+    bool = "a boolean", recompute = "'none', 'selective' or 'full'",
+    schedule = "one of " .. table.concat(SCHEDULES, ", "),
     cp_comm = "'p2p', 'a2a' or 'all_gather' (Megatron's --cp-comm-type; 'a2a+p2p' needs " ..
         "a cp_hierarchy, which ps.search does not vary)",
     fp8 = "'bf16' or an FP8 recipe with the hybrid format: 'delayed', 'tensorwise', " ..
@@ -39,7 +52,7 @@ local function valid(kind, x)
     if kind == "recompute" then return RECOMPUTE[x] end
     if kind == "cp_comm" then return CP_COMM[x] end
     if kind == "fp8" then return x == "bf16" or fp8.RECIPES[x] ~= nil end
-    return type(x) == "string"
+    return kind == "schedule" and SCHEDULE[x] ~= nil
 end
 
 function M.list_of(space, k, kind)
@@ -58,11 +71,11 @@ end
 -- The space's lists, checked (nil where a field is left out).
 function M.check(space)
     local sp = {}
-    for _, k in ipairs { "tp", "cp", "pp", "dp", "virtual_stages", "microbatch" } do
+    for _, k in ipairs { "tp", "cp", "pp", "dp", "ep", "etp", "virtual_stages", "microbatch" } do
         sp[k] = M.list_of(space, k, "int")
     end
     sp.cp_comm_type = M.list_of(space, "cp_comm_type", "cp_comm")
-    sp.schedule = M.list_of(space, "schedule", "str")
+    sp.schedule = M.list_of(space, "schedule", "schedule")
     sp.recompute = M.list_of(space, "recompute", "recompute")
     sp.zero = M.list_of(space, "zero", "zero")
     sp.sequence_parallel = M.list_of(space, "sequence_parallel", "bool")
@@ -76,14 +89,24 @@ function M.point(c)
     return { tp = c.tp, pp = c.pp, dp = c.dp, virtual_stages = c.v, microbatch = c.microbatch,
              schedule = c.schedule, recompute = c.recompute, zero = c.zero,
              sequence_parallel = c.sp, cp = c.cp > 1 and c.cp or nil,
-             cp_comm_type = c.cp > 1 and c.cp_comm or nil, fp8 = c.fp8 }
+             cp_comm_type = c.cp > 1 and c.cp_comm or nil, fp8 = c.fp8,
+             ep = (c.ep or 1) > 1 and c.ep or nil, etp = c.etp and c.etp ~= c.tp and c.etp or nil }
+end
+
+-- The expert side's sizes: etp (nil: tp, as Megatron's
+-- expert_tensor_parallel_size None) and the expert data-parallel size.
+function M.expert_sizes(c)
+    local etp, ep = c.etp or c.tp, c.ep or 1
+    return etp, ep, parallel.world(c) // (etp * ep * c.pp)
 end
 
 function M.label(c)
     local cp = c.cp > 1 and string.format(" cp%d-%s", c.cp, c.cp_comm) or ""
+    local ep = (c.ep or 1) > 1 and string.format(" ep%d", c.ep) or ""
+    if c.etp and c.etp ~= c.tp then ep = ep .. string.format(" etp%d", c.etp) end
     local f8 = c.fp8 and c.fp8 ~= "bf16" and " fp8-" .. c.fp8 or ""
-    return string.format("tp%d%s pp%d dp%d v%d mb%d %s %s zero%d%s%s", c.tp, cp, c.pp, c.dp, c.v,
-        c.microbatch, c.schedule, c.recompute, c.zero, c.sp and " sp" or "", f8)
+    return string.format("tp%d%s pp%d dp%d%s v%d mb%d %s %s zero%d%s%s", c.tp, cp, c.pp, c.dp, ep,
+        c.v, c.microbatch, c.schedule, c.recompute, c.zero, c.sp and " sp" or "", f8)
 end
 
 -- How L layers split over pp stages: 0 when pp divides them (Megatron's
@@ -96,6 +119,21 @@ function M.split(L, pp)
     if L % pp == 0 then return 0 end
     if (L + 2) % pp == 0 then return 2 end
     return nil
+end
+
+-- Whether a schedule runs pp pipeline ranks with m microbatches, as
+-- core/sched/check.c check_placement and check_rounds refuse them (with
+-- their sources: Megatron-LM's schedules.py for interleaved, PyTorch's
+-- number_of_rounds for its interleaved orders, DeepSeek's DualPipe.step
+-- asserts, PyTorch's ScheduleDualPipeV).
+function M.schedule_ok(sched, pp, m)
+    if sched == "interleaved" then return m % pp == 0 end
+    if sched == "interleaved_pytorch" or sched == "interleaved_zb" then
+        return m % math.max(1, m // pp) == 0
+    end
+    if sched == "dualpipe" then return pp % 2 == 0 and m % 2 == 0 and m >= 2 * pp end
+    if sched == "dualpipev" then return m >= 2 * pp end
+    return true
 end
 
 ---------------------------------------------------------------------------
@@ -144,6 +182,31 @@ function M.constraints(shape, spec, nodesize)
                 local ha = c.tp * c.cp
                 return shape.heads % ha == 0 and shape.kv_heads % ha == 0
             end },
+        -- mixture of experts (Megatron-LM megatron/training/arguments.py
+        -- validate_args: num_experts % expert_model_parallel_size == 0, and
+        -- "When using MoE with tensor parallelism, sequence parallelism must
+        -- be used"; megatron/core/parallel_state.py initialize_model_parallel:
+        -- the expert RankGenerator's etp x ep x pp
+        -- (expert_tensor_model_pipeline_parallel_size) must divide the world,
+        -- the rest is the expert data-parallel size; core/par/layout.c
+        -- checks the same)
+        { "ep_experts", string.format("ep does not divide the %d experts", shape.experts or 0),
+            function(c) return (c.ep or 1) == 1 or (shape.experts or 0) % c.ep == 0 end },
+        { "expert_world", "etp x ep x pp does not divide the world (Megatron's expert " ..
+            "RankGenerator: expert_tensor_model_pipeline_parallel_size)",
+            function(c)
+                local etp, ep = M.expert_sizes(c)
+                return parallel.world(c) % (etp * ep * c.pp) == 0
+            end },
+        { "etp_divides", "etp does not divide the experts' (and shared experts') ffn size",
+            function(c)
+                local etp = c.etp or c.tp
+                return not shape.experts or (shape.expert_ffn % etp == 0
+                    and (shape.shared_ffn or 0) % etp == 0)
+            end },
+        { "moe_sp", "a MoE model under tensor parallelism needs sequence parallelism " ..
+            "(Megatron's arguments.py)",
+            function(c) return not shape.experts or c.tp == 1 or c.sp end },
         { "pp_layers", string.format("pp divides neither the %d layers nor the %d with the " ..
             "embedding and the loss counted as layers", L, L + 2),
             function(c) return M.split(L, c.pp) ~= nil end },
@@ -157,17 +220,22 @@ function M.constraints(shape, spec, nodesize)
             end },
         { "global_batch", string.format("dp x microbatch does not divide the global batch %d", B),
             function(c) return B % (c.dp * c.microbatch) == 0 end },
-        { "schedule", "interleaved needs the microbatch count to be a multiple of pp",
-            function(c)
-                local m = B // (c.dp * c.microbatch)
-                return c.schedule ~= "interleaved" or m % c.pp == 0
-            end },
-        { "duplicate", "sequence parallelism at tp 1, ZeRO at dp x cp = 1 and cp_comm_type " ..
-            "at cp 1 change nothing: the same configuration is already in the list",
+        { "schedule", "the schedule's own rules on pp and the microbatch count m " ..
+            "(interleaved: m a multiple of pp; interleaved_pytorch and interleaved_zb: " ..
+            "m a multiple of max(1, m // pp); dualpipe: pp and m even, m >= 2 pp; " ..
+            "dualpipev: m >= 2 pp)",
+            function(c) return M.schedule_ok(c.schedule, c.pp, B // (c.dp * c.microbatch)) end },
+        { "zero_schedule", "ZeRO-2/3 are not modelled with a split backward (the " ..
+            "zero-bubble schedules, dualpipe, dualpipev): ps.run refuses them (core/par/dp.c)",
+            function(c) return c.zero < 2 or c.dp * c.cp == 1 or not SPLIT[c.schedule] end },
+        { "duplicate", "sequence parallelism at tp 1, ZeRO at dp x cp = 1, cp_comm_type " ..
+            "at cp 1 and etp = tp (its default) change nothing: the same configuration is " ..
+            "already in the list",
             function(c)
                 local key = M.label { tp = c.tp, cp = c.cp, cp_comm = c.cp_comm, pp = c.pp,
-                    dp = c.dp, v = c.v, microbatch = c.microbatch, schedule = c.schedule,
-                    recompute = c.recompute, zero = c.dp * c.cp > 1 and c.zero or 0, sp = c.sp,
+                    dp = c.dp, ep = c.ep, etp = c.etp, v = c.v, microbatch = c.microbatch, schedule = c.schedule,
+                    recompute = c.recompute,
+                    zero = (c.dp * c.cp > 1 or select(3, M.expert_sizes(c)) > 1) and c.zero or 0, sp = c.sp,
                     fp8 = c.fp8 }
                 if seen[key] then return false end
                 seen[key] = true
@@ -188,6 +256,7 @@ function M.enumerate(space, spec)
             local n = c.tp * c.cp * c.pp
             return { spec.gpus % n == 0 and spec.gpus // n or 0 }
         end },
+        { "ep", space.ep or { 1 } }, { "etp", space.etp or { false } },
         { "v", space.virtual_stages or { 1 } }, { "microbatch", space.microbatch or { 1 } },
         { "schedule", space.schedule or { "1f1b" } }, { "recompute", space.recompute or { "none" } },
         { "zero", space.zero or { 0 } }, { "sp", space.sequence_parallel or { true } },
@@ -200,6 +269,7 @@ function M.enumerate(space, spec)
             for k, v in pairs(c) do x[k] = v end
             x.sp = x.sp and x.tp > 1
             x.fp8 = x.fp8 or nil
+            x.etp = x.etp or nil
             x.index = #out + 1
             out[#out + 1] = x
             return

@@ -1,4 +1,4 @@
--- expect: tests/errors/search_empty_space.lua:5: ps.search: empty space: give at least one of tp, cp, cp_comm_type, pp, dp, virtual_stages, microbatch, schedule, recompute, zero, sequence_parallel, fp8
+-- expect: tests/errors/search_empty_space.lua:5: ps.search: empty space: give at least one of tp, cp, cp_comm_type, pp, dp, ep, etp, virtual_stages, microbatch, schedule, recompute, zero, sequence_parallel, fp8
 local ps = require "pipesim"
 local c = ps.cluster(ps.clusters.dgx("A100", 1))
 local model = { layers = 4, hidden = 256, heads = 4, seq = 128, vocab = 1024 }

@@ -156,7 +156,7 @@ static unsigned read_candidates(lua_State *L, enum coll_op op, int algo,
             lua_geti(L, -1, i);
             const char *name =
                 lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-            int a;
+            int a = COLL_AUTO;
             ps_err err;
             if (!name || coll_parse_algo(op, name, &a, &err))
                 luaL_error(L, "field 'candidates': %s",

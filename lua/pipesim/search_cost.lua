@@ -1,6 +1,7 @@
 -- ps.search's closed forms (lua/pipesim/search.lua calls them): per configuration,
 -- from the run ps.run would hand the core, the peak memory per rank and a
 -- lower bound on the step time, with no simulation.
+local core = require "pipesim.core"
 local parallel = require "pipesim.parallel"
 local sharding = require "pipesim.sharding"
 
@@ -249,6 +250,38 @@ local function sync_groups(args, at_list, p)
     end
 end
 
+-- The distributed optimizer's padding (ZeRO-1): every bucket of a model
+-- chunk's gradient buffer padded to a multiple of lcm(dp, 128) elements,
+-- held at the weight's and the gradient's bytes (core/par/dp_lane.c
+-- close_bucket, Megatron's param_layout.py). A chunk of P elements is one
+-- bucket unless it is cut (grad_sync.bucketed: "all", or "first", the
+-- default, for pipeline rank 0's first chunk only), then the first
+-- bucket holds first_bucket bytes and the others bucket bytes.
+local function bytes_of(v, default)
+    if v == nil then return default end
+    return type(v) == "number" and v or core.parse(v, "bytes")
+end
+
+local function gcd(a, b)
+    while b ~= 0 do a, b = b, a % b end
+    return a
+end
+
+local function pad_elements(P, quantum, cut, gb, first_cap, cap)
+    local function pad(n)
+        local padded = math.ceil(n / quantum - 1e-9) * quantum
+        return padded > n and padded - n or 0
+    end
+    if not cut or not (P > 0) then return P > 0 and pad(P) or 0 end
+    local total, left, c = 0, P * gb, first_cap
+    while left > 0 do
+        local take = math.min(c, left)
+        total = total + pad(take / gb)
+        left, c = left - take, cap
+    end
+    return total
+end
+
 -- cost(args, c) -> { memory = closed-form peak bytes (the largest rank's),
 -- exact = whether it is the simulated peak or only a lower bound, bound =
 -- a lower bound on the step time, rank = the rank with the largest peak }.
@@ -347,6 +380,11 @@ function M.cost(args, c, memo)
         overlap = not (type(gs) == "table" and gs.overlap == false)
     end
     local grad_bytes, weight_bytes = mem.grad_bytes or 2, mem.weight_bytes or 2
+    local gs = type(args.grad_sync) == "table" and args.grad_sync or {}
+    local quantum = zero and shard // gcd(shard, 128) * 128 or 0
+    local cut_mode = gs.bucketed or "first"
+    local first_bucket = bytes_of(gs.first_bucket, 1024 * 1024)
+    local bucket = bytes_of(gs.bucket, 25 * 1024 * 1024)
     local best_mem, best_rank, bound = 0, 0, 0
     local fill, drain = 0, 0
     local peaks, sync = {}, {}
@@ -368,6 +406,11 @@ function M.cost(args, c, memo)
             local g = st[sx + 1]
             local dense = apart and g.params - g.expert or g.params
             static = static + dense * per_param + (apart and g.expert * per_expert or 0) + g.static
+            if quantum > 0 then
+                local cut = cut_mode == "all" or (cut_mode == "first" and r == 0 and k == 1)
+                static = static + pad_elements(dense, quantum, cut, grad_bytes, first_bucket, bucket)
+                    * (weight_bytes + grad_bytes)
+            end
             work = math.max(work, g.work)
             -- DualPipe's copy: its gradient may be summed with the
             -- original's before the sync, so the sync bound counts one;

@@ -56,9 +56,13 @@ static int32_t find_key(const wire_set *w, int64_t key)
     return k ? (int32_t)(k - w->keys) : -1;
 }
 
-/* Is message m between a lane of `rank` and a lane of another rank? */
+/* Is message m between a lane of `rank` and a lane of another rank? (A
+ * message id handed out but not used has no lanes, -1.) */
 static int crosses(const prog_set *ps, const prog_msg *m, int32_t rank)
 {
+    if (m->send_lane < 0 || m->recv_lane < 0 || m->send_lane >= ps->nlanes ||
+        m->recv_lane >= ps->nlanes)
+        return 0;
     int32_t s = ps->lanes[m->send_lane].rank, r = ps->lanes[m->recv_lane].rank;
     return s != r && (s == rank || r == rank);
 }

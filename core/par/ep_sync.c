@@ -31,7 +31,11 @@ int par_ep_group_lanes(const int32_t *at, const int32_t *ranks, int32_t n,
     if (simulated == 0)
         return 0; /* a folded TP rank's group: its twin runs */
     if (simulated < n)
-        return ps_errf(err, "internal: %s group %d is only partly simulated",
+        return ps_errf(err,
+                       "%s group %d mixes ranks pipesim simulates with "
+                       "tensor-parallel ranks it folds into their group's "
+                       "rank 0 (etp unlike tp in this layout): not modelled; "
+                       "give etp = tp",
                        what, (int)gi);
     return 1;
 }

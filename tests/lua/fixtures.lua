@@ -61,4 +61,22 @@ function M.brute_partition(run)
     return best, where, n
 end
 
+-- labels(rows): the label of each of ps.search's rows, in order.
+function M.labels(rows)
+    local out = {}
+    for i, r in ipairs(rows) do out[i] = r.label end
+    return out
+end
+
+-- same_search(H, all, pruned): a search pruned by its bound found the
+-- best and the Pareto front of the same search with prune = "none", and
+-- simulated fewer configurations.
+function M.same_search(H, all, pruned)
+    H.eq(pruned.best.label, all.best.label, "bound pruning finds the brute-force best")
+    H.eq(pruned.best.step_time, all.best.step_time)
+    H.eq(M.labels(pruned.pareto), M.labels(all.pareto), "and the same Pareto front")
+    H.check(pruned.simulated < all.simulated,
+        string.format("pruning simulates fewer (%d of %d)", pruned.simulated, all.simulated))
+end
+
 return M

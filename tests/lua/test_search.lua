@@ -12,11 +12,7 @@ local ps = require "pipesim"
 local model = { layers = 8, hidden = 512, heads = 8, seq = 512, vocab = 8192, tied = true }
 local node = ps.cluster(ps.clusters.dgx("A100", 1))
 
-local function labels(rows)
-    local out = {}
-    for i, r in ipairs(rows) do out[i] = r.label end
-    return out
-end
+local labels = F.labels
 
 -- every configuration simulated
 local space = { tp = { 1, 2 }, pp = { 1, 2, 4 }, virtual_stages = { 1, 2 }, microbatch = { 1, 2 },
@@ -139,11 +135,7 @@ H.check(other_pruned.simulated < other.simulated, "and fewer simulated")
 -- pruning by the bound: same best, same front, fewer simulations
 local pruned = ps.search { name = "pruned", model = model, cluster = node, gpus = 8,
     global_batch = 16, space = space, record = "none" }
-H.eq(pruned.best.label, all.best.label, "bound pruning finds the brute-force best")
-H.eq(pruned.best.step_time, all.best.step_time)
-H.eq(labels(pruned.pareto), labels(all.pareto), "and the same Pareto front")
-H.check(pruned.simulated < all.simulated,
-    string.format("pruning simulates fewer (%d of %d)", pruned.simulated, all.simulated))
+F.same_search(H, all, pruned)
 H.eq(pruned.simulated + pruned.pruned, pruned.valid)
 
 -- the front: sorted by memory, each faster than the one before

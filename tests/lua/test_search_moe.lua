@@ -15,11 +15,7 @@ local model = { layers = 4, hidden = 512, heads = 8, seq = 512, vocab = 8192, ti
 local node = ps.cluster(ps.clusters.dgx("H100", 1))
 local space = { tp = { 1, 2 }, pp = { 1, 2 }, ep = { 1, 2, 4, 8 }, etp = { 1, 2 }, zero = { 0, 1 } }
 
-local function labels(rows)
-    local out = {}
-    for i, r in ipairs(rows) do out[i] = r.label end
-    return out
-end
+local labels = F.labels
 
 local all = ps.search { name = "moe", model = model, cluster = node, gpus = 8, global_batch = 16,
     space = space, prune = "none", record = "none" }
@@ -68,11 +64,7 @@ H.check(row("tp1 pp1 dp8 ep8 v1 mb1 1f1b none zero0").peak_memory <
 -- pruning by the bound: the same best and front
 local pruned = ps.search { name = "moe pruned", model = model, cluster = node, gpus = 8,
     global_batch = 16, space = space, record = "none" }
-H.eq(pruned.best.label, all.best.label, "bound pruning finds the brute-force best")
-H.eq(pruned.best.step_time, all.best.step_time)
-H.eq(labels(pruned.pareto), labels(all.pareto), "and the same Pareto front")
-H.check(pruned.simulated < all.simulated,
-    string.format("pruning simulates fewer (%d of %d)", pruned.simulated, all.simulated))
+F.same_search(H, all, pruned)
 
 H.eq(all.unproven, 0, "the failed plans' bounds are above the best step")
 -- a failed plan whose bound is below the best found: the best is not

@@ -44,6 +44,7 @@
 -- (param_gather_start = "step"; docs/fidelity.md "Megatron-LM's own H100
 -- table").
 local ps = require "pipesim"
+local V = require "pipesim.validation"
 
 -- name, heads, hidden, layers, tp, pp, dp, global batch, TFLOP/s per GPU
 local CASES = {
@@ -133,13 +134,10 @@ for k, c in ipairs(CASES) do
             100 * rerrs[#rerrs]))
     end
 end
+-- mean and max |error| in percent, by pipesim.validation's shared tally
 local function stats(list)
-    local sum, max = 0, 0
-    for _, e in ipairs(list) do
-        sum = sum + math.abs(e)
-        max = math.max(max, math.abs(e))
-    end
-    return 100 * sum / #list, 100 * max
+    local mean, max = V.stats(list)
+    return 100 * mean, 100 * max
 end
 print(string.format("W: %d runs, mean |error| %.1f%%, max %.1f%%", #errs, stats(errs)))
 print(string.format("W, one replica with full recompute against the published step: " ..

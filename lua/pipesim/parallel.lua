@@ -159,6 +159,24 @@ local function layer_memory(out, l, s, o, dev, mc)
     end
 end
 
+-- The FP8 amax reductions of one dense block and microbatch (models/
+-- fp8.lua, Transformer Engine's): current scaling's TP all-reduces beside
+-- the sequence-parallel all-gathers, and delayed scaling's per-region
+-- all-reduce over the stage's TP x CP x DP group (o.amax_delayed, set by
+-- prepare: a chunk's reduction shared by its blocks). Returns the seconds
+-- added to the forward and to the input-gradient backward; both block the
+-- compute stream, so neither overlaps. Full recompute repeats the
+-- forward's (TE's checkpoint re-enters fp8_autocast).
+local function amax_time(s, o, cost)
+    local f8 = roofline.fp8
+    local nf, nb = f8.tp_amax_reductions(s, o.tp, o.sp)
+    local one = (nf + nb > 0) and cost("allreduce", f8.TP_AMAX_BYTES) or 0
+    local f, b = nf * one, nb * one
+    local d = o.amax_delayed
+    if d and f8.delayed(s) then f, b = f + d.fwd, b + d.bwd end
+    return f, b
+end
+
 -- A layer's per-TP-rank figures for the core. l is a model layer (kind,
 -- shape), dev the roofline device or nil (plain FLOP rule), cost(op,
 -- bytes) the time of one TP collective.
@@ -279,6 +297,10 @@ local function lower_layer(l, o, dev, cost, ccost, i)
         if kind == "block" and o.cp > 1 then
             f, bi = cpar.lower_block(out, full, e, o, rf, f, bi, ccost)
         end
+        if kind == "block" and not mc and s.fp8 then
+            local af, ab = amax_time(s, o, cost)
+            f, bi = f + af, bi + ab
+        end
         out.tp_comm_time, out.tp_exposed_time = cf + cb, out.tp_comm_exposed
         out.fwd_time, out.bwd_input_time, out.bwd_weight_time = f, bi, bw
         out.bwd_time = bi + bw
@@ -398,6 +420,31 @@ local function check_shape(sh, i)
     expert.check_shape(sh, i)
 end
 
+-- Delayed scaling's amax all-reduces (models/fp8.lua: one forward and one
+-- backward per model chunk and microbatch, over the stage's TP x CP x DP
+-- ranks, Megatron's amax reduction group) as each FP8 block's share:
+-- { fwd, bwd } seconds, a chunk's reduction over its blocks, or nil when
+-- no block runs delayed scaling or the group is one rank. The chunks are
+-- stages x virtual stages; each holds the FP8 blocks / chunks (exact when
+-- they hold equal numbers, as Megatron's uniform split does).
+local function delayed_amax(spec, o, cost)
+    local f8, nblocks = roofline.fp8, 0
+    for _, l in ipairs(spec.layers) do
+        if type(l) == "table" and l.kind == "block" and l.shape and f8.delayed(l.shape) then
+            nblocks = nblocks + 1
+        end
+    end
+    if nblocks == 0 or not cost or o.tp * o.cp * (spec.dp or 1) == 1 then return nil end
+    local chunks = (spec.stages or 1) * (spec.virtual_stages or 1)
+    local per_chunk = math.ceil(nblocks / chunks)
+    local group = run_layout(spec, "tp-cp-dp")[1]
+    local share = math.min(nblocks, chunks) / nblocks
+    return {
+        fwd = share * cost("allreduce", per_chunk * f8.DELAYED_FWD_BYTES, group, {}),
+        bwd = share * cost("allreduce", per_chunk * f8.DELAYED_BWD_BYTES, group, {}),
+    }
+end
+
 -- prepare(spec, dev, cost, memo) -> plan: { options, layers (for the
 -- core and the partition), group (the cluster ranks of the first TP group,
 -- whose collectives the TP costs are of) }. dev: roofline device or nil;
@@ -432,6 +479,7 @@ function M.prepare(spec, dev, cost, memo)
         end }
     end
     plan.cp_group = cgroup
+    o.amax_delayed = delayed_amax(spec, o, cost)
     -- expert TP: the first ETP group (Megatron's expert_tensor_parallel
     -- group), whose all-gather and reduce-scatter lower_block costs as
     -- the TP collectives are (on the cluster); placed on first use, so a
@@ -464,14 +512,16 @@ function M.prepare(spec, dev, cost, memo)
     local layers = {}
     local checked = {}
     local sigs = {} -- shape signatures, once per shape and run
-    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s|%d|%s|%d|%s|%d|%s|%.17g|%s", t,
+    local ad = o.amax_delayed
+    local okey = memo and string.format("%d|%s|%s|%s|%s|%s|%s|%d|%s|%d|%s|%d|%s|%.17g|%s%s", t,
         tostring(o.sp), o.recompute .. o.modules_key, tostring(o.overlap),
         group and table.concat(group, ",") or "",
         o.tp_algorithm or "", o.tp_protocol or "", o.cp, o.cp_comm, o.cp_a2a,
         cgroup and table.concat(cgroup, ",") or "", o.ep, tostring(o.etp), o.imbalance,
         o.dispatcher .. (o.flex and string.format("|%dx%d", o.flex.G, o.flex.N) or "") ..
         (etp > 1 and string.format("|%s|%s|%s|%s", tostring(spec.dp), tostring(spec.stages),
-            tostring(spec.placement), tostring(spec.ranks)) or ""))
+            tostring(spec.placement), tostring(spec.ranks)) or ""),
+        ad and string.format("|amax %.17g %.17g", ad.fwd, ad.bwd) or "")
     local has_moe, has_mla, has_grouped = false, false, false
     for i, l in ipairs(spec.layers) do
         if type(l) ~= "table" then check.fail("layers[%d] must be a table, got %s", i, type(l)) end

@@ -147,4 +147,49 @@ function M.act_delta(s)
     return repl, proj + (1 - e) * f
 end
 
+-- FP8 amax reductions: the collectives Transformer Engine issues to agree
+-- on a scale (TE v2.9, the 2.x of Megatron-Core 0.20). Both are blocking:
+-- the compute stream waits for them.
+--
+-- Current scaling (tensorwise), under sequence parallelism: a quantiser
+-- whose input TE all-gathers over the TP group (the column-parallel
+-- linears' input forward, the row-parallel linears' output gradient
+-- backward) reduces its amax over that group before the cast:
+-- module/linear.py, layernorm_linear.py _customize_quantizers_float8_
+-- current_scaling (with_amax_reduction, amax_reduction_group = tp_group),
+-- csrc/quantizer.cpp Float8CurrentScalingQuantizer::quantize_impl (a
+-- c10d allreduce MAX of the one fp32 amax, then ->wait()), on the NCCL and
+-- the userbuffers all-gather paths alike. A Megatron block's TE linears:
+-- QKV and fc1 column-parallel, the attention's projection and fc2 row-
+-- parallel, so 2 all-reduces of 4 bytes forward and 2 backward.
+M.TP_AMAX_FWD, M.TP_AMAX_BWD, M.TP_AMAX_BYTES = 2, 2, 4
+function M.tp_amax_reductions(s, tp, sp)
+    if s.fp8 and s.fp8_recipe == "tensorwise" and sp and tp > 1 then
+        return M.TP_AMAX_FWD, M.TP_AMAX_BWD
+    end
+    return 0, 0
+end
+
+-- Delayed scaling: every amax of an fp8_autocast region is reduced at
+-- once, over the region's fp8_group: quantization.py
+-- FP8GlobalStateManager.reduce_and_update_fp8_tensors (torch.cat of the
+-- buffer, all_reduce MAX, async_op=False), forward at the outermost
+-- autocast's exit (autocast_exit), backward once the region's first FP8
+-- module has run its backward (is_first_fp8_module, layernorm_linear.py
+-- reduce_and_update_bwd_fp8_tensors). Megatron-Core 0.20 opens one
+-- region per TransformerBlock forward with delayed scaling
+-- (transformer_block.py use_outer_quantization_context), its group the
+-- tensor-, context- and data-parallel ranks of the pipeline stage
+-- (fp8_utils.py get_fp8_context: get_amax_reduction_group(
+-- with_context_parallel=True), parallel_state.py _TENSOR_AND_DATA_
+-- PARALLEL_GROUP_WITH_CP). So one all-reduce forward and one backward per
+-- model chunk and microbatch. Its bytes: each TE module's amax_history[0],
+-- 3 fp32 a GEMM forward (input, weight, output) and 2 backward (output
+-- and input gradients; base.py init_fp8_meta_tensors), 4 single-GEMM
+-- modules a block.
+M.DELAYED_FWD_BYTES, M.DELAYED_BWD_BYTES = 4 * 3 * 4, 4 * 2 * 4
+function M.delayed(s)
+    return s.fp8 and s.fp8_recipe == "delayed" or false
+end
+
 return M

@@ -38,6 +38,11 @@
 -- `-D recompute=1` runs the full jobs (the "pipesim" column) with full
 -- recompute too.
 --
+-- Gradients reduced in fp32: that Megatron-LM's arguments.py (lines
+-- 299-307 at f2e5db402c) sets accumulate_allreduce_grads_in_fp32 for
+-- every --bf16 run, which training.py passes on as Megatron-Core's
+-- grad_reduce_in_fp32 (ps.models.megatron's default for bf16).
+--
 -- --overlap-param-gather as the table's Megatron-Core (f2e5db402c, core
 -- 0.8) runs it: DistributedOptimizer.zero_grad dispatches the first
 -- bucket's all-gather at the step's start, on every pipeline stage

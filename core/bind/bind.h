@@ -302,7 +302,7 @@ int bind_raise(lua_State *L, const ps_err *err);
  * and kept until bind_finish; in a sweep's worker, the hook's (below).
  * Raises on failure. */
 struct rec_db *bind_database(lua_State *L, const char *path);
-/* In a sweep's worker process (bind/worker.c): hook answers bind_database
+/* In a sweep's worker process (bind/pool.c): hook answers bind_database
  * instead of the session's databases, with the database the worker
  * records path's runs in (path NULL: the session's), which the writer
  * copies from; it raises as bind_database does. Set on the session, so

@@ -318,6 +318,9 @@ void bind_progress(lua_State *L);
 /* A sweep's progress: done of total points, with the rate and the time
  * left (drawn as bind_progress is); total 0 ends the sweep's line. */
 void bind_progress_sweep(lua_State *L, long done, long total);
+/* The session's state in the run layer (run/session.h: databases,
+ * counts, batches, shards, the progress line). */
+struct run_session *bind_run_session(lua_State *L);
 /* The session bind_setup was given (NULL before it). */
 const bind_session *bind_get_session(lua_State *L);
 

@@ -99,6 +99,12 @@ struct rec_db *bind_database(lua_State *L, const char *path)
 }
 
 /* [-0, +0] */
+struct run_session *bind_run_session(lua_State *L)
+{
+    return get_session(L)->run;
+}
+
+/* [-0, +0] */
 void bind_set_database_hook(lua_State *L, bind_database_hook hook)
 {
     get_session(L)->db_hook = hook;

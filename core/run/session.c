@@ -10,6 +10,7 @@
 
 #include "base/vec.h"
 #include "run/proc.h"
+#include "run/version.h"
 
 typedef struct session_db {
     char *path;
@@ -28,6 +29,13 @@ struct run_session {
     double started, last_shown;
     long sweep_total; /* points of the sweep in progress, 0: none */
     double sweep_started;
+    /* the databases whose batches run_session_flush_batched commits */
+    rec_db *batched[RUN_SESSION_BATCHED];
+    int nbatched;
+    /* --shard K/N: this process's token and the database its sweeps'
+     * shard rows are in, NULL before the first */
+    char token[40];
+    rec_db *shard_db;
 };
 
 run_session *run_session_new(const char *default_db)
@@ -177,6 +185,64 @@ void run_session_set_progress(run_session *s, int on)
     s->progress = on && isatty(STDERR_FILENO);
     if (!s->progress)
         progress_done(s);
+}
+
+int run_session_batch(run_session *s, rec_db *db, int on, int track)
+{
+    if (on && track) {
+        int i = 0;
+        while (i < s->nbatched && s->batched[i] != db)
+            i++;
+        if (i == s->nbatched) {
+            if (i == RUN_SESSION_BATCHED)
+                on = 0;
+            else
+                s->batched[s->nbatched++] = db;
+        }
+    }
+    rec_set_batch(db, on);
+    return on;
+}
+
+int run_session_flush_batched(run_session *s, ps_err *err)
+{
+    int rc = PS_OK;
+    for (int i = 0; i < s->nbatched; i++) {
+        ps_err e;
+        rec_set_batch(s->batched[i], 0);
+        if (rec_flush(s->batched[i], &e) && rc == PS_OK)
+            rc = ps_errf(err, "%s", e.msg);
+    }
+    s->nbatched = 0;
+    return rc;
+}
+
+int run_session_shard_begin(run_session *s, rec_db *db, rec_shard *sh,
+                            ps_err *err)
+{
+    if (!s->token[0]) {
+        /* the process (pid, clocks, an address of its stack) hashed */
+        struct timespec t[2];
+        clock_gettime(CLOCK_REALTIME, &t[0]);
+        clock_gettime(CLOCK_MONOTONIC, &t[1]);
+        uint64_t h = run_fnv1a(RUN_FNV1A_BASIS, t, sizeof t);
+        pid_t pid = getpid();
+        h = run_fnv1a(h, &pid, sizeof pid);
+        void *where = &h;
+        h = run_fnv1a(h, &where, sizeof where);
+        snprintf(s->token, sizeof s->token, "%ld-%016llx", (long)pid,
+                 (unsigned long long)h);
+    }
+    sh->session = s->token;
+    if (rec_shard_begin(db, sh, err))
+        return PS_ERR;
+    s->shard_db = db;
+    return PS_OK;
+}
+
+int run_session_shard_end(run_session *s, ps_err *err)
+{
+    return s->shard_db ? rec_shard_end(s->shard_db, s->token, err) : PS_OK;
 }
 
 int run_session_finish(run_session *s, long *runs, const char **db_path,

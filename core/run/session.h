@@ -45,6 +45,30 @@ void run_session_progress_sweep(run_session *s, long done, long total);
 /* Turns the progress line on (when stderr is a terminal) or off. */
 void run_session_set_progress(run_session *s, int on);
 
+/* Batches (rec_set_batch: a sweep's or ps.batch's runs commit together):
+ * sets db's batch mode to on and returns it; with track, a database
+ * batched is listed for run_session_flush_batched (at most
+ * RUN_SESSION_BATCHED of them: beyond, each run commits alone, and 0 is
+ * returned). A worker's scratch databases are not tracked (closing them
+ * commits). */
+#define RUN_SESSION_BATCHED 16
+int run_session_batch(run_session *s, rec_db *db, int on, int track);
+/* Turns the batch mode of every listed database off and commits what
+ * each batch holds (rec_flush), before ids are shown to anyone; PS_ERR
+ * with the first commit's error, every one flushed either way. */
+int run_session_flush_batched(run_session *s, ps_err *err);
+
+/* --shard K/N (rec/shard.c): records sh, a sweep of this process's
+ * shard, in db (committed at once), sh->session being the session's
+ * token (made on first use: the pid and a hash of the clocks), and keeps
+ * db for run_session_shard_end. */
+int run_session_shard_begin(run_session *s, rec_db *db, rec_shard *sh,
+                            ps_err *err);
+/* Marks every sweep of the session finished in the database of
+ * run_session_shard_begin (nothing without one): the scenario ended
+ * without an error. */
+int run_session_shard_end(run_session *s, ps_err *err);
+
 /* Ends the session's recording: the progress line's last newline, then
  * every database flushed (a batch's runs committed) and closed. *runs:
  * the runs counted less those a batch's failure took back

@@ -75,14 +75,10 @@ static rec_db *worker_database(lua_State *L, const char *path)
     snprintf(d->file, sizeof d->file, "%s/c%d-%d.db", w->dir, (int)w->chunk,
              w->ndbs);
     d->path = path ? strdup(path) : NULL;
+    if (path && !d->path)
+        luaL_error(L, "out of memory");
     ps_err err;
     d->db = run_scratch_open(d->file, &d->ship, &err);
-    if (d->db && path && !d->path) {
-        ps_errf(&err, "out of memory");
-        rec_ship_free(d->ship);
-        rec_close(d->db, NULL);
-        d->db = NULL;
-    }
     if (!d->db) {
         free(d->path);
         return bind_raise(L, &err), NULL;

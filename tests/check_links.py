@@ -92,7 +92,11 @@ def main():
         if not os.path.isdir(d):
             continue
         for f in sorted(os.listdir(d)):
-            if f.endswith(".o") and f != "embed_tool.o":
+            # an object whose source is gone (a file moved to another
+            # folder, an old build) is no part of the tree
+            src = os.path.join("core", layer, f[:-2] + ".c")
+            if f.endswith(".o") and f != "embed_tool.o" and \
+                    os.path.exists(src):
                 objs[layer + "/" + f[:-2]] = os.path.join(d, f)
     passed = failed = 0
     if not objs:

@@ -302,7 +302,7 @@ int bind_raise(lua_State *L, const ps_err *err);
  * and kept until bind_finish; in a sweep's worker, the hook's (below).
  * Raises on failure. */
 struct rec_db *bind_database(lua_State *L, const char *path);
-/* In a sweep's worker process (bind/worker.c): hook answers bind_database
+/* In a sweep's worker process (bind/pool.c): hook answers bind_database
  * instead of the session's databases, with the database the worker
  * records path's runs in (path NULL: the session's), which the writer
  * copies from; it raises as bind_database does. Set on the session, so
@@ -318,6 +318,9 @@ void bind_progress(lua_State *L);
 /* A sweep's progress: done of total points, with the rate and the time
  * left (drawn as bind_progress is); total 0 ends the sweep's line. */
 void bind_progress_sweep(lua_State *L, long done, long total);
+/* The session's state in the run layer (run/session.h: databases,
+ * counts, batches, shards, the progress line). */
+struct run_session *bind_run_session(lua_State *L);
 /* The session bind_setup was given (NULL before it). */
 const bind_session *bind_get_session(lua_State *L);
 

@@ -18,6 +18,7 @@
 #include "bind/live.h"
 #include "coll/coll.h"
 #include "rec/rec.h"
+#include "run/sink.h"
 
 #define CTX_KEY "pipesim.coll_ctx.instance" /* registry slot of the one ctx */
 #define RES_TYPE "pipesim.coll_result"
@@ -406,10 +407,12 @@ static int read_data(lua_State *L, coll_spec *spec, coll_rec *rc, data_ctx *dc)
     return 0;
 }
 
-/* [-0, +1] Runs and records the read spec through coll_exec (live with
- * lv's settings when its backend is tcp) and pushes the result table. */
+/* [-0, +1] Runs and records the read spec through coll_exec into db
+ * (rc->sink's; live with lv's settings when its backend is tcp) and
+ * pushes the result table. */
 static int run_collective(lua_State *L, bind_cluster *cl, coll_spec *spec,
-                          coll_rec *rc, const bind_live *lv, int recording)
+                          coll_rec *rc, rec_db *db, const bind_live *lv,
+                          int recording)
 {
     ps_err err;
     coll_live live = {.iterations = lv->iterations,
@@ -432,7 +435,7 @@ static int run_collective(lua_State *L, bind_cluster *cl, coll_spec *spec,
     if (rc->id > 0)
         bind_count_run(L);
     if (status == PS_OK)
-        status = bind_live_bytes_log(L, lv, rc->db, rc->id,
+        status = bind_live_bytes_log(L, lv, db, rc->id,
                                      recording && rc->level == REC_EVENTS,
                                      lv->tcp ? &live.run : NULL, &err);
     if (status) {
@@ -488,9 +491,10 @@ static int core_collective(lua_State *L)
     rc.name = bind_string(L, 1, "name");
     rc.params_json = bind_params_json(L, 1);
     bind_meta(L, 1, &rc.meta);
-    if (recording)
-        rc.db = bind_database(L, bind_string(L, 1, "db"));
-    return run_collective(L, cl, &spec, &rc, &lv, recording);
+    rec_db *db = recording ? bind_database(L, bind_string(L, 1, "db")) : NULL;
+    rec_sink sink;
+    rc.sink = run_sink_db(&sink, db);
+    return run_collective(L, cl, &spec, &rc, db, &lv, recording);
 }
 
 const luaL_Reg bind_collective_funcs[] = {

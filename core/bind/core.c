@@ -1,6 +1,7 @@
-/* Binding infrastructure: module setup, the session (default database,
- * -D arguments), open databases, and field readers with messages that name
- * the field and the value. */
+/* Binding infrastructure: the session's Lua side (its registry entry,
+ * -D arguments, the scenario's version, the end of the scenario), the
+ * checks of a database path before the run layer opens it (run/session.c
+ * holds the databases, counts and progress line), registry contexts. */
 #include "bind/bind.h"
 
 #include <lauxlib.h>
@@ -9,32 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/limit.h"
 #include "base/unit.h"
 #include "rec/rec.h"
-#include "run/proc.h"
+#include "run/session.h"
 
 #define SESSION_KEY "pipesim.session"
-#define DB_TYPE "pipesim.db"
-
-typedef struct db_handle {
-    rec_db *db;
-    char *path;
-} db_handle;
+#define SESSION_TYPE "pipesim.session_type" /* its metatable */
 
 typedef struct session {
     bind_session s;
-    long runs;      /* recorded */
-    long simulated; /* all runs, recorded or not */
-    int default_used;
-    int progress;       /* 1: on when stderr is a terminal, 0: off */
-    int progress_shown; /* a progress line is on screen */
-    double started, last_shown;
-    long sweep_total; /* points of the sweep in progress, 0: none */
-    double sweep_started;
+    run_session *run; /* databases, counts, progress line */
     int64_t
         total; /* runs in the default database at bind_finish, -1: unknown */
     int ended; /* bind_finish has begun: the scenario has returned */
@@ -62,7 +50,7 @@ static session *get_session(lua_State *L)
 void bind_check_open(lua_State *L)
 {
     session *s = get_session(L);
-    if (s && s->ended)
+    if (s && (s->ended || !s->run))
         luaL_error(L, "the scenario has ended: pipesim cannot run, record or "
                       "show anything from a __gc metamethod at exit (do it "
                       "before the scenario returns)");
@@ -85,40 +73,6 @@ int bind_raise(lua_State *L, const ps_err *err)
     return lua_error(L);
 }
 
-/* The connections a forked sweep worker inherited from the writer
- * (bind/pool.c closes its Lua state before _exit): SQLite forbids using a
- * connection across fork(), and closing one is a use (it may roll back,
- * checkpoint or delete the log under the writer), so they are left as they
- * are and kept reachable here until the worker's _exit. */
-static rec_db **inherited;
-static size_t ninherited;
-
-static void keep_inherited(rec_db *db)
-{
-    rec_forked_release(db); /* its page cache: interior pointers only */
-    rec_db **k = realloc(inherited, (ninherited + 1) * sizeof *k);
-    if (!k)
-        return; /* out of memory at exit: the worker ends anyway */
-    inherited = k;
-    inherited[ninherited++] = db;
-}
-
-/* [-0, +0] */
-static int db_gc(lua_State *L)
-{
-    db_handle *h = luaL_checkudata(L, 1, DB_TYPE);
-    /* a forked worker, even while its Lua state closes: finalizers of
-     * what it inherited leave the writer's resources alone */
-    if (h->db && proc_is_worker())
-        keep_inherited(h->db);
-    else
-        rec_close(h->db, NULL);
-    h->db = NULL;
-    free(h->path);
-    h->path = NULL;
-    return 0;
-}
-
 /* [-0, +0] */
 struct rec_db *bind_database(lua_State *L, const char *path)
 {
@@ -135,33 +89,19 @@ struct rec_db *bind_database(lua_State *L, const char *path)
     rec_db *worker = s->db_hook ? s->db_hook(L, path) : NULL;
     if (worker) /* a sweep's worker */
         return worker;
-    if (!path) {
-        path = s->s.default_db;
-        s->default_used = 1;
-    } else {
+    if (path)
         bind_sandbox_db(L, path);
-    }
-    lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
-    lua_getfield(L, -1, path);
-    if (!lua_isnil(L, -1)) {
-        db_handle *h = lua_touserdata(L, -1);
-        lua_pop(L, 2);
-        return h->db;
-    }
-    lua_pop(L, 1);
-    db_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
-    h->db = NULL;
-    h->path = NULL;
-    static const luaL_Reg meta[] = {{"__gc", db_gc}, {NULL, NULL}};
-    bind_setmetatable(L, DB_TYPE, meta);
     ps_err err;
-    h->db = rec_open(path, &err);
-    if (!h->db)
+    rec_db *db = run_session_db(s->run, path, &err);
+    if (!db)
         bind_raise(L, &err);
-    h->path = strdup(path);
-    lua_setfield(L, -2, path);
-    lua_pop(L, 1);
-    return h->db;
+    return db;
+}
+
+/* [-0, +0] */
+struct run_session *bind_run_session(lua_State *L)
+{
+    return get_session(L)->run;
 }
 
 /* [-0, +0] */
@@ -214,21 +154,14 @@ void *bind_context(lua_State *L, const char *key, void *(*make)(void),
 /* [-0, +0] */
 void bind_count_run(lua_State *L)
 {
-    get_session(L)->runs++;
+    run_session_count(get_session(L)->run);
 }
 
 /* [-0, +0] */
 long bind_runs_recorded(lua_State *L)
 {
     session *s = get_session(L);
-    return s ? s->runs : 0;
-}
-
-static double monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return s ? run_session_runs(s->run) : 0;
 }
 
 /* [-0, +0] */
@@ -238,69 +171,23 @@ const bind_session *bind_get_session(lua_State *L)
     return s ? &s->s : NULL;
 }
 
-/* [-0, +0] A sweep of many runs shows "pipesim: 1200 runs, 9800 runs/s" on
- * stderr, redrawn at most 5 times a second, once it has run for a second; only
- * when stderr is a terminal, so logs and tests see nothing. */
+/* [-0, +0] */
 void bind_progress(lua_State *L)
 {
-    session *s = get_session(L);
-    double t = monotonic();
-    if (s->simulated++ == 0)
-        s->started = t;
-    if (s->sweep_total > 0) /* the sweep's line says more */
-        return;
-    if (!s->progress || t - s->started < 1.0 || t - s->last_shown < 0.2)
-        return;
-    s->last_shown = t;
-    s->progress_shown = 1;
-    fprintf(stderr, "\rpipesim: %ld runs, %.0f runs/s ", s->simulated,
-            (double)s->simulated / (t - s->started));
-    fflush(stderr);
+    run_session_progress(get_session(L)->run);
 }
 
-static void progress_done(session *s)
-{
-    if (s && s->progress_shown) {
-        fputc('\n', stderr);
-        s->progress_shown = 0;
-    }
-}
-
-/* [-0, +0] "pipesim: 1200/20000 points, 9800 points/s, 2 s left", redrawn as
- * bind_progress's line is; the rate is over the sweep so far. */
+/* [-0, +0] */
 void bind_progress_sweep(lua_State *L, long done, long total)
 {
-    session *s = get_session(L);
-    double t = monotonic();
-    if (total <= 0) {
-        s->sweep_total = 0;
-        progress_done(s);
-        return;
-    }
-    if (s->sweep_total != total || done == 0) {
-        s->sweep_total = total;
-        s->sweep_started = t;
-        return;
-    }
-    double dt = t - s->sweep_started;
-    if (!s->progress || dt < 1.0 || (t - s->last_shown < 0.2 && done < total))
-        return;
-    s->last_shown = t;
-    s->progress_shown = 1;
-    double rate = (double)done / dt;
-    fprintf(stderr, "\rpipesim: %ld/%ld points, %.0f points/s, %.0f s left ",
-            done, total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
-    fflush(stderr);
+    run_session_progress_sweep(get_session(L)->run, done, total);
 }
 
 /* [-0, +0] core.progress(on): turns the progress line on (when stderr is a
  * terminal) or off. */
 static int core_progress(lua_State *L)
 {
-    session *s = get_session(L);
-    s->progress = lua_toboolean(L, 1) && isatty(STDERR_FILENO);
-    if (!s->progress)
-        progress_done(s);
+    run_session_set_progress(get_session(L)->run, lua_toboolean(L, 1));
     return 0;
 }
 
@@ -308,45 +195,13 @@ static int core_progress(lua_State *L)
 int bind_finish(lua_State *L, long *runs, const char **db_path, ps_err *err)
 {
     session *s = get_session(L);
-    int rc = PS_OK;
     bind_session_end(L);
-    progress_done(s);
-    long runs_in = s ? s->runs : 0;
-    *db_path = s && s->default_used ? s->s.default_db : NULL;
-    if (s)
-        s->total = -1;
-    lua_getfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
-    if (lua_istable(L, -1)) {
-        lua_pushnil(L);
-        while (lua_next(L, -2)) {
-            db_handle *h = lua_touserdata(L, -1);
-            if (h && h->db) {
-                /* the flush first: a batch whose commit fails takes its
-                 * runs back, and the count says only what is in the file */
-                ps_err e, ce;
-                int failed = rec_flush(h->db, &e);
-                runs_in -= (long)rec_lost_runs(h->db);
-                /* the file's total for main's summary line, on the open
-                 * connection (reopening the file to count cost ~1 ms) */
-                int64_t n;
-                if (!failed && *db_path && h->path &&
-                    strcmp(h->path, *db_path) == 0 &&
-                    rec_run_count(h->db, &n, &ce) == PS_OK)
-                    s->total = n;
-                if (rec_close(h->db, &ce) && !failed) {
-                    failed = 1;
-                    e = ce;
-                }
-                if (failed && rc == PS_OK)
-                    rc = ps_errf(err, "%s", e.msg);
-                h->db = NULL;
-            }
-            lua_pop(L, 1);
-        }
+    if (!s) {
+        *runs = 0;
+        *db_path = NULL;
+        return PS_OK;
     }
-    lua_pop(L, 1);
-    *runs = runs_in;
-    return rc;
+    return run_session_finish(s->run, runs, db_path, &s->total, err);
 }
 
 /* [-0, +0] */
@@ -421,15 +276,29 @@ void bind_setmetatable(lua_State *L, const char *tname, const luaL_Reg *meta)
     lua_setmetatable(L, -2);
 }
 
-/* [-0, +0] */
+/* [-0, +0] the session userdata's __gc: what is still open is closed
+ * (left as it is in a forked worker: run_session_free) */
+static int session_gc(lua_State *L)
+{
+    session *s = lua_touserdata(L, 1);
+    run_session_free(s->run);
+    s->run = NULL;
+    return 0;
+}
+
+/* [-0, +0] raises when out of memory */
 void bind_session_new(lua_State *L, const bind_session *bs)
 {
     session *s = lua_newuserdatauv(L, sizeof *s, 0);
     memset(s, 0, sizeof *s);
     s->s = *bs;
     s->total = -1;
-    s->progress = isatty(STDERR_FILENO);
+    if (luaL_newmetatable(L, SESSION_TYPE)) {
+        lua_pushcfunction(L, session_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    if (!(s->run = run_session_new(s->s.default_db)))
+        luaL_error(L, "out of memory");
     lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
-    lua_newtable(L);
-    lua_setfield(L, LUA_REGISTRYINDEX, "pipesim.dbs");
 }

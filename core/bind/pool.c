@@ -1,74 +1,324 @@
 /* core.sweep_map: a sweep's points evaluated by forked worker processes,
  * which inherit the Lua state (the scenario, its clusters and the run
- * function) and record into scratch databases; this process alone writes
- * the real ones, copying each chunk's runs in point order, so rows, run
- * ids and their order are those of --jobs 1. Chunks are handed out through
- * one pipe (4-byte reads are atomic), finished ones announced on another;
- * each chunk's results travel in a file next to its databases. */
-#include "bind/pool_impl.h"
-
-#include <errno.h>
+ * function) and record into scratch databases of their own (or ship their
+ * runs as bytes); this process alone writes the real ones, copying each
+ * chunk's runs in point order, so rows, run ids and their order are those
+ * of --jobs 1. Chunks are handed out through one pipe (4-byte reads are
+ * atomic), finished ones announced on another; each chunk's results
+ * travel in a file next to its databases. The processes, the pipes, the
+ * scratch databases and the recording of a chunk's runs are the run
+ * layer's (run/pool.c, run/pool_worker.c); this file evaluates the points
+ * in Lua (the worker's side, first) and reads the chunks' results back
+ * into Lua (the writer's). */
 #include <lauxlib.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/limit.h"
+#include "bind/bind.h"
 #include "rec/rec.h"
+#include "run/pool.h"
 #include "run/proc.h"
+
+/* Databases one chunk may record into. */
+#define POOL_MAX_DBS 16
+
+#define WORKER_KEY "pipesim.sweep_worker"
+
+typedef struct wdb {
+    char *path; /* as ps.run's db field gave it; NULL: the session's */
+    char file[4200];
+    rec_db *db;
+    rec_ship *ship; /* its runs below the events level (rec/ship.c) */
+} wdb;
+
+/* Set in a worker process only (the registry's WORKER_KEY points to it). */
+typedef struct worker {
+    const char *dir;
+    pid_t writer; /* the process that forked this one */
+    int32_t chunk;
+    wdb dbs[POOL_MAX_DBS];
+    int ndbs;
+} worker;
+
+/* [-0, +0] */
+static worker *get_worker(lua_State *L)
+{
+    return bind_registry_ptr(L, WORKER_KEY);
+}
+
+int bind_sweep_worker(lua_State *L)
+{
+    return get_worker(L) != NULL;
+}
+
+/* [-0, +0] raises when the scratch database cannot be opened; the
+ * session's database hook in a worker (bind_set_database_hook) */
+static rec_db *worker_database(lua_State *L, const char *path)
+{
+    worker *w = get_worker(L);
+    if (!w)
+        return NULL;
+    if (path)
+        bind_sandbox_db(L, path); /* the same refusal as --jobs 1 */
+    for (int i = 0; i < w->ndbs; i++)
+        if ((!path && !w->dbs[i].path) ||
+            (path && w->dbs[i].path && strcmp(path, w->dbs[i].path) == 0))
+            return w->dbs[i].db;
+    if (w->ndbs == POOL_MAX_DBS)
+        luaL_error(L, "a sweep's chunk records into more than %d databases",
+                   POOL_MAX_DBS);
+    wdb *d = &w->dbs[w->ndbs];
+    snprintf(d->file, sizeof d->file, "%s/c%d-%d.db", w->dir, (int)w->chunk,
+             w->ndbs);
+    d->path = path ? strdup(path) : NULL;
+    if (path && !d->path)
+        luaL_error(L, "out of memory");
+    ps_err err;
+    d->db = run_scratch_open(d->file, &d->ship, &err);
+    if (!d->db) {
+        free(d->path);
+        return bind_raise(L, &err), NULL;
+    }
+    w->ndbs++;
+    return d->db;
+}
+
+/* Writes db entry d's shipped runs to DIR/cC-I.ship and names the file in
+ * the table on top (field ship, with nship runs). 0, or -1 when the file
+ * cannot be written. [-0, +0] */
+static int ship_out(lua_State *L, const worker *w, wdb *d, int i)
+{
+    char file[4200];
+    snprintf(file, sizeof file, "%s/c%d-%d.ship", w->dir, (int)w->chunk, i);
+    int64_t runs;
+    int rc = run_ship_save(d->ship, file, &runs);
+    d->ship = NULL;
+    if (runs > 0) {
+        lua_pushstring(L, file);
+        lua_setfield(L, -2, "ship");
+        lua_pushinteger(L, (lua_Integer)runs);
+        lua_setfield(L, -2, "nship");
+    }
+    return rc;
+}
+
+/* The message on top, naming the databases the user gave (ps.run's db,
+ * or the session's) where it names the scratch files the worker records
+ * them in: a --jobs failure reads as the --jobs 1 one. [-1, +1] */
+static void user_names(lua_State *L, const worker *w)
+{
+    const bind_session *s = bind_get_session(L);
+    for (int i = 0; i < w->ndbs; i++) {
+        const char *user = w->dbs[i].path ? w->dbs[i].path
+                           : s            ? s->default_db
+                                          : NULL;
+        if (!user || lua_type(L, -1) != LUA_TSTRING)
+            continue;
+        const char *msg = lua_tostring(L, -1);
+        if (strstr(msg, w->dbs[i].file) &&
+            strstr(msg, "database or disk is full")) {
+            /* the scratch file is in TMPDIR, not beside the user's
+             * database: that is what is full (issue 27 item 15) */
+            const char *slash = strrchr(w->dir, '/');
+            char root[4096];
+            snprintf(root, sizeof root, "%.*s",
+                     slash ? (int)(slash - w->dir) : (int)strlen(w->dir),
+                     w->dir);
+            lua_pushfstring(L,
+                            "%s (the scratch space of --jobs, in TMPDIR=%s, "
+                            "is full, not %s's disk: free space there, set "
+                            "TMPDIR to a directory with room, or run with "
+                            "--jobs 1)",
+                            msg, root, user);
+            luaL_gsub(L, lua_tostring(L, -1), w->dbs[i].file,
+                      "a --jobs scratch database");
+            lua_remove(L, -2);
+            lua_remove(L, -2);
+            continue;
+        }
+        luaL_gsub(L, msg, w->dbs[i].file, user);
+        lua_remove(L, -2);
+    }
+}
+
+/* 1 when the point just evaluated (its result on top) recorded more runs
+ * than its own, which its result's id names: its run function called
+ * ps.run or ps.collective itself, and those calls returned ids of this
+ * worker's scratch database, which the writer renumbers. Only the writer
+ * can give such a call the id its run will have. [-0, +0] */
+static int records_itself(lua_State *L, long before)
+{
+    long own = 0;
+    if (lua_istable(L, -1)) {
+        own = lua_getfield(L, -1, "id") == LUA_TNUMBER;
+        lua_pop(L, 1);
+    }
+    return bind_runs_recorded(L) - before > own;
+}
+
+/* Evaluates chunk c's points first..last (eval's indices) and writes
+ * { results = {...}, error = msg, nested = j, dbs = { { path =, file = },
+ * ... } } to DIR/cC.res (nested: point j recorded runs of its own, see
+ * records_itself; the results stop before it). Returns 0; 1 when nested
+ * is set (the worker has nothing more to do); -1 when a stop was
+ * requested or the writer died. [-0, +(0|?)] pushes nothing when it
+ * returns 0 or 1; -1 leaves what it pushed (the worker exits). */
+static int run_chunk(lua_State *L, int eval, worker *w, int32_t c,
+                     lua_Integer first, lua_Integer last)
+{
+    w->chunk = c;
+    w->ndbs = 0;
+    lua_createtable(L, 0, 3);
+    int out = lua_gettop(L);
+    lua_createtable(L, (int)(last - first + 1), 0);
+    for (lua_Integer j = first; j <= last; j++) {
+        if (proc_orphaned(w->writer))
+            return -1; /* the writer died: nobody takes the results */
+        long before = bind_runs_recorded(L);
+        lua_pushvalue(L, eval);
+        lua_pushinteger(L, j);
+        if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+            if (limit_stopped())
+                return -1;
+            if (!lua_isstring(L, -1)) {
+                lua_pop(L, 1);
+                lua_pushstring(L, "(error object is not a string)");
+            }
+            user_names(L, w);
+            lua_setfield(L, out, "error");
+            break;
+        }
+        if (records_itself(L, before)) {
+            /* its runs' ids are this process's: the writer evaluates the
+             * sweep from this point on itself (take_chunk) */
+            lua_pop(L, 1);
+            lua_pushinteger(L, j);
+            lua_setfield(L, out, "nested");
+            break;
+        }
+        lua_rawseti(L, -2, j - first + 1);
+    }
+    lua_setfield(L, out, "results");
+    lua_createtable(L, w->ndbs, 0);
+    for (int i = 0; i < w->ndbs; i++) {
+        /* runs of a batch SQLite rolled back (now or earlier in the
+         * chunk) are not in the file, and the writer must not count their
+         * results */
+        ps_err err;
+        int64_t lost;
+        int failed = run_scratch_close(w->dbs[i].db, &lost, &err);
+        /* a point's error, when there is one, is the chunk's */
+        if (failed && lua_getfield(L, out, "error") != LUA_TSTRING) {
+            lua_pushstring(L, err.msg);
+            user_names(L, w);
+            lua_setfield(L, out, "error");
+        }
+        if (failed)
+            lua_pop(L, 1);
+        lua_createtable(L, 0, 3);
+        lua_pushinteger(L, (lua_Integer)lost);
+        lua_setfield(L, -2, "lost");
+        if (w->dbs[i].path) {
+            lua_pushstring(L, w->dbs[i].path);
+            lua_setfield(L, -2, "path");
+        }
+        lua_pushstring(L, w->dbs[i].file);
+        lua_setfield(L, -2, "file");
+        if (ship_out(L, w, &w->dbs[i], i))
+            return -1;
+        lua_rawseti(L, -2, i + 1);
+        free(w->dbs[i].path);
+    }
+    lua_setfield(L, out, "dbs");
+    char tmp[4200], final[4200];
+    snprintf(tmp, sizeof tmp, "%s/c%d.tmp", w->dir, (int)c);
+    snprintf(final, sizeof final, "%s/c%d.res", w->dir, (int)c);
+    unsigned char *bytes;
+    size_t n;
+    const char *bad = bind_result_put(L, out, &bytes, &n);
+    if (bad) {
+        /* a result that cannot travel: say so as the chunk's error */
+        lua_pushfstring(L,
+                        "a result holds a %s, which a worker process cannot "
+                        "send back (return plain data, or run with --jobs 1)",
+                        bad);
+        lua_setfield(L, out, "error");
+        lua_pushnil(L);
+        lua_setfield(L, out, "results");
+        bind_result_put(L, out, &bytes, &n);
+    }
+    int published = run_file_publish(tmp, final, bytes, n);
+    free(bytes);
+    if (published)
+        return -1;
+    lua_getfield(L, out, "nested");
+    int nested = !lua_isnil(L, -1);
+    lua_settop(L, out - 1);
+    return nested;
+}
+
+/* A worker's life, in the child right after fork(): chunks from task_fd
+ * until it is empty (points (c - 1) * size + 1 ... of n, evaluated by the
+ * function at stack index eval), each announced on done_fd, results and
+ * scratch databases in dir; writer is the parent. Never returns. Its Lua
+ * state is closed before _exit, so that the worker frees what it
+ * allocated (valgrind checks workers too, tests/run.sh); the finalizers
+ * of what it inherited leave the writer's resources alone: the writer's
+ * SQLite connections are not touched (run/session.c), and run_pool_start
+ * made the pool forget the writer's other workers and directory. [-0, +0]
+ * (its worker record goes to the registry) */
+static _Noreturn void pool_worker_main(lua_State *L, int eval, const char *pdir,
+                                       pid_t writer, int task_fd, int done_fd,
+                                       lua_Integer n, lua_Integer size)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", pdir);
+    proc_child_init(writer);
+    worker *w = lua_newuserdatauv(L, sizeof *w, 0);
+    memset(w, 0, sizeof *w);
+    w->dir = dir;
+    w->writer = writer;
+    lua_setfield(L, LUA_REGISTRYINDEX, WORKER_KEY);
+    bind_set_database_hook(L, worker_database);
+    int status = 0;
+    for (;;) {
+        int32_t c;
+        if (!run_pool_next_task(task_fd, &c))
+            break;
+        lua_Integer first = (lua_Integer)c * size + 1;
+        lua_Integer last = first + size - 1 < n ? first + size - 1 : n;
+        int rc = run_chunk(L, eval, w, c, first, last);
+        if (rc < 0) {
+            status = 1;
+            break;
+        }
+        run_pool_write_all(done_fd, &c, sizeof c);
+        if (rc > 0)
+            break; /* the writer takes the sweep over from here */
+    }
+    fflush(NULL); /* what the run functions printed */
+    close(task_fd);
+    close(done_fd);
+    /* finalizers at the worker's exit record nothing (bind_check_open) */
+    bind_session_end(L);
+    lua_close(L);
+    _exit(status);
+}
+
+/* --- the writer --- */
 
 #define POOL_TYPE "pipesim.sweep_pool"
 #define MAX_CHUNKS 4096 /* their ids fit in a pipe's 64 KiB buffer */
 #define CHUNK_MAX 2048  /* points: big enough that a chunk's file is cheap */
 
-typedef struct pool {
-    pid_t pids[1024];
-    double stopped_since[1024]; /* proc_watch's */
-    int npids;
-    int done_fd;
-    proc_scratch scratch;
-} pool;
-
-/* In a new worker: the pool's pids (its elder siblings), pipe and
- * directory are the writer's, not for this process's pool_close (the
- * pool's __gc at lua_close). */
-static void pool_forget(pool *p)
-{
-    p->npids = 0;
-    if (p->done_fd >= 0)
-        close(p->done_fd);
-    p->done_fd = -1;
-    proc_scratch_forget(&p->scratch);
-}
-
-/* Stops the workers still running (they are this process's children),
- * reaps them and removes the scratch directory. Calling it twice is
- * harmless; it is the pool's __gc too, for an error that unwinds past. */
-static void pool_close(pool *p)
-{
-    for (int i = 0; i < p->npids; i++)
-        if (p->pids[i] > 0)
-            kill(p->pids[i], SIGKILL);
-    for (int i = 0; i < p->npids; i++)
-        if (p->pids[i] > 0)
-            while (waitpid(p->pids[i], NULL, 0) < 0 && errno == EINTR)
-                ;
-    p->npids = 0;
-    if (p->done_fd >= 0)
-        close(p->done_fd);
-    p->done_fd = -1;
-    proc_scratch_remove(&p->scratch);
-}
-
 /* [-0, +0] the pool userdata's __gc */
 static int pool_gc(lua_State *L)
 {
-    pool_close(luaL_checkudata(L, 1, POOL_TYPE));
+    run_pool_close(luaL_checkudata(L, 1, POOL_TYPE));
     return 0;
 }
 
@@ -80,62 +330,10 @@ static int open_target(lua_State *L)
     return 1;
 }
 
-/* Reads a file a worker left whole: 0 with *buf malloc'd (NULL when the
- * file is empty) and *size; -1 when it cannot be opened; 1 when it cannot
- * be read or memory runs out (*buf NULL). */
-static int read_whole(const char *file, unsigned char **buf, size_t *size)
-{
-    *buf = NULL;
-    *size = 0;
-    FILE *f = fopen(file, "rb");
-    if (!f)
-        return -1;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    unsigned char *b = n > 0 ? malloc((size_t)n) : NULL;
-    int got = b && fread(b, 1, (size_t)n, f) == (size_t)n;
-    fclose(f);
-    if (!got) {
-        free(b);
-        return n == 0 ? 0 : 1;
-    }
-    *buf = b;
-    *size = (size_t)n;
-    return 0;
-}
-
 static void free_shipped(int64_t **shipped)
 {
     for (int i = 0; i < POOL_MAX_DBS; i++)
         free(shipped[i]);
-}
-
-/* Records the k runs a worker shipped in file into db, as --jobs 1 records
- * them (rec_write in a sweep's batch, committed here); *ids: their run
- * ids, by number (malloc'd). */
-static int take_shipped(rec_db *db, const char *file, lua_Integer k,
-                        int64_t **ids, ps_err *err)
-{
-    unsigned char *buf = NULL;
-    size_t size = 0;
-    int got = k < 1 ? -1 : read_whole(file, &buf, &size);
-    if (got < 0)
-        return ps_errf(err, "ps.sweep: a worker's runs are missing");
-    *ids = got == 0 && buf ? calloc((size_t)k, sizeof **ids) : NULL;
-    if (!*ids) {
-        free(buf);
-        return ps_errf(err, "ps.sweep: a worker's runs are damaged (or out "
-                            "of memory)");
-    }
-    rec_set_batch(db, 1);
-    int rc = rec_ship_write(db, buf, size, *ids, (int64_t)k, err);
-    rec_set_batch(db, 0);
-    ps_err ce;
-    if (rec_flush(db, rc ? &ce : err))
-        rc = PS_ERR;
-    free(buf);
-    return rc;
 }
 
 /* What taking a chunk's databases learned, per database (by its number
@@ -150,7 +348,7 @@ typedef struct chunk_dbs {
 } chunk_dbs;
 
 /* Database i of the chunk (dbs is its list's stack index) into the real
- * one: its shipped runs recorded (take_shipped; its scratch file is then
+ * one: its shipped runs recorded (run_take_shipped; its scratch file is then
  * empty), else its scratch database's runs copied in one transaction. The
  * worker's files are removed either way. [-0, +0] on success; on failure
  * leaves what it pushed (the caller raises err). */
@@ -174,8 +372,8 @@ static int take_db(lua_State *L, int dbs, lua_Integer i, chunk_dbs *d,
         lua_getfield(L, -3, "nship");
         lua_Integer k = lua_tointeger(L, -1);
         lua_pop(L, 1);
-        int rc =
-            take_shipped(db, lua_tostring(L, -1), k, &d->shipped[i - 1], err);
+        int rc = run_take_shipped(db, lua_tostring(L, -1), (int64_t)k,
+                                  &d->shipped[i - 1], err);
         d->nshipped[i - 1] = k;
         unlink(lua_tostring(L, -1));
         unlink(src);
@@ -183,15 +381,7 @@ static int take_db(lua_State *L, int dbs, lua_Integer i, chunk_dbs *d,
         return rc ? PS_ERR : PS_OK;
     }
     lua_pop(L, 1);
-    rec_copy *cp = rec_copy_new(db, src, err);
-    if (!cp)
-        return PS_ERR;
-    int rc = rec_begin(db, err) ||
-             rec_copy_runs(cp, 1, INT64_MAX, &d->offset[i - 1], err) ||
-             rec_commit(db, err);
-    if (rc)
-        rec_rollback(db);
-    rec_copy_free(cp);
+    int rc = run_take_copied(db, src, &d->offset[i - 1], err);
     unlink(src);
     lua_pop(L, 2);
     return rc ? PS_ERR : PS_OK;
@@ -248,14 +438,14 @@ static void renumber_results(lua_State *L, int dbs, int res, int results,
  * evaluates the sweep from the chunk's first point on); -1 with err
  * filled on any other failure. [-0, +(0|1|?)] nothing left on 0 and 2,
  * the message on 1; -1 leaves what it pushed (the caller raises err). */
-static int take_chunk(lua_State *L, pool *p, int32_t c, int results,
+static int take_chunk(lua_State *L, run_pool *p, int32_t c, int results,
                       lua_Integer next, ps_err *err)
 {
     char file[4200];
     snprintf(file, sizeof file, "%s/c%d.res", p->scratch.dir, (int)c);
     unsigned char *buf;
     size_t size;
-    if (read_whole(file, &buf, &size) < 0)
+    if (run_read_whole(file, &buf, &size) < 0)
         return ps_errf(err, "ps.sweep: a worker's results are missing");
     int ok = buf && bind_result_get(L, buf, size) == 0;
     int bad = !ok || !lua_istable(L, -1);
@@ -307,72 +497,52 @@ typedef struct sweep_run {
 
 /* [-0, +1] the pool's userdata, with its __gc (which ends the workers and
  * removes the scratch), and its scratch directory; raises on failure */
-static pool *pool_new(lua_State *L)
+static run_pool *pool_new(lua_State *L)
 {
-    pool *p = lua_newuserdatauv(L, sizeof *p, 0);
-    memset(p, 0, sizeof *p);
-    p->done_fd = -1;
-    p->scratch.lock_fd = -1;
+    run_pool *p = lua_newuserdatauv(L, sizeof *p, 0);
+    run_pool_init(p);
     if (luaL_newmetatable(L, POOL_TYPE)) {
         lua_pushcfunction(L, pool_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_setmetatable(L, -2);
     ps_err err;
-    if (proc_scratch_make(&p->scratch, NULL, &err))
+    if (run_pool_scratch(p, &err))
         bind_raise(L, &err);
     return p;
 }
 
+/* What a forked worker runs (run_pool_start's worker): the Lua state it
+ * inherited evaluates its chunks. */
+typedef struct worker_arg {
+    lua_State *L;
+    const sweep_run *sr;
+} worker_arg;
+
+static void start_worker(void *arg, const char *dir, pid_t writer, int task_fd,
+                         int done_fd)
+{
+    const worker_arg *w = arg;
+    pool_worker_main(w->L, w->sr->eval, dir, writer, task_fd, done_fd, w->sr->n,
+                     w->sr->size);
+}
+
 /* Forks up to jobs workers, each handed the task pipe's chunks; raises
  * when none can start. [-0, +0] */
-static void pool_start(lua_State *L, pool *p, const sweep_run *sr,
+static void pool_start(lua_State *L, run_pool *p, const sweep_run *sr,
                        lua_Integer jobs)
 {
-    int task[2], done[2];
-    if (pipe(task))
-        luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
-    if (pipe(done)) {
-        close(task[0]);
-        close(task[1]);
-        luaL_error(L, "ps.sweep: pipe: %s", strerror(errno));
-    }
-    p->done_fd = done[0];
-    for (int32_t c = 0; c < sr->nchunks; c++)
-        pool_write_all(task[1], &c, sizeof c);
-    close(task[1]);
-    fflush(NULL); /* or the children print it again */
-    pid_t writer = getpid();
-    for (lua_Integer k = 0; k < jobs; k++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            /* the pool's pids, pipe and directory are the writer's, not
-             * for this process's pool_close (the pool's __gc) */
-            char dir[4096];
-            snprintf(dir, sizeof dir, "%s", p->scratch.dir);
-            pool_forget(p);
-            pool_worker_main(L, sr->eval, dir, writer, task[0], done[1], sr->n,
-                             sr->size);
-        }
-        if (pid < 0)
-            break;
-        p->pids[p->npids++] = pid;
-    }
-    int e = errno;
-    close(task[0]);
-    close(done[1]);
-    if (p->npids == 0) {
-        pool_close(p);
-        luaL_error(L, "ps.sweep: cannot start a worker process: %s",
-                   strerror(e));
-    }
+    worker_arg w = {L, sr};
+    ps_err err;
+    if (run_pool_start(p, sr->nchunks, (int64_t)jobs, start_worker, &w, &err))
+        bind_raise(L, &err);
 }
 
 /* Takes the chunks in order as the workers finish them, until all are
  * in, a point fails, a chunk hands the sweep back (sr->here), a worker
  * fails or a stop is requested. [-0, +(0|1)] a point's error stays on
  * top (sr->failed 1) */
-static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
+static void pool_collect(lua_State *L, run_pool *p, sweep_run *sr)
 {
     unsigned char *ready = calloc((size_t)sr->nchunks, 1);
     if (!ready) {
@@ -383,31 +553,12 @@ static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
     while (sr->next < sr->nchunks && !sr->failed && !sr->here) {
         if (limit_stopped())
             break;
-        struct pollfd pf = {.fd = p->done_fd, .events = POLLIN};
-        int pr = poll(&pf, 1, 200);
-        if (pr <= 0) {
-            /* a signal, or a wake-up to check for a stop and on the
-             * workers: one that died or stays stopped ends the wait */
-            if (pr == 0 &&
-                proc_watch(p->pids, p->npids, p->stopped_since, &sr->err)) {
-                proc_scratch_note(&p->scratch, &sr->err);
-                sr->failed = -1;
-            }
-            continue;
-        }
         int32_t c;
-        ssize_t k = read(p->done_fd, &c, sizeof c);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k != (ssize_t)sizeof c || c < 0 || c >= sr->nchunks) {
-            if (!proc_watch(p->pids, p->npids, p->stopped_since, &sr->err))
-                ps_errf(&sr->err, "ps.sweep: a worker process ended before "
-                                  "its points were done (killed, or out of "
-                                  "memory?)");
-            proc_scratch_note(&p->scratch, &sr->err);
+        int got = run_pool_wait(p, sr->nchunks, &c, &sr->err);
+        if (got < 0)
             sr->failed = -1;
-            break;
-        }
+        if (got <= 0)
+            continue;
         ready[c] = 1;
         while (sr->next < sr->nchunks && ready[sr->next] && !sr->failed) {
             lua_Integer first = (lua_Integer)sr->next * sr->size + 1;
@@ -424,28 +575,6 @@ static void pool_collect(lua_State *L, pool *p, sweep_run *sr)
         }
     }
     free(ready);
-}
-
-/* After every chunk is taken: each worker has read its last task and
- * exits with status 0; anything else (a crash at its end, valgrind's
- * --error-exitcode for a leak, tests/run.sh) is reported, after its runs
- * are in. */
-static void pool_reap(pool *p, sweep_run *sr)
-{
-    for (int i = 0; i < p->npids; i++) {
-        int st = 0;
-        while (waitpid(p->pids[i], &st, 0) < 0 && errno == EINTR)
-            ;
-        p->pids[i] = 0;
-        if (!sr->failed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-            ps_errf(&sr->err,
-                    "ps.sweep: a worker process ended with %s %d after "
-                    "its points were done",
-                    WIFEXITED(st) ? "status" : "signal",
-                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-            sr->failed = -1;
-        }
-    }
 }
 
 /* The points from sr->here on, evaluated in this process as --jobs 1
@@ -498,15 +627,16 @@ int bind_sweep_map(lua_State *L)
     if (jobs > sr.nchunks)
         jobs = sr.nchunks;
 
-    pool *p = pool_new(L);            /* 4 */
+    run_pool *p = pool_new(L);        /* 4 */
     lua_createtable(L, (int)sr.n, 0); /* 5: the results */
     sr.results = 5;
     bind_progress_sweep(L, 0, (long)sr.n);
     pool_start(L, p, &sr, jobs);
     pool_collect(L, p, &sr);
-    if (sr.next == sr.nchunks && !sr.failed)
-        pool_reap(p, &sr);
-    pool_close(p);
+    /* each worker has read its last task and exits with status 0 */
+    if (sr.next == sr.nchunks && !sr.failed && run_pool_reap(p, &sr.err))
+        sr.failed = -1;
+    run_pool_close(p);
     if (sr.here && !limit_stopped())
         run_here(L, &sr);
     bind_progress_sweep(L, 0, 0);

@@ -21,6 +21,7 @@
 #include "coll/coll.h"
 #include "par/dp.h"
 #include "par/layout.h"
+#include "run/sink.h"
 #include "step/pipe.h"
 
 #define MAX_RANKS PAR_MAX_RANKS /* as in ps.cluster (net/net.h) */
@@ -605,7 +606,8 @@ static int core_run(lua_State *L)
     pipe_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
     if (db)
         bind_sweep_batch(L, db, cfg.meta.sweep); /* a sweep's: batched */
-    int rc = pipe_run(ctx, &cfg, cl->nw, db, &res, &err);
+    rec_sink sink;
+    int rc = pipe_run(ctx, &cfg, cl->nw, run_sink_db(&sink, db), &res, &err);
     if (db)
         rec_set_batch(db, 0); /* the next writer commits the batch first */
     if (db && res.id > 0)

@@ -14,17 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/limit.h"
 #include "base/utf8.h"
 #include "rec/rec.h"
+#include "run/session.h"
 #include "run/version.h"
 
 #define SWEEP_KEY "pipesim.sweep"
-
-#define MAX_BATCHED 16 /* databases one sweep batches; more commit per run */
 
 /* Per Lua state: what the session says about sweeps. */
 typedef struct sweep_state {
@@ -32,14 +30,6 @@ typedef struct sweep_state {
     long sweeps;       /* ps.sweep calls so far */
     int batching;      /* inside ps.sweep's evaluation of its points */
     int user_batch;    /* inside ps.batch: every ps.run batched */
-    /* the databases whose batches the sweep's end commits (the session's
-     * handles, open until bind_finish) */
-    rec_db *batched[MAX_BATCHED];
-    int nbatched;
-    /* --shard K/N: this process's token and the database its sweeps'
-     * shard rows are in (rec/shard.c), NULL before the first */
-    char session[40];
-    rec_db *shard_db;
 } sweep_state;
 
 /* [-0, +0] the state, made and kept in the registry on first use */
@@ -161,26 +151,12 @@ static lua_Integer hash_list(lua_State *L, int idx, char *buf, size_t size)
 
 /* Records the sweep beginning (its name and points' JSON at 1 and 2, when
  * given) as a row of the session's database's shard table, committed now
- * (rec_shard_begin); the token names this process's rows. [-0, +0]
- * raises when the database cannot be written */
-static void record_shard(lua_State *L, sweep_state *st, const bind_session *s)
+ * (run_session_shard_begin: the session's token names this process's
+ * rows). [-0, +0] raises when the database cannot be written */
+static void record_shard(lua_State *L, const bind_session *s)
 {
-    if (!st->session[0]) {
-        /* the process (pid, clocks, an address of its stack) hashed */
-        struct timespec t[2];
-        clock_gettime(CLOCK_REALTIME, &t[0]);
-        clock_gettime(CLOCK_MONOTONIC, &t[1]);
-        uint64_t h = run_fnv1a(RUN_FNV1A_BASIS, t, sizeof t);
-        pid_t pid = getpid();
-        h = run_fnv1a(h, &pid, sizeof pid);
-        void *where = &h;
-        h = run_fnv1a(h, &where, sizeof where);
-        snprintf(st->session, sizeof st->session, "%ld-%016llx", (long)pid,
-                 (unsigned long long)h);
-    }
     char hash[32], host[256];
-    rec_shard sh = {.session = st->session,
-                    .scenario = scenario_version(L),
+    rec_shard sh = {.scenario = scenario_version(L),
                     .k = (int32_t)s->shard_k,
                     .n = (int32_t)s->shard_n,
                     .sweep = lua_tostring(L, 1),
@@ -196,9 +172,8 @@ static void record_shard(lua_State *L, sweep_state *st, const bind_session *s)
     sh.host = host;
     rec_db *db = bind_database(L, NULL);
     ps_err err;
-    if (rec_shard_begin(db, &sh, &err))
+    if (run_session_shard_begin(bind_run_session(L), db, &sh, &err))
         bind_raise(L, &err);
-    st->shard_db = db;
 }
 
 /* core.sweep_begin([name, jsons]): counts a ps.sweep call (for --shard's
@@ -211,15 +186,14 @@ static int core_sweep_begin(lua_State *L)
     st->sweeps++;
     const bind_session *s = bind_get_session(L);
     if (s && s->shard_n > 0)
-        record_shard(L, st, s);
+        record_shard(L, s);
     return 0;
 }
 
 /* [-0, +0] */
 int bind_sweep_shard_end(lua_State *L, ps_err *err)
 {
-    sweep_state *st = get_state(L);
-    return st->shard_db ? rec_shard_end(st->shard_db, st->session, err) : PS_OK;
+    return run_session_shard_end(bind_run_session(L), err);
 }
 
 /* core.sweep_progress(done, total): the progress line of a sweep
@@ -238,37 +212,19 @@ int bind_sweep_batch(lua_State *L, rec_db *db, const char *sweep)
     int on = (st->batching && sweep != NULL) || st->user_batch;
     /* a worker's scratch databases are closed, which commits, after each
      * chunk: nothing to list */
-    if (on && !bind_sweep_worker(L)) {
-        int i = 0;
-        while (i < st->nbatched && st->batched[i] != db)
-            i++;
-        if (i == st->nbatched) {
-            if (i == MAX_BATCHED)
-                on = 0;
-            else
-                st->batched[st->nbatched++] = db;
-        }
-    }
-    rec_set_batch(db, on);
-    return on;
+    return run_session_batch(bind_run_session(L), db, on,
+                             !bind_sweep_worker(L));
 }
 
-/* Commits the batch of every database batched so far (rec_flush),
- * raising the first commit's error. [-0, +0] */
-static int flush_batched(lua_State *L, sweep_state *st)
+/* Commits the batch of every database batched so far
+ * (run_session_flush_batched), raising the first commit's error.
+ * [-0, +0] */
+static int flush_batched(lua_State *L)
 {
-    ps_err err = {0};
-    int rc = PS_OK;
-    for (int i = 0; i < st->nbatched; i++) {
-        ps_err e;
-        rec_set_batch(st->batched[i], 0);
-        if (rec_flush(st->batched[i], &e) && rc == PS_OK) {
-            err = e;
-            rc = PS_ERR;
-        }
-    }
-    st->nbatched = 0;
-    return rc ? bind_raise(L, &err) : 0;
+    ps_err err;
+    if (run_session_flush_batched(bind_run_session(L), &err))
+        return bind_raise(L, &err);
+    return 0;
 }
 
 /* core.sweep_batch(on): ps.sweep's runs commit in batches from here
@@ -278,7 +234,7 @@ static int core_sweep_batch(lua_State *L)
 {
     sweep_state *st = get_state(L);
     st->batching = lua_toboolean(L, 1);
-    return st->batching ? 0 : flush_batched(L, st);
+    return st->batching ? 0 : flush_batched(L);
 }
 
 /* core.run_batch(on): ps.batch's runs, every ps.run of the function it
@@ -288,7 +244,7 @@ static int core_run_batch(lua_State *L)
 {
     sweep_state *st = get_state(L);
     st->user_batch = lua_toboolean(L, 1);
-    return st->user_batch ? 0 : flush_batched(L, st);
+    return st->user_batch ? 0 : flush_batched(L);
 }
 
 /* [-0, +0] The number of t's entries (t at idx, raw). */

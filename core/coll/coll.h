@@ -45,7 +45,7 @@
 #include "base/err.h"
 #include "live/live.h"
 #include "net/net.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "sim/eng.h"
 #include "sim/prog.h"
 
@@ -271,9 +271,9 @@ void coll_ctx_free(coll_ctx *ctx);
 typedef struct coll_rec {
     const char *name;        /* NULL: "<op> <algorithm>" */
     const char *params_json; /* run.params, may be NULL */
-    rec_db *db;              /* NULL: nothing recorded */
+    const rec_sink *sink;    /* NULL: nothing recorded (run/sink.h) */
     enum rec_level level;
-    rec_meta meta; /* sweep, point, tags ... (rec/rec.h) */
+    rec_meta meta; /* sweep, point, tags ... (rec/row.h) */
     /* When set, called once coll_run has returned: a failure of the data
      * function (data_fn cannot fail coll_run) as PS_ERR with err set; it
      * replaces coll_run's own outcome. */
@@ -288,14 +288,14 @@ typedef struct coll_rec {
 } coll_rec;
 
 /* Runs one collective on ctx's engine and programs (coll_run) as a run of
- * kind 'collective': when rc->db is given, its run row and collective row
- * (at REC_EVENTS also its transfers and links). Any failure once the spec
- * is read (bad input, a run failure, a wrong result, the data function's)
- * is recorded, when rc->db is given, as a run row with status 'failed' and
- * the message, and returned; if recording it fails too, the message says
- * so. A run cut short by a stop (base/limit.h) leaves no rows. Fails without
- * running, and without rows, when ctx is already inside coll_exec (a data
- * function that runs a collective). res as coll_run. */
+ * kind 'collective': when rc->sink is given, its run row and collective
+ * row are handed to it (at REC_EVENTS also its transfers and links). Any
+ * failure once the spec is read (bad input, a run failure, a wrong result,
+ * the data function's) is handed to rc->sink, when given, as a run row with
+ * status 'failed' and the message, and returned; if recording it fails too, the
+ * message says so. A run cut short by a stop (base/limit.h) leaves no rows.
+ * Fails without running, and without rows, when ctx is already inside coll_exec
+ * (a data function that runs a collective). res as coll_run. */
 int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
               coll_result *res, ps_err *err);
 

@@ -139,7 +139,8 @@ static int record(const coll_ctx *ctx, const coll_spec *spec, const net *nw,
         .progs = streamed ? NULL : ctx->ps,
         .network = rc->live ? NULL : nw, /* the twin's link loads */
     };
-    return rec_write(rc->db, &pl, error ? REC_SUMMARY : rc->level, id, err);
+    return rc->sink->write(rc->sink->ctx, &pl, error ? REC_SUMMARY : rc->level,
+                           id, err);
 }
 
 int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
@@ -150,20 +151,21 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
     if (ctx->busy)
         return ps_errf(err, "a data function cannot run a collective");
     int status = check_spec(spec, err);
-    /* Event rows are written as the engine completes ops (rec/stream.c),
+    /* Event rows are handed out as the engine completes ops (the sink's
+     * stream_begin; rec/stream.c),
      * so the programs need not be kept and the ring runs as a generator
      * (coll_spec.stream). Not with a data function: it runs Lua inside
      * coll_run, which may record other runs into the same database while
      * this run's transaction is open; its rows are read back from the
      * programs instead. */
     coll_spec run_spec = *spec;
-    int streamed = status == PS_OK && rc->db && rc->level == REC_EVENTS &&
+    int streamed = status == PS_OK && rc->sink && rc->level == REC_EVENTS &&
                    spec->data != COLL_DATA_FN && !rc->live;
     if (streamed) {
-        eng_sink sink;
-        if (rec_stream_begin(rc->db, &sink, err))
+        eng_sink hook;
+        if (rc->sink->stream_begin(rc->sink->ctx, &hook, err))
             return PS_ERR;
-        eng_set_sink(ctx->eng, &sink);
+        eng_set_sink(ctx->eng, &hook);
         run_spec.stream = 1;
     }
     if (status == PS_OK) {
@@ -191,9 +193,9 @@ int coll_exec(coll_ctx *ctx, const coll_spec *spec, net *nw, coll_rec *rc,
         rc->used_name = rc->name_buf;
     }
     /* a run cut short by a signal or a limit leaves no rows (base/limit.h) */
-    if (rc->db && status != PS_OK && limit_stopped())
-        rec_stream_cancel(rc->db);
-    if (!rc->db || (status != PS_OK && limit_stopped()))
+    if (rc->sink && status != PS_OK && limit_stopped())
+        rc->sink->stream_cancel(rc->sink->ctx);
+    if (!rc->sink || (status != PS_OK && limit_stopped()))
         return status;
     if (status == PS_OK) {
         if (record(ctx, spec, nw, rc, res, NULL, streamed, &rc->id, err)) {

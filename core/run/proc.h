@@ -1,6 +1,6 @@
 /* A sweep's worker processes and their scratch space, without Lua (issue
  * 27 item 7): what the writer process does so that nothing outlives it.
- * bind/pool.c and bind/worker.c drive them; plain C, in the run layer
+ * run/pool.c and bind/pool.c drive them; plain C, in the run layer
  * (sessions, sweeps, workers) below the binding.
  *
  * - Scratch directories ($TMPDIR/pipesim-sweep.PID.XXXXXX) carry a lock
@@ -53,7 +53,7 @@ void proc_scratch_note(const proc_scratch *s, ps_err *err);
  * then on proc_is_worker() is 1 in this process. */
 void proc_child_init(pid_t parent);
 /* 1 in a worker process from proc_child_init on, else 0: a worker leaves
- * the connections it inherited from the writer untouched (bind/core.c). */
+ * the connections it inherited from the writer untouched (run/session.c). */
 int proc_is_worker(void);
 /* 1 when the writer that forked this worker has died (the check of
  * systems without PR_SET_PDEATHSIG). */

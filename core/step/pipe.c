@@ -510,36 +510,35 @@ static int simulate(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
  * results database"): a failed run is recorded as a run row with status
  * 'failed' and the message, never with a timeline that could pass for a
  * complete one. */
-int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
-             pipe_result *res, ps_err *err)
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+             const rec_sink *sink, pipe_result *res, ps_err *err)
 {
     memset(res, 0, sizeof *res);
     int built = 0;
-    /* event and transfer rows are written as the engine completes ops
-     * (rec_stream_begin), in the run's transaction that pipe_record() commits
-     */
+    /* event and transfer rows are handed out as the engine completes ops
+     * (sink->stream_begin), in the run that pipe_record()'s write ends */
     /* (live mode's rows are read back from its measured programs) */
-    int events = db && cfg->record == REC_EVENTS && !cfg->live;
-    eng_sink sink;
-    if (events && rec_stream_begin(db, &sink, err))
+    int events = sink && cfg->record == REC_EVENTS && !cfg->live;
+    eng_sink hook;
+    if (events && sink->stream_begin(sink->ctx, &hook, err))
         return PS_ERR;
     if (events)
-        eng_set_sink(ctx->eng, &sink);
+        eng_set_sink(ctx->eng, &hook);
     int rc = simulate(ctx, cfg, nw, res, &built, err);
     if (events)
         eng_set_sink(ctx->eng, NULL);
     /* a run cut short by a signal or a limit leaves no rows: the whole
      * scenario stops there (base/limit.h) */
-    if (db && rc != PS_OK && limit_stopped())
-        rec_stream_cancel(db);
-    if (!db || (rc != PS_OK && limit_stopped()))
+    if (sink && rc != PS_OK && limit_stopped())
+        sink->stream_cancel(sink->ctx);
+    if (!sink || (rc != PS_OK && limit_stopped()))
         return rc;
     if (rc == PS_OK)
-        return pipe_record(ctx, cfg, nw, db, res, NULL, 1, err);
+        return pipe_record(ctx, cfg, nw, sink, res, NULL, 1, err);
     ps_err rec_err;
     char msg[sizeof err->msg];
     memcpy(msg, err->msg, sizeof msg);
-    if (pipe_record(ctx, cfg, nw, db, res, msg, built, &rec_err))
+    if (pipe_record(ctx, cfg, nw, sink, res, msg, built, &rec_err))
         ps_errf(err, "%s (and recording the failure failed: %s)", msg,
                 rec_err.msg);
     return PS_ERR;

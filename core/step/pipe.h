@@ -1,8 +1,9 @@
 /* A pipeline-parallel training step, end to end: layers and a partition
  * become stage costs, the schedule generator lowers them to programs, the
  * engine runs them on the network, the memory ledger and the bubble are
- * computed, and the recorder stores the run. The Lua binding fills a
- * pipe_config from a scenario table; nothing here knows about Lua. */
+ * computed, and the run is handed to a sink (rec/row.h) that the run layer
+ * records. The Lua binding fills a pipe_config from a scenario table;
+ * nothing here knows about Lua or the database. */
 #ifndef PS_PIPE_H
 #define PS_PIPE_H
 
@@ -10,7 +11,7 @@
 
 #include "base/err.h"
 #include "net/net.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "sched/sched.h"
 #include "step/pipe_types.h"
 
@@ -37,13 +38,16 @@ pipe_ctx *pipe_ctx_new(void);
 void pipe_ctx_free(pipe_ctx *ctx);
 
 /* Runs one training step. nw must span the layout's world (tp x dp x p
- * ranks); db may be NULL (nothing recorded). Result arrays stay valid until the
- * next call on ctx. Any failure (bad input, a schedule that does not check, a
- * deadlock, a deadline) is recorded, when db is given, as a run row with status
- * 'failed' and the message, and the error returned; if recording it fails
- * too, nothing of the run remains and the message says so. */
-int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
-             pipe_result *res, ps_err *err);
+ * ranks); sink may be NULL (nothing recorded; run/sink.h makes one that
+ * records into a database). Result arrays stay valid until the next call
+ * on ctx; res->id is the id sink->write gave the run. Any failure (bad
+ * input, a schedule that does not check, a deadlock, a deadline) is handed
+ * to the sink, when given, as a run row with status 'failed' and the
+ * message, and the error returned; if recording it fails too, nothing of
+ * the run remains and the message says so. A run cut short by a stop
+ * (base/limit.h) is never written: its streamed rows are cancelled. */
+int pipe_run(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
+             const rec_sink *sink, pipe_result *res, ps_err *err);
 
 /* The closed-form bubble of a schedule with uniform stages and free
  * communication: (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1); NAN for custom

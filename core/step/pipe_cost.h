@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "sched/sched.h"
 #include "step/pipe_types.h"
 

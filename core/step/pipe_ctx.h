@@ -10,7 +10,7 @@
 #include "par/fold.h"
 #include "par/pass.h"
 #include "par/sim.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "sched/sched.h"
 #include "sim/eng.h"
 #include "sim/mem.h"

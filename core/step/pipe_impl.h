@@ -11,7 +11,7 @@
 #include "par/fold.h"
 #include "par/pass.h"
 #include "par/sim.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "sched/sched.h"
 #include "sim/mem.h"
 #include "step/pipe.h"

@@ -2,7 +2,7 @@
  * reads the engine's result): whether the run is uniform, so that the
  * bubble's closed form applies; each rank's statistics (bubble, peak
  * memory, exposed communication, per replica when folded); and the rows
- * the recorder stores (runs, stages, ranks, members, collectives). Split
+ * handed to the run's sink (runs, stages, ranks, members, collectives). Split
  * from step/pipe.c so that file holds the step's building and running. */
 #include "step/pipe_report.h"
 
@@ -188,10 +188,10 @@ static int members(pipe_ctx *ctx, int32_t *n)
     return 0;
 }
 
-/* Writes the run; error != NULL records it as failed (summary level, no
- * rank rows; stage rows only when with_stages). */
+/* Hands the run's rows to sink; error != NULL as failed (summary level,
+ * no rank rows; stage rows only when with_stages). */
 int pipe_record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
-                rec_db *db, pipe_result *res, const char *error,
+                const rec_sink *sink, pipe_result *res, const char *error,
                 int with_stages, ps_err *err)
 {
     double max_peak = 0;
@@ -239,7 +239,7 @@ int pipe_record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
     };
     /* one collective row per gradient-sync bucket and data-parallel group,
      * and per finalize reduction and instance, with the algorithm and
-     * protocol auto chose (rec/rec.h) */
+     * protocol auto chose (rec/row.h) */
     int32_t ncoll = error ? 0 : ctx->log.n;
     rec_collective *coll = calloc((size_t)ncoll + 1, sizeof *coll);
     if (!coll)
@@ -278,8 +278,8 @@ int pipe_record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
         .static_memory = ctx->rank_static,
         .network = cfg->live ? NULL : nw, /* the twin's link loads */
     };
-    int rc =
-        rec_write(db, &pl, error ? REC_SUMMARY : cfg->record, &res->id, err);
+    int rc = sink->write(sink->ctx, &pl, error ? REC_SUMMARY : cfg->record,
+                         &res->id, err);
     free(coll);
     return rc;
 }

@@ -6,7 +6,7 @@
 
 #include "net/net.h"
 #include "par/pass.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "step/pipe_ctx.h"
 #include "step/pipe_types.h"
 
@@ -19,10 +19,10 @@ int pipe_is_uniform(const pipe_ctx *ctx, const pipe_config *cfg,
 void pipe_fill_stats(pipe_ctx *ctx, const pipe_config *cfg, const par_step *st,
                      pipe_result *res);
 
-/* step/pipe_report.c: writes the run; error != NULL records it as failed
- * (summary level, no rank rows; stage rows only when with_stages). */
+/* step/pipe_report.c: hands the run's rows to sink; error != NULL as
+ * failed (summary level, no rank rows; stage rows only when with_stages). */
 int pipe_record(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
-                rec_db *db, pipe_result *res, const char *error,
+                const rec_sink *sink, pipe_result *res, const char *error,
                 int with_stages, ps_err *err);
 
 #endif

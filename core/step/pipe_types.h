@@ -12,7 +12,7 @@
 #include "live/live.h"
 #include "net/net.h"
 #include "par/layout.h"
-#include "rec/rec.h"
+#include "rec/row.h"
 #include "sched/sched.h"
 #include "sim/eng.h"
 

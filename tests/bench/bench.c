@@ -15,6 +15,7 @@
 #include "step/pipe.h"
 #include "sim/prog.h"
 #include "rec/rec.h"
+#include "run/sink.h"
 #include "sched/sched.h"
 
 #include "bench_util.h"
@@ -132,7 +133,9 @@ static void bench_pipeline(const pipeline_case *c)
     int64_t rows = 0;
     for (int i = 0; i < REPS; i++) {
         double t0 = now();
-        if (pipe_run(ctx, &cfg, nw, db, &res, &err) || rec_flush(db, &err))
+        rec_sink sink;
+        if (pipe_run(ctx, &cfg, nw, run_sink_db(&sink, db), &res, &err) ||
+            rec_flush(db, &err))
             die(&err);
         t_on[i] = now() - t0;
     }

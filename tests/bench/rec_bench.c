@@ -15,6 +15,7 @@
 #include "net/net.h"
 #include "step/pipe.h"
 #include "rec/rec.h"
+#include "run/sink.h"
 #include "sched/sched.h"
 
 #include "bench_util.h"
@@ -263,7 +264,8 @@ static void bench_events(int32_t p, int32_t m)
         if (!db)
             die(&err);
         double t0 = now(), c0 = cpu();
-        if (pipe_run(ctx, &cfg, nw, db, &res, &err))
+        rec_sink sink;
+        if (pipe_run(ctx, &cfg, nw, run_sink_db(&sink, db), &res, &err))
             die(&err);
         t_on[i] = now() - t0;
         c_on[i] = cpu() - c0;

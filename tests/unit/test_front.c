@@ -10,6 +10,7 @@
 #include "par/layout.h"
 #include "par/sim.h"
 #include "rec/rec.h"
+#include "run/sink.h"
 #include "step/pipe.h"
 
 static double scalar(rec_db *db, const char *sql)
@@ -111,7 +112,8 @@ static void test_coll_exec_records(void)
                       .algorithm = COLL_RING,
                       .bytes = 4096,
                       .p2p = ENG_RENDEZVOUS};
-    coll_rec rc = {.db = db, .level = REC_EVENTS};
+    rec_sink sink;
+    coll_rec rc = {.sink = run_sink_db(&sink, db), .level = REC_EVENTS};
     coll_result res;
     CHECK_INT(coll_exec(ctx, &spec, nw, &rc, &res, &err), 0);
     CHECK_INT(rc.id, 1);

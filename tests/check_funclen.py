@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""No function in core/ over LIMIT lines (STYLE.md, issue 26).
+"""No function in core/ over LIMIT lines, and no source file in core/, lua/,
+tests/ or python/ over FILE_LIMIT lines (STYLE.md, issue 26).
 
 A function is counted from the first line of its signature to its closing
 brace, both included (clang-format's Linux braces put a function's `{` and
 `}` alone at column 0, which is what this reads; `make format-check` keeps
 it so). Functions in EXCEPT are allowed over the limit, each with its
 reason; one listed that is no longer long fails, so the list stays exact.
-Ends with "checks: N passed, N failed" (one per function) and the case's
+Ends with "checks: N passed, N failed" (one per function, one for the
+files, or one per file too long) and the case's
 line. Usage: check_funclen.py [ROOT]; check_funclen.py --list N [ROOT]
 prints every function over N lines, longest first, and their count."""
 import os
@@ -14,6 +16,8 @@ import re
 import sys
 
 LIMIT = 100
+FILE_LIMIT = 800
+SOURCE = (".c", ".h", ".lua", ".sh", ".py")
 
 # (file, function): why it may stay long for now. Every entry must be
 # long, so the list stays exact. Empty: the last four (core_run,
@@ -60,6 +64,21 @@ def all_functions(core):
                 yield rel, name, line, n
 
 
+def long_files(root):
+    """Yields (path, lines) of every source file over FILE_LIMIT lines."""
+    for top in ("core", "lua", "tests", "python"):
+        for d, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+            for f in sorted(files):
+                if not f.endswith(SOURCE):
+                    continue
+                path = os.path.join(d, f)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    n = sum(1 for _ in fh)
+                if n > FILE_LIMIT:
+                    yield os.path.relpath(path, root), n
+
+
 def list_long(over, root):
     """Every function over `over` lines, longest first, then the count."""
     found = [f for f in all_functions(os.path.join(root, "core"))
@@ -96,6 +115,12 @@ def main():
         print(f"FAIL core/{rel}: {name} is in EXCEPT but not over {LIMIT} "
               f"lines (or gone): remove it from EXCEPT in "
               f"tests/check_funclen.py")
+    long = list(long_files(root))
+    for path, n in long:
+        print(f"FAIL {path} is {n} lines (at most {FILE_LIMIT}): split it "
+              f"by job (a new file in core/ goes in core/README.md's map)")
+    failed += len(long)
+    passed += 0 if long else 1  # the one check that every file is short
     if passed + failed < 100:
         failed += 1
         print(f"FAIL only {passed + failed} functions found under {core}")

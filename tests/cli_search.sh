@@ -25,8 +25,10 @@ b=$(q "$TMP/search2.db" "$rows")
 grep -A1 '^best:' "$TMP/search1.out" >"$TMP/search1.best"
 grep -A1 '^best:' "$TMP/search2.out" >"$TMP/search2.best"
 cmp -s "$TMP/search1.best" "$TMP/search2.best" && ok || bad "--jobs 2 found another best plan"
+# every configuration the search simulated is one point of its sweep
 n=$(q "$TMP/search1.db" "SELECT count(*) FROM run WHERE sweep = 'gpt-1.7b'")
-[ "$n" -gt 0 ] && ok || bad "search runs recorded as points of the sweep 'gpt-1.7b': $n"
+sim=$(sed -n 's/.*: simulated \([0-9]*\),.*/\1/p' "$TMP/search1.out")
+[ -n "$sim" ] && [ "$n" = "$sim" ] && ok || bad "search runs recorded as points of the sweep 'gpt-1.7b': $n, simulated ${sim:-?}"
 best=$(sqlite3 -csv "$TMP/search1.db" <results/queries/best_plan.sql | cut -d, -f1,6)
 case "$best" in
 "gpt-1.7b,\"tp"*) ok ;;

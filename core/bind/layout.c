@@ -4,11 +4,13 @@
  * stage's rank for partition = "time"). Translates and does nothing else:
  * groups, coordinates and spans come from par/. */
 #include <lauxlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "bind/bind.h"
 #include "bind/cluster.h"
 #include "coll/coll.h"
+#include "par/dp.h"
 #include "par/layout.h"
 
 /* [-0, +1] The ranks list field of the table at 1 as a scratch array of
@@ -366,8 +368,41 @@ uint64_t bind_cluster_id(lua_State *L, int idx)
     return id;
 }
 
+/* The number argument at idx: finite and at least 0, or above 0 with
+ * positive. */
+static double check_amount(lua_State *L, int idx, const char *name,
+                           int positive)
+{
+    double x = luaL_checknumber(L, idx);
+    if (!isfinite(x) || x < 0 || (positive && x == 0))
+        luaL_error(L, "core.dp_pad: %s must be a finite number %s 0, got %s",
+                   name, positive ? "above" : "at least",
+                   luaL_tolstring(L, idx, NULL));
+    return x;
+}
+
+/* [-0, +1] core.dp_pad(params, shard, cut, grad_bytes, first_bucket,
+ * bucket): the elements the distributed optimizer pads a model chunk
+ * with (par_dp_pad_elements), for ps.search's closed-form memory
+ * (lua/pipesim/search_cost.lua), so that Megatron's padding rule is
+ * written once, in par/. */
+static int core_dp_pad(lua_State *L)
+{
+    double params = check_amount(L, 1, "params", 0);
+    long long shard;
+    bind_check_int(L, 2, "shard", 1, PAR_MAX_RANKS, &shard);
+    int cut = lua_toboolean(L, 3);
+    double gb = check_amount(L, 4, "grad_bytes", 1);
+    double first = check_amount(L, 5, "first_bucket", 1);
+    double bucket = check_amount(L, 6, "bucket", 1);
+    lua_pushnumber(
+        L, par_dp_pad_elements(params, (int32_t)shard, cut, gb, first, bucket));
+    return 1;
+}
+
 const luaL_Reg bind_layout_funcs[] = {
     {"layout", core_layout},
     {"collective_rule", core_collective_rule},
+    {"dp_pad", core_dp_pad},
     {NULL, NULL},
 };

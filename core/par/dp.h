@@ -78,4 +78,16 @@ extern const par_pass par_dp_pass;
  * (coll_ranks_per_node) when every group has the same, else 0. */
 int32_t par_dp_ranks_per_node(const par_step *st);
 
+/* The elements the distributed optimizer (ZeRO-1) pads a model chunk of
+ * `params` parameters with, its gradient at grad_bytes a parameter and
+ * its buffer sharded over `shard` ranks: one bucket, or with `cut` the
+ * first of first_bucket_bytes and the others of bucket_bytes, each
+ * bucket's end padded to a multiple of lcm(shard, 128) elements. The
+ * rule the dp pass applies (par/dp_lane.c close_bucket), for estimates
+ * that know a chunk's parameters but not its layers (ps.search's closed
+ * form, lua/pipesim/search_cost.lua, through core.dp_pad). */
+double par_dp_pad_elements(double params, int32_t shard, int cut,
+                           double grad_bytes, double first_bucket_bytes,
+                           double bucket_bytes);
+
 #endif

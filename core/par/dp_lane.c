@@ -163,6 +163,35 @@ double par_dp_chunk_pad(const dp_config *c, int32_t r, int32_t stage,
     return pl.pad;
 }
 
+/* A chunk of one layer holding every parameter: the buckets cut the
+ * chunk's gradient bytes, not its layers, so a layer's split is
+ * immaterial. */
+double par_dp_pad_elements(double params, int32_t shard, int cut,
+                           double grad_bytes, double first_bucket_bytes,
+                           double bucket_bytes)
+{
+    int32_t first = 0, count = 1;
+    double bwd = 1;
+    dp_config c = {
+        .p = 1,
+        .v = 1,
+        .n = 1,
+        .d = shard,
+        .shard = shard,
+        .zero = 1,
+        .stage = 1,
+        .bucketed = cut ? PAR_BUCKET_ALL : PAR_BUCKET_NONE,
+        .first = &first,
+        .count = &count,
+        .layer_params = &params,
+        .layer_bwd = &bwd,
+        .grad_bytes = grad_bytes,
+        .first_bucket_bytes = first_bucket_bytes,
+        .bucket_bytes = bucket_bytes,
+    };
+    return par_dp_chunk_pad(&c, 0, 0, 0);
+}
+
 /* A gradient-producing op: a backward (also the backward half of an
  * overlapped FB), or with a split backward the W (weight gradient) that
  * follows every B of its unit. */

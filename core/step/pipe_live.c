@@ -8,88 +8,16 @@
  * by hand where two neighbour stages share a rank. The accumulated
  * gradients come back and are held against the full-batch gradient that
  * one process computes (pipe_live.grad_error).
- * One concept in one file: the callbacks live/live.h calls on a worker
- * (setup, compute, send, receive, result, teardown) all act on one
- * worker's state (plive: its units, held activations and gradients), and
- * the driver that compares their results is the step's answer; split,
- * each half would need the other's private state. */
+ * The callbacks live/live.h calls on a worker (setup, compute, send,
+ * receive, result, teardown) all act on one worker's state (plive,
+ * step/pipe_live_impl.h): this file sets it up, moves the messages,
+ * returns the results and compares them (the step's answer); the compute
+ * callback, a unit's F, R, B and W, is step/pipe_live_unit.c. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "live/mlp.h"
-#include "step/pipe_impl.h"
-
-/* One unit (slot, microbatch) on a worker. */
-typedef struct unit {
-    double *x;    /* the stage's input (kept from F to B, or W) */
-    double **a;   /* each layer's output (NULL: not held) */
-    double **dz;  /* each layer's dZ, B to W */
-    double *out;  /* the stage's output, to send */
-    double *gout; /* the gradient at the stage's output */
-    double *gin;  /* the gradient at its input, to send */
-    int f, b, w;  /* done */
-} unit;
-
-typedef struct slot {
-    int32_t stage, first, count; /* layers first .. first + count - 1 */
-    double **wt, **grad;         /* per layer */
-    unit *u;                     /* m */
-    uint8_t *has_w;              /* m: the lane runs a W of the unit */
-} slot;
-
-typedef struct plive {
-    const pipe_config *cfg;
-    const sched_spec *spec;
-    const int32_t *first, *count; /* per model stage */
-    int32_t S, nchunks;
-    int64_t nmsg; /* per replica */
-    mlp model;
-    const prog_set *ps;
-    const par_log *log; /* the gradient sync's collectives */
-    const coll_move_log *moves;
-    const int32_t *rank_of; /* cluster rank of pipeline rank r of replica j
-                               at j * p + r (the layout's simulated ranks) */
-    /* in the worker */
-    int32_t r, j; /* pipeline rank and replica */
-    slot *s;
-    double *gbuf; /* every gradient of the rank, in dp's bucket order */
-    int64_t ngbuf;
-    int64_t *boff; /* bucket k (the tag of its ops) -> offset in gbuf */
-    int32_t nbuckets;
-    prog_op *prev;    /* per lane: its last compute op (pieces of one) */
-    int backward;     /* the rank's lanes run backwards (not inference) */
-    int32_t *slot_of; /* stage * m + mb -> slot running its F, -1 */
-    double held, held_peak, recompute;
-    double *result;
-    size_t result_len;
-} plive;
-
-static size_t act_bytes(const plive *c, int32_t layer)
-{
-    return (size_t)c->model.rows * (size_t)c->model.width[layer] *
-           sizeof(double);
-}
-
-static double *alloc_held(plive *c, int32_t layer)
-{
-    double *p = malloc(act_bytes(c, layer) + 1);
-    if (p) {
-        c->held += (double)act_bytes(c, layer);
-        if (c->held > c->held_peak)
-            c->held_peak = c->held;
-    }
-    return p;
-}
-
-static void free_held(plive *c, double **p, int32_t layer)
-{
-    if (*p)
-        c->held -= (double)act_bytes(c, layer);
-    free(*p);
-    *p = NULL;
-}
+#include "step/pipe_live_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Setup                                                               */
@@ -261,202 +189,6 @@ static int pl_reset(void *ctx, int32_t rank, ps_err *err)
 }
 
 /* ------------------------------------------------------------------ */
-/* Compute                                                             */
-
-static int wrong(const plive *c, const prog_op *op, const char *what,
-                 ps_err *err)
-{
-    char a[64];
-    prog_describe(op, a, sizeof a);
-    int32_t rank = c->rank_of[c->j * c->cfg->p + c->r];
-    return ps_errf(err, "rank %d: %s %s", (int)rank, a, what);
-}
-
-/* The unit's stage input: the batch's microbatch on stage 0, else what
- * arrived, or the neighbour stage's output on this rank. */
-static int take_input(plive *c, slot *s, unit *u, int32_t mb)
-{
-    size_t n = act_bytes(c, s->first);
-    if (s->stage == 0) {
-        u->x = alloc_held(c, s->first);
-        if (u->x)
-            mlp_input(&c->model, c->j, mb, u->x);
-        return u->x ? 0 : -1;
-    }
-    if (u->x)
-        return 0;
-    int32_t t = c->slot_of[(s->stage - 1) * c->cfg->m + mb];
-    if (t < 0 || !c->s[t].u[mb].out)
-        return 1;
-    u->x = alloc_held(c, s->first);
-    if (u->x)
-        memcpy(u->x, c->s[t].u[mb].out, n);
-    return u->x ? 0 : -1;
-}
-
-static int forward(plive *c, slot *s, int32_t mb, const prog_op *op,
-                   ps_err *err)
-{
-    unit *u = &s->u[mb];
-    if (u->f)
-        return wrong(c, op, "runs twice", err);
-    int in = take_input(c, s, u, mb);
-    if (in > 0)
-        return wrong(c, op, "runs before its input arrived", err);
-    for (int32_t l = 0; in == 0 && l < s->count; l++) {
-        u->a[l] = alloc_held(c, s->first + l + 1);
-        if (!u->a[l])
-            in = -1;
-        else
-            mlp_forward(&c->model, s->first + l, s->wt[l],
-                        l ? u->a[l - 1] : u->x, u->a[l], c->model.rows);
-    }
-    int32_t last = s->first + s->count;
-    u->out = in ? NULL : malloc(act_bytes(c, last) + 1);
-    if (!u->out)
-        return ps_errf(err, "out of memory");
-    memcpy(u->out, u->a[s->count - 1], act_bytes(c, last));
-    if (s->stage == c->S - 1) { /* the loss */
-        double *y = malloc(act_bytes(c, last) + 1);
-        u->gout = malloc(act_bytes(c, last) + 1);
-        if (!y || !u->gout) {
-            free(y);
-            return ps_errf(err, "out of memory");
-        }
-        mlp_target(&c->model, c->j, mb, y);
-        mlp_loss_grad(&c->model, u->out, y, u->gout, c->model.rows);
-        free(y);
-    }
-    if (c->spec->checkpoint) /* the stage keeps its input alone */
-        for (int32_t l = 0; l < s->count; l++)
-            free_held(c, &u->a[l], s->first + l + 1);
-    u->f = 1;
-    return PS_OK;
-}
-
-static int recompute(plive *c, slot *s, int32_t mb, const prog_op *op,
-                     ps_err *err)
-{
-    unit *u = &s->u[mb];
-    if (!u->f || !u->x)
-        return wrong(c, op, "runs before its forward", err);
-    for (int32_t l = 0; l < s->count; l++) {
-        if (!u->a[l] && !(u->a[l] = alloc_held(c, s->first + l + 1)))
-            return ps_errf(err, "out of memory");
-        mlp_forward(&c->model, s->first + l, s->wt[l], l ? u->a[l - 1] : u->x,
-                    u->a[l], c->model.rows);
-    }
-    return PS_OK;
-}
-
-static void weight_grad(plive *c, slot *s, unit *u)
-{
-    for (int32_t l = 0; l < s->count; l++)
-        mlp_backward_weight(&c->model, s->first + l, l ? u->a[l - 1] : u->x,
-                            u->dz[l], s->grad[l], c->model.rows);
-    for (int32_t l = 0; l < s->count; l++) {
-        free_held(c, &u->dz[l], s->first + l + 1);
-        free_held(c, &u->a[l], s->first + l + 1);
-    }
-    free_held(c, &u->x, s->first);
-}
-
-static int backward(plive *c, slot *s, int32_t mb, const prog_op *op,
-                    ps_err *err)
-{
-    unit *u = &s->u[mb];
-    if (!u->f || u->b)
-        return wrong(c, op, u->b ? "runs twice" : "runs before its forward",
-                     err);
-    for (int32_t l = 0; l < s->count; l++)
-        if (!u->a[l])
-            return wrong(c, op, "runs before its recompute", err);
-    if (!u->gout) {
-        int32_t t = s->stage + 1 < c->S
-                        ? c->slot_of[(s->stage + 1) * c->cfg->m + mb]
-                        : -1;
-        if (t < 0 || !c->s[t].u[mb].gin)
-            return wrong(c, op, "runs before its gradient arrived", err);
-        size_t n = act_bytes(c, s->first + s->count);
-        if (!(u->gout = malloc(n + 1)))
-            return ps_errf(err, "out of memory");
-        memcpy(u->gout, c->s[t].u[mb].gin, n);
-    }
-    double *da = u->gout;
-    for (int32_t l = s->count - 1; l >= 0; l--) {
-        int32_t layer = s->first + l;
-        int keep_dx = l > 0 || s->stage > 0;
-        double *dx = keep_dx ? malloc(act_bytes(c, layer) + 1) : NULL;
-        u->dz[l] = alloc_held(c, layer + 1);
-        if ((keep_dx && !dx) || !u->dz[l]) {
-            free(dx);
-            return ps_errf(err, "out of memory");
-        }
-        mlp_backward_input(&c->model, layer, s->wt[l], u->a[l], da, u->dz[l],
-                           dx, c->model.rows);
-        if (da != u->gout)
-            free(da);
-        da = dx;
-    }
-    u->gin = da; /* NULL on stage 0 */
-    free(u->gout);
-    free(u->out);
-    u->gout = u->out = NULL;
-    if (!s->has_w[mb]) /* the full backward */
-        weight_grad(c, s, u);
-    u->b = 1;
-    return PS_OK;
-}
-
-static int pl_compute(void *ctx, int32_t rank, int32_t lane, int32_t index,
-                      const prog_op *op, ps_err *err)
-{
-    plive *c = ctx;
-    (void)rank, (void)index;
-    if (op->kind == PROG_OPT || op->mb < 0)
-        return PS_OK;
-    /* dp_lower cuts a chunk's last backward into pieces at its buckets'
-     * ready points: the first piece computes, the rest are its time */
-    prog_op *prev = &c->prev[lane];
-    int piece = prev->type == PROG_COMPUTE && prev->kind == op->kind &&
-                prev->chunk == op->chunk && prev->mb == op->mb;
-    *prev = *op;
-    if (piece)
-        return PS_OK;
-    if (op->chunk < 0 || op->chunk >= c->nchunks || op->mb >= c->cfg->m)
-        return wrong(c, op, "is not this rank's", err);
-    slot *s = &c->s[op->chunk];
-    switch (op->kind) {
-    case PROG_F:
-    case PROG_FB_F: return forward(c, s, op->mb, op, err);
-    case PROG_B:
-    case PROG_FB_B: return backward(c, s, op->mb, op, err);
-    case PROG_R: {
-        double t0 = live_clock();
-        int rc = recompute(c, s, op->mb, op, err);
-        c->recompute += live_clock() - t0;
-        return rc;
-    }
-    case PROG_W:
-        if (!s->u[op->mb].b) {
-            char b[64];
-            prog_op bop = *op;
-            bop.kind = PROG_B;
-            prog_describe(&bop, b, sizeof b);
-            char why[96];
-            snprintf(why, sizeof why, "runs before %s", b);
-            return wrong(c, op, why, err);
-        }
-        if (s->u[op->mb].w)
-            return wrong(c, op, "runs twice", err);
-        weight_grad(c, s, &s->u[op->mb]);
-        s->u[op->mb].w = 1;
-        return PS_OK;
-    default: return PS_OK;
-    }
-}
-
-/* ------------------------------------------------------------------ */
 /* Messages                                                            */
 
 /* The unit a message's payload belongs to: the sender's (send) or the
@@ -510,9 +242,9 @@ static int pl_send(void *ctx, int32_t rank, int32_t lane, int32_t index,
     unit *u = msg_unit(c, op, 1, &back, &layer);
     const double *d = u ? (back ? u->gin : u->out) : NULL;
     if (!d)
-        return wrong(c, op, "has no data to send", err);
+        return pipe_live_wrong(c, op, "has no data to send", err);
     *data = d;
-    *len = act_bytes(c, layer);
+    *len = pipe_live_act_bytes(c, layer);
     return PS_OK;
 }
 
@@ -527,8 +259,8 @@ static int pl_recv_len(void *ctx, int32_t rank, int32_t lane, int32_t index,
     if (grad_range(c, op, 1, &g, len) == 0)
         return PS_OK;
     if (!msg_unit(c, op, 0, &back, &layer))
-        return wrong(c, op, "is not this rank's to receive", err);
-    *len = act_bytes(c, layer);
+        return pipe_live_wrong(c, op, "is not this rank's to receive", err);
+    *len = pipe_live_act_bytes(c, layer);
     return PS_OK;
 }
 
@@ -555,11 +287,11 @@ static int pl_recv_done(void *ctx, int32_t rank, int32_t lane, int32_t index,
     }
     unit *u = msg_unit(c, op, 0, &back, &layer);
     if (!u)
-        return wrong(c, op, "is not this rank's to receive", err);
+        return pipe_live_wrong(c, op, "is not this rank's to receive", err);
     double **to = back ? &u->gout : &u->x;
     if (*to)
-        return wrong(c, op, "arrived twice", err);
-    *to = back ? malloc(len + 1) : alloc_held(c, layer);
+        return pipe_live_wrong(c, op, "arrived twice", err);
+    *to = back ? malloc(len + 1) : pipe_live_alloc_held(c, layer);
     if (!*to)
         return ps_errf(err, "out of memory");
     memcpy(*to, data, len);
@@ -657,7 +389,7 @@ static const live_ops pipe_live_ops = {
     .send_data = pl_send,
     .recv_len = pl_recv_len,
     .recv_done = pl_recv_done,
-    .compute = pl_compute,
+    .compute = pipe_live_compute,
     .result = pl_result,
     .teardown = pl_teardown,
 };

@@ -92,10 +92,37 @@ local function finish_args(plan, partition, args, dev, spec, stage_params, full,
     plan.partition = partition
 end
 
+-- Parameters per pipeline rank (index from 1): stage(ctx, sidx, at,
+-- count) gives stage sidx's, its layers at + 1 .. at + count, added to
+-- its rank's in the partition's order. Both paths below sum through it,
+-- so a sweep's plan adds in the same order as a full finish.
+local function rank_params(partition, stages, stage, ctx)
+    local stage_params, at = {}, 0
+    for sidx, count in ipairs(partition) do
+        local r = (sidx - 1) % stages + 1
+        stage_params[r] = (stage_params[r] or 0) + stage(ctx, sidx, at, count)
+        at = at + count
+    end
+    return stage_params
+end
+
+-- A stage's parameters from a sweep's memo, by its first layer and
+-- count: partitions share stages.
+local function memo_stage(memo, _, at, count)
+    local prm, sums = memo.params, memo.sums
+    local key = at * (#prm + 1) + count
+    local p = sums[key]
+    if p == nil then
+        p = 0
+        for i = at + 1, at + count do p = p + prm[i] end
+        sums[key] = p
+    end
+    return p
+end
+
 -- finish without full recompute, for a sweep's plan: the core's list
 -- (core_view of each model layer, plain layers as given), each layer's
--- parameters and the dtype once per plan; per run only the sums per stage,
--- added in the same order as finish adds them.
+-- parameters and the dtype once per plan; per run only the sums per stage.
 local function finish_memo(plan, partition, args, dev, spec, memo)
     local layers = plan.layers
     if not memo.sealed then
@@ -107,25 +134,8 @@ local function finish_memo(plan, partition, args, dev, spec, memo)
         memo.sealed = pcore.seal_layers(out)
         memo.params, memo.dtype = prm, first_dtype(spec) or false
     end
-    local prm = memo.params
-    -- a stage's sum by its first layer and count: partitions share stages
-    local sums = memo.sums
-    if not sums then sums = {}; memo.sums = sums end
-    local stride = #prm + 1
-    local stage_params = {}
-    local at = 0
-    for sidx, count in ipairs(partition) do
-        local key = at * stride + count
-        local p = sums[key]
-        if p == nil then
-            p = 0
-            for i = at + 1, at + count do p = p + prm[i] end
-            sums[key] = p
-        end
-        local r = (sidx - 1) % spec.stages + 1
-        stage_params[r] = (stage_params[r] or 0) + p
-        at = at + count
-    end
+    if not memo.sums then memo.sums = {} end
+    local stage_params = rank_params(partition, spec.stages, memo_stage, memo)
     args.layers = memo.sealed
     finish_args(plan, partition, args, dev, spec, stage_params, false, memo.dtype or nil, memo)
 end
@@ -143,11 +153,9 @@ function F.finish(plan, partition, args, dev, spec, memo)
     local o, layers = plan.o, plan.layers
     local full = o.recompute == "full"
     if memo and not full then return finish_memo(plan, partition, args, dev, spec, memo) end
-    local at = 0
     local out = {}
-    local stage_params = {}
     local all_views = not full -- every entry of out a core_view
-    for sidx, count in ipairs(partition) do
+    local function stage(_, sidx, at, count)
         local blocks = 0
         for i = at + 1, at + count do
             if layers[i].kind == "block" then blocks = blocks + 1 end
@@ -195,10 +203,9 @@ function F.finish(plan, partition, args, dev, spec, memo)
             end
             out[i] = c
         end
-        local r = (sidx - 1) % spec.stages + 1
-        stage_params[r] = (stage_params[r] or 0) + p
-        at = at + count
+        return p
     end
+    local stage_params = rank_params(partition, spec.stages, stage)
     args.layers = out
     -- for core.run (ps.run passes it instead of out; ps.search reads out)
     plan.sealed_layers = all_views and sealed_views(out) or nil

@@ -252,34 +252,20 @@ end
 
 -- The distributed optimizer's padding (ZeRO-1): every bucket of a model
 -- chunk's gradient buffer padded to a multiple of lcm(dp, 128) elements,
--- held at the weight's and the gradient's bytes (core/par/dp_lane.c
--- close_bucket, Megatron's param_layout.py). A chunk of P elements is one
--- bucket unless it is cut (grad_sync.bucketed: "all", or "first", the
--- default, for pipeline rank 0's first chunk only), then the first
--- bucket holds first_bucket bytes and the others bucket bytes.
+-- held at the weight's and the gradient's bytes. A chunk is one bucket
+-- unless it is cut (grad_sync.bucketed: "all", or "first", the default,
+-- for pipeline rank 0's first chunk only), then the first bucket holds
+-- first_bucket bytes and the others bucket bytes. The rule is the dp
+-- pass's own (core/par/dp_lane.c close_bucket, Megatron's
+-- param_layout.py), through core.dp_pad.
 local function bytes_of(v, default)
     if v == nil then return default end
     return type(v) == "number" and v or core.parse(v, "bytes")
 end
 
-local function gcd(a, b)
-    while b ~= 0 do a, b = b, a % b end
-    return a
-end
-
-local function pad_elements(P, quantum, cut, gb, first_cap, cap)
-    local function pad(n)
-        local padded = math.ceil(n / quantum - 1e-9) * quantum
-        return padded > n and padded - n or 0
-    end
-    if not cut or not (P > 0) then return P > 0 and pad(P) or 0 end
-    local total, left, c = 0, P * gb, first_cap
-    while left > 0 do
-        local take = math.min(c, left)
-        total = total + pad(take / gb)
-        left, c = left - take, cap
-    end
-    return total
+local function pad_elements(P, shard, cut, gb, first_cap, cap)
+    if not (P > 0) then return 0 end
+    return core.dp_pad(P, shard, cut, gb, first_cap, cap)
 end
 
 -- cost(args, c) -> { memory = closed-form peak bytes (the largest rank's),
@@ -381,7 +367,6 @@ function M.cost(args, c, memo)
     end
     local grad_bytes, weight_bytes = mem.grad_bytes or 2, mem.weight_bytes or 2
     local gs = type(args.grad_sync) == "table" and args.grad_sync or {}
-    local quantum = zero and shard // gcd(shard, 128) * 128 or 0
     local cut_mode = gs.bucketed or "first"
     local first_bucket = bytes_of(gs.first_bucket, 1024 * 1024)
     local bucket = bytes_of(gs.bucket, 25 * 1024 * 1024)
@@ -406,9 +391,9 @@ function M.cost(args, c, memo)
             local g = st[sx + 1]
             local dense = apart and g.params - g.expert or g.params
             static = static + dense * per_param + (apart and g.expert * per_expert or 0) + g.static
-            if quantum > 0 then
+            if zero then
                 local cut = cut_mode == "all" or (cut_mode == "first" and r == 0 and k == 1)
-                static = static + pad_elements(dense, quantum, cut, grad_bytes, first_bucket, bucket)
+                static = static + pad_elements(dense, shard, cut, grad_bytes, first_bucket, bucket)
                     * (weight_bytes + grad_bytes)
             end
             work = math.max(work, g.work)

@@ -106,16 +106,20 @@ do
         "block, k = 1: one block per stage again")
     H.near(uni.model_flops, none.model_flops, 1e-15, "recompute leaves model FLOPs alone")
     -- fp32 (Megatron's default precision): no dense peak given, no MFU
-    local fp32 = ps.run(ps.models.megatron((function()
+    local r32 = ps.run(ps.models.megatron((function()
         local a = {}
         for k, v in pairs(base) do a[k] = v end
         a.bf16 = nil
         return a
-    end)())).efficiency
+    end)()))
+    local fp32 = r32.efficiency
     H.eq(fp32.precision, "fp32")
     H.eq(fp32.mfu, nil, "fp32: no MFU")
     H.eq(fp32.note, "no MFU: the device has no fp32 dense peak")
-    H.check(fp32.model_tflops_per_gpu > 0, "fp32: TFLOP/s still given")
+    -- the precision changes the time, not the FLOPs: the rates still given
+    H.near(fp32.model_flops, none.model_flops, 1e-15, "fp32: the same model FLOPs")
+    H.near(fp32.model_tflops_per_gpu, fp32.model_flops / (r32.makespan * 2) / 1e12, 1e-12,
+        "fp32: model TFLOP/s per GPU over 2 GPUs")
 end
 
 -- FP8: the precision comes from an fp8 field; its peak is the device's

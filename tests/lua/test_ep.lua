@@ -319,7 +319,15 @@ do
     -- and a step runs with them on a DGX node
     local r = ps.run(F.with(spec, { cluster = ps.cluster(ps.clusters.dgx("H100", 1)),
         microbatches = 2, record = "none" }))
-    H.check(r.makespan > 0 and r.moe.etp == 2, "a step at etp 2")
+    -- 4 simulated instances (dp 4), each standing for its ETP group; one
+    -- stage, so every idle moment is a wait: on the all-to-alls or on the
+    -- gradient sync
+    H.eq(r.moe.etp, 2, "a step at etp 2")
+    H.eq(r.stands_for, { { 0, 1 }, { 2, 3 }, { 4, 5 }, { 6, 7 } }, "etp 2: pairs")
+    for i = 1, 4 do
+        H.near(r.stage_bubble[i] * r.makespan, r.exposed_a2a[i] + r.exposed_comm[i], 1e-9,
+            "rank " .. r.rank[i] .. ": idle = waited")
+    end
 end
 
 -- 5. Bad input, each message.

@@ -219,6 +219,20 @@ static inline double fixture_scalar(rec_db *db, const char *sql)
     return v;
 }
 
+/* The first column of sql's first row as text in buf ("(error)" when the
+ * query fails or returns no row). */
+static inline const char *fixture_text(rec_db *db, const char *sql, char *buf,
+                                       size_t size)
+{
+    ps_err err;
+    rec_query *q = rec_query_new(db, sql, &err);
+    snprintf(buf, size, "(error)");
+    if (q && rec_query_step(q, &err) == 1)
+        snprintf(buf, size, "%s", rec_query_text(q, 0));
+    rec_query_free(q);
+    return buf;
+}
+
 /* A new database at path, opened for writing: the file and its -wal and
  * -shm side files a previous run of the test left are removed first. */
 static inline rec_db *fixture_new_db(const char *path, ps_err *err)

@@ -178,6 +178,18 @@ static void test_padding(void)
         prog_free(ps);
     }
     net_free(nw3);
+    /* par_dp_pad_elements (ps.search's closed form through core.dp_pad),
+     * the same rule: the chunk of 1000 as one bucket over dp 3, 152; over
+     * dp 8, lcm(8, 128) = 128: 1024 - 1000 = 24. Cut at 1000 bytes and
+     * then 600 (2 bytes a gradient): buckets of 500, 300 and 200
+     * elements, each to a multiple of 128: 12 + 84 + 56. No padding at a
+     * multiple, and none of nothing. */
+    CHECK(par_dp_pad_elements(1000, 3, 0, 2, 1, 1) == 152);
+    CHECK(par_dp_pad_elements(1000, 8, 0, 2, 1, 1) == 24);
+    CHECK(par_dp_pad_elements(1000, 8, 1, 2, 1000, 600) == 12 + 84 + 56);
+    CHECK(par_dp_pad_elements(1000, 8, 1, 2, 1e9, 1e9) == 24);
+    CHECK(par_dp_pad_elements(1024, 256, 1, 4, 1024, 1024) == 0);
+    CHECK(par_dp_pad_elements(0, 3, 1, 2, 1000, 600) == 0);
 }
 
 int main(void)

@@ -83,6 +83,11 @@ mspec.tp, mspec.stages = 2, 2
 fresh(mspec, "tp 2")
 mspec.tp, mspec.stages = nil, 4
 H.near(fresh(mspec, "tp 1 again"), m0, 0, "tp 1 again")
+-- a kept field removed and nothing else changed: not the last call's plan
+mspec.recompute = "full"
+H.check(fresh(mspec, "recompute full") > m0, "recompute costs time")
+mspec.recompute = nil
+H.near(fresh(mspec, "recompute removed"), m0, 0, "recompute removed")
 
 -- a list with a metatable is not memoized, and still right
 local meta = setmetatable(copy(plain), { __index = function() return nil end })

@@ -25,6 +25,7 @@
  * rule out counts as a change), at a few instructions a byte rather than
  * ~400 an entry. core.layers_unchanged(list, snap, true) walks anyway
  * (tests/lua/test_loop_memo.lua checks both). */
+#include "base/vec.h"
 #include "bind/bind.h"
 #include "bind/table_bytes.h"
 
@@ -133,32 +134,17 @@ static int same(lua_State *L, int idx, const seen_value *sv)
 static seen_entry *add(walk *w)
 {
     snapshot *s = w->s;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        seen_entry *e = realloc(s->e, cap * sizeof *e);
-        if (!e)
-            luaL_error(w->L, "out of memory");
-        s->e = e;
-        s->cap = cap;
-    }
-    seen_entry *e = &s->e[s->n++];
-    memset(e, 0, sizeof *e);
-    return e;
+    if (VEC_RESERVE(s->e, s->cap, s->n + 1))
+        luaL_error(w->L, "out of memory");
+    return &s->e[s->n++]; /* zeroed by VEC_RESERVE */
 }
 
 /* Appends the table at idx to the snapshot's tables. */
 static void note_table(walk *w, int idx)
 {
     snapshot *s = w->s;
-    if (s->ntab == s->tcap) {
-        size_t cap = s->tcap ? 2 * s->tcap : 16;
-        table_bytes *t = realloc(s->tab, cap * sizeof *t);
-        if (!t)
-            luaL_error(w->L, "out of memory");
-        s->tab = t;
-        s->tcap = cap;
-    }
-    memset(&s->tab[s->ntab], 0, sizeof *s->tab);
+    if (VEC_RESERVE(s->tab, s->tcap, s->ntab + 1))
+        luaL_error(w->L, "out of memory");
     s->tab[s->ntab++].t = lua_topointer(w->L, idx);
 }
 

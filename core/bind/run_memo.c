@@ -20,11 +20,11 @@
  *
  * Where this Lua's table layout is the one core/bind/table_bytes.c reads
  * (Debian's 5.4), the snapshot also copies the storage of every table it
- * walked, and core.layers_unchanged compares those bytes instead of
- * walking: the same answer where nothing changed (a change it cannot
- * rule out counts as a change), at a few instructions a byte rather than
- * ~400 an entry. core.layers_unchanged(list, snap, true) walks anyway
- * (tests/lua/test_loop_memo.lua checks both). */
+ * walked, and core.layers_unchanged compares their slots with the copy
+ * instead of walking: the same answer where nothing changed (a change it
+ * cannot rule out counts as a change), at a few instructions a slot
+ * rather than ~400 an entry. core.layers_unchanged(list, snap, true)
+ * walks anyway (tests/lua/test_loop_memo.lua checks both). */
 #include "base/vec.h"
 #include "bind/bind.h"
 #include "bind/table_bytes.h"
@@ -298,8 +298,8 @@ static int core_layers_snapshot(lua_State *L)
 
 /* [-0, +1] core.layers_unchanged(list, snapshot[, walk]): whether the
  * list holds what it held when the snapshot was taken (the same tables
- * inside it, with the same keys and values); by the tables' bytes where
- * the snapshot has them, unless walk is true. */
+ * inside it, with the same keys and values); by the tables' slots where
+ * the snapshot has their copy, unless walk is true. */
 static int core_layers_unchanged(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);

@@ -85,8 +85,8 @@ end
 -- on each call; a run table with a table among them (tags, ranks,
 -- placement, a custom tp_comm) is not memoized at all, as a table's
 -- contents could change without its identity, and neither is a list the
--- snapshot cannot see (a metatable). Weak keys: a list or cluster
--- collected takes its entries along.
+-- snapshot cannot see (a metatable) or a run table with a metatable.
+-- Weak keys: a list or cluster collected takes its entries along.
 local LOOP_MEMO = setmetatable({}, { __mode = "k" })
 local LOOP_FIELDS = {} -- SHARED_FIELDS but the entry's keys, in a fixed order
 for k in pairs(SHARED_FIELDS) do
@@ -94,6 +94,8 @@ for k in pairs(SHARED_FIELDS) do
 end
 table.sort(LOOP_FIELDS)
 local NLOOP_FIELDS = #LOOP_FIELDS
+local LOOP_INDEX = {} -- a field's place in LOOP_FIELDS
+for i, k in ipairs(LOOP_FIELDS) do LOOP_INDEX[k] = i end
 local layers_unchanged, layers_snapshot = core.layers_unchanged, core.layers_snapshot
 
 -- The loop memo's entry for spec, its `plain` set (the values of
@@ -101,6 +103,8 @@ local layers_unchanged, layers_snapshot = core.layers_unchanged, core.layers_sna
 local function loop_memo(spec)
     local layers, c = spec.layers, spec.cluster
     if type(layers) ~= "table" or (c ~= nil and type(c) ~= "userdata") then return nil end
+    -- a run table with a metatable could answer other values than its keys
+    if getmetatable(spec) ~= nil then return nil end
     local by = LOOP_MEMO[layers]
     if not by then
         by = setmetatable({}, { __mode = "k" })
@@ -116,14 +120,22 @@ local function loop_memo(spec)
         m = { plans = {}, snap = snap, loop = true, last = {} }
         by[key] = m
     end
-    local last, plain = m.last, m.plain ~= nil
-    for i = 1, NLOOP_FIELDS do
-        local v = spec[LOOP_FIELDS[i]]
-        if type(v) == "table" then return nil end
-        if plain and (v ~= last[i] or mtype(v) ~= mtype(last[i])) then plain = false end
+    -- the run table's own keys, not every one of LOOP_FIELDS (a run table
+    -- sets a few of them): the same values as the last call's, and as
+    -- many (none of the last ones gone)
+    local last, plain, n = m.last, m.plain ~= nil, 0
+    for k, v in next, spec do
+        local i = LOOP_INDEX[k]
+        if i then
+            if type(v) == "table" then return nil end
+            n = n + 1
+            if plain and (v ~= last[i] or mtype(v) ~= mtype(last[i])) then plain = false end
+        end
     end
+    if n ~= m.nlast then plain = false end
     if not plain then -- new values: what was kept for the last ones goes
         for i = 1, NLOOP_FIELDS do last[i] = spec[LOOP_FIELDS[i]] end
+        m.nlast = n
         m.plain_checked, m.plain_slot, m.meta, m.efficiency = nil, nil, nil, nil
     end
     m.plain = true

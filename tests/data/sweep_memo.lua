@@ -1,5 +1,6 @@
 -- tests/cli_sweep_memo.sh: the same runs as one ps.sweep with `base`
--- (default) or as a plain ps.run loop (-D loop=true). The databases must
+-- (default) or as a plain ps.run loop (-D loop=true; -D batch=true: that
+-- loop inside ps.batch, committed together). The databases must
 -- hold the same rows apart from the sweep columns: the sweep's memo
 -- (layers checked and lowered once, run.params fields kept from the first
 -- point) changes no row. The points vary fields whose JSON text is subtle
@@ -29,7 +30,8 @@ local groups = {
                  { microbatches = 3 }, { schedule = "gpipe", record = "events" },
                  { microbatches = 0 } } },
 }
-for _, g in ipairs(groups) do
+local function each(fn) for _, g in ipairs(groups) do fn(g) end end
+local function run_all(g)
     if ps.args.loop then
         for _, p in ipairs(g.points) do
             local t = {}
@@ -42,3 +44,4 @@ for _, g in ipairs(groups) do
         pcall(ps.sweep, { name = g.base.name, base = g.base, points = g.points, jobs = 1 })
     end
 end
+if ps.args.batch then ps.batch(each, run_all) else each(run_all) end

@@ -83,6 +83,11 @@ mspec.tp, mspec.stages = 2, 2
 fresh(mspec, "tp 2")
 mspec.tp, mspec.stages = nil, 4
 H.near(fresh(mspec, "tp 1 again"), m0, 0, "tp 1 again")
+-- a kept field removed and nothing else changed: not the last call's plan
+mspec.recompute = "full"
+H.check(fresh(mspec, "recompute full") > m0, "recompute costs time")
+mspec.recompute = nil
+H.near(fresh(mspec, "recompute removed"), m0, 0, "recompute removed")
 
 -- a list with a metatable is not memoized, and still right
 local meta = setmetatable(copy(plain), { __index = function() return nil end })
@@ -91,18 +96,65 @@ H.near(fresh(mt, "metatable"), t0, 0, "a list with a metatable")
 meta[2].fwd_time = 0.5
 H.near(fresh(mt, "metatable changed"), t1, 0, "a list with a metatable, changed")
 
--- the snapshot itself
-do
+-- the snapshot itself, compared by its tables' bytes (core/bind/
+-- table_bytes.c) and by walking the entries (walk = true): every change
+-- is seen both ways, and undoing it is unchanged again
+for _, walk in ipairs{ false, true } do
+    local how = walk and " (walked)" or " (bytes)"
+    local function unchanged(l, s) return core.layers_unchanged(l, s, walk) end
     local l = { { fwd_time = 1, name = string.rep("x", 64) } }
     local s = core.layers_snapshot(l)
-    H.check(core.layers_unchanged(l, s), "unchanged")
+    H.check(unchanged(l, s), "unchanged" .. how)
     l[1].name = string.rep("x", 63) .. "x" -- another long string of the same bytes
-    H.check(core.layers_unchanged(l, s), "a long string of the same bytes")
+    -- the walk compares its bytes; the storage holds another address, a
+    -- change (the memo checks the layers again)
+    H.eq(unchanged(l, s), walk, "a long string of the same bytes" .. how)
     l[1].name = string.rep("x", 63) .. "y"
-    H.check(not core.layers_unchanged(l, s), "a long string changed")
+    H.check(not unchanged(l, s), "a long string changed" .. how)
     l[1].name = string.rep("x", 64)
     l[1].fwd_time = 0 / 0
-    H.check(not core.layers_unchanged(l, s), "NaN differs")
+    H.check(not unchanged(l, s), "NaN differs" .. how)
+    local shape = { hidden = 4096 }
+    local m = { { fwd_time = 1, shape = shape }, { fwd_time = 2, shape = shape } }
+    -- each change seen; its undoing unchanged again when walked, and by
+    -- the bytes too where only values changed (a key removed leaves its
+    -- node, a table grown keeps its larger part: changes, which only cost
+    -- the memo a new check)
+    local function change(label, exact, doit, undo)
+        local ms = core.layers_snapshot(m)
+        doit()
+        H.check(not unchanged(m, ms), label .. how)
+        undo()
+        if walk or exact then H.check(unchanged(m, ms), label .. ", undone" .. how) end
+    end
+    change("a value", true, function() m[2].fwd_time = 3 end, function() m[2].fwd_time = 2 end)
+    change("an integer for a float", true, function() m[1].fwd_time = 1.0 end,
+        function() m[1].fwd_time = 1 end)
+    change("a field added", false, function() m[1].bwd_time = 1 end,
+        function() m[1].bwd_time = nil end)
+    change("a field removed", false, function() m[1].fwd_time = nil end,
+        function() m[1].fwd_time = 1 end)
+    change("the shared table", true, function() shape.hidden = 8192 end,
+        function() shape.hidden = 4096 end)
+    change("a layer appended", false, function() m[3] = { fwd_time = 1 } end,
+        function() m[3] = nil end)
+    local second = m[2]
+    change("a layer replaced", true, function() m[2] = { fwd_time = 2, shape = shape } end,
+        function() m[2] = second end)
+    change("a metatable", true, function() setmetatable(m[1], {}) end,
+        function() setmetatable(m[1], nil) end)
+    local ms = core.layers_snapshot(m)
+    -- many fields added and removed: the table's hash part is resized
+    for i = 1, 100 do m[1]["f" .. i] = i end
+    H.check(not unchanged(m, ms), "grown" .. how)
+    for i = 1, 100 do m[1]["f" .. i] = nil end
+    H.check(not unchanged(m, ms) or walk, "grown and emptied: a change unless walked" .. how)
+    H.check(unchanged(m, core.layers_snapshot(m)), "a new snapshot" .. how)
+    -- the same contents in another list: the walk compares contents, the
+    -- bytes the list too (the memo is keyed by the list anyway)
+    H.eq(unchanged({ m[1], m[2] }, core.layers_snapshot(m)), walk, "another list" .. how)
+end
+do
     H.check(core.layers_snapshot(setmetatable({}, {})) == false, "a metatable: no snapshot")
     local deep = {}
     local at = deep

@@ -162,6 +162,15 @@ do
     same(a, b, "MoE, EP 64 in DP 128")
 end
 
+-- 6c. ZeRO-2 and ZeRO-3 (core/par/fsdp.c): the reduce-scatters after every
+-- microbatch's backward and ZeRO-3's gathers are checked as they are
+-- lowered (core/par/fold_stream.c) and dropped; the result is the full one
+for _, z in ipairs { 2, 3 } do
+    local a = step(8, { tp = 8, pp = 2 }, { zero = z })
+    H.eq(a.folded, true, "ZeRO-" .. z .. ": folded")
+    same(a, step(8, { tp = 8, pp = 2 }, { zero = z, fold = false }), "ZeRO-" .. z)
+end
+
 -- 7. fold must be a boolean
 H.raises(function() step(4, { tp = 8, pp = 2 }, { fold = "no" }) end, "fold")
 

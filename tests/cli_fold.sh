@@ -20,5 +20,19 @@ fi
 expect_fail "run --unsafe --max-memory 64MiB tests/bench/dense1t.lua -D nodes=1000 -D fold=false -o $TMP/fold2.db" \
     "memory limit of 64 MiB reached (--max-memory): the run's programs need more than"
 
+# ZeRO-2 (core/par/fsdp.c: a reduce-scatter after every microbatch's
+# backward) streams too: Llama 3 405B's layout on 128 nodes (DP 8) within
+# 96 MiB folded; every replica's reduce-scatters need more
+# shellcheck disable=SC2086
+if $VG "$BIN" run --unsafe --max-memory 96MiB tests/bench/llama405.lua -D nodes=128 -D zero=2 \
+    -o "$TMP/fold3.db" >"$TMP/fold3.stdout" 2>"$TMP/fold3.stderr"; then
+    grep -q "llama3-405b on 1024 GPUs: step 6.433768 s, folded true" "$TMP/fold3.stdout" && ok ||
+        bad "folded ZeRO-2 run: $(cat "$TMP/fold3.stdout")"
+else
+    bad "folded ZeRO-2 run within 96 MiB failed: $(cat "$TMP/fold3.stderr")"
+fi
+expect_fail "run --unsafe --max-memory 96MiB tests/bench/llama405.lua -D nodes=128 -D zero=2 -D fold=false -o $TMP/fold4.db" \
+    "memory limit of 96 MiB reached (--max-memory): the run's programs need more than"
+
 echo "$P passed, $F failed"
 [ "$F" -eq 0 ]

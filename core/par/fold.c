@@ -364,6 +364,17 @@ int par_fold_build(par_fold *f, const prog_set *full, const par_sim *sim,
     for (int32_t s = 1, tries = 0; s < sim->n && tries < FOLD_MAX_TRIES; s++) {
         if (sim->n % s)
             continue;
+        /* a shift that moves ranks across nodes fails in O(ranks) and
+         * costs no try: where an instance is one GPU (tp 1), every shift
+         * below a node's GPUs does. The smallest s then maps nodes onto
+         * nodes and every group of the step onto a group: for expert
+         * parallelism nested in the data-parallel dimension (Megatron's
+         * expert order tp-ep-dp-pp: an EP group is ep consecutive
+         * replicas) that is the EP group's span, the shift between the
+         * replicas of the expert-data-parallel group (DeepSeek-V3's EP 64
+         * in DP 128: s = 64, the 7th divisor). */
+        if (!par_fold_net_symmetric(f, sim, nw, static_bytes, s))
+            continue;
         tries++;
         if (!check_shift(f, full, sim, nw, static_bytes, s))
             continue;

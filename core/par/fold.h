@@ -86,8 +86,9 @@ int par_fold_build(par_fold *f, const prog_set *full, const par_sim *sim,
 void par_fold_unfold(par_fold *f, prog_set *full, const par_sim *sim);
 
 /* The streaming check, for a step whose replicas should fold (the
- * caller's conditions as for par_fold_build; no MoE or ZeRO-2/3 lanes,
- * which the passes read back): on the empty programs full before the
+ * caller's conditions as for par_fold_build; no MoE step, whose shift is
+ * an expert group's span, not one; 0 too where a shift by one maps no
+ * node onto a node): on the empty programs full before the
  * passes lower, returns 1 and sets f->hook for par_step.fold (memory then
  * grows with instance 0's communication, not every replica's), 0 when it
  * does not apply, PS_ERR when out of memory. */

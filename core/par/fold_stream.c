@@ -187,6 +187,11 @@ int par_fold_stream_begin(par_fold *f, const prog_set *full, const par_sim *sim,
     f->n = sim->n;
     f->p = sim->p;
     f->sim = sim;
+    /* a shift by one replica that maps no node onto a node (a replica is
+     * one GPU, tp 1) fails the check at the end whatever the programs:
+     * lowering twice would be wasted */
+    if (!par_fold_net_symmetric(f, sim, nw, NULL, 1))
+        return 0;
     f->ncompute = sim->n * sim->p;
     f->indexed = f->nrep = 0;
     /* the arrays par_fold_build sizes exactly: grown anew here */

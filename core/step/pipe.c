@@ -404,14 +404,15 @@ static int execute(pipe_ctx *ctx, const pipe_config *cfg, net *nw,
 /* The passes' programs, sealed. Where replicas will fold (execute's
  * conditions), the passes keep only instance 0's communication ops, the
  * others compared and dropped as lowered (par_fold_stream_begin); when
- * the replicas prove different, every op is lowered again and kept. No
- * MoE or ZeRO-2/3 step: their passes read communication lanes back. */
+ * the replicas prove different, every op is lowered again and kept.
+ * ZeRO-2/3 steps stream too (their passes read compute lanes back, which
+ * stay); MoE steps do not: their replicas fold by an expert group's span
+ * (par_fold_build), not by one. */
 static int lower(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                  par_step *st, ps_err *err)
 {
     int fold = cfg->fold && !cfg->faults && !cfg->live &&
-               cfg->record != REC_EVENTS && !ctx->has_moe &&
-               st->layout->s.shard < PAR_SHARD_GRADS;
+               cfg->record != REC_EVENTS && !ctx->has_moe;
     int rc = par_fold_stream_begin(&ctx->replicas, ctx->ps, &ctx->sim, nw, fold,
                                    err);
     if (rc < 0)

@@ -142,6 +142,35 @@ do
     same(a, b, "MoE, EP = DP")
 end
 
+-- 6b. expert parallelism nested in the data-parallel dimension (Megatron's
+-- expert order tp-ep-dp-pp): EP 64 inside DP 128 at tp 1, DeepSeek-V3's
+-- first six layers on one stage of 16 DGX H800. A GPU is an instance, so
+-- shifts by less than a node cross nodes; by 8 to 32 they map an EP group
+-- onto two; by 64 (the expert-data-parallel replicas) the step is its own
+-- image: 64 representatives, the same result as all 128 replicas
+do
+    local model = ps.models.preset("deepseek-v3", { dispatch_dtype = "fp8" })
+    local layers = { table.unpack(model, 1, 6) }
+    local c = ps.cluster(ps.clusters.dgx("H800", 16))
+    local function moe(fold)
+        return ps.run{ cluster = c, layers = layers, stages = 1, dp = 128, ep = 64,
+            microbatches = 2, zero = 1, record = "summary", fold = fold,
+            grad_sync = { bucket = "1 TB", first_bucket = "1 TB" } }
+    end
+    local a, b = moe(true), moe(false)
+    H.eq({ a.folded, b.folded }, { true, false }, "MoE, EP 64 in DP 128: folded")
+    same(a, b, "MoE, EP 64 in DP 128")
+end
+
+-- 6c. ZeRO-2 and ZeRO-3 (core/par/fsdp.c): the reduce-scatters after every
+-- microbatch's backward and ZeRO-3's gathers are checked as they are
+-- lowered (core/par/fold_stream.c) and dropped; the result is the full one
+for _, z in ipairs { 2, 3 } do
+    local a = step(8, { tp = 8, pp = 2 }, { zero = z })
+    H.eq(a.folded, true, "ZeRO-" .. z .. ": folded")
+    same(a, step(8, { tp = 8, pp = 2 }, { zero = z, fold = false }), "ZeRO-" .. z)
+end
+
 -- 7. fold must be a boolean
 H.raises(function() step(4, { tp = 8, pp = 2 }, { fold = "no" }) end, "fold")
 

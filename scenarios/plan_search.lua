@@ -71,6 +71,11 @@ table.sort(reasons)
 for _, k in ipairs(reasons) do print(string.format("  dropped %-15s %6d", k, res.dropped[k])) end
 print(string.format("  valid and fitting %5d: simulated %d, skipped by the bound %d",
     res.valid, res.simulated, res.pruned))
+if res.relaxed > 0 then
+    -- plans too large or costly, first simulated with one replica
+    -- (docs/search.md, "The relaxed bound")
+    print(string.format("  relaxed (one replica simulated) %d", res.relaxed))
+end
 if res.unproven > 0 then
     print(string.format("  unproven %d: failed or too large to simulate, with a bound below the best",
         res.unproven))

@@ -13,6 +13,7 @@ local megatron = require "pipesim.models.megatron"
 local parallel = require "pipesim.parallel"
 local roofline = require "pipesim.models.roofline"
 local split = require "pipesim.models.megatron_split"
+local relax = require "pipesim.search_relax"
 local search_cost = require "pipesim.search_cost"
 local search_space = require "pipesim.search_space"
 local transformer = require "pipesim.models.transformer"
@@ -199,6 +200,15 @@ local MAX_STEPS = 30e6
 -- micro-batch 4, ZeRO-2 (16.6 M steps by the estimate below) held 5.9 GB
 -- resident while simulated, where 56 bytes a step would be 0.9 GB
 local FSDP_WEIGHT = 6
+-- Context parallelism's programs grow with dp^2 (main at 3e7f909):
+-- Llama 3 405B at tp 4, cp 8, pp 16, v 8, 64 microbatches took 215 MB at
+-- dp 4 and 860 MB at dp 8; at tp 4, cp 4, pp 32, v 4, interleaved_zb 89,
+-- 230 and 887 MB at dp 4, 8, 16 (maximum resident, whole process): about
+-- 56 bytes per estimated step times dp / 6.4 to dp / 7.7
+local CP_DP = 6
+-- Plans estimated above this many steps (some seconds to simulate) are
+-- first simulated relaxed (search_relax.lua), which costs a 1/dp^2 share
+local RELAX_STEPS = 3e6
 
 -- A lower estimate of the ring steps of a configuration's collectives
 -- over its simulated ranks (TP groups are folded to one: cp x pp x dp of
@@ -208,7 +218,8 @@ local FSDP_WEIGHT = 6
 -- reduce-scatter of every layer after every microbatch (and ZeRO-3's two
 -- all-gathers; core/par/fsdp.c, units are layers) instead; context
 -- parallelism's exchange of K and V in every layer's forward and backward,
--- cp - 1 steps each.
+-- cp - 1 steps each, times dp / CP_DP (at least 1): the simulator builds
+-- every replica's CP ranks before folding them, which grows with dp^2.
 local function collective_steps(c, shape)
     local d = c.dp * c.cp
     local per_rank = ((shape.layers + (search_space.split(shape.layers, c.pp) or 0)) + c.pp - 1) // c.pp
@@ -221,7 +232,9 @@ local function collective_steps(c, shape)
     elseif d > 1 then
         steps = steps + (c.schedule == "dualpipe" and 2 or c.v) * 4 * (d - 1)
     end
-    if c.cp > 1 then steps = steps + c.microbatches * per_rank * 4 * (c.cp - 1) end
+    if c.cp > 1 then
+        steps = steps + c.microbatches * per_rank * 4 * (c.cp - 1) * math.max(1, c.dp / CP_DP)
+    end
     return c.cp * c.pp * c.dp * steps
 end
 
@@ -451,14 +464,30 @@ function M.run(ps, spec, hooks)
     -- its memory (res.pareto is then the front of the simulated rows only)
     local front_too = spec.pareto ~= false
     local max_steps = spec.max_collective_steps or MAX_STEPS
-    local function dominated(c)
+    local function dominated(c, bound)
         if prune ~= "bound" then return false end
+        bound = bound or c.bound
         for _, d in ipairs(done) do
-            if d.fits and d.step_time <= c.bound and (not front_too or d.peak_memory <= c.memory) then
+            if d.fits and d.step_time <= bound and (not front_too or d.peak_memory <= c.memory) then
                 return true
             end
         end
         return false
+    end
+    -- the relaxed bound (search_relax.lua), for ZeRO 0 and 1 only: ZeRO-2/3
+    -- are slow through their per-layer collectives over dp x cp, which the
+    -- relaxation takes away, so it would prove nothing there
+    local relax_memo, relaxations = { spec = spec }, 0
+    local function relaxed(c)
+        if prune ~= "bound" or c.zero >= 2 then return nil end
+        if c.relaxed == nil then
+            local t = relax.step(c, function(rc, rspec)
+                relaxations = relaxations + 1
+                return build_run(rc, shape, rspec, layers_of)
+            end, ps.run, relax_memo, M.label)
+            c.relaxed, c.row.relaxed = t or false, t
+        end
+        return c.relaxed or nil
     end
     -- one configuration: recorded as a point of the sweep named after the
     -- search (run.sweep, run.point as JSON, run.point_index = its place in
@@ -499,13 +528,22 @@ function M.run(ps, spec, hooks)
             elseif dominated(c) then
                 pruned = pruned + 1
                 c.row.status = "pruned"
-            elseif collective_steps(c, shape) > max_steps then
-                c.row.status = "too large"
-                c.row.error = string.format("about %.0f collective steps to simulate, more " ..
-                    "than max_collective_steps (%.0f)", collective_steps(c, shape), max_steps)
-                result.dropped.too_large = (result.dropped.too_large or 0) + 1
             else
-                todo[#todo + 1] = c
+                local steps = collective_steps(c, shape)
+                -- too large or costly: its relaxation first, when what was
+                -- simulated may already be as fast
+                local x = steps > RELAX_STEPS and #done > 0 and relaxed(c)
+                if x and dominated(c, math.max(c.bound, x)) then
+                    pruned = pruned + 1
+                    c.row.status = "pruned"
+                elseif steps > max_steps then
+                    c.row.status = "too large"
+                    c.row.error = string.format("about %.0f collective steps to simulate, more " ..
+                        "than max_collective_steps (%.0f)", steps, max_steps)
+                    result.dropped.too_large = (result.dropped.too_large or 0) + 1
+                else
+                    todo[#todo + 1] = c
+                end
             end
         end
         local outs
@@ -535,9 +573,25 @@ function M.run(ps, spec, hooks)
             end
         end
     end
+    -- the plans found too large before anything ran: their relaxation
+    -- against what ran, in bound order (nothing to prove against when
+    -- nothing that fits ran)
+    local ran = false
+    for _, d in ipairs(done) do ran = ran or d.fits end
+    for _, c in ipairs(ran and fits or {}) do
+        if c.row.status == "too large" and not dominated(c) then
+            local x = relaxed(c)
+            if x and dominated(c, math.max(c.bound, x)) then
+                c.row.status, c.row.error = "pruned", nil
+                pruned = pruned + 1
+                result.dropped.too_large = result.dropped.too_large - 1
+            end
+        end
+    end
+    if result.dropped.too_large == 0 then result.dropped.too_large = nil end
     table.sort(result.table, function(a, b) return a.index < b.index end)
     lap("simulate")
-    result.simulated, result.pruned = simulated, pruned
+    result.simulated, result.pruned, result.relaxed = simulated, pruned, relaxations
     local best
     for _, r in ipairs(done) do
         if r.fits and (not best or ranked(r, best)) then best = r end
@@ -551,7 +605,7 @@ function M.run(ps, spec, hooks)
     local unproven, first = 0, nil
     for _, r in ipairs(result.table) do
         if (r.status == "failed" or r.status == "too large")
-            and (not best or r.bound < best.step_time) then
+            and (not best or math.max(r.bound, r.relaxed or 0) < best.step_time) then
             unproven = unproven + 1
             first = first or r
         end

@@ -189,10 +189,20 @@ local function act_peak(st, sched, p, v, m, r)
         local total, pv = m * v, p * v
         local warm = math.min(2 * (p - r - 1) + (v - 1) * p, total)
         for k = 0, warm - 1 do f((k % pv) // p) end
-        for k = 0, total - warm - 1 do
+        -- the steady pairs repeat with period pv, each chunk p times
+        -- forward and p times backward in a period, so a period leaves
+        -- the sum where it was: its first period holds the steady
+        -- phase's peak, and after n pairs the sum is where it was after
+        -- n mod pv (O(pv), not O(m v), per rank)
+        local steady = total - warm
+        local left = steady % pv
+        local after = cur
+        for k = 0, math.min(steady, pv) - 1 do
             f(((k + warm) % pv) // p)
             b(v - 1 - (k % pv) // p)
+            if k + 1 == left then after = cur end
         end
+        if steady > pv then cur = after end
         for k = total - warm, total - 1 do b(v - 1 - (k % pv) // p) end
         return top
     end
@@ -212,8 +222,15 @@ local function act_peak(st, sched, p, v, m, r)
         local warm = math.min((v - 1) * mpr + (sched == "interleaved_zb" and 1 or 2) * (p - 1 - r),
             m * v)
         local held_f = warm + (warm < m * v and 1 or 0)
+        -- forward k is of chunk (k // mpr) % v: rounds full rounds of mpr
+        -- and rem more of chunk rounds % v
+        local rounds, rem = held_f // mpr, held_f % mpr
         local sum = 0
-        for k = 0, held_f - 1 do sum = sum + st[((k // mpr) % v) * p + r + 1].alloc end
+        for ch = 0, v - 1 do
+            local n = (rounds // v + (ch < rounds % v and 1 or 0)) * mpr
+                + (ch == rounds % v and rem or 0)
+            sum = sum + n * st[ch * p + r + 1].alloc
+        end
         -- the first backward is of the last chunk (BCHUNK(warm))
         return sum + st[(v - 1) * p + r + 1].extra
     end
@@ -371,7 +388,6 @@ function M.cost(args, c, memo)
     local first_bucket = bytes_of(gs.first_bucket, 1024 * 1024)
     local bucket = bytes_of(gs.bucket, 25 * 1024 * 1024)
     local best_mem, best_rank, bound = 0, 0, 0
-    local fill, drain = 0, 0
     local peaks, sync = {}, {}
     -- DualPipe's reverse direction enters at rank p - 1 (its copy of
     -- stage 0): rank r's copy, stage p-1-r, starts after the forwards of
@@ -384,9 +400,31 @@ function M.cost(args, c, memo)
             acc = acc + st[k + 1].F
         end
     end
+    -- microbatch 0's activations up to rank r, the last microbatch's
+    -- gradient down from it (fill[r], drain[r]), the same for every
+    -- schedule and ZeRO stage of the memo's group
+    local fills, drains = memo.fills, memo.drains
+    if not fills then
+        fills, drains = { [0] = 0 }, { [0] = 0 }
+        for r = 0, p - 2 do
+            local g = st[r + 1]
+            fills[r + 1] = fills[r] + g.F + lone(cluster, at(r, 0), at(r + 1, 0), g.out)
+            drains[r + 1] = drains[r] + g.R + g.B + lone(cluster, at(r + 1, 0), at(r, 0), g.out)
+        end
+        memo.fills, memo.drains = fills, drains
+    end
+    local helds = memo.held and memo.held[c.schedule]
+    if not helds then
+        memo.held = memo.held or {}
+        helds = {}
+        memo.held[c.schedule] = helds
+    end
     for r = 0, p - 1 do
         local static, busy, params, work = 0, 0, 0, 0
-        local stages, share = held(c.schedule, p, v, r)
+        local hr = helds[r]
+        if not hr then hr = table.pack(held(c.schedule, p, v, r)); helds[r] = hr end
+        local stages, share = hr[1], hr[2]
+        local fill, drain = fills[r], drains[r]
         for k, sx in ipairs(stages) do
             local g = st[sx + 1]
             local dense = apart and g.params - g.expert or g.params
@@ -446,13 +484,6 @@ function M.cost(args, c, memo)
         local first = fill
         if c.schedule == "dualpipe" then first = math.min(fill, rfill[r]) end
         bound = math.max(bound, first + busy + tail, overlapped)
-        if r < p - 1 then
-            local g = st[r + 1]
-            -- microbatch 0's activations up to rank r + 1, the last
-            -- microbatch's gradient down from it
-            fill = fill + g.F + lone(cluster, at(r, 0), at(r + 1, 0), g.out)
-            drain = drain + g.R + g.B + lone(cluster, at(r + 1, 0), at(r, 0), g.out)
-        end
     end
     return { memory = best_mem, exact = exact, bound = bound, rank = best_rank, peaks = peaks }
 end

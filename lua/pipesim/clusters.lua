@@ -109,17 +109,27 @@ local MiB = 2 ^ 20
 --              attention.py), at sequence 4k, head dim 128, BF16, as Shah
 --              et al. 2024 (FlashAttention-3, arXiv 2407.08608) measure it
 --              on H100 SXM5: forward with causal mask 518 TFLOP/s, backward
---              499 (their backward figure, no mask). Blackwell (B200,
---              GB200): the forward at gemm_max; the backward at gemm_max x
---              2560/3328 = 0.769, the bound Zadouri et al. 2026
---              (FlashAttention-4, arXiv 2603.05451, "feeds and speeds" of
---              B200 per SM, tile M = N = D = 128) derive: a backward tile's
---              five MMAs take 2560 cycles of the tensor cores but its
---              shared-memory traffic 3328 (128 bytes a cycle), so the
---              kernel is shared-memory bound and its tensor cores idle
---              23 % of the time (single-CTA kernel; the forward's MMAs and
---              exponentials tie at 1024 cycles, no such bound). Optional:
---              without them (A100) the kernel runs at gemm_max.
+--              499 (their backward figure, no mask). Blackwell: cuDNN's
+--              fused attention as NVIDIA's own SDPA benchmark measures it on
+--              each part (NVIDIA/cudnn-frontend, benchmark/sdpa_benchmark_
+--              training, artifacts/sdpa_bf16_benchmark_results_NVIDIA_
+--              <part>.csv) at the Llama 3 training shape: sequence 8192,
+--              128 query and 8 key/value heads of 128, BF16, causal, FLOPs
+--              counted as here (the causal half; backward 2.5x). B200
+--              1171.278 / 942.509 TFLOP/s and GB300 1495.674 / 1130.076
+--              (PyTorch's cuDNN backend, cuDNN 9.13, NGC PyTorch 25.09; at
+--              bb37575), GB200 1584 / 1211 (cuDNN frontend 1.16 on cuDNN
+--              9.17, NGC PyTorch 25.11; at d48a60e). Before: the forward at
+--              gemm_max and the backward at 0.769 of it, FlashAttention-4's
+--              shared-memory bound (Zadouri et al. 2026, arXiv 2603.05451),
+--              which the GB200 figures confirm (1211 / 1584 = 0.765) but
+--              whose forward was an assumption; B200's measured kernel is
+--              0.78 / 0.82 of that. The parts' figures come from different
+--              cuDNN releases (9.13 for B200 and GB300, 9.17 for GB200: the
+--              same release put GB300 at 1496, below GB200's 1584 on 9.17),
+--              each the only published one of its part at this shape;
+--              docs/fidelity.md. Optional: without them (A100) the kernel
+--              runs at gemm_max.
 --   fp8_flops  dense FP8 tensor-core peak (datasheets, half the "with
 --              sparsity" figure). Absent on a device without FP8 tensor
 --              cores (A100): FP8 there is an error naming the device.
@@ -157,14 +167,12 @@ local MEM_EFFICIENCY = 0.9
 -- Hopper (GH100) and Blackwell GEMM constants, shared by every part of a
 -- generation (see above: one set per GPU type): `rates` are the measured
 -- FLOP/s of TE's benchmark, each part's gemm_max, fp8_gemm_max and
--- fp8_block_gemm_max their fraction of its own peak (flops, fp8_flops);
--- attention_bwd_share the FlashAttention-4 bound on the backward kernel,
--- a fraction of gemm_max.
+-- fp8_block_gemm_max their fraction of its own peak (flops, fp8_flops).
 local HOPPER_GEMM = { rates = { gemm_max = 598.9e12, fp8_gemm_max = 1142.3e12,
                                 fp8_block_gemm_max = 933.1e12 } }
 local BLACKWELL_GEMM = { rates = { gemm_max = 1502.8e12, fp8_gemm_max = 2814.6e12,
                                    fp8_block_gemm_max = 2677.4e12 },
-                         mx_block = 32, mem_efficiency = 0.68, attention_bwd_share = 2560 / 3328 }
+                         mx_block = 32, mem_efficiency = 0.68 }
 
 local DEVICES = {
     a100 = {
@@ -254,6 +262,7 @@ local DEVICES = {
         -- the NVLink Switch datasheet), which NCCL's NVLS uses.
         flops = 2.25e15, fp8_flops = 4.5e15, memory = 183359 * MiB, efficiency = 0.45,
         vector_flops = 75e12, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
+        attention_fwd = 1171.278e12 / 2.25e15, attention_bwd = 942.509e12 / 2.25e15,
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 8,
         -- 180GB is nvidia-smi's memory.total of 183359 MiB.
         nvls = true,
@@ -276,6 +285,7 @@ local DEVICES = {
         -- Memory: nvidia-smi's memory.total of a GB200, 189471 MiB.
         flops = 2.5e15, fp8_flops = 5e15, memory = 189471 * MiB, efficiency = 0.45,
         vector_flops = 75e12 * 2.5 / 2.25, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
+        attention_fwd = 1584e12 / 2.5e15, attention_bwd = 1211e12 / 2.5e15,
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 400e9 / 8, nics = 72,
         nvls = true, node_gpus = 72,
     },
@@ -294,6 +304,7 @@ local DEVICES = {
         -- GB200's (an assumption; only the memory-bound roof).
         flops = 2.5e15, fp8_flops = 5e15, memory = 284208 * MiB, efficiency = 0.45,
         vector_flops = 75e12 * 2.5 / 2.25, hbm_bandwidth = 8e12, gemm = BLACKWELL_GEMM,
+        attention_fwd = 1495.674e12 / 2.5e15, attention_bwd = 1130.076e12 / 2.5e15,
         nvlink = 900e9, nvlink_efficiency = 370 / 450, nic = 800e9 / 8, nics = 72,
         nvls = true, node_gpus = 72,
     },
@@ -307,10 +318,6 @@ for _, d in pairs(DEVICES) do
         d[k] = rate / (k == "gemm_max" and d.flops or d.fp8_flops)
     end
     d.rates = nil
-    if d.attention_bwd_share then
-        d.attention_bwd = d.gemm_max * d.attention_bwd_share
-        d.attention_bwd_share = nil
-    end
 end
 
 -- What NCCL's tuner reads of each system beyond the links (the cluster

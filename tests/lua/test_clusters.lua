@@ -76,10 +76,18 @@ for _, name in ipairs { "B200", "GB200" } do
     H.near(dev.gemm_max * dev.flops, 1502.8e12, 1e-15, name .. " BF16 GEMM rate")
     H.near(dev.fp8_gemm_max * dev.fp8_flops, 2814.6e12, 1e-15, name .. " FP8 GEMM rate")
     H.near(dev.fp8_block_gemm_max * dev.fp8_flops, 2677.4e12, 1e-15, name .. " MXFP8 GEMM rate")
-    H.eq({ dev.mx_block, dev.mem_efficiency, dev.attention_fwd }, { 32, 0.68, nil },
-        name .. " block, HBM, forward attention at gemm_max")
-    H.near(dev.attention_bwd, dev.gemm_max * 2560 / 3328, 1e-15,
-        name .. " attention backward: shared-memory bound")
+    H.eq({ dev.mx_block, dev.mem_efficiency }, { 32, 0.68 }, name .. " block scaling, HBM")
+end
+-- Blackwell attention: cuDNN's measured rates of each part (NVIDIA/cudnn-
+-- frontend's SDPA benchmark, sequence 8192, GQA 128/8, head 128, causal),
+-- TFLOP/s forward and backward over the part's own BF16 peak
+for name, r in pairs { B200 = { 1171.278e12, 942.509e12, 2.25e15 },
+                       GB200 = { 1584e12, 1211e12, 2.5e15 },
+                       GB300 = { 1495.674e12, 1130.076e12, 2.5e15 } } do
+    local dev = clusters.device(name)
+    H.near(dev.attention_fwd * dev.flops, r[1], 1e-15, name .. ": cuDNN's attention forward")
+    H.near(dev.attention_bwd * dev.flops, r[2], 1e-15, name .. ": cuDNN's attention backward")
+    H.eq(dev.flops, r[3], name .. ": BF16 peak")
 end
 H.eq(clusters.device("GB200").gemm_max, 1502.8e12 / 2.5e15, "GB200: the die's rate, its own peak")
 H.eq(clusters.device("A100").fp8_flops, nil, "A100: no FP8 tensor cores")

@@ -35,15 +35,15 @@ H.eq(a100.attention_fwd, nil, "A100: no attention rate")
 local ba = roofline.block(s, a100, { tp = 1 })
 H.near(part(ba, "flash attention").time, causal / (312e12 * 230 / 312) + 5.5e-6, 1e-12,
     "A100 flash forward at gemm_max")
--- B200 (no attention measurement): the forward at the die's GEMM rate
--- (TE's B300 benchmark, 1502.8 TFLOP/s), the backward at 2560/3328 of it,
--- FlashAttention-4's shared-memory bound (clusters.lua)
+-- B200: cuDNN's measured kernel at the Llama 3 shape (NVIDIA/cudnn-
+-- frontend's SDPA benchmark on a B200, cuDNN 9.13: 1171.278 TFLOP/s
+-- forward, 942.509 backward, clusters.lua), the causal FLOPs at those rates
 local b200 = ps.clusters.device("B200")
 local bb = roofline.block(s, b200, { tp = 1 })
-H.near(part(bb, "flash attention").time, causal / 1502.8e12 + 5.5e-6, 1e-12,
-    "B200 flash forward at the GEMM rate")
-H.near(part(bb, "flash attention bwd").time, 2.5 * causal / (1502.8e12 * 2560 / 3328) + 5.5e-6,
-    1e-12, "B200 flash backward: shared-memory bound, 0.769 of the GEMM rate")
+H.near(part(bb, "flash attention").time, causal / 1171.278e12 + 5.5e-6, 1e-12,
+    "B200 flash forward at cuDNN's measured rate")
+H.near(part(bb, "flash attention bwd").time, 2.5 * causal / 942.509e12 + 5.5e-6, 1e-12,
+    "B200 flash backward at cuDNN's measured rate")
 -- tiny FLOPs, many bytes: the memory roof is Q, K, V and O only (b = 1,
 -- s = 64, 32 heads of 128 with 4 KV heads; e = 2)
 local thin = ps.models.formulas.normalize { layers = 1, hidden = 4096, heads = 32, kv_heads = 4,

@@ -119,18 +119,23 @@ for _, walk in ipairs{ false, true } do
     -- each change seen; its undoing unchanged again when walked, and by
     -- the bytes too where only values changed (a key removed leaves its
     -- node, a table grown keeps its larger part: changes, which only cost
-    -- the memo a new check)
+    -- the memo a new check). exact = "values": the walk only (a key added
+    -- may rehash the table, and a rehash may change lua_next's order,
+    -- which the walk follows: Lua seeds its string hashes per process, so
+    -- whether it does varies from run to run)
     local function change(label, exact, doit, undo)
         local ms = core.layers_snapshot(m)
         doit()
         H.check(not unchanged(m, ms), label .. how)
         undo()
-        if walk or exact then H.check(unchanged(m, ms), label .. ", undone" .. how) end
+        if (walk and exact ~= "values") or exact == true then
+            H.check(unchanged(m, ms), label .. ", undone" .. how)
+        end
     end
     change("a value", true, function() m[2].fwd_time = 3 end, function() m[2].fwd_time = 2 end)
     change("an integer for a float", true, function() m[1].fwd_time = 1.0 end,
         function() m[1].fwd_time = 1 end)
-    change("a field added", false, function() m[1].bwd_time = 1 end,
+    change("a field added", "values", function() m[1].bwd_time = 1 end,
         function() m[1].bwd_time = nil end)
     change("a field removed", false, function() m[1].fwd_time = nil end,
         function() m[1].fwd_time = 1 end)

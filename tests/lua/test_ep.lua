@@ -437,6 +437,26 @@ do
     local pad = math.ceil(P / 128) * 128 - P
     H.near(z.static_memory[1], (P * (2 + 2 + 12 / 4)) + pad * (2 + 2) + E * (2 + 2 + 12 / 2), 1e-12,
         "ZeRO-1: dense state / dp, experts' / expert-DP")
+    -- tp 2 with ep 1 and etp 1 (Megatron's expert ranks etp-ep-dp-pp): the
+    -- experts are whole on each TP rank, so their data-parallel group is
+    -- all four ranks, TP pairs included, where the dense ring runs over dp
+    -- {0, 2}; pipesim simulates TP rank 0 of each pair and its twin joins
+    -- the expert ring from its own rank, started by its twin's backward
+    local model = ps.models.transformer{ layers = 2, hidden = 256, heads = 4, seq = 256,
+        vocab = 512, experts = 8, topk = 2, expert_ffn = 2048 }
+    local tspec = F.with(base, { layers = model, tp = 2, dp = 2, ep = 1, etp = 1,
+        sequence_parallel = true, cluster = ps.cluster{ ranks = 4, device =
+            ps.clusters.device("H100"), link = { bandwidth = beta, latency = alpha } } })
+    local plan = require("pipesim.parallel").prepare(tspec, ps.clusters.device("H100"),
+        function() return 0 end)
+    local TE, TP = 0, 0
+    for _, l in ipairs(plan.layers) do
+        TE, TP = TE + (l.moe_expert_params or 0), TP + (l.params or 0)
+    end
+    H.check(TE > 0 and 2 * TE / 4 > 2 * (TP - TE) / 2, "the expert ring is the longer")
+    local tp2 = ps.run(tspec)
+    H.near(tp2.exposed_comm[1], ring(4, 2 * TE), 1e-9,
+        "tp 2, ep 1, etp 1: the experts' ring over the TP pairs")
     H.raises(function() ps.run(F.with(base, { ep = 2, layers = { F.with(layer,
         { moe_expert_params = 2 * (P + E) }) } })) end,
         "ps.run: layers[1]: moe_expert_params (402000000) is more than its params (201000000)")

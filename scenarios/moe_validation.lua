@@ -192,8 +192,13 @@ end
 
 -- The step table: -D step=1 (minutes of CPU: the 256-GPU rows simulate
 -- every all-to-all flow); -D quick=1 (the test suite) runs the rows of
--- at most 64 GPUs simulated whole.
+-- at most 64 GPUs simulated whole; -D row=N with either, the N-th only.
 local QUICK = ps.args.quick ~= nil
+-- -D row=N: only the N-th row (from 1) of the step table
+local ROW = ps.args.row and math.tointeger(tonumber(ps.args.row))
+if ps.args.row and not (ROW and RUNS[ROW]) then
+    error(string.format("-D row=%s: not a row of the table (1 to %d)", ps.args.row, #RUNS), 0)
+end
 if ps.args.step or QUICK then
     print("\n| model | system, GPUs, precision | TP/PP/VP/EP, m | published tok/s/GPU | pipesim "
         .. "| error | fits | note |")
@@ -201,6 +206,7 @@ if ps.args.step or QUICK then
     local ssum, sworst, sn, refused, skipped, ran = 0, 0, 0, 0, 0, 0
     for k, r in ipairs(RUNS) do
         if QUICK and (STEP[k].m1 or r[5] > 64) then goto next end
+        if ROW and k ~= ROW then goto next end
         ran = ran + 1
         local name, _, _, system, gpus, precision, gbs, mbs, _, tp, pp, vp, ep, tok = table.unpack(r)
         local st = STEP[k]

@@ -85,7 +85,8 @@ static int is_grad(const prog_op *op)
 }
 
 /* Compute lane k rewritten: SIGNAL(ready) after its last gradient op,
- * WAIT(done) before dp's wait and the optimizer step (or at the end). */
+ * WAIT(done) before dp's wait and the optimizer step (or at the end);
+ * done < 0: the SIGNAL only (a folded twin's, par_ep_sync_lower). */
 static int rewrite(prog_set *ps, int32_t k, int32_t ready, int32_t done)
 {
     prog_lane *lane = &ps->lanes[k];
@@ -109,13 +110,13 @@ static int rewrite(prog_set *ps, int32_t k, int32_t ready, int32_t done)
     if (last < 0)
         ops[n++] = prog_signal(PROG_SIGNAL, ready);
     for (int32_t i = 0; i < lane->n; i++) {
-        if (i == at)
+        if (i == at && done >= 0)
             ops[n++] = w;
         ops[n++] = lane->ops[i];
         if (i == last)
             ops[n++] = prog_signal(PROG_SIGNAL, ready);
     }
-    if (at == lane->n)
+    if (at == lane->n && done >= 0)
         ops[n++] = w;
     if (!lane->in_arena)
         limit_free(lane->ops);
@@ -126,10 +127,13 @@ static int rewrite(prog_set *ps, int32_t k, int32_t ready, int32_t done)
 }
 
 /* One expert data-parallel group's all-reduce on its communication lanes
- * (the ranks' EP lanes, made where a rank has none). */
+ * (the ranks' EP lanes, made where a rank has none). A folded member
+ * (twin[j]: lane[j] is the compute lane of the simulated rank it is
+ * folded into) gets a lane of its own on its cluster rank, which starts
+ * when its twin's gradients are ready; the twin waits for its own. */
 static int group_sync(par_step *st, coll_forks *forks, const int32_t *ranks,
-                      const int32_t *lane, int32_t *comm, int32_t n,
-                      double bytes, ps_err *err)
+                      const int32_t *lane, const char *twin, int32_t *comm,
+                      int32_t n, double bytes, ps_err *err)
 {
     int32_t rpn = st->gpus_per_node > 1
                       ? coll_ranks_per_node(st->gpus_per_node, ranks, n)
@@ -138,12 +142,17 @@ static int group_sync(par_step *st, coll_forks *forks, const int32_t *ranks,
     st->ps->nsignals += 2 * n;
     for (int32_t j = 0; j < n; j++) {
         par_ep_state *s = st->ep.state;
-        if (s->comm[lane[j]] < 0 &&
-            (s->comm[lane[j]] = prog_add_lane(st->ps, ranks[j])) < 0)
+        if (twin[j])
+            comm[j] = prog_add_lane(st->ps, ranks[j]);
+        else if (s->comm[lane[j]] < 0)
+            comm[j] = s->comm[lane[j]] = prog_add_lane(st->ps, ranks[j]);
+        else
+            comm[j] = s->comm[lane[j]];
+        if (comm[j] < 0)
             return ps_errf(err, "out of memory");
-        comm[j] = s->comm[lane[j]];
         prog_op w = prog_signal(PROG_WAIT, sig + 2 * j);
-        if (rewrite(st->ps, lane[j], sig + 2 * j, sig + 2 * j + 1) ||
+        if (rewrite(st->ps, lane[j], sig + 2 * j,
+                    twin[j] ? -1 : sig + 2 * j + 1) ||
             prog_push(st->ps, comm[j], &w))
             return ps_errf(err, "out of memory");
     }
@@ -159,33 +168,94 @@ static int group_sync(par_step *st, coll_forks *forks, const int32_t *ranks,
     return PS_OK;
 }
 
+/* The compute lane each cluster rank is simulated on (nranks entries):
+ * its own, or for a folded TP rank its twin's, the simulated rank whose
+ * member it is (par/sim.h); -1 for ranks outside the step. */
+static int32_t *twin_lanes(const par_step *st, const int32_t *at)
+{
+    const par_sim *sim = st->sim;
+    int32_t nr = st->ps->nranks;
+    int32_t *tl = malloc((size_t)nr * sizeof *tl);
+    if (!tl)
+        return NULL;
+    for (int32_t r = 0; r < nr; r++)
+        tl[r] = -1;
+    for (int32_t k = 0; k < sim->n * sim->p; k++)
+        for (int32_t q = 0; q < sim->per; q++) {
+            int32_t m = sim->member[(size_t)k * sim->per + q];
+            if (m >= 0 && m < nr)
+                tl[m] = at[sim->rank_of[k]];
+        }
+    return tl;
+}
+
+/* Group g's compute lanes when only some of its ranks are simulated: an
+ * expert data-parallel group that crosses the TP ranks pipesim folds
+ * into their group's rank 0 (tp 2 with ep 1 and etp 1: the experts
+ * replicated over the TP pair, as Megatron's expert rank generator
+ * etp-ep-dp-pp makes them). Each folded member runs its twin's program,
+ * so it takes part in the collective from its twin's lane (twin[j]).
+ * Fails as par_ep_group_lanes does when a member has no twin. */
+static int folded_lanes(const int32_t *tl, const int32_t *ranks, int32_t n,
+                        int32_t *lane, char *twin, int32_t g, ps_err *err)
+{
+    for (int32_t j = 0; j < n; j++) {
+        twin[j] = lane[j] < 0;
+        if (twin[j] && (lane[j] = tl[ranks[j]]) < 0)
+            return par_ep_group_lanes(tl, ranks, n, lane,
+                                      "expert data-parallel", g, err);
+    }
+    return PS_OK;
+}
+
 int par_ep_sync_lower(par_step *st, const int32_t *at, ps_err *err)
 {
     if (!par_ep_sync_applies(st))
         return PS_OK;
     const par_layout *L = st->layout;
+    /* as ep > 1 (bind/run_opts.c): ZeRO-2/3 shard the experts over the
+     * expert data-parallel group, which their passes do not know */
+    if (L->s.shard >= PAR_SHARD_GRADS)
+        return ps_errf(err,
+                       "zero = %d with etp = %d unlike tp = %d is not "
+                       "modelled (the experts' shards span the "
+                       "expert-data-parallel group)",
+                       L->s.shard, (int)L->s.etp, (int)L->s.tp);
     unsigned mask = PAR_BIT(PAR_DP) | PAR_EXPERT;
     int32_t n = par_group_size(L, mask);
     if (n < 2)
         return PS_OK;
     int32_t *ranks = malloc((size_t)n * 3 * sizeof *ranks);
-    if (!ranks)
+    char *twin = calloc((size_t)n, 1);
+    if (!ranks || !twin) {
+        free(ranks);
+        free(twin);
         return ps_errf(err, "out of memory");
-    int32_t *lane = ranks + n, *comm = ranks + 2 * n;
+    }
+    int32_t *lane = ranks + n, *comm = ranks + 2 * n, *tl = NULL;
     coll_forks forks = {0};
     int rc = PS_OK;
     for (int32_t g = 0; rc == PS_OK && g < par_group_count(L, mask); g++) {
         par_group(L, mask, g, ranks);
-        rc = par_ep_group_lanes(at, ranks, n, lane, "expert data-parallel", g,
-                                err);
-        if (rc <= 0)
-            continue; /* not simulated (rc 0), or the error (rc < 0) */
-        double bytes = rank_experts(st, lane[0] % st->sim->p) * st->grad_bytes;
-        rc = bytes > 0
-                 ? group_sync(st, &forks, ranks, lane, comm, n, bytes, err)
-                 : PS_OK;
+        int32_t sim = 0;
+        for (int32_t j = 0; j < n; j++)
+            sim += (lane[j] = at[ranks[j]]) >= 0;
+        if (sim == 0)
+            continue; /* a folded TP rank's group: its twin runs */
+        memset(twin, 0, (size_t)n);
+        if (sim < n && !tl && !(tl = twin_lanes(st, at)))
+            rc = ps_errf(err, "out of memory");
+        else if (sim < n)
+            rc = folded_lanes(tl, ranks, n, lane, twin, g, err);
+        double bytes = rc == PS_OK ? rank_experts(st, lane[0] % st->sim->p) *
+                                         st->grad_bytes
+                                   : 0;
+        if (bytes > 0)
+            rc = group_sync(st, &forks, ranks, lane, twin, comm, n, bytes, err);
     }
     coll_forks_free(&forks);
+    free(tl);
+    free(twin);
     free(ranks);
     return rc;
 }

@@ -290,6 +290,9 @@ function M.lower_block(l, o, dev, tcomm, i)
         out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine
         out.moe_dispatch_grad_bytes, out.moe_combine_grad_bytes = b.dispatch_grad, b.combine_grad
         out.moe_flex_nvl_share, out.moe_flex_rdma_share = b.nvl_share, b.rdma_share
+        -- DeepEP's layout kernel and notify before the forward dispatch
+        out.fwd_time = out.fwd_time + b.fixed_fwd_time
+        out.moe_fwd_pre_time = out.moe_fwd_pre_time + b.fixed_fwd_time
     elseif o.ep > 1 and o.dispatcher == "allgather" then
         local b = allgather_bytes(sh, o)
         out.moe_dispatch_bytes, out.moe_combine_bytes = b.dispatch, b.combine

@@ -507,7 +507,7 @@ function M.prepare(spec, dev, cost, memo)
         if not ok then error(groups, 0) end
         local cl = spec.cluster
         o.flex = require("pipesim.models.moe_flex").layout(groups,
-            (type(cl) == "userdata" or type(cl) == "table") and cl.gpus_per_node or nil)
+            (type(cl) == "userdata" or type(cl) == "table") and cl.gpus_per_node or nil, cl)
     end
     local layers = {}
     local checked = {}

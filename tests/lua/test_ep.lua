@@ -246,6 +246,35 @@ do
     H.near(out.moe_flex_nvl_share, nvl / (nvl + rdma), 1e-12, "NVLink peer's share")
     H.near(out.moe_flex_rdma_share, rdma / (nvl + rdma), 1e-12, "RDMA peer's share")
     H.check(Tr * 22 / 28 < Tr * 2 / 4 * 2, "fewer tokens cross the NICs than the all-to-all's")
+    -- on a cluster, DeepEP's achieved rates (moe_flex.DEEPEP): on Hopper
+    -- the NVLink peers' bytes grow by G nvl_bw / ((G - 1) 140 GB/s), here
+    -- 2 x 370 / 140 (DGX H100's NVLink at NCCL's 370 GB/s), the RDMA
+    -- peer's by 50 / 44; the forward pays layout + notify, 155 us, once
+    local hcl = ps.cluster(ps.clusters.dgx("H100", 2, { gpus_per_node = 2, nics_per_node = 2 }))
+    local lay = flex.layout({ { 0, 1, 2, 3 } }, 2, hcl)
+    H.eq(lay.G .. "x" .. lay.N .. " " .. tostring(lay.hopper), "2x2 true", "H100 layout")
+    H.near(lay.nvl_bw, 370e9, 1e-12, "NVLink path's rate")
+    H.near(lay.rdma_bw, 50e9, 1e-12, "RDMA path's rate")
+    local slow = require("pipesim.expert").lower_block(model[2], F.with(o, { flex = lay }),
+        ps.clusters.device("H100"), { fwd = 0, bwd = 0 }, 2)
+    H.near(slow.moe_flex_nvl_share, nvl / (nvl + rdma) * 2 * 370 / 140, 1e-12,
+        "NVLink share at DeepEP's forwarding rate")
+    H.near(slow.moe_flex_rdma_share, rdma / (nvl + rdma) * 50 / 44, 1e-12,
+        "RDMA share at DeepEP's efficiency")
+    H.near(slow.moe_dispatch_bytes, out.moe_dispatch_bytes, 1e-15, "the bytes themselves unchanged")
+    local a2a = require("pipesim.expert").lower_block(model[2], F.with(o, { dispatcher =
+        "alltoall", flex = false }), ps.clusters.device("H100"), { fwd = 0, bwd = 0 }, 2)
+    H.near(slow.fwd_time - a2a.fwd_time, 155e-6, 1e-9, "layout + notify in the forward")
+    H.near(slow.moe_fwd_pre_time - a2a.moe_fwd_pre_time, 155e-6, 1e-9,
+        "layout + notify before the dispatch")
+    H.near(slow.bwd_time, a2a.bwd_time, 1e-15, "the backward reuses the handle")
+    -- not Hopper (B200): the NVLink hop at the link's rate, the RDMA one at
+    -- DeepEP's efficiency; one node: both at the links' rates
+    local blay = flex.layout({ { 0, 1, 2, 3 } }, 2,
+        ps.cluster(ps.clusters.dgx("B200", 2, { gpus_per_node = 2, nics_per_node = 2 })))
+    H.eq(table.concat({ flex.slowdown(blay) }, " "), "1 " .. 50 / 44, "B200's factors")
+    local one = flex.layout({ { 0, 1 } }, 2, hcl)
+    H.eq(table.concat({ flex.slowdown(one) }, " "), "1 1", "one node: the intranode kernels")
     -- end to end on the nodes, and what refuses it
     local spec = { cluster = ps.cluster(ps.clusters.dgx("H100", 2, { gpus_per_node = 2,
         nics_per_node = 2 })), layers = model, stages = 1, dp = 4, ep = 4,
@@ -416,6 +445,26 @@ do
     local pad = math.ceil(P / 128) * 128 - P
     H.near(z.static_memory[1], (P * (2 + 2 + 12 / 4)) + pad * (2 + 2) + E * (2 + 2 + 12 / 2), 1e-12,
         "ZeRO-1: dense state / dp, experts' / expert-DP")
+    -- tp 2 with ep 1 and etp 1 (Megatron's expert ranks etp-ep-dp-pp): the
+    -- experts are whole on each TP rank, so their data-parallel group is
+    -- all four ranks, TP pairs included, where the dense ring runs over dp
+    -- {0, 2}; pipesim simulates TP rank 0 of each pair and its twin joins
+    -- the expert ring from its own rank, started by its twin's backward
+    local model = ps.models.transformer{ layers = 2, hidden = 256, heads = 4, seq = 256,
+        vocab = 512, experts = 8, topk = 2, expert_ffn = 2048 }
+    local tspec = F.with(base, { layers = model, tp = 2, dp = 2, ep = 1, etp = 1,
+        sequence_parallel = true, cluster = ps.cluster{ ranks = 4, device =
+            ps.clusters.device("H100"), link = { bandwidth = beta, latency = alpha } } })
+    local plan = require("pipesim.parallel").prepare(tspec, ps.clusters.device("H100"),
+        function() return 0 end)
+    local TE, TP = 0, 0
+    for _, l in ipairs(plan.layers) do
+        TE, TP = TE + (l.moe_expert_params or 0), TP + (l.params or 0)
+    end
+    H.check(TE > 0 and 2 * TE / 4 > 2 * (TP - TE) / 2, "the expert ring is the longer")
+    local tp2 = ps.run(tspec)
+    H.near(tp2.exposed_comm[1], ring(4, 2 * TE), 1e-9,
+        "tp 2, ep 1, etp 1: the experts' ring over the TP pairs")
     H.raises(function() ps.run(F.with(base, { ep = 2, layers = { F.with(layer,
         { moe_expert_params = 2 * (P + E) }) } })) end,
         "ps.run: layers[1]: moe_expert_params (402000000) is more than its params (201000000)")

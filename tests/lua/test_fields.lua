@@ -105,12 +105,18 @@ do
     -- the same layers as hand-written core layers, the shares included
     local plan = require("pipesim.parallel").prepare(spec, ps.clusters.device("H100"),
         function() return 0 end)
-    local nvl, rdma = 2 * 1024 * 13 / 28, 1024 * 22 / 28 -- test_ep.lua's flex pattern
-    H.near(plan.layers[2].moe_flex_nvl_share, nvl / (nvl + rdma), 1e-12, "lowered NVLink share")
+    -- test_ep.lua's flex pattern, at DeepEP's achieved rates on H100
+    -- (models/moe_flex.lua DEEPEP: NVLink x 2 x 370 / 140, RDMA x 50 / 44)
+    local nvl, rdma = 2 * 1024 * 13 / 28, 1024 * 22 / 28
+    local knvl, krdma = 2 * 370 / 140, 50 / 44
+    H.near(plan.layers[2].moe_flex_nvl_share, nvl / (nvl + rdma) * knvl, 1e-12,
+        "lowered NVLink share")
     local args = {}
     require("pipesim.parallel").finish(plan, { #plan.layers }, args, nil, spec)
-    H.near(args.layers[2].moe_flex_nvl_share, nvl / (nvl + rdma), 1e-12, "in the core's layer")
-    H.near(args.layers[2].moe_flex_rdma_share, rdma / (nvl + rdma), 1e-12, "in the core's layer")
+    H.near(args.layers[2].moe_flex_nvl_share, nvl / (nvl + rdma) * knvl, 1e-12,
+        "in the core's layer")
+    H.near(args.layers[2].moe_flex_rdma_share, rdma / (nvl + rdma) * krdma, 1e-12,
+        "in the core's layer")
 end
 
 -- 6. the layer fields with units (core.layer_units, from the core's layer

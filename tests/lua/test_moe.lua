@@ -186,6 +186,34 @@ local function act_at(shape, imb)
 end
 H.eq(act_at(s, 2) - act_at(s, 1), 64 * 224, "BF16: the routed tokens' kept bytes")
 H.eq(act_at(s8, 2) - act_at(s8, 1), 64 * 144, "FP8: the experts' inputs kept as FP8 copies")
+-- under FP8 each expert GEMM quantises its input before the forward and
+-- its output gradient before the backward (as the dense linears of
+-- models/roofline.lua): at ep 2 the rank's 2 experts run m = 32 tokens
+-- each; forward fc1 (h 64 -> 2 x 32) at the FP8 rate, SwiGLU (3e bytes),
+-- fc2 (32 -> 64), and the casts of 2 x 32 x (64 + 32) elements; the
+-- shared expert (32 tokens) the same with one GEMM of each
+do
+    local q = roofline.fp8.plan(s8, dev)
+    local function mlp_fwd(m, batch)
+        local qf = batch * m * (64 + 32)
+        return roofline.gemm_time(dev, m, 64, 64, batch, nil, q.gemm) +
+            roofline.mem_time(dev, batch * m * 32 * 3 * 2) +
+            roofline.gemm_time(dev, m, 64, 32, batch, nil, q.gemm) +
+            roofline.mem_time(dev, qf * q.quant, 3 * qf)
+    end
+    local c8 = models.moe.block_cost(s8, { device = dev, ep = 2 })
+    H.eq(c8.tokens_per_expert, 32, "32 tokens an expert at ep 2")
+    H.near(c8.expert_fwd_time, mlp_fwd(32, 2), 1e-12, "FP8 experts: GEMMs and their casts")
+    H.near(c8.shared_fwd_time, mlp_fwd(32, 1), 1e-12, "FP8 shared expert: GEMMs and casts")
+    -- backward: each GEMM's dgrad and wgrad, SwiGLU's 5e, and the casts
+    -- of fc2's output gradient (h) and fc1's (2 x 32) on 2 x 32 tokens
+    local gt, wk = roofline.gemm_time, not q.wgrad_bf16 and q.gemm or nil
+    local qb = 2 * 32 * (64 + 64)
+    H.near(c8.expert_bwd_time, gt(dev, 32, 64, 64, 2, nil, q.gemm) + gt(dev, 64, 64, 32, 2, nil, wk) +
+        roofline.mem_time(dev, 2 * 32 * 32 * 5 * 2) + gt(dev, 32, 32, 64, 2, nil, q.gemm) +
+        gt(dev, 32, 64, 32, 2, nil, wk) + roofline.mem_time(dev, qb * q.quant, 3 * qb), 1e-12,
+        "FP8 experts' backward: GEMMs and the output gradients' casts")
+end
 -- small M is far from peak: a DeepSeek-V3 expert at ep 64 (8192 tokens
 -- each) against ep 1 (128 each, memory-bound on the weights)
 local dsb = ds[10].shape

@@ -317,14 +317,32 @@ end
 -- side's TP group): fc1 (both SwiGLU halves), the activation (models/
 -- roofline.lua's bytes: SwiGLU 3e forward 5e backward, GeLU 2e and 3e),
 -- fc2. batch experts of m tokens each in one grouped kernel, or a loop.
-local function mlp_time(s, dev, m, f, batch, loop, gk, wk)
+-- Under FP8 (fq, models/fp8.lua's plan) the GEMMs run at the FP8 rate and,
+-- as models/roofline.lua's dense linears, each quantises its input before
+-- the forward and its output gradient before the backward (TE's
+-- GroupedLinear quantises every expert's slice: transformer_engine/
+-- pytorch/module/grouped_linear.py, the inputs split per GEMM and cast),
+-- a memory-bound kernel of fq.quant bytes an element; fc1's input is the
+-- local shard of rin (sequence parallel: t) when TE's FP8 all-gather
+-- follows.
+local function mlp_time(s, dev, m, f, batch, loop, fq, rin)
     local acc = { f = 0, b = 0, w = 0 }
     if f == 0 or m == 0 then return acc end
+    local gk = fq and fq.gemm or nil
+    local wk = fq and not fq.wgrad_bf16 and gk or nil
     local e = roofline.DTYPE_BYTES[s.dtype]
-    linear(acc, dev, m, (s.swiglu and 2 or 1) * f, s.hidden, batch, loop, gk, wk)
+    local h, g = s.hidden, (s.swiglu and 2 or 1) * f
+    if fq then
+        -- fc1's input and fc2's (forward), fc2's output gradient and fc1's
+        -- (backward), at models/roofline.lua's 3 vector FLOPs an element
+        local qf, qb = batch * m * (h / (rin or 1) + f), batch * m * (h / (rin or 1) + g)
+        add3(acc, roofline.mem_time(dev, qf * fq.quant, 3 * qf),
+            roofline.mem_time(dev, qb * fq.quant, 3 * qb), 0)
+    end
+    linear(acc, dev, m, g, h, batch, loop, gk, wk)
     if s.swiglu then memop(acc, dev, batch * m * f, 3 * e, 5 * e)
     else memop(acc, dev, batch * m * f, 2 * e, 3 * e) end
-    linear(acc, dev, m, s.hidden, f, batch, loop, gk, wk)
+    linear(acc, dev, m, h, f, batch, loop, gk, wk)
     return acc
 end
 
@@ -408,8 +426,7 @@ local function discarded(s, o, dev, T, plain)
         drop = drop + T * (mlp_act(s, e, f) - (e - xe) * f) / t - T * (e - xe) * s.hidden / r
         if dev then
             local fq = s.fp8 and roofline.fp8.plan(s, dev) or nil
-            local gk = fq and fq.gemm or nil
-            local m = mlp_time(s, dev, T, f / t, 1, false, gk, fq and not fq.wgrad_bf16 and gk or nil)
+            local m = mlp_time(s, dev, T, f / t, 1, false, fq, r)
             acc.f = acc.f + m.f
         end
     end
@@ -546,7 +563,7 @@ function M.block_cost(s, par)
         act = act + (2 * e * T * h0 + 2 * e * T * h0) / r0
     end
     local shared_f = s.experts and s.shared_ffn or s.ffn_hidden
-    local sh = mlp_time(s, dev, T, shared_f / t, 1, false, gk, wk)
+    local sh = mlp_time(s, dev, T, shared_f / t, 1, false, fq, o.sp and t or 1)
     r.shared_fwd_time, r.shared_bwd_time, r.shared_bwd_weight_time = sh.f, sh.b + sh.w, sh.w
     dense = dense + mlp_rank_params(s, shared_f, t)
     linear_w = linear_w + (shared_f > 0 and (s.swiglu and 3 or 2) * h0 * shared_f / t or 0)
@@ -600,7 +617,7 @@ function M.block_cost(s, par)
         r.permute_fwd_time = roofline.mem_time(dev, by)
         r.permute_bwd_time = r.permute_fwd_time
         -- the local experts: a grouped GEMM at m tokens each (or a loop)
-        local ex = mlp_time(s, dev, m, s.expert_ffn / etp, El, not s.grouped_gemm, gk, wk)
+        local ex = mlp_time(s, dev, m, s.expert_ffn / etp, El, not s.grouped_gemm, fq)
         r.expert_fwd_time, r.expert_bwd_time, r.expert_bwd_weight_time = ex.f, ex.b + ex.w, ex.w
         local xe = (s.fp8 and s.fp8_wgrad) and 1 or e
         local f = s.expert_ffn

@@ -25,6 +25,37 @@ local check = require "pipesim.argcheck"
 
 local M = {}
 
+-- What DeepEP's normal kernels achieve, where the links would allow more
+-- (deepseek-ai/DeepEP dd758ca, docs/legacy.md "Normal kernels with NVLink
+-- and RDMA forwarding" and tests/legacy/test_internode.py, the V1 kernels
+-- Megatron-LM's fused_a2a.py calls; 24 SMs, Megatron's default
+-- moe_deepep_num_sms is 20). The test's figures are logical: its RDMA
+-- bytes count a token once per destination node, its own node included,
+-- and its NVLink bytes every token a GPU receives, its own included.
+--   rdma_efficiency  of the NIC's rate, what the internode kernels move
+--       across: on H800 with CX7 400 Gb/s (~50 GB/s), 58 GB/s logical at
+--       EP 32 (4 nodes: 3/4 of it crosses, 43.5 GB/s) and 51 GB/s at EP 64
+--       (8 nodes, top-4 groups: 7/8 crosses, 44.6 GB/s): 44 / 50.
+--   nvl_forward  bytes a second a GPU receives over NVLink (logical)
+--       under the internode kernels on Hopper, where the forwarder warps
+--       that copy each RDMA chunk on to the node's GPUs are the limit, not
+--       the link: on H200 (NVLink 450 GB/s a direction, as H100's), two
+--       nodes, 134 GB/s in a BF16 dispatch and 145 GB/s in a combine
+--       (DeepEP issue #493, a84a248); on H800 (160 GB/s achievable) the
+--       legacy README's EP 16 row, 43 GB/s RDMA logical, implies 139 GB/s
+--       of NVLink received. 140e9. The intranode kernels (one node) are
+--       left at the link's rate: 153 of H800's ~160 GB/s, 337 GB/s on
+--       H20 at the default SMs (issue #16) against pipesim's 370.
+--   layout_time, notify_time  before each forward dispatch, Megatron's
+--       fused_a2a.py runs get_dispatch_layout and then dispatch without a
+--       cached handle, whose notify_dispatch exchanges the counts and makes
+--       the CPU wait for them: the layout kernel takes 54-55 us at 4096
+--       tokens and 256 experts on H100 and H20 (issues #261, #158), the
+--       notify 96-161 us on 4 x 8 H100 (issue #397). The backward's
+--       dispatch and combine reuse the handle (no notify).
+M.DEEPEP = { rdma_efficiency = 44 / 50, nvl_forward = 140e9, layout_time = 55e-6,
+             notify_time = 100e-6 }
+
 -- C(a, k) / C(b, k): the chance that k distinct picks out of b all fall
 -- among a given a of them.
 local function avoid(a, b, k)
@@ -70,7 +101,7 @@ end
 -- node of a group holding the group's ranks at the same local indices
 -- (each token's RDMA hop goes to the sender's local index on the other
 -- node).
-function M.layout(groups, gpn)
+function M.layout(groups, gpn, cluster)
     if math.type(gpn) ~= "integer" or gpn < 2 then
         -- a mesh or a graph of links reports 1 (core/par/pass.h: unknown)
         check.fail("field 'moe_dispatcher': flex needs a cluster of nodes (nodes, " ..
@@ -98,7 +129,44 @@ function M.layout(groups, gpn)
         end
         G, N = #first, #order
     end
-    return { G = G, N = N }
+    return M.rates({ G = G, N = N }, groups[1], gpn, cluster)
+end
+
+-- lay with the links the flex exchanges use, from the cluster (a
+-- ps.cluster's path): nvl_bw from the group's first rank to a rank of
+-- its node, rdma_bw to the rank of its local index on another node, and
+-- hopper when the device is compute capability 9.x (DeepEP's measured
+-- NVLink forwarding rate, M.DEEPEP, is Hopper's).
+function M.rates(lay, ranks, gpn, cluster)
+    if not (cluster and type(cluster) == "userdata") then return lay end
+    local a = ranks[1]
+    for _, b in ipairs(ranks) do
+        if b ~= a and b // gpn == a // gpn and not lay.nvl_bw then
+            lay.nvl_bw = select(2, cluster:path(a, b))
+        elseif b // gpn ~= a // gpn and b % gpn == a % gpn and not lay.rdma_bw then
+            lay.rdma_bw = select(2, cluster:path(a, b))
+        end
+    end
+    local cc = cluster.compute_capability
+    lay.hopper = cc ~= nil and cc >= 90 and cc < 100
+    return lay
+end
+
+-- The factors by which the flex exchanges' NVLink and RDMA bytes grow so
+-- that the links carry them in the time DeepEP's internode kernels take
+-- (M.DEEPEP): across nodes, a GPU's NVLink sends (G - 1) N Tr p_gpu
+-- tokens at the link's nvl_bw where DeepEP receives G N Tr p_gpu at
+-- nvl_forward on Hopper, so k_nvl = G nvl_bw / ((G - 1) nvl_forward)
+-- when above 1; the RDMA hop runs at rdma_efficiency of the NIC. One
+-- node (DeepEP's intranode kernels), or a cluster the lowering did not
+-- give (lay without rates): 1 and 1.
+function M.slowdown(lay)
+    if not (lay.N > 1 and lay.rdma_bw) then return 1, 1 end
+    local knvl = 1
+    if lay.hopper and lay.G > 1 and lay.nvl_bw then
+        knvl = math.max(1, lay.G * lay.nvl_bw / ((lay.G - 1) * M.DEEPEP.nvl_forward))
+    end
+    return knvl, 1 / M.DEEPEP.rdma_efficiency
 end
 
 -- The flex dispatcher's figures for one MoE block: sh its shape, c its
@@ -106,7 +174,9 @@ end
 -- (ep - 1) / ep token copies, S = c.routed_tokens), ep, lay = M.layout's,
 -- Tr the tokens the rank routes. Returns the four exchanges' bytes per
 -- rank and the shares of them each NVLink peer and each RDMA peer gets
--- (core/par/pass.h par_moe flex_nvl, flex_rdma).
+-- (core/par/pass.h par_moe flex_nvl, flex_rdma), each share grown by
+-- M.slowdown's factor (the bytes the links carry in DeepEP's time), and
+-- fixed_fwd_time, the layout and notify before a forward dispatch.
 function M.bytes(sh, c, ep, lay, Tr)
     local E, k = sh.experts, sh.topk
     local El = E // ep
@@ -124,10 +194,12 @@ function M.bytes(sh, c, ep, lay, Tr)
     local tokens = (lay.G - 1) * nvl + (lay.N - 1) * rdma
     local copies = c.routed_tokens * (ep - 1) / ep
     local scale = tokens / copies
+    local knvl, krdma = M.slowdown(lay)
     return { dispatch = c.dispatch_bytes * scale, combine = c.combine_bytes * scale,
              dispatch_grad = c.dispatch_grad_bytes * scale,
              combine_grad = c.combine_grad_bytes * scale,
-             nvl_share = nvl / tokens, rdma_share = rdma / tokens, tokens = tokens }
+             nvl_share = nvl / tokens * knvl, rdma_share = rdma / tokens * krdma,
+             tokens = tokens, fixed_fwd_time = M.DEEPEP.layout_time + M.DEEPEP.notify_time }
 end
 
 return M

@@ -206,32 +206,6 @@ int32_t par_group_of(const par_layout *L, unsigned mask, int32_t i)
     return g;
 }
 
-int par_check_expert_fold(const par_layout *L, ps_err *err)
-{
-    const par_gen *e = &L->expert, *d = &L->dense;
-    int32_t bad = -1;
-    for (int32_t i = 0; i < L->world; i++) {
-        /* the group's first member: i with expert-DP coordinate 0 */
-        int32_t f =
-            i - i / e->stride[PAR_DP] % e->size[PAR_DP] * e->stride[PAR_DP];
-        int sim_i = i / d->stride[PAR_TP] % d->size[PAR_TP] == 0;
-        int sim_f = f / d->stride[PAR_TP] % d->size[PAR_TP] == 0;
-        if (sim_i != sim_f) {
-            int32_t g = par_group_of(L, PAR_BIT(PAR_DP) | PAR_EXPERT, i);
-            if (bad < 0 || g < bad)
-                bad = g;
-        }
-    }
-    if (bad < 0)
-        return PS_OK;
-    return ps_errf(err,
-                   "expert data-parallel group %d mixes ranks pipesim "
-                   "simulates with tensor-parallel ranks it folds into their "
-                   "group's rank 0 (etp unlike tp in this layout): not "
-                   "modelled; give etp = tp",
-                   (int)bad);
-}
-
 /* The NIC of cluster rank r, or -1 when unknown. */
 static int32_t nic_of(int32_t r, int32_t gpn, int32_t nics)
 {

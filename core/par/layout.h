@@ -140,16 +140,6 @@ int32_t par_group(const par_layout *L, unsigned mask, int32_t g, int32_t *out);
 /* The index of the group over mask that holds layout rank i. */
 int32_t par_group_of(const par_layout *L, unsigned mask, int32_t i);
 
-/* With TP folded (par/sim.h: TP rank 0 of each group simulated, the
- * others its twins), each expert data-parallel group must be simulated
- * whole or folded whole: its gradient sync (par/ep.h ep_sync) runs among
- * its members. From the sizes and the order alone, before any lowering:
- * PS_ERR naming the first group that mixes the two (tp 2 with ep 1 and
- * etp 1: each group takes TP ranks 0 and 1), else PS_OK. The caller asks
- * it where TP is folded and the experts' gradients sync apart; the ep_sync
- * pass keeps its own check as an assertion. O(world), no allocation. */
-int par_check_expert_fold(const par_layout *L, ps_err *err);
-
 /* How a group spreads over a cluster of gpus_per_node GPUs per node (rank
  * r on node r / gpus_per_node) with nics_per_node NICs each (GPU g of a
  * node on NIC g nics / gpus_per_node, as net/net.h builds clusters; 0:

@@ -155,18 +155,7 @@ static int fold_tp(pipe_ctx *ctx, const par_layout *L, const net *nw,
     return f;
 }
 
-/* Does a layer hold experts (whose gradients may sync apart, over the
- * expert data-parallel group: par_check_expert_fold)? */
-static int has_experts(const pipe_config *cfg)
-{
-    for (int32_t i = 0; i < cfg->nlayers; i++)
-        if (cfg->layers[i].moe_expert_params > 0)
-            return 1;
-    return 0;
-}
-
-/* The layout of cfg and the ranks simulated (ctx->sim), refused before
- * any lowering where the folded ranks would split an expert group. */
+/* The layout of cfg and the ranks simulated (ctx->sim). */
 static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
                         par_layout *L, ps_err *err)
 {
@@ -196,10 +185,7 @@ static int build_layout(pipe_ctx *ctx, const pipe_config *cfg, const net *nw,
      * every member must run for its all-to-alls (par/ep.h) */
     if (L->s.ep > 1 && L->s.etp != L->s.tp && fold[PAR_TP] > 0)
         fold[PAR_TP] = 0;
-    if (fold[PAR_TP] < 0 ||
-        (fold[PAR_TP] > 0 && has_experts(cfg) &&
-         par_check_expert_fold(L, err)) ||
-        par_sim_build(&ctx->sim, L, fold, err))
+    if (fold[PAR_TP] < 0 || par_sim_build(&ctx->sim, L, fold, err))
         return PS_ERR;
     ctx->sim_net = cfg->net_id;
     return PS_OK;

@@ -220,56 +220,8 @@ static void test_fold(void)
     net_free(over);
 }
 
-/* par_check_expert_fold from the sizes alone. tp 2, dp 4, ep 1, etp 1:
- * the expert data-parallel groups are [0 .. 7] with etp 1 (edp 8), TP
- * ranks 0 and 1 of every pair: group 0 mixes them. etp = tp: expert
- * groups [0, 2, 4, 6] and [1, 3, 5, 7], one TP rank each: none mixes.
- * tp 4, etp 2, ep 2 (edp 2): expert-DP groups {0, 4}, {1, 5}, ... keep
- * their TP rank (i mod 4): none mixes. tp 4, etp 1, ep 2 (edp 4): group
- * 0 is {0, 2, 4, 6}, TP ranks 0 and 2: group 0. In the order pp_inner
- * (which needs the expert-DP size to be dp, so etp ep = tp) the expert-DP
- * stride is tp pp and no group mixes: tp 2, dp 2, pp 2, ep 2, etp 1
- * gives {0, 4}, {1, 5}, ... */
-static void test_expert_fold(void)
-{
-    static const struct {
-        int32_t tp, dp, pp, ep, etp;
-        enum par_order order;
-        int bad;
-    } cases[] = {
-        {2, 4, 1, 1, 1, PAR_DP_INNER, 1}, {2, 4, 1, 1, 2, PAR_DP_INNER, 0},
-        {4, 2, 1, 2, 2, PAR_DP_INNER, 0}, {4, 2, 1, 2, 1, PAR_DP_INNER, 1},
-        {2, 2, 2, 2, 1, PAR_PP_INNER, 0},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        ps_err err;
-        par_sizes s;
-        par_layout L;
-        par_sizes_init(&s);
-        s.tp = cases[k].tp;
-        s.dp = cases[k].dp;
-        s.pp = cases[k].pp;
-        s.ep = cases[k].ep;
-        s.etp = cases[k].etp;
-        int rc = par_layout_init(&L, &s, cases[k].order, NULL, &err);
-        CHECK_INT(rc, PS_OK);
-        if (rc) {
-            printf("case %d: %s\n", (int)k, err.msg);
-            continue;
-        }
-        CHECK_INT(par_check_expert_fold(&L, &err), cases[k].bad ? PS_ERR : 0);
-        if (cases[k].bad)
-            CHECK_STR(err.msg, "expert data-parallel group 0 mixes ranks "
-                               "pipesim simulates with tensor-parallel ranks "
-                               "it folds into their group's rank 0 (etp unlike "
-                               "tp in this layout): not modelled; give etp = "
-                               "tp");
-    }
-}
-
 int main(void)
 {
-    test_expert_fold();
     test_megatron_example();
     test_list();
     test_errors();

@@ -6,7 +6,7 @@
 
 #include "bind/bind.h"
 #include "out/report.h"
-#include "rec/rec.h"
+#include "run/sink.h"
 
 /* [-0, +1] pushes, as a string, what report_warnings (warnings != 0),
  * report_run (run > 0) or report_runs writes; raises its error. */
@@ -51,7 +51,7 @@ static int core_report(lua_State *L)
     }
     rec_db *db = bind_database(L, path);
     ps_err err;
-    if (rec_flush(db, &err))
+    if (run_flush(db, &err))
         return bind_raise(L, &err);
     push_report(L, db, run, (int)width, 0);
     push_report(L, db, run, (int)width, 1);

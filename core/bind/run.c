@@ -606,10 +606,7 @@ static int core_run(lua_State *L)
     pipe_ctx *ctx = bind_context(L, CTX_KEY, ctx_make, ctx_drop);
     if (db)
         bind_sweep_batch(L, db, cfg.meta.sweep); /* a sweep's: batched */
-    rec_sink sink;
-    int rc = pipe_run(ctx, &cfg, cl->nw, run_sink_db(&sink, db), &res, &err);
-    if (db)
-        rec_set_batch(db, 0); /* the next writer commits the batch first */
+    int rc = run_step(ctx, &cfg, cl->nw, db, &res, &err);
     if (db && res.id > 0)
         bind_count_run(L);
     bind_progress(L);

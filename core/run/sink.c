@@ -30,3 +30,18 @@ const rec_sink *run_sink_db(rec_sink *s, rec_db *db)
                     .write = db_write};
     return s;
 }
+
+int run_step(pipe_ctx *ctx, const pipe_config *cfg, net *nw, rec_db *db,
+             pipe_result *res, ps_err *err)
+{
+    rec_sink sink;
+    int rc = pipe_run(ctx, cfg, nw, run_sink_db(&sink, db), res, err);
+    if (db)
+        rec_set_batch(db, 0); /* the next writer commits the batch first */
+    return rc;
+}
+
+int run_flush(rec_db *db, ps_err *err)
+{
+    return rec_flush(db, err);
+}

@@ -35,6 +35,7 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
             for (int32_t i = lr->pc; i < lr->batch_end; i++)
                 if (!worker_op_complete(w, &lane->ops[i]))
                     return PS_OK;
+            worker_early_release(w, lr); /* before pc moves on */
             if (worker_finish_batch(w, lr, err))
                 return PS_ERR;
             *moved = 1;
@@ -63,7 +64,8 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
         prog_op *op = &lane->ops[lr->pc];
         *moved = 1;
         w->bytes.progress++;
-        op->t_start = now - w->t0;
+        if (op->type != PROG_SEND || !w->outs[op->msg].posted)
+            op->t_start = now - w->t0; /* an early send keeps its own */
         switch (op->type) {
         case PROG_COMPUTE:
             if (w->cfg->ops->compute &&
@@ -91,6 +93,9 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
                 end++;
             lr->batch_end = end + 1;
             for (int32_t i = lr->pc; i < lr->batch_end; i++) {
+                if (lane->ops[i].type == PROG_SEND &&
+                    w->outs[lane->ops[i].msg].posted)
+                    continue; /* posted early (live/early.c) */
                 int rc = lane->ops[i].type == PROG_SEND
                              ? worker_post_send(w, lr, i, now, err)
                              : worker_post_recv(w, lr, i, now, err);
@@ -101,6 +106,8 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
                 return PS_ERR;
             lr->state = L_BATCH;
             lr->t_block = now;
+            if (worker_post_early(w, lr, now, err))
+                return PS_ERR;
             break;
         }
         default: /* PROG_DELAY: a protocol's modelled latency, not TCP's */
@@ -227,6 +234,7 @@ static void reset_iteration(worker *w)
     for (int32_t l = 0; l < w->nl; l++) {
         w->lanes[l].pc = 0;
         w->lanes[l].state = L_RUN;
+        w->lanes[l].early_end = 0;
     }
     w->bytes = (wire_bytes){0};
     w->open_sends = 0;
@@ -310,12 +318,17 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
         serve_ctl(w, 0))
         _exit(1); /* the coordinator gave up on the run */
     for (int32_t c = 0; c < w->nconn; c++) {
-        wire_conn *cn = &w->conns[c];
         short re = n > 0 ? pf[c + 1].revents : 0;
         if ((re & (POLLIN | POLLHUP | POLLERR)) &&
-            wire_read(cn, w->ins, w->ps->nmsgs, &w->bytes, now, worker_in_done,
-                      w, err))
+            wire_read(&w->conns[c], w->ins, w->ps->nmsgs, &w->bytes, now,
+                      worker_in_done, w, err))
             return PS_ERR;
+    }
+    /* what the reads applied may leave at once (early sends) */
+    if (worker_early_update(w, err))
+        return PS_ERR;
+    for (int32_t c = 0; c < w->nconn; c++) {
+        wire_conn *cn = &w->conns[c];
         if (cn->head && wire_write(cn, &w->cfg->inject, &w->bytes, now,
                                    worker_out_done, w, err))
             return PS_ERR;

@@ -25,6 +25,8 @@
 /* ------------------------------------------------------------------ */
 /* Lanes                                                               */
 
+static int pump(worker *w, int block, ps_err *err);
+
 /* Advances lr as far as it goes; *moved is set when anything happened. */
 static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
 {
@@ -68,6 +70,12 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
             op->t_start = now - w->t0; /* an early send keeps its own */
         switch (op->type) {
         case PROG_COMPUTE:
+            /* what the sockets take now goes before the compute op: a
+             * send posted before it (GPipe's isend of F0 ahead of F1)
+             * leaves then, as in the simulator, not once the lane next
+             * blocks */
+            if (w->nconn && pump(w, 0, err))
+                return PS_ERR;
             if (w->cfg->ops->compute &&
                 w->cfg->ops->compute(w->cfg->ctx, w->rank, lr->lane, lr->pc, op,
                                      err))
@@ -290,9 +298,11 @@ static double poll_wait(const worker *w, double now)
     return next > now ? next - now : 0;
 }
 
-/* Waits for the sockets (and ctl) once and serves what is ready. */
-static int pump(worker *w, struct pollfd *pf, ps_err *err)
+/* Waits for the sockets (and ctl) once, or only looks (block 0), and
+ * serves what is ready. */
+static int pump(worker *w, int block, ps_err *err)
 {
+    struct pollfd *pf = w->pf;
     double now = live_now();
     pf[0] = (struct pollfd){w->ctl, POLLIN, 0};
     for (int32_t c = 0; c < w->nconn; c++) {
@@ -307,7 +317,7 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
     /* poll counts whole milliseconds; the rest of a wait (an injected
      * latency's last fraction) is slept, so that latencies are exact to
      * the scheduler's tens of microseconds */
-    double wait = poll_wait(w, now);
+    double wait = block ? poll_wait(w, now) : 0;
     int n = poll(pf, (nfds_t)w->nconn + 1, (int)floor(wait * 1e3));
     if (n < 0 && errno != EINTR)
         return ps_errf(err, "rank %d: poll failed", (int)w->rank);
@@ -353,6 +363,7 @@ static int run_iteration(worker *w, double t0, ps_err *err)
     struct pollfd *pf = calloc((size_t)w->nconn + 1, sizeof *pf);
     if (!pf)
         return ps_errf(err, "rank %d: out of memory", (int)w->rank);
+    w->pf = pf;
     int rc = PS_OK;
     for (;;) {
         int moved;
@@ -387,8 +398,9 @@ static int run_iteration(worker *w, double t0, ps_err *err)
                 _exit(1);
             w->reported = 1;
         }
-        rc = pump(w, pf, err);
+        rc = pump(w, 1, err);
     }
+    w->pf = NULL;
     free(pf);
     return rc;
 }

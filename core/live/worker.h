@@ -36,6 +36,7 @@ typedef struct worker {
                            it, -1 (live/peers.c) */
     wire_out *sig_outs; /* by signal id: raised for another rank */
     wire_bytes bytes;
+    struct pollfd *pf; /* the poll set of the iteration under way */
     double t0;
     double stall_at; /* INFINITY: never */
     int32_t iteration;

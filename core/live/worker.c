@@ -76,6 +76,7 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
              * blocks */
             if (w->nconn && pump(w, 0, err))
                 return PS_ERR;
+            op->t_start = live_now() - w->t0; /* after the copies */
             if (w->cfg->ops->compute &&
                 w->cfg->ops->compute(w->cfg->ctx, w->rank, lr->lane, lr->pc, op,
                                      err))

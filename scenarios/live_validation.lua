@@ -43,7 +43,6 @@ local SAMPLES = quick and 4 or 64
 -- the 4 ranks measured as the runs below load the machine: all exchanging
 -- at once (median times), all computing at once
 local cal = ps.calibrate{ ranks = 4, iterations = quick and 1 or 5, warmup = quick and 0 or 1,
-                          sizes = quick and { 0, 1048576, 2097152 } or nil,
                           reps = quick and 3 or 20, layers = #WIDTHS - 1,
                           compute = { model = "mlp", widths = WIDTHS, samples = SAMPLES } }
 print(string.format("calibrated host: latency %.1f us, %.3f GB/s a flow with 4 flows (bus %.3f "

@@ -147,6 +147,21 @@ EOF
 expect_fail "calibrate --live --bogus 1" "calibrate: unknown option '--bogus'"
 
 # several hosts as workers on this one: pipesim worker --rendezvous, the
+
+# a send posted before a compute op leaves before it runs: GPipe's stage 1
+# starts F0 while stage 0 still computes its later forwards (the worker
+# used to write its queued sends only once its lane blocked, after F3)
+cat >"$D/gpipe.lua" <<'EOF'
+local ps = require "pipesim"
+local c = ps.cluster{ ranks = 2, link = { bandwidth = "1 GB/s", latency = "20 us" } }
+local layers = {}
+for i = 1, 4 do layers[i] = { fwd_time = "1 ms" } end
+ps.run{ cluster = c, layers = layers, stages = 2, microbatches = 4, schedule = "gpipe",
+        backend = "tcp", compute = { model = "mlp", width = 256, samples = 64 } }
+EOF
+(cd "$D" && $VG "$BIN" run gpipe.lua -o gpipe.db >gpipe.out 2>&1) && ok || bad "gpipe run: $(cat "$D/gpipe.out")"
+got=$(q "$D/gpipe.db" "SELECT (SELECT t_start FROM event WHERE rank = 1 AND kind = 'F' AND mb = 0) < (SELECT t_end FROM event WHERE rank = 0 AND kind = 'F' AND mb = 3)")
+[ "$got" = "1" ] && ok || bad "stage 1's F0 before stage 0's F3 ends: $got"
 # coordinator sends them the scenario; one worker takes itself for
 # another host and aligns its clock by pings (an error bound > 0)
 cat >"$D/rdv.lua" <<'EOF'

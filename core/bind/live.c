@@ -491,7 +491,35 @@ static int core_live_calibrate(lua_State *L)
     return 1;
 }
 
+/* [-0, +2] core.live_fit(sizes, times): live_fit's latency and bandwidth
+ * (the 1/t^2-weighted least squares of the ping-pong), for points that
+ * ps.calibrate measured in several runs while it grew its sizes. */
+static int core_live_fit(lua_State *L)
+{
+    double x[64], t[64];
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, 1);
+    if (n < 2 || n > 64 || luaL_len(L, 2) != n)
+        return luaL_error(L, "live_fit: 2 to 64 sizes and as many times");
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, 1, i);
+        lua_geti(L, 2, i);
+        x[i - 1] = luaL_checknumber(L, -2);
+        t[i - 1] = luaL_checknumber(L, -1);
+        lua_pop(L, 2);
+    }
+    double lat = 0, bw = 0;
+    if (live_fit(x, t, (int)n, &lat, &bw))
+        return luaL_error(L, "field 'sizes': the fit needs two different "
+                             "sizes");
+    lua_pushnumber(L, lat);
+    lua_pushnumber(L, bw);
+    return 2;
+}
+
 const luaL_Reg bind_live_funcs[] = {
     {"live_calibrate", core_live_calibrate},
+    {"live_fit", core_live_fit},
     {NULL, NULL},
 };

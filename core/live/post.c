@@ -116,6 +116,8 @@ int worker_post_send(worker *w, lane_rt *lr, int32_t i, double now, ps_err *err)
     o->hdr[3] = (uint32_t)((uint64_t)len >> 32);
     o->data = data;
     o->len = len;
+    o->ready = len;
+    o->posted = 1;
     if ((op->flags & PROG_NOWAIT) && !w->cfg->ops->recv_target) {
         /* the lane goes on: keep a copy (with recv_target, only when a
          * receive would overwrite it, protect_sends) */
@@ -192,6 +194,11 @@ static int protect_sends(worker *w, const void *dst, size_t len, ps_err *err)
             if (o->owned || o->done || o->len == 0 || o->data >= hi ||
                 o->data + o->len <= lo)
                 continue;
+            if (o->ready < o->len) /* live/early.c rules this out */
+                return ps_errf(err,
+                               "rank %d: a receive overwrites the source of "
+                               "an early send",
+                               (int)w->rank);
             o->owned = malloc(o->len);
             if (!o->owned)
                 return ps_errf(err, "rank %d: out of memory", (int)w->rank);

@@ -183,10 +183,10 @@ int wire_post(wire_conn *c, wire_in *in, int32_t msg)
 static size_t paced_limit(const wire_out *o, const live_inject *inj, double now)
 {
     if (!(inj->bandwidth > 0))
-        return o->len;
+        return o->ready;
     double t = now - o->not_before;
     double allowed = t > 0 ? floor(t * inj->bandwidth) : 0;
-    return allowed >= (double)o->len ? o->len : (size_t)allowed;
+    return allowed >= (double)o->ready ? o->ready : (size_t)allowed;
 }
 
 double wire_next_write(const wire_conn *c, const live_inject *inj, double now)
@@ -197,6 +197,8 @@ double wire_next_write(const wire_conn *c, const live_inject *inj, double now)
     if (now < o->not_before)
         return o->not_before;
     size_t done = o->off > WIRE_HDR ? o->off - WIRE_HDR : 0;
+    if (o->off >= WIRE_HDR && done >= o->ready && done < o->len)
+        return INFINITY; /* an early send waits for its data, not a time */
     if (done >= paced_limit(o, inj, now) && done < o->len) {
         /* pacing: when the next 16 KiB (or the rest) are due, so that the
          * last byte leaves when latency + len / bandwidth says */

@@ -35,6 +35,10 @@ typedef struct wire_out {
     char *owned;       /* a copy of the payload (PROG_NOWAIT), or NULL */
     size_t off;        /* bytes of header and payload written */
     double not_before; /* injected latency: no byte before this time */
+    size_t ready;      /* payload bytes that may leave: len, but less for
+                          an early send (live/early.c) whose source is
+                          still arriving */
+    int posted;        /* its SEND is posted (early or with its batch) */
     double t_first, t_last;
     int done;
     int32_t lane, index; /* its SEND op */

@@ -25,6 +25,8 @@
 /* ------------------------------------------------------------------ */
 /* Lanes                                                               */
 
+static int pump(worker *w, int block, ps_err *err);
+
 /* Advances lr as far as it goes; *moved is set when anything happened. */
 static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
 {
@@ -35,6 +37,7 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
             for (int32_t i = lr->pc; i < lr->batch_end; i++)
                 if (!worker_op_complete(w, &lane->ops[i]))
                     return PS_OK;
+            worker_early_release(w, lr); /* before pc moves on */
             if (worker_finish_batch(w, lr, err))
                 return PS_ERR;
             *moved = 1;
@@ -63,9 +66,17 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
         prog_op *op = &lane->ops[lr->pc];
         *moved = 1;
         w->bytes.progress++;
-        op->t_start = now - w->t0;
+        if (op->type != PROG_SEND || !w->outs[op->msg].posted)
+            op->t_start = now - w->t0; /* an early send keeps its own */
         switch (op->type) {
         case PROG_COMPUTE:
+            /* what the sockets take now goes before the compute op: a
+             * send posted before it (GPipe's isend of F0 ahead of F1)
+             * leaves then, as in the simulator, not once the lane next
+             * blocks */
+            if (w->nconn && pump(w, 0, err))
+                return PS_ERR;
+            op->t_start = live_now() - w->t0; /* after the copies */
             if (w->cfg->ops->compute &&
                 w->cfg->ops->compute(w->cfg->ctx, w->rank, lr->lane, lr->pc, op,
                                      err))
@@ -91,6 +102,9 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
                 end++;
             lr->batch_end = end + 1;
             for (int32_t i = lr->pc; i < lr->batch_end; i++) {
+                if (lane->ops[i].type == PROG_SEND &&
+                    w->outs[lane->ops[i].msg].posted)
+                    continue; /* posted early (live/early.c) */
                 int rc = lane->ops[i].type == PROG_SEND
                              ? worker_post_send(w, lr, i, now, err)
                              : worker_post_recv(w, lr, i, now, err);
@@ -101,6 +115,8 @@ static int advance(worker *w, lane_rt *lr, int *moved, ps_err *err)
                 return PS_ERR;
             lr->state = L_BATCH;
             lr->t_block = now;
+            if (worker_post_early(w, lr, now, err))
+                return PS_ERR;
             break;
         }
         default: /* PROG_DELAY: a protocol's modelled latency, not TCP's */
@@ -227,6 +243,7 @@ static void reset_iteration(worker *w)
     for (int32_t l = 0; l < w->nl; l++) {
         w->lanes[l].pc = 0;
         w->lanes[l].state = L_RUN;
+        w->lanes[l].early_end = 0;
     }
     w->bytes = (wire_bytes){0};
     w->open_sends = 0;
@@ -282,9 +299,11 @@ static double poll_wait(const worker *w, double now)
     return next > now ? next - now : 0;
 }
 
-/* Waits for the sockets (and ctl) once and serves what is ready. */
-static int pump(worker *w, struct pollfd *pf, ps_err *err)
+/* Waits for the sockets (and ctl) once, or only looks (block 0), and
+ * serves what is ready. */
+static int pump(worker *w, int block, ps_err *err)
 {
+    struct pollfd *pf = w->pf;
     double now = live_now();
     pf[0] = (struct pollfd){w->ctl, POLLIN, 0};
     for (int32_t c = 0; c < w->nconn; c++) {
@@ -299,7 +318,7 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
     /* poll counts whole milliseconds; the rest of a wait (an injected
      * latency's last fraction) is slept, so that latencies are exact to
      * the scheduler's tens of microseconds */
-    double wait = poll_wait(w, now);
+    double wait = block ? poll_wait(w, now) : 0;
     int n = poll(pf, (nfds_t)w->nconn + 1, (int)floor(wait * 1e3));
     if (n < 0 && errno != EINTR)
         return ps_errf(err, "rank %d: poll failed", (int)w->rank);
@@ -310,12 +329,17 @@ static int pump(worker *w, struct pollfd *pf, ps_err *err)
         serve_ctl(w, 0))
         _exit(1); /* the coordinator gave up on the run */
     for (int32_t c = 0; c < w->nconn; c++) {
-        wire_conn *cn = &w->conns[c];
         short re = n > 0 ? pf[c + 1].revents : 0;
         if ((re & (POLLIN | POLLHUP | POLLERR)) &&
-            wire_read(cn, w->ins, w->ps->nmsgs, &w->bytes, now, worker_in_done,
-                      w, err))
+            wire_read(&w->conns[c], w->ins, w->ps->nmsgs, &w->bytes, now,
+                      worker_in_done, w, err))
             return PS_ERR;
+    }
+    /* what the reads applied may leave at once (early sends) */
+    if (worker_early_update(w, err))
+        return PS_ERR;
+    for (int32_t c = 0; c < w->nconn; c++) {
+        wire_conn *cn = &w->conns[c];
         if (cn->head && wire_write(cn, &w->cfg->inject, &w->bytes, now,
                                    worker_out_done, w, err))
             return PS_ERR;
@@ -340,6 +364,7 @@ static int run_iteration(worker *w, double t0, ps_err *err)
     struct pollfd *pf = calloc((size_t)w->nconn + 1, sizeof *pf);
     if (!pf)
         return ps_errf(err, "rank %d: out of memory", (int)w->rank);
+    w->pf = pf;
     int rc = PS_OK;
     for (;;) {
         int moved;
@@ -374,8 +399,9 @@ static int run_iteration(worker *w, double t0, ps_err *err)
                 _exit(1);
             w->reported = 1;
         }
-        rc = pump(w, pf, err);
+        rc = pump(w, 1, err);
     }
+    w->pf = NULL;
     free(pf);
     return rc;
 }

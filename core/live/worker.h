@@ -13,6 +13,8 @@ enum lane_state { L_RUN, L_BATCH, L_WAIT, L_FROZEN, L_DONE };
 typedef struct lane_rt {
     int32_t lane; /* in ps */
     int32_t pc, batch_end;
+    int32_t early_end; /* the next batch's end when its sends were posted
+                          early (live/early.c), else 0 */
     int state;
     double t_block; /* when it began to wait */
 } lane_rt;
@@ -34,6 +36,7 @@ typedef struct worker {
                            it, -1 (live/peers.c) */
     wire_out *sig_outs; /* by signal id: raised for another rank */
     wire_bytes bytes;
+    struct pollfd *pf; /* the poll set of the iteration under way */
     double t0;
     double stall_at; /* INFINITY: never */
     int32_t iteration;
@@ -68,5 +71,17 @@ void worker_post_signal(worker *w, int32_t sg, double now);
 int worker_op_complete(const worker *w, const prog_op *op);
 /* lr's batch is complete: its receives handed over in op order. */
 int worker_finish_batch(worker *w, lane_rt *lr, ps_err *err);
+
+/* live/early.c: the next batch's sends posted while this one's
+ * streamed receives still arrive, each byte leaving once it is final */
+
+/* lr's batch was just posted: posts the next batch's sends early where
+ * the front end streams receives (live_ops.recv_stream). */
+int worker_post_early(worker *w, lane_rt *lr, double now, ps_err *err);
+/* How much of each early send may leave, after reads applied bytes. */
+int worker_early_update(worker *w, ps_err *err);
+/* lr's batch completed (before worker_finish_batch moves pc on): its
+ * early sends may leave whole. */
+void worker_early_release(worker *w, lane_rt *lr);
 
 #endif

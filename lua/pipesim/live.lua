@@ -126,6 +126,69 @@ local function measure(core, args)
     return r
 end
 
+-- "256 KiB", "16 MiB": a size of the growth below.
+local function size_text(x)
+    if x >= 1048576 then return string.format("%g MiB", x / 1048576) end
+    return string.format("%g KiB", x / 1024)
+end
+
+-- The sizes a fit can use, found by growing them (issue 25): 0 B (the
+-- latency), then from 16 KiB up by 4x until the time clearly grows with
+-- the size, the largest's at least 1.5 times that of a quarter of it (the
+-- transfer at least the latency, past the noise of a loaded machine's
+-- wake-ups), and the slope from the quarter to the largest within 25% of
+-- the one below it (Hockney's asymptotic bandwidth: the slope no longer
+-- changes), or up to 16 MiB (four times the 4 MiB a ring step of 16 MB
+-- moves on 4 ranks). measure(list) returns the times of a list of sizes
+-- (0 first: a measurement takes two). Returns the sizes and their times;
+-- fails in one line with every size's time when none grows.
+M.GROW_FIRST, M.GROW_LAST, M.GROW_RATIO, M.GROW_SLOPES = 16384, 16 * 1048576, 1.5, 0.25
+function M.grow(measure_sizes, what)
+    local sizes = { 0, M.GROW_FIRST, 4 * M.GROW_FIRST, 16 * M.GROW_FIRST }
+    local t = measure_sizes(sizes)
+    while true do
+        local n = #sizes
+        local e, q, l = sizes[n - 2], sizes[n - 1], sizes[n]
+        local grows = t[n] >= M.GROW_RATIO * t[n - 1]
+        local lo, hi = (t[n - 1] - t[n - 2]) / (q - e), (t[n] - t[n - 1]) / (l - q)
+        if grows and lo > 0 and math.abs(hi / lo - 1) <= M.GROW_SLOPES then break end
+        if l >= M.GROW_LAST then
+            if grows then break end
+            local pts = {}
+            for i = 2, n do
+                pts[#pts + 1] = string.format("%s %.3g ms", size_text(sizes[i]), t[i] * 1e3)
+            end
+            error(string.format("ps.calibrate: %s's time does not grow with the size up to %s "
+                .. "(%s): no size takes %g times a quarter of it (a loaded machine's waits hide "
+                .. "the transfer); give sizes", what, size_text(l), table.concat(pts, ", "),
+                M.GROW_RATIO), 0)
+        end
+        sizes[n + 1], t[n + 1] = 4 * l, measure_sizes({ 0, 4 * l })[2]
+    end
+    return sizes, t
+end
+
+-- measure() over the sizes M.grow picks (spec.sizes, when given, as they
+-- are): the first run with every field (the layers' profile too), the
+-- next ones without the profile. Returns that first run's result with
+-- the sizes and times of them all.
+local function measure_grown(core, args, what)
+    if args.sizes then return measure(core, args) end
+    local first
+    local sizes, t = M.grow(function(list)
+        local a = {}
+        for k, v in pairs(args) do
+            if not first or (k ~= "layers" and k ~= "compute") then a[k] = v end
+        end
+        a.sizes = list
+        local r = measure(core, a)
+        first = first or r
+        return r.one_way
+    end, what)
+    first.sizes, first.one_way = sizes, t
+    return first
+end
+
 -- calibrate(core, spec): the measurement (core.live_calibrate) and, when
 -- asked, the files. Two ranks: the ping-pong's latency and bandwidth, a
 -- mesh link. More: the ping-pong of a lone pair (the ports) and the
@@ -152,12 +215,10 @@ function M.calibrate(core, spec)
             if k ~= "layers" and k ~= "compute" and k ~= "concurrent" then pair[k] = v end
         end
         pair.ranks = 2
-        local p = measure(core, pair)
+        local p = measure_grown(core, pair, "the ping-pong")
+        p.latency, p.bandwidth = core.live_fit(p.sizes, p.one_way)
         args.pattern, args.statistic = "exchange", spec.statistic or "median"
-        -- up to the 4 MiB a ring step of 16 MB moves on 4 ranks: past the
-        -- socket buffers, where a flow waits on its peer's wake-ups
-        args.sizes = spec.sizes or { 0, 1024, 16384, 65536, 262144, 1048576, 4194304 }
-        r = measure(core, args)
+        r = measure_grown(core, args, "the exchange")
         r.statistic = args.statistic
         r.latency, r.bandwidth = M.hockney(r.sizes, r.one_way)
         r.pair = p
@@ -170,7 +231,8 @@ function M.calibrate(core, spec)
         r.model = M.shared_model("loopback tcp, " .. n .. " ranks sharing the host (calibrated)", n,
             math.max(r.latency, 0), r.port, r.bus)
     else
-        r = measure(core, args)
+        r = measure_grown(core, args, "the ping-pong")
+        r.latency, r.bandwidth = core.live_fit(r.sizes, r.one_way)
     end
     r.ranks = n
     r.name = "loopback tcp (calibrated)"

@@ -31,8 +31,10 @@ if $VG "$BIN" run --unsafe --max-memory 96MiB tests/bench/llama405.lua -D nodes=
 else
     bad "folded ZeRO-2 run within 96 MiB failed: $(cat "$TMP/fold3.stderr")"
 fi
+# unfolded, the limit is reached while the programs grow (under the
+# sanitizers, seen once, in the Lua before them)
 expect_fail "run --unsafe --max-memory 96MiB tests/bench/llama405.lua -D nodes=128 -D zero=2 -D fold=false -o $TMP/fold4.db" \
-    "memory limit of 96 MiB reached (--max-memory): the run's programs need more than"
+    "memory limit of 96 MiB reached (--max-memory)"
 
 echo "$P passed, $F failed"
 [ "$F" -eq 0 ]

@@ -475,6 +475,10 @@ static int core_collective(lua_State *L)
     bind_boolean(L, 1, "simulate", &simulate);
     bind_live lv; /* live mode (bind/live.c); nccl-tests' -n 20 -w 5 */
     bind_live_read(L, 1, 20, 5, &lv);
+    /* live mode runs the algorithm's own transfers: a cluster's NCCL
+     * default protocol does not apply (one given is refused, coll/live.c) */
+    if (lv.tcp && !bind_string(L, 1, "protocol"))
+        spec.protocol = COLL_PROTO_NONE;
     if (!simulate && (lv.tcp || lv.bytes_log))
         return luaL_error(L,
                           "field '%s' needs a collective that runs; "

@@ -223,7 +223,8 @@ int coll_live_run(const coll_spec *spec, net *nw, eng_sim *eng, prog_set *ps,
     if (spec->protocol != COLL_PROTO_NONE)
         return ps_errf(err,
                        "backend 'tcp' runs the algorithm's own transfers: "
-                       "protocol '%s' is NCCL's (leave it out)",
+                       "protocol '%s' is NCCL's (give \"none\" or leave "
+                       "it out)",
                        coll_proto_name(spec->protocol));
     /* the twin: data mode on the cluster, without the faults (a stall
      * would fail it) */

@@ -331,7 +331,15 @@ H.raises(function() live_coll("allreduce", "ring", 64, { backend = "tpc" }) end,
 H.raises(function() ps.collective{ cluster = c4, op = "allreduce", bytes = 64, iterations = 3,
     record = "none" } end, "field 'iterations' applies to backend = \"tcp\" (live mode) only")
 H.raises(function() live_coll("allreduce", "ring", 64, { protocol = "ll" }) end,
-    "protocol 'll' is NCCL's")
+    "protocol 'll' is NCCL's (give \"none\" or leave it out)")
+-- left out on a cluster whose default is NCCL's (a DGX): none, not refused
+do
+    local dgx = ps.cluster(ps.clusters.dgx("H100", 1))
+    local r = ps.collective{ cluster = dgx, ranks = { 0, 1 }, op = "allreduce", algorithm = "ring",
+        bytes = 4096, backend = "tcp", iterations = 1, warmup = 0, record = "none" }
+    H.eq(r.protocol, "none", "a DGX's live collective runs without NCCL's protocol")
+    H.eq(#r.times, 1, "one measured iteration")
+end
 H.raises(function() live_run{ compute = { model = "gpt" } } end,
     "field 'compute.model': live mode runs \"mlp\", got gpt")
 H.raises(function() live_run{ compute = { model = "mlp", dtype = "float32" } } end,

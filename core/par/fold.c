@@ -254,12 +254,12 @@ int par_fold_match_lane(par_fold *f, const par_sim *sim, const prog_lane *a,
     return 1;
 }
 
-/* 1 when instance i runs the image of instance i mod s for every i. */
+/* 1 when instance i runs the image of instance i mod s for every i. The
+ * caller has checked the shift's network with par_fold_net_symmetric, which
+ * also filled f->shift for s. */
 static int check_shift(par_fold *f, const prog_set *full, const par_sim *sim,
-                       const net *nw, const double *st, int32_t s)
+                       int32_t s)
 {
-    if (!par_fold_net_symmetric(f, sim, nw, st, s))
-        return 0;
     for (int32_t g = 0; g < full->nsignals; g++)
         f->sig_map[g] = -1;
     for (int32_t m = 0; m < full->nmsgs; m++)
@@ -376,7 +376,7 @@ int par_fold_build(par_fold *f, const prog_set *full, const par_sim *sim,
         if (!par_fold_net_symmetric(f, sim, nw, static_bytes, s))
             continue;
         tries++;
-        if (!check_shift(f, full, sim, nw, static_bytes, s))
+        if (!check_shift(f, full, sim, s))
             continue;
         if (build_folded(f, full, sim, s, err)) {
             f->s = 0;

@@ -90,4 +90,10 @@ double par_dp_pad_elements(double params, int32_t shard, int cut,
                            double grad_bytes, double first_bucket_bytes,
                            double bucket_bytes);
 
+/* last[c]: index of lane's last gradient-producing op (a B, a W, the
+ * backward half of an FB) of chunk c (c < v), or -1: the order in which
+ * the dp pass closes a rank's chunks into buckets, and in which live mode
+ * lays out a rank's gradients (step/pipe_live.c). One pass, O(ops). */
+void par_dp_last_backwards(const prog_lane *lane, int32_t v, int32_t *last);
+
 #endif

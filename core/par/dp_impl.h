@@ -94,9 +94,8 @@ int par_dp_plan_chunk(const dp_config *c, int32_t r, int32_t stage,
 double par_dp_chunk_pad(const dp_config *c, int32_t r, int32_t stage,
                         int32_t chunk);
 
-/* last[c]: index of the lane's last backward of chunk c (c < v), or -1;
- * and whether op i of lane is the last backward of its chunk. */
-void par_dp_last_backwards(const prog_lane *lane, int32_t v, int32_t *last);
+/* Whether op i of lane is the last backward of its chunk (last from
+ * par_dp_last_backwards, par/dp.h). */
 int par_dp_is_last_backward(const prog_lane *lane, const int32_t *last,
                             int32_t i);
 

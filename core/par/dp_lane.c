@@ -209,7 +209,7 @@ void par_dp_last_backwards(const prog_lane *lane, int32_t v, int32_t *last)
         last[c] = -1;
     for (int32_t i = 0; i < lane->n; i++) {
         const prog_op *op = &lane->ops[i];
-        if (is_grad_op(op) && op->chunk < v)
+        if (is_grad_op(op) && op->chunk >= 0 && op->chunk < v)
             last[op->chunk] = i;
     }
 }

@@ -19,6 +19,8 @@
 
 #include "step/pipe_live_impl.h"
 
+#include "par/dp.h"
+
 /* ------------------------------------------------------------------ */
 /* Setup                                                               */
 
@@ -59,14 +61,7 @@ static int layout_grads(plive *c, ps_err *err)
         free(order);
         return ps_errf(err, "out of memory");
     }
-    for (int32_t ch = 0; ch < V; ch++)
-        last[ch] = -1;
-    for (int32_t i = 0; i < lane->n; i++) {
-        const prog_op *op = &lane->ops[i];
-        if (op->type == PROG_COMPUTE && op->chunk >= 0 && op->chunk < V &&
-            (op->kind == PROG_B || op->kind == PROG_W || op->kind == PROG_FB_B))
-            last[op->chunk] = i;
-    }
+    par_dp_last_backwards(lane, V, last);
     for (int32_t ch = 0; ch < V; ch++) { /* by last backward (stable) */
         int32_t k = ch;
         while (k > 0 && last[order[k - 1]] > last[ch]) {
